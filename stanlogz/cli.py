@@ -1,0 +1,61 @@
+"""The ``stanlogz`` command line: one sub-command per module in :mod:`stanlogz.commands`.
+
+Each command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
+``run(args, report) -> int``. Errors that stanlogz raises on purpose (:class:`StanlogzError`)
+print one line to stderr and exit with status 2; no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from .errors import StanlogzError
+from .report import Reporter
+
+COMMANDS = ["compile", "sample", "evidence", "compare", "bdmc"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every sub-command."""
+    parser = argparse.ArgumentParser(
+        prog="stanlogz",
+        description="Log evidence, Bayes factors and cross-validation for Stan programs.",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    parser.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
+    parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        mod = importlib.import_module(f"stanlogz.commands.{name}")
+        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
+        # Global flags are accepted after the sub-command too.
+        p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                       help="print one JSON object on stdout")
+        p.add_argument("--seed", type=int, default=argparse.SUPPRESS, help="random seed")
+        p.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS,
+                       help="no progress messages on stderr")
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``stanlogz`` command."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    report = Reporter(json_mode=args.json, quiet=args.quiet)
+    try:
+        return int(args._run(args, report) or 0)
+    except StanlogzError as exc:
+        print(f"stanlogz: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("stanlogz: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

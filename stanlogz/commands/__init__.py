@@ -1,0 +1,1 @@
+"""Sub-commands of the ``stanlogz`` CLI (see :mod:`stanlogz.cli`)."""

@@ -1,0 +1,63 @@
+"""Thin reporting layer: progress on stderr, tables or one JSON object on stdout."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from .result import _jsonable
+
+
+class Reporter:
+    """Where a command's output goes. In JSON mode only :meth:`emit_json` writes to stdout."""
+
+    def __init__(self, json_mode: bool = False, quiet: bool = False) -> None:
+        self.json_mode = json_mode
+        self.quiet = quiet
+        self._t0 = time.perf_counter()
+
+    def progress(self, message: str) -> None:
+        """A progress line on stderr (suppressed by ``--quiet``)."""
+        if not self.quiet:
+            elapsed = time.perf_counter() - self._t0
+            print(f"[{elapsed:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+    def warn(self, message: str) -> None:
+        """A warning on stderr (always shown)."""
+        print(f"stanlogz: warning: {message}", file=sys.stderr, flush=True)
+
+    def text(self, message: str = "") -> None:
+        """Human-readable output on stdout (nothing in JSON mode)."""
+        if not self.json_mode:
+            print(message, flush=True)
+
+    def table(self, header: Sequence[str], rows: Sequence[Sequence[Any]], title: str = "") -> None:
+        """An aligned text table on stdout (nothing in JSON mode)."""
+        if self.json_mode:
+            return
+        self.text(format_table(header, rows, title))
+
+    def emit_json(self, obj: Any) -> None:
+        """The command's single JSON object on stdout (only in JSON mode)."""
+        if self.json_mode:
+            print(json.dumps(_jsonable(obj), indent=2), flush=True)
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}" if abs(v) < 1e-3 or abs(v) >= 1e5 else f"{v:.4f}".rstrip("0").rstrip(".")
+    return str(v)
+
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[Any]], title: str = "") -> str:
+    """Rows as an aligned plain-text table."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(header)]
+    lines = [title] if title else []
+    lines.append("  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
+    return "\n".join(lines)
