@@ -1,0 +1,290 @@
+"""Geometric annealing paths f_β ∝ q^{1-β} p̃^β between a base q and a target p̃.
+
+The base is a density we can start from exactly: a normalized, exactly sampleable density
+(a Gaussian from draws, a Laplace approximation, a flow), or — for the prior→posterior path —
+the prior, given either as a sampleable density or as a prior target plus exact prior draws.
+On the prior path f_β = prior × likelihood^β, since the target is prior × likelihood.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from .errors import InputError
+from .kernels import hmc
+from .target import Target
+
+
+class PathPoint(NamedTuple):
+    """Base and target log densities and gradients at one position."""
+
+    position: np.ndarray
+    log_base: float
+    grad_base: np.ndarray
+    log_target: float
+    grad_target: np.ndarray
+
+    def log_f(self, beta: float) -> float:
+        """log f_β at this position."""
+        if beta == 0.0:
+            return self.log_base
+        if beta == 1.0:
+            return self.log_target
+        return (1.0 - beta) * self.log_base + beta * self.log_target
+
+    def grad_f(self, beta: float) -> np.ndarray:
+        """Gradient of log f_β at this position."""
+        if beta == 0.0:
+            return self.grad_base
+        if beta == 1.0:
+            return self.grad_target
+        return (1.0 - beta) * self.grad_base + beta * self.grad_target
+
+    @property
+    def log_ratio(self) -> float:
+        """log p̃ − log q: the AIS weight increment per unit of β."""
+        if not (np.isfinite(self.log_target) and np.isfinite(self.log_base)):
+            return -np.inf
+        return self.log_target - self.log_base
+
+
+@dataclass
+class AnnealingPath:
+    """The path from ``base`` (log normalizer ``base_log_z``) to ``target``.
+
+    ``base_draws`` are exact draws from the normalized base, shaped ``(n, dim)``; they are needed
+    only when ``base`` cannot ``sample`` itself (e.g. a prior Stan program plus draws from a
+    simulation program). ``base_log_z`` is 0 for a normalized base.
+    """
+
+    base: Target
+    target: Target
+    base_log_z: float = 0.0
+    base_draws: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.base.dim != self.target.dim:
+            raise InputError(
+                f"base has dimension {self.base.dim} but the target has {self.target.dim}"
+            )
+        if self.base_draws is not None:
+            d = np.atleast_2d(np.asarray(self.base_draws, dtype=float))
+            if d.shape[1] != self.dim:
+                raise InputError(f"base draws must have {self.dim} columns, got {d.shape[1]}")
+            self.base_draws = d
+        elif not callable(getattr(self.base, "sample", None)):
+            raise InputError("the base cannot be sampled: give exact base draws (base_draws)")
+
+    @property
+    def dim(self) -> int:
+        return self.target.dim
+
+    def evaluate(self, x: np.ndarray) -> PathPoint:
+        """Both endpoint log densities and gradients at ``x`` (two gradient evaluations)."""
+        x = np.asarray(x, dtype=float)
+        lq, gq = self.base.log_density_gradient(x)
+        lp, gp = self.target.log_density_gradient(x)
+        return PathPoint(x, float(lq), np.asarray(gq, float), float(lp), np.asarray(gp, float))
+
+    def sample_base(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """``n`` exact base draws: sampled, or picked at random from ``base_draws``."""
+        if self.base_draws is not None:
+            idx = rng.choice(self.base_draws.shape[0], size=n, replace=n > self.base_draws.shape[0])
+            return self.base_draws[idx].copy()
+        return np.atleast_2d(self.base.sample(rng, n))  # type: ignore[attr-defined]
+
+
+def prior_path(
+    prior: Target, target: Target, prior_draws: np.ndarray | None = None, prior_log_z: float = 0.0
+) -> AnnealingPath:
+    """The prior→posterior path: f_β = prior × likelihood^β.
+
+    ``prior`` is the prior's log density on the same unconstrained space as ``target`` (e.g. the
+    same Stan program with the observations removed); it must integrate to ``exp(prior_log_z)``
+    (0 for a proper prior written with normalized densities). Without ``sample`` on ``prior``,
+    ``prior_draws`` must hold exact prior draws.
+    """
+    return AnnealingPath(prior, target, base_log_z=prior_log_z, base_draws=prior_draws)
+
+
+class AnnealedTarget:
+    """f_β ∝ q^{1−β} p̃^β as a plain :class:`~stanlogz.target.Target` (for generic samplers).
+
+    :meth:`log_density_gradient` also stores the endpoint values of its last call in
+    :attr:`last`, so a sampler can reuse them for the AIS weight.
+    """
+
+    def __init__(self, path: AnnealingPath, beta: float) -> None:
+        if not 0.0 <= beta <= 1.0:
+            raise InputError(f"beta must lie in [0, 1], got {beta}")
+        self.path = path
+        self.beta = float(beta)
+        self.last: PathPoint | None = None
+        self.n_target_evals = 0
+
+    @property
+    def dim(self) -> int:
+        return self.path.dim
+
+    def log_density_gradient(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        pt = self.path.evaluate(x)
+        self.n_target_evals += 1
+        self.last = pt
+        return pt.log_f(self.beta), pt.grad_f(self.beta)
+
+    def log_density(self, x: np.ndarray) -> float:
+        return self.log_density_gradient(x)[0]
+
+
+@dataclass
+class HMCTuning:
+    """Step size and diagonal inverse metric of the HMC kernel as functions of β.
+
+    Values are given on a grid of β and interpolated linearly in log space between grid points.
+    """
+
+    betas: np.ndarray
+    step_sizes: np.ndarray
+    inv_metrics: np.ndarray  # (len(betas), dim)
+
+    @classmethod
+    def constant(cls, step_size: float, inv_metric: np.ndarray | float, dim: int) -> HMCTuning:
+        """The same step size and metric at every β (e.g. inherited from NUTS adaptation)."""
+        m = np.broadcast_to(np.asarray(inv_metric, dtype=float), (dim,))
+        if not step_size > 0 or np.any(m <= 0):
+            raise InputError("step size and inverse metric must be positive")
+        return cls(np.array([0.0, 1.0]), np.array([step_size, step_size]), np.vstack([m, m]))
+
+    def at(self, beta: float) -> tuple[float, np.ndarray]:
+        """Step size and inverse metric at ``beta``."""
+        eps = float(np.exp(np.interp(beta, self.betas, np.log(self.step_sizes))))
+        logm = np.log(self.inv_metrics)
+        m = np.array([np.interp(beta, self.betas, logm[:, j]) for j in range(logm.shape[1])])
+        return eps, np.exp(m)
+
+    def to_dict(self) -> dict[str, list]:
+        return {
+            "betas": self.betas.tolist(),
+            "step_sizes": self.step_sizes.tolist(),
+            "inv_metric_mean": self.inv_metrics.mean(axis=1).tolist(),
+        }
+
+
+def annealed_transition(
+    path: AnnealingPath,
+    beta: float,
+    point: PathPoint,
+    rng: np.random.Generator,
+    step_size: float,
+    inv_metric: np.ndarray,
+    n_leapfrog: int,
+) -> tuple[PathPoint, hmc.HMCInfo, int]:
+    """One HMC transition leaving f_β invariant; returns the new point, info and target evals."""
+    ann = AnnealedTarget(path, beta)
+    state = hmc.HMCState(point.position, point.log_f(beta), point.grad_f(beta))
+    new, info = hmc.step(rng, state, ann.log_density_gradient, step_size, n_leapfrog, inv_metric)
+    if info.accepted:
+        # The last evaluation of the leapfrog trajectory is the accepted end point.
+        assert ann.last is not None
+        point = ann.last
+        if new.position is not point.position and not np.array_equal(new.position, point.position):
+            point = path.evaluate(new.position)  # pragma: no cover - defensive
+    return point, info, ann.n_target_evals
+
+
+class _DualAveraging:
+    """Nesterov dual averaging of log step size toward a target acceptance (Hoffman & Gelman)."""
+
+    def __init__(self, step_size: float, target: float) -> None:
+        self.mu = np.log(10.0 * step_size)
+        self.target = target
+        self.h_bar = 0.0
+        self.log_eps = np.log(step_size)
+        self.log_eps_bar = np.log(step_size)
+        self.t = 0
+
+    def update(self, accept_prob: float) -> float:
+        # Standard constants gamma=0.05, t0=10, kappa=0.75 (as in Stan).
+        self.t += 1
+        eta = 1.0 / (self.t + 10.0)
+        self.h_bar = (1 - eta) * self.h_bar + eta * (self.target - accept_prob)
+        self.log_eps = self.mu - np.sqrt(self.t) / 0.05 * self.h_bar
+        w = self.t ** -0.75
+        self.log_eps_bar = w * self.log_eps + (1 - w) * self.log_eps_bar
+        return float(np.exp(self.log_eps))
+
+    @property
+    def final(self) -> float:
+        return float(np.exp(self.log_eps_bar))
+
+
+DEFAULT_TUNING_GRID = (0.0, 0.01, 0.05, 0.2, 0.5, 1.0)
+
+
+def tune_hmc(
+    path: AnnealingPath,
+    rng: np.random.Generator,
+    *,
+    grid: tuple[float, ...] | np.ndarray = DEFAULT_TUNING_GRID,
+    n_leapfrog: int = 10,
+    n_chains: int = 4,
+    n_iter: int = 80,
+    target_accept: float = 0.75,
+) -> tuple[HMCTuning, int]:
+    """Step size and diagonal metric per β from a short pilot on a grid of β.
+
+    Pilot chains start from exact base draws and are annealed along the grid; at each grid β
+    the step size is adapted by dual averaging and the metric set to the (regularized) variance
+    of the pilot draws. Returns the tuning and the target gradient evaluations it spent.
+    """
+    grid = np.unique(np.clip(np.asarray(grid, dtype=float), 0.0, 1.0))
+    if grid.size < 1:
+        raise InputError("the tuning grid needs at least one β")
+    dim = path.dim
+    init = path.sample_base(rng, max(200, 2 * dim))
+    inv_metric = np.maximum(init.var(axis=0), 1e-12)
+    points = [path.evaluate(x) for x in init[:n_chains]]
+    n_evals = len(points)
+    step = 0.5 * dim ** -0.25
+    steps, metrics = [], []
+    half = max(1, n_iter // 2)
+    for beta in grid:
+        for phase in range(2):
+            da = _DualAveraging(step, target_accept)
+            draws = []
+            for it in range(half):
+                eps = float(np.exp(da.log_eps))
+                accs = []
+                for k, pt in enumerate(points):
+                    new, info, n = annealed_transition(path, beta, pt, rng, eps, inv_metric,
+                                                       n_leapfrog)
+                    n_evals += n
+                    points[k] = new
+                    accs.append(info.acceptance_prob)
+                    if it >= half // 2:
+                        draws.append(new.position)
+                da.update(float(np.mean(accs)))
+            step = da.final
+            if phase == 0:
+                # Regularized toward a small constant as Stan does, with n pilot draws.
+                d = np.array(draws)
+                n = d.shape[0]
+                var = d.var(axis=0) if n > 1 else inv_metric
+                scale = np.median(var) if np.all(np.isfinite(var)) else 1.0
+                new_metric = n / (n + 5.0) * var + 1e-3 * scale * 5.0 / (n + 5.0)
+                if np.all(np.isfinite(new_metric)) and np.all(new_metric > 0):
+                    inv_metric = new_metric
+        steps.append(step)
+        metrics.append(inv_metric.copy())
+    if grid[0] > 0.0:
+        grid = np.concatenate([[0.0], grid])
+        steps.insert(0, steps[0])
+        metrics.insert(0, metrics[0])
+    if grid[-1] < 1.0:
+        grid = np.concatenate([grid, [1.0]])
+        steps.append(steps[-1])
+        metrics.append(metrics[-1])
+    return HMCTuning(grid, np.array(steps), np.array(metrics)), n_evals
