@@ -1,0 +1,369 @@
+"""Python API: the log evidence of a Stan program, and Bayes factors between programs.
+
+>>> from stanlogz import evidence, compare
+>>> r = evidence("stan_models/examples/normal_mean.stan",
+...              "stan_models/examples/normal_mean.data.json", seed=1)
+>>> print(r)                                  # gbs: log Z = ... ± ...
+>>> c = compare(["a.stan", "b.stan"], "d.json", seed=1)
+>>> c.table()
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import os
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .draws import Draws, as_draws, sample
+from .errors import DataError, InputError
+from .estimators import METHODS, get_method
+from .result import EvidenceResult, _jsonable
+
+#: Unconstrained draws beyond this magnitude mean a parameter ran away (exp(50) ~ 5e21): the
+#: posterior is almost surely improper, and no log Z exists.
+RUNAWAY_ABS = 50.0
+
+
+def read_data(data: Any) -> dict[str, Any] | None:
+    """Stan data as a dict: ``None``, a dict, or a path to a JSON file (checked and parsed)."""
+    if data is None or isinstance(data, dict):
+        return data
+    if isinstance(data, str | os.PathLike):
+        p = Path(data)
+        if p.suffix.lower() != ".json":
+            raise DataError(f"data file {p} must be a .json file")
+        if not p.is_file():
+            raise DataError(f"data file not found: {p}")
+        try:
+            obj = json.loads(p.read_text())
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DataError(f"cannot read data file {p}: {exc.__class__.__name__}") from None
+        except json.JSONDecodeError as exc:
+            raise DataError(f"data file {p} is not valid JSON: {exc.msg} at line {exc.lineno}") \
+                from None
+        if not isinstance(obj, dict):
+            raise DataError(f"data file {p} must hold a JSON object, not {type(obj).__name__}")
+        return obj
+    raise DataError(f"data must be a dict or a path to a JSON file, not {type(data).__name__}")
+
+
+def check_stan_file(path: str | os.PathLike) -> Path:
+    """``path`` as a :class:`Path` after checking it names an existing ``.stan`` file."""
+    p = Path(path)
+    if p.suffix != ".stan":
+        raise InputError(f"{p} is not a Stan program (expected a .stan file)")
+    if not p.is_file():
+        raise InputError(f"Stan program not found: {p}")
+    return p
+
+
+def load_model(model: Any, data: Any = None, *, seed: int | None = None,
+               progress: Callable[[str], None] | None = None) -> Any:
+    """A :class:`stanlogz.model.StanModel` from a model or a ``.stan`` path, with ``data``."""
+    if isinstance(model, str | os.PathLike):
+        from .model import StanModel
+
+        return StanModel.from_file(check_stan_file(model), read_data(data), seed=seed,
+                                   progress=progress)
+    if not hasattr(model, "log_density_gradient"):
+        raise InputError(f"model must be a StanModel or a .stan path, not {type(model).__name__}")
+    if data is not None:
+        return model.with_data(read_data(data))
+    return model
+
+
+def _call_estimator(method: str, target: Any, unc: np.ndarray, *, seed: int | None,
+                    n_sampling_evals: int, progress: Any, options: dict[str, Any]
+                    ) -> EvidenceResult:
+    fn = get_method(method)
+    params = inspect.signature(fn).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    known = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    bad = [k for k in options if k not in params and not takes_any]
+    if bad:
+        raise InputError(f"method {method} has no option {bad[0]!r}; it takes: "
+                         f"{', '.join(k for k in known if k != 'seed') or 'none'}")
+    kwargs = dict(options)
+    if "n_sampling_evals" in params:
+        kwargs.setdefault("n_sampling_evals", n_sampling_evals)
+    if "progress" in params and progress is not None:
+        kwargs.setdefault("progress", progress)
+    return fn(target, unc, seed=seed, **kwargs)
+
+
+def evidence(
+    model: Any,
+    data: Any = None,
+    *,
+    method: str = "gbs",
+    draws: Any = None,
+    chains: int = 4,
+    warmup: int = 1000,
+    n_draws: int = 1000,
+    seed: int | None = None,
+    progress: Callable[[str], None] | None = None,
+    **options: Any,
+) -> EvidenceResult:
+    """The log evidence log Z of a Stan program with its standard error.
+
+    ``model`` is a :class:`stanlogz.model.StanModel` or a path to a ``.stan`` file; ``data`` a
+    dict or a JSON path. ``draws`` are posterior draws in any form :func:`stanlogz.draws.as_draws`
+    takes (a cmdstanpy fit, CmdStan CSV files, a :class:`Draws`, an array of unconstrained
+    draws); without them stanlogz's NUTS draws ``chains x n_draws`` after ``warmup``. Extra
+    ``options`` go to the estimator. The diagnostics gain the sampling cost
+    (``n_sampling_evals``, ``sampling_seconds``) and the warnings any sign that log Z is not
+    meaningful (bad mixing, draws that run away, parameters without a prior).
+    """
+    if method not in METHODS:
+        get_method(method)  # raises InputError naming the choices
+    m = load_model(model, data, seed=seed, progress=progress)
+    if draws is None:
+        if progress:
+            progress(f"sampling {m.name}: {chains} chains x ({warmup} warmup + {n_draws} draws)")
+        d = sample(m, chains=chains, warmup=warmup, draws=n_draws, seed=seed, progress=progress)
+    else:
+        d = as_draws(draws, m)
+    if progress:
+        progress(f"estimating log Z of {m.name} with {method} from {d.n_chains}x{d.n_draws} draws")
+    t0 = time.perf_counter()
+    res = _call_estimator(method, m, d.unconstrained, seed=seed,
+                          n_sampling_evals=d.n_gradient_evals, progress=progress,
+                          options=options)
+    if not res.seconds:
+        res.seconds = time.perf_counter() - t0
+    res.diagnostics.setdefault("n_sampling_evals", d.n_gradient_evals)
+    res.diagnostics.setdefault("sampling_seconds", d.seconds)
+    res.diagnostics.setdefault("draws_source", d.source)
+    res.diagnostics.setdefault("chains", d.n_chains)
+    res.diagnostics.setdefault("model", m.name)
+    for w in normalization_warnings(m, d):
+        if w not in res.warnings:
+            res.warnings.append(w)
+    return res
+
+
+def normalization_warnings(model: Any, d: Draws) -> list[str]:
+    """Warnings that the posterior may be improper or badly explored, so log Z means little."""
+    out: list[str] = []
+    try:
+        s = d.summary()
+    except Exception:  # summary needs >= 4 draws per chain; estimating needs no summary
+        s = None
+    if s is not None:
+        out += [w for w in s.warnings if "R-hat" in w or "diverged" in w]
+    absmax = np.max(np.abs(d.unconstrained), axis=(0, 1))
+    if np.any(absmax > RUNAWAY_ABS):
+        j = int(np.argmax(absmax))
+        name = d.unc_names[j] if j < len(d.unc_names) else f"x.{j + 1}"
+        out.append(
+            f"unconstrained draws of {name} reach |{absmax[j]:.3g}|: the posterior is probably "
+            "improper (a parameter without a proper prior?); log Z is then meaningless"
+        )
+    stan_file = getattr(model, "stan_file", None)
+    if stan_file:
+        try:
+            code = Path(stan_file).read_text()
+        except OSError:
+            code = ""
+        for name in unused_parameters(code):
+            out.append(
+                f"parameter {name} never appears in the model block: its implicit prior is flat "
+                "(improper, or on a bounded interval unnormalized); give it a proper prior"
+            )
+    return out
+
+
+def _block(code: str, header: str) -> str | None:
+    m = re.search(rf"(?:^|[\n}}])\s*{header}\s*\{{", code)
+    if not m:
+        return None
+    depth, i = 1, m.end()
+    while i < len(code) and depth:
+        depth += {"{": 1, "}": -1}.get(code[i], 0)
+        i += 1
+    return code[m.end(): i - 1]
+
+
+def unused_parameters(code: str) -> list[str]:
+    """Parameters declared in ``code`` that neither the transformed parameters nor the model
+    block mention (a cheap textual check; empty when the program cannot be parsed this way)."""
+    code = re.sub(r"/\*.*?\*/", " ", code, flags=re.S)
+    code = re.sub(r"//[^\n]*|#[^\n]*", " ", code)
+    params = _block(code, "parameters")
+    if params is None:
+        return []
+    names = []
+    for stmt in params.split(";"):
+        stmt = re.sub(r"<[^<>]*(<[^<>]*>[^<>]*)*>", " ", stmt)  # bounds may nest <...>
+        stmt = re.sub(r"\[[^\]]*\]", " ", stmt)
+        words = re.findall(r"[A-Za-z_]\w*", stmt)
+        if words:
+            names.append(words[-1])
+    used = " ".join(b or "" for b in (_block(code, "model"),
+                                      _block(code, r"transformed\s+parameters")))
+    return [n for n in names if not re.search(rf"\b{re.escape(n)}\b", used)]
+
+
+# ---------------------------------------------------------------------- comparison
+@dataclass
+class ComparisonResult:
+    """Evidence of several programs, log Bayes factors against the best, model probabilities.
+
+    ``log_bf[i]`` is log Z_i - log Z_best with standard error ``log_bf_se[i]`` (estimates are
+    independent, so the variances add). ``post_probs`` are posterior model probabilities
+    (softmax of log Z + log prior) with delta-method standard errors ``post_probs_se``.
+    """
+
+    names: list[str]
+    results: list[EvidenceResult]
+    prior_probs: np.ndarray
+    log_bf: np.ndarray = field(init=False)
+    log_bf_se: np.ndarray = field(init=False)
+    post_probs: np.ndarray = field(init=False)
+    post_probs_se: np.ndarray = field(init=False)
+    best: int = field(init=False)
+
+    header = ("model", "log_z", "se", "log_bf", "bf_se", "prior", "post_prob", "post_se")
+
+    def __post_init__(self) -> None:
+        lz = np.array([r.log_z for r in self.results], dtype=float)
+        se = np.array([r.log_z_se for r in self.results], dtype=float)
+        self.best = int(np.argmax(lz))
+        self.log_bf = lz - lz[self.best]
+        self.log_bf_se = np.sqrt(se**2 + se[self.best] ** 2)
+        self.log_bf_se[self.best] = 0.0
+        self.post_probs, self.post_probs_se = posterior_probs(lz, se, self.prior_probs)
+
+    def table(self) -> list[list[Any]]:
+        """One row per model in the order of :attr:`header`."""
+        return [
+            [n, r.log_z, r.log_z_se, float(b), float(bs), float(p), float(q), float(qs)]
+            for n, r, b, bs, p, q, qs in zip(
+                self.names, self.results, self.log_bf, self.log_bf_se, self.prior_probs,
+                self.post_probs, self.post_probs_se, strict=True)
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serializable dict (estimator diagnostics keys starting with ``_`` dropped)."""
+        return _jsonable({
+            "best": self.names[self.best],
+            "models": [
+                {"name": n, "log_bf": b, "log_bf_se": bs, "prior_prob": p, "post_prob": q,
+                 "post_prob_se": qs, **result_dict(r)}
+                for n, r, b, bs, p, q, qs in zip(
+                    self.names, self.results, self.log_bf, self.log_bf_se, self.prior_probs,
+                    self.post_probs, self.post_probs_se, strict=True)
+            ],
+        })
+
+
+def result_dict(r: EvidenceResult) -> dict[str, Any]:
+    """``r.to_dict()`` without diagnostics whose keys start with ``_`` (plot data)."""
+    d = r.to_dict()
+    d["diagnostics"] = {k: v for k, v in d.get("diagnostics", {}).items()
+                        if not str(k).startswith("_")}
+    return d
+
+
+def posterior_probs(log_z: np.ndarray, se: np.ndarray, prior: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Posterior model probabilities and their delta-method standard errors.
+
+    p = softmax(log Z + log prior); dp_i/dlogZ_j = p_i (delta_ij - p_j), and the log Z
+    estimates are independent, so var p_i = sum_j (p_i (delta_ij - p_j))^2 se_j^2.
+    """
+    with np.errstate(divide="ignore"):
+        a = np.asarray(log_z, dtype=float) + np.log(np.asarray(prior, dtype=float))
+    p = np.exp(a - np.max(a))
+    p /= p.sum()
+    jac = p[:, None] * (np.eye(p.size) - p[None, :])
+    var = (jac**2) @ (np.asarray(se, dtype=float) ** 2)
+    return p, np.sqrt(var)
+
+
+def _child_seed(seed: int | None, i: int) -> int | None:
+    if seed is None:
+        return None
+    return int(np.random.SeedSequence([seed, i]).generate_state(1)[0] % (2**31 - 1))
+
+
+def _names(models: Sequence[Any], loaded: Sequence[Any]) -> list[str]:
+    names = []
+    for src, m in zip(models, loaded, strict=True):
+        n = Path(src).stem if isinstance(src, str | os.PathLike) else str(getattr(m, "name", "m"))
+        names.append(n)
+    for i, n in enumerate(names):
+        if names.count(n) > 1:
+            names[i] = f"{n}#{i + 1}"
+    return names
+
+
+def check_prior_probs(prior_probs: Sequence[float] | None, k: int) -> np.ndarray:
+    """Prior model probabilities as an array (uniform when ``None``); must be positive, sum 1."""
+    if prior_probs is None:
+        return np.full(k, 1.0 / k)
+    p = np.asarray(prior_probs, dtype=float)
+    if p.shape != (k,):
+        raise InputError(f"{p.size} prior probabilities for {k} models")
+    if np.any(~np.isfinite(p)) or np.any(p <= 0):
+        raise InputError("prior probabilities must be positive")
+    if not math.isclose(float(p.sum()), 1.0, abs_tol=1e-6):
+        raise InputError(f"prior probabilities must sum to 1, they sum to {p.sum():g}")
+    return p
+
+
+def compare(
+    models: Sequence[Any],
+    data: Any = None,
+    *,
+    method: str = "gbs",
+    prior_probs: Sequence[float] | None = None,
+    draws: Sequence[Any] | None = None,
+    chains: int = 4,
+    warmup: int = 1000,
+    n_draws: int = 1000,
+    seed: int | None = None,
+    progress: Callable[[str], None] | None = None,
+    **options: Any,
+) -> ComparisonResult:
+    """Log evidence of each program, log Bayes factors against the best, model probabilities.
+
+    ``data`` is one dataset for all programs (dict, JSON path or ``None``) or a list with one
+    per program. ``draws`` optionally gives existing posterior draws per program. Each program
+    gets its own seed derived from ``seed``.
+    """
+    models = list(models)
+    if len(models) < 2:
+        raise InputError(f"compare needs at least two programs, got {len(models)}")
+    if isinstance(data, list | tuple):
+        if len(data) != len(models):
+            raise InputError(f"{len(data)} data sets for {len(models)} programs; give one for "
+                             "all or one per program")
+        datas = list(data)
+    else:
+        datas = [data] * len(models)
+    if draws is not None and len(draws) != len(models):
+        raise InputError(f"{len(draws)} draw sets for {len(models)} programs")
+    prior = check_prior_probs(prior_probs, len(models))
+    if method not in METHODS:
+        get_method(method)
+    loaded = [load_model(m, read_data(dt), seed=_child_seed(seed, i), progress=progress)
+              for i, (m, dt) in enumerate(zip(models, datas, strict=True))]
+    names = _names(models, loaded)
+    results = []
+    for i, m in enumerate(loaded):
+        if progress:
+            progress(f"model {i + 1}/{len(loaded)}: {names[i]}")
+        results.append(evidence(m, method=method, draws=None if draws is None else draws[i],
+                                chains=chains, warmup=warmup, n_draws=n_draws,
+                                seed=_child_seed(seed, i), progress=progress, **options))
+    return ComparisonResult(names=names, results=results, prior_probs=prior)
