@@ -11,6 +11,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from .errors import StanlogzError
 from .report import Reporter
@@ -18,9 +19,16 @@ from .report import Reporter
 COMMANDS = ["compile", "sample", "evidence", "compare", "bdmc"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every sub-command."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="stanlogz",
         description="Log evidence, Bayes factors and cross-validation for Stan programs.",
     )
@@ -29,7 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        mod = importlib.import_module(f"stanlogz.commands.{name}")
+        try:
+            mod = importlib.import_module(f"stanlogz.commands.{name}")
+        except ModuleNotFoundError as exc:  # a command still being written: leave it out
+            if exc.name == f"stanlogz.commands.{name}":
+                continue
+            raise
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         # Global flags are accepted after the sub-command too.
         p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,

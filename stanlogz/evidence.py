@@ -70,10 +70,10 @@ def load_model(model: Any, data: Any = None, *, seed: int | None = None,
                progress: Callable[[str], None] | None = None) -> Any:
     """A :class:`stanlogz.model.StanModel` from a model or a ``.stan`` path, with ``data``."""
     if isinstance(model, str | os.PathLike):
+        path, data = check_stan_file(model), read_data(data)
         from .model import StanModel
 
-        return StanModel.from_file(check_stan_file(model), read_data(data), seed=seed,
-                                   progress=progress)
+        return StanModel.from_file(path, data, seed=seed, progress=progress)
     if not hasattr(model, "log_density_gradient"):
         raise InputError(f"model must be a StanModel or a .stan path, not {type(model).__name__}")
     if data is not None:
@@ -356,7 +356,11 @@ def compare(
     prior = check_prior_probs(prior_probs, len(models))
     if method not in METHODS:
         get_method(method)
-    loaded = [load_model(m, read_data(dt), seed=_child_seed(seed, i), progress=progress)
+    for m in models:  # check every path before building anything
+        if isinstance(m, str | os.PathLike):
+            check_stan_file(m)
+    datas = [read_data(dt) for dt in datas]
+    loaded = [load_model(m, dt, seed=_child_seed(seed, i), progress=progress)
               for i, (m, dt) in enumerate(zip(models, datas, strict=True))]
     names = _names(models, loaded)
     results = []

@@ -1,0 +1,120 @@
+"""``stanlogz evidence MODEL.stan --data DATA.json``: the log evidence with its standard error."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..estimators import METHODS, get_method
+from ..evidence import evidence, load_model, result_dict
+from ..report import Reporter
+from ..result import EvidenceResult
+from .sample import add_sampler_arguments, check_output
+
+NAME = "evidence"
+HELP = "Estimate the log evidence (log marginal likelihood) of a Stan program."
+
+PLOT_SUFFIXES = (".png", ".pdf", ".svg")
+#: Methods whose results :func:`stanlogz.plots.plot_evidence` draws.
+BRIDGE_FAMILY = ("gbs", "gis", "ghm", "bridge-gaussian", "bridge-warp3", "laplace")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
+    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
+    add_estimation_arguments(parser)
+    parser.add_argument("--fit", metavar="CSV", nargs="+", default=None,
+                        help="use existing draws: CmdStan CSV files (or stanlogz sample --output)")
+    parser.add_argument("--plot", metavar="FILE.png", default=None,
+                        help="save the method's diagnostic plot")
+
+
+def add_estimation_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--method``, sampler sizes and ``--option`` (shared with ``compare``)."""
+    parser.add_argument("--method", default="gbs",
+                        help=f"estimator, one of {', '.join(METHODS)} (default gbs)")
+    add_sampler_arguments(parser)
+    parser.add_argument("--option", metavar="KEY=VALUE", action="append", default=[],
+                        help="estimator option, repeatable (VALUE is a Python literal)")
+
+
+def parse_options(items: list[str]) -> dict[str, Any]:
+    """``["n_bridge=2000", "flow='spline'"]`` -> ``{"n_bridge": 2000, "flow": "spline"}``."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key.isidentifier():
+            raise InputError(f"--option {item!r} is not KEY=VALUE")
+        try:
+            out[key] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            out[key] = value.strip()
+    return out
+
+
+def check_method(method: str) -> str:
+    """``method`` after checking it is a registered estimator."""
+    if method not in METHODS:
+        get_method(method)  # raises InputError listing the methods
+    return method
+
+
+def save_plot(result: EvidenceResult, path: Path) -> None:
+    """Draw the method's diagnostic plot into ``path`` (temporary file, then ``os.replace``)."""
+    tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}{path.suffix}")
+    try:
+        if result.method == "ups" and "_ups" in result.diagnostics:
+            plot = importlib.import_module("stanlogz.ups_plots").plot_ups
+            plot(result.diagnostics["_ups"], tmp)
+        elif result.method in BRIDGE_FAMILY:
+            plot = importlib.import_module("stanlogz.plots").plot_evidence
+            plot(result, tmp)
+        else:
+            raise InputError(f"no diagnostic plot for method {result.method}")
+        if not tmp.is_file():
+            raise InputError(f"the {result.method} plot wrote no file")
+        os.replace(tmp, path)
+    except (ImportError, AttributeError, KeyError):
+        raise InputError(f"no diagnostic plot available for method {result.method}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def print_result(report: Reporter, r: EvidenceResult, name: str) -> None:
+    """The human-readable result: log Z ± se, cost, warnings."""
+    report.text(f"{name}: log Z = {r.log_z:.4f} ± {r.log_z_se:.4f}  ({r.method})")
+    n_samp = r.diagnostics.get("n_sampling_evals", 0)
+    rows = [
+        ["posterior draws used", r.n_draws],
+        ["estimator evaluations", r.n_evals],
+        ["estimator seconds", round(float(r.seconds), 3)],
+        ["sampling gradient evaluations", n_samp],
+        ["sampling seconds", round(float(r.diagnostics.get("sampling_seconds", 0.0)), 3)],
+    ]
+    report.table(["cost", "value"], rows)
+
+
+def run(args: argparse.Namespace, report: Reporter) -> int:
+    method = check_method(args.method)
+    options = parse_options(args.option)
+    plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
+    if plot is not None and method not in BRIDGE_FAMILY + ("ups",):
+        raise InputError(f"--plot is not available for method {method}")
+    model = load_model(args.model, args.data, seed=args.seed, progress=report.progress)
+    r = evidence(model, method=method, draws=args.fit, chains=args.chains, warmup=args.warmup,
+                 n_draws=args.draws, seed=args.seed, progress=report.progress, **options)
+    print_result(report, r, model.name)
+    for w in r.warnings:
+        report.warn(w)
+    if plot is not None:
+        save_plot(r, plot)
+        report.progress(f"plot written to {plot}")
+    report.emit_json({"model": model.name, **result_dict(r),
+                      "plot": None if plot is None else str(plot)})
+    return 0

@@ -1,0 +1,91 @@
+"""``stanlogz sample MODEL.stan --data DATA.json``: NUTS draws, summary and diagnostics."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from ..draws import Draws, sample, write_csv
+from ..errors import InputError
+from ..evidence import load_model
+from ..report import Reporter
+
+NAME = "sample"
+HELP = "Draw from the posterior with Stan's NUTS; print a summary, diagnostics and warnings."
+
+OUTPUT_SUFFIXES = (".csv", ".nc")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
+    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
+    add_sampler_arguments(parser)
+    parser.add_argument("--adapt-delta", type=float, default=0.8,
+                        help="target acceptance rate of step-size adaptation (default 0.8)")
+    parser.add_argument("--max-treedepth", type=int, default=10,
+                        help="maximum NUTS tree depth (default 10)")
+    parser.add_argument("--output", metavar="FILE", default=None,
+                        help="save the draws: .csv (readable by --fit) or .nc (ArviZ netCDF)")
+
+
+def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--chains``, ``--warmup`` and ``--draws`` (shared with ``evidence`` and ``compare``)."""
+    parser.add_argument("--chains", type=int, default=4, help="number of chains (default 4)")
+    parser.add_argument("--warmup", type=int, default=1000,
+                        help="warmup iterations per chain (default 1000)")
+    parser.add_argument("--draws", type=int, default=1000,
+                        help="post-warmup draws per chain (default 1000)")
+
+
+def check_output(path: str | None, suffixes: tuple[str, ...], what: str) -> Path | None:
+    """The output path after checking its suffix and that its folder exists."""
+    if path is None:
+        return None
+    p = Path(path)
+    if p.suffix.lower() not in suffixes:
+        raise InputError(f"{what} file {p} must end in {' or '.join(suffixes)}")
+    if not p.parent.resolve().is_dir():
+        raise InputError(f"folder of {what} file {p} does not exist")
+    return p
+
+
+def save_draws(d: Draws, path: Path) -> None:
+    """Write draws to ``.csv`` or ``.nc`` without ever leaving a half-written file."""
+    if path.suffix.lower() == ".csv":
+        write_csv(d, path)
+        return
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        d.to_inference_data().to_netcdf(str(tmp), engine="h5netcdf")
+        os.replace(tmp, path)
+    except Exception as exc:
+        tmp.unlink(missing_ok=True)
+        raise InputError(f"cannot write {path}: {exc}".splitlines()[0]) from None
+
+
+def run(args: argparse.Namespace, report: Reporter) -> int:
+    out = check_output(args.output, OUTPUT_SUFFIXES, "--output")
+    model = load_model(args.model, args.data, seed=args.seed, progress=report.progress)
+    report.progress(f"sampling {model.name}: {args.chains} chains x "
+                    f"({args.warmup} warmup + {args.draws} draws)")
+    d = sample(model, chains=args.chains, warmup=args.warmup, draws=args.draws,
+               seed=args.seed, adapt_delta=args.adapt_delta, max_treedepth=args.max_treedepth,
+               progress=report.progress)
+    s = d.summary()
+    report.table(s.header, s.table_rows(), title=f"posterior of {model.name}")
+    diag = s.diagnostics
+    report.text()
+    report.text(f"{diag['chains']} chains x {diag['draws_per_chain']} draws in "
+                f"{d.seconds:.2f} s, {d.n_gradient_evals} gradient evaluations; "
+                f"divergences: {diag.get('divergences', 0)}, max-treedepth hits: "
+                f"{diag.get('max_treedepth_hits', 0)}; step sizes: "
+                + ", ".join(f"{x:.3g}" for x in diag.get("step_size", [])))
+    for w in s.warnings:
+        report.warn(w)
+    if out is not None:
+        save_draws(d, out)
+        report.progress(f"draws written to {out}")
+    report.emit_json({"model": model.name, **s.to_dict(),
+                      "output": None if out is None else str(out)})
+    return 0
