@@ -1,0 +1,240 @@
+import numpy as np
+import pytest
+from scipy import stats
+
+from stanlogz.annealing import (
+    AnnealedTarget,
+    AnnealingPath,
+    HMCTuning,
+    annealed_transition,
+    prior_path,
+    tune_hmc,
+)
+from stanlogz.errors import InputError
+from stanlogz.estimators import get_method
+from stanlogz.estimators.ais import ais, log_mean_exp_with_se, reverse_ais
+from stanlogz.schedules import geometric_schedule, linear_schedule, make_schedule, sigmoid_schedule
+from stanlogz.target import FunctionTarget
+from stanlogz.targets import GaussianTarget
+
+# A 4-d correlated Gaussian "posterior" with known log Z, and a broad, offset Gaussian base.
+D = 4
+_rng = np.random.default_rng(0)
+_A = _rng.normal(size=(D, D))
+POST = GaussianTarget(_rng.normal(size=D) + 1.0, 0.3 * (_A @ _A.T / D + 0.2 * np.eye(D)), 1.7)
+BASE = GaussianTarget(np.zeros(D), 4.0 * np.eye(D))
+
+
+@pytest.fixture(scope="module")
+def tuning():
+    tun, _ = tune_hmc(AnnealingPath(BASE, POST), np.random.default_rng(3))
+    return tun
+
+
+# ---------------------------------------------------------------- schedules
+
+
+@pytest.mark.parametrize("n", [2, 3, 10, 1000])
+def test_sigmoid_schedule_endpoints_exact_and_monotone(n):
+    b = sigmoid_schedule(n)
+    assert b.size == n
+    assert b[0] == 0.0 and b[-1] == 1.0
+    assert np.all(np.diff(b) > 0)
+    # Symmetric about 1/2 and denser near the ends than in the middle.
+    np.testing.assert_allclose(b + b[::-1], 1.0, atol=1e-12)
+    if n >= 10:
+        steps = np.diff(b)
+        assert steps[0] < steps[n // 2] and steps[-1] < steps[n // 2]
+
+
+def test_other_schedules():
+    for b in (linear_schedule(7), geometric_schedule(7), make_schedule("geometric", 7)):
+        assert b[0] == 0.0 and b[-1] == 1.0 and np.all(np.diff(b) > 0)
+    np.testing.assert_array_equal(make_schedule([0.0, 0.3, 1.0], 99), [0.0, 0.3, 1.0])
+    with pytest.raises(InputError):
+        make_schedule("cosine", 10)
+    with pytest.raises(InputError):
+        make_schedule([0.0, 0.5, 0.4, 1.0], 4)
+    with pytest.raises(InputError):
+        sigmoid_schedule(1)
+
+
+def test_log_mean_exp_and_ess():
+    lme, se, ess = log_mean_exp_with_se(np.log([1.0, 1.0, 1.0, 1.0]))
+    assert lme == pytest.approx(0.0) and se == pytest.approx(0.0) and ess == pytest.approx(4.0)
+    lme, _, ess = log_mean_exp_with_se(np.array([0.0, -np.inf]))
+    assert lme == pytest.approx(np.log(0.5)) and ess == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------- annealed target and kernel
+
+
+def test_annealed_target_value_and_gradient():
+    path = AnnealingPath(BASE, POST)
+    f = AnnealedTarget(path, 0.3)
+    x = np.array([0.1, -0.4, 0.8, 0.2])
+    lp, g = f.log_density_gradient(x)
+    assert lp == pytest.approx(0.7 * BASE.log_density(x) + 0.3 * POST.log_density(x))
+    h = 1e-6
+    fd = [(f.log_density(x + h * e) - f.log_density(x - h * e)) / (2 * h) for e in np.eye(D)]
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-6)
+    with pytest.raises(InputError):
+        AnnealedTarget(path, 1.5)
+    with pytest.raises(InputError):
+        AnnealingPath(FunctionTarget(D, lambda x: 0.0), POST)  # not sampleable, no draws
+
+
+def test_hmc_kernel_leaves_intermediate_distribution_invariant(tuning):
+    # Geometric mixture of two Gaussians is Gaussian: precision (1-β)P_q + βP_p.
+    beta = 0.4
+    prec = (1 - beta) * BASE.prec + beta * POST.prec
+    cov = np.linalg.inv(prec)
+    mean = cov @ ((1 - beta) * BASE.prec @ BASE.mean + beta * POST.prec @ POST.mean)
+    exact = GaussianTarget(mean, cov)
+    path = AnnealingPath(BASE, POST)
+    rng = np.random.default_rng(12)
+    n = 1500
+    xs = exact.sample(rng, n)
+    eps, inv_metric = tuning.at(beta)
+    out = np.empty_like(xs)
+    n_acc = 0
+    for i, x in enumerate(xs):
+        pt = path.evaluate(x)
+        for _ in range(2):
+            pt, info, _ = annealed_transition(path, beta, pt, rng, eps, inv_metric, 8)
+            n_acc += info.accepted
+        out[i] = pt.position
+    assert n_acc / (2 * n) > 0.5  # the chain actually moves
+    assert np.mean(np.abs(out - xs)) > 0.1 * np.sqrt(np.diag(cov)).mean()
+    # Draws are exact and independent, so the sample mean has se sqrt(diag(cov)/n) and the
+    # sample variance se ~ var*sqrt(2/n); 4.5 se bounds keep false alarms below ~1e-4 per check.
+    sd = np.sqrt(np.diag(cov))
+    assert np.all(np.abs(out.mean(0) - mean) < 4.5 * sd / np.sqrt(n))
+    assert np.all(np.abs(out.var(0) / np.diag(cov) - 1) < 4.5 * np.sqrt(2 / n))
+    # Cross-covariances too (scaled to correlations, se ~ 1/sqrt(n)).
+    corr_err = np.corrcoef(out.T) - cov / np.outer(sd, sd)
+    assert np.max(np.abs(corr_err)) < 4.5 / np.sqrt(n)
+
+
+def test_tuning_interpolates_and_constant():
+    t = HMCTuning.constant(0.2, 2.0, 3)
+    eps, m = t.at(0.37)
+    assert eps == pytest.approx(0.2) and np.allclose(m, 2.0)
+    with pytest.raises(InputError):
+        HMCTuning.constant(0.0, 1.0, 3)
+
+
+# ---------------------------------------------------------------- AIS / reverse AIS bounds
+
+
+def test_ais_below_and_reverse_ais_above_truth(tuning):
+    post = POST.sample(np.random.default_rng(5), 16)
+    lo = ais(POST, BASE, n_chains=16, n_temps=300, seed=1, tuning=tuning)
+    hi = reverse_ais(POST, BASE, post, n_chains=16, n_temps=300, seed=2, tuning=tuning)
+    assert lo.bound == "lower" and hi.bound == "upper"
+    assert lo.log_weights.shape == (16,) and 1 <= lo.ess <= 16
+    # Stochastic bounds: at most ~3 spreads on the wrong side of the truth; with T=300 on a
+    # 4-d Gaussian both are within 0.5 nat (the observed gap is ~0.2).
+    assert POST.log_z - 0.5 < lo.log_z < POST.log_z + 3 * lo.log_z_se
+    assert POST.log_z - 3 * hi.log_z_se < hi.log_z < POST.log_z + 0.5
+    assert lo.n_evals > 16 * 300 and lo.acceptance > 0.5
+
+
+def test_gap_shrinks_as_temperatures_grow(tuning):
+    post = POST.sample(np.random.default_rng(5), 16)
+    gaps = []
+    for t in (5, 30, 300):
+        lo = ais(POST, BASE, n_chains=16, n_temps=t, seed=1, tuning=tuning)
+        hi = reverse_ais(POST, BASE, post, n_chains=16, n_temps=t, seed=2, tuning=tuning)
+        gaps.append(hi.log_z - lo.log_z)
+    # Observed gaps ~6, ~2, ~0.2 nats: each longer schedule at least halves the gap.
+    assert gaps[0] > 2 * gaps[1] > 4 * gaps[2] - 1e-9
+    assert gaps[0] > 2.0 and abs(gaps[2]) < 0.6
+
+
+def test_results_identical_for_one_and_two_workers(tuning):
+    kw = dict(n_chains=4, n_temps=40, seed=9, tuning=tuning)
+    a = ais(POST, BASE, n_workers=1, **kw)
+    b = ais(POST, BASE, n_workers=2, backend="process", **kw)
+    c = ais(POST, BASE, n_workers=2, backend="thread", **kw)
+    np.testing.assert_array_equal(a.log_weights, b.log_weights)
+    np.testing.assert_array_equal(a.log_weights, c.log_weights)
+    np.testing.assert_array_equal(a.final_positions, b.final_positions)
+    # The whole run, pilot included, is reproducible from the seed.
+    d1 = ais(POST, BASE, n_chains=3, n_temps=20, seed=4)
+    d2 = ais(POST, BASE, n_chains=3, n_temps=20, seed=4, n_workers=2)
+    np.testing.assert_array_equal(d1.log_weights, d2.log_weights)
+
+
+# ---------------------------------------------------------------- prior -> posterior path
+
+
+class NormalNormal:
+    """θ ~ N(0, τ² I_d), y_i ~ N(θ, σ² I_d), i = 1..n: prior × likelihood, with exact log Z."""
+
+    def __init__(self, y: np.ndarray, tau: float, sigma: float) -> None:
+        self.y, self.tau, self.sigma = y, tau, sigma
+        self.prior = GaussianTarget(np.zeros(y.shape[1]), tau**2 * np.eye(y.shape[1]))
+
+    @property
+    def dim(self) -> int:
+        return self.y.shape[1]
+
+    def log_density_gradient(self, x):
+        r = self.y - x
+        n = self.y.shape[0]
+        ll = -0.5 * np.sum(r**2) / self.sigma**2 - n * self.dim * np.log(
+            np.sqrt(2 * np.pi) * self.sigma)
+        lp, gp = self.prior.log_density_gradient(x)
+        return ll + lp, gp + r.sum(0) / self.sigma**2
+
+    def log_density(self, x):
+        return self.log_density_gradient(x)[0]
+
+    def log_z(self) -> float:
+        n = self.y.shape[0]
+        cov = self.sigma**2 * np.eye(n) + self.tau**2 * np.ones((n, n))
+        return float(sum(stats.multivariate_normal(np.zeros(n), cov).logpdf(self.y[:, j])
+                         for j in range(self.dim)))
+
+
+def test_prior_to_posterior_path_conjugate():
+    rng = np.random.default_rng(21)
+    model = NormalNormal(rng.normal(1.0, 0.5, size=(10, 2)), tau=2.0, sigma=0.5)
+    truth = model.log_z()
+    lo = ais(model, model.prior, n_chains=16, n_temps=200, seed=3)
+    # Exact posterior samples from the conjugate posterior N(m, v I).
+    v = 1 / (1 / model.tau**2 + 10 / model.sigma**2)
+    m = v * model.y.sum(0) / model.sigma**2
+    post = m + np.sqrt(v) * rng.standard_normal((16, 2))
+    hi = reverse_ais(model, model.prior, post, n_chains=16, n_temps=200, seed=4, tuning=lo.tuning)
+    # Same justification as the Gaussian case: 3 spreads on the wrong side, 0.5 nat on the other.
+    assert truth - 0.5 < lo.log_z < truth + 3 * lo.log_z_se
+    assert truth - 3 * hi.log_z_se < hi.log_z < truth + 0.5
+
+    # The prior as a plain target (no sampler) plus exact prior draws; unpicklable lambdas make
+    # two workers use threads.
+    prior_fn = FunctionTarget(2, model.prior.log_density,
+                              lambda x: model.prior.log_density_gradient(x)[1])
+    draws = model.prior.sample(rng, 500)
+    path = prior_path(prior_fn, model, prior_draws=draws)
+    assert path.base_draws is not None
+    lo2 = ais(model, prior_fn, base_draws=draws, n_chains=8, n_temps=200, seed=5, n_workers=2)
+    assert truth - 0.7 < lo2.log_z < truth + 3 * lo2.log_z_se
+
+
+# ---------------------------------------------------------------- registry adapters
+
+
+def test_registry_adapters_return_evidence_results():
+    draws = POST.sample(np.random.default_rng(8), 400).reshape(2, 200, D)
+    lo = get_method("ais")(POST, draws, seed=1, n_chains=8, n_temps=150)
+    hi = get_method("rais")(POST, draws, seed=2, n_chains=8, n_temps=150)
+    assert lo.method == "ais" and hi.method == "rais"
+    assert lo.diagnostics["bound"] == "stochastic lower bound"
+    assert hi.diagnostics["bound"] == "stochastic upper bound"
+    assert any("exact posterior" in w for w in hi.warnings)
+    assert lo.n_draws == 400 and lo.n_evals > 0 and lo.seconds > 0
+    # The base is fitted to the posterior, so even 150 temperatures get within ~0.3 nat.
+    assert abs(lo.log_z - POST.log_z) < 0.3 and abs(hi.log_z - POST.log_z) < 0.3
+    lo.to_dict()  # JSON-serializable
