@@ -1,0 +1,198 @@
+"""The Python API: evidence(), compare(), Bayes factors, model probabilities, input checks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal
+
+import stanlogz.evidence as ev
+from stanlogz.errors import DataError, InputError
+from stanlogz.result import EvidenceResult
+from stanlogz.targets import GaussianTarget
+
+ROOT = Path(__file__).resolve().parents[1]
+EX = ROOT / "stan_models" / "examples"
+NORMAL = EX / "normal_mean.stan"
+NORMAL_DATA = EX / "normal_mean.data.json"
+
+
+def exact_normal_mean_log_z(data: dict) -> float:
+    """log MVN(y | 0, sigma^2 I + prior_sd^2 11'): the example's closed-form evidence."""
+    y = np.asarray(data["y"], dtype=float)
+    n = y.size
+    cov = data["sigma"] ** 2 * np.eye(n) + data["prior_sd"] ** 2 * np.ones((n, n))
+    return float(multivariate_normal(np.zeros(n), cov).logpdf(y))
+
+
+@pytest.fixture(scope="module")
+def normal_model():
+    from stanlogz.model import StanModel
+
+    return StanModel.from_file(NORMAL, str(NORMAL_DATA))
+
+
+# ------------------------------------------------------------------ pure functions
+def test_example_log_z_in_comment_is_exact():
+    data = json.loads(NORMAL_DATA.read_text())
+    assert exact_normal_mean_log_z(data) == pytest.approx(-13.275816, abs=1e-6)
+    assert "-13.275816" in NORMAL.read_text()
+
+
+def test_posterior_probs_delta_method_matches_simulation():
+    lz = np.array([-10.0, -10.5, -12.0])
+    se = np.array([0.05, 0.1, 0.08])
+    prior = np.array([0.2, 0.3, 0.5])
+    p, p_se = ev.posterior_probs(lz, se, prior)
+    w = np.exp(lz) * prior
+    np.testing.assert_allclose(p, w / w.sum())
+    rng = np.random.default_rng(3)
+    sims = lz + se * rng.standard_normal((20000, 3))
+    a = sims + np.log(prior)
+    q = np.exp(a - a.max(1, keepdims=True))
+    q /= q.sum(1, keepdims=True)
+    # Errors of 0.1 in log Z are small enough for the linearization to hold to ~10%; the
+    # simulation's own relative error with 20000 draws is ~0.5%.
+    np.testing.assert_allclose(p_se, q.std(0), rtol=0.1)
+
+
+def test_comparison_result_bayes_factors_and_table():
+    rs = [EvidenceResult("gbs", -20.0, 0.03), EvidenceResult("gbs", -17.0, 0.04,
+                                                            diagnostics={"_plot": [1], "k": 2})]
+    c = ev.ComparisonResult(names=["a", "b"], results=rs, prior_probs=np.array([0.5, 0.5]))
+    assert c.best == 1
+    np.testing.assert_allclose(c.log_bf, [-3.0, 0.0])
+    np.testing.assert_allclose(c.log_bf_se, [0.05, 0.0])  # sqrt(0.03^2 + 0.04^2)
+    np.testing.assert_allclose(c.post_probs, [1 / (1 + np.exp(3)), 1 / (1 + np.exp(-3))])
+    rows = c.table()
+    assert rows[0][0] == "a" and len(rows[0]) == len(c.header)
+    d = c.to_dict()
+    json.dumps(d)
+    assert d["best"] == "b" and d["models"][1]["diagnostics"] == {"k": 2}
+
+
+def test_prior_probs_checks():
+    np.testing.assert_allclose(ev.check_prior_probs(None, 4), 0.25)
+    with pytest.raises(InputError, match="sum to 1"):
+        ev.check_prior_probs([0.5, 0.6], 2)
+    with pytest.raises(InputError, match="3 prior probabilities for 2 models"):
+        ev.check_prior_probs([0.2, 0.3, 0.5], 2)
+    with pytest.raises(InputError, match="positive"):
+        ev.check_prior_probs([1.0, 0.0], 2)
+
+
+def test_read_data_errors(tmp_path):
+    assert ev.read_data(NORMAL_DATA)["N"] == 10
+    with pytest.raises(DataError, match="not found"):
+        ev.read_data(tmp_path / "none.json")
+    with pytest.raises(DataError, match=r"must be a \.json file"):
+        ev.read_data(tmp_path / "d.txt")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"N": 3,')
+    with pytest.raises(DataError, match="not valid JSON"):
+        ev.read_data(bad)
+    arr = tmp_path / "arr.json"
+    arr.write_text("[1, 2]")
+    with pytest.raises(DataError, match="JSON object"):
+        ev.read_data(arr)
+
+
+def test_unused_parameters_textual_check():
+    code = """
+    data { int N; }
+    parameters {
+      real<lower=0, upper=fmin(1, 2)> a;  // bounded
+      vector<lower=0>[N] b;
+      matrix[2, 2] c;
+      real d;
+    }
+    transformed parameters { real e = d * 2; }
+    model { a ~ normal(0, 1); target += sum(b); /* c never used */ }
+    """
+    assert ev.unused_parameters(code) == ["c"]
+    assert ev.unused_parameters(NORMAL.read_text()) == []
+    assert ev.unused_parameters("not stan") == []
+
+
+class PyModel(GaussianTarget):
+    """A Python stand-in for a StanModel: N(0, I) with log Z = 1.5, no sampler."""
+
+    name = "py"
+    stan_file = None
+
+    def param_unc_names(self) -> list[str]:
+        return [f"x.{i + 1}" for i in range(self.dim)]
+
+
+def test_evidence_passes_sampling_cost_and_checks_options(monkeypatch):
+    seen = {}
+
+    def fake(target, draws, *, seed=None, n_sampling_evals=0, scale=1.0):
+        seen.update(n=n_sampling_evals, shape=draws.shape, scale=scale, seed=seed)
+        return EvidenceResult("fake", target.log_z, 0.01, n_draws=draws.shape[0] * draws.shape[1])
+
+    monkeypatch.setitem(ev.METHODS, "fake", "unused:unused")
+    monkeypatch.setattr(ev, "get_method", lambda name: fake)
+    from stanlogz.draws import Draws
+
+    rng = np.random.default_rng(1)
+    d = Draws(unconstrained=rng.standard_normal((2, 50, 2)), n_gradient_evals=777, seconds=1.5)
+    r = ev.evidence(PyModel(np.zeros(2), log_z=1.5), method="fake", draws=d, seed=4, scale=2.0)
+    assert seen == {"n": 777, "shape": (2, 50, 2), "scale": 2.0, "seed": 4}
+    assert r.log_z == 1.5
+    assert r.diagnostics["n_sampling_evals"] == 777 and r.diagnostics["sampling_seconds"] == 1.5
+    with pytest.raises(InputError, match="method fake has no option 'bogus'"):
+        ev.evidence(PyModel(np.zeros(2)), method="fake", draws=d, bogus=1)
+
+
+def test_unknown_method_is_named():
+    with pytest.raises(InputError, match="unknown method 'nope'; choose one of gbs"):
+        ev.evidence(PyModel(np.zeros(2)), method="nope", draws=np.zeros((1, 5, 2)))
+
+
+def test_runaway_draws_warn_improper():
+    from stanlogz.draws import Draws
+
+    u = np.zeros((2, 20, 2))
+    u[1, :, 1] = np.linspace(0, 400, 20)  # log-scale parameter drifting to e^400
+    ws = ev.normalization_warnings(PyModel(np.zeros(2)), Draws(unconstrained=u))
+    assert any("x.2" in w and "improper" in w for w in ws)
+
+
+def test_compare_input_checks(tmp_path):
+    with pytest.raises(InputError, match="at least two"):
+        ev.compare([NORMAL], NORMAL_DATA)
+    with pytest.raises(InputError, match="3 data sets for 2 programs"):
+        ev.compare([NORMAL, NORMAL], [NORMAL_DATA] * 3)
+    with pytest.raises(InputError, match="not found"):
+        ev.compare([NORMAL, tmp_path / "missing.stan"], NORMAL_DATA)
+
+
+# ------------------------------------------------------------------ end to end (compiled)
+def test_evidence_gbs_matches_exact_log_z(normal_model):
+    exact = exact_normal_mean_log_z(json.loads(NORMAL_DATA.read_text()))
+    r = ev.evidence(normal_model, method="gbs", chains=4, warmup=300, n_draws=500, seed=11)
+    # A consistent estimator with an honest se is within 4 se of the truth except with
+    # probability ~6e-5; 0.01 absorbs the se's own estimation error when it is tiny.
+    assert abs(r.log_z - exact) < 4 * r.log_z_se + 0.01
+    assert r.log_z_se > 0
+    assert r.diagnostics["n_sampling_evals"] > 0
+    assert r.diagnostics["draws_source"] == "stanlogz-nuts"
+    assert r.n_draws > 0 and r.n_evals > 0
+
+
+def test_compare_one_program_two_datasets(normal_model, tmp_path):
+    data = json.loads(NORMAL_DATA.read_text())
+    wide = dict(data, prior_sd=10.0)
+    (tmp_path / "wide.json").write_text(json.dumps(wide))
+    c = ev.compare([normal_model, normal_model], [NORMAL_DATA, tmp_path / "wide.json"],
+                   method="gbs", warmup=300, n_draws=500, seed=5)
+    exact = exact_normal_mean_log_z(data) - exact_normal_mean_log_z(wide)
+    # Same 4-se rule as above on the difference of two independent estimates.
+    assert c.best == 0
+    assert abs(-c.log_bf[1] - exact) < 4 * c.log_bf_se[1] + 0.01
+    assert c.post_probs.sum() == pytest.approx(1.0)
+    assert len(set(c.names)) == 2  # duplicate names are made unique
