@@ -58,7 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``stanlogz`` command."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error already printed on one line
+        return int(exc.code or 0) if not isinstance(exc.code, str) else 2
     report = Reporter(json_mode=args.json, quiet=args.quiet)
     try:
         return int(args._run(args, report) or 0)
