@@ -1,4 +1,13 @@
-"""stanlogz: log evidence, Bayes factors and Bayesian cross-validation for Stan programs."""
+"""stanlogz: log evidence, Bayes factors and Bayesian cross-validation for Stan programs.
+
+The main entry points are :func:`evidence`, :func:`compare`, :class:`StanModel` and
+:class:`Draws` (loaded on first use, so ``import stanlogz`` stays cheap).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from .errors import (
     DataError,
@@ -14,17 +23,46 @@ from .target import CountingTarget, FunctionTarget, Target
 
 __version__ = "0.1.0"
 
+# name -> module that defines it; imported on first attribute access
+_LAZY = {
+    "evidence": "stanlogz.evidence",
+    "compare": "stanlogz.evidence",
+    "ComparisonResult": "stanlogz.evidence",
+    "Draws": "stanlogz.draws",
+    "sample": "stanlogz.draws",
+    "as_draws": "stanlogz.draws",
+    "from_csv": "stanlogz.draws",
+    "from_cmdstanpy": "stanlogz.draws",
+    "StanModel": "stanlogz.model",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'stanlogz' has no attribute {name!r}")
+
+
 __all__ = [
+    "ComparisonResult",
     "CountingTarget",
     "DataError",
+    "Draws",
     "EstimationError",
     "EvidenceResult",
     "FunctionTarget",
     "InitializationError",
     "InputError",
     "StanCompileError",
+    "StanModel",
     "StanlogzError",
     "Target",
     "ToolchainError",
     "__version__",
+    "as_draws",
+    "compare",
+    "evidence",
+    "from_cmdstanpy",
+    "from_csv",
+    "sample",
 ]
