@@ -1,0 +1,410 @@
+"""Bidirectional Monte Carlo (Grosse, Ghahramani & Adams 2015) and an estimator testbed.
+
+On data simulated from the model, the parameters that generated the data are an exact posterior
+sample. Forward AIS then gives a stochastic lower bound on log Z and reverse AIS from that
+sample a stochastic upper bound: the true log Z is sandwiched between them. The testbed runs
+every requested evidence estimator on the same simulated data and posterior draws and scores it
+against the sandwich.
+
+Simulation comes from Stan: a *simulation program* without parameters whose generated
+quantities draw the parameters from the prior and then the data given them, using the same
+names as the main program's parameters and data.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .draws import group_flat_names
+from .errors import DataError, InputError
+from .estimators import METHODS, get_method
+from .estimators.ais import AISResult, ais, reverse_ais
+from .parallel import as_seed_sequence, child_sequence
+from .result import EvidenceResult, _jsonable
+from .target import CountingTarget, Target
+
+DEFAULT_ESTIMATORS = ("gbs", "gis", "ghm", "laplace", "bridge-gaussian", "ais")
+
+Progress = Callable[[str], None]
+
+
+def _seed_int(seed: Any, i: int) -> int:
+    """A 31-bit integer seed for sub-task ``i`` derived from ``seed``."""
+    return int(child_sequence(seed, i).generate_state(1)[0] & 0x7FFFFFFF)
+
+
+# ---------------------------------------------------------------------------- simulation
+
+
+@dataclass
+class Simulation:
+    """One simulated data set with the parameters that produced it.
+
+    ``data`` is everything the main program reads (simulation data merged with the simulated
+    data); ``params`` the true parameter values (constrained); ``x_true`` the same point in the
+    main program's unconstrained space — an exact posterior sample; ``model`` the main program
+    with ``data``.
+    """
+
+    data: dict[str, Any]
+    params: dict[str, Any]
+    x_true: np.ndarray
+    model: Any
+    seed: int
+
+
+def split_variables(names: Sequence[str], values: np.ndarray) -> dict[str, Any]:
+    """Stan flat output (``"mu"``, ``"beta.1"``, ``"L.2.1"``...) as variables, column-major."""
+    values = np.asarray(values, dtype=float).ravel()
+    if values.size != len(names):
+        raise DataError(f"simulation produced {values.size} values for {len(names)} names")
+    out: dict[str, Any] = {}
+    for name, (shape, cols) in group_flat_names(list(names)).items():
+        v = values[cols]
+        out[name] = float(v[0]) if shape == () else v.reshape(shape, order="F")
+    return out
+
+
+def _stan_value(v: Any) -> Any:
+    """A JSON-friendly Stan data value; integer-valued numbers become ints (a real accepts an
+    int, but an int variable rejects 1.0)."""
+    a = np.asarray(v, dtype=float)
+    if np.all(np.isfinite(a)) and np.all(a == np.round(a)) and np.all(np.abs(a) < 2**31):
+        a = a.astype(int)
+    return a.item() if a.ndim == 0 else a.tolist()
+
+
+def _param_bases(model: Any) -> list[str]:
+    return list(dict.fromkeys(n.split(".")[0] for n in model.param_names()))
+
+
+def simulate(
+    main: Any, sim: Any, *, seed: int | None = None, sim_data: dict[str, Any] | None = None
+) -> Simulation:
+    """Simulate data and true parameters with ``sim`` and attach the data to ``main``.
+
+    ``main`` and ``sim`` are :class:`stanlogz.model.StanModel` objects (``sim`` already built
+    with its data, ``sim_data``, which is also passed on to the main program).
+    """
+    seed = _seed_int(seed, 0) if seed is None else int(seed)
+    names = sim.param_names(include_gq=True)
+    if not names:
+        raise DataError("the simulation program generates no quantities")
+    flat = sim.constrain(np.zeros(0), include_gq=True, seed=seed)
+    sims = split_variables(names, flat)
+    data = {k: _stan_value(v) for k, v in (sim_data or {}).items()}
+    data.update({k: _stan_value(v) for k, v in sims.items()})
+    model = main.with_data(data)
+    bases = _param_bases(model)
+    missing = [b for b in bases if b not in sims]
+    if missing:
+        raise DataError(f"the simulation program does not generate parameter {missing[0]!r}")
+    params = {b: sims[b] for b in bases}
+    data = {k: v for k, v in data.items() if k not in params}
+    model = main.with_data(data)
+    x_true = np.asarray(model.unconstrain_dict(params), dtype=float)
+    if not np.isfinite(model.log_density(x_true)):
+        raise DataError("the simulated parameters have zero density under the main program")
+    return Simulation(data=data, params=params, x_true=x_true, model=model, seed=seed)
+
+
+# ---------------------------------------------------------------------------- the sandwich
+
+
+@dataclass
+class BDMCResult:
+    """Stochastic lower (forward AIS) and upper (reverse AIS) bounds on log Z.
+
+    ``history`` holds one row per schedule length tried when doubling T toward ``gap_tol``.
+    """
+
+    lower: AISResult
+    upper: AISResult
+    history: list[dict[str, float]] = field(default_factory=list)
+
+    @property
+    def gap(self) -> float:
+        return self.upper.log_z - self.lower.log_z
+
+    @property
+    def gap_se(self) -> float:
+        return math.hypot(self.lower.log_z_se, self.upper.log_z_se)
+
+    @property
+    def midpoint(self) -> float:
+        return 0.5 * (self.lower.log_z + self.upper.log_z)
+
+    @property
+    def n_evals(self) -> int:
+        return int(sum(h["n_evals"] for h in self.history))
+
+    @property
+    def seconds(self) -> float:
+        return float(sum(h["seconds"] for h in self.history))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "lower": self.lower.log_z, "lower_se": self.lower.log_z_se,
+            "upper": self.upper.log_z, "upper_se": self.upper.log_z_se,
+            "gap": self.gap, "gap_se": self.gap_se, "midpoint": self.midpoint,
+            "n_temps": self.lower.n_temps, "n_chains": self.lower.n_chains,
+            "history": self.history, "warnings": self.lower.warnings + self.upper.warnings,
+        }
+
+
+def bdmc(
+    target: Target,
+    base: Target,
+    posterior_sample: np.ndarray,
+    *,
+    n_chains: int = 16,
+    n_temps: int = 1000,
+    gap_tol: float | None = 1.0,
+    max_temps: int = 16000,
+    schedule: str = "sigmoid",
+    seed: int | None = None,
+    n_workers: int | None = None,
+    hmc_steps: int = 10,
+    base_draws: np.ndarray | None = None,
+    base_log_z: float = 0.0,
+    progress: Progress | None = None,
+) -> BDMCResult:
+    """The BDMC sandwich: forward AIS and reverse AIS from an exact posterior sample.
+
+    Every reverse chain starts at ``posterior_sample`` (one exact sample, shape ``(dim,)``, or
+    several, ``(n, dim)``). With ``gap_tol`` set, T doubles until the gap is below it or T would
+    exceed ``max_temps``. Both directions share one HMC tuning (a pilot on the first round).
+    """
+    if gap_tol is not None and not gap_tol > 0:
+        raise InputError(f"gap tolerance must be positive, got {gap_tol}")
+    ss = as_seed_sequence(seed)
+    common = dict(n_chains=n_chains, schedule=schedule, n_workers=n_workers,
+                  hmc_steps=hmc_steps, base_draws=base_draws, base_log_z=base_log_z)
+    history: list[dict[str, float]] = []
+    tuning = None
+    t, round_ = int(n_temps), 0
+    while True:
+        t0 = time.perf_counter()
+        lo = ais(target, base, n_temps=t, seed=child_sequence(ss, 2 * round_), tuning=tuning,
+                 **common)
+        tuning = lo.tuning
+        hi = reverse_ais(target, base, posterior_sample, n_temps=t, tuning=tuning,
+                         seed=child_sequence(ss, 2 * round_ + 1), **common)
+        history.append({
+            "n_temps": t, "lower": lo.log_z, "lower_se": lo.log_z_se, "upper": hi.log_z,
+            "upper_se": hi.log_z_se, "gap": hi.log_z - lo.log_z,
+            "seconds": time.perf_counter() - t0, "n_evals": lo.n_evals + hi.n_evals,
+        })
+        if progress is not None:
+            progress(f"BDMC T={t}: lower {lo.log_z:.3f} upper {hi.log_z:.3f} "
+                     f"gap {hi.log_z - lo.log_z:.3f}")
+        if gap_tol is None or hi.log_z - lo.log_z < gap_tol or 2 * t > max_temps:
+            break
+        t, round_ = 2 * t, round_ + 1
+    res = BDMCResult(lo, hi, history)
+    if gap_tol is not None and res.gap >= gap_tol:
+        res.lower.warnings.append(f"BDMC gap {res.gap:.2f} nats is above the tolerance "
+                                  f"{gap_tol:g} at the largest T={t}")
+    return res
+
+
+# ---------------------------------------------------------------------------- testbed
+
+
+@dataclass
+class TestbedRow:
+    """One estimator scored against the sandwich."""
+
+    __test__ = False  # not a pytest class
+
+    method: str
+    log_z: float
+    se: float
+    error: float
+    seconds: float
+    n_evals: int
+    outside: bool
+    failed: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TestbedResult:
+    """Every estimator's result on one simulated data set, with the BDMC sandwich."""
+
+    __test__ = False  # not a pytest class
+
+    sandwich: BDMCResult
+    rows: list[TestbedRow]
+    n_draws: int
+    sampling_seconds: float = 0.0
+    info: dict[str, Any] = field(default_factory=dict)
+
+    HEADER = ("method", "log Z", "se", "error", "outside", "seconds", "evals")
+
+    def table_rows(self) -> list[list[Any]]:
+        """Rows for :meth:`stanlogz.report.Reporter.table`, the sandwich first."""
+        s = self.sandwich
+        out: list[list[Any]] = [
+            ["bdmc lower", s.lower.log_z, s.lower.log_z_se, s.lower.log_z - s.midpoint, "",
+             s.lower.seconds, s.lower.n_evals],
+            ["bdmc upper", s.upper.log_z, s.upper.log_z_se, s.upper.log_z - s.midpoint, "",
+             s.upper.seconds, s.upper.n_evals],
+        ]
+        for r in self.rows:
+            if r.failed:
+                out.append([r.method, "failed", "", "", "", round(r.seconds, 3), r.n_evals])
+            else:
+                out.append([r.method, r.log_z, r.se, r.error, "yes" if r.outside else "no",
+                            round(r.seconds, 3), r.n_evals])
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable({
+            "sandwich": self.sandwich.to_dict(),
+            "estimators": [r.__dict__ for r in self.rows],
+            "n_draws": self.n_draws, "sampling_seconds": self.sampling_seconds, **self.info,
+        })
+
+
+def _score(name: str, res: EvidenceResult, sandwich: BDMCResult, seconds: float,
+           counted: int) -> TestbedRow:
+    lz = float(res.log_z)
+    outside = not (sandwich.lower.log_z <= lz <= sandwich.upper.log_z)
+    return TestbedRow(
+        method=name, log_z=lz, se=float(res.log_z_se), error=lz - sandwich.midpoint,
+        seconds=float(res.seconds) if res.seconds else seconds,
+        n_evals=int(res.n_evals) if res.n_evals else counted, outside=bool(outside),
+        warnings=list(res.warnings),
+    )
+
+
+def testbed(
+    target: Target,
+    draws: np.ndarray,
+    posterior_sample: np.ndarray,
+    estimators: Sequence[str] = DEFAULT_ESTIMATORS,
+    *,
+    base: Target | None = None,
+    n_chains: int = 16,
+    n_temps: int = 1000,
+    gap_tol: float | None = 1.0,
+    seed: int | None = None,
+    n_workers: int | None = None,
+    estimator_options: dict[str, dict[str, Any]] | None = None,
+    progress: Progress | None = None,
+) -> TestbedResult:
+    """Run ``estimators`` on ``target`` with ``draws`` and score them against BDMC.
+
+    ``draws`` are posterior draws ``(chains, n, dim)`` shared by all estimators;
+    ``posterior_sample`` an exact posterior sample (the simulated truth). The AIS base defaults
+    to a Gaussian fitted to the draws (covariance inflated). An estimator that raises is
+    reported as failed with its message.
+    """
+    from .bases import as_draw_matrix, gaussian_from_draws
+    from .estimators.ais import DEFAULT_INFLATE
+
+    unknown = [e for e in estimators if e not in METHODS]
+    if unknown:
+        raise InputError(f"unknown estimator {unknown[0]!r}; choose from {', '.join(METHODS)}")
+    x = as_draw_matrix(draws)
+    if base is None:
+        base = gaussian_from_draws(x, inflate=DEFAULT_INFLATE)
+    sandwich = bdmc(target, base, posterior_sample, n_chains=n_chains, n_temps=n_temps,
+                    gap_tol=gap_tol, seed=_seed_int(seed, 1), n_workers=n_workers,
+                    progress=progress)
+    rows = []
+    options = estimator_options or {}
+    for k, name in enumerate(estimators):
+        if progress is not None:
+            progress(f"estimator {name}")
+        counting = CountingTarget(target)
+        t0 = time.perf_counter()
+        try:
+            res = get_method(name)(counting, draws, seed=_seed_int(seed, 100 + k),
+                                   **options.get(name, {}))
+        except Exception as exc:  # an estimator under test may fail; the testbed reports it
+            msg = str(exc).splitlines()[0] if str(exc) else ""
+            rows.append(TestbedRow(name, math.nan, math.nan, math.nan,
+                                   time.perf_counter() - t0, counting.n_evals, False,
+                                   failed=f"{type(exc).__name__}: {msg}"))
+            continue
+        rows.append(_score(name, res, sandwich, time.perf_counter() - t0, counting.n_evals))
+    return TestbedResult(sandwich=sandwich, rows=rows, n_draws=x.shape[0])
+
+
+def run_testbed(
+    model_path: str | Path,
+    sim_path: str | Path,
+    sim_data: dict[str, Any] | str | Path | None = None,
+    estimators: Sequence[str] = DEFAULT_ESTIMATORS,
+    *,
+    chains: int = 4,
+    warmup: int = 1000,
+    draws: int = 1000,
+    n_chains: int = 16,
+    n_temps: int = 1000,
+    gap_tol: float | None = 1.0,
+    seed: int | None = None,
+    n_workers: int | None = None,
+    estimator_options: dict[str, dict[str, Any]] | None = None,
+    progress: Progress | None = None,
+) -> TestbedResult:
+    """Compile both programs, simulate a data set, draw with NUTS and run :func:`testbed`."""
+    from .draws import sample
+    from .evidence import check_stan_file, read_data
+    from .model import StanModel
+
+    main_file, sim_file = check_stan_file(model_path), check_stan_file(sim_path)
+    sim_dict = read_data(sim_data) or {}
+    if progress is not None:
+        progress(f"compiling {main_file.name} and {sim_file.name}")
+    main = StanModel.from_file(main_file, None)
+    sim = StanModel.from_file(sim_file, sim_dict or None)
+    s = simulate(main, sim, seed=_seed_int(seed, 0), sim_data=sim_dict)
+    if progress is not None:
+        progress(f"simulated data (seed {s.seed}); NUTS {chains}x{draws}")
+    t0 = time.perf_counter()
+    d = sample(s.model, chains=chains, warmup=warmup, draws=draws, seed=_seed_int(seed, 2))
+    t_nuts = time.perf_counter() - t0
+    res = testbed(s.model, d.unconstrained, s.x_true, estimators, n_chains=n_chains,
+                  n_temps=n_temps, gap_tol=gap_tol, seed=seed, n_workers=n_workers,
+                  estimator_options=estimator_options, progress=progress)
+    res.sampling_seconds = t_nuts
+    res.info.update({"model": str(main_file), "simulation": str(sim_file),
+                     "simulation_seed": s.seed, "true_params": s.params})
+    return res
+
+
+def plot_testbed(result: TestbedResult, path: str | Path) -> None:
+    """Each estimator's estimate (±se) against its cost, over the BDMC sandwich band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    s = result.sandwich
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ax.axhspan(s.lower.log_z, s.upper.log_z, color="0.85", label="BDMC sandwich")
+    ax.axhline(s.lower.log_z, color="0.4", lw=0.8)
+    ax.axhline(s.upper.log_z, color="0.4", lw=0.8)
+    rows = [r for r in result.rows if not r.failed and np.isfinite(r.log_z)]
+    markers = "osD^v<>ph*"
+    for i, r in enumerate(rows):
+        ax.errorbar(max(r.n_evals, 1), r.log_z, yerr=r.se if np.isfinite(r.se) else None,
+                    fmt=markers[i % len(markers)], capsize=3, label=r.method)
+    ax.set_xscale("log")
+    ax.set_xlabel("cost (log-density evaluations)")
+    ax.set_ylabel("log Z")
+    ax.set_title(f"estimators vs BDMC (gap {s.gap:.2f} nats, T={s.lower.n_temps})")
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(str(path), dpi=120)
+    plt.close(fig)

@@ -1,0 +1,118 @@
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import stanlogz.bdmc as bd
+from stanlogz.bdmc import TestbedResult, bdmc, plot_testbed, simulate, split_variables
+from stanlogz.errors import DataError, InputError
+from stanlogz.estimators import METHODS
+from stanlogz.report import format_table
+from stanlogz.targets import GaussianTarget
+
+D = 3
+_rng = np.random.default_rng(4)
+_A = _rng.normal(size=(D, D))
+POST = GaussianTarget(_rng.normal(size=D), 0.5 * (_A @ _A.T / D + 0.3 * np.eye(D)), log_z=-3.2)
+BASE = GaussianTarget(np.zeros(D), 3.0 * np.eye(D))
+
+
+def test_split_variables_column_major():
+    names = ["mu", "beta.1", "beta.2", "L.1.1", "L.2.1", "L.1.2", "L.2.2", "y.1"]
+    vals = np.arange(8.0)
+    out = split_variables(names, vals)
+    assert out["mu"] == 0.0
+    np.testing.assert_array_equal(out["beta"], [1.0, 2.0])
+    # Stan writes matrices column-major: L.2.1 is the second value of L.
+    np.testing.assert_array_equal(out["L"], [[3.0, 5.0], [4.0, 6.0]])
+    assert out["y"].shape == (1,)
+    with pytest.raises(DataError):
+        split_variables(names, vals[:3])
+
+
+def test_bdmc_sandwiches_the_truth_and_doubles_until_the_gap_closes():
+    x_true = POST.sample(np.random.default_rng(1), 1)[0]
+    res = bdmc(POST, BASE, x_true, n_chains=12, n_temps=10, gap_tol=0.5, max_temps=800, seed=3)
+    ts = [h["n_temps"] for h in res.history]
+    assert ts[0] == 10 and all(b == 2 * a for a, b in zip(ts, ts[1:], strict=False))
+    assert len(ts) >= 2  # T=10 does not close the gap on this problem
+    assert res.gap < 0.5 or ts[-1] * 2 > 800
+    # Stochastic bounds: each within 3 of its spreads on the wrong side of the truth.
+    assert res.lower.log_z < POST.log_z + 3 * res.lower.log_z_se
+    assert res.upper.log_z > POST.log_z - 3 * res.upper.log_z_se
+    assert abs(res.midpoint - POST.log_z) < 0.5
+    d = res.to_dict()
+    assert d["n_temps"] == ts[-1] and len(d["history"]) == len(ts)
+    assert res.n_evals == sum(h["n_evals"] for h in res.history) > 0
+    with pytest.raises(InputError):
+        bdmc(POST, BASE, x_true, gap_tol=0.0)
+
+
+def test_testbed_scores_estimators_and_plots(tmp_path, monkeypatch):
+    rng = np.random.default_rng(2)
+    draws = POST.sample(rng, 800).reshape(4, 200, D)
+    x_true = POST.sample(rng, 1)[0]
+    # A registered method whose function is missing: the testbed reports it as failed.
+    monkeypatch.setitem(METHODS, "broken", "stanlogz.bdmc:no_such_estimator")
+    res = bd.testbed(POST, draws, x_true, ["ais", "rais", "broken"], n_chains=8, n_temps=150,
+                  gap_tol=None, seed=5, estimator_options={"ais": {"n_chains": 8,
+                                                                   "n_temps": 100}})
+    assert isinstance(res, TestbedResult)
+    rows = {r.method: r for r in res.rows}
+    assert rows["broken"].failed.startswith("AttributeError")
+    for name in ("ais", "rais"):
+        r = rows[name]
+        assert not r.failed and r.n_evals > 0 and r.seconds > 0
+        assert r.error == pytest.approx(r.log_z - res.sandwich.midpoint)
+        assert r.outside == (not res.sandwich.lower.log_z <= r.log_z <= res.sandwich.upper.log_z)
+        # Base fitted to exact draws: both within 0.5 nat of the truth.
+        assert abs(r.log_z - POST.log_z) < 0.5
+    table = format_table(TestbedResult.HEADER, res.table_rows())
+    assert "bdmc lower" in table and "failed" in table
+    json.dumps(res.to_dict())
+    out = tmp_path / "testbed.png"
+    plot_testbed(res, out)
+    assert out.stat().st_size > 1000
+    with pytest.raises(InputError):
+        bd.testbed(POST, draws, x_true, ["nope"])
+
+
+class _FakeModel:
+    """Stands in for StanModel to test the wiring of :func:`simulate` without a compiler."""
+
+    def __init__(self, data=None):
+        self.data = data
+
+    # As the simulation program it has no parameters and generates mu, sigma, y[3], k[2];
+    # with data it is the main program, whose parameters are mu and sigma.
+    def param_names(self, include_tp=False, include_gq=False):
+        if self.data is not None and "y" in self.data:
+            return ["mu", "sigma"]
+        return ["mu", "sigma", "y.1", "y.2", "y.3", "k.1", "k.2"] if include_gq else []
+
+    def constrain(self, x, include_tp=False, include_gq=False, seed=None):
+        r = np.random.default_rng(seed)
+        return np.array([r.normal(), 1.5, 2.0, r.normal(), 4.0, 3.0, 0.0])
+
+    def with_data(self, data):
+        return _FakeModel(data)
+
+    def unconstrain_dict(self, params):
+        return np.array([params["mu"], np.log(params["sigma"])])
+
+    def log_density(self, x):
+        return 0.0
+
+
+def test_simulate_splits_parameters_from_data():
+    s = simulate(_FakeModel(), _FakeModel(), seed=3, sim_data={"N": 3})
+    assert set(s.params) == {"mu", "sigma"}
+    # Integer-valued arrays become ints (Stan int data rejects 3.0); others stay real.
+    assert s.data["N"] == 3 and s.data["k"] == [3, 0] and isinstance(s.data["k"][0], int)
+    assert isinstance(s.data["y"][0], float) and len(s.data["y"]) == 3
+    np.testing.assert_allclose(s.x_true, [s.params["mu"], np.log(1.5)])
+    assert s.model.data == s.data
+
+
+STAN_DIR = Path(__file__).resolve().parents[1] / "stan_models" / "bdmc"
