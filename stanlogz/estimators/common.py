@@ -1,0 +1,166 @@
+"""Helpers shared by the sample-based evidence estimators: draw handling, log-mean-exp,
+integrated autocorrelation time, Pareto k-hat, seeds and warnings."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import EstimationError, InputError
+
+Seed = int | np.random.SeedSequence | None
+
+
+def as_chains(draws: np.ndarray, dim: int | None = None) -> np.ndarray:
+    """Draws as an array shaped ``(chains, n, dim)``; ``(n, dim)`` is one chain."""
+    a = np.asarray(draws, dtype=float)
+    if a.ndim == 2:
+        a = a[None]
+    if a.ndim != 3:
+        raise InputError(f"draws must have shape (chains, n, dim) or (n, dim), got {a.shape}")
+    if dim is not None and a.shape[2] != dim:
+        raise InputError(f"draws have dimension {a.shape[2]} but the target has {dim}")
+    if a.shape[1] < 2:
+        raise InputError(f"need at least 2 draws per chain, got {a.shape[1]}")
+    if not np.all(np.isfinite(a)):
+        raise InputError("draws contain NaN or infinite values")
+    return a
+
+
+def split_halves(chains: np.ndarray, min_per_half: int) -> tuple[np.ndarray, np.ndarray]:
+    """First and second half of every chain: ``(fit, bridge)``, each ``(chains, n//2, dim)``.
+
+    Splitting each chain in time (not alternating draws) keeps the two halves nearly independent
+    for autocorrelated chains, and keeps the bridge half contiguous so its autocorrelation time
+    can be measured.
+    """
+    half = chains.shape[1] // 2
+    fit, bridge = chains[:, :half], chains[:, half : 2 * half]
+    n_half = fit.shape[0] * half
+    if n_half < min_per_half:
+        raise InputError(
+            f"too few draws: each half has {n_half}, need at least {min_per_half} "
+            f"for dimension {chains.shape[2]}"
+        )
+    return fit, bridge
+
+
+def min_draws(dim: int) -> int:
+    """The fewest draws a flow or Gaussian fit needs in ``dim`` dimensions."""
+    return max(2 * dim + 2, 20)
+
+
+def make_rng(seed: Seed) -> np.random.Generator:
+    """A generator from an int, a SeedSequence or None."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(seed)
+
+
+def logsumexp(a: np.ndarray) -> float:
+    """log Σ exp(a), with -inf entries allowed (all -inf gives -inf)."""
+    a = np.asarray(a, dtype=float)
+    m = np.max(a) if a.size else -np.inf
+    if not np.isfinite(m):
+        return float(m)
+    return float(m + np.log(np.sum(np.exp(a - m))))
+
+
+def log_mean_exp(a: np.ndarray) -> float:
+    """log of the mean of exp(a)."""
+    a = np.asarray(a, dtype=float)
+    return logsumexp(a) - math.log(a.size)
+
+
+def autocorr_time(x: np.ndarray) -> float:
+    """Integrated autocorrelation time of a scalar series shaped ``(chains, n)`` or ``(n,)``.
+
+    Multi-chain autocorrelations (within-chain autocovariances combined with the between-chain
+    variance, as in Stan) truncated by Geyer's initial monotone sequence. 1 for independent draws;
+    floored at ``1/log10(N)`` (Stan's cap on super-efficiency).
+    """
+    x = np.atleast_2d(np.asarray(x, dtype=float))
+    m, n = x.shape
+    if n < 4 or not np.all(np.isfinite(x)):
+        return 1.0
+    xc = x - x.mean(axis=1, keepdims=True)
+    nfft = 1 << (2 * n - 1).bit_length()
+    f = np.fft.rfft(xc, nfft, axis=1)
+    acov = np.fft.irfft(f * np.conj(f), nfft, axis=1)[:, :n] / n
+    w = acov[:, 0].mean() * n / (n - 1)
+    var_plus = w * (n - 1) / n
+    if m > 1:
+        var_plus += x.mean(axis=1).var(ddof=1)
+    if var_plus <= 0:
+        return 1.0
+    rho = 1.0 - (w - acov.mean(axis=0)) / var_plus
+    rho[0] = 1.0
+    n_pairs = n // 2
+    gam = rho[: 2 * n_pairs].reshape(n_pairs, 2).sum(axis=1)
+    pos = np.nonzero(gam <= 0)[0]
+    k = pos[0] if pos.size else n_pairs
+    gam = np.minimum.accumulate(gam[:k]) if k > 0 else gam[:0]
+    tau = -1.0 + 2.0 * gam.sum() if k > 0 else 1.0
+    return float(max(tau, 1.0 / math.log10(max(m * n, 10))))
+
+
+def _gpd_fit(exceed: np.ndarray) -> float:
+    """Shape k of a generalized Pareto fit (Zhang & Stephens 2009, with a weak prior)."""
+    x = np.sort(exceed)
+    n = x.size
+    m = 30 + int(math.sqrt(n))
+    b = 1.0 - np.sqrt(m / (np.arange(1, m + 1) - 0.5))
+    b = b / (3.0 * x[int(n / 4 + 0.5) - 1]) + 1.0 / x[-1]
+    k = np.log1p(-b[:, None] * x).mean(axis=1)
+    ll = n * (np.log(-b / k) - k - 1.0)
+    wts = 1.0 / np.exp(ll - ll[:, None]).sum(axis=1)
+    b_post = float(np.sum(b * wts))
+    k_post = float(np.log1p(-b_post * x).mean())
+    return (n * k_post + 10 * 0.5) / (n + 10)
+
+
+def pareto_k(log_weights: np.ndarray) -> float:
+    """Pareto k-hat of importance weights given as logs (PSIS diagnostic; > 0.7 is unreliable).
+
+    Non-finite log weights are dropped; NaN when fewer than 20 finite weights remain or the tail
+    is flat.
+    """
+    lw = np.asarray(log_weights, dtype=float).ravel()
+    lw = lw[np.isfinite(lw)]
+    n = lw.size
+    if n < 20:
+        return float("nan")
+    m = int(math.ceil(min(0.2 * n, 3 * math.sqrt(n))))
+    lw = np.sort(lw)
+    tail = lw[-m:]
+    cut = lw[-m - 1]
+    exceed = np.exp(tail - tail[-1]) - np.exp(cut - tail[-1])
+    exceed = exceed[exceed > 0]
+    if exceed.size < 5 or exceed[-1] <= exceed[0] * (1 + 1e-12):
+        return float("nan")
+    return float(_gpd_fit(exceed))
+
+
+def finite_or_neg_inf(a: np.ndarray) -> tuple[np.ndarray, int]:
+    """``a`` with NaN and +inf replaced by -inf (weight zero), and how many were replaced."""
+    a = np.asarray(a, dtype=float).copy()
+    bad = np.isnan(a) | (a == np.inf)
+    a[bad] = -np.inf
+    return a, int(bad.sum())
+
+
+def require_some_finite(a: np.ndarray, what: str) -> None:
+    """Raise :class:`EstimationError` when no entry of ``a`` is finite."""
+    if not np.any(np.isfinite(a)):
+        raise EstimationError(f"all log densities at {what} are non-finite")
+
+
+def k_warning(k: float, side: str) -> str | None:
+    """A one-line warning when a Pareto k-hat signals poor overlap, else None."""
+    if np.isfinite(k) and k > 0.7:
+        return (
+            f"poor overlap between proposal and posterior on the {side} side "
+            f"(Pareto k = {k:.2f}): run more draws or more flow layers"
+        )
+    return None
