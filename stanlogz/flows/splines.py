@@ -35,7 +35,7 @@ class RQSpline:
         return x0, x1, y0, y1, d0, d1
 
     def forward(self, x: np.ndarray, second: bool = False):
-        """Values and derivatives at ``x`` (shape ``(n, K)``); with ``second`` also 2nd derivatives."""
+        """Values and slopes at ``x`` (shape ``(n, K)``); with ``second`` also 2nd derivatives."""
         idx = self._bins(self.xk, x)
         x0, x1, y0, y1, d0, d1 = self._gather(idx)
         w, h = x1 - x0, y1 - y0

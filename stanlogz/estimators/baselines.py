@@ -1,0 +1,210 @@
+"""Baseline evidence estimators on the same plumbing as :func:`~stanlogz.estimators.bridge.gbs`.
+
+* ``gis``: importance sampling from a Gaussianizing flow fitted to all draws (Jia & Seljak eq. 10).
+* ``ghm``: harmonic mean with the flow (fitted on the first half, evaluated on the second).
+* ``bridge_gaussian``: optimal bridge sampling with a Gaussian proposal (R bridgesampling "normal").
+* ``bridge_warp3``: warp-III bridge sampling (Meng & Schilling 2002).
+* ``laplace``: the Laplace approximation; deterministic, so its ``log_z_se`` is NaN.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ..bases import gaussian_from_draws, laplace_base
+from ..errors import EstimationError
+from ..flows.gaussianize import GaussianizingFlow
+from ..result import EvidenceResult
+from ..target import CountingTarget, Target, log_density_many
+from .bridge import _bridge_diagnostics, _eval, _seeds, bridge_warnings, solve_bridge
+from .common import (
+    Seed,
+    as_chains,
+    autocorr_time,
+    k_warning,
+    log_mean_exp,
+    min_draws,
+    pareto_k,
+    require_some_finite,
+    split_halves,
+)
+
+
+def _rel_se(f: np.ndarray, tau: float = 1.0) -> float:
+    """sqrt(tau Var(f) / (n E(f)^2)) for positive terms f (the relative error of their mean)."""
+    f = np.ravel(f)
+    m = f.mean()
+    if not m > 0:
+        return float("inf")
+    return float(math.sqrt(tau * f.var(ddof=1) / (f.size * m * m)))
+
+
+def gis(target: Target, draws: np.ndarray, *, seed: Seed = None, n_layers: int | None = None,
+        n_q: int | None = None, flow_options: dict | None = None) -> EvidenceResult:
+    """Importance sampling with a Gaussianizing flow fitted to all draws as the proposal.
+
+    ``n_q`` flow samples (default: as many as draws). Error from Jia & Seljak eq. (10).
+    """
+    t0 = time.perf_counter()
+    chains = as_chains(draws, target.dim)
+    d = chains.shape[2]
+    x = chains.reshape(-1, d)
+    if x.shape[0] < min_draws(d):
+        raise EstimationError(f"too few draws for dimension {d}: {x.shape[0]}")
+    rng_fit, rng_q = _seeds(seed, 2)
+    counting = CountingTarget(target)
+    flow = GaussianizingFlow.fit(x, n_layers=n_layers, rng=rng_fit, **(flow_options or {}))
+    n_q = x.shape[0] if n_q is None else int(n_q)
+    xq = flow.sample(rng_q, n_q)
+    lp, bad = _eval(counting, xq)
+    require_some_finite(lp, "the flow samples")
+    lw = lp - flow.log_density_many(xq)
+    log_z = log_mean_exp(lw)
+    se = _rel_se(np.exp(lw - lw.max()))
+    k = pareto_k(lw)
+    warnings = [w for w in [k_warning(k, "proposal")] if w]
+    if bad:
+        warnings.append(f"{bad} of {n_q} flow samples have non-finite log density (weight 0)")
+    return EvidenceResult("gis", log_z, se, n_draws=x.shape[0], n_evals=counting.n_evals,
+                          seconds=time.perf_counter() - t0,
+                          diagnostics={"pareto_k_q": k, "n_q": n_q, "n_nonfinite_q": bad,
+                                       "flow_layers": len(flow.layers), "_flow": flow,
+                                       "_log_w_q": lw},
+                          warnings=warnings)
+
+
+def ghm(target: Target, draws: np.ndarray, *, seed: Seed = None, n_layers: int | None = None,
+        flow_options: dict | None = None) -> EvidenceResult:
+    """Harmonic-mean estimate ``1/Z = E_p[q/p]`` with a flow fitted to the first half of every
+    chain and evaluated on the second half; error from eq. (10) with the autocorrelation time."""
+    t0 = time.perf_counter()
+    chains = as_chains(draws, target.dim)
+    d = chains.shape[2]
+    fit_half, eval_half = split_halves(chains, min_draws(d))
+    (rng_fit,) = _seeds(seed, 1)
+    counting = CountingTarget(target)
+    flow = GaussianizingFlow.fit(fit_half.reshape(-1, d), n_layers=n_layers, rng=rng_fit,
+                                 **(flow_options or {}))
+    xp = eval_half.reshape(-1, d)
+    lp, bad = _eval(counting, xp)
+    require_some_finite(lp, "the posterior draws")
+    lv = (flow.log_density_many(xp) - lp).reshape(eval_half.shape[:2])  # log q/p
+    if not np.all(np.isfinite(lv)):
+        raise EstimationError("harmonic mean undefined: log density is -inf at a posterior draw")
+    f = np.exp(lv - lv.max())
+    tau = autocorr_time(f)
+    log_z = -log_mean_exp(lv)
+    se = _rel_se(f, tau)
+    k = pareto_k(lv)
+    warnings = [w for w in [k_warning(k, "posterior")] if w]
+    return EvidenceResult("ghm", log_z, se, n_draws=2 * xp.shape[0], n_evals=counting.n_evals,
+                          seconds=time.perf_counter() - t0,
+                          diagnostics={"pareto_k_p": k, "tau": tau, "n_p": xp.shape[0],
+                                       "flow_layers": len(flow.layers), "_flow": flow,
+                                       "_log_w_p": -lv},
+                          warnings=warnings)
+
+
+def _bridge_with(method: str, counting: CountingTarget, log_p_at, proposal, x_p_half: np.ndarray,
+                 n_q: int, rng: np.random.Generator, n_draws: int, t0: float) -> EvidenceResult:
+    """Optimal bridge between a (possibly transformed) posterior and a normalized proposal."""
+    shape = x_p_half.shape[:2]
+    xp = x_p_half.reshape(-1, x_p_half.shape[2])
+    lp_p = log_p_at(xp)
+    require_some_finite(lp_p, "the posterior draws")
+    bad_p = int(np.sum(~np.isfinite(lp_p)))
+    lw_p = (lp_p - log_density_many(proposal, xp)).reshape(shape)
+    xq = proposal.sample(rng, n_q)
+    lp_q = log_p_at(xq)
+    bad_q = int(np.sum(~np.isfinite(lp_q)))
+    lw_q = lp_q - log_density_many(proposal, xq)
+    sol = solve_bridge(lw_p, lw_q)
+    k_q, k_p = pareto_k(lw_q), pareto_k(-lw_p)
+    diag = _bridge_diagnostics(sol, n_q, xp.shape[0], k_q, k_p, bad_p, bad_q)
+    diag.update(_log_w_p=lw_p, _log_w_q=lw_q)
+    return EvidenceResult(method, sol.log_r, sol.se, n_draws=n_draws, n_evals=counting.n_evals,
+                          seconds=time.perf_counter() - t0, diagnostics=diag,
+                          warnings=bridge_warnings(sol, k_q, k_p, bad_p, bad_q, n_q, "Gaussian"))
+
+
+def bridge_gaussian(target: Target, draws: np.ndarray, *, seed: Seed = None,
+                    n_q: int | None = None) -> EvidenceResult:
+    """Optimal bridge sampling with N(mean, cov) of the first half of every chain as proposal and
+    the second half as posterior sample (R bridgesampling's "normal" method); ``n_q`` defaults to
+    the size of that half."""
+    t0 = time.perf_counter()
+    chains = as_chains(draws, target.dim)
+    d = chains.shape[2]
+    fit_half, br = split_halves(chains, min_draws(d))
+    (rng,) = _seeds(seed, 1)
+    counting = CountingTarget(target)
+    prop = gaussian_from_draws(fit_half)
+    n_q = br.shape[0] * br.shape[1] if n_q is None else int(n_q)
+
+    def log_p(x: np.ndarray) -> np.ndarray:
+        return _eval(counting, x)[0]
+
+    return _bridge_with("bridge-gaussian", counting, log_p, prop, br, n_q, rng,
+                        2 * br.shape[0] * br.shape[1], t0)
+
+
+class _StdNormal:
+    def __init__(self, d: int) -> None:
+        self.dim = d
+
+    def log_density_many(self, z: np.ndarray) -> np.ndarray:
+        return -0.5 * np.sum(z * z, axis=1) - 0.5 * self.dim * math.log(2 * math.pi)
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return rng.standard_normal((n, self.dim))
+
+
+def bridge_warp3(target: Target, draws: np.ndarray, *, seed: Seed = None,
+                 n_q: int | None = None) -> EvidenceResult:
+    """Warp-III bridge sampling: the posterior standardized by the mean and Cholesky factor of
+    the first half of every chain and symmetrized, ``p3(z) = |L|/2 [p(m+Lz) + p(m-Lz)]``
+    (same normalizing constant), bridged to N(0, I) with the second half."""
+    t0 = time.perf_counter()
+    chains = as_chains(draws, target.dim)
+    d = chains.shape[2]
+    fit_half, br = split_halves(chains, min_draws(d))
+    (rng,) = _seeds(seed, 1)
+    counting = CountingTarget(target)
+    g = gaussian_from_draws(fit_half)
+    m, chol = g.mean, g.chol
+    log_det = float(np.sum(np.log(np.diag(chol))))
+    zp = np.linalg.solve(chol, (br - m).reshape(-1, d).T).T.reshape(br.shape)
+    n_q = br.shape[0] * br.shape[1] if n_q is None else int(n_q)
+
+    def log_p3(z: np.ndarray) -> np.ndarray:
+        lz = z @ chol.T
+        a = _eval(counting, m + lz)[0]
+        b = _eval(counting, m - lz)[0]
+        return log_det - math.log(2.0) + np.logaddexp(a, b)
+
+    return _bridge_with("bridge-warp3", counting, log_p3, _StdNormal(d), zp, n_q, rng,
+                        2 * br.shape[0] * br.shape[1], t0)
+
+
+def laplace(target: Target, draws: np.ndarray, *, seed: Seed = None) -> EvidenceResult:
+    """Laplace approximation at the mode found from the draw with the highest log density.
+
+    Not a Monte Carlo estimate: ``log_z_se`` is NaN (its error is a bias that no replicate
+    spread measures); compare with a sampling method to judge it.
+    """
+    t0 = time.perf_counter()
+    chains = as_chains(draws, target.dim)
+    x = chains.reshape(-1, chains.shape[2])
+    counting = CountingTarget(target)
+    lp, _ = _eval(counting, x)
+    require_some_finite(lp, "the posterior draws")
+    _, log_z = laplace_base(counting, x[int(np.argmax(lp))])
+    return EvidenceResult(
+        "laplace", float(log_z), float("nan"), n_draws=x.shape[0], n_evals=counting.n_evals,
+        seconds=time.perf_counter() - t0, diagnostics={"monte_carlo": False},
+        warnings=["Laplace is a deterministic approximation with no standard error (NaN): "
+                  "check it against gbs"],
+    )
