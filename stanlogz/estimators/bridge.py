@@ -115,8 +115,9 @@ def _seeds(seed: Seed, n: int) -> list[np.random.Generator]:
 
 
 def _eval(target: Target, xs: np.ndarray) -> tuple[np.ndarray, int]:
-    lp, n_bad = finite_or_neg_inf(log_density_many(target, xs))
-    return lp, n_bad
+    """Log densities with NaN/+inf turned into -inf, and how many are not finite."""
+    lp, _ = finite_or_neg_inf(log_density_many(target, xs))
+    return lp, int(np.sum(~np.isfinite(lp)))
 
 
 def gbs(
