@@ -62,8 +62,8 @@ def test_baselines_on_banana():
     for f in (bridge_gaussian, bridge_warp3):
         r = f(t, x, seed=5)
         assert abs(r.log_z - truth) < 4 * r.log_z_se + 0.02, f.__name__
-    # Laplace misses the curvature badly: log Z off by more than 0.1
-    assert abs(laplace(t, x).log_z - truth) > 0.1
+    # this banana is a unit-Jacobian shear of a Gaussian, so Laplace happens to be exact
+    assert abs(laplace(t, x).log_z - truth) < 1e-4
 
 
 def test_warp3_is_invariant_to_a_sign_flip_of_the_draws():
@@ -80,6 +80,8 @@ def test_warp3_is_invariant_to_a_sign_flip_of_the_draws():
     rg = bridge_gaussian(t, x, seed=1)
     assert abs(r3.log_z - truth) < 4 * r3.log_z_se and abs(rg.log_z - truth) < 4 * rg.log_z_se
     assert r3.log_z_se < rg.log_z_se
+    # Laplace is off by Stirling's error: log 2 - (3 log 2 - 2 + log(2 pi)/2) = 0.041
+    assert laplace(t, x).log_z - truth == pytest.approx(-0.0413, abs=2e-3)
 
 
 def test_bad_shapes():
