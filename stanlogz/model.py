@@ -1,0 +1,578 @@
+"""A compiled Stan program with data: log density, gradients, transforms and Stan's NUTS.
+
+:class:`StanModel` satisfies the :class:`stanlogz.target.Target` protocol. Log densities default
+to the *full* normalized density (all constants, ``propto=False``) on the unconstrained scale
+including the change-of-variables Jacobian (``jacobian=True``), which is what evidence needs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import DataError, InitializationError, InputError, StanlogzError, ToolchainError
+from .toolchain import build
+
+Progress = Callable[[str], None] | None
+DataLike = None | Mapping[str, Any] | str | os.PathLike[str]
+
+_P = ctypes.c_void_p
+_B = ctypes.c_bool
+_I = ctypes.c_int
+_D = ctypes.c_double
+_U = ctypes.c_uint
+
+_SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
+    "bs_model_construct": (_P, [ctypes.c_char_p, _U, _P]),
+    "bs_model_destruct": (None, [_P]),
+    "bs_free_error_msg": (None, [_P]),
+    "bs_name": (ctypes.c_char_p, [_P]),
+    "bs_param_names": (ctypes.c_char_p, [_P, _B, _B]),
+    "bs_param_unc_names": (ctypes.c_char_p, [_P]),
+    "bs_param_num": (_I, [_P, _B, _B]),
+    "bs_param_unc_num": (_I, [_P]),
+    "bs_param_unconstrain": (_I, [_P, _P, _P, _P]),
+    "bs_param_unconstrain_json": (_I, [_P, ctypes.c_char_p, _P, _P]),
+    "bs_log_density_hessian": (_I, [_P, _B, _B, _P, _P, _P, _P, _P]),
+    "slz_log_density_many": (_I, [_P, _B, _B, _I, _P, _P, _P, _P]),
+    "slz_log_density_gradient_many": (_I, [_P, _B, _B, _I, _P, _P, _P, _P, _P]),
+    "slz_param_constrain_many": (_I, [_P, _B, _B, _I, _P, _U, _P, _P]),
+    "slz_nuts": (_I, [_P, _I, _I, _I, _U, _D, _I, _D, _P, _P, _P, _P, _P, _P]),
+}
+_NUTS_COLUMNS = [
+    "lp__", "accept_stat__", "stepsize__", "treedepth__", "n_leapfrog__", "divergent__",
+    "energy__",
+]
+
+_libs: dict[str, ctypes.CDLL] = {}
+_libs_lock = threading.Lock()
+
+
+def _load_library(path: Path) -> ctypes.CDLL:
+    key = str(path)
+    with _libs_lock:
+        lib = _libs.get(key)
+        if lib is None:
+            try:
+                lib = ctypes.CDLL(key)
+            except OSError as exc:
+                raise StanlogzError(f"cannot load model library {key}: {exc}") from exc
+            for fname, (restype, argtypes) in _SIGNATURES.items():
+                fn = getattr(lib, fname, None)
+                if fn is not None:
+                    fn.restype = restype
+                    fn.argtypes = argtypes
+            _libs[key] = lib
+        return lib
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def data_to_json(data: DataLike) -> str:
+    """Stan JSON text from ``None``, a dict, a path to a ``.json`` file, or JSON text."""
+    if data is None:
+        return "{}"
+    if isinstance(data, Mapping):
+        return json.dumps({str(k): _jsonable(v) for k, v in data.items()})
+    text = os.fspath(data)
+    if isinstance(data, str) and text.lstrip().startswith("{"):
+        return text
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise DataError(f"data file not found: {path}")
+    try:
+        return path.read_text()
+    except OSError as exc:
+        raise DataError(f"cannot read data file {path}: {exc}") from exc
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.ndarray | np.generic):
+        value = value.tolist()
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float) and not np.isfinite(value):
+        return "NaN" if np.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value
+
+
+def _random_seed() -> int:
+    return int(np.random.SeedSequence().generate_state(1)[0] & 0x7FFFFFFF)
+
+
+def _norm_seed(seed: int | None) -> int:
+    if seed is None:
+        return _random_seed()
+    if int(seed) < 0:
+        raise InputError(f"seed must be >= 0, got {seed}")
+    return int(seed) % (2**32)
+
+
+@dataclass
+class NutsOutput:
+    """Draws and adaptation results of Stan's NUTS (diagonal metric), one row per kept draw."""
+
+    constrained: np.ndarray  # (chains, draws, param_num(include_tp=True, include_gq=True))
+    unconstrained: np.ndarray  # (chains, draws, dim)
+    constrained_names: list[str]
+    sampler: dict[str, np.ndarray]  # lp__, accept_stat__, ... each (chains, draws)
+    step_size: np.ndarray  # (chains,) adapted
+    inv_metric: np.ndarray  # (chains, dim) adapted diagonal
+    seconds: float
+    n_gradient_evals: int  # total leapfrog steps, warmup included
+    max_treedepth: int
+    seed: int
+
+
+class StanModel:
+    """A Stan program compiled into a shared library, instantiated with data."""
+
+    def __init__(
+        self,
+        lib_path: str | os.PathLike[str],
+        data: DataLike = None,
+        *,
+        name: str | None = None,
+        code: str = "",
+        stan_file: str | os.PathLike[str] | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.lib_path = Path(lib_path)
+        self.code = code
+        self.stan_file = Path(stan_file) if stan_file is not None else None
+        self.data_json = data_to_json(data)
+        self.seed = _norm_seed(seed)
+        self._lib = _load_library(self.lib_path)
+        self._ptr: int | None = None
+        err = ctypes.c_void_p()
+        ptr = self._lib.bs_model_construct(self.data_json.encode(), self.seed, ctypes.byref(err))
+        if not ptr:
+            label = name or self.lib_path.stem
+            raise DataError(_data_error_message(label, self._take_error(err), code))
+        self._ptr = ptr
+        self.name = name or self._lib.bs_name(ptr).decode().removesuffix("_model")
+        self._dim = int(self._lib.bs_param_unc_num(ptr))
+        self._has_nuts = hasattr(self._lib, "slz_nuts")
+        self._has_many = hasattr(self._lib, "slz_log_density_many")
+
+    # ------------------------------------------------------------ construction
+
+    @classmethod
+    def from_file(
+        cls,
+        path: str | os.PathLike[str],
+        data: DataLike = None,
+        *,
+        seed: int | None = None,
+        progress: Progress = None,
+    ) -> StanModel:
+        """Compile (or load from the cache) the ``.stan`` file at ``path`` and bind ``data``."""
+        result = build(Path(path), progress=progress)
+        return cls(result.lib_path, data, name=result.name, code=result.code,
+                   stan_file=Path(path).resolve(), seed=seed)
+
+    @classmethod
+    def from_code(
+        cls,
+        code: str,
+        data: DataLike = None,
+        *,
+        name: str = "model",
+        seed: int | None = None,
+        progress: Progress = None,
+    ) -> StanModel:
+        """Compile (or load from the cache) Stan program text and bind ``data``."""
+        result = build(code, name=name, progress=progress)
+        return cls(result.lib_path, data, name=result.name, code=result.code, seed=seed)
+
+    def with_data(self, data: DataLike) -> StanModel:
+        """The same compiled program with other data (no rebuild)."""
+        return StanModel(self.lib_path, data, name=self.name, code=self.code,
+                         stan_file=self.stan_file, seed=self.seed)
+
+    def bridgestan_model(self) -> Any:
+        """A PyPI ``bridgestan.StanModel`` on this library and data."""
+        import bridgestan
+
+        return bridgestan.StanModel(str(self.lib_path), self.data_json, seed=self.seed,
+                                    warn=False)
+
+    def __del__(self) -> None:
+        ptr = getattr(self, "_ptr", None)
+        if ptr:
+            self._lib.bs_model_destruct(ptr)
+            self._ptr = None
+
+    def __repr__(self) -> str:
+        return f"StanModel(name={self.name!r}, dim={self._dim}, lib={str(self.lib_path)!r})"
+
+    # ------------------------------------------------------------ names and sizes
+
+    @property
+    def dim(self) -> int:
+        """Number of unconstrained parameters."""
+        return self._dim
+
+    def param_names(self, include_tp: bool = False, include_gq: bool = False) -> list[str]:
+        """Constrained parameter names in Stan's ``a.1`` style."""
+        text = self._lib.bs_param_names(self._ptr, include_tp, include_gq).decode()
+        return text.split(",") if text else []
+
+    def param_unc_names(self) -> list[str]:
+        """Unconstrained parameter names."""
+        text = self._lib.bs_param_unc_names(self._ptr).decode()
+        return text.split(",") if text else []
+
+    def param_num(self, include_tp: bool = False, include_gq: bool = False) -> int:
+        """Number of constrained values (optionally with transformed parameters / GQs)."""
+        return int(self._lib.bs_param_num(self._ptr, include_tp, include_gq))
+
+    # ------------------------------------------------------------ densities
+
+    def log_density(self, x: np.ndarray, *, propto: bool = False, jacobian: bool = True) -> float:
+        """Log density at unconstrained ``x``; ``-inf`` where the program rejects it."""
+        return float(self.log_density_many(self._point(x)[None, :], propto=propto,
+                                           jacobian=jacobian)[0])
+
+    def log_density_gradient(
+        self, x: np.ndarray, *, propto: bool = False, jacobian: bool = True
+    ) -> tuple[float, np.ndarray]:
+        """Log density and its gradient at ``x`` (gradient NaN where the density is rejected)."""
+        lp, grad = self.log_density_gradient_many(self._point(x)[None, :], propto=propto,
+                                                  jacobian=jacobian)
+        return float(lp[0]), grad[0]
+
+    def log_density_many(
+        self, xs: np.ndarray, *, propto: bool = False, jacobian: bool = True
+    ) -> np.ndarray:
+        """Log density at each row of ``xs`` (shape ``(n, dim)``) in one native call."""
+        xs = self._points(xs)
+        n = xs.shape[0]
+        out = np.empty(n)
+        status = np.empty(n, dtype=np.intc)
+        if not self._has_many:
+            return self._bridgestan_many(xs, propto, jacobian)
+        err = ctypes.c_void_p()
+        rc = self._lib.slz_log_density_many(self._ptr, propto, jacobian, n, xs.ctypes.data,
+                                            out.ctypes.data, status.ctypes.data,
+                                            ctypes.byref(err))
+        if rc:
+            raise StanlogzError(f"log density of {self.name} failed at "
+                                f"{_condense_stan(self._take_error(err))}")
+        return out
+
+    def log_density_gradient_many(
+        self, xs: np.ndarray, *, propto: bool = False, jacobian: bool = True
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Log densities ``(n,)`` and gradients ``(n, dim)`` at each row of ``xs``."""
+        xs = self._points(xs)
+        n = xs.shape[0]
+        out = np.empty(n)
+        grads = np.empty((n, self._dim))
+        status = np.empty(n, dtype=np.intc)
+        if not self._has_many:
+            for i in range(n):
+                out[i], grads[i] = self._bridgestan_gradient(xs[i], propto, jacobian)
+            return out, grads
+        err = ctypes.c_void_p()
+        rc = self._lib.slz_log_density_gradient_many(
+            self._ptr, propto, jacobian, n, xs.ctypes.data, out.ctypes.data, grads.ctypes.data,
+            status.ctypes.data, ctypes.byref(err))
+        if rc:
+            raise StanlogzError(f"log density gradient of {self.name} failed at "
+                                f"{_condense_stan(self._take_error(err))}")
+        return out, grads
+
+    def log_density_hessian(
+        self, x: np.ndarray, *, propto: bool = False, jacobian: bool = True
+    ) -> tuple[float, np.ndarray, np.ndarray]:
+        """Log density, gradient and Hessian at ``x`` (Hessian by central differences of the
+        autodiff gradient, ~1e-8 relative accuracy); ``(-inf, nan, nan)`` where rejected."""
+        x = self._point(x)
+        d = self._dim
+        lp = ctypes.c_double()
+        grad = np.empty(d)
+        hess = np.empty((d, d))
+        err = ctypes.c_void_p()
+        rc = self._lib.bs_log_density_hessian(self._ptr, propto, jacobian, x.ctypes.data,
+                                              ctypes.byref(lp), grad.ctypes.data,
+                                              hess.ctypes.data, ctypes.byref(err))
+        if rc:
+            self._take_error(err)
+            return -np.inf, np.full(d, np.nan), np.full((d, d), np.nan)
+        return float(lp.value), grad, hess
+
+    # ------------------------------------------------------------ transforms
+
+    def constrain(
+        self,
+        x: np.ndarray,
+        *,
+        include_tp: bool = False,
+        include_gq: bool = False,
+        seed: int | None = None,
+    ) -> np.ndarray:
+        """Constrained values (``param_names`` order) at unconstrained ``x``."""
+        return self.constrain_many(self._point(x)[None, :], include_tp=include_tp,
+                                   include_gq=include_gq, seed=seed)[0]
+
+    def constrain_many(
+        self,
+        xs: np.ndarray,
+        *,
+        include_tp: bool = False,
+        include_gq: bool = False,
+        seed: int | None = None,
+    ) -> np.ndarray:
+        """Constrained values at each row of ``xs``; shape ``(n, param_num(...))``. Generated
+        quantities draw from one RNG seeded with ``seed`` (random when None)."""
+        xs = self._points(xs)
+        n = xs.shape[0]
+        out = np.empty((n, self.param_num(include_tp, include_gq)))
+        err = ctypes.c_void_p()
+        rc = self._lib.slz_param_constrain_many(self._ptr, include_tp, include_gq, n,
+                                                xs.ctypes.data, _norm_seed(seed),
+                                                out.ctypes.data, ctypes.byref(err))
+        if rc:
+            raise InputError(f"constrain failed for {self.name} at "
+                             f"{_condense_stan(self._take_error(err))}")
+        return out
+
+    def unconstrain(self, theta: np.ndarray) -> np.ndarray:
+        """Unconstrained point from flat constrained parameters (``param_names()`` order)."""
+        k = self.param_num()
+        theta = np.ascontiguousarray(theta, dtype=float)
+        if theta.shape != (k,):
+            raise InputError(f"{self.name}: constrained parameters must have shape ({k},), "
+                             f"got {theta.shape}")
+        out = np.empty(self._dim)
+        err = ctypes.c_void_p()
+        rc = self._lib.bs_param_unconstrain(self._ptr, theta.ctypes.data, out.ctypes.data,
+                                            ctypes.byref(err))
+        if rc:
+            raise InputError(f"cannot unconstrain for {self.name}: "
+                             f"{_with_variable(self.code, self._take_error(err))}")
+        return out
+
+    def unconstrain_many(self, thetas: np.ndarray) -> np.ndarray:
+        """:meth:`unconstrain` for each row of ``thetas``."""
+        thetas = np.atleast_2d(np.asarray(thetas, dtype=float))
+        out = np.empty((thetas.shape[0], self._dim))
+        for i, theta in enumerate(thetas):
+            out[i] = self.unconstrain(theta)
+        return out
+
+    def unconstrain_dict(self, values: Mapping[str, Any]) -> np.ndarray:
+        """Unconstrained point from named constrained values, e.g. ``{"mu": 1.0}``."""
+        out = np.empty(self._dim)
+        err = ctypes.c_void_p()
+        text = data_to_json(values).encode()
+        rc = self._lib.bs_param_unconstrain_json(self._ptr, text, out.ctypes.data,
+                                                 ctypes.byref(err))
+        if rc:
+            raise InputError(f"cannot unconstrain for {self.name}: "
+                             f"{_with_variable(self.code, self._take_error(err))}")
+        return out
+
+    # ------------------------------------------------------------ NUTS
+
+    def nuts(
+        self,
+        *,
+        chains: int = 4,
+        warmup: int = 1000,
+        draws: int = 1000,
+        seed: int | None = None,
+        adapt_delta: float = 0.8,
+        max_treedepth: int = 10,
+        init: None | Mapping[str, Any] | Sequence[Mapping[str, Any]] = None,
+        init_radius: float = 2.0,
+        thin: int = 1,
+        save_warmup: bool = False,
+        progress: Progress = None,
+    ) -> NutsOutput:
+        """Stan's NUTS with diagonal-metric adaptation (CmdStan defaults), chains in parallel.
+
+        With ``save_warmup`` the kept warmup draws come first in every array. ``init`` is
+        None (uniform(-init_radius, init_radius) on the unconstrained scale), a dict of
+        constrained values for all chains, or one dict per chain.
+        """
+        if not self._has_nuts:
+            raise ToolchainError(f"{self.lib_path.name} has no stanlogz NUTS entry (built with "
+                                 "the bridgestan backend); sample with cmdstanpy instead")
+        _check(chains >= 1, f"chains must be >= 1, got {chains}")
+        _check(warmup >= 0, f"warmup must be >= 0, got {warmup}")
+        _check(draws >= 1, f"draws must be >= 1, got {draws}")
+        _check(thin >= 1, f"thin must be >= 1, got {thin}")
+        _check(0.0 < adapt_delta < 1.0, f"adapt_delta must be in (0, 1), got {adapt_delta}")
+        _check(max_treedepth >= 1, f"max_treedepth must be >= 1, got {max_treedepth}")
+        _check(init_radius >= 0.0, f"init_radius must be >= 0, got {init_radius}")
+        seed = _norm_seed(seed)
+        init_array = self._init_jsons(init, chains)
+        rows = warmup + draws
+        k = self.param_num(True, True)
+        d = self._dim
+        raw = np.zeros((chains, rows, len(_NUTS_COLUMNS) + k))
+        unc = np.zeros((chains, rows, d))
+        step = np.zeros(chains)
+        inv_metric = np.zeros((chains, d))
+        if progress:
+            progress(f"sampling {self.name}: {chains} chains x ({warmup} warmup + {draws} draws)")
+        err = ctypes.c_void_p()
+        start = time.perf_counter()
+        rc = self._lib.slz_nuts(self._ptr, chains, warmup, draws, seed, adapt_delta,
+                                max_treedepth, init_radius,
+                                ctypes.cast(init_array, ctypes.c_void_p) if init_array else None,
+                                raw.ctypes.data, unc.ctypes.data, step.ctypes.data,
+                                inv_metric.ctypes.data, ctypes.byref(err))
+        seconds = time.perf_counter() - start
+        if rc == 1:
+            raise InitializationError(self._init_failure(self._take_error(err)))
+        if rc:
+            raise StanlogzError(f"NUTS failed for {self.name}: "
+                                f"{_condense_stan(self._take_error(err))}")
+        n_grad = int(raw[:, :, _NUTS_COLUMNS.index("n_leapfrog__")].sum())
+        keep = np.arange(warmup, rows, thin)
+        if save_warmup:
+            keep = np.concatenate([np.arange(0, warmup, thin), keep])
+        raw = raw[:, keep]
+        if progress:
+            progress(f"sampled {self.name} in {seconds:.2f} s")
+        return NutsOutput(
+            constrained=np.ascontiguousarray(raw[:, :, len(_NUTS_COLUMNS):]),
+            unconstrained=np.ascontiguousarray(unc[:, keep]),
+            constrained_names=self.param_names(True, True),
+            sampler={c: np.ascontiguousarray(raw[:, :, i]) for i, c in enumerate(_NUTS_COLUMNS)},
+            step_size=step,
+            inv_metric=inv_metric,
+            seconds=seconds,
+            n_gradient_evals=n_grad,
+            max_treedepth=max_treedepth,
+            seed=seed,
+        )
+
+    # ------------------------------------------------------------ helpers
+
+    def _init_jsons(self, init: Any, chains: int) -> Any:
+        if init is None:
+            return None
+        if isinstance(init, Mapping):
+            inits = [init] * chains
+        elif isinstance(init, Sequence) and not isinstance(init, str):
+            inits = list(init)
+            if len(inits) != chains:
+                raise InputError(f"init has {len(inits)} entries for {chains} chains")
+        else:
+            raise InputError("init must be None, a dict of constrained values, or a list of dicts")
+        for item in inits:
+            if not isinstance(item, Mapping):
+                raise InputError("each init must be a dict of constrained values")
+        self._init_buffers = [data_to_json(i).encode() for i in inits]
+        arr = (ctypes.c_char_p * chains)(*self._init_buffers)
+        return arr
+
+    def _init_failure(self, message: str) -> str:
+        reasons = re.findall(r"Rejecting initial value:\s*\|?\s*([^|]+?)\s*(?:\||$)", message)
+        detail = [r for r in reasons if not r.startswith("Error evaluating")]
+        detail += re.findall(r"(?:Exception|Error)[^|]*?:[^|]+", message)
+        reason = _condense_stan(detail[0]) if detail else _condense_stan(message)
+        return (f"NUTS initialization failed for {self.name}: no finite log density and "
+                f"gradient at any of Stan's 100 attempts; last reason: {reason}")
+
+    def _point(self, x: np.ndarray) -> np.ndarray:
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        if x.shape != (self._dim,):
+            raise InputError(f"{self.name}: point must have shape ({self._dim},), got {x.shape}")
+        return x
+
+    def _points(self, xs: np.ndarray) -> np.ndarray:
+        xs = np.ascontiguousarray(xs, dtype=np.float64)
+        if xs.ndim == 1 and xs.shape[0] == self._dim:
+            xs = xs[None, :]
+        if xs.ndim != 2 or xs.shape[1] != self._dim:
+            raise InputError(f"{self.name}: points must have shape (n, {self._dim}), "
+                             f"got {xs.shape}")
+        return xs
+
+    def _take_error(self, err: ctypes.c_void_p) -> str:
+        if not err.value:
+            return "unknown error"
+        msg = ctypes.string_at(err.value).decode(errors="replace")
+        self._lib.bs_free_error_msg(err)
+        return msg
+
+    def _bridgestan_many(self, xs: np.ndarray, propto: bool, jacobian: bool) -> np.ndarray:
+        bs = self._bs_cache()
+        out = np.empty(xs.shape[0])
+        for i, x in enumerate(xs):
+            try:
+                out[i] = bs.log_density(x, propto=propto, jacobian=jacobian)
+            except RuntimeError:
+                out[i] = -np.inf
+        return out
+
+    def _bridgestan_gradient(self, x: np.ndarray, propto: bool,
+                             jacobian: bool) -> tuple[float, np.ndarray]:
+        try:
+            return self._bs_cache().log_density_gradient(x, propto=propto, jacobian=jacobian)
+        except RuntimeError:
+            return -np.inf, np.full(self._dim, np.nan)
+
+    def _bs_cache(self) -> Any:
+        if getattr(self, "_bs", None) is None:
+            self._bs = self.bridgestan_model()
+        return self._bs
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise InputError(message)
+
+
+def _data_error_message(label: str, message: str, code: str) -> str:
+    text = _condense_stan(message).replace("processing stage=data initialization; ", "")
+    found = re.search(r"variable(?: name)?=([A-Za-z_]\w*)", text)
+    var = found.group(1) if found else _declared_at(code, text)
+    where = f", variable '{var}'" if var else ""
+    return f"data for {label}{where}: {text}"
+
+
+def _declared_at(code: str, message: str) -> str | None:
+    """The variable declared on the program line a Stan message points at, if any."""
+    found = re.search(r"line (\d+)", message)
+    lines = code.splitlines()
+    if not found or not 0 < int(found.group(1)) <= len(lines):
+        return None
+    line = lines[int(found.group(1)) - 1].split("//")[0].strip()
+    line = re.sub(r"<[^<>]*>|\[[^\[\]]*\]", "", line)
+    decl = re.search(r"([A-Za-z_]\w*)\s*(?:=[^;]*)?;\s*$", line)
+    return decl.group(1) if decl else None
+
+
+def _with_variable(code: str, message: str) -> str:
+    text = _condense_stan(message)
+    var = _declared_at(code, text)
+    return f"variable '{var}': {text}" if var else text
+
+
+def _condense_stan(message: str) -> str:
+    """One line from a Stan C++ exception message, without boilerplate."""
+    text = _one_line(message)
+    text = re.sub(r"^Exception:\s*", "", text)
+    return re.sub(r"^\w+_namespace::\w+:\s*", "", text)
