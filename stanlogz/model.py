@@ -488,12 +488,10 @@ class StanModel:
         return arr
 
     def _init_failure(self, message: str) -> str:
-        reasons = re.findall(r"Rejecting initial value:\s*\|?\s*([^|]+?)\s*(?:\||$)", message)
-        detail = [r for r in reasons if not r.startswith("Error evaluating")]
-        detail += re.findall(r"(?:Exception|Error)[^|]*?:[^|]+", message)
-        reason = _condense_stan(detail[0]) if detail else _condense_stan(message)
+        reasons = re.findall(r"Exception:\s*([^|]+)", message)
+        reason = _with_variable(self.code, reasons[-1]) if reasons else _condense_stan(message)
         return (f"NUTS initialization failed for {self.name}: no finite log density and "
-                f"gradient at any of Stan's 100 attempts; last reason: {reason}")
+                f"gradient in Stan's 100 attempts; reason: {reason}")
 
     def _point(self, x: np.ndarray) -> np.ndarray:
         x = np.ascontiguousarray(x, dtype=np.float64)

@@ -1,0 +1,134 @@
+"""Stan's NUTS through the library's own entry point: posterior moments against the analytic
+conjugate-normal posterior, output layout, reproducibility, inits and init failures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import arviz as az
+import numpy as np
+import pytest
+
+from stanlogz.errors import InitializationError, InputError
+from stanlogz.model import NutsOutput, StanModel
+
+MODELS = Path(__file__).resolve().parents[1] / "stan_models" / "tests"
+NORMAL_DATA = json.loads((MODELS / "normal.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def normal(compiled) -> StanModel:
+    return compiled("normal")
+
+
+@pytest.fixture(scope="module")
+def normal_fit(normal) -> NutsOutput:
+    return normal.nuts(chains=4, warmup=1000, draws=1000, seed=11)
+
+
+def analytic_posterior(d: dict) -> tuple[float, float]:
+    y = np.asarray(d["y"])
+    precision = 1 / d["tau0"] ** 2 + len(y) / d["sigma"] ** 2
+    mean = (d["mu0"] / d["tau0"] ** 2 + y.sum() / d["sigma"] ** 2) / precision
+    return mean, 1 / precision
+
+
+def test_posterior_moments_match_analytic(normal_fit):
+    mean, var = analytic_posterior(NORMAL_DATA)
+    mu = normal_fit.constrained[:, :, 0]
+    # 5 Monte Carlo standard errors (estimated by ArviZ) keep the false-failure rate ~1e-6;
+    # the seed is fixed, so the test is deterministic anyway.
+    mcse_mean = float(az.mcse(mu, method="mean"))
+    assert abs(mu.mean() - mean) < 5 * mcse_mean
+    mcse_sd = float(az.mcse(mu, method="sd"))
+    assert abs(mu.std() - np.sqrt(var)) < 5 * mcse_sd
+    # y_rep is the posterior predictive: variance var + sigma^2 (ESS of y_rep is ~ the draws).
+    y_rep = normal_fit.constrained[:, :, 1]
+    assert abs(y_rep.var() / (var + NORMAL_DATA["sigma"] ** 2) - 1) < 0.15
+    assert float(az.rhat(mu)) < 1.01
+
+
+def test_output_layout(normal, normal_fit):
+    fit = normal_fit
+    assert fit.constrained.shape == (4, 1000, 2)
+    assert fit.unconstrained.shape == (4, 1000, 1)
+    assert fit.constrained_names == ["mu", "y_rep"]
+    assert set(fit.sampler) == {"lp__", "accept_stat__", "stepsize__", "treedepth__",
+                                "n_leapfrog__", "divergent__", "energy__"}
+    assert all(v.shape == (4, 1000) for v in fit.sampler.values())
+    assert fit.seed == 11 and fit.max_treedepth == 10 and fit.seconds > 0
+    # mu is unconstrained, so both views hold the same numbers.
+    np.testing.assert_array_equal(fit.unconstrained[..., 0], fit.constrained[..., 0])
+    # Post-warmup step size is the adapted one; the metric approximates the posterior variance
+    # (Stan regularizes it toward 1e-3 with weight 5/(n+5), and estimates it from ~500 draws).
+    np.testing.assert_array_equal(fit.sampler["stepsize__"][:, 0], fit.step_size)
+    _, var = analytic_posterior(NORMAL_DATA)
+    assert fit.inv_metric.shape == (4, 1)
+    assert np.all(np.abs(fit.inv_metric[:, 0] / var - 1) < 0.4)
+    assert 0.6 < fit.sampler["accept_stat__"].mean() < 0.99
+    assert fit.n_gradient_evals > fit.sampler["n_leapfrog__"].sum()  # warmup included
+
+
+def test_lp_is_propto_log_density_at_the_draws(normal, normal_fit):
+    unc = normal_fit.unconstrained[0, :50]
+    lp = normal.log_density_many(unc, propto=True, jacobian=True)
+    np.testing.assert_allclose(normal_fit.sampler["lp__"][0, :50], lp, rtol=1e-12, atol=1e-12)
+
+
+def test_reproducible_with_seed_and_warmup_thin(normal):
+    a = normal.nuts(chains=2, warmup=200, draws=300, seed=5, thin=3, save_warmup=True)
+    b = normal.nuts(chains=2, warmup=200, draws=300, seed=5, thin=3, save_warmup=True)
+    c = normal.nuts(chains=2, warmup=200, draws=300, seed=6, thin=3, save_warmup=True)
+    np.testing.assert_array_equal(a.constrained, b.constrained)
+    assert not np.array_equal(a.constrained, c.constrained)
+    assert a.constrained.shape == (2, 67 + 100, 2)
+    full = normal.nuts(chains=2, warmup=200, draws=300, seed=5, save_warmup=True)
+    # Thinning keeps every 3rd draw of warmup and of sampling separately, like Stan.
+    np.testing.assert_array_equal(full.constrained[:, 0:200:3], a.constrained[:, :67])
+    np.testing.assert_array_equal(full.constrained[:, 200::3], a.constrained[:, 67:])
+    assert full.n_gradient_evals == int(full.sampler["n_leapfrog__"].sum())
+
+
+def test_constrained_draws_of_transforms_program(compiled):
+    model = compiled("transforms")
+    fit = model.nuts(chains=2, warmup=300, draws=200, seed=3, init={"k": 0.6, "b": 0.0})
+    names = fit.constrained_names
+    assert names == model.param_names(include_tp=True, include_gq=True)
+    w = fit.constrained[..., [names.index(f"w.{i}") for i in (1, 2, 3)]]
+    np.testing.assert_allclose(w.sum(axis=-1), 1.0, atol=1e-12)
+    k = model.param_num()
+    again = model.constrain_many(fit.unconstrained.reshape(-1, model.dim))
+    np.testing.assert_allclose(again, fit.constrained.reshape(-1, fit.constrained.shape[-1])[:, :k],
+                               rtol=1e-10, atol=1e-12)
+    assert fit.sampler["divergent__"].sum() < 10
+
+
+def test_per_chain_inits(normal):
+    # Without warmup the unit-metric, unit-step transitions oscillate around the posterior
+    # (sd 0.5) with a slowly shrinking amplitude, so the first draws stay far out only when
+    # the chain started there; random inits lie in (-2, 2).
+    fit = normal.nuts(chains=2, warmup=0, draws=3, seed=1, init=[{"mu": -30.0}, {"mu": 30.0}])
+    assert np.all(np.abs(fit.constrained[:, 0, 0]) > 10)
+    fit = normal.nuts(chains=2, warmup=0, draws=3, seed=1, init={"mu": 30.0})
+    assert np.all(np.abs(fit.constrained[:, 0, 0]) > 10)
+    fit = normal.nuts(chains=2, warmup=0, draws=3, seed=1)
+    assert np.all(np.abs(fit.constrained[:, 0, 0]) < 10)
+    with pytest.raises(InputError, match="2 entries for 3 chains"):
+        normal.nuts(chains=3, init=[{"mu": 0.0}, {"mu": 1.0}])
+
+
+def test_non_finite_density_everywhere_raises_initialization_error(normal):
+    broken = normal.with_data({**NORMAL_DATA, "mu0": float("inf")})
+    assert broken.log_density(np.array([0.0])) == -np.inf
+    message = "100 attempts.*Location parameter is inf.*line 14"
+    with pytest.raises(InitializationError, match=message):
+        broken.nuts(chains=2, warmup=10, draws=10, seed=1)
+
+
+def test_invalid_init_value_raises_initialization_error(normal, compiled):
+    model = compiled("transforms")
+    with pytest.raises(InitializationError, match="reason: variable 'k': .*is -1"):
+        model.nuts(chains=1, warmup=10, draws=10, seed=1, init={"k": -1.0})
+    with pytest.raises(InputError, match="adapt_delta"):
+        normal.nuts(adapt_delta=1.5)
