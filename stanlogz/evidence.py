@@ -127,8 +127,6 @@ def evidence(
         get_method(method)  # raises InputError naming the choices
     m = load_model(model, data, seed=seed, progress=progress)
     if draws is None:
-        if progress:
-            progress(f"sampling {m.name}: {chains} chains x ({warmup} warmup + {n_draws} draws)")
         d = sample(m, chains=chains, warmup=warmup, draws=n_draws, seed=seed, progress=progress)
     else:
         d = as_draws(draws, m)

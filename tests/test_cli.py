@@ -35,11 +35,9 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture(scope="module")
-def built_normal():
-    """Build the conjugate example once (the build is cached for every later command)."""
-    from stanlogz.model import StanModel
-
-    return StanModel.from_file(NORMAL, NORMAL_DATA)
+def built_normal(compiled):
+    """The conjugate example, built once per session (the CLI then finds it in the cache)."""
+    return compiled(NORMAL, NORMAL_DATA)
 
 
 @pytest.fixture

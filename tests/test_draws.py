@@ -1,7 +1,7 @@
 """Draws: CmdStan CSV / cmdstanpy readers, unconstraining, summary, InferenceData, CSV writer.
 
 The CSV fixtures are real CmdStan 2.35 output (4 chains x 1000 draws). Tests that need the Stan
-programs themselves build them with StanModel (cached after the first build); the CSV-parsing
+programs take them from the session fixture ``compiled`` (tests/conftest.py); the CSV-parsing
 tests also run against a small pure-Python stand-in of the coin program.
 """
 
@@ -47,18 +47,13 @@ class FakeCoin:
 
 
 @pytest.fixture(scope="module")
-def coin_model():
-    from stanlogz.model import StanModel
-
-    return StanModel.from_file(FIX / "coin" / "coin.stan", str(FIX / "coin" / "coin.data.json"))
+def coin_model(compiled):
+    return compiled(FIX / "coin" / "coin.stan", str(FIX / "coin" / "coin.data.json"))
 
 
 @pytest.fixture(scope="module")
-def schools_model():
-    from stanlogz.model import StanModel
-
-    return StanModel.from_file(FIX / "schools" / "schools.stan",
-                               str(FIX / "schools" / "schools.data.json"))
+def schools_model(compiled):
+    return compiled(FIX / "schools" / "schools.stan", str(FIX / "schools" / "schools.data.json"))
 
 
 def test_fixtures_present():

@@ -29,10 +29,8 @@ def exact_normal_mean_log_z(data: dict) -> float:
 
 
 @pytest.fixture(scope="module")
-def normal_model():
-    from stanlogz.model import StanModel
-
-    return StanModel.from_file(NORMAL, str(NORMAL_DATA))
+def normal_model(compiled):
+    return compiled(NORMAL, str(NORMAL_DATA))
 
 
 # ------------------------------------------------------------------ pure functions

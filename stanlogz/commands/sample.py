@@ -67,8 +67,6 @@ def save_draws(d: Draws, path: Path) -> None:
 def run(args: argparse.Namespace, report: Reporter) -> int:
     out = check_output(args.output, OUTPUT_SUFFIXES, "--output")
     model = load_model(args.model, args.data, seed=args.seed, progress=report.progress)
-    report.progress(f"sampling {model.name}: {args.chains} chains x "
-                    f"({args.warmup} warmup + {args.draws} draws)")
     d = sample(model, chains=args.chains, warmup=args.warmup, draws=args.draws,
                seed=args.seed, adapt_delta=args.adapt_delta, max_treedepth=args.max_treedepth,
                progress=report.progress)
