@@ -1,0 +1,213 @@
+"""BDMC benchmark: gap vs T for AIS/reverse AIS, then the estimator testbed, on simulated data.
+
+Models (stan_models/bdmc/): a 1-d Gaussian mixture with marginalized assignments (``gmm``) and a
+low-rank matrix factorization (``lowrank``), the paper's models in small form. With the Stan
+toolchain the programs and their simulation programs are compiled; with ``--python`` (or when
+``stanlogz.model`` is missing) NumPy versions of the same models are used for the AIS part.
+
+    nice -n 10 python benchmarks/bdmc.py [--models gmm,lowrank] [--temps 100,200,400,800]
+        [--chains 16] [--estimators gbs,gis,ghm,laplace,bridge-gaussian,ais] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy.special import gammaln, logsumexp
+
+from stanlogz.bases import gaussian_from_draws
+from stanlogz.bdmc import TestbedResult, bdmc, simulate, testbed
+from stanlogz.estimators.ais import DEFAULT_INFLATE
+from stanlogz.report import format_table
+
+ROOT = Path(__file__).resolve().parents[1]
+STAN_DIR = ROOT / "stan_models" / "bdmc"
+LOG_2PI = np.log(2 * np.pi)
+
+
+# ----------------------------------------------------------------- NumPy versions of the models
+
+
+class GMM:
+    """gmm.stan in NumPy: x = (mu_1, log gaps of the ordered means, K-1 softmax logits of w).
+
+    Same density as the Stan program up to the simplex transform (softmax with a fixed last
+    logit instead of stick-breaking), so the same log Z.
+    """
+
+    def __init__(self, y: np.ndarray, k: int, sigma: float, tau: float) -> None:
+        self.y, self.k, self.sigma, self.tau = np.asarray(y, float), k, sigma, tau
+
+    @property
+    def dim(self) -> int:
+        return 2 * self.k - 1
+
+    def log_density_gradient(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        k, s, t = self.k, self.sigma, self.tau
+        xm, xa = x[:k], x[k:]
+        mu = xm[0] + np.concatenate([[0.0], np.cumsum(np.exp(xm[1:]))])
+        z = np.concatenate([xa, [0.0]])
+        log_w = z - logsumexp(z)
+        w = np.exp(log_w)
+        comp = log_w - 0.5 * ((self.y[:, None] - mu) / s) ** 2 - np.log(s) - 0.5 * LOG_2PI
+        lse = logsumexp(comp, axis=1)
+        resp = np.exp(comp - lse[:, None])
+        lp = (lse.sum() + np.sum(-0.5 * (mu / t) ** 2 - np.log(t) - 0.5 * LOG_2PI)
+              + gammaln(2.0 * k) + np.sum(log_w)  # Dirichlet(2): Γ(2K)/Γ(2)^K ∏ w
+              + np.sum(xm[1:]) + np.sum(log_w))  # Jacobians: ordered, softmax (∏ w)
+        g_mu = (resp * (self.y[:, None] - mu)).sum(0) / s**2 - mu / t**2
+        c = resp.sum(0) + 2.0
+        g_z = c - w * c.sum()
+        tail = np.cumsum(g_mu[::-1])[::-1]
+        g = np.concatenate([[g_mu.sum()], np.exp(xm[1:]) * tail[1:] + 1.0, g_z[:-1]])
+        return float(lp), g
+
+    def log_density(self, x: np.ndarray) -> float:
+        return self.log_density_gradient(x)[0]
+
+    @staticmethod
+    def simulate(rng: np.random.Generator, n: int, k: int, sigma: float, tau: float
+                 ) -> tuple[GMM, np.ndarray]:
+        mu = np.sort(rng.normal(0, tau, k))
+        w = rng.dirichlet(2 * np.ones(k))
+        y = rng.normal(mu[rng.choice(k, size=n, p=w)], sigma)
+        x = np.concatenate([[mu[0]], np.log(np.diff(mu)), np.log(w[:-1] / w[-1])])
+        return GMM(y, k, sigma, tau), x
+
+
+class LowRank:
+    """lowrank.stan in NumPy: x = (vec U column-major, vec V column-major, log sigma)."""
+
+    def __init__(self, y: np.ndarray, r: int) -> None:
+        self.y, self.r = np.asarray(y, float), r
+
+    @property
+    def dim(self) -> int:
+        n, m = self.y.shape
+        return (n + m) * self.r + 1
+
+    def log_density_gradient(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        n, m = self.y.shape
+        r = self.r
+        u = x[: n * r].reshape((n, r), order="F")
+        v = x[n * r: n * r + r * m].reshape((r, m), order="F")
+        ls = x[-1]
+        sig2 = np.exp(2 * ls)
+        e = self.y - u @ v
+        lp = (-0.5 * np.sum(u**2) - 0.5 * np.sum(v**2) - 0.5 * (n + m) * r * LOG_2PI
+              - 0.5 * np.sum(e**2) / sig2 - n * m * ls - 0.5 * n * m * LOG_2PI
+              - np.log(0.25) - 0.5 * LOG_2PI - 0.5 * ((ls + 1) / 0.25) ** 2)  # lognormal + Jac
+        gu = -u + e @ v.T / sig2
+        gv = -v + u.T @ e / sig2
+        gs = np.sum(e**2) / sig2 - n * m - (ls + 1) / 0.0625
+        return float(lp), np.concatenate([gu.ravel(order="F"), gv.ravel(order="F"), [gs]])
+
+    def log_density(self, x: np.ndarray) -> float:
+        return self.log_density_gradient(x)[0]
+
+    @staticmethod
+    def simulate(rng: np.random.Generator, n: int, m: int, r: int) -> tuple[LowRank, np.ndarray]:
+        u, v = rng.standard_normal((n, r)), rng.standard_normal((r, m))
+        sigma = np.exp(rng.normal(-1, 0.25))
+        y = u @ v + sigma * rng.standard_normal((n, m))
+        return LowRank(y, r), np.concatenate([u.ravel(order="F"), v.ravel(order="F"),
+                                              [np.log(sigma)]])
+
+
+def _hmc_draws(target, x0: np.ndarray, rng: np.random.Generator, n: int = 500,
+               chains: int = 4) -> np.ndarray:
+    """Posterior draws for the NumPy models (AIS machinery at β=1 from the true point)."""
+    from stanlogz.annealing import AnnealingPath, annealed_transition, tune_hmc
+    from stanlogz.targets import GaussianTarget
+
+    base = GaussianTarget(x0, 0.01 * np.eye(x0.size))
+    path = AnnealingPath(base, target)
+    tuning, _ = tune_hmc(path, rng, grid=(1.0,), n_iter=200)
+    eps, m = tuning.at(1.0)
+    out = np.empty((chains, n, x0.size))
+    for c in range(chains):
+        pt = path.evaluate(x0)
+        for i in range(2 * n):
+            pt, _, _ = annealed_transition(path, 1.0, pt, rng, eps * rng.uniform(0.9, 1.1), m,
+                                           10)
+            if i >= n:
+                out[c, i - n] = pt.position
+    return out
+
+
+# ----------------------------------------------------------------- the benchmark
+
+
+def setup(name: str, use_python: bool, seed: int, draws: int):
+    """(target, NUTS-or-HMC draws, exact posterior sample, label, sampling seconds)."""
+    rng = np.random.default_rng(seed)
+    sim_data = json.loads((STAN_DIR / f"{name}_sim.data.json").read_text())
+    t0 = time.perf_counter()
+    if use_python:
+        if name == "gmm":
+            target, x_true = GMM.simulate(rng, sim_data["N"], sim_data["K"], sim_data["sigma"],
+                                          sim_data["tau"])
+        else:
+            target, x_true = LowRank.simulate(rng, sim_data["N"], sim_data["M"], sim_data["R"])
+        d = _hmc_draws(target, x_true, rng, n=draws)
+        return target, d, x_true, f"{name} (numpy, dim {target.dim})", time.perf_counter() - t0
+    from stanlogz import draws as stan_draws
+    from stanlogz import model as stan_model
+
+    sim = stan_model.StanModel.from_file(STAN_DIR / f"{name}_sim.stan", sim_data)
+    s = simulate(STAN_DIR / f"{name}.stan", sim, seed=seed, sim_data=sim_data)
+    d = stan_draws.sample(s.model, chains=4, warmup=1000, draws=draws, seed=seed)
+    return (s.model, d.unconstrained, s.x_true, f"{name} (Stan, dim {s.model.dim})",
+            time.perf_counter() - t0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", default="gmm,lowrank")
+    p.add_argument("--temps", default="100,200,400,800,1600")
+    p.add_argument("--chains", type=int, default=16)
+    p.add_argument("--estimators", default="gbs,gis,ghm,laplace,bridge-gaussian,ais")
+    p.add_argument("--draws", type=int, default=1000, help="posterior draws per chain")
+    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--python", action="store_true", help="NumPy models instead of Stan")
+    args = p.parse_args(argv)
+    use_python = args.python or importlib.util.find_spec("stanlogz.model") is None
+    temps = [int(t) for t in args.temps.split(",")]
+    estimators = [e for e in args.estimators.split(",") if e]
+    for name in args.models.split(","):
+        target, draws, x_true, label, t_samp = setup(name, use_python, args.seed, args.draws)
+        print(f"\n== {label}: {draws.shape[0]}x{draws.shape[1]} posterior draws "
+              f"in {t_samp:.1f} s", flush=True)
+        base = gaussian_from_draws(draws, inflate=DEFAULT_INFLATE)
+        rows = []
+        for t in temps:
+            t0 = time.perf_counter()
+            res = bdmc(target, base, x_true, n_chains=args.chains, n_temps=t, gap_tol=None,
+                       seed=args.seed + t, n_workers=args.workers)
+            rows.append([t, res.lower.log_z, res.lower.log_z_se, res.upper.log_z,
+                         res.upper.log_z_se, res.gap, round(time.perf_counter() - t0, 1),
+                         res.n_evals])
+            print(f"  T={t}: gap {res.gap:.3f} in {rows[-1][6]} s", flush=True)
+        print(format_table(["T", "lower", "se", "upper", "se", "gap", "seconds", "evals"], rows,
+                           f"BDMC gap vs T ({name}, K={args.chains} chains each way)"))
+        tb: TestbedResult = testbed(target, draws, x_true, estimators, n_chains=args.chains,
+                                    n_temps=temps[-1], gap_tol=None, seed=args.seed,
+                                    n_workers=args.workers)
+        print(format_table(list(TestbedResult.HEADER), tb.table_rows(),
+                           f"testbed ({name}, T={temps[-1]}; error = estimate - midpoint)"))
+        for r in tb.rows:
+            if r.failed:
+                print(f"  {r.method} failed: {r.failed}")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
