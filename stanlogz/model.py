@@ -345,6 +345,13 @@ class StanModel:
         xs = self._points(xs)
         n = xs.shape[0]
         out = np.empty((n, self.param_num(include_tp, include_gq)))
+        if not self._has_many:
+            bs = self._bs_cache()
+            rng = bs.new_rng(_norm_seed(seed))
+            for i in range(n):
+                out[i] = bs.param_constrain(xs[i], include_tp=include_tp,
+                                            include_gq=include_gq, rng=rng)
+            return out
         err = ctypes.c_void_p()
         rc = self._lib.slz_param_constrain_many(self._ptr, include_tp, include_gq, n,
                                                 xs.ctypes.data, _norm_seed(seed),
@@ -424,7 +431,8 @@ class StanModel:
         _check(max_treedepth >= 1, f"max_treedepth must be >= 1, got {max_treedepth}")
         _check(init_radius >= 0.0, f"init_radius must be >= 0, got {init_radius}")
         seed = _norm_seed(seed)
-        init_array = self._init_jsons(init, chains)
+        init_buffers = self._init_jsons(init, chains)
+        init_array = (ctypes.c_char_p * chains)(*init_buffers) if init_buffers else None
         rows = warmup + draws
         k = self.param_num(True, True)
         d = self._dim
@@ -438,7 +446,7 @@ class StanModel:
         start = time.perf_counter()
         rc = self._lib.slz_nuts(self._ptr, chains, warmup, draws, seed, adapt_delta,
                                 max_treedepth, init_radius,
-                                ctypes.cast(init_array, ctypes.c_void_p) if init_array else None,
+                                ctypes.cast(init_array, ctypes.c_void_p) if init_buffers else None,
                                 raw.ctypes.data, unc.ctypes.data, step.ctypes.data,
                                 inv_metric.ctypes.data, ctypes.byref(err))
         seconds = time.perf_counter() - start
@@ -469,7 +477,7 @@ class StanModel:
 
     # ------------------------------------------------------------ helpers
 
-    def _init_jsons(self, init: Any, chains: int) -> Any:
+    def _init_jsons(self, init: Any, chains: int) -> list[bytes] | None:
         if init is None:
             return None
         if isinstance(init, Mapping):
@@ -483,9 +491,7 @@ class StanModel:
         for item in inits:
             if not isinstance(item, Mapping):
                 raise InputError("each init must be a dict of constrained values")
-        self._init_buffers = [data_to_json(i).encode() for i in inits]
-        arr = (ctypes.c_char_p * chains)(*self._init_buffers)
-        return arr
+        return [data_to_json(i).encode() for i in inits]
 
     def _init_failure(self, message: str) -> str:
         reasons = re.findall(r"Exception:\s*([^|]+)", message)

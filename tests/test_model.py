@@ -302,3 +302,21 @@ def test_pypi_bridgestan_class_loads_our_library(transforms):
     v = np.ones(transforms.dim)
     _, hvp = bs.log_density_hessian_vector_product(x, v)
     np.testing.assert_allclose(hvp, H @ v, rtol=1e-4, atol=1e-4)
+
+
+def test_library_without_stanlogz_entries_falls_back_to_bridgestan(transforms):
+    # Libraries built with backend="bridgestan" only have the BridgeStan ABI; simulate one.
+    from stanlogz.errors import ToolchainError
+
+    plain = transforms.with_data(TRANSFORMS_DATA)
+    plain._has_many = False
+    plain._has_nuts = False
+    xs = np.random.default_rng(7).normal(size=(4, transforms.dim))
+    np.testing.assert_array_equal(plain.log_density_many(xs), transforms.log_density_many(xs))
+    lps, grads = plain.log_density_gradient_many(xs)
+    ref_lps, ref_grads = transforms.log_density_gradient_many(xs)
+    np.testing.assert_array_equal(lps, ref_lps)
+    np.testing.assert_array_equal(grads, ref_grads)
+    np.testing.assert_array_equal(plain.constrain_many(xs), transforms.constrain_many(xs))
+    with pytest.raises(ToolchainError, match="cmdstanpy"):
+        plain.nuts()
