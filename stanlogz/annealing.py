@@ -240,6 +240,13 @@ def tune_hmc(
     the step size is adapted by dual averaging and the metric set to the (regularized) variance
     of the pilot draws. Returns the tuning and the target gradient evaluations it spent.
     """
+    with np.errstate(over="ignore", invalid="ignore"):  # divergences are rejected, not errors
+        return _tune(path, rng, grid, n_leapfrog, n_chains, n_iter, target_accept)
+
+
+def _tune(path: AnnealingPath, rng: np.random.Generator, grid: tuple[float, ...] | np.ndarray,
+          n_leapfrog: int, n_chains: int, n_iter: int, target_accept: float
+          ) -> tuple[HMCTuning, int]:
     grid = np.unique(np.clip(np.asarray(grid, dtype=float), 0.0, 1.0))
     if grid.size < 1:
         raise InputError("the tuning grid needs at least one β")

@@ -55,9 +55,9 @@ def test_testbed_scores_estimators_and_plots(tmp_path, monkeypatch):
     x_true = POST.sample(rng, 1)[0]
     # A registered method whose function is missing: the testbed reports it as failed.
     monkeypatch.setitem(METHODS, "broken", "stanlogz.bdmc:no_such_estimator")
+    small = {"n_chains": 8, "n_temps": 100}
     res = bd.testbed(POST, draws, x_true, ["ais", "rais", "broken"], n_chains=8, n_temps=150,
-                  gap_tol=None, seed=5, estimator_options={"ais": {"n_chains": 8,
-                                                                   "n_temps": 100}})
+                  gap_tol=None, seed=5, estimator_options={"ais": small, "rais": small})
     assert isinstance(res, TestbedResult)
     rows = {r.method: r for r in res.rows}
     assert rows["broken"].failed.startswith("AttributeError")
