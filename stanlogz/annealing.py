@@ -158,6 +158,29 @@ class HMCTuning:
             raise InputError("step size and inverse metric must be positive")
         return cls(np.array([0.0, 1.0]), np.array([step_size, step_size]), np.vstack([m, m]))
 
+    @classmethod
+    def from_endpoints(
+        cls,
+        base_var: np.ndarray,
+        post_var: np.ndarray,
+        step_size: float,
+        n_grid: int = 9,
+    ) -> HMCTuning:
+        """Tuning inherited from NUTS adaptation: ``step_size`` and metric ``post_var`` at β=1.
+
+        At β the metric is the variance of the geometric mixture of two Gaussians with
+        variances ``base_var`` and ``post_var``, 1/((1−β)/v_q + β/v_p); the step size is kept.
+        """
+        vq = np.asarray(base_var, dtype=float)
+        vp = np.asarray(post_var, dtype=float)
+        if vq.shape != vp.shape or vq.ndim != 1 or np.any(vq <= 0) or np.any(vp <= 0):
+            raise InputError("base and posterior variances must be positive vectors of one size")
+        if not step_size > 0:
+            raise InputError(f"step size must be positive, got {step_size}")
+        betas = np.linspace(0.0, 1.0, max(2, int(n_grid))) ** 2  # denser near β=0
+        metrics = np.array([1.0 / ((1 - b) / vq + b / vp) for b in betas])
+        return cls(betas, np.full(betas.size, float(step_size)), metrics)
+
     def at(self, beta: float) -> tuple[float, np.ndarray]:
         """Step size and inverse metric at ``beta``."""
         eps = float(np.exp(np.interp(beta, self.betas, np.log(self.step_sizes))))

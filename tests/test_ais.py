@@ -122,6 +122,15 @@ def test_tuning_interpolates_and_constant():
     assert eps == pytest.approx(0.2) and np.allclose(m, 2.0)
     with pytest.raises(InputError):
         HMCTuning.constant(0.0, 1.0, 3)
+    # Inherited from NUTS: endpoint metrics exact, the harmonic blend in between.
+    t = HMCTuning.from_endpoints(np.array([4.0, 1.0]), np.array([0.25, 1.0]), 0.3)
+    np.testing.assert_allclose(t.at(0.0)[1], [4.0, 1.0])
+    np.testing.assert_allclose(t.at(1.0)[1], [0.25, 1.0])
+    assert 0.25 < t.at(0.5)[1][0] < 4.0 and t.at(0.5)[0] == pytest.approx(0.3)
+    # Usable by AIS directly: no pilot evaluations are spent.
+    r = ais(POST, BASE, n_chains=2, n_temps=20, seed=1, tuning=HMCTuning.from_endpoints(
+        np.diag(BASE.cov), np.diag(POST.cov), 0.3))
+    assert r.n_evals == 2 * (1 + 18 * 10)
 
 
 # ---------------------------------------------------------------- AIS / reverse AIS bounds
