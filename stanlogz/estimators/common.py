@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import special
 
 from ..errors import EstimationError, InputError
 
@@ -114,7 +115,7 @@ def _gpd_fit(exceed: np.ndarray) -> float:
     b = b / (3.0 * x[int(n / 4 + 0.5) - 1]) + 1.0 / x[-1]
     k = np.log1p(-b[:, None] * x).mean(axis=1)
     ll = n * (np.log(-b / k) - k - 1.0)
-    wts = 1.0 / np.exp(ll - ll[:, None]).sum(axis=1)
+    wts = np.exp(ll - special.logsumexp(ll))
     b_post = float(np.sum(b * wts))
     k_post = float(np.log1p(-b_post * x).mean())
     return (n * k_post + 10 * 0.5) / (n + 10)
