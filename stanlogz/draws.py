@@ -69,6 +69,10 @@ def flat_name(name: str) -> str:
     return name
 
 
+def _int_or_nan(v: float) -> int | float:
+    return int(round(v)) if math.isfinite(v) else v
+
+
 @dataclass
 class DrawsSummary:
     """Per-quantity posterior summary, overall sampler diagnostics and warnings that say what to do.
@@ -85,8 +89,9 @@ class DrawsSummary:
 
     def table_rows(self) -> list[list[Any]]:
         """The rows as lists in the order of :attr:`header`."""
-        keys = ("name", "mean", "sd", "q5", "q50", "q95", "ess_bulk", "ess_tail", "r_hat")
-        return [[r[k] for k in keys] for r in self.rows]
+        keys = ("name", "mean", "sd", "q5", "q50", "q95")
+        return [[r[k] for k in keys] + [_int_or_nan(r["ess_bulk"]), _int_or_nan(r["ess_tail"]),
+                                        round(r["r_hat"], 3)] for r in self.rows]
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict."""

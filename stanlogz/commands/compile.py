@@ -18,24 +18,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, report: Reporter) -> int:
+    from ..errors import DataError
     from ..model import StanModel
+    from ..toolchain import build
 
     path = check_stan_file(args.model)
     data = read_data(args.data)
-    model = StanModel.from_file(path, data, seed=args.seed, progress=report.progress)
+    built = build(path, progress=report.progress)
+    info: dict = {"model": built.name, "stan_file": str(path.resolve()),
+                  "lib_path": str(built.lib_path), "built": built.built,
+                  "build_seconds": built.seconds}
+    report.text(f"model:      {built.name}")
+    report.text(f"stan file:  {path.resolve()}")
+    report.text(f"library:    {built.lib_path}")
+    try:
+        model = StanModel(built.lib_path, data, name=built.name, code=built.code,
+                          stan_file=path.resolve(), seed=args.seed)
+    except DataError:
+        if data is not None:
+            raise
+        note = "the program needs data: pass --data DATA.json to list its parameters"
+        report.text(f"parameters: ({note})")
+        report.emit_json({**info, "dim": None, "param_names": None, "param_unc_names": None,
+                          "note": note})
+        return 0
     names = list(model.param_names())
-    unc = list(model.param_unc_names())
-    report.text(f"model:      {model.name}")
-    report.text(f"stan file:  {model.stan_file}")
-    report.text(f"library:    {model.lib_path}")
     report.text(f"dimension:  {model.dim} (unconstrained)")
     report.text(f"parameters: {', '.join(names) if names else '(none)'}")
-    report.emit_json({
-        "model": model.name,
-        "stan_file": str(model.stan_file),
-        "lib_path": str(model.lib_path),
-        "dim": model.dim,
-        "param_names": names,
-        "param_unc_names": unc,
-    })
+    report.emit_json({**info, "dim": model.dim, "param_names": names,
+                      "param_unc_names": list(model.param_unc_names())})
     return 0
