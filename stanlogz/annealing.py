@@ -183,10 +183,14 @@ class HMCTuning:
 
     def at(self, beta: float) -> tuple[float, np.ndarray]:
         """Step size and inverse metric at ``beta``."""
-        eps = float(np.exp(np.interp(beta, self.betas, np.log(self.step_sizes))))
-        logm = np.log(self.inv_metrics)
-        m = np.array([np.interp(beta, self.betas, logm[:, j]) for j in range(logm.shape[1])])
-        return eps, np.exp(m)
+        b = self.betas
+        if b.size == 1:
+            return float(self.step_sizes[0]), self.inv_metrics[0].copy()
+        i = int(np.clip(np.searchsorted(b, beta, side="right") - 1, 0, b.size - 2))
+        w = float(np.clip((beta - b[i]) / (b[i + 1] - b[i]), 0.0, 1.0))
+        eps = self.step_sizes[i] ** (1 - w) * self.step_sizes[i + 1] ** w
+        m = self.inv_metrics[i] ** (1 - w) * self.inv_metrics[i + 1] ** w
+        return float(eps), m
 
     def to_dict(self) -> dict[str, list]:
         return {
