@@ -370,7 +370,7 @@ def eight_schools_problem() -> Problem:
         v = sg**2 + tau[:, None] ** 2
         pm = 1 / (1 / 25 + np.sum(1 / v, 1))
         mu = pm * np.sum(y / v, 1) + np.sqrt(pm) * rng.standard_normal(k)
-        # theta_j | mu, tau, y ~ N((y_j/s^2 + mu/tau^2) / (1/s^2 + 1/tau^2), 1/(...)); eta = (th-mu)/tau
+        # theta_j | mu, tau, y is Gaussian with precision 1/s^2 + 1/tau^2; eta = (th - mu)/tau
         pv = 1 / (1 / sg**2 + 1 / tau[:, None] ** 2)
         th = pv * (y / sg**2 + mu[:, None] / tau[:, None] ** 2) + np.sqrt(pv) * rng.standard_normal(
             (k, 8))

@@ -183,3 +183,15 @@ def test_bad_input():
     bad = FunctionTarget(3, lambda x: -np.inf, log_density_many=lambda x: np.full(len(x), np.nan))
     with pytest.raises(EstimationError):
         gbs(bad, np.random.default_rng(0).standard_normal((400, 3)))
+
+
+def test_plot_evidence_writes_png(tmp_path):
+    from stanlogz.plots import plot_evidence
+
+    rng = np.random.default_rng(13)
+    x = banana_draws(rng, 1000)
+    r = gbs(banana_target(), x, seed=14, n_layers=3)
+    out = plot_evidence(r, x, tmp_path / "ev.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 5000
+    with pytest.raises(InputError):
+        plot_evidence(type(r)("laplace", 0.0, float("nan")), x, tmp_path / "no.png")

@@ -1,0 +1,73 @@
+"""Evidence plot: how well the proposal matches the posterior, and the bridge's log weights."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError
+from .result import EvidenceResult
+
+
+def plot_evidence(result: EvidenceResult, draws: np.ndarray, path: str | Path,
+                  max_dims: int = 4, seed: int = 0) -> Path:
+    """Write a PNG to ``path``: posterior-draw histograms against the flow's marginals (from flow
+    samples) for the first ``max_dims`` coordinates, and histograms of the log weights
+    ``log p - log q`` on the posterior and proposal sides (shifted by ``log_z``).
+
+    ``result`` is what :func:`~stanlogz.estimators.bridge.gbs` (or ``gis``/``ghm``) returns: it
+    needs the ``_flow`` and/or ``_log_w_p``/``_log_w_q`` entries of ``diagnostics``.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    diag = result.diagnostics
+    flow = diag.get("_flow")
+    lw_p, lw_q = diag.get("_log_w_p"), diag.get("_log_w_q")
+    if flow is None and lw_p is None and lw_q is None:
+        raise InputError(f"result of {result.method!r} carries no flow or weights to plot")
+    x = np.asarray(draws, dtype=float)
+    x = x.reshape(-1, x.shape[-1])
+    k = min(max_dims, x.shape[1]) if flow is not None else 0
+    ncol = k + 1
+    fig, axes = plt.subplots(1, ncol, figsize=(3.2 * ncol, 3.0), squeeze=False)
+    axes = axes[0]
+    if flow is not None:
+        xs = flow.sample(np.random.default_rng(seed), max(4 * x.shape[0], 20000))
+        for i in range(k):
+            ax = axes[i]
+            lo, hi = np.quantile(x[:, i], [0.001, 0.999])
+            pad = 0.1 * (hi - lo + 1e-12)
+            bins = np.linspace(lo - pad, hi + pad, 60)
+            ax.hist(x[:, i], bins=bins, density=True, color="0.75", label="posterior draws")
+            ax.hist(xs[:, i], bins=bins, density=True, histtype="step", color="C0", lw=1.5,
+                    label="flow")
+            ax.set_xlabel(f"x[{i}] (unconstrained)")
+            ax.set_yticks([])
+        axes[0].legend(fontsize=7, loc="upper right")
+    ax = axes[-1]
+    sides = [(np.ravel(lw) - result.log_z, label, color) for lw, label, color in
+             ((lw_p, "posterior draws", "C1"), (lw_q, "proposal draws", "C0")) if lw is not None]
+    sides = [(v[np.isfinite(v)], label, color) for v, label, color in sides]
+    finite = np.concatenate([v for v, _, _ in sides]) if sides else np.zeros(0)
+    if finite.size:
+        # the far left tail (proposal draws where p is negligible) would squash the picture
+        lo = min(np.quantile(v, 0.01) for v, _, _ in sides if v.size)
+        lo = max(lo, float(np.median(finite)) - 15.0)
+        bins = np.linspace(lo, max(finite.max(), lo + 1e-6), 60)
+        for v, label, color in sides:
+            ax.hist(np.clip(v, lo, None), bins=bins, density=True, histtype="step", lw=1.5,
+                    color=color, label=label)
+    ax.set_xlabel("log p/q - log Z")
+    ax.set_yticks([])
+    ax.legend(fontsize=7)
+    fig.suptitle(f"{result.method}: log Z = {result.log_z:.4f} ± {result.log_z_se:.4f}",
+                 fontsize=10)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
