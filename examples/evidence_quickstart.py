@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import stanlogz
+from stanlogz.report import format_table
 
 EX = Path(__file__).resolve().parents[1] / "stan_models" / "examples"
 
@@ -24,15 +25,15 @@ def main() -> None:
 
     # 2. The same, from draws you already have (CmdStan CSV files, a cmdstanpy fit, an array).
     draws = stanlogz.sample(model, chains=4, draws=1000, seed=2)
-    print(draws.summary().table_rows()[0])
+    s = draws.summary()
+    print(format_table(s.header, s.table_rows()[:1]), s.warnings)
     r2 = stanlogz.evidence(model, draws=draws, seed=3)
     print(r2, r2.diagnostics["n_sampling_evals"], "sampling gradient evaluations")
 
     # 3. A Bayes factor: linear regression with and without the predictor (exact log BF 5.9387).
     data = EX / "regression.data.json"
     c = stanlogz.compare([EX / "regression.stan", EX / "regression_null.stan"], data, seed=4)
-    for row in c.table():
-        print(row)
+    print(format_table(c.header, c.table()))
     print("best:", c.names[c.best])
 
 

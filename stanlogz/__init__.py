@@ -1,7 +1,7 @@
 """stanlogz: log evidence, Bayes factors and Bayesian cross-validation for Stan programs.
 
-The main entry points are :func:`evidence`, :func:`compare`, :class:`StanModel` and
-:class:`Draws` (loaded on first use, so ``import stanlogz`` stays cheap).
+The main entry points are ``evidence(...)`` (:func:`stanlogz.evidence.evidence`), :func:`compare`,
+:class:`StanModel` and :class:`Draws` (the last two loaded on first use).
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from . import evidence  # a callable module: stanlogz.evidence(...) is evidence.evidence(...)
 from .errors import (
     DataError,
     EstimationError,
@@ -18,6 +19,7 @@ from .errors import (
     StanlogzError,
     ToolchainError,
 )
+from .evidence import ComparisonResult, compare
 from .result import EvidenceResult
 from .target import CountingTarget, FunctionTarget, Target
 
@@ -25,9 +27,6 @@ __version__ = "0.1.0"
 
 # name -> module that defines it; imported on first attribute access
 _LAZY = {
-    "evidence": "stanlogz.evidence",
-    "compare": "stanlogz.evidence",
-    "ComparisonResult": "stanlogz.evidence",
     "Draws": "stanlogz.draws",
     "sample": "stanlogz.draws",
     "as_draws": "stanlogz.draws",

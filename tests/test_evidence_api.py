@@ -142,6 +142,9 @@ def test_evidence_passes_sampling_cost_and_checks_options(monkeypatch):
     assert seen == {"n": 777, "shape": (2, 50, 2), "scale": 2.0, "seed": 4}
     assert r.log_z == 1.5
     assert r.diagnostics["n_sampling_evals"] == 777 and r.diagnostics["sampling_seconds"] == 1.5
+    import stanlogz
+
+    assert stanlogz.evidence(PyModel(np.zeros(2), log_z=0.5), method="fake", draws=d).log_z == 0.5
     with pytest.raises(InputError, match="method fake has no option 'bogus'"):
         ev.evidence(PyModel(np.zeros(2)), method="fake", draws=d, bogus=1)
 
