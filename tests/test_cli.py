@@ -55,6 +55,7 @@ ERROR_CASES = [
     (["evidence", NORMAL, "--method", "nope"], "unknown method 'nope'"),
     (["evidence", NORMAL, "--plot", "out.gif"], "must end in .png or .pdf or .svg"),
     (["evidence", NORMAL, "--option", "nokey"], "is not KEY=VALUE"),
+    (["evidence", NORMAL, "--method", "laplace", "--plot", "p.png"], "not laplace"),
     (["sample", NORMAL, "--output", "draws.txt"], "must end in .csv or .nc"),
     (["sample", NORMAL, "--output", "no/such/dir/d.csv"], "does not exist"),
     (["compare", NORMAL, NORMAL, "--data", NORMAL_DATA, NORMAL_DATA, NORMAL_DATA],
@@ -109,6 +110,16 @@ def test_evidence_json_matches_exact_log_z(capsys, built_normal, tmp_path):
     # Within 4 reported standard errors (+0.01 for a tiny se's own error): see test_evidence_api.
     assert abs(d["log_z"] - exact) < 4 * d["log_z_se"] + 0.01
     assert err  # progress lines went to stderr, not stdout
+
+
+def test_evidence_plot_is_written_whole(capsys, built_normal, tmp_path):
+    png = tmp_path / "gbs.png"
+    rc, out, err = run_cli(capsys, "--quiet", "--seed", "5", "evidence", NORMAL,
+                           "--data", NORMAL_DATA, *FAST, "--plot", str(png))
+    assert rc == 0, err
+    assert "log Z =" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gbs.png"]  # no temporary left
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_sample_output_then_evidence_from_fit(capsys, built_normal, tmp_path):

@@ -9,6 +9,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from ..draws import as_draws, sample
 from ..errors import InputError
 from ..estimators import METHODS, get_method
 from ..evidence import evidence, load_model, result_dict
@@ -20,8 +23,10 @@ NAME = "evidence"
 HELP = "Estimate the log evidence (log marginal likelihood) of a Stan program."
 
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
-#: Methods whose results :func:`stanlogz.plots.plot_evidence` draws.
-BRIDGE_FAMILY = ("gbs", "gis", "ghm", "bridge-gaussian", "bridge-warp3", "laplace")
+#: Methods whose results :func:`stanlogz.plots.plot_evidence` draws (they keep their flow and
+#: log weights in ``diagnostics``); ``ups`` has its own plot.
+FLOW_METHODS = ("gbs", "gis", "ghm")
+PLOT_METHODS = FLOW_METHODS + ("ups",)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,16 +70,16 @@ def check_method(method: str) -> str:
     return method
 
 
-def save_plot(result: EvidenceResult, path: Path) -> None:
+def save_plot(result: EvidenceResult, draws: np.ndarray, path: Path) -> None:
     """Draw the method's diagnostic plot into ``path`` (temporary file, then ``os.replace``)."""
     tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}{path.suffix}")
     try:
         if result.method == "ups" and "_ups" in result.diagnostics:
             plot = importlib.import_module("stanlogz.ups_plots").plot_ups
             plot(result.diagnostics["_ups"], tmp)
-        elif result.method in BRIDGE_FAMILY:
+        elif result.method in FLOW_METHODS:
             plot = importlib.import_module("stanlogz.plots").plot_evidence
-            plot(result, tmp)
+            plot(result, draws, tmp)
         else:
             raise InputError(f"no diagnostic plot for method {result.method}")
         if not tmp.is_file():
@@ -104,16 +109,21 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     method = check_method(args.method)
     options = parse_options(args.option)
     plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
-    if plot is not None and method not in BRIDGE_FAMILY + ("ups",):
-        raise InputError(f"--plot is not available for method {method}")
+    if plot is not None and method not in PLOT_METHODS:
+        raise InputError(f"--plot is available for {', '.join(PLOT_METHODS)}, not {method}")
     model = load_model(args.model, args.data, seed=args.seed, progress=report.progress)
-    r = evidence(model, method=method, draws=args.fit, chains=args.chains, warmup=args.warmup,
-                 n_draws=args.draws, seed=args.seed, progress=report.progress, **options)
+    if args.fit:
+        draws = as_draws(list(args.fit), model)
+    else:
+        draws = sample(model, chains=args.chains, warmup=args.warmup, draws=args.draws,
+                       seed=args.seed, progress=report.progress)
+    r = evidence(model, method=method, draws=draws, seed=args.seed, progress=report.progress,
+                 **options)
     print_result(report, r, model.name)
     for w in r.warnings:
         report.warn(w)
     if plot is not None:
-        save_plot(r, plot)
+        save_plot(r, draws.unconstrained, plot)
         report.progress(f"plot written to {plot}")
     report.emit_json({"model": model.name, **result_dict(r),
                       "plot": None if plot is None else str(plot)})
