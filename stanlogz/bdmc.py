@@ -141,6 +141,25 @@ def simulate(
     return Simulation(data=data, params=params, x_true=x_true, model=model, seed=seed)
 
 
+def prior_draws(main: Any, sim: Any, n: int, *, seed: int | None = None) -> np.ndarray:
+    """``n`` exact prior draws in ``main``'s unconstrained space, from the simulation program.
+
+    ``main`` is the main program with data (e.g. :attr:`Simulation.model`); each run of the
+    simulation program's generated quantities gives one prior draw of the parameters.
+    """
+    if int(n) < 1:
+        raise InputError(f"number of prior draws must be >= 1, got {n}")
+    seed = _seed_int(seed, 3) if seed is None else int(seed)
+    names = sim.param_names(include_gq=True)
+    flat = sim.constrain_many(np.zeros((int(n), 0)), include_gq=True, seed=seed)
+    bases = _param_bases(main)
+    out = np.empty((int(n), main.dim))
+    for i, row in enumerate(flat):
+        v = split_variables(names, row)
+        out[i] = main.unconstrain_dict({b: v[b] for b in bases})
+    return out
+
+
 # ---------------------------------------------------------------------------- the sandwich
 
 
@@ -332,6 +351,7 @@ def testbed(
     estimators: Sequence[str] = DEFAULT_ESTIMATORS,
     *,
     base: Target | None = None,
+    base_draws: np.ndarray | None = None,
     n_chains: int = 16,
     n_temps: int = 1000,
     gap_tol: float | None = 1.0,
@@ -344,7 +364,8 @@ def testbed(
 
     ``draws`` are posterior draws ``(chains, n, dim)`` shared by all estimators;
     ``posterior_sample`` an exact posterior sample (the simulated truth). The AIS base defaults
-    to a Gaussian fitted to the draws (covariance inflated). An estimator that raises is
+    to a Gaussian fitted to the draws (covariance inflated); a normalized prior target with exact
+    prior draws (``base_draws``) gives the prior→posterior path. An estimator that raises is
     reported as failed with its message.
     """
     from .bases import as_draw_matrix, gaussian_from_draws
@@ -357,8 +378,8 @@ def testbed(
     if base is None:
         base = gaussian_from_draws(x, inflate=DEFAULT_INFLATE)
     sandwich = bdmc(target, base, posterior_sample, n_chains=n_chains, n_temps=n_temps,
-                    gap_tol=gap_tol, seed=_seed_int(seed, 1), n_workers=n_workers,
-                    progress=progress)
+                    gap_tol=gap_tol, base_draws=base_draws, seed=_seed_int(seed, 1),
+                    n_workers=n_workers, progress=progress)
     rows = []
     options = estimator_options or {}
     for k, name in enumerate(estimators):
@@ -394,9 +415,16 @@ def run_testbed(
     seed: int | None = None,
     n_workers: int | None = None,
     estimator_options: dict[str, dict[str, Any]] | None = None,
+    prior_path: str | Path | None = None,
+    n_prior_draws: int = 1000,
     progress: Progress | None = None,
 ) -> TestbedResult:
-    """Compile both programs, simulate a data set, draw with NUTS and run :func:`testbed`."""
+    """Compile both programs, simulate a data set, draw with NUTS and run :func:`testbed`.
+
+    With ``prior_path`` (the program with the observations removed, taking the same data; its
+    density must integrate to one) BDMC anneals from the prior, started from exact prior draws
+    made by the simulation program, instead of from a Gaussian fitted to the NUTS draws.
+    """
     from .draws import sample
     from .evidence import check_stan_file, read_data
     from .model import StanModel
@@ -412,12 +440,20 @@ def run_testbed(
     t0 = time.perf_counter()
     d = sample(s.model, chains=chains, warmup=warmup, draws=draws, seed=_seed_int(seed, 2))
     t_nuts = time.perf_counter() - t0
-    res = testbed(s.model, d.unconstrained, s.x_true, estimators, n_chains=n_chains,
-                  n_temps=n_temps, gap_tol=gap_tol, seed=seed, n_workers=n_workers,
-                  estimator_options=estimator_options, progress=progress)
+    base, base_draws = None, None
+    if prior_path is not None:
+        base = StanModel.from_file(check_stan_file(prior_path), s.data)
+        if base.dim != s.model.dim:
+            raise InputError(f"prior program has {base.dim} parameters, the model {s.model.dim}")
+        base_draws = prior_draws(s.model, sim, n_prior_draws, seed=_seed_int(seed, 3))
+    res = testbed(s.model, d.unconstrained, s.x_true, estimators, base=base,
+                  base_draws=base_draws, n_chains=n_chains, n_temps=n_temps, gap_tol=gap_tol,
+                  seed=seed, n_workers=n_workers, estimator_options=estimator_options,
+                  progress=progress)
     res.sampling_seconds = t_nuts
     res.info.update({"model": str(main_file), "simulation": str(sim_file),
-                     "simulation_seed": s.seed, "true_params": s.params, "data": s.data})
+                     "simulation_seed": s.seed, "true_params": s.params, "data": s.data,
+                     "ais_base": "prior" if prior_path is not None else "gaussian from draws"})
     return res
 
 

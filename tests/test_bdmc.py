@@ -151,6 +151,19 @@ def test_bdmc_on_a_stan_program_sandwiches_the_analytic_log_z(compiled):
     assert abs(res.lower.log_z - truth) < 3 * res.lower.log_z_se + 0.05
     assert abs(res.upper.log_z - truth) < 3 * res.upper.log_z_se + 0.05
 
+    # Prior→posterior path: exact prior draws from the simulation program, prior N(0, tau^2).
+    draws = bd.prior_draws(s.model, sim, 2000, seed=4)
+    assert draws.shape == (2000, 1)
+    # 2000 exact draws: mean se = tau/sqrt(2000) = 0.045, sd relative se = 1/sqrt(4000) = 1.6%;
+    # bounds are ~5 se.
+    assert abs(draws.mean()) < 0.23 and abs(draws.std() / sim_data["tau"] - 1) < 0.08
+    prior = GaussianTarget(np.zeros(1), np.array([[sim_data["tau"] ** 2]]))
+    res = bdmc(s.model, prior, s.x_true, n_chains=8, n_temps=200, gap_tol=None, seed=5,
+               base_draws=draws)
+    # From the prior the path is longer: 3 spreads plus 0.15 nat (observed gap ~0.05).
+    assert truth - 3 * res.lower.log_z_se - 0.15 < res.lower.log_z < truth + 3 * res.lower.log_z_se
+    assert truth - 3 * res.upper.log_z_se < res.upper.log_z < truth + 3 * res.upper.log_z_se + 0.15
+
 
 def test_bdmc_command_end_to_end(compiled, capsys, tmp_path):
     from stanlogz.cli import main

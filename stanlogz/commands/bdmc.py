@@ -32,6 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="AIS chains K in each direction (default 16)")
     parser.add_argument("--gap-tol", type=float, default=1.0,
                         help="double T until the gap is below this many nats (0: never)")
+    parser.add_argument("--prior", metavar="PRIOR.stan", default=None,
+                        help="anneal from the prior: MODEL.stan without the observations, same "
+                             "data, normalized (default: a Gaussian fitted to the NUTS draws)")
     parser.add_argument("--workers", type=int, default=None, help="parallel workers (default all)")
     # --chains is K here (as in the paper), so NUTS chains get their own flag.
     parser.add_argument("--nuts-chains", type=int, default=4,
@@ -83,7 +86,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         args.model, args.simulate, args.sim_data, estimators, chains=args.nuts_chains,
         warmup=args.warmup, draws=args.draws, n_chains=args.ais_chains, n_temps=args.temps,
         gap_tol=args.gap_tol or None, seed=args.seed, n_workers=args.workers,
-        progress=report.progress,
+        prior_path=args.prior, progress=report.progress,
     )
     print_result(report, res)
     if plot is not None:
