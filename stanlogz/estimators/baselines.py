@@ -65,7 +65,7 @@ def gis(target: Target, draws: np.ndarray, *, seed: Seed = None, n_layers: int |
     log_z = log_mean_exp(lw)
     se = _rel_se(np.exp(lw - lw.max()))
     k = pareto_k(lw)
-    warnings = [w for w in [k_warning(k, "proposal")] if w]
+    warnings = [w for w in [k_warning(k, "proposal", 0.5)] if w]
     if bad:
         warnings.append(f"{bad} of {n_q} flow samples have non-finite log density (weight 0)")
     return EvidenceResult("gis", log_z, se, n_draws=x.shape[0], n_evals=counting.n_evals,
@@ -99,7 +99,7 @@ def ghm(target: Target, draws: np.ndarray, *, seed: Seed = None, n_layers: int |
     log_z = -log_mean_exp(lv)
     se = _rel_se(f, tau)
     k = pareto_k(lv)
-    warnings = [w for w in [k_warning(k, "posterior")] if w]
+    warnings = [w for w in [k_warning(k, "posterior", 0.5)] if w]
     return EvidenceResult("ghm", log_z, se, n_draws=2 * xp.shape[0], n_evals=counting.n_evals,
                           seconds=time.perf_counter() - t0,
                           diagnostics={"pareto_k_p": k, "tau": tau, "n_p": xp.shape[0],

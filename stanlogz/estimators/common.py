@@ -157,11 +157,16 @@ def require_some_finite(a: np.ndarray, what: str) -> None:
         raise EstimationError(f"all log densities at {what} are non-finite")
 
 
-def k_warning(k: float, side: str) -> str | None:
-    """A one-line warning when a Pareto k-hat signals poor overlap, else None."""
-    if np.isfinite(k) and k > 0.7:
+def k_warning(k: float, side: str, threshold: float = 0.7) -> str | None:
+    """A one-line warning when a Pareto k-hat exceeds ``threshold``, else None.
+
+    Plain importance-sampling and harmonic-mean averages need ``k < 0.5`` for their variance,
+    hence their standard error, to exist.
+    """
+    if np.isfinite(k) and k > threshold:
         return (
             f"poor overlap between proposal and posterior on the {side} side "
-            f"(Pareto k = {k:.2f}): run more draws or more flow layers"
+            f"(Pareto k = {k:.2f} > {threshold}): the standard error is unreliable; "
+            "run more draws or use gbs"
         )
     return None
