@@ -170,6 +170,7 @@ class StanModel:
         self._dim = int(self._lib.bs_param_unc_num(ptr))
         self._has_nuts = hasattr(self._lib, "slz_nuts")
         self._has_many = hasattr(self._lib, "slz_log_density_many")
+        self._local = threading.local()
 
     # ------------------------------------------------------------ construction
 
@@ -247,16 +248,48 @@ class StanModel:
 
     def log_density(self, x: np.ndarray, *, propto: bool = False, jacobian: bool = True) -> float:
         """Log density at unconstrained ``x``; ``-inf`` where the program rejects it."""
-        return float(self.log_density_many(self._point(x)[None, :], propto=propto,
-                                           jacobian=jacobian)[0])
+        if not self._has_many:
+            return float(self.log_density_many(self._point(x)[None, :], propto=propto,
+                                               jacobian=jacobian)[0])
+        s = self._scratch()
+        if np.shape(x) != s.x.shape:
+            raise InputError(f"{self.name}: point must have shape ({self._dim},), "
+                             f"got {np.shape(x)}")
+        s.x[:] = x
+        rc = self._lib.slz_log_density_many(self._ptr, propto, jacobian, 1, s.x_ptr, s.lp_ptr,
+                                            s.status_ptr, ctypes.byref(s.err))
+        if rc:
+            raise StanlogzError(f"log density of {self.name} failed at "
+                                f"{_condense_stan(self._take_error(s.err))}")
+        return float(s.lp[0])
 
     def log_density_gradient(
         self, x: np.ndarray, *, propto: bool = False, jacobian: bool = True
     ) -> tuple[float, np.ndarray]:
         """Log density and its gradient at ``x`` (gradient NaN where the density is rejected)."""
-        lp, grad = self.log_density_gradient_many(self._point(x)[None, :], propto=propto,
-                                                  jacobian=jacobian)
-        return float(lp[0]), grad[0]
+        if not self._has_many:
+            lp, grad = self.log_density_gradient_many(self._point(x)[None, :], propto=propto,
+                                                      jacobian=jacobian)
+            return float(lp[0]), grad[0]
+        s = self._scratch()
+        if np.shape(x) != s.x.shape:
+            raise InputError(f"{self.name}: point must have shape ({self._dim},), "
+                             f"got {np.shape(x)}")
+        s.x[:] = x
+        rc = self._lib.slz_log_density_gradient_many(self._ptr, propto, jacobian, 1, s.x_ptr,
+                                                     s.lp_ptr, s.grad_ptr, s.status_ptr,
+                                                     ctypes.byref(s.err))
+        if rc:
+            raise StanlogzError(f"log density gradient of {self.name} failed at "
+                                f"{_condense_stan(self._take_error(s.err))}")
+        return float(s.lp[0]), s.grad.copy()
+
+    def _scratch(self) -> _Scratch:
+        local = self._local
+        s = getattr(local, "s", None)
+        if s is None:
+            s = local.s = _Scratch(self._dim)
+        return s
 
     def log_density_many(
         self, xs: np.ndarray, *, propto: bool = False, jacobian: bool = True
@@ -542,6 +575,21 @@ class StanModel:
         if getattr(self, "_bs", None) is None:
             self._bs = self.bridgestan_model()
         return self._bs
+
+
+class _Scratch:
+    """Per-thread buffers (and their addresses) for single-point native calls."""
+
+    def __init__(self, dim: int) -> None:
+        self.x = np.zeros(dim)
+        self.grad = np.zeros(dim)
+        self.lp = np.zeros(1)
+        self.status = np.zeros(1, dtype=np.intc)
+        self.err = ctypes.c_void_p()
+        self.x_ptr = self.x.ctypes.data
+        self.grad_ptr = self.grad.ctypes.data
+        self.lp_ptr = self.lp.ctypes.data
+        self.status_ptr = self.status.ctypes.data
 
 
 def _check(ok: bool, message: str) -> None:

@@ -83,6 +83,9 @@ def test_domain_error_gives_minus_inf_and_wrong_dim_raises(normal):
     assert np.isfinite(many[[0, 2]]).all() and many[1] == -np.inf
     with pytest.raises(InputError, match=r"shape \(1,\)"):
         normal.log_density(np.zeros(3))
+    for bad in (0.5, np.zeros((1, 1)), [[0.5]]):  # no silent broadcasting
+        with pytest.raises(InputError, match=r"shape \(1,\)"):
+            normal.log_density_gradient(bad)
     with pytest.raises(InputError, match=r"\(n, 1\)"):
         normal.log_density_many(np.zeros((4, 2)))
 

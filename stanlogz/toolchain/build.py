@@ -63,6 +63,25 @@ def _run(cmd: Sequence[str], what: str, cwd: Path | None = None) -> None:
         raise StanCompileError(f"C++ {what} failed: {first.strip()}")
 
 
+def _run_parallel(jobs: Sequence[tuple[Sequence[str], str]]) -> None:
+    """Run independent compiler jobs at once; raise the first failure after all finish."""
+    errors: list[BaseException] = []
+
+    def one(cmd: Sequence[str], what: str) -> None:
+        try:
+            _run(cmd, what)
+        except BaseException as exc:  # noqa: BLE001 - re-raised below in the caller's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=job) for job in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
 def _use_pch(tc: Toolchain) -> bool:
     return tc.is_gcc and os.environ.get("STANLOGZ_PCH", "1") != "0"
 
@@ -82,12 +101,13 @@ def ensure_base(tc: Toolchain, progress: Progress = None) -> Path:
             progress("building the stanlogz Stan runtime (once per toolchain, ~1 min)...")
         with staging_dir(root, final) as tmp:
             flags = tc.cxxflags()
+            jobs = [([tc.cxx, *flags, "-c", "-x", "c++", str(SOURCE_DIR / "bridge.cpp"), "-o",
+                      str(tmp / "bridge.o")], "runtime build")]
             if _use_pch(tc):
                 shutil.copy(SOURCE_DIR / "pch.hpp", tmp / "pch.hpp")
-                _run([tc.cxx, *flags, "-x", "c++-header", str(tmp / "pch.hpp"), "-o",
-                      str(tmp / "pch.hpp.gch")], "precompiled header build")
-            _run([tc.cxx, *flags, "-c", "-x", "c++", str(SOURCE_DIR / "bridge.cpp"), "-o",
-                  str(tmp / "bridge.o")], "runtime build")
+                jobs.append(([tc.cxx, *flags, "-x", "c++-header", str(tmp / "pch.hpp"), "-o",
+                              str(tmp / "pch.hpp.gch")], "precompiled header build"))
+            _run_parallel(jobs)
     # The precompiled header is found by absolute path, so it must be used from its final place.
     return final
 
