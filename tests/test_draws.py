@@ -250,3 +250,17 @@ def test_schools_csv_converts_to_unconstrained(schools_model):
 def test_real_model_rejects_other_programs_csv(coin_model):
     with pytest.raises(DataError, match="missing parameter columns theta"):
         D.from_csv(SCHOOLS_CSV, coin_model)
+
+
+def test_real_model_reports_draws_outside_the_support(coin_model, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("lp__,accept_stat__,theta\n-7,0.9,0.25\n-7,0.9,1.5\n")
+    with pytest.raises(DataError, match="cannot unconstrain the draws") as e:
+        D.from_csv(bad, coin_model)
+    assert "\n" not in str(e.value)
+
+
+def test_from_array_with_real_model_constrains(coin_model):
+    d = D.from_array(np.array([[[0.0], [np.log(3.0)]]]), coin_model)
+    np.testing.assert_allclose(d.constrained[0, :, d.constrained_names.index("theta")],
+                               [0.5, 0.75])
