@@ -195,3 +195,30 @@ def test_plot_evidence_writes_png(tmp_path):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 5000
     with pytest.raises(InputError):
         plot_evidence(type(r)("laplace", 0.0, float("nan")), x, tmp_path / "no.png")
+
+
+def test_adaptive_n_q_rule_and_evaluation_cap():
+    rng = np.random.default_rng(15)
+    x = banana_draws(rng, 2000)
+    t = banana_target()
+    free = gbs(t, x, seed=16, n_layers=1)  # a crude flow: the q-side term is large
+    d = free.diagnostics
+    assert d["n_q"] > d["n_p"]
+    # the extra flow samples shrink the se well beyond what n_q = n_p gives (both terms of
+    # eq. 9 shrink: the bridge leans on the cheap side). The q share does not reach f_err = 0.1:
+    # the rule holds the weights' relative variances at their n_q = n_p values.
+    fixed = gbs(t, x, seed=16, n_layers=1, n_q=d["n_p"])
+    assert fixed.diagnostics["n_q"] == d["n_p"]
+    assert free.log_z_se < fixed.log_z_se / 1.5
+    # with a known sampling cost of 9000 evaluations, f_eva = 0.1 allows at most 1000 more
+    capped = gbs(t, x, seed=16, n_layers=1, n_sampling_evals=9000)
+    assert capped.diagnostics["n_q"] == d["n_p"]  # n_q0 = n_p = 1000 is always kept
+    assert capped.n_evals == 2000
+
+
+def test_seed_determinism():
+    rng = np.random.default_rng(17)
+    x = banana_draws(rng, 1000)
+    a = gbs(banana_target(), x, seed=np.random.SeedSequence(5))
+    b = gbs(banana_target(), x, seed=np.random.SeedSequence(5))
+    assert a.log_z == b.log_z and a.diagnostics["n_q"] == b.diagnostics["n_q"]
