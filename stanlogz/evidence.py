@@ -38,9 +38,15 @@ RUNAWAY_ABS = 50.0
 
 
 def read_data(data: Any) -> dict[str, Any] | None:
-    """Stan data as a dict: ``None``, a dict, or a path to a JSON file (checked and parsed)."""
+    """Stan data as a dict: ``None``, a dict, JSON text, or a path to a JSON file (checked)."""
     if data is None or isinstance(data, dict):
         return data
+    if isinstance(data, str) and data.lstrip().startswith("{"):
+        try:
+            obj = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"data is not valid JSON: {exc.msg} at line {exc.lineno}") from None
+        return obj
     if isinstance(data, str | os.PathLike):
         p = Path(data)
         if p.suffix.lower() != ".json":

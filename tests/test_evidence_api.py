@@ -84,6 +84,9 @@ def test_prior_probs_checks():
 
 def test_read_data_errors(tmp_path):
     assert ev.read_data(NORMAL_DATA)["N"] == 10
+    assert ev.read_data('{"N": 2}') == {"N": 2}
+    with pytest.raises(DataError, match="data is not valid JSON"):
+        ev.read_data('{"N": ')
     with pytest.raises(DataError, match="not found"):
         ev.read_data(tmp_path / "none.json")
     with pytest.raises(DataError, match=r"must be a \.json file"):
