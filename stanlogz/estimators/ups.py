@@ -26,6 +26,7 @@ from ..bases import as_draw_matrix, gaussian_from_draws, laplace_base
 from ..errors import EstimationError, InputError
 from ..kernels.couplings import CoupledKernel, hmc_kernel, rwmh_kernel
 from ..kernels.rwmh import scale_from_cov
+from ..parallel import run_parallel
 from ..paths import GeometricPath, Path, base_to_target_path, two_posterior_path
 from ..result import EvidenceResult
 from ..target import Target
@@ -179,14 +180,6 @@ def _chain_task(task: tuple, rng: np.random.Generator) -> tuple[Any, int, int, i
 
 
 def _run_tasks(tasks: Sequence[Any], seed: np.random.SeedSequence, n_workers: int | None) -> list:
-    try:
-        from ..parallel import run_parallel
-    except ImportError:  # serial stand-in with the same seeding contract
-        return [
-            _chain_task(t, np.random.default_rng(
-                np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, i))))
-            for i, t in enumerate(tasks)
-        ]
     return run_parallel(_chain_task, tasks, seed, n_workers=n_workers)
 
 
