@@ -25,6 +25,7 @@ from stanlogz.bases import gaussian_from_draws
 from stanlogz.bdmc import TestbedResult, bdmc, simulate, testbed
 from stanlogz.estimators.ais import DEFAULT_INFLATE
 from stanlogz.report import format_table
+from stanlogz.targets import GaussianTarget
 
 ROOT = Path(__file__).resolve().parents[1]
 STAN_DIR = ROOT / "stan_models" / "bdmc"
@@ -124,7 +125,6 @@ def _hmc_draws(target, x0: np.ndarray, rng: np.random.Generator, n: int = 500,
                chains: int = 4) -> np.ndarray:
     """Posterior draws for the NumPy models (AIS machinery at β=1 from the true point)."""
     from stanlogz.annealing import AnnealingPath, annealed_transition, tune_hmc
-    from stanlogz.targets import GaussianTarget
 
     base = GaussianTarget(x0, 0.01 * np.eye(x0.size))
     path = AnnealingPath(base, target)
@@ -139,6 +139,20 @@ def _hmc_draws(target, x0: np.ndarray, rng: np.random.Generator, n: int = 500,
             if i >= n:
                 out[c, i - n] = pt.position
     return out
+
+
+def lowrank_prior(sim_data: dict) -> GaussianTarget:
+    """lowrank.stan's prior on its unconstrained space (U, V standard normal, log sigma ~
+    N(-1, 0.25^2)): normalized and exactly sampleable, so AIS can anneal prior -> posterior."""
+    n, m, r = sim_data["N"], sim_data["M"], sim_data["R"]
+    d = (n + m) * r + 1
+    mean, var = np.zeros(d), np.ones(d)
+    mean[-1], var[-1] = -1.0, 0.25**2
+    return GaussianTarget(mean, np.diag(var))
+
+
+#: Models whose prior is a normalized Gaussian on the unconstrained space (prior path tables).
+PRIORS = {"lowrank": lowrank_prior}
 
 
 # ----------------------------------------------------------------- the benchmark
@@ -177,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=None)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--python", action="store_true", help="NumPy models instead of Stan")
+    p.add_argument("--no-prior", action="store_true", help="skip the prior-path tables")
+    p.add_argument("--no-testbed", action="store_true", help="only the gap-vs-T tables")
     args = p.parse_args(argv)
     use_python = args.python or importlib.util.find_spec("stanlogz.model") is None
     temps = [int(t) for t in args.temps.split(",")]
@@ -185,18 +201,27 @@ def main(argv: list[str] | None = None) -> int:
         target, draws, x_true, label, t_samp = setup(name, use_python, args.seed, args.draws)
         print(f"\n== {label}: {draws.shape[0]}x{draws.shape[1]} posterior draws "
               f"in {t_samp:.1f} s", flush=True)
-        base = gaussian_from_draws(draws, inflate=DEFAULT_INFLATE)
-        rows = []
-        for t in temps:
-            t0 = time.perf_counter()
-            res = bdmc(target, base, x_true, n_chains=args.chains, n_temps=t, gap_tol=None,
-                       seed=args.seed + t, n_workers=args.workers)
-            rows.append([t, res.lower.log_z, res.lower.log_z_se, res.upper.log_z,
-                         res.upper.log_z_se, res.gap, round(time.perf_counter() - t0, 1),
-                         res.n_evals])
-            print(f"  T={t}: gap {res.gap:.3f} in {rows[-1][6]} s", flush=True)
-        print(format_table(["T", "lower", "se", "upper", "se", "gap", "seconds", "evals"], rows,
-                           f"BDMC gap vs T ({name}, K={args.chains} chains each way)"))
+        bases = {"gaussian from draws": gaussian_from_draws(draws, inflate=DEFAULT_INFLATE)}
+        if name in PRIORS and not args.no_prior:
+            sim_data = json.loads((STAN_DIR / f"{name}_sim.data.json").read_text())
+            bases["prior"] = PRIORS[name](sim_data)
+        for base_name, base in bases.items():
+            rows = []
+            for t in temps:
+                t0 = time.perf_counter()
+                res = bdmc(target, base, x_true, n_chains=args.chains, n_temps=t, gap_tol=None,
+                           seed=args.seed + t, n_workers=args.workers)
+                rows.append([t, res.lower.log_z, res.lower.log_z_se, res.upper.log_z,
+                             res.upper.log_z_se, res.gap, res.lower.ess, res.upper.ess,
+                             res.lower.acceptance, round(time.perf_counter() - t0, 1),
+                             res.n_evals])
+                print(f"  T={t}: gap {res.gap:.3f} in {rows[-1][-2]} s", flush=True)
+            print(format_table(
+                ["T", "lower", "se", "upper", "se", "gap", "ess lo", "ess up", "accept",
+                 "seconds", "evals"], rows,
+                f"BDMC gap vs T ({name}, base: {base_name}, K={args.chains} chains each way)"))
+        if args.no_testbed:
+            continue
         tb: TestbedResult = testbed(target, draws, x_true, estimators, n_chains=args.chains,
                                     n_temps=temps[-1], gap_tol=None, seed=args.seed,
                                     n_workers=args.workers)
