@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from stanlogz.model import StanModel
+from stanlogz.model import StanModel, data_to_json
 from stanlogz.toolchain import cache_root, ensure_base, find_toolchain
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,21 +48,24 @@ def resolve_program(name_or_path: str | os.PathLike[str]) -> Path:
 
 @pytest.fixture(scope="session")
 def compiled() -> Callable[..., StanModel]:
-    """Factory: ``compiled(name_or_path, data=None, seed=1) -> StanModel`` (cached per session)."""
-    base: dict[Path, StanModel] = {}
+    """Factory: ``compiled(name_or_path, data=None, seed=1) -> StanModel`` (cached per session
+    by program, data and seed; each program is compiled or loaded from the cache once)."""
+    libraries: dict[Path, StanModel] = {}
+    instances: dict[tuple[Path, str, int], StanModel] = {}
 
     def make(name_or_path: str | os.PathLike[str], data: Any = None, seed: int = 1) -> StanModel:
         path = resolve_program(name_or_path)
         if data is None and path.with_suffix(".json").is_file():
             data = path.with_suffix(".json")
-        if path not in base:
-            base[path] = StanModel.from_file(path, data, seed=seed)
-            base[path]._conftest_data = data  # type: ignore[attr-defined]
-        model = base[path]
-        if data == model._conftest_data and seed == model.seed:  # type: ignore[attr-defined]
-            return model
-        return StanModel(model.lib_path, data, name=model.name, code=model.code,
-                         stan_file=model.stan_file, seed=seed)
+        key = (path, data_to_json(data), seed)
+        if key not in instances:
+            if path not in libraries:
+                libraries[path] = instances[key] = StanModel.from_file(path, data, seed=seed)
+            else:
+                first = libraries[path]
+                instances[key] = StanModel(first.lib_path, data, name=first.name,
+                                           code=first.code, stan_file=path, seed=seed)
+        return instances[key]
 
     return make
 

@@ -132,8 +132,15 @@ print("BUILT", r.built, r.lib_path, flush=True)
 
 
 def test_concurrent_processes_build_once(isolated_cache, tmp_path):
+    from stanlogz.toolchain.build import program_key
+
     program = tmp_path / "tiny.stan"
     program.write_text("parameters { real<lower=0> s; }\nmodel { s ~ exponential(2); }\n")
+    # An incomplete entry (as if published by hand or damaged) must be replaced, not trusted.
+    key = program_key(find_toolchain(), program.read_text(), [tmp_path.resolve()], "stanlogz")
+    leftover = isolated_cache / "models" / f"tiny-{key}"
+    leftover.mkdir()
+    (leftover / "junk.o").write_text("")
     env = {**os.environ, "STANLOGZ_CACHE": str(isolated_cache.parent)}
     procs = [subprocess.Popen([sys.executable, "-c", _BUILD_SCRIPT, str(program)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -148,7 +155,8 @@ def test_concurrent_processes_build_once(isolated_cache, tmp_path):
     assert progress == ["PROGRESS compiling tiny (cached build not found)..."]
     entries = _cache_entries(isolated_cache)
     assert len(entries["models"]) == 1 and entries["tmp"] == []
-    lib = isolated_cache / "models" / entries["models"][0] / "libtiny.so"
+    assert entries["models"] == [leftover.name] and not (leftover / "junk.o").exists()
+    lib = leftover / "libtiny.so"
     model = StanModel(lib)
     # s = exp(x) = 1 at x = 0: log(2) - 2 * s plus the log-Jacobian x = 0.
     assert model.dim == 1 and model.log_density([0.0]) == pytest.approx(math.log(2) - 2)
@@ -160,3 +168,12 @@ def test_bridgestan_backend_needs_checkout(isolated_cache, monkeypatch):
         build("parameters { real x; } model { x ~ std_normal(); }", name="bs",
               backend="bridgestan")
     assert _cache_entries(isolated_cache)["models"] == []
+
+
+def test_unusable_cache_dir(monkeypatch, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("STANLOGZ_CACHE", str(blocker / "cache"))
+    with pytest.raises(ToolchainError, match="cannot create the build cache .*STANLOGZ_CACHE"):
+        cache_root()
+

@@ -11,6 +11,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..errors import ToolchainError
+
 #: Layout version of the cache directory.
 LAYOUT = "v1"
 
@@ -27,8 +29,13 @@ def cache_root() -> Path:
         xdg = os.environ.get("XDG_CACHE_HOME")
         base = (Path(xdg) if xdg else Path.home() / ".cache") / "stanlogz"
     root = base / LAYOUT
-    for sub in ("models", "base", "locks", "tmp"):
-        (root / sub).mkdir(parents=True, exist_ok=True)
+    try:
+        for sub in ("models", "base", "locks", "tmp"):
+            (root / sub).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ToolchainError(
+            f"cannot create the build cache at {root}: {exc.strerror}; set STANLOGZ_CACHE "
+            "to a writable directory") from exc
     return root
 
 
@@ -52,10 +59,9 @@ def staging_dir(root: Path, final: Path) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=final.name + ".", dir=root / "tmp"))
     try:
         yield tmp
-        if final.exists():  # someone without the lock got there first; keep theirs
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            os.replace(tmp, final)
+        if final.exists():  # an incomplete leftover (callers hold the lock): replace it
+            shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
