@@ -200,3 +200,25 @@ def test_compare_one_program_two_datasets(normal_model, tmp_path):
     assert abs(-c.log_bf[1] - exact) < 4 * c.log_bf_se[1] + 0.01
     assert c.post_probs.sum() == pytest.approx(1.0)
     assert len(set(c.names)) == 2  # duplicate names are made unique
+
+
+HALF_CAUCHY = """
+// README's truncation rule: a <lower=0> bound halves the mass of cauchy(0, 5).
+parameters {
+  real<lower=0> tau_raw;   // prior mass 1/2: contributes log(1/2) to log Z
+  real<lower=0> tau_norm;  // normalized half-Cauchy: contributes 0
+}
+model {
+  tau_raw ~ cauchy(0, 5);
+  target += cauchy_lpdf(tau_norm | 0, 5) - log(0.5);
+}
+"""
+
+
+def test_readme_truncation_rule_half_cauchy():
+    from stanlogz.model import StanModel
+
+    m = StanModel.from_code(HALF_CAUCHY, name="half_cauchy_rule")
+    r = ev.evidence(m, method="gbs", warmup=500, n_draws=1000, seed=8)
+    # No data: Z is the prior mass, 1/2 * 1. Same 4-se rule as the other end-to-end tests.
+    assert abs(r.log_z - np.log(0.5)) < 4 * r.log_z_se + 0.01
