@@ -110,3 +110,11 @@ def test_bad_input():
         GaussianizingFlow.fit(np.zeros((10, 8)))
     with pytest.raises(InputError):
         GaussianizingFlow.fit(np.zeros(100))
+
+
+def test_sample_with_log_density_matches_forward():
+    rng = np.random.default_rng(7)
+    flow = GaussianizingFlow.fit(banana_draws(rng, 2000), rng=0)
+    x, lq = flow.sample_with_log_density(np.random.default_rng(1), 3000)
+    assert np.array_equal(x, flow.sample(np.random.default_rng(1), 3000))
+    assert np.allclose(lq, flow.log_density_many(x), atol=1e-9)

@@ -58,10 +58,10 @@ def gis(target: Target, draws: np.ndarray, *, seed: Seed = None, n_layers: int |
     counting = CountingTarget(target)
     flow = GaussianizingFlow.fit(x, n_layers=n_layers, rng=rng_fit, **(flow_options or {}))
     n_q = x.shape[0] if n_q is None else int(n_q)
-    xq = flow.sample(rng_q, n_q)
+    xq, lq = flow.sample_with_log_density(rng_q, n_q)
     lp, bad = _eval(counting, xq)
     require_some_finite(lp, "the flow samples")
-    lw = lp - flow.log_density_many(xq)
+    lw = lp - lq
     log_z = log_mean_exp(lw)
     se = _rel_se(np.exp(lw - lw.max()))
     k = pareto_k(lw)

@@ -159,19 +159,19 @@ def gbs(
     lw_p = (lp_p - flow.log_density_many(x_p)).reshape(bridge_half.shape[:2])
 
     n_q0 = n_p if n_q is None else int(n_q)
-    x_q = flow.sample(rng_q, n_q0)
+    x_q, lq_q = flow.sample_with_log_density(rng_q, n_q0)
     lp_q, bad_q = _eval(counting, x_q)
-    lw_q = lp_q - flow.log_density_many(x_q)
+    lw_q = lp_q - lq_q
     sol = solve_bridge(lw_p, lw_q)
     warnings: list[str] = []
     max_n_q = int(max_n_q_factor * n_p)
     if n_q is None:
         n_q_new = adaptive_n_q(sol, n_q0, f_err, f_eva, n_sampling_evals, max_n_q)
         if n_q_new > n_q0:
-            x_more = flow.sample(rng_q, n_q_new - n_q0)
+            x_more, lq_more = flow.sample_with_log_density(rng_q, n_q_new - n_q0)
             lp_more, bad_more = _eval(counting, x_more)
             bad_q += bad_more
-            lw_q = np.concatenate([lw_q, lp_more - flow.log_density_many(x_more)])
+            lw_q = np.concatenate([lw_q, lp_more - lq_more])
             sol = solve_bridge(lw_p, lw_q)
         if n_q_new >= max_n_q and sol.re2_q > 0.5 * (sol.re2_q + sol.re2_p):
             warnings.append(f"flow-sample budget capped at n_q = {n_q_new}: the flow fits the "

@@ -21,18 +21,22 @@ class RQSpline:
     dk: np.ndarray  # (K, M) positive
 
     def _bins(self, knots: np.ndarray, v: np.ndarray) -> np.ndarray:
-        idx = np.empty(v.shape, dtype=np.intp)
-        m = knots.shape[1]
-        for k in range(knots.shape[0]):
-            idx[:, k] = np.clip(np.searchsorted(knots[k], v[:, k], side="right") - 1, 0, m - 2)
-        return idx
+        """Flat indices ``k * M + j`` of the bin ``[knots[k, j], knots[k, j+1])`` holding each
+        ``v[:, k]`` (end bins extended to infinity)."""
+        kdim, m = knots.shape
+        lo, hi = knots[:, :1], knots[:, -1:]
+        span = hi - lo
+        # one searchsorted over all maps: each row of knots is moved onto [3k, 3k + 1]
+        scaled = (knots - lo) / span + 3.0 * np.arange(kdim)[:, None]
+        q = np.clip((v - lo.T) / span.T, 0.0, 1.0) + 3.0 * np.arange(kdim)[None, :]
+        j = np.searchsorted(scaled.ravel(), q.ravel(), side="right").reshape(v.shape) - 1
+        j = np.clip(j - m * np.arange(kdim)[None, :], 0, m - 2)
+        return j + m * np.arange(kdim)[None, :]
 
     def _gather(self, idx: np.ndarray):
-        cols = np.arange(idx.shape[1])[None, :]
-        x0, x1 = self.xk.T[idx, cols], self.xk.T[idx + 1, cols]
-        y0, y1 = self.yk.T[idx, cols], self.yk.T[idx + 1, cols]
-        d0, d1 = self.dk.T[idx, cols], self.dk.T[idx + 1, cols]
-        return x0, x1, y0, y1, d0, d1
+        xk, yk, dk = self.xk.ravel(), self.yk.ravel(), self.dk.ravel()
+        return (xk.take(idx), xk.take(idx + 1), yk.take(idx), yk.take(idx + 1), dk.take(idx),
+                dk.take(idx + 1))
 
     def forward(self, x: np.ndarray, second: bool = False):
         """Values and slopes at ``x`` (shape ``(n, K)``); with ``second`` also 2nd derivatives."""
@@ -61,8 +65,9 @@ class RQSpline:
         d2y = np.where(lo | hi, 0.0, d2y)
         return y, dy, d2y
 
-    def inverse(self, y: np.ndarray) -> np.ndarray:
-        """The ``x`` with ``forward(x) == y`` (closed form: a quadratic in each bin)."""
+    def inverse(self, y: np.ndarray, slopes: bool = False):
+        """The ``x`` with ``forward(x) == y`` (closed form: a quadratic in each bin); with
+        ``slopes`` also the forward map's derivative at that ``x``."""
         idx = self._bins(self.yk, y)
         x0, x1, y0, y1, d0, d1 = self._gather(idx)
         w, h = x1 - x0, y1 - y0
@@ -74,10 +79,16 @@ class RQSpline:
         cc = -s * t
         disc = np.maximum(b * b - 4.0 * a * cc, 0.0)
         xi = 2.0 * cc / (-b - np.sqrt(disc))
-        xi = np.where(t <= 0, 0.0, xi)
-        x = x0 + np.clip(xi, 0.0, 1.0) * w
+        xi = np.clip(np.where(t <= 0, 0.0, xi), 0.0, 1.0)
+        x = x0 + xi * w
         lo = y < self.yk[:, 0]
         hi = y > self.yk[:, -1]
         x = np.where(lo, self.xk[:, 0] + (y - self.yk[:, 0]) / self.dk[:, 0], x)
         x = np.where(hi, self.xk[:, -1] + (y - self.yk[:, -1]) / self.dk[:, -1], x)
-        return x
+        if not slopes:
+            return x
+        om = xi * (1.0 - xi)
+        den = s + c * om
+        dy = s**2 * (d1 * xi**2 + 2.0 * s * om + d0 * (1.0 - xi) ** 2) / den**2
+        dy = np.where(lo, self.dk[:, 0], np.where(hi, self.dk[:, -1], dy))
+        return x, dy
