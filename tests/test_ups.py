@@ -116,6 +116,7 @@ def test_registry_adapter_on_gaussian_target(tmp_path):
     d = res.diagnostics
     assert d["ci"][0] < res.log_z < d["ci"][1]
     assert set(d["meeting_times"]) >= {"mean", "q99", "max"}
+    assert res.to_dict()["log_z"] == res.log_z  # serializable
     ups_result = d["_ups"]
     assert ups_result.replicates.size == 100
     out = plot_ups(ups_result, tmp_path / "ups.png")
@@ -145,7 +146,7 @@ def test_grid_and_q_helpers():
 @pytest.mark.parametrize(
     "kw",
     [{"kernel": "nuts"}, {"grid": [0.0, 0.5]}, {"k": 3}, {"n_replicates": 1}, {"q": "x"},
-     {"ci": "z"}],
+     {"ci": "z"}, {"seed": -1}],
 )
 def test_bad_options_raise_input_error(kw):
     with pytest.raises(InputError):

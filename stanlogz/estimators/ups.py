@@ -26,7 +26,7 @@ from ..bases import as_draw_matrix, gaussian_from_draws, laplace_base
 from ..errors import EstimationError, InputError
 from ..kernels.couplings import CoupledKernel, hmc_kernel, rwmh_kernel
 from ..kernels.rwmh import scale_from_cov
-from ..parallel import run_parallel
+from ..parallel import as_seed_sequence, run_parallel
 from ..paths import GeometricPath, Path, base_to_target_path, two_posterior_path
 from ..result import EvidenceResult
 from ..target import Target
@@ -346,7 +346,7 @@ def ups(
         raise InputError(f"n_pilot must be >= 2, got {n_pilot}")
     n_m2 = n_pilot if n_m2 is None else int(n_m2)
     cfg = _KernelConfig(kernel, coupling, hmc_step_size, int(hmc_n_steps), float(omega), max_iter)
-    ss = np.random.SeedSequence(seed) if not isinstance(seed, np.random.SeedSequence) else seed
+    ss = as_seed_sequence(seed)
     lam_grid = make_grid(grid)
     n_grid = lam_grid.size
     means, covs, pcovs = _init_tables(path, lam_grid, init, proposal_cov, proposal_scale)
