@@ -151,6 +151,8 @@ def lowrank_prior(sim_data: dict) -> GaussianTarget:
     return GaussianTarget(mean, np.diag(var))
 
 
+DEFAULT_TEMPS = {"gmm": "100,400,1600", "lowrank": "200,800,3200"}
+
 #: Models whose prior is a normalized Gaussian on the unconstrained space (prior path tables).
 PRIORS = {"lowrank": lowrank_prior}
 
@@ -184,7 +186,9 @@ def setup(name: str, use_python: bool, seed: int, draws: int):
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default="gmm,lowrank")
-    p.add_argument("--temps", default="100,200,400,800,1600")
+    p.add_argument("--temps", default=None,
+                   help="comma-separated T (default per model: gmm 100,400,1600; "
+                        "lowrank 200,800,3200)")
     p.add_argument("--chains", type=int, default=16)
     p.add_argument("--estimators", default="gbs,gis,ghm,laplace,bridge-gaussian,ais")
     p.add_argument("--draws", type=int, default=1000, help="posterior draws per chain")
@@ -195,9 +199,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-testbed", action="store_true", help="only the gap-vs-T tables")
     args = p.parse_args(argv)
     use_python = args.python or importlib.util.find_spec("stanlogz.model") is None
-    temps = [int(t) for t in args.temps.split(",")]
     estimators = [e for e in args.estimators.split(",") if e]
     for name in args.models.split(","):
+        temps = [int(t) for t in (args.temps or DEFAULT_TEMPS[name]).split(",")]
         target, draws, x_true, label, t_samp = setup(name, use_python, args.seed, args.draws)
         print(f"\n== {label}: {draws.shape[0]}x{draws.shape[1]} posterior draws "
               f"in {t_samp:.1f} s", flush=True)
@@ -222,11 +226,13 @@ def main(argv: list[str] | None = None) -> int:
                 f"BDMC gap vs T ({name}, base: {base_name}, K={args.chains} chains each way)"))
         if args.no_testbed:
             continue
-        tb: TestbedResult = testbed(target, draws, x_true, estimators, n_chains=args.chains,
-                                    n_temps=temps[-1], gap_tol=None, seed=args.seed,
-                                    n_workers=args.workers)
+        # The sandwich of the testbed comes from the last base tried (the prior when known).
+        tb: TestbedResult = testbed(target, draws, x_true, estimators, base=base,
+                                    n_chains=args.chains, n_temps=temps[-1], gap_tol=None,
+                                    seed=args.seed, n_workers=args.workers)
         print(format_table(list(TestbedResult.HEADER), tb.table_rows(),
-                           f"testbed ({name}, T={temps[-1]}; error = estimate - midpoint)"))
+                           f"testbed ({name}, BDMC base: {base_name}, T={temps[-1]}; "
+                           "error = estimate - midpoint)"))
         for r in tb.rows:
             if r.failed:
                 print(f"  {r.method} failed: {r.failed}")
