@@ -147,6 +147,8 @@ def test_ais_below_and_reverse_ais_above_truth(tuning):
     assert POST.log_z - 0.5 < lo.log_z < POST.log_z + 3 * lo.log_z_se
     assert POST.log_z - 3 * hi.log_z_se < hi.log_z < POST.log_z + 0.5
     assert lo.n_evals > 16 * 300 and lo.acceptance > 0.5
+    with pytest.raises(InputError):
+        reverse_ais(FunctionTarget(D, lambda x: -np.inf), BASE, post, tuning=tuning)
 
 
 def test_gap_shrinks_as_temperatures_grow(tuning):

@@ -291,6 +291,9 @@ def reverse_ais(
         idx = np.linspace(0, samples.shape[0] - 1, n_chains).round().astype(int)
     else:
         idx = np.arange(n_chains) % samples.shape[0]
+    for i in np.unique(idx):
+        if not np.isfinite(target.log_density(samples[i])):
+            raise InputError(f"posterior sample {i} has zero target density")
     betas = make_schedule(schedule, n_temps)
     ss = as_seed_sequence(seed)
     outs, tuning, tune_evals = _anneal(
