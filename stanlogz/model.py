@@ -456,6 +456,7 @@ class StanModel:
         if not self._has_nuts:
             raise ToolchainError(f"{self.lib_path.name} has no stanlogz NUTS entry (built with "
                                  "the bridgestan backend); sample with cmdstanpy instead")
+        _check(self._dim > 0, f"{self.name} has no parameters to sample")
         _check(chains >= 1, f"chains must be >= 1, got {chains}")
         _check(warmup >= 0, f"warmup must be >= 0, got {warmup}")
         _check(draws >= 1, f"draws must be >= 1, got {draws}")
