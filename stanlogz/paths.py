@@ -68,6 +68,29 @@ class GeometricPath:
     def dU_dlam(self, lam: float, x: np.ndarray) -> float:
         return float(self.p1.log_density(x) - self.p0.log_density(x))
 
+    def U_and_dU_dlam(self, lam: float, x: np.ndarray) -> tuple[float, float]:
+        """``U(lam, x)`` and ``dU_dlam(lam, x)`` from one evaluation of each end point."""
+        lam = _check_lam(lam)
+        a, b = self.p0.log_density(x), self.p1.log_density(x)
+        return _mix(lam, a, b), float(b - a)
+
+    def grad_x_and_dU_dlam(self, lam: float, x: np.ndarray) -> tuple[float, np.ndarray, float]:
+        """``U``, its x-gradient and ``dU_dlam`` from one gradient evaluation of each end."""
+        lam = _check_lam(lam)
+        a, ga = self.p0.log_density_gradient(x)
+        b, gb = self.p1.log_density_gradient(x)
+        grad = (1.0 - lam) * np.asarray(ga, dtype=float) + lam * np.asarray(gb, dtype=float)
+        return _mix(lam, a, b), grad, float(b - a)
+
+
+def _mix(lam: float, a: float, b: float) -> float:
+    """(1 - lam) a + lam b without 0 * inf at the ends."""
+    if lam == 0.0:
+        return float(a)
+    if lam == 1.0:
+        return float(b)
+    return float((1.0 - lam) * a + lam * b)
+
 
 def base_to_target_path(base: Target, target: Target) -> GeometricPath:
     """Geometric path from a *normalized* base density (lambda = 0) to ``target`` (lambda = 1)."""

@@ -151,3 +151,34 @@ def test_grid_and_q_helpers():
 def test_bad_options_raise_input_error(kw):
     with pytest.raises(InputError):
         ups(_normal_path(), init=GaussianTarget(np.zeros(1)), **kw)
+
+
+class _PlainPath:
+    """A GeometricPath seen only through the Path protocol (no fused U + dU/dlambda)."""
+
+    def __init__(self, path):
+        self.path, self.dim, self.p0 = path, path.dim, path.p0
+
+    def U(self, lam, x):
+        return self.path.U(lam, x)
+
+    def grad_x(self, lam, x):
+        return self.path.grad_x(lam, x)
+
+    def dU_dlam(self, lam, x):
+        return self.path.dU_dlam(lam, x)
+
+
+@pytest.mark.parametrize("kernel", ["rwmh", "hmc"])
+def test_fused_path_evaluations_change_cost_not_answer(kernel):
+    p0 = GaussianTarget(np.zeros(2), np.eye(2))
+    p1 = GaussianTarget(np.array([0.5, 0.0]), np.eye(2) * 0.7, log_z=-0.3)
+    path = GeometricPath(p0, p1)
+    x = np.array([0.3, -1.2])
+    u, du = path.U_and_dU_dlam(0.4, x)
+    assert np.isclose(u, path.U(0.4, x)) and np.isclose(du, path.dU_dlam(0.4, x))
+    kw = dict(n_replicates=10, seed=2, grid=2, n_workers=1, k=5, m=15, adapt=False, q="uniform",
+              kernel=kernel)
+    fused, plain = ups(path, **kw), ups(_PlainPath(path), **kw)
+    assert np.allclose(fused.replicates, plain.replicates, rtol=1e-12, atol=1e-12)
+    assert fused.n_evals < plain.n_evals

@@ -145,16 +145,37 @@ class _KernelConfig:
 
 def _build_kernel(
     path: Path, lam: float, cov: np.ndarray, prop_cov: np.ndarray, cfg: _KernelConfig
-) -> tuple[CoupledKernel, list[_Counted]]:
+) -> tuple[CoupledKernel, list[_Counted], dict[bytes, float]]:
+    """Kernel on pi_lambda, its evaluation counters, and a cache of dU/dlambda at visited points
+    (filled when the path computes it alongside U, as :class:`GeometricPath` does)."""
     d = path.dim
     scale = scale_from_cov(prop_cov, d)
+    cache: dict[bytes, float] = {}
     if cfg.kind == "rwmh":
-        f = _Counted(lambda x: path.U(lam, x))
-        return rwmh_kernel(f, scale, cfg.coupling), [f]
-    g = _Counted(lambda x: path.grad_x(lam, x))
+        both = getattr(path, "U_and_dU_dlam", None)
+        if both is None:
+            f = _Counted(lambda x: path.U(lam, x))
+        else:
+            def u(x: np.ndarray) -> float:
+                val, du = both(lam, x)
+                cache[x.tobytes()] = du
+                return val
+
+            f = _Counted(u)
+        return rwmh_kernel(f, scale, cfg.coupling), [f], cache
+    both_g = getattr(path, "grad_x_and_dU_dlam", None)
+    if both_g is None:
+        g = _Counted(lambda x: path.grad_x(lam, x))
+    else:
+        def ug(x: np.ndarray) -> tuple[float, np.ndarray]:
+            val, grad, du = both_g(lam, x)
+            cache[x.tobytes()] = du
+            return val, grad
+
+        g = _Counted(ug)
     step = cfg.step_size if cfg.step_size is not None else 0.5 * d**-0.25
     inv_metric = np.clip(np.diag(cov), 1e-300, None)
-    return hmc_kernel(g, step, cfg.n_steps, inv_metric, scale, cfg.omega), [g]
+    return hmc_kernel(g, step, cfg.n_steps, inv_metric, scale, cfg.omega), [g], cache
 
 
 def _moment_h(x: np.ndarray) -> np.ndarray:
@@ -164,7 +185,7 @@ def _moment_h(x: np.ndarray) -> np.ndarray:
 def _chain_task(task: tuple, rng: np.random.Generator) -> tuple[Any, int, int, int]:
     """One coupled-chain run: returns (estimate or None, meeting time, iterations, evaluations)."""
     mode, path, lam, mean, cov, prop_cov, k, m, cfg = task
-    kernel, counters = _build_kernel(path, lam, cov, prop_cov, cfg)
+    kernel, counters, cache = _build_kernel(path, lam, cov, prop_cov, cfg)
     chol = np.linalg.cholesky(cov)
     x0 = mean + chol @ rng.standard_normal(mean.size)
     y0 = mean + chol @ rng.standard_normal(mean.size)
@@ -173,9 +194,14 @@ def _chain_task(task: tuple, rng: np.random.Generator) -> tuple[Any, int, int, i
     if mode == "moments":
         value = h_estimate(chains, _moment_h, k, m)
     elif mode == "E":
-        h = _Counted(lambda x: path.dU_dlam(lam, x))
+        miss = _Counted(lambda x: path.dU_dlam(lam, x))
+
+        def h(x: np.ndarray) -> float:
+            du = cache.get(x.tobytes())
+            return miss(x) if du is None else du
+
         value = h_estimate(chains, h, k, m)
-        counters.append(h)
+        counters.append(miss)
     return value, chains.meeting_time, chains.iterations, sum(c.n for c in counters)
 
 
@@ -325,7 +351,8 @@ def ups(
     ``lam -> (mean, cov)``; default the path's normalized start ``p0``). ``proposal_cov``: RWMH
     proposal covariance (array or ``lam -> array``; default ``proposal_scale² cov / dim``).
     ``k``/``m`` fix H_{k:m}'s integers for all lambda and skip the meeting-time pilot; otherwise
-    ``n_pilot`` meeting times per grid point give them. ``adapt`` re-fits the initial distribution
+    ``n_pilot`` meeting times per grid point give them (few pilots give noisy k and moments,
+    hence heavy-tailed replicates). ``adapt`` re-fits the initial distribution
     and proposal to pilot moments of each pi_lambda. ``q``: ``"tuned"`` (∝ sqrt(m2), eq. 10) or
     ``"uniform"``. ``ci``: ``"t"`` or ``"normal"`` interval.
     """
