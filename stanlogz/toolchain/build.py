@@ -199,7 +199,7 @@ def _build_stanlogz(tc: Toolchain, tmp: Path, name: str, display: str,
 
 def _build_with_bridgestan(tmp: Path, name: str, incs: Sequence[Path]) -> None:
     home = os.environ.get("BRIDGESTAN")
-    if not home or not (Path(home) / "src" / "bridgestan.cpp").is_file():
+    if not home or not (Path(home) / "Makefile").is_file():
         raise ToolchainError(
             "backend='bridgestan' needs $BRIDGESTAN set to an upstream BridgeStan checkout "
             f"(got {home!r})"
