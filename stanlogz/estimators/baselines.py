@@ -19,16 +19,18 @@ from ..errors import EstimationError
 from ..flows.gaussianize import GaussianizingFlow
 from ..result import EvidenceResult
 from ..target import CountingTarget, Target, log_density_many
-from .bridge import _bridge_diagnostics, _eval, _seeds, bridge_warnings, solve_bridge
+from .bridge import bridge_diagnostics, bridge_warnings, solve_bridge
 from .common import (
     Seed,
     as_chains,
     autocorr_time,
+    eval_log_density,
     k_warning,
     log_mean_exp,
     min_draws,
     pareto_k,
     require_some_finite,
+    spawn_rngs,
     split_halves,
 )
 
@@ -54,12 +56,12 @@ def gis(target: Target, draws: np.ndarray, *, seed: Seed = None, n_layers: int |
     x = chains.reshape(-1, d)
     if x.shape[0] < min_draws(d):
         raise EstimationError(f"too few draws for dimension {d}: {x.shape[0]}")
-    rng_fit, rng_q = _seeds(seed, 2)
+    rng_fit, rng_q = spawn_rngs(seed, 2)
     counting = CountingTarget(target)
     flow = GaussianizingFlow.fit(x, n_layers=n_layers, rng=rng_fit, **(flow_options or {}))
     n_q = x.shape[0] if n_q is None else int(n_q)
     xq, lq = flow.sample_with_log_density(rng_q, n_q)
-    lp, bad = _eval(counting, xq)
+    lp, bad = eval_log_density(counting, xq)
     require_some_finite(lp, "the flow samples")
     lw = lp - lq
     log_z = log_mean_exp(lw)
@@ -84,12 +86,12 @@ def ghm(target: Target, draws: np.ndarray, *, seed: Seed = None, n_layers: int |
     chains = as_chains(draws, target.dim)
     d = chains.shape[2]
     fit_half, eval_half = split_halves(chains, min_draws(d))
-    (rng_fit,) = _seeds(seed, 1)
+    (rng_fit,) = spawn_rngs(seed, 1)
     counting = CountingTarget(target)
     flow = GaussianizingFlow.fit(fit_half.reshape(-1, d), n_layers=n_layers, rng=rng_fit,
                                  **(flow_options or {}))
     xp = eval_half.reshape(-1, d)
-    lp, bad = _eval(counting, xp)
+    lp, bad = eval_log_density(counting, xp)
     require_some_finite(lp, "the posterior draws")
     lv = (flow.log_density_many(xp) - lp).reshape(eval_half.shape[:2])  # log q/p
     if not np.all(np.isfinite(lv)):
@@ -123,7 +125,7 @@ def _bridge_with(method: str, counting: CountingTarget, log_p_at, proposal, x_p_
     lw_q = lp_q - log_density_many(proposal, xq)
     sol = solve_bridge(lw_p, lw_q)
     k_q, k_p = pareto_k(lw_q), pareto_k(-lw_p)
-    diag = _bridge_diagnostics(sol, n_q, xp.shape[0], k_q, k_p, bad_p, bad_q)
+    diag = bridge_diagnostics(sol, n_q, xp.shape[0], k_q, k_p, bad_p, bad_q)
     diag.update(_log_w_p=lw_p, _log_w_q=lw_q)
     return EvidenceResult(method, sol.log_r, sol.se, n_draws=n_draws, n_evals=counting.n_evals,
                           seconds=time.perf_counter() - t0, diagnostics=diag,
@@ -139,13 +141,13 @@ def bridge_gaussian(target: Target, draws: np.ndarray, *, seed: Seed = None,
     chains = as_chains(draws, target.dim)
     d = chains.shape[2]
     fit_half, br = split_halves(chains, min_draws(d))
-    (rng,) = _seeds(seed, 1)
+    (rng,) = spawn_rngs(seed, 1)
     counting = CountingTarget(target)
     prop = gaussian_from_draws(fit_half)
     n_q = br.shape[0] * br.shape[1] if n_q is None else int(n_q)
 
     def log_p(x: np.ndarray) -> np.ndarray:
-        return _eval(counting, x)[0]
+        return eval_log_density(counting, x)[0]
 
     return _bridge_with("bridge-gaussian", counting, log_p, prop, br, n_q, rng,
                         2 * br.shape[0] * br.shape[1], t0)
@@ -171,7 +173,7 @@ def bridge_warp3(target: Target, draws: np.ndarray, *, seed: Seed = None,
     chains = as_chains(draws, target.dim)
     d = chains.shape[2]
     fit_half, br = split_halves(chains, min_draws(d))
-    (rng,) = _seeds(seed, 1)
+    (rng,) = spawn_rngs(seed, 1)
     counting = CountingTarget(target)
     g = gaussian_from_draws(fit_half)
     m, chol = g.mean, g.chol
@@ -181,8 +183,8 @@ def bridge_warp3(target: Target, draws: np.ndarray, *, seed: Seed = None,
 
     def log_p3(z: np.ndarray) -> np.ndarray:
         lz = z @ chol.T
-        a = _eval(counting, m + lz)[0]
-        b = _eval(counting, m - lz)[0]
+        a = eval_log_density(counting, m + lz)[0]
+        b = eval_log_density(counting, m - lz)[0]
         return log_det - math.log(2.0) + np.logaddexp(a, b)
 
     return _bridge_with("bridge-warp3", counting, log_p3, _StdNormal(d), zp, n_q, rng,
@@ -199,7 +201,7 @@ def laplace(target: Target, draws: np.ndarray, *, seed: Seed = None) -> Evidence
     chains = as_chains(draws, target.dim)
     x = chains.reshape(-1, chains.shape[2])
     counting = CountingTarget(target)
-    lp, _ = _eval(counting, x)
+    lp, _ = eval_log_density(counting, x)
     require_some_finite(lp, "the posterior draws")
     _, log_z = laplace_base(counting, x[int(np.argmax(lp))])
     return EvidenceResult(

@@ -18,15 +18,16 @@ from scipy import optimize, special
 from ..errors import EstimationError
 from ..flows.gaussianize import GaussianizingFlow
 from ..result import EvidenceResult
-from ..target import CountingTarget, Target, log_density_many
+from ..target import CountingTarget, Target
 from .common import (
     Seed,
     as_chains,
     autocorr_time,
-    finite_or_neg_inf,
+    eval_log_density,
     min_draws,
     pareto_k,
     require_some_finite,
+    spawn_rngs,
     split_halves,
 )
 
@@ -109,17 +110,6 @@ def adaptive_n_q(sol: BridgeSolution, n_q0: int, f_err: float, f_eva: float,
     return int(min(n_q, max(n_q0, max_n_q)))
 
 
-def _seeds(seed: Seed, n: int) -> list[np.random.Generator]:
-    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    return [np.random.default_rng(s) for s in ss.spawn(n)]
-
-
-def _eval(target: Target, xs: np.ndarray) -> tuple[np.ndarray, int]:
-    """Log densities with NaN/+inf turned into -inf, and how many are not finite."""
-    lp, _ = finite_or_neg_inf(log_density_many(target, xs))
-    return lp, int(np.sum(~np.isfinite(lp)))
-
-
 def gbs(
     target: Target,
     draws: np.ndarray,
@@ -144,7 +134,7 @@ def gbs(
     chains = as_chains(draws, target.dim)
     d = chains.shape[2]
     fit_half, bridge_half = split_halves(chains, min_draws(d))
-    rng_fit, rng_q = _seeds(seed, 2)
+    rng_fit, rng_q = spawn_rngs(seed, 2)
     counting = CountingTarget(target)
 
     t_fit = time.perf_counter()
@@ -154,13 +144,13 @@ def gbs(
 
     x_p = bridge_half.reshape(-1, d)
     n_p = x_p.shape[0]
-    lp_p, bad_p = _eval(counting, x_p)
+    lp_p, bad_p = eval_log_density(counting, x_p)
     require_some_finite(lp_p, "the posterior draws")
     lw_p = (lp_p - flow.log_density_many(x_p)).reshape(bridge_half.shape[:2])
 
     n_q0 = n_p if n_q is None else int(n_q)
     x_q, lq_q = flow.sample_with_log_density(rng_q, n_q0)
-    lp_q, bad_q = _eval(counting, x_q)
+    lp_q, bad_q = eval_log_density(counting, x_q)
     lw_q = lp_q - lq_q
     sol = solve_bridge(lw_p, lw_q)
     warnings: list[str] = []
@@ -169,7 +159,7 @@ def gbs(
         n_q_new = adaptive_n_q(sol, n_q0, f_err, f_eva, n_sampling_evals, max_n_q)
         if n_q_new > n_q0:
             x_more, lq_more = flow.sample_with_log_density(rng_q, n_q_new - n_q0)
-            lp_more, bad_more = _eval(counting, x_more)
+            lp_more, bad_more = eval_log_density(counting, x_more)
             bad_q += bad_more
             lw_q = np.concatenate([lw_q, lp_more - lq_more])
             sol = solve_bridge(lw_p, lw_q)
@@ -177,7 +167,7 @@ def gbs(
             warnings.append(f"flow-sample budget capped at n_q = {n_q_new}: the flow fits the "
                             "posterior poorly; use more draws or flow layers")
     k_q, k_p = pareto_k(lw_q), pareto_k(-lw_p)
-    diagnostics = _bridge_diagnostics(sol, lw_q.size, n_p, k_q, k_p, bad_p, bad_q)
+    diagnostics = bridge_diagnostics(sol, lw_q.size, n_p, k_q, k_p, bad_p, bad_q)
     diagnostics.update(flow_layers=len(flow.layers), fit_seconds=t_fit,
                        _flow=flow, _log_w_p=lw_p, _log_w_q=lw_q)
     warnings += bridge_warnings(sol, k_q, k_p, bad_p, bad_q, lw_q.size, "flow")
@@ -188,7 +178,7 @@ def gbs(
     )
 
 
-def _bridge_diagnostics(sol: BridgeSolution, n_q: int, n_p: int, k_q: float, k_p: float,
+def bridge_diagnostics(sol: BridgeSolution, n_q: int, n_p: int, k_q: float, k_p: float,
                         bad_p: int, bad_q: int) -> dict:
     return {
         "pareto_k_q": k_q, "pareto_k_p": k_p, "iterations": sol.iterations,

@@ -9,6 +9,7 @@ import numpy as np
 from scipy import special
 
 from ..errors import EstimationError, InputError
+from ..target import Target, log_density_many
 
 Seed = int | np.random.SeedSequence | None
 
@@ -52,11 +53,17 @@ def min_draws(dim: int) -> int:
     return max(2 * dim + 2, 20)
 
 
-def make_rng(seed: Seed) -> np.random.Generator:
-    """A generator from an int, a SeedSequence or None."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    return np.random.default_rng(seed)
+def spawn_rngs(seed: Seed, n: int) -> list[np.random.Generator]:
+    """``n`` independent generators from an int, a SeedSequence or None (fresh entropy)."""
+    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    return [np.random.default_rng(s) for s in ss.spawn(n)]
+
+
+def eval_log_density(target: Target, xs: np.ndarray) -> tuple[np.ndarray, int]:
+    """Log densities at the rows of ``xs`` with NaN/+inf turned into -inf (weight zero), and
+    how many are not finite."""
+    lp, _ = finite_or_neg_inf(log_density_many(target, xs))
+    return lp, int(np.sum(~np.isfinite(lp)))
 
 
 def logsumexp(a: np.ndarray) -> float:

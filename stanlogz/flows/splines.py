@@ -33,12 +33,12 @@ class RQSpline:
         j = np.clip(j - m * np.arange(kdim)[None, :], 0, m - 2)
         return j + m * np.arange(kdim)[None, :]
 
-    def _gather(self, idx: np.ndarray):
+    def _gather(self, idx: np.ndarray) -> tuple[np.ndarray, ...]:
         xk, yk, dk = self.xk.ravel(), self.yk.ravel(), self.dk.ravel()
         return (xk.take(idx), xk.take(idx + 1), yk.take(idx), yk.take(idx + 1), dk.take(idx),
                 dk.take(idx + 1))
 
-    def forward(self, x: np.ndarray, second: bool = False):
+    def forward(self, x: np.ndarray, second: bool = False) -> tuple[np.ndarray, ...]:
         """Values and slopes at ``x`` (shape ``(n, K)``); with ``second`` also 2nd derivatives."""
         idx = self._bins(self.xk, x)
         x0, x1, y0, y1, d0, d1 = self._gather(idx)
@@ -65,7 +65,8 @@ class RQSpline:
         d2y = np.where(lo | hi, 0.0, d2y)
         return y, dy, d2y
 
-    def inverse(self, y: np.ndarray, slopes: bool = False):
+    def inverse(self, y: np.ndarray, slopes: bool = False
+                ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """The ``x`` with ``forward(x) == y`` (closed form: a quadratic in each bin); with
         ``slopes`` also the forward map's derivative at that ``x``."""
         idx = self._bins(self.yk, y)
