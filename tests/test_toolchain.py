@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -142,6 +144,22 @@ def test_concurrent_processes_build_once(isolated_cache, tmp_path):
     leftover.mkdir()
     (leftover / "junk.o").write_text("")
     env = {**os.environ, "STANLOGZ_CACHE": str(isolated_cache.parent)}
+
+    # A builder killed mid-compile (SIGKILL: no cleanup runs) publishes nothing and, because
+    # the kernel drops its flock, does not block later builders.
+    killed = subprocess.Popen([sys.executable, "-c", _BUILD_SCRIPT, str(program)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not list((isolated_cache / "tmp").glob("*/tiny.cpp")):  # stanc done, C++ started
+        assert killed.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    os.killpg(killed.pid, signal.SIGKILL)  # the builder and its compiler, nothing else
+    killed.wait()
+    assert sorted(p.name for p in leftover.iterdir()) == ["junk.o"]
+    stale = _cache_entries(isolated_cache)["tmp"]
+    assert len(stale) == 1
+
     procs = [subprocess.Popen([sys.executable, "-c", _BUILD_SCRIPT, str(program)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]
@@ -154,7 +172,7 @@ def test_concurrent_processes_build_once(isolated_cache, tmp_path):
                 if line.startswith("PROGRESS")]
     assert progress == ["PROGRESS compiling tiny (cached build not found)..."]
     entries = _cache_entries(isolated_cache)
-    assert len(entries["models"]) == 1 and entries["tmp"] == []
+    assert entries["tmp"] == stale  # only the killed builder's staging dir (swept after 6 h)
     assert entries["models"] == [leftover.name] and not (leftover / "junk.o").exists()
     lib = leftover / "libtiny.so"
     model = StanModel(lib)
