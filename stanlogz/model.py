@@ -163,7 +163,7 @@ class StanModel:
         err = ctypes.c_void_p()
         ptr = self._lib.bs_model_construct(self.data_json.encode(), self.seed, ctypes.byref(err))
         if not ptr:
-            label = name or self.lib_path.stem
+            label = name or self.lib_path.stem.removeprefix("lib")
             raise DataError(_data_error_message(label, self._take_error(err), code))
         self._ptr = ptr
         self.name = name or self._lib.bs_name(ptr).decode().removesuffix("_model")
