@@ -189,6 +189,8 @@ def main() -> None:
                             grid=[0.0, 1.0], n_pilot=n_pilot, adapt=False, q="uniform"))
 
     print()
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    print(f"load average at the end (1, 5, 15 min): {load} on {os.cpu_count()} cores")
     print(format_table(
         ["method", "log Z", "se", "95% CI width", "wall s", "evals", "notes"], rows,
         title=f"Logistic regression n={N}, p={P} (UPS: {args.replicates} replicates, "
