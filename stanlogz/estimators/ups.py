@@ -523,8 +523,7 @@ def ups_estimate(
     log Z = the estimated ratio. Chains start from the base at every lambda; per-lambda
     re-fitting (``adapt``) is off by default because the base already fits the posterior (on the
     benchmark logistic regression full per-lambda tuning cost 10x more for the same CI). Other
-    options go to
-    :func:`ups`.
+    options go to :func:`ups`.
     """
     t0 = time.perf_counter()
     n_draws = 0 if draws is None else int(as_draw_matrix(draws).shape[0])
