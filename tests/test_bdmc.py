@@ -151,6 +151,15 @@ def test_bdmc_on_a_stan_program_sandwiches_the_analytic_log_z(compiled):
     assert abs(res.lower.log_z - truth) < 3 * res.lower.log_z_se + 0.05
     assert abs(res.upper.log_z - truth) < 3 * res.upper.log_z_se + 0.05
 
+    # Compiled models do not pickle, so two workers run threads: results are unchanged.
+    from stanlogz.estimators.ais import ais
+
+    one = ais(s.model, base, n_chains=4, n_temps=30, seed=8, tuning=res.lower.tuning,
+              n_workers=1)
+    two = ais(s.model, base, n_chains=4, n_temps=30, seed=8, tuning=res.lower.tuning,
+              n_workers=2)
+    np.testing.assert_array_equal(one.log_weights, two.log_weights)
+
     # Prior→posterior path: exact prior draws from the simulation program, prior N(0, tau^2).
     draws = bd.prior_draws(s.model, sim, 2000, seed=4)
     assert draws.shape == (2000, 1)
