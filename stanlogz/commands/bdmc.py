@@ -61,9 +61,9 @@ def parse_estimators(text: str) -> list[str]:
 def print_result(report: Reporter, res: TestbedResult) -> None:
     """Sandwich summary, the estimator table and warnings."""
     s = res.sandwich
-    report.text(f"BDMC: {s.lower.log_z:.4f} <= log Z <= {s.upper.log_z:.4f}  "
-                f"(gap {s.gap:.4f} ± {s.gap_se:.4f} nats, T={s.lower.n_temps}, "
-                f"K={s.lower.n_chains})")
+    report.text(f"BDMC: lower bound {s.lower.log_z:.4f} ± {s.lower.log_z_se:.4f}, upper bound "
+                f"{s.upper.log_z:.4f} ± {s.upper.log_z_se:.4f}; gap {s.gap:.4f} ± "
+                f"{s.gap_se:.4f} nats (T={s.lower.n_temps}, K={s.lower.n_chains} chains)")
     report.table(list(TestbedResult.HEADER), res.table_rows(),
                  title="estimators on the simulated data (error = estimate - sandwich midpoint)")
     for r in res.rows:
