@@ -466,7 +466,9 @@ def plot_testbed(result: TestbedResult, path: str | Path) -> None:
 
     s = result.sandwich
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    ax.axhspan(s.lower.log_z, s.upper.log_z, color="0.85", label="BDMC sandwich")
+    ax.axhspan(*sandwich_band(s), color="0.93", label="sandwich ± 2 spreads")
+    ax.axhspan(min(s.lower.log_z, s.upper.log_z), max(s.lower.log_z, s.upper.log_z),
+               color="0.8", label="BDMC sandwich")
     ax.axhline(s.lower.log_z, color="0.4", lw=0.8)
     ax.axhline(s.upper.log_z, color="0.4", lw=0.8)
     rows = [r for r in result.rows if not r.failed and np.isfinite(r.log_z)]
