@@ -1,6 +1,6 @@
 """stanlogz: log evidence, Bayes factors and Bayesian cross-validation for Stan programs.
 
-The main entry points are ``evidence(...)`` (:func:`stanlogz.evidence.evidence`), :func:`compare`,
+The main entry points are ``evidence(...)`` (:func:`stanlogz.api.evidence`), :func:`compare`,
 :class:`StanModel` and :class:`Draws` (the last two loaded on first use).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from . import evidence  # a callable module: stanlogz.evidence(...) is evidence.evidence(...)
+from .api import ComparisonResult, compare, evidence
 from .errors import (
     DataError,
     EstimationError,
@@ -19,7 +19,6 @@ from .errors import (
     StanlogzError,
     ToolchainError,
 )
-from .evidence import ComparisonResult, compare
 from .result import EvidenceResult
 from .target import CountingTarget, FunctionTarget, Target
 

@@ -89,7 +89,7 @@ def _param_bases(model: Any) -> list[str]:
 def _binder(main: Any) -> Callable[[dict[str, Any]], Any]:
     """data -> main program with that data, for a StanModel or a ``.stan`` path."""
     if isinstance(main, str | os.PathLike):
-        from .evidence import check_stan_file
+        from .api import check_stan_file
         from .model import StanModel
 
         path = check_stan_file(main)
@@ -425,8 +425,8 @@ def run_testbed(
     density must integrate to one) BDMC anneals from the prior, started from exact prior draws
     made by the simulation program, instead of from a Gaussian fitted to the NUTS draws.
     """
+    from .api import check_stan_file, read_data
     from .draws import sample
-    from .evidence import check_stan_file, read_data
     from .model import StanModel
 
     main_file, sim_file = check_stan_file(model_path), check_stan_file(sim_path)

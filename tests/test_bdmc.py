@@ -181,7 +181,7 @@ def test_bdmc_command_end_to_end(compiled, capsys, tmp_path):
     plot = tmp_path / "tb.png"
     rc = main(["--json", "--seed", "3", "--quiet", "bdmc", str(MAIN_STAN), "--simulate",
                str(SIM_STAN), "--sim-data", str(SIM_DATA), "--estimators", "laplace,gis",
-               "--temps", "60", "--chains", "4", "--nuts-chains", "2", "--warmup", "200",
+               "--temps", "60", "--ais-chains", "4", "--chains", "2", "--warmup", "200",
                "--draws", "200", "--plot", str(plot)])
     assert rc == 0
     out = json.loads(capsys.readouterr().out)

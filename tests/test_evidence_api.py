@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-import stanlogz.evidence as ev
+import stanlogz.api as ev
 from stanlogz.errors import DataError, InputError
 from stanlogz.result import EvidenceResult
 from stanlogz.targets import GaussianTarget

@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"comma-separated estimators (default {','.join(DEFAULT_ESTIMATORS)})")
     parser.add_argument("--temps", type=int, default=1000,
                         help="AIS intermediate distributions T (default 1000)")
-    parser.add_argument("--chains", dest="ais_chains", type=int, default=16,
+    parser.add_argument("--ais-chains", dest="ais_chains", type=int, default=16,
                         help="AIS chains K in each direction (default 16)")
     parser.add_argument("--gap-tol", type=float, default=1.0,
                         help="double T until the gap is below this many nats (0: never)")
@@ -36,8 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="anneal from the prior: MODEL.stan without the observations, same "
                              "data, normalized (default: a Gaussian fitted to the NUTS draws)")
     parser.add_argument("--workers", type=int, default=None, help="parallel workers (default all)")
-    # --chains is K here (as in the paper), so NUTS chains get their own flag.
-    parser.add_argument("--nuts-chains", type=int, default=4,
+    parser.add_argument("--chains", dest="nuts_chains", type=int, default=4,
                         help="NUTS chains for the estimators' posterior draws (default 4)")
     parser.add_argument("--warmup", type=int, default=1000,
                         help="NUTS warmup iterations per chain (default 1000)")
@@ -78,7 +77,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     if args.temps < 2:
         raise InputError(f"--temps must be >= 2, got {args.temps}")
     if args.ais_chains < 1:
-        raise InputError(f"--chains must be >= 1, got {args.ais_chains}")
+        raise InputError(f"--ais-chains must be >= 1, got {args.ais_chains}")
     if args.gap_tol < 0:
         raise InputError(f"--gap-tol must be >= 0, got {args.gap_tol}")
     plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")

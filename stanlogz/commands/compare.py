@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..api import compare
 from ..errors import InputError
-from ..evidence import compare
 from ..report import Reporter
 from .evidence import add_estimation_arguments, check_method, parse_options
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..evidence import check_stan_file, read_data
+from ..api import check_stan_file, read_data
 from ..report import Reporter
 
 NAME = "compile"

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from ..api import evidence, load_model, result_dict
 from ..draws import as_draws, sample
 from ..errors import InputError
 from ..estimators import METHODS, get_method
-from ..evidence import evidence, load_model, result_dict
 from ..report import Reporter
 from ..result import EvidenceResult
 from .sample import add_sampler_arguments, check_output

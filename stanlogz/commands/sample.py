@@ -6,9 +6,9 @@ import argparse
 import os
 from pathlib import Path
 
+from ..api import load_model
 from ..draws import Draws, sample, write_csv
 from ..errors import InputError
-from ..evidence import load_model
 from ..report import Reporter
 
 NAME = "sample"

@@ -1,7 +1,5 @@
 """Python API: the log evidence of a Stan program, and Bayes factors between programs.
 
-The module itself is callable: ``stanlogz.evidence(...)`` is :func:`evidence`.
-
 >>> from stanlogz import evidence, compare
 >>> r = evidence("stan_models/examples/normal_mean.stan",
 ...              "stan_models/examples/normal_mean.data.json", seed=1)
@@ -17,9 +15,7 @@ import json
 import math
 import os
 import re
-import sys
 import time
-import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -379,14 +375,3 @@ def compare(
                                 chains=chains, warmup=warmup, n_draws=n_draws,
                                 seed=_child_seed(seed, i), progress=progress, **options))
     return ComparisonResult(names=names, results=results, prior_probs=prior)
-
-
-class _CallableModule(types.ModuleType):
-    """This module, callable as :func:`evidence` (so ``stanlogz.evidence(...)`` works while
-    ``import stanlogz.evidence`` still gives the module)."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> EvidenceResult:
-        return evidence(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
