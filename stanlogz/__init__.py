@@ -32,6 +32,11 @@ _LAZY = {
     "from_csv": "stanlogz.draws",
     "from_cmdstanpy": "stanlogz.draws",
     "StanModel": "stanlogz.model",
+    "ais": "stanlogz.estimators.ais",
+    "reverse_ais": "stanlogz.estimators.ais",
+    "run_testbed": "stanlogz.bdmc",
+    "ups": "stanlogz.estimators.ups",
+    "log_ratio": "stanlogz.estimators.ups",
 }
 
 
@@ -57,10 +62,15 @@ __all__ = [
     "Target",
     "ToolchainError",
     "__version__",
+    "ais",
     "as_draws",
     "compare",
     "evidence",
     "from_cmdstanpy",
     "from_csv",
+    "log_ratio",
+    "reverse_ais",
+    "run_testbed",
     "sample",
+    "ups",
 ]
