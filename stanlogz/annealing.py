@@ -144,11 +144,14 @@ class HMCTuning:
     """Step size and diagonal inverse metric of the HMC kernel as functions of β.
 
     Values are given on a grid of β and interpolated linearly in log space between grid points.
+    ``log_ratio_sd`` (optional, from a pilot) is the spread of log p̃ − log q under f_β at each
+    grid β; it sets the spacing of the ``"adaptive"`` schedule.
     """
 
     betas: np.ndarray
     step_sizes: np.ndarray
     inv_metrics: np.ndarray  # (len(betas), dim)
+    log_ratio_sd: np.ndarray | None = None
 
     @classmethod
     def constant(cls, step_size: float, inv_metric: np.ndarray | float, dim: int) -> HMCTuning:
@@ -192,11 +195,12 @@ class HMCTuning:
         m = self.inv_metrics[i] ** (1 - w) * self.inv_metrics[i + 1] ** w
         return float(eps), m
 
-    def to_dict(self) -> dict[str, list]:
+    def to_dict(self) -> dict[str, list | None]:
         return {
             "betas": self.betas.tolist(),
             "step_sizes": self.step_sizes.tolist(),
             "inv_metric_mean": self.inv_metrics.mean(axis=1).tolist(),
+            "log_ratio_sd": None if self.log_ratio_sd is None else self.log_ratio_sd.tolist(),
         }
 
 
@@ -248,7 +252,9 @@ class _DualAveraging:
         return float(np.exp(self.log_eps_bar))
 
 
-DEFAULT_TUNING_GRID = (0.0, 0.01, 0.05, 0.2, 0.5, 1.0)
+# Log-spaced near β=0: with a base far from the target, log p̃ − log q spreads over thousands of
+# nats under the base and over a few under the target, so f_β changes fastest at small β.
+DEFAULT_TUNING_GRID = (0.0, 1e-4, 1e-3, 0.01, 0.05, 0.2, 0.5, 1.0)
 
 
 def tune_hmc(
@@ -265,7 +271,8 @@ def tune_hmc(
 
     Pilot chains start from exact base draws and are annealed along the grid; at each grid β
     the step size is adapted by dual averaging and the metric set to the (regularized) variance
-    of the pilot draws. Returns the tuning and the target gradient evaluations it spent.
+    of the pilot draws; the spread of log p̃ − log q over the pilot draws is recorded for the
+    adaptive schedule. Returns the tuning and the target gradient evaluations it spent.
     """
     with np.errstate(over="ignore", invalid="ignore"):  # divergences are rejected, not errors
         return _tune(path, rng, grid, n_leapfrog, n_chains, n_iter, target_accept)
@@ -283,12 +290,12 @@ def _tune(path: AnnealingPath, rng: np.random.Generator, grid: tuple[float, ...]
     points = [path.evaluate(x) for x in init[:n_chains]]
     n_evals = len(points)
     step = 0.5 * dim ** -0.25
-    steps, metrics = [], []
+    steps, metrics, sds = [], [], []
     half = max(1, n_iter // 2)
     for beta in grid:
         for phase in range(2):
             da = _DualAveraging(step, target_accept)
-            draws = []
+            draws, ratios = [], []
             for it in range(half):
                 eps = float(np.exp(da.log_eps))
                 accs = []
@@ -300,6 +307,7 @@ def _tune(path: AnnealingPath, rng: np.random.Generator, grid: tuple[float, ...]
                     accs.append(info.acceptance_prob)
                     if it >= half // 2:
                         draws.append(new.position)
+                        ratios.append(new.log_ratio)
                 da.update(float(np.mean(accs)))
             step = da.final
             if phase == 0:
@@ -313,12 +321,17 @@ def _tune(path: AnnealingPath, rng: np.random.Generator, grid: tuple[float, ...]
                     inv_metric = new_metric
         steps.append(step)
         metrics.append(inv_metric.copy())
+        r = np.asarray(ratios, dtype=float)
+        r = r[np.isfinite(r)]
+        sds.append(float(r.std()) if r.size > 1 else np.nan)
     if grid[0] > 0.0:
         grid = np.concatenate([[0.0], grid])
         steps.insert(0, steps[0])
         metrics.insert(0, metrics[0])
+        sds.insert(0, sds[0])
     if grid[-1] < 1.0:
         grid = np.concatenate([grid, [1.0]])
         steps.append(steps[-1])
         metrics.append(metrics[-1])
-    return HMCTuning(grid, np.array(steps), np.array(metrics)), n_evals
+        sds.append(sds[-1])
+    return HMCTuning(grid, np.array(steps), np.array(metrics), np.array(sds)), n_evals

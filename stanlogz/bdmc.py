@@ -213,7 +213,7 @@ def bdmc(
     n_temps: int = 1000,
     gap_tol: float | None = 1.0,
     max_temps: int = 16000,
-    schedule: str = "sigmoid",
+    schedule: str = "adaptive",
     seed: int | None = None,
     n_workers: int | None = None,
     hmc_steps: int = 10,

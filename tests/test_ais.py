@@ -13,7 +13,13 @@ from stanlogz.annealing import (
 from stanlogz.errors import InputError
 from stanlogz.estimators import get_method
 from stanlogz.estimators.ais import ais, log_mean_exp_with_se, reverse_ais
-from stanlogz.schedules import geometric_schedule, linear_schedule, make_schedule, sigmoid_schedule
+from stanlogz.schedules import (
+    adaptive_schedule,
+    geometric_schedule,
+    linear_schedule,
+    make_schedule,
+    sigmoid_schedule,
+)
 from stanlogz.target import FunctionTarget
 from stanlogz.targets import GaussianTarget
 
@@ -57,6 +63,28 @@ def test_other_schedules():
         make_schedule([0.0, 0.5, 0.4, 1.0], 4)
     with pytest.raises(InputError):
         sigmoid_schedule(1)
+
+
+def test_adaptive_schedule_follows_the_spread_of_the_log_ratio():
+    grid = np.array([0.0, 1e-3, 0.1, 1.0])
+    # Spread 1000 nats near β=0 falling to 1 at β=1 (as when the base is far from the target).
+    b = adaptive_schedule(200, grid, np.array([1000.0, 300.0, 10.0, 1.0]))
+    assert b[0] == 0.0 and b[-1] == 1.0 and b.size == 200 and np.all(np.diff(b) > 0)
+    # 58% of the length lies below β=0.1 (piecewise power laws), 90% of it weighted: ~53% of
+    # the temperatures, against ~20% for the sigmoid.
+    assert np.mean(b < 0.1) == pytest.approx(0.53, abs=0.02)
+    assert np.mean(sigmoid_schedule(200) < 0.1) < 0.25
+    # The even floor keeps some temperatures at large β.
+    assert np.sum(b > 0.5) >= 5
+    # A flat spread gives a linear schedule; no usable spread falls back to the sigmoid.
+    np.testing.assert_allclose(adaptive_schedule(11, grid, np.ones(4)), np.linspace(0, 1, 11),
+                               atol=1e-9)
+    np.testing.assert_array_equal(adaptive_schedule(9, grid, np.full(4, np.nan)),
+                                  sigmoid_schedule(9))
+    with pytest.raises(InputError):
+        adaptive_schedule(9, grid[1:], np.ones(3))
+    with pytest.raises(InputError):
+        make_schedule("adaptive", 9)
 
 
 def test_log_mean_exp_and_ess():
@@ -147,6 +175,9 @@ def test_ais_below_and_reverse_ais_above_truth(tuning):
     assert POST.log_z - 0.5 < lo.log_z < POST.log_z + 3 * lo.log_z_se
     assert POST.log_z - 3 * hi.log_z_se < hi.log_z < POST.log_z + 0.5
     assert lo.n_evals > 16 * 300 and lo.acceptance > 0.5
+    # The default adaptive schedule comes from the pilot's spreads (one per tuning β).
+    assert lo.schedule == "adaptive" and tuning.log_ratio_sd is not None
+    assert tuning.log_ratio_sd.shape == tuning.betas.shape
     with pytest.raises(InputError):
         reverse_ais(FunctionTarget(D, lambda x: -np.inf), BASE, post, tuning=tuning)
 

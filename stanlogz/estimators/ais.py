@@ -22,7 +22,7 @@ from ..bases import as_draw_matrix, gaussian_from_draws
 from ..errors import EstimationError, InputError
 from ..parallel import as_seed_sequence, child_sequence, run_parallel
 from ..result import EvidenceResult
-from ..schedules import make_schedule
+from ..schedules import adaptive_schedule, make_schedule
 from ..target import Target
 
 # Below this many target gradient evaluations in all chains, parallel workers cost more than
@@ -153,6 +153,32 @@ def _chain(task: _ChainTask, rng: np.random.Generator) -> _ChainOut:
     return _ChainOut(float(log_w), pt.position, n_acc, n_moves, n_div, n_evals)
 
 
+def _prepare(
+    path: AnnealingPath,
+    schedule: str | np.ndarray,
+    n_temps: int,
+    *,
+    seed: np.random.SeedSequence,
+    hmc_steps: int,
+    tuning: HMCTuning | None,
+) -> tuple[np.ndarray, HMCTuning, int]:
+    """Schedule and tuning (a pilot when ``tuning`` is None) and the pilot's evaluations."""
+    if hmc_steps < 1:
+        raise InputError("hmc_steps must be >= 1")
+    tune_evals = 0
+    if tuning is None:
+        tuning, tune_evals = tune_hmc(path, np.random.default_rng(child_sequence(seed, 0)),
+                                      n_leapfrog=hmc_steps)
+    if isinstance(schedule, str) and schedule == "adaptive":
+        if tuning.log_ratio_sd is None:  # e.g. tuning inherited from NUTS: no pilot spreads
+            betas = make_schedule("sigmoid", n_temps)
+        else:
+            betas = adaptive_schedule(n_temps, tuning.betas, tuning.log_ratio_sd)
+    else:
+        betas = make_schedule(schedule, n_temps)
+    return betas, tuning, tune_evals
+
+
 def _anneal(
     path: AnnealingPath,
     betas: np.ndarray,
@@ -162,26 +188,21 @@ def _anneal(
     n_workers: int | None,
     hmc_steps: int,
     transitions_per_temp: int,
-    tuning: HMCTuning | None,
+    tuning: HMCTuning,
     jitter: float,
     backend: str,
-) -> tuple[list[_ChainOut], HMCTuning, int]:
+) -> list[_ChainOut]:
     if hmc_steps < 1 or transitions_per_temp < 1:
         raise InputError("hmc_steps and transitions_per_temp must be >= 1")
     if not 0 <= jitter < 1:
         raise InputError(f"step-size jitter must lie in [0, 1), got {jitter}")
-    tune_evals = 0
-    if tuning is None:
-        tuning, tune_evals = tune_hmc(path, np.random.default_rng(child_sequence(seed, 0)),
-                                      n_leapfrog=hmc_steps)
     tasks = [_ChainTask(path, betas, tuning, hmc_steps, transitions_per_temp, jitter, x0)
              for x0 in starts]
     work = len(tasks) * betas.size * hmc_steps * transitions_per_temp
     if n_workers is None and work < _PARALLEL_MIN_EVALS:
         n_workers = 1
-    outs = run_parallel(_run_chain, tasks, child_sequence(seed, 1), n_workers=n_workers,
+    return run_parallel(_run_chain, tasks, child_sequence(seed, 1), n_workers=n_workers,
                         backend=backend)
-    return outs, tuning, tune_evals
 
 
 def _result(
@@ -222,7 +243,7 @@ def ais(
     *,
     n_chains: int = 16,
     n_temps: int = 1000,
-    schedule: str | np.ndarray = "sigmoid",
+    schedule: str | np.ndarray = "adaptive",
     seed: int | np.random.SeedSequence | None = None,
     n_workers: int | None = None,
     hmc_steps: int = 10,
@@ -239,14 +260,17 @@ def ais(
     exact ``base_draws`` (prior→posterior path: base = prior target, draws = prior draws).
     ``tuning`` (step size and metric per β) defaults to a short pilot; ``hmc_steps`` is the number
     of leapfrog steps per HMC transition, whose step size is jittered by ±``jitter``.
+    ``schedule`` is a name of :data:`~stanlogz.schedules.SCHEDULES` or explicit β; ``"adaptive"``
+    spaces β by the pilot's spreads of the log ratio (sigmoid when ``tuning`` has none).
     """
     if n_chains < 1:
         raise InputError(f"n_chains must be >= 1, got {n_chains}")
     t0 = time.perf_counter()
     path = AnnealingPath(base, target, base_log_z=base_log_z, base_draws=base_draws)
-    betas = make_schedule(schedule, n_temps)
     ss = as_seed_sequence(seed)
-    outs, tuning, tune_evals = _anneal(
+    betas, tuning, tune_evals = _prepare(path, schedule, n_temps, seed=ss, hmc_steps=hmc_steps,
+                                         tuning=tuning)
+    outs = _anneal(
         path, betas, [None] * n_chains, seed=ss, n_workers=n_workers, hmc_steps=hmc_steps,
         transitions_per_temp=transitions_per_temp, tuning=tuning, jitter=jitter, backend=backend,
     )
@@ -262,7 +286,7 @@ def reverse_ais(
     *,
     n_chains: int = 16,
     n_temps: int = 1000,
-    schedule: str | np.ndarray = "sigmoid",
+    schedule: str | np.ndarray = "adaptive",
     seed: int | np.random.SeedSequence | None = None,
     n_workers: int | None = None,
     hmc_steps: int = 10,
@@ -294,9 +318,10 @@ def reverse_ais(
     for i in np.unique(idx):
         if not np.isfinite(target.log_density(samples[i])):
             raise InputError(f"posterior sample {i} has zero target density")
-    betas = make_schedule(schedule, n_temps)
     ss = as_seed_sequence(seed)
-    outs, tuning, tune_evals = _anneal(
+    betas, tuning, tune_evals = _prepare(path, schedule, n_temps, seed=ss, hmc_steps=hmc_steps,
+                                         tuning=tuning)
+    outs = _anneal(
         path, betas[::-1].copy(), [samples[i].copy() for i in idx], seed=ss, n_workers=n_workers,
         hmc_steps=hmc_steps, transitions_per_temp=transitions_per_temp, tuning=tuning,
         jitter=jitter, backend=backend,
