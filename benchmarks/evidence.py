@@ -1,6 +1,7 @@
 """Evidence benchmark: Gaussianized bridge sampling against baselines on problems with known log Z.
 
     nice -n 10 python benchmarks/evidence.py [--quick] [--stan] [--no-dynesty] [--coverage N]
+    nice -n 10 python benchmarks/evidence.py --timing [--only funnel16,ring64]
 
 Every problem is a Python target (vectorized log density and analytic gradient, on the
 unconstrained scale exactly as Stan would see it) with exact or exactness-corrected posterior
@@ -473,6 +474,27 @@ def run_stan(problems, args, rows) -> None:
                      round(r.seconds, 2), r.n_evals, round(r.seconds / out.seconds, 3)])
 
 
+def timing(problems, reps: int = 3) -> list:
+    """Seconds of the evidence step (flow fit, then bridge incl. target evaluations) on exact
+    draws shaped like a NUTS run (4 chains x 1000), best of ``reps`` (the box is shared)."""
+    from stanlogz.estimators.bridge import gbs
+
+    rows = []
+    for p in problems:
+        x = p.draw(np.random.default_rng(0), 4000).reshape(4, 1000, p.target.dim)
+        best = None
+        for _ in range(reps):
+            r = gbs(p.target, x, seed=1)
+            fit = r.diagnostics["fit_seconds"]
+            if best is None or r.seconds < best[0]:
+                best = (r.seconds, fit, r)
+        tot, fit, r = best
+        rows.append([p.name, p.target.dim, round(fit, 3), round(tot - fit, 3), round(tot, 3),
+                     r.diagnostics["flow_layers"], r.diagnostics["n_q"],
+                     round(r.log_z - p.log_z, 4), round(r.log_z_se, 4)])
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer draws, smaller problems")
@@ -480,12 +502,19 @@ def main(argv=None) -> int:
     ap.add_argument("--stan", action="store_true", help="also run GBS on Stan NUTS draws")
     ap.add_argument("--coverage", type=int, default=50, help="replicates (0: skip)")
     ap.add_argument("--only", default="", help="comma-separated problem names")
+    ap.add_argument("--timing", action="store_true",
+                    help="only time the evidence step (fit / bridge seconds) per problem")
     args = ap.parse_args(argv)
     builders = [normal_problem, linreg_problem, eight_schools_problem, funnel_problem,
                 banana_problem, cauchy_problem, ring_problem]
     problems = [b() for b in builders]
     if args.only:
         problems = [p for p in problems if p.name in args.only.split(",")]
+    if args.timing:
+        print(format_table(["problem", "dim", "fit sec", "bridge sec", "total sec", "layers",
+                            "n_q", "error", "se"], timing(problems),
+                           title="GBS evidence-step time (exact draws, 4 x 1000, best of 3)"))
+        return 0
     rows: list = []
     for p in problems:
         run_problem(p, args, rows)

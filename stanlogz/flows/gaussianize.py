@@ -93,49 +93,72 @@ def _fit_spline(y: np.ndarray, n_knots: int, bw_factor: float, rng: np.random.Ge
     return RQSpline(xk, uk, np.maximum(dk, 1e-12))
 
 
-def _sw_ascent(zs: np.ndarray, a: np.ndarray, g: np.ndarray, n_iter: int) -> tuple[np.ndarray,
-                                                                                   float]:
-    """Riemannian gradient ascent of the summed W2^2 on the Stiefel manifold from ``a``."""
+def _sw_ascent(zs: np.ndarray, a: np.ndarray, g: np.ndarray, n_iter: int, tol: float = 1e-3
+               ) -> tuple[np.ndarray, float]:
+    """Riemannian gradient ascent of the summed W2^2 on the Stiefel manifold from ``a``.
+
+    Returns the end frame and its objective. The step grows after an improvement and halves
+    after a failure; the ascent stops once an accepted step gains less than ``tol`` (relative).
+    """
     m = zs.shape[0]
-    step = 0.5
-    obj = 0.0
-    for _ in range(n_iter + 1):
+    k = a.shape[1]
+    gg = float(np.sum(g * g))
+    cov = zs.T @ zs / m
+    offsets = (m * np.arange(k))[:, None]
+    g_rows = np.tile(g.ravel(), k)
+
+    def objective(a: np.ndarray) -> tuple[float, np.ndarray]:
+        # sum_k W2^2 = (|y|^2 - 2 <y, g[rank]> + K |g|^2) / m; only the ranks are needed
         y = zs @ a
-        order = np.argsort(y, axis=0)
-        ys = np.take_along_axis(y, order, axis=0)
-        obj = float(np.sum((ys - g) ** 2) / m)
-        if _ == n_iter:
-            break
-        resid = np.empty_like(y)
-        np.put_along_axis(resid, order, ys - g, axis=0)
-        grad = zs.T @ resid * (2.0 / m)
+        order = np.argsort(y.T, axis=1)
+        gr = np.empty(k * m)
+        gr[(order + offsets).ravel()] = g_rows
+        gr = gr.reshape(k, m).T
+        obj = (float(np.sum(y * y)) - 2.0 * float(np.sum(y * gr)) + k * gg) / m
+        return obj, 2.0 * (cov @ a - zs.T @ gr / m)
+
+    obj, grad = objective(a)
+    step = 0.5
+    for _ in range(n_iter):
         rg = grad - a @ (0.5 * (a.T @ grad + grad.T @ a))
-        norm = np.linalg.norm(rg)
-        if norm < 1e-8:
+        norm = float(np.linalg.norm(rg))
+        if norm < 1e-8 or step < 1e-3:
             break
         q, r = np.linalg.qr(a + step * rg / norm)
-        a = q * np.sign(np.diag(r))[None, :]
+        a_new = q * np.sign(np.diag(r))[None, :]
+        obj_new, grad_new = objective(a_new)
+        if obj_new > obj:
+            gain = obj_new - obj
+            a, obj, grad = a_new, obj_new, grad_new
+            step *= 1.5
+            if gain < tol * obj:
+                break
+        else:
+            step *= 0.5
     return a, obj
 
 
 def _sw_directions(z: np.ndarray, k: int, rng: np.random.Generator, n_iter: int = 25,
-                   max_points: int = 2000) -> np.ndarray:
+                   max_points: int = 2000, n_probe: int = 5) -> np.ndarray:
     """``k`` orthonormal directions of (locally) maximal summed W2 distance to N(0,1).
 
     The ascent starts from a random frame and from the coordinate axes (where independent
-    non-Gaussian coordinates show up directly); the better end point wins.
+    non-Gaussian coordinates show up directly); after ``n_probe`` steps from each, only the one
+    further from Gaussian goes on (about half the cost of two full ascents, with directions as
+    good in the benchmark problems).
     """
     n, d = z.shape
     zs = z if n <= max_points else z[rng.choice(n, max_points, replace=False)]
     m = zs.shape[0]
     g = special.ndtri((np.arange(m) + 0.5) / m)[:, None]
     a0, _ = np.linalg.qr(rng.standard_normal((d, k)))
-    best, best_obj = _sw_ascent(zs, a0, g, n_iter)
     # coordinate axes: the k coordinates with the largest marginal W2
     w2 = np.sum((np.sort(zs, axis=0) - g) ** 2, axis=0)
     a1 = np.eye(d)[:, np.argsort(w2)[::-1][:k]]
-    a1, obj1 = _sw_ascent(zs, a1, g, n_iter)
-    return a1 if obj1 > best_obj else best
+    n0 = min(n_probe, n_iter)
+    b0, o0 = _sw_ascent(zs, a0, g, n0)
+    b1, o1 = _sw_ascent(zs, a1, g, n0)
+    return _sw_ascent(zs, b1 if o1 > o0 else b0, g, n_iter - n0)[0]
 
 
 class GaussianizingFlow:
