@@ -162,17 +162,24 @@ def prior_draws(main: Any, sim: Any, n: int, *, seed: int | None = None) -> np.n
 
 # ---------------------------------------------------------------------------- the sandwich
 
+# A lower bound above the upper one by more than this many spreads of the gap (≈ 2.3% one-sided
+# false alarm for Gaussian bound errors) means the stochastic bounds have not converged.
+INVERTED_SPREADS = 2.0
+
 
 @dataclass
 class BDMCResult:
     """Stochastic lower (forward AIS) and upper (reverse AIS) bounds on log Z.
 
     ``history`` holds one row per schedule length tried when doubling T toward ``gap_tol``.
+    ``inverted`` says the lower bound exceeds the upper by more than :data:`INVERTED_SPREADS`
+    spreads of the gap: then neither bound is valid yet (see :attr:`warnings`).
     """
 
     lower: AISResult
     upper: AISResult
     history: list[dict[str, float]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def gap(self) -> float:
@@ -181,6 +188,22 @@ class BDMCResult:
     @property
     def gap_se(self) -> float:
         return math.hypot(self.lower.log_z_se, self.upper.log_z_se)
+
+    @property
+    def inverted(self) -> bool:
+        return bool(self.gap < -INVERTED_SPREADS * self.gap_se)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Warnings about the sandwich itself, then those of the two AIS runs."""
+        own = list(self.notes)
+        if self.inverted:
+            own.insert(0, f"BDMC bounds are inverted: lower {self.lower.log_z:.3f} > upper "
+                          f"{self.upper.log_z:.3f} by {-self.gap:.3f} nats, more than "
+                          f"{INVERTED_SPREADS:g} spreads ({self.gap_se:.3f}); the bounds are "
+                          "not yet valid and the spreads understate the error: use more AIS "
+                          "chains or temperatures")
+        return own + self.lower.warnings + self.upper.warnings
 
     @property
     def midpoint(self) -> float:
@@ -199,8 +222,9 @@ class BDMCResult:
             "lower": self.lower.log_z, "lower_se": self.lower.log_z_se,
             "upper": self.upper.log_z, "upper_se": self.upper.log_z_se,
             "gap": self.gap, "gap_se": self.gap_se, "midpoint": self.midpoint,
+            "inverted": self.inverted, "valid": not self.inverted,
             "n_temps": self.lower.n_temps, "n_chains": self.lower.n_chains,
-            "history": self.history, "warnings": self.lower.warnings + self.upper.warnings,
+            "history": self.history, "warnings": self.warnings,
         }
 
 
@@ -225,7 +249,8 @@ def bdmc(
 
     Every reverse chain starts at ``posterior_sample`` (one exact sample, shape ``(dim,)``, or
     several, ``(n, dim)``). With ``gap_tol`` set, T doubles until the gap is below it or T would
-    exceed ``max_temps``. Both directions share one HMC tuning (a pilot on the first round).
+    exceed ``max_temps`` (an inverted sandwich, see :attr:`BDMCResult.inverted`, doubles too).
+    Both directions share one HMC tuning and schedule (a pilot on the first round).
     """
     if gap_tol is not None and not gap_tol > 0:
         raise InputError(f"gap tolerance must be positive, got {gap_tol}")
@@ -250,23 +275,44 @@ def bdmc(
         if progress is not None:
             progress(f"BDMC T={t}: lower {lo.log_z:.3f} upper {hi.log_z:.3f} "
                      f"gap {hi.log_z - lo.log_z:.3f}")
-        if gap_tol is None or hi.log_z - lo.log_z < gap_tol or 2 * t > max_temps:
+        res = BDMCResult(lo, hi, history)
+        # An inverted sandwich has not converged either: keep doubling.
+        if gap_tol is None or (res.gap < gap_tol and not res.inverted) or 2 * t > max_temps:
             break
         t, round_ = 2 * t, round_ + 1
-    res = BDMCResult(lo, hi, history)
     if gap_tol is not None and res.gap >= gap_tol:
-        res.lower.warnings.append(f"BDMC gap {res.gap:.2f} nats is above the tolerance "
-                                  f"{gap_tol:g} at the largest T={t}")
+        res.notes.append(f"BDMC gap {res.gap:.2f} nats is above the tolerance {gap_tol:g} at "
+                         f"the largest T={t}")
     return res
 
 
 # ---------------------------------------------------------------------------- testbed
 
 
+# Estimators whose cost is set by an option rather than by the number of draws they are given:
+# the option and its default (the estimator's own).
+ANNEALING_COST = {"ais": ("n_temps", 1000), "rais": ("n_temps", 1000)}
+
+# Fewest draws per chain an estimator is given in a cost sweep.
+MIN_SWEEP_DRAWS = 20
+
+
+def budget_fractions(n: int) -> tuple[float, ...]:
+    """``n`` cost fractions doubling up to 1: ``budget_fractions(3) == (0.25, 0.5, 1.0)``."""
+    if int(n) < 1:
+        raise InputError(f"number of budgets must be >= 1, got {n}")
+    return tuple(2.0 ** -k for k in range(int(n) - 1, -1, -1))
+
+
 @dataclass
 class TestbedRow:
-    """One estimator scored against the sandwich: ``error`` is the estimate minus the sandwich
-    midpoint; ``outside`` says it lies outside :func:`sandwich_band`."""
+    """One estimator at one cost scored against the sandwich.
+
+    ``budget`` is the fraction of the full cost it ran at (of its draws per chain, or of its
+    temperatures for AIS); ``error`` is the estimate minus the sandwich midpoint; ``outside``
+    says it lies outside :func:`sandwich_band`. ``draw_evals`` is the share of the NUTS
+    gradient evaluations that produced the draws it used; :attr:`cost` adds its own.
+    """
 
     __test__ = False  # not a pytest class
 
@@ -279,6 +325,12 @@ class TestbedRow:
     outside: bool
     failed: str = ""
     warnings: list[str] = field(default_factory=list)
+    budget: float = 1.0
+    draw_evals: int = 0
+
+    @property
+    def cost(self) -> int:
+        return int(self.n_evals + self.draw_evals)
 
 
 @dataclass
@@ -293,29 +345,31 @@ class TestbedResult:
     sampling_seconds: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
 
-    HEADER = ("method", "log Z", "se", "error", "outside", "seconds", "evals")
+    HEADER = ("method", "budget", "log Z", "se", "error", "outside", "seconds", "evals", "cost")
 
     def table_rows(self) -> list[list[Any]]:
         """Rows for :meth:`stanlogz.report.Reporter.table`, the sandwich first."""
         s = self.sandwich
         out: list[list[Any]] = [
-            ["bdmc lower", s.lower.log_z, s.lower.log_z_se, s.lower.log_z - s.midpoint, "",
-             s.lower.seconds, s.lower.n_evals],
-            ["bdmc upper", s.upper.log_z, s.upper.log_z_se, s.upper.log_z - s.midpoint, "",
-             s.upper.seconds, s.upper.n_evals],
+            ["bdmc lower", "", s.lower.log_z, s.lower.log_z_se, s.lower.log_z - s.midpoint, "",
+             round(s.lower.seconds, 3), s.lower.n_evals, s.lower.n_evals],
+            ["bdmc upper", "", s.upper.log_z, s.upper.log_z_se, s.upper.log_z - s.midpoint, "",
+             round(s.upper.seconds, 3), s.upper.n_evals, s.upper.n_evals],
         ]
         for r in self.rows:
             if r.failed:
-                out.append([r.method, "failed", "", "", "", round(r.seconds, 3), r.n_evals])
+                out.append([r.method, r.budget, "failed", "", "", "", round(r.seconds, 3),
+                            r.n_evals, r.cost])
             else:
-                out.append([r.method, r.log_z, r.se, r.error, "yes" if r.outside else "no",
-                            round(r.seconds, 3), r.n_evals])
+                out.append([r.method, r.budget, r.log_z, r.se, r.error,
+                            "yes" if r.outside else "no", round(r.seconds, 3), r.n_evals,
+                            r.cost])
         return out
 
     def to_dict(self) -> dict[str, Any]:
         return _jsonable({
             "sandwich": self.sandwich.to_dict(),
-            "estimators": [r.__dict__ for r in self.rows],
+            "estimators": [{**r.__dict__, "cost": r.cost} for r in self.rows],
             "n_draws": self.n_draws, "sampling_seconds": self.sampling_seconds, **self.info,
         })
 
@@ -332,7 +386,7 @@ def sandwich_band(s: BDMCResult, n_spread: float = 2.0) -> tuple[float, float]:
 
 
 def _score(name: str, res: EvidenceResult, sandwich: BDMCResult, seconds: float,
-           counted: int) -> TestbedRow:
+           counted: int, budget: float, draw_evals: int) -> TestbedRow:
     lz = float(res.log_z)
     lo, hi = sandwich_band(sandwich)
     outside = not (lo <= lz <= hi)
@@ -340,8 +394,22 @@ def _score(name: str, res: EvidenceResult, sandwich: BDMCResult, seconds: float,
         method=name, log_z=lz, se=float(res.log_z_se), error=lz - sandwich.midpoint,
         seconds=float(res.seconds) if res.seconds else seconds,
         n_evals=int(res.n_evals) if res.n_evals else counted, outside=bool(outside),
-        warnings=list(res.warnings),
+        warnings=list(res.warnings), budget=budget, draw_evals=draw_evals,
     )
+
+
+def _at_budget(name: str, draws: np.ndarray, options: dict[str, Any], fraction: float
+               ) -> tuple[np.ndarray, dict[str, Any], int]:
+    """Draws and options for ``name`` at ``fraction`` of its full cost, and the draws it uses
+    per chain."""
+    opts = dict(options)
+    n = draws.shape[1]
+    if name in ANNEALING_COST:
+        key, default = ANNEALING_COST[name]
+        opts[key] = max(2, round(fraction * int(opts.get(key, default))))
+        return draws, opts, n
+    m = min(n, max(MIN_SWEEP_DRAWS, round(fraction * n)))
+    return draws[:, :m], opts, m
 
 
 def testbed(
@@ -358,6 +426,8 @@ def testbed(
     seed: int | None = None,
     n_workers: int | None = None,
     estimator_options: dict[str, dict[str, Any]] | None = None,
+    budgets: Sequence[float] = (1.0,),
+    evals_per_draw: float = 0.0,
     progress: Progress | None = None,
 ) -> TestbedResult:
     """Run ``estimators`` on ``target`` with ``draws`` and score them against BDMC.
@@ -367,6 +437,11 @@ def testbed(
     to a Gaussian fitted to the draws (covariance inflated); a normalized prior target with exact
     prior draws (``base_draws``) gives the prior→posterior path. An estimator that raises is
     reported as failed with its message.
+
+    Each estimator runs once per fraction in ``budgets`` (e.g. :func:`budget_fractions`): with
+    that fraction of the draws of each chain (the first ones), or for AIS of its temperatures.
+    ``evals_per_draw`` (NUTS gradient evaluations per draw, if known) charges each row for the
+    draws it used.
     """
     from .bases import as_draw_matrix, gaussian_from_draws
     from .estimators.ais import DEFAULT_INFLATE
@@ -380,24 +455,35 @@ def testbed(
     sandwich = bdmc(target, base, posterior_sample, n_chains=n_chains, n_temps=n_temps,
                     gap_tol=gap_tol, base_draws=base_draws, seed=_seed_int(seed, 1),
                     n_workers=n_workers, progress=progress)
+    fractions = sorted({float(f) for f in budgets})
+    if not fractions or fractions[0] <= 0 or fractions[-1] > 1:
+        raise InputError(f"budgets must be fractions in (0, 1], got {list(budgets)}")
+    d3 = np.asarray(draws, dtype=float)
+    d3 = d3[None] if d3.ndim == 2 else d3
     rows = []
     options = estimator_options or {}
     for k, name in enumerate(estimators):
-        if progress is not None:
-            progress(f"estimator {name}")
-        counting = CountingTarget(target)
-        t0 = time.perf_counter()
-        try:
-            res = get_method(name)(counting, draws, seed=_seed_int(seed, 100 + k),
-                                   **options.get(name, {}))
-        except Exception as exc:  # an estimator under test may fail; the testbed reports it
-            msg = str(exc).splitlines()[0] if str(exc) else ""
-            rows.append(TestbedRow(name, math.nan, math.nan, math.nan,
-                                   time.perf_counter() - t0, counting.n_evals, False,
-                                   failed=f"{type(exc).__name__}: {msg}"))
-            continue
-        rows.append(_score(name, res, sandwich, time.perf_counter() - t0, counting.n_evals))
-    return TestbedResult(sandwich=sandwich, rows=rows, n_draws=x.shape[0])
+        for f in fractions:
+            if progress is not None:
+                progress(f"estimator {name} (budget {f:g})")
+            d_use, opts, per_chain = _at_budget(name, d3, options.get(name, {}), f)
+            draw_evals = round(evals_per_draw * per_chain * d3.shape[0])
+            counting = CountingTarget(target)
+            t0 = time.perf_counter()
+            try:
+                # One seed per estimator at every budget: common random numbers across costs.
+                res = get_method(name)(counting, d_use, seed=_seed_int(seed, 100 + k), **opts)
+            except Exception as exc:  # an estimator under test may fail; the testbed reports it
+                msg = str(exc).splitlines()[0] if str(exc) else ""
+                rows.append(TestbedRow(name, math.nan, math.nan, math.nan,
+                                       time.perf_counter() - t0, counting.n_evals, False,
+                                       failed=f"{type(exc).__name__}: {msg}", budget=f,
+                                       draw_evals=draw_evals))
+                continue
+            rows.append(_score(name, res, sandwich, time.perf_counter() - t0, counting.n_evals,
+                               f, draw_evals))
+    return TestbedResult(sandwich=sandwich, rows=rows, n_draws=x.shape[0],
+                         info={"budgets": fractions})
 
 
 def run_testbed(
@@ -417,9 +503,13 @@ def run_testbed(
     estimator_options: dict[str, dict[str, Any]] | None = None,
     prior_path: str | Path | None = None,
     n_prior_draws: int = 1000,
+    budgets: Sequence[float] = (1.0,),
     progress: Progress | None = None,
 ) -> TestbedResult:
     """Compile both programs, simulate a data set, draw with NUTS and run :func:`testbed`.
+
+    ``budgets`` are the cost fractions each estimator runs at (see :func:`testbed`); rows are
+    charged the NUTS gradient evaluations of the draws they use.
 
     With ``prior_path`` (the program with the observations removed, taking the same data; its
     density must integrate to one) BDMC anneals from the prior, started from exact prior draws
@@ -449,6 +539,7 @@ def run_testbed(
     res = testbed(s.model, d.unconstrained, s.x_true, estimators, base=base,
                   base_draws=base_draws, n_chains=n_chains, n_temps=n_temps, gap_tol=gap_tol,
                   seed=seed, n_workers=n_workers, estimator_options=estimator_options,
+                  budgets=budgets, evals_per_draw=d.n_gradient_evals / max(1, chains * draws),
                   progress=progress)
     res.sampling_seconds = t_nuts
     res.info.update({"model": str(main_file), "simulation": str(sim_file),
@@ -458,7 +549,8 @@ def run_testbed(
 
 
 def plot_testbed(result: TestbedResult, path: str | Path) -> None:
-    """Each estimator's estimate (±se) against its cost, over the BDMC sandwich band."""
+    """Each estimator's estimate (±se) against its cost, one line per estimator through its
+    budgets, over the BDMC sandwich band (the paper's figures)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -473,13 +565,17 @@ def plot_testbed(result: TestbedResult, path: str | Path) -> None:
     ax.axhline(s.upper.log_z, color="0.4", lw=0.8)
     rows = [r for r in result.rows if not r.failed and np.isfinite(r.log_z)]
     markers = "osD^v<>ph*"
-    for i, r in enumerate(rows):
-        ax.errorbar(max(r.n_evals, 1), r.log_z, yerr=r.se if np.isfinite(r.se) else None,
-                    fmt=markers[i % len(markers)], capsize=3, label=r.method)
+    methods = list(dict.fromkeys(r.method for r in rows))
+    for i, m in enumerate(methods):
+        mine = sorted((r for r in rows if r.method == m), key=lambda r: r.cost)
+        se = np.array([r.se if np.isfinite(r.se) else 0.0 for r in mine])
+        ax.errorbar([max(r.cost, 1) for r in mine], [r.log_z for r in mine], yerr=se,
+                    fmt=markers[i % len(markers)] + "-", capsize=3, lw=1, label=m)
     ax.set_xscale("log")
-    ax.set_xlabel("cost (log-density evaluations)")
+    ax.set_xlabel("cost (log-density gradient evaluations, draws included)")
     ax.set_ylabel("log Z")
-    ax.set_title(f"estimators vs BDMC (gap {s.gap:.2f} nats, T={s.lower.n_temps})")
+    title = f"estimators vs BDMC (gap {s.gap:.2f} nats, T={s.lower.n_temps})"
+    ax.set_title(title + ("\nsandwich INVERTED: bounds not yet valid" if s.inverted else ""))
     ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     fig.savefig(str(path), dpi=120)

@@ -49,6 +49,38 @@ def test_bdmc_sandwiches_the_truth_and_doubles_until_the_gap_closes():
         bdmc(POST, BASE, x_true, gap_tol=0.0)
 
 
+def test_inverted_sandwich_is_flagged_not_presented(capsys):
+    from dataclasses import replace
+
+    from stanlogz.commands.bdmc import print_result
+    from stanlogz.report import Reporter
+
+    x_true = POST.sample(np.random.default_rng(1), 1)[0]
+    res = bdmc(POST, BASE, x_true, n_chains=4, n_temps=20, gap_tol=None, seed=3)
+    assert not res.inverted or res.gap < 0
+    # Push the lower bound 1 nat above the upper: far beyond 2 spreads of the gap.
+    bad = bd.BDMCResult(replace(res.lower, log_z=res.upper.log_z + 1.0, log_z_se=0.1),
+                        replace(res.upper, log_z_se=0.1), res.history)
+    assert bad.inverted and bad.gap == pytest.approx(-1.0)
+    assert "inverted" in bad.warnings[0] and "not yet valid" in bad.warnings[0]
+    d = bad.to_dict()
+    assert d["inverted"] and not d["valid"] and d["warnings"][0] == bad.warnings[0]
+    # Noise-sized inversion (within 2 spreads) is not flagged.
+    ok = bd.BDMCResult(replace(res.lower, log_z=res.upper.log_z + 0.1, log_z_se=0.1),
+                       replace(res.upper, log_z_se=0.1), res.history)
+    assert not ok.inverted
+    print_result(Reporter(), TestbedResult(sandwich=bad, rows=[], n_draws=0))
+    out = capsys.readouterr()
+    assert "NOT VALID" in out.out and "BDMC bounds are inverted" in out.err
+
+
+def test_budget_fractions():
+    assert bd.budget_fractions(1) == (1.0,)
+    assert bd.budget_fractions(3) == (0.25, 0.5, 1.0)
+    with pytest.raises(InputError):
+        bd.budget_fractions(0)
+
+
 def test_testbed_scores_estimators_and_plots(tmp_path, monkeypatch):
     rng = np.random.default_rng(2)
     draws = POST.sample(rng, 800).reshape(4, 200, D)
@@ -180,9 +212,9 @@ def test_bdmc_command_end_to_end(compiled, capsys, tmp_path):
     compiled(SIM_STAN, json.loads(SIM_DATA.read_text()))  # build once per session
     plot = tmp_path / "tb.png"
     rc = main(["--json", "--seed", "3", "--quiet", "bdmc", str(MAIN_STAN), "--simulate",
-               str(SIM_STAN), "--sim-data", str(SIM_DATA), "--estimators", "laplace,gis",
+               str(SIM_STAN), "--sim-data", str(SIM_DATA), "--estimators", "laplace,gis,ais",
                "--temps", "60", "--ais-chains", "4", "--chains", "2", "--warmup", "200",
-               "--draws", "200", "--plot", str(plot)])
+               "--draws", "200", "--budgets", "2", "--plot", str(plot)])
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     sw = out["sandwich"]
@@ -192,9 +224,15 @@ def test_bdmc_command_end_to_end(compiled, capsys, tmp_path):
     # to well under 0.2 nat, and the truth lies within 0.2 nat of both bounds.
     assert abs(sw["gap"]) < 0.2
     assert abs(sw["midpoint"] - truth) < 0.2
-    names = [r["method"] for r in out["estimators"]]
-    assert names == ["laplace", "gis"]
-    for r in out["estimators"]:
+    assert sw["valid"] and not sw["inverted"]
+    # Cost sweep: every estimator at half and full cost, the sweep's cost increasing.
+    rows = out["estimators"]
+    assert [(r["method"], r["budget"]) for r in rows] == [
+        (m, b) for m in ("laplace", "gis", "ais") for b in (0.5, 1.0)]
+    assert out["budgets"] == [0.5, 1.0]
+    for a, b in zip(rows[::2], rows[1::2], strict=True):
+        assert a["cost"] < b["cost"] and a["draw_evals"] > 0
+    for r in rows:
         assert r["failed"] == "" and abs(r["log_z"] - truth) < 0.2
     assert plot.stat().st_size > 1000
     # One-line errors, status 2.
