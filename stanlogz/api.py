@@ -127,7 +127,8 @@ def evidence(
     draws); without them stanlogz's NUTS draws ``chains x n_draws`` after ``warmup``. Extra
     ``options`` go to the estimator. The diagnostics gain the sampling cost
     (``n_sampling_evals``, ``sampling_seconds``) and the warnings any sign that log Z is not
-    meaningful (bad mixing, draws that run away, parameters without a prior).
+    meaningful (bad mixing, draws that run away, parameters without a prior; with gbs also chains
+    that disagree on log Z and an estimate that drifts between halves of the draws).
     """
     if method not in METHODS:
         get_method(method)  # raises InputError naming the choices

@@ -13,10 +13,10 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special
+from scipy import optimize, special, stats
 
 from ..errors import EstimationError
-from ..flows.gaussianize import GaussianizingFlow
+from ..flows.gaussianize import GaussianizingFlow, one_blas_thread
 from ..result import EvidenceResult
 from ..target import CountingTarget, Target
 from .common import (
@@ -129,7 +129,28 @@ def gbs(
     the flow, the second half enters the bridge. ``n_q`` fixes the number of flow samples (else
     the adaptive rule with ``f_err``/``f_eva`` picks it, at most ``max_n_q_factor * n_p``).
     The fitted flow and log weights are kept in ``diagnostics`` under keys starting with "_".
+    ``diagnostics`` also hold per-chain and per-half estimates (see :func:`consistency_checks`),
+    and ``warnings`` say when chains disagree on log Z or the estimate drifts within the draws.
     """
+    with one_blas_thread():
+        return _gbs(target, draws, seed=seed, n_layers=n_layers, f_err=f_err, f_eva=f_eva,
+                    n_sampling_evals=n_sampling_evals, n_q=n_q, max_n_q_factor=max_n_q_factor,
+                    flow_options=flow_options)
+
+
+def _gbs(
+    target: Target,
+    draws: np.ndarray,
+    *,
+    seed: Seed = None,
+    n_layers: int | None = None,
+    f_err: float = 0.1,
+    f_eva: float = 0.1,
+    n_sampling_evals: int | None = None,
+    n_q: int | None = None,
+    max_n_q_factor: float = 20.0,
+    flow_options: dict | None = None,
+) -> EvidenceResult:
     t0 = time.perf_counter()
     chains = as_chains(draws, target.dim)
     d = chains.shape[2]
@@ -171,6 +192,9 @@ def gbs(
     diagnostics.update(flow_layers=len(flow.layers), fit_seconds=t_fit,
                        _flow=flow, _log_w_p=lw_p, _log_w_q=lw_q)
     warnings += bridge_warnings(sol, k_q, k_p, bad_p, bad_q, lw_q.size, "flow")
+    consistency = consistency_checks(lw_p, lw_q, sol.log_r)
+    diagnostics.update(consistency)
+    warnings += consistency_warnings(consistency)
     return EvidenceResult(
         method="gbs", log_z=sol.log_r, log_z_se=sol.se, n_draws=int(2 * n_p),
         n_evals=counting.n_evals, seconds=time.perf_counter() - t0,
@@ -206,4 +230,70 @@ def bridge_warnings(sol: BridgeSolution, k_q: float, k_p: float, bad_p: int, bad
                    "the target")
     if sol.se > 0.5:
         out.append(f"large standard error ({sol.se:.2f} nats): run more posterior draws")
+    return out
+
+
+# Consistency of the estimate across parts of the posterior draws. Every part is bridged against
+# the same flow samples, so no new target evaluations are needed, and the flow-side error is
+# shared: it cancels (to first order) in differences between parts, whose variance is therefore
+# the sum of the parts' posterior-side terms of eq. (9).
+CHAIN_ALARM_P = 1e-3  # false-alarm probability of the between-chain test on well-mixed chains
+DRIFT_ALARM_Z = 3.0  # |first half - second half| in combined standard errors (two-sided p 0.003)
+
+
+def _part_estimates(parts: list[np.ndarray], lw_q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bridge estimate and posterior-side standard error from each part of the draws (NaN where
+    a part has no overlap with the flow)."""
+    est, se = np.full(len(parts), np.nan), np.full(len(parts), np.nan)
+    for i, part in enumerate(parts):
+        try:
+            s = solve_bridge(part, lw_q)
+        except EstimationError:
+            continue
+        est[i], se[i] = s.log_r, math.sqrt(s.re2_p)
+    return est, se
+
+
+def consistency_checks(lw_p: np.ndarray, lw_q: np.ndarray, log_z: float) -> dict:
+    """Per-chain and per-half (in time) estimates of log Z and the statistics that compare them.
+
+    ``lw_p`` holds the posterior-side log weights shaped ``(chains, n)``. With two or more chains:
+    ``chain_log_z``, their ``chain_log_z_se`` (posterior side), the spread ``chain_log_z_sd``, and
+    Cochran's ``chain_q`` (chi-square with chains - 1 degrees of freedom when all chains sample
+    the same distribution) with its ``chain_p``. Always: ``half_log_z`` (first and second half of
+    every chain) and ``drift_z``, their difference in combined standard errors.
+    """
+    out: dict = {}
+    n_chains, n = lw_p.shape
+    if n_chains >= 2 and n >= 10:
+        est, se = _part_estimates([lw_p[c : c + 1] for c in range(n_chains)], lw_q)
+        ok = np.isfinite(est) & (se > 0)
+        out.update(chain_log_z=est.tolist(), chain_log_z_se=se.tolist(),
+                   chain_log_z_sd=float(np.std(est[ok], ddof=1)) if ok.sum() >= 2 else math.nan)
+        if ok.sum() >= 2:
+            w = 1.0 / se[ok] ** 2
+            mean = float(np.sum(w * est[ok]) / np.sum(w))
+            q = float(np.sum(w * (est[ok] - mean) ** 2))
+            out.update(chain_q=q, chain_p=float(stats.chi2.sf(q, ok.sum() - 1)))
+    if n >= 20:
+        h = n // 2
+        est, se = _part_estimates([lw_p[:, :h], lw_p[:, h : 2 * h]], lw_q)
+        out["half_log_z"] = est.tolist()
+        if np.all(np.isfinite(est)) and np.all(se > 0):
+            out["drift_z"] = float((est[1] - est[0]) / math.hypot(se[0], se[1]))
+    return out
+
+
+def consistency_warnings(c: dict) -> list[str]:
+    """Warnings when the parts of the posterior draws disagree on log Z beyond their errors."""
+    out = []
+    if c.get("chain_p", 1.0) < CHAIN_ALARM_P:
+        out.append(f"chains disagree on log Z (per-chain sd {c['chain_log_z_sd']:.3g} nats, "
+                   f"p = {c['chain_p']:.1e}): the sampler may not have mixed between modes; "
+                   "run longer chains or check R-hat")
+    if abs(c.get("drift_z", 0.0)) > DRIFT_ALARM_Z:
+        a, b = c["half_log_z"]
+        out.append(f"log Z drifts between the first and second half of the draws ({a:.3f} vs "
+                   f"{b:.3f}, {c['drift_z']:+.1f} se): the chains may not have converged; "
+                   "run longer chains")
     return out
