@@ -7,6 +7,7 @@ toolchain the programs and their simulation programs are compiled; with ``--pyth
 
     nice -n 10 python benchmarks/bdmc.py [--models gmm,lowrank] [--temps 100,200,400,800]
         [--chains 16] [--estimators gbs,gis,ghm,laplace,bridge-gaussian,ais] [--seed 1]
+        [--budgets 3] [--plot-dir DIR]
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from stanlogz.bases import gaussian_from_draws
-from stanlogz.bdmc import TestbedResult, bdmc, simulate, testbed
+from stanlogz.bdmc import TestbedResult, bdmc, budget_fractions, plot_testbed, simulate, testbed
 from stanlogz.estimators.ais import DEFAULT_INFLATE
 from stanlogz.report import format_table
 from stanlogz.targets import GaussianTarget
@@ -141,6 +142,62 @@ def _hmc_draws(target, x0: np.ndarray, rng: np.random.Generator, n: int = 500,
     return out
 
 
+class CollapsedLowRank:
+    """lowrank.stan with U integrated out analytically: each row of Y is N(0, VᵀV + σ²I_M).
+
+    x = (vec V column-major, log sigma); same log Z as the full model, 17 dimensions instead of
+    37 and no rotation of U to mix over, so BDMC on it gives a reference log Z.
+    """
+
+    def __init__(self, y: np.ndarray, r: int) -> None:
+        self.y, self.r = np.asarray(y, float), r
+        self.s = self.y.T @ self.y
+
+    @property
+    def dim(self) -> int:
+        return self.r * self.y.shape[1] + 1
+
+    def log_density_gradient(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        n, m = self.y.shape
+        v = x[:-1].reshape((self.r, m), order="F")
+        ls = x[-1]
+        s2 = np.exp(2 * ls)
+        c = v.T @ v + s2 * np.eye(m)
+        try:
+            chol = np.linalg.cholesky(c)
+        except np.linalg.LinAlgError:
+            return -np.inf, np.zeros(self.dim)
+        ci = np.linalg.inv(c)
+        lp = (-0.5 * np.sum(ci * self.s) - n * np.sum(np.log(np.diag(chol)))
+              - 0.5 * n * m * LOG_2PI - 0.5 * np.sum(v**2) - 0.5 * v.size * LOG_2PI
+              - np.log(0.25) - 0.5 * LOG_2PI - 0.5 * ((ls + 1) / 0.25) ** 2)
+        g = -0.5 * n * ci + 0.5 * ci @ self.s @ ci  # d lp / d C
+        gv = 2 * v @ g - v
+        gs = 2 * s2 * np.trace(g) - (ls + 1) / 0.0625
+        return float(lp), np.concatenate([gv.ravel(order="F"), [gs]])
+
+    def log_density(self, x: np.ndarray) -> float:
+        return self.log_density_gradient(x)[0]
+
+
+def lowrank_reference(target, x_true: np.ndarray, sim_data: dict, seed: int,
+                      n_workers: int | None) -> str:
+    """BDMC on the collapsed low-rank model from its prior: a reference log Z."""
+    n, m, r = sim_data["N"], sim_data["M"], sim_data["R"]
+    y = (np.asarray(json.loads(target.data_json)["Y"], float) if hasattr(target, "data_json")
+         else target.y)
+    col = CollapsedLowRank(y, r)
+    x = np.concatenate([x_true[n * r: n * r + r * m], x_true[-1:]])
+    mean, var = np.zeros(col.dim), np.ones(col.dim)
+    mean[-1], var[-1] = -1.0, 0.25**2
+    t0 = time.perf_counter()
+    res = bdmc(col, GaussianTarget(mean, np.diag(var)), x, n_chains=16, n_temps=1000,
+               gap_tol=None, seed=seed, n_workers=n_workers)
+    return (f"reference (U integrated out, dim {col.dim}, prior path, T=1000, K=16): lower "
+            f"{res.lower.log_z:.3f} ± {res.lower.log_z_se:.3f}, upper {res.upper.log_z:.3f} ± "
+            f"{res.upper.log_z_se:.3f} ({time.perf_counter() - t0:.0f} s)")
+
+
 def lowrank_prior(sim_data: dict) -> GaussianTarget:
     """lowrank.stan's prior on its unconstrained space (U, V standard normal, log sigma ~
     N(-1, 0.25^2)): normalized and exactly sampleable, so AIS can anneal prior -> posterior."""
@@ -197,7 +254,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--python", action="store_true", help="NumPy models instead of Stan")
     p.add_argument("--no-prior", action="store_true", help="skip the prior-path tables")
     p.add_argument("--no-testbed", action="store_true", help="only the gap-vs-T tables")
+    p.add_argument("--budgets", type=int, default=3,
+                   help="testbed cost sweep: each estimator at N costs 1/2^(N-1), ..., 1")
+    p.add_argument("--plot-dir", default=None, help="write testbed_<model>.png here")
     args = p.parse_args(argv)
+    t_start = time.perf_counter()
     use_python = args.python or importlib.util.find_spec("stanlogz.model") is None
     estimators = [e for e in args.estimators.split(",") if e]
     for name in args.models.split(","):
@@ -209,6 +270,10 @@ def main(argv: list[str] | None = None) -> int:
         if name in PRIORS and not args.no_prior:
             sim_data = json.loads((STAN_DIR / f"{name}_sim.data.json").read_text())
             bases["prior"] = PRIORS[name](sim_data)
+        if name == "lowrank":
+            sim_data = json.loads((STAN_DIR / f"{name}_sim.data.json").read_text())
+            print("  " + lowrank_reference(target, x_true, sim_data, args.seed, args.workers),
+                  flush=True)
         for base_name, base in bases.items():
             rows = []
             for t in temps:
@@ -216,27 +281,37 @@ def main(argv: list[str] | None = None) -> int:
                 res = bdmc(target, base, x_true, n_chains=args.chains, n_temps=t, gap_tol=None,
                            seed=args.seed + t, n_workers=args.workers)
                 rows.append([t, res.lower.log_z, res.lower.log_z_se, res.upper.log_z,
-                             res.upper.log_z_se, res.gap, res.lower.ess, res.upper.ess,
-                             res.lower.acceptance, round(time.perf_counter() - t0, 1),
-                             res.n_evals])
+                             res.upper.log_z_se, res.gap, "no" if res.inverted else "yes",
+                             res.lower.ess, res.upper.ess, res.lower.acceptance,
+                             round(time.perf_counter() - t0, 1), res.n_evals])
                 print(f"  T={t}: gap {res.gap:.3f} in {rows[-1][-2]} s", flush=True)
             print(format_table(
-                ["T", "lower", "se", "upper", "se", "gap", "ess lo", "ess up", "accept",
+                ["T", "lower", "se", "upper", "se", "gap", "valid", "ess lo", "ess up", "accept",
                  "seconds", "evals"], rows,
-                f"BDMC gap vs T ({name}, base: {base_name}, K={args.chains} chains each way)"))
+                f"BDMC gap vs T ({name}, base: {base_name}, K={args.chains} chains each way, "
+                "adaptive schedule)"))
         if args.no_testbed:
             continue
-        # The sandwich of the testbed comes from the last base tried (the prior when known).
+        # The testbed's sandwich is the last one above: last base (the prior when known),
+        # largest T.
         tb: TestbedResult = testbed(target, draws, x_true, estimators, base=base,
-                                    n_chains=args.chains, n_temps=temps[-1], gap_tol=None,
-                                    seed=args.seed, n_workers=args.workers)
+                                    seed=args.seed, n_workers=args.workers, sandwich=res,
+                                    budgets=budget_fractions(args.budgets))
         print(format_table(list(TestbedResult.HEADER), tb.table_rows(),
                            f"testbed ({name}, BDMC base: {base_name}, T={temps[-1]}; "
-                           "error = estimate - midpoint)"))
+                           "error = estimate - midpoint; cost excludes the NUTS draws)"))
+        for w in res.warnings:
+            print(f"  warning: {w}")
         for r in tb.rows:
             if r.failed:
-                print(f"  {r.method} failed: {r.failed}")
+                print(f"  {r.method} (budget {r.budget:g}) failed: {r.failed}")
+        if args.plot_dir:
+            out = Path(args.plot_dir) / f"testbed_{name}.png"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            plot_testbed(tb, out)
+            print(f"  plot: {out}")
         sys.stdout.flush()
+    print(f"\ntotal {time.perf_counter() - t_start:.0f} s")
     return 0
 
 

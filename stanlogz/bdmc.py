@@ -428,6 +428,7 @@ def testbed(
     estimator_options: dict[str, dict[str, Any]] | None = None,
     budgets: Sequence[float] = (1.0,),
     evals_per_draw: float = 0.0,
+    sandwich: BDMCResult | None = None,
     progress: Progress | None = None,
 ) -> TestbedResult:
     """Run ``estimators`` on ``target`` with ``draws`` and score them against BDMC.
@@ -441,7 +442,7 @@ def testbed(
     Each estimator runs once per fraction in ``budgets`` (e.g. :func:`budget_fractions`): with
     that fraction of the draws of each chain (the first ones), or for AIS of its temperatures.
     ``evals_per_draw`` (NUTS gradient evaluations per draw, if known) charges each row for the
-    draws it used.
+    draws it used. A ``sandwich`` already computed for this target and sample is used as is.
     """
     from .bases import as_draw_matrix, gaussian_from_draws
     from .estimators.ais import DEFAULT_INFLATE
@@ -452,9 +453,10 @@ def testbed(
     x = as_draw_matrix(draws)
     if base is None:
         base = gaussian_from_draws(x, inflate=DEFAULT_INFLATE)
-    sandwich = bdmc(target, base, posterior_sample, n_chains=n_chains, n_temps=n_temps,
-                    gap_tol=gap_tol, base_draws=base_draws, seed=_seed_int(seed, 1),
-                    n_workers=n_workers, progress=progress)
+    if sandwich is None:
+        sandwich = bdmc(target, base, posterior_sample, n_chains=n_chains, n_temps=n_temps,
+                        gap_tol=gap_tol, base_draws=base_draws, seed=_seed_int(seed, 1),
+                        n_workers=n_workers, progress=progress)
     fractions = sorted({float(f) for f in budgets})
     if not fractions or fractions[0] <= 0 or fractions[-1] > 1:
         raise InputError(f"budgets must be fractions in (0, 1], got {list(budgets)}")
@@ -572,7 +574,7 @@ def plot_testbed(result: TestbedResult, path: str | Path) -> None:
         ax.errorbar([max(r.cost, 1) for r in mine], [r.log_z for r in mine], yerr=se,
                     fmt=markers[i % len(markers)] + "-", capsize=3, lw=1, label=m)
     ax.set_xscale("log")
-    ax.set_xlabel("cost (log-density gradient evaluations, draws included)")
+    ax.set_xlabel("cost (log-density gradient evaluations; NUTS draws included when known)")
     ax.set_ylabel("log Z")
     title = f"estimators vs BDMC (gap {s.gap:.2f} nats, T={s.lower.n_temps})"
     ax.set_title(title + ("\nsandwich INVERTED: bounds not yet valid" if s.inverted else ""))

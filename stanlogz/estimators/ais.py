@@ -296,12 +296,16 @@ def reverse_ais(
     base_log_z: float = 0.0,
     jitter: float = 0.1,
     backend: str = "auto",
+    spread_starts: int = 10,
 ) -> AISResult:
     """Reverse AIS from ``posterior_samples`` back to ``base``: a stochastic upper bound on log Z.
 
     The bound holds when the samples are exact posterior draws (e.g. the parameters that
-    simulated the data); a single sample may start every chain. With more samples than chains,
-    evenly spaced ones are used. Other arguments as for :func:`ais`.
+    simulated the data). With more samples than chains, evenly spaced ones are used; with fewer
+    (e.g. one), each sample starts several chains, from states ``spread_starts`` HMC transitions
+    apart on a chain at β=1 from it (0: all from the sample itself). Every such state is still
+    an exact posterior sample, so the bound holds, and the chains share less of their start.
+    Other arguments as for :func:`ais`.
     """
     if n_chains < 1:
         raise InputError(f"n_chains must be >= 1, got {n_chains}")
@@ -321,14 +325,42 @@ def reverse_ais(
     ss = as_seed_sequence(seed)
     betas, tuning, tune_evals = _prepare(path, schedule, n_temps, seed=ss, hmc_steps=hmc_steps,
                                          tuning=tuning)
+    starts, spread_evals = _spread_starts(path, samples, idx, tuning, hmc_steps, spread_starts,
+                                          np.random.default_rng(child_sequence(ss, 2)))
     outs = _anneal(
-        path, betas[::-1].copy(), [samples[i].copy() for i in idx], seed=ss, n_workers=n_workers,
+        path, betas[::-1].copy(), starts, seed=ss, n_workers=n_workers,
         hmc_steps=hmc_steps, transitions_per_temp=transitions_per_temp, tuning=tuning,
         jitter=jitter, backend=backend,
     )
     name = schedule if isinstance(schedule, str) else "explicit"
     return _result(outs, reverse=True, path=path, betas=betas, schedule=name, tuning=tuning,
-                   tune_evals=tune_evals, seconds=time.perf_counter() - t0)
+                   tune_evals=tune_evals + spread_evals, seconds=time.perf_counter() - t0)
+
+
+def _spread_starts(
+    path: AnnealingPath, samples: np.ndarray, idx: np.ndarray, tuning: HMCTuning,
+    hmc_steps: int, spacing: int, rng: np.random.Generator,
+) -> tuple[list[np.ndarray | None], int]:
+    """Starting points of the reverse chains: ``samples[idx]``, where a sample starts several
+    chains, its later copies replaced by states ``spacing`` HMC transitions apart on a chain at
+    β=1 from it. Returns the starts and the evaluations spent."""
+    starts: list[np.ndarray | None] = [samples[i].copy() for i in idx]
+    if spacing < 1:
+        return starts, 0
+    eps, inv_metric = tuning.at(1.0)
+    n_evals = 0
+    with np.errstate(over="ignore", invalid="ignore"):  # divergences are rejected
+        for i in np.unique(idx):
+            ks = np.flatnonzero(idx == i)
+            pt = path.evaluate(samples[i])
+            n_evals += 1
+            for k in ks[1:]:
+                for _ in range(spacing):
+                    pt, _, n = annealed_transition(path, 1.0, pt, rng, eps, inv_metric,
+                                                   hmc_steps)
+                    n_evals += n
+                starts[k] = pt.position.copy()
+    return starts, n_evals
 
 
 # Covariance inflation of the Gaussian base fitted to posterior draws: a base a bit wider than
