@@ -166,6 +166,10 @@ def prior_draws(main: Any, sim: Any, n: int, *, seed: int | None = None) -> np.n
 # false alarm for Gaussian bound errors) means the stochastic bounds have not converged.
 INVERTED_SPREADS = 2.0
 
+# Weight ESS below this share of the chains makes the log-mean-exp (and its delta-method spread)
+# unreliable: the next doubling round of :func:`bdmc` doubles the chains as well.
+LOW_ESS_FRACTION = 0.25
+
 
 @dataclass
 class BDMCResult:
@@ -237,6 +241,7 @@ def bdmc(
     n_temps: int = 1000,
     gap_tol: float | None = 1.0,
     max_temps: int = 16000,
+    max_chains: int = 128,
     schedule: str = "adaptive",
     seed: int | None = None,
     n_workers: int | None = None,
@@ -249,27 +254,29 @@ def bdmc(
 
     Every reverse chain starts at ``posterior_sample`` (one exact sample, shape ``(dim,)``, or
     several, ``(n, dim)``). With ``gap_tol`` set, T doubles until the gap is below it or T would
-    exceed ``max_temps`` (an inverted sandwich, see :attr:`BDMCResult.inverted`, doubles too).
-    Both directions share one HMC tuning and schedule (a pilot on the first round).
+    exceed ``max_temps`` (an inverted sandwich, see :attr:`BDMCResult.inverted`, doubles too);
+    when either direction's weight ESS is below :data:`LOW_ESS_FRACTION` of its chains, the
+    chains double too (up to ``max_chains``). Both directions share one HMC tuning and schedule
+    (a pilot on the first round).
     """
     if gap_tol is not None and not gap_tol > 0:
         raise InputError(f"gap tolerance must be positive, got {gap_tol}")
     ss = as_seed_sequence(seed)
-    common = dict(n_chains=n_chains, schedule=schedule, n_workers=n_workers,
-                  hmc_steps=hmc_steps, base_draws=base_draws, base_log_z=base_log_z)
+    common = dict(schedule=schedule, n_workers=n_workers, hmc_steps=hmc_steps,
+                  base_draws=base_draws, base_log_z=base_log_z)
     history: list[dict[str, float]] = []
     tuning = None
-    t, round_ = int(n_temps), 0
+    t, k, round_ = int(n_temps), int(n_chains), 0
     while True:
         t0 = time.perf_counter()
-        lo = ais(target, base, n_temps=t, seed=child_sequence(ss, 2 * round_), tuning=tuning,
-                 **common)
+        lo = ais(target, base, n_temps=t, n_chains=k, seed=child_sequence(ss, 2 * round_),
+                 tuning=tuning, **common)
         tuning = lo.tuning
-        hi = reverse_ais(target, base, posterior_sample, n_temps=t, tuning=tuning,
+        hi = reverse_ais(target, base, posterior_sample, n_temps=t, n_chains=k, tuning=tuning,
                          seed=child_sequence(ss, 2 * round_ + 1), **common)
         history.append({
-            "n_temps": t, "lower": lo.log_z, "lower_se": lo.log_z_se, "upper": hi.log_z,
-            "upper_se": hi.log_z_se, "gap": hi.log_z - lo.log_z,
+            "n_temps": t, "n_chains": k, "lower": lo.log_z, "lower_se": lo.log_z_se,
+            "upper": hi.log_z, "upper_se": hi.log_z_se, "gap": hi.log_z - lo.log_z,
             "seconds": time.perf_counter() - t0, "n_evals": lo.n_evals + hi.n_evals,
         })
         if progress is not None:
@@ -279,6 +286,8 @@ def bdmc(
         # An inverted sandwich has not converged either: keep doubling.
         if gap_tol is None or (res.gap < gap_tol and not res.inverted) or 2 * t > max_temps:
             break
+        if min(lo.ess, hi.ess) < LOW_ESS_FRACTION * k:
+            k = min(2 * k, max(k, int(max_chains)))
         t, round_ = 2 * t, round_ + 1
     if gap_tol is not None and res.gap >= gap_tol:
         res.notes.append(f"BDMC gap {res.gap:.2f} nats is above the tolerance {gap_tol:g} at "

@@ -182,6 +182,21 @@ def test_ais_below_and_reverse_ais_above_truth(tuning):
         reverse_ais(FunctionTarget(D, lambda x: -np.inf), BASE, post, tuning=tuning)
 
 
+def test_reverse_chains_from_one_sample_start_apart(tuning):
+    from stanlogz.estimators.ais import _spread_starts
+
+    x = POST.sample(np.random.default_rng(6), 1)
+    path = AnnealingPath(BASE, POST)
+    idx = np.zeros(4, dtype=int)
+    starts, n = _spread_starts(path, x, idx, tuning, 5, 3, np.random.default_rng(1))
+    # The first chain starts at the sample itself, the others 3, 6, 9 transitions later.
+    np.testing.assert_array_equal(starts[0], x[0])
+    assert n == 1 + 3 * 3 * 5
+    assert all(not np.array_equal(a, b) for a, b in zip(starts, starts[1:], strict=False))
+    same, n0 = _spread_starts(path, x, idx, tuning, 5, 0, np.random.default_rng(1))
+    assert n0 == 0 and all(np.array_equal(a, x[0]) for a in same)
+
+
 def test_gap_shrinks_as_temperatures_grow(tuning):
     post = POST.sample(np.random.default_rng(5), 16)
     gaps = []

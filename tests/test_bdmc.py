@@ -42,6 +42,9 @@ def test_bdmc_sandwiches_the_truth_and_doubles_until_the_gap_closes():
     assert res.lower.log_z < POST.log_z + 3 * res.lower.log_z_se
     assert res.upper.log_z > POST.log_z - 3 * res.upper.log_z_se
     assert abs(res.midpoint - POST.log_z) < 0.5
+    # Chains double only after a round with low weight ESS.
+    ks = [h["n_chains"] for h in res.history]
+    assert ks[0] == 12 and all(b in (a, 2 * a) for a, b in zip(ks, ks[1:], strict=False))
     d = res.to_dict()
     assert d["n_temps"] == ts[-1] and len(d["history"]) == len(ts)
     assert res.n_evals == sum(h["n_evals"] for h in res.history) > 0
