@@ -469,9 +469,13 @@ def run_stan(problems, args, rows) -> None:
         r = get_method("gbs")(model, out.unconstrained, seed=1,
                               n_sampling_evals=out.n_gradient_evals)
         err = r.log_z - p.log_z
+        d = r.diagnostics
         rows.append([p.name, p.target.dim, round(out.seconds, 2), out.n_gradient_evals,
                      round(r.log_z, 4), round(err, 4), round(r.log_z_se, 4),
-                     round(r.seconds, 2), r.n_evals, round(r.seconds / out.seconds, 3)])
+                     round(r.seconds, 2), round(d["fit_seconds"], 2), r.n_evals,
+                     round(r.seconds / out.seconds, 3), round(d.get("chain_log_z_sd", math.nan), 4),
+                     f"{d.get('chain_p', math.nan):.2g}", round(d.get("drift_z", math.nan), 2),
+                     "; ".join(w.split(":")[0][:28] for w in r.warnings)[:60]])
 
 
 def timing(problems, reps: int = 3) -> list:
@@ -536,7 +540,8 @@ def main(argv=None) -> int:
         run_stan(problems, args, srows)
         print()
         print(format_table(["problem", "dim", "NUTS sec", "NUTS grads", "gbs log Z", "error",
-                            "se", "gbs sec", "gbs evals", "gbs/NUTS time"], srows,
+                            "se", "gbs sec", "fit sec", "gbs evals", "gbs/NUTS time",
+                            "chain sd", "chain p", "drift z", "warnings"], srows,
                            title="GBS on Stan NUTS draws (4 chains x 1000)"))
     return 0
 
