@@ -26,7 +26,7 @@ import numpy as np
 from .draws import group_flat_names
 from .errors import DataError, InputError
 from .estimators import METHODS, get_method
-from .estimators.ais import AISResult, ais, reverse_ais
+from .estimators.ais import LOW_ESS_FRACTION, AISResult, ais, reverse_ais
 from .parallel import as_seed_sequence, child_sequence
 from .result import EvidenceResult, _jsonable
 from .target import CountingTarget, Target
@@ -166,9 +166,10 @@ def prior_draws(main: Any, sim: Any, n: int, *, seed: int | None = None) -> np.n
 # false alarm for Gaussian bound errors) means the stochastic bounds have not converged.
 INVERTED_SPREADS = 2.0
 
-# Weight ESS below this share of the chains makes the log-mean-exp (and its delta-method spread)
-# unreliable: the next doubling round of :func:`bdmc` doubles the chains as well.
-LOW_ESS_FRACTION = 0.25
+# The AIS bias falls about as 1/T, so doubling T should halve the gap; a gap that keeps more
+# than this share of itself points to a bias that more temperatures do not remove.
+STALLED_GAP_RATIO = 0.75
+
 
 
 @dataclass
@@ -286,12 +287,20 @@ def bdmc(
         # An inverted sandwich has not converged either: keep doubling.
         if gap_tol is None or (res.gap < gap_tol and not res.inverted) or 2 * t > max_temps:
             break
+        # Low weight ESS makes the log-mean-exp and its spread unreliable: more chains.
         if min(lo.ess, hi.ess) < LOW_ESS_FRACTION * k:
             k = min(2 * k, max(k, int(max_chains)))
         t, round_ = 2 * t, round_ + 1
     if gap_tol is not None and res.gap >= gap_tol:
         res.notes.append(f"BDMC gap {res.gap:.2f} nats is above the tolerance {gap_tol:g} at "
                          f"the largest T={t}")
+        prev = history[-2]["gap"] if len(history) > 1 else math.inf
+        if res.gap > STALLED_GAP_RATIO * prev:
+            res.notes.append(
+                f"BDMC gap did not shrink as T doubled ({prev:.2f} -> {res.gap:.2f} nats): the "
+                "chains may be unable to move between modes whose share the base distorts "
+                "(e.g. a symmetric posterior and a base fitted to draws); a base with the "
+                "posterior's symmetries, such as the prior, may close it")
     return res
 
 

@@ -77,6 +77,20 @@ def test_inverted_sandwich_is_flagged_not_presented(capsys):
     assert "NOT VALID" in out.out and "BDMC bounds are inverted" in out.err
 
 
+def test_stalled_gap_is_reported(monkeypatch):
+    from dataclasses import replace
+
+    x_true = POST.sample(np.random.default_rng(1), 1)[0]
+    ref = bdmc(POST, BASE, x_true, n_chains=4, n_temps=10, gap_tol=None, seed=3)
+    # AIS whose bounds do not move with T: a 2-nat gap that doubling T cannot close.
+    monkeypatch.setattr(bd, "ais", lambda *a, **k: replace(ref.lower, log_z=-5.0, ess=4.0))
+    monkeypatch.setattr(bd, "reverse_ais", lambda *a, **k: replace(ref.upper, log_z=-3.0,
+                                                                   ess=4.0))
+    res = bdmc(POST, BASE, x_true, n_chains=4, n_temps=10, gap_tol=0.5, max_temps=40, seed=3)
+    assert [h["n_temps"] for h in res.history] == [10, 20, 40]
+    assert any("did not shrink" in w for w in res.warnings)
+
+
 def test_budget_fractions():
     assert bd.budget_fractions(1) == (1.0,)
     assert bd.budget_fractions(3) == (0.25, 0.5, 1.0)

@@ -25,6 +25,10 @@ from ..result import EvidenceResult
 from ..schedules import adaptive_schedule, make_schedule
 from ..target import Target
 
+# Weight ESS below this share of the chains: the log-mean-exp rests on a few chains (in the
+# benchmark, a lower bound with ESS 3 of 16 overshot log Z by 0.7 nat at a spread of 0.5).
+LOW_ESS_FRACTION = 0.25
+
 # Below this many target gradient evaluations in all chains, parallel workers cost more than
 # they save (process start-up is ~0.1 s), so the chains run serially.
 _PARALLEL_MIN_EVALS = 50_000
@@ -222,9 +226,10 @@ def _result(
     warnings = []
     if not np.isfinite(log_z):
         raise EstimationError(f"{direction} AIS: every chain has weight zero or infinite")
-    if ess < 0.1 * log_w.size:
+    if ess < LOW_ESS_FRACTION * log_w.size:
         warnings.append(f"{direction} AIS: weight ESS {ess:.1f} of {log_w.size} chains; "
-                        "the spread understates the error, increase the number of temperatures")
+                        "the bound and its spread are carried by a few chains and may be off "
+                        "by more than the spread: increase the chains or temperatures")
     if n_moves and acceptance < 0.3:
         warnings.append(f"{direction} AIS: HMC acceptance {acceptance:.2f} is low; "
                         "increase hmc_steps or give a better base")
