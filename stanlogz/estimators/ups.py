@@ -446,7 +446,7 @@ def ups(
     e_hat = np.array([o[0] for o in out], dtype=float)
     reps = e_hat / tuning.q_density(lams)
     est, se = float(reps.mean()), float(reps.std(ddof=1) / math.sqrt(n_replicates))
-    z = (stats.t.ppf(0.5 + ci_level / 2, n_replicates - 1) if ci == "t"
+    z = float(stats.t.ppf(0.5 + ci_level / 2, n_replicates - 1) if ci == "t"
          else stats.norm.ppf(0.5 + ci_level / 2))
     k_arr, m_arr = np.array(ks), np.array(ms)
     taus_rep = np.array([o[1] for o in out], dtype=int)
