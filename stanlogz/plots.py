@@ -11,13 +11,14 @@ from .result import EvidenceResult
 
 
 def plot_evidence(result: EvidenceResult, draws: np.ndarray, path: str | Path,
-                  max_dims: int = 4, seed: int = 0) -> Path:
+                  max_dims: int = 4, seed: int = 0, names: list[str] | None = None) -> Path:
     """Write a PNG to ``path``: posterior-draw histograms against the flow's marginals (from flow
     samples) for the first ``max_dims`` coordinates, and histograms of the log weights
     ``log p - log q`` on the posterior and proposal sides (shifted by ``log_z``).
 
     ``result`` is what :func:`~stanlogz.estimators.bridge.gbs` (or ``gis``/``ghm``) returns: it
     needs the ``_flow`` and/or ``_log_w_p``/``_log_w_q`` entries of ``diagnostics``.
+    ``names`` labels the unconstrained coordinates (e.g. ``StanModel.param_unc_names()``).
     """
     import matplotlib
 
@@ -45,7 +46,8 @@ def plot_evidence(result: EvidenceResult, draws: np.ndarray, path: str | Path,
             ax.hist(x[:, i], bins=bins, density=True, color="0.75", label="posterior draws")
             ax.hist(xs[:, i], bins=bins, density=True, histtype="step", color="C0", lw=1.5,
                     label="flow")
-            ax.set_xlabel(f"x[{i}] (unconstrained)")
+            label = names[i] if names is not None and i < len(names) else f"x[{i}]"
+            ax.set_xlabel(f"{label} (unconstrained)")
             ax.set_yticks([])
         axes[0].legend(fontsize=7, loc="upper right")
     ax = axes[-1]

@@ -70,7 +70,8 @@ def check_method(method: str) -> str:
     return method
 
 
-def save_plot(result: EvidenceResult, draws: np.ndarray, path: Path) -> None:
+def save_plot(result: EvidenceResult, draws: np.ndarray, path: Path,
+              names: list[str] | None = None) -> None:
     """Draw the method's diagnostic plot into ``path`` (temporary file, then ``os.replace``)."""
     tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}{path.suffix}")
     try:
@@ -79,7 +80,7 @@ def save_plot(result: EvidenceResult, draws: np.ndarray, path: Path) -> None:
             plot(result.diagnostics["_ups"], tmp)
         elif result.method in FLOW_METHODS:
             plot = importlib.import_module("stanlogz.plots").plot_evidence
-            plot(result, draws, tmp)
+            plot(result, draws, tmp, names=names)
         else:
             raise InputError(f"no diagnostic plot for method {result.method}")
         if not tmp.is_file():
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     for w in r.warnings:
         report.warn(w)
     if plot is not None:
-        save_plot(r, draws.unconstrained, plot)
+        save_plot(r, draws.unconstrained, plot, names=model.param_unc_names())
         report.progress(f"plot written to {plot}")
     report.emit_json({"model": model.name, **result_dict(r),
                       "plot": None if plot is None else str(plot)})
