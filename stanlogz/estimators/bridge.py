@@ -16,7 +16,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from ..errors import EstimationError
-from ..flows.gaussianize import GaussianizingFlow, one_blas_thread
+from ..flows.gaussianize import GaussianizingFlow, single_blas_thread
 from ..result import EvidenceResult
 from ..target import CountingTarget, Target
 from .common import (
@@ -110,6 +110,7 @@ def adaptive_n_q(sol: BridgeSolution, n_q0: int, f_err: float, f_eva: float,
     return int(min(n_q, max(n_q0, max_n_q)))
 
 
+@single_blas_thread
 def gbs(
     target: Target,
     draws: np.ndarray,
@@ -132,25 +133,6 @@ def gbs(
     ``diagnostics`` also hold per-chain and per-half estimates (see :func:`consistency_checks`),
     and ``warnings`` say when chains disagree on log Z or the estimate drifts within the draws.
     """
-    with one_blas_thread():
-        return _gbs(target, draws, seed=seed, n_layers=n_layers, f_err=f_err, f_eva=f_eva,
-                    n_sampling_evals=n_sampling_evals, n_q=n_q, max_n_q_factor=max_n_q_factor,
-                    flow_options=flow_options)
-
-
-def _gbs(
-    target: Target,
-    draws: np.ndarray,
-    *,
-    seed: Seed = None,
-    n_layers: int | None = None,
-    f_err: float = 0.1,
-    f_eva: float = 0.1,
-    n_sampling_evals: int | None = None,
-    n_q: int | None = None,
-    max_n_q_factor: float = 20.0,
-    flow_options: dict | None = None,
-) -> EvidenceResult:
     t0 = time.perf_counter()
     chains = as_chains(draws, target.dim)
     d = chains.shape[2]
