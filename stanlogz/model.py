@@ -47,12 +47,17 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "slz_log_density_many": (_I, [_P, _B, _B, _I, _P, _P, _P, _P]),
     "slz_log_density_gradient_many": (_I, [_P, _B, _B, _I, _P, _P, _P, _P, _P]),
     "slz_param_constrain_many": (_I, [_P, _B, _B, _I, _P, _U, _P, _P]),
-    "slz_nuts": (_I, [_P, _I, _I, _I, _U, _D, _I, _D, _P, _P, _P, _P, _P, _P]),
+    "slz_nuts_ctl": (_I, [_P, _I, _I, _I, _U, _D, _I, _D, _P, _P, _P, _P, _P, _P, _P, _P]),
 }
 _NUTS_COLUMNS = [
     "lp__", "accept_stat__", "stepsize__", "treedepth__", "n_leapfrog__", "divergent__",
     "energy__",
 ]
+
+# Progress lines during NUTS: at most one per PROGRESS_INTERVAL_S seconds, each when some chain
+# has passed another tenth of its iterations; the sampler thread is polled every _POLL_S.
+PROGRESS_INTERVAL_S = 1.0
+_POLL_S = 0.05
 
 _libs: dict[str, ctypes.CDLL] = {}
 _libs_lock = threading.Lock()
@@ -168,7 +173,7 @@ class StanModel:
         self._ptr = ptr
         self.name = name or self._lib.bs_name(ptr).decode().removesuffix("_model")
         self._dim = int(self._lib.bs_param_unc_num(ptr))
-        self._has_nuts = hasattr(self._lib, "slz_nuts")
+        self._has_nuts = hasattr(self._lib, "slz_nuts_ctl")
         self._has_many = hasattr(self._lib, "slz_log_density_many")
         self._local = threading.local()
 
@@ -451,11 +456,15 @@ class StanModel:
 
         With ``save_warmup`` the kept warmup draws come first in every array. ``init`` is
         None (uniform(-init_radius, init_radius) on the unconstrained scale), a dict of
-        constrained values for all chains, or one dict per chain.
+        constrained values for all chains, or one dict per chain. ``progress`` gets a start and
+        an end line and, at most once per ``PROGRESS_INTERVAL_S`` seconds, the iteration of
+        chains that passed another tenth of their iterations. Ctrl-C (KeyboardInterrupt) stops
+        all chains at their next iteration and is re-raised; the draws do not depend on either.
         """
         if not self._has_nuts:
             raise ToolchainError(f"{self.lib_path.name} has no stanlogz NUTS entry (built with "
-                                 "the bridgestan backend); sample with cmdstanpy instead")
+                                 "the bridgestan backend or an older stanlogz); rebuild it or "
+                                 "sample with cmdstanpy instead")
         _check(self._dim > 0, f"{self.name} has no parameters to sample")
         _check(chains >= 1, f"chains must be >= 1, got {chains}")
         _check(warmup >= 0, f"warmup must be >= 0, got {warmup}")
@@ -477,13 +486,28 @@ class StanModel:
         if progress:
             progress(f"sampling {self.name}: {chains} chains x ({warmup} warmup + {draws} draws)")
         err = ctypes.c_void_p()
+        iterations = np.zeros(chains, dtype=np.int64)
+        stop = ctypes.c_int(0)
+        status: list[int] = []
+
+        def run() -> None:
+            status.append(self._lib.slz_nuts_ctl(
+                self._ptr, chains, warmup, draws, seed, adapt_delta, max_treedepth, init_radius,
+                ctypes.cast(init_array, ctypes.c_void_p) if init_buffers else None,
+                raw.ctypes.data, unc.ctypes.data, step.ctypes.data, inv_metric.ctypes.data,
+                iterations.ctypes.data, ctypes.byref(stop), ctypes.byref(err)))
+
         start = time.perf_counter()
-        rc = self._lib.slz_nuts(self._ptr, chains, warmup, draws, seed, adapt_delta,
-                                max_treedepth, init_radius,
-                                ctypes.cast(init_array, ctypes.c_void_p) if init_buffers else None,
-                                raw.ctypes.data, unc.ctypes.data, step.ctypes.data,
-                                inv_metric.ctypes.data, ctypes.byref(err))
+        ticker = _NutsProgress(progress, warmup, rows, start) if progress else None
+        try:
+            _run_stoppable(run, stop, lambda: ticker.poll(iterations) if ticker else None,
+                           name=f"stanlogz-nuts-{self.name}")
+        except BaseException:
+            if err.value:
+                self._take_error(err)
+            raise
         seconds = time.perf_counter() - start
+        rc = status[0] if status else 2
         if rc == 1:
             raise InitializationError(self._init_failure(self._take_error(err)))
         if rc:
@@ -576,6 +600,59 @@ class StanModel:
         if getattr(self, "_bs", None) is None:
             self._bs = self.bridgestan_model()
         return self._bs
+
+
+def _run_stoppable(call: Callable[[], None], stop: ctypes.c_int, poll: Callable[[], None],
+                   *, name: str) -> None:
+    """Run ``call`` (a blocking library call watching ``stop``) in a worker thread, calling
+    ``poll`` while it runs. On an exception here, KeyboardInterrupt included, sets ``stop``,
+    waits for ``call`` to return (it writes into the caller's arrays) and re-raises."""
+    worker = threading.Thread(target=call, name=name, daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(_POLL_S)
+            if worker.is_alive():
+                poll()
+    except BaseException:
+        stop.value = 1
+        while worker.is_alive():
+            try:
+                worker.join(_POLL_S)
+            except KeyboardInterrupt:
+                continue
+        raise
+
+
+class _NutsProgress:
+    """Per-chain iteration progress lines for a running NUTS call, throttled."""
+
+    def __init__(self, progress: Callable[[str], None], warmup: int, total: int,
+                 start: float) -> None:
+        self.progress = progress
+        self.warmup = warmup
+        self.total = total
+        self.last = start
+        self.reported: list[int] = []
+
+    def poll(self, iterations: np.ndarray) -> None:
+        """Report the chains that passed another tenth of their iterations since last time."""
+        now = time.perf_counter()
+        if now - self.last < PROGRESS_INTERVAL_S:
+            return
+        done = [int(i) for i in iterations]  # read once: the sampler keeps counting
+        if not self.reported:
+            self.reported = [0] * len(done)
+        tenths = [10 * i // self.total for i in done]
+        moved = [c for c, t in enumerate(tenths) if t > self.reported[c]]
+        if not moved:
+            return
+        self.progress("; ".join(f"chain {c + 1}: iteration {done[c]}/{self.total} "
+                                f"({'warmup' if done[c] <= self.warmup else 'sampling'})"
+                                for c in moved))
+        for c in moved:
+            self.reported[c] = tenths[c]
+        self.last = now
 
 
 class _Scratch:

@@ -1,15 +1,24 @@
 """Stan's NUTS through the library's own entry point: posterior moments against the analytic
-conjugate-normal posterior, output layout, reproducibility, inits and init failures."""
+conjugate-normal posterior, output layout, reproducibility, inits and init failures, progress
+lines and stopping on Ctrl-C."""
 
 from __future__ import annotations
 
+import _thread
 import json
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import arviz as az
 import numpy as np
 import pytest
 
+import stanlogz.model
 from stanlogz.errors import InitializationError, InputError
 from stanlogz.model import NutsOutput, StanModel
 
@@ -132,3 +141,96 @@ def test_invalid_init_value_raises_initialization_error(normal, compiled):
         model.nuts(chains=1, warmup=10, draws=10, seed=1, init={"k": -1.0})
     with pytest.raises(InputError, match="adapt_delta"):
         normal.nuts(adapt_delta=1.5)
+
+
+# ---------------------------------------------------------------------- progress and Ctrl-C
+
+PROGRESS_LINE = re.compile(r"chain (\d): iteration (\d+)/(\d+) \((warmup|sampling)\)")
+
+
+def test_progress_lines_are_throttled_and_leave_the_draws_unchanged(compiled, monkeypatch):
+    model = compiled("eight_schools")
+    quick: list[str] = []
+    model.nuts(chains=2, warmup=100, draws=100, seed=2, progress=quick.append)
+    assert len(quick) == 2  # a run shorter than PROGRESS_INTERVAL_S: start and end only
+
+    monkeypatch.setattr(stanlogz.model, "PROGRESS_INTERVAL_S", 0.1)
+    lines: list[tuple[float, str]] = []
+    fit = model.nuts(chains=2, warmup=20000, draws=20000, seed=2,
+                     progress=lambda s: lines.append((time.perf_counter(), s)))
+    assert lines[0][1] == "sampling eight_schools: 2 chains x (20000 warmup + 20000 draws)"
+    assert lines[-1][1].startswith("sampled eight_schools in ")
+    middle = lines[1:-1]
+    assert middle, "no iteration progress for a run of several tenths of a second"
+    last = {1: 0, 2: 0}
+    for _, line in middle:
+        parts = line.split("; ")
+        assert 1 <= len(parts) <= 2
+        for part in parts:
+            m = PROGRESS_LINE.fullmatch(part)
+            assert m, line
+            chain, it, total = int(m[1]), int(m[2]), int(m[3])
+            assert total == 40000 and it // 4000 > last[chain] // 4000  # a new tenth each time
+            assert m[4] == ("warmup" if it <= 20000 else "sampling")
+            last[chain] = it
+    times = [t for t, _ in middle]
+    assert all(b - a >= 0.1 for a, b in zip(times, times[1:], strict=False))
+
+    again = model.nuts(chains=2, warmup=20000, draws=20000, seed=2)
+    np.testing.assert_array_equal(fit.constrained, again.constrained)
+    np.testing.assert_array_equal(fit.sampler["lp__"], again.sampler["lp__"])
+    np.testing.assert_array_equal(fit.inv_metric, again.inv_metric)
+
+
+def test_keyboard_interrupt_stops_all_chains_promptly(compiled):
+    model = compiled("transforms")  # ~0.4 ms per iteration: this run would take minutes
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    start = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        model.nuts(chains=2, warmup=200000, draws=10, seed=1, init={"k": 0.6, "b": 0.0})
+    assert time.perf_counter() - start < 2.0
+    fit = model.nuts(chains=2, warmup=20, draws=20, seed=1, init={"k": 0.6, "b": 0.0})
+    assert fit.constrained.shape[:2] == (2, 20)
+
+
+def test_failing_progress_callback_stops_the_sampler(compiled, monkeypatch):
+    model = compiled("transforms")
+    monkeypatch.setattr(stanlogz.model, "PROGRESS_INTERVAL_S", 0.0)
+
+    def progress(line: str) -> None:
+        if line.startswith("chain"):
+            raise RuntimeError("progress sink closed")
+
+    start = time.perf_counter()  # the first chain line comes after a tenth: ~0.2 s of ~2 s
+    with pytest.raises(RuntimeError, match="progress sink closed"):
+        model.nuts(chains=2, warmup=5000, draws=10, seed=1, init={"k": 0.6, "b": 0.0},
+                   progress=progress)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_cli_sample_shows_progress_and_exits_130_on_sigint(compiled):
+    compiled("eight_schools")  # the subprocess finds the library in the same cache
+    cmd = [sys.executable, "-c", "import sys; from stanlogz.cli import main; sys.exit(main())",
+           "sample", str(MODELS / "eight_schools.stan"), "--data",
+           str(MODELS / "eight_schools.json"), "--chains", "2", "--warmup", "400000",
+           "--draws", "10", "--seed", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        seen: list[str] = []
+        assert proc.stderr is not None
+        for line in proc.stderr:  # the first iteration line comes ~1 s into sampling
+            seen.append(line)
+            if PROGRESS_LINE.search(line) or len(seen) > 50:
+                break
+        assert PROGRESS_LINE.search(seen[-1]), "".join(seen)
+        sent = time.perf_counter()
+        proc.send_signal(signal.SIGINT)
+        _, rest = proc.communicate(timeout=10)
+        assert time.perf_counter() - sent < 2.0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130
+    assert rest.strip().endswith("stanlogz: interrupted")

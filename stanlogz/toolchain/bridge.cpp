@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -445,7 +446,7 @@ SLZ_EXPORT void bs_rng_destruct(bs_rng* rng) { delete rng; }
 
 // ---------------------------------------------------------------- stanlogz entry points
 
-SLZ_EXPORT int slz_abi_version() { return 1; }
+SLZ_EXPORT int slz_abi_version() { return 2; }
 
 // Log density at n points (row-major n x dim). status[i]: 0 ok, 1 rejected (domain error,
 // value -inf). Any other exception stops the loop and returns -1 with err set.
@@ -517,23 +518,47 @@ SLZ_EXPORT int slz_param_constrain_many(const bs_model* m, bool include_tp, bool
 
 namespace {
 
-// Stores each row the sampler writes into a preallocated (rows x cols) block.
+// Stores each row the sampler writes into a preallocated (rows x cols) block. With a counter,
+// publishes the number of rows written so far (one per iteration) for another thread to read.
 class block_writer : public stan::callbacks::writer {
  public:
-  block_writer(double* out, size_t rows, size_t cols, size_t first_col)
-      : out_(out), rows_(rows), cols_(cols), first_(first_col) {}
+  block_writer(double* out, size_t rows, size_t cols, size_t first_col,
+               long long* counter = nullptr)
+      : out_(out), rows_(rows), cols_(cols), first_(first_col), counter_(counter) {}
   void operator()(const std::vector<double>& state) override {
     if (row_ >= rows_ || state.size() < first_ + cols_)
       return;
     std::memcpy(out_ + row_ * cols_, state.data() + first_, sizeof(double) * cols_);
     ++row_;
+    if (counter_)
+      __atomic_store_n(counter_, static_cast<long long>(row_), __ATOMIC_RELAXED);
   }
   size_t rows_written() const { return row_; }
 
  private:
   double* out_;
   size_t rows_, cols_, first_;
+  long long* counter_;
   size_t row_ = 0;
+};
+
+struct nuts_interrupted : std::runtime_error {
+  nuts_interrupted() : std::runtime_error("interrupted") {}
+};
+
+// Stan calls this before every iteration of every chain; a set flag stops the chain there.
+// The exception unwinds to the service's catch (std::exception), which returns an error code.
+class flag_interrupt : public stan::callbacks::interrupt {
+ public:
+  explicit flag_interrupt(const int* flag) : flag_(flag) {}
+  void operator()() override {
+    if (requested())
+      throw nuts_interrupted();
+  }
+  bool requested() const { return flag_ && __atomic_load_n(flag_, __ATOMIC_RELAXED) != 0; }
+
+ private:
+  const int* flag_;
 };
 
 class metric_capture : public stan::callbacks::structured_writer {
@@ -557,12 +582,17 @@ class metric_capture : public stan::callbacks::structured_writer {
 // draws_out: chains x (warmup+draws) x (7 + param_num(tp, gq)) sampler params + constrained.
 // unc_out:   chains x (warmup+draws) x dim unconstrained positions.
 // init_jsons: NULL or chains entries, each NULL or a JSON object of constrained inits.
-// Returns 0 ok, 1 initialization failed, 2 other failure (err set).
-SLZ_EXPORT int slz_nuts(const bs_model* m, int chains, int warmup, int draws, unsigned int seed,
-                        double adapt_delta, int max_treedepth, double init_radius,
-                        const char** init_jsons, double* draws_out, double* unc_out,
-                        double* stepsize_out, double* inv_metric_out, char** err) {
+// iterations_out: NULL or chains counters, each set (atomically) to the iterations done so far.
+// stop: NULL or a flag another thread may set to nonzero to stop all chains at their next
+//   iteration (read atomically).
+// Returns 0 ok, 1 initialization failed, 2 other failure, 3 stopped by the flag (err set).
+SLZ_EXPORT int slz_nuts_ctl(const bs_model* m, int chains, int warmup, int draws,
+                            unsigned int seed, double adapt_delta, int max_treedepth,
+                            double init_radius, const char** init_jsons, double* draws_out,
+                            double* unc_out, double* stepsize_out, double* inv_metric_out,
+                            long long* iterations_out, const int* stop, char** err) {
   capture_logger logger;
+  flag_interrupt interrupt(stop);
   try {
     ensure_ad_stack();
     const size_t d = m->unc_num;
@@ -582,17 +612,21 @@ SLZ_EXPORT int slz_nuts(const bs_model* m, int chains, int warmup, int draws, un
     std::vector<stan::callbacks::writer> init_writers(chains);
     std::vector<block_writer> sample_writers, diag_writers;
     for (int c = 0; c < chains; ++c) {
-      sample_writers.emplace_back(draws_out + c * rows * cols, rows, cols, 0);
+      sample_writers.emplace_back(draws_out + c * rows * cols, rows, cols, 0,
+                                  iterations_out ? iterations_out + c : nullptr);
       diag_writers.emplace_back(unc_out + c * rows * d, rows, d, 7);
     }
     std::vector<metric_capture> metric_writers(chains);
-    stan::callbacks::interrupt interrupt;
     stan::model::model_base& model = *m->model;
     int rc = stan::services::sample::hmc_nuts_diag_e_adapt(
         model, chains, inits, metrics, seed, 1, init_radius, warmup, draws, 1, true, 0, 1.0,
         0.0, max_treedepth, adapt_delta, 0.05, 0.75, 10.0, 75, 50, 25, interrupt, logger,
         init_writers, sample_writers, diag_writers, metric_writers);
     std::string summary = logger.summary();
+    if (rc != 0 && interrupt.requested()) {
+      set_err(err, "interrupted");
+      return 3;
+    }
     if (rc != 0) {
       bool init_failed = summary.find("Initialization") != std::string::npos
                          || summary.find("initializ") != std::string::npos;
@@ -611,10 +645,23 @@ SLZ_EXPORT int slz_nuts(const bs_model* m, int chains, int warmup, int draws, un
                                         : std::numeric_limits<double>::quiet_NaN();
     }
     return 0;
+  } catch (const nuts_interrupted&) {
+    set_err(err, "interrupted");
+    return 3;
   } catch (const std::exception& e) {
     set_err(err, std::string(e.what()) + " " + logger.summary());
   } catch (...) {
     set_err(err, "unknown error in NUTS");
   }
   return 2;
+}
+
+// slz_nuts_ctl without progress counters or a stop flag (the ABI of stanlogz 1).
+SLZ_EXPORT int slz_nuts(const bs_model* m, int chains, int warmup, int draws, unsigned int seed,
+                        double adapt_delta, int max_treedepth, double init_radius,
+                        const char** init_jsons, double* draws_out, double* unc_out,
+                        double* stepsize_out, double* inv_metric_out, char** err) {
+  return slz_nuts_ctl(m, chains, warmup, draws, seed, adapt_delta, max_treedepth, init_radius,
+                      init_jsons, draws_out, unc_out, stepsize_out, inv_metric_out, nullptr,
+                      nullptr, err);
 }
