@@ -132,17 +132,24 @@ def _bridge_with(method: str, counting: CountingTarget, log_p_at, proposal, x_p_
                           warnings=bridge_warnings(sol, k_q, k_p, bad_p, bad_q, n_q, "Gaussian"))
 
 
+def _split_for_bridge(
+    target: Target, draws: np.ndarray, seed: Seed
+) -> tuple[np.ndarray, np.ndarray, np.random.Generator, CountingTarget]:
+    """First halves of the chains (to fit a proposal), second halves (for the bridge), a
+    generator and an evaluation-counting wrapper of ``target``."""
+    chains = as_chains(draws, target.dim)
+    fit_half, bridge_half = split_halves(chains, min_draws(chains.shape[2]))
+    (rng,) = spawn_rngs(seed, 1)
+    return fit_half, bridge_half, rng, CountingTarget(target)
+
+
 def bridge_gaussian(target: Target, draws: np.ndarray, *, seed: Seed = None,
                     n_q: int | None = None) -> EvidenceResult:
     """Optimal bridge sampling with N(mean, cov) of the first half of every chain as proposal and
     the second half as posterior sample (R bridgesampling's "normal" method); ``n_q`` defaults to
     the size of that half."""
     t0 = time.perf_counter()
-    chains = as_chains(draws, target.dim)
-    d = chains.shape[2]
-    fit_half, br = split_halves(chains, min_draws(d))
-    (rng,) = spawn_rngs(seed, 1)
-    counting = CountingTarget(target)
+    fit_half, br, rng, counting = _split_for_bridge(target, draws, seed)
     prop = gaussian_from_draws(fit_half)
     n_q = br.shape[0] * br.shape[1] if n_q is None else int(n_q)
 
@@ -170,11 +177,8 @@ def bridge_warp3(target: Target, draws: np.ndarray, *, seed: Seed = None,
     the first half of every chain and symmetrized, ``p3(z) = |L|/2 [p(m+Lz) + p(m-Lz)]``
     (same normalizing constant), bridged to N(0, I) with the second half."""
     t0 = time.perf_counter()
-    chains = as_chains(draws, target.dim)
-    d = chains.shape[2]
-    fit_half, br = split_halves(chains, min_draws(d))
-    (rng,) = spawn_rngs(seed, 1)
-    counting = CountingTarget(target)
+    fit_half, br, rng, counting = _split_for_bridge(target, draws, seed)
+    d = br.shape[2]
     g = gaussian_from_draws(fit_half)
     m, chol = g.mean, g.chol
     log_det = float(np.sum(np.log(np.diag(chol))))
