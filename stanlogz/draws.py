@@ -327,13 +327,8 @@ def sample(
     init: Any = None,
     progress: Any = None,
 ) -> Draws:
-    """Draws from stanlogz's own NUTS (Stan's sampler compiled into the model library)."""
-    for label, v, lo in (("chains", chains, 1), ("warmup", warmup, 0), ("draws", draws, 1),
-                         ("max_treedepth", max_treedepth, 1)):
-        if int(v) < lo:
-            raise InputError(f"{label} must be >= {lo}, got {v}")
-    if not 0.0 < adapt_delta < 1.0:
-        raise InputError(f"adapt_delta must be in (0, 1), got {adapt_delta}")
+    """Draws from stanlogz's own NUTS (Stan's sampler compiled into the model library;
+    :meth:`stanlogz.model.StanModel.nuts` checks the arguments)."""
     out = model.nuts(
         chains=chains, warmup=warmup, draws=draws, seed=seed, adapt_delta=adapt_delta,
         max_treedepth=max_treedepth, init=init, progress=progress,
@@ -386,7 +381,7 @@ def _from_columns(
         unc = np.asarray(model.unconstrain_many(theta), dtype=float)
     except DataError:
         raise
-    except Exception as exc:  # the model library reports constraint violations as RuntimeError
+    except (InputError, RuntimeError) as exc:  # StanModel: InputError; bridgestan: RuntimeError
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DataError(f"{what}: cannot unconstrain the draws: {first}") from None
     unc = unc.reshape(chains, n, -1)
@@ -556,11 +551,11 @@ def from_csv(paths: str | os.PathLike | Sequence[str | os.PathLike], model: Any)
         if "chain__" in ch.names:
             j = ch.names.index("chain__")
             keep = [i for i in range(len(ch.names)) if i != j]
-            for cid in np.unique(ch.rows[:, j]):
-                sel = ch.rows[ch.rows[:, j] == cid][:, keep]
-                chains.append(_CsvChain(f, [ch.names[i] for i in keep], sel, ch.config,
-                                        None, None, 0.0))
-            _attach_adaptation(chains[-len(np.unique(ch.rows[:, j])):], ch)
+            parts = [_CsvChain(f, [ch.names[i] for i in keep],
+                               ch.rows[ch.rows[:, j] == cid][:, keep], ch.config, None, None, 0.0)
+                     for cid in np.unique(ch.rows[:, j])]
+            _attach_adaptation(parts, ch)
+            chains += parts
         else:
             chains.append(ch)
     names = chains[0].names

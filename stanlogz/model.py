@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import numbers
 import os
 import re
 import threading
@@ -20,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .api import read_data
 from .errors import DataError, InitializationError, InputError, StanlogzError, ToolchainError
 from .toolchain import build
 
@@ -86,21 +88,11 @@ def _one_line(text: str) -> str:
 
 
 def data_to_json(data: DataLike) -> str:
-    """Stan JSON text from ``None``, a dict, a path to a ``.json`` file, or JSON text."""
-    if data is None:
-        return "{}"
-    if isinstance(data, Mapping):
-        return json.dumps({str(k): _jsonable(v) for k, v in data.items()})
-    text = os.fspath(data)
-    if isinstance(data, str) and text.lstrip().startswith("{"):
-        return text
-    path = Path(text).expanduser()
-    if not path.is_file():
-        raise DataError(f"data file not found: {path}")
-    try:
-        return path.read_text()
-    except OSError as exc:
-        raise DataError(f"cannot read data file {path}: {exc}") from exc
+    """Stan JSON text from ``None``, a dict, a path to a ``.json`` file, or JSON text (files and
+    text are read and checked by :func:`stanlogz.api.read_data`)."""
+    if data is not None and not isinstance(data, Mapping):
+        data = read_data(data)
+    return json.dumps({str(k): _jsonable(v) for k, v in (data or {}).items()})
 
 
 def _jsonable(value: Any) -> Any:
@@ -262,7 +254,7 @@ class StanModel:
                              f"got {np.shape(x)}")
         s.x[:] = x
         rc = self._lib.slz_log_density_many(self._ptr, propto, jacobian, 1, s.x_ptr, s.lp_ptr,
-                                            s.status_ptr, ctypes.byref(s.err))
+                                            s.status_ptr, s.err_ref)
         if rc:
             raise StanlogzError(f"log density of {self.name} failed at "
                                 f"{_condense_stan(self._take_error(s.err))}")
@@ -283,7 +275,7 @@ class StanModel:
         s.x[:] = x
         rc = self._lib.slz_log_density_gradient_many(self._ptr, propto, jacobian, 1, s.x_ptr,
                                                      s.lp_ptr, s.grad_ptr, s.status_ptr,
-                                                     ctypes.byref(s.err))
+                                                     s.err_ref)
         if rc:
             raise StanlogzError(f"log density gradient of {self.name} failed at "
                                 f"{_condense_stan(self._take_error(s.err))}")
@@ -301,11 +293,11 @@ class StanModel:
     ) -> np.ndarray:
         """Log density at each row of ``xs`` (shape ``(n, dim)``) in one native call."""
         xs = self._points(xs)
+        if not self._has_many:
+            return self._bridgestan_many(xs, propto, jacobian)
         n = xs.shape[0]
         out = np.empty(n)
         status = np.empty(n, dtype=np.intc)
-        if not self._has_many:
-            return self._bridgestan_many(xs, propto, jacobian)
         err = ctypes.c_void_p()
         rc = self._lib.slz_log_density_many(self._ptr, propto, jacobian, n, xs.ctypes.data,
                                             out.ctypes.data, status.ctypes.data,
@@ -323,11 +315,11 @@ class StanModel:
         n = xs.shape[0]
         out = np.empty(n)
         grads = np.empty((n, self._dim))
-        status = np.empty(n, dtype=np.intc)
         if not self._has_many:
             for i in range(n):
                 out[i], grads[i] = self._bridgestan_gradient(xs[i], propto, jacobian)
             return out, grads
+        status = np.empty(n, dtype=np.intc)
         err = ctypes.c_void_p()
         rc = self._lib.slz_log_density_gradient_many(
             self._ptr, propto, jacobian, n, xs.ctypes.data, out.ctypes.data, grads.ctypes.data,
@@ -466,12 +458,13 @@ class StanModel:
                                  "the bridgestan backend or an older stanlogz); rebuild it or "
                                  "sample with cmdstanpy instead")
         _check(self._dim > 0, f"{self.name} has no parameters to sample")
-        _check(chains >= 1, f"chains must be >= 1, got {chains}")
-        _check(warmup >= 0, f"warmup must be >= 0, got {warmup}")
-        _check(draws >= 1, f"draws must be >= 1, got {draws}")
-        _check(thin >= 1, f"thin must be >= 1, got {thin}")
+        for label, v, lo in (("chains", chains, 1), ("warmup", warmup, 0), ("draws", draws, 1),
+                             ("thin", thin, 1), ("max_treedepth", max_treedepth, 1)):
+            _check(isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= lo,
+                   f"{label} must be an integer >= {lo}, got {v!r}")
+        chains, warmup, draws, thin = int(chains), int(warmup), int(draws), int(thin)
+        max_treedepth = int(max_treedepth)
         _check(0.0 < adapt_delta < 1.0, f"adapt_delta must be in (0, 1), got {adapt_delta}")
-        _check(max_treedepth >= 1, f"max_treedepth must be >= 1, got {max_treedepth}")
         _check(init_radius >= 0.0, f"init_radius must be >= 0, got {init_radius}")
         seed = _norm_seed(seed)
         init_buffers = self._init_jsons(init, chains)
@@ -577,6 +570,7 @@ class StanModel:
             return "unknown error"
         msg = ctypes.string_at(err.value).decode(errors="replace")
         self._lib.bs_free_error_msg(err)
+        err.value = None  # freed: never read or freed again (the per-thread buffer is reused)
         return msg
 
     def _bridgestan_many(self, xs: np.ndarray, propto: bool, jacobian: bool) -> np.ndarray:
@@ -664,6 +658,7 @@ class _Scratch:
         self.lp = np.zeros(1)
         self.status = np.zeros(1, dtype=np.intc)
         self.err = ctypes.c_void_p()
+        self.err_ref = ctypes.byref(self.err)
         self.x_ptr = self.x.ctypes.data
         self.grad_ptr = self.grad.ctypes.data
         self.lp_ptr = self.lp.ctypes.data

@@ -278,6 +278,8 @@ def test_unreadable_data(normal, tmp_path):
         normal.with_data(tmp_path / "missing.json")
     with pytest.raises(DataError, match="JSON"):
         normal.with_data('{"N": ')
+    with pytest.raises(DataError, match="not list"):
+        normal.with_data([1.0, 2.0])
 
 
 def test_pypi_bridgestan_class_loads_our_library(transforms):

@@ -141,6 +141,8 @@ def test_invalid_init_value_raises_initialization_error(normal, compiled):
         model.nuts(chains=1, warmup=10, draws=10, seed=1, init={"k": -1.0})
     with pytest.raises(InputError, match="adapt_delta"):
         normal.nuts(adapt_delta=1.5)
+    with pytest.raises(InputError, match="chains must be an integer >= 1, got 2.5"):
+        normal.nuts(chains=2.5)
 
 
 # ---------------------------------------------------------------------- progress and Ctrl-C
