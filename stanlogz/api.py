@@ -25,7 +25,7 @@ import numpy as np
 
 from .draws import Draws, as_draws, sample
 from .errors import DataError, InputError
-from .estimators import METHODS, get_method
+from .estimators import get_method
 from .result import EvidenceResult, _jsonable
 
 #: Unconstrained draws beyond this magnitude mean a parameter ran away (exp(50) ~ 5e21): the
@@ -130,8 +130,7 @@ def evidence(
     meaningful (bad mixing, draws that run away, parameters without a prior; with gbs also chains
     that disagree on log Z and an estimate that drifts between halves of the draws).
     """
-    if method not in METHODS:
-        get_method(method)  # raises InputError naming the choices
+    get_method(method)  # an unknown method raises InputError naming the choices, before any build
     m = load_model(model, data, seed=seed, progress=progress)
     if draws is None:
         d = sample(m, chains=chains, warmup=warmup, draws=n_draws, seed=seed, progress=progress)
@@ -173,17 +172,11 @@ def normalization_warnings(model: Any, d: Draws) -> list[str]:
             f"unconstrained draws of {name} reach |{absmax[j]:.3g}|: the posterior is probably "
             "improper (a parameter without a proper prior?); log Z is then meaningless"
         )
-    stan_file = getattr(model, "stan_file", None)
-    if stan_file:
-        try:
-            code = Path(stan_file).read_text()
-        except OSError:
-            code = ""
-        for name in unused_parameters(code):
-            out.append(
-                f"parameter {name} never appears in the model block: its implicit prior is flat "
-                "(improper, or on a bounded interval unnormalized); give it a proper prior"
-            )
+    for name in unused_parameters(getattr(model, "code", "") or ""):
+        out.append(
+            f"parameter {name} never appears in the model block: its implicit prior is flat "
+            "(improper, or on a bounded interval unnormalized); give it a proper prior"
+        )
     return out
 
 
@@ -263,20 +256,12 @@ class ComparisonResult:
             "best": self.names[self.best],
             "models": [
                 {"name": n, "log_bf": b, "log_bf_se": bs, "prior_prob": p, "post_prob": q,
-                 "post_prob_se": qs, **result_dict(r)}
+                 "post_prob_se": qs, **r.to_dict()}
                 for n, r, b, bs, p, q, qs in zip(
                     self.names, self.results, self.log_bf, self.log_bf_se, self.prior_probs,
                     self.post_probs, self.post_probs_se, strict=True)
             ],
         })
-
-
-def result_dict(r: EvidenceResult) -> dict[str, Any]:
-    """``r.to_dict()`` without diagnostics whose keys start with ``_`` (plot data)."""
-    d = r.to_dict()
-    d["diagnostics"] = {k: v for k, v in d.get("diagnostics", {}).items()
-                        if not str(k).startswith("_")}
-    return d
 
 
 def posterior_probs(log_z: np.ndarray, se: np.ndarray, prior: np.ndarray
@@ -359,14 +344,21 @@ def compare(
     if draws is not None and len(draws) != len(models):
         raise InputError(f"{len(draws)} draw sets for {len(models)} programs")
     prior = check_prior_probs(prior_probs, len(models))
-    if method not in METHODS:
-        get_method(method)
+    get_method(method)
     for m in models:  # check every path before building anything
         if isinstance(m, str | os.PathLike):
             check_stan_file(m)
     datas = [read_data(dt) for dt in datas]
-    loaded = [load_model(m, dt, seed=_child_seed(seed, i), progress=progress)
-              for i, (m, dt) in enumerate(zip(models, datas, strict=True))]
+    loaded: list[Any] = []
+    by_path: dict[Path, Any] = {}  # a program given twice (e.g. with two data sets) loads once
+    for i, (m, dt) in enumerate(zip(models, datas, strict=True)):
+        key = Path(m).resolve() if isinstance(m, str | os.PathLike) else None
+        if key in by_path:
+            loaded.append(by_path[key].with_data(dt))
+            continue
+        loaded.append(load_model(m, dt, seed=_child_seed(seed, i), progress=progress))
+        if key is not None:
+            by_path[key] = loaded[-1]
     names = _names(models, loaded)
     results = []
     for i, m in enumerate(loaded):

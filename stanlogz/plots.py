@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .bases import as_draw_matrix
 from .errors import InputError
 from .result import EvidenceResult
 
@@ -30,8 +31,7 @@ def plot_evidence(result: EvidenceResult, draws: np.ndarray, path: str | Path,
     lw_p, lw_q = diag.get("_log_w_p"), diag.get("_log_w_q")
     if flow is None and lw_p is None and lw_q is None:
         raise InputError(f"result of {result.method!r} carries no flow or weights to plot")
-    x = np.asarray(draws, dtype=float)
-    x = x.reshape(-1, x.shape[-1])
+    x = as_draw_matrix(draws)
     k = min(max_dims, x.shape[1]) if flow is not None else 0
     ncol = k + 1
     fig, axes = plt.subplots(1, ncol, figsize=(3.2 * ncol, 3.0), squeeze=False)

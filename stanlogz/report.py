@@ -43,23 +43,7 @@ class Reporter:
     def emit_json(self, obj: Any) -> None:
         """The command's single JSON object on stdout (only in JSON mode)."""
         if self.json_mode:
-            print(json.dumps(_jsonable(drop_private(obj)), indent=2), flush=True)
-
-
-def drop_private(obj: Any) -> Any:
-    """``obj`` without the keys starting with ``_`` of any ``diagnostics`` dict in it
-    (estimators keep plot data there)."""
-    if hasattr(obj, "to_dict") and callable(obj.to_dict):
-        obj = obj.to_dict()
-    if isinstance(obj, dict):
-        return {
-            k: ({dk: drop_private(dv) for dk, dv in v.items() if not str(dk).startswith("_")}
-                if k == "diagnostics" and isinstance(v, dict) else drop_private(v))
-            for k, v in obj.items()
-        }
-    if isinstance(obj, list | tuple):
-        return [drop_private(v) for v in obj]
-    return obj
+            print(json.dumps(_jsonable(obj), indent=2), flush=True)
 
 
 def _cell(v: Any) -> str:

@@ -28,8 +28,12 @@ class EvidenceResult:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serializable dict (numpy scalars and arrays turned into Python values)."""
-        return _jsonable(asdict(self))
+        """A JSON-serializable dict: numpy scalars and arrays turned into Python values, and the
+        ``diagnostics`` whose keys start with ``_`` (plot data such as the fitted flow) left out."""
+        d = asdict(self)
+        d["diagnostics"] = {k: v for k, v in self.diagnostics.items()
+                            if not str(k).startswith("_")}
+        return _jsonable(d)
 
     def __str__(self) -> str:
         return f"{self.method}: log Z = {self.log_z:.4f} ± {self.log_z_se:.4f}"

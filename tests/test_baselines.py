@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from stanlogz.errors import InputError
+from stanlogz.errors import EstimationError, InputError
 from stanlogz.estimators import get_method
 from stanlogz.estimators.baselines import bridge_gaussian, bridge_warp3, ghm, gis, laplace
 from stanlogz.target import FunctionTarget
@@ -58,10 +58,11 @@ def test_baselines_on_banana():
     # posterior's: its se is then not to be trusted, and it must say so
     r = ghm(t, x, seed=5)
     assert abs(r.log_z - truth) < 4 * r.log_z_se or any("Pareto" in w for w in r.warnings)
-    # Gaussian proposals overlap poorly with a banana: larger se, still an honest one
+    # Gaussian proposals overlap poorly with a banana: larger se, still an honest one (seeded:
+    # errors of 0.5 and 0.2 se, with se 0.037 and 0.024)
     for f in (bridge_gaussian, bridge_warp3):
         r = f(t, x, seed=5)
-        assert abs(r.log_z - truth) < 4 * r.log_z_se + 0.02, f.__name__
+        assert abs(r.log_z - truth) < 4 * r.log_z_se, f.__name__
     # this banana is a unit-Jacobian shear of a Gaussian, so Laplace happens to be exact
     assert abs(laplace(t, x).log_z - truth) < 1e-4
 
@@ -84,8 +85,21 @@ def test_warp3_is_invariant_to_a_sign_flip_of_the_draws():
     assert laplace(t, x).log_z - truth == pytest.approx(-0.0413, abs=2e-3)
 
 
-def test_bad_shapes():
-    t, _ = gaussian_problem()
+def test_bad_input_is_a_typed_error_naming_it():
+    t, x = gaussian_problem()
+    nan_draws = x.copy()
+    nan_draws[0, 5, 1] = np.nan
+    nowhere = FunctionTarget(4, lambda v: np.nan,
+                             log_density_many=lambda v: np.full(len(v), np.nan))
     for f in (gis, ghm, bridge_gaussian, bridge_warp3, laplace):
-        with pytest.raises(InputError):
+        with pytest.raises(InputError, match="dimension 3 but the target has 4"):
             f(t, np.zeros((10, 3)))
+        with pytest.raises(InputError, match="too few draws|at least 2 draws per chain"):
+            f(t, x[0, :6] if f is not laplace else x[:, :1])
+        with pytest.raises(InputError, match="NaN"):
+            f(t, nan_draws)
+        with pytest.raises(EstimationError, match="non-finite"):
+            f(nowhere, x)
+    for f in (gis, bridge_gaussian, bridge_warp3):
+        with pytest.raises(InputError, match="n_q must be a positive number"):
+            f(t, x, n_q=0)

@@ -1,5 +1,6 @@
 """Gaussianized bridge sampling: accuracy, honest error bars, autocorrelation, bad input."""
 
+import json
 import math
 
 import numpy as np
@@ -180,9 +181,19 @@ def test_bad_input():
         gbs(t, np.zeros((100, 2)))  # wrong dimension
     with pytest.raises(InputError):
         gbs(t, np.random.default_rng(0).standard_normal((12, 3)))  # too few for 3-d
+    with pytest.raises(InputError, match="n_q must be a positive number"):
+        gbs(t, np.random.default_rng(0).standard_normal((400, 3)), n_q=0)
     bad = FunctionTarget(3, lambda x: -np.inf, log_density_many=lambda x: np.full(len(x), np.nan))
-    with pytest.raises(EstimationError):
+    with pytest.raises(EstimationError, match="all log densities at the posterior draws"):
         gbs(bad, np.random.default_rng(0).standard_normal((400, 3)))
+
+
+def test_to_dict_is_json_and_leaves_out_plot_data():
+    r = gbs(banana_target(), banana_draws(np.random.default_rng(18), 1000), seed=1, n_layers=2)
+    assert "_flow" in r.diagnostics and "_log_w_p" in r.diagnostics
+    d = json.loads(json.dumps(r.to_dict()))
+    assert d["log_z"] == r.log_z and "n_q" in d["diagnostics"]
+    assert not [k for k in d["diagnostics"] if k.startswith("_")]
 
 
 def test_plot_evidence_writes_png(tmp_path):

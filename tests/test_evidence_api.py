@@ -135,7 +135,6 @@ def test_evidence_passes_sampling_cost_and_checks_options(monkeypatch):
         seen.update(n=n_sampling_evals, shape=draws.shape, scale=scale, seed=seed)
         return EvidenceResult("fake", target.log_z, 0.01, n_draws=draws.shape[0] * draws.shape[1])
 
-    monkeypatch.setitem(ev.METHODS, "fake", "unused:unused")
     monkeypatch.setattr(ev, "get_method", lambda name: fake)
     from stanlogz.draws import Draws
 
@@ -173,6 +172,33 @@ def test_compare_input_checks(tmp_path):
         ev.compare([NORMAL, NORMAL], [NORMAL_DATA] * 3)
     with pytest.raises(InputError, match="not found"):
         ev.compare([NORMAL, tmp_path / "missing.stan"], NORMAL_DATA)
+
+
+def test_compare_loads_a_program_given_twice_once(monkeypatch, tmp_path):
+    from stanlogz.draws import Draws
+    from stanlogz.model import StanModel
+
+    class Fake(PyModel):
+        def with_data(self, data):
+            return Fake(np.zeros(2), log_z=data["z"])
+
+    loads = []
+
+    def from_file(path, data, *, seed=None, progress=None):
+        loads.append(path)
+        return Fake(np.zeros(2), log_z=data["z"])
+
+    def fake(target, draws, *, seed=None):
+        return EvidenceResult("fake", target.log_z, 0.01)
+
+    monkeypatch.setattr(StanModel, "from_file", staticmethod(from_file))
+    monkeypatch.setattr(ev, "get_method", lambda name: fake)
+    prog = tmp_path / "p.stan"
+    prog.write_text("parameters { real x; } model { x ~ std_normal(); }")
+    d = Draws(unconstrained=np.random.default_rng(0).standard_normal((2, 20, 2)))
+    c = ev.compare([prog, prog], [{"z": -1.0}, {"z": -2.0}], method="fake", draws=[d, d])
+    assert len(loads) == 1
+    assert [r.log_z for r in c.results] == [-1.0, -2.0]
 
 
 # ------------------------------------------------------------------ end to end (compiled)

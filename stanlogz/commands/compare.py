@@ -40,8 +40,6 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     method = check_method(args.method)
     options = parse_options(args.option)
     k = len(args.models)
-    if k < 2:
-        raise InputError("compare needs at least two Stan programs")
     data = args.data
     if data is not None and len(data) not in (1, k):
         raise InputError(f"--data has {len(data)} files for {k} programs; give one for all "

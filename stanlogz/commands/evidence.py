@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..api import evidence, load_model, result_dict
+from ..api import evidence, load_model
 from ..draws import as_draws, sample
 from ..errors import InputError
 from ..estimators import METHODS, get_method
@@ -64,9 +64,8 @@ def parse_options(items: list[str]) -> dict[str, Any]:
 
 
 def check_method(method: str) -> str:
-    """``method`` after checking it is a registered estimator."""
-    if method not in METHODS:
-        get_method(method)  # raises InputError listing the methods
+    """``method`` after checking it is a registered estimator (else InputError listing them)."""
+    get_method(method)
     return method
 
 
@@ -126,6 +125,6 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     if plot is not None:
         save_plot(r, draws.unconstrained, plot, names=model.param_unc_names())
         report.progress(f"plot written to {plot}")
-    report.emit_json({"model": model.name, **result_dict(r),
+    report.emit_json({"model": model.name, **r.to_dict(),
                       "plot": None if plot is None else str(plot)})
     return 0

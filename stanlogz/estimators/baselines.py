@@ -18,7 +18,8 @@ from ..bases import gaussian_from_draws, laplace_base
 from ..errors import EstimationError
 from ..flows.gaussianize import GaussianizingFlow
 from ..result import EvidenceResult
-from ..target import CountingTarget, Target, log_density_many
+from ..target import CountingTarget, SampleableDensity, Target
+from ..targets import GaussianTarget
 from .bridge import bridge_diagnostics, bridge_warnings, solve_bridge
 from .common import (
     Seed,
@@ -29,7 +30,9 @@ from .common import (
     log_mean_exp,
     min_draws,
     pareto_k,
+    rel_var,
     require_some_finite,
+    sample_count,
     spawn_rngs,
     split_halves,
 )
@@ -37,11 +40,7 @@ from .common import (
 
 def _rel_se(f: np.ndarray, tau: float = 1.0) -> float:
     """sqrt(tau Var(f) / (n E(f)^2)) for positive terms f (the relative error of their mean)."""
-    f = np.ravel(f)
-    m = f.mean()
-    if not m > 0:
-        return float("inf")
-    return float(math.sqrt(tau * f.var(ddof=1) / (f.size * m * m)))
+    return math.sqrt(tau * rel_var(f) / f.size)
 
 
 def gis(target: Target, draws: np.ndarray, *, seed: Seed = None, n_layers: int | None = None,
@@ -54,12 +53,10 @@ def gis(target: Target, draws: np.ndarray, *, seed: Seed = None, n_layers: int |
     chains = as_chains(draws, target.dim)
     d = chains.shape[2]
     x = chains.reshape(-1, d)
-    if x.shape[0] < min_draws(d):
-        raise EstimationError(f"too few draws for dimension {d}: {x.shape[0]}")
+    n_q = sample_count(n_q, x.shape[0])
     rng_fit, rng_q = spawn_rngs(seed, 2)
     counting = CountingTarget(target)
     flow = GaussianizingFlow.fit(x, n_layers=n_layers, rng=rng_fit, **(flow_options or {}))
-    n_q = x.shape[0] if n_q is None else int(n_q)
     xq, lq = flow.sample_with_log_density(rng_q, n_q)
     lp, bad = eval_log_density(counting, xq)
     require_some_finite(lp, "the flow samples")
@@ -110,24 +107,30 @@ def ghm(target: Target, draws: np.ndarray, *, seed: Seed = None, n_layers: int |
                           warnings=warnings)
 
 
-def _bridge_with(method: str, counting: CountingTarget, log_p_at, proposal, x_p_half: np.ndarray,
-                 n_q: int, rng: np.random.Generator, n_draws: int, t0: float) -> EvidenceResult:
-    """Optimal bridge between a (possibly transformed) posterior and a normalized proposal."""
+def _bridge_with(method: str, counting: CountingTarget, log_p_at, proposal: SampleableDensity,
+                 x_p_half: np.ndarray, n_q: int | None, rng: np.random.Generator, t0: float
+                 ) -> EvidenceResult:
+    """Optimal bridge between a (possibly transformed) posterior, given by ``log_p_at`` and its
+    draws ``x_p_half`` shaped ``(chains, n, dim)``, and a normalized proposal (``n_q`` samples,
+    default as many as those draws). ``n_draws`` counts twice those draws: the other half of
+    every chain fitted the proposal."""
     shape = x_p_half.shape[:2]
     xp = x_p_half.reshape(-1, x_p_half.shape[2])
+    n_q = sample_count(n_q, xp.shape[0])
     lp_p = log_p_at(xp)
     require_some_finite(lp_p, "the posterior draws")
     bad_p = int(np.sum(~np.isfinite(lp_p)))
-    lw_p = (lp_p - log_density_many(proposal, xp)).reshape(shape)
+    lw_p = (lp_p - proposal.log_density_many(xp)).reshape(shape)
     xq = proposal.sample(rng, n_q)
     lp_q = log_p_at(xq)
     bad_q = int(np.sum(~np.isfinite(lp_q)))
-    lw_q = lp_q - log_density_many(proposal, xq)
+    lw_q = lp_q - proposal.log_density_many(xq)
     sol = solve_bridge(lw_p, lw_q)
     k_q, k_p = pareto_k(lw_q), pareto_k(-lw_p)
     diag = bridge_diagnostics(sol, n_q, xp.shape[0], k_q, k_p, bad_p, bad_q)
     diag.update(_log_w_p=lw_p, _log_w_q=lw_q)
-    return EvidenceResult(method, sol.log_r, sol.se, n_draws=n_draws, n_evals=counting.n_evals,
+    return EvidenceResult(method, sol.log_r, sol.se, n_draws=2 * xp.shape[0],
+                          n_evals=counting.n_evals,
                           seconds=time.perf_counter() - t0, diagnostics=diag,
                           warnings=bridge_warnings(sol, k_q, k_p, bad_p, bad_q, n_q, "Gaussian"))
 
@@ -151,24 +154,11 @@ def bridge_gaussian(target: Target, draws: np.ndarray, *, seed: Seed = None,
     t0 = time.perf_counter()
     fit_half, br, rng, counting = _split_for_bridge(target, draws, seed)
     prop = gaussian_from_draws(fit_half)
-    n_q = br.shape[0] * br.shape[1] if n_q is None else int(n_q)
 
     def log_p(x: np.ndarray) -> np.ndarray:
         return eval_log_density(counting, x)[0]
 
-    return _bridge_with("bridge-gaussian", counting, log_p, prop, br, n_q, rng,
-                        2 * br.shape[0] * br.shape[1], t0)
-
-
-class _StdNormal:
-    def __init__(self, d: int) -> None:
-        self.dim = d
-
-    def log_density_many(self, z: np.ndarray) -> np.ndarray:
-        return -0.5 * np.sum(z * z, axis=1) - 0.5 * self.dim * math.log(2 * math.pi)
-
-    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        return rng.standard_normal((n, self.dim))
+    return _bridge_with("bridge-gaussian", counting, log_p, prop, br, n_q, rng, t0)
 
 
 def bridge_warp3(target: Target, draws: np.ndarray, *, seed: Seed = None,
@@ -183,7 +173,6 @@ def bridge_warp3(target: Target, draws: np.ndarray, *, seed: Seed = None,
     m, chol = g.mean, g.chol
     log_det = float(np.sum(np.log(np.diag(chol))))
     zp = np.linalg.solve(chol, (br - m).reshape(-1, d).T).T.reshape(br.shape)
-    n_q = br.shape[0] * br.shape[1] if n_q is None else int(n_q)
 
     def log_p3(z: np.ndarray) -> np.ndarray:
         lz = z @ chol.T
@@ -191,8 +180,8 @@ def bridge_warp3(target: Target, draws: np.ndarray, *, seed: Seed = None,
         b = eval_log_density(counting, m - lz)[0]
         return log_det - math.log(2.0) + np.logaddexp(a, b)
 
-    return _bridge_with("bridge-warp3", counting, log_p3, _StdNormal(d), zp, n_q, rng,
-                        2 * br.shape[0] * br.shape[1], t0)
+    return _bridge_with("bridge-warp3", counting, log_p3, GaussianTarget(np.zeros(d)), zp, n_q,
+                        rng, t0)
 
 
 def laplace(target: Target, draws: np.ndarray, *, seed: Seed = None) -> EvidenceResult:

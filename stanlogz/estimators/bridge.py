@@ -26,7 +26,9 @@ from .common import (
     eval_log_density,
     min_draws,
     pareto_k,
+    rel_var,
     require_some_finite,
+    sample_count,
     spawn_rngs,
     split_halves,
 )
@@ -47,11 +49,6 @@ class BridgeSolution:
     def se(self) -> float:
         """Standard error of ``log_r`` (square root of the relative MSE)."""
         return math.sqrt(self.re2_q + self.re2_p)
-
-
-def _rel_var(f: np.ndarray) -> float:
-    m = f.mean()
-    return float(f.var(ddof=1) / m**2) if m > 0 and f.size > 1 else float("inf")
 
 
 def solve_bridge(log_w_p: np.ndarray, log_w_q: np.ndarray) -> BridgeSolution:
@@ -78,20 +75,14 @@ def solve_bridge(log_w_p: np.ndarray, log_w_q: np.ndarray) -> BridgeSolution:
         raise EstimationError("bridge score equation has no root: proposal and posterior disjoint")
     c, info = optimize.brentq(score, lo, hi, xtol=1e-12, rtol=1e-14, maxiter=500,
                               full_output=True, disp=False)
-    s_p, s_q = n_p / (n_p + n_q), n_q / (n_p + n_q)
-    tau = autocorr_time(np.exp(-np.logaddexp(math.log(s_p) + lw_p - c, math.log(s_q))))
-    re2_q, re2_p = _error_terms(a, lw_q, c, tau, n_p, n_q)
+    # both terms of eq. (9) at log r = c, with the weight distributions estimated from the
+    # samples at hand; the posterior-side term's autocorrelation time is measured per chain
+    log_s_p, log_s_q = math.log(n_p / (n_p + n_q)), math.log(n_q / (n_p + n_q))
+    f1 = np.exp(lw_q - c - np.logaddexp(log_s_p + lw_q - c, log_s_q))
+    f2 = np.exp(-np.logaddexp(log_s_p + lw_p - c, log_s_q))
+    tau = autocorr_time(f2)
+    re2_q, re2_p = rel_var(f1) / n_q, tau * rel_var(f2) / n_p
     return BridgeSolution(float(c), re2_q, re2_p, tau, int(info.iterations), bool(info.converged))
-
-
-def _error_terms(lw_p: np.ndarray, lw_q: np.ndarray, c: float, tau: float,
-                 n_p: int, n_q: int) -> tuple[float, float]:
-    """Both terms of eq. (9) at ``log r = c`` for sample sizes ``(n_p, n_q)``, with the weight
-    distributions estimated from the samples at hand."""
-    s_p, s_q = n_p / (n_p + n_q), n_q / (n_p + n_q)
-    f1 = np.exp(lw_q - c - np.logaddexp(math.log(s_p) + lw_q - c, math.log(s_q)))
-    f2 = np.exp(-np.logaddexp(math.log(s_p) + lw_p - c, math.log(s_q)))
-    return _rel_var(f1) / n_q, tau * _rel_var(f2) / n_p
 
 
 def adaptive_n_q(sol: BridgeSolution, n_q0: int, f_err: float, f_eva: float,
@@ -137,6 +128,9 @@ def gbs(
     chains = as_chains(draws, target.dim)
     d = chains.shape[2]
     fit_half, bridge_half = split_halves(chains, min_draws(d))
+    x_p = bridge_half.reshape(-1, d)
+    n_p = x_p.shape[0]
+    n_q0 = sample_count(n_q, n_p)
     rng_fit, rng_q = spawn_rngs(seed, 2)
     counting = CountingTarget(target)
 
@@ -145,13 +139,10 @@ def gbs(
                                  **(flow_options or {}))
     t_fit = time.perf_counter() - t_fit
 
-    x_p = bridge_half.reshape(-1, d)
-    n_p = x_p.shape[0]
     lp_p, bad_p = eval_log_density(counting, x_p)
     require_some_finite(lp_p, "the posterior draws")
     lw_p = (lp_p - flow.log_density_many(x_p)).reshape(bridge_half.shape[:2])
 
-    n_q0 = n_p if n_q is None else int(n_q)
     x_q, lq_q = flow.sample_with_log_density(rng_q, n_q0)
     lp_q, bad_q = eval_log_density(counting, x_q)
     lw_q = lp_q - lq_q

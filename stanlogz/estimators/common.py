@@ -48,6 +48,14 @@ def split_halves(chains: np.ndarray, min_per_half: int) -> tuple[np.ndarray, np.
     return fit, bridge
 
 
+def sample_count(n: int | None, default: int, name: str = "n_q") -> int:
+    """The number of proposal samples: ``n``, or ``default`` when None; must be at least 1."""
+    n = default if n is None else int(n)
+    if n < 1:
+        raise InputError(f"{name} must be a positive number of samples, got {n}")
+    return n
+
+
 def min_draws(dim: int) -> int:
     """The fewest draws a flow or Gaussian fit needs in ``dim`` dimensions."""
     return max(2 * dim + 2, 20)
@@ -64,6 +72,13 @@ def eval_log_density(target: Target, xs: np.ndarray) -> tuple[np.ndarray, int]:
     how many are not finite."""
     lp, _ = finite_or_neg_inf(log_density_many(target, xs))
     return lp, int(np.sum(~np.isfinite(lp)))
+
+
+def rel_var(f: np.ndarray) -> float:
+    """Var(f) / E(f)^2 of positive terms ``f`` (any shape); inf when the mean is not positive or
+    there is a single term."""
+    m = f.mean()
+    return float(f.var(ddof=1) / m**2) if m > 0 and f.size > 1 else float("inf")
 
 
 def logsumexp(a: np.ndarray) -> float:
