@@ -87,9 +87,9 @@ def load_model(model: Any, data: Any = None, *, seed: int | None = None,
     return model
 
 
-def _call_estimator(method: str, target: Any, unc: np.ndarray, *, seed: int | None,
-                    n_sampling_evals: int, progress: Any, options: dict[str, Any]
-                    ) -> EvidenceResult:
+def check_options(method: str, options: dict[str, Any]) -> Callable[..., EvidenceResult]:
+    """The estimator registered as ``method`` after checking it takes every one of ``options``
+    (InputError naming an unknown method or option: raised before any build or sampling)."""
     fn = get_method(method)
     params = inspect.signature(fn).parameters
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
@@ -98,6 +98,14 @@ def _call_estimator(method: str, target: Any, unc: np.ndarray, *, seed: int | No
     if bad:
         raise InputError(f"method {method} has no option {bad[0]!r}; it takes: "
                          f"{', '.join(k for k in known if k != 'seed') or 'none'}")
+    return fn
+
+
+def _call_estimator(method: str, target: Any, unc: np.ndarray, *, seed: int | None,
+                    n_sampling_evals: int, progress: Any, options: dict[str, Any]
+                    ) -> EvidenceResult:
+    fn = check_options(method, options)
+    params = inspect.signature(fn).parameters
     kwargs = dict(options)
     if "n_sampling_evals" in params:
         kwargs.setdefault("n_sampling_evals", n_sampling_evals)
@@ -130,7 +138,7 @@ def evidence(
     meaningful (bad mixing, draws that run away, parameters without a prior; with gbs also chains
     that disagree on log Z and an estimate that drifts between halves of the draws).
     """
-    get_method(method)  # an unknown method raises InputError naming the choices, before any build
+    check_options(method, options)
     m = load_model(model, data, seed=seed, progress=progress)
     if draws is None:
         d = sample(m, chains=chains, warmup=warmup, draws=n_draws, seed=seed, progress=progress)
@@ -344,7 +352,7 @@ def compare(
     if draws is not None and len(draws) != len(models):
         raise InputError(f"{len(draws)} draw sets for {len(models)} programs")
     prior = check_prior_probs(prior_probs, len(models))
-    get_method(method)
+    check_options(method, options)
     for m in models:  # check every path before building anything
         if isinstance(m, str | os.PathLike):
             check_stan_file(m)

@@ -55,6 +55,9 @@ ERROR_CASES = [
     (["evidence", NORMAL, "--method", "nope"], "unknown method 'nope'"),
     (["evidence", NORMAL, "--plot", "out.gif"], "must end in .png or .pdf or .svg"),
     (["evidence", NORMAL, "--option", "nokey"], "is not KEY=VALUE"),
+    # checked before the build and NUTS, not after
+    (["evidence", NORMAL, "--option", "bogus=1"], "method gbs has no option 'bogus'"),
+    (["compare", NORMAL, NORMAL, "--option", "bogus=1"], "has no option 'bogus'"),
     (["evidence", NORMAL, "--method", "laplace", "--plot", "p.png"], "not laplace"),
     (["sample", NORMAL, "--output", "draws.txt"], "must end in .csv or .nc"),
     (["sample", NORMAL, "--output", "no/such/dir/d.csv"], "does not exist"),

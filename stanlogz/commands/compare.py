@@ -7,7 +7,7 @@ import argparse
 from ..api import compare
 from ..errors import InputError
 from ..report import Reporter
-from .evidence import add_estimation_arguments, check_method, parse_options
+from .evidence import add_estimation_arguments, parse_options
 
 NAME = "compare"
 HELP = "Compare Stan programs by their evidence: log Bayes factors and posterior probabilities."
@@ -37,8 +37,7 @@ def parse_probs(text: str | None, k: int) -> list[float] | None:
 
 
 def run(args: argparse.Namespace, report: Reporter) -> int:
-    method = check_method(args.method)
-    options = parse_options(args.option)
+    method, options = args.method, parse_options(args.option)
     k = len(args.models)
     data = args.data
     if data is not None and len(data) not in (1, k):

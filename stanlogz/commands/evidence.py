@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from ..api import evidence, load_model
+from ..api import check_options, evidence, load_model
 from ..draws import as_draws, sample
 from ..errors import InputError
-from ..estimators import METHODS, get_method
+from ..estimators import METHODS
 from ..report import Reporter
 from ..result import EvidenceResult
 from .sample import add_sampler_arguments, check_output
@@ -63,12 +63,6 @@ def parse_options(items: list[str]) -> dict[str, Any]:
     return out
 
 
-def check_method(method: str) -> str:
-    """``method`` after checking it is a registered estimator (else InputError listing them)."""
-    get_method(method)
-    return method
-
-
 def save_plot(result: EvidenceResult, draws: np.ndarray, path: Path,
               names: list[str] | None = None) -> None:
     """Draw the method's diagnostic plot into ``path`` (temporary file, then ``os.replace``)."""
@@ -106,8 +100,8 @@ def print_result(report: Reporter, r: EvidenceResult, name: str) -> None:
 
 
 def run(args: argparse.Namespace, report: Reporter) -> int:
-    method = check_method(args.method)
-    options = parse_options(args.option)
+    method, options = args.method, parse_options(args.option)
+    check_options(method, options)  # before the build and the sampling
     plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
     if plot is not None and method not in PLOT_METHODS:
         raise InputError(f"--plot is available for {', '.join(PLOT_METHODS)}, not {method}")
