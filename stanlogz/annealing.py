@@ -218,11 +218,10 @@ def annealed_transition(
     state = hmc.HMCState(point.position, point.log_f(beta), point.grad_f(beta))
     new, info = hmc.step(rng, state, ann.log_density_gradient, step_size, n_leapfrog, inv_metric)
     if info.accepted:
-        # The last evaluation of the leapfrog trajectory is the accepted end point.
-        assert ann.last is not None
+        # The last evaluation of the leapfrog trajectory is the accepted end point, whose
+        # endpoint values are kept so the next AIS weight increment costs nothing.
+        assert ann.last is not None and ann.last.position is new.position
         point = ann.last
-        if new.position is not point.position and not np.array_equal(new.position, point.position):
-            point = path.evaluate(new.position)  # pragma: no cover - defensive
     return point, info, ann.n_target_evals
 
 

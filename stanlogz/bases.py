@@ -22,6 +22,8 @@ def as_draw_matrix(draws: np.ndarray) -> np.ndarray:
 
 def gaussian_from_draws(draws: np.ndarray, inflate: float = 1.0) -> GaussianTarget:
     """N(mean, inflate * cov) of the draws: a normalized density (log Z = 0)."""
+    if not inflate > 0:
+        raise InputError(f"covariance inflation must be positive, got {inflate}")
     x = as_draw_matrix(draws)
     if x.shape[0] < x.shape[1] + 2:
         raise InputError(f"need more than dim+1 = {x.shape[1] + 1} draws, got {x.shape[0]}")

@@ -23,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from .bases import as_draw_matrix, gaussian_from_draws
 from .draws import group_flat_names
 from .errors import DataError, InputError
 from .estimators import METHODS, get_method
-from .estimators.ais import LOW_ESS_FRACTION, AISResult, ais, reverse_ais
+from .estimators.ais import DEFAULT_INFLATE, LOW_ESS_FRACTION, AISResult, ais, reverse_ais
 from .parallel import as_seed_sequence, child_sequence
 from .result import EvidenceResult, _jsonable
 from .target import CountingTarget, Target
@@ -462,9 +463,6 @@ def testbed(
     ``evals_per_draw`` (NUTS gradient evaluations per draw, if known) charges each row for the
     draws it used. A ``sandwich`` already computed for this target and sample is used as is.
     """
-    from .bases import as_draw_matrix, gaussian_from_draws
-    from .estimators.ais import DEFAULT_INFLATE
-
     unknown = [e for e in estimators if e not in METHODS]
     if unknown:
         raise InputError(f"unknown estimator {unknown[0]!r}; choose from {', '.join(METHODS)}")

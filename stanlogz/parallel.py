@@ -98,11 +98,11 @@ def run_parallel(
             backend = "serial"
         else:
             backend = "process" if _picklable((fn, tasks)) else "thread"
+    elif backend == "process" and not _picklable((fn, tasks)):
+        raise InputError("process backend needs a picklable function and tasks; use threads")
     if backend == "serial" or not units:
         return [_call(u) for u in units]
     if backend == "process":
-        if not _picklable((fn, tasks)):
-            raise InputError("process backend needs a picklable function and tasks; use threads")
         with ProcessPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(_call, units))
     with ThreadPoolExecutor(max_workers=workers) as pool:

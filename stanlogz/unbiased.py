@@ -109,12 +109,12 @@ def h_estimate(
         raise InputError(f"chains were run for {chains.iterations} < m = {m} iterations")
     tau = chains.meeting_time
     span = m - k + 1
-    total = sum(np.asarray(h(chains.xs[n]), dtype=float) for n in range(k, m + 1)) / span
+    # h(X_n) for n = k .. max(m, tau - 1), each evaluated once (both sums use n in k+1 .. m).
+    hx = [np.asarray(h(chains.xs[n]), dtype=float) for n in range(k, max(m, tau - 1) + 1)]
+    total = sum(hx[:span]) / span
     for n in range(k + 1, tau):
         w = min(1.0, (n - k) / span)
-        total = total + w * (
-            np.asarray(h(chains.xs[n]), dtype=float) - np.asarray(h(chains.ys[n - 1]), dtype=float)
-        )
+        total = total + w * (hx[n - k] - np.asarray(h(chains.ys[n - 1]), dtype=float))
     return float(total) if np.ndim(total) == 0 else total
 
 

@@ -295,3 +295,23 @@ def test_registry_adapters_return_evidence_results():
     # The base is fitted to the posterior, so even 150 temperatures get within ~0.3 nat.
     assert abs(lo.log_z - POST.log_z) < 0.3 and abs(hi.log_z - POST.log_z) < 0.3
     lo.to_dict()  # JSON-serializable
+
+
+def test_bad_options_fail_before_any_work():
+    draws = POST.sample(np.random.default_rng(8), 100)
+    calls = []
+
+    class Counting(GaussianTarget):
+        def log_density_gradient(self, x):
+            calls.append(1)
+            return super().log_density_gradient(x)
+
+    counting = Counting(POST.mean, POST.cov)
+    for kw in ({"jitter": 1.0}, {"transitions_per_temp": 0}, {"hmc_steps": 0}, {"n_chains": 0}):
+        with pytest.raises(InputError):
+            ais(counting, BASE, n_temps=10, seed=1, **kw)
+        with pytest.raises(InputError):
+            reverse_ais(counting, BASE, draws, n_temps=10, seed=1, **kw)
+    assert not calls  # rejected before the pilot
+    with pytest.raises(InputError, match="inflation"):
+        get_method("ais")(POST, draws, inflate=0.0)

@@ -59,6 +59,22 @@ def test_h_km_is_unbiased_from_a_far_start():
     assert np.all(np.abs(plain.mean(axis=0) - truth) > 10 * se_plain)  # the bias H removes
 
 
+def test_h_estimate_evaluates_h_once_per_state():
+    rng = np.random.default_rng(5)
+    ch = sample_coupled_chains(rng, KERNEL, np.array([4.0, 4.0]), np.array([-4.0, 0.0]), m=6)
+    tau, k, m = ch.meeting_time, 1, 6
+    assert tau > k + 2  # the bias correction has terms
+    seen = []
+
+    def h(x):
+        seen.append(x.tobytes())
+        return x[0]
+
+    h_estimate(ch, h, k, m)
+    # X_k .. X_max(m, tau-1) once each, plus Y_k .. Y_{tau-2} once each.
+    assert len(seen) == (max(m, tau - 1) - k + 1) + (tau - 1 - k)
+
+
 def test_iteration_cap_raises():
     far = rwmh_kernel(TARGET.log_density, np.array([1e-3, 1e-3]))
     with pytest.raises(EstimationError, match="max_iter"):

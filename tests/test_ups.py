@@ -146,7 +146,7 @@ def test_grid_and_q_helpers():
 @pytest.mark.parametrize(
     "kw",
     [{"kernel": "nuts"}, {"grid": [0.0, 0.5]}, {"k": 3}, {"n_replicates": 1}, {"q": "x"},
-     {"ci": "z"}, {"seed": -1}],
+     {"ci": "z"}, {"seed": -1}, {"quantile": 1.5}, {"proposal_scale": 0.0}],
 )
 def test_bad_options_raise_input_error(kw):
     with pytest.raises(InputError):

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.special import logsumexp
 
 from ..annealing import AnnealingPath, HMCTuning, annealed_transition, tune_hmc
 from ..bases import as_draw_matrix, gaussian_from_draws
@@ -24,6 +23,7 @@ from ..parallel import as_seed_sequence, child_sequence, run_parallel
 from ..result import EvidenceResult
 from ..schedules import adaptive_schedule, make_schedule
 from ..target import Target
+from .common import log_mean_exp
 
 # Weight ESS below this share of the chains: the log-mean-exp rests on a few chains (in the
 # benchmark, a lower bound with ESS 3 of 16 overshot log Z by 0.7 nat at a spread of 0.5).
@@ -96,7 +96,7 @@ def log_mean_exp_with_se(log_w: np.ndarray) -> tuple[float, float, float]:
     k = log_w.size
     if k == 0 or not np.any(np.isfinite(log_w)):
         return -np.inf, np.inf, 0.0
-    lme = float(logsumexp(log_w) - np.log(k))
+    lme = log_mean_exp(log_w)
     w = np.exp(log_w - np.max(log_w))
     ess = float(w.sum() ** 2 / np.sum(w**2))
     # Var(log mean w) ≈ Var(w) / (K mean(w)^2).
@@ -157,6 +157,17 @@ def _chain(task: _ChainTask, rng: np.random.Generator) -> _ChainOut:
     return _ChainOut(float(log_w), pt.position, n_acc, n_moves, n_div, n_evals)
 
 
+def _check_options(n_chains: int, hmc_steps: int, transitions_per_temp: int,
+                   jitter: float) -> None:
+    """One-line errors for bad AIS options, before any pilot work is spent."""
+    if n_chains < 1:
+        raise InputError(f"n_chains must be >= 1, got {n_chains}")
+    if hmc_steps < 1 or transitions_per_temp < 1:
+        raise InputError("hmc_steps and transitions_per_temp must be >= 1")
+    if not 0 <= jitter < 1:
+        raise InputError(f"step-size jitter must lie in [0, 1), got {jitter}")
+
+
 def _prepare(
     path: AnnealingPath,
     schedule: str | np.ndarray,
@@ -167,8 +178,6 @@ def _prepare(
     tuning: HMCTuning | None,
 ) -> tuple[np.ndarray, HMCTuning, int]:
     """Schedule and tuning (a pilot when ``tuning`` is None) and the pilot's evaluations."""
-    if hmc_steps < 1:
-        raise InputError("hmc_steps must be >= 1")
     tune_evals = 0
     if tuning is None:
         tuning, tune_evals = tune_hmc(path, np.random.default_rng(child_sequence(seed, 0)),
@@ -196,10 +205,6 @@ def _anneal(
     jitter: float,
     backend: str,
 ) -> list[_ChainOut]:
-    if hmc_steps < 1 or transitions_per_temp < 1:
-        raise InputError("hmc_steps and transitions_per_temp must be >= 1")
-    if not 0 <= jitter < 1:
-        raise InputError(f"step-size jitter must lie in [0, 1), got {jitter}")
     tasks = [_ChainTask(path, betas, tuning, hmc_steps, transitions_per_temp, jitter, x0)
              for x0 in starts]
     work = len(tasks) * betas.size * hmc_steps * transitions_per_temp
@@ -211,7 +216,7 @@ def _anneal(
 
 def _result(
     outs: list[_ChainOut], *, reverse: bool, path: AnnealingPath, betas: np.ndarray,
-    schedule: str, tuning: HMCTuning, tune_evals: int, seconds: float,
+    schedule: str | np.ndarray, tuning: HMCTuning, tune_evals: int, seconds: float,
 ) -> AISResult:
     log_w = np.array([o.log_w for o in outs])
     lme, se, ess = log_mean_exp_with_se(log_w)
@@ -235,7 +240,8 @@ def _result(
                         "increase hmc_steps or give a better base")
     return AISResult(
         log_z=float(log_z), log_z_se=se, log_weights=log_w, direction=direction, bound=bound,
-        n_temps=int(betas.size), schedule=schedule, ess=ess, acceptance=float(acceptance),
+        n_temps=int(betas.size), schedule=schedule if isinstance(schedule, str) else "explicit",
+        ess=ess, acceptance=float(acceptance),
         n_divergent=sum(o.n_divergent for o in outs),
         n_evals=int(sum(o.n_evals for o in outs) + tune_evals), seconds=seconds,
         final_positions=np.array([o.position for o in outs]), tuning=tuning, warnings=warnings,
@@ -268,8 +274,7 @@ def ais(
     ``schedule`` is a name of :data:`~stanlogz.schedules.SCHEDULES` or explicit β; ``"adaptive"``
     spaces β by the pilot's spreads of the log ratio (sigmoid when ``tuning`` has none).
     """
-    if n_chains < 1:
-        raise InputError(f"n_chains must be >= 1, got {n_chains}")
+    _check_options(n_chains, hmc_steps, transitions_per_temp, jitter)
     t0 = time.perf_counter()
     path = AnnealingPath(base, target, base_log_z=base_log_z, base_draws=base_draws)
     ss = as_seed_sequence(seed)
@@ -279,8 +284,7 @@ def ais(
         path, betas, [None] * n_chains, seed=ss, n_workers=n_workers, hmc_steps=hmc_steps,
         transitions_per_temp=transitions_per_temp, tuning=tuning, jitter=jitter, backend=backend,
     )
-    name = schedule if isinstance(schedule, str) else "explicit"
-    return _result(outs, reverse=False, path=path, betas=betas, schedule=name, tuning=tuning,
+    return _result(outs, reverse=False, path=path, betas=betas, schedule=schedule, tuning=tuning,
                    tune_evals=tune_evals, seconds=time.perf_counter() - t0)
 
 
@@ -312,8 +316,7 @@ def reverse_ais(
     an exact posterior sample, so the bound holds, and the chains share less of their start.
     Other arguments as for :func:`ais`.
     """
-    if n_chains < 1:
-        raise InputError(f"n_chains must be >= 1, got {n_chains}")
+    _check_options(n_chains, hmc_steps, transitions_per_temp, jitter)
     t0 = time.perf_counter()
     path = AnnealingPath(base, target, base_log_z=base_log_z, base_draws=base_draws)
     samples = np.asarray(posterior_samples, dtype=float)
@@ -337,8 +340,7 @@ def reverse_ais(
         hmc_steps=hmc_steps, transitions_per_temp=transitions_per_temp, tuning=tuning,
         jitter=jitter, backend=backend,
     )
-    name = schedule if isinstance(schedule, str) else "explicit"
-    return _result(outs, reverse=True, path=path, betas=betas, schedule=name, tuning=tuning,
+    return _result(outs, reverse=True, path=path, betas=betas, schedule=schedule, tuning=tuning,
                    tune_evals=tune_evals + spread_evals, seconds=time.perf_counter() - t0)
 
 

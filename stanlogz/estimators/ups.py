@@ -26,7 +26,7 @@ from ..bases import as_draw_matrix, gaussian_from_draws, laplace_base
 from ..errors import EstimationError, InputError
 from ..kernels.couplings import CoupledKernel, hmc_kernel, rwmh_kernel
 from ..kernels.rwmh import scale_from_cov
-from ..parallel import as_seed_sequence, run_parallel
+from ..parallel import as_seed_sequence, child_sequence, run_parallel
 from ..paths import GeometricPath, Path, base_to_target_path, two_posterior_path
 from ..result import EvidenceResult
 from ..target import Target
@@ -278,7 +278,7 @@ def _nearest_max(grid: np.ndarray, table: np.ndarray, lam: float) -> int:
 
 
 def _stage_seed(ss: np.random.SeedSequence, stage: int) -> np.random.SeedSequence:
-    return np.random.SeedSequence(ss.entropy, spawn_key=(*ss.spawn_key, 1000 + stage))
+    return child_sequence(ss, 1000 + stage)
 
 
 def _init_tables(
@@ -371,6 +371,10 @@ def ups(
         raise InputError(f"ci_level must be in (0, 1), got {ci_level}")
     if n_pilot < 2:
         raise InputError(f"n_pilot must be >= 2, got {n_pilot}")
+    if not 0.0 < quantile <= 1.0:
+        raise InputError(f"quantile must be in (0, 1], got {quantile}")
+    if not proposal_scale > 0:
+        raise InputError(f"proposal_scale must be positive, got {proposal_scale}")
     n_m2 = n_pilot if n_m2 is None else int(n_m2)
     cfg = _KernelConfig(kernel, coupling, hmc_step_size, int(hmc_n_steps), float(omega), max_iter)
     ss = as_seed_sequence(seed)

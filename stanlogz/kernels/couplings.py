@@ -52,10 +52,9 @@ def gaussian_maximal_coupling(
     """Maximal coupling of ``N(mu1, S)`` and ``N(mu2, S)``, ``S = scale scale^T``."""
     z = solve_scale(scale, mu1 - mu2)  # whitened offset: x = mu1 + L a  <=>  x = mu2 + L (a + z)
     a = rng.standard_normal(mu1.shape)
-    if np.log(rng.uniform()) <= 0.5 * (a @ a) - 0.5 * ((a + z) @ (a + z)):
-        x = mu1 + apply_scale(scale, a)
-        return x, x, True
     x = mu1 + apply_scale(scale, a)
+    if np.log(rng.uniform()) <= 0.5 * (a @ a) - 0.5 * ((a + z) @ (a + z)):
+        return x, x, True
     while True:
         b = rng.standard_normal(mu1.shape)
         if np.log(rng.uniform()) > 0.5 * (b @ b) - 0.5 * ((b - z) @ (b - z)):
@@ -111,12 +110,7 @@ def coupled_rwmh_step(
     px, py, same = couple(rng, state_x.position, state_y.position, scale)
     log_u = float(np.log(rng.uniform()))
     if same:  # one evaluation serves both chains
-        lp = float(logdensity_fn(px))
-        nx = _accept(state_x, px, lp, log_u)
-        ny = _accept(state_y, px, lp, log_u)
-        if nx is not state_x and ny is not state_y:
-            return nx, nx
-        return nx, ny
+        return _accept_both(state_x, state_y, px, float(logdensity_fn(px)), log_u)
     nx, _ = rwmh.transition(state_x, px, log_u, logdensity_fn)
     ny, _ = rwmh.transition(state_y, py, log_u, logdensity_fn)
     return nx, ny
@@ -129,6 +123,17 @@ def _accept(state: Any, proposal: np.ndarray, lp: float, log_u: float, grad: Any
             return rwmh.RWMHState(proposal, lp)
         return hmc.HMCState(proposal, lp, grad)
     return state
+
+
+def _accept_both(state_x: Any, state_y: Any, proposal: np.ndarray, lp: float, log_u: float,
+                 grad: Any = None) -> tuple[Any, Any]:
+    """Both chains' accept/reject of one common proposal with a common uniform; when both
+    accept, they return the very same state (the chains have met)."""
+    nx = _accept(state_x, proposal, lp, log_u, grad)
+    ny = _accept(state_y, proposal, lp, log_u, grad)
+    if nx is not state_x and ny is not state_y:
+        return nx, nx
+    return nx, ny
 
 
 def hmc_mixture_step(
@@ -174,12 +179,10 @@ def coupled_hmc_step(
         )
         log_u = float(np.log(rng.uniform()))
         lx, gx = logdensity_grad_fn(px)
-        nx = _accept(state_x, px, float(lx), log_u, np.asarray(gx, dtype=float))
+        gx = np.asarray(gx, dtype=float)
         if same:
-            ny = _accept(state_y, px, float(lx), log_u, np.asarray(gx, dtype=float))
-            if nx is not state_x and ny is not state_y:
-                return nx, nx
-            return nx, ny
+            return _accept_both(state_x, state_y, px, float(lx), log_u, gx)
+        nx = _accept(state_x, px, float(lx), log_u, gx)
         ly, gy = logdensity_grad_fn(py)
         return nx, _accept(state_y, py, float(ly), log_u, np.asarray(gy, dtype=float))
     noise = rng.standard_normal(state_x.position.shape)

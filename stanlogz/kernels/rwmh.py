@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
+from scipy.linalg import solve_triangular
 
 from ..errors import InputError
 
@@ -56,8 +57,6 @@ def solve_scale(scale: np.ndarray, v: np.ndarray) -> np.ndarray:
     """``scale^{-1} v`` (the whitened version of a displacement ``v``)."""
     s = np.asarray(scale, dtype=float)
     if s.ndim == 2:
-        from scipy.linalg import solve_triangular
-
         return solve_triangular(s, v, lower=True)
     return v / s
 
