@@ -16,6 +16,8 @@ import math
 import os
 import re
 import time
+import types
+import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,12 +95,45 @@ def check_options(method: str, options: dict[str, Any]) -> Callable[..., Evidenc
     fn = get_method(method)
     params = inspect.signature(fn).parameters
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    known = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
-    bad = [k for k in options if k not in params and not takes_any]
+    # seed and progress are arguments of evidence() itself (the CLI's --seed), not options
+    known = [n for n, p in params.items()
+             if p.kind is inspect.Parameter.KEYWORD_ONLY and n not in ("seed", "progress")]
+    bad = [k for k in options if k in ("seed", "progress") or (k not in params and not takes_any)]
     if bad:
         raise InputError(f"method {method} has no option {bad[0]!r}; it takes: "
-                         f"{', '.join(k for k in known if k != 'seed') or 'none'}")
+                         f"{', '.join(known) or 'none'}")
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # noqa: BLE001 - an annotation that cannot be resolved: no type check
+        hints = {}
+    for name, value in options.items():
+        if name in hints and not _has_type(value, hints[name]):
+            raise InputError(f"option {name} of method {method} must be "
+                             f"{_type_name(hints[name])}, got {value!r}")
     return fn
+
+
+def _types(hint: Any) -> tuple[Any, ...]:
+    """The classes a value of type ``hint`` may be: ``int | None`` -> (int, NoneType); a float
+    also takes an int; generics reduce to their origin (``dict[str, Any]`` -> dict)."""
+    args = typing.get_args(hint) if isinstance(hint, types.UnionType) or \
+        typing.get_origin(hint) is typing.Union else (hint,)
+    out = tuple(typing.get_origin(a) or a for a in args)
+    return out + (int,) if float in out else out
+
+
+def _has_type(value: Any, hint: Any) -> bool:
+    allowed = _types(hint)
+    try:
+        ok = isinstance(value, allowed)
+    except TypeError:  # Any, Callable[...], TypeVars: not checked
+        return True
+    return ok and (bool in allowed or not isinstance(value, bool) or allowed == (object,))
+
+
+def _type_name(hint: Any) -> str:
+    return " or ".join("None" if t is type(None) else getattr(t, "__name__", str(t))
+                       for t in _types(hint))
 
 
 def _call_estimator(method: str, target: Any, unc: np.ndarray, *, seed: int | None,

@@ -183,6 +183,8 @@ def test_bad_input():
         gbs(t, np.random.default_rng(0).standard_normal((12, 3)))  # too few for 3-d
     with pytest.raises(InputError, match="n_q must be a positive number"):
         gbs(t, np.random.default_rng(0).standard_normal((400, 3)), n_q=0)
+    with pytest.raises(InputError, match="f_err must be a fraction"):
+        gbs(t, np.random.default_rng(0).standard_normal((400, 3)), f_err=0.0)
     bad = FunctionTarget(3, lambda x: -np.inf, log_density_many=lambda x: np.full(len(x), np.nan))
     with pytest.raises(EstimationError, match="all log densities at the posterior draws"):
         gbs(bad, np.random.default_rng(0).standard_normal((400, 3)))

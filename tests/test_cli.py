@@ -58,6 +58,9 @@ ERROR_CASES = [
     # checked before the build and NUTS, not after
     (["evidence", NORMAL, "--option", "bogus=1"], "method gbs has no option 'bogus'"),
     (["compare", NORMAL, NORMAL, "--option", "bogus=1"], "has no option 'bogus'"),
+    (["evidence", NORMAL, "--option", "seed=3"], "has no option 'seed'"),
+    (["evidence", NORMAL, "--option", "n_layers=abc"], "n_layers of method gbs must be int"),
+    (["evidence", NORMAL, "--option", "flow_options=3"], "must be dict or None, got 3"),
     (["evidence", NORMAL, "--method", "laplace", "--plot", "p.png"], "not laplace"),
     (["sample", NORMAL, "--output", "draws.txt"], "must end in .csv or .nc"),
     (["sample", NORMAL, "--output", "no/such/dir/d.csv"], "does not exist"),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special, stats
 
-from ..errors import EstimationError
+from ..errors import EstimationError, InputError
 from ..flows.gaussianize import GaussianizingFlow, single_blas_thread
 from ..result import EvidenceResult
 from ..target import CountingTarget, Target
@@ -125,6 +125,9 @@ def gbs(
     and ``warnings`` say when chains disagree on log Z or the estimate drifts within the draws.
     """
     t0 = time.perf_counter()
+    for name, frac in (("f_err", f_err), ("f_eva", f_eva)):
+        if not 0 < frac < 1:
+            raise InputError(f"{name} must be a fraction strictly between 0 and 1, got {frac}")
     chains = as_chains(draws, target.dim)
     d = chains.shape[2]
     fit_half, bridge_half = split_halves(chains, min_draws(d))
