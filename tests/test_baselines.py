@@ -98,6 +98,8 @@ def test_bad_input_is_a_typed_error_naming_it():
             f(t, x[0, :6] if f is not laplace else x[:, :1])
         with pytest.raises(InputError, match="NaN"):
             f(t, nan_draws)
+        with pytest.raises(InputError, match="coordinate 2 of the draws never changes"):
+            f(t, np.where(np.arange(4) == 2, 0.7, x))
         with pytest.raises(EstimationError, match="non-finite"):
             f(nowhere, x)
     for f in (gis, bridge_gaussian, bridge_warp3):

@@ -115,6 +115,8 @@ def test_bad_input():
         GaussianizingFlow.fit(np.zeros((10, 8)))
     with pytest.raises(InputError):
         GaussianizingFlow.fit(np.zeros(100))
+    with pytest.raises(InputError, match="do not vary"):
+        GaussianizingFlow.fit(np.ones((100, 2)))
 
 
 def test_sample_with_log_density_matches_forward():

@@ -27,6 +27,10 @@ def as_chains(draws: np.ndarray, dim: int | None = None) -> np.ndarray:
         raise InputError(f"need at least 2 draws per chain, got {a.shape[1]}")
     if not np.all(np.isfinite(a)):
         raise InputError("draws contain NaN or infinite values")
+    stuck = np.flatnonzero(np.ptp(a, axis=(0, 1)) == 0)
+    if stuck.size:
+        raise InputError(f"coordinate {stuck[0]} of the draws never changes: the sampler is stuck "
+                         "(or the parameter is fixed); rerun sampling")
     return a
 
 

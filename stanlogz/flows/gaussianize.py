@@ -236,7 +236,10 @@ class GaussianizingFlow:
         mean = x.mean(axis=0)
         cov = np.atleast_2d(np.cov(x, rowvar=False))
         cov = 0.5 * (cov + cov.T) + 1e-10 * np.trace(cov) / d * np.eye(d)
-        chol = np.linalg.cholesky(cov)
+        try:
+            chol = np.linalg.cholesky(cov)
+        except np.linalg.LinAlgError:
+            raise InputError("draws do not vary: their covariance is singular") from None
         flow = cls(mean, chol, [])
         z = (x - mean) @ flow._inv_chol.T
         g = special.ndtri((np.arange(n) + 0.5) / n)[:, None]
