@@ -37,12 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        try:
-            mod = importlib.import_module(f"stanlogz.commands.{name}")
-        except ModuleNotFoundError as exc:  # a command still being written: leave it out
-            if exc.name == f"stanlogz.commands.{name}":
-                continue
-            raise
+        mod = importlib.import_module(f"stanlogz.commands.{name}")
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         # Global flags are accepted after the sub-command too.
         p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,

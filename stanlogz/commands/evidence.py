@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib
 import os
 from pathlib import Path
 from typing import Any
@@ -69,18 +68,18 @@ def save_plot(result: EvidenceResult, draws: np.ndarray, path: Path,
     tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}{path.suffix}")
     try:
         if result.method == "ups" and "_ups" in result.diagnostics:
-            plot = importlib.import_module("stanlogz.ups_plots").plot_ups
-            plot(result.diagnostics["_ups"], tmp)
+            from ..ups_plots import plot_ups
+
+            plot_ups(result.diagnostics["_ups"], tmp)
         elif result.method in FLOW_METHODS:
-            plot = importlib.import_module("stanlogz.plots").plot_evidence
-            plot(result, draws, tmp, names=names)
+            from ..plots import plot_evidence
+
+            plot_evidence(result, draws, tmp, names=names)
         else:
             raise InputError(f"no diagnostic plot for method {result.method}")
         if not tmp.is_file():
             raise InputError(f"the {result.method} plot wrote no file")
         os.replace(tmp, path)
-    except (ImportError, AttributeError, KeyError):
-        raise InputError(f"no diagnostic plot available for method {result.method}") from None
     finally:
         tmp.unlink(missing_ok=True)
 
