@@ -14,13 +14,12 @@ from ..bdmc import (
 from ..errors import InputError
 from ..estimators import METHODS
 from ..report import Reporter
+from .evidence import PLOT_SUFFIXES
 from .sample import check_output
 
 NAME = "bdmc"
 HELP = ("Sandwich log Z on data simulated from the model (bidirectional Monte Carlo) and score "
         "evidence estimators against it.")
-
-PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
