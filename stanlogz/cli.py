@@ -35,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
     parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    parser.add_argument("--verbose", action="store_true",
+                        help="on an error, also print the full log behind it (e.g. Stan's)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         mod = importlib.import_module(f"stanlogz.commands.{name}")
@@ -45,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--seed", type=int, default=argparse.SUPPRESS, help="random seed")
         p.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS,
                        help="no progress messages on stderr")
+        p.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
+                       help="on an error, also print the full log behind it")
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser
@@ -62,6 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args._run(args, report) or 0)
     except StanlogzError as exc:
         print(f"stanlogz: error: {exc}", file=sys.stderr)
+        if args.verbose and exc.log:
+            print(exc.log, file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("stanlogz: interrupted", file=sys.stderr)

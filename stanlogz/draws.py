@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from . import arviz_compat
 from .errors import DataError, InputError, ToolchainError
 
 #: Sampler columns of a CmdStan CSV, in CmdStan's order.
@@ -44,20 +45,12 @@ _ARVIZ_STATS = {
     "energy__": "energy",
 }
 
-SOURCES = ("stanlogz-nuts", "cmdstanpy", "csv", "array")
+SOURCES = ("stanlogz-nuts", "cmdstanpy", "csv", "arviz", "array")
 
 # Thresholds of the warnings in :meth:`Draws.summary` (Vehtari et al. 2021 recommend R-hat < 1.01
 # and a bulk/tail ESS of at least 100 per chain).
 RHAT_MAX = 1.01
 ESS_PER_CHAIN_MIN = 100
-
-
-def _arviz():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        import arviz
-
-    return arviz
 
 
 def flat_name(name: str) -> str:
@@ -177,7 +170,7 @@ class Draws:
     # ------------------------------------------------------------------ summary
     def summary(self) -> DrawsSummary:
         """Mean, sd, 5/50/95% quantiles, bulk/tail ESS and R-hat of each quantity, diagnostics."""
-        az = _arviz()
+        az = arviz_compat.arviz()
         import xarray as xr
 
         values, names = self._values()
@@ -255,9 +248,8 @@ class Draws:
 
     # ------------------------------------------------------------------ ArviZ
     def to_inference_data(self) -> Any:
-        """An ArviZ ``InferenceData`` with posterior, sample_stats and, given a ``log_lik``
-        generated quantity, a log_likelihood group."""
-        az = _arviz()
+        """ArviZ InferenceData (ArviZ 0.x) or DataTree (ArviZ >= 1) with posterior,
+        sample_stats and, given a ``log_lik`` generated quantity, a log_likelihood group."""
         values, names = self._values()
         grouped = group_flat_names(names)
         posterior: dict[str, np.ndarray] = {}
@@ -270,13 +262,9 @@ class Draws:
             for k, v in self.sampler.items()
             if k in _ARVIZ_STATS
         }
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return az.from_dict(
-                posterior=posterior,
-                sample_stats=stats or None,
-                log_likelihood=log_lik or None,
-            )
+        return arviz_compat.from_dict(
+            {"posterior": posterior, "sample_stats": stats, "log_likelihood": log_lik}
+        )
 
 
 def group_flat_names(names: Sequence[str]) -> dict[str, tuple[tuple[int, ...], list[int]]]:
@@ -382,8 +370,7 @@ def _from_columns(
     except DataError:
         raise
     except (InputError, RuntimeError) as exc:  # StanModel: InputError; bridgestan: RuntimeError
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataError(f"{what}: cannot unconstrain the draws: {first}") from None
+        raise DataError(f"{what}: cannot unconstrain the draws: {_first_line(exc)}") from None
     unc = unc.reshape(chains, n, -1)
     if not np.all(np.isfinite(unc)):
         c, i, _ = np.argwhere(~np.isfinite(unc))[0]
@@ -433,6 +420,60 @@ def from_cmdstanpy(fit: Any, model: Any) -> Draws:
         inv_metric=inv, seconds=seconds,
         max_treedepth=int(cfg["max_depth"]) if "max_depth" in cfg else None,
     )
+
+
+def from_inference_data(data: Any, model: Any) -> Draws:
+    """Draws from ArviZ InferenceData / DataTree (or a netCDF file of one) of the same program.
+
+    The posterior group must hold the program's parameters (Stan names, any shape); a
+    log_likelihood group with one variable becomes the ``log_lik`` columns.
+    """
+    if isinstance(data, str | os.PathLike):
+        path = Path(data)
+        if not path.is_file():
+            raise InputError(f"no such file: {path}")
+        try:
+            data = arviz_compat.read_netcdf(path)
+        except Exception as exc:  # netCDF/HDF5 readers raise many types
+            raise DataError(f"{path}: not an ArviZ netCDF file ({_first_line(exc)})") from None
+    what = "InferenceData"
+    post = arviz_compat.group(data, "posterior")
+    if post is None:
+        raise DataError(f"{what} has no posterior group")
+    names: list[str] = []
+    columns: list[np.ndarray] = []
+
+    def add(var: str, arr: np.ndarray) -> None:
+        arr = np.asarray(arr, dtype=float)
+        if arr.ndim == 2:
+            names.append(var)
+            columns.append(arr)
+            return
+        for idx in np.ndindex(*arr.shape[2:][::-1]):  # Stan's column-major order
+            idx = idx[::-1]
+            names.append(var + "".join(f".{i + 1}" for i in idx))
+            columns.append(arr[(slice(None), slice(None), *idx)])
+
+    for var in post.data_vars:
+        add(str(var), post[var].transpose("chain", "draw", ...).values)
+    ll = arviz_compat.group(data, "log_likelihood")
+    if ll is not None and len(ll.data_vars) == 1 and "log_lik" not in post.data_vars:
+        var = next(iter(ll.data_vars))
+        add("log_lik", ll[var].transpose("chain", "draw", ...).values)
+    stats = arviz_compat.group(data, "sample_stats")
+    if stats is not None:
+        for col, az_name in _ARVIZ_STATS.items():
+            if az_name in stats.data_vars:
+                names.append(col)
+                columns.append(np.asarray(stats[az_name].values, dtype=float))
+    values = np.stack(columns, axis=-1)
+    return _from_columns(values, names, model, what=what, source="arviz", step_size=None,
+                         inv_metric=None, seconds=0.0, max_treedepth=None)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 @dataclass
@@ -629,11 +670,16 @@ def from_array(unconstrained: np.ndarray, model: Any = None) -> Draws:
 
 
 def as_draws(obj: Any, model: Any) -> Draws:
-    """Draws from a :class:`Draws`, a cmdstanpy fit, CSV path(s) or glob, or an array."""
+    """Draws from a :class:`Draws`, a cmdstanpy fit, CSV path(s) or glob, ArviZ
+    InferenceData/DataTree or a ``.nc`` file of one, or an array."""
     if isinstance(obj, Draws):
         d = obj
     elif type(obj).__name__ == "CmdStanMCMC":
         d = from_cmdstanpy(obj, model)
+    elif arviz_compat.is_inference_data(obj):
+        d = from_inference_data(obj, model)
+    elif _is_netcdf(obj):
+        d = from_inference_data(obj[0] if isinstance(obj, list | tuple) else obj, model)
     elif isinstance(obj, str | os.PathLike):
         d = from_csv(obj, model)
     elif isinstance(obj, list | tuple) and obj and all(isinstance(p, str | os.PathLike)
@@ -643,10 +689,16 @@ def as_draws(obj: Any, model: Any) -> Draws:
         d = from_array(np.asarray(obj, dtype=float), model)
     else:
         raise InputError(f"cannot use {type(obj).__name__} as draws; give a Draws, a cmdstanpy "
-                         "fit, CSV path(s) or an array (chains, n, dim)")
+                         "fit, CSV path(s), InferenceData or an array (chains, n, dim)")
     if model is not None and d.dim != model.dim:
         raise InputError(f"draws have dimension {d.dim}, model {model.name!r} has {model.dim}")
     return d
+
+
+def _is_netcdf(obj: Any) -> bool:
+    if isinstance(obj, list | tuple) and len(obj) == 1:
+        obj = obj[0]
+    return isinstance(obj, str | os.PathLike) and str(obj).endswith(".nc")
 
 
 def sample_cmdstanpy(

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 
 class StanlogzError(Exception):
-    """Base class of every error stanlogz raises on purpose."""
+    """Base class of every error stanlogz raises on purpose.
+
+    ``log`` holds the full text behind the one-line message when there is more (e.g. Stan's
+    own sampler log); ``stanlogz --verbose`` prints it.
+    """
+
+    def __init__(self, message: str = "", *, log: str | None = None) -> None:
+        super().__init__(message)
+        self.log = log
 
 
 class ToolchainError(StanlogzError):

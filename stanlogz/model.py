@@ -504,8 +504,9 @@ class StanModel:
         if rc == 1:
             raise InitializationError(self._init_failure(self._take_error(err)))
         if rc:
-            raise StanlogzError(f"NUTS failed for {self.name}: "
-                                f"{_condense_stan(self._take_error(err))}")
+            log = self._take_error(err)
+            raise StanlogzError(f"NUTS failed for {self.name}: {stan_failure_cause(log)}",
+                                log=log.replace(" | ", "\n"))
         n_grad = int(raw[:, :, _NUTS_COLUMNS.index("n_leapfrog__")].sum())
         keep = np.arange(warmup, rows, thin)
         if save_warmup:
@@ -701,3 +702,27 @@ def _condense_stan(message: str) -> str:
     text = _one_line(message)
     text = re.sub(r"^Exception:\s*", "", text)
     return re.sub(r"^\w+_namespace::\w+:\s*", "", text)
+
+
+# Lines of Stan's sampler log that carry no information about a failure.
+_STAN_LOG_NOISE = re.compile(
+    r"^(Gradient evaluation took|\d+ transitions using|Adjust your expectations|Iteration:|"
+    r"Elapsed Time|$)")
+
+
+def stan_failure_cause(log: str) -> str:
+    """One line from Stan's sampler log (entries joined by " | "): the first cause, each message
+    once, timing chatter dropped."""
+    seen: list[str] = []
+    for entry in log.split(" | "):
+        entry = re.sub(r"^chain \d+ stopped early:\s*", "", _condense_stan(entry)).strip()
+        if not _STAN_LOG_NOISE.match(entry) and entry not in seen:
+            seen.append(entry)
+    if not seen:
+        return "Stan's sampler stopped without a message"
+    causes = [e for e in seen if not e.startswith("Exception")]
+    context = [e.rstrip(".") for e in seen if e.startswith("Exception")]
+    head = "; ".join(causes or context)
+    tail = f" ({'; '.join(context)})" if causes and context else ""
+    return head + tail + " [--verbose shows Stan's log]"
+

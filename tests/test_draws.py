@@ -264,3 +264,27 @@ def test_from_array_with_real_model_constrains(coin_model):
     d = D.from_array(np.array([[[0.0], [np.log(3.0)]]]), coin_model)
     np.testing.assert_allclose(d.constrained[0, :, d.constrained_names.index("theta")],
                                [0.5, 0.75])
+
+
+def test_inference_data_round_trip_in_memory_and_netcdf(schools_model, tmp_path):
+    # Works with ArviZ 0.x (InferenceData) and >= 1.0 (DataTree): the same draws come back.
+    d = D.from_csv(SCHOOLS_CSV, schools_model)
+    idata = d.to_inference_data()
+    back = D.as_draws(idata, schools_model)
+    assert back.source == "arviz"
+    np.testing.assert_allclose(back.unconstrained, d.unconstrained, rtol=1e-12, atol=1e-12)
+    i_ll = back.constrained_names.index("log_lik.8")
+    np.testing.assert_array_equal(back.constrained[..., i_ll],
+                                  d.constrained[..., d.constrained_names.index("log_lik.8")])
+    np.testing.assert_array_equal(back.sampler["divergent__"], d.sampler["divergent__"])
+    nc = tmp_path / "draws.nc"
+    idata.to_netcdf(str(nc))
+    again = D.as_draws([str(nc)], schools_model)  # as `evidence --fit draws.nc` passes it
+    np.testing.assert_allclose(again.unconstrained, d.unconstrained, rtol=1e-12, atol=1e-12)
+    with pytest.raises(InputError, match="no such file"):
+        D.as_draws(str(tmp_path / "missing.nc"), schools_model)
+    junk = tmp_path / "junk.nc"
+    junk.write_text("not netcdf\n")
+    with pytest.raises(DataError, match="not an ArviZ netCDF file") as e:
+        D.as_draws(str(junk), schools_model)
+    assert "\n" not in str(e.value)

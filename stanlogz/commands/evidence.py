@@ -33,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
     add_estimation_arguments(parser)
     parser.add_argument("--fit", metavar="CSV", nargs="+", default=None,
-                        help="use existing draws: CmdStan CSV files (or stanlogz sample --output)")
+                        help="use existing draws: CmdStan CSV files, or a file written by "
+                        "stanlogz sample --output (.csv or .nc)")
     parser.add_argument("--plot", metavar="FILE.png", default=None,
                         help="save the method's diagnostic plot")
 

@@ -1,0 +1,110 @@
+"""One interface to ArviZ 0.x (``InferenceData``; what pip installs on Python 3.11) and ArviZ
+>= 1.0 (``xarray.DataTree`` with arviz-base and arviz-stats; Python >= 3.12).
+
+Everything in stanlogz that makes or reads InferenceData, or uses ArviZ's PSIS, goes through
+this module.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+
+@cache
+def arviz() -> Any:
+    """The ``arviz`` module, imported without its FutureWarnings."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        import arviz
+
+    return arviz
+
+
+def arviz_major() -> int:
+    """The installed ArviZ's major version (0 or 1)."""
+    return int(str(arviz().__version__).split(".")[0])
+
+
+def from_dict(groups: dict[str, dict[str, np.ndarray] | None]) -> Any:
+    """InferenceData (ArviZ 0.x) or DataTree (ArviZ 1.x) from ``{group: {var: array}}``;
+    arrays are ``(chain, draw, *shape)``; empty or ``None`` groups are left out."""
+    groups = {g: v for g, v in groups.items() if v}
+    az = arviz()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if arviz_major() >= 1:
+            return az.from_dict(groups)
+        return az.from_dict(**groups)
+
+
+def read_netcdf(path: str | os.PathLike) -> Any:
+    """InferenceData / DataTree saved with ``to_netcdf``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return arviz().from_netcdf(str(path))
+
+
+def group(data: Any, name: str) -> Any:
+    """The ``xarray.Dataset`` of group ``name`` of InferenceData or DataTree, or ``None``."""
+    if type(data).__name__ == "DataTree":
+        if name not in data.children:
+            return None
+        return data[name].to_dataset()
+    if name not in getattr(data, "_groups", ()) and not hasattr(data, name):
+        return None
+    return getattr(data, name, None)
+
+
+def is_inference_data(obj: Any) -> bool:
+    """Whether ``obj`` is an ArviZ InferenceData (0.x) or DataTree (1.x)."""
+    return type(obj).__name__ in ("InferenceData", "DataTree")
+
+
+def psislw(log_ratios: np.ndarray, r_eff: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """ArviZ's Pareto-smoothed importance sampling over the last axis.
+
+    ``log_ratios`` is ``(..., S)``; returns log weights normalized to sum to one over the last
+    axis (same shape) and the Pareto k-hat of each row.
+    """
+    from scipy.special import logsumexp
+
+    lr = np.asarray(log_ratios, dtype=float)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        if arviz_major() >= 1:
+            from arviz_stats.base import array_stats
+
+            lw, k = array_stats.psislw(lr, r_eff=r_eff, axis=-1)
+        else:
+            lw, k = arviz().psislw(lr, reff=r_eff)
+    lw = np.asarray(lw, dtype=float)
+    lw = lw - logsumexp(lw, axis=-1, keepdims=True)
+    return lw, np.asarray(k, dtype=float)
+
+
+def ess_mean(values: np.ndarray) -> np.ndarray:
+    """ArviZ's ESS for the mean of each column of ``values`` ``(chains, n, k)``."""
+    import xarray as xr
+
+    ds = xr.Dataset({"x": (("chain", "draw", "col"), np.asarray(values, dtype=float))})
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return np.asarray(arviz().ess(ds, method="mean")["x"].values, dtype=float)
+
+
+def loo(data: Any) -> dict[str, Any]:
+    """ArviZ's own PSIS-LOO of InferenceData/DataTree with a log_likelihood group, as
+    ``{"elpd", "se", "p_loo", "elpd_i", "pareto_k"}`` (for comparisons with ArviZ)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = arviz().loo(data, pointwise=True)
+    if arviz_major() >= 1:
+        return {"elpd": float(r.elpd), "se": float(r.se), "p_loo": float(r.p),
+                "elpd_i": np.asarray(r.elpd_i).ravel(), "pareto_k": np.asarray(r.pareto_k).ravel()}
+    return {"elpd": float(r.elpd_loo), "se": float(r.se), "p_loo": float(r.p_loo),
+            "elpd_i": np.asarray(r.loo_i).ravel(), "pareto_k": np.asarray(r.pareto_k).ravel()}
