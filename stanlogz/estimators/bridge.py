@@ -44,6 +44,7 @@ class BridgeSolution:
     tau: float
     iterations: int
     converged: bool
+    tau_q: float = 1.0  # autocorrelation time of the proposal-side terms (1: independent draws)
 
     @property
     def se(self) -> float:
@@ -55,10 +56,13 @@ def solve_bridge(log_w_p: np.ndarray, log_w_q: np.ndarray) -> BridgeSolution:
     """Optimal bridge sampling from log weights ``log p - log q``.
 
     ``log_w_p`` at the posterior draws, shaped ``(chains, n)`` (chain structure is used for the
-    autocorrelation time); ``log_w_q`` at independent draws of the normalized proposal ``q``.
-    ``-inf`` entries are allowed (p = 0 there). Returns ``log r = log Z_p`` with its error terms.
+    autocorrelation time); ``log_w_q`` at draws of ``q``: independent draws as a flat array, or
+    MCMC draws shaped ``(chains, n)`` (their autocorrelation time then enters the error).
+    ``-inf`` entries are allowed (p = 0 there). Returns ``log r = log Z_p - log Z_q`` (``log Z_p``
+    for a normalized ``q``) with its error terms.
     """
     lw_p = np.atleast_2d(np.asarray(log_w_p, dtype=float))
+    q_shape = np.shape(log_w_q)
     lw_q = np.asarray(log_w_q, dtype=float).ravel()
     a = lw_p.ravel()
     n_p, n_q = a.size, lw_q.size
@@ -81,8 +85,10 @@ def solve_bridge(log_w_p: np.ndarray, log_w_q: np.ndarray) -> BridgeSolution:
     f1 = np.exp(lw_q - c - np.logaddexp(log_s_p + lw_q - c, log_s_q))
     f2 = np.exp(-np.logaddexp(log_s_p + lw_p - c, log_s_q))
     tau = autocorr_time(f2)
-    re2_q, re2_p = rel_var(f1) / n_q, tau * rel_var(f2) / n_p
-    return BridgeSolution(float(c), re2_q, re2_p, tau, int(info.iterations), bool(info.converged))
+    tau_q = autocorr_time(f1.reshape(q_shape)) if len(q_shape) == 2 else 1.0
+    re2_q, re2_p = tau_q * rel_var(f1) / n_q, tau * rel_var(f2) / n_p
+    return BridgeSolution(float(c), re2_q, re2_p, tau, int(info.iterations), bool(info.converged),
+                          tau_q)
 
 
 def adaptive_n_q(sol: BridgeSolution, n_q0: int, f_err: float, f_eva: float,

@@ -26,7 +26,7 @@ from ..bases import as_draw_matrix, gaussian_from_draws, laplace_base
 from ..errors import EstimationError, InputError
 from ..kernels.couplings import CoupledKernel, hmc_kernel, rwmh_kernel
 from ..kernels.rwmh import scale_from_cov
-from ..parallel import as_seed_sequence, child_sequence, run_parallel
+from ..parallel import SeedLike, as_seed_sequence, child_sequence, run_parallel
 from ..paths import GeometricPath, Path, base_to_target_path, two_posterior_path
 from ..result import EvidenceResult
 from ..target import Target
@@ -86,6 +86,7 @@ class UPSResult:
     seconds: float
     kernel: str
     warnings: list[str] = field(default_factory=list)
+    kernel_config: Any = None  # the coupled kernel's settings (for :func:`replicate_tasks`)
 
     def meeting_summary(self) -> dict[str, float]:
         """Quantiles and mean of the replicates' meeting times."""
@@ -436,16 +437,8 @@ def ups(
     # lambdas come from one generator so that they too are independent of the worker count
     lam_rng = np.random.default_rng(_stage_seed(ss, _STAGE_REPLICATES + 1))
     lams = np.array([tuning.sample_q(lam_rng) for _ in range(n_replicates)])
-    tasks = []
-    ks, ms = [], []
-    for lam in lams:
-        kk, mm = _nearest_max(lam_grid, k_grid, lam), _nearest_max(lam_grid, m_grid, lam)
-        ks.append(kk)
-        ms.append(max(kk, mm))
-        tasks.append((
-            "E", path, float(lam), _interp(lam_grid, means, lam), _interp(lam_grid, covs, lam),
-            _interp(lam_grid, pcovs, lam), kk, ms[-1], cfg,
-        ))
+    tasks = replicate_tasks(path, tuning, lams, cfg)
+    ks, ms = [t[6] for t in tasks], [t[7] for t in tasks]
     out = _run_tasks(tasks, _stage_seed(ss, _STAGE_REPLICATES), n_workers)
     e_hat = np.array([o[0] for o in out], dtype=float)
     reps = e_hat / tuning.q_density(lams)
@@ -469,7 +462,32 @@ def ups(
         replicates=reps, lambdas=lams, meeting_times=taus_rep, k=k_arr, m=m_arr, tuning=tuning,
         n_evals=int(sum(o[3] for o in out)), n_evals_tuning=tuning_evals,
         seconds=time.perf_counter() - t_start, kernel=kernel, warnings=warns,
+        kernel_config=cfg,
     )
+
+
+def replicate_tasks(path: Path, tuning: UPSTuning, lams: Sequence[float] | np.ndarray,
+                    cfg: _KernelConfig) -> list[tuple]:
+    """One coupled-chain task per lambda on ``path`` with ``tuning``'s k, m, initial
+    distributions and proposals (for :func:`run_replicates`). ``path`` may differ from the one
+    tuned on (e.g. another cross-validation split): the estimates stay unbiased."""
+    grid = tuning.grid
+    tasks = []
+    for lam in lams:
+        kk = _nearest_max(grid, tuning.k, lam)
+        mm = max(kk, _nearest_max(grid, tuning.m, lam))
+        tasks.append((
+            "E", path, float(lam), _interp(grid, tuning.means, lam),
+            _interp(grid, tuning.covs, lam), _interp(grid, tuning.proposal_covs, lam), kk, mm, cfg,
+        ))
+    return tasks
+
+
+def run_replicates(tasks: Sequence[tuple], seed: SeedLike, n_workers: int | None = None
+                   ) -> list[tuple[float, int, int, int]]:
+    """Run :func:`replicate_tasks`' tasks: per task the unbiased estimate of E_lambda[dU/dlambda],
+    the meeting time, the iterations and the path evaluations."""
+    return _run_tasks(tasks, as_seed_sequence(seed), n_workers)
 
 
 def log_ratio(

@@ -1,0 +1,115 @@
+"""Which data of a Stan program are per-observation, and data instances for subsets of them.
+
+A program's observations are indexed by a size variable (``N``): every data array whose leading
+dimension is ``N`` holds one entry per observation (or only the arrays named explicitly). A
+subset of observations is the same data with those arrays cut along their first axis and ``N``
+set to the subset's size: a new data instance of the same compiled program, never a rebuild.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+
+
+def _leading(value: Any) -> int | None:
+    """Length of the first axis of a data array; None for scalars."""
+    if isinstance(value, str | bytes | Mapping):
+        return None
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError):  # ragged nested lists
+        return len(value) if isinstance(value, list | tuple) else None
+    return int(arr.shape[0]) if arr.ndim >= 1 else None
+
+
+def _is_int_scalar(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class Observations:
+    """The observation structure of one data set: size variable, per-observation fields, n."""
+
+    size_name: str
+    fields: tuple[str, ...]
+    n: int
+
+    def subset(self, data: Mapping[str, Any], index: Sequence[int] | np.ndarray) -> dict[str, Any]:
+        """``data`` restricted to the observations ``index`` (0-based, in the order given)."""
+        idx = np.asarray(index, dtype=int).ravel()
+        if idx.size and (idx.min() < 0 or idx.max() >= self.n):
+            raise InputError(f"observation index out of range 0..{self.n - 1}")
+        out = dict(data)
+        for f in self.fields:
+            arr = np.asarray(data[f])
+            out[f] = arr[idx].tolist()
+        out[self.size_name] = int(idx.size)
+        return out
+
+    def without(self, data: Mapping[str, Any], held_out: Sequence[int] | np.ndarray
+                ) -> dict[str, Any]:
+        """``data`` without the observations ``held_out``."""
+        keep = np.setdiff1d(np.arange(self.n), np.asarray(held_out, dtype=int))
+        return self.subset(data, keep)
+
+
+def find_observations(data: Mapping[str, Any], obs: str | None = None,
+                      fields: Sequence[str] | None = None) -> Observations:
+    """The observations of ``data``: size variable ``obs`` (inferred when exactly one integer
+    matches the leading dimension of some array) and the arrays split along it (``fields``, or
+    every array whose leading dimension equals it)."""
+    if not isinstance(data, Mapping) or not data:
+        raise InputError("cross-validation needs the program's data (a dict or JSON file)")
+    lengths = {k: _leading(v) for k, v in data.items()}
+    if fields:
+        missing = [f for f in fields if f not in data]
+        if missing:
+            raise InputError(f"--obs-fields: no data variable named {', '.join(missing)}")
+        scalar = [f for f in fields if lengths[f] is None]
+        if scalar:
+            raise InputError(f"--obs-fields: {', '.join(scalar)} is not an array")
+        sizes = {lengths[f] for f in fields}
+        if len(sizes) > 1:
+            detail = ", ".join(f"{f}: {lengths[f]}" for f in fields)
+            raise InputError(f"observation arrays have mixed leading sizes ({detail})")
+        n = sizes.pop()
+        if obs is None:
+            names = [k for k, v in data.items() if _is_int_scalar(v) and v == n]
+            if len(names) != 1:
+                what = "no integer" if not names else f"several integers ({', '.join(names)})"
+                raise InputError(f"{what} in the data equal {n}, the length of the observation "
+                                 "arrays; name the size variable with --obs")
+            obs = names[0]
+    if obs is None:
+        cands = [k for k, v in data.items()
+                 if _is_int_scalar(v) and v > 0 and any(lengths[f] == v for f in data if f != k)]
+        if not cands:
+            raise InputError("no observation dimension found: no integer in the data is the "
+                             "leading size of an array; name it with --obs and the arrays "
+                             "with --obs-fields")
+        if len(cands) > 1:
+            raise InputError(f"several possible observation sizes ({', '.join(cands)}); choose "
+                             "one with --obs")
+        obs = cands[0]
+    if obs not in data:
+        raise InputError(f"--obs {obs}: no data variable named {obs}")
+    if not _is_int_scalar(data[obs]):
+        raise InputError(f"--obs {obs}: {obs} is not an integer size variable")
+    n = int(data[obs])
+    if fields:
+        if lengths[fields[0]] != n:
+            raise InputError(f"--obs-fields have {lengths[fields[0]]} entries but {obs} = {n}")
+        chosen = tuple(fields)
+    else:
+        chosen = tuple(f for f in data if f != obs and lengths[f] == n)
+        if not chosen:
+            raise InputError(f"--obs {obs}: no data array has leading dimension {obs} = {n}")
+    if n < 2:
+        raise InputError(f"cross-validation needs at least 2 observations, {obs} = {n}")
+    return Observations(obs, chosen, n)
