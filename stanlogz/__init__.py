@@ -37,6 +37,11 @@ _LAZY = {
     "run_testbed": "stanlogz.bdmc",
     "ups": "stanlogz.estimators.ups",
     "log_ratio": "stanlogz.estimators.ups",
+    "loo": "stanlogz.crossval",
+    "cv": "stanlogz.crossval",
+    "loo_compare": "stanlogz.crossval",
+    "LooResult": "stanlogz.crossval",
+    "CVResult": "stanlogz.crossval",
 }
 
 
@@ -47,6 +52,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CVResult",
     "ComparisonResult",
     "CountingTarget",
     "DataError",
@@ -56,6 +62,7 @@ __all__ = [
     "FunctionTarget",
     "InitializationError",
     "InputError",
+    "LooResult",
     "StanCompileError",
     "StanModel",
     "StanlogzError",
@@ -65,10 +72,13 @@ __all__ = [
     "ais",
     "as_draws",
     "compare",
+    "cv",
     "evidence",
     "from_cmdstanpy",
     "from_csv",
     "log_ratio",
+    "loo",
+    "loo_compare",
     "reverse_ais",
     "run_testbed",
     "sample",

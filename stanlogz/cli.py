@@ -16,7 +16,7 @@ from typing import NoReturn
 from .errors import StanlogzError
 from .report import Reporter
 
-COMMANDS = ["compile", "sample", "evidence", "compare", "bdmc"]
+COMMANDS = ["compile", "sample", "evidence", "compare", "loo", "cv", "bdmc"]
 
 
 class _Parser(argparse.ArgumentParser):

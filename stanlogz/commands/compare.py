@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from ..api import compare
+from ..api import _child_seed, compare, load_model, read_data
+from ..crossval import loo, loo_compare
+from ..crossval.fixups import FIX_METHODS
+from ..draws import sample
 from ..errors import InputError
 from ..report import Reporter
 from .evidence import add_estimation_arguments, parse_options
+from .loo import add_observation_arguments, obs_fields
 
 NAME = "compare"
 HELP = "Compare Stan programs by their evidence: log Bayes factors and posterior probabilities."
@@ -20,6 +24,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prior-probs", metavar="P1,P2,...", default=None,
                         help="prior model probabilities (default uniform)")
     add_estimation_arguments(parser)
+    parser.add_argument("--loo", action="store_true",
+                        help="also compare by PSIS-LOO (elpd differences with the se of the "
+                        "paired pointwise differences), on the same draws")
+    parser.add_argument("--fix", choices=FIX_METHODS, default="exact",
+                        help="with --loo: how to recompute observations with high k-hat")
+    add_observation_arguments(parser)
 
 
 def parse_probs(text: str | None, k: int) -> list[float] | None:
@@ -45,8 +55,17 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
                          "or one per program")
     if data is not None and len(data) == 1:
         data = data[0]
+    if args.loo and data is None:
+        raise InputError("--loo needs --data: cross-validation splits the observations")
     probs = parse_probs(args.prior_probs, k)
-    c = compare(args.models, data, method=method, prior_probs=probs, chains=args.chains,
+    models, draws, datas = args.models, None, [data] * k if not isinstance(data, list) else data
+    if args.loo:  # one NUTS run per program serves both comparisons
+        models = [load_model(m, dt, seed=_child_seed(args.seed, i), progress=report.progress)
+                  for i, (m, dt) in enumerate(zip(args.models, datas, strict=True))]
+        draws = [sample(m, chains=args.chains, warmup=args.warmup, draws=args.draws,
+                        seed=_child_seed(args.seed, i), progress=report.progress)
+                 for i, m in enumerate(models)]
+    c = compare(models, data, method=method, prior_probs=probs, draws=draws, chains=args.chains,
                 warmup=args.warmup, n_draws=args.draws, seed=args.seed,
                 progress=report.progress, **options)
     report.table(c.header, c.table(), title=f"evidence by {method}; log_bf = log Z - log Z_best")
@@ -54,5 +73,19 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     for name, r in zip(c.names, c.results, strict=True):
         for w in r.warnings:
             report.warn(f"{name}: {w}")
-    report.emit_json(c.to_dict())
+    out = c.to_dict()
+    if args.loo:
+        loos = [loo(m, read_data(dt), draws=d, fix=args.fix, obs=args.obs,
+                    obs_fields=obs_fields(args.obs_fields), chains=args.chains,
+                    warmup=args.warmup, n_draws=args.draws, seed=_child_seed(args.seed, i),
+                    progress=report.progress)
+                for i, (m, dt, d) in enumerate(zip(models, datas, draws, strict=True))]
+        lc = loo_compare(loos, c.names)
+        report.table(lc.header, lc.table(),
+                     title="PSIS-LOO; elpd_diff = elpd_loo - best, se of paired differences")
+        for name, r in zip(c.names, loos, strict=True):
+            for w in r.warnings:
+                report.warn(f"{name}: {w}")
+        out["loo"] = lc.to_dict()
+    report.emit_json(out)
     return 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import os
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from ..api import check_options, evidence, load_model
 from ..draws import as_draws, sample
 from ..errors import InputError
 from ..estimators import METHODS
-from ..report import Reporter
+from ..report import Reporter, write_atomically
 from ..result import EvidenceResult
 from .sample import add_sampler_arguments, check_output
 
@@ -65,24 +64,17 @@ def parse_options(items: list[str]) -> dict[str, Any]:
 
 def save_plot(result: EvidenceResult, draws: np.ndarray, path: Path,
               names: list[str] | None = None) -> None:
-    """Draw the method's diagnostic plot into ``path`` (temporary file, then ``os.replace``)."""
-    tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}{path.suffix}")
-    try:
-        if result.method == "ups" and "_ups" in result.diagnostics:
-            from ..ups_plots import plot_ups
+    """Draw the method's diagnostic plot into ``path`` (never half-written)."""
+    if result.method == "ups" and "_ups" in result.diagnostics:
+        from ..ups_plots import plot_ups
 
-            plot_ups(result.diagnostics["_ups"], tmp)
-        elif result.method in FLOW_METHODS:
-            from ..plots import plot_evidence
+        write_atomically(path, lambda tmp: plot_ups(result.diagnostics["_ups"], tmp))
+    elif result.method in FLOW_METHODS:
+        from ..plots import plot_evidence
 
-            plot_evidence(result, draws, tmp, names=names)
-        else:
-            raise InputError(f"no diagnostic plot for method {result.method}")
-        if not tmp.is_file():
-            raise InputError(f"the {result.method} plot wrote no file")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+        write_atomically(path, lambda tmp: plot_evidence(result, draws, tmp, names=names))
+    else:
+        raise InputError(f"no diagnostic plot for method {result.method}")
 
 
 def print_result(report: Reporter, r: EvidenceResult, name: str) -> None:

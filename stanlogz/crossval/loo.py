@@ -140,6 +140,7 @@ def loo(
     obs_fields: list[str] | None = None,
     fix: str = "exact",
     log_lik: str = "auto",
+    k_threshold: float | None = None,
     chains: int = 4,
     warmup: int = 1000,
     n_draws: int = 1000,
@@ -154,12 +155,16 @@ def loo(
     ``"none"``). ``draws``: existing draws (Draws, cmdstanpy fit, CSV paths, InferenceData);
     without them NUTS runs (``chains`` x ``n_draws`` after ``warmup``). ``obs`` names the
     observation size variable (inferred when unambiguous); ``log_lik``: ``"auto"``,
-    ``"log_lik"`` (the generated quantity) or ``"difference"`` (two data instances)."""
+    ``"log_lik"`` (the generated quantity) or ``"difference"`` (two data instances).
+    ``k_threshold``: fix observations above this k̂ instead of the draw-count-dependent
+    threshold min(1 − 1/log10 S, 0.7) (e.g. 0.5 to be stricter)."""
     from ..api import load_model, read_data
 
     t0 = time.perf_counter()
     if fix not in FIX_METHODS:
         raise InputError(f"fix must be one of {', '.join(FIX_METHODS)}, got {fix!r}")
+    if k_threshold is not None and not 0.0 <= k_threshold <= 1.0:
+        raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
     model = load_model(model, data, seed=seed, progress=progress)
     data_dict = read_data(data) if data is not None else _model_data(model)
     observations = find_observations(data_dict, obs, obs_fields)
@@ -172,11 +177,12 @@ def loo(
                    else d.constrained.reshape(-1, d.constrained.shape[2]), d.constrained_names)
     r_eff = relative_efficiency(_posterior_values(d))
     ps = psis_loo(ll, r_eff)
-    bad = np.nonzero(ps.khat > ps.threshold)[0]
+    threshold = ps.threshold if k_threshold is None else float(k_threshold)
+    bad = np.nonzero(ps.khat > threshold)[0]
     fixed: list[FixedPoint] = []
     if fix != "none" and bad.size:
         if progress:
-            progress(f"fixing {bad.size} observation(s) with k-hat > {ps.threshold:.2f} "
+            progress(f"fixing {bad.size} observation(s) with k-hat > {threshold:.2f} "
                      f"({fix}): {', '.join(str(i + 1) for i in bad)}")
         tasks = [FixTask(int(i), fix, float(ps.khat[i]), float(ps.elpd_i[i]), chains, warmup,
                          n_draws, dict(ups_options or {})) for i in bad]
@@ -197,7 +203,7 @@ def loo(
     res = LooResult(
         model=model.name, elpd_loo=elpd, se=se, p_loo=float(np.sum(ps.lppd_i - elpd_i)),
         elpd_i=elpd_i, psis_elpd_i=ps.elpd_i, lppd_i=ps.lppd_i, khat=ps.khat,
-        threshold=ps.threshold, n_samples=ps.n_samples, r_eff=r_eff, fix=fix,
+        threshold=threshold, n_samples=ps.n_samples, r_eff=r_eff, fix=fix,
         log_lik_source=pw.source, observations=observations, fixed=fixed,
         seconds=time.perf_counter() - t0, warnings=warns,
     )

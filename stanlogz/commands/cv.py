@@ -1,0 +1,57 @@
+"""``stanlogz cv MODEL.stan --data DATA.json --n-valid K --splits S``: unbiased cross-validation."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..crossval.unbiased import cv
+from ..report import Reporter, write_atomically
+from .evidence import PLOT_SUFFIXES
+from .loo import add_observation_arguments, obs_fields
+from .sample import add_sampler_arguments, check_output
+
+NAME = "cv"
+HELP = ("Unbiased leave-n_V-out Bayesian cross-validation (-log p(y_V | y_T) averaged over "
+        "random splits) with a confidence interval.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
+    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
+    add_observation_arguments(parser)
+    parser.add_argument("--n-valid", type=int, default=1,
+                        help="observations in each validation set (default 1: leave-one-out)")
+    parser.add_argument("--splits", type=int, default=100,
+                        help="random splits, one unbiased replicate each (default 100)")
+    parser.add_argument("--kernel", choices=("rwmh", "hmc"), default="rwmh",
+                        help="coupled MCMC kernel (default rwmh)")
+    parser.add_argument("--fit", metavar="FILE", nargs="+", default=None,
+                        help="existing draws of the full-data posterior (start of the chains)")
+    add_sampler_arguments(parser)
+    parser.add_argument("--workers", type=int, default=None,
+                        help="parallel workers for the replicates (default: all cores)")
+    parser.add_argument("--plot", metavar="FILE.png", default=None,
+                        help="save the replicates against split and lambda")
+
+
+def run(args: argparse.Namespace, report: Reporter) -> int:
+    plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
+    r = cv(args.model, args.data, n_valid=args.n_valid, splits=args.splits, obs=args.obs,
+           obs_fields=obs_fields(args.obs_fields), draws=list(args.fit) if args.fit else None,
+           chains=args.chains, warmup=args.warmup, n_draws=args.draws, seed=args.seed,
+           kernel=args.kernel, n_workers=args.workers, progress=report.progress)
+    lvl = f"{100 * r.ci_level:.0f}% CI"
+    report.table(["", "estimate", "se", f"{lvl} low", f"{lvl} high"], r.table(),
+                 title=f"{r.model}: unbiased CV over {r.replicates.size} random splits, "
+                 f"n_V = {r.n_valid} of {r.n_obs}")
+    report.text(f"cost: {r.n_evals} path evaluations in replicates, {r.n_evals_tuning} in "
+                f"tuning, {r.seconds:.1f} s")
+    for w in r.warnings:
+        report.warn(w)
+    if plot is not None:
+        from ..crossval.plots import plot_cv
+
+        write_atomically(plot, lambda tmp: plot_cv(r, tmp))
+        report.progress(f"plot written to {plot}")
+    report.emit_json({**r.to_dict(), "plot": None if plot is None else str(plot)})
+    return 0

@@ -1,0 +1,101 @@
+"""``stanlogz loo MODEL.stan --data DATA.json``: PSIS-LOO with every unreliable point fixed."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..crossval.fixups import FIX_METHODS
+from ..crossval.loo import LooResult, loo
+from ..crossval.pointwise import SOURCES
+from ..errors import InputError
+from ..report import Reporter, write_atomically
+from .evidence import PLOT_SUFFIXES
+from .sample import add_sampler_arguments, check_output
+
+NAME = "loo"
+HELP = ("Leave-one-out cross-validation (PSIS-LOO) of a Stan program, recomputing observations "
+        "whose Pareto k-hat is too high.")
+
+
+def add_observation_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--obs`` and ``--obs-fields`` (shared with ``cv`` and ``compare --loo``)."""
+    parser.add_argument("--obs", metavar="N", default=None,
+                        help="the data's observation size variable (inferred when unambiguous)")
+    parser.add_argument("--obs-fields", metavar="Y,X", default=None,
+                        help="the per-observation data arrays (default: every array whose "
+                        "leading dimension is N)")
+
+
+def obs_fields(text: str | None) -> list[str] | None:
+    """``"y,x"`` -> ``["y", "x"]``."""
+    if text is None:
+        return None
+    fields = [f.strip() for f in text.split(",") if f.strip()]
+    if not fields:
+        raise InputError("--obs-fields is empty")
+    return fields
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
+    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
+    parser.add_argument("--fit", metavar="FILE", nargs="+", default=None,
+                        help="use existing draws: CmdStan CSV files, or a stanlogz sample "
+                        "--output file (.csv or .nc)")
+    add_observation_arguments(parser)
+    parser.add_argument("--fix", choices=FIX_METHODS, default="exact",
+                        help="recompute observations with high k-hat: exact (NUTS without the "
+                        "observation + bridge sampling), ups (unbiased path sampling) or none "
+                        "(default exact)")
+    parser.add_argument("--k-threshold", type=float, default=None,
+                        help="fix observations above this k-hat (default min(1 - 1/log10 S, 0.7))")
+    parser.add_argument("--log-lik", choices=SOURCES, default="auto",
+                        help="pointwise log-likelihood: the log_lik generated quantity, or the "
+                        "difference of two data instances' densities (default: log_lik when the "
+                        "program has it)")
+    add_sampler_arguments(parser)
+    parser.add_argument("--workers", type=int, default=1,
+                        help="observations fixed in parallel (default 1)")
+    parser.add_argument("--plot", metavar="FILE.png", default=None,
+                        help="save k-hat and pointwise elpd per observation")
+
+
+def print_loo(report: Reporter, r: LooResult) -> None:
+    """The loo-style table: estimates, k-hat bands and the fixed points."""
+    report.table(["", "estimate", "se"], r.table(),
+                 title=f"{r.model}: PSIS-LOO on {r.n_samples} draws and {r.n_obs} observations "
+                 f"(log-lik from {r.log_lik_source})")
+    counts = r.khat_counts()
+    n = r.n_obs
+    report.table(["Pareto k-hat", "count", "pct"],
+                 [[f"(-inf, {r.threshold:.2f}] good", counts["good"],
+                   round(100 * counts["good"] / n, 1)],
+                  [f"({r.threshold:.2f}, 1] bad", counts["bad"], round(100 * counts["bad"] / n, 1)],
+                  ["(1, inf) very bad", counts["very bad"],
+                   round(100 * counts["very bad"] / n, 1)]])
+    if r.fixed:
+        report.table(["obs", "k-hat", "psis elpd", "fixed elpd", "mc se", "method", "grad evals",
+                      "seconds"],
+                     [[f.index + 1, round(f.khat, 2), f.psis_elpd, f.elpd, f.se, f.method,
+                       f.n_gradient_evals, round(f.seconds, 2)] for f in r.fixed],
+                     title=f"observations fixed because k-hat > {r.threshold:.2f}")
+
+
+def run(args: argparse.Namespace, report: Reporter) -> int:
+    plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
+    if args.workers < 1:
+        raise InputError(f"--workers must be >= 1, got {args.workers}")
+    r = loo(args.model, args.data, draws=list(args.fit) if args.fit else None, obs=args.obs,
+            obs_fields=obs_fields(args.obs_fields), fix=args.fix, log_lik=args.log_lik,
+            k_threshold=args.k_threshold, chains=args.chains, warmup=args.warmup,
+            n_draws=args.draws, seed=args.seed, n_workers=args.workers, progress=report.progress)
+    print_loo(report, r)
+    for w in r.warnings:
+        report.warn(w)
+    if plot is not None:
+        from ..crossval.plots import plot_loo
+
+        write_atomically(plot, lambda tmp: plot_loo(r, tmp))
+        report.progress(f"plot written to {plot}")
+    report.emit_json({**r.to_dict(), "plot": None if plot is None else str(plot)})
+    return 0
