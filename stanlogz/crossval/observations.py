@@ -60,10 +60,11 @@ class Observations:
 
 
 def find_observations(data: Mapping[str, Any], obs: str | None = None,
-                      fields: Sequence[str] | None = None) -> Observations:
+                      obs_fields: Sequence[str] | None = None) -> Observations:
     """The observations of ``data``: size variable ``obs`` (inferred when exactly one integer
-    matches the leading dimension of some array) and the arrays split along it (``fields``, or
-    every array whose leading dimension equals it)."""
+    matches the leading dimension of some array) and the arrays split along it (``obs_fields``,
+    or every array whose leading dimension equals it)."""
+    fields = obs_fields
     if not isinstance(data, Mapping) or not data:
         raise InputError("cross-validation needs the program's data (a dict or JSON file)")
     lengths = {k: _leading(v) for k, v in data.items()}
