@@ -31,6 +31,7 @@ from ..paths import GeometricPath, Path, base_to_target_path, two_posterior_path
 from ..result import EvidenceResult
 from ..target import Target
 from ..unbiased import DEFAULT_MAX_ITER, h_estimate, sample_coupled_chains
+from .common import pareto_k
 
 InitSpec = Any  # an object with .mean and .cov, or a callable lam -> (mean, cov)
 CovSpec = np.ndarray | float | Callable[[float], np.ndarray] | None
@@ -87,6 +88,7 @@ class UPSResult:
     kernel: str
     warnings: list[str] = field(default_factory=list)
     kernel_config: Any = None  # the coupled kernel's settings (for :func:`replicate_tasks`)
+    tail_k: float = float("nan")  # Pareto k-hat of the replicates' deviations (heavy tails)
 
     def meeting_summary(self) -> dict[str, float]:
         """Quantiles and mean of the replicates' meeting times."""
@@ -107,6 +109,7 @@ class UPSResult:
             "ci": list(self.ci),
             "ci_level": self.ci_level,
             "n_replicates": int(self.replicates.size),
+            "tail_k": self.tail_k,
             "kernel": self.kernel,
             "meeting_times": self.meeting_summary(),
             "grid": self.tuning.grid.tolist(),
@@ -457,13 +460,32 @@ def ups(
         warns.append("fewer than 30 replicates: the CI relies on near-normal replicates")
     if not np.all(np.isfinite(reps)):
         raise EstimationError("non-finite UPS replicates; the path or kernel is unstable")
+    tail_k = replicate_tail_k(reps)
+    warns += tail_warnings(tail_k)
     return UPSResult(
         estimate=est, se=se, ci=(est - z * se, est + z * se), ci_level=ci_level,
         replicates=reps, lambdas=lams, meeting_times=taus_rep, k=k_arr, m=m_arr, tuning=tuning,
         n_evals=int(sum(o[3] for o in out)), n_evals_tuning=tuning_evals,
         seconds=time.perf_counter() - t_start, kernel=kernel, warnings=warns,
-        kernel_config=cfg,
+        kernel_config=cfg, tail_k=tail_k,
     )
+
+
+def replicate_tail_k(reps: np.ndarray) -> float:
+    """Pareto k-hat of the replicates' absolute deviations from their median (NaN for fewer
+    than 20): above 0.5 their variance may be infinite, and a CLT interval unreliable."""
+    dev = np.abs(np.asarray(reps, dtype=float) - np.median(reps))
+    dev = dev[dev > 0]
+    return pareto_k(np.log(dev)) if dev.size >= 20 else float("nan")
+
+
+def tail_warnings(tail_k: float) -> list[str]:
+    """The warning for heavy-tailed replicates, if ``tail_k`` says so."""
+    if np.isfinite(tail_k) and tail_k > 0.5:
+        return [f"the replicates are heavy-tailed (Pareto k-hat {tail_k:.2f} > 0.5): their "
+                "variance may be infinite and the CI unreliable; use kernel='hmc', a base "
+                "closer to the target or a path with lighter-tailed dU/dlambda"]
+    return []
 
 
 def replicate_tasks(path: Path, tuning: UPSTuning, lams: Sequence[float] | np.ndarray,
