@@ -295,3 +295,27 @@ def test_loo_example_lands_on_the_closed_form():
     est, se = map(float, re.search(rf"unbiased CV: {num} ± {num}", proc.stdout).groups())
     exact_cv = float(re.search(rf"exact CV:\s+{num}", proc.stdout)[1])
     assert abs(est - exact_cv) < 4.4 * se + 1e-3  # i.i.d. unbiased replicates: P ~ 1e-5
+
+
+def test_unbiased_squared_error_cv_z_test_against_closed_form(normal):
+    # E[(y_j - y_rep_j)^2 | y_T] = sigma^2 + v_T + (m_T - y_j)^2 (normal posterior N(m_T, v_T)),
+    # averaged over all 45 splits with |V| = 2.
+    y, d = np.asarray(NORMAL_DATA["y"]), NORMAL_DATA
+
+    def expected(valid: tuple[int, ...]) -> float:
+        t = [i for i in range(10) if i not in valid]
+        prec = 1 / d["prior_sd"] ** 2 + len(t) / d["sigma"] ** 2
+        m_t = y[t].sum() / d["sigma"] ** 2 / prec
+        return sum(d["sigma"] ** 2 + 1 / prec + (m_t - y[j]) ** 2 for j in valid)
+
+    truth = np.mean([expected(v) for v in itertools.combinations(range(10), 2)])
+    r = cv(normal, d, n_valid=2, splits=60, seed=12, criterion="squared_error", chains=2,
+           warmup=300, n_draws=300)
+    # unbiased replicates (unbiased MCMC of a test function under p(θ | y_T)): |z| < 4.4 fails
+    # with probability 1e-5 under the CLT; the se of ~0.17 at 60 splits is mostly split spread.
+    assert abs(r.estimate - truth) < 4.4 * r.se and r.se < 1.0, (r.estimate, r.se, truth)
+    assert r.criterion == "squared_error" and np.isnan(r.elpd) and np.all(r.lambdas == 0)
+    with pytest.raises(InputError, match="outcome 'sigma' is not one of the observation arrays"):
+        cv(normal, d, criterion="squared_error", outcome="sigma", splits=5)
+    with pytest.raises(InputError, match="criterion must be one of"):
+        cv(normal, d, criterion="mse", splits=5)

@@ -19,5 +19,9 @@ model {
 }
 generated quantities {
   vector[N] log_lik;
-  for (n in 1:N) log_lik[n] = normal_lpdf(y[n] | mu, sigma);
+  array[N] real y_rep;  // posterior predictive draws (squared-error cross-validation)
+  for (n in 1:N) {
+    log_lik[n] = normal_lpdf(y[n] | mu, sigma);
+    y_rep[n] = normal_rng(mu, sigma);
+  }
 }

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from ..crossval.unbiased import cv
+from ..crossval.unbiased import CRITERIA, cv
 from ..report import Reporter, write_atomically
 from .evidence import PLOT_SUFFIXES
 from .loo import add_observation_arguments, obs_fields
 from .sample import add_sampler_arguments, check_output
 
 NAME = "cv"
-HELP = ("Unbiased leave-n_V-out Bayesian cross-validation (-log p(y_V | y_T) averaged over "
-        "random splits) with a confidence interval.")
+HELP = ("Unbiased leave-n_V-out Bayesian cross-validation (-log p(y_V | y_T), or the squared "
+        "prediction error, averaged over random splits) with a confidence interval.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +23,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="observations in each validation set (default 1: leave-one-out)")
     parser.add_argument("--splits", type=int, default=100,
                         help="random splits, one unbiased replicate each (default 100)")
+    parser.add_argument("--criterion", choices=tuple(CRITERIA), default="log",
+                        help="log: -log p(y_V | y_T); squared_error: expected squared error of "
+                        "predicting the held-out outcome (needs a y_rep generated quantity)")
+    parser.add_argument("--outcome", default="y",
+                        help="with --criterion squared_error: the outcome array (default y)")
     parser.add_argument("--kernel", choices=("rwmh", "hmc"), default="rwmh",
                         help="coupled MCMC kernel (default rwmh)")
     parser.add_argument("--fit", metavar="FILE", nargs="+", default=None,
@@ -39,7 +44,8 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     r = cv(args.model, args.data, n_valid=args.n_valid, splits=args.splits, obs=args.obs,
            obs_fields=obs_fields(args.obs_fields), draws=list(args.fit) if args.fit else None,
            chains=args.chains, warmup=args.warmup, n_draws=args.draws, seed=args.seed,
-           kernel=args.kernel, n_workers=args.workers, progress=report.progress)
+           criterion=args.criterion, outcome=args.outcome, kernel=args.kernel,
+           n_workers=args.workers, progress=report.progress)
     lvl = f"{100 * r.ci_level:.0f}% CI"
     report.table(["", "estimate", "se", f"{lvl} low", f"{lvl} high"], r.table(),
                  title=f"{r.model}: unbiased CV over {r.replicates.size} random splits, "
