@@ -36,8 +36,11 @@ def test_h_estimate_is_plain_average_when_met_before_k():
 
 def test_h_km_is_unbiased_from_a_far_start():
     # Chains start at N((5, 5), I), far from the target; with k = 2, m = 8 the plain MCMC average
-    # is badly biased while H_{k:m} is not. Replicates are i.i.d., so their mean is within 4
-    # standard errors of the truth with probability ~ 1 - 6e-5 (CLT, 3000 replicates).
+    # is badly biased while H_{k:m} is not. Replicates are i.i.d., so by the CLT (3000
+    # replicates) each mean is within 4.5 standard errors of the truth except with P = 7e-6; over
+    # 72 seeds the z-scores had sd 1.06 and 0.94 and the se varied by 3%, so even with that
+    # spread P(|Z| > 4.5 / 1.06) = 2e-5 per component (4e-5 for both). The plain average's bias
+    # was 122 and 64 of its se (sd 1.5), so 10 se is far below it.
     rng = np.random.default_rng(2)
 
     def init(r):
@@ -54,16 +57,22 @@ def test_h_km_is_unbiased_from_a_far_start():
         plain.append(np.mean([h(x) for x in ch.xs[2:9]], axis=0))
     est, plain = np.array(est), np.array(plain)
     se = est.std(axis=0, ddof=1) / np.sqrt(len(est))
-    assert np.all(np.abs(est.mean(axis=0) - truth) < 4 * se)
+    assert np.all(np.abs(est.mean(axis=0) - truth) < 4.5 * se)
     se_plain = plain.std(axis=0, ddof=1) / np.sqrt(len(plain))
     assert np.all(np.abs(plain.mean(axis=0) - truth) > 10 * se_plain)  # the bias H removes
 
 
 def test_h_estimate_evaluates_h_once_per_state():
     rng = np.random.default_rng(5)
-    ch = sample_coupled_chains(rng, KERNEL, np.array([4.0, 4.0]), np.array([-4.0, 0.0]), m=6)
-    tau, k, m = ch.meeting_time, 1, 6
-    assert tau > k + 2  # the bias correction has terms
+    k, m = 1, 6
+    # A run whose bias correction has terms (tau > k + 2): from these starts tau <= 3 has
+    # P ~ 1.3e-3 (3000 seeds), so the first or second run almost always qualifies.
+    for _ in range(100):
+        ch = sample_coupled_chains(rng, KERNEL, np.array([4.0, 4.0]), np.array([-4.0, 0.0]), m=m)
+        if ch.meeting_time > k + 2:
+            break
+    tau = ch.meeting_time
+    assert tau > k + 2
     seen = []
 
     def h(x):
