@@ -135,13 +135,14 @@ def test_hmc_kernel_leaves_intermediate_distribution_invariant(tuning):
     assert n_acc / (2 * n) > 0.5  # the chain actually moves
     assert np.mean(np.abs(out - xs)) > 0.1 * np.sqrt(np.diag(cov)).mean()
     # Draws are exact and independent, so the sample mean has se sqrt(diag(cov)/n) and the
-    # sample variance se ~ var*sqrt(2/n); 4.5 se bounds keep false alarms below ~1e-4 per check.
+    # sample variance se ~ var*sqrt(2/n) (Gaussian). 14 checks (4 means, 4 variances, 6
+    # correlations) at 4.6 se: P(|Z| > 4.6) = 4.2e-6 each, so P < 6e-5 for the test (union bound).
     sd = np.sqrt(np.diag(cov))
-    assert np.all(np.abs(out.mean(0) - mean) < 4.5 * sd / np.sqrt(n))
-    assert np.all(np.abs(out.var(0) / np.diag(cov) - 1) < 4.5 * np.sqrt(2 / n))
-    # Cross-covariances too (scaled to correlations, se ~ 1/sqrt(n)).
+    assert np.all(np.abs(out.mean(0) - mean) < 4.6 * sd / np.sqrt(n))
+    assert np.all(np.abs(out.var(0) / np.diag(cov) - 1) < 4.6 * np.sqrt(2 / n))
+    # Cross-covariances too (scaled to correlations, se (1 - rho^2)/sqrt(n) <= 1/sqrt(n)).
     corr_err = np.corrcoef(out.T) - cov / np.outer(sd, sd)
-    assert np.max(np.abs(corr_err)) < 4.5 / np.sqrt(n)
+    assert np.max(np.abs(corr_err)) < 4.6 / np.sqrt(n)
 
 
 def test_tuning_interpolates_and_constant():
@@ -170,10 +171,15 @@ def test_ais_below_and_reverse_ais_above_truth(tuning):
     hi = reverse_ais(POST, BASE, post, n_chains=16, n_temps=300, seed=2, tuning=tuning)
     assert lo.bound == "lower" and hi.bound == "upper"
     assert lo.log_weights.shape == (16,) and 1 <= lo.ess <= 16
-    # Stochastic bounds: at most ~3 spreads on the wrong side of the truth; with T=300 on a
-    # 4-d Gaussian both are within 0.5 nat (the observed gap is ~0.2).
-    assert POST.log_z - 0.5 < lo.log_z < POST.log_z + 3 * lo.log_z_se
-    assert POST.log_z - 3 * hi.log_z_se < hi.log_z < POST.log_z + 0.5
+    # Stochastic bounds. Wrong side: (bound - truth) / spread is close to a t statistic with 15
+    # degrees of freedom (the spread is the delta-method se of a mean of 16 chain weights; the
+    # weights' right skew only thins this tail): P(t_15 > 5.5) = 3e-5 per bound. Right side:
+    # over 64 seeds (pilot, posterior samples and chains all redrawn) each bound was within
+    # 0.01 +- 0.16 nat of the truth (extremes -0.38, +0.32), so 0.8 nat is 5 sd (P ~ 3e-7).
+    # (The wrong-side excess never passed 2.5 spreads.)
+    assert POST.log_z - 0.8 < lo.log_z < POST.log_z + 5.5 * lo.log_z_se
+    assert POST.log_z - 5.5 * hi.log_z_se < hi.log_z < POST.log_z + 0.8
+    # Acceptance of the tuned kernel: 0.895 +- 0.009 over 64 seeds.
     assert lo.n_evals > 16 * 300 and lo.acceptance > 0.5
     # The default adaptive schedule comes from the pilot's spreads (one per tuning β).
     assert lo.schedule == "adaptive" and tuning.log_ratio_sd is not None
@@ -198,15 +204,24 @@ def test_reverse_chains_from_one_sample_start_apart(tuning):
 
 
 def test_gap_shrinks_as_temperatures_grow(tuning):
-    post = POST.sample(np.random.default_rng(5), 16)
-    gaps = []
-    for t in (5, 30, 300):
-        lo = ais(POST, BASE, n_chains=16, n_temps=t, seed=1, tuning=tuning)
-        hi = reverse_ais(POST, BASE, post, n_chains=16, n_temps=t, seed=2, tuning=tuning)
-        gaps.append(hi.log_z - lo.log_z)
-    # Observed gaps ~6, ~2, ~0.2 nats: each longer schedule at least halves the gap.
-    assert gaps[0] > 2 * gaps[1] > 4 * gaps[2] - 1e-9
-    assert gaps[0] > 2.0 and abs(gaps[2]) < 0.6
+    # The bias of AIS falls about as 1/T. The reported (log-mean-exp) gap is too noisy to show it
+    # with few chains: at T=5 its sd over seeds is ~2 nats, and it can be negative. The per-chain
+    # gap, mean(-log w_reverse) - mean(log w_forward), estimates the sum of the two KL
+    # divergences with far less noise; over 60 seeds (pilot, samples and chains redrawn) with 64
+    # chains it was 33 +- 5, 7.7 +- 0.9 and 2.6 +- 0.4 nats at T = 3, 10, 30, and the log ratios
+    # of successive gaps were 1.47 +- 0.16 and 1.11 +- 0.17 (3, 10) and 2.58 +- 0.21 (3, 30).
+    # The bounds below (ratios 1.5, 1.5 and 4) are 6.9, 4.2 and 5.6 sd away: P < 2e-5 in all.
+    post = POST.sample(np.random.default_rng(5), 64)
+    per_chain, reported = [], []
+    for t in (3, 10, 30):
+        lo = ais(POST, BASE, n_chains=64, n_temps=t, seed=1, tuning=tuning)
+        hi = reverse_ais(POST, BASE, post, n_chains=64, n_temps=t, seed=2, tuning=tuning)
+        per_chain.append(-hi.log_weights.mean() - lo.log_weights.mean())
+        reported.append(hi.log_z - lo.log_z)
+    g3, g10, g30 = per_chain
+    assert g3 > 1.5 * g10 and g10 > 1.5 * g30 and g3 > 4 * g30
+    # Jensen: the log-mean-exp bounds are never looser than the per-chain ones (exactly).
+    assert all(r <= g + 1e-9 for r, g in zip(reported, per_chain, strict=True))
 
 
 def test_results_identical_for_one_and_two_workers(tuning):
@@ -265,9 +280,11 @@ def test_prior_to_posterior_path_conjugate():
     m = v * model.y.sum(0) / model.sigma**2
     post = m + np.sqrt(v) * rng.standard_normal((16, 2))
     hi = reverse_ais(model, model.prior, post, n_chains=16, n_temps=200, seed=4, tuning=lo.tuning)
-    # Same justification as the Gaussian case: 3 spreads on the wrong side, 0.5 nat on the other.
-    assert truth - 0.5 < lo.log_z < truth + 3 * lo.log_z_se
-    assert truth - 3 * hi.log_z_se < hi.log_z < truth + 0.5
+    # As in the Gaussian case: 5.5 spreads on the wrong side (t_15: P = 3e-5 per bound). On the
+    # other, over 55 seeds (data, chains and samples redrawn) the bounds were -0.01 +- 0.18 and
+    # 0.00 +- 0.22 nat from the truth (extremes -0.40, +0.47): 1.0 and 1.1 nat are 5 sd.
+    assert truth - 1.0 < lo.log_z < truth + 5.5 * lo.log_z_se
+    assert truth - 5.5 * hi.log_z_se < hi.log_z < truth + 1.1
 
     # The prior as a plain target (no sampler) plus exact prior draws; unpicklable lambdas make
     # two workers use threads.
@@ -277,7 +294,10 @@ def test_prior_to_posterior_path_conjugate():
     path = prior_path(prior_fn, model, prior_draws=draws)
     assert path.base_draws is not None
     lo2 = ais(model, prior_fn, base_draws=draws, n_chains=8, n_temps=200, seed=5, n_workers=2)
-    assert truth - 0.7 < lo2.log_z < truth + 3 * lo2.log_z_se
+    # 8 chains: P(t_7 > 8) = 5e-5 on the wrong side. Over 55 seeds this bound was -0.09 +- 0.29
+    # nat from the truth (min -0.92: the lower tail of a lower bound from few chains is long),
+    # so 2 nat is 6.6 sd.
+    assert truth - 2.0 < lo2.log_z < truth + 8 * lo2.log_z_se
 
 
 # ---------------------------------------------------------------- registry adapters
@@ -292,7 +312,9 @@ def test_registry_adapters_return_evidence_results():
     assert hi.diagnostics["bound"] == "stochastic upper bound"
     assert any("exact posterior" in w for w in hi.warnings)
     assert lo.n_draws == 400 and lo.n_evals > 0 and lo.seconds > 0
-    # The base is fitted to the posterior, so even 150 temperatures get within ~0.3 nat.
+    # The base is fitted to the posterior, so even 150 temperatures get close: over 64 seeds
+    # both bounds were within 0.00 +- 0.034 nat of the truth (extremes -0.09, +0.09); 0.3 nat
+    # is 8 sd.
     assert abs(lo.log_z - POST.log_z) < 0.3 and abs(hi.log_z - POST.log_z) < 0.3
     lo.to_dict()  # JSON-serializable
 
