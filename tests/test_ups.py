@@ -1,9 +1,12 @@
 """Unbiased path sampling on the paper's toy examples and through the registry adapter.
 
 Unbiasedness checks are z-tests: replicates are i.i.d. with finite variance, so by the CLT the
-mean lies within 4 estimated standard errors of the truth with probability ~ 1 - 6e-5 (heavier
-tails, as in the double well, make the normal approximation rougher but 4 se leaves room).
-Seeds are fixed, so the tests are deterministic.
+mean lies within 4.5 estimated standard errors of the truth except with P = 7e-6. The se of one
+run comes from heavy-tailed replicates and can be small by chance, so each test also allows a
+floor of 5 times the estimator's actual sd (measured over 40-216 seeds, numbers below): failing
+needs an error beyond both. Over those seeds the z-scores had sd 0.87-1.12 and never passed 3.1,
+so P(|z| > 4.5) < 4e-5 even with that spread. Caps on the se come from the same runs; the se of
+the tuned estimators is heavy-tailed, so where a cap is given its tail was extrapolated.
 """
 
 import numpy as np
@@ -18,6 +21,7 @@ from stanlogz.targets import GaussianTarget
 from stanlogz.ups_plots import plot_ups
 
 D = 4.0
+Z_TOL = 4.5
 
 
 def _normal_path() -> FunctionPath:
@@ -46,8 +50,11 @@ def test_normal_example_is_unbiased():
         init=GaussianTarget(np.array([-1.0]), np.array([[4.0]])), proposal_cov=1.0,
         coupling="maximal",
     )
-    assert abs(r.estimate - 0.0) < 4 * r.se
-    assert 0.0 < r.se < 0.2  # the tuned estimator is informative (paper: sd ~ 4 per replicate)
+    # 216 seeds: error sd 0.074 (floor 0.37). The tuned estimator is informative: se 0.066 +-
+    # 0.020 (paper: sd ~4 per replicate, se 0.2), but its tail is heavy (max 0.20, a power law
+    # with exponent 3.7 fitted to its largest tenth): P(se > 0.6) ~ 7e-5.
+    assert abs(r.estimate - 0.0) < max(Z_TOL * r.se, 0.37)
+    assert 0.0 < r.se < 0.6
     assert r.ci[0] < r.estimate < r.ci[1]
     assert r.replicates.shape == r.lambdas.shape == r.meeting_times.shape == (400,)
     assert np.all(r.k <= r.m)
@@ -63,17 +70,22 @@ def test_double_well_matches_quadrature():
     path = FunctionPath(
         2, lambda lam, x: -((1 - lam) * _u0(x) + lam * _u1(x)), lambda lam, x: _u0(x) - _u1(x)
     )
-    # Fixed k, m (k above the 99% meeting-time quantile, ~300) and uniform q keep the test fast;
-    # unbiasedness does not depend on these choices, only the variance does.
+    # Fixed k, m and uniform q keep the test fast; unbiasedness does not depend on these
+    # choices, only the variance does. Chains stuck in different wells meet late: the 99%
+    # meeting-time quantile is ~250, but the longest of 250 meetings is 460 +- 180 (48 seeds,
+    # Gumbel tail), and a replicate that meets long after k adds a huge bias correction. With
+    # k = 300 the se was 0.6 to 17 (2.1 +- 3.1 over 40 seeds); with k = 1600 (m = 2200) a meeting
+    # late enough to push the se past 2 (~150 steps after k, judging by k = 600 runs) has
+    # P < 1e-4 by the Gumbel fit, and the se was 0.65 +- 0.014 (the paper's 1000 replicates
+    # with k ~ 2 x q99 gave se ~ 0.3, i.e. ~ 0.6 for 250). Costs ~1.2x the k = 300 run.
     r = ups(
-        path, n_replicates=250, seed=3, n_workers=1, k=300, m=1500, q="uniform", adapt=False,
+        path, n_replicates=250, seed=3, n_workers=1, k=1600, m=2200, q="uniform", adapt=False,
         init=GaussianTarget(np.array([-2.0, -2.0]), np.eye(2)), proposal_cov=2 * np.eye(2),
         coupling="maximal",
     )
-    assert abs(r.estimate - truth) < 4 * r.se
-    # replicates are heavy-tailed here (chains stuck in one well until they meet); the paper's
-    # 1000 replicates with k ~ 2 x q99 gave se ~ 0.3, i.e. ~ 0.6 for 250 at similar cost
-    assert r.se < 6.0
+    # error sd ~0.57 over the k = 1200 and 1600 runs (floor 2.9); z-scores within 2.0
+    assert abs(r.estimate - truth) < max(Z_TOL * r.se, 2.9)
+    assert r.se < 2.0
 
 
 def test_hmc_kernel_on_gaussian_path_is_unbiased():
@@ -90,8 +102,10 @@ def test_hmc_kernel_on_gaussian_path_is_unbiased():
         GeometricPath(p0, p1), kernel="hmc", n_replicates=150, seed=5, n_workers=1, k=60, m=120,
         q="uniform", adapt=False, hmc_n_steps=5, init=exact_moments,
     )
-    assert abs(r.estimate - 1.7) < 4 * r.se
-    assert r.se < 0.1
+    # 40 seeds: error sd 0.075 (floor 0.38); se 0.077 +- 0.005, max 0.088 (fixed k, m and q: no
+    # tuning noise, light tail), so 0.15 is 14 sd above the mean
+    assert abs(r.estimate - 1.7) < max(Z_TOL * r.se, 0.38)
+    assert r.se < 0.15
 
 
 def test_answer_does_not_depend_on_worker_count():
@@ -111,7 +125,9 @@ def test_registry_adapter_on_gaussian_target(tmp_path):
     res = get_method("ups")(target, draws, seed=1, n_replicates=100, n_workers=1, n_pilot=20,
                             grid=4)
     assert res.method == "ups"
-    assert abs(res.log_z - 3.25) < 4 * res.log_z_se
+    # 118 seeds: error sd 0.0088 (floor 0.044; the tuned se is heavy-tailed, 0.0054 median to
+    # 0.07, but z-scores stayed within 2.7)
+    assert abs(res.log_z - 3.25) < max(Z_TOL * res.log_z_se, 0.044)
     assert res.n_draws == 400 and res.n_evals > 0
     d = res.diagnostics
     assert d["ci"][0] < res.log_z < d["ci"][1]
@@ -130,7 +146,8 @@ def test_log_ratio_between_two_posteriors():
     rng = np.random.default_rng(2)
     r = log_ratio(t0, t1, draws0=t0.sample(rng, 300), draws1=t1.sample(rng, 300), seed=4,
                   n_replicates=100, n_workers=1, n_pilot=15, grid=4)
-    assert abs(r.estimate - (-1.5)) < 4 * r.se
+    # 40 seeds: error sd 0.034 (floor 0.17); z-scores within 3.0
+    assert abs(r.estimate - (-1.5)) < max(Z_TOL * r.se, 0.17)
     with pytest.raises(InputError):
         log_ratio(t0, t1, draws0=t0.sample(rng, 300))
 
