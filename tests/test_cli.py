@@ -113,8 +113,12 @@ def test_evidence_json_matches_exact_log_z(capsys, built_normal, tmp_path):
     assert not [k for k in d["diagnostics"] if k.startswith("_")]
     assert d["method"] == "gbs" and d["diagnostics"]["n_sampling_evals"] > 0
     exact = exact_log_z(json.loads(Path(NORMAL_DATA).read_text()))
-    # Within 4 reported standard errors (+0.01 for a tiny se's own error): see test_evidence_api.
-    assert abs(d["log_z"] - exact) < 4 * d["log_z_se"] + 0.01
+    # Within the larger of 4.5 reported se and 5 sd of the estimator (see test_evidence_api): over
+    # 300 seeds of these FAST settings the error had sd 0.0068 (max 4.8 sd, never above 4 se),
+    # floor 0.034; the se was 0.0062 +- 0.0037, max 0.034, and a power-law fit to its largest
+    # tenth (exponent 5) puts P(se > 0.05) below 1e-4.
+    assert abs(d["log_z"] - exact) < max(4.5 * d["log_z_se"], 0.034)
+    assert 0 < d["log_z_se"] < 0.05
     assert err  # progress lines went to stderr, not stdout
 
 
@@ -167,7 +171,11 @@ def test_compare_one_program_per_data_file(capsys, built_normal, tmp_path):
     assert sum(probs) == pytest.approx(1.0) and len(d["models"]) == 2
     exact = exact_log_z(data) - exact_log_z(dict(data, prior_sd=10.0))  # 1.457
     bf = d["models"][1]["log_bf"] if d["best"] == d["models"][0]["name"] else None
-    assert bf is not None and abs(-bf - exact) < 4 * d["models"][1]["log_bf_se"] + 0.01
+    # Same rule: over 300 seeds the log BF's error had sd 0.0087 (floor 0.044), its se 0.0088 +-
+    # 0.0036 (max 0.021; power-law tail puts P(se > 0.05) below 1e-4). 1.457 is 170 sd from 0.
+    bf_se = d["models"][1]["log_bf_se"]
+    assert bf is not None and abs(-bf - exact) < max(4.5 * bf_se, 0.044)
+    assert 0 < bf_se < 0.05
 
 
 def test_installed_console_script(built_normal):
