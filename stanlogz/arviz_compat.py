@@ -79,7 +79,8 @@ def psislw(log_ratios: np.ndarray, r_eff: float = 1.0) -> tuple[np.ndarray, np.n
         if arviz_major() >= 1:
             from arviz_stats.base import array_stats
 
-            lw, k = array_stats.psislw(lr, r_eff=r_eff, axis=-1)
+            # arviz-stats' psislw takes the log-likelihood (it negates its input itself)
+            lw, k = array_stats.psislw(-lr, r_eff=r_eff, axis=-1)
         else:
             lw, k = arviz().psislw(lr, reff=r_eff)
     lw = np.asarray(lw, dtype=float)
