@@ -25,7 +25,7 @@ from scipy.special import gammaln, logsumexp
 from stanlogz.bases import gaussian_from_draws
 from stanlogz.bdmc import TestbedResult, bdmc, budget_fractions, plot_testbed, simulate, testbed
 from stanlogz.estimators.ais import DEFAULT_INFLATE
-from stanlogz.report import format_table
+from stanlogz.report.output import format_table
 from stanlogz.targets import GaussianTarget
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,7 +125,7 @@ class LowRank:
 def _hmc_draws(target, x0: np.ndarray, rng: np.random.Generator, n: int = 500,
                chains: int = 4) -> np.ndarray:
     """Posterior draws for the NumPy models (AIS machinery at β=1 from the true point)."""
-    from stanlogz.annealing import AnnealingPath, annealed_transition, tune_hmc
+    from stanlogz.mcmc.annealing import AnnealingPath, annealed_transition, tune_hmc
 
     base = GaussianTarget(x0, 0.01 * np.eye(x0.size))
     path = AnnealingPath(base, target)

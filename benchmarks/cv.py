@@ -40,7 +40,7 @@ from loo_cross_validation import exact_log_predictive  # noqa: E402
 import stanlogz  # noqa: E402
 from stanlogz import arviz_compat  # noqa: E402
 from stanlogz.crossval.psis import psis_loo  # noqa: E402
-from stanlogz.report import format_table  # noqa: E402
+from stanlogz.report.output import format_table  # noqa: E402
 
 EX = ROOT / "stan_models" / "examples"
 LINREG = EX / "linear_regression.stan"

@@ -31,7 +31,7 @@ from scipy import integrate, special, stats  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from stanlogz.estimators import get_method  # noqa: E402
-from stanlogz.report import format_table  # noqa: E402
+from stanlogz.report.output import format_table  # noqa: E402
 
 LOG2PI = math.log(2 * math.pi)
 METHODS = ["gbs", "gis", "ghm", "bridge-gaussian", "bridge-warp3", "laplace"]

@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from stanlogz.bases import laplace_base  # noqa: E402
 from stanlogz.estimators.ups import ups, ups_estimate  # noqa: E402
-from stanlogz.kernels import hmc  # noqa: E402
-from stanlogz.paths import base_to_target_path  # noqa: E402
-from stanlogz.report import format_table  # noqa: E402
+from stanlogz.mcmc import hmc  # noqa: E402
+from stanlogz.mcmc.paths import base_to_target_path  # noqa: E402
+from stanlogz.report.output import format_table  # noqa: E402
 
 N, P, PRIOR_VAR = 1000, 7, 10.0
 BETA_STAR = np.arange(P) / 10.0

@@ -14,7 +14,7 @@ import numpy as np
 from scipy import stats
 
 import stanlogz
-from stanlogz.report import format_table
+from stanlogz.report.output import format_table
 
 BDMC = Path(__file__).resolve().parents[1] / "stan_models" / "bdmc"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import stanlogz
-from stanlogz.report import format_table
+from stanlogz.report.output import format_table
 
 EX = Path(__file__).resolve().parents[1] / "stan_models" / "examples"
 

@@ -19,7 +19,7 @@ from .errors import (
     StanlogzError,
     ToolchainError,
 )
-from .result import EvidenceResult
+from .report.results import EvidenceResult
 from .target import CountingTarget, FunctionTarget, Target
 
 __version__ = "0.1.0"

@@ -28,7 +28,7 @@ import numpy as np
 from .draws import Draws, as_draws, sample
 from .errors import DataError, InputError
 from .estimators import get_method
-from .result import EvidenceResult, _jsonable
+from .report.results import EvidenceResult, _jsonable
 
 #: Unconstrained draws beyond this magnitude mean a parameter ran away (exp(50) ~ 5e21): the
 #: posterior is almost surely improper, and no log Z exists.

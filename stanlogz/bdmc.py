@@ -29,7 +29,7 @@ from .errors import DataError, InputError
 from .estimators import METHODS, get_method
 from .estimators.ais import DEFAULT_INFLATE, LOW_ESS_FRACTION, AISResult, ais, reverse_ais
 from .parallel import as_seed_sequence, child_sequence
-from .result import EvidenceResult, _jsonable
+from .report.results import EvidenceResult, _jsonable
 from .target import CountingTarget, Target
 
 DEFAULT_ESTIMATORS = ("gbs", "gis", "ghm", "laplace", "bridge-gaussian", "ais")
@@ -367,7 +367,7 @@ class TestbedResult:
     HEADER = ("method", "budget", "log Z", "se", "error", "outside", "seconds", "evals", "cost")
 
     def table_rows(self) -> list[list[Any]]:
-        """Rows for :meth:`stanlogz.report.Reporter.table`, the sandwich first."""
+        """Rows for :meth:`stanlogz.report.output.Reporter.table`, the sandwich first."""
         s = self.sandwich
         out: list[list[Any]] = [
             ["bdmc lower", "", s.lower.log_z, s.lower.log_z_se, s.lower.log_z - s.midpoint, "",

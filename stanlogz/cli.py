@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from .errors import StanlogzError
-from .report import Reporter
+from .report.output import Reporter
 
 COMMANDS = ["compile", "sample", "evidence", "compare", "loo", "cv", "bdmc"]
 

@@ -88,7 +88,7 @@ class DrawsSummary:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict."""
-        from .result import _jsonable
+        from .report.results import _jsonable
 
         return _jsonable(
             {"parameters": self.rows, "diagnostics": self.diagnostics, "warnings": self.warnings}

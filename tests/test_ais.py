@@ -2,7 +2,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from stanlogz.annealing import (
+from stanlogz.errors import InputError
+from stanlogz.estimators import get_method
+from stanlogz.estimators.ais import ais, log_mean_exp_with_se, reverse_ais
+from stanlogz.mcmc.annealing import (
     AnnealedTarget,
     AnnealingPath,
     HMCTuning,
@@ -10,10 +13,7 @@ from stanlogz.annealing import (
     prior_path,
     tune_hmc,
 )
-from stanlogz.errors import InputError
-from stanlogz.estimators import get_method
-from stanlogz.estimators.ais import ais, log_mean_exp_with_se, reverse_ais
-from stanlogz.schedules import (
+from stanlogz.mcmc.schedules import (
     adaptive_schedule,
     geometric_schedule,
     linear_schedule,

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 import stanlogz.bdmc as bd
-from stanlogz.annealing import HMCTuning
 from stanlogz.bdmc import TestbedResult, bdmc, plot_testbed, simulate, split_variables
 from stanlogz.errors import DataError, InputError
 from stanlogz.estimators import METHODS
 from stanlogz.estimators.ais import AISResult
-from stanlogz.report import format_table
+from stanlogz.mcmc.annealing import HMCTuning
+from stanlogz.report.output import format_table
 from stanlogz.targets import GaussianTarget
 
 D = 3
@@ -111,7 +111,7 @@ def test_bdmc_sandwiches_the_truth():
 
 def test_inverted_sandwich_is_flagged_not_presented(capsys):
     from stanlogz.commands.bdmc import print_result
-    from stanlogz.report import Reporter
+    from stanlogz.report.output import Reporter
 
     # Hand-built bounds (the flagging logic, not a random run): spreads 0.1 each, so the gap's
     # spread is 0.1 * sqrt(2) = 0.141 and "inverted" means a gap below -0.283.

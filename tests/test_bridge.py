@@ -230,7 +230,7 @@ def test_to_dict_is_json_and_leaves_out_plot_data():
 
 
 def test_plot_evidence_writes_png(tmp_path):
-    from stanlogz.plots import plot_evidence
+    from stanlogz.report.plots import plot_evidence
 
     rng = np.random.default_rng(13)
     x = banana_draws(rng, 1000)

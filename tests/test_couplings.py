@@ -11,8 +11,8 @@ from scipy import stats
 
 from stanlogz.errors import InputError
 from stanlogz.estimators.common import autocorr_time
-from stanlogz.kernels import couplings, hmc, rwmh
-from stanlogz.kernels.rwmh import scale_from_cov
+from stanlogz.mcmc import couplings, hmc, rwmh
+from stanlogz.mcmc.rwmh import scale_from_cov
 from stanlogz.targets import GaussianTarget
 
 P_MIN = 1e-5

@@ -11,7 +11,7 @@ from scipy.stats import multivariate_normal
 
 import stanlogz.api as ev
 from stanlogz.errors import DataError, InputError
-from stanlogz.result import EvidenceResult
+from stanlogz.report.results import EvidenceResult
 from stanlogz.targets import GaussianTarget
 
 ROOT = Path(__file__).resolve().parents[1]

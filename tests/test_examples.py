@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NUM = r"(-?\d+\.\d+)"
-# A table cell (stanlogz.report): numbers below 1e-3 are printed as "%.4g", e.g. "5.824e-05".
+# A table cell (stanlogz.report.output): numbers below 1e-3 are printed as "%.4g", e.g. "5.824e-05".
 CELL = r"(-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)"
 Z_TOL = 4.5
 PRINTED = 1e-4  # rounding of two printed 4-decimal numbers

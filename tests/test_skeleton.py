@@ -1,6 +1,6 @@
 import numpy as np
 
-from stanlogz.kernels import hmc
+from stanlogz.mcmc import hmc
 from stanlogz.targets import GaussianTarget
 
 

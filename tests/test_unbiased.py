@@ -4,10 +4,15 @@ import numpy as np
 import pytest
 
 from stanlogz.errors import EstimationError, InputError
-from stanlogz.kernels.couplings import rwmh_kernel
-from stanlogz.kernels.rwmh import scale_from_cov
+from stanlogz.mcmc.couplings import rwmh_kernel
+from stanlogz.mcmc.rwmh import scale_from_cov
+from stanlogz.mcmc.unbiased import (
+    h_estimate,
+    meeting_time,
+    sample_coupled_chains,
+    unbiased_estimate,
+)
 from stanlogz.targets import GaussianTarget
-from stanlogz.unbiased import h_estimate, meeting_time, sample_coupled_chains, unbiased_estimate
 
 TARGET = GaussianTarget(np.array([1.0, -1.0]), np.array([[1.0, 0.5], [0.5, 1.5]]))
 KERNEL = rwmh_kernel(TARGET.log_density, scale_from_cov(TARGET.cov, 2) * 0.9)

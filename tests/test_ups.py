@@ -16,9 +16,9 @@ from scipy import integrate
 from stanlogz.errors import InputError
 from stanlogz.estimators import get_method
 from stanlogz.estimators.ups import log_ratio, make_grid, q_from_sqrt_m2, ups
-from stanlogz.paths import FunctionPath, GeometricPath
+from stanlogz.mcmc.paths import FunctionPath, GeometricPath
+from stanlogz.report.ups_plots import plot_ups
 from stanlogz.targets import GaussianTarget
-from stanlogz.ups_plots import plot_ups
 
 D = 4.0
 Z_TOL = 4.5

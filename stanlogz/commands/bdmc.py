@@ -13,7 +13,7 @@ from ..bdmc import (
 )
 from ..errors import InputError
 from ..estimators import METHODS
-from ..report import Reporter
+from ..report.output import Reporter
 from .evidence import PLOT_SUFFIXES
 from .sample import check_output
 

@@ -9,7 +9,7 @@ from ..crossval import loo, loo_compare
 from ..crossval.fixups import FIX_METHODS
 from ..draws import sample
 from ..errors import InputError
-from ..report import Reporter
+from ..report.output import Reporter
 from .evidence import add_estimation_arguments, parse_options
 from .loo import add_observation_arguments, obs_fields
 

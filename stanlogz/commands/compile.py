@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..api import check_stan_file, read_data
-from ..report import Reporter
+from ..report.output import Reporter
 
 NAME = "compile"
 HELP = "Build a Stan program (stanc + C++) into a cached library and list its parameters."

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..crossval.unbiased import CRITERIA, cv
-from ..report import Reporter, write_atomically
+from ..report.output import Reporter, write_atomically
 from .evidence import PLOT_SUFFIXES
 from .loo import add_observation_arguments, obs_fields
 from .sample import add_sampler_arguments, check_output

@@ -13,15 +13,15 @@ from ..api import check_options, evidence, load_model
 from ..draws import as_draws, sample
 from ..errors import InputError
 from ..estimators import METHODS
-from ..report import Reporter, write_atomically
-from ..result import EvidenceResult
+from ..report.output import Reporter, write_atomically
+from ..report.results import EvidenceResult
 from .sample import add_sampler_arguments, check_output
 
 NAME = "evidence"
 HELP = "Estimate the log evidence (log marginal likelihood) of a Stan program."
 
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
-#: Methods whose results :func:`stanlogz.plots.plot_evidence` draws (they keep their flow and
+#: Methods whose results :func:`stanlogz.report.plots.plot_evidence` draws (they keep their flow and
 #: log weights in ``diagnostics``); ``ups`` has its own plot.
 FLOW_METHODS = ("gbs", "gis", "ghm")
 PLOT_METHODS = FLOW_METHODS + ("ups",)
@@ -66,11 +66,11 @@ def save_plot(result: EvidenceResult, draws: np.ndarray, path: Path,
               names: list[str] | None = None) -> None:
     """Draw the method's diagnostic plot into ``path`` (never half-written)."""
     if result.method == "ups" and "_ups" in result.diagnostics:
-        from ..ups_plots import plot_ups
+        from ..report.ups_plots import plot_ups
 
         write_atomically(path, lambda tmp: plot_ups(result.diagnostics["_ups"], tmp))
     elif result.method in FLOW_METHODS:
-        from ..plots import plot_evidence
+        from ..report.plots import plot_evidence
 
         write_atomically(path, lambda tmp: plot_evidence(result, draws, tmp, names=names))
     else:

@@ -8,7 +8,7 @@ from ..crossval.fixups import FIX_METHODS
 from ..crossval.loo import LooResult, loo
 from ..crossval.pointwise import SOURCES
 from ..errors import InputError
-from ..report import Reporter, write_atomically
+from ..report.output import Reporter, write_atomically
 from .evidence import PLOT_SUFFIXES
 from .sample import add_sampler_arguments, check_output
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..api import load_model
 from ..draws import Draws, sample, write_csv
 from ..errors import InputError
-from ..report import Reporter
+from ..report.output import Reporter
 
 NAME = "sample"
 HELP = "Draw from the posterior with Stan's NUTS; print a summary, diagnostics and warnings."

@@ -36,8 +36,8 @@ from ..estimators.ups import (
     tail_warnings,
     ups,
 )
+from ..mcmc.paths import two_posterior_path
 from ..parallel import as_seed_sequence, child_sequence
-from ..paths import two_posterior_path
 from .loo import _get_draws, _model_data
 from .observations import Observations, find_observations
 

@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Callable
 
 from ..errors import InputError
-from ..result import EvidenceResult
+from ..report.results import EvidenceResult
 
 METHODS: dict[str, str] = {
     "gbs": "stanlogz.estimators.bridge:gbs",

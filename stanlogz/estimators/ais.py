@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from ..annealing import AnnealingPath, HMCTuning, annealed_transition, tune_hmc
 from ..bases import as_draw_matrix, gaussian_from_draws
 from ..errors import EstimationError, InputError
+from ..mcmc.annealing import AnnealingPath, HMCTuning, annealed_transition, tune_hmc
+from ..mcmc.schedules import adaptive_schedule, make_schedule
 from ..parallel import as_seed_sequence, child_sequence, run_parallel
-from ..result import EvidenceResult
-from ..schedules import adaptive_schedule, make_schedule
+from ..report.results import EvidenceResult
 from ..target import Target
 from .common import log_mean_exp
 
@@ -271,8 +271,9 @@ def ais(
     exact ``base_draws`` (prior→posterior path: base = prior target, draws = prior draws).
     ``tuning`` (step size and metric per β) defaults to a short pilot; ``hmc_steps`` is the number
     of leapfrog steps per HMC transition, whose step size is jittered by ±``jitter``.
-    ``schedule`` is a name of :data:`~stanlogz.schedules.SCHEDULES` or explicit β; ``"adaptive"``
-    spaces β by the pilot's spreads of the log ratio (sigmoid when ``tuning`` has none).
+    ``schedule`` is a name of :data:`~stanlogz.mcmc.schedules.SCHEDULES` or explicit β;
+    ``"adaptive"`` spaces β by the pilot's spreads of the log ratio (sigmoid when ``tuning``
+    has none).
     """
     _check_options(n_chains, hmc_steps, transitions_per_temp, jitter)
     t0 = time.perf_counter()

@@ -17,7 +17,7 @@ import numpy as np
 from ..bases import gaussian_from_draws, laplace_base
 from ..errors import EstimationError
 from ..flows.gaussianize import GaussianizingFlow
-from ..result import EvidenceResult
+from ..report.results import EvidenceResult
 from ..target import CountingTarget, SampleableDensity, Target
 from ..targets import GaussianTarget
 from .bridge import bridge_diagnostics, bridge_warnings, solve_bridge

@@ -17,7 +17,7 @@ from scipy import optimize, special, stats
 
 from ..errors import EstimationError, InputError
 from ..flows.gaussianize import GaussianizingFlow, single_blas_thread
-from ..result import EvidenceResult
+from ..report.results import EvidenceResult
 from ..target import CountingTarget, Target
 from .common import (
     Seed,

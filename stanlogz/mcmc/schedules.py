@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import InputError
+from ..errors import InputError
 
 SCHEDULES = ("sigmoid", "linear", "geometric", "adaptive")
 

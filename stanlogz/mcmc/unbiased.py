@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .errors import EstimationError, InputError
-from .kernels.couplings import CoupledKernel
+from ..errors import EstimationError, InputError
+from .couplings import CoupledKernel
 
 DEFAULT_MAX_ITER = 100_000
 

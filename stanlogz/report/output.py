@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .result import _jsonable
+from .results import _jsonable
 
 
 class Reporter:
@@ -75,7 +75,7 @@ def write_atomically(path: str | os.PathLike, write: Callable[[Path], Any]) -> N
     try:
         write(tmp)
         if not tmp.is_file():
-            from .errors import InputError
+            from ..errors import InputError
 
             raise InputError(f"nothing was written for {path}")
         os.replace(tmp, path)

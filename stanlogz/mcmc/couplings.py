@@ -9,7 +9,7 @@
 
 Each coupled step leaves each chain's marginal law equal to that of the uncoupled kernel, and once
 the two states are equal they stay equal. :class:`CoupledKernel` bundles ``init``/``step``/
-``coupled_step`` for :mod:`stanlogz.unbiased`.
+``coupled_step`` for :mod:`stanlogz.mcmc.unbiased`.
 """
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ class CoupledKernel(NamedTuple):
 def rwmh_kernel(
     logdensity_fn: LogDensity, scale: np.ndarray, coupling: str = "reflection"
 ) -> CoupledKernel:
-    """Coupled RWMH with proposal scale ``scale`` (see :mod:`stanlogz.kernels.rwmh`)."""
+    """Coupled RWMH with proposal scale ``scale`` (see :mod:`stanlogz.mcmc.rwmh`)."""
     _proposal_coupling(coupling)
     return CoupledKernel(
         init=lambda x: rwmh.init(x, logdensity_fn),

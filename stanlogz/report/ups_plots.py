@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from .estimators.ups import UPSResult
+    from ..estimators.ups import UPSResult
 
 
 def plot_ups(result: UPSResult, path: str | FilePath) -> FilePath:

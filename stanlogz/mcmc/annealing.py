@@ -13,9 +13,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .errors import InputError
-from .kernels import hmc
-from .target import Target
+from ..errors import InputError
+from ..target import Target
+from . import hmc
 
 
 class PathPoint(NamedTuple):
