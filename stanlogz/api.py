@@ -137,7 +137,7 @@ def _type_name(hint: Any) -> str:
 
 
 def _call_estimator(method: str, target: Any, unc: np.ndarray, *, seed: int | None,
-                    n_sampling_evals: int, progress: Any, options: dict[str, Any]
+                    n_sampling_evals: int | None, progress: Any, options: dict[str, Any]
                     ) -> EvidenceResult:
     fn = check_options(method, options)
     params = inspect.signature(fn).parameters
@@ -183,7 +183,8 @@ def evidence(
         progress(f"estimating log Z of {m.name} with {method} from {d.n_chains}x{d.n_draws} draws")
     t0 = time.perf_counter()
     res = _call_estimator(method, m, d.unconstrained, seed=seed,
-                          n_sampling_evals=d.n_gradient_evals, progress=progress,
+                          n_sampling_evals=d.n_gradient_evals if d.sampling_cost_known else None,
+                          progress=progress,
                           options=options)
     if not res.seconds:
         res.seconds = time.perf_counter() - t0

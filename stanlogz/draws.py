@@ -104,7 +104,10 @@ class Draws:
     ``sampler`` maps CmdStan sampler columns (``lp__``, ``divergent__``, ...) to ``(chains, n)``
     arrays and may be empty. ``seconds`` and ``n_gradient_evals`` are the cost of producing the
     draws as far as it is known (for CSV input: the recorded post-warmup leapfrog steps and the
-    summed elapsed time of all chains).
+    summed elapsed time of all chains). ``sampling_cost_known`` is True only when
+    ``n_gradient_evals`` is the whole cost, warmup included (stanlogz's own NUTS, :func:`sample`);
+    estimators that budget against the sampling cost (gbs's n_q rule) treat it as unknown
+    otherwise.
     """
 
     unconstrained: np.ndarray
@@ -117,6 +120,7 @@ class Draws:
     seconds: float = 0.0
     n_gradient_evals: int = 0
     source: str = "array"
+    sampling_cost_known: bool = False
     max_treedepth: int | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -206,6 +210,7 @@ class Draws:
             "source": self.source,
             "seconds": self.seconds,
             "n_gradient_evals": self.n_gradient_evals,
+            "sampling_cost_known": self.sampling_cost_known,
         }
         msgs = list(self.warnings)
         if "divergent__" in self.sampler:
@@ -332,6 +337,7 @@ def sample(
         seconds=float(out.seconds),
         n_gradient_evals=int(out.n_gradient_evals),
         source="stanlogz-nuts",
+        sampling_cost_known=True,  # the library counts warmup and sampling leapfrog steps
         max_treedepth=int(out.max_treedepth),
     )
 

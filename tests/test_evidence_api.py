@@ -139,16 +139,60 @@ def test_evidence_passes_sampling_cost_and_checks_options(monkeypatch):
     from stanlogz.draws import Draws
 
     rng = np.random.default_rng(1)
-    d = Draws(unconstrained=rng.standard_normal((2, 50, 2)), n_gradient_evals=777, seconds=1.5)
+    # A known sampling cost (warmup included) is passed on as the estimator's budget ...
+    d = Draws(unconstrained=rng.standard_normal((2, 50, 2)), n_gradient_evals=777, seconds=1.5,
+              sampling_cost_known=True)
     r = ev.evidence(PyModel(np.zeros(2), log_z=1.5), method="fake", draws=d, seed=4, scale=2.0)
     assert seen == {"n": 777, "shape": (2, 50, 2), "scale": 2.0, "seed": 4}
     assert r.log_z == 1.5
     assert r.diagnostics["n_sampling_evals"] == 777 and r.diagnostics["sampling_seconds"] == 1.5
+    # ... an unknown one (CSV counts only post-warmup steps; arrays count nothing) is "no cap",
+    # while the diagnostics still report what is known.
+    d = Draws(unconstrained=d.unconstrained, n_gradient_evals=777, source="csv")
+    ev.evidence(PyModel(np.zeros(2), log_z=1.5), method="fake", draws=d, seed=4, scale=2.0)
+    assert seen["n"] is None
+    r = ev.evidence(PyModel(np.zeros(2), log_z=1.5), method="fake",
+                    draws=Draws(unconstrained=d.unconstrained))
+    assert seen["n"] is None and r.diagnostics["n_sampling_evals"] == 0
     import stanlogz
 
     assert stanlogz.evidence(PyModel(np.zeros(2), log_z=0.5), method="fake", draws=d).log_z == 0.5
     with pytest.raises(InputError, match="method fake has no option 'bogus'"):
         ev.evidence(PyModel(np.zeros(2)), method="fake", draws=d, bogus=1)
+
+
+def test_adaptive_n_q_rule_is_on_for_draws_of_unknown_cost(monkeypatch):
+    """Issue 13, defect 3: array draws used to pass n_sampling_evals=0, pinning n_q to n_p."""
+    import stanlogz.estimators.bridge as bridge
+
+    caps = []
+    rule = bridge.adaptive_n_q
+
+    def spy(sol, n_q0, f_err, f_eva, n_sampling_evals, max_n_q):
+        caps.append(n_sampling_evals)
+        return rule(sol, n_q0, f_err, f_eva, n_sampling_evals, max_n_q)
+
+    monkeypatch.setattr(bridge, "adaptive_n_q", spy)
+    from stanlogz.draws import Draws
+
+    x = Draws(unconstrained=np.random.default_rng(3).standard_normal((4, 200, 2)))
+    r = ev.evidence(PyModel(np.zeros(2), log_z=1.5), method="gbs", draws=x, seed=5)
+    assert caps == [None]
+    # Without a cap the rule asks for n_q = 9 n_p re2_q/re2_p (f_err = 0.1) flow samples. For a
+    # flow close to the posterior both relative variances are ~ the same chi-square divergence,
+    # and with n_p = 400 their estimated ratio has a relative sd of ~0.1-0.2, so a ratio below
+    # 1/9 (n_q staying at n_p) is a > 4-sd event (P < 1e-4); re2_p = 0 gives the maximum.
+    n_p = r.diagnostics["n_p"]
+    assert n_p == 400 and r.diagnostics["n_q"] > n_p
+
+
+def test_stanlogz_nuts_cost_counts_warmup(normal_model):
+    from stanlogz.draws import sample
+
+    d = sample(normal_model, chains=2, warmup=100, draws=50, seed=3)
+    post = int(d.sampler["n_leapfrog__"].sum())
+    # Every warmup iteration takes at least one leapfrog step.
+    assert d.sampling_cost_known and d.n_gradient_evals >= post + 2 * 100
 
 
 def test_unknown_method_is_named():
