@@ -300,6 +300,21 @@ def test_prior_to_posterior_path_conjugate():
     assert truth - 2.0 < lo2.log_z < truth + 8 * lo2.log_z_se
 
 
+def test_forward_chains_from_a_pool_start_at_distinct_draws():
+    """Issue 13, defect 4: chains drew their starts from the pool with replacement, so two
+    chains could share a start. With T = 2 there are no transitions and each chain's log weight
+    is log p̃ - log q at its start: with as many chains as pool draws, the weights must be the
+    pool's log ratios, each exactly once (with replacement: P(all distinct) = 12!/12^12 ~ 5e-5)."""
+    pool = BASE.sample(np.random.default_rng(4), 12)
+    base_fn = FunctionTarget(D, BASE.log_density, lambda x: BASE.log_density_gradient(x)[1])
+    tun = HMCTuning.constant(0.3, 1.0, D)
+    r = ais(POST, base_fn, base_draws=pool, n_chains=12, n_temps=2, seed=7, tuning=tun)
+    ratios = [POST.log_density(x) - BASE.log_density(x) for x in pool]
+    np.testing.assert_allclose(np.sort(r.log_weights), np.sort(ratios), rtol=1e-12)
+    with pytest.raises(InputError, match="at least as many base draws as chains"):
+        ais(POST, base_fn, base_draws=pool, n_chains=13, n_temps=2, seed=7, tuning=tun)
+
+
 # ---------------------------------------------------------------- registry adapters
 
 

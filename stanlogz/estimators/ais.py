@@ -282,11 +282,23 @@ def ais(
     betas, tuning, tune_evals = _prepare(path, schedule, n_temps, seed=ss, hmc_steps=hmc_steps,
                                          tuning=tuning)
     outs = _anneal(
-        path, betas, [None] * n_chains, seed=ss, n_workers=n_workers, hmc_steps=hmc_steps,
+        path, betas, _forward_starts(path, n_chains, ss), seed=ss, n_workers=n_workers,
+        hmc_steps=hmc_steps,
         transitions_per_temp=transitions_per_temp, tuning=tuning, jitter=jitter, backend=backend,
     )
     return _result(outs, reverse=False, path=path, betas=betas, schedule=schedule, tuning=tuning,
                    tune_evals=tune_evals, seconds=time.perf_counter() - t0)
+
+
+def _forward_starts(path: AnnealingPath, n_chains: int, seed: np.random.SeedSequence
+                    ) -> list[np.ndarray | None]:
+    """Independent exact base draws to start the forward chains: from a pool of base draws,
+    ``n_chains`` distinct ones (a start shared by two chains would make their weights dependent
+    and the spread too small); a sampleable base is sampled by each chain itself (None)."""
+    if path.base_draws is None:
+        return [None] * n_chains
+    rng = np.random.default_rng(child_sequence(seed, 3))
+    return list(path.sample_base(rng, n_chains, independent=True))
 
 
 def reverse_ais(

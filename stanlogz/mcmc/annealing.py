@@ -89,10 +89,17 @@ class AnnealingPath:
         lp, gp = self.target.log_density_gradient(x)
         return PathPoint(x, float(lq), np.asarray(gq, float), float(lp), np.asarray(gp, float))
 
-    def sample_base(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        """``n`` exact base draws: sampled, or picked at random from ``base_draws``."""
+    def sample_base(self, rng: np.random.Generator, n: int, *, independent: bool = False
+                    ) -> np.ndarray:
+        """``n`` exact base draws: sampled, or picked at random from ``base_draws`` without
+        replacement (with replacement beyond the pool's size, unless ``independent``: then a pool
+        smaller than ``n`` is an error, since repeated draws are not independent)."""
         if self.base_draws is not None:
-            idx = rng.choice(self.base_draws.shape[0], size=n, replace=n > self.base_draws.shape[0])
+            pool = self.base_draws.shape[0]
+            if independent and n > pool:
+                raise InputError(f"{n} independent base draws were asked of a pool of {pool} "
+                                 "exact base draws: give at least as many base draws as chains")
+            idx = rng.choice(pool, size=n, replace=n > pool)
             return self.base_draws[idx].copy()
         return np.atleast_2d(self.base.sample(rng, n))  # type: ignore[attr-defined]
 
