@@ -256,7 +256,8 @@ class ReciprocalEstimate:
         return asdict(self)
 
 
-def _check(method: str, batch: int, trials: int, burn_in: int) -> str:
+def check_options(method: str, batch: int, trials: int, burn_in: int) -> str:
+    """The lower-cased method after checking the options (one-line InputErrors)."""
     method = str(method).lower()
     if method not in METHODS:
         raise InputError(f"unknown 1/Z estimator {method!r}; one of {', '.join(METHODS)}")
@@ -294,7 +295,7 @@ def estimate_reciprocal(
     """An unbiased estimate of 1/Z from the log-weight ``source`` by ``method`` (rbbce, fce,
     iae): ``trials`` independent estimates averaged, each with its own N, on batch weights that
     average ``batch`` source weights. ``burn_in`` is FCE's T."""
-    method = _check(method, int(batch), int(trials), int(burn_in))
+    method = check_options(method, int(batch), int(trials), int(burn_in))
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     law = truncation or PowerLawTruncation()
     logs, signs, ns, ops, used = [], [], [], 0, 0

@@ -1,0 +1,366 @@
+"""Pseudo-marginal random-walk Metropolis-Hastings for doubly-intractable posteriors.
+
+The posterior pi(theta | y) ∝ pi(theta) p*(y | theta) / Z(theta) is given by two Stan programs:
+an *outer* program with parameters theta whose target is log pi(theta) + log p*(y | theta), and
+an *inner* program that reads theta as data and whose parameters x have the unnormalized density
+p*(x | theta) (a new data instance per theta, never a rebuild). Each state carries
+f^ = exp(outer target) x S(theta), with S an unbiased estimate of 1/Z(theta) from
+:mod:`stanlogz.estimators.reciprocal`. Moves are accepted on |f^| and the sign of every state is
+recorded (Lyne et al. 2015); E[h(theta)] is estimated by sum h sigma / sum sigma.
+
+The inner weights come from importance sampling (or AIS) with a proposal fitted to NUTS draws of
+the inner program at a reference theta: the outer chain's start, refitted once at the mean theta
+of the first half of warmup. The random-walk scale is adapted during warmup only.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..draws import Draws, group_flat_names
+from ..draws import sample as nuts_sample
+from ..errors import DataError, InputError
+from ..estimators.reciprocal import (
+    Truncation,
+    batch_log_weights,
+    check_options,
+    estimate_reciprocal,
+)
+from ..estimators.weight_sources import AISWeights, ImportanceWeights, fit_proposal
+from ..mcmc.annealing import AnnealingPath, tune_hmc
+from ..model import StanModel
+from ..parallel import as_seed_sequence, child_sequence
+
+Progress = Callable[[str], None] | None
+SOURCES = ("is", "ais")
+TARGET_ACCEPT = 0.2  # noisy |f^| lowers the best acceptance below RWMH's 0.234
+
+
+class InnerProgram:
+    """The inner Stan program with ``data`` plus theta: :meth:`at` gives p*(x | theta).
+
+    ``theta0`` (name -> value) is a valid theta; the program must declare every one of its
+    names in its data block (checked once, here: without the name the data must be rejected).
+    """
+
+    def __init__(self, model: StanModel, data: Mapping[str, Any] | None,
+                 theta0: Mapping[str, Any]) -> None:
+        self.model = model
+        self.data = dict(data or {})
+        self.names = list(theta0)
+        full = self.data_at(theta0)
+        self.at(theta0)
+        for name in self.names:
+            try:
+                model.with_data({k: v for k, v in full.items() if k != name})
+            except DataError:
+                continue
+            raise InputError(f"inner program {model.name} does not read the outer parameter "
+                             f"'{name}' as data: declare it in its data block")
+
+    def data_at(self, theta: Mapping[str, np.ndarray]) -> dict[str, Any]:
+        """The inner program's data at ``theta`` (name -> value)."""
+        return {**self.data, **{k: np.asarray(v).tolist() for k, v in theta.items()}}
+
+    def at(self, theta: Mapping[str, np.ndarray]) -> StanModel:
+        """p*(x | theta) as a new data instance of the compiled inner program."""
+        try:
+            return self.model.with_data(self.data_at(theta))
+        except DataError as exc:
+            shown = ", ".join(f"{k}={np.round(np.asarray(v), 4).tolist()}"
+                              for k, v in theta.items())
+            raise InputError(f"theta ({shown}) lies outside the inner program's support: {exc}; "
+                             "the outer program's constraints must keep theta inside the "
+                             "inner program's data constraints") from None
+
+
+@dataclass
+class PseudoMarginalResult:
+    """Draws of theta (``draws``: one chain; sampler columns ``lp__`` = log|f^|, ``sign__``,
+    ``accept_stat__``, ``n_terms__``) with sign-corrected posterior expectations."""
+
+    draws: Draws
+    signs: np.ndarray
+    estimator: str
+    acceptance: float
+    n_weights: int
+    seconds: float
+    warmup: int
+    scale: np.ndarray
+    log_weight_sd: float
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def fraction_positive(self) -> float:
+        return float(np.mean(self.signs > 0))
+
+    @property
+    def n_iter(self) -> int:
+        return int(self.signs.size)
+
+    def summary_rows(self) -> list[dict[str, Any]]:
+        """Per quantity: sign-corrected mean with its MCSE (batch means) and sd."""
+        values, names = self.draws.constrained[0], self.draws.constrained_names
+        return [dict(name=n, **signed_moments(values[:, j], self.signs))
+                for j, n in enumerate(names)]
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..report.results import _jsonable
+
+        return _jsonable({
+            "estimator": self.estimator, "iterations": self.n_iter, "warmup": self.warmup,
+            "acceptance": self.acceptance, "fraction_positive": self.fraction_positive,
+            "n_positive": int(np.sum(self.signs > 0)), "n_weights": self.n_weights,
+            "weights_per_iteration": self.n_weights / max(1, self.n_iter + self.warmup),
+            "seconds": self.seconds,
+            "seconds_per_iteration": self.seconds / max(1, self.n_iter + self.warmup),
+            "log_weight_sd": self.log_weight_sd, "scale": self.scale.tolist(),
+            "parameters": self.summary_rows(), "diagnostics": self.diagnostics,
+            "warnings": self.warnings})
+
+    def to_inference_data(self) -> Any:
+        """ArviZ InferenceData/DataTree: the draws, with the signs in sample_stats ``sign``."""
+        from .. import arviz_compat
+
+        idata = self.draws.to_inference_data()
+        stats = arviz_compat.group(idata, "sample_stats")
+        extra = {"sign": self.signs[None, :], "lp": self.draws.sampler["lp__"],
+                 "acceptance_rate": self.draws.sampler["accept_stat__"]}
+        posterior = {k: np.asarray(v.values) for k, v in
+                     arviz_compat.group(idata, "posterior").data_vars.items()}
+        if stats is not None:
+            extra = {**{k: np.asarray(v.values) for k, v in stats.data_vars.items()}, **extra}
+        return arviz_compat.from_dict({"posterior": posterior, "sample_stats": extra})
+
+
+def signed_moments(h: np.ndarray, signs: np.ndarray) -> dict[str, float]:
+    """sum h sigma / sum sigma, its MCSE by batch means (delta method for the ratio) and the
+    sign-corrected sd; NaN when the signs sum to zero."""
+    h, s = np.asarray(h, dtype=float), np.asarray(signs, dtype=float)
+    sbar = s.mean()
+    if sbar == 0:
+        return {"mean": math.nan, "mcse": math.nan, "sd": math.nan}
+    mean = float(np.mean(h * s) / sbar)
+    var = float(np.mean(h * h * s) / sbar - mean**2)
+    e = s * (h - mean)  # the ratio's linearization
+    b = max(1, int(math.sqrt(e.size)))
+    k = e.size // b
+    if k >= 2:
+        bm = e[: k * b].reshape(k, b).mean(axis=1)
+        mcse = float(bm.std(ddof=1) / math.sqrt(k) / abs(sbar))
+    else:
+        mcse = math.nan
+    return {"mean": mean, "mcse": mcse, "sd": math.sqrt(max(var, 0.0))}
+
+
+def _theta_dict(model: StanModel, x: np.ndarray) -> dict[str, np.ndarray]:
+    values = model.constrain(x)
+    out = {}
+    for name, (shape, cols) in group_flat_names(model.param_names()).items():
+        out[name] = values[cols].reshape(shape, order="F") if shape else values[cols[0]]
+    return out
+
+
+class _Estimates:
+    """log|S| and sign of 1/Z(theta) estimates, with the inner proposal refitted on demand."""
+
+    def __init__(self, outer: StanModel, inner: InnerProgram, *, source: str, method: str,
+                 batch: int, trials: int, truncation: Truncation | None, burn_in: int,
+                 proposal: str, inflate: float, n_temps: int, inner_draws: int,
+                 rng: np.random.Generator, progress: Progress) -> None:
+        self.outer, self.inner, self.source, self.method = outer, inner, source, method
+        self.options = {"batch": batch, "trials": trials, "truncation": truncation,
+                        "burn_in": burn_in}
+        self.proposal_kind, self.inflate, self.n_temps = proposal, inflate, n_temps
+        self.inner_draws, self.rng, self.progress = inner_draws, rng, progress
+        self.n_weights = 0
+        self.q: Any = None
+        self.tuning: Any = None
+
+    def fit(self, x: np.ndarray) -> None:
+        """Fit the proposal to NUTS draws of the inner program at theta(x)."""
+        model = self.inner.at(_theta_dict(self.outer, x))
+        draws = nuts_sample(model, chains=2, warmup=max(200, self.inner_draws // 2),
+                            draws=self.inner_draws, seed=int(self.rng.integers(2**31)))
+        self.q = fit_proposal(draws.unconstrained, self.proposal_kind, inflate=self.inflate,
+                              seed=int(self.rng.integers(2**31)))
+        if self.source == "ais":
+            self.tuning, _ = tune_hmc(AnnealingPath(self.q, model), self.rng, n_leapfrog=5,
+                                      n_iter=40)
+        if self.progress:
+            self.progress(f"inner proposal ({self.proposal_kind}) fitted at "
+                          + ", ".join(f"{k}={np.round(v, 3)}"
+                                      for k, v in _theta_dict(self.outer, x).items()))
+
+    def weights(self, x: np.ndarray) -> Callable[[np.random.Generator, int], np.ndarray]:
+        model = self.inner.at(_theta_dict(self.outer, x))
+        if self.source == "ais":
+            return AISWeights(model, self.q, n_temps=self.n_temps, hmc_steps=5,
+                              tuning=self.tuning)
+        return ImportanceWeights(model, self.q)
+
+    def __call__(self, x: np.ndarray) -> tuple[float, int, int]:
+        """log|S|, sign and N at x."""
+        e = estimate_reciprocal(self.weights(x), self.method, rng=self.rng, **self.options)
+        self.n_weights += e.n_weights
+        return e.log_abs, e.sign, e.n
+
+    def log_weight_sd(self, x: np.ndarray, n: int = 200) -> float:
+        """sd of the log batch weights at x (Doucet et al. suggest about 1-1.7 for the log of a
+        likelihood estimate; much more makes the chain stick)."""
+        lw = batch_log_weights(self.weights(x), self.rng, n, self.options["batch"])
+        return float(np.std(lw, ddof=1))
+
+
+def pmmh(
+    outer: StanModel | str | os.PathLike[str],
+    inner: StanModel | str | os.PathLike[str],
+    data: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    *,
+    estimator: str = "rbbce",
+    iter: int = 2000,
+    warmup: int = 1000,
+    seed: int | None = None,
+    batch: int = 10,
+    trials: int = 1,
+    truncation: Truncation | None = None,
+    burn_in: int = 0,
+    weights: str = "is",
+    proposal: str = "gaussian",
+    inflate: float = 1.0,
+    n_temps: int = 10,
+    inner_draws: int = 500,
+    init: Mapping[str, Any] | None = None,
+    progress: Progress = None,
+) -> PseudoMarginalResult:
+    """Pseudo-marginal MH on the outer program's parameters with unbiased 1/Z from the inner.
+
+    ``data`` (a dict or JSON path) goes to both programs; the inner also gets theta. The
+    1/Z estimator is ``estimator`` (rbbce, fce, iae) with ``batch`` weights averaged per
+    batch weight, ``trials`` estimates averaged, ``truncation`` (default Pr(N >= k) = k^-1.1)
+    and FCE's ``burn_in``; ``weights`` is "is" (importance sampling) or "ais" (``n_temps``
+    temperatures), from a ``proposal`` ("gaussian" with covariance x ``inflate``, or "flow")
+    fitted to ``inner_draws`` NUTS draws. ``init`` holds constrained starting values (default:
+    the unconstrained origin).
+    """
+    from ..api import read_data
+
+    estimator = check_options(estimator, batch, trials, burn_in)
+    if weights not in SOURCES:
+        raise InputError(f"unknown weight source {weights!r}; one of {', '.join(SOURCES)}")
+    if iter < 1 or warmup < 0 or batch < 1 or trials < 1 or inner_draws < 20:
+        raise InputError("need iter >= 1, warmup >= 0, batch >= 1, trials >= 1, "
+                         "inner_draws >= 20")
+    data = dict(data) if isinstance(data, Mapping) else dict(read_data(data) or {})
+    if not isinstance(outer, StanModel):
+        outer = StanModel.from_file(outer, data, progress=progress)
+    names = list(group_flat_names(outer.param_names()))
+    if outer.dim == 0:
+        raise InputError(f"outer program {outer.name} has no parameters")
+    if init is not None and set(names) - set(init):
+        raise InputError(f"init lacks {', '.join(sorted(set(names) - set(init)))}")
+    x = np.zeros(outer.dim) if init is None else outer.unconstrain(
+        np.concatenate([np.ravel(np.asarray(init[k], float), order="F") for k in names]))
+    theta0 = _theta_dict(outer, x)
+    if not isinstance(inner, StanModel):
+        inner = StanModel.from_file(inner, {**data, **{k: np.asarray(v).tolist()
+                                                       for k, v in theta0.items()}},
+                                    progress=progress)
+    inner_prog = InnerProgram(inner, data, theta0)
+    ss = as_seed_sequence(seed)
+    rng = np.random.default_rng(child_sequence(ss, 0))
+    est = _Estimates(outer, inner_prog, source=weights, method=estimator, batch=batch,
+                     trials=trials, truncation=truncation, burn_in=burn_in, proposal=proposal,
+                     inflate=inflate, n_temps=n_temps, inner_draws=inner_draws,
+                     rng=np.random.default_rng(child_sequence(ss, 1)), progress=progress)
+    t0 = time.perf_counter()
+    est.fit(x)
+    d = outer.dim
+    chol = np.eye(d) * 0.5 * 2.38 / math.sqrt(d)
+    log_mult = 0.0
+
+    def evaluate(z: np.ndarray) -> tuple[float, int, int]:
+        lp = outer.log_density(z)
+        if not math.isfinite(lp):
+            return -math.inf, 0, 0
+        log_s, sign, n = est(z)
+        return lp + log_s, sign, n
+
+    cur = evaluate(x)
+    if not math.isfinite(cur[0]):
+        raise InputError("the starting point has zero outer density or a zero 1/Z estimate")
+    total = warmup + iter
+    xs = np.empty((iter, d))
+    info = np.empty((iter, 4))  # log|f|, sign, acceptance prob, N
+    n_acc = 0
+    # The proposal is refitted, and the random-walk covariance re-estimated, at 1/4, 1/2 and
+    # 3/4 of warmup from the warmup draws since the previous refit.
+    refits = sorted({t for t in (warmup // 4, warmup // 2, 3 * warmup // 4) if t >= 20})
+    since = 0
+    hist: list[np.ndarray] = []
+    for t in range(total):
+        prop = x + math.exp(log_mult) * (chol @ rng.standard_normal(d))
+        new = evaluate(prop)
+        delta = new[0] - cur[0]
+        a = math.exp(min(0.0, delta)) if math.isfinite(new[0]) else 0.0
+        if rng.uniform() < a:
+            x, cur = prop, new
+            n_acc += t >= warmup
+        if t < warmup:
+            log_mult += (a - TARGET_ACCEPT) / (1 + t) ** 0.6  # Robbins-Monro, warmup only
+            log_mult = min(max(log_mult, -5.0), 3.0)
+            hist.append(x.copy())
+            if t in refits:
+                pts, since = np.array(hist[since:]), t
+                cov = np.atleast_2d(np.cov(pts, rowvar=False)) + 1e-8 * np.eye(d)
+                if np.all(np.isfinite(cov)) and np.linalg.matrix_rank(cov) == d:
+                    chol, log_mult = np.linalg.cholesky(cov) * 2.38 / math.sqrt(d), 0.0
+                est.fit(pts.mean(axis=0))
+                cur = evaluate(x)
+        else:
+            xs[t - warmup] = x
+            info[t - warmup] = (cur[0], cur[1], a, cur[2])
+        if progress and (t + 1) % max(1, total // 10) == 0:
+            progress(f"iteration {t + 1}/{total} ({'warmup' if t < warmup else 'sampling'})")
+    seconds = time.perf_counter() - t0
+    signs = info[:, 1].astype(int)
+    draws = Draws(unconstrained=xs[None], constrained=outer.constrain_many(xs)[None],
+                  constrained_names=outer.param_names(), unc_names=outer.param_unc_names(),
+                  sampler={"lp__": info[None, :, 0], "sign__": info[None, :, 1].copy(),
+                           "accept_stat__": info[None, :, 2], "n_terms__": info[None, :, 3]},
+                  seconds=seconds, source="array")
+    lw_sd = est.log_weight_sd(xs.mean(axis=0))
+    res = PseudoMarginalResult(draws=draws, signs=signs, estimator=estimator,
+                               acceptance=n_acc / iter, n_weights=est.n_weights, seconds=seconds,
+                               warmup=warmup, scale=math.exp(log_mult) * np.diag(chol),
+                               log_weight_sd=lw_sd,
+                               diagnostics={"batch": batch, "trials": trials, "weights": weights,
+                                            "proposal": proposal, "mean_n": float(info[:, 3]
+                                                                                   .mean())})
+    res.warnings = _warnings(res)
+    return res
+
+
+def _warnings(r: PseudoMarginalResult) -> list[str]:
+    out = []
+    if r.fraction_positive < 0.95:
+        out.append(f"{100 * (1 - r.fraction_positive):.1f}% of the 1/Z estimates are negative: "
+                   "the sign-corrected expectations have high variance; increase --batch or "
+                   "--trials, or use rbbce (or fce with a burn-in)")
+    if r.acceptance < 0.05:
+        out.append(f"acceptance rate {r.acceptance:.3f} is low (the chain sticks on large "
+                   "estimates): increase --batch or --trials to reduce the variance of 1/Z")
+    if r.log_weight_sd > 1.5:
+        out.append(f"log batch weights spread by sd {r.log_weight_sd:.2f} at the posterior "
+                   "mean: increase --batch, or use AIS weights or a flow proposal")
+    if r.n_iter < 1000:
+        out.append(f"only {r.n_iter} iterations: the MCSEs from batch means are rough")
+    return out
