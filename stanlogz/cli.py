@@ -16,7 +16,7 @@ from typing import NoReturn
 from .errors import StanlogzError
 from .report.output import Reporter
 
-COMMANDS = ["compile", "sample", "evidence", "compare", "loo", "cv", "bdmc"]
+COMMANDS = ["compile", "sample", "evidence", "compare", "loo", "cv", "bdmc", "pmmh"]
 
 
 class _Parser(argparse.ArgumentParser):
