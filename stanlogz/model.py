@@ -14,6 +14,7 @@ import os
 import re
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ import numpy as np
 
 from .api import read_data
 from .errors import DataError, InitializationError, InputError, StanlogzError, ToolchainError
+from .parallel.shipping import LibraryRef, library_ref, resolve_library
 from .toolchain import build
 
 Progress = Callable[[str], None] | None
@@ -81,6 +83,27 @@ def _load_library(path: Path) -> ctypes.CDLL:
                     fn.argtypes = argtypes
             _libs[key] = lib
         return lib
+
+
+# Models rebuilt by unpickling, shared while alive: tasks that carry the same program and data
+# (one pickle each, e.g. in a process pool) bind the data once per process.
+_rebuilt: weakref.WeakValueDictionary[tuple[str, str, str, int], StanModel] = \
+    weakref.WeakValueDictionary()
+
+
+def _rebuild_model(ref: LibraryRef, data_json: str, name: str, code: str,
+                   stan_file: str | None, seed: int) -> StanModel:
+    """A pickled :class:`StanModel` rebuilt here: library by reference, data instance anew."""
+    path = resolve_library(ref)
+    key = (str(path), data_json, name, seed)
+    with _libs_lock:
+        model = _rebuilt.get(key)
+    if model is None:
+        model = StanModel(path, json.loads(data_json), name=name, code=code,
+                          stan_file=stan_file, seed=seed)
+        with _libs_lock:
+            _rebuilt[key] = model
+    return model
 
 
 def _one_line(text: str) -> str:
@@ -210,6 +233,14 @@ class StanModel:
 
         return bridgestan.StanModel(str(self.lib_path), self.data_json, seed=self.seed,
                                     warn=False)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickled as the library's reference and the data, never C pointers: unpickling (on a
+        cluster worker, say) loads the library from that machine's cache, or has it sent once
+        (:mod:`stanlogz.parallel.shipping`), and builds the data instance there."""
+        return (_rebuild_model, (library_ref(self.lib_path), self.data_json, self.name,
+                                 self.code, None if self.stan_file is None else
+                                 str(self.stan_file), self.seed))
 
     def __del__(self) -> None:
         ptr = getattr(self, "_ptr", None)

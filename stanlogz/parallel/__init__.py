@@ -1,0 +1,163 @@
+"""Independent units of work, each with its own random generator, on local cores or a cluster.
+
+A unit of work is a pair ``(fn, task)``; :func:`run_parallel` calls ``fn(task, rng)`` for every
+task, where ``rng`` is spawned from ``SeedSequence(seed)`` by the task's index, so the results do
+not depend on how many workers run them, where, or in which order they finish.
+
+One executor runs the units: the local one (serial, threads or processes; the default), or a
+Dask cluster chosen with :func:`use_executor` (``client=`` on the public API, ``--scheduler`` /
+``--workers`` on the command line). Modules: :mod:`.local` (cores of this machine), :mod:`.dask`
+(a ``dask.distributed.Client``), :mod:`.shipping` (compiled libraries sent to workers).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import inspect
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+
+from ..errors import InputError
+from .local import BACKENDS, run_local
+
+R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
+
+SeedLike = int | np.random.SeedSequence | None
+Progress = Callable[[str], None] | None
+
+__all__ = [
+    "BACKENDS",
+    "SeedLike",
+    "as_seed_sequence",
+    "child_sequence",
+    "current_executor",
+    "default_workers",
+    "run_parallel",
+    "spawn_generators",
+    "use_executor",
+    "with_client",
+]
+
+#: The executor run_parallel sends units to (None: the local one).
+_EXECUTOR: contextvars.ContextVar[Any] = contextvars.ContextVar("stanlogz_executor", default=None)
+#: True while a unit runs on a cluster worker: units started from inside a unit run serially
+#: there (the worker's threads are the parallelism; worker processes may not fork pools).
+_INSIDE_UNIT: contextvars.ContextVar[bool] = contextvars.ContextVar("stanlogz_inside_unit",
+                                                                    default=False)
+
+
+def as_seed_sequence(seed: SeedLike) -> np.random.SeedSequence:
+    """``seed`` as a SeedSequence (fresh entropy when ``None``)."""
+    if isinstance(seed, np.random.SeedSequence):
+        return seed
+    if seed is not None and (not isinstance(seed, int | np.integer) or seed < 0):
+        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
+    return np.random.SeedSequence(None if seed is None else int(seed))
+
+
+def child_sequence(seed: SeedLike, i: int) -> np.random.SeedSequence:
+    """The i-th child of ``SeedSequence(seed)``, as ``spawn`` would make it on a fresh sequence.
+
+    Built from the spawn key directly (not ``ss.spawn``), so asking twice gives the same child.
+    """
+    ss = as_seed_sequence(seed)
+    return np.random.SeedSequence(ss.entropy, spawn_key=(*ss.spawn_key, i), pool_size=ss.pool_size)
+
+
+def spawn_generators(seed: SeedLike, n: int) -> list[np.random.Generator]:
+    """``n`` independent generators; the i-th depends only on ``seed`` and i."""
+    ss = as_seed_sequence(seed)
+    return [np.random.default_rng(child_sequence(ss, i)) for i in range(n)]
+
+
+def default_workers() -> int:
+    """Cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def current_executor() -> Any:
+    """The cluster executor :func:`run_parallel` uses here, or ``None`` for the local one."""
+    return _EXECUTOR.get()
+
+
+@contextlib.contextmanager
+def use_executor(client: Any = None, *, progress: Progress = None) -> Iterator[Any]:
+    """Within the ``with`` body, :func:`run_parallel` sends every unit to ``client``.
+
+    ``client``: a ``dask.distributed.Client``, or ``None`` to keep the executor in force (the
+    local one unless an enclosing ``use_executor`` chose a cluster). ``progress`` gets a line
+    counting the finished units, across workers, at most once a second.
+    """
+    if client is None:
+        yield current_executor()
+        return
+    from .dask import DaskExecutor
+
+    token = _EXECUTOR.set(DaskExecutor(client, progress=progress))
+    try:
+        yield client
+    finally:
+        _EXECUTOR.reset(token)
+
+
+def with_client(fn: F) -> F:
+    """Give the public entry point ``fn`` a keyword ``client=None``: with a
+    ``dask.distributed.Client`` its independent units run on that cluster (same results)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, client: Any = None, **kwargs: Any) -> Any:
+        with use_executor(client, progress=kwargs.get("progress")):
+            return fn(*args, **kwargs)
+
+    sig = inspect.signature(fn)
+    params = list(sig.parameters.values())
+    extra = inspect.Parameter("client", inspect.Parameter.KEYWORD_ONLY, default=None,
+                              annotation="Any")
+    at = next((i for i, p in enumerate(params) if p.kind is inspect.Parameter.VAR_KEYWORD),
+              len(params))
+    wrapper.__signature__ = sig.replace(parameters=[*params[:at], extra, *params[at:]])
+    wrapper.__doc__ = (fn.__doc__ or "").rstrip() + (
+        "\n\n    ``client``: a ``dask.distributed.Client``; the independent units (chains, "
+        "replicates, splits,\n    fix-ups) then run on its cluster, with the same results.\n")
+    return wrapper  # type: ignore[return-value]
+
+
+def run_parallel(
+    fn: Callable[[Any, np.random.Generator], R],
+    tasks: Sequence[Any],
+    seed: SeedLike,
+    n_workers: int | None = None,
+    backend: str = "auto",
+) -> list[R]:
+    """``[fn(task, rng_i) for i, task in enumerate(tasks)]``, run over ``n_workers`` workers.
+
+    ``rng_i`` is spawned from ``SeedSequence(seed)`` by index i, so results are identical for any
+    ``n_workers``, backend and executor. ``backend``: ``"serial"``, ``"thread"`` (good for
+    compiled targets that release the GIL), ``"process"`` (needs picklable ``fn`` and tasks) or
+    ``"auto"``: serial for one worker or one task, else processes when everything pickles and
+    threads otherwise. ``n_workers=None`` uses every available core. Inside
+    :func:`use_executor` with a cluster, every unit goes to the cluster instead (``n_workers``
+    and ``backend`` are then the cluster's business).
+    """
+    if backend not in BACKENDS:
+        raise InputError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    workers = default_workers() if n_workers is None else int(n_workers)
+    if workers < 1:
+        raise InputError(f"n_workers must be >= 1, got {n_workers}")
+    tasks = list(tasks)
+    ss = as_seed_sequence(seed)
+    executor = current_executor()
+    if executor is not None and tasks and not _INSIDE_UNIT.get():
+        return executor.map(fn, tasks, ss)
+    if _INSIDE_UNIT.get():
+        workers, backend = 1, "serial"
+    return run_local(fn, tasks, spawn_generators(ss, len(tasks)), workers, backend)

@@ -1,0 +1,209 @@
+"""The cluster executor: units of work on a ``dask.distributed`` cluster.
+
+The function and all tasks are pickled once (cloudpickle) into one payload that the scheduler
+holds; every unit is a Dask task ``(payload, i, seed)`` that rebuilds ``rng_i`` from the seed
+sequence, so a unit's result does not depend on the worker that runs it or when. Compiled
+libraries referenced by the payload are offered once per library (content-addressed by their
+cache key) and fetched only by workers that miss them in their own cache
+(:mod:`.shipping`). A worker that dies has its units rerun elsewhere by the scheduler (the
+payload and library bytes are task literals, recomputable anywhere). The first unit that raises
+cancels the rest and its exception is raised here; so does Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+
+from ..errors import InputError
+from . import shipping
+
+R = TypeVar("R")
+
+INSTALL_HINT = 'pip install "stanlogz[dask]"'
+
+#: Seconds between progress lines.
+PROGRESS_INTERVAL_S = 1.0
+
+
+def _require_distributed() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise InputError(f"running on a Dask cluster needs dask.distributed: {INSTALL_HINT}"
+                         ) from None
+    return distributed
+
+
+def open_client(address: str | None = None, n_workers: int | None = None,
+                *, processes: bool = True) -> Any:
+    """A ``dask.distributed.Client``: connected to the scheduler at ``address``
+    (``tcp://host:8786`` or a scheduler file), else on a new ``LocalCluster`` of ``n_workers``
+    single-threaded worker processes. The client closes its own local cluster on close."""
+    distributed = _require_distributed()
+    if address:
+        try:
+            if address.endswith(".json"):
+                return distributed.Client(scheduler_file=address, timeout=30)
+            return distributed.Client(address, timeout=30)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise InputError(f"cannot reach the Dask scheduler at {address}: "
+                             f"{' '.join(str(exc).split())}") from None
+    if n_workers is None or n_workers < 1:
+        raise InputError(f"a local cluster needs n_workers >= 1, got {n_workers}")
+    cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
+                                       processes=processes, dashboard_address=None,
+                                       silence_logs=40)
+    client = distributed.Client(cluster)
+    client._stanlogz_owns_cluster = cluster  # closed with the client (see close_client)
+    return client
+
+
+def close_client(client: Any) -> None:
+    """Close ``client`` and the local cluster :func:`open_client` started for it."""
+    cluster = getattr(client, "_stanlogz_owns_cluster", None)
+    client.close()
+    if cluster is not None:
+        cluster.close()
+
+
+# ---------------------------------------------------------------------------------- worker side
+
+_payloads: OrderedDict[str, tuple[Callable[..., Any], list[Any]]] = OrderedDict()
+_payload_lock = threading.Lock()
+_KEEP_PAYLOADS = 4
+
+
+def _literal(data: bytes) -> bytes:
+    """A task whose result is its argument: data the scheduler can recompute if lost."""
+    return data
+
+
+def _fetch_from_cluster(lib_keys: dict[str, str]) -> shipping.Fetch:
+    def fetch(ref: shipping.LibraryRef) -> bytes:
+        from distributed import worker_client
+
+        if ref.key not in lib_keys:
+            raise InputError(f"model library {ref.filename} was not offered to the cluster")
+        # worker_client secedes from the worker's thread pool while waiting, so a task
+        # recomputing the bytes can run even when every thread of the worker waits for them
+        with worker_client() as client:
+            return client.get_dataset(lib_keys[ref.key]).result()
+
+    return fetch
+
+
+def _unpickled(payload: bytes, digest: str, lib_keys: dict[str, str]
+               ) -> tuple[Callable[..., Any], list[Any]]:
+    with _payload_lock:
+        found = _payloads.get(digest)
+        if found is not None:
+            _payloads.move_to_end(digest)
+            return found
+    import cloudpickle
+
+    with shipping.fetching(_fetch_from_cluster(lib_keys)):
+        found = cloudpickle.loads(payload)
+    with _payload_lock:
+        _payloads[digest] = found
+        while len(_payloads) > _KEEP_PAYLOADS:
+            _payloads.popitem(last=False)
+    return found
+
+
+def run_unit(payload: bytes, digest: str, i: int, ss: np.random.SeedSequence,
+             lib_keys: dict[str, str]) -> Any:
+    """Unit ``i`` of a payload, on a worker: ``fn(tasks[i], rng_i)``."""
+    from . import _INSIDE_UNIT, child_sequence
+
+    fn, tasks = _unpickled(payload, digest, lib_keys)
+    token = _INSIDE_UNIT.set(True)
+    try:
+        return fn(tasks[i], np.random.default_rng(child_sequence(ss, i)))
+    finally:
+        _INSIDE_UNIT.reset(token)
+
+
+# ---------------------------------------------------------------------------------- client side
+
+
+class DaskExecutor:
+    """Runs :func:`stanlogz.parallel.run_parallel`'s units on a ``dask.distributed.Client``."""
+
+    def __init__(self, client: Any, progress: Callable[[str], None] | None = None) -> None:
+        distributed = _require_distributed()
+        if not isinstance(client, distributed.Client):
+            raise InputError(f"client must be a dask.distributed.Client, not "
+                             f"{type(client).__name__}")
+        self.client = client
+        self.progress = progress
+
+    def map(self, fn: Callable[[Any, np.random.Generator], R], tasks: Sequence[Any],
+            ss: np.random.SeedSequence) -> list[R]:
+        """``[fn(task_i, rng_i)]`` over the cluster, in task order."""
+        import cloudpickle
+        from distributed import as_completed
+
+        with shipping.collecting() as libs:
+            payload = cloudpickle.dumps((fn, list(tasks)))
+        digest = hashlib.sha256(payload).hexdigest()[:32]
+        client = self.client
+        run = uuid.uuid4().hex[:12]
+        # library bytes: offered as published datasets, fetched only by workers that miss them
+        lib_keys = {key: f"stanlogz-lib-{key}-{run}" for key in libs}
+        lib_futures = [client.submit(_literal, path.read_bytes(), key=lib_keys[key], pure=False)
+                       for key, (_, path) in libs.items()]
+        for fut in lib_futures:
+            client.publish_dataset(fut, name=fut.key)
+        blob = client.submit(_literal, payload, key=f"stanlogz-payload-{digest}", pure=False)
+        futures = [client.submit(run_unit, blob, digest, i, ss, lib_keys,
+                                 key=f"stanlogz-unit-{run}-{i}", pure=False)
+                   for i in range(len(tasks))]
+        results: list[Any] = [None] * len(futures)
+        index = {f.key: i for i, f in enumerate(futures)}
+        ticker = _Ticker(self.progress, len(futures))
+        try:
+            for fut in as_completed(futures):
+                if fut.status != "finished":
+                    exc = fut.exception()
+                    client.cancel(futures)
+                    raise exc if isinstance(exc, BaseException) else RuntimeError(str(exc))
+                results[index[fut.key]] = fut.result()
+                fut.release()
+                ticker.done()
+        except BaseException:  # a unit failed, or Ctrl-C: nothing keeps running remotely
+            client.cancel(futures)
+            raise
+        finally:
+            for name in lib_keys.values():
+                client.unpublish_dataset(name)
+            del blob, lib_futures
+        ticker.finish()
+        return results
+
+
+class _Ticker:
+    """'k/n units done' lines, at most once per PROGRESS_INTERVAL_S."""
+
+    def __init__(self, progress: Callable[[str], None] | None, n: int) -> None:
+        self.progress, self.n, self.k = progress, n, 0
+        self.start = self.last = time.perf_counter()
+
+    def done(self) -> None:
+        self.k += 1
+        now = time.perf_counter()
+        if self.progress and now - self.last >= PROGRESS_INTERVAL_S and self.k < self.n:
+            self.last = now
+            self.progress(f"cluster: {self.k}/{self.n} units done")
+
+    def finish(self) -> None:
+        if self.progress and self.n:
+            self.progress(f"cluster: {self.n}/{self.n} units done in "
+                          f"{time.perf_counter() - self.start:.1f} s")

@@ -1,0 +1,57 @@
+"""The local executor: units of work over this machine's cores (serial, threads or processes)."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import numpy as np
+
+from ..errors import InputError
+
+R = TypeVar("R")
+
+BACKENDS = ("auto", "serial", "thread", "process")
+
+
+def picklable(obj: Any) -> bool:
+    """Whether ``obj`` survives ``pickle.dumps`` (what a process pool needs)."""
+    try:
+        pickle.dumps(obj)
+    except Exception:
+        return False
+    return True
+
+
+def _call(unit: tuple[Callable[[Any, np.random.Generator], R], Any, np.random.Generator]) -> R:
+    fn, task, rng = unit
+    return fn(task, rng)
+
+
+def run_local(
+    fn: Callable[[Any, np.random.Generator], R],
+    tasks: Sequence[Any],
+    rngs: Sequence[np.random.Generator],
+    workers: int,
+    backend: str,
+) -> list[R]:
+    """``[fn(task, rng) ...]`` over ``workers`` local workers with ``backend`` (see
+    :func:`stanlogz.parallel.run_parallel`)."""
+    units = [(fn, task, rng) for task, rng in zip(tasks, rngs, strict=True)]
+    workers = min(workers, max(1, len(units)))
+    if backend == "auto":
+        if workers == 1:
+            backend = "serial"
+        else:
+            backend = "process" if picklable((fn, list(tasks))) else "thread"
+    elif backend == "process" and not picklable((fn, list(tasks))):
+        raise InputError("process backend needs a picklable function and tasks; use threads")
+    if backend == "serial" or not units:
+        return [_call(u) for u in units]
+    if backend == "process":
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(_call, units))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(_call, units))
