@@ -203,6 +203,52 @@ def test_reverse_chains_from_one_sample_start_apart(tuning):
     assert n0 == 0 and all(np.array_equal(a, x[0]) for a in same)
 
 
+def test_reverse_spread_counts_the_shared_start():
+    """Issue 13, defect 1: reverse chains that share one exact sample had the iid spread. Here
+    the β=1 kernel moves slowly (one leapfrog step of 0.5) and T = 2, so each weight is
+    q/p̃ at its start and all the variance of the bound comes from the starts. Over replicates
+    of the whole procedure (exact sample redrawn) the reported spread must match the bound's
+    actual sd. With the old fixed spacing of 1 transition the ratio sd/spread was ~4.
+
+    Over 6 batches of 200 replicates the ratio was 1.14 +- 0.06 (the pilot's autocorrelation
+    time, from 100 draws, runs a bit short); with 120 replicates its sd is ~0.08, so the bounds
+    0.8 and 1.6 are > 4.2 and 5.7 sd away (P < 2e-5)."""
+    post = GaussianTarget(np.zeros(1), np.eye(1), 0.0)
+    base = GaussianTarget(np.full(1, 0.5), 1.44 * np.eye(1))  # Var(q/p) under p is finite
+    tun = HMCTuning.constant(0.5, 1.0, 1)
+    rng = np.random.default_rng(100)
+    bound, spread, spacing = [], [], []
+    for _ in range(120):
+        h = reverse_ais(post, base, rng.standard_normal(1), n_chains=16, n_temps=2, tuning=tun,
+                        hmc_steps=1, spread_starts=1, seed=int(rng.integers(2**31)), jitter=0.0)
+        bound.append(h.log_z)
+        spread.append(h.log_z_se)
+        spacing.append(h.start_spacing)
+    ratio = np.std(bound) / np.sqrt(np.mean(np.square(spread)))
+    assert 0.8 < ratio < 1.6
+    assert min(spacing) > 1 and h.spread.startswith("chains along a beta=1 chain")
+    # All chains at the sample itself: the spread is conditional on it, and says so.
+    h = reverse_ais(post, base, np.zeros(1), n_chains=4, n_temps=2, tuning=tun, spread_starts=0)
+    assert h.spread.startswith("conditional") and h.log_z_se == 0.0
+
+
+def test_start_order_tau_of_an_ar1_series():
+    from stanlogz.estimators.ais import start_order_tau
+
+    # Weights exp(0.01 a_t), a_t AR(1) with rho = 0.5: u = w/mean(w) - 1 ~ 0.01 a_t, whose
+    # integrated autocorrelation time is (1 + rho)/(1 - rho) = 3. With 20000 terms the
+    # estimator's sd is ~0.15 (windowed estimate, window ~ 10): 3 +- 0.75 is 5 sd.
+    rng = np.random.default_rng(2)
+    a = np.empty(20000)
+    a[0] = rng.standard_normal() / np.sqrt(0.75)
+    for t in range(1, a.size):
+        a[t] = 0.5 * a[t - 1] + rng.standard_normal()
+    assert abs(start_order_tau(0.01 * a, [np.arange(a.size)]) - 3.0) < 0.75
+    # Two groups of the series pooled, and the floor at 1 for independent weights.
+    assert abs(start_order_tau(0.01 * a, [np.arange(10000), np.arange(10000, 20000)]) - 3) < 0.75
+    assert start_order_tau(0.01 * rng.standard_normal(16), [np.arange(16)]) >= 1.0
+
+
 def test_gap_shrinks_as_temperatures_grow(tuning):
     # The bias of AIS falls about as 1/T. The reported (log-mean-exp) gap is too noisy to show it
     # with few chains: at T=5 its sd over seeds is ~2 nats, and it can be negative. The per-chain

@@ -61,16 +61,41 @@ def test_bdmc_doubles_temperatures_and_chains_until_the_gap_closes(monkeypatch):
     monkeypatch.setattr(bd, "reverse_ais", fake("upper"))
     x_true = POST.mean
     res = bdmc(POST, BASE, x_true, n_chains=12, n_temps=10, gap_tol=0.5, max_temps=800, seed=3)
-    assert [h["n_temps"] for h in res.history] == [10, 20, 40, 80]
-    assert [h["n_chains"] for h in res.history] == [12, 24, 24, 24]
-    assert [h["gap"] for h in res.history] == pytest.approx([2.0, 1.0, 0.5, 0.25])
+    # Four selection rounds, then a fresh run at the chosen T=80 and K=24 is reported.
+    assert [h["n_temps"] for h in res.history] == [10, 20, 40, 80, 80]
+    assert [h["n_chains"] for h in res.history] == [12, 24, 24, 24, 24]
+    assert [h["role"] for h in res.history] == ["selection"] * 4 + ["reported"]
+    assert [h["gap"] for h in res.history] == pytest.approx([2.0, 1.0, 0.5, 0.25, 0.25])
     assert res.gap == pytest.approx(0.25) and res.midpoint == pytest.approx(POST.log_z)
-    assert not res.notes
-    # The cap on T: stopping at max_temps leaves the gap above the tolerance, and says so.
+    assert res.valid and len(res.notes) == 1 and "fresh run at T=80, K=24" in res.notes[0]
+    # The cap on T: stopping at max_temps leaves the gap above the tolerance, says so, and the
+    # sandwich is not valid although it is not inverted.
     res = bdmc(POST, BASE, x_true, n_chains=12, n_temps=10, gap_tol=0.5, max_temps=40, seed=3)
-    assert [h["n_temps"] for h in res.history] == [10, 20, 40]
+    assert [h["n_temps"] for h in res.history] == [10, 20, 40, 40]
     assert any("above the tolerance" in w for w in res.warnings)
+    assert not res.inverted and not res.valid and not res.to_dict()["valid"]
     assert not any("did not shrink" in w for w in res.warnings)  # it halved with each doubling
+
+
+def test_bdmc_reports_a_fresh_run_not_the_round_that_passed(monkeypatch):
+    """Issue 13, defect 2: the round that closed the gap was reported, a selected result. Here
+    every call returns the next bounds of a list: the first round's gap (0.2) passes and the
+    fresh run's (1.5, 0.4 above and below the truth) is what the sandwich must report."""
+    lows = iter([POST.log_z - 0.1, POST.log_z - 1.1])
+    highs = iter([POST.log_z + 0.1, POST.log_z + 0.4])
+    monkeypatch.setattr(bd, "ais", lambda *a, **k: _bound(next(lows), 0.05))
+    monkeypatch.setattr(bd, "reverse_ais", lambda *a, **k: _bound(next(highs), 0.05, "upper"))
+    res = bdmc(POST, BASE, POST.mean, n_chains=4, n_temps=10, gap_tol=1.0, seed=3)
+    assert res.lower.log_z == POST.log_z - 1.1 and res.upper.log_z == POST.log_z + 0.4
+    assert [h["role"] for h in res.history] == ["selection", "reported"]
+    assert res.history[0]["gap"] == pytest.approx(0.2)
+    # The fresh gap is above the tolerance: not inverted, but not valid either, and said so.
+    assert not res.inverted and not res.valid
+    assert any("of the fresh run is at or above the" in w for w in res.warnings)
+    # A non-inverted sandwich with a large gap is not valid (hand-built; gap 1.5 > tol 1).
+    wide = bd.BDMCResult(_bound(-4.5, 0.1), _bound(-3.0, 0.1, "upper"), gap_tol=1.0)
+    assert not wide.inverted and not wide.valid and not wide.to_dict()["valid"]
+    assert bd.BDMCResult(_bound(-3.5, 0.1), _bound(-3.0, 0.1, "upper"), gap_tol=1.0).valid
 
 
 def test_bdmc_sandwiches_the_truth():
@@ -78,7 +103,7 @@ def test_bdmc_sandwiches_the_truth():
     res = bdmc(POST, BASE, x_true, n_chains=12, n_temps=10, gap_tol=0.5, max_temps=800, seed=3)
     hist = res.history
     ts = [h["n_temps"] for h in hist]
-    assert ts[0] == 10 and all(b == 2 * a for a, b in zip(ts, ts[1:], strict=False))
+    assert ts[0] == 10 and all(b == 2 * a for a, b in zip(ts[:-1], ts[1:-1], strict=False))
     # The stopping rule, checked on the run's own history (whether T=10 already closes the gap
     # depends on the random stream): every round but the last left the gap open or inverted;
     # the last closed it or reached max_temps.
@@ -86,17 +111,20 @@ def test_bdmc_sandwiches_the_truth():
         spread = math.hypot(h["lower_se"], h["upper_se"])
         return h["gap"] < 0.5 and not h["gap"] < -bd.INVERTED_SPREADS * spread
 
-    assert not any(closed(h) for h in hist[:-1])
-    assert closed(hist[-1]) or ts[-1] * 2 > 800
+    assert [h["role"] for h in hist] == ["selection"] * (len(hist) - 1) + ["reported"]
+    assert not any(closed(h) for h in hist[:-2])
+    assert closed(hist[-2]) or ts[-2] * 2 > 800
+    assert ts[-1] == ts[-2] and hist[-1]["n_chains"] == hist[-2]["n_chains"]
     assert res.gap == hist[-1]["gap"] and res.lower.n_temps == ts[-1]
     # Stochastic bounds: each is on the wrong side of the truth by at most 7.5 of its spreads.
     # The spread is the delta-method se of a mean of K >= 12 chain weights, so (bound - truth)
     # / spread is close to a t statistic with K - 1 >= 11 degrees of freedom; weights are right-
     # skewed, which only thins the wrong-side tail. P(t_11 > 7.5) = 6e-6, and a union over the
     # at most 7 rounds (T = 10..640) and 2 bounds that the stopping rule chose among gives
-    # P < 1e-4. (The reverse chains share one exact sample but start 10 HMC transitions apart,
-    # nearly independent here. Over 200 seeds the largest wrong-side excess was 2.7 spreads
-    # for the lower bound and 2.9 for the upper; the run stopped at T=10 in 56% of them.)
+    # P < 1e-4 (the reported bounds are a fresh run, so that union is now conservative). (The
+    # reverse chains share one exact sample but start 10 HMC transitions apart, nearly
+    # independent here. Over 200 seeds the largest wrong-side excess was 2.7 spreads for the
+    # lower bound and 2.9 for the upper; the run stopped at T=10 in 56% of them.)
     assert res.lower.log_z < POST.log_z + 7.5 * res.lower.log_z_se
     assert res.upper.log_z > POST.log_z - 7.5 * res.upper.log_z_se
     # Chains double only after a round with low weight ESS.
@@ -141,8 +169,8 @@ def test_stalled_gap_is_reported(monkeypatch):
     monkeypatch.setattr(bd, "ais", lambda *a, **k: _bound(-5.0, 0.1))
     monkeypatch.setattr(bd, "reverse_ais", lambda *a, **k: _bound(-3.0, 0.1, "upper"))
     res = bdmc(POST, BASE, x_true, n_chains=4, n_temps=10, gap_tol=0.5, max_temps=40, seed=3)
-    assert [h["n_temps"] for h in res.history] == [10, 20, 40]
-    assert any("did not shrink" in w for w in res.warnings)
+    assert [h["n_temps"] for h in res.history] == [10, 20, 40, 40]
+    assert any("did not shrink" in w for w in res.warnings) and not res.valid
 
 
 def test_budget_fractions():
@@ -300,15 +328,17 @@ def test_bdmc_command_end_to_end(compiled, capsys, tmp_path):
     # in 50 (40 seeds: gap / spread 0.2 +- 1.05); then T doubles: check the rule, not the luck.
     hist = sw["history"]
     assert sw["n_chains"] == 4 and hist[0]["n_temps"] == 60
-    assert sw["n_temps"] == 60 * 2 ** (len(hist) - 1)
+    assert sw["n_temps"] == 60 * 2 ** (len(hist) - 2) and hist[-1]["role"] == "reported"
     assert all(h["gap"] >= 1.0 or h["gap"] < -2 * math.hypot(h["lower_se"], h["upper_se"])
-               for h in hist[:-1])
+               for h in hist[:-2])
     # 1-d conjugate model with a base fitted to NUTS draws. Over 40 seeds (simulation, NUTS and
     # AIS redrawn) the gap was 0.009 +- 0.044 nat (range -0.10 to 0.12) and the midpoint
     # -0.003 +- 0.022 from the truth (min -0.08): 0.25 and 0.15 are > 5.5 sd.
     assert abs(sw["gap"]) < 0.25
     assert abs(sw["midpoint"] - truth) < 0.15
-    assert sw["valid"] and not sw["inverted"]
+    # The reported bounds are a fresh run at the chosen T, which is itself inverted about one
+    # time in 50 with 4 chains: then the sandwich is not valid. Valid means exactly this.
+    assert sw["valid"] == (not sw["inverted"] and sw["gap"] < 1.0)
     # Cost sweep: every estimator at half and full cost, the sweep's cost increasing.
     rows = out["estimators"]
     assert [(r["method"], r["budget"]) for r in rows] == [

@@ -69,13 +69,18 @@ def parse_estimators(text: str) -> list[str]:
 def print_result(report: Reporter, res: TestbedResult) -> None:
     """Sandwich summary, the estimator table and warnings."""
     s = res.sandwich
-    head = "BDMC (NOT VALID: bounds inverted)" if s.inverted else "BDMC"
+    if s.inverted:
+        head = "BDMC (NOT VALID: bounds inverted)"
+    elif not s.valid:
+        head = "BDMC (NOT VALID: gap above the tolerance)"
+    else:
+        head = "BDMC"
     report.text(f"{head}: lower bound {s.lower.log_z:.4f} ± {s.lower.log_z_se:.4f}, upper bound "
                 f"{s.upper.log_z:.4f} ± {s.upper.log_z_se:.4f}; gap {s.gap:.4f} ± "
                 f"{s.gap_se:.4f} nats (T={s.lower.n_temps}, K={s.lower.n_chains} chains)")
     title = "estimators on the simulated data (error = estimate - sandwich midpoint)"
-    if s.inverted:
-        title += "; the sandwich is inverted, so errors and 'outside' are not reliable"
+    if not s.valid:
+        title += "; the sandwich is not valid, so errors are not reliable ('outside': n/a)"
     report.table(list(TestbedResult.HEADER), res.table_rows(), title=title)
     for r in res.rows:
         if r.failed:

@@ -10,6 +10,7 @@ stochastic *upper* bound on log Z. Chains run in parallel with per-chain seeds
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,7 @@ from ..mcmc.schedules import adaptive_schedule, make_schedule
 from ..parallel import as_seed_sequence, child_sequence, run_parallel
 from ..report.results import EvidenceResult
 from ..target import Target
-from .common import log_mean_exp
+from .common import autocorr_time, log_mean_exp
 
 # Weight ESS below this share of the chains: the log-mean-exp rests on a few chains (in the
 # benchmark, a lower bound with ESS 3 of 16 overshot log Z by 0.7 nat at a spread of 0.5).
@@ -40,9 +41,17 @@ class AISResult:
 
     ``log_z`` is a stochastic lower bound (``bound="lower"``, forward AIS) or upper bound
     (``bound="upper"``, reverse AIS from exact posterior samples). ``log_z_se`` is the spread of
-    the bound over chains (delta method on the weights), the error of the bound, not of log Z.
+    the bound (delta method on the weights), the error of the bound, not of log Z.
     ``log_weights`` are per chain: log of an unbiased estimate of Z/Z_base (forward) or of
     Z_base/Z (reverse).
+
+    ``spread`` says what ``log_z_se`` covers. Forward chains start at independent base draws.
+    Reverse chains that share an exact sample start at successive states of one β=1 chain from
+    it, so their weights form a stationary series in start order; ``log_z_se`` is then the
+    series' standard error (``start_tau``: its integrated autocorrelation time, at least 1), which
+    includes the start's share of the variance as far as that chain moves away from the sample,
+    and ``spread_given_starts`` the iid formula. With ``spread_starts=0`` the chains share the
+    sample itself and the spread is conditional on it.
     """
 
     log_z: float
@@ -60,6 +69,10 @@ class AISResult:
     final_positions: np.ndarray
     tuning: HMCTuning
     warnings: list[str] = field(default_factory=list)
+    spread: str = "independent chains"
+    start_tau: float = 1.0
+    spread_given_starts: float | None = None
+    start_spacing: int = 0
 
     @property
     def n_chains(self) -> int:
@@ -79,6 +92,10 @@ class AISResult:
             "acceptance": self.acceptance,
             "n_divergent": self.n_divergent,
             "tuning": self.tuning.to_dict(),
+            "spread": self.spread,
+            "start_tau": self.start_tau,
+            "spread_given_starts": self.spread_given_starts,
+            "start_spacing": self.start_spacing,
         }
 
     def to_evidence(self, method: str, n_draws: int = 0) -> EvidenceResult:
@@ -102,6 +119,37 @@ def log_mean_exp_with_se(log_w: np.ndarray) -> tuple[float, float, float]:
     # Var(log mean w) ≈ Var(w) / (K mean(w)^2).
     se = float(np.std(w, ddof=1) / (np.sqrt(k) * np.mean(w))) if k > 1 else np.inf
     return lme, se, ess
+
+
+def start_order_tau(log_w: np.ndarray, groups: list[np.ndarray]) -> float:
+    """Integrated autocorrelation time of the normalized weights w/mean(w) along the start order
+    (``groups``: chain indices per shared exact sample, in the order their starts were taken),
+    pooled over groups, by Geyer's initial positive sequence; at least 1, at most the chains."""
+    log_w = np.asarray(log_w, dtype=float)
+    if not np.all(np.isfinite(log_w)) or log_w.size < 3:
+        return 1.0
+    u = np.exp(log_w - np.max(log_w))
+    u = u / u.mean() - 1.0
+    var = float(np.mean(u**2))
+    longest = max(len(g) for g in groups)
+    if var <= 0 or longest < 3:
+        return 1.0
+    series = [u[np.asarray(g, dtype=int)] for g in groups]
+
+    def rho(lag: int) -> float:
+        acc = sum(float(np.dot(x[:-lag], x[lag:])) for x in series if x.size > lag)
+        return acc / (u.size * var)
+
+    tau, m = -1.0, 0
+    while 2 * m + 1 < longest:
+        pair = (1.0 if m == 0 else rho(2 * m)) + rho(2 * m + 1)
+        if pair <= 0:
+            break
+        tau += 2 * pair
+        m += 1
+    if m == 0:
+        tau = 1.0
+    return float(min(max(tau, 1.0), log_w.size))
 
 
 @dataclass
@@ -217,9 +265,19 @@ def _anneal(
 def _result(
     outs: list[_ChainOut], *, reverse: bool, path: AnnealingPath, betas: np.ndarray,
     schedule: str | np.ndarray, tuning: HMCTuning, tune_evals: int, seconds: float,
+    start_groups: list[np.ndarray] | None = None, spacing: int = 0,
 ) -> AISResult:
     log_w = np.array([o.log_w for o in outs])
     lme, se, ess = log_mean_exp_with_se(log_w)
+    spread, tau, se_given = "independent chains", 1.0, None
+    shared = start_groups is not None and max(len(g) for g in start_groups) > 1
+    if shared and spacing < 1:
+        spread, se_given = "conditional on the shared exact sample(s)", se
+    elif shared:
+        assert start_groups is not None
+        tau = start_order_tau(log_w, start_groups)
+        spread, se_given = "chains along a beta=1 chain from each exact sample (series se)", se
+        se = se * math.sqrt(tau)
     if reverse:
         log_z = path.base_log_z - lme
         bound, direction = "upper", "reverse"
@@ -238,6 +296,11 @@ def _result(
     if n_moves and acceptance < 0.3:
         warnings.append(f"{direction} AIS: HMC acceptance {acceptance:.2f} is low; "
                         "increase hmc_steps or give a better base")
+    if tau > 2.0:
+        warnings.append(f"{direction} AIS: chains started along one chain from the same exact "
+                        f"sample have correlated weights (autocorrelation time {tau:.1f}); the "
+                        "spread is widened for it: give more exact samples or a larger "
+                        "spread_starts")
     return AISResult(
         log_z=float(log_z), log_z_se=se, log_weights=log_w, direction=direction, bound=bound,
         n_temps=int(betas.size), schedule=schedule if isinstance(schedule, str) else "explicit",
@@ -245,6 +308,8 @@ def _result(
         n_divergent=sum(o.n_divergent for o in outs),
         n_evals=int(sum(o.n_evals for o in outs) + tune_evals), seconds=seconds,
         final_positions=np.array([o.position for o in outs]), tuning=tuning, warnings=warnings,
+        spread=spread, start_tau=tau, spread_given_starts=se_given,
+        start_spacing=spacing if shared else 0,
     )
 
 
@@ -324,9 +389,12 @@ def reverse_ais(
 
     The bound holds when the samples are exact posterior draws (e.g. the parameters that
     simulated the data). With more samples than chains, evenly spaced ones are used; with fewer
-    (e.g. one), each sample starts several chains, from states ``spread_starts`` HMC transitions
-    apart on a chain at β=1 from it (0: all from the sample itself). Every such state is still
-    an exact posterior sample, so the bound holds, and the chains share less of their start.
+    (e.g. one), each sample starts several chains, from states HMC transitions apart on a chain
+    at β=1 from it (0: all from the sample itself). The spacing is at least ``spread_starts``
+    and at least twice the integrated autocorrelation time of log p̃ − log q on a pilot chain at
+    β=1 started from a base draw (so it does not depend on the samples). Every such state is
+    still an exact posterior sample, so the bound holds; the spread is the standard error of the
+    chains' weights as a series in start order (see :class:`AISResult`).
     Other arguments as for :func:`ais`.
     """
     _check_options(n_chains, hmc_steps, transitions_per_temp, jitter)
@@ -346,15 +414,45 @@ def reverse_ais(
     ss = as_seed_sequence(seed)
     betas, tuning, tune_evals = _prepare(path, schedule, n_temps, seed=ss, hmc_steps=hmc_steps,
                                          tuning=tuning)
-    starts, spread_evals = _spread_starts(path, samples, idx, tuning, hmc_steps, spread_starts,
+    spacing, pilot_evals = spread_starts, 0
+    if spread_starts > 0 and np.bincount(idx).max() > 1:
+        spacing, pilot_evals = _start_spacing(path, tuning, hmc_steps, spread_starts,
+                                              np.random.default_rng(child_sequence(ss, 4)))
+    starts, spread_evals = _spread_starts(path, samples, idx, tuning, hmc_steps, spacing,
                                           np.random.default_rng(child_sequence(ss, 2)))
+    spread_evals += pilot_evals
     outs = _anneal(
         path, betas[::-1].copy(), starts, seed=ss, n_workers=n_workers,
         hmc_steps=hmc_steps, transitions_per_temp=transitions_per_temp, tuning=tuning,
         jitter=jitter, backend=backend,
     )
+    groups = [np.flatnonzero(idx == i) for i in np.unique(idx)]
     return _result(outs, reverse=True, path=path, betas=betas, schedule=schedule, tuning=tuning,
-                   tune_evals=tune_evals + spread_evals, seconds=time.perf_counter() - t0)
+                   tune_evals=tune_evals + spread_evals, seconds=time.perf_counter() - t0,
+                   start_groups=groups, spacing=spacing)
+
+
+# Transitions of the pilot chain at β=1 that sets the spacing of reverse starts: the first half
+# is burn-in from a base draw, the second half measures the autocorrelation.
+START_PILOT = 200
+
+
+def _start_spacing(path: AnnealingPath, tuning: HMCTuning, hmc_steps: int, minimum: int,
+                   rng: np.random.Generator) -> tuple[int, int]:
+    """Transitions between the starts of reverse chains that share an exact sample: at least
+    ``minimum`` and twice the autocorrelation time of log p̃ − log q at β=1, measured on a chain
+    from a base draw (independent of the exact samples, so the starts stay exact)."""
+    eps, inv_metric = tuning.at(1.0)
+    pt = path.evaluate(path.sample_base(rng, 1)[0])
+    n_evals, ratios = 1, []
+    with np.errstate(over="ignore", invalid="ignore"):  # divergences are rejected
+        for i in range(START_PILOT):
+            pt, _, n = annealed_transition(path, 1.0, pt, rng, eps, inv_metric, hmc_steps)
+            n_evals += n
+            if i >= START_PILOT // 2:
+                ratios.append(pt.log_ratio)
+    tau = autocorr_time(np.asarray(ratios))
+    return max(int(minimum), math.ceil(2.0 * tau)), n_evals
 
 
 def _spread_starts(
