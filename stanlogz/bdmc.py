@@ -28,7 +28,8 @@ from .draws import group_flat_names
 from .errors import DataError, InputError
 from .estimators import METHODS, get_method
 from .estimators.ais import DEFAULT_INFLATE, LOW_ESS_FRACTION, AISResult, ais, reverse_ais
-from .parallel import as_seed_sequence, child_sequence
+from .mcmc.annealing import HMCTuning
+from .parallel import as_seed_sequence, child_sequence, with_client
 from .report.results import EvidenceResult, _jsonable
 from .target import CountingTarget, Target
 
@@ -248,6 +249,7 @@ class BDMCResult:
         }
 
 
+@with_client
 def bdmc(
     target: Target,
     base: Target,
@@ -265,6 +267,7 @@ def bdmc(
     base_draws: np.ndarray | None = None,
     base_log_z: float = 0.0,
     progress: Progress | None = None,
+    tuning: HMCTuning | None = None,
 ) -> BDMCResult:
     """The BDMC sandwich: forward AIS and reverse AIS from an exact posterior sample.
 
@@ -276,7 +279,7 @@ def bdmc(
     weight ESS is below :data:`LOW_ESS_FRACTION` of its chains, the chains double too (up to
     ``max_chains``). The bounds reported are then those of a fresh, independent run at the
     chosen T and chains, not of the round that passed the test. Both directions share one HMC
-    tuning and schedule (a pilot on the first round).
+    tuning and schedule (``tuning``, or a pilot on the first round).
     """
     if gap_tol is not None and not gap_tol > 0:
         raise InputError(f"gap tolerance must be positive, got {gap_tol}")
@@ -284,7 +287,6 @@ def bdmc(
     common = dict(schedule=schedule, n_workers=n_workers, hmc_steps=hmc_steps,
                   base_draws=base_draws, base_log_z=base_log_z)
     history: list[dict[str, Any]] = []
-    tuning = None
 
     def run(t: int, k: int, round_: int, role: str) -> BDMCResult:
         nonlocal tuning
@@ -474,6 +476,7 @@ def _at_budget(name: str, draws: np.ndarray, options: dict[str, Any], fraction: 
     return draws[:, :m], opts, m
 
 
+@with_client
 def testbed(
     target: Target,
     draws: np.ndarray,
@@ -547,6 +550,7 @@ def testbed(
                          info={"budgets": fractions})
 
 
+@with_client
 def run_testbed(
     model_path: str | Path,
     sim_path: str | Path,
