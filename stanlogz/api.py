@@ -28,6 +28,7 @@ import numpy as np
 from .draws import Draws, as_draws, sample
 from .errors import DataError, InputError
 from .estimators import get_method
+from .parallel import with_client
 from .report.results import EvidenceResult, _jsonable
 
 #: Unconstrained draws beyond this magnitude mean a parameter ran away (exp(50) ~ 5e21): the
@@ -149,6 +150,7 @@ def _call_estimator(method: str, target: Any, unc: np.ndarray, *, seed: int | No
     return fn(target, unc, seed=seed, **kwargs)
 
 
+@with_client
 def evidence(
     model: Any,
     data: Any = None,
@@ -355,6 +357,7 @@ def check_prior_probs(prior_probs: Sequence[float] | None, k: int) -> np.ndarray
     return p
 
 
+@with_client
 def compare(
     models: Sequence[Any],
     data: Any = None,

@@ -15,6 +15,7 @@ from ..errors import InputError
 from ..estimators import METHODS
 from ..report.output import Reporter
 from .evidence import PLOT_SUFFIXES
+from .executor import add_executor_arguments, with_executor
 from .sample import check_output
 
 NAME = "bdmc"
@@ -40,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prior", metavar="PRIOR.stan", default=None,
                         help="anneal from the prior: MODEL.stan without the observations, same "
                              "data, normalized (default: a Gaussian fitted to the NUTS draws)")
-    parser.add_argument("--workers", type=int, default=None, help="parallel workers (default all)")
+    add_executor_arguments(parser)
     parser.add_argument("--chains", dest="nuts_chains", type=int, default=4,
                         help="NUTS chains for the estimators' posterior draws (default 4)")
     parser.add_argument("--warmup", type=int, default=1000,
@@ -89,6 +90,7 @@ def print_result(report: Reporter, res: TestbedResult) -> None:
         report.warn(w)
 
 
+@with_executor
 def run(args: argparse.Namespace, report: Reporter) -> int:
     estimators = parse_estimators(args.estimators)
     if args.temps < 2:

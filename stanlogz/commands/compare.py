@@ -11,6 +11,7 @@ from ..draws import sample
 from ..errors import InputError
 from ..report.output import Reporter
 from .evidence import add_estimation_arguments, parse_options
+from .executor import with_executor
 from .loo import add_observation_arguments, obs_fields
 
 NAME = "compare"
@@ -46,6 +47,7 @@ def parse_probs(text: str | None, k: int) -> list[float] | None:
     return probs
 
 
+@with_executor
 def run(args: argparse.Namespace, report: Reporter) -> int:
     method, options = args.method, parse_options(args.option)
     k = len(args.models)

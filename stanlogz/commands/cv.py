@@ -7,6 +7,7 @@ import argparse
 from ..crossval.unbiased import CRITERIA, cv
 from ..report.output import Reporter, write_atomically
 from .evidence import PLOT_SUFFIXES
+from .executor import add_executor_arguments, with_executor
 from .loo import add_observation_arguments, obs_fields
 from .sample import add_sampler_arguments, check_output
 
@@ -33,12 +34,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fit", metavar="FILE", nargs="+", default=None,
                         help="existing draws of the full-data posterior (start of the chains)")
     add_sampler_arguments(parser)
-    parser.add_argument("--workers", type=int, default=None,
-                        help="parallel workers for the replicates (default: all cores)")
+    add_executor_arguments(parser)
     parser.add_argument("--plot", metavar="FILE.png", default=None,
                         help="save the replicates against split and lambda")
 
 
+@with_executor
 def run(args: argparse.Namespace, report: Reporter) -> int:
     plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
     r = cv(args.model, args.data, n_valid=args.n_valid, splits=args.splits, obs=args.obs,

@@ -15,6 +15,7 @@ from ..errors import InputError
 from ..estimators import METHODS
 from ..report.output import Reporter, write_atomically
 from ..report.results import EvidenceResult
+from .executor import add_executor_arguments, with_executor
 from .sample import add_sampler_arguments, check_output
 
 NAME = "evidence"
@@ -45,6 +46,7 @@ def add_estimation_arguments(parser: argparse.ArgumentParser) -> None:
     add_sampler_arguments(parser)
     parser.add_argument("--option", metavar="KEY=VALUE", action="append", default=[],
                         help="estimator option, repeatable (VALUE is a Python literal)")
+    add_executor_arguments(parser)
 
 
 def parse_options(items: list[str]) -> dict[str, Any]:
@@ -91,6 +93,7 @@ def print_result(report: Reporter, r: EvidenceResult, name: str) -> None:
     report.table(["cost", "value"], rows)
 
 
+@with_executor
 def run(args: argparse.Namespace, report: Reporter) -> int:
     method, options = args.method, parse_options(args.option)
     check_options(method, options)  # before the build and the sampling

@@ -10,6 +10,7 @@ from ..crossval.pointwise import SOURCES
 from ..errors import InputError
 from ..report.output import Reporter, write_atomically
 from .evidence import PLOT_SUFFIXES
+from .executor import add_executor_arguments, with_executor
 from .sample import add_sampler_arguments, check_output
 
 NAME = "loo"
@@ -54,8 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "difference of two data instances' densities (default: log_lik when the "
                         "program has it)")
     add_sampler_arguments(parser)
-    parser.add_argument("--workers", type=int, default=1,
-                        help="observations fixed in parallel (default 1)")
+    add_executor_arguments(parser)
     parser.add_argument("--plot", metavar="FILE.png", default=None,
                         help="save k-hat and pointwise elpd per observation")
 
@@ -81,14 +81,14 @@ def print_loo(report: Reporter, r: LooResult) -> None:
                      title=f"observations fixed because k-hat > {r.threshold:.2f}")
 
 
+@with_executor
 def run(args: argparse.Namespace, report: Reporter) -> int:
     plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
-    if args.workers < 1:
-        raise InputError(f"--workers must be >= 1, got {args.workers}")
     r = loo(args.model, args.data, draws=list(args.fit) if args.fit else None, obs=args.obs,
             obs_fields=obs_fields(args.obs_fields), fix=args.fix, log_lik=args.log_lik,
             k_threshold=args.k_threshold, chains=args.chains, warmup=args.warmup,
-            n_draws=args.draws, seed=args.seed, n_workers=args.workers, progress=report.progress)
+            n_draws=args.draws, seed=args.seed, n_workers=args.workers or 1,
+            progress=report.progress)
     print_loo(report, r)
     for w in r.warnings:
         report.warn(w)

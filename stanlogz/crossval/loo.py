@@ -13,7 +13,7 @@ import numpy as np
 from .. import arviz_compat
 from ..draws import Draws, as_draws, sample
 from ..errors import InputError
-from ..parallel import run_parallel
+from ..parallel import run_parallel, with_client
 from .fixups import FIX_METHODS, FixedPoint, FixTask, fix_observation
 from .observations import Observations, find_observations
 from .pointwise import PointwiseLogLik
@@ -131,6 +131,7 @@ def combine(elpd_i: np.ndarray, mc_se_i: np.ndarray) -> tuple[float, float]:
     return float(elpd_i.sum()), float(math.sqrt(n * np.var(elpd_i) + np.sum(mc_se_i**2)))
 
 
+@with_client
 def loo(
     model: Any,
     data: Any = None,

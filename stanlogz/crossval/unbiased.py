@@ -37,7 +37,7 @@ from ..estimators.ups import (
     ups,
 )
 from ..mcmc.paths import two_posterior_path
-from ..parallel import as_seed_sequence, child_sequence
+from ..parallel import as_seed_sequence, child_sequence, with_client
 from .loo import _get_draws, _model_data
 from .observations import Observations, find_observations
 
@@ -115,6 +115,7 @@ def draw_splits(n: int, n_valid: int, splits: int, seed: Any) -> np.ndarray:
                      for _ in range(splits)], dtype=int)
 
 
+@with_client
 def cv(
     model: Any,
     data: Any = None,
