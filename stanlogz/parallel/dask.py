@@ -59,7 +59,7 @@ def open_client(address: str | None = None, n_workers: int | None = None,
     if n_workers is None or n_workers < 1:
         raise InputError(f"a local cluster needs n_workers >= 1, got {n_workers}")
     cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
-                                       processes=processes, dashboard_address=None,
+                                       processes=processes, dashboard_address=":0",
                                        silence_logs=40)
     client = distributed.Client(cluster)
     client._stanlogz_owns_cluster = cluster  # closed with the client (see close_client)
@@ -152,7 +152,11 @@ class DaskExecutor:
         from distributed import as_completed
 
         with shipping.collecting() as libs:
-            payload = cloudpickle.dumps((fn, list(tasks)))
+            try:
+                payload = cloudpickle.dumps((fn, list(tasks)))
+            except Exception as exc:
+                raise InputError(f"the units of work cannot be sent to the cluster (they do not "
+                                 f"pickle: {' '.join(str(exc).split())})") from None
         digest = hashlib.sha256(payload).hexdigest()[:32]
         client = self.client
         run = uuid.uuid4().hex[:12]
