@@ -33,7 +33,7 @@ from .parallel import as_seed_sequence, child_sequence, with_client
 from .report.results import EvidenceResult, _jsonable
 from .target import CountingTarget, Target
 
-DEFAULT_ESTIMATORS = ("gbs", "gis", "ghm", "laplace", "bridge-gaussian", "ais")
+DEFAULT_ESTIMATORS = ("gbs", "gis", "ghm", "laplace", "bridge-gaussian", "ais", "smc")
 
 Progress = Callable[[str], None]
 
@@ -350,7 +350,8 @@ def bdmc(
 
 # Estimators whose cost is set by an option rather than by the number of draws they are given:
 # the option and its default (the estimator's own).
-ANNEALING_COST = {"ais": ("n_temps", 1000), "rais": ("n_temps", 1000)}
+ANNEALING_COST = {"ais": ("n_temps", 1000), "rais": ("n_temps", 1000),
+                  "smc": ("n_particles", 128)}
 
 # Fewest draws per chain an estimator is given in a cost sweep.
 MIN_SWEEP_DRAWS = 20

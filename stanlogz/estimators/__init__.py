@@ -25,6 +25,7 @@ METHODS: dict[str, str] = {
     "ais": "stanlogz.estimators.ais:ais_estimate",
     "rais": "stanlogz.estimators.ais:rais_estimate",
     "ups": "stanlogz.estimators.ups:ups_estimate",
+    "smc": "stanlogz.estimators.smc:smc_estimate",
 }
 
 
