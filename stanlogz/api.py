@@ -162,6 +162,8 @@ def evidence(
     n_draws: int = 1000,
     seed: int | None = None,
     progress: Callable[[str], None] | None = None,
+    target_se: float | None = None,
+    max_draws: int | None = None,
     **options: Any,
 ) -> EvidenceResult:
     """The log evidence log Z of a Stan program with its standard error.
@@ -174,8 +176,15 @@ def evidence(
     (``n_sampling_evals``, ``sampling_seconds``) and the warnings any sign that log Z is not
     meaningful (bad mixing, draws that run away, parameters without a prior; with gbs also chains
     that disagree on log Z and an estimate that drifts between halves of the draws).
+
+    With ``target_se`` the chains are continued from their last draws (see
+    :func:`stanlogz.mcmc.continuation.extend_draws`) and log Z re-estimated until its standard
+    error is at most ``target_se`` or the draws reach ``max_draws`` in all (default 16 times
+    the first draws); ``diagnostics["target_se_rounds"]`` lists every round.
     """
     check_options(method, options)
+    if target_se is not None and not target_se > 0:
+        raise InputError(f"target_se must be a positive number of nats, got {target_se}")
     m = load_model(model, data, seed=seed, progress=progress)
     if draws is None:
         d = sample(m, chains=chains, warmup=warmup, draws=n_draws, seed=seed, progress=progress)
@@ -190,6 +199,9 @@ def evidence(
                           options=options)
     if not res.seconds:
         res.seconds = time.perf_counter() - t0
+    if target_se is not None:
+        res, d = _refine_to_target(m, d, res, method, target_se, max_draws, seed, progress,
+                                   options)
     res.diagnostics.setdefault("n_sampling_evals", d.n_gradient_evals)
     res.diagnostics.setdefault("sampling_seconds", d.seconds)
     res.diagnostics.setdefault("draws_source", d.source)
@@ -199,6 +211,46 @@ def evidence(
         if w not in res.warnings:
             res.warnings.append(w)
     return res
+
+
+def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target_se: float,
+                      max_draws: int | None, seed: int | None,
+                      progress: Callable[[str], None] | None, options: dict[str, Any]
+                      ) -> tuple[EvidenceResult, Draws]:
+    """More draws and a new estimate until the standard error reaches ``target_se``."""
+    from .estimators.bridge import draws_needed
+    from .mcmc.continuation import extend_draws
+
+    total = d.n_chains * d.n_draws
+    cap = 16 * total if max_draws is None else int(max_draws)
+    rounds = [{"draws": total, "log_z": res.log_z, "se": res.log_z_se}]
+    i = 0
+    while not res.log_z_se <= target_se and total < cap:
+        i += 1
+        se = res.log_z_se if np.isfinite(res.log_z_se) else 4.0 * target_se
+        want = min(cap, max(draws_needed(total, se, 0.9 * target_se), int(1.25 * total)))
+        per_chain = -(-(want - total) // d.n_chains)
+        if progress:
+            progress(f"se {se:.3g} > target {target_se:g}: {per_chain} more draws per chain")
+        d = extend_draws(m, d, per_chain, seed=_child_seed(seed, 1000 + i), progress=progress)
+        total = d.n_chains * d.n_draws
+        t0 = time.perf_counter()
+        res = _call_estimator(method, m, d.unconstrained, seed=seed,
+                              n_sampling_evals=(d.n_gradient_evals if d.sampling_cost_known
+                                                else None),
+                              progress=progress, options=options)
+        if not res.seconds:
+            res.seconds = time.perf_counter() - t0
+        rounds.append({"draws": total, "log_z": res.log_z, "se": res.log_z_se})
+    res.diagnostics["target_se_rounds"] = rounds
+    res.diagnostics["draws_used"] = total
+    if not res.log_z_se <= target_se:
+        need = draws_needed(total, res.log_z_se, target_se) if np.isfinite(res.log_z_se) else 0
+        res.warnings.append(f"target se {target_se:g} not reached: se {res.log_z_se:.3g} with "
+                            f"{total} draws (the cap)"
+                            + (f"; about {need} draws would reach it: raise max_draws"
+                               if need else ""))
+    return res, d
 
 
 def normalization_warnings(model: Any, d: Draws) -> list[str]:

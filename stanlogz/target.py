@@ -74,6 +74,11 @@ class FunctionTarget:
     def log_density(self, x: np.ndarray) -> float:
         return float(self._f(np.asarray(x, dtype=float)))
 
+    @property
+    def has_gradient(self) -> bool:
+        """Whether the gradient is analytic (else it is a finite difference costing 2 dim evals)."""
+        return self._g is not None
+
     def log_density_gradient(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         x = np.asarray(x, dtype=float)
         if self._g is not None:
@@ -85,6 +90,13 @@ class FunctionTarget:
             e[i] = h[i]
             grad[i] = (self._f(x + e) - self._f(x - e)) / (2 * h[i])
         return float(self._f(x)), grad
+
+
+def has_cheap_gradient(target: Target) -> bool:
+    """Whether ``target``'s gradient costs about one evaluation (not a finite difference)."""
+    while isinstance(target, CountingTarget):
+        target = target.target
+    return bool(getattr(target, "has_gradient", True))
 
 
 class CountingTarget:

@@ -245,18 +245,21 @@ def test_adaptive_n_q_rule_and_evaluation_cap():
     rng = np.random.default_rng(15)
     x = banana_draws(rng, 2000)
     t = banana_target()
-    free = gbs(t, x, seed=16, n_layers=1)  # a crude flow: the q-side term is large
+    # one bridge, one crude flow fitted as given (the rule itself, without the second
+    # orientation or the validated fit): the q-side term is large
+    one = {"n_layers": 1, "swap_halves": False, "validate": False}
+    free = gbs(t, x, seed=16, **one)
     d = free.diagnostics
     assert d["n_q"] > d["n_p"]
     # the extra flow samples shrink the se well beyond what n_q = n_p gives (both terms of
     # eq. 9 shrink: the bridge leans on the cheap side). The q share does not reach f_err = 0.1:
     # the rule holds the weights' relative variances at their n_q = n_p values.
-    fixed = gbs(t, x, seed=16, n_layers=1, n_q=d["n_p"])
+    fixed = gbs(t, x, seed=16, n_q=d["n_p"], **one)
     assert fixed.diagnostics["n_q"] == d["n_p"]
     # over 200 seeds the ratio of the two se was 3.13 +- 0.14 (min 2.66): 1.5 is 12 sd below
     assert free.log_z_se < fixed.log_z_se / 1.5
     # with a known sampling cost of 9000 evaluations, f_eva = 0.1 allows at most 1000 more
-    capped = gbs(t, x, seed=16, n_layers=1, n_sampling_evals=9000)
+    capped = gbs(t, x, seed=16, n_sampling_evals=9000, **one)
     assert capped.diagnostics["n_q"] == d["n_p"]  # n_q0 = n_p = 1000 is always kept
     assert capped.n_evals == 2000
 

@@ -37,6 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "stanlogz sample --output (.csv or .nc)")
     parser.add_argument("--plot", metavar="FILE.png", default=None,
                         help="save the method's diagnostic plot")
+    parser.add_argument("--target-se", metavar="S", type=float, default=None,
+                        help="continue the chains and re-estimate until the standard error is "
+                        "at most S nats")
+    parser.add_argument("--max-draws", metavar="N", type=int, default=None,
+                        help="with --target-se: at most N draws in all (default 16 times the "
+                        "first draws)")
 
 
 def add_estimation_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,7 +90,7 @@ def print_result(report: Reporter, r: EvidenceResult, name: str) -> None:
     report.text(f"{name}: log Z = {r.log_z:.4f} ± {r.log_z_se:.4f}  ({r.method})")
     n_samp = r.diagnostics.get("n_sampling_evals", 0)
     rows = [
-        ["posterior draws used", r.n_draws],
+        ["posterior draws used", r.diagnostics.get("draws_used", r.n_draws)],
         ["estimator evaluations", r.n_evals],
         ["estimator seconds", round(float(r.seconds), 3)],
         ["sampling gradient evaluations", n_samp],
@@ -107,7 +113,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         draws = sample(model, chains=args.chains, warmup=args.warmup, draws=args.draws,
                        seed=args.seed, progress=report.progress)
     r = evidence(model, method=method, draws=draws, seed=args.seed, progress=report.progress,
-                 **options)
+                 target_se=args.target_se, max_draws=args.max_draws, **options)
     print_result(report, r, model.name)
     for w in r.warnings:
         report.warn(w)

@@ -17,6 +17,7 @@ from scipy import optimize, special, stats
 
 from ..errors import EstimationError, InputError
 from ..flows.gaussianize import GaussianizingFlow, single_blas_thread
+from ..flows.selection import fit_validated_flow
 from ..report.results import EvidenceResult
 from ..target import CountingTarget, Target
 from .common import (
@@ -107,6 +108,69 @@ def adaptive_n_q(sol: BridgeSolution, n_q0: int, f_err: float, f_eva: float,
     return int(min(n_q, max(n_q0, max_n_q)))
 
 
+@dataclass
+class _OneBridge:
+    """One orientation of GBS: a flow fitted on one half of the draws, bridged with the other."""
+
+    sol: BridgeSolution
+    lw_p: np.ndarray
+    lw_q: np.ndarray
+    flow: GaussianizingFlow
+    fit_info: dict
+    fit_seconds: float
+    bad_p: int
+    bad_q: int
+    capped: bool
+
+
+def _bridge_once(counting: CountingTarget, fit_half: np.ndarray, bridge_half: np.ndarray,
+                 rng_fit: np.random.Generator, rng_q: np.random.Generator, *,
+                 n_layers: int | None, flow_options: dict | None, validate: bool,
+                 n_q: int | None, f_err: float, f_eva: float, n_sampling_evals: float | None,
+                 max_n_q_factor: float) -> _OneBridge:
+    d = fit_half.shape[2]
+    x_p = bridge_half.reshape(-1, d)
+    n_p = x_p.shape[0]
+    n_q0 = sample_count(n_q, n_p)
+    t_fit = time.perf_counter()
+    if validate:
+        flow, info = fit_validated_flow(counting, fit_half, rng_fit, n_layers=n_layers,
+                                        **(flow_options or {}))
+    else:
+        flow = GaussianizingFlow.fit(fit_half.reshape(-1, d), n_layers=n_layers, rng=rng_fit,
+                                     **(flow_options or {}))
+        info = {"whitening": "sample", "validated": False}
+    t_fit = time.perf_counter() - t_fit
+
+    lp_p, bad_p = eval_log_density(counting, x_p)
+    require_some_finite(lp_p, "the posterior draws")
+    lw_p = (lp_p - flow.log_density_many(x_p)).reshape(bridge_half.shape[:2])
+
+    x_q, lq_q = flow.sample_with_log_density(rng_q, n_q0)
+    lp_q, bad_q = eval_log_density(counting, x_q)
+    lw_q = lp_q - lq_q
+    sol = solve_bridge(lw_p, lw_q)
+    capped = False
+    max_n_q = int(max_n_q_factor * n_p)
+    if n_q is None:
+        evals = None if n_sampling_evals is None else int(n_sampling_evals)
+        n_q_new = adaptive_n_q(sol, n_q0, f_err, f_eva, evals, max_n_q)
+        if n_q_new > n_q0:
+            x_more, lq_more = flow.sample_with_log_density(rng_q, n_q_new - n_q0)
+            lp_more, bad_more = eval_log_density(counting, x_more)
+            bad_q += bad_more
+            lw_q = np.concatenate([lw_q, lp_more - lq_more])
+            sol = solve_bridge(lw_p, lw_q)
+        capped = n_q_new >= max_n_q and sol.re2_q > 0.5 * (sol.re2_q + sol.re2_p)
+    return _OneBridge(sol, lw_p, lw_q, flow, info, t_fit, bad_p, bad_q, capped)
+
+
+#: |difference| between the two orientations, in combined standard errors, that raises a warning
+SWAP_ALARM_Z = 3.0
+#: the precision, in nats, that the "draws needed" advice aims at
+ADVICE_SE = 0.1
+
+
 @single_blas_thread
 def gbs(
     target: Target,
@@ -120,15 +184,22 @@ def gbs(
     n_q: int | None = None,
     max_n_q_factor: float = 20.0,
     flow_options: dict | None = None,
+    validate: bool = True,
+    swap_halves: bool = True,
 ) -> EvidenceResult:
     """Log evidence of ``target`` by Gaussianized bridge sampling from posterior ``draws``.
 
     ``draws`` are shaped ``(chains, n, dim)`` or ``(n, dim)``; the first half of every chain fits
-    the flow, the second half enters the bridge. ``n_q`` fixes the number of flow samples (else
-    the adaptive rule with ``f_err``/``f_eva`` picks it, at most ``max_n_q_factor * n_p``).
-    The fitted flow and log weights are kept in ``diagnostics`` under keys starting with "_".
-    ``diagnostics`` also hold per-chain and per-half estimates (see :func:`consistency_checks`),
-    and ``warnings`` say when chains disagree on log Z or the estimate drifts within the draws.
+    the flow, the second half enters the bridge, and with ``swap_halves`` (default) the roles are
+    swapped for a second estimate: log Z is their mean, and its standard error covers both the
+    bridges' errors (eq. 9) and the spread between the two fits. With ``validate`` (default) the
+    flow's whitening and number of layers (at most ``n_layers``) are chosen on held-out draws
+    (:func:`stanlogz.flows.selection.fit_validated_flow`). ``n_q`` fixes the number of flow
+    samples per bridge (else the adaptive rule with ``f_err``/``f_eva`` picks it, at most
+    ``max_n_q_factor * n_p``). The first bridge's flow and log weights are kept in
+    ``diagnostics`` under keys starting with "_". ``diagnostics`` also hold per-chain and
+    per-half estimates (see :func:`consistency_checks`), and ``warnings`` say when chains
+    disagree on log Z, the estimate drifts within the draws, or the two halves disagree.
     """
     t0 = time.perf_counter()
     for name, frac in (("f_err", f_err), ("f_eva", f_eva)):
@@ -136,52 +207,77 @@ def gbs(
             raise InputError(f"{name} must be a fraction strictly between 0 and 1, got {frac}")
     chains = as_chains(draws, target.dim)
     d = chains.shape[2]
-    fit_half, bridge_half = split_halves(chains, min_draws(d))
-    x_p = bridge_half.reshape(-1, d)
-    n_p = x_p.shape[0]
-    n_q0 = sample_count(n_q, n_p)
-    rng_fit, rng_q = spawn_rngs(seed, 2)
+    first, second = split_halves(chains, min_draws(d))
+    orientations = [(first, second), (second, first)] if swap_halves else [(first, second)]
+    rngs = spawn_rngs(seed, 2 * len(orientations))
     counting = CountingTarget(target)
-
-    t_fit = time.perf_counter()
-    flow = GaussianizingFlow.fit(fit_half.reshape(-1, d), n_layers=n_layers, rng=rng_fit,
-                                 **(flow_options or {}))
-    t_fit = time.perf_counter() - t_fit
-
-    lp_p, bad_p = eval_log_density(counting, x_p)
-    require_some_finite(lp_p, "the posterior draws")
-    lw_p = (lp_p - flow.log_density_many(x_p)).reshape(bridge_half.shape[:2])
-
-    x_q, lq_q = flow.sample_with_log_density(rng_q, n_q0)
-    lp_q, bad_q = eval_log_density(counting, x_q)
-    lw_q = lp_q - lq_q
-    sol = solve_bridge(lw_p, lw_q)
+    share = None if n_sampling_evals is None else n_sampling_evals / len(orientations)
+    runs = [_bridge_once(counting, fit, br, rngs[2 * i], rngs[2 * i + 1], n_layers=n_layers,
+                         flow_options=flow_options, validate=validate, n_q=n_q, f_err=f_err,
+                         f_eva=f_eva, n_sampling_evals=share, max_n_q_factor=max_n_q_factor)
+            for i, (fit, br) in enumerate(orientations)]
+    main = runs[0]
+    n_p = main.lw_p.size
     warnings: list[str] = []
-    max_n_q = int(max_n_q_factor * n_p)
-    if n_q is None:
-        n_q_new = adaptive_n_q(sol, n_q0, f_err, f_eva, n_sampling_evals, max_n_q)
-        if n_q_new > n_q0:
-            x_more, lq_more = flow.sample_with_log_density(rng_q, n_q_new - n_q0)
-            lp_more, bad_more = eval_log_density(counting, x_more)
-            bad_q += bad_more
-            lw_q = np.concatenate([lw_q, lp_more - lq_more])
-            sol = solve_bridge(lw_p, lw_q)
-        if n_q_new >= max_n_q and sol.re2_q > 0.5 * (sol.re2_q + sol.re2_p):
-            warnings.append(f"flow-sample budget capped at n_q = {n_q_new}: the flow fits the "
-                            "posterior poorly; use more draws or flow layers")
-    k_q, k_p = pareto_k(lw_q), pareto_k(-lw_p)
-    diagnostics = bridge_diagnostics(sol, lw_q.size, n_p, k_q, k_p, bad_p, bad_q)
-    diagnostics.update(flow_layers=len(flow.layers), fit_seconds=t_fit,
-                       _flow=flow, _log_w_p=lw_p, _log_w_q=lw_q)
-    warnings += bridge_warnings(sol, k_q, k_p, bad_p, bad_q, lw_q.size, "flow")
-    consistency = consistency_checks(lw_p, lw_q, sol.log_r)
+    if any(r.capped for r in runs):
+        warnings.append(f"flow-sample budget capped at n_q = {max(r.lw_q.size for r in runs)}: "
+                        "the flow fits the posterior poorly; use more draws or flow layers")
+    k_q = max(pareto_k(r.lw_q) for r in runs)
+    k_p = max(pareto_k(-r.lw_p) for r in runs)
+    bad_p = sum(r.bad_p for r in runs)
+    bad_q = sum(r.bad_q for r in runs)
+    n_q_total = sum(r.lw_q.size for r in runs)
+    estimates = [r.sol.log_r for r in runs]
+    ses = [r.sol.se for r in runs]
+    log_z, se, swap_z = combine_orientations(estimates, ses)
+    diagnostics = bridge_diagnostics(main.sol, main.lw_q.size, n_p, k_q, k_p, bad_p, bad_q)
+    diagnostics["n_q_total"] = n_q_total
+    diagnostics.update(
+        flow_layers=[len(r.flow.layers) for r in runs],
+        whitening=[r.fit_info.get("whitening") for r in runs],
+        fit_seconds=sum(r.fit_seconds for r in runs),
+        half_swap_log_z=estimates, half_swap_se=ses, swap_z=swap_z,
+        validation=[{k: v for k, v in r.fit_info.items() if k != "whitening"} for r in runs],
+        _flow=main.flow, _log_w_p=main.lw_p, _log_w_q=main.lw_q)
+    warnings += bridge_warnings(main.sol, k_q, k_p, bad_p, bad_q, n_q_total, "flow",
+                                se=se, n_draws=chains.shape[0] * chains.shape[1])
+    if abs(swap_z) > SWAP_ALARM_Z:
+        warnings.append(f"the two halves of the draws give different log Z ({estimates[0]:.3f} "
+                        f"vs {estimates[1]:.3f}, {swap_z:+.1f} se): the fitted proposal depends "
+                        "on the draws it was fitted to; the standard error covers the spread, "
+                        "run more draws to shrink it")
+    consistency = consistency_checks(main.lw_p, main.lw_q, main.sol.log_r)
     diagnostics.update(consistency)
     warnings += consistency_warnings(consistency)
     return EvidenceResult(
-        method="gbs", log_z=sol.log_r, log_z_se=sol.se, n_draws=int(2 * n_p),
+        method="gbs", log_z=log_z, log_z_se=se, n_draws=int(2 * n_p),
         n_evals=counting.n_evals, seconds=time.perf_counter() - t0,
         diagnostics=diagnostics, warnings=warnings,
     )
+
+
+def combine_orientations(estimates: list[float], ses: list[float]
+                         ) -> tuple[float, float, float]:
+    """log Z, its standard error and the z-score of the difference from the estimates of one or
+    two orientations (fit and bridge halves swapped).
+
+    The two are nearly independent: when each se is right, Var(mean) = (se_a^2 + se_b^2) / 4,
+    and in any case E (a - b)^2 = se_a^2 + se_b^2 + twice the variance each fit adds; the
+    larger of the two estimates of Var(mean) keeps a fit-dependent error inside the error bar.
+    """
+    if len(estimates) == 1:
+        return float(estimates[0]), float(ses[0]), math.nan
+    a, b = estimates
+    comb = math.hypot(*ses)
+    se = 0.5 * max(comb, abs(a - b))
+    z = (b - a) / comb if comb > 0 else (0.0 if a == b else math.inf)
+    return 0.5 * (a + b), se, z
+
+
+def draws_needed(n_draws: int, se: float, target_se: float) -> int:
+    """Posterior draws for a standard error ``target_se``, from ``se`` with ``n_draws`` (the
+    error of a bridge falls as one over the square root of the draws)."""
+    return int(math.ceil(n_draws * (se / target_se) ** 2))
 
 
 def bridge_diagnostics(sol: BridgeSolution, n_q: int, n_p: int, k_q: float, k_p: float,
@@ -195,8 +291,11 @@ def bridge_diagnostics(sol: BridgeSolution, n_q: int, n_p: int, k_q: float, k_p:
 
 
 def bridge_warnings(sol: BridgeSolution, k_q: float, k_p: float, bad_p: int, bad_q: int,
-                    n_q: int, proposal: str) -> list[str]:
-    """One-line warnings that say what to do about a bridge-sampling result."""
+                    n_q: int, proposal: str, *, se: float | None = None,
+                    n_draws: int | None = None) -> list[str]:
+    """One-line warnings that say what to do about a bridge-sampling result (``se`` overrides
+    the bridge's own; with ``n_draws`` the advice says how many draws would do)."""
+    se = sol.se if se is None else se
     out = []
     if not sol.converged:
         out.append("bridge fixed point did not converge: check the draws and the target")
@@ -210,8 +309,10 @@ def bridge_warnings(sol: BridgeSolution, k_q: float, k_p: float, bad_p: int, bad
     if bad_p:
         out.append(f"{bad_p} posterior draws have non-finite log density: check the draws match "
                    "the target")
-    if sol.se > 0.5:
-        out.append(f"large standard error ({sol.se:.2f} nats): run more posterior draws")
+    if se > 0.5:
+        more = (f" (about {draws_needed(n_draws, se, ADVICE_SE)} in all for an se of "
+                f"{ADVICE_SE} nats)" if n_draws else "")
+        out.append(f"large standard error ({se:.2f} nats): run more posterior draws{more}")
     return out
 
 

@@ -186,6 +186,12 @@ def _sw_directions(z: np.ndarray, k: int, rng: np.random.Generator, n_iter: int 
     return _sw_ascent(zs, b1 if o1 > o0 else b0, g, n_iter - n0)[0]
 
 
+def _mean_log_q(z: np.ndarray, logdet: np.ndarray) -> float:
+    """Mean normalized log density of points mapped to ``z`` with log-Jacobians ``logdet``."""
+    d = z.shape[1]
+    return float(np.mean(-0.5 * np.sum(z * z, axis=1) - 0.5 * d * _LOG2PI + logdet))
+
+
 class GaussianizingFlow:
     """A normalized, exactly sampleable density fitted to draws (see the module docstring).
 
@@ -198,6 +204,8 @@ class GaussianizingFlow:
         self.layers = layers
         self._inv_chol = np.linalg.inv(self.chol)
         self._logdet0 = -float(np.sum(np.log(np.diag(self.chol))))
+        #: mean held-out log density after 0, 1, ... layers when fitted with ``validation``
+        self.validation_log_q: list[float] = []
 
     @property
     def dim(self) -> int:
@@ -206,12 +214,18 @@ class GaussianizingFlow:
     @classmethod
     def fit(cls, x: np.ndarray, n_layers: int | None = None, rng: np.random.Generator | int
             | None = None, n_directions: int | None = None, n_knots: int | None = None,
-            bw_factor: float = 1.0, min_w2: float = 25.0) -> GaussianizingFlow:
+            bw_factor: float = 1.0, min_w2: float = 25.0,
+            whitening: tuple[np.ndarray, np.ndarray] | None = None,
+            validation: np.ndarray | None = None, patience: int = 1) -> GaussianizingFlow:
         """Fit the flow to draws ``x`` shaped ``(n, dim)``; deterministic given ``rng``.
 
         ``n_layers`` defaults to 8, ``n_directions`` (K per layer) to ``dim``, ``n_knots`` to
         ``clip(sqrt(n), 20, 60)``. A layer maps only directions with ``n * W2^2 > min_w2``
         (distinguishable from Gaussian noise); fitting stops early when none is left.
+        ``whitening`` is a ``(mean, cholesky factor)`` for the affine first map (default: the
+        draws' mean and covariance). With ``validation`` draws (held out from ``x``) the flow
+        keeps the number of layers with the highest mean held-out log density, and stops once
+        ``patience`` layers in a row have not raised it (early stopping).
         """
         x = np.asarray(x, dtype=float)
         if x.ndim != 2:
@@ -221,28 +235,41 @@ class GaussianizingFlow:
             raise InputError(f"too few draws to fit a flow in {d} dimensions: {n}")
         if not np.all(np.isfinite(x)):
             raise InputError("draws contain NaN or infinite values")
+        if validation is not None:
+            validation = np.atleast_2d(np.asarray(validation, dtype=float))
+            if validation.shape[1] != d or not np.all(np.isfinite(validation)):
+                raise InputError(f"validation draws must be finite and shaped (m, {d})")
         with one_blas_thread():
-            return cls._fit(x, n_layers, rng, n_directions, n_knots, bw_factor, min_w2)
+            return cls._fit(x, n_layers, rng, n_directions, n_knots, bw_factor, min_w2,
+                            whitening, validation, patience)
 
     @classmethod
     def _fit(cls, x: np.ndarray, n_layers: int | None, rng: np.random.Generator | int | None,
-             n_directions: int | None, n_knots: int | None, bw_factor: float, min_w2: float
-             ) -> GaussianizingFlow:
+             n_directions: int | None, n_knots: int | None, bw_factor: float, min_w2: float,
+             whitening: tuple[np.ndarray, np.ndarray] | None = None,
+             validation: np.ndarray | None = None, patience: int = 1) -> GaussianizingFlow:
         n, d = x.shape
         rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         n_layers = 8 if n_layers is None else int(n_layers)
         k = d if n_directions is None else int(min(max(n_directions, 1), d))
         n_knots = int(np.clip(math.sqrt(n), 20, 60)) if n_knots is None else int(n_knots)
-        mean = x.mean(axis=0)
-        cov = np.atleast_2d(np.cov(x, rowvar=False))
-        cov = 0.5 * (cov + cov.T) + 1e-10 * np.trace(cov) / d * np.eye(d)
-        try:
-            chol = np.linalg.cholesky(cov)
-        except np.linalg.LinAlgError:
-            raise InputError("draws do not vary: their covariance is singular") from None
+        if whitening is None:
+            mean = x.mean(axis=0)
+            cov = np.atleast_2d(np.cov(x, rowvar=False))
+            cov = 0.5 * (cov + cov.T) + 1e-10 * np.trace(cov) / d * np.eye(d)
+            try:
+                chol = np.linalg.cholesky(cov)
+            except np.linalg.LinAlgError:
+                raise InputError("draws do not vary: their covariance is singular") from None
+        else:
+            mean, chol = (np.asarray(a, dtype=float) for a in whitening)
         flow = cls(mean, chol, [])
         z = (x - mean) @ flow._inv_chol.T
         g = special.ndtri((np.arange(n) + 0.5) / n)[:, None]
+        if validation is not None:
+            zv, ldv = flow.forward(validation)
+            flow.validation_log_q.append(_mean_log_q(zv, ldv))
+            best, since_best = 0, 0
         for _ in range(n_layers):
             a = _sw_directions(z, k, rng) if d > 1 else np.ones((1, 1))
             y = z @ a
@@ -255,6 +282,18 @@ class GaussianizingFlow:
             layer = Layer(a[:, keep], _fit_spline(y[:, keep], n_knots, bw_factor, rng))
             z, _ = layer.forward(z)
             flow.layers.append(layer)
+            if validation is not None:
+                zv, ld = layer.forward(zv)
+                ldv = ldv + ld
+                flow.validation_log_q.append(_mean_log_q(zv, ldv))
+                if flow.validation_log_q[-1] > flow.validation_log_q[best]:
+                    best, since_best = len(flow.layers), 0
+                else:
+                    since_best += 1
+                    if since_best >= patience:
+                        break
+        if validation is not None:
+            del flow.layers[best:]
         return flow
 
     def forward(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,179 @@
+"""Evidence at hundreds of parameters: Gaussian fits that hold with few draws per dimension,
+validated flow complexity, the two-orientation error bar, fit/bridge separation and --target-se.
+
+Every random check holds with probability >= 1 - 1e-4 on any seed; where a bound rests on a
+measured spread, the measurement (seeds, mean, sd) is given next to it.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import stanlogz
+from stanlogz.estimators import bridge as bridge_module
+from stanlogz.estimators.bridge import combine_orientations, gbs
+from stanlogz.flows.gaussianize import GaussianizingFlow
+from stanlogz.flows.whitening import (
+    gaussian_candidates,
+    ledoit_wolf_intensity,
+    sample_gaussian,
+    score_gaussian,
+)
+from stanlogz.targets import GaussianTarget, HierarchicalNormalTarget
+from tests.conftest import MODELS
+
+EXAMPLES = MODELS / "examples"
+
+
+def dense_gaussian(d, rng, cond=1e3, log_z=-7.5):
+    q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    cov = (q * np.logspace(0, math.log10(cond), d)) @ q.T
+    return GaussianTarget(rng.standard_normal(d), cov, log_z=log_z)
+
+
+def test_score_fit_recovers_a_gaussian_from_barely_more_draws_than_dimensions():
+    # for a Gaussian the score is linear with no noise: n = d + 10 draws determine it exactly
+    # (deterministic up to rounding; the condition number 1e3 costs ~1e3 x machine epsilon)
+    rng = np.random.default_rng(0)
+    t = dense_gaussian(40, rng)
+    x = t.sample(rng, 50)
+    g = np.array([t.log_density_gradient(r)[1] for r in x])
+    fit = score_gaussian(x, g)
+    assert fit is not None and fit.name == "score"
+    np.testing.assert_allclose(fit.mean, t.mean, atol=1e-8)
+    np.testing.assert_allclose(fit.chol @ fit.chol.T, t.cov, atol=1e-8 * np.abs(t.cov).max())
+    # the sample covariance of the same 50 draws is far off (its KL is ~ d^2 / 4n = 8 nats)
+    assert np.abs(sample_gaussian(x).chol @ sample_gaussian(x).chol.T - t.cov).max() > 0.1
+
+
+def test_score_fit_declines_a_non_log_concave_score():
+    # a bimodal 1-d mixture: around the modes the score decreases, between them it increases;
+    # draws only from between the modes give a negative fitted precision -> no fit
+    x = np.linspace(-0.5, 0.5, 40)[:, None]
+    g = 3.0 * x  # score of exp(+1.5 x^2) near the saddle
+    assert score_gaussian(x, g) is None
+    assert [c.name for c in gaussian_candidates(np.random.default_rng(1).standard_normal(
+        (40, 2)))] == ["sample", "shrunk"]
+
+
+def test_ledoit_wolf_intensity_matches_its_definition():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((30, 6)) @ rng.standard_normal((6, 6))
+    xc = x - x.mean(axis=0)
+    n = xc.shape[0]
+    s = xc.T @ xc / n
+    off = s - np.diag(np.diag(s))
+    beta2 = sum(np.sum(((np.outer(v, v) - s) * (1 - np.eye(6))) ** 2) for v in xc) / n**2
+    want = min(beta2, np.sum(off**2)) / np.sum(off**2)
+    assert ledoit_wolf_intensity(xc) == pytest.approx(want, rel=1e-10)
+
+
+def test_gbs_on_a_100_dimensional_dense_gaussian_from_600_draws():
+    # 300 draws fit the proposal in 100 dimensions: the sample covariance would be ~8 nats off,
+    # the score fit is exact, so the held-out draws pick it in both orientations (its held-out
+    # log density beats the others' by several nats, far beyond the ~0.3-nat noise of a mean
+    # over 60 held-out draws) and the bridge weights are nearly constant
+    rng = np.random.default_rng(3)
+    t = dense_gaussian(100, rng)
+    r = gbs(t, t.sample(rng, 600).reshape(4, 150, 100), seed=4)
+    assert r.diagnostics["whitening"] == ["score", "score"]
+    # any layers the validation admits are fitted on noise: over 40 seeds the error stayed below
+    # 0.03 nats with se <= 0.03; 4.5 se + 1e-6 is the z-test of tests/test_bridge.py
+    assert r.log_z_se < 0.1
+    assert abs(r.log_z - t.log_z) < 4.5 * r.log_z_se + 1e-6
+
+
+def test_gbs_on_a_hierarchical_normal_with_102_parameters():
+    # exact posterior draws of the non-centred hierarchical normal (J = 100) against log Z by
+    # quadrature. Over 40 seeds (4 x 500 draws): error sd 0.011, se 0.016 +- 0.002 (max 0.022),
+    # every |z| < 2.1; bridge-warp3 on the same draws had rmse 0.09.
+    rng = np.random.default_rng(5)
+    y_rng = np.random.default_rng(0)
+    sigma = y_rng.uniform(0.5, 2.0, 100)
+    y = 1.0 + y_rng.standard_normal(100) + sigma * y_rng.standard_normal(100)
+    t = HierarchicalNormalTarget(y, sigma)
+    r = gbs(t, t.sample(rng, 2000).reshape(4, 500, 102), seed=6)
+    assert r.log_z_se < 0.1
+    assert abs(r.log_z - t.log_z) < 4.5 * r.log_z_se
+
+
+def test_flow_layers_stop_where_held_out_draws_stop_improving():
+    rng = np.random.default_rng(7)
+    x0 = rng.standard_normal(3000)
+    x = np.column_stack([x0, x0**2 + 0.3 * rng.standard_normal(3000)])  # a banana
+    flow = GaussianizingFlow.fit(x[:2400], n_layers=8, rng=rng, validation=x[2400:])
+    v = flow.validation_log_q
+    # the kept layers are the best prefix, and the banana needs at least one (its held-out log
+    # density under the best Gaussian is ~1 nat below the flow's: deterministic at n = 600)
+    assert len(flow.layers) == int(np.argmax(v)) and len(flow.layers) >= 1
+    assert len(v) <= len(flow.layers) + 2  # stopped after one layer without improvement
+    assert np.mean(flow.log_density_many(x[2400:])) == pytest.approx(max(v), rel=1e-9)
+
+
+def test_flow_is_fitted_on_other_draws_than_the_bridge_uses(monkeypatch):
+    seen = []
+    real = bridge_module.fit_validated_flow
+
+    def spy(target, chains, rng, **kw):
+        seen.append(np.array(chains))
+        return real(target, chains, rng, **kw)
+
+    evaluated = []
+    t = GaussianTarget(np.zeros(3), np.eye(3))
+
+    class Recording:
+        dim = 3
+
+        def log_density_many(self, xs):
+            evaluated.append(np.array(xs))
+            return t.log_density_many(xs)
+
+        def log_density(self, x):
+            return t.log_density(x)
+
+        def log_density_gradient(self, x):
+            return t.log_density_gradient(x)
+
+    monkeypatch.setattr(bridge_module, "fit_validated_flow", spy)
+    x = t.sample(np.random.default_rng(8), 800).reshape(2, 400, 3)
+    gbs(Recording(), x, seed=9, n_q=50)
+    first, second = x[:, :200], x[:, 200:]
+    assert len(seen) == 2
+    np.testing.assert_array_equal(seen[0], first)
+    np.testing.assert_array_equal(seen[1], second)
+    # the posterior-side evaluations of each bridge are exactly the other half's draws
+    posterior_side = [e for e in evaluated if e.shape[0] == 400]
+    assert len(posterior_side) == 2
+    np.testing.assert_array_equal(posterior_side[0], second.reshape(-1, 3))
+    np.testing.assert_array_equal(posterior_side[1], first.reshape(-1, 3))
+
+
+def test_two_orientations_widen_the_error_bar_to_their_spread():
+    # agreeing halves: the se of a mean of two independent estimates
+    log_z, se, z = combine_orientations([1.0, 1.01], [0.1, 0.1])
+    assert log_z == pytest.approx(1.005) and se == pytest.approx(math.hypot(0.1, 0.1) / 2)
+    assert z == pytest.approx(0.01 / math.hypot(0.1, 0.1))
+    # halves 3 nats apart with tight bridges: the se covers half the spread, so the interval
+    # contains both estimates
+    log_z, se, z = combine_orientations([0.0, 3.0], [0.01, 0.01])
+    assert log_z == 1.5 and se == pytest.approx(1.5) and z > 100
+    log_z, se, z = combine_orientations([2.0], [0.3])
+    assert (log_z, se) == (2.0, 0.3) and math.isnan(z)
+
+
+def test_target_se_continues_the_chains_until_it_is_reached():
+    # normal_mean: 100 draws per chain give se ~0.01 (gbs on 1 parameter); 0.004 needs about
+    # six times the draws, which the rounds add by continuing the same chains
+    res = stanlogz.evidence(EXAMPLES / "normal_mean.stan", EXAMPLES / "normal_mean.data.json",
+                            n_draws=100, warmup=300, seed=11, target_se=0.004)
+    rounds = res.diagnostics["target_se_rounds"]
+    assert rounds[0]["draws"] == 400 and len(rounds) >= 2
+    assert [r["draws"] for r in rounds] == sorted(r["draws"] for r in rounds)
+    assert res.diagnostics["draws_used"] == rounds[-1]["draws"]
+    if res.log_z_se > 0.004:  # only at the cap (16 x 400 draws), with a warning that says so
+        assert rounds[-1]["draws"] >= 6400
+        assert any("target se" in w for w in res.warnings)
+    with pytest.raises(stanlogz.InputError, match="target_se"):
+        stanlogz.evidence(EXAMPLES / "normal_mean.stan", EXAMPLES / "normal_mean.data.json",
+                          n_draws=100, target_se=0.0)
