@@ -177,7 +177,7 @@ def test_adaptive_n_q_rule_is_on_for_draws_of_unknown_cost(monkeypatch):
 
     x = Draws(unconstrained=np.random.default_rng(3).standard_normal((4, 200, 2)))
     r = ev.evidence(PyModel(np.zeros(2), log_z=1.5), method="gbs", draws=x, seed=5)
-    assert caps == [None]
+    assert caps and all(c is None for c in caps)  # gbs may solve the bridge more than once
     # Without a cap the rule asks for n_q = 9 n_p re2_q/re2_p (f_err = 0.1) flow samples. For a
     # flow close to the posterior both relative variances are ~ the same chi-square divergence,
     # and with n_p = 400 their estimated ratio has a relative sd of ~0.1-0.2, so a ratio below
