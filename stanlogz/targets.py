@@ -116,6 +116,8 @@ class HierarchicalNormalTarget:
 
     def log_density_gradient(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         x = np.asarray(x, dtype=float)
+        if not np.all(np.isfinite(x)) or abs(x[1]) > 700:
+            return -math.inf, np.zeros_like(x)
         mu, tau, eta = x[0], math.exp(x[1]), x[2:]
         r = (self.y - (mu + tau * eta)) / self.sigma**2
         g = np.empty_like(x)

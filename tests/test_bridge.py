@@ -74,7 +74,7 @@ def test_banana_against_quadrature():
     assert truth == pytest.approx(2.5 + math.log(2 * math.pi * Q), abs=1e-6)
     rng = np.random.default_rng(1)
     r = gbs(banana_target(), banana_draws(rng, 4000), seed=2)
-    assert r.log_z_se < 0.02  # 200 seeds: se 0.0032 +- 0.0002, max 0.004
+    assert r.log_z_se < 0.02  # 200 seeds: se 0.0027 +- 0.0008, max 0.0066; |z| sd 0.89, max 3.25
     assert abs(r.log_z - truth) < Z_TOL * r.log_z_se
 
 
@@ -97,7 +97,7 @@ def test_funnel_low_dim_ancestral_draws():
 
 def test_coverage_of_two_se_intervals():
     # 30 replicates on the banana with 1000 draws each. If the se is honest each interval covers
-    # with probability ~0.95 (over 200 seeds: 0.955), and P(fewer than 22 of 30 cover) =
+    # with probability >= 0.95 (over 200 seeds: 0.99, the two-orientation se is conservative), and P(fewer than 22 of 30 cover) =
     # P(Bin(30, .05) >= 9) = 1.1e-5 (4.5e-5 even at a true miss rate of 0.06).
     truth = 2.5 + math.log(2 * math.pi * Q)
     rng = np.random.default_rng(4)
@@ -108,7 +108,7 @@ def test_coverage_of_two_se_intervals():
         hits += abs(r.log_z - truth) < 2 * r.log_z_se
         ses.append(r.log_z_se)
     assert hits >= 22
-    # 200 seeds: se 0.0100 +- 0.0011, max 0.0135; 0.03 is 18 sd above the mean
+    # 200 seeds: se 0.0081 +- 0.0021, max 0.0177; 0.03 is 10 sd above the mean
     assert max(ses) < 0.03
 
 

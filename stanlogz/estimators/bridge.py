@@ -186,6 +186,7 @@ def gbs(
     flow_options: dict | None = None,
     validate: bool = True,
     swap_halves: bool = True,
+    tempered: str = "auto",
 ) -> EvidenceResult:
     """Log evidence of ``target`` by Gaussianized bridge sampling from posterior ``draws``.
 
@@ -200,7 +201,13 @@ def gbs(
     ``diagnostics`` under keys starting with "_". ``diagnostics`` also hold per-chain and
     per-half estimates (see :func:`consistency_checks`), and ``warnings`` say when chains
     disagree on log Z, the estimate drifts within the draws, or the two halves disagree.
+    ``tempered``: "auto" (default) also runs a tempered bridge
+    (:func:`stanlogz.estimators.tempered.tempered_bridge`, from the first flow) when the single
+    bridge overlaps poorly on both sides (Pareto k > 0.7) and its two halves disagree beyond
+    their errors, and reports whichever has the smaller standard error; "always" or "never".
     """
+    if tempered not in ("auto", "always", "never"):
+        raise InputError(f"tempered must be 'auto', 'always' or 'never', got {tempered!r}")
     t0 = time.perf_counter()
     for name, frac in (("f_err", f_err), ("f_eva", f_eva)):
         if not 0 < frac < 1:
@@ -249,9 +256,24 @@ def gbs(
     consistency = consistency_checks(main.lw_p, main.lw_q, main.sol.log_r)
     diagnostics.update(consistency)
     warnings += consistency_warnings(consistency)
+    n_evals = counting.n_evals
+    poor = min(k_q, k_p) > 0.7 and abs(swap_z) > SWAP_ALARM_Z
+    if tempered == "always" or (tempered == "auto" and poor):
+        from .tempered import tempered_bridge
+
+        tb = tempered_bridge(target, chains, seed=rngs[0].integers(2**31 - 1), proposal=main.flow)
+        n_evals += tb.n_evals
+        diagnostics["single_bridge"] = {"log_z": log_z, "log_z_se": se}
+        diagnostics["tempered"] = {"log_z": tb.log_z, "log_z_se": tb.log_z_se,
+                                   **tb.diagnostics}
+        if tempered == "always" or tb.log_z_se < se:
+            warnings.append(f"log Z from a tempered bridge ({tb.log_z:.3f} ± {tb.log_z_se:.3f}"
+                            f"; the single bridge gave {log_z:.3f} ± {se:.3f})")
+            log_z, se = tb.log_z, tb.log_z_se
+            warnings += tb.warnings
     return EvidenceResult(
         method="gbs", log_z=log_z, log_z_se=se, n_draws=int(2 * n_p),
-        n_evals=counting.n_evals, seconds=time.perf_counter() - t0,
+        n_evals=n_evals, seconds=time.perf_counter() - t0,
         diagnostics=diagnostics, warnings=warnings,
     )
 
