@@ -27,6 +27,10 @@ R = TypeVar("R")
 
 _LOG2PI = math.log(2.0 * math.pi)
 
+#: directions per layer by default: all of them up to 64 dimensions; above, a layer's cost (sorts
+#: of K projections) would grow with the dimension while most directions are already Gaussian
+MAX_DEFAULT_DIRECTIONS = 64
+
 
 @dataclass
 class Layer:
@@ -219,7 +223,8 @@ class GaussianizingFlow:
             validation: np.ndarray | None = None, patience: int = 1) -> GaussianizingFlow:
         """Fit the flow to draws ``x`` shaped ``(n, dim)``; deterministic given ``rng``.
 
-        ``n_layers`` defaults to 8, ``n_directions`` (K per layer) to ``dim``, ``n_knots`` to
+        ``n_layers`` defaults to 8, ``n_directions`` (K per layer) to ``dim`` up to
+        :data:`MAX_DEFAULT_DIRECTIONS`, ``n_knots`` to
         ``clip(sqrt(n), 20, 60)``. A layer maps only directions with ``n * W2^2 > min_w2``
         (distinguishable from Gaussian noise); fitting stops early when none is left.
         ``whitening`` is a ``(mean, cholesky factor)`` for the affine first map (default: the
@@ -251,7 +256,8 @@ class GaussianizingFlow:
         n, d = x.shape
         rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         n_layers = 8 if n_layers is None else int(n_layers)
-        k = d if n_directions is None else int(min(max(n_directions, 1), d))
+        k = min(d, MAX_DEFAULT_DIRECTIONS) if n_directions is None else int(
+            min(max(n_directions, 1), d))
         n_knots = int(np.clip(math.sqrt(n), 20, 60)) if n_knots is None else int(n_knots)
         if whitening is None:
             mean = x.mean(axis=0)
