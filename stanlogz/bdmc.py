@@ -28,12 +28,41 @@ from .draws import group_flat_names
 from .errors import DataError, InputError
 from .estimators import METHODS, get_method
 from .estimators.ais import DEFAULT_INFLATE, LOW_ESS_FRACTION, AISResult, ais, reverse_ais
+from .estimators.shortcuts import NEEDS_PRIOR, SHORTCUTS, dynesty_available
 from .mcmc.annealing import HMCTuning
 from .parallel import as_seed_sequence, child_sequence, with_client
 from .report.results import EvidenceResult, _jsonable
 from .target import CountingTarget, Target
 
 DEFAULT_ESTIMATORS = ("gbs", "gis", "ghm", "laplace", "bridge-gaussian", "ais", "smc")
+
+# Paper 001's shortcuts (stanlogz.estimators.shortcuts), graded when the testbed knows the
+# prior/likelihood split; nested sampling only when dynesty is installed.
+SHORTCUT_ESTIMATORS = ("bic", "hme", "lw", "nested")
+
+
+def default_estimators(prior_known: bool) -> tuple[str, ...]:
+    """The estimators the testbed grades by default: :data:`DEFAULT_ESTIMATORS`, plus the
+    shortcuts when the prior is known (nested sampling only when dynesty can be imported)."""
+    if not prior_known:
+        return DEFAULT_ESTIMATORS
+    extra = tuple(e for e in SHORTCUT_ESTIMATORS if e != "nested" or dynesty_available())
+    return DEFAULT_ESTIMATORS + extra
+
+
+def check_estimators(names: Sequence[str], prior_known: bool) -> None:
+    """One-line :class:`InputError` for an unknown estimator, a shortcut that needs the prior
+    when none is known, or nested sampling without dynesty."""
+    for e in names:
+        if e not in METHODS and e not in SHORTCUTS:
+            raise InputError(f"unknown estimator {e!r}; choose from "
+                             f"{', '.join([*METHODS, *SHORTCUTS])}")
+        if e in NEEDS_PRIOR and not prior_known:
+            raise InputError(f"estimator {e!r} needs the prior/likelihood split: give the prior "
+                             "program (--prior PRIOR.stan)")
+        if e == "nested" and not dynesty_available():
+            raise InputError("estimator 'nested' needs dynesty: pip install dynesty (or the "
+                             "'bench' extra)")
 
 Progress = Callable[[str], None]
 
@@ -351,7 +380,7 @@ def bdmc(
 # Estimators whose cost is set by an option rather than by the number of draws they are given:
 # the option and its default (the estimator's own).
 ANNEALING_COST = {"ais": ("n_temps", 1000), "rais": ("n_temps", 1000),
-                  "smc": ("n_particles", 128)}
+                  "smc": ("n_particles", 128), "nested": ("nlive", 250)}
 
 # Fewest draws per chain an estimator is given in a cost sweep.
 MIN_SWEEP_DRAWS = 20
@@ -496,6 +525,9 @@ def testbed(
     evals_per_draw: float = 0.0,
     sandwich: BDMCResult | None = None,
     progress: Progress | None = None,
+    prior: Target | None = None,
+    prior_draws: np.ndarray | None = None,
+    n_obs: int | None = None,
 ) -> TestbedResult:
     """Run ``estimators`` on ``target`` with ``draws`` and score them against BDMC.
 
@@ -509,10 +541,13 @@ def testbed(
     that fraction of the draws of each chain (the first ones), or for AIS of its temperatures.
     ``evals_per_draw`` (NUTS gradient evaluations per draw, if known) charges each row for the
     draws it used. A ``sandwich`` already computed for this target and sample is used as is.
+
+    The shortcuts of :data:`SHORTCUT_ESTIMATORS` need ``prior`` (the normalized prior on the
+    target's space, so that log L = log target − log prior), likelihood weighting exact prior
+    draws (``prior_draws``, or a prior that samples) and BIC the number of observations
+    ``n_obs``; nested sampling uses the prior as its reference when it is given.
     """
-    unknown = [e for e in estimators if e not in METHODS]
-    if unknown:
-        raise InputError(f"unknown estimator {unknown[0]!r}; choose from {', '.join(METHODS)}")
+    check_estimators(estimators, prior is not None)
     x = as_draw_matrix(draws)
     if base is None:
         base = gaussian_from_draws(x, inflate=DEFAULT_INFLATE)
@@ -537,7 +572,12 @@ def testbed(
             t0 = time.perf_counter()
             try:
                 # One seed per estimator at every budget: common random numbers across costs.
-                res = get_method(name)(counting, d_use, seed=_seed_int(seed, 100 + k), **opts)
+                if name in SHORTCUTS:
+                    res = SHORTCUTS[name](counting, d_use, prior=prior, prior_draws=prior_draws,
+                                          n_obs=n_obs, seed=_seed_int(seed, 100 + k), **opts)
+                else:
+                    res = get_method(name)(counting, d_use, seed=_seed_int(seed, 100 + k),
+                                           **opts)
             except Exception as exc:  # an estimator under test may fail; the testbed reports it
                 msg = str(exc).splitlines()[0] if str(exc) else ""
                 rows.append(TestbedRow(name, math.nan, math.nan, math.nan,
@@ -556,7 +596,7 @@ def run_testbed(
     model_path: str | Path,
     sim_path: str | Path,
     sim_data: dict[str, Any] | str | Path | None = None,
-    estimators: Sequence[str] = DEFAULT_ESTIMATORS,
+    estimators: Sequence[str] | None = None,
     *,
     chains: int = 4,
     warmup: int = 1000,
@@ -579,13 +619,19 @@ def run_testbed(
 
     With ``prior_path`` (the program with the observations removed, taking the same data; its
     density must integrate to one) BDMC anneals from the prior, started from exact prior draws
-    made by the simulation program, instead of from a Gaussian fitted to the NUTS draws.
+    made by the simulation program, instead of from a Gaussian fitted to the NUTS draws; the
+    prior/likelihood split also lets the testbed grade paper 001's shortcuts (BIC with n = the
+    number of values the simulation program generates besides the parameters, the harmonic
+    mean, likelihood weighting), which ``estimators=None`` (:func:`default_estimators`) adds.
     """
     from .api import check_stan_file, read_data
     from .draws import sample
     from .model import StanModel
 
     main_file, sim_file = check_stan_file(model_path), check_stan_file(sim_path)
+    if estimators is None:
+        estimators = default_estimators(prior_path is not None)
+    check_estimators(estimators, prior_path is not None)
     sim_dict = read_data(sim_data) or {}
     if progress is not None:
         progress(f"compiling {main_file.name} and {sim_file.name}")
@@ -602,15 +648,18 @@ def run_testbed(
         if base.dim != s.model.dim:
             raise InputError(f"prior program has {base.dim} parameters, the model {s.model.dim}")
         base_draws = prior_draws(s.model, sim, n_prior_draws, seed=_seed_int(seed, 3))
+    # The observations: what the simulation program generates besides the parameters.
+    n_obs = sum(int(np.asarray(v).size) for k, v in s.data.items() if k not in sim_dict)
     res = testbed(s.model, d.unconstrained, s.x_true, estimators, base=base,
                   base_draws=base_draws, n_chains=n_chains, n_temps=n_temps, gap_tol=gap_tol,
                   seed=seed, n_workers=n_workers, estimator_options=estimator_options,
                   budgets=budgets, evals_per_draw=d.n_gradient_evals / max(1, chains * draws),
-                  progress=progress)
+                  progress=progress, prior=base, prior_draws=base_draws, n_obs=n_obs)
     res.sampling_seconds = t_nuts
     res.info.update({"model": str(main_file), "simulation": str(sim_file),
                      "simulation_seed": s.seed, "true_params": s.params, "data": s.data,
-                     "ais_base": "prior" if prior_path is not None else "gaussian from draws"})
+                     "ais_base": "prior" if prior_path is not None else "gaussian from draws",
+                     "n_obs": n_obs})
     return res
 
 

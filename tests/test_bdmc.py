@@ -386,3 +386,56 @@ def test_bdmc_command_end_to_end(compiled, capsys, tmp_path):
     assert main(["bdmc", str(MAIN_STAN), "--simulate", str(SIM_STAN),
                  "--estimators", "nope"]) == 2
     assert "unknown estimator" in capsys.readouterr().err
+
+
+def test_testbed_grades_the_shortcuts_with_the_prior_likelihood_split(capsys):
+    """Paper 001's shortcuts in the testbed: with the prior known they are run on the same
+    draws and graded against the sandwich (here a hand-built one, so only the wiring is under
+    test; the estimators themselves are tested in test_shortcuts.py)."""
+    from test_ais import NormalNormal
+
+    from stanlogz.cli import main
+    from stanlogz.estimators import shortcuts as sc
+
+    rng = np.random.default_rng(31)
+    model = NormalNormal(rng.normal(1.0, 0.5, size=(10, 2)), tau=2.0, sigma=0.5)
+    truth = model.log_z()
+    v = 1 / (1 / 4.0 + 10 / 0.25)
+    m = v * model.y.sum(0) / 0.25
+    draws = (m + np.sqrt(v) * rng.standard_normal((400, 2))).reshape(2, 200, 2)
+    sw = bd.BDMCResult(_bound(truth - 0.05, 0.02), _bound(truth + 0.05, 0.02, "upper"),
+                       gap_tol=1.0)
+    names = ["bic", "hme", "lw", "nested"]
+    res = bd.testbed(model, draws, m, names, sandwich=sw, prior=model.prior, n_obs=10,
+                     prior_draws=model.prior.sample(rng, 1000), budgets=(0.5, 1.0), seed=2,
+                     estimator_options={"nested": {"nlive": 60}})
+    rows = {(r.method, r.budget): r for r in res.rows}
+    assert sorted(rows) == sorted((n, b) for n in names for b in (0.5, 1.0))
+    for r in res.rows:
+        assert not r.failed, r.failed
+        assert r.error == pytest.approx(r.log_z - sw.midpoint) and r.n_evals > 0
+        lo, hi = bd.sandwich_band(sw)
+        assert r.outside == (not lo <= r.log_z <= hi)
+    # BIC is deterministic: the testbed's row is sc.bic on the same draws.
+    assert rows["bic", 1.0].log_z == pytest.approx(
+        sc.bic(model, draws, prior=model.prior, n_obs=10).log_z, abs=1e-9)
+    # Cost follows the budget: half the draws for hme, half the prior draws for lw, half the
+    # live points for nested sampling.
+    assert rows["hme", 0.5].n_evals == 200 and rows["hme", 1.0].n_evals == 400
+    assert rows["lw", 0.5].n_evals == 200 and rows["lw", 1.0].n_evals == 400
+    assert rows["nested", 0.5].n_evals < rows["nested", 1.0].n_evals
+    table = format_table(TestbedResult.HEADER, res.table_rows())
+    assert all(n in table for n in names)
+    json.dumps(res.to_dict())
+    # Defaults: the shortcuts come with the prior (nested sampling: dynesty is a test extra).
+    assert bd.default_estimators(False) == bd.DEFAULT_ESTIMATORS
+    assert bd.default_estimators(True) == bd.DEFAULT_ESTIMATORS + ("bic", "hme", "lw", "nested")
+    # Without the split the shortcuts that need it are refused up front, in one line.
+    with pytest.raises(InputError, match="--prior"):
+        bd.testbed(model, draws, m, ["hme"], sandwich=sw)
+    with pytest.raises(InputError, match="unknown estimator"):
+        bd.testbed(model, draws, m, ["nope"], sandwich=sw)
+    assert main(["bdmc", str(MAIN_STAN), "--simulate", str(SIM_STAN), "--estimators",
+                 "gbs,bic"]) == 2
+    err = capsys.readouterr().err
+    assert "needs the prior/likelihood split" in err and len(err.strip().splitlines()) == 1

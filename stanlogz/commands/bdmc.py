@@ -6,6 +6,7 @@ import argparse
 
 from ..bdmc import (
     DEFAULT_ESTIMATORS,
+    SHORTCUT_ESTIMATORS,
     TestbedResult,
     budget_fractions,
     plot_testbed,
@@ -13,6 +14,7 @@ from ..bdmc import (
 )
 from ..errors import InputError
 from ..estimators import METHODS
+from ..estimators.shortcuts import SHORTCUTS
 from ..report.output import Reporter
 from .evidence import PLOT_SUFFIXES
 from .executor import add_executor_arguments, with_executor
@@ -30,8 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "and the data, named as in MODEL.stan")
     parser.add_argument("--sim-data", metavar="SIMDATA.json", default=None,
                         help="data of the simulation program (also passed to MODEL.stan)")
-    parser.add_argument("--estimators", default=",".join(DEFAULT_ESTIMATORS),
-                        help=f"comma-separated estimators (default {','.join(DEFAULT_ESTIMATORS)})")
+    parser.add_argument("--estimators", default=None,
+                        help=f"comma-separated estimators (default {','.join(DEFAULT_ESTIMATORS)}"
+                             f"; with --prior also the shortcuts {','.join(SHORTCUT_ESTIMATORS)}: "
+                             "BIC, harmonic mean, likelihood weighting and nested sampling, "
+                             "the last when dynesty is installed)")
     parser.add_argument("--temps", type=int, default=1000,
                         help="AIS intermediate distributions T (default 1000)")
     parser.add_argument("--ais-chains", dest="ais_chains", type=int, default=16,
@@ -62,8 +67,9 @@ def parse_estimators(text: str) -> list[str]:
     if not names:
         raise InputError("--estimators is empty")
     for n in names:
-        if n not in METHODS:
-            raise InputError(f"unknown estimator {n!r}; choose from {', '.join(METHODS)}")
+        if n not in METHODS and n not in SHORTCUTS:
+            raise InputError(f"unknown estimator {n!r}; choose from "
+                             f"{', '.join([*METHODS, *SHORTCUTS])}")
     return names
 
 
@@ -92,7 +98,7 @@ def print_result(report: Reporter, res: TestbedResult) -> None:
 
 @with_executor
 def run(args: argparse.Namespace, report: Reporter) -> int:
-    estimators = parse_estimators(args.estimators)
+    estimators = None if args.estimators is None else parse_estimators(args.estimators)
     if args.temps < 2:
         raise InputError(f"--temps must be >= 2, got {args.temps}")
     if args.ais_chains < 1:
