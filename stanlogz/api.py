@@ -327,6 +327,8 @@ class ComparisonResult:
     post_probs: np.ndarray = field(init=False)
     post_probs_se: np.ndarray = field(init=False)
     best: int = field(init=False)
+    #: unbiased Z_i / Z_best on the natural scale (paper 003), when asked for; None for the best
+    unbiased_bf: list[Any] | None = None
 
     header = ("model", "log_z", "se", "log_bf", "bf_se", "prior", "post_prob", "post_se")
 
@@ -350,16 +352,29 @@ class ComparisonResult:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict (estimator diagnostics keys starting with ``_`` dropped)."""
+        ubf = self.unbiased_bf or [None] * len(self.names)
         return _jsonable({
             "best": self.names[self.best],
             "models": [
                 {"name": n, "log_bf": b, "log_bf_se": bs, "prior_prob": p, "post_prob": q,
-                 "post_prob_se": qs, **r.to_dict()}
-                for n, r, b, bs, p, q, qs in zip(
+                 "post_prob_se": qs, **r.to_dict(),
+                 **({} if u is None else {"unbiased_bf": u.value, "unbiased_bf_se": u.se,
+                                          "unbiased_bf_fraction_positive":
+                                          u.fraction_positive})}
+                for n, r, b, bs, p, q, qs, u in zip(
                     self.names, self.results, self.log_bf, self.log_bf_se, self.prior_probs,
-                    self.post_probs, self.post_probs_se, strict=True)
+                    self.post_probs, self.post_probs_se, ubf, strict=True)
             ],
         })
+
+    def unbiased_table(self) -> list[list[Any]]:
+        """Rows ``[model, Z/Z_best, se, log of it, its se, fraction positive]`` of the
+        unbiased Bayes factors (empty when they were not asked for)."""
+        rows = []
+        for n, u in zip(self.names, self.unbiased_bf or [], strict=False):
+            if u is not None:
+                rows.append([n, u.value, u.se, u.log_value, u.log_se, u.fraction_positive])
+        return rows
 
 
 def posterior_probs(log_z: np.ndarray, se: np.ndarray, prior: np.ndarray
@@ -422,13 +437,16 @@ def compare(
     n_draws: int = 1000,
     seed: int | None = None,
     progress: Callable[[str], None] | None = None,
+    unbiased_bf: bool = False,
     **options: Any,
 ) -> ComparisonResult:
     """Log evidence of each program, log Bayes factors against the best, model probabilities.
 
     ``data`` is one dataset for all programs (dict, JSON path or ``None``) or a list with one
     per program. ``draws`` optionally gives existing posterior draws per program. Each program
-    gets its own seed derived from ``seed``.
+    gets its own seed derived from ``seed``. With ``unbiased_bf`` the result also holds
+    unbiased natural-scale Bayes factors Z_i / Z_best (Ẑ_i times an unbiased 1/Z_best by
+    Markov-chain truncation, :func:`stanlogz.estimators.reciprocal.unbiased_bayes_factors`).
     """
     models = list(models)
     if len(models) < 2:
@@ -459,11 +477,25 @@ def compare(
         if key is not None:
             by_path[key] = loaded[-1]
     names = _names(models, loaded)
-    results = []
+    results, kept = [], []
     for i, m in enumerate(loaded):
         if progress:
             progress(f"model {i + 1}/{len(loaded)}: {names[i]}")
-        results.append(evidence(m, method=method, draws=None if draws is None else draws[i],
+        di = None if draws is None else draws[i]
+        if unbiased_bf:  # the draws are needed again for the proposals
+            di = (sample(m, chains=chains, warmup=warmup, draws=n_draws,
+                         seed=_child_seed(seed, i), progress=progress)
+                  if di is None else as_draws(di, m))
+            kept.append(di.unconstrained)
+        results.append(evidence(m, method=method, draws=di,
                                 chains=chains, warmup=warmup, n_draws=n_draws,
                                 seed=_child_seed(seed, i), progress=progress, **options))
-    return ComparisonResult(names=names, results=results, prior_probs=prior)
+    out = ComparisonResult(names=names, results=results, prior_probs=prior)
+    if unbiased_bf:
+        from .estimators.reciprocal import unbiased_bayes_factors
+
+        if progress:
+            progress("unbiased Bayes factors against the best program")
+        out.unbiased_bf = unbiased_bayes_factors(loaded, kept, out.best,
+                                                 seed=_child_seed(seed, 999))
+    return out

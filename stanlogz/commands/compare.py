@@ -31,6 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fix", choices=FIX_METHODS, default="exact",
                         help="with --loo: how to recompute observations with high k-hat")
     add_observation_arguments(parser)
+    parser.add_argument("--unbiased-bf", action="store_true",
+                        help="also unbiased Bayes factors Z/Z_best on the natural scale "
+                        "(paper 003: importance weights times an unbiased 1/Z)")
 
 
 def parse_probs(text: str | None, k: int) -> list[float] | None:
@@ -69,9 +72,18 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
                  for i, m in enumerate(models)]
     c = compare(models, data, method=method, prior_probs=probs, draws=draws, chains=args.chains,
                 warmup=args.warmup, n_draws=args.draws, seed=args.seed,
-                progress=report.progress, **options)
+                progress=report.progress, unbiased_bf=args.unbiased_bf, **options)
     report.table(c.header, c.table(), title=f"evidence by {method}; log_bf = log Z - log Z_best")
     report.text(f"best: {c.names[c.best]}")
+    if args.unbiased_bf:
+        report.table(["model", "bf", "bf_se", "log_bf", "log_bf_se", "positive"],
+                     c.unbiased_table(), title="unbiased Bayes factors Z / Z_best (RBBCE, "
+                     "Gaussian importance weights)")
+        for n, u in zip(c.names, c.unbiased_bf or [], strict=False):
+            if u is not None and u.fraction_positive < 0.95:
+                report.warn(f"{n}: {100 * (1 - u.fraction_positive):.0f}% of the unbiased "
+                            "Bayes factor replicates are negative: the weights vary too much "
+                            "for the Gaussian proposal; trust the log-scale column")
     for name, r in zip(c.names, c.results, strict=True):
         for w in r.warnings:
             report.warn(f"{name}: {w}")

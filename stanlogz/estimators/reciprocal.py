@@ -27,13 +27,14 @@ when the weights are bounded.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..errors import EstimationError, InputError
+from ..target import Target
 
 LogWeightSource = Callable[[np.random.Generator, int], np.ndarray]
 METHODS = ("rbbce", "fce", "iae")
@@ -378,3 +379,21 @@ def unbiased_bayes_factor(
     return BayesFactorEstimate(value=mean * scale, se=se * scale, log_value=log_value,
                                log_se=log_se, fraction_positive=float(np.mean(signs > 0)),
                                replicates=int(replicates), n_weights=used, method=method)
+
+
+def unbiased_bayes_factors(models: Sequence[Target], draws: Sequence[np.ndarray],
+                           reference: int, *, replicates: int = 200, batch: int = 10,
+                           method: str = "rbbce", inflate: float = 1.5,
+                           seed: int | None = None) -> list[BayesFactorEstimate | None]:
+    """Unbiased Z_i / Z_reference for every program ``models[i]`` (None for the reference),
+    from importance weights with a Gaussian proposal (covariance x ``inflate``) fitted to each
+    program's posterior ``draws`` (unconstrained, (chains, n, dim))."""
+    from .weight_sources import ImportanceWeights, fit_proposal
+
+    sources = [ImportanceWeights(m, fit_proposal(d, "gaussian", inflate=inflate))
+               for m, d in zip(models, draws, strict=True)]
+    rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(len(models))]
+    return [None if i == reference else
+            unbiased_bayes_factor(sources[i], sources[reference], method=method,
+                                  replicates=replicates, n_a=batch, batch=batch, rng=rngs[i])
+            for i in range(len(models))]
