@@ -23,8 +23,17 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from stanlogz.bases import gaussian_from_draws
-from stanlogz.bdmc import TestbedResult, bdmc, budget_fractions, plot_testbed, simulate, testbed
+from stanlogz.bdmc import (
+    SHORTCUT_ESTIMATORS,
+    TestbedResult,
+    bdmc,
+    budget_fractions,
+    plot_testbed,
+    simulate,
+    testbed,
+)
 from stanlogz.estimators.ais import DEFAULT_INFLATE
+from stanlogz.estimators.shortcuts import dynesty_available
 from stanlogz.report.output import format_table
 from stanlogz.targets import GaussianTarget
 
@@ -122,18 +131,21 @@ class LowRank:
                                               [np.log(sigma)]])
 
 
-def _hmc_draws(target, x0: np.ndarray, rng: np.random.Generator, n: int = 500,
+def _hmc_draws(target, dim: int, rng: np.random.Generator, n: int = 500,
                chains: int = 4) -> np.ndarray:
-    """Posterior draws for the NumPy models (AIS machinery at β=1 from the true point)."""
+    """Posterior draws for the NumPy models: HMC (the AIS kernel at β=1) from Stan's default
+    inits, uniform(-2, 2) on the unconstrained scale, one per chain, never from the exact
+    sample (which the sandwich uses); the first half of each chain is warmup."""
     from stanlogz.mcmc.annealing import AnnealingPath, annealed_transition, tune_hmc
 
-    base = GaussianTarget(x0, 0.01 * np.eye(x0.size))
+    inits = rng.uniform(-2.0, 2.0, size=(chains, dim))
+    base = GaussianTarget(inits.mean(axis=0), np.eye(dim))
     path = AnnealingPath(base, target)
     tuning, _ = tune_hmc(path, rng, grid=(1.0,), n_iter=200)
     eps, m = tuning.at(1.0)
-    out = np.empty((chains, n, x0.size))
+    out = np.empty((chains, n, dim))
     for c in range(chains):
-        pt = path.evaluate(x0)
+        pt = path.evaluate(inits[c])
         for i in range(2 * n):
             pt, _, _ = annealed_transition(path, 1.0, pt, rng, eps * rng.uniform(0.9, 1.1), m,
                                            10)
@@ -234,6 +246,14 @@ DEFAULT_TEMPS = {"gmm": "100,400,1600", "lowrank": "200,800,3200"}
 #: Models whose prior is a normalized Gaussian on the unconstrained space (prior path tables).
 PRIORS = {"lowrank": lowrank_prior}
 
+#: Observations per model (BIC's n): what the simulation program generates besides parameters.
+N_OBS = {"gmm": lambda d: d["N"], "lowrank": lambda d: d["N"] * d["M"]}
+
+# Covariance widening of the sandwich's own base for models without a known prior: the graded
+# "ais" row anneals from the Gaussian fitted to the draws widened by DEFAULT_INFLATE, so a
+# sandwich from that same base would grade AIS against itself.
+SANDWICH_INFLATE = 3.0
+
 
 # ----------------------------------------------------------------- the benchmark
 
@@ -249,7 +269,7 @@ def setup(name: str, use_python: bool, seed: int, draws: int):
                                           sim_data["tau"])
         else:
             target, x_true = LowRank.simulate(rng, sim_data["N"], sim_data["M"], sim_data["R"])
-        d = _hmc_draws(target, x_true, rng, n=draws)
+        d = _hmc_draws(target, x_true.size, rng, n=draws)
         return target, d, x_true, f"{name} (numpy, dim {target.dim})", time.perf_counter() - t0
     from stanlogz import draws as stan_draws
     from stanlogz import model as stan_model
@@ -268,13 +288,17 @@ def main(argv: list[str] | None = None) -> int:
                    help="comma-separated T (default per model: gmm 100,400,1600; "
                         "lowrank 200,800,3200)")
     p.add_argument("--chains", type=int, default=16)
-    p.add_argument("--estimators", default="gbs,gis,ghm,laplace,bridge-gaussian,ais")
+    p.add_argument("--estimators", default="gbs,gis,ghm,laplace,bridge-gaussian,ais,smc",
+                   help="graded estimators; with a known prior (lowrank) the shortcuts "
+                        "bic,hme,lw,nested are added")
     p.add_argument("--draws", type=int, default=1000, help="posterior draws per chain")
     p.add_argument("--workers", type=int, default=None)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--python", action="store_true", help="NumPy models instead of Stan")
     p.add_argument("--no-prior", action="store_true", help="skip the prior-path tables")
     p.add_argument("--no-testbed", action="store_true", help="only the gap-vs-T tables")
+    p.add_argument("--gap-tol", type=float, default=1.0,
+                   help="a sandwich is valid when not inverted and its gap is below this")
     p.add_argument("--budgets", type=int, default=3,
                    help="testbed cost sweep: each estimator at N costs 1/2^(N-1), ..., 1")
     p.add_argument("--plot-dir", default=None, help="write testbed_<model>.png here")
@@ -295,6 +319,9 @@ def main(argv: list[str] | None = None) -> int:
             bases["gaussian from draws + mirror images"] = lowrank_reflected_base(draws, sim_data)
         if name in PRIORS and not args.no_prior:
             bases["prior"] = PRIORS[name](sim_data)
+        else:
+            bases[f"gaussian from draws x{SANDWICH_INFLATE:g}"] = gaussian_from_draws(
+                draws, inflate=SANDWICH_INFLATE)
         if name == "lowrank":
             print("  " + lowrank_reference(target, x_true, sim_data, args.seed, args.workers),
                   flush=True)
@@ -304,8 +331,9 @@ def main(argv: list[str] | None = None) -> int:
                 t0 = time.perf_counter()
                 res = bdmc(target, base, x_true, n_chains=args.chains, n_temps=t, gap_tol=None,
                            seed=args.seed + t, n_workers=args.workers)
+                res.gap_tol = args.gap_tol  # valid: not inverted and the gap below it
                 rows.append([t, res.lower.log_z, res.lower.log_z_se, res.upper.log_z,
-                             res.upper.log_z_se, res.gap, "no" if res.inverted else "yes",
+                             res.upper.log_z_se, res.gap, "yes" if res.valid else "no",
                              res.lower.ess, res.upper.ess, res.lower.acceptance,
                              round(time.perf_counter() - t0, 1), res.n_evals])
                 print(f"  T={t}: gap {res.gap:.3f} in {rows[-1][-2]} s", flush=True)
@@ -313,17 +341,22 @@ def main(argv: list[str] | None = None) -> int:
                 ["T", "lower", "se", "upper", "se", "gap", "valid", "ess lo", "ess up", "accept",
                  "seconds", "evals"], rows,
                 f"BDMC gap vs T ({name}, base: {base_name}, K={args.chains} chains each way, "
-                "adaptive schedule)"))
+                f"adaptive schedule; valid: not inverted and gap < {args.gap_tol:g})"))
         if args.no_testbed:
             continue
-        # The testbed's sandwich is the last one above: last base (the prior when known),
-        # largest T.
-        tb: TestbedResult = testbed(target, draws, x_true, estimators, base=base,
+        # The testbed's sandwich is the last one above: last base (the prior when known, else
+        # the widened Gaussian, not the graded "ais" row's base), largest T.
+        prior = PRIORS[name](sim_data) if name in PRIORS and not args.no_prior else None
+        names = estimators + [e for e in SHORTCUT_ESTIMATORS if prior is not None and (
+            e != "nested" or dynesty_available()) and e not in estimators]
+        tb: TestbedResult = testbed(target, draws, x_true, names, base=base,
                                     seed=args.seed, n_workers=args.workers, sandwich=res,
-                                    budgets=budget_fractions(args.budgets))
+                                    budgets=budget_fractions(args.budgets), prior=prior,
+                                    n_obs=N_OBS[name](sim_data))
         print(format_table(list(TestbedResult.HEADER), tb.table_rows(),
                            f"testbed ({name}, BDMC base: {base_name}, T={temps[-1]}; "
-                           "error = estimate - midpoint; cost excludes the NUTS draws)"))
+                           "error = estimate - midpoint; cost excludes the NUTS draws; "
+                           f"sandwich {'valid' if res.valid else 'NOT valid'})"))
         for w in res.warnings:
             print(f"  warning: {w}")
         for r in tb.rows:
