@@ -17,7 +17,7 @@ from scipy import optimize, special, stats
 
 from ..errors import EstimationError, InputError
 from ..flows.gaussianize import GaussianizingFlow, single_blas_thread
-from ..flows.selection import fit_validated_flow
+from ..flows.selection import fit_validated_flow, min_fit_draws
 from ..report.results import EvidenceResult
 from ..target import CountingTarget, Target
 from .common import (
@@ -214,7 +214,8 @@ def gbs(
             raise InputError(f"{name} must be a fraction strictly between 0 and 1, got {frac}")
     chains = as_chains(draws, target.dim)
     d = chains.shape[2]
-    first, second = split_halves(chains, min_draws(d))
+    first, second = split_halves(chains, min(min_draws(d), min_fit_draws(d)) if validate
+                                 else min_draws(d))
     orientations = [(first, second), (second, first)] if swap_halves else [(first, second)]
     rngs = spawn_rngs(seed, 2 * len(orientations))
     counting = CountingTarget(target)

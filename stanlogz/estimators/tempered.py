@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..flows.gaussianize import GaussianizingFlow
-from ..flows.selection import fit_validated_flow
+from ..flows.selection import fit_validated_flow, min_fit_draws
 from ..report.results import EvidenceResult
 from ..target import CountingTarget, Target
 from .ais import ais, reverse_ais
@@ -42,7 +42,8 @@ def tempered_bridge(target: Target, draws: np.ndarray, *, seed: Seed = None,
     """
     t0 = time.perf_counter()
     chains = as_chains(draws, target.dim)
-    fit_half, bridge_half = split_halves(chains, min_draws(chains.shape[2]))
+    d = chains.shape[2]
+    fit_half, bridge_half = split_halves(chains, min(min_draws(d), min_fit_draws(d)))
     rng_fit, rng_fwd, rng_rev = spawn_rngs(seed, 3)
     counting = CountingTarget(target)
     if proposal is None:
@@ -50,7 +51,7 @@ def tempered_bridge(target: Target, draws: np.ndarray, *, seed: Seed = None,
     seeds = [int(r.integers(2**31 - 1)) for r in (rng_fwd, rng_rev)]
     fwd = ais(counting, proposal, n_chains=n_chains, n_temps=n_temps, seed=seeds[0],
               **ais_options)
-    rev = reverse_ais(counting, proposal, bridge_half.reshape(-1, chains.shape[2]),
+    rev = reverse_ais(counting, proposal, bridge_half.reshape(-1, d),
                       n_chains=n_chains, n_temps=n_temps, seed=seeds[1], **ais_options)
     log_z, se = sandwich(fwd.log_z, fwd.log_z_se, rev.log_z, rev.log_z_se)
     warnings = [w for w in fwd.warnings + rev.warnings]

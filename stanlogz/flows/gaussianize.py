@@ -236,7 +236,7 @@ class GaussianizingFlow:
         if x.ndim != 2:
             raise InputError(f"flow needs draws shaped (n, dim), got {x.shape}")
         n, d = x.shape
-        if n < max(2 * d + 2, 20):
+        if n < (max(2 * d + 2, 20) if whitening is None else max(d + 2, 20)):
             raise InputError(f"too few draws to fit a flow in {d} dimensions: {n}")
         if not np.all(np.isfinite(x)):
             raise InputError("draws contain NaN or infinite values")

@@ -9,6 +9,7 @@ dimension this keeps the proposal at a well-fitted Gaussian instead of an overfi
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,18 @@ from .whitening import GaussianFit, gaussian_candidates
 
 #: fewest held-out draws for a meaningful comparison of mean log densities
 MIN_VALIDATION = 50
+
+
+def min_train_draws(dim: int) -> int:
+    """The fewest training draws for the validated fit: the score and shrunk fits need only
+    a few more draws than dimensions (the sample covariance needs twice as many)."""
+    return max(dim + 10, 20)
+
+
+def min_fit_draws(dim: int, validation_fraction: float = 0.2) -> int:
+    """The fewest draws in a fitting half for :func:`fit_validated_flow` to validate."""
+    return max(math.ceil(min_train_draws(dim) / (1.0 - validation_fraction)) + 1,
+               MIN_VALIDATION * 2)
 
 
 def split_for_validation(chains: np.ndarray, fraction: float) -> tuple[np.ndarray, np.ndarray]:
@@ -55,7 +68,7 @@ def fit_validated_flow(target: Target, chains: np.ndarray, rng: np.random.Genera
     candidates' held-out log densities, ``validation_log_q`` per layer)."""
     train, val = split_for_validation(chains, validation_fraction)
     d = chains.shape[2]
-    if val.shape[0] < MIN_VALIDATION or train.shape[0] < max(2 * d + 2, 20):
+    if val.shape[0] < MIN_VALIDATION or train.shape[0] < min_train_draws(d):
         flow = GaussianizingFlow.fit(np.concatenate([train, val]), n_layers=n_layers, rng=rng,
                                      **flow_options)
         return flow, {"whitening": "sample", "validated": False}
