@@ -59,6 +59,8 @@ ERROR_CASES = [
     (["evidence", NORMAL, "--option", "bogus=1"], "method gbs has no option 'bogus'"),
     (["compare", NORMAL, NORMAL, "--option", "bogus=1"], "has no option 'bogus'"),
     (["evidence", NORMAL, "--option", "seed=3"], "has no option 'seed'"),
+    (["evidence", NORMAL, "--target-se", "0"], "--target-se must be a positive number"),
+    (["evidence", NORMAL, "--target-se", "0.1", "--max-draws", "0"], "--max-draws must be"),
     (["evidence", NORMAL, "--option", "n_layers=abc"], "n_layers of method gbs must be int"),
     (["evidence", NORMAL, "--option", "flow_options=3"], "must be dict or None, got 3"),
     (["evidence", NORMAL, "--method", "laplace", "--plot", "p.png"], "not laplace"),

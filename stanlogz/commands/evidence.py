@@ -103,6 +103,10 @@ def print_result(report: Reporter, r: EvidenceResult, name: str) -> None:
 def run(args: argparse.Namespace, report: Reporter) -> int:
     method, options = args.method, parse_options(args.option)
     check_options(method, options)  # before the build and the sampling
+    if args.target_se is not None and not args.target_se > 0:
+        raise InputError(f"--target-se must be a positive number of nats, got {args.target_se}")
+    if args.max_draws is not None and args.max_draws < 1:
+        raise InputError(f"--max-draws must be a positive number of draws, got {args.max_draws}")
     plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
     if plot is not None and method not in PLOT_METHODS:
         raise InputError(f"--plot is available for {', '.join(PLOT_METHODS)}, not {method}")
