@@ -53,8 +53,22 @@ def test_score_fit_declines_a_non_log_concave_score():
     x = np.linspace(-0.5, 0.5, 40)[:, None]
     g = 3.0 * x  # score of exp(+1.5 x^2) near the saddle
     assert score_gaussian(x, g) is None
+    # without gradients: the sample covariance, Ledoit-Wolf and the fixed shrinkage grid
     assert [c.name for c in gaussian_candidates(np.random.default_rng(1).standard_normal(
-        (40, 2)))] == ["sample", "shrunk"]
+        (40, 2)))] == ["sample", "shrunk", "shrunk-0.5", "shrunk-0.8", "shrunk-0.95",
+                       "shrunk-1"]
+
+
+def test_score_fit_shrunk_toward_its_diagonal_stays_positive_definite():
+    # a precision with strong off-diagonal noise: fully shrunk it is the (positive) diagonal
+    rng = np.random.default_rng(4)
+    t = dense_gaussian(6, rng, cond=10.0)
+    x = t.sample(rng, 30)
+    g = np.array([t.log_density_gradient(r)[1] for r in x])
+    full = score_gaussian(x, g, 1.0)
+    a = np.linalg.inv(full.chol @ full.chol.T)
+    np.testing.assert_allclose(a, np.diag(np.diag(np.linalg.inv(t.cov))), rtol=1e-8, atol=1e-10)
+    assert full.name == "score-1"
 
 
 def test_ledoit_wolf_intensity_matches_its_definition():
