@@ -86,8 +86,7 @@ def bdmc_reference(model, theta: np.ndarray, seed: int = 0) -> tuple[float, floa
 
     d = sample(model, chains=4, draws=1000, seed=10_000 + seed)
     base = gaussian_from_draws(d.unconstrained, inflate=1.5)
-    res = bdmc(model, base, theta, n_chains=32, n_temps=500, gap_tol=0.1, max_temps=8000,
-               seed=seed)
+    res = bdmc(model, base, theta, n_chains=16, n_temps=2000, gap_tol=None, seed=seed)
     print(f"# BDMC reference: [{res.lower.log_z:.4f}, {res.upper.log_z:.4f}] valid {res.valid}",
           file=sys.stderr, flush=True)
     return 0.5 * (res.lower.log_z + res.upper.log_z), res.lower.log_z, res.upper.log_z
