@@ -126,18 +126,22 @@ class ERGM:
 
     def ais(self, theta: np.ndarray, n_temps: int, toggles: int = 120
             ) -> Callable[[np.random.Generator, int], np.ndarray]:
+        """AIS weights of Z(theta) from the edges-only ERGM (independent edges with probability
+        sigmoid(theta_e), normalizer (1 + e^theta_e)^m) to the full one, annealing the 2-star
+        term in; Metropolis edge toggles at every temperature."""
         betas = np.linspace(0.0, 1.0, n_temps)
         m = len(self.pairs)
+        p_edge = 1.0 / (1.0 + math.exp(-theta[0]))
 
         def source(rng: np.random.Generator, k: int) -> np.ndarray:
             adj = np.zeros((k, self.n, self.n))
-            on = rng.uniform(size=(k, m)) < 0.5
+            on = rng.uniform(size=(k, m)) < p_edge
             adj[:, self.pairs[:, 0], self.pairs[:, 1]] = on
             adj = adj + adj.transpose(0, 2, 1)
-            lw = np.full(k, m * LOG2)
+            lw = np.full(k, m * float(np.logaddexp(0.0, theta[0])))
             rows = np.arange(k)
             for t in range(1, n_temps):
-                lw += (betas[t] - betas[t - 1]) * (self.stats(adj) @ theta)
+                lw += (betas[t] - betas[t - 1]) * theta[1] * self.stats(adj)[:, 1]
                 if t == n_temps - 1:
                     break
                 for _ in range(toggles):
@@ -147,8 +151,8 @@ class ERGM:
                     di = adj[rows, i].sum(axis=1) - cur
                     dj = adj[rows, j].sum(axis=1) - cur
                     sign = 1 - 2 * cur  # +1 adds the edge, -1 removes it
-                    delta = sign * (theta[0] + theta[1] * (di + dj) / self.n)
-                    acc = np.log(rng.uniform(size=k)) < betas[t] * delta
+                    delta = sign * (theta[0] + betas[t] * theta[1] * (di + dj) / self.n)
+                    acc = np.log(rng.uniform(size=k)) < delta
                     new = np.where(acc, 1 - cur, cur)
                     adj[rows, i, j] = new
                     adj[rows, j, i] = new
