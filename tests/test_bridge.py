@@ -97,8 +97,9 @@ def test_funnel_low_dim_ancestral_draws():
 
 def test_coverage_of_two_se_intervals():
     # 30 replicates on the banana with 1000 draws each. If the se is honest each interval covers
-    # with probability >= 0.95 (over 200 seeds: 0.99, the two-orientation se is conservative), and P(fewer than 22 of 30 cover) =
-    # P(Bin(30, .05) >= 9) = 1.1e-5 (4.5e-5 even at a true miss rate of 0.06).
+    # with probability >= 0.95 (over 200 seeds: 0.99, the two-orientation se is conservative),
+    # and P(fewer than 22 of 30 cover) = P(Bin(30, .05) >= 9) = 1.1e-5 (4.5e-5 even at a true
+    # miss rate of 0.06).
     truth = 2.5 + math.log(2 * math.pi * Q)
     rng = np.random.default_rng(4)
     t = banana_target()
