@@ -22,9 +22,10 @@ Q = 0.3  # banana width
 
 # z-tests of an estimate against the truth allow 4.5 reported standard errors: two-sided
 # P = 7e-6 for an honest se, and still < 1e-4 when the se understates the error by 15%
-# (P(|Z| > 3.9) = 1e-4). Over 200 seeds of each problem below, (estimate - truth) / se had sd
-# 0.99-1.10 and the se varied by at most +-20% around its mean, so the se is a reliable estimate
-# (thousands of weights enter it) and the caps on it sit far above its spread.
+# (P(|Z| > 3.9) = 1e-4). Over 200 seeds of each problem below (gbs with both orientations and
+# the validated flow), (estimate - truth) / se had sd 0.89 (banana) and 1.03 (funnel), max |z|
+# 3.35, and the se stayed within a factor 2.5 of its mean, so the caps on it sit far above its
+# spread.
 Z_TOL = 4.5
 
 
@@ -91,7 +92,7 @@ def test_funnel_low_dim_ancestral_draws():
     v = rng.standard_normal(8000)
     x = np.column_stack([v, np.exp(v / 2)[:, None] * rng.standard_normal((8000, d - 1))])
     r = gbs(t, x, seed=3)
-    assert r.log_z_se < 0.01  # 200 seeds: se 0.0021 +- 0.0002, max 0.0026
+    assert r.log_z_se < 0.01  # 200 seeds: se 0.0018 +- 0.0006, max 0.0042
     assert abs(r.log_z) < Z_TOL * r.log_z_se
 
 
