@@ -28,6 +28,8 @@ import numpy as np
 from .draws import Draws, as_draws, sample
 from .errors import DataError, InputError
 from .estimators import get_method
+from .estimators.common import draws_needed
+from .mcmc.continuation import extend_draws
 from .parallel import with_client
 from .report.results import EvidenceResult, _jsonable
 
@@ -218,9 +220,6 @@ def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target
                       progress: Callable[[str], None] | None, options: dict[str, Any]
                       ) -> tuple[EvidenceResult, Draws]:
     """More draws and a new estimate until the standard error reaches ``target_se``."""
-    from .estimators.bridge import draws_needed
-    from .mcmc.continuation import extend_draws
-
     total = d.n_chains * d.n_draws
     cap = 16 * total if max_draws is None else int(max_draws)
     rounds = [{"draws": total, "log_z": res.log_z, "se": res.log_z_se}]

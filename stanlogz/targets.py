@@ -66,7 +66,7 @@ class HierarchicalNormalTarget:
             raise InputError("y and sigma must be vectors of the same length, sigma > 0")
         self.mu_sd, self.tau_sd = float(mu_sd), float(tau_sd)
         self._grid = np.linspace(1e-6, 10 * self.tau_sd + 5 * float(np.std(self.y)), 40001)
-        lm = np.array([self.log_marginal(t) for t in self._grid])
+        lm = self.log_marginal(self._grid)
         self.log_z = self._integrate(lm)
         self._log_post = lm
 
@@ -74,16 +74,19 @@ class HierarchicalNormalTarget:
     def dim(self) -> int:
         return self.y.size + 2
 
-    def log_marginal(self, tau: float) -> float:
-        """log p(tau) + log p(y | tau), mu and the group effects integrated out."""
-        d = tau * tau + self.sigma**2
-        a, b = float(np.sum(1 / d)), float(np.sum(self.y / d))
+    def log_marginal(self, tau: float | np.ndarray) -> float | np.ndarray:
+        """log p(tau) + log p(y | tau), mu and the group effects integrated out (vectorized
+        over ``tau``)."""
+        tau_a = np.asarray(tau, dtype=float)
+        d = tau_a[..., None] ** 2 + self.sigma**2
+        a, b = np.sum(1 / d, axis=-1), np.sum(self.y / d, axis=-1)
         v = self.mu_sd**2
-        logdet = float(np.sum(np.log(d))) + math.log1p(v * a)
-        quad = float(np.sum(self.y**2 / d)) - v * b * b / (1 + v * a)
+        logdet = np.sum(np.log(d), axis=-1) + np.log1p(v * a)
+        quad = np.sum(self.y**2 / d, axis=-1) - v * b * b / (1 + v * a)
         lp_tau = (math.log(2.0) - 0.5 * math.log(2 * math.pi) - math.log(self.tau_sd)
-                  - 0.5 * (tau / self.tau_sd) ** 2)
-        return -0.5 * self.y.size * math.log(2 * math.pi) - 0.5 * logdet - 0.5 * quad + lp_tau
+                  - 0.5 * (tau_a / self.tau_sd) ** 2)
+        out = -0.5 * self.y.size * math.log(2 * math.pi) - 0.5 * logdet - 0.5 * quad + lp_tau
+        return float(out) if out.ndim == 0 else out
 
     def _integrate(self, lm: np.ndarray) -> float:
         from scipy import integrate

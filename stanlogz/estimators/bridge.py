@@ -24,6 +24,7 @@ from .common import (
     Seed,
     as_chains,
     autocorr_time,
+    draws_needed,
     eval_log_density,
     min_draws,
     pareto_k,
@@ -217,7 +218,7 @@ def gbs(
     first, second = split_halves(chains, min(min_draws(d), min_fit_draws(d)) if validate
                                  else min_draws(d))
     orientations = [(first, second), (second, first)] if swap_halves else [(first, second)]
-    rngs = spawn_rngs(seed, 2 * len(orientations))
+    *rngs, rng_tempered = spawn_rngs(seed, 2 * len(orientations) + 1)
     counting = CountingTarget(target)
     share = None if n_sampling_evals is None else n_sampling_evals / len(orientations)
     runs = [_bridge_once(counting, fit, br, rngs[2 * i], rngs[2 * i + 1], n_layers=n_layers,
@@ -262,7 +263,8 @@ def gbs(
     if tempered == "always" or (tempered == "auto" and poor):
         from .tempered import tempered_bridge
 
-        tb = tempered_bridge(target, chains, seed=rngs[0].integers(2**31 - 1), proposal=main.flow)
+        tb = tempered_bridge(target, chains, seed=int(rng_tempered.integers(2**31 - 1)),
+                             proposal=main.flow)
         n_evals += tb.n_evals
         diagnostics["single_bridge"] = {"log_z": log_z, "log_z_se": se}
         diagnostics["tempered"] = {"log_z": tb.log_z, "log_z_se": tb.log_z_se,
@@ -295,12 +297,6 @@ def combine_orientations(estimates: list[float], ses: list[float]
     se = 0.5 * max(comb, abs(a - b))
     z = (b - a) / comb if comb > 0 else (0.0 if a == b else math.inf)
     return 0.5 * (a + b), se, z
-
-
-def draws_needed(n_draws: int, se: float, target_se: float) -> int:
-    """Posterior draws for a standard error ``target_se``, from ``se`` with ``n_draws`` (the
-    error of a bridge falls as one over the square root of the draws)."""
-    return int(math.ceil(n_draws * (se / target_se) ** 2))
 
 
 def bridge_diagnostics(sol: BridgeSolution, n_q: int, n_p: int, k_q: float, k_p: float,

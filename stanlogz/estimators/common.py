@@ -65,6 +65,12 @@ def min_draws(dim: int) -> int:
     return max(2 * dim + 2, 20)
 
 
+def draws_needed(n_draws: int, se: float, target_se: float) -> int:
+    """Posterior draws for a standard error ``target_se``, from ``se`` with ``n_draws`` (Monte
+    Carlo error falls as one over the square root of the draws)."""
+    return int(math.ceil(n_draws * (se / target_se) ** 2))
+
+
 def spawn_rngs(seed: Seed, n: int) -> list[np.random.Generator]:
     """``n`` independent generators from an int, a SeedSequence or None (fresh entropy)."""
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)

@@ -54,7 +54,7 @@ def tempered_bridge(target: Target, draws: np.ndarray, *, seed: Seed = None,
     rev = reverse_ais(counting, proposal, bridge_half.reshape(-1, d),
                       n_chains=n_chains, n_temps=n_temps, seed=seeds[1], **ais_options)
     log_z, se = sandwich(fwd.log_z, fwd.log_z_se, rev.log_z, rev.log_z_se)
-    warnings = [w for w in fwd.warnings + rev.warnings]
+    warnings = fwd.warnings + rev.warnings
     if rev.log_z - fwd.log_z > 2 * se and se > 0.1:
         warnings.append(f"the tempered bridge's bounds are {rev.log_z - fwd.log_z:.2f} nats "
                         f"apart: raise n_temps (now {n_temps}) to narrow them")

@@ -21,6 +21,7 @@ from threadpoolctl import threadpool_limits
 
 from ..errors import InputError
 from .splines import RQSpline
+from .whitening import sample_gaussian
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -260,13 +261,10 @@ class GaussianizingFlow:
             min(max(n_directions, 1), d))
         n_knots = int(np.clip(math.sqrt(n), 20, 60)) if n_knots is None else int(n_knots)
         if whitening is None:
-            mean = x.mean(axis=0)
-            cov = np.atleast_2d(np.cov(x, rowvar=False))
-            cov = 0.5 * (cov + cov.T) + 1e-10 * np.trace(cov) / d * np.eye(d)
-            try:
-                chol = np.linalg.cholesky(cov)
-            except np.linalg.LinAlgError:
-                raise InputError("draws do not vary: their covariance is singular") from None
+            fit = sample_gaussian(x)
+            if fit is None:
+                raise InputError("draws do not vary: their covariance is singular")
+            mean, chol = fit.mean, fit.chol
         else:
             mean, chol = (np.asarray(a, dtype=float) for a in whitening)
         flow = cls(mean, chol, [])
