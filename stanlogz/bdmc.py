@@ -350,15 +350,18 @@ def bdmc(
         t, round_ = 2 * t, round_ + 1
     n_selection = len(history)
     prev = history[-2]["gap"] if n_selection > 1 else math.inf
-    last_gap = res.gap
+    sel, last_gap = res, res.gap
     # Seeds of the fresh run lie beyond any selection round's (at most 64 doublings).
     res = run(t, k, 64, "reported")
     res.notes.append(f"BDMC bounds are a fresh run at T={t}, K={k}, independent of the "
                      f"{n_selection} round(s) that chose T (those are in the history)")
-    if last_gap >= gap_tol or history[n_selection - 1]["gap"] < -INVERTED_SPREADS * math.hypot(
-            history[n_selection - 1]["lower_se"], history[n_selection - 1]["upper_se"]):
+    if last_gap >= gap_tol or sel.inverted:
         res.closed = False
-    if last_gap >= gap_tol:
+    if sel.inverted:
+        res.notes.append(f"BDMC selection stopped at the largest T={t} with an inverted "
+                         f"sandwich (gap {last_gap:.2f} nats): the bounds have not converged; "
+                         "raise the temperatures or give a better base")
+    elif last_gap >= gap_tol:
         res.notes.append(f"BDMC gap {last_gap:.2f} nats is above the tolerance {gap_tol:g} at "
                          f"the largest T={t}")
         if last_gap > STALLED_GAP_RATIO * prev:

@@ -51,28 +51,6 @@ def spin_chain_log_z(h: np.ndarray | float, J: float, L: int, n_grid: int = GRID
     return out.reshape(np.shape(h)) if np.ndim(h) else out[:1].reshape(())
 
 
-def spin_chain_sample(h: float, J: float, L: int, rng: np.random.Generator,
-                      n_grid: int = 2000) -> np.ndarray:
-    """One exact-up-to-discretization draw of the chain (forward filtering, backward sampling on
-    a fine grid, jittered within the grid cell)."""
-    x, dx = _grid(n_grid)
-    log_phi = -0.5 * x**2 - 0.25 * x**4 + h * x
-    kernel = np.exp(J * np.outer(x, x) - np.abs(J) * GRID_HALF_WIDTH**2)
-    alpha = [np.exp(log_phi - log_phi.max())]
-    for _ in range(L - 1):
-        a = np.exp(log_phi - log_phi.max()) * (kernel.T @ alpha[-1])
-        alpha.append(a / a.sum())
-    out = np.empty(L)
-    p = alpha[-1] / alpha[-1].sum()
-    idx = rng.choice(x.size, p=p)
-    out[-1] = x[idx]
-    for i in range(L - 2, -1, -1):
-        p = alpha[i] * kernel[:, idx]
-        idx = rng.choice(x.size, p=p / p.sum())
-        out[i] = x[idx]
-    return out + rng.uniform(-0.5 * dx, 0.5 * dx, size=L)
-
-
 def spin_chain_posterior(y: np.ndarray, h_grid: np.ndarray, J_grid: np.ndarray) -> np.ndarray:
     """Exact posterior of (h, J) under uniform priors on the grid's box: a (len(h_grid),
     len(J_grid)) array of probabilities summing to 1 (grid points weighted equally)."""

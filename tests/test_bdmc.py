@@ -141,7 +141,7 @@ def test_bdmc_spreads_cover_the_exact_log_z_over_simulated_data_sets():
     """Calibration of the whole procedure (issue 13): draw θ from the prior and y given θ from a
     conjugate normal model, run BDMC from the prior with θ as the exact sample, and check that
     log Z >= lower - 2 spreads and log Z <= upper + 2 spreads (the bounds' valid sides, which is
-    what :func:`sandwich_band` widens) and that the band holds it.
+    what :func:`sandwich_band` widens).
 
     Each check misses with probability ~2.3% for Gaussian bound errors (less where the bound's
     bias helps). Over 200 replicates at these settings the misses were 2.5% (lower) and 1.0%
@@ -149,7 +149,7 @@ def test_bdmc_spreads_cover_the_exact_log_z_over_simulated_data_sets():
     P = 7e-5."""
     from test_ais import NormalNormal
 
-    misses, band_misses = 0, 0
+    misses = 0
     for rep in range(30):
         rng = np.random.default_rng([13, rep])
         theta = 2.0 * rng.standard_normal(2)
@@ -161,9 +161,7 @@ def test_bdmc_spreads_cover_the_exact_log_z_over_simulated_data_sets():
         truth = model.log_z()
         misses += int(res.lower.log_z - 2 * res.lower.log_z_se > truth)
         misses += int(res.upper.log_z + 2 * res.upper.log_z_se < truth)
-        lo, hi = bd.sandwich_band(res)
-        band_misses += int(not lo <= truth <= hi)
-    assert misses <= 8 and band_misses <= misses
+    assert misses <= 8
 
 
 def test_inverted_sandwich_is_flagged_not_presented(capsys):

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..crossval.unbiased import CRITERIA, cv
-from ..report.output import Reporter, write_atomically
+from ..report.output import Reporter
 from .evidence import PLOT_SUFFIXES
 from .executor import add_executor_arguments, with_executor
 from .loo import add_observation_arguments, obs_fields
-from .sample import add_sampler_arguments, check_output
+from .sample import add_sampler_arguments, check_output, finish
 
 NAME = "cv"
 HELP = ("Unbiased leave-n_V-out Bayesian cross-validation (-log p(y_V | y_T), or the squared "
@@ -53,12 +54,10 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
                  f"n_V = {r.n_valid} of {r.n_obs}")
     report.text(f"cost: {r.n_evals} path evaluations in replicates, {r.n_evals_tuning} in "
                 f"tuning, {r.seconds:.1f} s")
-    for w in r.warnings:
-        report.warn(w)
-    if plot is not None:
+
+    def draw(tmp: Path) -> None:
         from ..crossval.plots import plot_cv
 
-        write_atomically(plot, lambda tmp: plot_cv(r, tmp))
-        report.progress(f"plot written to {plot}")
-    report.emit_json({**r.to_dict(), "plot": None if plot is None else str(plot)})
-    return 0
+        plot_cv(r, tmp)
+
+    return finish(report, r, plot, draw)

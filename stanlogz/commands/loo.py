@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..crossval.fixups import FIX_METHODS
 from ..crossval.loo import LooResult, loo
 from ..crossval.pointwise import SOURCES
 from ..errors import InputError
-from ..report.output import Reporter, write_atomically
+from ..report.output import Reporter
 from .evidence import PLOT_SUFFIXES
 from .executor import add_executor_arguments, with_executor
-from .sample import add_sampler_arguments, check_output
+from .sample import add_sampler_arguments, check_output, finish
 
 NAME = "loo"
 HELP = ("Leave-one-out cross-validation (PSIS-LOO) of a Stan program, recomputing observations "
@@ -90,12 +91,10 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
             n_draws=args.draws, seed=args.seed, n_workers=args.workers or 1,
             progress=report.progress)
     print_loo(report, r)
-    for w in r.warnings:
-        report.warn(w)
-    if plot is not None:
+
+    def draw(tmp: Path) -> None:
         from ..crossval.plots import plot_loo
 
-        write_atomically(plot, lambda tmp: plot_loo(r, tmp))
-        report.progress(f"plot written to {plot}")
-    report.emit_json({**r.to_dict(), "plot": None if plot is None else str(plot)})
-    return 0
+        plot_loo(r, tmp)
+
+    return finish(report, r, plot, draw)

@@ -10,9 +10,9 @@ import numpy as np
 
 from ..estimators.reciprocal import METHODS
 from ..mcmc.pseudo_marginal import SOURCES, PseudoMarginalResult, pmmh
-from ..report.output import Reporter, write_atomically
+from ..report.output import Reporter
 from .evidence import PLOT_SUFFIXES
-from .sample import check_output
+from .sample import check_output, finish
 
 NAME = "pmmh"
 HELP = ("Pseudo-marginal MCMC for a doubly-intractable posterior: the outer program's target "
@@ -97,10 +97,4 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
              burn_in=args.burn_in, weights=args.weights, proposal=args.proposal,
              progress=report.progress)
     print_pmmh(report, r)
-    for w in r.warnings:
-        report.warn(w)
-    if plot is not None:
-        write_atomically(plot, lambda tmp: plot_pmmh(r, tmp))
-        report.progress(f"plot written to {plot}")
-    report.emit_json({**r.to_dict(), "plot": None if plot is None else str(plot)})
-    return 0
+    return finish(report, r, plot, lambda tmp: plot_pmmh(r, tmp))

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..api import load_model
 from ..draws import Draws, sample, write_csv
 from ..errors import InputError
-from ..report.output import Reporter
+from ..report.output import Reporter, write_atomically
 
 NAME = "sample"
 HELP = "Draw from the posterior with Stan's NUTS; print a summary, diagnostics and warnings."
@@ -36,6 +38,19 @@ def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:
                         help="warmup iterations per chain (default 1000)")
     parser.add_argument("--draws", type=int, default=1000,
                         help="post-warmup draws per chain (default 1000)")
+
+
+def finish(report: Any, result: Any, plot: Path | None, draw: Callable[[Path], None],
+           **extra: Any) -> int:
+    """The common end of a command: the result's warnings, its plot written atomically to
+    ``plot`` by ``draw(tmp_path)`` (when asked for), and the JSON object with ``extra`` keys."""
+    for w in result.warnings:
+        report.warn(w)
+    if plot is not None:
+        write_atomically(plot, draw)
+        report.progress(f"plot written to {plot}")
+    report.emit_json({**extra, **result.to_dict(), "plot": None if plot is None else str(plot)})
+    return 0
 
 
 def check_output(path: str | None, suffixes: tuple[str, ...], what: str) -> Path | None:

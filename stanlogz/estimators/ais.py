@@ -123,32 +123,17 @@ def log_mean_exp_with_se(log_w: np.ndarray) -> tuple[float, float, float]:
 
 def start_order_tau(log_w: np.ndarray, groups: list[np.ndarray]) -> float:
     """Integrated autocorrelation time of the normalized weights w/mean(w) along the start order
-    (``groups``: chain indices per shared exact sample, in the order their starts were taken),
-    pooled over groups, by Geyer's initial positive sequence; at least 1, at most the chains."""
+    (``groups``: chain indices per shared exact sample, in the order their starts were taken):
+    :func:`~stanlogz.estimators.common.autocorr_time` of each group's series, averaged with the
+    groups' sizes as weights; at least 1, at most the chains."""
     log_w = np.asarray(log_w, dtype=float)
     if not np.all(np.isfinite(log_w)) or log_w.size < 3:
         return 1.0
     u = np.exp(log_w - np.max(log_w))
-    u = u / u.mean() - 1.0
-    var = float(np.mean(u**2))
-    longest = max(len(g) for g in groups)
-    if var <= 0 or longest < 3:
-        return 1.0
-    series = [u[np.asarray(g, dtype=int)] for g in groups]
-
-    def rho(lag: int) -> float:
-        acc = sum(float(np.dot(x[:-lag], x[lag:])) for x in series if x.size > lag)
-        return acc / (u.size * var)
-
-    tau, m = -1.0, 0
-    while 2 * m + 1 < longest:
-        pair = (1.0 if m == 0 else rho(2 * m)) + rho(2 * m + 1)
-        if pair <= 0:
-            break
-        tau += 2 * pair
-        m += 1
-    if m == 0:
-        tau = 1.0
+    u = u / u.mean()
+    sizes = np.array([len(g) for g in groups], dtype=float)
+    taus = np.array([autocorr_time(u[np.asarray(g, dtype=int)]) for g in groups])
+    tau = float(np.sum(sizes * taus) / np.sum(sizes))
     return float(min(max(tau, 1.0), log_w.size))
 
 

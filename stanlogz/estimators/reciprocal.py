@@ -35,6 +35,7 @@ import numpy as np
 
 from ..errors import EstimationError, InputError
 from ..target import Target
+from .common import log_mean_exp
 
 LogWeightSource = Callable[[np.random.Generator, int], np.ndarray]
 METHODS = ("rbbce", "fce", "iae")
@@ -364,7 +365,7 @@ def unbiased_bayes_factor(
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     logs, signs, used = np.empty(replicates), np.empty(replicates), 0
     for r in range(replicates):
-        log_za = float(batch_log_weights(source_a, rng, 1, n_a)[0])
+        log_za = log_mean_exp(source_a(rng, n_a))  # a zero estimate of Z_A is valid
         rb = estimate_reciprocal(source_b, method, rng=rng, **options)
         logs[r], signs[r] = log_za + rb.log_abs, rb.sign
         used += n_a + rb.n_weights

@@ -117,9 +117,9 @@ def _run(task: _RunTask, rng: np.random.Generator) -> _RunOut:
         log_z += log_mean_exp(lw)
         beta = new
         betas.append(beta)
-        pts = [pts[i] for i in systematic_resample(lw, rng)]
         if beta >= 1.0:
             break
+        pts = [pts[i] for i in systematic_resample(lw, rng)]
         eps, inv_metric = task.tuning.at(beta)
         for k in range(len(pts)):
             for _ in range(task.n_moves):

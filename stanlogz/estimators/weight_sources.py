@@ -45,13 +45,11 @@ class ImportanceWeights:
             raise InputError(f"proposal has dimension {proposal.dim}, the target {target.dim}")
         self.target = target
         self.proposal = proposal
-        self.n_evals = 0
 
     def __call__(self, rng: np.random.Generator, n: int) -> np.ndarray:
         x = np.atleast_2d(self.proposal.sample(rng, n))
         lq = np.asarray(self.proposal.log_density_many(x), dtype=float)
         lp = log_density_many(self.target, x)
-        self.n_evals += n
         with np.errstate(invalid="ignore"):
             return np.where(np.isneginf(lp), -np.inf, lp - lq)
 
@@ -71,14 +69,12 @@ class AISWeights:
             tuning, _ = tune_hmc(AnnealingPath(base, target), np.random.default_rng(seed),
                                  n_leapfrog=hmc_steps, n_iter=40)
         self.tuning = tuning
-        self.n_evals = 0
 
     def __call__(self, rng: np.random.Generator, n: int) -> np.ndarray:
         seed = np.random.SeedSequence(int(rng.integers(2**63)))
         res = ais(self.target, self.base, n_chains=n, n_temps=self.n_temps,
                   schedule=self.schedule, seed=seed, n_workers=1, hmc_steps=self.hmc_steps,
                   tuning=self.tuning, backend="serial")
-        self.n_evals += res.n_evals
         return np.asarray(res.log_weights, dtype=float)
 
 

@@ -9,8 +9,9 @@ f^ = exp(outer target) x S(theta), with S an unbiased estimate of 1/Z(theta) fro
 recorded (Lyne et al. 2015); E[h(theta)] is estimated by sum h sigma / sum sigma.
 
 The inner weights come from importance sampling (or AIS) with a proposal fitted to NUTS draws of
-the inner program at a reference theta: the outer chain's start, refitted once at the mean theta
-of the first half of warmup. The random-walk scale is adapted during warmup only.
+the inner program at a reference theta: the outer chain's start, refitted (with the random-walk
+covariance) at 1/4, 1/2 and 3/4 of warmup at the mean theta since the previous refit. The
+random-walk scale is adapted during warmup only.
 """
 
 from __future__ import annotations
@@ -256,9 +257,8 @@ def pmmh(
     estimator = check_options(estimator, batch, trials, burn_in)
     if weights not in SOURCES:
         raise InputError(f"unknown weight source {weights!r}; one of {', '.join(SOURCES)}")
-    if iter < 1 or warmup < 0 or batch < 1 or trials < 1 or inner_draws < 20:
-        raise InputError("need iter >= 1, warmup >= 0, batch >= 1, trials >= 1, "
-                         "inner_draws >= 20")
+    if iter < 1 or warmup < 0 or inner_draws < 20:
+        raise InputError("need iter >= 1, warmup >= 0, inner_draws >= 20")
     data = dict(data) if isinstance(data, Mapping) else dict(read_data(data) or {})
     if not isinstance(outer, StanModel):
         outer = StanModel.from_file(outer, data, progress=progress)

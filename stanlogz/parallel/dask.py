@@ -176,8 +176,7 @@ class DaskExecutor:
         try:
             for fut in as_completed(futures):
                 if fut.status != "finished":
-                    exc = fut.exception()
-                    client.cancel(futures)
+                    exc = fut.exception()  # the except clause below cancels the rest
                     raise exc if isinstance(exc, BaseException) else RuntimeError(str(exc))
                 results[index[fut.key]] = fut.result()
                 fut.release()
