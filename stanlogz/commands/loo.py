@@ -55,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="pointwise log-likelihood: the log_lik generated quantity, or the "
                         "difference of two data instances' densities (default: log_lik when the "
                         "program has it)")
+    parser.add_argument("--subsample", metavar="M", type=int, default=None,
+                        help="estimate elpd_loo from PSIS on M observations drawn at random "
+                        "(difference estimator; for large N), with its subsampling se")
     add_sampler_arguments(parser)
     add_executor_arguments(parser)
     parser.add_argument("--plot", metavar="FILE.png", default=None,
@@ -63,11 +66,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def print_loo(report: Reporter, r: LooResult) -> None:
     """The loo-style table: estimates, k-hat bands and the fixed points."""
+    sub = ("" if r.sample_index is None else
+           f", {r.sample_index.size} of them subsampled")
     report.table(["", "estimate", "se"], r.table(),
-                 title=f"{r.model}: PSIS-LOO on {r.n_samples} draws and {r.n_obs} observations "
-                 f"(log-lik from {r.log_lik_source})")
+                 title=f"{r.model}: PSIS-LOO on {r.n_samples} draws and {r.n_obs} observations"
+                 f"{sub} (log-lik from {r.log_lik_source})")
+    report.text(f"Monte Carlo se of elpd_loo: {r.mcse_elpd_loo:.3f}"
+                + ("" if r.sample_index is None else
+                   f"; subsampling se: {r.subsampling_se:.3f}"))
     counts = r.khat_counts()
-    n = r.n_obs
+    n = r.elpd_i.size
     report.table(["Pareto k-hat", "count", "pct"],
                  [[f"(-inf, {r.threshold:.2f}] good", counts["good"],
                    round(100 * counts["good"] / n, 1)],
@@ -87,7 +95,8 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
     r = loo(args.model, args.data, draws=list(args.fit) if args.fit else None, obs=args.obs,
             obs_fields=obs_fields(args.obs_fields), fix=args.fix, log_lik=args.log_lik,
-            k_threshold=args.k_threshold, chains=args.chains, warmup=args.warmup,
+            k_threshold=args.k_threshold, subsample=args.subsample, chains=args.chains,
+            warmup=args.warmup,
             n_draws=args.draws, seed=args.seed, n_workers=args.workers or 1,
             progress=report.progress)
     print_loo(report, r)

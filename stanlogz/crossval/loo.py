@@ -13,24 +13,28 @@ import numpy as np
 from .. import arviz_compat
 from ..draws import Draws, as_draws, sample
 from ..errors import InputError
-from ..parallel import run_parallel, with_client
+from ..parallel import child_sequence, run_parallel, with_client
 from .fixups import FIX_METHODS, FixedPoint, FixTask, fix_observation
 from .observations import Observations, find_observations
-from .pointwise import PointwiseLogLik
-from .psis import psis_loo, relative_efficiency
+from .pointwise import CHUNK_BYTES, PointwiseLogLik
+from .psis import PsisLoo, psis_loo, relative_efficiency
 
 #: k̂ bands of the loo table (the first bound is the draw-count-dependent threshold).
 BANDS = ("good", "bad", "very bad")
 
+#: Child of the user's seed that draws the subsampled observations.
+SUBSAMPLE_STREAM = 7901
+
 
 @dataclass
 class LooResult:
-    """Leave-one-out cross-validation of one program: elpd_loo with its se, p_loo, and the
-    pointwise values (PSIS, or fixed where k̂ was above the threshold)."""
+    """Leave-one-out cross-validation of one program: elpd_loo with its se, its Monte Carlo se,
+    p_loo, and the pointwise values (PSIS, or fixed where k̂ was above the threshold). With
+    subsampling the pointwise arrays hold the sampled observations (``sample_index``) only."""
 
     model: str
     elpd_loo: float
-    se: float
+    se: float  # between-observation se, as loo and ArviZ report it
     p_loo: float
     elpd_i: np.ndarray  # final pointwise values (fixed ones replaced)
     psis_elpd_i: np.ndarray
@@ -45,19 +49,42 @@ class LooResult:
     fixed: list[FixedPoint] = field(default_factory=list)
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    psis_mcse_i: np.ndarray | None = None  # Monte Carlo se of each PSIS value
+    p_loo_se: float = float("nan")
+    mcse_elpd_loo: float = 0.0  # complete Monte Carlo se (PSIS part and fixed points)
+    sample_index: np.ndarray | None = None  # subsampled observations (0-based), or None
+    subsampling_se: float = 0.0  # se of the subsampling (difference) estimator
+    approximation: str | None = None  # the cheap pointwise approximation used to subsample
+    pointwise_seconds: float = 0.0  # building and smoothing the pointwise values
 
     @property
     def n_obs(self) -> int:
-        """Number of observations."""
-        return int(self.elpd_i.size)
+        """Number of observations (all of them, also when subsampled)."""
+        return int(self.observations.n)
+
+    @property
+    def index(self) -> np.ndarray:
+        """0-based observations of the pointwise arrays."""
+        return (np.arange(self.n_obs) if self.sample_index is None
+                else np.asarray(self.sample_index))
 
     @property
     def mc_se_i(self) -> np.ndarray:
-        """Monte Carlo se of each pointwise value (0 for PSIS points, whose Monte Carlo error
-        the loo convention leaves out)."""
-        out = np.zeros(self.n_obs)
+        """Monte Carlo se of the fixed pointwise values (0 for PSIS points)."""
+        out = np.zeros(self.elpd_i.size)
+        pos = {int(o): j for j, o in enumerate(self.index)}
         for f in self.fixed:
-            out[f.index] = f.se
+            out[pos[f.index]] = f.se
+        return out
+
+    @property
+    def mcse_i(self) -> np.ndarray:
+        """Complete Monte Carlo se of each pointwise value: PSIS's, or the fix-up's."""
+        out = (np.zeros(self.elpd_i.size) if self.psis_mcse_i is None
+               else np.array(self.psis_mcse_i, dtype=float))
+        pos = {int(o): j for j, o in enumerate(self.index)}
+        for f in self.fixed:
+            out[pos[f.index]] = f.se
         return out
 
     def khat_counts(self) -> dict[str, int]:
@@ -70,41 +97,50 @@ class LooResult:
     def unfixed_bad(self) -> list[int]:
         """0-based indices of observations above the threshold that were not fixed."""
         done = {f.index for f in self.fixed}
-        return [int(i) for i in np.nonzero(self.khat > self.threshold)[0] if i not in done]
+        return [int(self.index[j]) for j in np.nonzero(self.khat > self.threshold)[0]
+                if int(self.index[j]) not in done]
 
     def pointwise(self) -> list[dict[str, Any]]:
-        """One row per observation: number (from 1), elpd, its Monte Carlo se, k̂, method."""
-        method = ["psis"] * self.n_obs
-        for f in self.fixed:
-            method[f.index] = f.method
-        se = self.mc_se_i
-        return [{"observation": i + 1, "elpd": float(self.elpd_i[i]), "mc_se": float(se[i]),
-                 "psis_elpd": float(self.psis_elpd_i[i]), "khat": float(self.khat[i]),
-                 "method": method[i]} for i in range(self.n_obs)]
+        """One row per (sampled) observation: number (from 1), elpd, its Monte Carlo se, k̂,
+        method."""
+        method = {f.index: f.method for f in self.fixed}
+        se = self.mcse_i
+        return [{"observation": int(o) + 1, "elpd": float(self.elpd_i[j]),
+                 "mc_se": float(se[j]), "psis_elpd": float(self.psis_elpd_i[j]),
+                 "khat": float(self.khat[j]), "method": method.get(int(o), "psis")}
+                for j, o in enumerate(self.index)]
 
     def table(self) -> list[list[Any]]:
         """The loo-style summary rows: (quantity, estimate, se)."""
         return [["elpd_loo", round(self.elpd_loo, 3), round(self.se, 3)],
-                ["p_loo", round(self.p_loo, 3), None],
+                ["p_loo", round(self.p_loo, 3), round(self.p_loo_se, 3)],
                 ["looic", round(-2 * self.elpd_loo, 3), round(2 * self.se, 3)]]
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict (pointwise rows included)."""
         return {"model": self.model, "elpd_loo": self.elpd_loo, "se": self.se,
-                "p_loo": self.p_loo, "looic": -2 * self.elpd_loo, "n_obs": self.n_obs,
+                "mcse_elpd_loo": self.mcse_elpd_loo, "p_loo": self.p_loo,
+                "p_loo_se": self.p_loo_se, "looic": -2 * self.elpd_loo, "n_obs": self.n_obs,
                 "n_samples": self.n_samples, "r_eff": self.r_eff, "khat_threshold": self.threshold,
                 "khat_counts": self.khat_counts(), "fix": self.fix,
                 "log_lik_source": self.log_lik_source,
                 "observations": {"size": self.observations.size_name,
                                  "fields": list(self.observations.fields)},
+                "subsample": None if self.sample_index is None else {
+                    "m": int(self.sample_index.size), "approximation": self.approximation,
+                    "subsampling_se": self.subsampling_se},
                 "fixed": [f.to_dict() for f in self.fixed], "pointwise": self.pointwise(),
-                "seconds": self.seconds, "warnings": self.warnings}
+                "seconds": self.seconds, "pointwise_seconds": self.pointwise_seconds,
+                "warnings": self.warnings}
 
     def to_arviz(self) -> Any:
         """The result as ArviZ's ELPD object (``ELPDData`` in 0.x, ``ELPDDataLOO`` in 1.x), with
         the fixed pointwise values, for ``arviz.compare`` and ArviZ's plots."""
         import xarray as xr
 
+        if self.sample_index is not None:
+            raise InputError("a subsampled LOO has pointwise values for the sampled "
+                             "observations only; run without subsample for an ArviZ object")
         elpd_i = xr.DataArray(self.elpd_i, dims=["obs"], name="loo_i")
         k = xr.DataArray(self.khat, dims=["obs"], name="pareto_k")
         warn = bool(self.unfixed_bad())
@@ -124,11 +160,34 @@ class LooResult:
                    "pareto_k", "scale", "good_k"])
 
 
-def combine(elpd_i: np.ndarray, mc_se_i: np.ndarray) -> tuple[float, float]:
-    """elpd = Σ elpd_i and its se: the between-observation part sqrt(N var(elpd_i)) (as loo and
-    ArviZ) plus the Monte Carlo variance of the fixed points."""
-    n = elpd_i.size
-    return float(elpd_i.sum()), float(math.sqrt(n * np.var(elpd_i) + np.sum(mc_se_i**2)))
+def combine(elpd_i: np.ndarray) -> tuple[float, float]:
+    """elpd = Σ elpd_i and its between-observation se sqrt(N var(elpd_i)) (as loo and ArviZ)."""
+    return float(elpd_i.sum()), float(math.sqrt(elpd_i.size * np.var(elpd_i)))
+
+
+def _check_rows(n_draws: int, k: int = 3) -> np.ndarray:
+    """The draws the validity check of the density difference looks at."""
+    return np.unique(np.linspace(0, n_draws - 1, min(k, n_draws)).astype(int))
+
+
+def _psis_pass(pw: PointwiseLogLik, d: Draws, r_eff: float, index: np.ndarray | None
+               ) -> tuple[PsisLoo, np.ndarray]:
+    """PSIS-LOO of the observations ``index`` (all when None), streamed in column blocks, and
+    the log-likelihood of every observation at the check draws (all observations only)."""
+    unc = d.flat_unconstrained()
+    rows = _check_rows(unc.shape[0])
+    if index is None:
+        con = None if d.constrained is None else d.constrained.reshape(-1, d.constrained.shape[2])
+        blocks = pw.chunks(unc, con, d.constrained_names)
+    else:
+        width = max(1, CHUNK_BYTES // (8 * unc.shape[0]))
+        blocks = ((index[a:a + width], pw.columns(index[a:a + width], unc))
+                  for a in range(0, index.size, width))
+    parts, at_rows = [], []
+    for _, ll in blocks:
+        parts.append(psis_loo(ll, r_eff))
+        at_rows.append(ll[rows])
+    return PsisLoo.concatenate(parts), np.concatenate(at_rows, axis=1)
 
 
 @with_client
@@ -142,6 +201,7 @@ def loo(
     fix: str = "exact",
     log_lik: str = "auto",
     k_threshold: float | None = None,
+    subsample: int | None = None,
     chains: int = 4,
     warmup: int = 1000,
     n_draws: int = 1000,
@@ -156,9 +216,12 @@ def loo(
     ``"none"``). ``draws``: existing draws (Draws, cmdstanpy fit, CSV paths, InferenceData);
     without them NUTS runs (``chains`` x ``n_draws`` after ``warmup``). ``obs`` names the
     observation size variable (inferred when unambiguous); ``log_lik``: ``"auto"``,
-    ``"log_lik"`` (the generated quantity) or ``"difference"`` (two data instances).
-    ``k_threshold``: fix observations above this k̂ instead of the draw-count-dependent
-    threshold min(1 − 1/log10 S, 0.7) (e.g. 0.5 to be stricter)."""
+    ``"log_lik"`` (the generated quantity) or ``"difference"`` (the program's density on data
+    instances of one observation, checked for validity). ``k_threshold``: fix observations
+    above this k̂ instead of the draw-count-dependent threshold min(1 − 1/log10 S, 0.7).
+    ``subsample``: estimate elpd_loo from PSIS on this many observations drawn at random
+    (difference estimator around a point-estimate approximation of every observation;
+    Magnusson et al. 2020), for large N."""
     from ..api import load_model, read_data
 
     t0 = time.perf_counter()
@@ -169,47 +232,128 @@ def loo(
     model = load_model(model, data, seed=seed, progress=progress)
     data_dict = read_data(data) if data is not None else _model_data(model)
     observations = find_observations(data_dict, obs, obs_fields)
+    if subsample is not None and not (isinstance(subsample, int | np.integer)
+                                      and 2 <= subsample < observations.n):
+        raise InputError(f"subsample must be an integer in 2..{observations.n - 1} (there are "
+                         f"{observations.n} observations), got {subsample}")
     pw = PointwiseLogLik(model, data_dict, observations, log_lik)
     d = _get_draws(model, draws, chains, warmup, n_draws, seed, progress)
-    if progress:
-        progress(f"pointwise log-likelihood of {observations.n} observations "
-                 f"({pw.source}) at {d.n_chains * d.n_draws} draws")
-    ll = pw.matrix(d.flat_unconstrained(), None if d.constrained is None
-                   else d.constrained.reshape(-1, d.constrained.shape[2]), d.constrained_names)
+    unc = d.flat_unconstrained()
     r_eff = relative_efficiency(_posterior_values(d))
-    ps = psis_loo(ll, r_eff)
+    t1 = time.perf_counter()
+    notes: list[str] = []
+    if subsample is None:
+        if progress:
+            progress(f"pointwise log-likelihood of {observations.n} observations "
+                     f"({pw.source}) at {unc.shape[0]} draws")
+        ps, at_rows = _psis_pass(pw, d, r_eff, None)
+        pw.check(unc[_check_rows(unc.shape[0])], at_rows)
+        sample_index = None
+        est = _full_estimates(ps)
+    else:
+        sample_index, est, ps = _subsampled(pw, d, r_eff, subsample, seed, progress)
+    if pw.source == "log_lik":
+        warn = pw.compare_log_lik(unc[_check_rows(unc.shape[0], 2)])
+        if warn:
+            notes.append(warn)
+    t_pointwise = time.perf_counter() - t1
     threshold = ps.threshold if k_threshold is None else float(k_threshold)
-    bad = np.nonzero(ps.khat > threshold)[0]
+    index = np.arange(observations.n) if sample_index is None else sample_index
+    bad = index[ps.khat > threshold]
     fixed: list[FixedPoint] = []
     if fix != "none" and bad.size:
-        if progress:
-            progress(f"fixing {bad.size} observation(s) with k-hat > {threshold:.2f} "
-                     f"({fix}): {', '.join(str(i + 1) for i in bad)}")
-        tasks = [FixTask(int(i), fix, float(ps.khat[i]), float(ps.elpd_i[i]), chains, warmup,
-                         n_draws, dict(ups_options or {})) for i in bad]
-        for i in bad:
-            pw.held_out_model(int(i))  # build data instances (and check dims) before the workers
-        unc = d.unconstrained
-        fixed = run_parallel(lambda task, rng: fix_observation(pw, unc, task, rng), tasks,
-                             seed, n_workers=n_workers, backend="thread" if n_workers > 1
-                             else "serial")
+        fixed, why = _fix(pw, d, bad, ps, index, fix, threshold, chains, warmup, n_draws,
+                          ups_options, seed, n_workers, progress)
+        notes.extend(why)
     elpd_i = ps.elpd_i.copy()
+    pos = {int(o): j for j, o in enumerate(index)}
     for f in fixed:
-        elpd_i[f.index] = f.elpd
-    mc_se = np.zeros_like(elpd_i)
-    for f in fixed:
-        mc_se[f.index] = f.se
-    elpd, se = combine(elpd_i, mc_se)
+        elpd_i[pos[f.index]] = f.elpd
+    est = (_full_estimates(ps, elpd_i) if sample_index is None
+           else _subsample_estimates(est["approx"], sample_index, elpd_i, ps, fixed))
     warns = list(d.summary().warnings) if d.source == "stanlogz-nuts" else []
     res = LooResult(
-        model=model.name, elpd_loo=elpd, se=se, p_loo=float(np.sum(ps.lppd_i - elpd_i)),
+        model=model.name, elpd_loo=est["elpd"], se=est["se"], p_loo=est["p_loo"],
         elpd_i=elpd_i, psis_elpd_i=ps.elpd_i, lppd_i=ps.lppd_i, khat=ps.khat,
         threshold=threshold, n_samples=ps.n_samples, r_eff=r_eff, fix=fix,
         log_lik_source=pw.source, observations=observations, fixed=fixed,
-        seconds=time.perf_counter() - t0, warnings=warns,
-    )
+        seconds=time.perf_counter() - t0, warnings=warns + notes, psis_mcse_i=ps.mcse_i,
+        p_loo_se=est["p_loo_se"], sample_index=sample_index,
+        subsampling_se=est.get("subsampling_se", 0.0),
+        approximation=None if sample_index is None else "plpd", pointwise_seconds=t_pointwise)
+    mc = res.mcse_i
+    res.mcse_elpd_loo = float(math.sqrt(np.sum(mc**2)) * est.get("expansion", 1.0))
     res.warnings.extend(_warnings(res))
     return res
+
+
+def _full_estimates(ps: PsisLoo, elpd_i: np.ndarray | None = None) -> dict[str, float]:
+    elpd_i = ps.elpd_i if elpd_i is None else elpd_i
+    elpd, se = combine(elpd_i)
+    p_i = ps.lppd_i - elpd_i
+    return {"elpd": elpd, "se": se, "p_loo": float(p_i.sum()),
+            "p_loo_se": float(math.sqrt(p_i.size * np.var(p_i)))}
+
+
+def _subsampled(pw: PointwiseLogLik, d: Draws, r_eff: float, m: int, seed: int | None,
+                progress: Any) -> tuple[np.ndarray, dict[str, Any], PsisLoo]:
+    """PSIS on ``m`` observations drawn without replacement, and the point-estimate
+    approximation log p(y_i | θ̄) of every observation (θ̄ the mean unconstrained draw)."""
+    n = pw.obs.n
+    unc = d.flat_unconstrained()
+    rows = _check_rows(unc.shape[0])
+    points = np.vstack([unc.mean(axis=0, keepdims=True), unc[rows]])
+    if progress:
+        progress(f"approximate log-likelihood of {n} observations at the posterior mean; "
+                 f"PSIS on {m} observations drawn at random")
+    at_points = np.concatenate([b for _, b in pw.chunks(points)], axis=1)
+    pw.check(points[1:], at_points[1:])
+    rng = np.random.default_rng(child_sequence(seed, SUBSAMPLE_STREAM))
+    index = np.sort(rng.choice(n, size=m, replace=False))
+    ps, _ = _psis_pass(pw, d, r_eff, index)
+    return index, {"approx": at_points[0]}, ps
+
+
+def _subsample_estimates(approx: np.ndarray, index: np.ndarray, elpd_j: np.ndarray,
+                         ps: PsisLoo, fixed: list[FixedPoint]) -> dict[str, float]:
+    """The difference estimator of Σ elpd_i around ``approx`` from the simple random sample
+    ``index`` (without replacement), its subsampling se, and the between-observation se."""
+    n, m = approx.size, index.size
+    e = elpd_j - approx[index]
+    elpd = float(approx.sum() + n * e.mean())
+    v_sub = float(n**2 * (1 - m / n) * np.var(e, ddof=1) / m)
+    # Σ elpd_i² by the same estimator; N var_pop(elpd_i) = Σ elpd_i² − (Σ elpd_i)²/N, with
+    # (Σ elpd_i)² estimated without bias by elpd² − v_sub.
+    sq = float(np.sum(approx**2) + n * np.mean(elpd_j**2 - approx[index] ** 2))
+    se2 = sq - (elpd**2 - v_sub) / n
+    p_j = ps.lppd_i - elpd_j
+    return {"elpd": elpd, "se": float(math.sqrt(max(se2, 0.0))),
+            "subsampling_se": math.sqrt(max(v_sub, 0.0)), "p_loo": float(n * p_j.mean()),
+            "p_loo_se": float(math.sqrt(n * np.var(p_j, ddof=1))),
+            "expansion": n / m}
+
+
+def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.ndarray,
+         fix: str, threshold: float, chains: int, warmup: int, n_draws: int,
+         ups_options: dict[str, Any] | None, seed: int | None, n_workers: int, progress: Any
+         ) -> tuple[list[FixedPoint], list[str]]:
+    """Fix-ups of the observations ``bad`` (0-based), and warnings for those that cannot be."""
+    try:
+        for i in bad:
+            pw.held_out_model(int(i))  # build data instances (and check dims) before workers
+    except InputError as exc:
+        return [], [f"{bad.size} observation(s) have Pareto k-hat above {threshold:.2f} but "
+                    f"cannot be refitted one at a time: {exc}"]
+    if progress:
+        progress(f"fixing {bad.size} observation(s) with k-hat > {threshold:.2f} "
+                 f"({fix}): {', '.join(str(i + 1) for i in bad)}")
+    pos = {int(o): j for j, o in enumerate(index)}
+    tasks = [FixTask(int(i), fix, float(ps.khat[pos[int(i)]]), float(ps.elpd_i[pos[int(i)]]),
+                     chains, warmup, n_draws, dict(ups_options or {})) for i in bad]
+    unc = d.unconstrained
+    fixed = run_parallel(lambda task, rng: fix_observation(pw, unc, task, rng), tasks, seed,
+                         n_workers=n_workers, backend="thread" if n_workers > 1 else "serial")
+    return fixed, []
 
 
 def _model_data(model: Any) -> dict[str, Any]:
@@ -239,14 +383,22 @@ def _warnings(r: LooResult) -> list[str]:
     left = r.unfixed_bad()
     if left:
         nums = ", ".join(str(i + 1) for i in left[:10])
+        what = ("use fix='exact' or 'ups' (--fix exact)" if r.fix == "none" else
+                f"the {r.fix} fix-up did not replace them (see the warnings above)")
         out.append(f"{len(left)} observation(s) have Pareto k-hat above {r.threshold:.2f} "
-                   f"({nums}): their PSIS values are unreliable; use fix='exact' or 'ups' "
-                   "(--fix exact)")
+                   f"({nums}): their PSIS values are unreliable; {what}")
     for f in r.fixed:
         out.extend(f.warnings)
         if f.se > 0.1:
             out.append(f"observation {f.index + 1}: the fixed value has Monte Carlo se "
                        f"{f.se:.2f}; run more draws for it")
+    if r.mcse_elpd_loo > 0.5:
+        out.append(f"the Monte Carlo se of elpd_loo is {r.mcse_elpd_loo:.2f}: run more draws "
+                   "(it falls as 1/sqrt(draws))")
+    if r.sample_index is None and r.pointwise_seconds > 30 and r.n_obs > 5000:
+        out.append(f"the pointwise log-likelihood of {r.n_obs} observations took "
+                   f"{r.pointwise_seconds:.0f} s: subsample=1000 (--subsample 1000) estimates "
+                   "elpd_loo from 1000 of them with a subsampling se")
     if r.p_loo > 0.4 * r.n_obs and r.n_obs > 10:
         out.append(f"p_loo = {r.p_loo:.1f} is large against {r.n_obs} observations: the model "
                    "may be misspecified or too flexible")

@@ -98,6 +98,17 @@ class PsisLoo:
     khat: np.ndarray
     r_eff: float
     n_samples: int
+    mcse_i: np.ndarray | None = None  # Monte Carlo se of each elpd_i
+
+    @classmethod
+    def concatenate(cls, parts: list[PsisLoo]) -> PsisLoo:
+        """The pointwise values of blocks of observations, side by side."""
+        if not parts:
+            raise InputError("no observations to smooth")
+        cat = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
+        return cls(elpd_i=cat("elpd_i"), lppd_i=cat("lppd_i"), khat=cat("khat"),
+                   r_eff=parts[0].r_eff, n_samples=parts[0].n_samples,
+                   mcse_i=None if any(p.mcse_i is None for p in parts) else cat("mcse_i"))
 
     @property
     def p_loo_i(self) -> np.ndarray:
@@ -125,4 +136,4 @@ def psis_loo(log_lik: np.ndarray, r_eff: float = 1.0) -> PsisLoo:
     elpd_i = logsumexp(lw + ll.T, axis=1)
     lppd_i = logsumexp(ll, axis=0) - math.log(s)
     return PsisLoo(elpd_i=elpd_i, lppd_i=lppd_i, khat=np.asarray(khat, dtype=float).ravel(),
-                   r_eff=float(r_eff), n_samples=s)
+                   r_eff=float(r_eff), n_samples=s, mcse_i=elpd_mcse(lw, ll.T, r_eff))
