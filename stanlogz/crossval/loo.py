@@ -171,11 +171,9 @@ def _check_rows(n_draws: int, k: int = 3) -> np.ndarray:
 
 
 def _psis_pass(pw: PointwiseLogLik, d: Draws, r_eff: float, index: np.ndarray | None
-               ) -> tuple[PsisLoo, np.ndarray]:
-    """PSIS-LOO of the observations ``index`` (all when None), streamed in column blocks, and
-    the log-likelihood of every observation at the check draws (all observations only)."""
+               ) -> PsisLoo:
+    """PSIS-LOO of the observations ``index`` (all when None), streamed in column blocks."""
     unc = d.flat_unconstrained()
-    rows = _check_rows(unc.shape[0])
     if index is None:
         con = None if d.constrained is None else d.constrained.reshape(-1, d.constrained.shape[2])
         blocks = pw.chunks(unc, con, d.constrained_names)
@@ -183,11 +181,7 @@ def _psis_pass(pw: PointwiseLogLik, d: Draws, r_eff: float, index: np.ndarray | 
         width = max(1, CHUNK_BYTES // (8 * unc.shape[0]))
         blocks = ((index[a:a + width], pw.columns(index[a:a + width], unc))
                   for a in range(0, index.size, width))
-    parts, at_rows = [], []
-    for _, ll in blocks:
-        parts.append(psis_loo(ll, r_eff))
-        at_rows.append(ll[rows])
-    return PsisLoo.concatenate(parts), np.concatenate(at_rows, axis=1)
+    return PsisLoo.concatenate([psis_loo(ll, r_eff) for _, ll in blocks])
 
 
 @with_client
@@ -246,8 +240,8 @@ def loo(
         if progress:
             progress(f"pointwise log-likelihood of {observations.n} observations "
                      f"({pw.source}) at {unc.shape[0]} draws")
-        ps, at_rows = _psis_pass(pw, d, r_eff, None)
-        pw.check(unc[_check_rows(unc.shape[0])], at_rows)
+        pw.check(unc[_check_rows(unc.shape[0])])
+        ps = _psis_pass(pw, d, r_eff, None)
         sample_index = None
         est = _full_estimates(ps)
     else:
@@ -310,7 +304,7 @@ def _subsampled(pw: PointwiseLogLik, d: Draws, r_eff: float, m: int, seed: int |
     pw.check(points[1:], at_points[1:])
     rng = np.random.default_rng(child_sequence(seed, SUBSAMPLE_STREAM))
     index = np.sort(rng.choice(n, size=m, replace=False))
-    ps, _ = _psis_pass(pw, d, r_eff, index)
+    ps = _psis_pass(pw, d, r_eff, index)
     return index, {"approx": at_points[0]}, ps
 
 

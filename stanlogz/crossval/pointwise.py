@@ -33,6 +33,9 @@ from .observations import Observations
 
 SOURCES = ("auto", "log_lik", "difference")
 
+#: Most observations a baseline instance may need (programs that declare int<lower=r> N).
+MAX_REFERENCE = 3
+
 #: Memory for one block of log-likelihood columns (draws x observations x 8 bytes).
 CHUNK_BYTES = 256 * 2**20
 
@@ -92,6 +95,7 @@ class PointwiseLogLik:
         self._minus: dict[int, Any] = {}
         self._slicer = _Slicer(self.data, obs)
         self._bases: tuple[Any, ...] | None = None
+        self._refs: list[list[int]] = [[]]
         self.checked = False
         if source == "log_lik":
             if not has_log_lik(model):
@@ -121,20 +125,39 @@ class PointwiseLogLik:
         return m
 
     def bases(self) -> tuple[Any, ...]:
-        """The baseline instances: ``(empty,)``, or ``(only r, only q)`` when the program
-        refuses zero observations (r = 0 and q = 1 are the reference observations)."""
+        """The baseline instances: ``(empty,)``, or, when the program refuses fewer than r
+        observations, ``(first r, next r)`` (r <= MAX_REFERENCE); :meth:`references` lists
+        their observations."""
         if self._bases is None:
-            try:
-                self._bases = (self._instance([]),)
-            except DataError:
-                self._bases = (self._instance([0]), self._instance([1]))
+            last: DataError | None = None
+            for r in range(0, MAX_REFERENCE + 1):
+                refs = [list(range(r))] if r == 0 else [list(range(r)), list(range(r, 2 * r))]
+                if r and 2 * r >= self.obs.n:
+                    break
+                try:
+                    self._bases = tuple(self._instance(ref) for ref in refs)
+                except DataError as exc:
+                    last = exc
+                    continue
+                self._refs = refs
+                break
+            if self._bases is None:
+                raise DataError(f"{last}") if last else InputError(
+                    f"too few observations ({self.obs.n}) for the density-difference "
+                    "log-likelihood of this program; add a log_lik generated quantity")
         return self._bases
+
+    def references(self) -> list[list[int]]:
+        """Observations of each baseline instance (``[[]]`` for the empty one)."""
+        self.bases()
+        return self._refs
 
     def _pair(self, i: int) -> tuple[list[int], int]:
         """Observations of the instance for ℓ_i and which baseline it subtracts."""
-        if len(self.bases()) == 1:
-            return [i], 0
-        return ([0, i], 0) if i != 0 else ([1, 0], 1)
+        refs = self.references()
+        if i not in refs[0]:
+            return [*refs[0], i], 0
+        return [*refs[1], i], 1
 
     def held_out_model(self, i: int) -> Any:
         """The program with observation ``i`` left out (same library, new data)."""
@@ -227,12 +250,14 @@ class PointwiseLogLik:
         unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
         if ll is None:
             ll = self.columns(range(self.obs.n), unc)
+        self._check_constraints(unc)
         full = self.model.log_density_many(unc)
         bases = self.bases()
         lp0 = bases[0].log_density_many(unc)
-        # With an empty baseline Σ_i ℓ_i = lp(y) − lp(∅); with reference r, Σ_{i≠r} ℓ_i =
-        # lp(y) − lp({y_r}).
-        total = ll.sum(axis=1) if len(bases) == 1 else ll[:, 1:].sum(axis=1)
+        # Σ_{i ∉ R} ℓ_i = lp(y) − lp(y_R) for the first baseline's observations R (R = ∅ for
+        # the empty one).
+        outside = np.setdiff1d(np.arange(self.obs.n), self.references()[0])
+        total = ll[:, outside].sum(axis=1)
         want = full - lp0
         scale = 1.0 + np.abs(full) + np.abs(ll).sum(axis=1) + self.obs.n * np.abs(lp0)
         bad = np.abs(total - want) > 1e-9 * scale
@@ -240,12 +265,11 @@ class PointwiseLogLik:
             s = int(np.argmax(bad))
             raise InputError(
                 f"{self.model.name}: the density difference is not a pointwise "
-                f"log-likelihood (at a posterior draw the {self.obs.n} single-observation terms "
+                f"log-likelihood (at a posterior draw the {self.obs.n} per-observation terms "
                 f"sum to {total[s]:.6g}, the full-data difference is {want[s]:.6g}): the data "
                 "enter beyond independent likelihood terms (transformed data from several "
                 "observations, a prior depending on N, or dependent observations); add a "
                 "log_lik generated quantity")
-        self._check_constraints(unc)
         self.checked = True
 
     def _check_constraints(self, unc: np.ndarray) -> None:

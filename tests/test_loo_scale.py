@@ -1,0 +1,195 @@
+"""LOO at the scale of real data: the O(N·S) pointwise log-likelihood against the density
+difference of full and held-out data, its validity checks, PSIS-LOO for programs with one
+parameter per observation, subsampling, and the Monte Carlo se against independent NUTS runs."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stanlogz import arviz_compat
+from stanlogz.cli import main
+from stanlogz.crossval import find_observations, loo
+from stanlogz.crossval.pointwise import PointwiseLogLik
+from stanlogz.crossval.psis import psis_loo
+from stanlogz.draws import sample
+from stanlogz.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "stan_models" / "tests"
+EX = ROOT / "stan_models" / "examples"
+
+
+def poisson_data(n: int = 40, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    y = rng.poisson(np.exp(0.5 + 0.7 * x))
+    y[-1] += 15  # an influential count
+    return {"N": n, "x": np.round(x, 4).tolist(), "y": y.tolist()}
+
+
+def wells_subset(n: int) -> dict:
+    d = json.loads((EX / "wells.data.json").read_text())
+    return {"N": n, **{k: d[k][:n] for k in ("dist100", "arsenic", "switched")}}
+
+
+def held_out_difference(pw: PointwiseLogLik, unc: np.ndarray) -> np.ndarray:
+    """log p̃(θ; y) − log p̃(θ; y₋ᵢ) column by column: the O(N²·S) definition."""
+    full = pw.model.log_density_many(unc)
+    return np.stack([full - pw.held_out_model(i).log_density_many(unc)
+                     for i in range(pw.obs.n)], axis=1)
+
+
+@pytest.mark.parametrize("program, data", [
+    (EX / "normal_mean.stan", json.loads((EX / "normal_mean.data.json").read_text())),
+    (EX / "regression.stan", json.loads((EX / "regression.data.json").read_text())),
+    (TESTS / "poisson_reg.stan", poisson_data()),
+    (EX / "wells_logistic.stan", wells_subset(60)),
+])
+def test_pointwise_terms_equal_the_full_minus_held_out_density(compiled, program, data):
+    model = compiled(program, data)
+    obs = find_observations(data)
+    d = sample(model, chains=2, warmup=200, draws=100, seed=3)
+    unc = d.flat_unconstrained()
+    pw = PointwiseLogLik(model, data, obs, "difference")
+    fast = pw.matrix(unc)
+    # Both are differences of the program's own normalized density; they differ only by
+    # floating-point rounding of O(|log density|) terms.
+    np.testing.assert_allclose(fast, held_out_difference(pw, unc), rtol=0, atol=1e-8)
+    pw.check(unc[:3], fast[:3])  # valid programs pass the check
+    assert pw.checked
+    # int<lower=1> N forbids the empty instance: a reference observation is used instead.
+    assert pw.references() == ([[0], [1]] if "lower=1> N" in program.read_text() else [[]])
+    # Blocks of columns give the same matrix as one pass.
+    blocks = list(pw.chunks(unc, chunk_bytes=8 * unc.shape[0] * 7))
+    assert [b.shape[1] for _, b in blocks][:1] == [7]
+    np.testing.assert_array_equal(np.concatenate([b for _, b in blocks], axis=1), fast)
+
+
+def test_log_lik_generated_quantity_agrees_with_the_difference_and_a_wrong_one_is_flagged(
+        compiled):
+    data = poisson_data()
+    model = compiled(TESTS / "poisson_reg.stan", data)
+    obs = find_observations(data)
+    d = sample(model, chains=2, warmup=200, draws=100, seed=4)
+    unc = d.flat_unconstrained()
+    gq = PointwiseLogLik(model, data, obs, "log_lik")
+    np.testing.assert_allclose(gq.matrix(unc), PointwiseLogLik(model, data, obs,
+                                                               "difference").matrix(unc),
+                               atol=1e-8)
+    assert gq.compare_log_lik(unc[:2]) is None
+    # A log_lik that drops the -log(y!) constant disagrees on every y > 1.
+    code = (TESTS / "poisson_reg.stan").read_text().replace(
+        "alpha + beta * x[n]);", "alpha + beta * x[n]) + lgamma(y[n] + 1);")
+    from stanlogz.model import StanModel
+
+    lupmf = StanModel.from_code(code, data, name="poisson_lupmf")
+    warn = PointwiseLogLik(lupmf, data, obs, "log_lik").compare_log_lik(unc[:2])
+    assert warn is not None and "differs from the program's density difference" in warn
+
+
+@pytest.mark.parametrize("program, data, message", [
+    (TESTS / "centred.stan", {"N": 30, "y": list(np.linspace(-1, 2, 30) ** 2)},
+     "not a pointwise log-likelihood.*transformed data from several observations"),
+    (TESTS / "data_bound.stan", {"N": 12, "y": list(np.linspace(0.1, 2.0, 12))},
+     "parameter constraint depends on the data"),
+    (TESTS / "per_obs.stan", {"N": 3, "y": [0.1, 0.5, -0.2]},
+     "parameters per observation.*needs a log_lik generated quantity"),
+])
+def test_invalid_density_differences_are_refused_in_one_line(compiled, program, data, message):
+    model = compiled(program, data)
+    d = sample(model, chains=1, warmup=150, draws=60, seed=5)
+    with pytest.raises(InputError, match=message) as e:
+        loo(model, data, draws=d, log_lik="difference", fix="none")
+    assert "\n" not in str(e.value)
+
+
+def test_per_observation_latents_with_log_lik_get_psis_loo_as_arviz(compiled):
+    rng = np.random.default_rng(6)
+    data = {"N": 20, "y": (1.0 + 1.5 * rng.normal(size=20)).round(3).tolist()}
+    model = compiled(TESTS / "per_obs_loglik.stan", data)
+    d = sample(model, chains=2, warmup=300, draws=300, seed=6)
+    r = loo(model, data, draws=d, fix="none")
+    ref = arviz_compat.loo(d.to_inference_data())
+    assert r.elpd_loo == pytest.approx(ref["elpd"], rel=1e-9)
+    assert r.log_lik_source == "log_lik" and r.n_obs == 20
+    # k_threshold=0 marks every point for a fix-up: the refit needs one parameter fewer, so
+    # single-observation refits are said to be impossible rather than attempted.
+    r0 = loo(model, data, draws=d, fix="exact", k_threshold=0.0)
+    assert not r0.fixed and any("cannot be refitted one at a time" in w for w in r0.warnings)
+
+
+@pytest.fixture(scope="module")
+def wells(compiled):
+    data = wells_subset(1500)
+    model = compiled(EX / "wells_logistic.stan", data)
+    return model, data, sample(model, chains=4, warmup=300, draws=250, seed=7)
+
+
+def test_subsampled_loo_covers_the_full_psis_value(wells):
+    model, data, d = wells
+    full = loo(model, data, draws=d, fix="none")
+    sub = loo(model, data, draws=d, fix="none", subsample=200, seed=8)
+    assert sub.sample_index.size == 200 and sub.elpd_i.size == 200
+    # Against the full PSIS value on the same draws the subsample estimate errs by the
+    # subsampling error plus at most the expanded Monte Carlo error of the sampled points;
+    # with 200 of 1500 observations the difference estimator is close to normal, so
+    # |z| < 4 fails with probability about 6e-5.
+    z = (sub.elpd_loo - full.elpd_loo) / math.hypot(sub.subsampling_se, sub.mcse_elpd_loo)
+    assert abs(z) < 4, (sub.elpd_loo, full.elpd_loo, sub.subsampling_se, sub.mcse_elpd_loo)
+    # The point-estimate approximation is close for a 3-parameter regression, so the
+    # subsampling se is far below the between-observation se, which matches the full one:
+    # its relative error is about sd(elpd_i^2)/(2 sqrt(m) var) < 10% here.
+    assert sub.subsampling_se < 0.05 * full.se
+    assert sub.se == pytest.approx(full.se, rel=0.1)
+    # The pointwise values of the sampled observations are the full run's.
+    np.testing.assert_allclose(sub.elpd_i, full.elpd_i[sub.sample_index], rtol=1e-12)
+    with pytest.raises(InputError, match="subsample must be an integer in 2..1499"):
+        loo(model, data, draws=d, subsample=1500)
+
+
+def test_psis_mcse_matches_the_spread_over_independent_nuts_runs(compiled):
+    # normal_mean with a moderately outlying point: PSIS elpd_loo from 40 independent NUTS runs
+    # of 2 x 250 draws. The sd over runs estimates the true Monte Carlo sd with relative error
+    # about 1/sqrt(2 * 39) = 11%; the mean reported mcse must agree within a factor 1.6
+    # (a chi-square(39) ratio outside [1/1.6^2, 1.6^2] has probability < 1e-5), which a
+    # mcse without r_eff or with the wrong scale (x sqrt(2) or more) fails.
+    data = json.loads((EX / "normal_mean.data.json").read_text())
+    data["y"] = data["y"][:-1] + [4.0]
+    model = compiled(EX / "normal_mean.stan", data)
+    obs = find_observations(data)
+    pw = PointwiseLogLik(model, data, obs, "difference")
+    values, mcse = [], []
+    for k in range(40):
+        d = sample(model, chains=2, warmup=200, draws=250, seed=1000 + k)
+        from stanlogz.crossval.loo import _posterior_values
+        from stanlogz.crossval.psis import relative_efficiency
+
+        ps = psis_loo(pw.matrix(d.flat_unconstrained()),
+                      relative_efficiency(_posterior_values(d)))
+        values.append(ps.elpd_i.sum())
+        mcse.append(math.sqrt(np.sum(ps.mcse_i**2)))
+    ratio = np.std(values, ddof=1) / np.mean(mcse)
+    assert 1 / 1.6 < ratio < 1.6, (ratio, np.std(values, ddof=1), np.mean(mcse))
+
+
+def test_cli_subsample_bad_values_and_wrong_log_lik_length_are_one_line_errors(
+        capsys, compiled, tmp_path):
+    data = poisson_data(12)
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(data))
+    rc = main(["--quiet", "loo", str(TESTS / "poisson_reg.stan"), "--data", str(path),
+               "--subsample", "12"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "subsample must be an integer in 2..11" in err and "Traceback" not in err
+    # log_lik has N entries; naming another size variable makes its length wrong.
+    bad = dict(data, M=11, w=list(range(11)))
+    path.write_text(json.dumps(bad))
+    rc = main(["--quiet", "loo", str(TESTS / "poisson_reg.stan"), "--data", str(path),
+               "--obs", "M", "--obs-fields", "w"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "log_lik has 12 entries but there are 11 observations" in err
