@@ -16,7 +16,7 @@ from ..errors import InputError
 from ..parallel import child_sequence, run_parallel, with_client
 from .fixups import FIX_METHODS, FixedPoint, FixTask, fix_observation
 from .observations import Observations, find_observations
-from .pointwise import CHUNK_BYTES, PointwiseLogLik
+from .pointwise import PointwiseLogLik
 from .psis import PsisLoo, psis_loo, relative_efficiency
 
 #: k̂ bands of the loo table (the first bound is the draw-count-dependent threshold).
@@ -173,14 +173,8 @@ def _check_rows(n_draws: int, k: int = 3) -> np.ndarray:
 def _psis_pass(pw: PointwiseLogLik, d: Draws, r_eff: float, index: np.ndarray | None
                ) -> PsisLoo:
     """PSIS-LOO of the observations ``index`` (all when None), streamed in column blocks."""
-    unc = d.flat_unconstrained()
-    if index is None:
-        con = None if d.constrained is None else d.constrained.reshape(-1, d.constrained.shape[2])
-        blocks = pw.chunks(unc, con, d.constrained_names)
-    else:
-        width = max(1, CHUNK_BYTES // (8 * unc.shape[0]))
-        blocks = ((index[a:a + width], pw.columns(index[a:a + width], unc))
-                  for a in range(0, index.size, width))
+    con = None if d.constrained is None else d.constrained.reshape(-1, d.constrained.shape[2])
+    blocks = pw.chunks(d.flat_unconstrained(), con, d.constrained_names, index=index)
     return PsisLoo.concatenate([psis_loo(ll, r_eff) for _, ll in blocks])
 
 

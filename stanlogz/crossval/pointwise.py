@@ -179,8 +179,7 @@ class PointwiseLogLik:
         unc = np.ascontiguousarray(np.asarray(unc, dtype=float).reshape(-1, self.model.dim))
         index = [int(i) for i in np.asarray(index, dtype=int).ravel()]
         if self.source == "log_lik":
-            gq = self.model.constrain_many(unc, include_tp=True, include_gq=True, seed=1)
-            return gq[:, [self._cols[i] for i in index]]
+            return self._gq_columns(np.asarray(index, dtype=int), unc)
         base_lp = [b.log_density_many(unc) for b in self.bases()]
         out = np.empty((unc.shape[0], len(index)))
 
@@ -205,21 +204,38 @@ class PointwiseLogLik:
         return self.columns([i], unc)[:, 0]
 
     def chunks(self, unc: np.ndarray, constrained: np.ndarray | None = None,
-               names: list[str] | None = None, chunk_bytes: int = CHUNK_BYTES
+               names: list[str] | None = None, chunk_bytes: int = CHUNK_BYTES,
+               index: Sequence[int] | np.ndarray | None = None
                ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """``(index, (S, len(index)) block)`` over all observations, each block at most
-        ``chunk_bytes``; ``constrained`` draws with ``names`` that hold ``log_lik`` are used as
-        they are."""
+        """``(index, (S, len(index)) block)`` over the observations ``index`` (default all),
+        each block at most ``chunk_bytes``; ``constrained`` draws with ``names`` that hold
+        ``log_lik`` are used as they are."""
         unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
         s = unc.shape[0]
+        index = np.arange(self.obs.n) if index is None else np.asarray(index, dtype=int)
         given = self._given_log_lik(s, constrained, names)
         if given is None and self.source == "log_lik":
             # One constrain pass serves every block (the GQs are computed once per draw).
-            given = self.columns(range(self.obs.n), unc)
-        width = max(1, min(self.obs.n, chunk_bytes // (8 * max(s, 1))))
-        for a in range(0, self.obs.n, width):
-            idx = np.arange(a, min(a + width, self.obs.n))
+            given = np.empty((s, self.obs.n))
+            given[:, index] = self._gq_columns(index, unc)
+        width = max(1, min(index.size, chunk_bytes // (8 * max(s, 1))))
+        for a in range(0, index.size, width):
+            idx = index[a:a + width]
             yield idx, (given[:, idx] if given is not None else self.columns(idx, unc))
+
+    def _gq_columns(self, index: np.ndarray, unc: np.ndarray, block_bytes: int = CHUNK_BYTES
+                    ) -> np.ndarray:
+        """log_lik columns ``index`` from the generated quantities, constrained in blocks of
+        draws so that all quantities of a block fit in ``block_bytes``."""
+        cols = [self._cols[i] for i in index]
+        width = self.model.param_num(include_tp=True, include_gq=True)
+        step = max(1, block_bytes // (8 * max(width, 1)))
+        out = np.empty((unc.shape[0], len(cols)))
+        for a in range(0, unc.shape[0], step):
+            gq = self.model.constrain_many(unc[a:a + step], include_tp=True, include_gq=True,
+                                           seed=1)
+            out[a:a + step] = gq[:, cols]
+        return out
 
     def matrix(self, unc: np.ndarray, constrained: np.ndarray | None = None,
                names: list[str] | None = None) -> np.ndarray:
