@@ -3,6 +3,7 @@ leave-one-out estimate: :func:`loo` and :class:`LooResult`."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -259,7 +260,7 @@ def loo(
         elpd_i[pos[f.index]] = f.elpd
     est = (_full_estimates(ps, elpd_i) if sample_index is None
            else _subsample_estimates(est["approx"], sample_index, elpd_i, ps, fixed))
-    warns = list(d.summary().warnings) if d.source == "stanlogz-nuts" else []
+    warns = _sampler_warnings(d)
     res = LooResult(
         model=model.name, elpd_loo=est["elpd"], se=est["se"], p_loo=est["p_loo"],
         elpd_i=elpd_i, psis_elpd_i=ps.elpd_i, lppd_i=ps.lppd_i, khat=ps.khat,
@@ -356,6 +357,18 @@ def _get_draws(model: Any, draws: Any, chains: int, warmup: int, n_draws: int,
         return as_draws(draws, model)
     return sample(model, chains=chains, warmup=warmup, draws=n_draws, seed=seed,
                   progress=progress)
+
+
+def _sampler_warnings(d: Draws) -> list[str]:
+    """The sampler's warnings (divergences, R-hat, ESS) on the posterior quantities; the
+    log_lik columns are left out (N of them would cost more than the LOO itself)."""
+    if d.source != "stanlogz-nuts":
+        return []
+    if d.constrained is not None:
+        keep = [j for j, n in enumerate(d.constrained_names) if not n.startswith("log_lik")]
+        d = dataclasses.replace(d, constrained=d.constrained[:, :, keep],
+                                constrained_names=[d.constrained_names[j] for j in keep])
+    return list(d.summary().warnings)
 
 
 def _posterior_values(d: Draws) -> np.ndarray:
