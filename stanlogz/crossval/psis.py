@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import logsumexp
+from scipy.special import logsumexp, polygamma
 
 from .. import arviz_compat
 from ..errors import InputError
@@ -31,6 +31,62 @@ def relative_efficiency(posterior: np.ndarray) -> float:
     ess = arviz_compat.ess_mean(posterior)
     ess = ess[np.isfinite(ess)]
     return float(ess.mean() / (chains * n)) if ess.size else 1.0
+
+
+def relative_efficiency_pointwise(log_lik: np.ndarray) -> np.ndarray:
+    """Relative efficiency of each observation's likelihood draws, as loo's ``relative_eff``:
+    ESS (for the mean) of p(y_i | θ) over the number of draws; ``log_lik`` is
+    ``(chains, n, N)``; returns ``(N,)`` (1 where the ESS is undefined, e.g. a constant
+    likelihood)."""
+    ll = np.asarray(log_lik, dtype=float)
+    if ll.ndim != 3 or ll.shape[1] < 4 or ll.shape[2] < 1:
+        raise InputError(f"log-likelihood must be (chains, draws >= 4, observations), "
+                         f"got {ll.shape}")
+    if not np.all(np.isfinite(ll)):
+        raise InputError("log-likelihood has non-finite values")
+    chains, n, n_obs = ll.shape
+    # ESS is invariant to scaling each column, so exp(ll - max) avoids overflow and underflow
+    lik = np.exp(ll - ll.max(axis=(0, 1), keepdims=True))
+    out = np.empty(n_obs)
+    batch = max(1, 2_000_000 // (chains * n))
+    for start in range(0, n_obs, batch):
+        out[start:start + batch] = arviz_compat.ess_mean(lik[:, :, start:start + batch])
+    out = out / (chains * n)
+    return np.where(np.isfinite(out) & (out > 0), out, 1.0)
+
+
+def elpd_mcse(log_weights: np.ndarray, log_lik: np.ndarray,
+              r_eff: float | np.ndarray = 1.0) -> np.ndarray:
+    """Monte Carlo standard error of each PSIS estimate elpd_i = log Σ_s w_is p(y_i | θ_s).
+
+    ``log_weights`` are the normalized PSIS log weights and ``log_lik`` the log-likelihoods,
+    both ``(N, S)`` (or ``(S,)`` for one observation); ``r_eff`` is one relative efficiency or
+    one per observation. As loo's ``mcse_elpd``: the variance of the weighted mean
+    E = Σ_s w_s p_s is estimated by Σ_s w_s² (p_s − E)², divided by r_eff, and carried to the
+    log scale by treating E as gamma distributed with that mean and variance, for which
+    Var(log E) = trigamma(E² / Var E) in closed form (loo draws from the approximating
+    distribution instead; the closed form has no sampling noise and stays finite when the
+    variance is large, where the normal approximation gives negative draws).
+    """
+    lw = np.asarray(log_weights, dtype=float)
+    ll = np.asarray(log_lik, dtype=float)
+    one = lw.ndim == 1
+    lw, ll = np.atleast_2d(lw), np.atleast_2d(ll)
+    if lw.shape != ll.shape or lw.ndim != 2:
+        raise InputError(f"log weights {lw.shape} and log-likelihood {ll.shape} must have "
+                         "the same shape (N, S)")
+    r = np.broadcast_to(np.asarray(r_eff, dtype=float), (lw.shape[0],))
+    if not np.all(r > 0):
+        raise InputError("relative efficiency must be positive")
+    # the ratio Var(E) / E² does not change when p is scaled, so scale each row by its max
+    lik = np.exp(ll - ll.max(axis=1, keepdims=True))
+    w = np.exp(lw - logsumexp(lw, axis=1, keepdims=True))
+    mean = np.sum(w * lik, axis=1)
+    var = np.sum(w**2 * (lik - mean[:, None]) ** 2, axis=1) / r
+    with np.errstate(divide="ignore"):
+        shape = np.where(var > 0, mean**2 / np.where(var > 0, var, 1.0), np.inf)
+    se = np.where(np.isfinite(shape), np.sqrt(polygamma(1, np.minimum(shape, 1e300))), 0.0)
+    return se[0:1].reshape(()) if one else se
 
 
 @dataclass
