@@ -4,8 +4,8 @@ predictive densities, grid quadrature and exact refits of a compiled Stan progra
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
