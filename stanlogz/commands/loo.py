@@ -45,10 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="use existing draws: CmdStan CSV files, or a stanlogz sample "
                         "--output file (.csv or .nc)")
     add_observation_arguments(parser)
-    parser.add_argument("--fix", choices=FIX_METHODS, default="exact",
-                        help="recompute observations with high k-hat: exact (NUTS without the "
-                        "observation + bridge sampling), ups (unbiased path sampling) or none "
-                        "(default exact)")
+    parser.add_argument("--fix", choices=FIX_METHODS, default="auto",
+                        help="recompute observations with high k-hat: mm (moment matching of "
+                        "the draws, no refit), exact (NUTS without the observation + bridge "
+                        "sampling), ups (unbiased path sampling), none; default auto: mm, then "
+                        "exact where k-hat stays above the threshold")
     parser.add_argument("--k-threshold", type=float, default=None,
                         help="fix observations above this k-hat (default min(1 - 1/log10 S, 0.7))")
     parser.add_argument("--log-lik", choices=SOURCES, default="auto",
@@ -83,10 +84,12 @@ def print_loo(report: Reporter, r: LooResult) -> None:
                   ["(1, inf) very bad", counts["very bad"],
                    round(100 * counts["very bad"] / n, 1)]])
     if r.fixed:
-        report.table(["obs", "k-hat", "psis elpd", "fixed elpd", "mc se", "method", "grad evals",
-                      "seconds"],
-                     [[f.index + 1, round(f.khat, 2), f.psis_elpd, f.elpd, f.se, f.method,
-                       f.n_gradient_evals, round(f.seconds, 2)] for f in r.fixed],
+        report.table(["obs", "k-hat", "after", "psis elpd", "fixed elpd", "mc se", "method",
+                      "grad evals", "seconds"],
+                     [[f.index + 1, round(f.khat, 2),
+                       "" if f.khat_after is None else round(f.khat_after, 2), f.psis_elpd,
+                       f.elpd, f.se, f.method, f.n_gradient_evals, round(f.seconds, 2)]
+                      for f in r.fixed],
                      title=f"observations fixed because k-hat > {r.threshold:.2f}")
 
 

@@ -4,6 +4,9 @@
   posteriors with draws from both sides: with p̃_full(θ) = p̃₋ᵢ(θ) p(y_i | θ), the bridge's log
   weights are log p(y_i | θ) on both sides and it returns log Z_full − log Z₋ᵢ = log p(y_i | y₋ᵢ);
   its error is the optimal bridge's relative MSE with both sides' autocorrelation.
+* ``mm`` (:mod:`.moment_match`, wired in :mod:`.loo`): moment-matched importance sampling from
+  the full-data draws, no refit; ``auto`` tries it first and refits (``exact``) only the
+  observations it leaves above the threshold.
 * ``ups``: paper 000's unbiased estimator on the path p(θ | y₋ᵢ) p(y_i | θ)^λ (the two-posterior
   geometric path), with a confidence interval from independent replicates.
 """
@@ -20,7 +23,7 @@ from ..estimators.bridge import solve_bridge
 from ..estimators.ups import log_ratio
 from .pointwise import PointwiseLogLik
 
-FIX_METHODS = ("exact", "ups", "none")
+FIX_METHODS = ("auto", "mm", "exact", "ups", "none")
 
 
 @dataclass
@@ -38,11 +41,13 @@ class FixedPoint:
     seconds: float
     ci: tuple[float, float] | None = None
     warnings: list[str] = field(default_factory=list)
+    khat_after: float | None = None  # moment matching: k̂ of the ratios its estimate uses
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly dict (observation numbered from 1, as in Stan)."""
         return {"observation": self.index + 1, "elpd": self.elpd, "se": self.se,
-                "method": self.method, "khat": self.khat, "psis_elpd": self.psis_elpd,
+                "method": self.method, "khat": self.khat, "khat_after": self.khat_after,
+                "psis_elpd": self.psis_elpd,
                 "n_gradient_evals": self.n_gradient_evals, "n_evals": self.n_evals,
                 "seconds": self.seconds, "ci": None if self.ci is None else list(self.ci),
                 "warnings": self.warnings}

@@ -1,5 +1,6 @@
-"""PSIS-LOO of a Stan program with every unreliable observation fixed by an exact or unbiased
-leave-one-out estimate: :func:`loo` and :class:`LooResult`."""
+"""PSIS-LOO of a Stan program with every unreliable observation fixed by moment matching, or an
+exact or unbiased leave-one-out estimate; subsampling for large N: :func:`loo`,
+:class:`LooResult`."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ..draws import Draws, as_draws, sample
 from ..errors import InputError
 from ..parallel import child_sequence, run_parallel, with_client
 from .fixups import FIX_METHODS, FixedPoint, FixTask, fix_observation
+from .moment_match import moment_match
 from .observations import Observations, find_observations
 from .pointwise import PointwiseLogLik
 from .psis import PsisLoo, psis_loo, relative_efficiency
@@ -187,7 +189,7 @@ def loo(
     draws: Any = None,
     obs: str | None = None,
     obs_fields: list[str] | None = None,
-    fix: str = "exact",
+    fix: str = "auto",
     log_lik: str = "auto",
     k_threshold: float | None = None,
     subsample: int | None = None,
@@ -199,18 +201,21 @@ def loo(
     ups_options: dict[str, Any] | None = None,
     progress: Any = None,
 ) -> LooResult:
-    """PSIS-LOO of a Stan program (a path or :class:`StanModel`) with ``data``, every observation
-    whose Pareto k̂ exceeds the threshold recomputed by ``fix`` (``"exact"``: NUTS without it
-    and bridge sampling between the two posteriors; ``"ups"``: unbiased path sampling;
-    ``"none"``). ``draws``: existing draws (Draws, cmdstanpy fit, CSV paths, InferenceData);
-    without them NUTS runs (``chains`` x ``n_draws`` after ``warmup``). ``obs`` names the
-    observation size variable (inferred when unambiguous); ``log_lik``: ``"auto"``,
-    ``"log_lik"`` (the generated quantity) or ``"difference"`` (the program's density on data
-    instances of one observation, checked for validity). ``k_threshold``: fix observations
-    above this k̂ instead of the draw-count-dependent threshold min(1 − 1/log10 S, 0.7).
-    ``subsample``: estimate elpd_loo from PSIS on this many observations drawn at random
-    (difference estimator around a point-estimate approximation of every observation;
-    Magnusson et al. 2020), for large N."""
+    """PSIS-LOO of a Stan program (a path or :class:`StanModel`) with ``data``.
+
+    Every observation whose Pareto k̂ exceeds the threshold is recomputed by ``fix``:
+    ``"auto"`` (moment matching, then ``"exact"`` for observations still above the threshold),
+    ``"mm"`` (moment matching only), ``"exact"`` (NUTS without it and bridge sampling between
+    the two posteriors), ``"ups"`` (unbiased path sampling) or ``"none"``. ``draws``: existing
+    draws (Draws, cmdstanpy fit, CSV paths, InferenceData); without them NUTS runs (``chains``
+    x ``n_draws`` after ``warmup``). ``obs`` names the observation size variable (inferred when
+    unambiguous); ``log_lik``: ``"auto"``, ``"log_lik"`` (the generated quantity) or
+    ``"difference"`` (the program's density on data instances of one observation, checked for
+    validity). ``k_threshold``: fix observations above this k̂ instead of the draw-count-
+    dependent threshold min(1 − 1/log10 S, 0.7). ``subsample``: estimate elpd_loo from PSIS on
+    this many observations drawn at random (difference estimator around a point-estimate
+    approximation of every observation; Magnusson et al. 2020), for large N.
+    """
     from ..api import load_model, read_data
 
     t0 = time.perf_counter()
@@ -251,8 +256,8 @@ def loo(
     bad = index[ps.khat > threshold]
     fixed: list[FixedPoint] = []
     if fix != "none" and bad.size:
-        fixed, why = _fix(pw, d, bad, ps, index, fix, threshold, chains, warmup, n_draws,
-                          ups_options, seed, n_workers, progress)
+        fixed, why = _fix(pw, d, bad, ps, index, fix, threshold, r_eff, chains, warmup,
+                          n_draws, ups_options, seed, n_workers, progress)
         notes.extend(why)
     elpd_i = ps.elpd_i.copy()
     pos = {int(o): j for j, o in enumerate(index)}
@@ -323,26 +328,61 @@ def _subsample_estimates(approx: np.ndarray, index: np.ndarray, elpd_j: np.ndarr
 
 
 def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.ndarray,
-         fix: str, threshold: float, chains: int, warmup: int, n_draws: int,
+         fix: str, threshold: float, r_eff: float, chains: int, warmup: int, n_draws: int,
          ups_options: dict[str, Any] | None, seed: int | None, n_workers: int, progress: Any
          ) -> tuple[list[FixedPoint], list[str]]:
-    """Fix-ups of the observations ``bad`` (0-based), and warnings for those that cannot be."""
+    """Fix-ups of the observations ``bad`` (0-based), and warnings for those that cannot be.
+    ``mm`` keeps every moment-matched value; ``auto`` keeps those it brings under the
+    threshold and refits (``exact``) the rest."""
+    pos = {int(o): j for j, o in enumerate(index)}
+    fixed: list[FixedPoint] = []
+    if fix in ("mm", "auto"):
+        if progress:
+            progress(f"moment matching {bad.size} observation(s) with k-hat > {threshold:.2f}: "
+                     f"{', '.join(str(i + 1) for i in bad)}")
+        log_post = pw.model.log_density_many(d.flat_unconstrained())  # shared by all points
+        matched = [_moment_matched(pw, d, log_post, int(i), ps, pos[int(i)], threshold, r_eff)
+                   for i in bad]
+        fixed = [f for f in matched if fix == "mm" or f.khat_after <= threshold]
+        if fix == "mm":
+            return fixed, []
+        bad = np.array([f.index for f in matched if f.khat_after > threshold], dtype=int)
+        if not bad.size:
+            return fixed, []
+    method = "exact" if fix == "auto" else fix
     try:
         for i in bad:
             pw.held_out_model(int(i))  # build data instances (and check dims) before workers
     except InputError as exc:
-        return [], [f"{bad.size} observation(s) have Pareto k-hat above {threshold:.2f} but "
-                    f"cannot be refitted one at a time: {exc}"]
+        return fixed, [f"{bad.size} observation(s) have Pareto k-hat above {threshold:.2f} "
+                       f"but cannot be refitted one at a time: {exc}"]
     if progress:
-        progress(f"fixing {bad.size} observation(s) with k-hat > {threshold:.2f} "
-                 f"({fix}): {', '.join(str(i + 1) for i in bad)}")
-    pos = {int(o): j for j, o in enumerate(index)}
-    tasks = [FixTask(int(i), fix, float(ps.khat[pos[int(i)]]), float(ps.elpd_i[pos[int(i)]]),
-                     chains, warmup, n_draws, dict(ups_options or {})) for i in bad]
+        progress(f"refitting {bad.size} observation(s) with k-hat > {threshold:.2f} "
+                 f"({method}): {', '.join(str(i + 1) for i in bad)}")
+    tasks = [FixTask(int(i), method, float(ps.khat[pos[int(i)]]),
+                     float(ps.elpd_i[pos[int(i)]]), chains, warmup, n_draws,
+                     dict(ups_options or {})) for i in bad]
     unc = d.unconstrained
-    fixed = run_parallel(lambda task, rng: fix_observation(pw, unc, task, rng), tasks, seed,
-                         n_workers=n_workers, backend="thread" if n_workers > 1 else "serial")
+    fixed += run_parallel(lambda task, rng: fix_observation(pw, unc, task, rng), tasks, seed,
+                          n_workers=n_workers, backend="thread" if n_workers > 1 else "serial")
     return fixed, []
+
+
+def _moment_matched(pw: PointwiseLogLik, d: Draws, log_post: np.ndarray, i: int, ps: PsisLoo,
+                    j: int, threshold: float, r_eff: float) -> FixedPoint:
+    """Observation ``i`` (``j``-th pointwise entry) fixed by moment matching; ``log_post`` is
+    the full-data log density at the draws."""
+    unc = d.unconstrained
+    mm = moment_match(unc, pw.model.log_density_many, lambda x: pw.column(i, x), index=i,
+                      r_eff=r_eff, k_threshold=threshold, log_post_draws=log_post,
+                      log_lik_draws=pw.column(i, d.flat_unconstrained()))
+    warns = list(mm.warnings)
+    if mm.khat_after > threshold:
+        warns.append(f"observation {i + 1}: moment matching lowered k-hat from "
+                     f"{mm.khat_before:.2f} to {mm.khat_after:.2f}, still above "
+                     f"{threshold:.2f}")
+    return FixedPoint(i, mm.elpd, mm.se, "mm", float(ps.khat[j]), float(ps.elpd_i[j]), 0,
+                      mm.n_evals, mm.seconds, warnings=warns, khat_after=mm.khat_after)
 
 
 def _model_data(model: Any) -> dict[str, Any]:
