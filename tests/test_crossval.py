@@ -328,3 +328,27 @@ def test_unbiased_squared_error_cv_z_test_against_closed_form(normal):
         cv(normal, d, criterion="squared_error", outcome="sigma", splits=5)
     with pytest.raises(InputError, match="criterion must be one of"):
         cv(normal, d, criterion="mse", splits=5)
+
+
+def test_auto_refits_exactly_what_moment_matching_leaves_above_the_threshold(normal,
+                                                                              monkeypatch):
+    import dataclasses
+    import importlib
+
+    loo_module = importlib.import_module("stanlogz.crossval.loo")
+
+    real = loo_module.moment_match
+
+    def failing(*args, **kwargs):  # moment matching that cannot lower k-hat
+        return dataclasses.replace(real(*args, **kwargs), khat_after=1.5)
+
+    d = outlier_data(12.0)
+    monkeypatch.setattr(loo_module, "moment_match", failing)
+    r = loo(normal, d, fix="auto", seed=5, chains=2, warmup=400, n_draws=400)
+    f10 = next(f for f in r.fixed if f.index == 9)
+    assert f10.method == "exact" and f10.n_gradient_evals > 0  # refitted, not matched
+    assert abs(f10.elpd - exact_loo_terms(d)[9]) < 5 * f10.se  # as above: P ~ 6e-7
+    mm_only = loo(normal, d, fix="mm", seed=5, chains=2, warmup=400, n_draws=400)
+    g10 = next(f for f in mm_only.fixed if f.index == 9)
+    assert g10.method == "mm" and g10.khat_after == 1.5
+    assert any("still above" in w for w in mm_only.warnings)
