@@ -96,7 +96,8 @@ def _solve_stacking(elpd_i: np.ndarray, obs_weights: np.ndarray | None = None) -
             w = w_new
             break
         w = w_new
-    return w
+    w[w < 1e-10] = 0.0  # EM only shrinks a zero-optimum weight geometrically
+    return w / w.sum()
 
 
 def stacking_weights(elpd_i: Any, *, n_boot: int = 200, seed: int | None = None
