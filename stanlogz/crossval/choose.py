@@ -39,7 +39,7 @@ def parse_weights(weights: str | Sequence[str] | None) -> list[str]:
             raise InputError(f"unknown weight method {m!r}; choose from {', '.join(METHODS)}")
         if m not in out:
             out.append(m)
-    if not out:
+    if not out and isinstance(weights, str):
         raise InputError("no weight method given; choose from " + ", ".join(METHODS))
     return out
 
