@@ -182,3 +182,31 @@ def test_checks_on_a_stan_program_with_a_y_rep_quantity(compiled, tmp_path):
     d0 = sample(null, chains=1, warmup=100, draws=100, seed=5)
     with pytest.raises(InputError, match="no generated quantity 'y_rep'.*has none with 25"):
         generated_quantity(null, d0, "y_rep", 25)
+
+
+def test_checks_for_a_loo_result_use_its_log_lik_and_r_eff(compiled):
+    import json
+
+    from stanlogz.crossval import loo
+    from stanlogz.crossval.checks import checks_for_loo
+    from stanlogz.draws import sample
+
+    data = json.load(open("stan_models/examples/regression.data.json"))
+    robust = compiled("regression_robust", data)
+    d = sample(robust, chains=2, warmup=300, draws=500, seed=6)
+    r = loo(robust, data, draws=d, fix="none")
+    args = argparse.Namespace(pit=False, metrics=False, crps=True, pit_plot=None, yrep="y_rep",
+                              e_loo=None, outcome="y")
+    ch = checks_for_loo(r, robust, data, d, args, seed=1)
+    assert ch.pit is None and ch.metrics is None and ch.crps is not None
+    # the PSIS weights behind the checks are the LOO's own: the weighted predictive density
+    # of y_i, sum_s w_is p(y_i | theta_s), is exp(elpd_i) exactly
+    flat = d.constrained.reshape(-1, d.constrained.shape[2])
+    from stanlogz.crossval.pointwise import log_lik_columns
+
+    ll = flat[:, log_lik_columns(d.constrained_names)]
+    w = np.exp(loo_log_weights(ll, r.r_eff))
+    assert np.log(np.sum(w * np.exp(ll), axis=0)) == pytest.approx(r.psis_elpd_i, abs=1e-10)
+    y_rep = generated_quantity(robust, d, "y_rep", 25)
+    assert ch.crps.crps_i == pytest.approx(
+        loo_crps(np.log(w), data["y"], y_rep).crps_i, abs=1e-12)

@@ -231,6 +231,20 @@ def run_checks(model: Any, draws: Any, data: Mapping[str, Any], log_lik: Any,
                              yrep_name=args.yrep, outcome=outcome, seed=seed)
 
 
+def checks_for_loo(result: Any, model: Any, data: Mapping[str, Any], draws: Any,
+                   args: argparse.Namespace, *, seed: int | None = None) -> PredictiveChecks:
+    """:func:`run_checks` for a :class:`~stanlogz.crossval.loo.LooResult` of ``model`` with
+    ``data`` and the ``draws`` it was computed from (the pointwise log-likelihood is recomputed
+    from the same source and observations, with the same r_eff)."""
+    from .pointwise import PointwiseLogLik
+
+    pw = PointwiseLogLik(model, data, result.observations, result.log_lik_source)
+    c = draws.constrained
+    ll = pw.matrix(draws.flat_unconstrained(),
+                   None if c is None else c.reshape(-1, c.shape[2]), draws.constrained_names)
+    return run_checks(model, draws, data, ll, args, r_eff=result.r_eff, seed=seed)
+
+
 def report_checks(report: Any, checks: PredictiveChecks) -> None:
     """Print the checks' table and warnings (a command then adds ``checks.to_dict()`` to its
     JSON and writes ``--pit-plot`` with ``write_atomically(path, checks.plot_pit)``)."""

@@ -124,7 +124,9 @@ def tail_khat(values: np.ndarray) -> float:
     if not np.any(dev > 0):
         return float("-inf")
     with np.errstate(divide="ignore"):
-        _, k = arviz_compat.psislw(np.log(dev)[None, :])
+        lr = np.log(dev)
+    lr[~np.isfinite(lr)] = lr[np.isfinite(lr)].min() - 50.0  # ties at the median: no tail mass
+    _, k = arviz_compat.psislw(lr[None, :])
     return float(np.ravel(k)[0])
 
 
