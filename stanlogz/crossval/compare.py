@@ -64,14 +64,13 @@ class LooComparison:
     def warnings(self) -> list[str]:
         """What the diagnostics mean for this comparison, and what to do."""
         out = []
+        if "N < 100" in (self.diag_diff or []):
+            out.append(f"only {self.results[0].n_obs} observations: se_diff is optimistic and "
+                       "p_worse overconfident; treat differences of a few se_diff as undecided")
         for i, (d, e) in enumerate(zip(self.diag_diff or [], self.diag_elpd or [],
                                        strict=True)):
             n = self.names[i]
-            if d == "N < 100":
-                out.append(f"{n}: only {self.results[i].n_obs} observations: se_diff is "
-                           "optimistic and p_worse overconfident; treat small differences as "
-                           "undecided")
-            elif d == "|elpd_diff| < 4":
+            if d == "|elpd_diff| < 4":
                 out.append(f"{n}: |elpd_diff| < 4: the programs predict almost alike; the "
                            "normal approximation of the difference is unreliable and the "
                            "choice matters little")
