@@ -529,4 +529,5 @@ def compare(
 
     loos = [loo_of(m, datas[i], draws=kept[i], seed=_child_seed(seed, i), progress=progress,
                    **(loo_options or {})) for i, m in enumerate(loaded)] if loo else None
-    return choice.choose(names, loo=loos, evidence=out, weights=methods, seed=seed)
+    return choice.choose(names, loo=loos, evidence=out, weights=methods, seed=seed,
+                         fits=list(zip(loaded, datas, kept, strict=True)) if loo else None)

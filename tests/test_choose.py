@@ -265,3 +265,39 @@ def test_api_compare_by_loo_only(compiled):
         assert stacking_objective(np.array(v), e) <= w.details["log_score"] + 1e-9
     with pytest.raises(InputError, match="unbiased Bayes factors need the evidence"):
         stanlogz.compare(models, str(DATA), loo=True, use_evidence=False, unbiased_bf=True)
+
+
+def test_cli_compare_with_predictive_checks(compiled, capsys, tmp_path):
+    import json
+
+    robust = str(PROGRAMS[2])
+    compiled(PROGRAMS[2], DATA)
+    png = tmp_path / "pit.png"
+    rc = main(["--json", "--quiet", "--seed", "2", "compare", robust, robust, "--data",
+               str(DATA), "--loo", "--yrep", "y_rep", "--pit", "--crps", "--metrics",
+               "--pit-plot", str(png), "--chains", "2", "--warmup", "300", "--draws", "400"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    checks = json.loads(out)["checks"]
+    assert set(checks) == {"regression_robust", "regression_robust#1"}
+    for ch in checks.values():
+        assert ch["outcome"] == "y" and len(ch["pit"]) == 25
+        assert ch["crps"]["crps"] < 0 and {m["metric"] for m in ch["metrics"]} == {
+            "mae", "rmse", "r2"}
+    assert (tmp_path / "pit-regression_robust.png").stat().st_size > 0
+    assert (tmp_path / "pit-regression_robust_1.png").stat().st_size > 0
+    # bad inputs: one line, exit 2, no plot written
+    compiled(PROGRAMS[1], DATA)
+    bad_png = tmp_path / "bad.png"
+    for argv, message in (
+            ([robust, robust, "--yrep", "y_rep", "--pit"], "use the LOO weights: add --loo"),
+            ([robust, robust, "--loo", "--pit"], "need --yrep NAME"),
+            ([robust, str(PROGRAMS[1]), "--loo", "--yrep", "y_rep", "--crps", "--pit-plot",
+              str(bad_png), "--draws", "200", "--warmup", "200"],
+             "regression_null has no generated quantity 'y_rep'"),
+            ([robust, robust, "--loo", "--yrep", "yrep", "--crps"],
+             "regression_robust has no generated quantity 'yrep'")):
+        rc = main(["--quiet", "compare", *argv, "--data", str(DATA)])
+        err = capsys.readouterr().err
+        assert rc == 2 and err.count("\n") == 1 and message in err, err
+    assert not list(tmp_path.glob("bad*"))

@@ -4,15 +4,28 @@ Bayes factors and model probabilities, PSIS-LOO differences, model weights."""
 from __future__ import annotations
 
 import argparse
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from ..api import ComparisonResult, compare
+from ..crossval.checks import (
+    add_check_arguments,
+    check_declares,
+    checks_for_loo,
+    checks_requested,
+)
+from ..crossval.choose import ProgramChoice
 from ..crossval.fixups import FIX_METHODS
 from ..crossval.weights import METHODS
 from ..errors import InputError
-from ..report.output import Reporter
-from .evidence import add_estimation_arguments, parse_options
+from ..report.output import Reporter, write_atomically
+from .evidence import PLOT_SUFFIXES, add_estimation_arguments, parse_options
 from .executor import with_executor
 from .loo import add_observation_arguments, obs_fields
+from .sample import check_output
 
 NAME = "compare"
 HELP = "Compare Stan programs by their evidence: log Bayes factors and posterior probabilities."
@@ -37,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fix", choices=FIX_METHODS, default="exact",
                         help="with --loo: how to recompute observations with high k-hat")
     add_observation_arguments(parser)
+    add_check_arguments(parser)
     parser.add_argument("--unbiased-bf", action="store_true",
                         help="also unbiased Bayes factors Z/Z_best on the natural scale "
                         "(paper 003: importance weights times an unbiased 1/Z)")
@@ -70,6 +84,12 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         raise InputError("--loo and --weights need --data: predictions are scored on the "
                          "observations")
     probs = parse_probs(args.prior_probs, k)
+    if checks_requested(args) and not args.loo:
+        raise InputError("predictive checks (--pit, --metrics, --crps, --e-loo) use the LOO "
+                         "weights: add --loo")
+    pit_plot = check_output(args.pit_plot, PLOT_SUFFIXES, "--pit-plot")
+    if args.yrep is not None and checks_requested(args):
+        check_declares(args.models, args.yrep)
     use_evidence = args.evidence or not args.loo
     loo_options = {"fix": args.fix, "obs": args.obs, "obs_fields": obs_fields(args.obs_fields),
                    "chains": args.chains, "warmup": args.warmup, "n_draws": args.draws}
@@ -97,8 +117,44 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
                      "stacking and pseudo-BMA+, delta method for pseudo-BMA and BMA)")
     for w in c.warnings:
         report.warn(w)
-    report.emit_json(c.to_dict())
+    out = c.to_dict()
+    if checks_requested(args):
+        out["checks"] = program_checks(report, c, args, pit_plot)
+    report.emit_json(out)
     return 0
+
+
+def program_checks(report: Reporter, c: ProgramChoice, args: argparse.Namespace,
+                   pit_plot: Path | None) -> dict[str, Any]:
+    """The predictive checks of every program side by side (each needs the ``--yrep``
+    quantity), and their PIT plots (``--pit-plot``: one file per program, ``-NAME`` added)."""
+    fits = c.fits or []
+    checks = {c.names[i]: checks_for_loo(c.loo.results[i], *fits[i], args, seed=args.seed)
+              for i in c.order()}
+    first = next(iter(checks.values()))
+    shown = [row for row in first.table() if row[0] != "pit_ks_statistic"]
+    header = ["model"] + [h for row in shown for h in ((row[0],) if row[2] is None
+                                                      else (row[0], "se"))]
+    rows = [[n] + [v for row in ch.table() if row[0] != "pit_ks_statistic"
+                   for v in ((row[1],) if row[2] is None else row[1:])]
+            for n, ch in checks.items()]
+    if shown:
+        report.table(header, rows,
+                     title=f"predictive checks of {first.outcome} from LOO weights (CRPS/SCRPS: "
+                     "higher is better; se over observations)")
+    for n, ch in checks.items():
+        for name, e in ch.expectations.items():
+            report.table(["observation", "mean", "sd"],
+                         [[i + 1, float(e.mean[i]), float(np.sqrt(e.variance[i]))]
+                          for i in range(e.mean.size)], title=f"{n}: E_loo of {name}")
+        for w in ch.warnings:
+            report.warn(f"{n}: {w}")
+        if pit_plot is not None:
+            safe = re.sub(r"[^\w.-]", "_", n)
+            path = pit_plot.with_name(f"{pit_plot.stem}-{safe}{pit_plot.suffix}")
+            write_atomically(path, ch.plot_pit)
+            report.progress(f"LOO-PIT plot of {n} written to {path}")
+    return {n: ch.to_dict() for n, ch in checks.items()}
 
 
 def print_evidence(report: Reporter, c: ComparisonResult, method: str, unbiased: bool) -> None:

@@ -68,6 +68,19 @@ def generated_quantity(model: Any, draws: Any, name: str, n: int) -> np.ndarray:
     return gq[:, [names.index(c) for c in cols]]
 
 
+def check_declares(paths: Sequence[str | Path], name: str) -> None:
+    """Before any build or sampling: raise :class:`InputError` when a ``.stan`` file does not
+    declare ``name`` in its generated quantities block."""
+    for p in paths:
+        code = Path(p).read_text() if Path(p).is_file() else ""
+        m = re.search(r"generated\s+quantities\s*\{", code)
+        block = re.sub(r"//[^\n]*|/\*.*?\*/", " ", code[m.end():], flags=re.S) if m else ""
+        if not re.search(rf"\b{re.escape(name)}\s*(;|=)", block):
+            raise InputError(f"{Path(p).stem} has no generated quantity {name!r}: add a "
+                             f"posterior-predictive draw per observation, e.g. `array[N] real "
+                             f"{name};` with {name}[n] = normal_rng(...)")
+
+
 def outcome_name(yrep_name: str, data: Mapping[str, Any], n: int) -> str:
     """The observed outcome paired with posterior-predictive ``yrep_name``: ``y_rep`` → ``y``
     (suffixes :data:`REP_SUFFIXES`), when the data has that array with ``n`` entries."""
@@ -143,7 +156,7 @@ class PredictiveChecks:
         ax_h.axhline(1.0, color="C3", ls="--", lw=1)
         ax_h.set_xlabel("LOO-PIT")
         fig.tight_layout()
-        fig.savefig(path, format="png")
+        fig.savefig(path)
         plt.close(fig)
         return Path(path)
 

@@ -94,6 +94,8 @@ class ProgramChoice:
     evidence: Any = None
     model_weights: dict[str, ModelWeights] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: per program (model, data, draws) behind the LOO results, for predictive checks
+    fits: list[tuple[Any, Any, Any]] | None = field(default=None, repr=False)
 
     def weights(self, method: str = "stacking") -> ModelWeights:
         """The weights of one method (``"stacking"``, ``"pseudo-bma"``, ``"pseudo-bma+"``,
@@ -205,20 +207,23 @@ class ProgramChoice:
 
 def choose(names: Sequence[str], *, loo: Sequence[Any] | None = None, evidence: Any = None,
            weights: str | Sequence[str] | None = None, n_boot: int = 1000,
-           seed: int | None = None) -> ProgramChoice:
+           seed: int | None = None, fits: Sequence[tuple[Any, Any, Any]] | None = None
+           ) -> ProgramChoice:
     """Combine per-program results into a :class:`ProgramChoice`.
 
     ``loo``: one :class:`~stanlogz.crossval.loo.LooResult` per program (same observations);
     ``evidence``: the evidence comparison (``stanlogz.ComparisonResult``); ``weights``: methods
     among stacking, pseudo-bma, pseudo-bma+ (``n_boot`` Bayesian-bootstrap draws; stacking's se
     from n_boot // 5 re-solved draws) and bma (from log Z and its se, with the evidence
-    comparison's prior model probabilities).
+    comparison's prior model probabilities). ``fits``: per program (model, data, draws),
+    kept for predictive checks.
     """
     names = list(names)
     methods = parse_weights(weights)
     check_request(methods, loo=loo is not None, evidence=evidence is not None)
     lc = loo_compare(list(loo), names) if loo is not None else None
-    out = ProgramChoice(names=names, loo=lc, evidence=evidence)
+    out = ProgramChoice(names=names, loo=lc, evidence=evidence,
+                        fits=list(fits) if fits is not None else None)
     rng = np.random.SeedSequence(seed)
     seeds = [int(s.generate_state(1)[0]) for s in rng.spawn(3)]
     if lc is not None:
