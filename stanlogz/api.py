@@ -486,7 +486,7 @@ def compare(
         if isinstance(m, str | os.PathLike):
             check_stan_file(m)
     datas = [read_data(dt) for dt in datas]
-    if by_choice and (loo or methods):
+    if loo:
         choice.check_same_data(datas, _names(models, models), (loo_options or {}).get("obs"),
                                (loo_options or {}).get("obs_fields"))
     loaded: list[Any] = []

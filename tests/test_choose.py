@@ -301,3 +301,24 @@ def test_cli_compare_with_predictive_checks(compiled, capsys, tmp_path):
         err = capsys.readouterr().err
         assert rc == 2 and err.count("\n") == 1 and message in err, err
     assert not list(tmp_path.glob("bad*"))
+
+
+def test_bma_weights_alone_come_from_the_evidence(monkeypatch):
+    """Evidence-only weights need no data check (programs without data are fine): the BMA
+    weights are the evidence comparison's posterior probabilities and their se."""
+    import stanlogz
+    from stanlogz import EvidenceResult, api
+    from stanlogz.crossval.choose import ProgramChoice
+
+    class Fake:
+        name = "fake"
+        log_density_gradient = None
+
+    zs = iter([-3.0, -4.0])
+    monkeypatch.setattr(api, "evidence", lambda m, **kw: EvidenceResult(
+        method="gbs", log_z=next(zs), log_z_se=0.1))
+    c = stanlogz.compare([Fake(), Fake()], weights="bma", seed=1)
+    assert isinstance(c, ProgramChoice) and c.loo is None
+    assert c.weights("bma").weights == pytest.approx([1 / (1 + math.exp(-1)),
+                                                      1 / (1 + math.exp(1))])
+    assert c.weights("bma").se == pytest.approx(c.evidence.post_probs_se)

@@ -80,9 +80,8 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
                          "or one per program")
     if data is not None and len(data) == 1:
         data = data[0]
-    if (args.loo or args.weights) and data is None:
-        raise InputError("--loo and --weights need --data: predictions are scored on the "
-                         "observations")
+    if args.loo and data is None:
+        raise InputError("--loo needs --data: predictions are scored on the observations")
     probs = parse_probs(args.prior_probs, k)
     if checks_requested(args) and not args.loo:
         raise InputError("predictive checks (--pit, --metrics, --crps, --e-loo) use the LOO "
