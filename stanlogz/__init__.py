@@ -42,6 +42,7 @@ _LAZY = {
     "loo_compare": "stanlogz.crossval",
     "LooResult": "stanlogz.crossval",
     "CVResult": "stanlogz.crossval",
+    "ProgramChoice": "stanlogz.crossval.choose",
 }
 
 
@@ -63,6 +64,7 @@ __all__ = [
     "InitializationError",
     "InputError",
     "LooResult",
+    "ProgramChoice",
     "StanCompileError",
     "StanModel",
     "StanlogzError",

@@ -33,6 +33,9 @@ from .mcmc.continuation import extend_draws
 from .parallel import with_client
 from .report.results import EvidenceResult, _jsonable
 
+if typing.TYPE_CHECKING:
+    from .crossval.choose import ProgramChoice
+
 #: Unconstrained draws beyond this magnitude mean a parameter ran away (exp(50) ~ 5e21): the
 #: posterior is almost surely improper, and no log Z exists.
 RUNAWAY_ABS = 50.0
@@ -437,8 +440,12 @@ def compare(
     seed: int | None = None,
     progress: Callable[[str], None] | None = None,
     unbiased_bf: bool = False,
+    loo: bool = False,
+    use_evidence: bool = True,
+    weights: str | Sequence[str] | None = None,
+    loo_options: dict[str, Any] | None = None,
     **options: Any,
-) -> ComparisonResult:
+) -> ComparisonResult | ProgramChoice:
     """Log evidence of each program, log Bayes factors against the best, model probabilities.
 
     ``data`` is one dataset for all programs (dict, JSON path or ``None``) or a list with one
@@ -446,7 +453,21 @@ def compare(
     gets its own seed derived from ``seed``. With ``unbiased_bf`` the result also holds
     unbiased natural-scale Bayes factors Z_i / Z_best (Ẑ_i times an unbiased 1/Z_best by
     Markov-chain truncation, :func:`stanlogz.estimators.reciprocal.unbiased_bayes_factors`).
+
+    With ``loo=True``, ``weights`` (e.g. ``"stacking,pseudo-bma+,bma"``) or
+    ``use_evidence=False`` it returns a :class:`~stanlogz.crossval.choose.ProgramChoice`
+    instead: PSIS-LOO of every program on the same NUTS draws (``loo_options`` go to
+    :func:`stanlogz.crossval.loo`), the evidence comparison unless ``use_evidence=False``, and
+    the weights asked for.
     """
+    from .crossval import choose as choice
+
+    by_choice = loo or weights is not None or not use_evidence
+    methods = choice.parse_weights(weights)
+    if by_choice:
+        choice.check_request(methods, loo=loo, evidence=use_evidence)
+    if unbiased_bf and not use_evidence:
+        raise InputError("unbiased Bayes factors need the evidence (use_evidence=True)")
     models = list(models)
     if len(models) < 2:
         raise InputError(f"compare needs at least two programs, got {len(models)}")
@@ -465,6 +486,9 @@ def compare(
         if isinstance(m, str | os.PathLike):
             check_stan_file(m)
     datas = [read_data(dt) for dt in datas]
+    if loo:
+        choice.check_same_data(datas, _names(models, models), (loo_options or {}).get("obs"),
+                               (loo_options or {}).get("obs_fields"))
     loaded: list[Any] = []
     by_path: dict[Path, Any] = {}  # a program given twice (e.g. with two data sets) loads once
     for i, (m, dt) in enumerate(zip(models, datas, strict=True)):
@@ -481,20 +505,29 @@ def compare(
         if progress:
             progress(f"model {i + 1}/{len(loaded)}: {names[i]}")
         di = None if draws is None else draws[i]
-        if unbiased_bf:  # the draws are needed again for the proposals
+        if unbiased_bf or loo:  # the draws are needed again (proposals, LOO)
             di = (sample(m, chains=chains, warmup=warmup, draws=n_draws,
                          seed=_child_seed(seed, i), progress=progress)
                   if di is None else as_draws(di, m))
-            kept.append(di.unconstrained)
-        results.append(evidence(m, method=method, draws=di,
-                                chains=chains, warmup=warmup, n_draws=n_draws,
-                                seed=_child_seed(seed, i), progress=progress, **options))
-    out = ComparisonResult(names=names, results=results, prior_probs=prior)
+            kept.append(di)
+        if use_evidence:
+            results.append(evidence(m, method=method, draws=di, chains=chains, warmup=warmup,
+                                    n_draws=n_draws, seed=_child_seed(seed, i),
+                                    progress=progress, **options))
+    out = ComparisonResult(names=names, results=results, prior_probs=prior) \
+        if use_evidence else None
     if unbiased_bf:
         from .estimators.reciprocal import unbiased_bayes_factors
 
         if progress:
             progress("unbiased Bayes factors against the best program")
-        out.unbiased_bf = unbiased_bayes_factors(loaded, kept, out.best,
-                                                 seed=_child_seed(seed, 999))
-    return out
+        out.unbiased_bf = unbiased_bayes_factors(loaded, [d.unconstrained for d in kept],
+                                                 out.best, seed=_child_seed(seed, 999))
+    if not by_choice:
+        return out
+    from .crossval.loo import loo as loo_of
+
+    loos = [loo_of(m, datas[i], draws=kept[i], seed=_child_seed(seed, i), progress=progress,
+                   **(loo_options or {})) for i, m in enumerate(loaded)] if loo else None
+    return choice.choose(names, loo=loos, evidence=out, weights=methods, seed=seed,
+                         fits=list(zip(loaded, datas, kept, strict=True)) if loo else None)

@@ -109,3 +109,62 @@ def loo(data: Any) -> dict[str, Any]:
                 "elpd_i": np.asarray(r.elpd_i).ravel(), "pareto_k": np.asarray(r.pareto_k).ravel()}
     return {"elpd": float(r.elpd_loo), "se": float(r.se), "p_loo": float(r.p_loo),
             "elpd_i": np.asarray(r.loo_i).ravel(), "pareto_k": np.asarray(r.pareto_k).ravel()}
+
+
+def elpd_data(elpd_i: np.ndarray, *, p_loo: float = 0.0, n_samples: int = 1000,
+              pareto_k: np.ndarray | None = None, good_k: float = 0.7,
+              warning: bool = False) -> Any:
+    """ArviZ's ELPD object (``ELPDData`` in 0.x, ``ELPDDataLOO`` in 1.x) from pointwise LOO
+    values, so that ArviZ's ``compare`` and plots take them."""
+    import xarray as xr
+
+    e = np.asarray(elpd_i, dtype=float).ravel()
+    n = e.size
+    elpd, se = float(e.sum()), float(np.sqrt(n * np.var(e)))
+    k = np.zeros(n) if pareto_k is None else np.asarray(pareto_k, dtype=float).ravel()
+    elpd_da = xr.DataArray(e, dims=["obs"], name="loo_i")
+    k_da = xr.DataArray(k, dims=["obs"], name="pareto_k")
+    if arviz_major() >= 1:
+        from arviz_stats.utils import ELPDDataLOO
+
+        return ELPDDataLOO(elpd=elpd, se=se, p=float(p_loo), n_samples=n_samples,
+                           n_data_points=n, scale="log", warning=warning, good_k=good_k,
+                           elpd_i=elpd_da, pareto_k=k_da,
+                           p_loo_i=xr.DataArray(np.full(n, p_loo / n), dims=["obs"]))
+    from arviz.stats.stats_utils import ELPDData
+
+    return ELPDData(data=[elpd, se, float(p_loo), n_samples, n, warning, elpd_da, k_da, "log",
+                          good_k],
+                    index=["elpd_loo", "se", "p_loo", "n_samples", "n_data_points", "warning",
+                           "loo_i", "pareto_k", "scale", "good_k"])
+
+
+#: The seed ArviZ's ``compare(method="BB-pseudo-BMA")`` draws its Dirichlet weights with
+#: (ArviZ 1.x fixes it; 0.x takes ``seed``), for reproducing its bootstrap.
+def bb_pseudo_bma_seed(seed: int | None) -> int | None:
+    """The ``random_state`` ArviZ passes to ``scipy.stats.dirichlet.rvs`` for ``seed``."""
+    return 124 if arviz_major() >= 1 else seed
+
+
+def compare_weights(elpd_i: np.ndarray, method: str, seed: int | None = None) -> np.ndarray:
+    """ArviZ's ``compare`` weights (``method`` "stacking", "BB-pseudo-BMA" or "pseudo-BMA") of
+    the columns of the ``(N, K)`` pointwise-elpd matrix, in column order."""
+    e = np.asarray(elpd_i, dtype=float)
+    names = [f"m{j}" for j in range(e.shape[1])]
+    data = {n: elpd_data(e[:, j]) for j, n in enumerate(names)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if arviz_major() >= 1:
+            from arviz_stats import compare
+
+            df = compare(data, method=method.lower())
+        else:
+            df = arviz().compare(data, method=method, seed=seed)
+    return np.asarray(df.loc[names, "weight"].to_numpy(), dtype=float)
+
+
+def compare_columns() -> list[str]:
+    """The columns of ArviZ's ``compare`` DataFrame on the installed version."""
+    if arviz_major() >= 1:
+        return ["rank", "elpd", "p", "elpd_diff", "weight", "se", "dse", "warning"]
+    return ["rank", "elpd_loo", "p_loo", "elpd_diff", "weight", "se", "dse", "warning", "scale"]

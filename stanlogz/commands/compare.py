@@ -1,18 +1,31 @@
-"""``stanlogz compare A.stan B.stan ... --data D.json``: Bayes factors and model probabilities."""
+"""``stanlogz compare A.stan B.stan ... --data D.json [--loo] [--evidence] [--weights ...]``:
+Bayes factors and model probabilities, PSIS-LOO differences, model weights."""
 
 from __future__ import annotations
 
 import argparse
+import re
+from pathlib import Path
+from typing import Any
 
-from ..api import _child_seed, compare, load_model, read_data
-from ..crossval import loo, loo_compare
+import numpy as np
+
+from ..api import ComparisonResult, compare
+from ..crossval.checks import (
+    add_check_arguments,
+    check_declares,
+    checks_for_loo,
+    checks_requested,
+)
+from ..crossval.choose import ProgramChoice
 from ..crossval.fixups import FIX_METHODS
-from ..draws import sample
+from ..crossval.weights import METHODS
 from ..errors import InputError
-from ..report.output import Reporter
-from .evidence import add_estimation_arguments, parse_options
+from ..report.output import Reporter, write_atomically
+from .evidence import PLOT_SUFFIXES, add_estimation_arguments, parse_options
 from .executor import with_executor
 from .loo import add_observation_arguments, obs_fields
+from .sample import check_output
 
 NAME = "compare"
 HELP = "Compare Stan programs by their evidence: log Bayes factors and posterior probabilities."
@@ -26,11 +39,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="prior model probabilities (default uniform)")
     add_estimation_arguments(parser)
     parser.add_argument("--loo", action="store_true",
-                        help="also compare by PSIS-LOO (elpd differences with the se of the "
-                        "paired pointwise differences), on the same draws")
+                        help="compare by PSIS-LOO (elpd differences, se of the paired "
+                        "pointwise differences, p_worse, diagnostics) on the NUTS draws; "
+                        "alone it skips the evidence (add --evidence for both)")
+    parser.add_argument("--evidence", action="store_true",
+                        help="compare by log evidence (the default without --loo)")
+    parser.add_argument("--weights", metavar="METHODS", default=None,
+                        help=f"model weights, comma-separated: {', '.join(METHODS)} "
+                        "(stacking and pseudo-BMA need --loo, bma needs the evidence)")
     parser.add_argument("--fix", choices=FIX_METHODS, default="exact",
                         help="with --loo: how to recompute observations with high k-hat")
     add_observation_arguments(parser)
+    add_check_arguments(parser)
     parser.add_argument("--unbiased-bf", action="store_true",
                         help="also unbiased Bayes factors Z/Z_best on the natural scale "
                         "(paper 003: importance weights times an unbiased 1/Z)")
@@ -61,21 +81,86 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     if data is not None and len(data) == 1:
         data = data[0]
     if args.loo and data is None:
-        raise InputError("--loo needs --data: cross-validation splits the observations")
+        raise InputError("--loo needs --data: predictions are scored on the observations")
     probs = parse_probs(args.prior_probs, k)
-    models, draws, datas = args.models, None, [data] * k if not isinstance(data, list) else data
-    if args.loo:  # one NUTS run per program serves both comparisons
-        models = [load_model(m, dt, seed=_child_seed(args.seed, i), progress=report.progress)
-                  for i, (m, dt) in enumerate(zip(args.models, datas, strict=True))]
-        draws = [sample(m, chains=args.chains, warmup=args.warmup, draws=args.draws,
-                        seed=_child_seed(args.seed, i), progress=report.progress)
-                 for i, m in enumerate(models)]
-    c = compare(models, data, method=method, prior_probs=probs, draws=draws, chains=args.chains,
+    if checks_requested(args) and not args.loo:
+        raise InputError("predictive checks (--pit, --metrics, --crps, --e-loo) use the LOO "
+                         "weights: add --loo")
+    pit_plot = check_output(args.pit_plot, PLOT_SUFFIXES, "--pit-plot")
+    if args.yrep is not None and checks_requested(args):
+        check_declares(args.models, args.yrep)
+    use_evidence = args.evidence or not args.loo
+    loo_options = {"fix": args.fix, "obs": args.obs, "obs_fields": obs_fields(args.obs_fields),
+                   "chains": args.chains, "warmup": args.warmup, "n_draws": args.draws}
+    c = compare(args.models, data, method=method, prior_probs=probs, chains=args.chains,
                 warmup=args.warmup, n_draws=args.draws, seed=args.seed,
-                progress=report.progress, unbiased_bf=args.unbiased_bf, **options)
+                progress=report.progress, unbiased_bf=args.unbiased_bf, loo=args.loo,
+                use_evidence=use_evidence, weights=args.weights, loo_options=loo_options,
+                **options)
+    if isinstance(c, ComparisonResult):
+        print_evidence(report, c, method, args.unbiased_bf)
+        report.emit_json(c.to_dict())
+        return 0
+    if c.evidence is not None:
+        print_evidence(report, c.evidence, method, args.unbiased_bf)
+    if c.loo is not None:
+        report.table(c.loo.header, c.loo.table(),
+                     title="PSIS-LOO; elpd_diff = elpd_loo - best, diff_se of paired "
+                     "differences, p_worse = P(worse than the best) by the normal approximation")
+        for name, r in zip(c.names, c.loo.results, strict=True):
+            for w in r.warnings:
+                report.warn(f"{name}: {w}")
+    if c.model_weights:
+        report.table(["model"] + [h for m in c.model_weights for h in (m, "se")],
+                     c.weights_table(), title="model weights (se: Bayesian bootstrap for "
+                     "stacking and pseudo-BMA+, delta method for pseudo-BMA and BMA)")
+    for w in c.warnings:
+        report.warn(w)
+    out = c.to_dict()
+    if checks_requested(args):
+        out["checks"] = program_checks(report, c, args, pit_plot)
+    report.emit_json(out)
+    return 0
+
+
+def program_checks(report: Reporter, c: ProgramChoice, args: argparse.Namespace,
+                   pit_plot: Path | None) -> dict[str, Any]:
+    """The predictive checks of every program side by side (each needs the ``--yrep``
+    quantity), and their PIT plots (``--pit-plot``: one file per program, ``-NAME`` added)."""
+    fits = c.fits or []
+    checks = {c.names[i]: checks_for_loo(c.loo.results[i], *fits[i], args, seed=args.seed)
+              for i in c.order()}
+    first = next(iter(checks.values()))
+    shown = [row for row in first.table() if row[0] != "pit_ks_statistic"]
+    header = ["model"] + [h for row in shown for h in ((row[0],) if row[2] is None
+                                                      else (row[0], "se"))]
+    rows = [[n] + [v for row in ch.table() if row[0] != "pit_ks_statistic"
+                   for v in ((row[1],) if row[2] is None else row[1:])]
+            for n, ch in checks.items()]
+    if shown:
+        report.table(header, rows,
+                     title=f"predictive checks of {first.outcome} from LOO weights (CRPS/SCRPS: "
+                     "higher is better; se over observations)")
+    for n, ch in checks.items():
+        for name, e in ch.expectations.items():
+            report.table(["observation", "mean", "sd"],
+                         [[i + 1, float(e.mean[i]), float(np.sqrt(e.variance[i]))]
+                          for i in range(e.mean.size)], title=f"{n}: E_loo of {name}")
+        for w in ch.warnings:
+            report.warn(f"{n}: {w}")
+        if pit_plot is not None:
+            safe = re.sub(r"[^\w.-]", "_", n)
+            path = pit_plot.with_name(f"{pit_plot.stem}-{safe}{pit_plot.suffix}")
+            write_atomically(path, ch.plot_pit)
+            report.progress(f"LOO-PIT plot of {n} written to {path}")
+    return {n: ch.to_dict() for n, ch in checks.items()}
+
+
+def print_evidence(report: Reporter, c: ComparisonResult, method: str, unbiased: bool) -> None:
+    """The evidence table, the unbiased Bayes factors (when asked for) and warnings."""
     report.table(c.header, c.table(), title=f"evidence by {method}; log_bf = log Z - log Z_best")
     report.text(f"best: {c.names[c.best]}")
-    if args.unbiased_bf:
+    if unbiased:
         report.table(["model", "bf", "bf_se", "log_bf", "log_bf_se", "positive"],
                      c.unbiased_table(), title="unbiased Bayes factors Z / Z_best (RBBCE, "
                      "Gaussian importance weights)")
@@ -87,19 +172,3 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     for name, r in zip(c.names, c.results, strict=True):
         for w in r.warnings:
             report.warn(f"{name}: {w}")
-    out = c.to_dict()
-    if args.loo:
-        loos = [loo(m, read_data(dt), draws=d, fix=args.fix, obs=args.obs,
-                    obs_fields=obs_fields(args.obs_fields), chains=args.chains,
-                    warmup=args.warmup, n_draws=args.draws, seed=_child_seed(args.seed, i),
-                    progress=report.progress)
-                for i, (m, dt, d) in enumerate(zip(models, datas, draws, strict=True))]
-        lc = loo_compare(loos, c.names)
-        report.table(lc.header, lc.table(),
-                     title="PSIS-LOO; elpd_diff = elpd_loo - best, se of paired differences")
-        for name, r in zip(c.names, loos, strict=True):
-            for w in r.warnings:
-                report.warn(f"{name}: {w}")
-        out["loo"] = lc.to_dict()
-    report.emit_json(out)
-    return 0
