@@ -193,3 +193,27 @@ def test_cli_subsample_bad_values_and_wrong_log_lik_length_are_one_line_errors(
                "--obs", "M", "--obs-fields", "w"])
     err = capsys.readouterr().err
     assert rc == 2 and "log_lik has 12 entries but there are 11 observations" in err
+
+
+def test_cli_loo_predictive_checks_and_their_bad_inputs(capsys, tmp_path):
+    prog = str(EX / "regression_robust.stan")
+    data = str(EX / "regression.data.json")
+    png = tmp_path / "pit.png"
+    rc = main(["--json", "--quiet", "--seed", "3", "loo", prog, "--data", data, "--yrep",
+               "y_rep", "--pit", "--metrics", "--crps", "--pit-plot", str(png), "--draws", "300",
+               "--warmup", "300"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    checks = json.loads(out)["checks"]
+    # LOO-PIT of the program's own predictive: values in (0, 1); MAE <= RMSE always.
+    assert all(0 < p < 1 for p in checks["pit"]) and png.stat().st_size > 0
+    m = {row["metric"]: row for row in checks["metrics"]}
+    assert 0 < m["mae"]["estimate"] <= m["rmse"]["estimate"]
+    for argv, message in [
+        (["--pit"], "need --yrep NAME"),
+        (["--pit", "--yrep", "y_rep", "--subsample", "10"], "drop --subsample"),
+        (["--pit", "--yrep", "nope"], "has no generated quantity 'nope'"),
+    ]:
+        rc = main(["--quiet", "loo", prog, "--data", data, *argv])
+        err = capsys.readouterr().err
+        assert rc == 2 and message in err and len(err.strip().splitlines()) == 1, err

@@ -5,11 +5,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..crossval.checks import (
+    add_check_arguments,
+    check_declares,
+    checks_for_loo,
+    checks_requested,
+    report_checks,
+)
 from ..crossval.fixups import FIX_METHODS
 from ..crossval.loo import LooResult, loo
 from ..crossval.pointwise import SOURCES
 from ..errors import InputError
-from ..report.output import Reporter
+from ..report.output import Reporter, write_atomically
 from .evidence import PLOT_SUFFIXES
 from .executor import add_executor_arguments, with_executor
 from .sample import add_sampler_arguments, check_output, finish
@@ -59,6 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--subsample", metavar="M", type=int, default=None,
                         help="estimate elpd_loo from PSIS on M observations drawn at random "
                         "(difference estimator; for large N), with its subsampling se")
+    add_check_arguments(parser)
     add_sampler_arguments(parser)
     add_executor_arguments(parser)
     parser.add_argument("--plot", metavar="FILE.png", default=None,
@@ -96,6 +104,13 @@ def print_loo(report: Reporter, r: LooResult) -> None:
 @with_executor
 def run(args: argparse.Namespace, report: Reporter) -> int:
     plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
+    pit_plot = check_output(args.pit_plot, PLOT_SUFFIXES, "--pit-plot")
+    checks = checks_requested(args)
+    if checks and args.subsample is not None:
+        raise InputError("predictive checks (--pit, --metrics, --crps, --e-loo) need every "
+                         "observation's LOO weights; drop --subsample")
+    if checks and args.yrep:
+        check_declares([args.model], args.yrep)
     r = loo(args.model, args.data, draws=list(args.fit) if args.fit else None, obs=args.obs,
             obs_fields=obs_fields(args.obs_fields), fix=args.fix, log_lik=args.log_lik,
             k_threshold=args.k_threshold, subsample=args.subsample, chains=args.chains,
@@ -103,10 +118,18 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
             n_draws=args.draws, seed=args.seed, n_workers=args.workers or 1,
             progress=report.progress)
     print_loo(report, r)
+    extra = {}
+    if checks:
+        ch = checks_for_loo(r, r.program, r.data, r.draws, args, seed=args.seed)
+        report_checks(report, ch)
+        extra["checks"] = ch.to_dict()
+        if pit_plot is not None:
+            write_atomically(pit_plot, ch.plot_pit)
+            report.progress(f"LOO-PIT plot written to {pit_plot}")
 
     def draw(tmp: Path) -> None:
         from ..crossval.plots import plot_loo
 
         plot_loo(r, tmp)
 
-    return finish(report, r, plot, draw)
+    return finish(report, r, plot, draw, **extra)

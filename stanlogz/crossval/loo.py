@@ -59,6 +59,10 @@ class LooResult:
     subsampling_se: float = 0.0  # se of the subsampling (difference) estimator
     approximation: str | None = None  # the cheap pointwise approximation used to subsample
     pointwise_seconds: float = 0.0  # building and smoothing the pointwise values
+    # What the result was computed from (not serialized): for predictive checks and refits.
+    program: Any = field(default=None, repr=False)
+    data: dict[str, Any] | None = field(default=None, repr=False)
+    draws: Draws | None = field(default=None, repr=False)
 
     @property
     def n_obs(self) -> int:
@@ -274,7 +278,8 @@ def loo(
         seconds=time.perf_counter() - t0, warnings=warns + notes, psis_mcse_i=ps.mcse_i,
         p_loo_se=est["p_loo_se"], sample_index=sample_index,
         subsampling_se=est.get("subsampling_se", 0.0),
-        approximation=None if sample_index is None else "plpd", pointwise_seconds=t_pointwise)
+        approximation=None if sample_index is None else "plpd", pointwise_seconds=t_pointwise,
+        program=model, data=data_dict, draws=d)
     mc = res.mcse_i
     res.mcse_elpd_loo = float(math.sqrt(np.sum(mc**2)) * est.get("expansion", 1.0))
     res.warnings.extend(_warnings(res))

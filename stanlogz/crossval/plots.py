@@ -25,7 +25,7 @@ def plot_loo(result: LooResult, path: str | Path) -> Path:
     """Two panels: Pareto k̂ per observation with the threshold, and pointwise elpd (PSIS) with
     the fixed values and their ±2 se marked."""
     plt = _pyplot()
-    obs = np.arange(1, result.n_obs + 1)
+    obs = result.index + 1  # every observation, or the subsampled ones
     fig, (ax_k, ax_e) = plt.subplots(1, 2, figsize=(12, 4.2))
     bad = result.khat > result.threshold
     ax_k.scatter(obs[~bad], result.khat[~bad], s=14, color="C0", label="k̂ ≤ threshold")
