@@ -47,8 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weights", metavar="METHODS", default=None,
                         help=f"model weights, comma-separated: {', '.join(METHODS)} "
                         "(stacking and pseudo-BMA need --loo, bma needs the evidence)")
-    parser.add_argument("--fix", choices=FIX_METHODS, default="exact",
-                        help="with --loo: how to recompute observations with high k-hat")
+    parser.add_argument("--fix", choices=FIX_METHODS, default="auto",
+                        help="with --loo: how to recompute observations with high k-hat "
+                        "(default auto: moment matching, then exact refits)")
     add_observation_arguments(parser)
     add_check_arguments(parser)
     parser.add_argument("--unbiased-bf", action="store_true",
