@@ -142,6 +142,8 @@ def test_bad_input() -> None:
     with pytest.raises(InputError, match="r_eff"):
         moment_match(draws, model.log_post, model.log_lik_0, index=0, r_eff=0.0,
                      k_threshold=0.7)
+    with pytest.raises(InputError, match="k_target"):
+        moment_match(draws, model.log_post, model.log_lik_0, k_target=float("nan"), **kw)
     with pytest.raises(InputError, match="index"):
         moment_match(draws, model.log_post, model.log_lik_0, index=-1, r_eff=1.0,
                      k_threshold=0.7)

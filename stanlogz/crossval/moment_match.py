@@ -159,6 +159,8 @@ def moment_match(draws: np.ndarray, log_post: LogDensity, log_lik_i: LogDensity,
     """
     t0 = time.perf_counter()
     x0 = _check_inputs(draws, index, r_eff, k_threshold, max_iters)
+    if k_target is not None and not k_target < 1.5:
+        raise InputError(f"k_target must be below 1.5, got {k_target}")
     target = k_threshold if k_target is None else min(float(k_target), k_threshold)
     n_draws_chain = np.asarray(draws).shape[1]
     n_evals = 0
