@@ -23,7 +23,7 @@ from scipy.special import logsumexp
 
 from stanlogz import arviz_compat
 from stanlogz.crossval.fixups import FixTask, fix_observation
-from stanlogz.crossval.moment_match import moment_match
+from stanlogz.crossval.moment_match import moment_match_observation
 from stanlogz.crossval.observations import find_observations
 from stanlogz.crossval.pointwise import PointwiseLogLik
 from stanlogz.crossval.psis import elpd_mcse, psis_loo, relative_efficiency_pointwise
@@ -96,9 +96,8 @@ def main(argv: list[str] | None = None) -> None:
     rng = np.random.default_rng(args.seed)
     rows = []
     for i in bad:
-        mms = [moment_match(unc, model.log_density_many, lambda t, i=i: pw.column(i, t),
-                            index=i, r_eff=float(r_eff[i]), k_threshold=0.7,
-                            log_lik_draws=ll[..., i], k_target=target)
+        mms = [moment_match_observation(pw, unc, i, r_eff=float(r_eff[i]), k_threshold=0.7,
+                                        k_target=target, log_lik_draws=ll[..., i])
                for target in (None, args.k_target)]
         task = FixTask(index=i, method="exact", khat=float(loo.khat[i]),
                        psis_elpd=float(loo.elpd_i[i]), chains=4, warmup=1000, draws=1000,

@@ -14,7 +14,7 @@ from scipy.special import logsumexp
 from scipy.stats import cauchy, norm, poisson
 
 from stanlogz.crossval.fixups import FixTask, fix_observation
-from stanlogz.crossval.moment_match import moment_match
+from stanlogz.crossval.moment_match import moment_match, moment_match_observation
 from stanlogz.crossval.observations import find_observations
 from stanlogz.crossval.pointwise import PointwiseLogLik
 from stanlogz.crossval.psis import psis_loo, relative_efficiency_pointwise
@@ -193,9 +193,8 @@ def test_poisson_regression_matches_refits_and_quadrature(compiled) -> None:  # 
     rng = np.random.default_rng(5)
     x, y = np.asarray(data["x"]), np.asarray(data["y"])
     for i in bad[:2]:
-        mm = moment_match(unc, model.log_density_many, lambda t, i=i: pw.column(i, t),
-                          index=i, r_eff=float(r_eff[i]), k_threshold=0.7,
-                          log_lik_draws=ll[..., i], k_target=0.3)
+        mm = moment_match_observation(pw, unc, i, r_eff=float(r_eff[i]), k_threshold=0.7,
+                                      k_target=0.3, log_lik_draws=ll[..., i])
         task = FixTask(index=i, method="exact", khat=float(loo.khat[i]),
                        psis_elpd=float(loo.elpd_i[i]), chains=4, warmup=500, draws=1000,
                        ups_options={})

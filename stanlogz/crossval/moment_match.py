@@ -24,6 +24,7 @@ from scipy.special import logsumexp
 
 from .. import arviz_compat
 from ..errors import InputError, StanlogzError
+from .pointwise import PointwiseLogLik
 from .psis import elpd_mcse
 
 TRANSFORMATIONS = ("shift", "scale", "cov")
@@ -268,3 +269,15 @@ def _split(x0: np.ndarray, lp0: np.ndarray, ll0: np.ndarray, x: np.ndarray, lp: 
     lq_mix = np.logaddexp(lp_mix, np.where(np.isfinite(lp_back), lp_back, -np.inf) - log_det)
     lw, khat = psis(lp_mix - ll_mix - lq_mix)
     return lw, ll_mix, khat, int(kept.sum())
+
+
+def moment_match_observation(pw: PointwiseLogLik, draws: np.ndarray, index: int, *,
+                             r_eff: float, k_threshold: float, k_target: float | None = None,
+                             log_lik_draws: np.ndarray | None = None,
+                             **options: Any) -> MomentMatched:
+    """:func:`moment_match` for observation ``index`` of a compiled Stan program: the full-data
+    log density is the program's (every constant kept, Jacobian included) and log p(y_i | θ)
+    comes from ``pw``; ``draws`` are its unconstrained posterior draws (chains, n, dim)."""
+    return moment_match(draws, pw.model.log_density_many, lambda t: pw.column(index, t),
+                        index=index, r_eff=r_eff, k_threshold=k_threshold, k_target=k_target,
+                        log_lik_draws=log_lik_draws, **options)
