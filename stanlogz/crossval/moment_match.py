@@ -9,7 +9,9 @@ is kept only when the k̂ of the new importance ratios is lower; the proposal de
 transformed draw is the posterior density of the draw it came from divided by the map's
 Jacobian determinant. The maps depend on the draws, so the final estimate uses the split
 proposal: half of the draws through the total map, half left as they were, weighted by the
-deterministic mixture of the two densities, which keeps the estimate consistent.
+deterministic mixture of the two densities, which keeps the estimate consistent. When mixing
+in the untransformed half raises k̂ back above the target, further maps are tried and the split
+redone (beyond the paper, which splits once).
 """
 
 from __future__ import annotations
