@@ -45,12 +45,13 @@ def relative_efficiency_pointwise(log_lik: np.ndarray) -> np.ndarray:
     if not np.all(np.isfinite(ll)):
         raise InputError("log-likelihood has non-finite values")
     chains, n, n_obs = ll.shape
-    # ESS is invariant to scaling each column, so exp(ll - max) avoids overflow and underflow
-    lik = np.exp(ll - ll.max(axis=(0, 1), keepdims=True))
     out = np.empty(n_obs)
-    batch = max(1, 2_000_000 // (chains * n))
+    batch = max(1, 8_000_000 // (chains * n))  # 64 MB of likelihoods at a time
     for start in range(0, n_obs, batch):
-        out[start:start + batch] = arviz_compat.ess_mean(lik[:, :, start:start + batch])
+        part = ll[:, :, start:start + batch]
+        # ESS is invariant to scaling a column: exp(ll - max) avoids overflow and underflow
+        lik = np.exp(part - part.max(axis=(0, 1), keepdims=True))
+        out[start:start + batch] = arviz_compat.ess_mean(lik)
     out = out / (chains * n)
     return np.where(np.isfinite(out) & (out > 0), out, 1.0)
 
