@@ -337,13 +337,13 @@ def test_auto_refits_exactly_what_moment_matching_leaves_above_the_threshold(nor
 
     loo_module = importlib.import_module("stanlogz.crossval.loo")
 
-    real = loo_module.moment_match
+    real = loo_module.moment_match_observation
 
     def failing(*args, **kwargs):  # moment matching that cannot lower k-hat
         return dataclasses.replace(real(*args, **kwargs), khat_after=1.5)
 
     d = outlier_data(12.0)
-    monkeypatch.setattr(loo_module, "moment_match", failing)
+    monkeypatch.setattr(loo_module, "moment_match_observation", failing)
     r = loo(normal, d, fix="auto", seed=5, chains=2, warmup=400, n_draws=400)
     f10 = next(f for f in r.fixed if f.index == 9)
     assert f10.method == "exact" and f10.n_gradient_evals > 0  # refitted, not matched
