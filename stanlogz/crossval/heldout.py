@@ -1,0 +1,350 @@
+"""The exact held-out predictive density log p(y_V | y_T) of a Stan program for any split (T, V).
+
+For a normalized program, log p(y_V | y_T) = log Z(y_T ∪ y_V) − log Z(y_T), whether or not the
+two data instances have the same parameters. Design:
+
+* **Same parameters** (a fixed-size model, or group latents that stay in the program with only
+  their prior once their group's data are gone): optimal bridge sampling between the two
+  posteriors, with NUTS draws from both; the log weights are log p̃_full(θ) − log p̃_T(θ) on
+  both sides (as the ``exact`` LOO fix-up).
+* **Different parameters** (per-observation latents z_V that exist only with y_V): the training
+  posterior is augmented with a normalized auxiliary density q(z_V | θ_T) — a Gaussian whose mean
+  is linear in the common unconstrained coordinates and whose covariance is the residual one,
+  both fitted to the full posterior's draws (an approximation of the full posterior's
+  conditional of z_V). p̃_T(θ_T) q(z_V | θ_T) has normalizer Z(y_T) exactly, for any q, and lives
+  on the full program's space, so the same bridge gives log Z(full) − log Z(T). The better q
+  matches the conditional posterior, the closer the bridge is to a bridge on θ_T alone with the
+  marginal likelihood p(y_V | θ_T) as weight (the ideal q).
+* When the bridge's overlap is poor (Pareto k̂ > 0.7 on either side), the difference of two
+  gbs evidence estimates (which needs no overlap between the posteriors) is computed as well and
+  the one with the smaller standard error is reported.
+
+Beside the joint value, each held-out observation's log p(y_i | y_T) (``elpd_i``, loo's K-fold
+convention) is estimated by importance sampling from the training posterior's (augmented)
+draws: the mean of p̃_{T∪i} / (p̃_T q_i), unbiased for p(y_i | y_T) on the natural scale, with a
+delta-method Monte Carlo se that includes the draws' autocorrelation.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from ..draws import Draws, as_draws, sample
+from ..errors import EstimationError, InputError
+from ..estimators.bridge import solve_bridge
+from ..estimators.common import autocorr_time, pareto_k
+from ..parallel import spawn_generators
+from .observations import Observations
+
+#: Pareto k̂ above which the bridge's overlap is poor and the evidence difference is tried.
+K_POOR = 0.7
+
+
+@dataclass
+class HeldOut:
+    """log p(y_V | y_T) for one split, with its Monte Carlo se and cost.
+
+    ``index``: the held-out observations (0-based); ``elpd``/``se``: the joint log predictive
+    density and its se; ``elpd_i``: per held-out observation log p(y_i | y_T) (same order as
+    ``index``) and ``elpd_i_se`` the se of their sum; ``method``: ``"bridge"`` (same
+    parameters), ``"augmented-bridge"`` (``n_latent`` per-observation latents integrated out) or
+    ``"evidence-difference"``; ``khat``: Pareto k̂ of the bridge weights (full side, training
+    side); ``n_gradient_evals``: NUTS cost of the training refit; ``n_evals``: density
+    evaluations of the estimators.
+    """
+
+    index: np.ndarray
+    elpd: float
+    se: float
+    method: str
+    elpd_i: np.ndarray
+    elpd_i_se: float
+    khat: tuple[float, float]
+    n_latent: int
+    n_gradient_evals: int
+    n_evals: int
+    seconds: float
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly dict (observations numbered from 1, as in Stan)."""
+        return {"observations": [int(i) + 1 for i in self.index], "elpd": self.elpd,
+                "se": self.se, "method": self.method,
+                "elpd_i": [float(v) for v in self.elpd_i], "elpd_i_se": self.elpd_i_se,
+                "khat": [float(k) for k in self.khat], "n_latent": self.n_latent,
+                "n_gradient_evals": self.n_gradient_evals, "n_evals": self.n_evals,
+                "seconds": self.seconds, "warnings": self.warnings}
+
+
+# ---------------------------------------------------------------- coordinates of two instances
+_NAME = re.compile(r"^(.*?)((?:\.\d+)*)$")
+
+
+def _split_name(name: str) -> tuple[str, tuple[int, ...]]:
+    base, idx = _NAME.match(name).groups()  # type: ignore[union-attr]
+    return base, tuple(int(p) for p in idx.split(".")[1:])
+
+
+def _leading_sizes(names: Sequence[str]) -> dict[str, int | None]:
+    out: dict[str, int | None] = {}
+    for n in names:
+        base, idx = _split_name(n)
+        out[base] = max(out.get(base) or 0, idx[0]) if idx else None
+    return out
+
+
+def coordinate_map(big: Any, small: Any, big_obs: np.ndarray, small_obs: np.ndarray
+                   ) -> np.ndarray:
+    """Position in ``big``'s unconstrained vector of each of ``small``'s coordinates.
+
+    ``big`` and ``small`` are instances of one program with the observations ``big_obs`` and
+    ``small_obs`` (original 0-based indices, ``small_obs`` a subset). A parameter whose size
+    differs between them must be indexed by observation along its first axis (one entry per
+    observation: ``vector[N] z``, ``matrix[N, K] z``); anything else cannot be split.
+    """
+    if big.dim == small.dim:
+        return np.arange(big.dim)
+    bnames, snames = big.param_unc_names(), small.param_unc_names()
+    bsize, ssize = _leading_sizes(bnames), _leading_sizes(snames)
+    changed = {b for b in bsize if bsize[b] != ssize.get(b)}
+    for b in changed:
+        if bsize[b] != big_obs.size or ssize.get(b) != small_obs.size:
+            raise InputError(
+                f"parameter {b} of {big.name} changes size ({bsize[b]} -> {ssize.get(b)}) in a "
+                f"way that does not follow the observations ({big_obs.size} -> "
+                f"{small_obs.size}): the program cannot be split along them")
+    where = {int(o): k for k, o in enumerate(big_obs)}
+    pos = {n: j for j, n in enumerate(bnames)}
+    out = np.empty(len(snames), dtype=int)
+    for j, name in enumerate(snames):
+        base, idx = _split_name(name)
+        if base in changed:
+            name = ".".join([base, str(where[int(small_obs[idx[0] - 1])] + 1),
+                             *map(str, idx[1:])])
+        if name not in pos:
+            raise InputError(f"parameter {name} of the held-out program has no counterpart in "
+                             f"{big.name}: the program cannot be split along the observations")
+        out[j] = pos[name]
+    return out
+
+
+# ---------------------------------------------------------------- the auxiliary density q
+@dataclass
+class _Conditional:
+    """Gaussian q(z | x) = N(z; A [1, x], Σ) on the latent coordinates ``extra``."""
+
+    coef: np.ndarray  # (1 + d_x, d_z)
+    chol: np.ndarray  # (d_z, d_z) lower Cholesky factor of Σ
+
+    @staticmethod
+    def fit(x: np.ndarray, z: np.ndarray) -> _Conditional:
+        design = np.column_stack([np.ones(len(x)), x])
+        ridge = 1e-8 * np.trace(design.T @ design) / design.shape[1]
+        gram = design.T @ design + ridge * np.eye(design.shape[1])
+        coef = np.linalg.solve(gram, design.T @ z)
+        resid = z - design @ coef
+        dof = max(len(x) - design.shape[1], 1)
+        cov = resid.T @ resid / dof
+        cov += 1e-10 * max(float(np.trace(cov)) / cov.shape[0], 1e-12) * np.eye(cov.shape[0])
+        return _Conditional(coef, np.linalg.cholesky(cov))
+
+    def mean(self, x: np.ndarray) -> np.ndarray:
+        return self.coef[0] + x @ self.coef[1:]
+
+    def draw(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return self.mean(x) + rng.standard_normal((len(x), self.chol.shape[0])) @ self.chol.T
+
+    def log_pdf(self, x: np.ndarray, z: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:
+        """log q of ``z`` given ``x``; with ``cols``, ``z`` holds only those latent coordinates
+        and the marginal density of them is returned."""
+        mu, chol = self.mean(x), self.chol
+        if cols is not None:
+            cov = chol @ chol.T
+            chol = np.linalg.cholesky(cov[np.ix_(cols, cols)])
+            mu = mu[:, cols]
+        if chol.shape[0] == 0:
+            return np.zeros(len(x))
+        from scipy.linalg import solve_triangular
+
+        w = solve_triangular(chol, (z - mu).T, lower=True)
+        return (-0.5 * np.sum(w**2, axis=0) - np.sum(np.log(np.diag(chol)))
+                - 0.5 * chol.shape[0] * math.log(2 * math.pi))
+
+
+# ---------------------------------------------------------------- entry point
+def heldout_elpd(
+    model: Any,
+    data: Mapping[str, Any],
+    observations: Observations,
+    held_out: Sequence[int] | np.ndarray,
+    *,
+    full_draws: Any = None,
+    train_draws: Any = None,
+    pointwise: bool = True,
+    chains: int = 4,
+    warmup: int = 1000,
+    draws: int = 1000,
+    seed: int | np.random.SeedSequence | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> HeldOut:
+    """log p(y_V | y_T) of the program ``model`` (a :class:`StanModel`, any data) for the
+    observations ``held_out`` (0-based indices V into ``observations`` of ``data``) given the
+    others (T), with its Monte Carlo se.
+
+    ``full_draws``: posterior draws given all of ``data`` (a :class:`Draws` or an unconstrained
+    ``(chains, n, dim)`` array), shared between splits; ``train_draws``: draws given y_T. Either
+    is sampled with NUTS (``chains`` x ``draws`` after ``warmup``) when missing. Works when the
+    two data instances have the same parameters and when y_V carries its own latent parameters
+    (indexed by observation along their first axis); a program whose parameters change in any
+    other way raises :class:`InputError`. ``pointwise`` adds each held-out observation's
+    log p(y_i | y_T). Seeds derive from ``seed`` by ``SeedSequence`` spawning.
+    """
+    t0 = time.perf_counter()
+    v = np.unique(np.asarray(held_out, dtype=int).ravel())
+    if v.size == 0 or v.size >= observations.n:
+        raise InputError(f"a held-out set needs between 1 and {observations.n - 1} of the "
+                         f"{observations.n} observations, got {v.size}")
+    if v.min() < 0 or v.max() >= observations.n:
+        raise InputError(f"held-out observation out of range 1..{observations.n}")
+    everything = np.arange(observations.n)
+    keep = np.setdiff1d(everything, v)
+    full = model.with_data(dict(data))
+    train = model.with_data(observations.subset(data, keep))
+    common = coordinate_map(full, train, everything, keep)
+    extra = np.setdiff1d(np.arange(full.dim), common)
+    rng_full, rng_train, rng_q, rng_ev = spawn_generators(seed, 4)
+    warns: list[str] = []
+    fd = _draws(full, full_draws, chains, warmup, draws, rng_full, progress, "all data")
+    td = _draws(train, train_draws, chains, warmup, draws, rng_train, progress,
+                f"without {_numbers(v)}")
+    n_grad = td.n_gradient_evals if train_draws is None else 0
+    for what, d in (("all data", fd), (f"the refit without {_numbers(v)}", td)):
+        n_div = int(np.sum(d.sampler.get("divergent__", np.zeros(1)) > 0))
+        if n_div:
+            warns.append(f"{n_div} divergent transitions in NUTS on {what}: the held-out value "
+                         "may be biased; raise adapt_delta or reparameterize")
+    xf = fd.unconstrained  # (c, n, dim_full)
+    xt = td.unconstrained  # (c, n, dim_train)
+    flat_f, flat_t = xf.reshape(-1, full.dim), xt.reshape(-1, train.dim)
+    q = _Conditional.fit(flat_f[:, common], flat_f[:, extra]) if extra.size else None
+    # the training draws augmented with latents from q, on the full program's space
+    aug = np.empty((flat_t.shape[0], full.dim))
+    aug[:, common] = flat_t
+    log_q_t = np.zeros(len(flat_t))
+    if q is not None:
+        aug[:, extra] = q.draw(flat_t, rng_q)
+        log_q_t = q.log_pdf(flat_t, aug[:, extra])
+    log_q_f = q.log_pdf(flat_f[:, common], flat_f[:, extra]) if q is not None \
+        else np.zeros(len(flat_f))
+    lp_t_train = _finite(train.log_density_many(flat_t))
+    lw_f = _finite(full.log_density_many(flat_f)) - _finite(train.log_density_many(
+        flat_f[:, common])) - log_q_f
+    lw_t = _finite(full.log_density_many(aug)) - lp_t_train - log_q_t
+    n_evals = 2 * len(flat_f) + 2 * len(flat_t)
+    lw_f, lw_t = lw_f.reshape(xf.shape[:2]), lw_t.reshape(xt.shape[:2])
+    try:
+        sol = solve_bridge(lw_f, lw_t)
+        elpd, se = sol.log_r, sol.se
+    except EstimationError:
+        elpd, se = float("nan"), float("inf")
+    khat = (pareto_k(-lw_f), pareto_k(lw_t))
+    method = "augmented-bridge" if extra.size else "bridge"
+    if not all(np.isfinite(k) and k <= K_POOR for k in khat) or not np.isfinite(se):
+        diff = _evidence_difference(full, train, xf, xt, rng_ev)
+        n_evals += diff[2]
+        if diff[1] < se:
+            elpd, se, method = diff[0], diff[1], "evidence-difference"
+    if not np.isfinite(elpd):
+        raise EstimationError(f"no estimate of log p(y_V | y_T) for held-out {_numbers(v)}: the "
+                              "bridge and the evidence difference both failed")
+    if se > 0.1:
+        warns.append(f"held-out {_numbers(v)}: Monte Carlo se {se:.2f} of log p(y_V | y_T); "
+                     "run more draws")
+    if v.size == 1 or not pointwise:
+        elpd_i = np.array([elpd]) if v.size == 1 else np.full(v.size, np.nan)
+        elpd_i_se = se if v.size == 1 else float("nan")
+    else:
+        elpd_i, elpd_i_se = _pointwise(model, data, observations, keep, v, full, common, extra,
+                                       q, aug, flat_t, lp_t_train, xt.shape[:2])
+        n_evals += v.size * len(flat_t)
+    return HeldOut(v, float(elpd), float(se), method, elpd_i, float(elpd_i_se),
+                   (float(khat[0]), float(khat[1])), int(extra.size), int(n_grad), int(n_evals),
+                   time.perf_counter() - t0, warns)
+
+
+def _pointwise(model: Any, data: Mapping[str, Any], observations: Observations,
+               keep: np.ndarray, v: np.ndarray, full: Any, common: np.ndarray,
+               extra: np.ndarray, q: _Conditional | None, aug: np.ndarray, flat_t: np.ndarray,
+               lp_train: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, float]:
+    """log p(y_i | y_T) for each i in ``v`` by importance sampling from the augmented training
+    draws, and the delta-method se of their sum (the terms share the draws)."""
+    everything = np.arange(observations.n)
+    logs = np.empty((v.size, len(flat_t)))
+    for k, i in enumerate(v):
+        obs_i = np.union1d(keep, [i])
+        inst = model.with_data(observations.subset(data, obs_i))
+        pos = coordinate_map(full, inst, everything, obs_i)
+        lw = _finite(inst.log_density_many(aug[:, pos])) - lp_train
+        if q is not None:
+            mine = np.flatnonzero(np.isin(extra, pos))
+            if mine.size:
+                lw = lw - q.log_pdf(flat_t, aug[:, extra[mine]], cols=mine)
+        logs[k] = lw
+    elpd_i = special.logsumexp(logs, axis=1) - math.log(logs.shape[1])
+    ratio = np.exp(logs - elpd_i[:, None])  # w_is / mean_s w_is
+    g = ratio.sum(axis=0).reshape(shape)
+    tau = autocorr_time(g)
+    se = math.sqrt(tau * float(np.var(g, ddof=1)) / g.size)
+    return elpd_i, se
+
+
+def _evidence_difference(full: Any, train: Any, xf: np.ndarray, xt: np.ndarray,
+                         rng: np.random.Generator) -> tuple[float, float, int]:
+    """log Z(full) − log Z(T) from two gbs estimates on the two posteriors' draws, its se and
+    cost; (nan, inf, 0) when either estimate fails."""
+    from ..estimators.bridge import gbs
+
+    try:
+        a = gbs(full, xf, seed=int(rng.integers(2**31 - 1)))
+        b = gbs(train, xt, seed=int(rng.integers(2**31 - 1)))
+    except (EstimationError, InputError):
+        return float("nan"), float("inf"), 0
+    return (a.log_z - b.log_z, math.hypot(a.log_z_se, b.log_z_se),
+            int(a.n_evals + b.n_evals))
+
+
+def _draws(model: Any, given: Any, chains: int, warmup: int, n: int, rng: np.random.Generator,
+           progress: Callable[[str], None] | None, what: str) -> Draws:
+    if given is not None:
+        if isinstance(given, np.ndarray):
+            arr = np.asarray(given, dtype=float)
+            if arr.ndim != 3 or arr.shape[2] != model.dim:
+                raise InputError(f"draws for {model.name} ({what}) must be (chains, n, "
+                                 f"{model.dim}), got {arr.shape}")
+            return Draws(unconstrained=arr)
+        return as_draws(given, model)
+    if progress:
+        progress(f"NUTS on {model.name} ({what})")
+    return sample(model, chains=chains, warmup=warmup, draws=n,
+                  seed=int(rng.integers(2**31 - 1)))
+
+
+def _finite(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a, dtype=float).copy()
+    a[~np.isfinite(a)] = -np.inf
+    return a
+
+
+def _numbers(v: np.ndarray) -> str:
+    """Observations as Stan numbers: '3' or '3, 5, 9' (at most 6 shown)."""
+    shown = ", ".join(str(int(i) + 1) for i in v[:6])
+    return f"observation {shown}" if v.size == 1 else \
+        f"observations {shown}{', ...' if v.size > 6 else ''}"
