@@ -46,6 +46,7 @@ from .observations import Observations
 
 #: Pareto k̂ above which the bridge's overlap is poor and the evidence difference is tried.
 K_POOR = 0.7
+METHODS = ("auto", "bridge", "evidence-difference")
 
 
 @dataclass
@@ -193,6 +194,7 @@ def heldout_elpd(
     warmup: int = 1000,
     draws: int = 1000,
     seed: int | np.random.SeedSequence | None = None,
+    method: str = "auto",
     progress: Callable[[str], None] | None = None,
 ) -> HeldOut:
     """log p(y_V | y_T) of the program ``model`` (a :class:`StanModel`, any data) for the
@@ -205,8 +207,12 @@ def heldout_elpd(
     two data instances have the same parameters and when y_V carries its own latent parameters
     (indexed by observation along their first axis); a program whose parameters change in any
     other way raises :class:`InputError`. ``pointwise`` adds each held-out observation's
-    log p(y_i | y_T). Seeds derive from ``seed`` by ``SeedSequence`` spawning.
+    log p(y_i | y_T). ``method``: ``"auto"`` (the bridge; the evidence difference too when the
+    bridge's k̂ exceeds 0.7, keeping the smaller se), ``"bridge"`` or ``"evidence-difference"``.
+    Seeds derive from ``seed`` by ``SeedSequence`` spawning.
     """
+    if method not in METHODS:
+        raise InputError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     t0 = time.perf_counter()
     v = np.unique(np.asarray(held_out, dtype=int).ravel())
     if v.size == 0 or v.size >= observations.n:
@@ -244,24 +250,28 @@ def heldout_elpd(
         log_q_t = q.log_pdf(flat_t, aug[:, extra])
     log_q_f = q.log_pdf(flat_f[:, common], flat_f[:, extra]) if q is not None \
         else np.zeros(len(flat_f))
-    lp_t_train = _finite(train.log_density_many(flat_t))
-    lw_f = _finite(full.log_density_many(flat_f)) - _finite(train.log_density_many(
-        flat_f[:, common])) - log_q_f
-    lw_t = _finite(full.log_density_many(aug)) - lp_t_train - log_q_t
+    lp_t_at_t = _finite(train.log_density_many(flat_t))
+    lp_t_at_f = _finite(train.log_density_many(flat_f[:, common]))
+    lp_f_at_f = _finite(full.log_density_many(flat_f))
+    lp_f_at_t = _finite(full.log_density_many(aug))
+    lw_f = (lp_f_at_f - lp_t_at_f - log_q_f).reshape(xf.shape[:2])
+    lw_t = (lp_f_at_t - lp_t_at_t - log_q_t).reshape(xt.shape[:2])
     n_evals = 2 * len(flat_f) + 2 * len(flat_t)
-    lw_f, lw_t = lw_f.reshape(xf.shape[:2]), lw_t.reshape(xt.shape[:2])
-    try:
-        sol = solve_bridge(lw_f, lw_t)
-        elpd, se = sol.log_r, sol.se
-    except EstimationError:
-        elpd, se = float("nan"), float("inf")
+    elpd, se = float("nan"), float("inf")
+    if method != "evidence-difference":
+        try:
+            sol = solve_bridge(lw_f, lw_t)
+            elpd, se = sol.log_r, sol.se
+        except EstimationError:
+            pass
     khat = (pareto_k(-lw_f), pareto_k(lw_t))
-    method = "augmented-bridge" if extra.size else "bridge"
-    if not all(np.isfinite(k) and k <= K_POOR for k in khat) or not np.isfinite(se):
+    used = "augmented-bridge" if extra.size else "bridge"
+    poor = not all(np.isfinite(k) and k <= K_POOR for k in khat) or not np.isfinite(se)
+    if method == "evidence-difference" or (method == "auto" and poor):
         diff = _evidence_difference(full, train, xf, xt, rng_ev)
         n_evals += diff[2]
         if diff[1] < se:
-            elpd, se, method = diff[0], diff[1], "evidence-difference"
+            elpd, se, used = diff[0], diff[1], "evidence-difference"
     if not np.isfinite(elpd):
         raise EstimationError(f"no estimate of log p(y_V | y_T) for held-out {_numbers(v)}: the "
                               "bridge and the evidence difference both failed")
@@ -272,38 +282,69 @@ def heldout_elpd(
         elpd_i = np.array([elpd]) if v.size == 1 else np.full(v.size, np.nan)
         elpd_i_se = se if v.size == 1 else float("nan")
     else:
-        elpd_i, elpd_i_se = _pointwise(model, data, observations, keep, v, full, common, extra,
-                                       q, aug, flat_t, lp_t_train, xt.shape[:2])
-        n_evals += v.size * len(flat_t)
-    return HeldOut(v, float(elpd), float(se), method, elpd_i, float(elpd_i_se),
+        sides = [_Side(aug, lp_t_at_t + log_q_t, lp_f_at_t, xt.shape[:2])]
+        if not extra.size:  # the full draws join as a second proposal (mixture IS)
+            sides.append(_Side(flat_f, lp_t_at_f, lp_f_at_f, xf.shape[:2]))
+        inst = [model.with_data(observations.subset(data, np.union1d(keep, [i]))) for i in v]
+        pos = [coordinate_map(full, m, everything, np.union1d(keep, [i]))
+               for m, i in zip(inst, v, strict=True)]
+        elpd_i, elpd_i_se = _pointwise(inst, pos, extra, q, common, sides, elpd)
+        n_evals += v.size * sum(len(sd.x) for sd in sides)
+    return HeldOut(v, float(elpd), float(se), used, elpd_i, float(elpd_i_se),
                    (float(khat[0]), float(khat[1])), int(extra.size), int(n_grad), int(n_evals),
                    time.perf_counter() - t0, warns)
 
 
-def _pointwise(model: Any, data: Mapping[str, Any], observations: Observations,
-               keep: np.ndarray, v: np.ndarray, full: Any, common: np.ndarray,
-               extra: np.ndarray, q: _Conditional | None, aug: np.ndarray, flat_t: np.ndarray,
-               lp_train: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, float]:
-    """log p(y_i | y_T) for each i in ``v`` by importance sampling from the augmented training
-    draws, and the delta-method se of their sum (the terms share the draws)."""
-    everything = np.arange(observations.n)
-    logs = np.empty((v.size, len(flat_t)))
-    for k, i in enumerate(v):
-        obs_i = np.union1d(keep, [i])
-        inst = model.with_data(observations.subset(data, obs_i))
-        pos = coordinate_map(full, inst, everything, obs_i)
-        lw = _finite(inst.log_density_many(aug[:, pos])) - lp_train
-        if q is not None:
-            mine = np.flatnonzero(np.isin(extra, pos))
-            if mine.size:
-                lw = lw - q.log_pdf(flat_t, aug[:, extra[mine]], cols=mine)
-        logs[k] = lw
-    elpd_i = special.logsumexp(logs, axis=1) - math.log(logs.shape[1])
-    ratio = np.exp(logs - elpd_i[:, None])  # w_is / mean_s w_is
-    g = ratio.sum(axis=0).reshape(shape)
-    tau = autocorr_time(g)
-    se = math.sqrt(tau * float(np.var(g, ddof=1)) / g.size)
-    return elpd_i, se
+@dataclass
+class _Side:
+    """One set of proposal draws on the full program's space: the log density of the training
+    proposal p̃_T q and of the full program at them, and their (chains, n) shape."""
+
+    x: np.ndarray
+    log_train: np.ndarray
+    log_full: np.ndarray
+    shape: tuple[int, ...]
+
+
+def _pointwise(inst: list[Any], pos: list[np.ndarray], extra: np.ndarray,
+               q: _Conditional | None, common: np.ndarray, sides: list[_Side],
+               log_r: float) -> tuple[np.ndarray, float]:
+    """log p(y_i | y_T) for each held-out observation (data instance ``inst[i]`` on the full
+    coordinates ``pos[i]``) and the delta-method se of their sum (the terms share the draws).
+
+    One side: importance sampling from the (augmented) training posterior. Two sides: mixture
+    importance sampling from both posteriors (balance heuristic), the full posterior normalized
+    by the bridge's log r = log Z_full − log Z_T. That log r solves the same mixture's
+    self-consistency equation (the optimal bridge is Kong et al.'s 2003 likelihood estimator
+    for two samples), and with the normalizers estimated from the same draws the asymptotic
+    variance is at most the one with log r known (Tan 2004), so the delta-method se with log r
+    held fixed is the one reported."""
+    n_all = sum(len(sd.x) for sd in sides)
+    dens = []  # log density of the proposal (the mixture) per draw
+    for sd in sides:
+        if len(sides) == 1:
+            dens.append(sd.log_train)
+            continue
+        lt = math.log(len(sides[0].x) / n_all) + sd.log_train
+        lf = math.log(len(sides[1].x) / n_all) + sd.log_full - log_r
+        dens.append(np.logaddexp(lt, lf))
+    logs = [np.empty((len(inst), len(sd.x))) for sd in sides]
+    for k, (m, p) in enumerate(zip(inst, pos, strict=True)):
+        other = np.flatnonzero(~np.isin(extra, p))  # latents drawn from q the instance lacks
+        for j, sd in enumerate(sides):
+            lw = _finite(m.log_density_many(sd.x[:, p])) - dens[j]
+            if q is not None and other.size:
+                lw = lw + q.log_pdf(sd.x[:, common], sd.x[:, extra[other]], cols=other)
+            logs[j][k] = lw
+    both = np.concatenate(logs, axis=1)
+    elpd_i = special.logsumexp(both, axis=1) - math.log(n_all)
+    var = 0.0
+    for j, sd in enumerate(sides):
+        ratio = np.exp(logs[j] - elpd_i[:, None])  # w / mean(w), per observation
+        g = ratio.sum(axis=0).reshape(sd.shape)
+        n_j = g.size
+        var += (n_j / n_all) ** 2 * autocorr_time(g) * float(np.var(g, ddof=1)) / n_j
+    return elpd_i, math.sqrt(var)
 
 
 def _evidence_difference(full: Any, train: Any, xf: np.ndarray, xt: np.ndarray,
