@@ -42,6 +42,11 @@ _LAZY = {
     "loo_compare": "stanlogz.crossval",
     "LooResult": "stanlogz.crossval",
     "CVResult": "stanlogz.crossval",
+    "kfold": "stanlogz.crossval.kfold",
+    "KFoldResult": "stanlogz.crossval.kfold",
+    "lfo": "stanlogz.crossval.lfo",
+    "LfoResult": "stanlogz.crossval.lfo",
+    "heldout_elpd": "stanlogz.crossval.heldout",
 }
 
 
@@ -62,6 +67,8 @@ __all__ = [
     "FunctionTarget",
     "InitializationError",
     "InputError",
+    "KFoldResult",
+    "LfoResult",
     "LooResult",
     "StanCompileError",
     "StanModel",
@@ -76,6 +83,9 @@ __all__ = [
     "evidence",
     "from_cmdstanpy",
     "from_csv",
+    "heldout_elpd",
+    "kfold",
+    "lfo",
     "log_ratio",
     "loo",
     "loo_compare",

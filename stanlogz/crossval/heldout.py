@@ -193,6 +193,7 @@ def heldout_elpd(
     chains: int = 4,
     warmup: int = 1000,
     draws: int = 1000,
+    adapt_delta: float = 0.8,
     seed: int | np.random.SeedSequence | None = None,
     method: str = "auto",
     progress: Callable[[str], None] | None = None,
@@ -203,7 +204,8 @@ def heldout_elpd(
 
     ``full_draws``: posterior draws given all of ``data`` (a :class:`Draws` or an unconstrained
     ``(chains, n, dim)`` array), shared between splits; ``train_draws``: draws given y_T. Either
-    is sampled with NUTS (``chains`` x ``draws`` after ``warmup``) when missing. Works when the
+    is sampled with NUTS (``chains`` x ``draws`` after ``warmup``, ``adapt_delta``) when
+    missing. Works when the
     two data instances have the same parameters and when y_V carries its own latent parameters
     (indexed by observation along their first axis); a program whose parameters change in any
     other way raises :class:`InputError`. ``pointwise`` adds each held-out observation's
@@ -228,8 +230,9 @@ def heldout_elpd(
     extra = np.setdiff1d(np.arange(full.dim), common)
     rng_full, rng_train, rng_q, rng_ev = spawn_generators(seed, 4)
     warns: list[str] = []
-    fd = _draws(full, full_draws, chains, warmup, draws, rng_full, progress, "all data")
-    td = _draws(train, train_draws, chains, warmup, draws, rng_train, progress,
+    nuts = {"chains": chains, "warmup": warmup, "draws": draws, "adapt_delta": adapt_delta}
+    fd = _draws(full, full_draws, nuts, rng_full, progress, "all data")
+    td = _draws(train, train_draws, nuts, rng_train, progress,
                 f"without {_numbers(v)}")
     n_grad = td.n_gradient_evals if train_draws is None else 0
     for what, d in (("all data", fd), (f"the refit without {_numbers(v)}", td)):
@@ -362,7 +365,7 @@ def _evidence_difference(full: Any, train: Any, xf: np.ndarray, xt: np.ndarray,
             int(a.n_evals + b.n_evals))
 
 
-def _draws(model: Any, given: Any, chains: int, warmup: int, n: int, rng: np.random.Generator,
+def _draws(model: Any, given: Any, nuts: dict[str, Any], rng: np.random.Generator,
            progress: Callable[[str], None] | None, what: str) -> Draws:
     if given is not None:
         if isinstance(given, np.ndarray):
@@ -374,8 +377,7 @@ def _draws(model: Any, given: Any, chains: int, warmup: int, n: int, rng: np.ran
         return as_draws(given, model)
     if progress:
         progress(f"NUTS on {model.name} ({what})")
-    return sample(model, chains=chains, warmup=warmup, draws=n,
-                  seed=int(rng.integers(2**31 - 1)))
+    return sample(model, **nuts, seed=int(rng.integers(2**31 - 1)))
 
 
 def _finite(a: np.ndarray) -> np.ndarray:

@@ -144,7 +144,7 @@ def make_folds(n: int, k: int | None, rng: np.random.Generator, *,
         labels, inverse = np.unique(groups, return_inverse=True)
         if k is None:
             return inverse.astype(int)
-        _check_k(k, labels.size, "groups")
+        _check_k(k, labels.size, "groups (--k groups holds out one group per fold)")
         fold_of_group = np.empty(labels.size, dtype=int)
         fold_of_group[rng.permutation(labels.size)] = np.arange(labels.size) % k
         return fold_of_group[inverse]
@@ -183,6 +183,7 @@ def kfold(
     chains: int = 4,
     warmup: int = 1000,
     n_draws: int = 1000,
+    adapt_delta: float = 0.8,
     seed: int | None = None,
     n_workers: int = 1,
     progress: Callable[[str], None] | None = None,
@@ -191,9 +192,9 @@ def kfold(
     ``k`` random folds, folds balanced over the labels of ``stratify`` (a per-observation data
     array), or whole groups of ``group`` (a per-observation integer array) per fold; ``group``
     with ``k=None`` is leave-one-group-out. Each fold is refit with NUTS (``chains`` x
-    ``n_draws`` after ``warmup``; ``n_workers`` folds at once) and its held-out densities are
-    exact up to Monte Carlo error (:func:`heldout_elpd`). Folds and every refit's seed derive
-    from ``seed``."""
+    ``n_draws`` after ``warmup``, ``adapt_delta``; ``n_workers`` folds at once) and its
+    held-out densities are exact up to Monte Carlo error (:func:`heldout_elpd`). Folds and
+    every refit's seed derive from ``seed``."""
     from ..api import load_model, read_data  # lazily: api.py sits above crossval
 
     t0 = time.perf_counter()
@@ -226,13 +227,13 @@ def kfold(
     if progress:
         progress(f"{scheme} cross-validation: {n_folds} folds of {observations.n} "
                  "observations; NUTS on all data")
-    full = sample(model, chains=chains, warmup=warmup, draws=n_draws,
+    full = sample(model, chains=chains, warmup=warmup, draws=n_draws, adapt_delta=adapt_delta,
                   seed=int(np.random.default_rng(child_sequence(seed, 1)).integers(2**31 - 1)))
     done = [0]
 
     def one(v: np.ndarray, rng: np.random.Generator) -> HeldOut:
         res = heldout_elpd(model, data_dict, observations, v, full_draws=full, chains=chains,
-                           warmup=warmup, draws=n_draws,
+                           warmup=warmup, draws=n_draws, adapt_delta=adapt_delta,
                            seed=int(rng.integers(2**31 - 1)))
         done[0] += 1
         if progress:

@@ -131,6 +131,7 @@ def lfo(
     chains: int = 4,
     warmup: int = 1000,
     n_draws: int = 1000,
+    adapt_delta: float = 0.8,
     seed: int | None = None,
     n_workers: int = 1,
     progress: Callable[[str], None] | None = None,
@@ -139,7 +140,8 @@ def lfo(
     ``data`` whose observations are in time order: log p(y_{t+1:t+M} | y_{1:t}) for
     t = ``min_train`` .. N − ``ahead`` (M = ``ahead``), summed. ``method``: ``"psis"`` (PSIS
     from the last refit, refitting when k̂ > ``k_threshold``) or ``"exact"`` (NUTS on every
-    prefix and a bridge between consecutive posteriors). Seeds derive from ``seed``."""
+    prefix and a bridge between consecutive posteriors). NUTS runs ``chains`` x ``n_draws``
+    after ``warmup`` with ``adapt_delta``. Seeds derive from ``seed``."""
     from ..api import load_model, read_data  # lazily: api.py sits above crossval
 
     t0 = time.perf_counter()
@@ -158,12 +160,13 @@ def lfo(
         raise InputError(f"min_train + ahead = {min_train + ahead} exceeds the {n} "
                          "observations: nothing is left to predict")
     origins = np.arange(min_train, n - ahead + 1)
+    nuts = {"chains": chains, "warmup": warmup, "draws": n_draws, "adapt_delta": adapt_delta}
     if method == "exact":
-        res = _exact(model, data_dict, observations, origins, ahead, chains, warmup, n_draws,
-                     seed, n_workers, progress)
+        res = _exact(model, data_dict, observations, origins, ahead, nuts, seed, n_workers,
+                     progress)
     else:
-        res = _psis(model, data_dict, observations, origins, ahead, k_threshold, chains,
-                    warmup, n_draws, seed, progress)
+        res = _psis(model, data_dict, observations, origins, ahead, k_threshold, nuts, seed,
+                    progress)
     res.seconds = time.perf_counter() - t0
     if res.mc_se > 0.1 * max(res.se, 1.0):
         res.warnings.append(f"Monte Carlo se {res.mc_se:.3f} of elpd_lfo is not small against "
@@ -171,12 +174,11 @@ def lfo(
     return res
 
 
-def _fit(model: Any, data: dict[str, Any], obs: Observations, t: int, chains: int,
-         warmup: int, n_draws: int, rng: np.random.Generator) -> tuple[Any, Draws]:
+def _fit(model: Any, data: dict[str, Any], obs: Observations, t: int, nuts: dict[str, Any],
+         rng: np.random.Generator) -> tuple[Any, Draws]:
     """The data instance of y_{1:t} and NUTS draws from its posterior."""
     inst = _instance(model, data, obs, t)
-    return inst, sample(inst, chains=chains, warmup=warmup, draws=n_draws,
-                        seed=int(rng.integers(2**31 - 1)))
+    return inst, sample(inst, **nuts, seed=int(rng.integers(2**31 - 1)))
 
 
 def _instance(model: Any, data: dict[str, Any], obs: Observations, t: int) -> Any:
@@ -193,13 +195,13 @@ def _divergences(d: Draws) -> int:
 
 
 def _exact(model: Any, data: dict[str, Any], obs: Observations, origins: np.ndarray,
-           ahead: int, chains: int, warmup: int, n_draws: int, seed: int | None,
-           n_workers: int, progress: Callable[[str], None] | None) -> LfoResult:
+           ahead: int, nuts: dict[str, Any], seed: int | None, n_workers: int,
+           progress: Callable[[str], None] | None) -> LfoResult:
     times = sorted(set(origins.tolist()) | {int(t) + ahead for t in origins})
     _instance(model, data, obs, times[0])  # a too-short prefix fails here, with one line
     if progress:
         progress(f"exact LFO: NUTS on {len(times)} prefixes of the {obs.n} observations")
-    fits = run_parallel(lambda t, rng: _fit(model, data, obs, t, chains, warmup, n_draws, rng)[1],
+    fits = run_parallel(lambda t, rng: _fit(model, data, obs, t, nuts, rng)[1],
                         times, child_sequence(seed, 0), n_workers=n_workers,
                         backend="thread" if n_workers > 1 else "serial")
     draws = dict(zip(times, fits, strict=True))
@@ -223,8 +225,8 @@ def _exact(model: Any, data: dict[str, Any], obs: Observations, origins: np.ndar
 
 
 def _psis(model: Any, data: dict[str, Any], obs: Observations, origins: np.ndarray,
-          ahead: int, k_threshold: float, chains: int, warmup: int, n_draws: int,
-          seed: int | None, progress: Callable[[str], None] | None) -> LfoResult:
+          ahead: int, k_threshold: float, nuts: dict[str, Any], seed: int | None,
+          progress: Callable[[str], None] | None) -> LfoResult:
     insts: dict[int, Any] = {}
 
     def inst(t: int) -> Any:
@@ -235,7 +237,7 @@ def _psis(model: Any, data: dict[str, Any], obs: Observations, origins: np.ndarr
     def refit(t: int) -> Draws:
         rng = np.random.default_rng(child_sequence(seed, len(refits)))
         refits.append(t)
-        return _fit(model, data, obs, t, chains, warmup, n_draws, rng)[1]
+        return _fit(model, data, obs, t, nuts, rng)[1]
 
     refits: list[int] = []
     star = int(origins[0])
