@@ -212,6 +212,11 @@ def heldout_elpd(
     log p(y_i | y_T). ``method``: ``"auto"`` (the bridge; the evidence difference too when the
     bridge's k̂ exceeds 0.7, keeping the smaller se), ``"bridge"`` or ``"evidence-difference"``.
     Seeds derive from ``seed`` by ``SeedSequence`` spawning.
+
+    Cost: one NUTS run per missing draw set (``HeldOut.n_gradient_evals`` counts the training
+    refit), four log-density evaluations per draw for the bridge, one more per draw and
+    held-out observation for ``elpd_i``, and two gbs fits when the bridge's overlap is poor.
+    Every call builds its own data instances, so splits can run in parallel threads.
     """
     if method not in METHODS:
         raise InputError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
