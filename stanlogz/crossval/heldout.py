@@ -233,7 +233,7 @@ def heldout_elpd(
     train = model.with_data(observations.subset(data, keep))
     common = coordinate_map(full, train, everything, keep)
     extra = np.setdiff1d(np.arange(full.dim), common)
-    rng_full, rng_train, rng_q, rng_ev = spawn_generators(seed, 4)
+    rng_full, rng_train, rng_q, rng_ev, rng_h0, rng_h1 = spawn_generators(seed, 6)
     warns: list[str] = []
     nuts = {"chains": chains, "warmup": warmup, "draws": draws, "adapt_delta": adapt_delta}
     fd = _draws(full, full_draws, nuts, rng_full, progress, "all data")
@@ -248,31 +248,38 @@ def heldout_elpd(
     xf = fd.unconstrained  # (c, n, dim_full)
     xt = td.unconstrained  # (c, n, dim_train)
     flat_f, flat_t = xf.reshape(-1, full.dim), xt.reshape(-1, train.dim)
-    q = _Conditional.fit(flat_f[:, common], flat_f[:, extra]) if extra.size else None
-    # the training draws augmented with latents from q, on the full program's space
-    aug = np.empty((flat_t.shape[0], full.dim))
-    aug[:, common] = flat_t
-    log_q_t = np.zeros(len(flat_t))
-    if q is not None:
-        aug[:, extra] = q.draw(flat_t, rng_q)
-        log_q_t = q.log_pdf(flat_t, aug[:, extra])
-    log_q_f = q.log_pdf(flat_f[:, common], flat_f[:, extra]) if q is not None \
-        else np.zeros(len(flat_f))
     lp_t_at_t = _finite(train.log_density_many(flat_t))
     lp_t_at_f = _finite(train.log_density_many(flat_f[:, common]))
     lp_f_at_f = _finite(full.log_density_many(flat_f))
+    q = _Conditional.fit(flat_f[:, common], flat_f[:, extra]) if extra.size else None
+    aug, log_q_t = _augment(flat_t, common, extra, full.dim, q, rng_q)
     lp_f_at_t = _finite(full.log_density_many(aug))
-    lw_f = (lp_f_at_f - lp_t_at_f - log_q_f).reshape(xf.shape[:2])
-    lw_t = (lp_f_at_t - lp_t_at_t - log_q_t).reshape(xt.shape[:2])
     n_evals = 2 * len(flat_f) + 2 * len(flat_t)
-    elpd, se = float("nan"), float("inf")
-    if method != "evidence-difference":
-        try:
-            sol = solve_bridge(lw_f, lw_t)
-            elpd, se = sol.log_r, sol.se
-        except EstimationError:
-            pass
-    khat = (pareto_k(-lw_f), pareto_k(lw_t))
+    elpd, se, khat = float("nan"), float("inf"), (float("nan"), float("nan"))
+    if method != "evidence-difference" and not extra.size:
+        lw_f = (lp_f_at_f - lp_t_at_f).reshape(xf.shape[:2])
+        lw_t = (lp_f_at_t - lp_t_at_t).reshape(xt.shape[:2])
+        elpd, se = _bridge([(lw_f, lw_t)])
+        khat = (pareto_k(-lw_f), pareto_k(lw_t))
+    elif method != "evidence-difference":
+        # cross-fitting: q fitted on one half of the full draws bridges with the other half
+        # (q evaluated at the draws it was fitted to would bias log r downwards), then swapped
+        n = xf.shape[1] // 2
+        halves = (slice(0, n), slice(n, 2 * n))
+        lw_full = (lp_f_at_f - lp_t_at_f).reshape(xf.shape[:2])
+        pairs = []
+        for use, fit, rng in ((halves[0], halves[1], rng_h0), (halves[1], halves[0], rng_h1)):
+            x_fit = xf[:, fit].reshape(-1, full.dim)
+            q_k = _Conditional.fit(x_fit[:, common], x_fit[:, extra])
+            x_use = xf[:, use].reshape(-1, full.dim)
+            lw_f = lw_full[:, use] - q_k.log_pdf(x_use[:, common], x_use[:, extra]).reshape(
+                xf.shape[0], n)
+            a_k, lq_k = _augment(flat_t, common, extra, full.dim, q_k, rng)
+            lw_t = _finite(full.log_density_many(a_k)) - lp_t_at_t - lq_k
+            pairs.append((lw_f, lw_t.reshape(xt.shape[:2])))
+        n_evals += 2 * len(flat_t)
+        elpd, se = _bridge(pairs)
+        khat = (max(pareto_k(-p[0]) for p in pairs), max(pareto_k(p[1]) for p in pairs))
     used = "augmented-bridge" if extra.size else "bridge"
     poor = not all(np.isfinite(k) and k <= K_POOR for k in khat) or not np.isfinite(se)
     if method == "evidence-difference" or (method == "auto" and poor):
@@ -301,6 +308,35 @@ def heldout_elpd(
     return HeldOut(v, float(elpd), float(se), used, elpd_i, float(elpd_i_se),
                    (float(khat[0]), float(khat[1])), int(extra.size), int(n_grad), int(n_evals),
                    time.perf_counter() - t0, warns)
+
+
+def _augment(x_train: np.ndarray, common: np.ndarray, extra: np.ndarray, dim: int,
+             q: _Conditional | None, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Training draws on the full program's space, the latents ``extra`` drawn from ``q``, and
+    log q at them (zeros without latents)."""
+    if q is None:
+        return x_train, np.zeros(len(x_train))
+    out = np.empty((len(x_train), dim))
+    out[:, common] = x_train
+    out[:, extra] = q.draw(x_train, rng)
+    return out, q.log_pdf(x_train, out[:, extra])
+
+
+def _bridge(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float, float]:
+    """log r and its se from one optimal bridge, or the mean of two cross-fitted ones (disjoint
+    full-side draws, shared training draws: the training-side errors are added as if perfectly
+    correlated, and the se is at least half the two estimates' difference); (nan, inf) when a
+    bridge has no solution."""
+    try:
+        sols = [solve_bridge(lw_f, lw_t) for lw_f, lw_t in pairs]
+    except EstimationError:
+        return float("nan"), float("inf")
+    if len(sols) == 1:
+        return sols[0].log_r, sols[0].se
+    k = len(sols)
+    var = (sum(s.re2_p for s in sols) + sum(math.sqrt(s.re2_q) for s in sols) ** 2) / k**2
+    est = [s.log_r for s in sols]
+    return float(np.mean(est)), max(math.sqrt(var), (max(est) - min(est)) / 2)
 
 
 @dataclass
