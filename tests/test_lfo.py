@@ -106,3 +106,22 @@ def test_bad_method(compiled) -> None:
     d = _data()
     with pytest.raises(InputError, match="method must be one of psis, exact"):
         lfo(compiled(AR, d), d, min_train=30, method="kfold")
+
+
+def test_exact_lfo_with_one_latent_state_per_time(compiled) -> None:
+    """A local-level model has one latent state per time, so every prefix has its own number of
+    parameters: exact two-step-ahead LFO integrates the two new states out (augmented bridge)
+    and matches the Gaussian closed form at every origin and in sum (5 z-tests: failure
+    probability <= 3.4e-5). PSIS-LFO needs a fixed parameter space and says so."""
+    path = EXAMPLES / "local_level.stan"
+    d = json.loads((EXAMPLES / "local_level.data.json").read_text())
+    m = compiled(path, d)
+    r = lfo(m, d, min_train=25, ahead=2, method="exact", warmup=500, n_draws=1000, seed=9)
+    y, cov = np.array(d["y"]), truths.local_level_cov(d)
+    truth = np.array([truths.gaussian_heldout(y[:t + 2], cov[:t + 2, :t + 2], [t, t + 1])
+                      for t in r.origins])
+    assert r.origins.tolist() == [25, 26, 27, 28]
+    assert np.all(np.abs(r.elpd_t - truth) < Z * r.mc_se_t), (r.elpd_t - truth, r.mc_se_t)
+    assert abs(r.elpd_lfo - truth.sum()) < Z * r.mc_se
+    with pytest.raises(InputError, match="PSIS-LFO needs a fixed parameter space"):
+        lfo(m, d, min_train=25, method="psis", warmup=200, n_draws=200, seed=1)

@@ -119,3 +119,11 @@ def ar_nig_lfo(data: Mapping[str, Any], min_train: int, ahead: int = 1) -> np.nd
     args = (int(data["P"]), float(data["b_scale"]), float(data["a0"]), float(data["b0"]))
     return np.array([ar_nig_log_evidence(y[:t + ahead], *args) - ar_nig_log_evidence(y[:t], *args)
                      for t in range(min_train, y.size - ahead + 1)])
+
+
+def local_level_cov(data: Mapping[str, Any]) -> np.ndarray:
+    """Marginal covariance of y in ``local_level.stan``: σ² I + s0² + s² (min(i, j) − 1)."""
+    n = int(data["N"])
+    idx = np.arange(1, n + 1)
+    return (data["sigma"] ** 2 * np.eye(n) + data["s0"] ** 2
+            + data["s"] ** 2 * (np.minimum.outer(idx, idx) - 1))
