@@ -101,7 +101,7 @@ def test_kfold_against_closed_form(compiled, k, group, scheme) -> None:
     assert float(a["elpd"] if "elpd" in a else a["elpd_loo"]) == pytest.approx(r.elpd_kfold)
 
 
-def test_cli_kfold_eight_schools_is_exact_loo(compiled, capsys) -> None:
+def test_cli_kfold_eight_schools_is_exact_loo(compiled, capsys, tmp_path) -> None:
     """`stanlogz kfold --k 8` on the shipped eight-schools program is exact leave-one-out
     despite one latent per school: every school's value against quadrature (8 z-tests, failure
     probability <= 5.4e-5), and the total within 0.05 nat."""
@@ -109,8 +109,8 @@ def test_cli_kfold_eight_schools_is_exact_loo(compiled, capsys) -> None:
     compiled(EXAMPLES / "eight_schools.stan", d)  # built once per session
     rc = main(["--json", "--quiet", "--seed", "4", "kfold", str(EXAMPLES / "eight_schools.stan"),
                "--data", str(EXAMPLES / "eight_schools.data.json"), "--k", "8",
-               "--adapt-delta", "0.95"])
-    assert rc == 0
+               "--adapt-delta", "0.95", "--plot", str(tmp_path / "kfold.png")])
+    assert rc == 0 and (tmp_path / "kfold.png").stat().st_size > 0
     out = json.loads(capsys.readouterr().out)
     exact = truths.eight_schools_loo(d)
     assert out["scheme"] == "leave-one-out"
