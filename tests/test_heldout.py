@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from stanlogz.crossval import truths
-from stanlogz.crossval.heldout import coordinate_map, heldout_elpd
+from stanlogz.crossval.heldout import heldout_elpd
+from stanlogz.crossval.latents import coordinate_map
 from stanlogz.crossval.observations import find_observations
 from stanlogz.draws import sample
 from stanlogz.errors import InputError

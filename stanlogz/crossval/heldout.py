@@ -29,7 +29,6 @@ delta-method Monte Carlo se that includes the draws' autocorrelation.
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from ..errors import EstimationError, InputError
 from ..estimators.bridge import solve_bridge
 from ..estimators.common import autocorr_time, pareto_k
 from ..parallel import spawn_generators
+from .latents import ConditionalGaussian, coordinate_map
 from .observations import Observations
 
 #: Pareto k̂ above which the bridge's overlap is poor and the evidence difference is tried
@@ -86,101 +86,6 @@ class HeldOut:
                 "khat": [float(k) for k in self.khat], "n_latent": self.n_latent,
                 "n_gradient_evals": self.n_gradient_evals, "n_evals": self.n_evals,
                 "seconds": self.seconds, "warnings": self.warnings}
-
-
-# ---------------------------------------------------------------- coordinates of two instances
-_NAME = re.compile(r"^(.*?)((?:\.\d+)*)$")
-
-
-def _split_name(name: str) -> tuple[str, tuple[int, ...]]:
-    base, idx = _NAME.match(name).groups()  # type: ignore[union-attr]
-    return base, tuple(int(p) for p in idx.split(".")[1:])
-
-
-def _leading_sizes(names: Sequence[str]) -> dict[str, int | None]:
-    out: dict[str, int | None] = {}
-    for n in names:
-        base, idx = _split_name(n)
-        out[base] = max(out.get(base) or 0, idx[0]) if idx else None
-    return out
-
-
-def coordinate_map(big: Any, small: Any, big_obs: np.ndarray, small_obs: np.ndarray
-                   ) -> np.ndarray:
-    """Position in ``big``'s unconstrained vector of each of ``small``'s coordinates.
-
-    ``big`` and ``small`` are instances of one program with the observations ``big_obs`` and
-    ``small_obs`` (original 0-based indices, ``small_obs`` a subset). A parameter whose size
-    differs between them must be indexed by observation along its first axis (one entry per
-    observation: ``vector[N] z``, ``matrix[N, K] z``); anything else cannot be split.
-    """
-    if big.dim == small.dim:
-        return np.arange(big.dim)
-    bnames, snames = big.param_unc_names(), small.param_unc_names()
-    bsize, ssize = _leading_sizes(bnames), _leading_sizes(snames)
-    changed = {b for b in bsize if bsize[b] != ssize.get(b)}
-    for b in changed:
-        if bsize[b] != big_obs.size or ssize.get(b) != small_obs.size:
-            raise InputError(
-                f"parameter {b} of {big.name} changes size ({bsize[b]} -> {ssize.get(b)}) in a "
-                f"way that does not follow the observations ({big_obs.size} -> "
-                f"{small_obs.size}): the program cannot be split along them")
-    where = {int(o): k for k, o in enumerate(big_obs)}
-    pos = {n: j for j, n in enumerate(bnames)}
-    out = np.empty(len(snames), dtype=int)
-    for j, name in enumerate(snames):
-        base, idx = _split_name(name)
-        if base in changed:
-            name = ".".join([base, str(where[int(small_obs[idx[0] - 1])] + 1),
-                             *map(str, idx[1:])])
-        if name not in pos:
-            raise InputError(f"parameter {name} of the held-out program has no counterpart in "
-                             f"{big.name}: the program cannot be split along the observations")
-        out[j] = pos[name]
-    return out
-
-
-# ---------------------------------------------------------------- the auxiliary density q
-@dataclass
-class _Conditional:
-    """Gaussian q(z | x) = N(z; A [1, x], Σ) on the latent coordinates ``extra``."""
-
-    coef: np.ndarray  # (1 + d_x, d_z)
-    chol: np.ndarray  # (d_z, d_z) lower Cholesky factor of Σ
-
-    @staticmethod
-    def fit(x: np.ndarray, z: np.ndarray) -> _Conditional:
-        design = np.column_stack([np.ones(len(x)), x])
-        ridge = 1e-8 * np.trace(design.T @ design) / design.shape[1]
-        gram = design.T @ design + ridge * np.eye(design.shape[1])
-        coef = np.linalg.solve(gram, design.T @ z)
-        resid = z - design @ coef
-        dof = max(len(x) - design.shape[1], 1)
-        cov = resid.T @ resid / dof
-        cov += 1e-10 * max(float(np.trace(cov)) / cov.shape[0], 1e-12) * np.eye(cov.shape[0])
-        return _Conditional(coef, np.linalg.cholesky(cov))
-
-    def mean(self, x: np.ndarray) -> np.ndarray:
-        return self.coef[0] + x @ self.coef[1:]
-
-    def draw(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        return self.mean(x) + rng.standard_normal((len(x), self.chol.shape[0])) @ self.chol.T
-
-    def log_pdf(self, x: np.ndarray, z: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:
-        """log q of ``z`` given ``x``; with ``cols``, ``z`` holds only those latent coordinates
-        and the marginal density of them is returned."""
-        mu, chol = self.mean(x), self.chol
-        if cols is not None:
-            cov = chol @ chol.T
-            chol = np.linalg.cholesky(cov[np.ix_(cols, cols)])
-            mu = mu[:, cols]
-        if chol.shape[0] == 0:
-            return np.zeros(len(x))
-        from scipy.linalg import solve_triangular
-
-        w = solve_triangular(chol, (z - mu).T, lower=True)
-        return (-0.5 * np.sum(w**2, axis=0) - np.sum(np.log(np.diag(chol)))
-                - 0.5 * chol.shape[0] * math.log(2 * math.pi))
 
 
 # ---------------------------------------------------------------- entry point
@@ -254,7 +159,7 @@ def heldout_elpd(
     lp_t_at_t = _finite(train.log_density_many(flat_t))
     lp_t_at_f = _finite(train.log_density_many(flat_f[:, common]))
     lp_f_at_f = _finite(full.log_density_many(flat_f))
-    q = _Conditional.fit(flat_f[:, common], flat_f[:, extra]) if extra.size else None
+    q = ConditionalGaussian.fit(flat_f[:, common], flat_f[:, extra]) if extra.size else None
     aug, log_q_t = _augment(flat_t, common, extra, full.dim, q, rng_q)
     lp_f_at_t = _finite(full.log_density_many(aug))
     n_evals = 2 * len(flat_f) + 2 * len(flat_t)
@@ -273,7 +178,7 @@ def heldout_elpd(
         pairs = []
         for use, fit, rng in ((halves[0], halves[1], rng_h0), (halves[1], halves[0], rng_h1)):
             x_fit = xf[:, fit].reshape(-1, full.dim)
-            q_k = _Conditional.fit(x_fit[:, common], x_fit[:, extra])
+            q_k = ConditionalGaussian.fit(x_fit[:, common], x_fit[:, extra])
             x_use = xf[:, use].reshape(-1, full.dim)
             lw_f = lw_full[:, use] - q_k.log_pdf(x_use[:, common], x_use[:, extra]).reshape(
                 xf.shape[0], n)
@@ -314,7 +219,8 @@ def heldout_elpd(
 
 
 def _augment(x_train: np.ndarray, common: np.ndarray, extra: np.ndarray, dim: int,
-             q: _Conditional | None, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+             q: ConditionalGaussian | None, rng: np.random.Generator
+             ) -> tuple[np.ndarray, np.ndarray]:
     """Training draws on the full program's space, the latents ``extra`` drawn from ``q``, and
     log q at them (zeros without latents)."""
     if q is None:
@@ -354,7 +260,7 @@ class _Side:
 
 
 def _pointwise(inst: list[Any], pos: list[np.ndarray], extra: np.ndarray,
-               q: _Conditional | None, common: np.ndarray, sides: list[_Side],
+               q: ConditionalGaussian | None, common: np.ndarray, sides: list[_Side],
                log_r: float) -> tuple[np.ndarray, float]:
     """log p(y_i | y_T) for each held-out observation (data instance ``inst[i]`` on the full
     coordinates ``pos[i]``) and the delta-method se of their sum (the terms share the draws).

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -262,7 +262,3 @@ def _model_data(model: Any) -> dict[str, Any]:
 
     return json.loads(model.data_json) if getattr(model, "data_json", "") else {}
 
-
-def fold_sizes(fold_of: Sequence[int]) -> list[int]:
-    """Observations per fold."""
-    return np.bincount(np.asarray(fold_of, dtype=int)).tolist()
