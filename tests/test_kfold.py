@@ -147,3 +147,22 @@ def test_single_group_cannot_be_held_out(compiled) -> None:
     d = dict(_data("hier_regression"), g=[1] * 30)
     with pytest.raises(InputError, match="every observation is in one group"):
         kfold(compiled(HIER, d), d, k=None, group="g", seed=1)
+
+
+def test_stratified_kfold_from_existing_draws(compiled, tmp_path) -> None:
+    """Folds stratified by group hold one observation of every group each; the full-data draws
+    come from a saved CSV (``--fit``), and elpd_kfold matches the closed form (one z-test:
+    failure probability <= 6.8e-6)."""
+    from stanlogz.draws import sample, write_csv
+
+    d = _data("hier_regression")
+    m = compiled(HIER, d)
+    csv = tmp_path / "draws.csv"
+    write_csv(sample(m, chains=4, warmup=500, draws=1000, seed=30), csv)
+    r = kfold(m, d, k=5, stratify="g", draws=str(csv), warmup=500, seed=31)
+    assert r.scheme == "stratified"
+    g = np.array(d["g"])
+    for f in r.folds:
+        assert sorted(g[f.index].tolist()) == [1, 2, 3, 4, 5, 6]
+    each, _ = _pointwise_truth(d, r.fold_of)
+    assert abs(r.elpd_kfold - each.sum()) < Z * r.mc_se, (r.elpd_kfold, each.sum(), r.mc_se)

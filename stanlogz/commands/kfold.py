@@ -32,6 +32,9 @@ def parse_k(text: str) -> int | None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
     parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
+    parser.add_argument("--fit", metavar="FILE", nargs="+", default=None,
+                        help="existing draws of the full-data posterior: CmdStan CSV files, or "
+                        "a stanlogz sample --output file (.csv or .nc); the folds are refit")
     parser.add_argument("--k", default="10", metavar="K|groups",
                         help="number of folds (default 10), or 'groups' with --group: "
                         "leave-one-group-out")
@@ -68,7 +71,8 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     if k is None and args.group is None:
         raise InputError("--k groups needs --group VAR")
     r = kfold(args.model, args.data, k=k, stratify=args.stratify, group=args.group,
-              obs=args.obs, obs_fields=obs_fields(args.obs_fields), chains=args.chains,
+              obs=args.obs, obs_fields=obs_fields(args.obs_fields),
+              draws=list(args.fit) if args.fit else None, chains=args.chains,
               warmup=args.warmup, n_draws=args.draws, adapt_delta=args.adapt_delta,
               seed=args.seed, n_workers=args.workers or 1, progress=report.progress)
     print_kfold(report, r)

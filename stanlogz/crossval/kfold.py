@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import arviz_compat
-from ..draws import sample
+from ..draws import as_draws, sample
 from ..errors import DataError, InputError
 from ..parallel import child_sequence, run_parallel, with_client
 from .heldout import HeldOut, heldout_elpd
@@ -180,6 +180,7 @@ def kfold(
     group: str | None = None,
     obs: str | None = None,
     obs_fields: list[str] | None = None,
+    draws: Any = None,
     chains: int = 4,
     warmup: int = 1000,
     n_draws: int = 1000,
@@ -193,8 +194,9 @@ def kfold(
     array), or whole groups of ``group`` (a per-observation integer array) per fold; ``group``
     with ``k=None`` is leave-one-group-out. Each fold is refit with NUTS (``chains`` x
     ``n_draws`` after ``warmup``, ``adapt_delta``; ``n_workers`` folds at once) and its
-    held-out densities are exact up to Monte Carlo error (:func:`heldout_elpd`). Folds and
-    every refit's seed derive from ``seed``."""
+    held-out densities are exact up to Monte Carlo error (:func:`heldout_elpd`). ``draws``:
+    existing draws of the full-data posterior (Draws, cmdstanpy fit, CSV paths, InferenceData)
+    instead of a NUTS run on all data. Folds and every refit's seed derive from ``seed``."""
     from ..api import load_model, read_data  # lazily: api.py sits above crossval
 
     t0 = time.perf_counter()
@@ -226,9 +228,10 @@ def kfold(
                              f"{exc}") from None
     if progress:
         progress(f"{scheme} cross-validation: {n_folds} folds of {observations.n} "
-                 "observations; NUTS on all data")
-    full = sample(model, chains=chains, warmup=warmup, draws=n_draws, adapt_delta=adapt_delta,
-                  seed=int(np.random.default_rng(child_sequence(seed, 1)).integers(2**31 - 1)))
+                 "observations" + ("" if draws is not None else "; NUTS on all data"))
+    full = as_draws(draws, model) if draws is not None else sample(
+        model, chains=chains, warmup=warmup, draws=n_draws, adapt_delta=adapt_delta,
+        seed=int(np.random.default_rng(child_sequence(seed, 1)).integers(2**31 - 1)))
     done = [0]
 
     def one(v: np.ndarray, rng: np.random.Generator) -> HeldOut:
@@ -245,7 +248,7 @@ def kfold(
     elpd_i = np.empty(observations.n)
     for f in folds:
         elpd_i[f.index] = f.elpd_i
-    warns = list(full.summary().warnings)
+    warns = list(full.summary().warnings) if full.source == "stanlogz-nuts" else []
     for f in folds:
         warns.extend(w for w in f.warnings if w not in warns)
     res = KFoldResult(model.name, scheme, n_folds, fold_of, elpd_i, folds, observations,
