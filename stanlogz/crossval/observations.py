@@ -135,5 +135,6 @@ def observation_labels(data: Mapping[str, Any], observations: Observations, name
     if arr.dtype.kind == "f" and np.all(arr == np.round(arr)):
         return arr.astype(int)
     if integer or arr.dtype.kind not in "US":
-        raise InputError(f"{flag} {name}: {name} must hold integer labels, one per observation")
+        kinds = "integer" if integer else "integer or string"
+        raise InputError(f"{flag} {name}: {name} must hold {kinds} labels, one per observation")
     return arr
