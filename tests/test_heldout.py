@@ -140,3 +140,14 @@ def test_bad_held_out_sets(schools) -> None:
         heldout_elpd(m, d, obs, [1], full_draws=full, method="psis")
     with pytest.raises(InputError, match=r"must be \(chains, n, 10\)"):
         heldout_elpd(m, d, obs, [1], full_draws=np.zeros((2, 10, 3)))
+
+
+def test_heldout_many_does_not_depend_on_the_worker_count(schools) -> None:
+    from stanlogz.crossval.heldout import heldout_many
+
+    m, d, obs, full = schools
+    kw = {"full_draws": full, "warmup": 300, "draws": 300, "seed": 17}
+    one = heldout_many(m, d, obs, [[2], [5]], n_workers=1, **kw)
+    two = heldout_many(m, d, obs, [[2], [5]], n_workers=2, **kw)
+    assert [r.elpd for r in one] == [r.elpd for r in two]
+    assert [r.index.tolist() for r in one] == [[2], [5]]

@@ -41,7 +41,7 @@ from ..draws import Draws, as_draws, sample
 from ..errors import EstimationError, InputError
 from ..estimators.bridge import solve_bridge
 from ..estimators.common import autocorr_time, pareto_k
-from ..parallel import spawn_generators
+from ..parallel import SeedLike, run_parallel, spawn_generators
 from .latents import ConditionalGaussian, coordinate_map
 from .observations import Observations
 
@@ -217,6 +217,41 @@ def heldout_elpd(
                    (float(khat[0]), float(khat[1])), int(extra.size), int(n_grad), int(n_evals),
                    time.perf_counter() - t0, warns)
 
+
+
+def heldout_many(
+    model: Any,
+    data: Mapping[str, Any],
+    observations: Observations,
+    held_out_sets: Sequence[Sequence[int] | np.ndarray],
+    *,
+    full_draws: Any,
+    chains: int = 4,
+    warmup: int = 1000,
+    draws: int = 1000,
+    adapt_delta: float = 0.8,
+    seed: SeedLike = None,
+    n_workers: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> list[HeldOut]:
+    """:func:`heldout_elpd` for every held-out set (e.g. each observation for exact
+    leave-one-out), sharing ``full_draws``; ``n_workers`` refits at once (threads, or the
+    cluster of :func:`stanlogz.parallel.use_executor`). Set i's seed is child i of
+    ``SeedSequence(seed)``, so results do not depend on ``n_workers``."""
+    done = [0]
+    total = len(held_out_sets)
+
+    def one(v: Any, rng: np.random.Generator) -> HeldOut:
+        res = heldout_elpd(model, data, observations, v, full_draws=full_draws, chains=chains,
+                           warmup=warmup, draws=draws, adapt_delta=adapt_delta,
+                           seed=int(rng.integers(2**31 - 1)))
+        done[0] += 1
+        if progress:
+            progress(f"held-out set {done[0]}/{total} done")
+        return res
+
+    return run_parallel(one, [np.asarray(v, dtype=int) for v in held_out_sets], seed,
+                        n_workers=n_workers, backend="thread" if n_workers > 1 else "serial")
 
 def _augment(x_train: np.ndarray, common: np.ndarray, extra: np.ndarray, dim: int,
              q: ConditionalGaussian | None, rng: np.random.Generator

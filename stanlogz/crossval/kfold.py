@@ -21,8 +21,8 @@ import numpy as np
 from .. import arviz_compat
 from ..draws import as_draws, sample
 from ..errors import DataError, InputError
-from ..parallel import child_sequence, run_parallel, with_client
-from .heldout import HeldOut, heldout_elpd
+from ..parallel import child_sequence, with_client
+from .heldout import HeldOut, heldout_many
 from .observations import Observations, find_observations, observation_labels
 
 
@@ -232,19 +232,9 @@ def kfold(
     full = as_draws(draws, model) if draws is not None else sample(
         model, chains=chains, warmup=warmup, draws=n_draws, adapt_delta=adapt_delta,
         seed=int(np.random.default_rng(child_sequence(seed, 1)).integers(2**31 - 1)))
-    done = [0]
-
-    def one(v: np.ndarray, rng: np.random.Generator) -> HeldOut:
-        res = heldout_elpd(model, data_dict, observations, v, full_draws=full, chains=chains,
-                           warmup=warmup, draws=n_draws, adapt_delta=adapt_delta,
-                           seed=int(rng.integers(2**31 - 1)))
-        done[0] += 1
-        if progress:
-            progress(f"fold {done[0]}/{n_folds} done")
-        return res
-
-    folds = run_parallel(one, held, child_sequence(seed, 2), n_workers=n_workers,
-                         backend="thread" if n_workers > 1 else "serial")
+    folds = heldout_many(model, data_dict, observations, held, full_draws=full, chains=chains,
+                         warmup=warmup, draws=n_draws, adapt_delta=adapt_delta,
+                         seed=child_sequence(seed, 2), n_workers=n_workers, progress=progress)
     elpd_i = np.empty(observations.n)
     for f in folds:
         elpd_i[f.index] = f.elpd_i
