@@ -47,6 +47,7 @@ _LAZY = {
     "lfo": "stanlogz.crossval.lfo",
     "LfoResult": "stanlogz.crossval.lfo",
     "heldout_elpd": "stanlogz.crossval.heldout",
+    "heldout_many": "stanlogz.crossval.heldout",
 }
 
 
@@ -84,6 +85,7 @@ __all__ = [
     "from_cmdstanpy",
     "from_csv",
     "heldout_elpd",
+    "heldout_many",
     "kfold",
     "lfo",
     "log_ratio",
