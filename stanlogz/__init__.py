@@ -43,6 +43,12 @@ _LAZY = {
     "LooResult": "stanlogz.crossval",
     "CVResult": "stanlogz.crossval",
     "ProgramChoice": "stanlogz.crossval.choose",
+    "kfold": "stanlogz.crossval.kfold",
+    "KFoldResult": "stanlogz.crossval.kfold",
+    "lfo": "stanlogz.crossval.lfo",
+    "LfoResult": "stanlogz.crossval.lfo",
+    "heldout_elpd": "stanlogz.crossval.heldout",
+    "heldout_many": "stanlogz.crossval.heldout",
 }
 
 
@@ -63,6 +69,8 @@ __all__ = [
     "FunctionTarget",
     "InitializationError",
     "InputError",
+    "KFoldResult",
+    "LfoResult",
     "LooResult",
     "ProgramChoice",
     "StanCompileError",
@@ -78,6 +86,10 @@ __all__ = [
     "evidence",
     "from_cmdstanpy",
     "from_csv",
+    "heldout_elpd",
+    "heldout_many",
+    "kfold",
+    "lfo",
     "log_ratio",
     "loo",
     "loo_compare",

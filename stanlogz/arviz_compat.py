@@ -168,3 +168,31 @@ def compare_columns() -> list[str]:
     if arviz_major() >= 1:
         return ["rank", "elpd", "p", "elpd_diff", "weight", "se", "dse", "warning"]
     return ["rank", "elpd_loo", "p_loo", "elpd_diff", "weight", "se", "dse", "warning", "scale"]
+def elpd_object(kind: str, *, elpd: float, se: float, p: float, n_samples: int,
+                elpd_i: np.ndarray, warning: bool, good_k: float | None = None,
+                extra: dict[str, Any] | None = None) -> Any:
+    """An ArviZ ELPD object for a cross-validation estimate that is not PSIS-LOO: ``kind`` is
+    ``"kfold"`` or ``"lfo"``. ArviZ 1.x: ``ELPDDataLOOKFold`` / ``ELPDDataLFO`` (``extra``
+    holds their own fields, e.g. ``n_folds``), or the base ``ELPDData`` on arviz-stats versions
+    without them; ArviZ 0.x, which knows only loo and waic: ``ELPDData`` (a pandas Series)
+    under loo's entry names (``elpd_loo``, ``se``, ``p_loo``, ``loo_i``), so ``arviz.compare``
+    and ``print`` accept it, plus ``cv_kind`` naming what it really is."""
+    import xarray as xr
+
+    values = xr.DataArray(np.asarray(elpd_i, dtype=float), dims=["obs"], name=f"{kind}_i")
+    n = int(values.size)
+    if arviz_major() >= 1:
+        from arviz_stats import utils
+
+        cls = {"kfold": "ELPDDataLOOKFold", "lfo": "ELPDDataLFO"}[kind]
+        common = dict(elpd=elpd, se=se, p=p, n_samples=n_samples, n_data_points=n,
+                      scale="log", warning=warning, good_k=good_k, elpd_i=values)
+        if hasattr(utils, cls):
+            return getattr(utils, cls)(**common, **(extra or {}))
+        return utils.ELPDData(kind={"kfold": "loo_kfold", "lfo": "lfo_cv"}[kind], **common)
+    from arviz.stats.stats_utils import ELPDData
+
+    values.name = "loo_i"
+    return ELPDData(data=[elpd, se, p, n_samples, n, warning, values, "log", kind],
+                    index=["elpd_loo", "se", "p_loo", "n_samples", "n_data_points", "warning",
+                           "loo_i", "scale", "cv_kind"])

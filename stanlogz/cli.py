@@ -16,7 +16,8 @@ from typing import NoReturn
 from .errors import StanlogzError
 from .report.output import Reporter
 
-COMMANDS = ["compile", "sample", "evidence", "compare", "loo", "cv", "bdmc", "pmmh"]
+COMMANDS = ["compile", "sample", "evidence", "compare", "loo", "kfold", "lfo", "cv", "bdmc",
+            "pmmh"]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -114,3 +114,27 @@ def find_observations(data: Mapping[str, Any], obs: str | None = None,
     if n < 2:
         raise InputError(f"cross-validation needs at least 2 observations, {obs} = {n}")
     return Observations(obs, chosen, n)
+
+
+def observation_labels(data: Mapping[str, Any], observations: Observations, name: str,
+                       flag: str, integer: bool = True) -> np.ndarray:
+    """The per-observation labels in data variable ``name`` (a group or stratum per observation,
+    for ``flag`` in messages): a 1-D array with one entry per observation, of integers when
+    ``integer`` (else integers or strings)."""
+    if name not in data:
+        raise InputError(f"{flag} {name}: no data variable named {name}")
+    value = data[name]
+    if _leading(value) is None:
+        raise InputError(f"{flag} {name}: {name} is not an array with one entry per observation")
+    arr = np.asarray(value)
+    if arr.ndim != 1 or arr.shape[0] != observations.n:
+        raise InputError(f"{flag} {name}: {name} has shape {arr.shape}, not one entry per "
+                         f"observation ({observations.size_name} = {observations.n})")
+    if arr.dtype.kind in "iu":
+        return arr.astype(int)
+    if arr.dtype.kind == "f" and np.all(arr == np.round(arr)):
+        return arr.astype(int)
+    if integer or arr.dtype.kind not in "US":
+        kinds = "integer" if integer else "integer or string"
+        raise InputError(f"{flag} {name}: {name} must hold {kinds} labels, one per observation")
+    return arr

@@ -1,0 +1,85 @@
+"""``stanlogz kfold MODEL.stan --data DATA.json --k 10``: K-fold, stratified, grouped and
+leave-one-group-out cross-validation with exact held-out densities."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..crossval.kfold import KFoldResult, kfold
+from ..errors import InputError
+from ..report.output import Reporter
+from .evidence import PLOT_SUFFIXES
+from .executor import add_executor_arguments, with_executor
+from .loo import add_observation_arguments, obs_fields
+from .sample import add_sampler_arguments, check_output, finish
+
+NAME = "kfold"
+HELP = ("K-fold cross-validation (random, stratified, grouped or leave-one-group-out) with "
+        "exact held-out predictive densities, one NUTS refit per fold.")
+
+
+def parse_k(text: str) -> int | None:
+    """``--k``: a number of folds, or ``groups`` (one fold per group of --group)."""
+    if text == "groups":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise InputError(f"--k must be a number of folds or 'groups', got {text!r}") from None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
+    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
+    parser.add_argument("--fit", metavar="FILE", nargs="+", default=None,
+                        help="existing draws of the full-data posterior: CmdStan CSV files, or "
+                        "a stanlogz sample --output file (.csv or .nc); the folds are refit")
+    parser.add_argument("--k", default="10", metavar="K|groups",
+                        help="number of folds (default 10), or 'groups' with --group: "
+                        "leave-one-group-out")
+    parser.add_argument("--stratify", metavar="VAR", default=None,
+                        help="per-observation data array whose labels are spread evenly over "
+                        "the folds")
+    parser.add_argument("--group", metavar="VAR", default=None,
+                        help="per-observation integer array: every group's observations are "
+                        "held out together")
+    add_observation_arguments(parser)
+    add_sampler_arguments(parser)
+    parser.add_argument("--adapt-delta", type=float, default=0.8,
+                        help="target acceptance rate of NUTS step-size adaptation (default 0.8; "
+                        "raise it when divergences are reported)")
+    add_executor_arguments(parser)
+    parser.add_argument("--plot", metavar="FILE.png", default=None,
+                        help="save pointwise and per-fold elpd")
+
+
+def print_kfold(report: Reporter, r: KFoldResult) -> None:
+    """The summary table and one row per fold."""
+    what = f" by {r.group}" if r.group else f" stratified by {r.stratify}" if r.stratify else ""
+    report.table(["", "estimate", "se", "mc se"], r.table(),
+                 title=f"{r.model}: {r.scheme} cross-validation{what}, {r.k} folds of "
+                 f"{r.n_obs} observations, {r.n_samples} draws per fit")
+    report.table(["fold", "n", "sum elpd_i", "mc se", "log p(y_V|y_T)", "se", "method",
+                  "k-hat", "grad evals", "seconds"], r.fold_rows(), title="folds")
+
+
+@with_executor
+def run(args: argparse.Namespace, report: Reporter) -> int:
+    plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
+    k = parse_k(args.k)
+    if k is None and args.group is None:
+        raise InputError("--k groups needs --group VAR")
+    r = kfold(args.model, args.data, k=k, stratify=args.stratify, group=args.group,
+              obs=args.obs, obs_fields=obs_fields(args.obs_fields),
+              draws=list(args.fit) if args.fit else None, chains=args.chains,
+              warmup=args.warmup, n_draws=args.draws, adapt_delta=args.adapt_delta,
+              seed=args.seed, n_workers=args.workers or 1, progress=report.progress)
+    print_kfold(report, r)
+
+    def draw(tmp: Path) -> None:
+        from ..crossval.fold_plots import plot_kfold
+
+        plot_kfold(r, tmp)
+
+    return finish(report, r, plot, draw)

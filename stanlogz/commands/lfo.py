@@ -1,0 +1,71 @@
+"""``stanlogz lfo MODEL.stan --data DATA.json --min-train L --ahead M``: leave-future-out
+cross-validation of a time-series program."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..crossval.lfo import LFO_METHODS, LfoResult, lfo
+from ..report.output import Reporter
+from .evidence import PLOT_SUFFIXES
+from .executor import add_executor_arguments, with_executor
+from .loo import add_observation_arguments, obs_fields
+from .sample import add_sampler_arguments, check_output, finish
+
+NAME = "lfo"
+HELP = ("Leave-future-out cross-validation of a time series: log p(y[t+1:t+M] | y[1:t]) for "
+        "every forecast origin, by PSIS with refits or exactly.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
+    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
+    parser.add_argument("--min-train", metavar="L", type=int, required=True,
+                        help="observations in the first training set")
+    parser.add_argument("--ahead", metavar="M", type=int, default=1,
+                        help="observations predicted at once (default 1)")
+    parser.add_argument("--method", choices=LFO_METHODS, default="psis",
+                        help="psis: importance sampling from the last fit, refitting when k-hat "
+                        "exceeds --k-threshold; exact: a fit per origin and bridge sampling "
+                        "(default psis)")
+    parser.add_argument("--k-threshold", type=float, default=0.7,
+                        help="refit when PSIS k-hat exceeds this (default 0.7)")
+    add_observation_arguments(parser)
+    add_sampler_arguments(parser)
+    parser.add_argument("--adapt-delta", type=float, default=0.8,
+                        help="target acceptance rate of NUTS step-size adaptation (default 0.8; "
+                        "raise it when divergences are reported)")
+    add_executor_arguments(parser)
+    parser.add_argument("--plot", metavar="FILE.png", default=None,
+                        help="save elpd and k-hat per forecast origin")
+
+
+def print_lfo(report: Reporter, r: LfoResult) -> None:
+    """The summary table and the per-origin values."""
+    report.table(["", "estimate", "se", "mc se"], r.table(),
+                 title=f"{r.model}: {r.method} leave-future-out CV, {r.origins.size} forecast "
+                 f"origins from t = {r.min_train}, {len(r.refits)} NUTS fits")
+    report.table(["t", "predicts", "elpd", "mc se", "k-hat", "refit"],
+                 [[p["t"], f"{p['predicts'][0]}..{p['predicts'][1]}", round(p["elpd"], 4),
+                   round(p["mc_se"], 4), None if p["khat"] is None else round(p["khat"], 2),
+                   "yes" if p["refit"] else ""] for p in r.pointwise()],
+                 title="forecast origins")
+
+
+@with_executor
+def run(args: argparse.Namespace, report: Reporter) -> int:
+    plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
+    r = lfo(args.model, args.data, min_train=args.min_train, ahead=args.ahead,
+            method=args.method, k_threshold=args.k_threshold, obs=args.obs,
+            obs_fields=obs_fields(args.obs_fields), chains=args.chains, warmup=args.warmup,
+            n_draws=args.draws, adapt_delta=args.adapt_delta, seed=args.seed,
+            n_workers=args.workers or 1, progress=report.progress)
+    print_lfo(report, r)
+
+    def draw(tmp: Path) -> None:
+        from ..crossval.fold_plots import plot_lfo
+
+        plot_lfo(r, tmp)
+
+    return finish(report, r, plot, draw)
