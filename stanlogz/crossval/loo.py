@@ -17,6 +17,7 @@ from ..draws import Draws, as_draws, sample
 from ..errors import InputError
 from ..parallel import child_sequence, run_parallel, with_client
 from .fixups import FIX_METHODS, FixedPoint, FixTask, fix_observation
+from .heldout import heldout_many
 from .moment_match import moment_match_observation
 from .observations import Observations, find_observations
 from .pointwise import PointwiseLogLik
@@ -32,6 +33,8 @@ MM_K_TARGET = 0.3
 
 #: Child of the user's seed that draws the subsampled observations.
 SUBSAMPLE_STREAM = 7901
+#: Child of the user's seed for the refits of programs with per-observation parameters.
+HELDOUT_STREAM = 7902
 
 
 @dataclass
@@ -288,6 +291,7 @@ def loo(
     mc = res.mcse_i
     res.mcse_elpd_loo = float(math.sqrt(np.sum(mc**2)) * est.get("expansion", 1.0))
     res.warnings.extend(_warnings(res))
+    res.warnings = list(dict.fromkeys(res.warnings))  # refits sharing the draws repeat theirs
     return res
 
 
@@ -364,8 +368,12 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
         for i in bad:
             pw.held_out_model(int(i))  # build data instances (and check dims) before workers
     except InputError as exc:
-        return fixed, [f"{bad.size} observation(s) have Pareto k-hat above {threshold:.2f} "
-                       f"but cannot be refitted one at a time: {exc}"]
+        if method != "exact":
+            return fixed, [f"{bad.size} observation(s) have Pareto k-hat above "
+                           f"{threshold:.2f}; {method} cannot refit them one at a time ({exc}); "
+                           "use --fix exact"]
+        return fixed + _exact_with_latents(pw, d, bad, ps, pos, chains, warmup, n_draws, seed,
+                                           n_workers, progress), []
     if progress:
         progress(f"refitting {bad.size} observation(s) with k-hat > {threshold:.2f} "
                  f"({method}): {', '.join(str(i + 1) for i in bad)}")
@@ -376,6 +384,23 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
     fixed += run_parallel(lambda task, rng: fix_observation(pw, unc, task, rng), tasks, seed,
                           n_workers=n_workers, backend="thread" if n_workers > 1 else "serial")
     return fixed, []
+
+
+def _exact_with_latents(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo,
+                        pos: dict[int, int], chains: int, warmup: int, n_draws: int,
+                        seed: int | None, n_workers: int, progress: Any) -> list[FixedPoint]:
+    """Exact log p(y_i | y₋ᵢ) for a program whose parameters change with the observations
+    (one latent per observation): the held-out observation's latents are integrated out by
+    the augmented bridge of :mod:`.heldout`."""
+    if progress:
+        progress(f"refitting {bad.size} observation(s) without their own parameters (exact, "
+                 f"augmented bridge): {', '.join(str(i + 1) for i in bad)}")
+    found = heldout_many(pw.model, pw.data, pw.obs, [[int(i)] for i in bad], full_draws=d,
+                         chains=chains, warmup=warmup, draws=n_draws,
+                         seed=child_sequence(seed, HELDOUT_STREAM), n_workers=n_workers)
+    return [FixedPoint(int(i), h.elpd, h.se, h.method, float(ps.khat[pos[int(i)]]),
+                       float(ps.elpd_i[pos[int(i)]]), h.n_gradient_evals, h.n_evals, h.seconds,
+                       warnings=list(h.warnings)) for i, h in zip(bad, found, strict=True)]
 
 
 def _moment_matched(pw: PointwiseLogLik, d: Draws, log_post: np.ndarray, i: int, ps: PsisLoo,
