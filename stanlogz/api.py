@@ -359,7 +359,8 @@ class ComparisonResult:
                  "post_prob_se": qs, **r.to_dict(),
                  **({} if u is None else {"unbiased_bf": u.value, "unbiased_bf_se": u.se,
                                           "unbiased_bf_fraction_positive":
-                                          u.fraction_positive})}
+                                          u.fraction_positive,
+                                          "unbiased_bf_tail_k": u.tail_k})}
                 for n, r, b, bs, p, q, qs, u in zip(
                     self.names, self.results, self.log_bf, self.log_bf_se, self.prior_probs,
                     self.post_probs, self.post_probs_se, ubf, strict=True)
@@ -367,12 +368,13 @@ class ComparisonResult:
         })
 
     def unbiased_table(self) -> list[list[Any]]:
-        """Rows ``[model, Z/Z_best, se, log of it, its se, fraction positive]`` of the
-        unbiased Bayes factors (empty when they were not asked for)."""
+        """Rows ``[model, Z/Z_best, se, log of it, its se, fraction positive, tail k-hat]`` of
+        the unbiased Bayes factors (empty when they were not asked for)."""
         rows = []
         for n, u in zip(self.names, self.unbiased_bf or [], strict=False):
             if u is not None:
-                rows.append([n, u.value, u.se, u.log_value, u.log_se, u.fraction_positive])
+                rows.append([n, u.value, u.se, u.log_value, u.log_se, u.fraction_positive,
+                             u.tail_k])
         return rows
 
 

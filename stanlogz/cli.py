@@ -2,7 +2,8 @@
 
 Each command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
 ``run(args, report) -> int``. Errors that stanlogz raises on purpose (:class:`StanlogzError`)
-print one line to stderr and exit with status 2; no traceback.
+print one line to stderr and exit with status 2; any other exception is a bug and prints one
+line ``stanlogz: internal error: ...`` (exit status 1), with the traceback under ``--verbose``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -72,6 +74,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("stanlogz: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug, not a bad input: one line, the traceback on request
+        if args.verbose:
+            traceback.print_exc(file=sys.stderr)
+        print(f"stanlogz: internal error: {internal_error_text(exc)} (rerun with --verbose "
+              "for the traceback)", file=sys.stderr)
+        return 1
+
+
+def internal_error_text(exc: BaseException) -> str:
+    """``Type: message`` of an unexpected exception on one line (at most 300 characters)."""
+    text = " ".join(str(exc).split())
+    text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 if __name__ == "__main__":

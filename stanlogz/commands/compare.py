@@ -76,7 +76,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     report.table(c.header, c.table(), title=f"evidence by {method}; log_bf = log Z - log Z_best")
     report.text(f"best: {c.names[c.best]}")
     if args.unbiased_bf:
-        report.table(["model", "bf", "bf_se", "log_bf", "log_bf_se", "positive"],
+        report.table(["model", "bf", "bf_se", "log_bf", "log_bf_se", "positive", "tail_k"],
                      c.unbiased_table(), title="unbiased Bayes factors Z / Z_best (RBBCE, "
                      "Gaussian importance weights)")
         for n, u in zip(c.names, c.unbiased_bf or [], strict=False):
@@ -84,6 +84,8 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
                 report.warn(f"{n}: {100 * (1 - u.fraction_positive):.0f}% of the unbiased "
                             "Bayes factor replicates are negative: the weights vary too much "
                             "for the Gaussian proposal; trust the log-scale column")
+            for w in (u.warnings if u is not None else []):
+                report.warn(f"{n}: {w}")
     for name, r in zip(c.names, c.results, strict=True):
         for w in r.warnings:
             report.warn(f"{name}: {w}")
