@@ -215,16 +215,26 @@ def evidence(
     return res
 
 
+TARGET_SE_SLACK = 1.25  # a sized round whose se is within this factor of the target stops
+
+
 def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target_se: float,
                       max_draws: int | None, seed: int | None,
                       progress: Callable[[str], None] | None, options: dict[str, Any]
                       ) -> tuple[EvidenceResult, Draws]:
-    """More draws and a new estimate until the standard error reaches ``target_se``."""
+    """More draws and a new estimate until the standard error reaches ``target_se``.
+
+    Each round is sized from the previous round's se (aiming at 0.9 ``target_se``), and the
+    sized round is reported even when its own noisy se lands a little above the target:
+    stopping at the first se that dips below it would bias the reported se low. Another round
+    runs only when the se misses the target by more than ``TARGET_SE_SLACK``.
+    """
     total = d.n_chains * d.n_draws
     cap = 16 * total if max_draws is None else int(max_draws)
     rounds = [{"draws": total, "log_z": res.log_z, "se": res.log_z_se}]
     i = 0
-    while not res.log_z_se <= target_se and total < cap:
+    while (not res.log_z_se <= (target_se if i == 0 else TARGET_SE_SLACK * target_se)
+           and total < cap):
         i += 1
         se = res.log_z_se if np.isfinite(res.log_z_se) else 4.0 * target_se
         want = min(cap, max(draws_needed(total, se, 0.9 * target_se), int(1.25 * total)))
@@ -245,10 +255,12 @@ def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target
     res.diagnostics["draws_used"] = total
     if not res.log_z_se <= target_se:
         need = draws_needed(total, res.log_z_se, target_se) if np.isfinite(res.log_z_se) else 0
+        why = "(the cap)" if total >= cap else "(the last round, sized from the one before)"
         res.warnings.append(f"target se {target_se:g} not reached: se {res.log_z_se:.3g} with "
-                            f"{total} draws (the cap)"
+                            f"{total} draws {why}"
                             + (f"; about {need} draws would reach it: raise max_draws"
-                               if need else ""))
+                               if need and total >= cap else
+                               f"; about {need} draws would reach it" if need else ""))
     return res, d
 
 

@@ -187,8 +187,9 @@ def test_target_se_continues_the_chains_until_it_is_reached():
     assert rounds[0]["draws"] == 400 and len(rounds) >= 2
     assert [r["draws"] for r in rounds] == sorted(r["draws"] for r in rounds)
     assert res.diagnostics["draws_used"] == rounds[-1]["draws"]
-    if res.log_z_se > 0.004:  # only at the cap (16 x 400 draws), with a warning that says so
-        assert rounds[-1]["draws"] >= 6400
+    if res.log_z_se > 0.004:  # at the cap (16 x 400 draws), or a sized last round within
+        # the slack; either way with a warning that says so
+        assert rounds[-1]["draws"] >= 6400 or res.log_z_se <= 1.25 * 0.004
         assert any("target se" in w for w in res.warnings)
     with pytest.raises(stanlogz.InputError, match="target_se"):
         stanlogz.evidence(EXAMPLES / "normal_mean.stan", EXAMPLES / "normal_mean.data.json",
