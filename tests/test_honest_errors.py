@@ -224,3 +224,57 @@ def test_validated_flow_counts_the_gradients_it_computed():
     chains = np.random.default_rng(4).standard_normal((4, 300, 2))
     _, info = fit_validated_flow(t, chains, np.random.default_rng(5))
     assert info["validated"] and info["n_gradient_evals"] == _Counting.calls > 0
+
+
+# ---------------------------------------------------------------- audit item 8
+
+
+class _NormalLoo:
+    """Stand-in for PointwiseLogLik: theta ~ N(0, 1) without y_i, y_i = 0.5 ~ N(theta, 1);
+    ``minus`` holds the refit's draws (chains, n, 1)."""
+
+    def __init__(self, minus: np.ndarray) -> None:
+        self.minus = minus
+
+    def held_out_model(self, i):
+        fit = SimpleNamespace(unconstrained=self.minus, n_gradient_evals=0,
+                              sampler={"divergent__": np.zeros(self.minus.shape[:2])})
+        return SimpleNamespace(nuts=lambda **kw: fit)
+
+    def column(self, i, x):
+        return stats.norm.logpdf(0.5, loc=np.asarray(x)[:, 0], scale=1.0)
+
+
+def test_exact_fix_up_checks_overlap_and_convergence(monkeypatch):
+    from stanlogz.crossval import fixups
+
+    rng = np.random.default_rng(21)
+    minus = rng.standard_normal((4, 500, 1))
+    full = 0.25 + math.sqrt(0.5) * rng.standard_normal((4, 500, 1))
+    task = fixups.FixTask(0, "exact", 0.9, -1.0, 4, 10, 500, {})
+    fp = fixups.fix_observation(_NormalLoo(minus), full, task, rng)
+    # exact log p(y_i | y_-i) = N(0.5 | 0, sqrt 2); within 4.5 se (bridge se from 4000 iid
+    # draws: a normal |z| > 4.5 has probability 7e-6)
+    exact = stats.norm.logpdf(0.5, 0.0, math.sqrt(2.0))
+    assert abs(fp.elpd - exact) < 4.5 * fp.se, (fp.elpd, fp.se, exact)
+    d = fp.to_dict()["diagnostics"]
+    assert d["converged"] and d["pareto_k_minus"] < 0.7 and d["rhat_minus"] < 1.05
+    assert fp.warnings == []
+    # chains of the refit stuck 1 sd apart: split R-hat of log p(y_i | theta) about 1.3
+    stuck = minus + np.arange(4.0)[:, None, None]
+    fp = fixups.fix_observation(_NormalLoo(stuck), full, task, rng)
+    assert fp.diagnostics["rhat_minus"] > 1.2
+    assert any("R-hat" in w for w in fp.warnings)
+    # no overlap on either side (forced): the se is flagged
+    monkeypatch.setattr(fixups, "pareto_k", lambda lw: 0.95)
+    fp = fixups.fix_observation(_NormalLoo(minus), full, task, rng)
+    assert any("overlaps poorly" in w and "--fix ups" in w for w in fp.warnings)
+
+
+def test_split_rhat():
+    from stanlogz.crossval.fixups import split_rhat
+
+    x = np.random.default_rng(2).standard_normal((4, 1000))
+    assert abs(split_rhat(x) - 1.0) < 0.01  # 8 halves of 500 iid draws: sd of R-hat ~ 0.002
+    # a drift within each chain: the halves disagree
+    assert split_rhat(x + np.linspace(0, 3, 1000)) > 1.2  # sqrt(1 + 0.64 / 1.19) = 1.24
