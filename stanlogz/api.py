@@ -212,7 +212,23 @@ def evidence(
     for w in normalization_warnings(m, d):
         if w not in res.warnings:
             res.warnings.append(w)
+    _add_draws_trust(res, d)
     return res
+
+
+def _add_draws_trust(res: EvidenceResult, d: Draws) -> None:
+    """Say when the sampler's flags mean log Z may be off beyond its se (diagnostics and a
+    warning; see :mod:`stanlogz.report.draws_trust`)."""
+    from .report.draws_trust import draws_trust
+
+    try:
+        summary = d.summary()
+    except Exception:  # summary needs >= 4 draws per chain; estimating needs no summary
+        return
+    diag, warning = draws_trust(summary, res)
+    res.diagnostics["draws_trust"] = diag
+    if warning:
+        res.warnings.append(warning)
 
 
 TARGET_SE_SLACK = 1.25  # a sized round whose se is within this factor of the target stops

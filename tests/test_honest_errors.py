@@ -278,3 +278,36 @@ def test_split_rhat():
     assert abs(split_rhat(x) - 1.0) < 0.01  # 8 halves of 500 iid draws: sd of R-hat ~ 0.002
     # a drift within each chain: the halves disagree
     assert split_rhat(x + np.linspace(0, 3, 1000)) > 1.2  # sqrt(1 + 0.64 / 1.19) = 1.24
+
+
+# ---------------------------------------------------------------- biased draws, tight se
+
+
+def test_flagged_draws_say_log_z_may_be_off_beyond_its_se(compiled):
+    import json
+
+    import stanlogz
+    from stanlogz.draws import Draws
+    from tests.conftest import MODELS
+
+    # Exact posterior draws of the conjugate normal model, labelled with 3 divergences: the
+    # draws are fine, but the result must still say the se does not cover a sampler's bias.
+    model = compiled("normal")
+    d = json.loads((MODELS / "tests" / "normal.json").read_text())
+    prec = 1 / d["tau0"] ** 2 + d["N"] / d["sigma"] ** 2
+    mean = (d["mu0"] / d["tau0"] ** 2 + sum(d["y"]) / d["sigma"] ** 2) / prec
+    mu = mean + np.random.default_rng(6).standard_normal((4, 500, 1)) / math.sqrt(prec)
+    divergent = np.zeros((4, 500))
+    divergent[0, :3] = 1
+    draws = Draws(unconstrained=mu, constrained=mu, constrained_names=["mu"], unc_names=["mu"],
+                  sampler={"divergent__": divergent}, source="array")
+    r = stanlogz.evidence(model, draws=draws, seed=2)
+    trust = r.diagnostics["draws_trust"]
+    assert trust["flags"] == ["3 divergences"] and math.isfinite(trust["split_shift"])
+    (w,) = [w for w in r.warnings if "may be off by more than its se" in w]
+    assert "3 divergences" in w and "adapt-delta" in w and "moved" in w
+    clean = Draws(unconstrained=mu, constrained=mu, constrained_names=["mu"],
+                  unc_names=["mu"], sampler={"divergent__": np.zeros((4, 500))}, source="array")
+    r = stanlogz.evidence(model, draws=clean, seed=2)
+    assert r.diagnostics["draws_trust"]["flags"] == []
+    assert not any("may be off by more than its se" in w for w in r.warnings)
