@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
 from .errors import StanlogzError
-from .report.output import Reporter
 
 COMMANDS = ["compile", "sample", "evidence", "compare", "loo", "cv", "bdmc", "pmmh"]
 
@@ -58,11 +59,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``stanlogz`` command."""
-    parser = build_parser()
+    # Importing every command takes seconds on a loaded machine; a Ctrl-C meanwhile would break
+    # an extension module's import (an ImportError, not a KeyboardInterrupt), so it is held
+    # until the imports are done.
+    held: list[int] = []
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
     try:
+        from .report.output import Reporter
+
+        parser = build_parser()
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error already printed on one line
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    if held:
+        print("stanlogz: interrupted", file=sys.stderr)
+        return 130
     report = Reporter(json_mode=args.json, quiet=args.quiet)
     try:
         return int(args._run(args, report) or 0)

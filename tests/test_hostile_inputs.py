@@ -122,3 +122,26 @@ def test_an_unexpected_exception_is_one_line_with_exit_status_1(monkeypatch, cap
     assert rc == 1 and "Traceback" in err and err.rstrip().splitlines()[-1].startswith(
         "stanlogz: internal error:")
     assert internal_error_text(ValueError("x" * 400)).endswith("...")
+
+
+def test_ctrl_c_while_the_commands_load_ends_in_one_line(monkeypatch, capfd):
+    # A Ctrl-C during the seconds the imports take on a loaded machine broke numpy's import
+    # (ImportError traceback) or escaped as a KeyboardInterrupt traceback; it is now held until
+    # the imports finish, then ends the run with status 130.
+    import os
+    import signal
+
+    import stanlogz.cli as cli
+
+    real = cli.build_parser
+
+    def interrupted_build():
+        os.kill(os.getpid(), signal.SIGINT)  # delivered while the commands load
+        return real()
+
+    handler = signal.getsignal(signal.SIGINT)
+    monkeypatch.setattr(cli, "build_parser", interrupted_build)
+    rc = main(["compile", str(TESTS / "normal.stan")])
+    err = capfd.readouterr().err
+    assert rc == 130 and err == "stanlogz: interrupted\n"
+    assert signal.getsignal(signal.SIGINT) is handler  # the previous handler is back
