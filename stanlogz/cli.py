@@ -61,11 +61,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``stanlogz`` command."""
     # Importing every command takes seconds on a loaded machine; a Ctrl-C meanwhile would break
     # an extension module's import (an ImportError, not a KeyboardInterrupt), so it is held
-    # until the imports are done.
+    # until the imports are done. During the run Ctrl-C raises KeyboardInterrupt whatever
+    # handler an imported library may have installed; the caller's handler is restored at the
+    # end.
     held: list[int] = []
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        return _main(argv, held, restore_default=previous is not None)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _main(argv: Sequence[str] | None, held: list[int], *, restore_default: bool) -> int:
     try:
         from .report.output import Reporter
 
@@ -73,14 +83,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error already printed on one line
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
-    if held:
-        print("stanlogz: interrupted", file=sys.stderr)
-        return 130
-    report = Reporter(json_mode=args.json, quiet=args.quiet)
+    if restore_default:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
+        if held:
+            raise KeyboardInterrupt
+        report = Reporter(json_mode=args.json, quiet=args.quiet)
         return int(args._run(args, report) or 0)
     except StanlogzError as exc:
         print(f"stanlogz: error: {exc}", file=sys.stderr)

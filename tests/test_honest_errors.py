@@ -311,3 +311,25 @@ def test_flagged_draws_say_log_z_may_be_off_beyond_its_se(compiled):
     r = stanlogz.evidence(model, draws=clean, seed=2)
     assert r.diagnostics["draws_trust"]["flags"] == []
     assert not any("may be off by more than its se" in w for w in r.warnings)
+
+
+# ---------------------------------------------------------------- compare(unbiased_bf=True)
+
+
+def test_compare_with_unbiased_bayes_factors_through_the_api():
+    import stanlogz
+    from tests.conftest import MODELS
+
+    ex = MODELS / "examples"
+    c = stanlogz.compare([ex / "regression.stan", ex / "regression_null.stan"],
+                         ex / "regression.data.json", n_draws=500, seed=4, unbiased_bf=True)
+    assert c.names[c.best] == "regression"
+    (row,) = c.unbiased_table()
+    name, bf, bf_se, log_bf, log_bf_se, positive, tail_k = row
+    # exact log Bayes factor -5.938734 (README, 1-D quadrature); the unbiased replicates'
+    # mean over 200 replicates: |z| < 4.5 (t with 199 dof: probability 1.2e-5)
+    truth = math.exp(-5.938734)
+    assert name == "regression_null" and abs(bf - truth) < 4.5 * bf_se, (bf, bf_se, truth)
+    assert 0.0 < positive <= 1.0 and math.isfinite(tail_k)
+    models = c.to_dict()["models"]
+    assert models[1]["unbiased_bf_tail_k"] == tail_k and "unbiased_bf" not in models[0]
