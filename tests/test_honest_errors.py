@@ -333,3 +333,19 @@ def test_compare_with_unbiased_bayes_factors_through_the_api():
     assert 0.0 < positive <= 1.0 and math.isfinite(tail_k)
     models = c.to_dict()["models"]
     assert models[1]["unbiased_bf_tail_k"] == tail_k and "unbiased_bf" not in models[0]
+
+
+def test_cli_prints_the_degrees_of_freedom_of_a_replicate_se(capsys):
+    import json
+
+    from stanlogz.cli import main
+    from tests.conftest import MODELS
+
+    args = ["evidence", str(MODELS / "tests" / "normal.stan"), "--data",
+            str(MODELS / "tests" / "normal.json"), "--method", "smc", "--draws", "200",
+            "--warmup", "200", "--seed", "5", "--quiet"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "(smc; se from 7 degrees of freedom, 95% interval" in out
+    assert main(args + ["--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["log_z_df"] == 7  # 8 SMC runs

@@ -75,6 +75,11 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
                 progress=report.progress, unbiased_bf=args.unbiased_bf, **options)
     report.table(c.header, c.table(), title=f"evidence by {method}; log_bf = log Z - log Z_best")
     report.text(f"best: {c.names[c.best]}")
+    for name, r in zip(c.names, c.results, strict=True):
+        if r.log_z_df is not None:
+            lo, hi = r.interval(0.95)
+            report.text(f"{name}: se from {r.log_z_df:.0f} degrees of freedom; 95% interval "
+                        f"{lo:.4f} .. {hi:.4f} (Student-t)")
     if args.unbiased_bf:
         report.table(["model", "bf", "bf_se", "log_bf", "log_bf_se", "positive", "tail_k"],
                      c.unbiased_table(), title="unbiased Bayes factors Z / Z_best (RBBCE, "
