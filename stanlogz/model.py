@@ -636,8 +636,8 @@ def _run_stoppable(call: Callable[[], None], stop: ctypes.c_int, poll: Callable[
     ``poll`` while it runs. On an exception here, KeyboardInterrupt included, sets ``stop``,
     waits for ``call`` to return (it writes into the caller's arrays) and re-raises."""
     worker = threading.Thread(target=call, name=name, daemon=True)
-    worker.start()
     try:
+        worker.start()  # inside: a Ctrl-C while the thread starts must stop it too
         while worker.is_alive():
             worker.join(_POLL_S)
             if worker.is_alive():
