@@ -292,7 +292,8 @@ def pmmh(
     chol = np.eye(d) * 0.5 * 2.38 / math.sqrt(d)
     log_mult = 0.0
 
-    failed: list[str] = []
+    failed: list[tuple[bool, str]] = []  # (during warmup, why) per rejected proposal
+    in_warmup = [warmup > 0]
 
     def evaluate(z: np.ndarray) -> tuple[float, int, int]:
         lp = outer.log_density(z)
@@ -302,12 +303,13 @@ def pmmh(
         return lp + log_s, sign, n
 
     def evaluate_proposal(z: np.ndarray) -> tuple[float, int, int]:
-        """evaluate(z), with a proposal whose 1/Z estimate fails (all weights of a batch
-        zero) rejected and counted instead of stopping the chain."""
+        """evaluate(z), with a proposal whose 1/Z estimate cannot be formed (all weights of a
+        batch zero, or weights spread beyond floating point) rejected and counted instead of
+        stopping the chain."""
         try:
             return evaluate(z)
         except EstimationError as exc:
-            failed.append(str(exc))
+            failed.append((in_warmup[0], str(exc)))
             return -math.inf, 0, 0
 
     cur = evaluate(x)
@@ -323,6 +325,7 @@ def pmmh(
     since = 0
     hist: list[np.ndarray] = []
     for t in range(total):
+        in_warmup[0] = t < warmup
         prop = x + math.exp(log_mult) * (chol @ rng.standard_normal(d))
         new = evaluate_proposal(prop)
         delta = new[0] - cur[0]
@@ -361,9 +364,10 @@ def pmmh(
                                diagnostics={"batch": batch, "trials": trials, "weights": weights,
                                             "proposal": proposal, "mean_n": float(info[:, 3]
                                                                                    .mean()),
-                                            "failed_estimates": len(failed)})
+                                            "failed_estimates": sum(not w for w, _ in failed),
+                                            "failed_estimates_warmup": sum(w for w, _ in failed)})
     if failed:
-        res.diagnostics["first_failure"] = failed[0]
+        res.diagnostics["first_failure"] = failed[0][1]
     res.warnings = _warnings(res)
     return res
 
@@ -371,9 +375,10 @@ def pmmh(
 def _warnings(r: PseudoMarginalResult) -> list[str]:
     out = []
     if r.diagnostics.get("failed_estimates"):
-        out.append(f"{r.diagnostics['failed_estimates']} proposals were rejected because their "
-                   "1/Z estimate failed (a batch of zero weights): the chain then targets a "
-                   "slightly different posterior; increase --batch or widen the proposal")
+        out.append(f"{r.diagnostics['failed_estimates']} proposal(s) after warmup were rejected "
+                   "because their 1/Z estimate could not be formed (a batch of zero weights, or "
+                   "weights spread beyond floating point): the chain then targets a slightly "
+                   "different posterior; increase --batch or widen the proposal")
     if r.fraction_positive < 0.95:
         out.append(f"{100 * (1 - r.fraction_positive):.1f}% of the 1/Z estimates are negative: "
                    "the sign-corrected expectations have high variance; increase --batch or "
