@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .api import ComparisonResult, compare, evidence
 from .errors import (
     DataError,
     EstimationError,
@@ -19,13 +18,19 @@ from .errors import (
     StanlogzError,
     ToolchainError,
 )
-from .report.results import EvidenceResult
-from .target import CountingTarget, FunctionTarget, Target
 
 __version__ = "0.1.0"
 
-# name -> module that defines it; imported on first attribute access
+# name -> module that defines it; imported on first attribute access (so that importing the
+# package, and the CLI's start, where Ctrl-C must still end in one line, stays cheap)
 _LAZY = {
+    "ComparisonResult": "stanlogz.api",
+    "compare": "stanlogz.api",
+    "evidence": "stanlogz.api",
+    "EvidenceResult": "stanlogz.report.results",
+    "CountingTarget": "stanlogz.target",
+    "FunctionTarget": "stanlogz.target",
+    "Target": "stanlogz.target",
     "Draws": "stanlogz.draws",
     "sample": "stanlogz.draws",
     "as_draws": "stanlogz.draws",

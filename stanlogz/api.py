@@ -215,19 +215,45 @@ def evidence(
     for w in normalization_warnings(m, d):
         if w not in res.warnings:
             res.warnings.append(w)
+    _add_draws_trust(res, d)
     return res
+
+
+def _add_draws_trust(res: EvidenceResult, d: Draws) -> None:
+    """Say when the sampler's flags mean log Z may be off beyond its se (diagnostics and a
+    warning; see :mod:`stanlogz.report.draws_trust`)."""
+    from .report.draws_trust import draws_trust
+
+    try:
+        summary = d.summary()
+    except Exception:  # summary needs >= 4 draws per chain; estimating needs no summary
+        return
+    diag, warning = draws_trust(summary, res)
+    res.diagnostics["draws_trust"] = diag
+    if warning:
+        res.warnings.append(warning)
+
+
+TARGET_SE_SLACK = 1.25  # a sized round whose se is within this factor of the target stops
 
 
 def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target_se: float,
                       max_draws: int | None, seed: int | None,
                       progress: Callable[[str], None] | None, options: dict[str, Any]
                       ) -> tuple[EvidenceResult, Draws]:
-    """More draws and a new estimate until the standard error reaches ``target_se``."""
+    """More draws and a new estimate until the standard error reaches ``target_se``.
+
+    Each round is sized from the previous round's se (aiming at 0.9 ``target_se``), and the
+    sized round is reported even when its own noisy se lands a little above the target:
+    stopping at the first se that dips below it would bias the reported se low. Another round
+    runs only when the se misses the target by more than ``TARGET_SE_SLACK``.
+    """
     total = d.n_chains * d.n_draws
     cap = 16 * total if max_draws is None else int(max_draws)
     rounds = [{"draws": total, "log_z": res.log_z, "se": res.log_z_se}]
     i = 0
-    while not res.log_z_se <= target_se and total < cap:
+    while (not res.log_z_se <= (target_se if i == 0 else TARGET_SE_SLACK * target_se)
+           and total < cap):
         i += 1
         se = res.log_z_se if np.isfinite(res.log_z_se) else 4.0 * target_se
         want = min(cap, max(draws_needed(total, se, 0.9 * target_se), int(1.25 * total)))
@@ -248,10 +274,12 @@ def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target
     res.diagnostics["draws_used"] = total
     if not res.log_z_se <= target_se:
         need = draws_needed(total, res.log_z_se, target_se) if np.isfinite(res.log_z_se) else 0
+        why = "(the cap)" if total >= cap else "(the last round, sized from the one before)"
         res.warnings.append(f"target se {target_se:g} not reached: se {res.log_z_se:.3g} with "
-                            f"{total} draws (the cap)"
+                            f"{total} draws {why}"
                             + (f"; about {need} draws would reach it: raise max_draws"
-                               if need else ""))
+                               if need and total >= cap else
+                               f"; about {need} draws would reach it" if need else ""))
     return res, d
 
 
@@ -362,7 +390,8 @@ class ComparisonResult:
                  "post_prob_se": qs, **r.to_dict(),
                  **({} if u is None else {"unbiased_bf": u.value, "unbiased_bf_se": u.se,
                                           "unbiased_bf_fraction_positive":
-                                          u.fraction_positive})}
+                                          u.fraction_positive,
+                                          "unbiased_bf_tail_k": u.tail_k})}
                 for n, r, b, bs, p, q, qs, u in zip(
                     self.names, self.results, self.log_bf, self.log_bf_se, self.prior_probs,
                     self.post_probs, self.post_probs_se, ubf, strict=True)
@@ -370,12 +399,13 @@ class ComparisonResult:
         })
 
     def unbiased_table(self) -> list[list[Any]]:
-        """Rows ``[model, Z/Z_best, se, log of it, its se, fraction positive]`` of the
-        unbiased Bayes factors (empty when they were not asked for)."""
+        """Rows ``[model, Z/Z_best, se, log of it, its se, fraction positive, tail k-hat]`` of
+        the unbiased Bayes factors (empty when they were not asked for)."""
         rows = []
         for n, u in zip(self.names, self.unbiased_bf or [], strict=False):
             if u is not None:
-                rows.append([n, u.value, u.se, u.log_value, u.log_se, u.fraction_positive])
+                rows.append([n, u.value, u.se, u.log_value, u.log_se, u.fraction_positive,
+                             u.tail_k])
         return rows
 
 

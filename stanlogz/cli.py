@@ -2,19 +2,22 @@
 
 Each command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
 ``run(args, report) -> int``. Errors that stanlogz raises on purpose (:class:`StanlogzError`)
-print one line to stderr and exit with status 2; no traceback.
+print one line to stderr and exit with status 2; any other exception is a bug and prints one
+line ``stanlogz: internal error: ...`` (exit status 1), with the traceback under ``--verbose``.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
+import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
 from .errors import StanlogzError
-from .report.output import Reporter
 
 COMMANDS = ["compile", "sample", "evidence", "compare", "loo", "kfold", "lfo", "cv", "bdmc",
             "pmmh"]
@@ -57,13 +60,36 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``stanlogz`` command."""
-    parser = build_parser()
+    # Importing every command takes seconds on a loaded machine; a Ctrl-C meanwhile would break
+    # an extension module's import (an ImportError, not a KeyboardInterrupt), so it is held
+    # until the imports are done. During the run Ctrl-C raises KeyboardInterrupt whatever
+    # handler an imported library may have installed; the caller's handler is restored at the
+    # end.
+    held: list[int] = []
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
     try:
+        return _main(argv, held, restore_default=previous is not None)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _main(argv: Sequence[str] | None, held: list[int], *, restore_default: bool) -> int:
+    try:
+        from .report.output import Reporter
+
+        parser = build_parser()
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error already printed on one line
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
-    report = Reporter(json_mode=args.json, quiet=args.quiet)
+    if restore_default:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
+        if held:
+            raise KeyboardInterrupt
+        report = Reporter(json_mode=args.json, quiet=args.quiet)
         return int(args._run(args, report) or 0)
     except StanlogzError as exc:
         print(f"stanlogz: error: {exc}", file=sys.stderr)
@@ -73,6 +99,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("stanlogz: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug, not a bad input: one line, the traceback on request
+        if args.verbose:
+            traceback.print_exc(file=sys.stderr)
+        print(f"stanlogz: internal error: {internal_error_text(exc)} (rerun with --verbose "
+              "for the traceback)", file=sys.stderr)
+        return 1
+
+
+def internal_error_text(exc: BaseException) -> str:
+    """``Type: message`` of an unexpected exception on one line (at most 300 characters)."""
+    text = " ".join(str(exc).split())
+    text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 if __name__ == "__main__":

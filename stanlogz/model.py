@@ -533,7 +533,8 @@ class StanModel:
         seconds = time.perf_counter() - start
         rc = status[0] if status else 2
         if rc == 1:
-            raise InitializationError(self._init_failure(self._take_error(err)))
+            log = self._take_error(err)
+            raise InitializationError(self._init_failure(log), log=log.replace(" | ", "\n"))
         if rc:
             log = self._take_error(err)
             raise StanlogzError(f"NUTS failed for {self.name}: {stan_failure_cause(log)}",
@@ -578,7 +579,8 @@ class StanModel:
 
     def _init_failure(self, message: str) -> str:
         reasons = re.findall(r"Exception:\s*([^|]+)", message)
-        reason = _with_variable(self.code, reasons[-1]) if reasons else _condense_stan(message)
+        reason = (_with_variable(self.code, reasons[-1]) if reasons
+                  else stan_failure_cause(message))  # each message of the log once
         return (f"NUTS initialization failed for {self.name}: no finite log density and "
                 f"gradient in Stan's 100 attempts; reason: {reason}")
 
@@ -634,8 +636,8 @@ def _run_stoppable(call: Callable[[], None], stop: ctypes.c_int, poll: Callable[
     ``poll`` while it runs. On an exception here, KeyboardInterrupt included, sets ``stop``,
     waits for ``call`` to return (it writes into the caller's arrays) and re-raises."""
     worker = threading.Thread(target=call, name=name, daemon=True)
-    worker.start()
     try:
+        worker.start()  # inside: a Ctrl-C while the thread starts must stop it too
         while worker.is_alive():
             worker.join(_POLL_S)
             if worker.is_alive():

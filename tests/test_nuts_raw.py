@@ -219,6 +219,25 @@ def test_keyboard_interrupt_stops_all_chains_promptly(compiled):
     assert fit.constrained.shape[:2] == (2, 20)
 
 
+def test_ctrl_c_while_the_sampler_thread_starts_stops_it(compiled, monkeypatch):
+    # Ctrl-C landing in Thread.start() (its wait for the new thread, seconds on a loaded
+    # machine) escaped before the stop flag was set: the sampler ran on in the background.
+    model = compiled("slow")
+    real_start = threading.Thread.start
+
+    def start_then_interrupt(self):
+        real_start(self)
+        if self.name.startswith("stanlogz-nuts"):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(threading.Thread, "start", start_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        model.nuts(**SLOW_RUN)
+    monkeypatch.undo()
+    # the sampler thread has ended (it would take 15+ minutes to finish on its own)
+    assert not [t for t in threading.enumerate() if t.name.startswith("stanlogz-nuts")]
+
+
 def test_failing_progress_callback_stops_the_sampler(compiled, monkeypatch):
     model = compiled("slow")
     monkeypatch.setattr(stanlogz.model, "PROGRESS_INTERVAL_S", 0.0)

@@ -18,6 +18,7 @@ from stanlogz.estimators.reciprocal import (
     FiniteTruncation,
     GeometricTruncation,
     PowerLawTruncation,
+    Truncation,
     batch_log_weights,
     estimate_reciprocal,
     fce_series,
@@ -66,7 +67,7 @@ def zscore(x, truth):
 @pytest.mark.parametrize("law", [PowerLawTruncation(1.1), GeometricTruncation(0.7),
                                  FiniteTruncation((1.0, 0.5, 0.25))])
 def test_truncation_laws_sample_their_survival_function(law):
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(2101)
     n = np.array([law.sample(rng) for _ in range(20000)])
     for k in (1, 2, 3, 5, 20):
         p = float(law.survival(np.array([k]))[0])
@@ -168,7 +169,7 @@ def test_debiasing_is_exact_for_a_truncation_law_with_finite_support(method):
     k = 6
     law = FiniteTruncation((1.0, 0.8, 0.6, 0.4, 0.3, 0.2))
     iae, mc = _two_point_limit(k)
-    x = scaled_values(method, two_point_source, 3000, None, truncation=law)
+    x = scaled_values(method, two_point_source, 3000, 2105, truncation=law)
     truth = iae if method == "iae" else mc
     assert abs(zscore(x, truth)) < Z_MAX, (x.mean(), truth)
 
@@ -177,14 +178,14 @@ def test_debiasing_is_exact_for_a_truncation_law_with_finite_support(method):
                                        ("rbbce", {"batch": 3, "trials": 2})])
 def test_unbiased_for_one_over_z_with_the_default_law(method, kw):
     # Bounded weights: the independence chain couples geometrically, so S has all moments.
-    x = scaled_values(method, bounded_source, 2500, None, **kw)
+    x = scaled_values(method, bounded_source, 2500, 2106, **kw)
     assert abs(zscore(x, 1.0)) < Z_MAX, x.mean()
 
 
 def test_fce_burn_in_bounds_the_negative_fraction():
     # Proposition 1: Pr(S < 0) <= 2/(T+1) = 0.2 at T = 9. Binomial test: with 1500 replicates
     # the count exceeds the bound by 4.5 sd with probability < 1e-5 if the bound holds.
-    x = scaled_values("fce", bounded_source, 1500, None, burn_in=9)
+    x = scaled_values("fce", bounded_source, 1500, 2107, burn_in=9)
     bound = 2 / 10
     assert np.mean(x < 0) < bound + Z_MAX * math.sqrt(bound * (1 - bound) / x.size)
 
@@ -194,7 +195,7 @@ def test_rbbce_expected_cost_is_linear_in_n():
     # i+1 i.i.d. continuous weights), so E[ops] = sum_{i<=N} i/(i+1) = N + 1 - H_{N+1} <= N.
     k = 150
     law = FiniteTruncation((1.0,) * k)  # N = K always
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(2102)
     ops = np.array([estimate_reciprocal(bounded_source, "rbbce", rng=rng, truncation=law).n_ops
                     for _ in range(1500)])
     expected = k + 1 - sum(1 / j for j in range(1, k + 2))
@@ -211,11 +212,12 @@ def test_unbiased_bayes_factor():
     def src_a(rng, n):
         return 2.0 + np.log(0.5 + rng.uniform(size=n))
 
-    bf = unbiased_bayes_factor(src_a, bounded_source, replicates=2000, n_a=5, rng=None)
+    bf = unbiased_bayes_factor(src_a, bounded_source, replicates=2000, n_a=5, rng=2199)
     z = (bf.value / math.exp(-298.0) - 1.0) / (bf.se / math.exp(-298.0))
     assert abs(z) < Z_MAX, (bf.value, bf.se)
     assert bf.log_value == pytest.approx(-298.0, abs=Z_MAX * bf.log_se + 1e-9)
     assert 0.9 < bf.fraction_positive <= 1.0  # RBBCE on bounded weights: ~99.9% positive
+    assert math.isfinite(bf.tail_k)  # the tail diagnostic of the replicates (~0.2 here)
 
 
 # ---------------------------------------------------------------- weight sources
@@ -224,7 +226,7 @@ def test_unbiased_bayes_factor():
 def test_importance_and_ais_weight_sources_are_unbiased_for_z():
     target = GaussianTarget(np.array([1.0, -0.5]), np.diag([0.5, 2.0]), log_z=1.3)
     proposal = GaussianTarget(np.array([0.8, 0.0]), np.diag([1.0, 4.0]))
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(2103)
     # IS weights p/q are bounded here (q is wider than p in every direction).
     w = np.exp(ImportanceWeights(target, proposal)(rng, 20000) - 1.3)
     assert abs((w.mean() - 1.0) / (w.std(ddof=1) / math.sqrt(w.size))) < Z_MAX
@@ -238,7 +240,7 @@ def test_importance_and_ais_weight_sources_are_unbiased_for_z():
 
 
 def test_fitted_proposals_are_normalized_samplers():
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(2104)
     draws = rng.normal(size=(2000, 2)) * [1.0, 0.5] + [0.3, 0.0]
     for kind in ("gaussian", "flow"):
         q = fit_proposal(draws, kind, seed=1)
@@ -288,3 +290,73 @@ def test_unbiased_bayes_factors_between_programs_match_their_evidence_ratio():
     bf = out[0]
     assert bf.fraction_positive > 0.9
     assert abs(bf.value - math.exp(-1.5)) < 4.5 * bf.se
+
+
+# ---------------------------------------------------------------- floating-point range
+
+
+def test_series_of_a_zero_starting_weight_are_infinite_not_a_crash():
+    surv = np.ones(3)
+    assert rbbce_series(np.array([1.0, 2.0, 0.0]), surv)[0] == math.inf
+    assert fce_series(np.array([0.0, 1.0, 2.0]), np.array([0.5, 0.5]), surv) == math.inf
+
+
+def fixed_source(values):
+    """A source that returns ``values`` (log-weights) in order, then starts again."""
+    values = np.asarray(values, dtype=float)
+
+    def source(rng, n):
+        return np.resize(values, n)
+
+    return source
+
+
+class _ThreeTerms(Truncation):
+    """N = 3 always, with the survival factors 1, 0.5, 0.4, 0.2 (a deterministic arithmetic
+    check of the series, not an unbiased estimator)."""
+
+    def survival(self, k):
+        return np.array([1.0, 0.5, 0.4, 0.2])[np.asarray(k)]
+
+    def sample(self, rng):
+        return 3
+
+
+def test_weights_spread_beyond_exp_range_give_the_series_value():
+    # Weights [1, 3, 2, e^-800]: the last batch weight (where RBBCE's chain starts) is 800 nats
+    # below the median, which underflowed to 0 and raised ZeroDivisionError. The series are
+    # homogeneous of degree -1 in the weights, so their value is e^-400 times the series on
+    # e^400 x weights, which fit in floating point.
+    law = _ThreeTerms()
+    lw = np.array([0.0, math.log(3.0), math.log(2.0), -800.0])
+    surv = law.survival(np.arange(4))
+    scaled = np.exp(lw + 400.0)
+    for method in ("rbbce", "iae", "fce"):
+        e = estimate_reciprocal(fixed_source(lw), method, rng=0, truncation=law)
+        if method == "rbbce":
+            direct = rbbce_series(scaled, surv)[0]
+        elif method == "iae":
+            direct = iae_series(scaled, surv)
+        else:  # the same uniforms: the estimator draws them right after N and the weights
+            u = np.random.default_rng(0).uniform(size=3)
+            direct = fce_series(scaled, u, surv)
+        assert e.sign == np.sign(direct), method
+        assert e.log_abs == pytest.approx(math.log(abs(direct)) + 400.0, abs=1e-9), method
+    # A spread no floating-point scaling can hold is a one-line EstimationError.
+    with pytest.raises(EstimationError, match="spread over 1500 nats") as exc:
+        estimate_reciprocal(fixed_source([0.0, -1500.0]), "rbbce", rng=0,
+                            truncation=FiniteTruncation((1.0,)))
+    assert "\n" not in str(exc.value)
+
+
+def test_unbiased_bayes_factor_flags_heavy_tailed_replicates():
+    # Z_A's weights are Pareto with tail index 1.05 (finite mean, infinite variance), so the
+    # replicates Z_A^ x (1/Z_B)^ have infinite variance: Pareto k-hat near 1/1.05 = 0.95. Over
+    # 20 seeds with 20000 replicates k-hat measured 0.95 +- 0.08, so k-hat <= 0.5 is 5.6 sd
+    # away (probability < 1e-7 under a normal spread). Bounded weights (test above) give
+    # k-hat around 0.2.
+    def pareto(rng, n):
+        return 2.0 - np.log(1.0 - rng.uniform(size=n)) / 1.05
+
+    bf = unbiased_bayes_factor(pareto, bounded_source, replicates=20000, n_a=1, rng=2110)
+    assert bf.tail_k > 0.5 and "heavy-tailed" in bf.warnings[0]

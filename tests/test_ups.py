@@ -138,6 +138,7 @@ def test_registry_adapter_on_gaussian_target(tmp_path):
     assert res.to_dict()["log_z"] == res.log_z  # serializable
     ups_result = d["_ups"]
     assert ups_result.replicates.size == 100
+    assert res.log_z_df == 99 and res.to_dict()["log_z_df"] == 99  # se from 100 replicates
     out = plot_ups(ups_result, tmp_path / "ups.png")
     assert out.stat().st_size > 10_000
 

@@ -161,8 +161,13 @@ def print_evidence(report: Reporter, c: ComparisonResult, method: str, unbiased:
     """The evidence table, the unbiased Bayes factors (when asked for) and warnings."""
     report.table(c.header, c.table(), title=f"evidence by {method}; log_bf = log Z - log Z_best")
     report.text(f"best: {c.names[c.best]}")
+    for name, r in zip(c.names, c.results, strict=True):
+        if r.log_z_df is not None:
+            lo, hi = r.interval(0.95)
+            report.text(f"{name}: se from {r.log_z_df:.0f} degrees of freedom; 95% interval "
+                        f"{lo:.4f} .. {hi:.4f} (Student-t)")
     if unbiased:
-        report.table(["model", "bf", "bf_se", "log_bf", "log_bf_se", "positive"],
+        report.table(["model", "bf", "bf_se", "log_bf", "log_bf_se", "positive", "tail_k"],
                      c.unbiased_table(), title="unbiased Bayes factors Z / Z_best (RBBCE, "
                      "Gaussian importance weights)")
         for n, u in zip(c.names, c.unbiased_bf or [], strict=False):
@@ -170,6 +175,8 @@ def print_evidence(report: Reporter, c: ComparisonResult, method: str, unbiased:
                 report.warn(f"{n}: {100 * (1 - u.fraction_positive):.0f}% of the unbiased "
                             "Bayes factor replicates are negative: the weights vary too much "
                             "for the Gaussian proposal; trust the log-scale column")
+            for w in (u.warnings if u is not None else []):
+                report.warn(f"{n}: {w}")
     for name, r in zip(c.names, c.results, strict=True):
         for w in r.warnings:
             report.warn(f"{name}: {w}")

@@ -78,6 +78,11 @@ class AISResult:
     def n_chains(self) -> int:
         return int(self.log_weights.size)
 
+    @property
+    def df(self) -> float:
+        """Degrees of freedom of ``log_z_se``: effective chains (chains / start_tau) minus 1."""
+        return max(1.0, self.n_chains / max(self.start_tau, 1.0) - 1.0)
+
     def diagnostics(self) -> dict[str, Any]:
         """JSON-friendly diagnostics."""
         return {
@@ -96,6 +101,7 @@ class AISResult:
             "start_tau": self.start_tau,
             "spread_given_starts": self.spread_given_starts,
             "start_spacing": self.start_spacing,
+            "df": self.df,
         }
 
     def to_evidence(self, method: str, n_draws: int = 0) -> EvidenceResult:
@@ -103,7 +109,7 @@ class AISResult:
         return EvidenceResult(
             method=method, log_z=self.log_z, log_z_se=self.log_z_se, n_draws=n_draws,
             n_evals=self.n_evals, seconds=self.seconds, diagnostics=self.diagnostics(),
-            warnings=list(self.warnings),
+            warnings=list(self.warnings), log_z_df=self.df,
         )
 
 

@@ -16,7 +16,8 @@ with N drawn from a truncation law (default Pr(N >= k) = k^-1.1) independently o
 Weights arrive as *log* weights from a source ``(rng, n) -> array of n log-weights``, each the log
 of an unbiased estimate of Z (see :mod:`stanlogz.estimators.weight_sources`). ``batch`` m of them
 are averaged into one weight before debiasing (§3.3). Arithmetic runs on weights divided by a
-reference scale (their median), so Z may be far outside the floating-point range.
+reference scale (chosen so that no batch weight under- or overflows), so Z may be far outside
+the floating-point range.
 
 With a number of weights linear in N (as here), IAE has either infinite expected cost or infinite
 variance for *every* truncation law (by Cauchy-Schwarz, sum Pr(N>=i) and sum 1/(i^2 Pr(N>=i))
@@ -40,6 +41,7 @@ from .common import log_mean_exp
 LogWeightSource = Callable[[np.random.Generator, int], np.ndarray]
 METHODS = ("rbbce", "fce", "iae")
 _CHUNK = 1 << 16  # batches requested from a source per call
+_MAX_LOG = 690.0  # |log| of the scaled weights: w and 1/w (and sums of many) stay finite
 
 
 # ---------------------------------------------------------------- truncation laws
@@ -146,6 +148,8 @@ def fce_series(w: np.ndarray, u: np.ndarray, survival: np.ndarray, burn_in: int 
     if n < 0 or len(ul) < n + burn_in:
         raise InputError("FCE needs N + T + 1 weights and N + T uniforms")
     x = xt = wl[0]
+    if x <= 0.0:  # 1/w of the starting weight is infinite
+        return math.inf
     s = 0.0
     for t in range(1, n + burn_in + 1):
         wt, r = wl[t], ul[t - 1]
@@ -167,6 +171,8 @@ def rbbce_series(w: np.ndarray, survival: np.ndarray) -> tuple[float, int]:
     updates (lines 10-13), whose expectation is at most N (Proposition 2)."""
     v = np.asarray(w, dtype=float)[::-1].tolist()  # v[j] = w^(N-j)
     n = len(v) - 1
+    if v[0] <= 0.0:  # the chain starts from a zero weight: the first term 1/w is infinite
+        return math.inf, 0
     y = [0.0] * (n + 1)
     y[0] = 1.0 / v[0]
     s = y[0]
@@ -258,6 +264,19 @@ class ReciprocalEstimate:
         return asdict(self)
 
 
+def _scaled_weights(lw: np.ndarray, method: str) -> tuple[np.ndarray, float]:
+    """Batch weights divided by exp(ref), with ref chosen so that neither the smallest weight
+    underflows to zero (the series are dominated by its 1/w) nor the largest overflows; raises
+    EstimationError when the log-weights spread over more than floating point can hold."""
+    lo, hi = float(np.min(lw)), float(np.max(lw))
+    if hi - lo > 2 * _MAX_LOG:
+        raise EstimationError(f"{method}: the batch weights spread over {hi - lo:.0f} nats, "
+                              "more than floating point can hold; use larger batches or a "
+                              "proposal closer to the target")
+    ref = max(lo, hi - _MAX_LOG)
+    return np.exp(lw - ref), ref
+
+
 def check_options(method: str, batch: int, trials: int, burn_in: int) -> str:
     """The lower-cased method after checking the options (one-line InputErrors)."""
     method = str(method).lower()
@@ -306,8 +325,7 @@ def estimate_reciprocal(
         n_w = n + 1 + (burn_in if method == "fce" else 0)
         lw = batch_log_weights(source, rng, n_w, int(batch))
         used += n_w * int(batch)
-        ref = float(np.median(lw))
-        w = np.exp(lw - ref)
+        w, ref = _scaled_weights(lw, method)
         surv = law.survival(np.arange(n + 1))
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             if method == "iae":
@@ -317,8 +335,9 @@ def estimate_reciprocal(
             else:
                 s, k = rbbce_series(w, surv)
         if not math.isfinite(s):
-            raise EstimationError(f"{method}: the estimate overflowed (weights spread over more "
-                                  "than the float range); use larger batches or a better proposal")
+            raise EstimationError(f"{method}: the estimate is not finite (a zero weight, or "
+                                  "weights spread over more than the float range); use larger "
+                                  "batches or a better proposal")
         logs.append(math.log(abs(s)) - ref if s != 0 else -math.inf)
         signs.append(int(np.sign(s)))
         ns.append(n)
@@ -335,7 +354,9 @@ class BayesFactorEstimate:
 
     ``value`` ± ``se`` is on the natural scale (the mean of the replicates and its standard
     error); ``log_value`` ± ``log_se`` its log by the delta method (NaN when the mean is not
-    positive). ``fraction_positive`` is the share of positive replicates.
+    positive). ``fraction_positive`` is the share of positive replicates. ``tail_k`` is the
+    Pareto k-hat of the replicates' deviations from their median: RBBCE has a finite mean but
+    not necessarily a finite variance, and above 0.5 the se may not exist.
     """
 
     value: float
@@ -346,6 +367,17 @@ class BayesFactorEstimate:
     replicates: int
     n_weights: int
     method: str
+    tail_k: float = float("nan")
+
+    @property
+    def warnings(self) -> list[str]:
+        """What to do when the replicates' tail or signs make the se unreliable."""
+        out = []
+        if math.isfinite(self.tail_k) and self.tail_k > 0.5:
+            out.append(f"the Bayes factor replicates are heavy-tailed (Pareto k-hat "
+                       f"{self.tail_k:.2f} > 0.5): their variance may be infinite and the se "
+                       "unreliable; use larger batches or trust the log-scale column")
+        return out
 
 
 def unbiased_bayes_factor(
@@ -360,6 +392,8 @@ def unbiased_bayes_factor(
 ) -> BayesFactorEstimate:
     """Z_A / Z_B, unbiased: each replicate multiplies the mean of ``n_a`` weights of A (unbiased
     for Z_A) by an independent :func:`estimate_reciprocal` of 1/Z_B (``options`` go there)."""
+    from .ups import replicate_tail_k
+
     if replicates < 2 or n_a < 1:
         raise InputError(f"need replicates >= 2 and n_a >= 1, got {replicates} and {n_a}")
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
@@ -379,7 +413,8 @@ def unbiased_bayes_factor(
     log_se = se / mean if mean > 0 else math.nan
     return BayesFactorEstimate(value=mean * scale, se=se * scale, log_value=log_value,
                                log_se=log_se, fraction_positive=float(np.mean(signs > 0)),
-                               replicates=int(replicates), n_weights=used, method=method)
+                               replicates=int(replicates), n_weights=used, method=method,
+                               tail_k=replicate_tail_k(x))
 
 
 def unbiased_bayes_factors(models: Sequence[Target], draws: Sequence[np.ndarray],

@@ -203,23 +203,31 @@ def smc_estimate(
         raise EstimationError("SMC: every run ended with zero weight")
     k = out["run_log_z"].size
     warnings = []
+    se = float(out["log_z_se"])
+    run_sd = float(np.std(out["run_log_z"], ddof=1))
     if out["run_ess"] < 0.5 * k:
+        # The mean of Z is carried by one or two runs, so it is known no better than a single
+        # run: the delta-method se (small exactly when one run dominates) is replaced by the
+        # runs' spread in log Z.
+        se = max(se, run_sd)
         warnings.append(f"SMC: the runs' estimates of Z are dominated by a few (ESS "
-                        f"{out['run_ess']:.1f} of {k}); the se is unreliable: use more particles")
+                        f"{out['run_ess']:.1f} of {k}), so the se is widened to the spread of "
+                        f"single runs ({run_sd:.2f} nats): use more particles (n_particles) "
+                        "or runs, or gbs")
     if out["acceptance"] < 0.3:
         warnings.append(f"SMC: HMC acceptance {out['acceptance']:.2f} is low; increase "
                         "hmc_steps or n_moves")
-    if out["log_z_se"] > 0.5:
-        warnings.append(f"large standard error ({out['log_z_se']:.2f} nats): use more particles")
+    if se > 0.5:
+        warnings.append(f"large standard error ({se:.2f} nats): use more particles")
     diagnostics = {
         "n_runs": k, "n_particles": int(options.get("n_particles", 128)),
         "n_temps": int(out["betas"].size), "betas": out["betas"].tolist(),
         "run_log_z": out["run_log_z"].tolist(),
-        "run_log_z_sd": float(np.std(out["run_log_z"], ddof=1)), "run_ess": out["run_ess"],
+        "run_log_z_sd": run_sd, "run_ess": out["run_ess"], "delta_method_se": out["log_z_se"],
         "acceptance": out["acceptance"], "base": f"Gaussian from draws, covariance x{inflate:g}",
         "se": "delta method over independent runs, each unbiased for Z (schedule from a pilot)",
     }
-    return EvidenceResult(method="smc", log_z=float(out["log_z"]), log_z_se=float(out["log_z_se"]),
+    return EvidenceResult(method="smc", log_z=float(out["log_z"]), log_z_se=se,
                           n_draws=x.shape[0], n_evals=out["n_evals"],
                           seconds=time.perf_counter() - t0, diagnostics=diagnostics,
-                          warnings=warnings)
+                          warnings=warnings, log_z_df=k - 1)

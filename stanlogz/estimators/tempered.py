@@ -31,6 +31,25 @@ def sandwich(lower: float, lower_se: float, upper: float, upper_se: float
     return 0.5 * (lower + upper), 0.5 * max(math.hypot(lower_se, upper_se), abs(upper - lower))
 
 
+GAP_ALARM_Z = 3.0  # bounds this many combined se apart (either way) are not noise
+GAP_ALARM_NATS = 0.1  # ... and at least this far apart
+
+
+def sandwich_warnings(lower: float, lower_se: float, upper: float, upper_se: float,
+                      n_temps: int) -> list[str]:
+    """Warnings when the bounds are apart beyond their noise, or inverted (upper < lower)."""
+    gap, noise = upper - lower, math.hypot(lower_se, upper_se)
+    if abs(gap) <= max(GAP_ALARM_Z * noise, GAP_ALARM_NATS):
+        return []
+    if gap > 0:
+        return [f"the tempered bridge's bounds are {gap:.2f} nats apart ({gap / noise:.1f} se): "
+                f"log Z lies between them; raise n_temps (now {n_temps}) to narrow them"]
+    return [f"the tempered bridge's bounds are inverted (upper {upper:.3f} below lower "
+            f"{lower:.3f} by {-gap / noise:.1f} se): the reverse chains did not start from the "
+            "posterior (unconverged draws) or the forward weights are heavy-tailed; check R-hat "
+            "and raise n_temps or n_chains"]
+
+
 def tempered_bridge(target: Target, draws: np.ndarray, *, seed: Seed = None,
                     proposal: GaussianizingFlow | None = None, n_chains: int = 16,
                     n_temps: int = 200, **ais_options: Any) -> EvidenceResult:
@@ -55,9 +74,7 @@ def tempered_bridge(target: Target, draws: np.ndarray, *, seed: Seed = None,
                       n_chains=n_chains, n_temps=n_temps, seed=seeds[1], **ais_options)
     log_z, se = sandwich(fwd.log_z, fwd.log_z_se, rev.log_z, rev.log_z_se)
     warnings = fwd.warnings + rev.warnings
-    if rev.log_z - fwd.log_z > 2 * se and se > 0.1:
-        warnings.append(f"the tempered bridge's bounds are {rev.log_z - fwd.log_z:.2f} nats "
-                        f"apart: raise n_temps (now {n_temps}) to narrow them")
+    warnings += sandwich_warnings(fwd.log_z, fwd.log_z_se, rev.log_z, rev.log_z_se, n_temps)
     diagnostics = {"lower": fwd.log_z, "lower_se": fwd.log_z_se, "upper": rev.log_z,
                    "upper_se": rev.log_z_se, "n_chains": n_chains, "n_temps": n_temps,
                    "flow_layers": len(proposal.layers),

@@ -591,4 +591,5 @@ def ups_estimate(
         seconds=time.perf_counter() - t0,
         diagnostics={**res.summary(), "base": base, "_ups": res},
         warnings=list(res.warnings),
+        log_z_df=int(res.replicates.size) - 1,
     )

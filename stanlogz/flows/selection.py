@@ -47,17 +47,20 @@ def split_for_validation(chains: np.ndarray, fraction: float) -> tuple[np.ndarra
     return chains[:, :cut].reshape(-1, d), chains[:, cut:].reshape(-1, d)
 
 
-def gradients(target: Target, x: np.ndarray) -> np.ndarray | None:
-    """Gradients of the log density at the rows of ``x``; None when any is unavailable."""
+def gradients(target: Target, x: np.ndarray) -> tuple[np.ndarray | None, int]:
+    """Gradients of the log density at the rows of ``x`` (None when any is unavailable) and the
+    number of gradient evaluations spent on them."""
     if not has_cheap_gradient(target):
-        return None
+        return None, 0
     out = np.empty_like(x)
+    n = 0
     try:
         for i, row in enumerate(x):
+            n += 1
             out[i] = target.log_density_gradient(row)[1]
     except Exception:  # noqa: BLE001 - a gradient that fails just rules the score fit out
-        return None
-    return out if np.all(np.isfinite(out)) else None
+        return None, n
+    return (out if np.all(np.isfinite(out)) else None), n
 
 
 def fit_validated_flow(target: Target, chains: np.ndarray, rng: np.random.Generator, *,
@@ -73,7 +76,8 @@ def fit_validated_flow(target: Target, chains: np.ndarray, rng: np.random.Genera
                                      **flow_options)
         return flow, {"whitening": "sample", "validated": False}
     with one_blas_thread():
-        cands = gaussian_candidates(train, gradients(target, train))
+        grad, n_grad = gradients(target, train)
+        cands = gaussian_candidates(train, grad)
         scores = {c.name: float(np.mean(c.log_density_many(val))) for c in cands}
     if not cands:
         raise InputError("draws do not vary: their covariance is singular")
@@ -81,6 +85,5 @@ def fit_validated_flow(target: Target, chains: np.ndarray, rng: np.random.Genera
     flow = GaussianizingFlow.fit(train, n_layers=n_layers, rng=rng,
                                  whitening=(best.mean, best.chol), validation=val, **flow_options)
     info = {"whitening": best.name, "whitening_scores": scores, "validated": True,
-            "validation_log_q": list(flow.validation_log_q), "n_gradient_evals":
-            train.shape[0] if "score" in scores else 0}
+            "validation_log_q": list(flow.validation_log_q), "n_gradient_evals": n_grad}
     return flow, info

@@ -27,7 +27,8 @@ import numpy as np
 
 from ..draws import Draws, group_flat_names
 from ..draws import sample as nuts_sample
-from ..errors import DataError, InputError
+from ..errors import DataError, EstimationError, InputError
+from ..estimators.common import autocorr_time
 from ..estimators.reciprocal import (
     Truncation,
     batch_log_weights,
@@ -143,8 +144,9 @@ class PseudoMarginalResult:
 
 
 def signed_moments(h: np.ndarray, signs: np.ndarray) -> dict[str, float]:
-    """sum h sigma / sum sigma, its MCSE by batch means (delta method for the ratio) and the
-    sign-corrected sd; NaN when the signs sum to zero."""
+    """sum h sigma / sum sigma, its MCSE (delta method for the ratio; the larger of batch means
+    and an integrated-autocorrelation-time estimate, since batches of sqrt(n) are too short for
+    a sticky pseudo-marginal chain) and the sign-corrected sd; NaN when the signs sum to zero."""
     h, s = np.asarray(h, dtype=float), np.asarray(signs, dtype=float)
     sbar = s.mean()
     if sbar == 0:
@@ -159,6 +161,9 @@ def signed_moments(h: np.ndarray, signs: np.ndarray) -> dict[str, float]:
         mcse = float(bm.std(ddof=1) / math.sqrt(k) / abs(sbar))
     else:
         mcse = math.nan
+    if e.size >= 4 and math.isfinite(mcse):
+        tau = autocorr_time(e)
+        mcse = max(mcse, float(np.std(e, ddof=1)) * math.sqrt(tau / e.size) / abs(sbar))
     return {"mean": mean, "mcse": mcse, "sd": math.sqrt(max(var, 0.0))}
 
 
@@ -287,12 +292,25 @@ def pmmh(
     chol = np.eye(d) * 0.5 * 2.38 / math.sqrt(d)
     log_mult = 0.0
 
+    failed: list[tuple[bool, str]] = []  # (during warmup, why) per rejected proposal
+    in_warmup = [warmup > 0]
+
     def evaluate(z: np.ndarray) -> tuple[float, int, int]:
         lp = outer.log_density(z)
         if not math.isfinite(lp):
             return -math.inf, 0, 0
         log_s, sign, n = est(z)
         return lp + log_s, sign, n
+
+    def evaluate_proposal(z: np.ndarray) -> tuple[float, int, int]:
+        """evaluate(z), with a proposal whose 1/Z estimate cannot be formed (all weights of a
+        batch zero, or weights spread beyond floating point) rejected and counted instead of
+        stopping the chain."""
+        try:
+            return evaluate(z)
+        except EstimationError as exc:
+            failed.append((in_warmup[0], str(exc)))
+            return -math.inf, 0, 0
 
     cur = evaluate(x)
     if not math.isfinite(cur[0]):
@@ -307,8 +325,9 @@ def pmmh(
     since = 0
     hist: list[np.ndarray] = []
     for t in range(total):
+        in_warmup[0] = t < warmup
         prop = x + math.exp(log_mult) * (chol @ rng.standard_normal(d))
-        new = evaluate(prop)
+        new = evaluate_proposal(prop)
         delta = new[0] - cur[0]
         a = math.exp(min(0.0, delta)) if math.isfinite(new[0]) else 0.0
         if rng.uniform() < a:
@@ -324,7 +343,7 @@ def pmmh(
                 if np.all(np.isfinite(cov)) and np.linalg.matrix_rank(cov) == d:
                     chol, log_mult = np.linalg.cholesky(cov) * 2.38 / math.sqrt(d), 0.0
                 est.fit(pts.mean(axis=0))
-                cur = evaluate(x)
+                cur = evaluate_proposal(x)
         else:
             xs[t - warmup] = x
             info[t - warmup] = (cur[0], cur[1], a, cur[2])
@@ -344,13 +363,22 @@ def pmmh(
                                log_weight_sd=lw_sd,
                                diagnostics={"batch": batch, "trials": trials, "weights": weights,
                                             "proposal": proposal, "mean_n": float(info[:, 3]
-                                                                                   .mean())})
+                                                                                   .mean()),
+                                            "failed_estimates": sum(not w for w, _ in failed),
+                                            "failed_estimates_warmup": sum(w for w, _ in failed)})
+    if failed:
+        res.diagnostics["first_failure"] = failed[0][1]
     res.warnings = _warnings(res)
     return res
 
 
 def _warnings(r: PseudoMarginalResult) -> list[str]:
     out = []
+    if r.diagnostics.get("failed_estimates"):
+        out.append(f"{r.diagnostics['failed_estimates']} proposal(s) after warmup were rejected "
+                   "because their 1/Z estimate could not be formed (a batch of zero weights, or "
+                   "weights spread beyond floating point): the chain then targets a slightly "
+                   "different posterior; increase --batch or widen the proposal")
     if r.fraction_positive < 0.95:
         out.append(f"{100 * (1 - r.fraction_positive):.1f}% of the 1/Z estimates are negative: "
                    "the sign-corrected expectations have high variance; increase --batch or "

@@ -14,8 +14,11 @@ class EvidenceResult:
     """A log normalizing-constant estimate with its standard error, cost and diagnostics.
 
     ``log_z_se`` is the standard error of ``log_z`` (for bounds such as AIS, the spread of the
-    bound). ``n_evals`` counts log-density (or gradient) evaluations spent by the estimator itself;
-    ``n_draws`` the posterior draws it used. ``warnings`` are one-line messages that say what to do.
+    bound; NaN when no trustworthy one exists). ``log_z_df`` is its degrees of freedom when it
+    comes from few replicates (runs, chains), so intervals use Student-t quantiles; None for a
+    large-sample se. ``n_evals`` counts log-density (or gradient) evaluations spent by the
+    estimator itself; ``n_draws`` the posterior draws it used. ``warnings`` are one-line messages
+    that say what to do.
     """
 
     method: str
@@ -26,6 +29,15 @@ class EvidenceResult:
     seconds: float = 0.0
     diagnostics: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    log_z_df: float | None = None
+
+    def interval(self, level: float = 0.95) -> tuple[float, float]:
+        """Central interval for log Z: normal quantiles, or Student-t with ``log_z_df``."""
+        from scipy import stats
+
+        q = (stats.norm.ppf(0.5 + level / 2) if self.log_z_df is None
+             else stats.t.ppf(0.5 + level / 2, self.log_z_df))
+        return self.log_z - q * self.log_z_se, self.log_z + q * self.log_z_se
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict: numpy scalars and arrays turned into Python values, and the
@@ -36,7 +48,8 @@ class EvidenceResult:
         return _jsonable(d)
 
     def __str__(self) -> str:
-        return f"{self.method}: log Z = {self.log_z:.4f} ± {self.log_z_se:.4f}"
+        df = "" if self.log_z_df is None else f" (df {self.log_z_df:.0f})"
+        return f"{self.method}: log Z = {self.log_z:.4f} ± {self.log_z_se:.4f}{df}"
 
 
 def _jsonable(obj: Any) -> Any:

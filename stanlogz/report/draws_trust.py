@@ -1,0 +1,59 @@
+"""Whether an evidence estimate's error bar can be taken at face value given its draws.
+
+A standard error of log Z measures the estimator's Monte Carlo error *given* the posterior
+draws. When the sampler flags trouble (divergences, R-hat above its bound, too few effective
+draws), the draws may be biased, and log Z with them, by more than that se. This module turns
+the sampler's diagnostics and the estimator's own split checks (log Z from the first and second
+half of the draws, or from each chain) into one warning that says so, how far log Z moved
+under that cheap check, and what to do.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..draws import ESS_PER_CHAIN_MIN, RHAT_MAX, DrawsSummary
+from .results import EvidenceResult
+
+
+def sampler_trouble(summary: DrawsSummary) -> list[str]:
+    """The sampler's flags that can bias the draws: divergences, R-hat, low ESS."""
+    d = summary.diagnostics
+    out = []
+    if d.get("divergences"):
+        out.append(f"{d['divergences']} divergences")
+    if d.get("max_r_hat") is not None and d["max_r_hat"] > RHAT_MAX and d.get("chains", 1) > 1:
+        out.append(f"R-hat {d['max_r_hat']:.3f}")
+    if d.get("min_ess") is not None and d["min_ess"] < ESS_PER_CHAIN_MIN * d.get("chains", 1):
+        out.append(f"ESS {d['min_ess']:.0f}")
+    return out
+
+
+def split_shift(res: EvidenceResult) -> tuple[float, str] | None:
+    """How far log Z moved between parts of the draws, from the estimator's own checks: the
+    first vs the second half of every chain, else the spread of per-chain estimates."""
+    halves = res.diagnostics.get("half_log_z")
+    if halves and len(halves) == 2 and all(math.isfinite(h) for h in halves):
+        return abs(halves[1] - halves[0]), "between the first and second half of the draws"
+    chains = [c for c in res.diagnostics.get("chain_log_z") or [] if math.isfinite(c)]
+    if len(chains) >= 2:
+        return max(chains) - min(chains), f"across the {len(chains)} chains"
+    return None
+
+
+def draws_trust(summary: DrawsSummary, res: EvidenceResult) -> tuple[dict[str, Any], str | None]:
+    """Diagnostics (``flags``, ``split_shift``) and, when the sampler flagged trouble, a warning
+    that log Z may be off beyond its se, by how much it moved under a split check, and what to
+    do."""
+    flags = sampler_trouble(summary)
+    shift = split_shift(res)
+    diag: dict[str, Any] = {"flags": flags, "split_shift": None if shift is None else shift[0]}
+    if not flags:
+        return diag, None
+    moved = (f"; log Z moved {shift[0]:.3g} nats {shift[1]}" if shift is not None
+             else "; this method has no split check of its own")
+    return diag, (f"the sampler flagged the draws ({', '.join(flags)}), so log Z may be off by "
+                  f"more than its se of {res.log_z_se:.3g}, which covers Monte Carlo error "
+                  f"given the draws, not their bias{moved}: rerun with a higher --adapt-delta "
+                  "(e.g. 0.95), longer --warmup, or a reparameterized program")
