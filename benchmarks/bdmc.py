@@ -3,7 +3,7 @@
 Models (stan_models/bdmc/): a 1-d Gaussian mixture with marginalized assignments (``gmm``) and a
 low-rank matrix factorization (``lowrank``), the paper's models in small form. With the Stan
 toolchain the programs and their simulation programs are compiled; with ``--python`` (or when
-``stanlogz.model`` is missing) NumPy versions of the same models are used for the AIS part.
+``stanlogz.stan.model`` is missing) NumPy versions of the same models are used for the AIS part.
 
     nice -n 10 python benchmarks/bdmc.py [--models gmm,lowrank] [--temps 100,200,400,800]
         [--chains 16] [--estimators gbs,gis,ghm,laplace,bridge-gaussian,ais] [--seed 1]
@@ -22,8 +22,12 @@ from pathlib import Path
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from stanlogz.bases import gaussian_from_draws
-from stanlogz.bdmc import (
+from stanlogz.densities.fits import gaussian_from_draws
+from stanlogz.densities.gaussian import GaussianTarget
+from stanlogz.estimators.ais import DEFAULT_INFLATE
+from stanlogz.estimators.shortcuts import dynesty_available
+from stanlogz.report.output import format_table
+from stanlogz.testbed.bdmc import (
     SHORTCUT_ESTIMATORS,
     TestbedResult,
     bdmc,
@@ -32,10 +36,6 @@ from stanlogz.bdmc import (
     simulate,
     testbed,
 )
-from stanlogz.estimators.ais import DEFAULT_INFLATE
-from stanlogz.estimators.shortcuts import dynesty_available
-from stanlogz.report.output import format_table
-from stanlogz.targets import GaussianTarget
 
 ROOT = Path(__file__).resolve().parents[1]
 STAN_DIR = ROOT / "stan_models" / "bdmc"
@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plot-dir", default=None, help="write testbed_<model>.png here")
     args = p.parse_args(argv)
     t_start = time.perf_counter()
-    use_python = args.python or importlib.util.find_spec("stanlogz.model") is None
+    use_python = args.python or importlib.util.find_spec("stanlogz.stan.model") is None
     estimators = [e for e in args.estimators.split(",") if e]
     for name in args.models.split(","):
         temps = [int(t) for t in (args.temps or DEFAULT_TEMPS[name]).split(",")]

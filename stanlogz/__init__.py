@@ -10,6 +10,7 @@ import importlib
 from typing import Any
 
 from .api import ComparisonResult, compare, evidence
+from .densities.target import CountingTarget, FunctionTarget, Target
 from .errors import (
     DataError,
     EstimationError,
@@ -19,8 +20,7 @@ from .errors import (
     StanlogzError,
     ToolchainError,
 )
-from .report.results import EvidenceResult
-from .target import CountingTarget, FunctionTarget, Target
+from .estimators.base import EvidenceResult
 
 __version__ = "0.1.0"
 
@@ -31,10 +31,10 @@ _LAZY = {
     "as_draws": "stanlogz.draws",
     "from_csv": "stanlogz.draws",
     "from_cmdstanpy": "stanlogz.draws",
-    "StanModel": "stanlogz.model",
+    "StanModel": "stanlogz.stan.model",
     "ais": "stanlogz.estimators.ais",
     "reverse_ais": "stanlogz.estimators.ais",
-    "run_testbed": "stanlogz.bdmc",
+    "run_testbed": "stanlogz.testbed.bdmc",
     "ups": "stanlogz.estimators.ups",
     "log_ratio": "stanlogz.estimators.ups",
     "loo": "stanlogz.crossval",

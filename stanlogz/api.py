@@ -26,12 +26,12 @@ from typing import Any
 import numpy as np
 
 from .draws import Draws, as_draws, sample
+from .draws.continuation import extend_draws
 from .errors import DataError, InputError
 from .estimators import get_method
+from .estimators.base import EvidenceResult, _jsonable
 from .estimators.common import draws_needed
-from .mcmc.continuation import extend_draws
 from .parallel import with_client
-from .report.results import EvidenceResult, _jsonable
 
 #: Unconstrained draws beyond this magnitude mean a parameter ran away (exp(50) ~ 5e21): the
 #: posterior is almost surely improper, and no log Z exists.
@@ -79,10 +79,10 @@ def check_stan_file(path: str | os.PathLike) -> Path:
 
 def load_model(model: Any, data: Any = None, *, seed: int | None = None,
                progress: Callable[[str], None] | None = None) -> Any:
-    """A :class:`stanlogz.model.StanModel` from a model or a ``.stan`` path, with ``data``."""
+    """A :class:`stanlogz.stan.model.StanModel` from a model or a ``.stan`` path, with ``data``."""
     if isinstance(model, str | os.PathLike):
         path, data = check_stan_file(model), read_data(data)
-        from .model import StanModel
+        from .stan.model import StanModel
 
         return StanModel.from_file(path, data, seed=seed, progress=progress)
     if not hasattr(model, "log_density_gradient"):
@@ -170,7 +170,7 @@ def evidence(
 ) -> EvidenceResult:
     """The log evidence log Z of a Stan program with its standard error.
 
-    ``model`` is a :class:`stanlogz.model.StanModel` or a path to a ``.stan`` file; ``data`` a
+    ``model`` is a :class:`stanlogz.stan.model.StanModel` or a path to a ``.stan`` file; ``data`` a
     dict or a JSON path. ``draws`` are posterior draws in any form :func:`stanlogz.draws.as_draws`
     takes (a cmdstanpy fit, CmdStan CSV files, a :class:`Draws`, an array of unconstrained
     draws); without them stanlogz's NUTS draws ``chains x n_draws`` after ``warmup``. Extra
@@ -180,7 +180,7 @@ def evidence(
     that disagree on log Z and an estimate that drifts between halves of the draws).
 
     With ``target_se`` the chains are continued from their last draws (see
-    :func:`stanlogz.mcmc.continuation.extend_draws`) and log Z re-estimated until its standard
+    :func:`stanlogz.draws.continuation.extend_draws`) and log Z re-estimated until its standard
     error is at most ``target_se`` or the draws reach ``max_draws`` in all (default 16 times
     the first draws); ``diagnostics["target_se_rounds"]`` lists every round.
     """

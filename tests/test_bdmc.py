@@ -5,14 +5,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import stanlogz.bdmc as bd
-from stanlogz.bdmc import TestbedResult, bdmc, plot_testbed, simulate, split_variables
+import stanlogz.testbed.bdmc as bd
+from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.errors import DataError, InputError
 from stanlogz.estimators import METHODS
 from stanlogz.estimators.ais import AISResult
 from stanlogz.mcmc.annealing import HMCTuning
 from stanlogz.report.output import format_table
-from stanlogz.targets import GaussianTarget
+from stanlogz.testbed.bdmc import TestbedResult, bdmc, plot_testbed, simulate, split_variables
 
 D = 3
 _rng = np.random.default_rng(4)
@@ -212,7 +212,7 @@ def test_testbed_scores_estimators_and_plots(tmp_path, monkeypatch):
     draws = POST.sample(rng, 800).reshape(4, 200, D)
     x_true = POST.sample(rng, 1)[0]
     # A registered method whose function is missing: the testbed reports it as failed.
-    monkeypatch.setitem(METHODS, "broken", "stanlogz.bdmc:no_such_estimator")
+    monkeypatch.setitem(METHODS, "broken", "stanlogz.testbed.bdmc:no_such_estimator")
     small = {"n_chains": 8, "n_temps": 100}
     res = bd.testbed(POST, draws, x_true, ["ais", "rais", "broken"], n_chains=8, n_temps=150,
                   gap_tol=None, seed=5, estimator_options={"ais": small, "rais": small})
@@ -292,7 +292,7 @@ def _normal_mean_log_z(data: dict) -> float:
 
 
 def test_bdmc_on_a_stan_program_sandwiches_the_analytic_log_z(compiled):
-    from stanlogz.bases import laplace_base
+    from stanlogz.densities.fits import laplace_base
 
     sim_data = json.loads(SIM_DATA.read_text())
     sim = compiled(SIM_STAN, sim_data)

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from scipy import integrate, special
 
+from stanlogz.densities.gaussian import GaussianTarget
+from stanlogz.densities.target import FunctionTarget
 from stanlogz.errors import EstimationError, InputError
 from stanlogz.estimators.bridge import CHAIN_ALARM_P, DRIFT_ALARM_Z, gbs, solve_bridge
 from stanlogz.estimators.common import autocorr_time, pareto_k
-from stanlogz.target import FunctionTarget
-from stanlogz.targets import GaussianTarget
 
 Q = 0.3  # banana width
 

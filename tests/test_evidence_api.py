@@ -10,9 +10,9 @@ import pytest
 from scipy.stats import multivariate_normal
 
 import stanlogz.api as ev
+from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.errors import DataError, InputError
-from stanlogz.report.results import EvidenceResult
-from stanlogz.targets import GaussianTarget
+from stanlogz.estimators.base import EvidenceResult
 
 ROOT = Path(__file__).resolve().parents[1]
 EX = ROOT / "stan_models" / "examples"
@@ -220,7 +220,7 @@ def test_compare_input_checks(tmp_path):
 
 def test_compare_loads_a_program_given_twice_once(monkeypatch, tmp_path):
     from stanlogz.draws import Draws
-    from stanlogz.model import StanModel
+    from stanlogz.stan.model import StanModel
 
     class Fake(PyModel):
         def with_data(self, data):
@@ -297,7 +297,7 @@ model {
 
 
 def test_readme_truncation_rule_half_cauchy():
-    from stanlogz.model import StanModel
+    from stanlogz.stan.model import StanModel
 
     m = StanModel.from_code(HALF_CAUCHY, name="half_cauchy_rule")
     r = ev.evidence(m, method="gbs", warmup=500, n_draws=1000, seed=8)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from ..bdmc import (
+from ..errors import InputError
+from ..estimators import METHODS
+from ..estimators.shortcuts import SHORTCUTS
+from ..report.output import Reporter
+from ..testbed.bdmc import (
     DEFAULT_ESTIMATORS,
     SHORTCUT_ESTIMATORS,
     TestbedResult,
@@ -12,10 +16,6 @@ from ..bdmc import (
     plot_testbed,
     run_testbed,
 )
-from ..errors import InputError
-from ..estimators import METHODS
-from ..estimators.shortcuts import SHORTCUTS
-from ..report.output import Reporter
 from .evidence import PLOT_SUFFIXES
 from .executor import add_executor_arguments, with_executor
 from .sample import check_output

@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, report: Reporter) -> int:
     from ..errors import DataError
-    from ..model import StanModel
+    from ..stan.model import StanModel
     from ..toolchain import build
 
     path = check_stan_file(args.model)

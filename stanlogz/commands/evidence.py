@@ -13,8 +13,8 @@ from ..api import check_options, evidence, load_model
 from ..draws import as_draws, sample
 from ..errors import InputError
 from ..estimators import METHODS
+from ..estimators.base import EvidenceResult
 from ..report.output import Reporter, write_atomically
-from ..report.results import EvidenceResult
 from .executor import add_executor_arguments, with_executor
 from .sample import add_sampler_arguments, check_output
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ..bases import gaussian_from_draws
+from ..densities.fits import gaussian_from_draws
 from ..errors import EstimationError, InputError
 from ..estimators.ups import (
     replicate_tail_k,

@@ -2,9 +2,9 @@
 
 ``estimate(target, draws, *, seed=None, **options) -> EvidenceResult``
 
-where ``target`` follows :class:`stanlogz.target.Target` and ``draws`` are posterior draws in
-unconstrained space shaped ``(chains, n, dim)``. :data:`METHODS` maps the names users pass to
-``--method`` onto those functions (imported lazily).
+where ``target`` follows :class:`stanlogz.densities.target.Target` and ``draws`` are
+posterior draws in unconstrained space shaped ``(chains, n, dim)``. :data:`METHODS` maps the
+names users pass to ``--method`` onto those functions (imported lazily).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Callable
 
 from ..errors import InputError
-from ..report.results import EvidenceResult
+from .base import EvidenceResult
 
 METHODS: dict[str, str] = {
     "gbs": "stanlogz.estimators.bridge:gbs",

@@ -14,12 +14,12 @@ import time
 
 import numpy as np
 
-from ..bases import gaussian_from_draws, laplace_base
+from ..densities.fits import gaussian_from_draws, laplace_base
+from ..densities.gaussian import GaussianTarget
+from ..densities.target import CountingTarget, SampleableDensity, Target
 from ..errors import EstimationError
 from ..flows.gaussianize import GaussianizingFlow
-from ..report.results import EvidenceResult
-from ..target import CountingTarget, SampleableDensity, Target
-from ..targets import GaussianTarget
+from .base import EvidenceResult
 from .bridge import bridge_diagnostics, bridge_warnings, solve_bridge
 from .common import (
     Seed,

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special, stats
 
+from ..densities.target import CountingTarget, Target
 from ..errors import EstimationError, InputError
 from ..flows.gaussianize import GaussianizingFlow, single_blas_thread
 from ..flows.selection import fit_validated_flow, min_fit_draws
-from ..report.results import EvidenceResult
-from ..target import CountingTarget, Target
+from .base import EvidenceResult
 from .common import (
     Seed,
     as_chains,

@@ -8,8 +8,8 @@ import math
 import numpy as np
 from scipy import special
 
+from ..densities.target import Target, log_density_many
 from ..errors import EstimationError, InputError
-from ..target import Target, log_density_many
 
 Seed = int | np.random.SeedSequence | None
 

@@ -29,11 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from ..bases import find_mode, gaussian_from_draws
+from ..densities.fits import find_mode, gaussian_from_draws
+from ..densities.gaussian import GaussianTarget
+from ..densities.target import CountingTarget, Target, log_density_many
 from ..errors import EstimationError, InputError
-from ..report.results import EvidenceResult
-from ..target import CountingTarget, Target, log_density_many
-from ..targets import GaussianTarget
+from .base import EvidenceResult
 from .common import (
     Seed,
     as_chains,
@@ -51,7 +51,7 @@ NESTED_INFLATE = 2.0
 
 
 class Likelihood:
-    """log L = log p̃ − log prior as a :class:`~stanlogz.target.Target` (for the MLE)."""
+    """log L = log p̃ − log prior as a :class:`~stanlogz.densities.target.Target` (for the MLE)."""
 
     def __init__(self, target: Target, prior: Target) -> None:
         if prior.dim != target.dim:

@@ -22,15 +22,15 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ..bases import as_draw_matrix, gaussian_from_draws, laplace_base
+from ..densities.fits import as_draw_matrix, gaussian_from_draws, laplace_base
+from ..densities.target import Target
 from ..errors import EstimationError, InputError
 from ..mcmc.couplings import CoupledKernel, hmc_kernel, rwmh_kernel
 from ..mcmc.paths import GeometricPath, Path, base_to_target_path, two_posterior_path
 from ..mcmc.rwmh import scale_from_cov
 from ..mcmc.unbiased import DEFAULT_MAX_ITER, h_estimate, sample_coupled_chains
 from ..parallel import SeedLike, as_seed_sequence, child_sequence, run_parallel
-from ..report.results import EvidenceResult
-from ..target import Target
+from .base import EvidenceResult
 from .common import pareto_k
 
 InitSpec = Any  # an object with .mean and .cov, or a callable lam -> (mean, cov)

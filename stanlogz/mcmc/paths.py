@@ -12,8 +12,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ..densities.target import Target
 from ..errors import InputError
-from ..target import Target
 
 
 @runtime_checkable

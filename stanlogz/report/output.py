@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .results import _jsonable
+from ..estimators.base import _jsonable
 
 
 class Reporter:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..bases import as_draw_matrix
+from ..densities.fits import as_draw_matrix
 from ..errors import InputError
-from .results import EvidenceResult
+from ..estimators.base import EvidenceResult
 
 
 def plot_evidence(result: EvidenceResult, draws: np.ndarray, path: str | Path,

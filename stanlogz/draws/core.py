@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from . import arviz_compat
-from .errors import DataError, InputError, ToolchainError
+from .. import arviz_compat
+from ..errors import DataError, InputError, ToolchainError
 
 #: Sampler columns of a CmdStan CSV, in CmdStan's order.
 SAMPLER_COLUMNS = (
@@ -88,7 +88,7 @@ class DrawsSummary:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict."""
-        from .report.results import _jsonable
+        from ..estimators.base import _jsonable
 
         return _jsonable(
             {"parameters": self.rows, "diagnostics": self.diagnostics, "warnings": self.warnings}
@@ -321,7 +321,7 @@ def sample(
     progress: Any = None,
 ) -> Draws:
     """Draws from stanlogz's own NUTS (Stan's sampler compiled into the model library;
-    :meth:`stanlogz.model.StanModel.nuts` checks the arguments)."""
+    :meth:`stanlogz.stan.model.StanModel.nuts` checks the arguments)."""
     out = model.nuts(
         chains=chains, warmup=warmup, draws=draws, seed=seed, adapt_delta=adapt_delta,
         max_treedepth=max_treedepth, init=init, progress=progress,
@@ -721,7 +721,7 @@ def sample_cmdstanpy(
 ) -> Draws:
     """Draws from CmdStan through cmdstanpy, when a CmdStan installation exists.
 
-    ``model`` (a :class:`stanlogz.model.StanModel` of the same program and data) converts the
+    ``model`` (a :class:`stanlogz.stan.model.StanModel` of the same program and data) converts the
     draws to unconstrained space; it is built from ``stan_file`` and ``data`` when omitted.
     Raises :class:`ToolchainError` when cmdstanpy finds no CmdStan.
     """
@@ -735,7 +735,7 @@ def sample_cmdstanpy(
             "(stanlogz.draws.sample) or set CMDSTAN"
         ) from None
     if model is None:
-        from .model import StanModel
+        from ..stan.model import StanModel
 
         model = StanModel.from_file(stan_file, data, seed=seed)
     cm = cmdstanpy.CmdStanModel(stan_file=os.fspath(stan_file))
