@@ -27,12 +27,12 @@ from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.estimators.ais import DEFAULT_INFLATE
 from stanlogz.estimators.shortcuts import dynesty_available
 from stanlogz.report.output import format_table
-from stanlogz.testbed.bdmc import (
+from stanlogz.report.testbed_plot import plot_testbed
+from stanlogz.testbed import (
     SHORTCUT_ESTIMATORS,
     TestbedResult,
     bdmc,
     budget_fractions,
-    plot_testbed,
     simulate,
     testbed,
 )

@@ -36,12 +36,12 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from stanlogz.api import load_model  # noqa: E402
 from stanlogz.densities.gaussian import GaussianTarget, HierarchicalNormalTarget  # noqa: E402
 from stanlogz.draws import sample  # noqa: E402
 from stanlogz.errors import StanlogzError  # noqa: E402
 from stanlogz.estimators import get_method  # noqa: E402
 from stanlogz.report.output import format_table  # noqa: E402
+from stanlogz.stan.load import load_model  # noqa: E402
 
 METHODS = ("gbs", "bridge-warp3", "bridge-gaussian")
 HIGHDIM = ROOT / "stan_models" / "highdim"

@@ -34,7 +34,7 @@ _LAZY = {
     "StanModel": "stanlogz.stan.model",
     "ais": "stanlogz.estimators.ais",
     "reverse_ais": "stanlogz.estimators.ais",
-    "run_testbed": "stanlogz.testbed.bdmc",
+    "run_testbed": "stanlogz.testbed",
     "ups": "stanlogz.estimators.ups",
     "log_ratio": "stanlogz.estimators.ups",
     "loo": "stanlogz.crossval",

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import inspect
-import json
 import math
 import os
 import re
@@ -25,71 +24,20 @@ from typing import Any
 
 import numpy as np
 
+from ._util.seeds import child_int_seed
 from .draws import Draws, as_draws, sample
 from .draws.continuation import extend_draws
-from .errors import DataError, InputError
+from .errors import InputError
 from .estimators import get_method
 from .estimators.base import EvidenceResult, _jsonable
 from .estimators.common import draws_needed
 from .parallel import with_client
+from .stan.inputs import check_stan_file, read_data
+from .stan.load import load_model
 
 #: Unconstrained draws beyond this magnitude mean a parameter ran away (exp(50) ~ 5e21): the
 #: posterior is almost surely improper, and no log Z exists.
 RUNAWAY_ABS = 50.0
-
-
-def read_data(data: Any) -> dict[str, Any] | None:
-    """Stan data as a dict: ``None``, a dict, JSON text, or a path to a JSON file (checked)."""
-    if data is None or isinstance(data, dict):
-        return data
-    if isinstance(data, str) and data.lstrip().startswith("{"):
-        try:
-            obj = json.loads(data)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"data is not valid JSON: {exc.msg} at line {exc.lineno}") from None
-        return obj
-    if isinstance(data, str | os.PathLike):
-        p = Path(data)
-        if p.suffix.lower() != ".json":
-            raise DataError(f"data file {p} must be a .json file")
-        if not p.is_file():
-            raise DataError(f"data file not found: {p}")
-        try:
-            obj = json.loads(p.read_text())
-        except (OSError, UnicodeDecodeError) as exc:
-            raise DataError(f"cannot read data file {p}: {exc.__class__.__name__}") from None
-        except json.JSONDecodeError as exc:
-            raise DataError(f"data file {p} is not valid JSON: {exc.msg} at line {exc.lineno}") \
-                from None
-        if not isinstance(obj, dict):
-            raise DataError(f"data file {p} must hold a JSON object, not {type(obj).__name__}")
-        return obj
-    raise DataError(f"data must be a dict or a path to a JSON file, not {type(data).__name__}")
-
-
-def check_stan_file(path: str | os.PathLike) -> Path:
-    """``path`` as a :class:`Path` after checking it names an existing ``.stan`` file."""
-    p = Path(path)
-    if p.suffix != ".stan":
-        raise InputError(f"{p} is not a Stan program (expected a .stan file)")
-    if not p.is_file():
-        raise InputError(f"Stan program not found: {p}")
-    return p
-
-
-def load_model(model: Any, data: Any = None, *, seed: int | None = None,
-               progress: Callable[[str], None] | None = None) -> Any:
-    """A :class:`stanlogz.stan.model.StanModel` from a model or a ``.stan`` path, with ``data``."""
-    if isinstance(model, str | os.PathLike):
-        path, data = check_stan_file(model), read_data(data)
-        from .stan.model import StanModel
-
-        return StanModel.from_file(path, data, seed=seed, progress=progress)
-    if not hasattr(model, "log_density_gradient"):
-        raise InputError(f"model must be a StanModel or a .stan path, not {type(model).__name__}")
-    if data is not None:
-        return model.with_data(read_data(data))
-    return model
 
 
 def check_options(method: str, options: dict[str, Any]) -> Callable[..., EvidenceResult]:
@@ -231,7 +179,7 @@ def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target
         per_chain = -(-(want - total) // d.n_chains)
         if progress:
             progress(f"se {se:.3g} > target {target_se:g}: {per_chain} more draws per chain")
-        d = extend_draws(m, d, per_chain, seed=_child_seed(seed, 1000 + i), progress=progress)
+        d = extend_draws(m, d, per_chain, seed=child_int_seed(seed, 1000 + i), progress=progress)
         total = d.n_chains * d.n_draws
         t0 = time.perf_counter()
         res = _call_estimator(method, m, d.unconstrained, seed=seed,
@@ -392,12 +340,6 @@ def posterior_probs(log_z: np.ndarray, se: np.ndarray, prior: np.ndarray
     return p, np.sqrt(var)
 
 
-def _child_seed(seed: int | None, i: int) -> int | None:
-    if seed is None:
-        return None
-    return int(np.random.SeedSequence([seed, i]).generate_state(1)[0] % (2**31 - 1))
-
-
 def _names(models: Sequence[Any], loaded: Sequence[Any]) -> list[str]:
     names = []
     for src, m in zip(models, loaded, strict=True):
@@ -472,7 +414,7 @@ def compare(
         if key in by_path:
             loaded.append(by_path[key].with_data(dt))
             continue
-        loaded.append(load_model(m, dt, seed=_child_seed(seed, i), progress=progress))
+        loaded.append(load_model(m, dt, seed=child_int_seed(seed, i), progress=progress))
         if key is not None:
             by_path[key] = loaded[-1]
     names = _names(models, loaded)
@@ -483,12 +425,12 @@ def compare(
         di = None if draws is None else draws[i]
         if unbiased_bf:  # the draws are needed again for the proposals
             di = (sample(m, chains=chains, warmup=warmup, draws=n_draws,
-                         seed=_child_seed(seed, i), progress=progress)
+                         seed=child_int_seed(seed, i), progress=progress)
                   if di is None else as_draws(di, m))
             kept.append(di.unconstrained)
         results.append(evidence(m, method=method, draws=di,
                                 chains=chains, warmup=warmup, n_draws=n_draws,
-                                seed=_child_seed(seed, i), progress=progress, **options))
+                                seed=child_int_seed(seed, i), progress=progress, **options))
     out = ComparisonResult(names=names, results=results, prior_probs=prior)
     if unbiased_bf:
         from .estimators.reciprocal import unbiased_bayes_factors
@@ -496,5 +438,5 @@ def compare(
         if progress:
             progress("unbiased Bayes factors against the best program")
         out.unbiased_bf = unbiased_bayes_factors(loaded, kept, out.best,
-                                                 seed=_child_seed(seed, 999))
+                                                 seed=child_int_seed(seed, 999))
     return out

@@ -27,7 +27,8 @@ from typing import Any
 
 import pytest
 
-from stanlogz.stan.model import StanModel, data_to_json
+from stanlogz.stan.inputs import data_to_json
+from stanlogz.stan.model import StanModel
 from stanlogz.toolchain import cache_root, ensure_base, find_toolchain
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,12 +8,12 @@ from ..errors import InputError
 from ..estimators import METHODS
 from ..estimators.shortcuts import SHORTCUTS
 from ..report.output import Reporter
-from ..testbed.bdmc import (
+from ..report.testbed_plot import plot_testbed
+from ..testbed import (
     DEFAULT_ESTIMATORS,
     SHORTCUT_ESTIMATORS,
     TestbedResult,
     budget_fractions,
-    plot_testbed,
     run_testbed,
 )
 from .evidence import PLOT_SUFFIXES

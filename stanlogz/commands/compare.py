@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from ..api import _child_seed, compare, load_model, read_data
+from .._util.seeds import child_int_seed
+from ..api import compare
 from ..crossval import loo, loo_compare
 from ..crossval.fixups import FIX_METHODS
 from ..draws import sample
 from ..errors import InputError
 from ..report.output import Reporter
+from ..stan.inputs import read_data
+from ..stan.load import load_model
 from .evidence import add_estimation_arguments, parse_options
 from .executor import with_executor
 from .loo import add_observation_arguments, obs_fields
@@ -65,10 +68,10 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     probs = parse_probs(args.prior_probs, k)
     models, draws, datas = args.models, None, [data] * k if not isinstance(data, list) else data
     if args.loo:  # one NUTS run per program serves both comparisons
-        models = [load_model(m, dt, seed=_child_seed(args.seed, i), progress=report.progress)
+        models = [load_model(m, dt, seed=child_int_seed(args.seed, i), progress=report.progress)
                   for i, (m, dt) in enumerate(zip(args.models, datas, strict=True))]
         draws = [sample(m, chains=args.chains, warmup=args.warmup, draws=args.draws,
-                        seed=_child_seed(args.seed, i), progress=report.progress)
+                        seed=child_int_seed(args.seed, i), progress=report.progress)
                  for i, m in enumerate(models)]
     c = compare(models, data, method=method, prior_probs=probs, draws=draws, chains=args.chains,
                 warmup=args.warmup, n_draws=args.draws, seed=args.seed,
@@ -91,7 +94,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     if args.loo:
         loos = [loo(m, read_data(dt), draws=d, fix=args.fix, obs=args.obs,
                     obs_fields=obs_fields(args.obs_fields), chains=args.chains,
-                    warmup=args.warmup, n_draws=args.draws, seed=_child_seed(args.seed, i),
+                    warmup=args.warmup, n_draws=args.draws, seed=child_int_seed(args.seed, i),
                     progress=report.progress)
                 for i, (m, dt, d) in enumerate(zip(models, datas, draws, strict=True))]
         lc = loo_compare(loos, c.names)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..api import check_stan_file, read_data
 from ..report.output import Reporter
+from ..stan.inputs import check_stan_file, read_data
 
 NAME = "compile"
 HELP = "Build a Stan program (stanc + C++) into a cached library and list its parameters."

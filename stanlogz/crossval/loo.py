@@ -159,7 +159,8 @@ def loo(
     ``"log_lik"`` (the generated quantity) or ``"difference"`` (two data instances).
     ``k_threshold``: fix observations above this k̂ instead of the draw-count-dependent
     threshold min(1 − 1/log10 S, 0.7) (e.g. 0.5 to be stricter)."""
-    from ..api import load_model, read_data
+    from ..stan.inputs import read_data
+    from ..stan.load import load_model
 
     t0 = time.perf_counter()
     if fix not in FIX_METHODS:

@@ -147,7 +147,8 @@ def cv(
     ``kernel``: ``"rwmh"`` or ``"hmc"``; ``ups_options`` go to the tuning run of
     :func:`stanlogz.estimators.ups.ups` (``n_pilot`` defaults to :data:`CV_PILOT`).
     """
-    from ..api import load_model, read_data
+    from ..stan.inputs import read_data
+    from ..stan.load import load_model
 
     t0 = time.perf_counter()
     if not (isinstance(splits, int | np.integer) and splits >= 2):

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .core import Draws, group_flat_names, sample
+from .core import Draws, group_flat_names
+from .sample import sample
 
 #: warmup iterations of a continued chain: it starts in the typical set, so only the step size
 #: and metric need re-adapting (Stan's adaptation windows fit in 150 iterations)

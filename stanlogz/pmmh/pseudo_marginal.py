@@ -252,7 +252,7 @@ def pmmh(
     fitted to ``inner_draws`` NUTS draws. ``init`` holds constrained starting values (default:
     the unconstrained origin).
     """
-    from ..api import read_data
+    from ..stan.inputs import read_data
 
     estimator = check_options(estimator, batch, trials, burn_in)
     if weights not in SOURCES:

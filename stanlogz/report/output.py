@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
+from .._util.files import write_atomically  # noqa: F401 - commands import it from here
 from ..estimators.base import _jsonable
 
 
@@ -65,19 +64,3 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[Any]], title: st
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
     return "\n".join(lines)
-
-
-def write_atomically(path: str | os.PathLike, write: Callable[[Path], Any]) -> None:
-    """``write(tmp)`` into a temporary file beside ``path``, then move it into place: ``path`` is
-    either complete or untouched (also when ``write`` fails or writes nothing)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}{path.suffix}")
-    try:
-        write(tmp)
-        if not tmp.is_file():
-            from ..errors import InputError
-
-            raise InputError(f"nothing was written for {path}")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
