@@ -10,13 +10,10 @@
 
 from __future__ import annotations
 
-import inspect
 import math
 import os
 import re
 import time
-import types
-import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +25,7 @@ from ._util.seeds import child_int_seed
 from .draws import Draws, as_draws, sample
 from .draws.continuation import extend_draws
 from .errors import InputError
-from .estimators import get_method
+from .estimators import lookup
 from .estimators.base import EvidenceResult, _jsonable
 from .estimators.common import draws_needed
 from .parallel import with_client
@@ -40,64 +37,12 @@ from .stan.load import load_model
 RUNAWAY_ABS = 50.0
 
 
-def check_options(method: str, options: dict[str, Any]) -> Callable[..., EvidenceResult]:
-    """The estimator registered as ``method`` after checking it takes every one of ``options``
-    (InputError naming an unknown method or option: raised before any build or sampling)."""
-    fn = get_method(method)
-    params = inspect.signature(fn).parameters
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    # seed and progress are arguments of evidence() itself (the CLI's --seed), not options
-    known = [n for n, p in params.items()
-             if p.kind is inspect.Parameter.KEYWORD_ONLY and n not in ("seed", "progress")]
-    bad = [k for k in options if k in ("seed", "progress") or (k not in params and not takes_any)]
-    if bad:
-        raise InputError(f"method {method} has no option {bad[0]!r}; it takes: "
-                         f"{', '.join(known) or 'none'}")
-    try:
-        hints = typing.get_type_hints(fn)
-    except Exception:  # noqa: BLE001 - an annotation that cannot be resolved: no type check
-        hints = {}
-    for name, value in options.items():
-        if name in hints and not _has_type(value, hints[name]):
-            raise InputError(f"option {name} of method {method} must be "
-                             f"{_type_name(hints[name])}, got {value!r}")
-    return fn
-
-
-def _types(hint: Any) -> tuple[Any, ...]:
-    """The classes a value of type ``hint`` may be: ``int | None`` -> (int, NoneType); a float
-    also takes an int; generics reduce to their origin (``dict[str, Any]`` -> dict)."""
-    args = typing.get_args(hint) if isinstance(hint, types.UnionType) or \
-        typing.get_origin(hint) is typing.Union else (hint,)
-    out = tuple(typing.get_origin(a) or a for a in args)
-    return out + (int,) if float in out else out
-
-
-def _has_type(value: Any, hint: Any) -> bool:
-    allowed = _types(hint)
-    try:
-        ok = isinstance(value, allowed)
-    except TypeError:  # Any, Callable[...], TypeVars: not checked
-        return True
-    return ok and (bool in allowed or not isinstance(value, bool) or allowed == (object,))
-
-
-def _type_name(hint: Any) -> str:
-    return " or ".join("None" if t is type(None) else getattr(t, "__name__", str(t))
-                       for t in _types(hint))
-
-
 def _call_estimator(method: str, target: Any, unc: np.ndarray, *, seed: int | None,
                     n_sampling_evals: int | None, progress: Any, options: dict[str, Any]
                     ) -> EvidenceResult:
-    fn = check_options(method, options)
-    params = inspect.signature(fn).parameters
-    kwargs = dict(options)
-    if "n_sampling_evals" in params:
-        kwargs.setdefault("n_sampling_evals", n_sampling_evals)
-    if "progress" in params and progress is not None:
-        kwargs.setdefault("progress", progress)
-    return fn(target, unc, seed=seed, **kwargs)
+    """The estimate of ``method`` (``progress`` is not passed: no estimator reports any)."""
+    return lookup(method).run(target, unc, seed=seed, options=options,
+                              n_sampling_evals=n_sampling_evals)
 
 
 @with_client
@@ -132,7 +77,7 @@ def evidence(
     error is at most ``target_se`` or the draws reach ``max_draws`` in all (default 16 times
     the first draws); ``diagnostics["target_se_rounds"]`` lists every round.
     """
-    check_options(method, options)
+    lookup(method).options(options)  # one-line errors before any build or sampling
     if target_se is not None and not target_se > 0:
         raise InputError(f"target_se must be a positive number of nats, got {target_se}")
     m = load_model(model, data, seed=seed, progress=progress)
@@ -402,7 +347,7 @@ def compare(
     if draws is not None and len(draws) != len(models):
         raise InputError(f"{len(draws)} draw sets for {len(models)} programs")
     prior = check_prior_probs(prior_probs, len(models))
-    check_options(method, options)
+    lookup(method).options(options)  # one-line errors before any build or sampling
     for m in models:  # check every path before building anything
         if isinstance(m, str | os.PathLike):
             check_stan_file(m)

@@ -9,8 +9,9 @@ import stanlogz.testbed as tb
 import stanlogz.testbed.bdmc as bd
 from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.errors import DataError, InputError
-from stanlogz.estimators import METHODS
+from stanlogz.estimators import METHODS, Method
 from stanlogz.estimators.ais import AISResult
+from stanlogz.estimators.options import LaplaceOptions
 from stanlogz.mcmc.annealing import HMCTuning
 from stanlogz.report.output import format_table
 from stanlogz.report.testbed_plot import plot_testbed
@@ -214,7 +215,8 @@ def test_testbed_scores_estimators_and_plots(tmp_path, monkeypatch):
     draws = POST.sample(rng, 800).reshape(4, 200, D)
     x_true = POST.sample(rng, 1)[0]
     # A registered method whose function is missing: the testbed reports it as failed.
-    monkeypatch.setitem(METHODS, "broken", "stanlogz.testbed.bdmc:no_such_estimator")
+    broken = Method("broken", "stanlogz.testbed.bdmc:no_such_estimator", LaplaceOptions)
+    monkeypatch.setitem(METHODS, "broken", broken)
     small = {"n_chains": 8, "n_temps": 100}
     res = tb.testbed(POST, draws, x_true, ["ais", "rais", "broken"], n_chains=8, n_temps=150,
                   gap_tol=None, seed=5, estimator_options={"ais": small, "rais": small})

@@ -9,12 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from ..api import check_options, evidence, load_model
+from ..api import evidence
 from ..draws import as_draws, sample
 from ..errors import InputError
-from ..estimators import METHODS
+from ..estimators import METHODS, lookup
 from ..estimators.base import EvidenceResult
 from ..report.output import Reporter, write_atomically
+from ..stan.load import load_model
 from .executor import add_executor_arguments, with_executor
 from .sample import add_sampler_arguments, check_output
 
@@ -102,7 +103,7 @@ def print_result(report: Reporter, r: EvidenceResult, name: str) -> None:
 @with_executor
 def run(args: argparse.Namespace, report: Reporter) -> int:
     method, options = args.method, parse_options(args.option)
-    check_options(method, options)  # before the build and the sampling
+    lookup(method).options(options)  # before the build and the sampling
     if args.target_se is not None and not args.target_se > 0:
         raise InputError(f"--target-se must be a positive number of nats, got {args.target_se}")
     if args.max_draws is not None and args.max_draws < 1:

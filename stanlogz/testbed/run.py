@@ -17,7 +17,7 @@ from .._util.seeds import child_sequence, int_seed
 from ..densities.fits import as_draw_matrix, gaussian_from_draws
 from ..densities.target import CountingTarget, Target
 from ..errors import InputError
-from ..estimators import METHODS, get_method
+from ..estimators import METHODS, lookup
 from ..estimators.ais import DEFAULT_INFLATE
 from ..estimators.base import EvidenceResult, _jsonable
 from ..estimators.shortcuts import NEEDS_PRIOR, SHORTCUTS, dynesty_available
@@ -234,6 +234,9 @@ def testbed(
     d3 = d3[None] if d3.ndim == 2 else d3
     rows = []
     options = estimator_options or {}
+    for name in estimators:  # one-line errors for bad options before any work
+        if name in METHODS:
+            lookup(name).options(options.get(name, {}))
     for k, name in enumerate(estimators):
         for f in fractions:
             if progress is not None:
@@ -249,7 +252,7 @@ def testbed(
                     res = SHORTCUTS[name](counting, d_use, prior=prior, prior_draws=prior_draws,
                                           n_obs=n_obs, seed=unit_seed, **opts)
                 else:
-                    res = get_method(name)(counting, d_use, seed=unit_seed, **opts)
+                    res = lookup(name).run(counting, d_use, seed=unit_seed, options=opts)
             except Exception as exc:  # an estimator under test may fail; the testbed reports it
                 msg = str(exc).splitlines()[0] if str(exc) else ""
                 rows.append(TestbedRow(name, math.nan, math.nan, math.nan,
