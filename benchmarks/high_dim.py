@@ -83,7 +83,7 @@ def bdmc_reference(model, theta: np.ndarray, seed: int = 0) -> tuple[float, floa
     draws (covariance x1.5) and reverse AIS from the simulating parameters; returns the
     midpoint, the lower and the upper bound."""
     from stanlogz.densities.fits import gaussian_from_draws
-    from stanlogz.testbed.bdmc import bdmc
+    from stanlogz.testbed.sandwich import bdmc
 
     d = sample(model, chains=4, draws=1000, seed=10_000 + seed)
     base = gaussian_from_draws(d.unconstrained, inflate=1.5)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import stanlogz.testbed as tb
-import stanlogz.testbed.bdmc as bd
+import stanlogz.testbed.sandwich as bd
 from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.errors import DataError, InputError
 from stanlogz.estimators import METHODS, Method
@@ -215,7 +215,7 @@ def test_testbed_scores_estimators_and_plots(tmp_path, monkeypatch):
     draws = POST.sample(rng, 800).reshape(4, 200, D)
     x_true = POST.sample(rng, 1)[0]
     # A registered method whose function is missing: the testbed reports it as failed.
-    broken = Method("broken", "stanlogz.testbed.bdmc:no_such_estimator", LaplaceOptions)
+    broken = Method("broken", "stanlogz.testbed.sandwich:no_such_estimator", LaplaceOptions)
     monkeypatch.setitem(METHODS, "broken", broken)
     small = {"n_chains": 8, "n_temps": 100}
     res = tb.testbed(POST, draws, x_true, ["ais", "rais", "broken"], n_chains=8, n_temps=150,

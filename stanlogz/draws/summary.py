@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import arviz_compat
+from .._util.jsonable import json_value
 
 if TYPE_CHECKING:
     from .core import Draws
@@ -47,9 +48,7 @@ class DrawsSummary:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict."""
-        from ..estimators.base import _jsonable
-
-        return _jsonable(
+        return json_value(
             {"parameters": self.rows, "diagnostics": self.diagnostics, "warnings": self.warnings}
         )
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import numpy as np
+from .._util.jsonable import json_value as _jsonable
 
 
 @dataclass
@@ -37,17 +36,3 @@ class EvidenceResult:
 
     def __str__(self) -> str:
         return f"{self.method}: log Z = {self.log_z:.4f} ± {self.log_z_se:.4f}"
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        return _jsonable(obj.item())
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None if math.isnan(obj) else (1e308 if obj > 0 else -1e308)
-    return obj

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._util.files import write_atomically  # noqa: F401 - commands import it from here
-from ..estimators.base import _jsonable
+from .._util.jsonable import json_value
 
 
 class Reporter:
@@ -44,7 +44,7 @@ class Reporter:
     def emit_json(self, obj: Any) -> None:
         """The command's single JSON object on stdout (only in JSON mode)."""
         if self.json_mode:
-            print(json.dumps(_jsonable(obj), indent=2), flush=True)
+            print(json.dumps(json_value(obj), indent=2), flush=True)
 
 
 def _cell(v: Any) -> str:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..testbed.bdmc import sandwich_band
 from ..testbed.run import TestbedResult
+from ..testbed.sandwich import sandwich_band
 
 
 def plot_testbed(result: TestbedResult, path: str | Path) -> None:

@@ -1,8 +1,7 @@
 """Estimators scored against the truth: data simulated from the model (``simulation``), the
-bidirectional Monte Carlo sandwich of its log Z (``bdmc``), and the testbed that runs every
+bidirectional Monte Carlo sandwich of its log Z (``sandwich``), and the testbed that runs every
 estimator against it (``run``; its figure is :mod:`stanlogz.report.testbed_plot`)."""
 
-from .bdmc import BDMCResult, bdmc, sandwich_band
 from .run import (
     DEFAULT_ESTIMATORS,
     SHORTCUT_ESTIMATORS,
@@ -14,6 +13,7 @@ from .run import (
     run_testbed,
     testbed,
 )
+from .sandwich import BDMCResult, bdmc, sandwich_band
 from .simulation import Simulation, prior_draws, simulate, split_variables
 
 __all__ = ["DEFAULT_ESTIMATORS", "SHORTCUT_ESTIMATORS", "BDMCResult", "Simulation",

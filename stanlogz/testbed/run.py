@@ -13,16 +13,17 @@ from typing import Any
 
 import numpy as np
 
+from .._util.jsonable import json_value
 from .._util.seeds import child_sequence, int_seed
 from ..densities.fits import as_draw_matrix, gaussian_from_draws
 from ..densities.target import CountingTarget, Target
 from ..errors import InputError
 from ..estimators import METHODS, lookup
 from ..estimators.ais import DEFAULT_INFLATE
-from ..estimators.base import EvidenceResult, _jsonable
+from ..estimators.base import EvidenceResult
 from ..estimators.shortcuts import NEEDS_PRIOR, SHORTCUTS, dynesty_available
 from ..parallel import with_client
-from .bdmc import BDMCResult, bdmc, sandwich_band
+from .sandwich import BDMCResult, bdmc, sandwich_band
 from .simulation import prior_draws, simulate
 
 DEFAULT_ESTIMATORS = ("gbs", "gis", "ghm", "laplace", "bridge-gaussian", "ais", "smc")
@@ -142,7 +143,7 @@ class TestbedResult:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return _jsonable({
+        return json_value({
             "sandwich": self.sandwich.to_dict(),
             "estimators": [{**r.__dict__, "cost": r.cost} for r in self.rows],
             "n_draws": self.n_draws, "sampling_seconds": self.sampling_seconds, **self.info,
