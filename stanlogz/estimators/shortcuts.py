@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util.seeds import as_seed_sequence
 from ..densities.fits import find_mode, gaussian_from_draws
 from ..densities.gaussian import GaussianTarget
 from ..densities.target import CountingTarget, Target, log_density_many
@@ -241,7 +242,7 @@ def nested(target: Target, draws: np.ndarray, *, prior: Target | None = None,
     def transform(u: np.ndarray) -> np.ndarray:
         return q.mean + q.chol @ special.ndtri(u)
 
-    ss = np.random.SeedSequence(seed) if not isinstance(seed, np.random.SeedSequence) else seed
+    ss = as_seed_sequence(seed)
     sampler = dynesty.NestedSampler(loglike, transform, target.dim, nlive=int(nlive),
                                     sample=sample, rstate=np.random.default_rng(ss))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):

@@ -17,7 +17,7 @@ from ..errors import InputError
 
 
 @runtime_checkable
-class Path(Protocol):
+class LambdaPath(Protocol):
     """A path of unnormalized log densities on R^dim indexed by lambda in [0, 1]."""
 
     @property
