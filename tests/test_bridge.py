@@ -225,10 +225,10 @@ def test_bad_input():
 
 def test_to_dict_is_json_and_leaves_out_plot_data():
     r = gbs(banana_target(), banana_draws(np.random.default_rng(18), 1000), seed=1, n_layers=2)
-    assert "_flow" in r.diagnostics and "_log_w_p" in r.diagnostics
+    assert r.detail.flow is not None and r.detail.log_w_p.size > 0 and r.detail.log_w_q.size > 0
     d = json.loads(json.dumps(r.to_dict()))
     assert d["log_z"] == r.log_z and "n_q" in d["diagnostics"]
-    assert not [k for k in d["diagnostics"] if k.startswith("_")]
+    assert not [k for k in d["diagnostics"] if k.startswith("_")] and "detail" not in d
 
 
 def test_plot_evidence_writes_png(tmp_path):

@@ -136,7 +136,7 @@ def test_registry_adapter_on_gaussian_target(tmp_path):
     assert d["ci"][0] < res.log_z < d["ci"][1]
     assert set(d["meeting_times"]) >= {"mean", "q99", "max"}
     assert res.to_dict()["log_z"] == res.log_z  # serializable
-    ups_result = d["_ups"]
+    ups_result = res.detail
     assert ups_result.replicates.size == 100
     out = plot_ups(ups_result, tmp_path / "ups.png")
     assert out.stat().st_size > 10_000

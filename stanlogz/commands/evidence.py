@@ -74,10 +74,10 @@ def parse_options(items: list[str]) -> dict[str, Any]:
 def save_plot(result: EvidenceResult, draws: np.ndarray, path: Path,
               names: list[str] | None = None) -> None:
     """Draw the method's diagnostic plot into ``path`` (never half-written)."""
-    if result.method == "ups" and "_ups" in result.diagnostics:
+    if result.method == "ups" and result.detail is not None:
         from ..report.ups_plots import plot_ups
 
-        write_atomically(path, lambda tmp: plot_ups(result.diagnostics["_ups"], tmp))
+        write_atomically(path, lambda tmp: plot_ups(result.detail, tmp))
     elif result.method in FLOW_METHODS:
         from ..report.plots import plot_evidence
 

@@ -19,7 +19,7 @@ from ..densities.target import CountingTarget, Target
 from ..errors import EstimationError, InputError
 from ..flows.gaussianize import GaussianizingFlow, single_blas_thread
 from ..flows.selection import fit_validated_flow, min_fit_draws
-from .base import EvidenceResult
+from .base import EvidenceResult, FlowDetail
 from .common import (
     Seed,
     as_chains,
@@ -246,8 +246,7 @@ def gbs(
         whitening=[r.fit_info.get("whitening") for r in runs],
         fit_seconds=sum(r.fit_seconds for r in runs),
         half_swap_log_z=estimates, half_swap_se=ses, swap_z=swap_z,
-        validation=[{k: v for k, v in r.fit_info.items() if k != "whitening"} for r in runs],
-        _flow=main.flow, _log_w_p=main.lw_p, _log_w_q=main.lw_q)
+        validation=[{k: v for k, v in r.fit_info.items() if k != "whitening"} for r in runs])
     warnings += bridge_warnings(main.sol, k_q, k_p, bad_p, bad_q, n_q_total, "flow",
                                 se=se, n_draws=chains.shape[0] * chains.shape[1])
     if abs(swap_z) > SWAP_ALARM_Z:
@@ -278,6 +277,7 @@ def gbs(
         method="gbs", log_z=log_z, log_z_se=se, n_draws=int(2 * n_p),
         n_evals=n_evals, seconds=time.perf_counter() - t0,
         diagnostics=diagnostics, warnings=warnings,
+        detail=FlowDetail(main.flow, log_w_p=main.lw_p, log_w_q=main.lw_q),
     )
 
 

@@ -356,6 +356,7 @@ def ups_estimate(
         n_draws=n_draws,
         n_evals=res.n_evals + res.n_evals_tuning,
         seconds=time.perf_counter() - t0,
-        diagnostics={**res.summary(), "base": base, "_ups": res},
+        diagnostics={**res.summary(), "base": base},
         warnings=list(res.warnings),
+        detail=res,
     )
