@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,18 +22,16 @@ import numpy as np
 
 from ._util.seeds import child_int_seed
 from .draws import Draws, as_draws, sample
+from .draws.checks import normalization_warnings
 from .draws.continuation import extend_draws
 from .errors import InputError
 from .estimators import lookup
 from .estimators.base import EvidenceResult, _jsonable
 from .estimators.common import draws_needed
 from .parallel import with_client
+from .stan.code import unused_parameters  # noqa: F401 - re-exported
 from .stan.inputs import check_stan_file, read_data
 from .stan.load import load_model
-
-#: Unconstrained draws beyond this magnitude mean a parameter ran away (exp(50) ~ 5e21): the
-#: posterior is almost surely improper, and no log Z exists.
-RUNAWAY_ABS = 50.0
 
 
 def _call_estimator(method: str, target: Any, unc: np.ndarray, *, seed: int | None,
@@ -143,62 +140,6 @@ def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target
                             + (f"; about {need} draws would reach it: raise max_draws"
                                if need else ""))
     return res, d
-
-
-def normalization_warnings(model: Any, d: Draws) -> list[str]:
-    """Warnings that the posterior may be improper or badly explored, so log Z means little."""
-    out: list[str] = []
-    try:
-        s = d.summary()
-    except Exception:  # summary needs >= 4 draws per chain; estimating needs no summary
-        s = None
-    if s is not None:
-        out += [w for w in s.warnings if "R-hat" in w or "diverged" in w]
-    absmax = np.max(np.abs(d.unconstrained), axis=(0, 1))
-    if np.any(absmax > RUNAWAY_ABS):
-        j = int(np.argmax(absmax))
-        name = d.unc_names[j] if j < len(d.unc_names) else f"x.{j + 1}"
-        out.append(
-            f"unconstrained draws of {name} reach |{absmax[j]:.3g}|: the posterior is probably "
-            "improper (a parameter without a proper prior?); log Z is then meaningless"
-        )
-    for name in unused_parameters(getattr(model, "code", "") or ""):
-        out.append(
-            f"parameter {name} never appears in the model block: its implicit prior is flat "
-            "(improper, or on a bounded interval unnormalized); give it a proper prior"
-        )
-    return out
-
-
-def _block(code: str, header: str) -> str | None:
-    m = re.search(rf"(?:^|[\n}}])\s*{header}\s*\{{", code)
-    if not m:
-        return None
-    depth, i = 1, m.end()
-    while i < len(code) and depth:
-        depth += {"{": 1, "}": -1}.get(code[i], 0)
-        i += 1
-    return code[m.end(): i - 1]
-
-
-def unused_parameters(code: str) -> list[str]:
-    """Parameters declared in ``code`` that neither the transformed parameters nor the model
-    block mention (a cheap textual check; empty when the program cannot be parsed this way)."""
-    code = re.sub(r"/\*.*?\*/", " ", code, flags=re.S)
-    code = re.sub(r"//[^\n]*|#[^\n]*", " ", code)
-    params = _block(code, "parameters")
-    if params is None:
-        return []
-    names = []
-    for stmt in params.split(";"):
-        stmt = re.sub(r"<[^<>]*(<[^<>]*>[^<>]*)*>", " ", stmt)  # bounds may nest <...>
-        stmt = re.sub(r"\[[^\]]*\]", " ", stmt)
-        words = re.findall(r"[A-Za-z_]\w*", stmt)
-        if words:
-            names.append(words[-1])
-    used = " ".join(b or "" for b in (_block(code, "model"),
-                                      _block(code, r"transformed\s+parameters")))
-    return [n for n in names if not re.search(rf"\b{re.escape(n)}\b", used)]
 
 
 # ---------------------------------------------------------------------- comparison

@@ -18,20 +18,10 @@ import numpy as np
 
 from .. import arviz_compat
 from ..errors import DataError, InputError
+from ..stan.nuts import SAMPLER_COLUMNS  # noqa: F401 - the draws' sampler columns
 
 if TYPE_CHECKING:
     from .summary import DrawsSummary
-
-#: Sampler columns of a CmdStan CSV, in CmdStan's order.
-SAMPLER_COLUMNS = (
-    "lp__",
-    "accept_stat__",
-    "stepsize__",
-    "treedepth__",
-    "n_leapfrog__",
-    "divergent__",
-    "energy__",
-)
 
 #: Sampler column -> ArviZ ``sample_stats`` name.
 _ARVIZ_STATS = {

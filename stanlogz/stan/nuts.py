@@ -23,10 +23,9 @@ if TYPE_CHECKING:
 
 Progress = Callable[[str], None] | None
 
-_NUTS_COLUMNS = [
-    "lp__", "accept_stat__", "stepsize__", "treedepth__", "n_leapfrog__", "divergent__",
-    "energy__",
-]
+#: Sampler columns of a CmdStan CSV, in CmdStan's order; the C++ NUTS writes them so too.
+SAMPLER_COLUMNS = ("lp__", "accept_stat__", "stepsize__", "treedepth__", "n_leapfrog__",
+                   "divergent__", "energy__")
 
 
 # Progress lines during NUTS: at most one per PROGRESS_INTERVAL_S seconds, each when some chain
@@ -147,7 +146,7 @@ model: StanModel,
     rows = warmup + draws
     k = model.param_num(True, True)
     d = model._dim
-    raw = np.zeros((chains, rows, len(_NUTS_COLUMNS) + k))
+    raw = np.zeros((chains, rows, len(SAMPLER_COLUMNS) + k))
     unc = np.zeros((chains, rows, d))
     step = np.zeros(chains)
     inv_metric = np.zeros((chains, d))
@@ -182,7 +181,7 @@ model: StanModel,
         log = model._take_error(err)
         raise StanlogzError(f"NUTS failed for {model.name}: {stan_failure_cause(log)}",
                             log=log.replace(" | ", "\n"))
-    n_grad = int(raw[:, :, _NUTS_COLUMNS.index("n_leapfrog__")].sum())
+    n_grad = int(raw[:, :, SAMPLER_COLUMNS.index("n_leapfrog__")].sum())
     keep = np.arange(warmup, rows, thin)
     if save_warmup:
         keep = np.concatenate([np.arange(0, warmup, thin), keep])
@@ -190,10 +189,10 @@ model: StanModel,
     if progress:
         progress(f"sampled {model.name} in {seconds:.2f} s")
     return NutsOutput(
-        constrained=np.ascontiguousarray(raw[:, :, len(_NUTS_COLUMNS):]),
+        constrained=np.ascontiguousarray(raw[:, :, len(SAMPLER_COLUMNS):]),
         unconstrained=np.ascontiguousarray(unc[:, keep]),
         constrained_names=model.param_names(True, True),
-        sampler={c: np.ascontiguousarray(raw[:, :, i]) for i, c in enumerate(_NUTS_COLUMNS)},
+        sampler={c: np.ascontiguousarray(raw[:, :, i]) for i, c in enumerate(SAMPLER_COLUMNS)},
         step_size=step,
         inv_metric=inv_metric,
         seconds=seconds,
