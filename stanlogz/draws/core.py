@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .. import arviz_compat
 from ..errors import DataError, InputError
 from ..stan.nuts import SAMPLER_COLUMNS  # noqa: F401 - the draws' sampler columns
-
-if TYPE_CHECKING:
-    from .summary import DrawsSummary
+from .summary import ESS_PER_CHAIN_MIN, RHAT_MAX, DrawsSummary
 
 #: Sampler column -> ArviZ ``sample_stats`` name.
 _ARVIZ_STATS = {
@@ -125,9 +124,82 @@ class Draws:
     # ------------------------------------------------------------------ summary
     def summary(self) -> DrawsSummary:
         """Mean, sd, 5/50/95% quantiles, bulk/tail ESS and R-hat of each quantity, diagnostics."""
-        from .summary import summarize
+        az = arviz_compat.arviz()
+        import xarray as xr
 
-        return summarize(self)
+        values, names = self._values()
+        chains, n, k = values.shape
+        ds = xr.Dataset({"x": (("chain", "draw", "col"), values)})
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            if n >= 4:
+                rhat = np.asarray(az.rhat(ds)["x"].values, dtype=float)
+                ess_bulk = np.asarray(az.ess(ds, method="bulk")["x"].values, dtype=float)
+                ess_tail = np.asarray(az.ess(ds, method="tail")["x"].values, dtype=float)
+            else:
+                rhat = ess_bulk = ess_tail = np.full(k, np.nan)
+        flat = values.reshape(-1, k)
+        q = np.quantile(flat, [0.05, 0.5, 0.95], axis=0)
+        rows = [
+            {
+                "name": names[j],
+                "mean": float(flat[:, j].mean()),
+                "sd": float(flat[:, j].std(ddof=1)) if flat.shape[0] > 1 else float("nan"),
+                "q5": float(q[0, j]),
+                "q50": float(q[1, j]),
+                "q95": float(q[2, j]),
+                "ess_bulk": float(ess_bulk[j]),
+                "ess_tail": float(ess_tail[j]),
+                "r_hat": float(rhat[j]),
+            }
+            for j in range(k)
+        ]
+        diag: dict[str, Any] = {
+            "chains": chains,
+            "draws_per_chain": n,
+            "source": self.source,
+            "seconds": self.seconds,
+            "n_gradient_evals": self.n_gradient_evals,
+            "sampling_cost_known": self.sampling_cost_known,
+        }
+        msgs = list(self.warnings)
+        if "divergent__" in self.sampler:
+            n_div = int(np.sum(self.sampler["divergent__"] > 0))
+            diag["divergences"] = n_div
+            if n_div:
+                msgs.append(
+                    f"{n_div} of {chains * n} transitions diverged: increase adapt_delta "
+                    "(e.g. --adapt-delta 0.95) or reparameterize the program (e.g. non-centred)"
+                )
+        if "treedepth__" in self.sampler and self.max_treedepth is not None:
+            hits = int(np.sum(self.sampler["treedepth__"] >= self.max_treedepth))
+            diag["max_treedepth"] = self.max_treedepth
+            diag["max_treedepth_hits"] = hits
+            if hits:
+                msgs.append(
+                    f"{hits} of {chains * n} transitions hit the maximum tree depth "
+                    f"{self.max_treedepth}: increase --max-treedepth or reparameterize"
+                )
+        if self.step_size is not None:
+            diag["step_size"] = [float(s) for s in np.atleast_1d(self.step_size)]
+        finite_rhat = np.where(np.isfinite(rhat), rhat, -np.inf)
+        if chains > 1 and np.any(finite_rhat > RHAT_MAX):
+            j = int(np.argmax(finite_rhat))
+            bad = int(np.sum(finite_rhat > RHAT_MAX))
+            msgs.append(
+                f"R-hat of {bad} quantit{'y' if bad == 1 else 'ies'} exceeds {RHAT_MAX} "
+                f"(worst: {names[j]} {rhat[j]:.3f}): the chains disagree; run longer "
+                "(more --warmup and --draws) or check for multimodality"
+            )
+        ess_min = np.nanmin(np.minimum(ess_bulk, ess_tail)) if k and n >= 4 else np.nan
+        diag["max_r_hat"] = float(np.nanmax(rhat)) if np.any(np.isfinite(rhat)) else None
+        diag["min_ess"] = float(ess_min) if np.isfinite(ess_min) else None
+        if np.isfinite(ess_min) and ess_min < ESS_PER_CHAIN_MIN * chains:
+            msgs.append(
+                f"smallest bulk/tail ESS is {ess_min:.0f} < {ESS_PER_CHAIN_MIN * chains} "
+                f"({ESS_PER_CHAIN_MIN} per chain): run more draws"
+            )
+        return DrawsSummary(rows=rows, diagnostics=diag, warnings=msgs)
 
     # ------------------------------------------------------------------ ArviZ
     def to_inference_data(self) -> Any:

@@ -30,7 +30,7 @@ from ..mcmc.unbiased import DEFAULT_MAX_ITER
 from ..parallel import as_seed_sequence, child_sequence
 from .base import EvidenceResult
 from .common import pareto_k
-from .ups_chains import _KernelConfig, _run_tasks, replicate_tasks, run_replicates
+from .ups_chains import ChainTask, _KernelConfig, _run_tasks, replicate_tasks, run_replicates
 from .ups_tuning import (
     CovSpec,
     InitSpec,
@@ -181,8 +181,8 @@ def ups(
     def pilot(mode: str, stage: int, n: int, k_t: np.ndarray, m_t: np.ndarray) -> list:
         nonlocal tuning_evals
         tasks = [
-            (mode, path, float(lam_grid[l]), means[l], covs[l], pcovs[l],
-             int(k_t[l]), int(m_t[l]), cfg)
+            ChainTask(mode, path, float(lam_grid[l]), means[l], covs[l], pcovs[l],
+                      int(k_t[l]), int(m_t[l]), cfg)
             for l in range(n_grid)
             for _ in range(n)
         ]
@@ -232,7 +232,7 @@ def ups(
     lam_rng = np.random.default_rng(_stage_seed(ss, _STAGE_REPLICATES + 1))
     lams = np.array([tuning.sample_q(lam_rng) for _ in range(n_replicates)])
     tasks = replicate_tasks(path, tuning, lams, cfg)
-    ks, ms = [t[6] for t in tasks], [t[7] for t in tasks]
+    ks, ms = [t.k for t in tasks], [t.m for t in tasks]
     out = _run_tasks(tasks, _stage_seed(ss, _STAGE_REPLICATES), n_workers)
     e_hat = np.array([o[0] for o in out], dtype=float)
     reps = e_hat / tuning.q_density(lams)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -39,6 +39,23 @@ class _KernelConfig:
     n_steps: int = 10
     omega: float = 0.1
     max_iter: int = DEFAULT_MAX_ITER
+
+
+class ChainTask(NamedTuple):
+    """One coupled-chain run on pi_lambda: ``mode`` ("tau": meeting time only; "moments": the
+    unbiased first two moments; "E": the unbiased E_lambda[dU/dlambda]), the path and lambda,
+    the Gaussian the chains start from (``mean``, ``cov``), the proposal covariance, the
+    truncation times ``k`` <= ``m`` and the kernel settings."""
+
+    mode: str
+    path: LambdaPath
+    lam: float
+    mean: np.ndarray
+    cov: np.ndarray
+    prop_cov: np.ndarray
+    k: int
+    m: int
+    cfg: _KernelConfig
 
 
 def _build_kernel(
@@ -80,7 +97,7 @@ def _moment_h(x: np.ndarray) -> np.ndarray:
     return np.concatenate([x, np.outer(x, x).ravel()])
 
 
-def _chain_task(task: tuple, rng: np.random.Generator) -> tuple[Any, int, int, int]:
+def _chain_task(task: ChainTask, rng: np.random.Generator) -> tuple[Any, int, int, int]:
     """One coupled-chain run: returns (estimate or None, meeting time, iterations, evaluations)."""
     mode, path, lam, mean, cov, prop_cov, k, m, cfg = task
     kernel, counters, cache = _build_kernel(path, lam, cov, prop_cov, cfg)
@@ -108,7 +125,7 @@ def _run_tasks(tasks: Sequence[Any], seed: np.random.SeedSequence, n_workers: in
 
 
 def replicate_tasks(path: LambdaPath, tuning: UPSTuning, lams: Sequence[float] | np.ndarray,
-                    cfg: _KernelConfig) -> list[tuple]:
+                    cfg: _KernelConfig) -> list[ChainTask]:
     """One coupled-chain task per lambda on ``path`` with ``tuning``'s k, m, initial
     distributions and proposals (for :func:`run_replicates`). ``path`` may differ from the one
     tuned on (e.g. another cross-validation split): the estimates stay unbiased."""
@@ -117,14 +134,14 @@ def replicate_tasks(path: LambdaPath, tuning: UPSTuning, lams: Sequence[float] |
     for lam in lams:
         kk = _nearest_max(grid, tuning.k, lam)
         mm = max(kk, _nearest_max(grid, tuning.m, lam))
-        tasks.append((
+        tasks.append(ChainTask(
             "E", path, float(lam), _interp(grid, tuning.means, lam),
             _interp(grid, tuning.covs, lam), _interp(grid, tuning.proposal_covs, lam), kk, mm, cfg,
         ))
     return tasks
 
 
-def run_replicates(tasks: Sequence[tuple], seed: SeedLike, n_workers: int | None = None
+def run_replicates(tasks: Sequence[ChainTask], seed: SeedLike, n_workers: int | None = None
                    ) -> list[tuple[float, int, int, int]]:
     """Run :func:`replicate_tasks`' tasks: per task the unbiased estimate of E_lambda[dU/dlambda],
     the meeting time, the iterations and the path evaluations."""

@@ -13,7 +13,6 @@ Dask cluster chosen with :func:`use_executor` (``client=`` on the public API, ``
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import functools
 import inspect
 import os
@@ -25,6 +24,7 @@ import numpy as np
 from .._util.seeds import SeedLike, as_seed_sequence, child_sequence, spawn_generators
 from ..errors import InputError
 from .local import BACKENDS, run_local
+from .state import _EXECUTOR, _INSIDE_UNIT
 
 R = TypeVar("R")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -43,14 +43,6 @@ __all__ = [
     "use_executor",
     "with_client",
 ]
-
-#: The executor run_parallel sends units to (None: the local one).
-_EXECUTOR: contextvars.ContextVar[Any] = contextvars.ContextVar("stanlogz_executor", default=None)
-#: True while a unit runs on a cluster worker: units started from inside a unit run serially
-#: there (the worker's threads are the parallelism; worker processes may not fork pools).
-_INSIDE_UNIT: contextvars.ContextVar[bool] = contextvars.ContextVar("stanlogz_inside_unit",
-                                                                    default=False)
-
 
 def default_workers() -> int:
     """Cores this process may use."""

@@ -25,7 +25,7 @@ from ..toolchain import build
 from .ffi import _libs_lock, _load_library, _Scratch
 from .inputs import DataLike, data_to_json
 from .messages import _condense_stan, _data_error_message, _with_variable
-from .nuts import NutsOutput
+from .nuts import NutsOutput, run_nuts
 
 Progress = Callable[[str], None] | None
 
@@ -375,8 +375,6 @@ class StanModel:
         chains that passed another tenth of their iterations. Ctrl-C (KeyboardInterrupt) stops
         all chains at their next iteration and is re-raised; the draws do not depend on either.
         """
-        from .nuts import run_nuts
-
         return run_nuts(self, chains=chains, warmup=warmup, draws=draws, seed=seed,
                         adapt_delta=adapt_delta, max_treedepth=max_treedepth, init=init,
                         init_radius=init_radius, thin=thin, save_warmup=save_warmup,

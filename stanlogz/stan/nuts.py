@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -17,9 +17,6 @@ from .._util.seeds import int_seed
 from ..errors import InitializationError, InputError, StanlogzError, ToolchainError
 from .inputs import data_to_json
 from .messages import _check, _condense_stan, _with_variable, stan_failure_cause
-
-if TYPE_CHECKING:
-    from .model import StanModel
 
 Progress = Callable[[str], None] | None
 
@@ -104,7 +101,7 @@ class _NutsProgress:
             self.reported[c] = tenths[c]
         self.last = now
 def run_nuts(
-model: StanModel,
+    model: Any,
     *,
     chains: int = 4,
     warmup: int = 1000,
@@ -118,7 +115,8 @@ model: StanModel,
     save_warmup: bool = False,
     progress: Progress = None,
 ) -> NutsOutput:
-    """Stan's NUTS with diagonal-metric adaptation (CmdStan defaults), chains in parallel.
+    """Stan's NUTS with diagonal-metric adaptation (CmdStan defaults), chains in parallel, on
+    ``model`` (a :class:`~stanlogz.stan.model.StanModel`; this is its ``nuts`` method).
 
     With ``save_warmup`` the kept warmup draws come first in every array. ``init`` is
     None (uniform(-init_radius, init_radius) on the unconstrained scale), a dict of
@@ -218,7 +216,7 @@ def _init_jsons(init: Any, chains: int) -> list[bytes] | None:
             raise InputError("each init must be a dict of constrained values")
     return [data_to_json(i).encode() for i in inits]
 
-def _init_failure(model: StanModel, message: str) -> str:
+def _init_failure(model: Any, message: str) -> str:
     reasons = re.findall(r"Exception:\s*([^|]+)", message)
     reason = _with_variable(model.code, reasons[-1]) if reasons else _condense_stan(message)
     return (f"NUTS initialization failed for {model.name}: no finite log density and "
