@@ -21,6 +21,7 @@ from ..errors import InputError
 from ..estimators import METHODS, lookup
 from ..estimators.ais import DEFAULT_INFLATE
 from ..estimators.base import EvidenceResult
+from ..estimators.options import AisOptions, RaisOptions, SmcOptions
 from ..estimators.shortcuts import NEEDS_PRIOR, SHORTCUTS, dynesty_available
 from ..parallel import with_client
 from .sandwich import BDMCResult, bdmc, sandwich_band
@@ -62,9 +63,10 @@ Progress = Callable[[str], None]
 
 
 # Estimators whose cost is set by an option rather than by the number of draws they are given:
-# the option and its default (the estimator's own).
-ANNEALING_COST = {"ais": ("n_temps", 1000), "rais": ("n_temps", 1000),
-                  "smc": ("n_particles", 128), "nested": ("nlive", 250)}
+# the option and its default (the estimator's own: its options class; nested's nlive).
+ANNEALING_COST = {"ais": ("n_temps", AisOptions.n_temps), "rais": ("n_temps", RaisOptions.n_temps),
+                  "smc": ("n_particles", SmcOptions.n_particles),
+                  "nested": ("nlive", 250)}
 
 
 # Fewest draws per chain an estimator is given in a cost sweep.
