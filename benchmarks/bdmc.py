@@ -272,7 +272,7 @@ def setup(name: str, use_python: bool, seed: int, draws: int):
         d = _hmc_draws(target, x_true.size, rng, n=draws)
         return target, d, x_true, f"{name} (numpy, dim {target.dim})", time.perf_counter() - t0
     from stanlogz import draws as stan_draws
-    from stanlogz import model as stan_model
+    from stanlogz.stan import model as stan_model
 
     sim = stan_model.StanModel.from_file(STAN_DIR / f"{name}_sim.stan", sim_data)
     s = simulate(STAN_DIR / f"{name}.stan", sim, seed=seed, sim_data=sim_data)
