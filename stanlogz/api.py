@@ -64,7 +64,8 @@ def evidence(
     dict or a JSON path. ``draws`` are posterior draws in any form :func:`stanlogz.draws.as_draws`
     takes (a cmdstanpy fit, CmdStan CSV files, a :class:`Draws`, an array of unconstrained
     draws); without them stanlogz's NUTS draws ``chains x n_draws`` after ``warmup``. Extra
-    ``options`` go to the estimator. The diagnostics gain the sampling cost
+    ``options`` go to the estimator, checked first by its options class
+    (:mod:`stanlogz.estimators.options`). The diagnostics gain the sampling cost
     (``n_sampling_evals``, ``sampling_seconds``) and the warnings any sign that log Z is not
     meaningful (bad mixing, draws that run away, parameters without a prior; with gbs also chains
     that disagree on log Z and an estimate that drifts between halves of the draws).
