@@ -10,6 +10,8 @@ from typing import Any
 
 from .._util.files import write_atomically  # noqa: F401 - commands import it from here
 from .._util.jsonable import json_value
+from .._util.tables import format_cell as _cell  # noqa: F401 - the old name
+from .._util.tables import format_table
 
 
 class Reporter:
@@ -45,22 +47,3 @@ class Reporter:
         """The command's single JSON object on stdout (only in JSON mode)."""
         if self.json_mode:
             print(json.dumps(json_value(obj), indent=2), flush=True)
-
-
-def _cell(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return f"{v:.4g}" if abs(v) < 1e-3 or abs(v) >= 1e5 else f"{v:.4f}".rstrip("0").rstrip(".")
-    return str(v)
-
-
-def format_table(header: Sequence[str], rows: Sequence[Sequence[Any]], title: str = "") -> str:
-    """Rows as an aligned plain-text table."""
-    cells = [[_cell(v) for v in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(header)]
-    lines = [title] if title else []
-    lines.append("  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
-    return "\n".join(lines)
