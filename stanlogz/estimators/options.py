@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -247,7 +247,7 @@ class UpsOptions(MethodOptions):
     kernel: str = "rwmh"
     n_workers: int | None = None
     grid: int | str | Sequence | np.ndarray = 10
-    proposal_cov: float | Sequence | np.ndarray | None = None
+    proposal_cov: float | Sequence | np.ndarray | Callable | None = None
     proposal_scale: float = 1.0
     coupling: str = "reflection"
     k: int | None = None
