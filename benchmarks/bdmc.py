@@ -3,7 +3,7 @@
 Models (stan_models/bdmc/): a 1-d Gaussian mixture with marginalized assignments (``gmm``) and a
 low-rank matrix factorization (``lowrank``), the paper's models in small form. With the Stan
 toolchain the programs and their simulation programs are compiled; with ``--python`` (or when
-``stanlogz.model`` is missing) NumPy versions of the same models are used for the AIS part.
+``stanlogz.stan.model`` is missing) NumPy versions of the same models are used for the AIS part.
 
     nice -n 10 python benchmarks/bdmc.py [--models gmm,lowrank] [--temps 100,200,400,800]
         [--chains 16] [--estimators gbs,gis,ghm,laplace,bridge-gaussian,ais] [--seed 1]
@@ -22,20 +22,20 @@ from pathlib import Path
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from stanlogz.bases import gaussian_from_draws
-from stanlogz.bdmc import (
+from stanlogz.densities.fits import gaussian_from_draws
+from stanlogz.densities.gaussian import GaussianTarget
+from stanlogz.estimators.ais import DEFAULT_INFLATE
+from stanlogz.estimators.shortcuts import dynesty_available
+from stanlogz.report.output import format_table
+from stanlogz.report.testbed_plot import plot_testbed
+from stanlogz.testbed import (
     SHORTCUT_ESTIMATORS,
     TestbedResult,
     bdmc,
     budget_fractions,
-    plot_testbed,
     simulate,
     testbed,
 )
-from stanlogz.estimators.ais import DEFAULT_INFLATE
-from stanlogz.estimators.shortcuts import dynesty_available
-from stanlogz.report.output import format_table
-from stanlogz.targets import GaussianTarget
 
 ROOT = Path(__file__).resolve().parents[1]
 STAN_DIR = ROOT / "stan_models" / "bdmc"
@@ -272,7 +272,7 @@ def setup(name: str, use_python: bool, seed: int, draws: int):
         d = _hmc_draws(target, x_true.size, rng, n=draws)
         return target, d, x_true, f"{name} (numpy, dim {target.dim})", time.perf_counter() - t0
     from stanlogz import draws as stan_draws
-    from stanlogz import model as stan_model
+    from stanlogz.stan import model as stan_model
 
     sim = stan_model.StanModel.from_file(STAN_DIR / f"{name}_sim.stan", sim_data)
     s = simulate(STAN_DIR / f"{name}.stan", sim, seed=seed, sim_data=sim_data)
@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plot-dir", default=None, help="write testbed_<model>.png here")
     args = p.parse_args(argv)
     t_start = time.perf_counter()
-    use_python = args.python or importlib.util.find_spec("stanlogz.model") is None
+    use_python = args.python or importlib.util.find_spec("stanlogz.stan.model") is None
     estimators = [e for e in args.estimators.split(",") if e]
     for name in args.models.split(","):
         temps = [int(t) for t in (args.temps or DEFAULT_TEMPS[name]).split(",")]

@@ -42,9 +42,9 @@ from scipy import special  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from stanlogz.densities.gaussian import HierarchicalNormalTarget  # noqa: E402
 from stanlogz.errors import StanlogzError  # noqa: E402
 from stanlogz.estimators.bridge import gbs  # noqa: E402
-from stanlogz.targets import HierarchicalNormalTarget  # noqa: E402
 
 LOG_Z = -3.7  # every constructed case is this constant times a normalized density
 

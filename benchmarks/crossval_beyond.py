@@ -28,8 +28,8 @@ from stanlogz.crossval import truths
 from stanlogz.crossval.kfold import kfold
 from stanlogz.crossval.lfo import lfo
 from stanlogz.draws import sample
-from stanlogz.model import StanModel
 from stanlogz.report.output import format_table
+from stanlogz.stan.model import StanModel
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "stan_models" / "examples"
 

@@ -471,7 +471,7 @@ def coverage(p: Problem, reps: int, n: int) -> tuple[float, float, float, float]
 
 
 def run_stan(problems, args, rows) -> None:
-    from stanlogz.model import StanModel
+    from stanlogz.stan.model import StanModel
 
     here = Path(__file__).resolve().parents[1] / "stan_models" / "bench"
     for p in problems:

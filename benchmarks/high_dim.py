@@ -6,7 +6,8 @@ the same NUTS draws, over seeds, on problems whose log Z is known independently.
 Cases (Stan programs in stan_models/highdim/):
   ncJ / cJ   non-centred / centred hierarchical normal with J groups (J + 2 parameters);
              log Z by adaptive quadrature over tau of the analytic marginal
-             (stanlogz.targets.HierarchicalNormalTarget, checked against the Stan program).
+             (stanlogz.densities.gaussian.HierarchicalNormalTarget, checked against the
+             Stan program).
   dense500   N(m, L L') in 500 dimensions, eigenvalues 1 .. 1e3, random rotation; log Z = 0.
              Exact draws (NUTS with a diagonal metric needs thousands of leapfrog steps per
              draw here); the table then shows no NUTS time.
@@ -35,12 +36,12 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from stanlogz.api import load_model  # noqa: E402
+from stanlogz.densities.gaussian import GaussianTarget, HierarchicalNormalTarget  # noqa: E402
 from stanlogz.draws import sample  # noqa: E402
 from stanlogz.errors import StanlogzError  # noqa: E402
 from stanlogz.estimators import get_method  # noqa: E402
 from stanlogz.report.output import format_table  # noqa: E402
-from stanlogz.targets import GaussianTarget, HierarchicalNormalTarget  # noqa: E402
+from stanlogz.stan.load import load_model  # noqa: E402
 
 METHODS = ("gbs", "bridge-warp3", "bridge-gaussian")
 HIGHDIM = ROOT / "stan_models" / "highdim"
@@ -81,8 +82,8 @@ def bdmc_reference(model, theta: np.ndarray, seed: int = 0) -> tuple[float, floa
     """log Z of ``model`` from the BDMC sandwich: forward AIS from a Gaussian fitted to NUTS
     draws (covariance x1.5) and reverse AIS from the simulating parameters; returns the
     midpoint, the lower and the upper bound."""
-    from stanlogz.bases import gaussian_from_draws
-    from stanlogz.bdmc import bdmc
+    from stanlogz.densities.fits import gaussian_from_draws
+    from stanlogz.testbed.sandwich import bdmc
 
     d = sample(model, chains=4, draws=1000, seed=10_000 + seed)
     base = gaussian_from_draws(d.unconstrained, inflate=1.5)

@@ -27,7 +27,7 @@ from stanlogz.crossval.moment_match import moment_match_observation
 from stanlogz.crossval.observations import find_observations
 from stanlogz.crossval.pointwise import PointwiseLogLik
 from stanlogz.crossval.psis import elpd_mcse, psis_loo, relative_efficiency_pointwise
-from stanlogz.model import StanModel
+from stanlogz.stan.model import StanModel
 
 PROGRAM = Path(__file__).resolve().parents[1] / "stan_models" / "bench" / "poisson_glm.stan"
 

@@ -79,11 +79,12 @@ def exact_log_lik(family: str, data: dict, coef: np.ndarray) -> np.ndarray:
 def one_case(family: str, n: int, mode: str, m: int, draws: int) -> dict:
     """Runs in a subprocess: NUTS, then loo, timed; peak memory from getrusage."""
     import arviz  # noqa: F401  (imported before the clock starts: a one-off ~1-2 s)
+
     from stanlogz.crossval import loo
     from stanlogz.crossval.loo import _posterior_values
     from stanlogz.crossval.psis import psis_loo, relative_efficiency
     from stanlogz.draws import sample
-    from stanlogz.model import StanModel
+    from stanlogz.stan.model import StanModel
 
     fam, upper = FAMILIES[family]
     code = PROGRAM.format(family=fam, upper=upper,

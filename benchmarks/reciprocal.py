@@ -270,8 +270,8 @@ def ergm_pm(n_iter: int, rng: np.random.Generator) -> None:
 def spin_chain(n_iter: int, seed: int) -> None:
     import json
 
-    from stanlogz.mcmc.pseudo_marginal import pmmh
-    from stanlogz.targets_exact import spin_chain_posterior
+    from stanlogz.densities.testing import spin_chain_posterior
+    from stanlogz.pmmh.pseudo_marginal import pmmh
 
     ex = Path(__file__).resolve().parents[1] / "stan_models" / "examples"
     y = np.array(json.loads((ex / "spin_chain.data.json").read_text())["y"])

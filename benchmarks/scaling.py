@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from distributed import Client, LocalCluster  # noqa: E402
 from ups import LogisticTarget, make_data  # noqa: E402
 
-from stanlogz.bases import laplace_base  # noqa: E402
+from stanlogz.densities.fits import laplace_base  # noqa: E402
 from stanlogz.estimators.ais import ais  # noqa: E402
 from stanlogz.estimators.ups import ups  # noqa: E402
 from stanlogz.mcmc.paths import base_to_target_path  # noqa: E402

@@ -20,7 +20,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from stanlogz.model import StanModel  # noqa: E402
+from stanlogz.stan.model import StanModel  # noqa: E402
 from stanlogz.toolchain import build, cache_root, ensure_base, find_toolchain  # noqa: E402
 
 PROGRAMS = ROOT / "stan_models" / "tests"

@@ -33,7 +33,7 @@ from scipy import special  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from stanlogz.bases import laplace_base  # noqa: E402
+from stanlogz.densities.fits import laplace_base  # noqa: E402
 from stanlogz.estimators.ups import ups, ups_estimate  # noqa: E402
 from stanlogz.mcmc import hmc  # noqa: E402
 from stanlogz.mcmc.paths import base_to_target_path  # noqa: E402
@@ -184,7 +184,7 @@ def main() -> None:
                          "draws-Gaussian base, defaults (grid 10, q tuned)"])
 
     if args.stan:
-        from stanlogz.model import StanModel
+        from stanlogz.stan.model import StanModel
 
         print("Stan program ...", flush=True)
         t0 = time.perf_counter()

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 import stanlogz
+from stanlogz.densities.gaussian import HierarchicalNormalTarget
 from stanlogz.estimators import get_method
-from stanlogz.targets import HierarchicalNormalTarget
 
 PROGRAM = Path(__file__).resolve().parents[1] / "stan_models" / "highdim" / "hier_normal_nc.stan"
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from stanlogz.cli import main as stanlogz_main
-from stanlogz.targets_exact import spin_chain_posterior
+from stanlogz.densities.testing import spin_chain_posterior
 
 EX = Path(__file__).resolve().parents[1] / "stan_models" / "examples"
 

@@ -10,149 +10,39 @@
 
 from __future__ import annotations
 
-import inspect
-import json
 import math
 import os
-import re
 import time
-import types
-import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._util.seeds import child_int_seed
 from .draws import Draws, as_draws, sample
-from .errors import DataError, InputError
-from .estimators import get_method
+from .draws.checks import normalization_warnings
+from .draws.continuation import extend_draws
+from .errors import InputError
+from .estimators import lookup
+from .estimators.base import EvidenceResult, _jsonable
 from .estimators.common import draws_needed
-from .mcmc.continuation import extend_draws
 from .parallel import with_client
-from .report.results import EvidenceResult, _jsonable
+from .stan.code import unused_parameters  # noqa: F401 - re-exported
+from .stan.inputs import check_stan_file, read_data
+from .stan.load import load_model
 
-if typing.TYPE_CHECKING:
+if TYPE_CHECKING:
     from .crossval.choose import ProgramChoice
-
-#: Unconstrained draws beyond this magnitude mean a parameter ran away (exp(50) ~ 5e21): the
-#: posterior is almost surely improper, and no log Z exists.
-RUNAWAY_ABS = 50.0
-
-
-def read_data(data: Any) -> dict[str, Any] | None:
-    """Stan data as a dict: ``None``, a dict, JSON text, or a path to a JSON file (checked)."""
-    if data is None or isinstance(data, dict):
-        return data
-    if isinstance(data, str) and data.lstrip().startswith("{"):
-        try:
-            obj = json.loads(data)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"data is not valid JSON: {exc.msg} at line {exc.lineno}") from None
-        return obj
-    if isinstance(data, str | os.PathLike):
-        p = Path(data)
-        if p.suffix.lower() != ".json":
-            raise DataError(f"data file {p} must be a .json file")
-        if not p.is_file():
-            raise DataError(f"data file not found: {p}")
-        try:
-            obj = json.loads(p.read_text())
-        except (OSError, UnicodeDecodeError) as exc:
-            raise DataError(f"cannot read data file {p}: {exc.__class__.__name__}") from None
-        except json.JSONDecodeError as exc:
-            raise DataError(f"data file {p} is not valid JSON: {exc.msg} at line {exc.lineno}") \
-                from None
-        if not isinstance(obj, dict):
-            raise DataError(f"data file {p} must hold a JSON object, not {type(obj).__name__}")
-        return obj
-    raise DataError(f"data must be a dict or a path to a JSON file, not {type(data).__name__}")
-
-
-def check_stan_file(path: str | os.PathLike) -> Path:
-    """``path`` as a :class:`Path` after checking it names an existing ``.stan`` file."""
-    p = Path(path)
-    if p.suffix != ".stan":
-        raise InputError(f"{p} is not a Stan program (expected a .stan file)")
-    if not p.is_file():
-        raise InputError(f"Stan program not found: {p}")
-    return p
-
-
-def load_model(model: Any, data: Any = None, *, seed: int | None = None,
-               progress: Callable[[str], None] | None = None) -> Any:
-    """A :class:`stanlogz.model.StanModel` from a model or a ``.stan`` path, with ``data``."""
-    if isinstance(model, str | os.PathLike):
-        path, data = check_stan_file(model), read_data(data)
-        from .model import StanModel
-
-        return StanModel.from_file(path, data, seed=seed, progress=progress)
-    if not hasattr(model, "log_density_gradient"):
-        raise InputError(f"model must be a StanModel or a .stan path, not {type(model).__name__}")
-    if data is not None:
-        return model.with_data(read_data(data))
-    return model
-
-
-def check_options(method: str, options: dict[str, Any]) -> Callable[..., EvidenceResult]:
-    """The estimator registered as ``method`` after checking it takes every one of ``options``
-    (InputError naming an unknown method or option: raised before any build or sampling)."""
-    fn = get_method(method)
-    params = inspect.signature(fn).parameters
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    # seed and progress are arguments of evidence() itself (the CLI's --seed), not options
-    known = [n for n, p in params.items()
-             if p.kind is inspect.Parameter.KEYWORD_ONLY and n not in ("seed", "progress")]
-    bad = [k for k in options if k in ("seed", "progress") or (k not in params and not takes_any)]
-    if bad:
-        raise InputError(f"method {method} has no option {bad[0]!r}; it takes: "
-                         f"{', '.join(known) or 'none'}")
-    try:
-        hints = typing.get_type_hints(fn)
-    except Exception:  # noqa: BLE001 - an annotation that cannot be resolved: no type check
-        hints = {}
-    for name, value in options.items():
-        if name in hints and not _has_type(value, hints[name]):
-            raise InputError(f"option {name} of method {method} must be "
-                             f"{_type_name(hints[name])}, got {value!r}")
-    return fn
-
-
-def _types(hint: Any) -> tuple[Any, ...]:
-    """The classes a value of type ``hint`` may be: ``int | None`` -> (int, NoneType); a float
-    also takes an int; generics reduce to their origin (``dict[str, Any]`` -> dict)."""
-    args = typing.get_args(hint) if isinstance(hint, types.UnionType) or \
-        typing.get_origin(hint) is typing.Union else (hint,)
-    out = tuple(typing.get_origin(a) or a for a in args)
-    return out + (int,) if float in out else out
-
-
-def _has_type(value: Any, hint: Any) -> bool:
-    allowed = _types(hint)
-    try:
-        ok = isinstance(value, allowed)
-    except TypeError:  # Any, Callable[...], TypeVars: not checked
-        return True
-    return ok and (bool in allowed or not isinstance(value, bool) or allowed == (object,))
-
-
-def _type_name(hint: Any) -> str:
-    return " or ".join("None" if t is type(None) else getattr(t, "__name__", str(t))
-                       for t in _types(hint))
 
 
 def _call_estimator(method: str, target: Any, unc: np.ndarray, *, seed: int | None,
                     n_sampling_evals: int | None, progress: Any, options: dict[str, Any]
                     ) -> EvidenceResult:
-    fn = check_options(method, options)
-    params = inspect.signature(fn).parameters
-    kwargs = dict(options)
-    if "n_sampling_evals" in params:
-        kwargs.setdefault("n_sampling_evals", n_sampling_evals)
-    if "progress" in params and progress is not None:
-        kwargs.setdefault("progress", progress)
-    return fn(target, unc, seed=seed, **kwargs)
+    """The estimate of ``method`` (``progress`` is not passed: no estimator reports any)."""
+    return lookup(method).run(target, unc, seed=seed, options=options,
+                              n_sampling_evals=n_sampling_evals)
 
 
 @with_client
@@ -173,21 +63,22 @@ def evidence(
 ) -> EvidenceResult:
     """The log evidence log Z of a Stan program with its standard error.
 
-    ``model`` is a :class:`stanlogz.model.StanModel` or a path to a ``.stan`` file; ``data`` a
+    ``model`` is a :class:`stanlogz.stan.model.StanModel` or a path to a ``.stan`` file; ``data`` a
     dict or a JSON path. ``draws`` are posterior draws in any form :func:`stanlogz.draws.as_draws`
     takes (a cmdstanpy fit, CmdStan CSV files, a :class:`Draws`, an array of unconstrained
     draws); without them stanlogz's NUTS draws ``chains x n_draws`` after ``warmup``. Extra
-    ``options`` go to the estimator. The diagnostics gain the sampling cost
+    ``options`` go to the estimator, checked first by its options class
+    (:mod:`stanlogz.estimators.options`). The diagnostics gain the sampling cost
     (``n_sampling_evals``, ``sampling_seconds``) and the warnings any sign that log Z is not
     meaningful (bad mixing, draws that run away, parameters without a prior; with gbs also chains
     that disagree on log Z and an estimate that drifts between halves of the draws).
 
     With ``target_se`` the chains are continued from their last draws (see
-    :func:`stanlogz.mcmc.continuation.extend_draws`) and log Z re-estimated until its standard
+    :func:`stanlogz.draws.continuation.extend_draws`) and log Z re-estimated until its standard
     error is at most ``target_se`` or the draws reach ``max_draws`` in all (default 16 times
     the first draws); ``diagnostics["target_se_rounds"]`` lists every round.
     """
-    check_options(method, options)
+    lookup(method).options(options)  # one-line errors before any build or sampling
     if target_se is not None and not target_se > 0:
         raise InputError(f"target_se must be a positive number of nats, got {target_se}")
     m = load_model(model, data, seed=seed, progress=progress)
@@ -221,8 +112,8 @@ def evidence(
 
 def _add_draws_trust(res: EvidenceResult, d: Draws) -> None:
     """Say when the sampler's flags mean log Z may be off beyond its se (diagnostics and a
-    warning; see :mod:`stanlogz.report.draws_trust`)."""
-    from .report.draws_trust import draws_trust
+    warning; see :mod:`stanlogz.estimators.draws_trust`)."""
+    from .estimators.draws_trust import draws_trust
 
     try:
         summary = d.summary()
@@ -260,7 +151,7 @@ def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target
         per_chain = -(-(want - total) // d.n_chains)
         if progress:
             progress(f"se {se:.3g} > target {target_se:g}: {per_chain} more draws per chain")
-        d = extend_draws(m, d, per_chain, seed=_child_seed(seed, 1000 + i), progress=progress)
+        d = extend_draws(m, d, per_chain, seed=child_int_seed(seed, 1000 + i), progress=progress)
         total = d.n_chains * d.n_draws
         t0 = time.perf_counter()
         res = _call_estimator(method, m, d.unconstrained, seed=seed,
@@ -281,62 +172,6 @@ def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target
                                if need and total >= cap else
                                f"; about {need} draws would reach it" if need else ""))
     return res, d
-
-
-def normalization_warnings(model: Any, d: Draws) -> list[str]:
-    """Warnings that the posterior may be improper or badly explored, so log Z means little."""
-    out: list[str] = []
-    try:
-        s = d.summary()
-    except Exception:  # summary needs >= 4 draws per chain; estimating needs no summary
-        s = None
-    if s is not None:
-        out += [w for w in s.warnings if "R-hat" in w or "diverged" in w]
-    absmax = np.max(np.abs(d.unconstrained), axis=(0, 1))
-    if np.any(absmax > RUNAWAY_ABS):
-        j = int(np.argmax(absmax))
-        name = d.unc_names[j] if j < len(d.unc_names) else f"x.{j + 1}"
-        out.append(
-            f"unconstrained draws of {name} reach |{absmax[j]:.3g}|: the posterior is probably "
-            "improper (a parameter without a proper prior?); log Z is then meaningless"
-        )
-    for name in unused_parameters(getattr(model, "code", "") or ""):
-        out.append(
-            f"parameter {name} never appears in the model block: its implicit prior is flat "
-            "(improper, or on a bounded interval unnormalized); give it a proper prior"
-        )
-    return out
-
-
-def _block(code: str, header: str) -> str | None:
-    m = re.search(rf"(?:^|[\n}}])\s*{header}\s*\{{", code)
-    if not m:
-        return None
-    depth, i = 1, m.end()
-    while i < len(code) and depth:
-        depth += {"{": 1, "}": -1}.get(code[i], 0)
-        i += 1
-    return code[m.end(): i - 1]
-
-
-def unused_parameters(code: str) -> list[str]:
-    """Parameters declared in ``code`` that neither the transformed parameters nor the model
-    block mention (a cheap textual check; empty when the program cannot be parsed this way)."""
-    code = re.sub(r"/\*.*?\*/", " ", code, flags=re.S)
-    code = re.sub(r"//[^\n]*|#[^\n]*", " ", code)
-    params = _block(code, "parameters")
-    if params is None:
-        return []
-    names = []
-    for stmt in params.split(";"):
-        stmt = re.sub(r"<[^<>]*(<[^<>]*>[^<>]*)*>", " ", stmt)  # bounds may nest <...>
-        stmt = re.sub(r"\[[^\]]*\]", " ", stmt)
-        words = re.findall(r"[A-Za-z_]\w*", stmt)
-        if words:
-            names.append(words[-1])
-    used = " ".join(b or "" for b in (_block(code, "model"),
-                                      _block(code, r"transformed\s+parameters")))
-    return [n for n in names if not re.search(rf"\b{re.escape(n)}\b", used)]
 
 
 # ---------------------------------------------------------------------- comparison
@@ -425,12 +260,6 @@ def posterior_probs(log_z: np.ndarray, se: np.ndarray, prior: np.ndarray
     return p, np.sqrt(var)
 
 
-def _child_seed(seed: int | None, i: int) -> int | None:
-    if seed is None:
-        return None
-    return int(np.random.SeedSequence([seed, i]).generate_state(1)[0] % (2**31 - 1))
-
-
 def _names(models: Sequence[Any], loaded: Sequence[Any]) -> list[str]:
     names = []
     for src, m in zip(models, loaded, strict=True):
@@ -511,7 +340,7 @@ def compare(
     if draws is not None and len(draws) != len(models):
         raise InputError(f"{len(draws)} draw sets for {len(models)} programs")
     prior = check_prior_probs(prior_probs, len(models))
-    check_options(method, options)
+    lookup(method).options(options)  # one-line errors before any build or sampling
     for m in models:  # check every path before building anything
         if isinstance(m, str | os.PathLike):
             check_stan_file(m)
@@ -526,7 +355,7 @@ def compare(
         if key in by_path:
             loaded.append(by_path[key].with_data(dt))
             continue
-        loaded.append(load_model(m, dt, seed=_child_seed(seed, i), progress=progress))
+        loaded.append(load_model(m, dt, seed=child_int_seed(seed, i), progress=progress))
         if key is not None:
             by_path[key] = loaded[-1]
     names = _names(models, loaded)
@@ -537,12 +366,12 @@ def compare(
         di = None if draws is None else draws[i]
         if unbiased_bf or loo:  # the draws are needed again (proposals, LOO)
             di = (sample(m, chains=chains, warmup=warmup, draws=n_draws,
-                         seed=_child_seed(seed, i), progress=progress)
+                         seed=child_int_seed(seed, i), progress=progress)
                   if di is None else as_draws(di, m))
             kept.append(di)
         if use_evidence:
             results.append(evidence(m, method=method, draws=di, chains=chains, warmup=warmup,
-                                    n_draws=n_draws, seed=_child_seed(seed, i),
+                                    n_draws=n_draws, seed=child_int_seed(seed, i),
                                     progress=progress, **options))
     out = ComparisonResult(names=names, results=results, prior_probs=prior) \
         if use_evidence else None
@@ -552,12 +381,12 @@ def compare(
         if progress:
             progress("unbiased Bayes factors against the best program")
         out.unbiased_bf = unbiased_bayes_factors(loaded, [d.unconstrained for d in kept],
-                                                 out.best, seed=_child_seed(seed, 999))
+                                                 out.best, seed=child_int_seed(seed, 999))
     if not by_choice:
         return out
     from .crossval.loo import loo as loo_of
 
-    loos = [loo_of(m, datas[i], draws=kept[i], seed=_child_seed(seed, i), progress=progress,
+    loos = [loo_of(m, datas[i], draws=kept[i], seed=child_int_seed(seed, i), progress=progress,
                    **(loo_options or {})) for i, m in enumerate(loaded)] if loo else None
     return choice.choose(names, loo=loos, evidence=out, weights=methods, seed=seed,
                          fits=list(zip(loaded, datas, kept, strict=True)) if loo else None)

@@ -4,7 +4,7 @@
 
 * ``name_or_path`` is a program name under ``stan_models/tests/`` (``"normal"``,
   ``"transforms"``) or ``stan_models/examples/``, or a path to any ``.stan`` file.
-* ``data`` is anything :class:`stanlogz.model.StanModel` accepts; when None, the ``.json`` file
+* ``data`` is anything :class:`stanlogz.stan.model.StanModel` accepts; when None, the ``.json`` file
   next to the program (same stem) is used if there is one.
 * Each program is compiled at most once per session (and normally not at all: builds live in
   the per-user cache, ``~/.cache/stanlogz`` or ``$STANLOGZ_CACHE``, so CI reuses them across
@@ -27,7 +27,8 @@ from typing import Any
 
 import pytest
 
-from stanlogz.model import StanModel, data_to_json
+from stanlogz.stan.inputs import data_to_json
+from stanlogz.stan.model import StanModel
 from stanlogz.toolchain import cache_root, ensure_base, find_toolchain
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -2,6 +2,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from stanlogz.densities.gaussian import GaussianTarget
+from stanlogz.densities.target import FunctionTarget
 from stanlogz.errors import InputError
 from stanlogz.estimators import get_method
 from stanlogz.estimators.ais import ais, log_mean_exp_with_se, reverse_ais
@@ -20,8 +22,6 @@ from stanlogz.mcmc.schedules import (
     make_schedule,
     sigmoid_schedule,
 )
-from stanlogz.target import FunctionTarget
-from stanlogz.targets import GaussianTarget
 
 # A 4-d correlated Gaussian "posterior" with known log Z, and a broad, offset Gaussian base.
 D = 4

@@ -11,11 +11,11 @@ import math
 import numpy as np
 import pytest
 
+from stanlogz.densities.gaussian import GaussianTarget
+from stanlogz.densities.target import FunctionTarget
 from stanlogz.errors import EstimationError, InputError
 from stanlogz.estimators import get_method
 from stanlogz.estimators.baselines import bridge_gaussian, bridge_warp3, ghm, gis, laplace
-from stanlogz.target import FunctionTarget
-from stanlogz.targets import GaussianTarget
 
 Q = 0.3
 Z_TOL = 4.5

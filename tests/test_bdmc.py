@@ -5,14 +5,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import stanlogz.bdmc as bd
-from stanlogz.bdmc import TestbedResult, bdmc, plot_testbed, simulate, split_variables
+import stanlogz.testbed as tb
+import stanlogz.testbed.sandwich as bd
+from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.errors import DataError, InputError
-from stanlogz.estimators import METHODS
+from stanlogz.estimators import METHODS, Method
 from stanlogz.estimators.ais import AISResult
+from stanlogz.estimators.options import LaplaceOptions
 from stanlogz.mcmc.annealing import HMCTuning
 from stanlogz.report.output import format_table
-from stanlogz.targets import GaussianTarget
+from stanlogz.report.testbed_plot import plot_testbed
+from stanlogz.testbed import TestbedResult, bdmc, simulate, split_variables
 
 D = 3
 _rng = np.random.default_rng(4)
@@ -201,10 +204,10 @@ def test_stalled_gap_is_reported(monkeypatch):
 
 
 def test_budget_fractions():
-    assert bd.budget_fractions(1) == (1.0,)
-    assert bd.budget_fractions(3) == (0.25, 0.5, 1.0)
+    assert tb.budget_fractions(1) == (1.0,)
+    assert tb.budget_fractions(3) == (0.25, 0.5, 1.0)
     with pytest.raises(InputError):
-        bd.budget_fractions(0)
+        tb.budget_fractions(0)
 
 
 def test_testbed_scores_estimators_and_plots(tmp_path, monkeypatch):
@@ -212,9 +215,10 @@ def test_testbed_scores_estimators_and_plots(tmp_path, monkeypatch):
     draws = POST.sample(rng, 800).reshape(4, 200, D)
     x_true = POST.sample(rng, 1)[0]
     # A registered method whose function is missing: the testbed reports it as failed.
-    monkeypatch.setitem(METHODS, "broken", "stanlogz.bdmc:no_such_estimator")
+    broken = Method("broken", "stanlogz.testbed.sandwich:no_such_estimator", LaplaceOptions)
+    monkeypatch.setitem(METHODS, "broken", broken)
     small = {"n_chains": 8, "n_temps": 100}
-    res = bd.testbed(POST, draws, x_true, ["ais", "rais", "broken"], n_chains=8, n_temps=150,
+    res = tb.testbed(POST, draws, x_true, ["ais", "rais", "broken"], n_chains=8, n_temps=150,
                   gap_tol=None, seed=5, estimator_options={"ais": small, "rais": small})
     assert isinstance(res, TestbedResult)
     rows = {r.method: r for r in res.rows}
@@ -236,7 +240,7 @@ def test_testbed_scores_estimators_and_plots(tmp_path, monkeypatch):
     plot_testbed(res, out)
     assert out.stat().st_size > 1000
     with pytest.raises(InputError):
-        bd.testbed(POST, draws, x_true, ["nope"])
+        tb.testbed(POST, draws, x_true, ["nope"])
 
 
 class _FakeModel:
@@ -292,7 +296,7 @@ def _normal_mean_log_z(data: dict) -> float:
 
 
 def test_bdmc_on_a_stan_program_sandwiches_the_analytic_log_z(compiled):
-    from stanlogz.bases import laplace_base
+    from stanlogz.densities.fits import laplace_base
 
     sim_data = json.loads(SIM_DATA.read_text())
     sim = compiled(SIM_STAN, sim_data)
@@ -321,7 +325,7 @@ def test_bdmc_on_a_stan_program_sandwiches_the_analytic_log_z(compiled):
     np.testing.assert_array_equal(one.log_weights, two.log_weights)
 
     # Prior→posterior path: exact prior draws from the simulation program, prior N(0, tau^2).
-    draws = bd.prior_draws(s.model, sim, 2000, seed=4)
+    draws = tb.prior_draws(s.model, sim, 2000, seed=4)
     assert draws.shape == (2000, 1)
     # 2000 exact draws: mean se = tau/sqrt(2000) = 0.045, sd relative se = 1/sqrt(4000) = 1.6%;
     # bounds are ~5 se (P < 1e-5 together; 53 seeds: sd 0.047 and 1.4%).
@@ -404,7 +408,7 @@ def test_testbed_grades_the_shortcuts_with_the_prior_likelihood_split(capsys):
     sw = bd.BDMCResult(_bound(truth - 0.05, 0.02), _bound(truth + 0.05, 0.02, "upper"),
                        gap_tol=1.0)
     names = ["bic", "hme", "lw", "nested"]
-    res = bd.testbed(model, draws, m, names, sandwich=sw, prior=model.prior, n_obs=10,
+    res = tb.testbed(model, draws, m, names, sandwich=sw, prior=model.prior, n_obs=10,
                      prior_draws=model.prior.sample(rng, 1000), budgets=(0.5, 1.0), seed=2,
                      estimator_options={"nested": {"nlive": 60}})
     rows = {(r.method, r.budget): r for r in res.rows}
@@ -426,13 +430,13 @@ def test_testbed_grades_the_shortcuts_with_the_prior_likelihood_split(capsys):
     assert all(n in table for n in names)
     json.dumps(res.to_dict())
     # Defaults: the shortcuts come with the prior (nested sampling: dynesty is a test extra).
-    assert bd.default_estimators(False) == bd.DEFAULT_ESTIMATORS
-    assert bd.default_estimators(True) == bd.DEFAULT_ESTIMATORS + ("bic", "hme", "lw", "nested")
+    assert tb.default_estimators(False) == tb.DEFAULT_ESTIMATORS
+    assert tb.default_estimators(True) == tb.DEFAULT_ESTIMATORS + ("bic", "hme", "lw", "nested")
     # Without the split the shortcuts that need it are refused up front, in one line.
     with pytest.raises(InputError, match="--prior"):
-        bd.testbed(model, draws, m, ["hme"], sandwich=sw)
+        tb.testbed(model, draws, m, ["hme"], sandwich=sw)
     with pytest.raises(InputError, match="unknown estimator"):
-        bd.testbed(model, draws, m, ["nope"], sandwich=sw)
+        tb.testbed(model, draws, m, ["nope"], sandwich=sw)
     assert main(["bdmc", str(MAIN_STAN), "--simulate", str(SIM_STAN), "--estimators",
                  "gbs,bic"]) == 2
     err = capsys.readouterr().err

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from scipy import integrate, special
 
+from stanlogz.densities.gaussian import GaussianTarget
+from stanlogz.densities.target import FunctionTarget
 from stanlogz.errors import EstimationError, InputError
 from stanlogz.estimators.bridge import CHAIN_ALARM_P, DRIFT_ALARM_Z, gbs, solve_bridge
 from stanlogz.estimators.common import autocorr_time, pareto_k
-from stanlogz.target import FunctionTarget
-from stanlogz.targets import GaussianTarget
 
 Q = 0.3  # banana width
 
@@ -225,10 +225,10 @@ def test_bad_input():
 
 def test_to_dict_is_json_and_leaves_out_plot_data():
     r = gbs(banana_target(), banana_draws(np.random.default_rng(18), 1000), seed=1, n_layers=2)
-    assert "_flow" in r.diagnostics and "_log_w_p" in r.diagnostics
+    assert r.detail.flow is not None and r.detail.log_w_p.size > 0 and r.detail.log_w_q.size > 0
     d = json.loads(json.dumps(r.to_dict()))
     assert d["log_z"] == r.log_z and "n_q" in d["diagnostics"]
-    assert not [k for k in d["diagnostics"] if k.startswith("_")]
+    assert not [k for k in d["diagnostics"] if k.startswith("_")] and "detail" not in d
 
 
 def test_plot_evidence_writes_png(tmp_path):

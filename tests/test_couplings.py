@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.errors import InputError
 from stanlogz.estimators.common import autocorr_time
 from stanlogz.mcmc import couplings, hmc, rwmh
 from stanlogz.mcmc.rwmh import scale_from_cov
-from stanlogz.targets import GaussianTarget
 
 P_MIN = 1e-5
 TARGET = GaussianTarget(np.array([0.5, -1.0]), np.array([[1.0, 0.6], [0.6, 2.0]]))

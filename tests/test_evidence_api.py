@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
 import stanlogz.api as ev
+from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.errors import DataError, InputError
-from stanlogz.report.results import EvidenceResult
-from stanlogz.targets import GaussianTarget
+from stanlogz.estimators import METHODS, Method, MethodOptions
+from stanlogz.estimators.base import EvidenceResult
 
 ROOT = Path(__file__).resolve().parents[1]
 EX = ROOT / "stan_models" / "examples"
@@ -128,6 +131,20 @@ class PyModel(GaussianTarget):
         return [f"x.{i + 1}" for i in range(self.dim)]
 
 
+@dataclasses.dataclass(frozen=True)
+class FakeOptions(MethodOptions):
+    method: ClassVar[str] = "fake"
+    scale: float = 1.0
+
+    def check(self) -> None:
+        self.positive("scale")
+
+
+@dataclasses.dataclass(frozen=True)
+class NoOptions(MethodOptions):
+    method: ClassVar[str] = "fake"
+
+
 def test_evidence_passes_sampling_cost_and_checks_options(monkeypatch):
     seen = {}
 
@@ -135,7 +152,8 @@ def test_evidence_passes_sampling_cost_and_checks_options(monkeypatch):
         seen.update(n=n_sampling_evals, shape=draws.shape, scale=scale, seed=seed)
         return EvidenceResult("fake", target.log_z, 0.01, n_draws=draws.shape[0] * draws.shape[1])
 
-    monkeypatch.setattr(ev, "get_method", lambda name: fake)
+    monkeypatch.setitem(METHODS, "fake", Method("fake", fake, FakeOptions,
+                                                  takes_n_sampling_evals=True))
     from stanlogz.draws import Draws
 
     rng = np.random.default_rng(1)
@@ -157,8 +175,10 @@ def test_evidence_passes_sampling_cost_and_checks_options(monkeypatch):
     import stanlogz
 
     assert stanlogz.evidence(PyModel(np.zeros(2), log_z=0.5), method="fake", draws=d).log_z == 0.5
-    with pytest.raises(InputError, match="method fake has no option 'bogus'"):
+    with pytest.raises(InputError, match="method fake has no option 'bogus'; it takes: scale"):
         ev.evidence(PyModel(np.zeros(2)), method="fake", draws=d, bogus=1)
+    with pytest.raises(InputError, match="option scale of method fake must be positive"):
+        ev.evidence(PyModel(np.zeros(2)), method="fake", draws=d, scale=-1.0)
 
 
 def test_adaptive_n_q_rule_is_on_for_draws_of_unknown_cost(monkeypatch):
@@ -220,7 +240,7 @@ def test_compare_input_checks(tmp_path):
 
 def test_compare_loads_a_program_given_twice_once(monkeypatch, tmp_path):
     from stanlogz.draws import Draws
-    from stanlogz.model import StanModel
+    from stanlogz.stan.model import StanModel
 
     class Fake(PyModel):
         def with_data(self, data):
@@ -236,7 +256,7 @@ def test_compare_loads_a_program_given_twice_once(monkeypatch, tmp_path):
         return EvidenceResult("fake", target.log_z, 0.01)
 
     monkeypatch.setattr(StanModel, "from_file", staticmethod(from_file))
-    monkeypatch.setattr(ev, "get_method", lambda name: fake)
+    monkeypatch.setitem(METHODS, "fake", Method("fake", fake, NoOptions))
     prog = tmp_path / "p.stan"
     prog.write_text("parameters { real x; } model { x ~ std_normal(); }")
     d = Draws(unconstrained=np.random.default_rng(0).standard_normal((2, 20, 2)))
@@ -297,7 +317,7 @@ model {
 
 
 def test_readme_truncation_rule_half_cauchy():
-    from stanlogz.model import StanModel
+    from stanlogz.stan.model import StanModel
 
     m = StanModel.from_code(HALF_CAUCHY, name="half_cauchy_rule")
     r = ev.evidence(m, method="gbs", warmup=500, n_draws=1000, seed=8)

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 from scipy import integrate
 
+from stanlogz.densities.gaussian import GaussianTarget
+from stanlogz.densities.target import SampleableDensity
 from stanlogz.errors import InputError
 from stanlogz.flows.gaussianize import GaussianizingFlow
-from stanlogz.target import SampleableDensity
-from stanlogz.targets import GaussianTarget
 
 
 def banana_draws(rng, n, q=0.3):

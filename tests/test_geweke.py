@@ -25,9 +25,9 @@ import math
 import numpy as np
 from scipy import stats
 
+from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.mcmc import hmc
 from stanlogz.mcmc.annealing import AnnealedTarget, AnnealingPath, PathPoint, annealed_transition
-from stanlogz.targets import GaussianTarget
 
 TAU, SIGMA, N_OBS, D = 1.0, 1.0, 2, 2
 PRIOR = GaussianTarget(np.zeros(D), TAU**2 * np.eye(D))

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import stanlogz
+from stanlogz.densities.gaussian import GaussianTarget, HierarchicalNormalTarget
 from stanlogz.estimators import bridge as bridge_module
 from stanlogz.estimators.bridge import combine_orientations, gbs
 from stanlogz.flows.gaussianize import GaussianizingFlow
@@ -20,7 +21,6 @@ from stanlogz.flows.whitening import (
     sample_gaussian,
     score_gaussian,
 )
-from stanlogz.targets import GaussianTarget, HierarchicalNormalTarget
 from tests.conftest import MODELS
 
 EXAMPLES = MODELS / "examples"

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.estimators import bridge as bridge_module
+from stanlogz.estimators.base import EvidenceResult
 from stanlogz.estimators.tempered import sandwich, tempered_bridge
 from stanlogz.flows.gaussianize import GaussianizingFlow
-from stanlogz.report.results import EvidenceResult
-from stanlogz.targets import GaussianTarget
 
 
 def _target(dim: int = 3, log_z: float = -1.5) -> GaussianTarget:

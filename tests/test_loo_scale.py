@@ -85,7 +85,7 @@ def test_log_lik_generated_quantity_agrees_with_the_difference_and_a_wrong_one_i
     # A log_lik that drops the -log(y!) constant disagrees on every y > 1.
     code = (TESTS / "poisson_reg.stan").read_text().replace(
         "alpha + beta * x[n]);", "alpha + beta * x[n]) + lgamma(y[n] + 1);")
-    from stanlogz.model import StanModel
+    from stanlogz.stan.model import StanModel
 
     lupmf = StanModel.from_code(code, data, name="poisson_lupmf")
     warn = PointwiseLogLik(lupmf, data, obs, "log_lik").compare_log_lik(unc[:2])

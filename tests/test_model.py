@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from stanlogz.densities.target import Target
 from stanlogz.errors import DataError, InputError
-from stanlogz.model import StanModel
-from stanlogz.target import Target
+from stanlogz.stan.model import StanModel
 from stanlogz.toolchain import build_count
 
 MODELS = Path(__file__).resolve().parents[1] / "stan_models" / "tests"

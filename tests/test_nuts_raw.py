@@ -18,9 +18,11 @@ import arviz as az
 import numpy as np
 import pytest
 
-import stanlogz.model
+import stanlogz.stan.messages
+import stanlogz.stan.nuts
 from stanlogz.errors import InitializationError, InputError
-from stanlogz.model import NutsOutput, StanModel
+from stanlogz.stan.model import StanModel
+from stanlogz.stan.nuts import NutsOutput
 
 MODELS = Path(__file__).resolve().parents[1] / "stan_models" / "tests"
 NORMAL_DATA = json.loads((MODELS / "normal.json").read_text())
@@ -158,7 +160,7 @@ def test_progress_lines_are_throttled_and_leave_the_draws_unchanged(compiled, mo
     model.nuts(chains=2, warmup=100, draws=100, seed=2, progress=quick.append)
     assert len(quick) == 2  # a run shorter than PROGRESS_INTERVAL_S: start and end only
 
-    monkeypatch.setattr(stanlogz.model, "PROGRESS_INTERVAL_S", 0.1)
+    monkeypatch.setattr(stanlogz.stan.nuts, "PROGRESS_INTERVAL_S", 0.1)
     lines: list[tuple[float, str]] = []
     fit = model.nuts(chains=2, warmup=20000, draws=20000, seed=2,
                      progress=lambda s: lines.append((time.perf_counter(), s)))
@@ -240,9 +242,9 @@ def test_ctrl_c_while_the_sampler_thread_starts_stops_it(compiled, monkeypatch):
 
 def test_failing_progress_callback_stops_the_sampler(compiled, monkeypatch):
     model = compiled("slow")
-    monkeypatch.setattr(stanlogz.model, "PROGRESS_INTERVAL_S", 0.0)
+    monkeypatch.setattr(stanlogz.stan.nuts, "PROGRESS_INTERVAL_S", 0.0)
     # Report every poll (a tenth of this run would take minutes to come).
-    monkeypatch.setattr(stanlogz.model._NutsProgress, "poll",
+    monkeypatch.setattr(stanlogz.stan.nuts._NutsProgress, "poll",
                         lambda self, it: self.progress(f"chain 1: iteration {int(it[0])}"))
 
     def progress(line: str) -> None:
@@ -293,7 +295,7 @@ IMPROPER_LOG = " | ".join(
 
 
 def test_stan_failure_cause_is_the_first_cause_once():
-    line = stanlogz.model.stan_failure_cause(IMPROPER_LOG)
+    line = stanlogz.stan.messages.stan_failure_cause(IMPROPER_LOG)
     assert line.startswith("Posterior is improper. Please check your model.")
     assert line.count("Posterior is improper") == 1 and line.count("step size") == 1
     assert "Gradient evaluation" not in line and "\n" not in line

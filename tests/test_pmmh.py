@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from stanlogz.cli import main
-from stanlogz.errors import InputError
-from stanlogz.mcmc.pseudo_marginal import InnerProgram, pmmh, signed_moments
-from stanlogz.targets_exact import (
+from stanlogz.densities.testing import (
     spin_chain_log_p,
     spin_chain_log_z,
     spin_chain_posterior,
 )
+from stanlogz.errors import InputError
+from stanlogz.pmmh.pseudo_marginal import InnerProgram, pmmh, signed_moments
 from tests.conftest import MODELS
 
 EX = MODELS / "examples"
@@ -179,7 +179,7 @@ def test_signed_moments_mcse_covers_a_sticky_chain():
 
 def test_a_proposal_whose_estimate_fails_is_rejected_and_counted(monkeypatch):
     from stanlogz.errors import EstimationError
-    from stanlogz.mcmc import pseudo_marginal as pm
+    from stanlogz.pmmh import pseudo_marginal as pm
 
     real = pm._Estimates.__call__
     calls = []

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.errors import InputError
 from stanlogz.estimators import shortcuts as sc
-from stanlogz.targets import GaussianTarget
 
 
 class Conjugate:

@@ -1,7 +1,7 @@
 import numpy as np
 
+from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.mcmc import hmc
-from stanlogz.targets import GaussianTarget
 
 
 def test_hmc_preserves_standard_normal_moments():

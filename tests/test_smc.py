@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
+from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.errors import InputError
 from stanlogz.estimators import METHODS, get_method
 from stanlogz.estimators.smc import next_beta, smc, systematic_resample
 from stanlogz.mcmc.annealing import HMCTuning
-from stanlogz.targets import GaussianTarget
 
 
 def _ess(lw: np.ndarray) -> float:

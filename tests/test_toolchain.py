@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from stanlogz.errors import StanCompileError, ToolchainError
-from stanlogz.model import StanModel
+from stanlogz.stan.model import StanModel
 from stanlogz.toolchain import (
     build,
     build_count,

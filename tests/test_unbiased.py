@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.errors import EstimationError, InputError
 from stanlogz.mcmc.couplings import rwmh_kernel
 from stanlogz.mcmc.rwmh import scale_from_cov
@@ -12,7 +13,6 @@ from stanlogz.mcmc.unbiased import (
     sample_coupled_chains,
     unbiased_estimate,
 )
-from stanlogz.targets import GaussianTarget
 
 TARGET = GaussianTarget(np.array([1.0, -1.0]), np.array([[1.0, 0.5], [0.5, 1.5]]))
 KERNEL = rwmh_kernel(TARGET.log_density, scale_from_cov(TARGET.cov, 2) * 0.9)

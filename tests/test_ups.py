@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 from scipy import integrate
 
+from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.errors import InputError
 from stanlogz.estimators import get_method
 from stanlogz.estimators.ups import log_ratio, make_grid, q_from_sqrt_m2, ups
 from stanlogz.mcmc.paths import FunctionPath, GeometricPath
 from stanlogz.report.ups_plots import plot_ups
-from stanlogz.targets import GaussianTarget
 
 D = 4.0
 Z_TOL = 4.5
@@ -136,7 +136,7 @@ def test_registry_adapter_on_gaussian_target(tmp_path):
     assert d["ci"][0] < res.log_z < d["ci"][1]
     assert set(d["meeting_times"]) >= {"mean", "q99", "max"}
     assert res.to_dict()["log_z"] == res.log_z  # serializable
-    ups_result = d["_ups"]
+    ups_result = res.detail
     assert ups_result.replicates.size == 100
     assert res.log_z_df == 99 and res.to_dict()["log_z_df"] == 99  # se from 100 replicates
     out = plot_ups(ups_result, tmp_path / "ups.png")

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import argparse
 
-from ..bdmc import (
-    DEFAULT_ESTIMATORS,
-    SHORTCUT_ESTIMATORS,
-    TestbedResult,
-    budget_fractions,
-    plot_testbed,
-    run_testbed,
-)
 from ..errors import InputError
 from ..estimators import METHODS
 from ..estimators.shortcuts import SHORTCUTS
 from ..report.output import Reporter
+from ..report.testbed_plot import plot_testbed
+from ..testbed import (
+    DEFAULT_ESTIMATORS,
+    SHORTCUT_ESTIMATORS,
+    TestbedResult,
+    budget_fractions,
+    run_testbed,
+)
 from .evidence import PLOT_SUFFIXES
 from .executor import add_executor_arguments, with_executor
 from .sample import check_output

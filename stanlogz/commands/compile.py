@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..api import check_stan_file, read_data
 from ..report.output import Reporter
+from ..stan.inputs import check_stan_file, read_data
 
 NAME = "compile"
 HELP = "Build a Stan program (stanc + C++) into a cached library and list its parameters."
@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, report: Reporter) -> int:
     from ..errors import DataError
-    from ..model import StanModel
+    from ..stan.model import StanModel
     from ..toolchain import build
 
     path = check_stan_file(args.model)

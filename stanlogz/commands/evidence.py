@@ -10,12 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from ..api import check_options, evidence, load_model
+from ..api import evidence
 from ..draws import as_draws, sample
 from ..errors import InputError
-from ..estimators import METHODS
+from ..estimators import METHODS, lookup
+from ..estimators.base import EvidenceResult
 from ..report.output import Reporter, write_atomically
-from ..report.results import EvidenceResult
+from ..stan.load import load_model
 from .executor import add_executor_arguments, with_executor
 from .sample import add_sampler_arguments, check_output
 
@@ -74,10 +75,10 @@ def parse_options(items: list[str]) -> dict[str, Any]:
 def save_plot(result: EvidenceResult, draws: np.ndarray, path: Path,
               names: list[str] | None = None) -> None:
     """Draw the method's diagnostic plot into ``path`` (never half-written)."""
-    if result.method == "ups" and "_ups" in result.diagnostics:
+    if result.method == "ups" and result.detail is not None:
         from ..report.ups_plots import plot_ups
 
-        write_atomically(path, lambda tmp: plot_ups(result.diagnostics["_ups"], tmp))
+        write_atomically(path, lambda tmp: plot_ups(result.detail, tmp))
     elif result.method in FLOW_METHODS:
         from ..report.plots import plot_evidence
 
@@ -106,7 +107,7 @@ def print_result(report: Reporter, r: EvidenceResult, name: str) -> None:
 @with_executor
 def run(args: argparse.Namespace, report: Reporter) -> int:
     method, options = args.method, parse_options(args.option)
-    check_options(method, options)  # before the build and the sampling
+    lookup(method).options(options)  # before the build and the sampling
     if args.target_se is not None and not args.target_se > 0:
         raise InputError(f"--target-se must be a positive number of nats, got {args.target_se}")
     if args.max_draws is not None and args.max_draws < 1:

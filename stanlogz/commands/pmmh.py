@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..estimators.reciprocal import METHODS
-from ..mcmc.pseudo_marginal import SOURCES, PseudoMarginalResult, pmmh
+from ..pmmh.pseudo_marginal import SOURCES, PseudoMarginalResult, pmmh
 from ..report.output import Reporter
 from .evidence import PLOT_SUFFIXES
 from .sample import check_output, finish

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..api import load_model
+from .._util.files import write_atomically
 from ..draws import Draws, sample, write_csv
 from ..errors import InputError
-from ..report.output import Reporter, write_atomically
+from ..report.output import Reporter
+from ..stan.load import load_model
 
 NAME = "sample"
 HELP = "Draw from the posterior with Stan's NUTS; print a summary, diagnostics and warnings."
@@ -70,12 +70,12 @@ def save_draws(d: Draws, path: Path) -> None:
     if path.suffix.lower() == ".csv":
         write_csv(d, path)
         return
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
-        d.to_inference_data().to_netcdf(str(tmp), engine="h5netcdf")
-        os.replace(tmp, path)
-    except Exception as exc:
-        tmp.unlink(missing_ok=True)
+        write_atomically(path, lambda tmp: d.to_inference_data().to_netcdf(str(tmp),
+                                                                            engine="h5netcdf"))
+    except InputError:
+        raise
+    except Exception as exc:  # netCDF/HDF5 writers raise many types
         raise InputError(f"cannot write {path}: {exc}".splitlines()[0]) from None
 
 

@@ -195,7 +195,7 @@ class ProgramChoice:
         return df
 
     def _repr_html_(self) -> str:
-        from ..report.output import _cell
+        from .._util.tables import format_cell as _cell
 
         head = "".join(f"<th>{html.escape(h)}</th>" for h in self.header)
         body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row)

@@ -197,7 +197,8 @@ def kfold(
     held-out densities are exact up to Monte Carlo error (:func:`heldout_elpd`). ``draws``:
     existing draws of the full-data posterior (Draws, cmdstanpy fit, CSV paths, InferenceData)
     instead of a NUTS run on all data. Folds and every refit's seed derive from ``seed``."""
-    from ..api import load_model, read_data  # lazily: api.py sits above crossval
+    from ..stan.inputs import read_data
+    from ..stan.load import load_model
 
     t0 = time.perf_counter()
     if n_workers < 1:

@@ -142,7 +142,8 @@ def lfo(
     from the last refit, refitting when k̂ > ``k_threshold``) or ``"exact"`` (NUTS on every
     prefix and a bridge between consecutive posteriors). NUTS runs ``chains`` x ``n_draws``
     after ``warmup`` with ``adapt_delta``. Seeds derive from ``seed``."""
-    from ..api import load_model, read_data  # lazily: api.py sits above crossval
+    from ..stan.inputs import read_data
+    from ..stan.load import load_model
 
     t0 = time.perf_counter()
     if method not in LFO_METHODS:

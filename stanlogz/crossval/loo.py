@@ -228,7 +228,8 @@ def loo(
     this many observations drawn at random (difference estimator around a point-estimate
     approximation of every observation; Magnusson et al. 2020), for large N.
     """
-    from ..api import load_model, read_data
+    from ..stan.inputs import read_data
+    from ..stan.load import load_model
 
     t0 = time.perf_counter()
     if fix not in FIX_METHODS:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ..bases import gaussian_from_draws
+from ..densities.fits import gaussian_from_draws
 from ..errors import EstimationError, InputError
 from ..estimators.ups import (
     replicate_tail_k,
@@ -147,7 +147,8 @@ def cv(
     ``kernel``: ``"rwmh"`` or ``"hmc"``; ``ups_options`` go to the tuning run of
     :func:`stanlogz.estimators.ups.ups` (``n_pilot`` defaults to :data:`CV_PILOT`).
     """
-    from ..api import load_model, read_data
+    from ..stan.inputs import read_data
+    from ..stan.load import load_model
 
     t0 = time.perf_counter()
     if not (isinstance(splits, int | np.integer) and splits >= 2):

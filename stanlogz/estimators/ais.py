@@ -17,13 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from ..bases import as_draw_matrix, gaussian_from_draws
+from ..densities.fits import as_draw_matrix, gaussian_from_draws
+from ..densities.target import Target
 from ..errors import EstimationError, InputError
 from ..mcmc.annealing import AnnealingPath, HMCTuning, annealed_transition, tune_hmc
 from ..mcmc.schedules import adaptive_schedule, make_schedule
 from ..parallel import as_seed_sequence, child_sequence, run_parallel
-from ..report.results import EvidenceResult
-from ..target import Target
+from .base import EvidenceResult
 from .common import autocorr_time, log_mean_exp
 
 # Weight ESS below this share of the chains: the log-mean-exp rests on a few chains (in the

@@ -14,12 +14,12 @@ import time
 
 import numpy as np
 
-from ..bases import gaussian_from_draws, laplace_base
+from ..densities.fits import gaussian_from_draws, laplace_base
+from ..densities.gaussian import GaussianTarget
+from ..densities.target import CountingTarget, SampleableDensity, Target
 from ..errors import EstimationError
 from ..flows.gaussianize import GaussianizingFlow
-from ..report.results import EvidenceResult
-from ..target import CountingTarget, SampleableDensity, Target
-from ..targets import GaussianTarget
+from .base import EvidenceResult, FlowDetail
 from .bridge import bridge_diagnostics, bridge_warnings, solve_bridge
 from .common import (
     Seed,
@@ -70,9 +70,8 @@ def gis(target: Target, draws: np.ndarray, *, seed: Seed = None, n_layers: int |
     return EvidenceResult("gis", log_z, se, n_draws=x.shape[0], n_evals=counting.n_evals,
                           seconds=time.perf_counter() - t0,
                           diagnostics={"pareto_k_q": k, "n_q": n_q, "n_nonfinite_q": bad,
-                                       "flow_layers": len(flow.layers), "_flow": flow,
-                                       "_log_w_q": lw},
-                          warnings=warnings)
+                                       "flow_layers": len(flow.layers)},
+                          warnings=warnings, detail=FlowDetail(flow, log_w_q=lw))
 
 
 def ghm(target: Target, draws: np.ndarray, *, seed: Seed = None, n_layers: int | None = None,
@@ -102,9 +101,8 @@ def ghm(target: Target, draws: np.ndarray, *, seed: Seed = None, n_layers: int |
     return EvidenceResult("ghm", log_z, se, n_draws=2 * xp.shape[0], n_evals=counting.n_evals,
                           seconds=time.perf_counter() - t0,
                           diagnostics={"pareto_k_p": k, "tau": tau, "n_p": xp.shape[0],
-                                       "flow_layers": len(flow.layers), "_flow": flow,
-                                       "_log_w_p": -lv},
-                          warnings=warnings)
+                                       "flow_layers": len(flow.layers)},
+                          warnings=warnings, detail=FlowDetail(flow, log_w_p=-lv))
 
 
 NO_OVERLAP_K = 0.7  # Pareto k-hat above which, on both sides, a bridge reports no se

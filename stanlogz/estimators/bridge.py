@@ -15,11 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special, stats
 
+from ..densities.target import CountingTarget, Target
 from ..errors import EstimationError, InputError
 from ..flows.gaussianize import GaussianizingFlow, single_blas_thread
 from ..flows.selection import fit_validated_flow, min_fit_draws
-from ..report.results import EvidenceResult
-from ..target import CountingTarget, Target
+from .base import EvidenceResult, FlowDetail
 from .common import (
     Seed,
     as_chains,
@@ -263,8 +263,7 @@ def gbs(
         whitening=[r.fit_info.get("whitening") for r in runs],
         fit_seconds=sum(r.fit_seconds for r in runs),
         half_swap_log_z=estimates, half_swap_se=ses, swap_z=swap_z,
-        validation=[{k: v for k, v in r.fit_info.items() if k != "whitening"} for r in runs],
-        _flow=main.flow, _log_w_p=main.lw_p, _log_w_q=main.lw_q)
+        validation=[{k: v for k, v in r.fit_info.items() if k != "whitening"} for r in runs])
     warnings += bridge_warnings(main.sol, k_q, k_p, bad_p, bad_q, n_q_total, "flow",
                                 se=se, n_draws=chains.shape[0] * chains.shape[1])
     if abs(swap_z) > SWAP_ALARM_Z:
@@ -300,6 +299,7 @@ def gbs(
         n_draws=int(sum(r.lw_p.size for r in runs) if len(runs) > 2 else 2 * n_p),
         n_evals=n_evals, seconds=time.perf_counter() - t0,
         diagnostics=diagnostics, warnings=warnings, log_z_df=df,
+        detail=FlowDetail(main.flow, log_w_p=main.lw_p, log_w_q=main.lw_q),
     )
 
 

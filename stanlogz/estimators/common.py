@@ -8,10 +8,14 @@ import math
 import numpy as np
 from scipy import special
 
+from .._util.seeds import SeedLike, spawn_generators
+from ..densities.target import Target, log_density_many
 from ..errors import EstimationError, InputError
-from ..target import Target, log_density_many
 
-Seed = int | np.random.SeedSequence | None
+Seed = SeedLike
+#: ``n`` generators from a seed, the i-th depending only on the seed and i (the one seed scheme,
+#: :mod:`stanlogz._util.seeds`; without ``SeedSequence.spawn``'s state).
+spawn_rngs = spawn_generators
 
 
 def as_chains(draws: np.ndarray, dim: int | None = None) -> np.ndarray:
@@ -69,12 +73,6 @@ def draws_needed(n_draws: int, se: float, target_se: float) -> int:
     """Posterior draws for a standard error ``target_se``, from ``se`` with ``n_draws`` (Monte
     Carlo error falls as one over the square root of the draws)."""
     return int(math.ceil(n_draws * (se / target_se) ** 2))
-
-
-def spawn_rngs(seed: Seed, n: int) -> list[np.random.Generator]:
-    """``n`` independent generators from an int, a SeedSequence or None (fresh entropy)."""
-    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    return [np.random.default_rng(s) for s in ss.spawn(n)]
 
 
 def eval_log_density(target: Target, xs: np.ndarray) -> tuple[np.ndarray, int]:

@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from ..densities.target import Target
 from ..errors import EstimationError, InputError
-from ..target import Target
 from .common import log_mean_exp
 
 LogWeightSource = Callable[[np.random.Generator, int], np.ndarray]

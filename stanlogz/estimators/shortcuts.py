@@ -29,11 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from ..bases import find_mode, gaussian_from_draws
+from .._util.seeds import as_seed_sequence
+from ..densities.fits import find_mode, gaussian_from_draws
+from ..densities.gaussian import GaussianTarget
+from ..densities.target import CountingTarget, Target, log_density_many
 from ..errors import EstimationError, InputError
-from ..report.results import EvidenceResult
-from ..target import CountingTarget, Target, log_density_many
-from ..targets import GaussianTarget
+from .base import EvidenceResult
 from .common import (
     Seed,
     as_chains,
@@ -51,7 +52,7 @@ NESTED_INFLATE = 2.0
 
 
 class Likelihood:
-    """log L = log p̃ − log prior as a :class:`~stanlogz.target.Target` (for the MLE)."""
+    """log L = log p̃ − log prior as a :class:`~stanlogz.densities.target.Target` (for the MLE)."""
 
     def __init__(self, target: Target, prior: Target) -> None:
         if prior.dim != target.dim:
@@ -241,7 +242,7 @@ def nested(target: Target, draws: np.ndarray, *, prior: Target | None = None,
     def transform(u: np.ndarray) -> np.ndarray:
         return q.mean + q.chol @ special.ndtri(u)
 
-    ss = np.random.SeedSequence(seed) if not isinstance(seed, np.random.SeedSequence) else seed
+    ss = as_seed_sequence(seed)
     sampler = dynesty.NestedSampler(loglike, transform, target.dim, nlive=int(nlive),
                                     sample=sample, rstate=np.random.default_rng(ss))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):

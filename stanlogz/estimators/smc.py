@@ -24,13 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from ..bases import as_draw_matrix, gaussian_from_draws
+from ..densities.fits import as_draw_matrix, gaussian_from_draws
+from ..densities.target import Target
 from ..errors import EstimationError, InputError
 from ..mcmc.annealing import AnnealingPath, HMCTuning, annealed_transition, tune_hmc
 from ..parallel import as_seed_sequence, child_sequence, run_parallel
-from ..report.results import EvidenceResult
-from ..target import Target
 from .ais import DEFAULT_INFLATE, log_mean_exp_with_se
+from .base import EvidenceResult
 from .common import log_mean_exp
 
 # Bisection steps for the next β (relative precision 2^-50 of the remaining interval).

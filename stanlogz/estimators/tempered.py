@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from ..densities.target import CountingTarget, Target
 from ..flows.gaussianize import GaussianizingFlow
 from ..flows.selection import fit_validated_flow, min_fit_draws
-from ..report.results import EvidenceResult
-from ..target import CountingTarget, Target
 from .ais import ais, reverse_ais
+from .base import EvidenceResult
 from .common import Seed, as_chains, min_draws, spawn_rngs, split_halves
 
 

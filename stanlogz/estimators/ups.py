@@ -15,57 +15,40 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
-from ..bases import as_draw_matrix, gaussian_from_draws, laplace_base
+from ..densities.fits import as_draw_matrix, gaussian_from_draws, laplace_base
+from ..densities.target import Target
 from ..errors import EstimationError, InputError
-from ..mcmc.couplings import CoupledKernel, hmc_kernel, rwmh_kernel
-from ..mcmc.paths import GeometricPath, Path, base_to_target_path, two_posterior_path
-from ..mcmc.rwmh import scale_from_cov
-from ..mcmc.unbiased import DEFAULT_MAX_ITER, h_estimate, sample_coupled_chains
-from ..parallel import SeedLike, as_seed_sequence, child_sequence, run_parallel
-from ..report.results import EvidenceResult
-from ..target import Target
+from ..mcmc.paths import GeometricPath, LambdaPath, base_to_target_path, two_posterior_path
+from ..mcmc.unbiased import DEFAULT_MAX_ITER
+from ..parallel import as_seed_sequence, child_sequence
+from .base import EvidenceResult
 from .common import pareto_k
+from .ups_chains import ChainTask, _KernelConfig, _run_tasks, replicate_tasks, run_replicates
+from .ups_tuning import (
+    CovSpec,
+    InitSpec,
+    UPSTuning,
+    _init_tables,
+    _psd_cov,
+    cost_equalizing_km,
+    make_grid,
+    q_from_sqrt_m2,
+)
 
-InitSpec = Any  # an object with .mean and .cov, or a callable lam -> (mean, cov)
-CovSpec = np.ndarray | float | Callable[[float], np.ndarray] | None
+# run_replicates: re-exported for stanlogz.crossval.unbiased
+__all__ = ["UPSResult", "UPSTuning", "log_ratio", "make_grid", "q_from_sqrt_m2",
+           "replicate_tail_k", "replicate_tasks", "run_replicates", "tail_warnings", "ups",
+           "ups_estimate"]
 
 # stages of the computation; each has its own child of SeedSequence(seed)
 _STAGE_PILOT, _STAGE_MOMENTS, _STAGE_REPILOT, _STAGE_M2, _STAGE_REPLICATES = range(5)
-
-
-@dataclass
-class UPSTuning:
-    """Tuning tables over the lambda grid (index l = 0..L) and the proposal q(lambda)."""
-
-    grid: np.ndarray
-    k: np.ndarray
-    m: np.ndarray
-    means: np.ndarray
-    covs: np.ndarray
-    proposal_covs: np.ndarray
-    pilot_meeting_times: np.ndarray  # (L+1, n_pilot); empty when k, m were given
-    sqrt_m2: np.ndarray
-    pilot_E: np.ndarray  # pilot means of the unbiased estimates of E(lambda) on the grid
-    q_mass: np.ndarray  # probability of each interval [grid[l], grid[l+1]]
-    n_evals: int = 0
-
-    def q_density(self, lam: np.ndarray | float) -> np.ndarray:
-        """Density of q at ``lam`` (right-continuous; 1 at lam = 1 belongs to the last interval)."""
-        lam = np.asarray(lam, dtype=float)
-        idx = np.clip(np.searchsorted(self.grid, lam, side="right") - 1, 0, self.grid.size - 2)
-        return self.q_mass[idx] / np.diff(self.grid)[idx]
-
-    def sample_q(self, rng: np.random.Generator) -> float:
-        """One lambda from q: an interval by its mass, then uniform within it."""
-        l = int(rng.choice(self.q_mass.size, p=self.q_mass))
-        return float(rng.uniform(self.grid[l], self.grid[l + 1]))
 
 
 @dataclass
@@ -121,200 +104,8 @@ class UPSResult:
         }
 
 
-# ---------------------------------------------------------------------------------------------
-# workers (top-level so that process pools can pickle them)
-
-
-class _Counted:
-    """Counts calls of a path function at fixed lambda."""
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        self.fn = fn
-        self.n = 0
-
-    def __call__(self, x: np.ndarray) -> Any:
-        self.n += 1
-        return self.fn(x)
-
-
-@dataclass(frozen=True)
-class _KernelConfig:
-    kind: str = "rwmh"
-    coupling: str = "reflection"
-    step_size: float | None = None
-    n_steps: int = 10
-    omega: float = 0.1
-    max_iter: int = DEFAULT_MAX_ITER
-
-
-def _build_kernel(
-    path: Path, lam: float, cov: np.ndarray, prop_cov: np.ndarray, cfg: _KernelConfig
-) -> tuple[CoupledKernel, list[_Counted], dict[bytes, float]]:
-    """Kernel on pi_lambda, its evaluation counters, and a cache of dU/dlambda at visited points
-    (filled when the path computes it alongside U, as :class:`GeometricPath` does)."""
-    d = path.dim
-    scale = scale_from_cov(prop_cov, d)
-    cache: dict[bytes, float] = {}
-    if cfg.kind == "rwmh":
-        both = getattr(path, "U_and_dU_dlam", None)
-        if both is None:
-            f = _Counted(lambda x: path.U(lam, x))
-        else:
-            def u(x: np.ndarray) -> float:
-                val, du = both(lam, x)
-                cache[x.tobytes()] = du
-                return val
-
-            f = _Counted(u)
-        return rwmh_kernel(f, scale, cfg.coupling), [f], cache
-    both_g = getattr(path, "grad_x_and_dU_dlam", None)
-    if both_g is None:
-        g = _Counted(lambda x: path.grad_x(lam, x))
-    else:
-        def ug(x: np.ndarray) -> tuple[float, np.ndarray]:
-            val, grad, du = both_g(lam, x)
-            cache[x.tobytes()] = du
-            return val, grad
-
-        g = _Counted(ug)
-    step = cfg.step_size if cfg.step_size is not None else 0.5 * d**-0.25
-    inv_metric = np.clip(np.diag(cov), 1e-300, None)
-    return hmc_kernel(g, step, cfg.n_steps, inv_metric, scale, cfg.omega), [g], cache
-
-
-def _moment_h(x: np.ndarray) -> np.ndarray:
-    return np.concatenate([x, np.outer(x, x).ravel()])
-
-
-def _chain_task(task: tuple, rng: np.random.Generator) -> tuple[Any, int, int, int]:
-    """One coupled-chain run: returns (estimate or None, meeting time, iterations, evaluations)."""
-    mode, path, lam, mean, cov, prop_cov, k, m, cfg = task
-    kernel, counters, cache = _build_kernel(path, lam, cov, prop_cov, cfg)
-    chol = np.linalg.cholesky(cov)
-    x0 = mean + chol @ rng.standard_normal(mean.size)
-    y0 = mean + chol @ rng.standard_normal(mean.size)
-    chains = sample_coupled_chains(rng, kernel, x0, y0, m if mode != "tau" else 0, cfg.max_iter)
-    value: Any = None
-    if mode == "moments":
-        value = h_estimate(chains, _moment_h, k, m)
-    elif mode == "E":
-        miss = _Counted(lambda x: path.dU_dlam(lam, x))
-
-        def h(x: np.ndarray) -> float:
-            du = cache.get(x.tobytes())
-            return miss(x) if du is None else du
-
-        value = h_estimate(chains, h, k, m)
-        counters.append(miss)
-    return value, chains.meeting_time, chains.iterations, sum(c.n for c in counters)
-
-
-def _run_tasks(tasks: Sequence[Any], seed: np.random.SeedSequence, n_workers: int | None) -> list:
-    return run_parallel(_chain_task, tasks, seed, n_workers=n_workers)
-
-
-# ---------------------------------------------------------------------------------------------
-# tuning helpers
-
-
-def make_grid(grid: int | str | Sequence[float] = 10) -> np.ndarray:
-    """Lambda grid: ``L`` → l/L; ``"log"``/``"log:L"`` → 0 and exp(-L + l), l = 0..L; or a list."""
-    if isinstance(grid, str):
-        name, _, n = grid.partition(":")
-        if name != "log":
-            raise InputError(f"grid must be an int, 'log', 'log:L' or a sequence, got {grid!r}")
-        L = int(n) if n else 10
-        return np.concatenate([[0.0], np.exp(-L + np.arange(L + 1.0))])
-    if isinstance(grid, int | np.integer):
-        if grid < 1:
-            raise InputError(f"grid needs at least one interval, got {grid}")
-        return np.linspace(0.0, 1.0, int(grid) + 1)
-    g = np.asarray(grid, dtype=float)
-    if g.ndim != 1 or g.size < 2 or g[0] != 0.0 or g[-1] != 1.0 or np.any(np.diff(g) <= 0):
-        raise InputError("an explicit grid must increase strictly from 0 to 1")
-    return g
-
-
-def cost_equalizing_km(
-    taus: np.ndarray, quantile: float = 0.99, k_factor: float = 1.0, m_factor: float = 5.0
-) -> tuple[np.ndarray, np.ndarray]:
-    """``k_l`` = k_factor × quantile of meeting times; ``m_l`` by eq. 11 (equal expected cost)."""
-    taus = np.asarray(taus, dtype=float)
-    k = np.ceil(k_factor * np.quantile(taus, quantile, axis=1)).astype(int)
-    k = np.maximum(k, 1)
-    tbar = taus.mean(axis=1)
-    m = np.ceil(m_factor * k.max() + tbar.max() - tbar).astype(int)
-    return k, np.maximum(m, k)
-
-
-def q_from_sqrt_m2(grid: np.ndarray, sqrt_m2: np.ndarray, floor: float = 0.01) -> np.ndarray:
-    """Interval masses of the piecewise-uniform q ∝ sqrt(m2) (eq. 10).
-
-    ``sqrt_m2`` is floored at ``floor`` × its maximum so that q stays positive on all of [0, 1].
-    """
-    s = np.asarray(sqrt_m2, dtype=float)
-    if not np.all(np.isfinite(s)):
-        raise EstimationError("non-finite second-moment estimates; the path or kernel is unstable")
-    top = s.max()
-    s = np.maximum(s, floor * top) if top > 0 else np.ones_like(s)
-    w = np.diff(grid) * 0.5 * (s[:-1] + s[1:])
-    return w / w.sum()
-
-
-def _psd_cov(cov: np.ndarray, fallback: np.ndarray) -> np.ndarray:
-    c = 0.5 * (cov + cov.T)
-    vals, vecs = np.linalg.eigh(c)
-    if not np.all(np.isfinite(vals)) or vals.max() <= 0:
-        return fallback
-    vals = np.maximum(vals, 1e-6 * vals.max())
-    return (vecs * vals) @ vecs.T
-
-
-def _interp(grid: np.ndarray, table: np.ndarray, lam: float) -> np.ndarray:
-    i = int(np.clip(np.searchsorted(grid, lam, side="right") - 1, 0, grid.size - 2))
-    w = (lam - grid[i]) / (grid[i + 1] - grid[i])
-    return (1.0 - w) * table[i] + w * table[i + 1]
-
-
-def _nearest_max(grid: np.ndarray, table: np.ndarray, lam: float) -> int:
-    i = int(np.clip(np.searchsorted(grid, lam, side="right") - 1, 0, grid.size - 2))
-    return int(max(table[i], table[i + 1]))
-
-
 def _stage_seed(ss: np.random.SeedSequence, stage: int) -> np.random.SeedSequence:
     return child_sequence(ss, 1000 + stage)
-
-
-def _init_tables(
-    path: Path, grid: np.ndarray, init: InitSpec, proposal_cov: CovSpec, proposal_scale: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    d = path.dim
-    if init is None:
-        p0 = getattr(path, "p0", None)
-        if p0 is None or not hasattr(p0, "mean") or not hasattr(p0, "cov"):
-            raise InputError("give init (a Gaussian with .mean/.cov or lam -> (mean, cov))")
-        init = p0
-    means, covs, pcovs = [], [], []
-    for lam in grid:
-        if callable(init) and not hasattr(init, "mean"):
-            mean, cov = init(float(lam))
-        else:
-            mean, cov = init.mean, init.cov
-        mean = np.atleast_1d(np.asarray(mean, dtype=float))
-        cov = np.atleast_2d(np.asarray(cov, dtype=float))
-        if mean.shape != (d,) or cov.shape != (d, d):
-            raise InputError(f"initial mean/cov must have shapes ({d},) and ({d},{d})")
-        if proposal_cov is None:
-            pc = proposal_scale**2 * cov / d
-        elif callable(proposal_cov):
-            pc = np.asarray(proposal_cov(float(lam)), dtype=float)
-        else:
-            pc = np.asarray(proposal_cov, dtype=float)
-        pc = np.atleast_2d(pc) if np.ndim(pc) == 2 else np.diag(np.broadcast_to(pc, (d,)))
-        means.append(mean)
-        covs.append(cov)
-        pcovs.append(pc)
-    return np.array(means), np.array(covs), np.array(pcovs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,7 +113,7 @@ def _init_tables(
 
 
 def ups(
-    path: Path,
+    path: LambdaPath,
     *,
     n_replicates: int = 100,
     seed: int | np.random.SeedSequence | None = None,
@@ -390,8 +181,8 @@ def ups(
     def pilot(mode: str, stage: int, n: int, k_t: np.ndarray, m_t: np.ndarray) -> list:
         nonlocal tuning_evals
         tasks = [
-            (mode, path, float(lam_grid[l]), means[l], covs[l], pcovs[l],
-             int(k_t[l]), int(m_t[l]), cfg)
+            ChainTask(mode, path, float(lam_grid[l]), means[l], covs[l], pcovs[l],
+                      int(k_t[l]), int(m_t[l]), cfg)
             for l in range(n_grid)
             for _ in range(n)
         ]
@@ -441,7 +232,7 @@ def ups(
     lam_rng = np.random.default_rng(_stage_seed(ss, _STAGE_REPLICATES + 1))
     lams = np.array([tuning.sample_q(lam_rng) for _ in range(n_replicates)])
     tasks = replicate_tasks(path, tuning, lams, cfg)
-    ks, ms = [t[6] for t in tasks], [t[7] for t in tasks]
+    ks, ms = [t.k for t in tasks], [t.m for t in tasks]
     out = _run_tasks(tasks, _stage_seed(ss, _STAGE_REPLICATES), n_workers)
     e_hat = np.array([o[0] for o in out], dtype=float)
     reps = e_hat / tuning.q_density(lams)
@@ -486,30 +277,6 @@ def tail_warnings(tail_k: float) -> list[str]:
                 "variance may be infinite and the CI unreliable; use kernel='hmc', a base "
                 "closer to the target or a path with lighter-tailed dU/dlambda"]
     return []
-
-
-def replicate_tasks(path: Path, tuning: UPSTuning, lams: Sequence[float] | np.ndarray,
-                    cfg: _KernelConfig) -> list[tuple]:
-    """One coupled-chain task per lambda on ``path`` with ``tuning``'s k, m, initial
-    distributions and proposals (for :func:`run_replicates`). ``path`` may differ from the one
-    tuned on (e.g. another cross-validation split): the estimates stay unbiased."""
-    grid = tuning.grid
-    tasks = []
-    for lam in lams:
-        kk = _nearest_max(grid, tuning.k, lam)
-        mm = max(kk, _nearest_max(grid, tuning.m, lam))
-        tasks.append((
-            "E", path, float(lam), _interp(grid, tuning.means, lam),
-            _interp(grid, tuning.covs, lam), _interp(grid, tuning.proposal_covs, lam), kk, mm, cfg,
-        ))
-    return tasks
-
-
-def run_replicates(tasks: Sequence[tuple], seed: SeedLike, n_workers: int | None = None
-                   ) -> list[tuple[float, int, int, int]]:
-    """Run :func:`replicate_tasks`' tasks: per task the unbiased estimate of E_lambda[dU/dlambda],
-    the meeting time, the iterations and the path evaluations."""
-    return _run_tasks(tasks, as_seed_sequence(seed), n_workers)
 
 
 def log_ratio(
@@ -589,7 +356,8 @@ def ups_estimate(
         n_draws=n_draws,
         n_evals=res.n_evals + res.n_evals_tuning,
         seconds=time.perf_counter() - t0,
-        diagnostics={**res.summary(), "base": base, "_ups": res},
+        diagnostics={**res.summary(), "base": base},
         warnings=list(res.warnings),
         log_z_df=int(res.replicates.size) - 1,
+        detail=res,
     )

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from ..bases import as_draw_matrix, gaussian_from_draws
+from ..densities.fits import as_draw_matrix, gaussian_from_draws
+from ..densities.target import SampleableDensity, Target, log_density_many
 from ..errors import InputError
 from ..mcmc.annealing import AnnealingPath, HMCTuning, tune_hmc
-from ..target import SampleableDensity, Target, log_density_many
 from .ais import ais
 
 PROPOSALS = ("gaussian", "flow")

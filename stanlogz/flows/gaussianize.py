@@ -200,7 +200,7 @@ def _mean_log_q(z: np.ndarray, logdet: np.ndarray) -> float:
 class GaussianizingFlow:
     """A normalized, exactly sampleable density fitted to draws (see the module docstring).
 
-    Satisfies :class:`stanlogz.target.SampleableDensity`.
+    Satisfies :class:`stanlogz.densities.target.SampleableDensity`.
     """
 
     def __init__(self, mean: np.ndarray, chol: np.ndarray, layers: list[Layer]) -> None:

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ..densities.target import Target, has_cheap_gradient
 from ..errors import InputError
-from ..target import Target, has_cheap_gradient
 from .gaussianize import GaussianizingFlow, one_blas_thread
 from .whitening import GaussianFit, gaussian_candidates
 

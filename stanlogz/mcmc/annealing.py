@@ -13,8 +13,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..densities.target import Target
 from ..errors import InputError
-from ..target import Target
 from . import hmc
 
 
@@ -118,7 +118,8 @@ def prior_path(
 
 
 class AnnealedTarget:
-    """f_β ∝ q^{1−β} p̃^β as a plain :class:`~stanlogz.target.Target` (for generic samplers).
+    """f_β ∝ q^{1−β} p̃^β as a plain :class:`~stanlogz.densities.target.Target` (for generic
+    samplers).
 
     :meth:`log_density_gradient` also stores the endpoint values of its last call in
     :attr:`last`, so a sampler can reuse them for the AIS weight.

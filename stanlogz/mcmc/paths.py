@@ -12,12 +12,12 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ..densities.target import Target
 from ..errors import InputError
-from ..target import Target
 
 
 @runtime_checkable
-class Path(Protocol):
+class LambdaPath(Protocol):
     """A path of unnormalized log densities on R^dim indexed by lambda in [0, 1]."""
 
     @property

@@ -13,7 +13,6 @@ Dask cluster chosen with :func:`use_executor` (``client=`` on the public API, ``
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import functools
 import inspect
 import os
@@ -22,13 +21,14 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .._util.seeds import SeedLike, as_seed_sequence, child_sequence, spawn_generators
 from ..errors import InputError
 from .local import BACKENDS, run_local
+from .state import _EXECUTOR, _INSIDE_UNIT
 
 R = TypeVar("R")
 F = TypeVar("F", bound=Callable[..., Any])
 
-SeedLike = int | np.random.SeedSequence | None
 Progress = Callable[[str], None] | None
 
 __all__ = [
@@ -43,38 +43,6 @@ __all__ = [
     "use_executor",
     "with_client",
 ]
-
-#: The executor run_parallel sends units to (None: the local one).
-_EXECUTOR: contextvars.ContextVar[Any] = contextvars.ContextVar("stanlogz_executor", default=None)
-#: True while a unit runs on a cluster worker: units started from inside a unit run serially
-#: there (the worker's threads are the parallelism; worker processes may not fork pools).
-_INSIDE_UNIT: contextvars.ContextVar[bool] = contextvars.ContextVar("stanlogz_inside_unit",
-                                                                    default=False)
-
-
-def as_seed_sequence(seed: SeedLike) -> np.random.SeedSequence:
-    """``seed`` as a SeedSequence (fresh entropy when ``None``)."""
-    if isinstance(seed, np.random.SeedSequence):
-        return seed
-    if seed is not None and (not isinstance(seed, int | np.integer) or seed < 0):
-        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
-    return np.random.SeedSequence(None if seed is None else int(seed))
-
-
-def child_sequence(seed: SeedLike, i: int) -> np.random.SeedSequence:
-    """The i-th child of ``SeedSequence(seed)``, as ``spawn`` would make it on a fresh sequence.
-
-    Built from the spawn key directly (not ``ss.spawn``), so asking twice gives the same child.
-    """
-    ss = as_seed_sequence(seed)
-    return np.random.SeedSequence(ss.entropy, spawn_key=(*ss.spawn_key, i), pool_size=ss.pool_size)
-
-
-def spawn_generators(seed: SeedLike, n: int) -> list[np.random.Generator]:
-    """``n`` independent generators; the i-th depends only on ``seed`` and i."""
-    ss = as_seed_sequence(seed)
-    return [np.random.default_rng(child_sequence(ss, i)) for i in range(n)]
-
 
 def default_workers() -> int:
     """Cores this process may use."""

@@ -22,8 +22,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .._util.seeds import child_sequence
 from ..errors import InputError
-from . import shipping
+from .shipping import Fetch, LibraryRef, collecting, fetching
+from .state import _INSIDE_UNIT
 
 R = TypeVar("R")
 
@@ -86,8 +88,8 @@ def _literal(data: bytes) -> bytes:
     return data
 
 
-def _fetch_from_cluster(lib_keys: dict[str, str]) -> shipping.Fetch:
-    def fetch(ref: shipping.LibraryRef) -> bytes:
+def _fetch_from_cluster(lib_keys: dict[str, str]) -> Fetch:
+    def fetch(ref: LibraryRef) -> bytes:
         from distributed import worker_client
 
         if ref.key not in lib_keys:
@@ -109,7 +111,7 @@ def _unpickled(payload: bytes, digest: str, lib_keys: dict[str, str]
             return found
     import cloudpickle
 
-    with shipping.fetching(_fetch_from_cluster(lib_keys)):
+    with fetching(_fetch_from_cluster(lib_keys)):
         found = cloudpickle.loads(payload)
     with _payload_lock:
         _payloads[digest] = found
@@ -121,8 +123,6 @@ def _unpickled(payload: bytes, digest: str, lib_keys: dict[str, str]
 def run_unit(payload: bytes, digest: str, i: int, ss: np.random.SeedSequence,
              lib_keys: dict[str, str]) -> Any:
     """Unit ``i`` of a payload, on a worker: ``fn(tasks[i], rng_i)``."""
-    from . import _INSIDE_UNIT, child_sequence
-
     fn, tasks = _unpickled(payload, digest, lib_keys)
     token = _INSIDE_UNIT.set(True)
     try:
@@ -151,7 +151,7 @@ class DaskExecutor:
         import cloudpickle
         from distributed import as_completed
 
-        with shipping.collecting() as libs:
+        with collecting() as libs:
             try:
                 payload = cloudpickle.dumps((fn, list(tasks)))
             except Exception as exc:

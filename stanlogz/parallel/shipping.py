@@ -1,6 +1,6 @@
 """Compiled model libraries on cluster workers, without a rebuild on each.
 
-A pickled :class:`stanlogz.model.StanModel` carries a :class:`LibraryRef` (the library's cache
+A pickled :class:`stanlogz.stan.model.StanModel` carries a :class:`LibraryRef` (the library's cache
 key and file name) and its data, never C pointers. Where it is unpickled, the library is looked
 up by key in that machine's build cache (a cache shared with the client is found at once);
 when it is missing, its bytes are fetched once from the client through the function installed

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
-from .results import _jsonable
+from .._util.files import write_atomically  # noqa: F401 - commands import it from here
+from .._util.jsonable import json_value
+from .._util.tables import format_cell as _cell  # noqa: F401 - the old name
+from .._util.tables import format_table
 
 
 class Reporter:
@@ -45,39 +46,4 @@ class Reporter:
     def emit_json(self, obj: Any) -> None:
         """The command's single JSON object on stdout (only in JSON mode)."""
         if self.json_mode:
-            print(json.dumps(_jsonable(obj), indent=2), flush=True)
-
-
-def _cell(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return f"{v:.4g}" if abs(v) < 1e-3 or abs(v) >= 1e5 else f"{v:.4f}".rstrip("0").rstrip(".")
-    return str(v)
-
-
-def format_table(header: Sequence[str], rows: Sequence[Sequence[Any]], title: str = "") -> str:
-    """Rows as an aligned plain-text table."""
-    cells = [[_cell(v) for v in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(header)]
-    lines = [title] if title else []
-    lines.append("  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
-    return "\n".join(lines)
-
-
-def write_atomically(path: str | os.PathLike, write: Callable[[Path], Any]) -> None:
-    """``write(tmp)`` into a temporary file beside ``path``, then move it into place: ``path`` is
-    either complete or untouched (also when ``write`` fails or writes nothing)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}{path.suffix}")
-    try:
-        write(tmp)
-        if not tmp.is_file():
-            from ..errors import InputError
-
-            raise InputError(f"nothing was written for {path}")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+            print(json.dumps(json_value(obj), indent=2), flush=True)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..bases import as_draw_matrix
+from ..densities.fits import as_draw_matrix
 from ..errors import InputError
-from .results import EvidenceResult
+from ..estimators.base import EvidenceResult, FlowDetail
 
 
 def plot_evidence(result: EvidenceResult, draws: np.ndarray, path: str | Path,
@@ -17,8 +17,8 @@ def plot_evidence(result: EvidenceResult, draws: np.ndarray, path: str | Path,
     samples) for the first ``max_dims`` coordinates, and histograms of the log weights
     ``log p - log q`` on the posterior and proposal sides (shifted by ``log_z``).
 
-    ``result`` is what :func:`~stanlogz.estimators.bridge.gbs` (or ``gis``/``ghm``) returns: it
-    needs the ``_flow`` and/or ``_log_w_p``/``_log_w_q`` entries of ``diagnostics``.
+    ``result`` is what :func:`~stanlogz.estimators.bridge.gbs` (or ``gis``/``ghm``) returns: its
+    ``detail`` is a :class:`~stanlogz.estimators.base.FlowDetail`.
     ``names`` labels the unconstrained coordinates (e.g. ``StanModel.param_unc_names()``).
     """
     import matplotlib
@@ -26,9 +26,8 @@ def plot_evidence(result: EvidenceResult, draws: np.ndarray, path: str | Path,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    diag = result.diagnostics
-    flow = diag.get("_flow")
-    lw_p, lw_q = diag.get("_log_w_p"), diag.get("_log_w_q")
+    detail = result.detail if isinstance(result.detail, FlowDetail) else FlowDetail(None)
+    flow, lw_p, lw_q = detail.flow, detail.log_w_p, detail.log_w_q
     if flow is None and lw_p is None and lw_q is None:
         raise InputError(f"result of {result.method!r} carries no flow or weights to plot")
     x = as_draw_matrix(draws)

@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from ..draws import ESS_PER_CHAIN_MIN, RHAT_MAX, DrawsSummary
-from .results import EvidenceResult
+from .base import EvidenceResult
 
 
 def sampler_trouble(summary: DrawsSummary) -> list[str]:

@@ -37,8 +37,8 @@ from ..estimators.reciprocal import (
 )
 from ..estimators.weight_sources import AISWeights, ImportanceWeights, fit_proposal
 from ..mcmc.annealing import AnnealingPath, tune_hmc
-from ..model import StanModel
 from ..parallel import as_seed_sequence, child_sequence
+from ..stan.model import StanModel
 
 Progress = Callable[[str], None] | None
 SOURCES = ("is", "ais")
@@ -115,7 +115,7 @@ class PseudoMarginalResult:
                 for j, n in enumerate(names)]
 
     def to_dict(self) -> dict[str, Any]:
-        from ..report.results import _jsonable
+        from ..estimators.base import _jsonable
 
         return _jsonable({
             "estimator": self.estimator, "iterations": self.n_iter, "warmup": self.warmup,
@@ -257,7 +257,7 @@ def pmmh(
     fitted to ``inner_draws`` NUTS draws. ``init`` holds constrained starting values (default:
     the unconstrained origin).
     """
-    from ..api import read_data
+    from ..stan.inputs import read_data
 
     estimator = check_options(estimator, batch, trials, burn_in)
     if weights not in SOURCES:

@@ -1,0 +1,1 @@
+"""Small helpers every layer may use: seeds, JSON conversion, atomic files, moved modules."""

@@ -1,0 +1,145 @@
+"""Analytic targets with known log normalizing constants, for tests and benchmarks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import InputError
+
+
+class GaussianTarget:
+    """``exp(log_z) * N(x | mean, cov)``: an unnormalized Gaussian whose log Z is ``log_z``.
+
+    It is also an exactly sampleable density: :meth:`sample` draws from N(mean, cov).
+    """
+
+    def __init__(self, mean: np.ndarray, cov: np.ndarray | None = None, log_z: float = 0.0):
+        self.mean = np.atleast_1d(np.asarray(mean, dtype=float))
+        d = self.mean.size
+        self.cov = np.eye(d) if cov is None else np.atleast_2d(np.asarray(cov, dtype=float))
+        if self.cov.shape != (d, d):
+            raise InputError(f"cov must be {d}x{d}, got {self.cov.shape}")
+        self.chol = np.linalg.cholesky(self.cov)
+        self.prec = np.linalg.inv(self.cov)
+        self.log_z = float(log_z)
+        self._norm = -0.5 * d * np.log(2 * np.pi) - np.sum(np.log(np.diag(self.chol)))
+
+    @property
+    def dim(self) -> int:
+        return self.mean.size
+
+    def log_density_many(self, xs: np.ndarray) -> np.ndarray:
+        r = np.atleast_2d(xs) - self.mean
+        return self.log_z + self._norm - 0.5 * np.einsum("ni,ij,nj->n", r, self.prec, r)
+
+    def log_density(self, x: np.ndarray) -> float:
+        return float(self.log_density_many(np.asarray(x)[None, :])[0])
+
+    def log_density_gradient(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        x = np.asarray(x, dtype=float)
+        return self.log_density(x), -self.prec @ (x - self.mean)
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return self.mean + rng.standard_normal((n, self.dim)) @ self.chol.T
+
+
+class HierarchicalNormalTarget:
+    """The non-centred hierarchical normal of ``stan_models/highdim/hier_normal_nc.stan`` on
+    Stan's unconstrained scale ``(mu, log tau, eta_1..J)``:
+
+    ``mu ~ N(0, mu_sd)``, ``tau ~ half-N(0, tau_sd)``, ``eta_j ~ N(0, 1)``,
+    ``y_j ~ N(mu + tau eta_j, sigma_j)``, every density normalized, so ``log_z`` is p(y).
+
+    ``log_z`` integrates the analytic marginal ``y | tau ~ N(0, mu_sd^2 11' + diag(tau^2 +
+    sigma^2))`` over tau by adaptive quadrature; :meth:`sample` draws exactly (tau by inverse CDF
+    on a fine grid of its marginal posterior, then mu and the group effects from their Gaussian
+    conditionals).
+    """
+
+    def __init__(self, y: np.ndarray, sigma: np.ndarray, mu_sd: float = 5.0,
+                 tau_sd: float = 2.0) -> None:
+        self.y = np.asarray(y, dtype=float)
+        self.sigma = np.asarray(sigma, dtype=float)
+        if self.y.shape != self.sigma.shape or self.y.ndim != 1 or np.any(self.sigma <= 0):
+            raise InputError("y and sigma must be vectors of the same length, sigma > 0")
+        self.mu_sd, self.tau_sd = float(mu_sd), float(tau_sd)
+        self._grid = np.linspace(1e-6, 10 * self.tau_sd + 5 * float(np.std(self.y)), 40001)
+        lm = self.log_marginal(self._grid)
+        self.log_z = self._integrate(lm)
+        self._log_post = lm
+
+    @property
+    def dim(self) -> int:
+        return self.y.size + 2
+
+    def log_marginal(self, tau: float | np.ndarray) -> float | np.ndarray:
+        """log p(tau) + log p(y | tau), mu and the group effects integrated out (vectorized
+        over ``tau``)."""
+        tau_a = np.asarray(tau, dtype=float)
+        d = tau_a[..., None] ** 2 + self.sigma**2
+        a, b = np.sum(1 / d, axis=-1), np.sum(self.y / d, axis=-1)
+        v = self.mu_sd**2
+        logdet = np.sum(np.log(d), axis=-1) + np.log1p(v * a)
+        quad = np.sum(self.y**2 / d, axis=-1) - v * b * b / (1 + v * a)
+        lp_tau = (math.log(2.0) - 0.5 * math.log(2 * math.pi) - math.log(self.tau_sd)
+                  - 0.5 * (tau_a / self.tau_sd) ** 2)
+        out = -0.5 * self.y.size * math.log(2 * math.pi) - 0.5 * logdet - 0.5 * quad + lp_tau
+        return float(out) if out.ndim == 0 else out
+
+    def _integrate(self, lm: np.ndarray) -> float:
+        from scipy import integrate
+
+        c = float(np.max(lm))
+        peak = float(self._grid[np.argmax(lm)])
+        f = lambda t: math.exp(self.log_marginal(t) - c)  # noqa: E731
+        cuts = sorted({0.0, 0.5 * peak, peak, 2 * peak + 1e-3, float(self._grid[-1])})
+        val = sum(integrate.quad(f, lo, hi, epsabs=0, epsrel=1e-11, limit=500)[0]
+                  for lo, hi in zip(cuts[:-1], cuts[1:], strict=False))
+        val += integrate.quad(f, cuts[-1], np.inf, epsabs=0, epsrel=1e-11, limit=500)[0]
+        return c + math.log(val)
+
+    def _split(self, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        xs = np.atleast_2d(xs)
+        return xs[:, 0], np.exp(xs[:, 1]), xs[:, 2:]
+
+    def log_density_many(self, xs: np.ndarray) -> np.ndarray:
+        mu, tau, eta = self._split(np.asarray(xs, dtype=float))
+        r = (self.y - (mu[:, None] + tau[:, None] * eta)) / self.sigma
+        c = -0.5 * math.log(2 * math.pi)
+        return (c - math.log(self.mu_sd) - 0.5 * (mu / self.mu_sd) ** 2
+                + c + math.log(2.0) - math.log(self.tau_sd) - 0.5 * (tau / self.tau_sd) ** 2
+                + np.log(tau)
+                + np.sum(c - 0.5 * eta * eta, axis=1)
+                + np.sum(c - np.log(self.sigma) - 0.5 * r * r, axis=1))
+
+    def log_density(self, x: np.ndarray) -> float:
+        return float(self.log_density_many(np.asarray(x)[None, :])[0])
+
+    def log_density_gradient(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        x = np.asarray(x, dtype=float)
+        if not np.all(np.isfinite(x)) or abs(x[1]) > 700:
+            return -math.inf, np.zeros_like(x)
+        mu, tau, eta = x[0], math.exp(x[1]), x[2:]
+        r = (self.y - (mu + tau * eta)) / self.sigma**2
+        g = np.empty_like(x)
+        g[0] = -mu / self.mu_sd**2 + np.sum(r)
+        g[1] = (-tau / self.tau_sd**2 + np.sum(r * eta)) * tau + 1.0
+        g[2:] = -eta + tau * r
+        return self.log_density(x), g
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """``n`` exact posterior draws on the unconstrained scale."""
+        w = np.exp(self._log_post - self._log_post.max())
+        cdf = np.concatenate([[0.0], np.cumsum(0.5 * (w[1:] + w[:-1]) * np.diff(self._grid))])
+        tau = np.interp(rng.uniform(0, cdf[-1], n), cdf, self._grid)
+        d = tau[:, None] ** 2 + self.sigma**2
+        prec_mu = 1 / self.mu_sd**2 + np.sum(1 / d, axis=1)
+        mu = np.sum(self.y / d, axis=1) / prec_mu + rng.standard_normal(n) / np.sqrt(prec_mu)
+        prec_t = 1 / self.sigma**2 + 1 / tau[:, None] ** 2
+        mean_t = (self.y / self.sigma**2 + mu[:, None] / tau[:, None] ** 2) / prec_t
+        theta = mean_t + rng.standard_normal((n, self.y.size)) / np.sqrt(prec_t)
+        eta = (theta - mu[:, None]) / tau[:, None]
+        return np.column_stack([mu, np.log(tau), eta])
+

@@ -1,0 +1,87 @@
+"""Posterior draws by sampling: stanlogz's NUTS inside the model library, or CmdStan through
+cmdstanpy."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from ..errors import ToolchainError
+from .convert import from_cmdstanpy
+from .core import Draws
+
+
+# ---------------------------------------------------------------------- constructors
+def sample(
+    model: Any,
+    *,
+    chains: int = 4,
+    warmup: int = 1000,
+    draws: int = 1000,
+    seed: int | None = None,
+    adapt_delta: float = 0.8,
+    max_treedepth: int = 10,
+    init: Any = None,
+    progress: Any = None,
+) -> Draws:
+    """Draws from stanlogz's own NUTS (Stan's sampler compiled into the model library;
+    :meth:`stanlogz.stan.model.StanModel.nuts` checks the arguments)."""
+    out = model.nuts(
+        chains=chains, warmup=warmup, draws=draws, seed=seed, adapt_delta=adapt_delta,
+        max_treedepth=max_treedepth, init=init, progress=progress,
+    )
+    return Draws(
+        unconstrained=out.unconstrained,
+        constrained=out.constrained,
+        constrained_names=list(out.constrained_names),
+        unc_names=list(model.param_unc_names()),
+        sampler={k: np.asarray(v) for k, v in out.sampler.items()},
+        step_size=np.asarray(out.step_size, dtype=float),
+        inv_metric=np.asarray(out.inv_metric, dtype=float),
+        seconds=float(out.seconds),
+        n_gradient_evals=int(out.n_gradient_evals),
+        source="stanlogz-nuts",
+        sampling_cost_known=True,  # the library counts warmup and sampling leapfrog steps
+        max_treedepth=int(out.max_treedepth),
+    )
+
+
+def sample_cmdstanpy(
+    stan_file: str | os.PathLike,
+    data: Any = None,
+    *,
+    model: Any = None,
+    chains: int = 4,
+    warmup: int = 1000,
+    draws: int = 1000,
+    seed: int | None = None,
+    adapt_delta: float = 0.8,
+    max_treedepth: int = 10,
+) -> Draws:
+    """Draws from CmdStan through cmdstanpy, when a CmdStan installation exists.
+
+    ``model`` (a :class:`stanlogz.stan.model.StanModel` of the same program and data) converts the
+    draws to unconstrained space; it is built from ``stan_file`` and ``data`` when omitted.
+    Raises :class:`ToolchainError` when cmdstanpy finds no CmdStan.
+    """
+    try:
+        import cmdstanpy
+
+        cmdstanpy.cmdstan_path()
+    except Exception:
+        raise ToolchainError(
+            "no CmdStan installation found for cmdstanpy; use stanlogz's own sampler "
+            "(stanlogz.draws.sample) or set CMDSTAN"
+        ) from None
+    if model is None:
+        from ..stan.model import StanModel
+
+        model = StanModel.from_file(stan_file, data, seed=seed)
+    cm = cmdstanpy.CmdStanModel(stan_file=os.fspath(stan_file))
+    fit = cm.sample(
+        data=data, chains=chains, iter_warmup=warmup, iter_sampling=draws, seed=seed,
+        adapt_delta=adapt_delta, max_treedepth=max_treedepth, show_progress=False, sig_figs=18,
+    )
+    return from_cmdstanpy(fit, model)

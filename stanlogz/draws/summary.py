@@ -1,0 +1,46 @@
+"""The summary of draws users read: mean, sd, quantiles, bulk/tail ESS and R-hat per quantity,
+sampler diagnostics, and warnings that say what to do."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .._util.jsonable import json_value
+
+# Thresholds of the warnings in :meth:`Draws.summary` (Vehtari et al. 2021 recommend R-hat < 1.01
+# and a bulk/tail ESS of at least 100 per chain).
+RHAT_MAX = 1.01
+ESS_PER_CHAIN_MIN = 100
+
+
+def _int_or_nan(v: float) -> int | float:
+    return int(round(v)) if math.isfinite(v) else v
+
+
+@dataclass
+class DrawsSummary:
+    """Per-quantity posterior summary, overall sampler diagnostics and warnings that say what to do.
+
+    ``rows`` holds one dict per constrained quantity with keys ``name, mean, sd, q5, q50, q95,
+    ess_bulk, ess_tail, r_hat``.
+    """
+
+    rows: list[dict[str, Any]]
+    diagnostics: dict[str, Any]
+    warnings: list[str]
+
+    header = ("name", "mean", "sd", "5%", "50%", "95%", "ess_bulk", "ess_tail", "r_hat")
+
+    def table_rows(self) -> list[list[Any]]:
+        """The rows as lists in the order of :attr:`header`."""
+        keys = ("name", "mean", "sd", "q5", "q50", "q95")
+        return [[r[k] for k in keys] + [_int_or_nan(r["ess_bulk"]), _int_or_nan(r["ess_tail"]),
+                                        round(r["r_hat"], 3)] for r in self.rows]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serializable dict."""
+        return json_value(
+            {"parameters": self.rows, "diagnostics": self.diagnostics, "warnings": self.warnings}
+        )

@@ -1,0 +1,77 @@
+"""What a Stan program is given: its ``.stan`` file and its data (a dict, JSON text or a JSON
+file), checked and turned into Stan JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import DataError, InputError
+
+DataLike = None | Mapping[str, Any] | str | os.PathLike[str]
+
+
+def data_to_json(data: DataLike) -> str:
+    """Stan JSON text from ``None``, a dict, a path to a ``.json`` file, or JSON text (files and
+    text are read and checked by :func:`read_data`)."""
+    if data is not None and not isinstance(data, Mapping):
+        data = read_data(data)
+    return json.dumps({str(k): _stan_json(v) for k, v in (data or {}).items()})
+
+
+def _stan_json(value: Any) -> Any:
+    if isinstance(value, np.ndarray | np.generic):
+        value = value.tolist()
+    if isinstance(value, Mapping):
+        return {str(k): _stan_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_stan_json(v) for v in value]
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float) and not np.isfinite(value):
+        return "NaN" if np.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value
+
+
+def read_data(data: Any) -> dict[str, Any] | None:
+    """Stan data as a dict: ``None``, a dict, JSON text, or a path to a JSON file (checked)."""
+    if data is None or isinstance(data, dict):
+        return data
+    if isinstance(data, str) and data.lstrip().startswith("{"):
+        try:
+            obj = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"data is not valid JSON: {exc.msg} at line {exc.lineno}") from None
+        return obj
+    if isinstance(data, str | os.PathLike):
+        p = Path(data)
+        if p.suffix.lower() != ".json":
+            raise DataError(f"data file {p} must be a .json file")
+        if not p.is_file():
+            raise DataError(f"data file not found: {p}")
+        try:
+            obj = json.loads(p.read_text())
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DataError(f"cannot read data file {p}: {exc.__class__.__name__}") from None
+        except json.JSONDecodeError as exc:
+            raise DataError(f"data file {p} is not valid JSON: {exc.msg} at line {exc.lineno}") \
+                from None
+        if not isinstance(obj, dict):
+            raise DataError(f"data file {p} must hold a JSON object, not {type(obj).__name__}")
+        return obj
+    raise DataError(f"data must be a dict or a path to a JSON file, not {type(data).__name__}")
+
+
+def check_stan_file(path: str | os.PathLike) -> Path:
+    """``path`` as a :class:`Path` after checking it names an existing ``.stan`` file."""
+    p = Path(path)
+    if p.suffix != ".stan":
+        raise InputError(f"{p} is not a Stan program (expected a .stan file)")
+    if not p.is_file():
+        raise InputError(f"Stan program not found: {p}")
+    return p

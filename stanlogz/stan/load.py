@@ -1,0 +1,24 @@
+"""A :class:`~stanlogz.stan.model.StanModel` from whatever a user passes as "the model"."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import InputError
+from .inputs import check_stan_file, read_data
+from .model import StanModel
+
+
+def load_model(model: Any, data: Any = None, *, seed: int | None = None,
+               progress: Callable[[str], None] | None = None) -> Any:
+    """A :class:`stanlogz.stan.model.StanModel` from a model or a ``.stan`` path, with ``data``."""
+    if isinstance(model, str | os.PathLike):
+        path, data = check_stan_file(model), read_data(data)
+        return StanModel.from_file(path, data, seed=seed, progress=progress)
+    if not hasattr(model, "log_density_gradient"):
+        raise InputError(f"model must be a StanModel or a .stan path, not {type(model).__name__}")
+    if data is not None:
+        return model.with_data(read_data(data))
+    return model

@@ -1,0 +1,226 @@
+"""Running Stan's NUTS in a worker thread: its output, progress lines and a clean stop on Ctrl-C."""
+
+from __future__ import annotations
+
+import ctypes
+import numbers
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._util.seeds import int_seed
+from ..errors import InitializationError, InputError, StanlogzError, ToolchainError
+from .inputs import data_to_json
+from .messages import _check, _with_variable, stan_failure_cause
+
+Progress = Callable[[str], None] | None
+
+#: Sampler columns of a CmdStan CSV, in CmdStan's order; the C++ NUTS writes them so too.
+SAMPLER_COLUMNS = ("lp__", "accept_stat__", "stepsize__", "treedepth__", "n_leapfrog__",
+                   "divergent__", "energy__")
+
+
+# Progress lines during NUTS: at most one per PROGRESS_INTERVAL_S seconds, each when some chain
+# has passed another tenth of its iterations; the sampler thread is polled every _POLL_S.
+PROGRESS_INTERVAL_S = 1.0
+
+
+_POLL_S = 0.05
+
+
+@dataclass
+class NutsOutput:
+    """Draws and adaptation results of Stan's NUTS (diagonal metric), one row per kept draw."""
+
+    constrained: np.ndarray  # (chains, draws, param_num(include_tp=True, include_gq=True))
+    unconstrained: np.ndarray  # (chains, draws, dim)
+    constrained_names: list[str]
+    sampler: dict[str, np.ndarray]  # lp__, accept_stat__, ... each (chains, draws)
+    step_size: np.ndarray  # (chains,) adapted
+    inv_metric: np.ndarray  # (chains, dim) adapted diagonal
+    seconds: float
+    n_gradient_evals: int  # total leapfrog steps, warmup included
+    max_treedepth: int
+    seed: int
+
+
+def _run_stoppable(call: Callable[[], None], stop: ctypes.c_int, poll: Callable[[], None],
+                   *, name: str) -> None:
+    """Run ``call`` (a blocking library call watching ``stop``) in a worker thread, calling
+    ``poll`` while it runs. On an exception here, KeyboardInterrupt included, sets ``stop``,
+    waits for ``call`` to return (it writes into the caller's arrays) and re-raises."""
+    worker = threading.Thread(target=call, name=name, daemon=True)
+    try:
+        worker.start()  # inside: a Ctrl-C while the thread starts must stop it too
+        while worker.is_alive():
+            worker.join(_POLL_S)
+            if worker.is_alive():
+                poll()
+    except BaseException:
+        stop.value = 1
+        while worker.is_alive():
+            try:
+                worker.join(_POLL_S)
+            except KeyboardInterrupt:
+                continue
+        raise
+
+
+class _NutsProgress:
+    """Per-chain iteration progress lines for a running NUTS call, throttled."""
+
+    def __init__(self, progress: Callable[[str], None], warmup: int, total: int,
+                 start: float) -> None:
+        self.progress = progress
+        self.warmup = warmup
+        self.total = total
+        self.last = start
+        self.reported: list[int] = []
+
+    def poll(self, iterations: np.ndarray) -> None:
+        """Report the chains that passed another tenth of their iterations since last time."""
+        now = time.perf_counter()
+        if now - self.last < PROGRESS_INTERVAL_S:
+            return
+        done = [int(i) for i in iterations]  # read once: the sampler keeps counting
+        if not self.reported:
+            self.reported = [0] * len(done)
+        tenths = [10 * i // self.total for i in done]
+        moved = [c for c, t in enumerate(tenths) if t > self.reported[c]]
+        if not moved:
+            return
+        self.progress("; ".join(f"chain {c + 1}: iteration {done[c]}/{self.total} "
+                                f"({'warmup' if done[c] <= self.warmup else 'sampling'})"
+                                for c in moved))
+        for c in moved:
+            self.reported[c] = tenths[c]
+        self.last = now
+def run_nuts(
+    model: Any,
+    *,
+    chains: int = 4,
+    warmup: int = 1000,
+    draws: int = 1000,
+    seed: int | None = None,
+    adapt_delta: float = 0.8,
+    max_treedepth: int = 10,
+    init: None | Mapping[str, Any] | Sequence[Mapping[str, Any]] = None,
+    init_radius: float = 2.0,
+    thin: int = 1,
+    save_warmup: bool = False,
+    progress: Progress = None,
+) -> NutsOutput:
+    """Stan's NUTS with diagonal-metric adaptation (CmdStan defaults), chains in parallel, on
+    ``model`` (a :class:`~stanlogz.stan.model.StanModel`; this is its ``nuts`` method).
+
+    With ``save_warmup`` the kept warmup draws come first in every array. ``init`` is
+    None (uniform(-init_radius, init_radius) on the unconstrained scale), a dict of
+    constrained values for all chains, or one dict per chain. ``progress`` gets a start and
+    an end line and, at most once per ``PROGRESS_INTERVAL_S`` seconds, the iteration of
+    chains that passed another tenth of their iterations. Ctrl-C (KeyboardInterrupt) stops
+    all chains at their next iteration and is re-raised; the draws do not depend on either.
+    """
+    if not model._has_nuts:
+        raise ToolchainError(f"{model.lib_path.name} has no stanlogz NUTS entry (built with "
+                             "the bridgestan backend or an older stanlogz); rebuild it or "
+                             "sample with cmdstanpy instead")
+    _check(model._dim > 0, f"{model.name} has no parameters to sample")
+    for label, v, lo in (("chains", chains, 1), ("warmup", warmup, 0), ("draws", draws, 1),
+                         ("thin", thin, 1), ("max_treedepth", max_treedepth, 1)):
+        _check(isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= lo,
+               f"{label} must be an integer >= {lo}, got {v!r}")
+    chains, warmup, draws, thin = int(chains), int(warmup), int(draws), int(thin)
+    max_treedepth = int(max_treedepth)
+    _check(0.0 < adapt_delta < 1.0, f"adapt_delta must be in (0, 1), got {adapt_delta}")
+    _check(init_radius >= 0.0, f"init_radius must be >= 0, got {init_radius}")
+    seed = int_seed(seed)
+    init_buffers = _init_jsons(init, chains)
+    init_array = (ctypes.c_char_p * chains)(*init_buffers) if init_buffers else None
+    rows = warmup + draws
+    k = model.param_num(True, True)
+    d = model._dim
+    raw = np.zeros((chains, rows, len(SAMPLER_COLUMNS) + k))
+    unc = np.zeros((chains, rows, d))
+    step = np.zeros(chains)
+    inv_metric = np.zeros((chains, d))
+    if progress:
+        progress(f"sampling {model.name}: {chains} chains x ({warmup} warmup + {draws} draws)")
+    err = ctypes.c_void_p()
+    iterations = np.zeros(chains, dtype=np.int64)
+    stop = ctypes.c_int(0)
+    status: list[int] = []
+
+    def run() -> None:
+        status.append(model._lib.slz_nuts_ctl(
+            model._ptr, chains, warmup, draws, seed, adapt_delta, max_treedepth, init_radius,
+            ctypes.cast(init_array, ctypes.c_void_p) if init_buffers else None,
+            raw.ctypes.data, unc.ctypes.data, step.ctypes.data, inv_metric.ctypes.data,
+            iterations.ctypes.data, ctypes.byref(stop), ctypes.byref(err)))
+
+    start = time.perf_counter()
+    ticker = _NutsProgress(progress, warmup, rows, start) if progress else None
+    try:
+        _run_stoppable(run, stop, lambda: ticker.poll(iterations) if ticker else None,
+                       name=f"stanlogz-nuts-{model.name}")
+    except BaseException:
+        if err.value:
+            model._take_error(err)
+        raise
+    seconds = time.perf_counter() - start
+    rc = status[0] if status else 2
+    if rc == 1:
+        log = model._take_error(err)
+        raise InitializationError(_init_failure(model, log), log=log.replace(" | ", "\n"))
+    if rc:
+        log = model._take_error(err)
+        raise StanlogzError(f"NUTS failed for {model.name}: {stan_failure_cause(log)}",
+                            log=log.replace(" | ", "\n"))
+    n_grad = int(raw[:, :, SAMPLER_COLUMNS.index("n_leapfrog__")].sum())
+    keep = np.arange(warmup, rows, thin)
+    if save_warmup:
+        keep = np.concatenate([np.arange(0, warmup, thin), keep])
+    raw = raw[:, keep]
+    if progress:
+        progress(f"sampled {model.name} in {seconds:.2f} s")
+    return NutsOutput(
+        constrained=np.ascontiguousarray(raw[:, :, len(SAMPLER_COLUMNS):]),
+        unconstrained=np.ascontiguousarray(unc[:, keep]),
+        constrained_names=model.param_names(True, True),
+        sampler={c: np.ascontiguousarray(raw[:, :, i]) for i, c in enumerate(SAMPLER_COLUMNS)},
+        step_size=step,
+        inv_metric=inv_metric,
+        seconds=seconds,
+        n_gradient_evals=n_grad,
+        max_treedepth=max_treedepth,
+        seed=seed,
+    )
+
+
+def _init_jsons(init: Any, chains: int) -> list[bytes] | None:
+    if init is None:
+        return None
+    if isinstance(init, Mapping):
+        inits = [init] * chains
+    elif isinstance(init, Sequence) and not isinstance(init, str):
+        inits = list(init)
+        if len(inits) != chains:
+            raise InputError(f"init has {len(inits)} entries for {chains} chains")
+    else:
+        raise InputError("init must be None, a dict of constrained values, or a list of dicts")
+    for item in inits:
+        if not isinstance(item, Mapping):
+            raise InputError("each init must be a dict of constrained values")
+    return [data_to_json(i).encode() for i in inits]
+
+def _init_failure(model: Any, message: str) -> str:
+    reasons = re.findall(r"Exception:\s*([^|]+)", message)
+    reason = (_with_variable(model.code, reasons[-1]) if reasons
+              else stan_failure_cause(message))  # each message of the log once
+    return (f"NUTS initialization failed for {model.name}: no finite log density and "
+            f"gradient in Stan's 100 attempts; reason: {reason}")
+
