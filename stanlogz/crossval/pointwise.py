@@ -36,8 +36,9 @@ SOURCES = ("auto", "log_lik", "difference")
 #: Most observations a baseline instance may need (programs that declare int<lower=r> N).
 MAX_REFERENCE = 3
 
-#: Memory for one block of log-likelihood columns (draws x observations x 8 bytes).
-CHUNK_BYTES = 256 * 2**20
+#: Memory for one block of log-likelihood columns (draws x observations x 8 bytes); PSIS makes
+#: about ten temporary copies of a block, so this bounds the extra memory to a few hundred MB.
+CHUNK_BYTES = 32 * 2**20
 
 
 def log_lik_columns(names: list[str]) -> list[int]:
@@ -213,15 +214,17 @@ class PointwiseLogLik:
         unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
         s = unc.shape[0]
         index = np.arange(self.obs.n) if index is None else np.asarray(index, dtype=int)
-        given = self._given_log_lik(s, constrained, names)
+        given = self._given_log_lik(s, constrained, names)  # (values, their log_lik columns)
         if given is None and self.source == "log_lik":
             # One constrain pass serves every block (the GQs are computed once per draw).
-            given = np.empty((s, self.obs.n))
-            given[:, index] = self._gq_columns(index, unc)
+            values = np.empty((s, self.obs.n))
+            values[:, index] = self._gq_columns(index, unc)
+            given = (values, np.arange(self.obs.n))
         width = max(1, min(index.size, chunk_bytes // (8 * max(s, 1))))
         for a in range(0, index.size, width):
             idx = index[a:a + width]
-            yield idx, (given[:, idx] if given is not None else self.columns(idx, unc))
+            yield idx, (given[0][:, given[1][idx]] if given is not None
+                        else self.columns(idx, unc))
 
     def _gq_columns(self, index: np.ndarray, unc: np.ndarray, block_bytes: int = CHUNK_BYTES
                     ) -> np.ndarray:
@@ -244,8 +247,10 @@ class PointwiseLogLik:
         return np.concatenate([b for _, b in self.chunks(unc, constrained, names,
                                                          chunk_bytes=2**62)], axis=1)
 
-    def _given_log_lik(self, s: int, constrained: np.ndarray | None,
-                       names: list[str] | None) -> np.ndarray | None:
+    def _given_log_lik(self, s: int, constrained: np.ndarray | None, names: list[str] | None
+                       ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The draws' constrained values ``(S, width)`` and the column of each observation's
+        log_lik in them (no copy), when the draws carry ``log_lik``."""
         if self.source != "log_lik" or constrained is None or names is None or not any(
                 n.startswith("log_lik.") for n in names):
             return None
@@ -253,7 +258,7 @@ class PointwiseLogLik:
         if len(cols) != self.obs.n:
             raise InputError(f"the draws' log_lik has {len(cols)} entries but there are "
                              f"{self.obs.n} observations")
-        return np.asarray(constrained, dtype=float).reshape(s, -1)[:, cols]
+        return np.asarray(constrained, dtype=float).reshape(s, -1), np.asarray(cols)
 
     # ------------------------------------------------------------ validity
 
