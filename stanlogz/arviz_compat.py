@@ -65,6 +65,10 @@ def is_inference_data(obj: Any) -> bool:
     return type(obj).__name__ in ("InferenceData", "DataTree")
 
 
+#: Fewest draws PSIS accepts (a Pareto tail of at least 5 draws, 20% of them).
+PSIS_MIN_DRAWS = 25
+
+
 def psislw(log_ratios: np.ndarray, r_eff: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """ArviZ's Pareto-smoothed importance sampling over the last axis.
 
@@ -73,7 +77,14 @@ def psislw(log_ratios: np.ndarray, r_eff: float = 1.0) -> tuple[np.ndarray, np.n
     """
     from scipy.special import logsumexp
 
+    from .errors import InputError
+
     lr = np.asarray(log_ratios, dtype=float)
+    if lr.shape[-1] < PSIS_MIN_DRAWS:
+        # ArviZ 1.x refuses a Pareto tail of fewer than 5 draws (20% of S); 0.x would smooth a
+        # tail too short to fit: the same clear refusal on both
+        raise InputError(f"Pareto smoothed importance sampling needs at least {PSIS_MIN_DRAWS} "
+                         f"draws, got {lr.shape[-1]}: run more draws")
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         if arviz_major() >= 1:
@@ -157,7 +168,7 @@ def compare_weights(elpd_i: np.ndarray, method: str, seed: int | None = None) ->
         if arviz_major() >= 1:
             from arviz_stats import compare
 
-            df = compare(data, method=method.lower())
+            df = compare(data, method=method.lower(), round_to="none")
         else:
             df = arviz().compare(data, method=method, seed=seed)
     return np.asarray(df.loc[names, "weight"].to_numpy(), dtype=float)
@@ -166,8 +177,15 @@ def compare_weights(elpd_i: np.ndarray, method: str, seed: int | None = None) ->
 def compare_columns() -> list[str]:
     """The columns of ArviZ's ``compare`` DataFrame on the installed version."""
     if arviz_major() >= 1:
-        return ["rank", "elpd", "p", "elpd_diff", "weight", "se", "dse", "warning"]
+        return ["rank", "elpd_diff", "dse", "p_worse", "diag_diff", "diag_elpd", "p", "elpd", "se",
+                "weight"]
     return ["rank", "elpd_loo", "p_loo", "elpd_diff", "weight", "se", "dse", "warning", "scale"]
+
+
+def compare_diff_sign() -> float:
+    """The sign of ``elpd_diff`` in ArviZ's ``compare``: +1 for best − program (0.x), −1 for
+    program − best (arviz-stats 1.x)."""
+    return -1.0 if arviz_major() >= 1 else 1.0
 def elpd_object(kind: str, *, elpd: float, se: float, p: float, n_samples: int,
                 elpd_i: np.ndarray, warning: bool, good_k: float | None = None,
                 extra: dict[str, Any] | None = None) -> Any:

@@ -171,7 +171,7 @@ class ProgramChoice:
 
     def to_arviz(self, method: str | None = None) -> Any:
         """A pandas DataFrame shaped like ArviZ's ``compare`` output on the installed ArviZ
-        (index: program names, best first; elpd_diff = best − program, ≥ 0; ``weight`` from
+        (index: program names, best first; elpd_diff with that version's sign; ``weight`` from
         ``method``, default stacking if computed), which ``arviz.plot_compare`` accepts."""
         import pandas as pd
 
@@ -183,15 +183,23 @@ class ProgramChoice:
         w = (self.weights(method).weights if method is not None
              else np.full(len(self.names), np.nan))
         cols = arviz_compat.compare_columns()
+        sign = arviz_compat.compare_diff_sign()
+        lc = self.loo
         rows = []
         for rank, i in enumerate(self.order()):
-            r = self.loo.results[i]
-            vals = [rank, r.elpd_loo, r.p_loo, -float(self.loo.elpd_diff[i]), float(w[i]), r.se,
-                    float(self.loo.diff_se[i]), bool(r.unfixed_bad())]
-            rows.append(vals + (["log"] if len(cols) > len(vals) else []))
+            r = lc.results[i]
+            p_worse = np.nan if lc.p_worse is None or i == lc.best else float(lc.p_worse[i])
+            values = {"rank": rank, "elpd": r.elpd_loo, "elpd_loo": r.elpd_loo, "p": r.p_loo,
+                      "p_loo": r.p_loo, "elpd_diff": -sign * float(lc.elpd_diff[i]),
+                      "weight": float(w[i]), "se": r.se, "dse": float(lc.diff_se[i]),
+                      "warning": bool(r.unfixed_bad()), "scale": "log", "p_worse": p_worse,
+                      "diag_diff": (lc.diag_diff or [""] * len(self.names))[i],
+                      "diag_elpd": (lc.diag_elpd or [""] * len(self.names))[i]}
+            rows.append([values[c] for c in cols])
         df = pd.DataFrame(rows, index=[self.names[i] for i in self.order()], columns=cols)
         df["rank"] = df["rank"].astype(int)
-        df["warning"] = df["warning"].astype(bool)
+        if "warning" in df:
+            df["warning"] = df["warning"].astype(bool)
         return df
 
     def _repr_html_(self) -> str:
