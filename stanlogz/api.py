@@ -59,6 +59,7 @@ def evidence(
     progress: Callable[[str], None] | None = None,
     target_se: float | None = None,
     max_draws: int | None = None,
+    adapt_delta: float = 0.8,
     **options: Any,
 ) -> EvidenceResult:
     """The log evidence log Z of a Stan program with its standard error.
@@ -66,7 +67,8 @@ def evidence(
     ``model`` is a :class:`stanlogz.stan.model.StanModel` or a path to a ``.stan`` file; ``data`` a
     dict or a JSON path. ``draws`` are posterior draws in any form :func:`stanlogz.draws.as_draws`
     takes (a cmdstanpy fit, CmdStan CSV files, a :class:`Draws`, an array of unconstrained
-    draws); without them stanlogz's NUTS draws ``chains x n_draws`` after ``warmup``. Extra
+    draws); without them stanlogz's NUTS draws ``chains x n_draws`` after ``warmup`` (step
+    size adapted to ``adapt_delta``). Extra
     ``options`` go to the estimator, checked first by its options class
     (:mod:`stanlogz.estimators.options`). The diagnostics gain the sampling cost
     (``n_sampling_evals``, ``sampling_seconds``) and the warnings any sign that log Z is not
@@ -83,7 +85,8 @@ def evidence(
         raise InputError(f"target_se must be a positive number of nats, got {target_se}")
     m = load_model(model, data, seed=seed, progress=progress)
     if draws is None:
-        d = sample(m, chains=chains, warmup=warmup, draws=n_draws, seed=seed, progress=progress)
+        d = sample(m, chains=chains, warmup=warmup, draws=n_draws, seed=seed,
+                   adapt_delta=adapt_delta, progress=progress)
     else:
         d = as_draws(draws, m)
     if progress:
@@ -303,6 +306,7 @@ def compare(
     use_evidence: bool = True,
     weights: str | Sequence[str] | None = None,
     loo_options: dict[str, Any] | None = None,
+    adapt_delta: float = 0.8,
     **options: Any,
 ) -> ComparisonResult | ProgramChoice:
     """Log evidence of each program, log Bayes factors against the best, model probabilities.
@@ -366,13 +370,14 @@ def compare(
         di = None if draws is None else draws[i]
         if unbiased_bf or loo:  # the draws are needed again (proposals, LOO)
             di = (sample(m, chains=chains, warmup=warmup, draws=n_draws,
-                         seed=child_int_seed(seed, i), progress=progress)
+                         seed=child_int_seed(seed, i), adapt_delta=adapt_delta,
+                         progress=progress)
                   if di is None else as_draws(di, m))
             kept.append(di)
         if use_evidence:
             results.append(evidence(m, method=method, draws=di, chains=chains, warmup=warmup,
                                     n_draws=n_draws, seed=child_int_seed(seed, i),
-                                    progress=progress, **options))
+                                    adapt_delta=adapt_delta, progress=progress, **options))
     out = ComparisonResult(names=names, results=results, prior_probs=prior) \
         if use_evidence else None
     if unbiased_bf:

@@ -235,3 +235,28 @@ def test_cli_loo_predictive_checks_and_their_bad_inputs(capsys, tmp_path):
         rc = main(["--quiet", "loo", prog, "--data", data, *argv])
         err = capsys.readouterr().err
         assert rc == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_adapt_delta_reaches_nuts_from_loo_and_evidence(monkeypatch, capsys):
+    # The divergence warnings say "--adapt-delta 0.95": every NUTS-running command takes it.
+    import importlib
+
+    import stanlogz.api as api
+
+    seen = []
+    loo_module = importlib.import_module("stanlogz.crossval.loo")
+    for module in (loo_module, api):
+        real = module.sample
+
+        def spy(*args, _real=real, **kwargs):
+            seen.append(kwargs.get("adapt_delta"))
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(module, "sample", spy)
+    prog, data = str(EX / "normal_mean.stan"), str(EX / "normal_mean.data.json")
+    small = ["--chains", "1", "--warmup", "100", "--draws", "100", "--adapt-delta", "0.97"]
+    assert main(["--quiet", "loo", prog, "--data", data, *small]) == 0
+    assert main(["--quiet", "compare", prog, prog, "--data", data, data, "--loo",
+                 *small]) == 0
+    capsys.readouterr()
+    assert seen and all(a == 0.97 for a in seen), seen

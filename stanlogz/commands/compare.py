@@ -92,12 +92,13 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         check_declares(args.models, args.yrep)
     use_evidence = args.evidence or not args.loo
     loo_options = {"fix": args.fix, "obs": args.obs, "obs_fields": obs_fields(args.obs_fields),
-                   "chains": args.chains, "warmup": args.warmup, "n_draws": args.draws}
+                   "chains": args.chains, "warmup": args.warmup, "n_draws": args.draws,
+                   "adapt_delta": args.adapt_delta}
     c = compare(args.models, data, method=method, prior_probs=probs, chains=args.chains,
                 warmup=args.warmup, n_draws=args.draws, seed=args.seed,
                 progress=report.progress, unbiased_bf=args.unbiased_bf, loo=args.loo,
                 use_evidence=use_evidence, weights=args.weights, loo_options=loo_options,
-                **options)
+                adapt_delta=args.adapt_delta, **options)
     if isinstance(c, ComparisonResult):
         print_evidence(report, c, method, args.unbiased_bf)
         report.emit_json(c.to_dict())

@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="coupled MCMC kernel (default rwmh)")
     parser.add_argument("--fit", metavar="FILE", nargs="+", default=None,
                         help="existing draws of the full-data posterior (start of the chains)")
-    add_sampler_arguments(parser)
+    add_sampler_arguments(parser, adapt_delta=False)
     add_executor_arguments(parser)
     parser.add_argument("--plot", metavar="FILE.png", default=None,
                         help="save the replicates against split and lambda")

@@ -120,7 +120,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         draws = as_draws(list(args.fit), model)
     else:
         draws = sample(model, chains=args.chains, warmup=args.warmup, draws=args.draws,
-                       seed=args.seed, progress=report.progress)
+                       seed=args.seed, adapt_delta=args.adapt_delta, progress=report.progress)
     r = evidence(model, method=method, draws=draws, seed=args.seed, progress=report.progress,
                  target_se=args.target_se, max_draws=args.max_draws, **options)
     print_result(report, r, model.name)

@@ -46,9 +46,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "held out together")
     add_observation_arguments(parser)
     add_sampler_arguments(parser)
-    parser.add_argument("--adapt-delta", type=float, default=0.8,
-                        help="target acceptance rate of NUTS step-size adaptation (default 0.8; "
-                        "raise it when divergences are reported)")
     add_executor_arguments(parser)
     parser.add_argument("--plot", metavar="FILE.png", default=None,
                         help="save pointwise and per-fold elpd")

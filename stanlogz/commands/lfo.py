@@ -33,9 +33,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="refit when PSIS k-hat exceeds this (default 0.7)")
     add_observation_arguments(parser)
     add_sampler_arguments(parser)
-    parser.add_argument("--adapt-delta", type=float, default=0.8,
-                        help="target acceptance rate of NUTS step-size adaptation (default 0.8; "
-                        "raise it when divergences are reported)")
     add_executor_arguments(parser)
     parser.add_argument("--plot", metavar="FILE.png", default=None,
                         help="save elpd and k-hat per forecast origin")

@@ -114,7 +114,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     r = loo(args.model, args.data, draws=list(args.fit) if args.fit else None, obs=args.obs,
             obs_fields=obs_fields(args.obs_fields), fix=args.fix, log_lik=args.log_lik,
             k_threshold=args.k_threshold, subsample=args.subsample, chains=args.chains,
-            warmup=args.warmup,
+            warmup=args.warmup, adapt_delta=args.adapt_delta,
             n_draws=args.draws, seed=args.seed, n_workers=args.workers or 1,
             progress=report.progress)
     print_loo(report, r)

@@ -23,21 +23,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
     parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
     add_sampler_arguments(parser)
-    parser.add_argument("--adapt-delta", type=float, default=0.8,
-                        help="target acceptance rate of step-size adaptation (default 0.8)")
     parser.add_argument("--max-treedepth", type=int, default=10,
                         help="maximum NUTS tree depth (default 10)")
     parser.add_argument("--output", metavar="FILE", default=None,
                         help="save the draws: .csv (readable by --fit) or .nc (ArviZ netCDF)")
 
 
-def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--chains``, ``--warmup`` and ``--draws`` (shared with ``evidence`` and ``compare``)."""
+def add_sampler_arguments(parser: argparse.ArgumentParser, *, adapt_delta: bool = True) -> None:
+    """``--chains``, ``--warmup``, ``--draws`` and (for commands that run NUTS) ``--adapt-delta``
+    (shared with ``evidence``, ``compare``, ``loo``, ``kfold``, ``lfo``)."""
     parser.add_argument("--chains", type=int, default=4, help="number of chains (default 4)")
     parser.add_argument("--warmup", type=int, default=1000,
                         help="warmup iterations per chain (default 1000)")
     parser.add_argument("--draws", type=int, default=1000,
                         help="post-warmup draws per chain (default 1000)")
+    if adapt_delta:
+        parser.add_argument("--adapt-delta", type=float, default=0.8,
+                            help="target acceptance rate of NUTS step-size adaptation (default "
+                            "0.8; raise it, e.g. 0.95, when divergences are reported)")
 
 
 def finish(report: Any, result: Any, plot: Path | None, draw: Callable[[Path], None],

@@ -208,6 +208,7 @@ def loo(
     chains: int = 4,
     warmup: int = 1000,
     n_draws: int = 1000,
+    adapt_delta: float = 0.8,
     seed: int | None = None,
     n_workers: int = 1,
     ups_options: dict[str, Any] | None = None,
@@ -244,7 +245,7 @@ def loo(
         raise InputError(f"subsample must be an integer in 2..{observations.n - 1} (there are "
                          f"{observations.n} observations), got {subsample}")
     pw = PointwiseLogLik(model, data_dict, observations, log_lik)
-    d = _get_draws(model, draws, chains, warmup, n_draws, seed, progress)
+    d = _get_draws(model, draws, chains, warmup, n_draws, seed, progress, adapt_delta)
     unc = d.flat_unconstrained()
     r_eff = relative_efficiency(_posterior_values(d))
     t1 = time.perf_counter()
@@ -427,11 +428,11 @@ def _model_data(model: Any) -> dict[str, Any]:
 
 
 def _get_draws(model: Any, draws: Any, chains: int, warmup: int, n_draws: int,
-               seed: int | None, progress: Any) -> Draws:
+               seed: int | None, progress: Any, adapt_delta: float = 0.8) -> Draws:
     if draws is not None:
         return as_draws(draws, model)
     return sample(model, chains=chains, warmup=warmup, draws=n_draws, seed=seed,
-                  progress=progress)
+                  adapt_delta=adapt_delta, progress=progress)
 
 
 def _sampler_warnings(d: Draws) -> list[str]:
