@@ -23,7 +23,7 @@ from ..draws import as_draws, sample
 from ..errors import DataError, InputError
 from ..parallel import child_sequence, with_client
 from .heldout import HeldOut, heldout_many
-from .observations import Observations, find_observations, observation_labels
+from .observations import Observations, load_observed, observation_labels
 
 
 @dataclass
@@ -197,15 +197,11 @@ def kfold(
     held-out densities are exact up to Monte Carlo error (:func:`heldout_elpd`). ``draws``:
     existing draws of the full-data posterior (Draws, cmdstanpy fit, CSV paths, InferenceData)
     instead of a NUTS run on all data. Folds and every refit's seed derive from ``seed``."""
-    from ..stan.inputs import read_data
-    from ..stan.load import load_model
-
     t0 = time.perf_counter()
     if n_workers < 1:
         raise InputError(f"n_workers must be >= 1, got {n_workers}")
-    model = load_model(model, data, seed=seed, progress=progress)
-    data_dict = read_data(data) if data is not None else _model_data(model)
-    observations = find_observations(data_dict, obs, obs_fields)
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+                                                   progress=progress)
     strata = None if stratify is None else observation_labels(
         data_dict, observations, stratify, "--stratify", integer=False)
     groups = None if group is None else observation_labels(data_dict, observations, group,
@@ -250,9 +246,4 @@ def kfold(
                             f"against its se {res.se:.3f}; run more draws (--draws)")
     return res
 
-
-def _model_data(model: Any) -> dict[str, Any]:
-    import json
-
-    return json.loads(model.data_json) if getattr(model, "data_json", "") else {}
 

@@ -32,7 +32,7 @@ from ..errors import DataError, InputError
 from ..estimators.common import autocorr_time
 from ..parallel import child_sequence, run_parallel, with_client
 from .heldout import heldout_elpd
-from .observations import Observations, find_observations
+from .observations import Observations, load_observed
 
 LFO_METHODS = ("psis", "exact")
 
@@ -142,17 +142,13 @@ def lfo(
     from the last refit, refitting when k̂ > ``k_threshold``) or ``"exact"`` (NUTS on every
     prefix and a bridge between consecutive posteriors). NUTS runs ``chains`` x ``n_draws``
     after ``warmup`` with ``adapt_delta``. Seeds derive from ``seed``."""
-    from ..stan.inputs import read_data
-    from ..stan.load import load_model
-
     t0 = time.perf_counter()
     if method not in LFO_METHODS:
         raise InputError(f"method must be one of {', '.join(LFO_METHODS)}, got {method!r}")
     if not 0.0 <= k_threshold <= 1.0:
         raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
-    model = load_model(model, data, seed=seed, progress=progress)
-    data_dict = read_data(data) if data is not None else _model_data(model)
-    observations = find_observations(data_dict, obs, obs_fields)
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+                                                   progress=progress)
     n = observations.n
     for name, value in (("ahead", ahead), ("min_train", min_train)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
@@ -303,7 +299,3 @@ def _divergence_warning(n_div: int) -> list[str]:
             "reparameterize the program"] if n_div else []
 
 
-def _model_data(model: Any) -> dict[str, Any]:
-    import json
-
-    return json.loads(model.data_json) if getattr(model, "data_json", "") else {}

@@ -19,7 +19,7 @@ from ..parallel import child_sequence, run_parallel, with_client
 from .fixups import FIX_METHODS, FixedPoint, FixTask, fix_observation
 from .heldout import heldout_many
 from .moment_match import moment_match_observation
-from .observations import Observations, find_observations
+from .observations import Observations, load_observed
 from .pointwise import PointwiseLogLik
 from .psis import PsisLoo, psis_loo, relative_efficiency
 
@@ -229,17 +229,13 @@ def loo(
     this many observations drawn at random (difference estimator around a point-estimate
     approximation of every observation; Magnusson et al. 2020), for large N.
     """
-    from ..stan.inputs import read_data
-    from ..stan.load import load_model
-
     t0 = time.perf_counter()
     if fix not in FIX_METHODS:
         raise InputError(f"fix must be one of {', '.join(FIX_METHODS)}, got {fix!r}")
     if k_threshold is not None and not 0.0 <= k_threshold <= 1.0:
         raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
-    model = load_model(model, data, seed=seed, progress=progress)
-    data_dict = read_data(data) if data is not None else _model_data(model)
-    observations = find_observations(data_dict, obs, obs_fields)
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+                                                   progress=progress)
     if subsample is not None and not (isinstance(subsample, int | np.integer)
                                       and 2 <= subsample < observations.n):
         raise InputError(f"subsample must be an integer in 2..{observations.n - 1} (there are "
@@ -420,11 +416,6 @@ def _moment_matched(pw: PointwiseLogLik, d: Draws, log_post: np.ndarray, i: int,
     return FixedPoint(i, mm.elpd, mm.se, "mm", float(ps.khat[j]), float(ps.elpd_i[j]), 0,
                       mm.n_evals, mm.seconds, warnings=warns, khat_after=mm.khat_after)
 
-
-def _model_data(model: Any) -> dict[str, Any]:
-    import json
-
-    return json.loads(model.data_json) if getattr(model, "data_json", "") else {}
 
 
 def _get_draws(model: Any, draws: Any, chains: int, warmup: int, n_draws: int,

@@ -138,3 +138,21 @@ def observation_labels(data: Mapping[str, Any], observations: Observations, name
         kinds = "integer" if integer else "integer or string"
         raise InputError(f"{flag} {name}: {name} must hold {kinds} labels, one per observation")
     return arr
+
+
+def load_observed(model: Any, data: Any, obs: str | None = None,
+                  obs_fields: Sequence[str] | None = None, *, seed: int | None = None,
+                  progress: Any = None) -> tuple[Any, dict[str, Any], Observations]:
+    """The program (a path or :class:`~stanlogz.stan.model.StanModel`) bound to ``data``, the
+    data as a dict (the model's own when ``data`` is None) and its observations."""
+    import json
+
+    from ..stan.inputs import read_data
+    from ..stan.load import load_model
+
+    model = load_model(model, data, seed=seed, progress=progress)
+    if data is not None:
+        data_dict = read_data(data)
+    else:
+        data_dict = json.loads(model.data_json) if getattr(model, "data_json", "") else {}
+    return model, data_dict, find_observations(data_dict, obs, obs_fields)

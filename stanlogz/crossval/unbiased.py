@@ -38,8 +38,8 @@ from ..estimators.ups import (
 )
 from ..mcmc.paths import two_posterior_path
 from ..parallel import as_seed_sequence, child_sequence, with_client
-from .loo import _get_draws, _model_data
-from .observations import Observations, find_observations
+from .loo import _get_draws
+from .observations import Observations, load_observed
 
 #: Pilot runs per lambda grid point for the tuning (UPS's default is 100): the tuning only sets
 #: k, m, proposals and q, which affect the variance, never the unbiasedness; on stack-loss 100
@@ -147,9 +147,6 @@ def cv(
     ``kernel``: ``"rwmh"`` or ``"hmc"``; ``ups_options`` go to the tuning run of
     :func:`stanlogz.estimators.ups.ups` (``n_pilot`` defaults to :data:`CV_PILOT`).
     """
-    from ..stan.inputs import read_data
-    from ..stan.load import load_model
-
     t0 = time.perf_counter()
     if not (isinstance(splits, int | np.integer) and splits >= 2):
         raise InputError(f"splits must be an integer >= 2 (for a standard error), got {splits!r}")
@@ -157,9 +154,8 @@ def cv(
         raise InputError(f"ci_level must be in (0, 1), got {ci_level}")
     if criterion not in CRITERIA:
         raise InputError(f"criterion must be one of {', '.join(CRITERIA)}, got {criterion!r}")
-    model = load_model(model, data, seed=seed, progress=progress)
-    data_dict = read_data(data) if data is not None else _model_data(model)
-    observations = find_observations(data_dict, obs, obs_fields)
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+                                                   progress=progress)
     n = observations.n
     if not (isinstance(n_valid, int | np.integer) and 1 <= n_valid < n):
         raise InputError(f"n_valid must be an integer in 1..{n - 1} (there are {n} "
