@@ -37,6 +37,7 @@ _LAZY = {
     "from_csv": "stanlogz.draws",
     "from_cmdstanpy": "stanlogz.draws",
     "StanModel": "stanlogz.stan.model",
+    "NutsArgs": "stanlogz.stan.settings",
     "ais": "stanlogz.estimators.ais",
     "reverse_ais": "stanlogz.estimators.ais",
     "run_testbed": "stanlogz.testbed",

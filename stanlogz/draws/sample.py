@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ToolchainError
+from ..stan.settings import NutsArgs
 from .convert import from_cmdstanpy
 from .core import Draws
 
@@ -16,22 +17,17 @@ from .core import Draws
 # ---------------------------------------------------------------------- constructors
 def sample(
     model: Any,
+    settings: NutsArgs | None = None,
     *,
-    chains: int = 4,
-    warmup: int = 1000,
-    draws: int = 1000,
     seed: int | None = None,
-    adapt_delta: float = 0.8,
-    max_treedepth: int = 10,
     init: Any = None,
     progress: Any = None,
+    **overrides: Any,
 ) -> Draws:
-    """Draws from stanlogz's own NUTS (Stan's sampler compiled into the model library;
-    :meth:`stanlogz.stan.model.StanModel.nuts` checks the arguments)."""
-    out = model.nuts(
-        chains=chains, warmup=warmup, draws=draws, seed=seed, adapt_delta=adapt_delta,
-        max_treedepth=max_treedepth, init=init, progress=progress,
-    )
+    """Draws from stanlogz's own NUTS (Stan's sampler compiled into the model library) with
+    ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`; keyword overrides such as
+    ``draws=2000`` replace single fields)."""
+    out = model.nuts(settings, seed=seed, init=init, progress=progress, **overrides)
     return Draws(
         unconstrained=out.unconstrained,
         constrained=out.constrained,

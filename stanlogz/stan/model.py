@@ -26,6 +26,7 @@ from .ffi import _libs_lock, _load_library, _Scratch
 from .inputs import DataLike, data_to_json
 from .messages import _condense_stan, _data_error_message, _with_variable
 from .nuts import NutsOutput, run_nuts
+from .settings import NutsArgs
 
 Progress = Callable[[str], None] | None
 
@@ -353,32 +354,19 @@ class StanModel:
 
     def nuts(
         self,
+        settings: NutsArgs | None = None,
         *,
-        chains: int = 4,
-        warmup: int = 1000,
-        draws: int = 1000,
         seed: int | None = None,
-        adapt_delta: float = 0.8,
-        max_treedepth: int = 10,
         init: None | Mapping[str, Any] | Sequence[Mapping[str, Any]] = None,
-        init_radius: float = 2.0,
-        thin: int = 1,
         save_warmup: bool = False,
         progress: Progress = None,
+        **overrides: Any,
     ) -> NutsOutput:
-        """Stan's NUTS with diagonal-metric adaptation (CmdStan defaults), chains in parallel.
-
-        With ``save_warmup`` the kept warmup draws come first in every array. ``init`` is
-        None (uniform(-init_radius, init_radius) on the unconstrained scale), a dict of
-        constrained values for all chains, or one dict per chain. ``progress`` gets a start and
-        an end line and, at most once per ``PROGRESS_INTERVAL_S`` seconds, the iteration of
-        chains that passed another tenth of their iterations. Ctrl-C (KeyboardInterrupt) stops
-        all chains at their next iteration and is re-raised; the draws do not depend on either.
-        """
-        return run_nuts(self, chains=chains, warmup=warmup, draws=draws, seed=seed,
-                        adapt_delta=adapt_delta, max_treedepth=max_treedepth, init=init,
-                        init_radius=init_radius, thin=thin, save_warmup=save_warmup,
-                        progress=progress)
+        """Stan's NUTS with diagonal-metric adaptation (CmdStan defaults), chains in parallel:
+        :func:`stanlogz.stan.nuts.run_nuts` on this program (``settings`` is a
+        :class:`~stanlogz.stan.settings.NutsArgs`; keyword overrides replace single fields)."""
+        return run_nuts(self, settings, seed=seed, init=init, save_warmup=save_warmup,
+                        progress=progress, **overrides)
 
     # ------------------------------------------------------------ helpers
 

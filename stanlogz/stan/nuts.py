@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import numbers
 import re
 import threading
 import time
@@ -17,6 +16,7 @@ from .._util.seeds import int_seed
 from ..errors import InitializationError, InputError, StanlogzError, ToolchainError
 from .inputs import data_to_json
 from .messages import _check, _with_variable, stan_failure_cause
+from .settings import NutsArgs
 
 Progress = Callable[[str], None] | None
 
@@ -102,42 +102,34 @@ class _NutsProgress:
         self.last = now
 def run_nuts(
     model: Any,
+    settings: NutsArgs | None = None,
     *,
-    chains: int = 4,
-    warmup: int = 1000,
-    draws: int = 1000,
     seed: int | None = None,
-    adapt_delta: float = 0.8,
-    max_treedepth: int = 10,
     init: None | Mapping[str, Any] | Sequence[Mapping[str, Any]] = None,
-    init_radius: float = 2.0,
-    thin: int = 1,
     save_warmup: bool = False,
     progress: Progress = None,
+    **overrides: Any,
 ) -> NutsOutput:
     """Stan's NUTS with diagonal-metric adaptation (CmdStan defaults), chains in parallel, on
     ``model`` (a :class:`~stanlogz.stan.model.StanModel`; this is its ``nuts`` method).
 
-    With ``save_warmup`` the kept warmup draws come first in every array. ``init`` is
-    None (uniform(-init_radius, init_radius) on the unconstrained scale), a dict of
+    ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`) holds chains, warmup, draws,
+    adapt_delta, max_treedepth, init_radius and thin; keyword ``overrides`` of the same names
+    replace single fields. With ``save_warmup`` the kept warmup draws come first in every array.
+    ``init`` is None (uniform(-init_radius, init_radius) on the unconstrained scale), a dict of
     constrained values for all chains, or one dict per chain. ``progress`` gets a start and
     an end line and, at most once per ``PROGRESS_INTERVAL_S`` seconds, the iteration of
     chains that passed another tenth of their iterations. Ctrl-C (KeyboardInterrupt) stops
     all chains at their next iteration and is re-raised; the draws do not depend on either.
     """
+    args = NutsArgs.of(settings, **overrides)
+    chains, warmup, draws, thin = args.chains, args.warmup, args.draws, args.thin
+    adapt_delta, max_treedepth, init_radius = args.adapt_delta, args.max_treedepth, args.init_radius
     if not model._has_nuts:
         raise ToolchainError(f"{model.lib_path.name} has no stanlogz NUTS entry (built with "
                              "the bridgestan backend or an older stanlogz); rebuild it or "
                              "sample with cmdstanpy instead")
     _check(model._dim > 0, f"{model.name} has no parameters to sample")
-    for label, v, lo in (("chains", chains, 1), ("warmup", warmup, 0), ("draws", draws, 1),
-                         ("thin", thin, 1), ("max_treedepth", max_treedepth, 1)):
-        _check(isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= lo,
-               f"{label} must be an integer >= {lo}, got {v!r}")
-    chains, warmup, draws, thin = int(chains), int(warmup), int(draws), int(thin)
-    max_treedepth = int(max_treedepth)
-    _check(0.0 < adapt_delta < 1.0, f"adapt_delta must be in (0, 1), got {adapt_delta}")
-    _check(init_radius >= 0.0, f"init_radius must be >= 0, got {init_radius}")
     seed = int_seed(seed)
     init_buffers = _init_jsons(init, chains)
     init_array = (ctypes.c_char_p * chains)(*init_buffers) if init_buffers else None

@@ -1,0 +1,72 @@
+"""The sampler settings: one frozen object that every NUTS run in stanlogz takes.
+
+A workflow receives a :class:`NutsArgs` once (from the API keywords or the CLI flags) and passes
+it, unchanged or through :meth:`NutsArgs.replace`, to every NUTS run it starts: the first fit,
+exact refits, K-fold / LFO folds, held-out runs and the evidence's draws. The defaults are
+CmdStan's and are declared here only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError
+
+#: The keyword names that a :class:`NutsArgs` holds (API functions accept each of them).
+NUTS_FIELDS = ("chains", "warmup", "draws", "adapt_delta", "max_treedepth", "init_radius", "thin")
+
+
+def _integer(label: str, v: Any, lo: int) -> None:
+    if not (isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= lo):
+        raise InputError(f"{label} must be an integer >= {lo}, got {v!r}")
+
+
+@dataclass(frozen=True)
+class NutsArgs:
+    """Settings of Stan's NUTS (CmdStan's defaults): chains, warmup and kept draws per chain,
+    target acceptance ``adapt_delta``, ``max_treedepth``, the uniform initialization radius on
+    the unconstrained scale and thinning. Invalid values raise :class:`~stanlogz.InputError`."""
+
+    chains: int = 4
+    warmup: int = 1000
+    draws: int = 1000
+    adapt_delta: float = 0.8
+    max_treedepth: int = 10
+    init_radius: float = 2.0
+    thin: int = 1
+
+    def __post_init__(self) -> None:
+        for label, lo in (("chains", 1), ("warmup", 0), ("draws", 1), ("max_treedepth", 1),
+                          ("thin", 1)):
+            _integer(label, getattr(self, label), lo)
+            object.__setattr__(self, label, int(getattr(self, label)))
+        ad = self.adapt_delta
+        if not (isinstance(ad, numbers.Real) and not isinstance(ad, bool) and 0.0 < ad < 1.0):
+            raise InputError(f"adapt_delta must be in (0, 1), got {ad!r}")
+        if not (isinstance(self.init_radius, numbers.Real) and self.init_radius >= 0.0):
+            raise InputError(f"init_radius must be >= 0, got {self.init_radius!r}")
+        object.__setattr__(self, "adapt_delta", float(ad))
+        object.__setattr__(self, "init_radius", float(self.init_radius))
+
+    def replace(self, **changes: Any) -> NutsArgs:
+        """A copy with ``changes`` applied (None values are ignored), validated again."""
+        changes = {k: v for k, v in changes.items() if v is not None}
+        unknown = sorted(set(changes) - set(NUTS_FIELDS))
+        if unknown:
+            raise InputError(f"unknown sampler setting(s): {', '.join(unknown)}")
+        return dataclasses.replace(self, **changes) if changes else self
+
+    @classmethod
+    def of(cls, settings: NutsArgs | None = None, **overrides: Any) -> NutsArgs:
+        """``settings`` (default: the defaults) with the non-None ``overrides`` applied: the one
+        way an API function turns its ``settings=`` and loose keywords into one object."""
+        if settings is not None and not isinstance(settings, NutsArgs):
+            raise InputError(f"settings must be a NutsArgs, got {type(settings).__name__}")
+        return (settings or cls()).replace(**overrides)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The settings as a plain dict (for JSON output and reports)."""
+        return dataclasses.asdict(self)
