@@ -133,10 +133,10 @@ def program_checks(report: Reporter, c: ProgramChoice, args: argparse.Namespace,
     checks = {c.names[i]: checks_for_loo(c.loo.results[i], *fits[i], args, seed=args.seed)
               for i in c.order()}
     first = next(iter(checks.values()))
-    shown = [row for row in first.table() if row[0] != "pit_ks_statistic"]
+    shown = [row for row in first.table() if not row[0].endswith("_statistic")]
     header = ["model"] + [h for row in shown for h in ((row[0],) if row[2] is None
                                                       else (row[0], "se"))]
-    rows = [[n] + [v for row in ch.table() if row[0] != "pit_ks_statistic"
+    rows = [[n] + [v for row in ch.table() if not row[0].endswith("_statistic")
                    for v in ((row[1],) if row[2] is None else row[1:])]
             for n, ch in checks.items()]
     if shown:
