@@ -173,8 +173,9 @@ def test_kfold_pointwise_mc_se_matches_the_error(compiled) -> None:
     """Σ_i log p(y_i | y_T) of one fold from exact draws: z = error / elpd_i_se over 60 data
     sets. With an honest se Σ z² ~ χ²_60 (a conservative one is smaller): below its 1 − 1e-4
     quantile (107) except with probability 1e-4. The old se (log r taken as known) measured
-    sd(error) / se = 1.27, Σ z² ≈ 97; the new one 0.85, Σ z² ≈ 43; a se 3x too large would
-    give Σ z² ≈ 7, below 20 (the χ²_60 1e-4 quantile is 27)."""
+    sd(error) / se = 1.27 (benchmarks/coverage_cv.py), Σ z² ≈ 97 expected; the new one 1.00
+    (this seed: Σ z² = 51); a se 3x too large would give Σ z² ≈ 7, below 20 (the χ²_60 1e-4
+    quantile is 27)."""
     sigma, mu0, tau0, n = 1.2, 0.0, 2.0, 20
     base = {"N": n, "sigma": sigma, "mu0": mu0, "tau0": tau0}
     rng = np.random.default_rng(17)
