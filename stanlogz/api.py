@@ -252,15 +252,16 @@ def posterior_probs(log_z: np.ndarray, se: np.ndarray, prior: np.ndarray
     """Posterior model probabilities and their delta-method standard errors.
 
     p = softmax(log Z + log prior); dp_i/dlogZ_j = p_i (delta_ij - p_j), and the log Z
-    estimates are independent, so var p_i = sum_j (p_i (delta_ij - p_j))^2 se_j^2.
+    estimates are independent, so var p_i = sum_j (p_i (delta_ij - p_j))^2 se_j^2; an unknown
+    (NaN) se makes the se of every probability that depends on it NaN, never 0.
     """
     with np.errstate(divide="ignore"):
         a = np.asarray(log_z, dtype=float) + np.log(np.asarray(prior, dtype=float))
+    from .crossval.weights import probs_se
+
     p = np.exp(a - np.max(a))
     p /= p.sum()
-    jac = p[:, None] * (np.eye(p.size) - p[None, :])
-    var = (jac**2) @ (np.asarray(se, dtype=float) ** 2)
-    return p, np.sqrt(var)
+    return p, probs_se(p, se)
 
 
 def _names(models: Sequence[Any], loaded: Sequence[Any]) -> list[str]:

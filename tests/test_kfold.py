@@ -17,6 +17,7 @@ import pytest
 from stanlogz import arviz_compat
 from stanlogz.cli import main
 from stanlogz.crossval import truths
+from stanlogz.crossval.cv_se import kfold_se
 from stanlogz.crossval.kfold import kfold, make_folds
 from stanlogz.errors import InputError
 
@@ -105,7 +106,8 @@ def test_kfold_against_closed_form(compiled, k, group, scheme) -> None:
     for f, truth in zip(r.folds, joint, strict=True):
         assert abs(f.elpd - truth) < Z * f.se + 1e-8, (f.index, f.elpd, truth, f.se, f.method)
     c = r.fold_elpd
-    assert r.se == pytest.approx(np.sqrt(c.size * np.var(c)))
+    assert r.se_between_folds == pytest.approx(np.sqrt(c.size * np.var(c)))
+    assert r.se == pytest.approx(kfold_se(r.elpd_i, r.fold_of))
     a = r.to_arviz()
     assert _elpd_of(a) == pytest.approx(r.elpd_kfold)
 

@@ -168,7 +168,7 @@ def test_checks_on_a_stan_program_with_a_y_rep_quantity(compiled, tmp_path):
     ch = run_checks(robust, d, dd, ll, args, seed=4)
     assert ch.outcome == "y" and ch.pit.shape == (25,)
     names = [row[0] for row in ch.table()]
-    assert {"pit_ks_p_value", "rmse", "mae", "r2", "crps", "scrps"} <= set(names)
+    assert {"pit_pot_p_value", "rmse", "mae", "r2", "crps", "scrps"} <= set(names)
     # the same numbers as the array functions on the same draws
     ref = predictive_checks(ll, y_rep, dd["y"], seed=4)
     assert ch.crps.crps == pytest.approx(ref.crps.crps)

@@ -19,6 +19,7 @@ from ..crossval.checks import (
 )
 from ..crossval.choose import ProgramChoice
 from ..crossval.fixups import FIX_METHODS
+from ..crossval.scores import SCORES
 from ..crossval.weights import METHODS
 from ..errors import InputError
 from ..report.output import Reporter, write_atomically
@@ -52,6 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default auto: moment matching, then exact refits)")
     add_observation_arguments(parser)
     add_check_arguments(parser)
+    parser.add_argument("--score", choices=tuple(SCORES), default=None,
+                        help="with --loo: also compare on this score with paired se (elpd; "
+                        "rmse, mae, crps, scrps need --yrep)")
+    parser.add_argument("--averaged-draws", metavar="FILE.csv", default=None,
+                        help="with --loo, --weights and --yrep: write model-averaged "
+                        "posterior-predictive draws of the --yrep quantity (each program "
+                        "supplies its weight's share of the draws)")
     parser.add_argument("--unbiased-bf", action="store_true",
                         help="also unbiased Bayes factors Z/Z_best on the natural scale "
                         "(paper 003: importance weights times an unbiased 1/Z)")
@@ -88,7 +96,17 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         raise InputError("predictive checks (--pit, --metrics, --crps, --e-loo) use the LOO "
                          "weights: add --loo")
     pit_plot = check_output(args.pit_plot, PLOT_SUFFIXES, "--pit-plot")
-    if args.yrep is not None and checks_requested(args):
+    averaged = check_output(args.averaged_draws, (".csv",), "--averaged-draws")
+    if (args.score is not None or averaged is not None) and not args.loo:
+        raise InputError("--score and --averaged-draws use the LOO comparison: add --loo")
+    if averaged is not None and (args.yrep is None or not args.weights):
+        raise InputError("--averaged-draws needs --yrep NAME (the quantity to average) and "
+                         "--weights (e.g. stacking)")
+    if args.score not in (None, "elpd") and args.yrep is None:
+        raise InputError(f"--score {args.score} needs --yrep NAME: the posterior-predictive "
+                         "quantity with one draw per observation")
+    if args.yrep is not None and (checks_requested(args) or averaged is not None
+                                  or args.score not in (None, "elpd")):
         check_declares(args.models, args.yrep)
     use_evidence = args.evidence or not args.loo
     loo_options = {"fix": args.fix, "obs": args.obs, "obs_fields": obs_fields(args.obs_fields),
@@ -119,6 +137,24 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     for w in c.warnings:
         report.warn(w)
     out = c.to_dict()
+    if args.score is not None:
+        sc = c.compare_score(args.score, args.yrep, args.outcome)
+        better = "higher" if sc.higher_is_better else "lower"
+        report.table(list(sc.header), sc.table(),
+                     title=f"comparison on {sc.score} ({better} is better); diff = score - "
+                     "best's, diff_se of paired differences")
+        for w in sc.warnings:
+            if w not in c.warnings:
+                report.warn(w)
+        out["score_comparison"] = sc.to_dict()
+    if averaged is not None:
+        mixed = c.averaged_draws(args.yrep, seed=args.seed)
+        header = ",".join(f"{args.yrep}.{i + 1}" for i in range(mixed.shape[1]))
+        write_atomically(averaged, lambda p: np.savetxt(p, mixed, delimiter=",",
+                                                        header=header, comments=""))
+        report.progress(f"{mixed.shape[0]} model-averaged draws of {args.yrep} written to "
+                        f"{averaged}")
+        out["averaged_draws"] = {"path": str(averaged), "n_draws": int(mixed.shape[0])}
     if checks_requested(args):
         out["checks"] = program_checks(report, c, args, pit_plot)
     report.emit_json(out)
@@ -133,10 +169,10 @@ def program_checks(report: Reporter, c: ProgramChoice, args: argparse.Namespace,
     checks = {c.names[i]: checks_for_loo(c.loo.results[i], *fits[i], args, seed=args.seed)
               for i in c.order()}
     first = next(iter(checks.values()))
-    shown = [row for row in first.table() if row[0] != "pit_ks_statistic"]
+    shown = [row for row in first.table() if not row[0].endswith("_statistic")]
     header = ["model"] + [h for row in shown for h in ((row[0],) if row[2] is None
                                                       else (row[0], "se"))]
-    rows = [[n] + [v for row in ch.table() if row[0] != "pit_ks_statistic"
+    rows = [[n] + [v for row in ch.table() if not row[0].endswith("_statistic")
                    for v in ((row[1],) if row[2] is None else row[1:])]
             for n, ch in checks.items()]
     if shown:

@@ -26,11 +26,15 @@ from .predictive import (
     UniformityTest,
     e_loo,
     loo_crps,
-    loo_log_weights,
+    loo_log_weights_khat,
     loo_metrics,
     loo_pit,
     pit_uniformity,
 )
+
+#: Pareto k̂ above which an observation's PSIS weights are unreliable: its LOO-PIT value is
+#: left out of the uniformity test (and reported as missing).
+PIT_KHAT = 0.7
 
 #: Suffixes stripped from a posterior-predictive quantity's name to find the observed outcome.
 REP_SUFFIXES = ("_rep", "_pred", "_sim", "_new", "_tilde", "_hat")
@@ -109,7 +113,8 @@ class PredictiveChecks:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict."""
         return {"yrep": self.yrep_name, "outcome": self.outcome,
-                "pit": None if self.pit is None else self.pit.tolist(),
+                "pit": None if self.pit is None else [
+                    float(v) if np.isfinite(v) else None for v in self.pit],
                 "pit_uniformity": None if self.uniformity is None else self.uniformity.to_dict(),
                 "metrics": None if self.metrics is None else [m.to_dict() for m in self.metrics],
                 "crps": None if self.crps is None else self.crps.to_dict(),
@@ -120,8 +125,9 @@ class PredictiveChecks:
         """Rows ``[check, estimate, se]`` of the scalar results."""
         rows: list[list[Any]] = []
         if self.uniformity is not None:
-            rows.append(["pit_ks_statistic", self.uniformity.statistic, None])
-            rows.append(["pit_ks_p_value", self.uniformity.p_value, None])
+            t = self.uniformity.test
+            rows.append([f"pit_{t}_statistic", self.uniformity.statistic, None])
+            rows.append([f"pit_{t}_p_value", self.uniformity.p_value, None])
         for m in self.metrics or []:
             rows.append([m.name, m.estimate, m.se])
         if self.crps is not None:
@@ -140,7 +146,7 @@ class PredictiveChecks:
 
         if self.pit is None:
             raise InputError("no LOO-PIT values to plot (ask for the PIT check)")
-        p = np.sort(self.pit)
+        p = np.sort(self.pit[np.isfinite(self.pit)])
         n = p.size
         ecdf = np.arange(1, n + 1) / n
         band = float(kstwo.ppf(0.99, n))
@@ -168,19 +174,32 @@ def predictive_checks(log_lik: Any, y_rep: Any, y: Any, *, r_eff: float = 1.0,
     """The checks asked for, from the pointwise log-likelihood ``(S, N)``, posterior-predictive
     draws ``y_rep`` ``(S, N)`` and observations ``y`` ``(N,)``; ``expectations``: other
     ``(S, N)`` quantities whose E_loo (mean, variance, 5/50/95% quantiles) to report."""
-    lw = loo_log_weights(log_lik, r_eff)
+    lw, khat = loo_log_weights_khat(log_lik, r_eff)
     out = PredictiveChecks(yrep_name=yrep_name, outcome=outcome)
     seeds = np.random.SeedSequence(seed).spawn(2)
     if pit:
         out.pit = loo_pit(lw, y, y_rep, seed=int(seeds[0].generate_state(1)[0]))
+        bad = np.flatnonzero(~(khat <= PIT_KHAT))
+        out.pit[bad] = np.nan
+        if bad.size:
+            shown = ", ".join(str(i + 1) for i in bad[:8]) + (", ..." if bad.size > 8 else "")
+            out.warnings.append(f"{bad.size} observation(s) ({shown}) have Pareto k-hat > "
+                                f"{PIT_KHAT}: their LOO-PIT values are unreliable and left out "
+                                "of the uniformity test; check them with exact LOO (kfold with "
+                                "one observation per fold)")
+        if bad.size > khat.size - 2:
+            raise InputError(f"{bad.size} of {khat.size} observations have Pareto k-hat > "
+                             f"{PIT_KHAT}: too few reliable LOO-PIT values for a uniformity "
+                             "test; use K-fold cross-validation")
         out.uniformity = pit_uniformity(out.pit)
+        out.uniformity.excluded = bad.tolist()
         if out.uniformity.p_value < 0.01:
-            p = out.pit
+            p = out.pit[np.isfinite(out.pit)]
             shape = ("U-shaped: the predictive distributions are too narrow (overconfident)"
                      if np.mean((p < 0.1) | (p > 0.9)) > 0.3 else
                      "hump-shaped: too wide" if np.mean((p > 0.25) & (p < 0.75)) > 0.65 else
                      "skewed: the predictions are biased")
-            out.warnings.append(f"LOO-PIT of {outcome} is not uniform (KS p = "
+            out.warnings.append(f"LOO-PIT of {outcome} is not uniform (p = "
                                 f"{out.uniformity.p_value:.2g}), {shape}; revise the "
                                 "observation model")
     if metrics:

@@ -19,6 +19,7 @@ from .. import arviz_compat
 from ..errors import InputError
 from .compare import LooComparison, loo_compare
 from .observations import find_observations
+from .scores import ScoreComparison, compare_scores, mix_draws, program_pointwise, selection_warning
 from .weights import METHODS, ModelWeights, bma_weights, pseudo_bma_weights, stacking_weights
 
 #: What each weight method needs: the LOO comparison or the evidence.
@@ -202,6 +203,43 @@ class ProgramChoice:
             df["warning"] = df["warning"].astype(bool)
         return df
 
+    def compare_score(self, score: str = "elpd", yrep: str | None = None,
+                      outcome: str | None = None) -> ScoreComparison:
+        """The programs compared on ``score`` (elpd, rmse, mae, crps, scrps) with paired se
+        (:func:`stanlogz.crossval.scores.compare_scores`); scores other than elpd need the
+        posterior-predictive quantity ``yrep`` and the observed ``outcome``."""
+        if self.loo is None or (score != "elpd" and not self.fits):
+            raise InputError(f"comparing on {score} needs the LOO comparison of fitted "
+                             "programs (compare with loo=True / --loo)")
+        fits = self.fits or [(None, None, None)] * len(self.names)
+        vals = [program_pointwise(score, r, *f, yrep, outcome)
+                for r, f in zip(self.loo.results, fits, strict=True)]
+        return compare_scores(vals, self.names, score)
+
+    def averaged_draws(self, yrep: str, method: str | None = None, *,
+                       n_draws: int | None = None, seed: int | None = None) -> np.ndarray:
+        """Model-averaged posterior-predictive draws ``(n_draws, N)`` of the quantity ``yrep``:
+        each program supplies its weight's share of the draws (``method``: a computed weight
+        method, default stacking or the first computed)."""
+        from .checks import generated_quantity
+
+        if not self.model_weights:
+            raise InputError("averaged draws need model weights: add weights='stacking' "
+                             "(--weights stacking)")
+        method = method or ("stacking" if "stacking" in self.model_weights
+                            else next(iter(self.model_weights)))
+        if not self.fits:
+            raise InputError("averaged draws need the programs' draws (compare with loo=True)")
+        n = self.loo.results[0].n_obs if self.loo is not None else None
+        reps = []
+        for (model, data, draws), name in zip(self.fits, self.names, strict=True):
+            size = n if n is not None else int(np.size(data[yrep]))
+            try:
+                reps.append(generated_quantity(model, draws, yrep, size))
+            except InputError as exc:
+                raise InputError(f"{name}: {exc}") from None
+        return mix_draws(reps, self.weights(method).weights, n_draws=n_draws, seed=seed)
+
     def _repr_html_(self) -> str:
         from .._util.tables import format_cell as _cell
 
@@ -249,6 +287,13 @@ def choose(names: Sequence[str], *, loo: Sequence[Any] | None = None, evidence: 
         out.model_weights["bma"] = bma_weights([r.log_z for r in evidence.results],
                                                [r.log_z_se for r in evidence.results],
                                                evidence.prior_probs)
+    k = len(names)
+    spread = (lc.diff_se if lc is not None else np.asarray(evidence.log_bf_se, dtype=float))
+    best = lc.best if lc is not None else int(evidence.best)
+    many = selection_warning(k, np.delete(spread, best), "elpd_loo" if lc is not None
+                             else "log Z")
+    if many:
+        out.warnings.append(many)
     if lc is not None and evidence is not None:
         by_loo, by_z = names[lc.best], names[int(evidence.best)]
         if by_loo != by_z:

@@ -14,6 +14,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from .. import arviz_compat
 from ..draws import as_draws, sample
 from ..errors import DataError, InputError
 from ..parallel import child_sequence, with_client
+from .cv_se import kfold_se
 from .heldout import HeldOut, heldout_many
 from .observations import Observations, load_observed, observation_labels
 
@@ -59,10 +61,17 @@ class KFoldResult:
         """Each fold's contribution Σ_{i in fold} log p(y_i | y_T)."""
         return np.array([self.elpd_i[f.index].sum() for f in self.folds])
 
-    @property
+    @cached_property
     def se(self) -> float:
-        """Between-fold se sqrt(K var(fold contributions)): the folds are the independent units
-        (a grouped split keeps correlated observations together)."""
+        """se of elpd_kfold as an estimate of the full-data posterior's expected log score on
+        N new observations: the pointwise variance with a small-N bootstrap-t calibration plus
+        the between-fold excess (:func:`stanlogz.crossval.cv_se.kfold_se`)."""
+        return kfold_se(self.elpd_i, self.fold_of)
+
+    @property
+    def se_between_folds(self) -> float:
+        """sqrt(K var(fold contributions)) (K − 1 degrees of freedom: undercovers at few
+        folds; kept for comparison)."""
         c = self.fold_elpd
         return float(math.sqrt(c.size * np.var(c))) if c.size > 1 else float("nan")
 
@@ -115,7 +124,8 @@ class KFoldResult:
         return {"model": self.model, "scheme": self.scheme, "k": self.k,
                 "group": self.group, "stratify": self.stratify,
                 "elpd_kfold": self.elpd_kfold, "se": self.se, "mc_se": self.mc_se,
-                "se_pointwise": self.se_pointwise, "kfoldic": -2 * self.elpd_kfold,
+                "se_pointwise": self.se_pointwise,
+                "se_between_folds": self.se_between_folds, "kfoldic": -2 * self.elpd_kfold,
                 "elpd_joint": self.elpd_joint, "elpd_joint_mc_se": self.elpd_joint_mc_se,
                 "n_obs": self.n_obs, "n_samples": self.n_samples,
                 "observations": {"size": self.observations.size_name,

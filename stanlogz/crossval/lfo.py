@@ -21,6 +21,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ from ..draws import Draws, sample
 from ..errors import DataError, InputError
 from ..estimators.common import autocorr_time
 from ..parallel import child_sequence, run_parallel, with_client
+from .cv_se import lfo_se
 from .heldout import heldout_elpd
 from .observations import Observations, load_observed
 
@@ -63,9 +65,18 @@ class LfoResult:
         """Σ_t elpd_t."""
         return float(self.elpd_t.sum())
 
-    @property
+    @cached_property
     def se(self) -> float:
-        """sqrt(n var(elpd_t)), the loo-style se over forecast origins."""
+        """se of elpd_lfo as an estimate of the expected log score of the same origins'
+        forecasts on new futures: overlapping M-step windows counted, small-n calibrated
+        (:func:`stanlogz.crossval.cv_se.lfo_se`); NaN when the origins are worth fewer than
+        two independent ones."""
+        return lfo_se(self.elpd_t, self.ahead)
+
+    @property
+    def se_naive(self) -> float:
+        """sqrt(n var(elpd_t)), the loo-style se that treats the origins as independent (too
+        small for M > 1)."""
         return float(math.sqrt(self.elpd_t.size * np.var(self.elpd_t)))
 
     @property
@@ -95,6 +106,7 @@ class LfoResult:
         """A JSON-serializable dict."""
         return {"model": self.model, "method": self.method, "min_train": self.min_train,
                 "ahead": self.ahead, "elpd_lfo": self.elpd_lfo, "se": self.se,
+                "se_naive": self.se_naive,
                 "mc_se": self.mc_se, "k_threshold": self.k_threshold,
                 "refits": list(self.refits), "n_refits": len(self.refits),
                 "n_samples": self.n_samples, "n_gradient_evals": self.n_gradient_evals,
@@ -165,6 +177,10 @@ def lfo(
         res = _psis(model, data_dict, observations, origins, ahead, k_threshold, nuts, seed,
                     progress)
     res.seconds = time.perf_counter() - t0
+    if not math.isfinite(res.se):
+        res.warnings.append(f"{res.elpd_t.size} origins with {ahead}-step windows are worth "
+                            "fewer than two independent forecasts: elpd_lfo has no se; lower "
+                            "--ahead or --min-train")
     if res.mc_se > 0.1 * max(res.se, 1.0):
         res.warnings.append(f"Monte Carlo se {res.mc_se:.3f} of elpd_lfo is not small against "
                             f"its se {res.se:.3f}; run more draws (--draws)")

@@ -32,6 +32,15 @@ def loo_log_weights(log_lik: Any, r_eff: float = 1.0) -> np.ndarray:
     return np.asarray(lw, dtype=float).T
 
 
+def loo_log_weights_khat(log_lik: Any, r_eff: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`loo_log_weights` and each observation's Pareto k̂ ``(N,)``."""
+    ll = np.asarray(log_lik, dtype=float)
+    if ll.ndim != 2 or ll.shape[0] < 2:
+        raise InputError(f"log-likelihood must be (draws, observations), got {ll.shape}")
+    lw, k = arviz_compat.psislw(-ll.T, r_eff=r_eff)
+    return np.asarray(lw, dtype=float).T, np.asarray(k, dtype=float).ravel()
+
+
 def _weights(log_w: Any, n_obs: int | None = None) -> np.ndarray:
     lw = np.asarray(log_w, dtype=float)
     if lw.ndim != 2 or (n_obs is not None and lw.shape[1] != n_obs):
@@ -64,6 +73,8 @@ def loo_pit(log_w: Any, y: Any, y_rep: Any, *, seed: int | None = None,
 
     For discrete outcomes (``discrete=None``: integer data and draws) the randomized PIT
     P(ỹ < y_i) + u · P(ỹ = y_i) with u ~ U(0, 1) (seeded), which is uniform under the model.
+    Continuous PIT values are kept within half the largest weight of 0 and 1 (the draws'
+    resolution).
     """
     yv, yr = _check(y, y_rep)
     w = _weights(log_w, yv.size)
@@ -76,32 +87,69 @@ def loo_pit(log_w: Any, y: Any, y_rep: Any, *, seed: int | None = None,
     if discrete:
         u = np.random.default_rng(seed).uniform(size=yv.size)
         return np.clip(below + u * equal, 0.0, 1.0)
-    return np.clip(below + equal, 0.0, 1.0)
+    # an observation beyond every draw gets half the largest weight, not exactly 0 or 1: the
+    # draws resolve the PIT only to that step (an exact 0 or 1 would be an infinitely strong
+    # rejection of uniformity)
+    half = 0.5 * np.max(w, axis=0)
+    return np.clip(below + equal, half, 1.0 - half)
+
+
+#: Uniformity tests of PIT values by the names ``pit_uniformity`` takes.
+UNIFORMITY_TESTS = ("pot", "ks")
 
 
 @dataclass
 class UniformityTest:
-    """Kolmogorov–Smirnov test of PIT values against U(0, 1)."""
+    """A test of PIT values against U(0, 1): ``"pot"`` (pointwise order tests combined by the
+    Cauchy combination test; ``statistic`` is the combined Cauchy statistic) or ``"ks"``
+    (Kolmogorov–Smirnov; ``statistic`` is the KS distance)."""
 
     statistic: float
     p_value: float
     n: int
+    test: str = "ks"
+    #: observations (0-based) left out of the test (unreliable PIT values)
+    excluded: list[int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict."""
-        return {"test": "kolmogorov-smirnov", "statistic": self.statistic,
-                "p_value": self.p_value, "n": self.n}
+        name = {"ks": "kolmogorov-smirnov", "pot": "pointwise-order-cauchy"}[self.test]
+        return {"test": name, "statistic": self.statistic, "p_value": self.p_value,
+                "n": self.n, "excluded": [i + 1 for i in self.excluded or []]}
 
 
-def pit_uniformity(pit: Any) -> UniformityTest:
-    """KS test of the PIT values against U(0, 1). LOO-PIT values of a well-specified model are
-    close to independent uniforms; a small p-value says the predictive distributions are
-    miscalibrated (a U shape: too narrow; a hump: too wide; a slope: biased)."""
+def cauchy_combination(p_values: np.ndarray) -> tuple[float, float]:
+    """Cauchy combination (Liu & Xie 2020) of p-values with any dependence: the statistic
+    T = mean tan((1/2 − p_i) π) and its p-value 1/2 − arctan(T) / π."""
+    p = np.clip(np.asarray(p_values, dtype=float), 1e-300, 1.0 - 1e-15)
+    t = float(np.mean(np.tan((0.5 - p) * np.pi)))
+    return t, float(min(1.0, max(0.0, 0.5 - math.atan(t) / math.pi)))
+
+
+def pit_uniformity(pit: Any, test: str = "pot") -> UniformityTest:
+    """Test of the PIT values against U(0, 1) (NaN values are left out). ``"pot"``: the i-th
+    smallest of n uniforms is Beta(i, n − i + 1); each order statistic's two-sided p-value
+    under that Beta, combined by the Cauchy combination test, which stays valid under the
+    order statistics' dependence (Tesso & Vehtari's pointwise order tests). ``"ks"``: the
+    Kolmogorov–Smirnov test, which has almost no power for LOO-PIT (the values of a
+    well-specified model are negatively dependent, so it rejects far less often than its
+    level). A small p-value says the predictive distributions are miscalibrated (a U shape:
+    too narrow; a hump: too wide; a slope: biased)."""
+    if test not in UNIFORMITY_TESTS:
+        raise InputError(f"uniformity test must be one of {', '.join(UNIFORMITY_TESTS)}, got "
+                         f"{test!r}")
     p = np.asarray(pit, dtype=float).ravel()
+    p = p[np.isfinite(p)]
     if p.size < 2:
         raise InputError("a uniformity test needs at least two PIT values")
-    r = stats.kstest(p, "uniform")
-    return UniformityTest(float(r.statistic), float(r.pvalue), int(p.size))
+    if test == "ks":
+        r = stats.kstest(p, "uniform")
+        return UniformityTest(float(r.statistic), float(r.pvalue), int(p.size), "ks")
+    u = np.sort(p)
+    i = np.arange(1, u.size + 1)
+    cdf = stats.beta.cdf(u, i, u.size - i + 1)
+    stat, p_value = cauchy_combination(2.0 * np.minimum(cdf, 1.0 - cdf))
+    return UniformityTest(stat, p_value, int(p.size), "pot")
 
 
 @dataclass

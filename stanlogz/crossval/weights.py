@@ -183,7 +183,19 @@ def bma_weights(log_z: Any, log_z_se: Any, prior_probs: Any = None) -> ModelWeig
     if prior.shape != (k,) or np.any(prior <= 0):
         raise InputError(f"prior probabilities must be {k} positive numbers")
     p = softmax(lz + np.log(prior / prior.sum()))
-    jac = p[:, None] * (np.eye(k) - p[None, :])
-    var = (jac**2) @ (np.nan_to_num(se, nan=0.0) ** 2)
-    return ModelWeights("bma", p, np.sqrt(var), np.zeros(k),
-                        {"prior_probs": prior.tolist()})
+    details: dict[str, Any] = {"prior_probs": prior.tolist()}
+    unknown = np.flatnonzero(~np.isfinite(se))
+    if unknown.size:
+        details["log_z_se_unknown"] = unknown.tolist()
+    return ModelWeights("bma", p, probs_se(p, se), np.zeros(k), details)
+
+
+def probs_se(p: np.ndarray, log_z_se: np.ndarray) -> np.ndarray:
+    """Delta-method se of p = softmax(log Z + log prior) from independent log Z errors:
+    var p_i = Σ_j (p_i (δ_ij − p_j))² se_j². A log Z whose se is unknown (NaN) makes the se
+    of every probability that depends on it NaN (it is never taken as 0)."""
+    p = np.asarray(p, dtype=float)
+    se = np.asarray(log_z_se, dtype=float)
+    jac2 = (p[:, None] * (np.eye(p.size) - p[None, :])) ** 2
+    terms = np.where(jac2 > 0, jac2 * se[None, :] ** 2, 0.0)
+    return np.sqrt(terms.sum(axis=1))
