@@ -25,7 +25,7 @@ from ..report.output import Reporter, write_atomically
 from .evidence import PLOT_SUFFIXES, add_estimation_arguments, parse_options
 from .executor import with_executor
 from .loo import add_observation_arguments, obs_fields
-from .sample import check_output
+from .sample import check_output, nuts_settings
 
 NAME = "compare"
 HELP = "Compare Stan programs by their evidence: log Bayes factors and posterior probabilities."
@@ -91,14 +91,12 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     if args.yrep is not None and checks_requested(args):
         check_declares(args.models, args.yrep)
     use_evidence = args.evidence or not args.loo
-    loo_options = {"fix": args.fix, "obs": args.obs, "obs_fields": obs_fields(args.obs_fields),
-                   "chains": args.chains, "warmup": args.warmup, "n_draws": args.draws,
-                   "adapt_delta": args.adapt_delta}
-    c = compare(args.models, data, method=method, prior_probs=probs, chains=args.chains,
-                warmup=args.warmup, n_draws=args.draws, seed=args.seed,
+    loo_options = {"fix": args.fix, "obs": args.obs, "obs_fields": obs_fields(args.obs_fields)}
+    c = compare(args.models, data, method=method, prior_probs=probs,
+                settings=nuts_settings(args), seed=args.seed,
                 progress=report.progress, unbiased_bf=args.unbiased_bf, loo=args.loo,
                 use_evidence=use_evidence, weights=args.weights, loo_options=loo_options,
-                adapt_delta=args.adapt_delta, **options)
+                **options)
     if isinstance(c, ComparisonResult):
         print_evidence(report, c, method, args.unbiased_bf)
         report.emit_json(c.to_dict())

@@ -10,7 +10,7 @@ from ..report.output import Reporter
 from .evidence import PLOT_SUFFIXES
 from .executor import add_executor_arguments, with_executor
 from .loo import add_observation_arguments, obs_fields
-from .sample import add_sampler_arguments, check_output, finish
+from .sample import add_sampler_arguments, check_output, finish, nuts_settings
 
 NAME = "cv"
 HELP = ("Unbiased leave-n_V-out Bayesian cross-validation (-log p(y_V | y_T), or the squared "
@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="coupled MCMC kernel (default rwmh)")
     parser.add_argument("--fit", metavar="FILE", nargs="+", default=None,
                         help="existing draws of the full-data posterior (start of the chains)")
-    add_sampler_arguments(parser, adapt_delta=False)
+    add_sampler_arguments(parser)
     add_executor_arguments(parser)
     parser.add_argument("--plot", metavar="FILE.png", default=None,
                         help="save the replicates against split and lambda")
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
     r = cv(args.model, args.data, n_valid=args.n_valid, splits=args.splits, obs=args.obs,
            obs_fields=obs_fields(args.obs_fields), draws=list(args.fit) if args.fit else None,
-           chains=args.chains, warmup=args.warmup, n_draws=args.draws, seed=args.seed,
+           settings=nuts_settings(args), seed=args.seed,
            criterion=args.criterion, outcome=args.outcome, kernel=args.kernel,
            n_workers=args.workers, progress=report.progress)
     lvl = f"{100 * r.ci_level:.0f}% CI"

@@ -12,7 +12,7 @@ from ..report.output import Reporter
 from .evidence import PLOT_SUFFIXES
 from .executor import add_executor_arguments, with_executor
 from .loo import add_observation_arguments, obs_fields
-from .sample import add_sampler_arguments, check_output, finish
+from .sample import add_sampler_arguments, check_output, finish, nuts_settings
 
 NAME = "kfold"
 HELP = ("K-fold cross-validation (random, stratified, grouped or leave-one-group-out) with "
@@ -69,8 +69,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         raise InputError("--k groups needs --group VAR")
     r = kfold(args.model, args.data, k=k, stratify=args.stratify, group=args.group,
               obs=args.obs, obs_fields=obs_fields(args.obs_fields),
-              draws=list(args.fit) if args.fit else None, chains=args.chains,
-              warmup=args.warmup, n_draws=args.draws, adapt_delta=args.adapt_delta,
+              draws=list(args.fit) if args.fit else None, settings=nuts_settings(args),
               seed=args.seed, n_workers=args.workers or 1, progress=report.progress)
     print_kfold(report, r)
 

@@ -11,7 +11,7 @@ from ..report.output import Reporter
 from .evidence import PLOT_SUFFIXES
 from .executor import add_executor_arguments, with_executor
 from .loo import add_observation_arguments, obs_fields
-from .sample import add_sampler_arguments, check_output, finish
+from .sample import add_sampler_arguments, check_output, finish, nuts_settings
 
 NAME = "lfo"
 HELP = ("Leave-future-out cross-validation of a time series: log p(y[t+1:t+M] | y[1:t]) for "
@@ -55,8 +55,8 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
     r = lfo(args.model, args.data, min_train=args.min_train, ahead=args.ahead,
             method=args.method, k_threshold=args.k_threshold, obs=args.obs,
-            obs_fields=obs_fields(args.obs_fields), chains=args.chains, warmup=args.warmup,
-            n_draws=args.draws, adapt_delta=args.adapt_delta, seed=args.seed,
+            obs_fields=obs_fields(args.obs_fields), settings=nuts_settings(args),
+            seed=args.seed,
             n_workers=args.workers or 1, progress=report.progress)
     print_lfo(report, r)
 

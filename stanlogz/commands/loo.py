@@ -19,7 +19,7 @@ from ..errors import InputError
 from ..report.output import Reporter, write_atomically
 from .evidence import PLOT_SUFFIXES
 from .executor import add_executor_arguments, with_executor
-from .sample import add_sampler_arguments, check_output, finish
+from .sample import add_sampler_arguments, check_output, finish, nuts_settings
 
 NAME = "loo"
 HELP = ("Leave-one-out cross-validation (PSIS-LOO) of a Stan program, recomputing observations "
@@ -113,9 +113,8 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         check_declares([args.model], args.yrep)
     r = loo(args.model, args.data, draws=list(args.fit) if args.fit else None, obs=args.obs,
             obs_fields=obs_fields(args.obs_fields), fix=args.fix, log_lik=args.log_lik,
-            k_threshold=args.k_threshold, subsample=args.subsample, chains=args.chains,
-            warmup=args.warmup, adapt_delta=args.adapt_delta,
-            n_draws=args.draws, seed=args.seed, n_workers=args.workers or 1,
+            k_threshold=args.k_threshold, subsample=args.subsample,
+            settings=nuts_settings(args), seed=args.seed, n_workers=args.workers or 1,
             progress=report.progress)
     print_loo(report, r)
     extra = {}

@@ -9,10 +9,16 @@ from pathlib import Path
 import numpy as np
 
 from ..estimators.reciprocal import METHODS
-from ..pmmh.pseudo_marginal import SOURCES, PseudoMarginalResult, pmmh
+from ..pmmh.pseudo_marginal import (
+    MH_WARMUP,
+    SOURCES,
+    PseudoMarginalResult,
+    inner_nuts,
+    pmmh,
+)
 from ..report.output import Reporter
 from .evidence import PLOT_SUFFIXES
-from .sample import check_output, finish
+from .sample import add_sampler_arguments, check_output, finish, nuts_settings
 
 NAME = "pmmh"
 HELP = ("Pseudo-marginal MCMC for a doubly-intractable posterior: the outer program's target "
@@ -30,8 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--estimator", choices=METHODS, default="rbbce",
                         help="unbiased 1/Z estimator (default rbbce)")
     parser.add_argument("--iter", type=int, default=2000, help="kept iterations (default 2000)")
-    parser.add_argument("--warmup", type=int, default=1000,
-                        help="warmup iterations: proposal-scale adaptation (default 1000)")
+    parser.add_argument("--warmup", type=int, default=MH_WARMUP,
+                        help=f"warmup iterations: proposal-scale adaptation (default {MH_WARMUP})")
     parser.add_argument("--batch", type=int, default=10,
                         help="importance weights averaged into each batch weight (default 10)")
     parser.add_argument("--trials", type=int, default=1,
@@ -43,6 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--proposal", choices=("gaussian", "flow"), default="gaussian",
                         help="proposal fitted to NUTS draws of the inner program (default "
                         "gaussian)")
+    add_sampler_arguments(parser, prefix="inner-", defaults=None,
+                          what="the inner program's NUTS (fits the 1/Z proposal): ")
     parser.add_argument("--plot", metavar="FILE.png", default=None,
                         help="save traces and autocorrelations of sign x theta")
 
@@ -95,6 +103,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     r = pmmh(args.outer, args.inner, args.data, estimator=args.estimator, iter=args.iter,
              warmup=args.warmup, seed=args.seed, batch=args.batch, trials=args.trials,
              burn_in=args.burn_in, weights=args.weights, proposal=args.proposal,
+             settings=nuts_settings(args, prefix="inner-", base=inner_nuts(args.inner_draws)),
              progress=report.progress)
     print_pmmh(report, r)
     return finish(report, r, plot, lambda tmp: plot_pmmh(r, tmp))

@@ -12,35 +12,52 @@ from ..draws import Draws, sample, write_csv
 from ..errors import InputError
 from ..report.output import Reporter
 from ..stan.load import load_model
+from ..stan.settings import NutsArgs
 
 NAME = "sample"
 HELP = "Draw from the posterior with Stan's NUTS; print a summary, diagnostics and warnings."
 
 OUTPUT_SUFFIXES = (".csv", ".nc")
+_NUTS_DEFAULTS = NutsArgs()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
     parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
     add_sampler_arguments(parser)
-    parser.add_argument("--max-treedepth", type=int, default=10,
-                        help="maximum NUTS tree depth (default 10)")
     parser.add_argument("--output", metavar="FILE", default=None,
                         help="save the draws: .csv (readable by --fit) or .nc (ArviZ netCDF)")
 
 
-def add_sampler_arguments(parser: argparse.ArgumentParser, *, adapt_delta: bool = True) -> None:
-    """``--chains``, ``--warmup``, ``--draws`` and (for commands that run NUTS) ``--adapt-delta``
-    (shared with ``evidence``, ``compare``, ``loo``, ``kfold``, ``lfo``)."""
-    parser.add_argument("--chains", type=int, default=4, help="number of chains (default 4)")
-    parser.add_argument("--warmup", type=int, default=1000,
-                        help="warmup iterations per chain (default 1000)")
-    parser.add_argument("--draws", type=int, default=1000,
-                        help="post-warmup draws per chain (default 1000)")
-    if adapt_delta:
-        parser.add_argument("--adapt-delta", type=float, default=0.8,
-                            help="target acceptance rate of NUTS step-size adaptation (default "
-                            "0.8; raise it, e.g. 0.95, when divergences are reported)")
+def add_sampler_arguments(parser: argparse.ArgumentParser, *, prefix: str = "",
+                          defaults: NutsArgs | None = _NUTS_DEFAULTS, what: str = "") -> None:
+    """The NUTS flags of every command that runs NUTS: ``--chains``, ``--warmup``, ``--draws``,
+    ``--adapt-delta``, ``--max-treedepth`` (each ``--PREFIXname`` with ``prefix``; ``defaults``
+    None leaves them None, for a caller whose defaults differ); :func:`nuts_settings` turns
+    them into one :class:`~stanlogz.stan.settings.NutsArgs`."""
+    d = defaults or NutsArgs()
+    flags = (("chains", int, "number of chains"),
+             ("warmup", int, "warmup iterations per chain"),
+             ("draws", int, "post-warmup draws per chain"),
+             ("adapt-delta", float, "target acceptance rate of NUTS step-size adaptation "
+              "(raise it, e.g. 0.95, when divergences are reported)"),
+             ("max-treedepth", int, "maximum NUTS tree depth"))
+    for name, kind, text in flags:
+        field = name.replace("-", "_")
+        default = getattr(d, field)
+        parser.add_argument(f"--{prefix}{name}", type=kind,
+                            default=default if defaults is not None else None,
+                            help=f"{what}{text} (default {default})")
+
+
+def nuts_settings(args: argparse.Namespace, *, prefix: str = "",
+                  base: NutsArgs | None = None) -> NutsArgs:
+    """The one :class:`~stanlogz.stan.settings.NutsArgs` of the flags that
+    :func:`add_sampler_arguments` added (``base`` with the given flags applied; invalid values
+    raise :class:`~stanlogz.errors.InputError` before anything runs)."""
+    p = prefix.replace("-", "_")
+    return NutsArgs.of(base, **{f: getattr(args, p + f) for f in
+                                ("chains", "warmup", "draws", "adapt_delta", "max_treedepth")})
 
 
 def finish(report: Any, result: Any, plot: Path | None, draw: Callable[[Path], None],
@@ -84,10 +101,9 @@ def save_draws(d: Draws, path: Path) -> None:
 
 def run(args: argparse.Namespace, report: Reporter) -> int:
     out = check_output(args.output, OUTPUT_SUFFIXES, "--output")
+    nuts = nuts_settings(args)
     model = load_model(args.model, args.data, seed=args.seed, progress=report.progress)
-    d = sample(model, chains=args.chains, warmup=args.warmup, draws=args.draws,
-               seed=args.seed, adapt_delta=args.adapt_delta, max_treedepth=args.max_treedepth,
-               progress=report.progress)
+    d = sample(model, nuts, seed=args.seed, progress=report.progress)
     s = d.summary()
     report.table(s.header, s.table_rows(), title=f"posterior of {model.name}")
     diag = s.diagnostics

@@ -27,10 +27,11 @@ import numpy as np
 from scipy import special
 
 from .. import arviz_compat
-from ..draws import Draws, sample
+from ..draws import Draws, obtain_draws
 from ..errors import DataError, InputError
 from ..estimators.common import autocorr_time
 from ..parallel import child_sequence, run_parallel, with_client
+from ..stan.settings import NutsArgs
 from .heldout import heldout_elpd
 from .observations import Observations, load_observed
 
@@ -128,10 +129,12 @@ def lfo(
     k_threshold: float = 0.7,
     obs: str | None = None,
     obs_fields: list[str] | None = None,
-    chains: int = 4,
-    warmup: int = 1000,
-    n_draws: int = 1000,
-    adapt_delta: float = 0.8,
+    settings: NutsArgs | None = None,
+    chains: int | None = None,
+    warmup: int | None = None,
+    n_draws: int | None = None,
+    adapt_delta: float | None = None,
+    max_treedepth: int | None = None,
     seed: int | None = None,
     n_workers: int = 1,
     progress: Callable[[str], None] | None = None,
@@ -140,9 +143,13 @@ def lfo(
     ``data`` whose observations are in time order: log p(y_{t+1:t+M} | y_{1:t}) for
     t = ``min_train`` .. N − ``ahead`` (M = ``ahead``), summed. ``method``: ``"psis"`` (PSIS
     from the last refit, refitting when k̂ > ``k_threshold``) or ``"exact"`` (NUTS on every
-    prefix and a bridge between consecutive posteriors). NUTS runs ``chains`` x ``n_draws``
-    after ``warmup`` with ``adapt_delta``. Seeds derive from ``seed``."""
+    prefix and a bridge between consecutive posteriors). Every NUTS run (each refit) uses
+    ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`; ``chains``, ``warmup``,
+    ``n_draws``, ``adapt_delta`` and ``max_treedepth`` replace its fields). Seeds derive from
+    ``seed``."""
     t0 = time.perf_counter()
+    nuts = NutsArgs.of(settings, chains=chains, warmup=warmup, draws=n_draws,
+                       adapt_delta=adapt_delta, max_treedepth=max_treedepth)
     if method not in LFO_METHODS:
         raise InputError(f"method must be one of {', '.join(LFO_METHODS)}, got {method!r}")
     if not 0.0 <= k_threshold <= 1.0:
@@ -157,7 +164,6 @@ def lfo(
         raise InputError(f"min_train + ahead = {min_train + ahead} exceeds the {n} "
                          "observations: nothing is left to predict")
     origins = np.arange(min_train, n - ahead + 1)
-    nuts = {"chains": chains, "warmup": warmup, "draws": n_draws, "adapt_delta": adapt_delta}
     if method == "exact":
         res = _exact(model, data_dict, observations, origins, ahead, nuts, seed, n_workers,
                      progress)
@@ -171,11 +177,11 @@ def lfo(
     return res
 
 
-def _fit(model: Any, data: dict[str, Any], obs: Observations, t: int, nuts: dict[str, Any],
+def _fit(model: Any, data: dict[str, Any], obs: Observations, t: int, nuts: NutsArgs,
          rng: np.random.Generator) -> tuple[Any, Draws]:
     """The data instance of y_{1:t} and NUTS draws from its posterior."""
     inst = _instance(model, data, obs, t)
-    return inst, sample(inst, **nuts, seed=int(rng.integers(2**31 - 1)))
+    return inst, obtain_draws(inst, None, nuts, seed=int(rng.integers(2**31 - 1)))
 
 
 def _instance(model: Any, data: dict[str, Any], obs: Observations, t: int) -> Any:
@@ -192,7 +198,7 @@ def _divergences(d: Draws) -> int:
 
 
 def _exact(model: Any, data: dict[str, Any], obs: Observations, origins: np.ndarray,
-           ahead: int, nuts: dict[str, Any], seed: int | None, n_workers: int,
+           ahead: int, nuts: NutsArgs, seed: int | None, n_workers: int,
            progress: Callable[[str], None] | None) -> LfoResult:
     times = sorted(set(origins.tolist()) | {int(t) + ahead for t in origins})
     _instance(model, data, obs, times[0])  # a too-short prefix fails here, with one line
@@ -207,7 +213,7 @@ def _exact(model: Any, data: dict[str, Any], obs: Observations, origins: np.ndar
         part, part_obs = _prefix(data, obs, t + ahead)
         return heldout_elpd(model, part, part_obs, np.arange(t, t + ahead),
                             full_draws=draws[t + ahead], train_draws=draws[t], pointwise=False,
-                            seed=int(rng.integers(2**31 - 1)))
+                            settings=nuts, seed=int(rng.integers(2**31 - 1)))
 
     held = run_parallel(one, origins.tolist(), child_sequence(seed, 1), n_workers=n_workers,
                         backend="thread" if n_workers > 1 else "serial")
@@ -222,7 +228,7 @@ def _exact(model: Any, data: dict[str, Any], obs: Observations, origins: np.ndar
 
 
 def _psis(model: Any, data: dict[str, Any], obs: Observations, origins: np.ndarray,
-          ahead: int, k_threshold: float, nuts: dict[str, Any], seed: int | None,
+          ahead: int, k_threshold: float, nuts: NutsArgs, seed: int | None,
           progress: Callable[[str], None] | None) -> LfoResult:
     insts: dict[int, Any] = {}
 

@@ -28,6 +28,7 @@ import numpy as np
 from scipy import stats
 
 from ..densities.fits import gaussian_from_draws
+from ..draws import obtain_draws
 from ..errors import EstimationError, InputError
 from ..estimators.ups import (
     replicate_tail_k,
@@ -38,7 +39,7 @@ from ..estimators.ups import (
 )
 from ..mcmc.paths import two_posterior_path
 from ..parallel import as_seed_sequence, child_sequence, with_client
-from .loo import _get_draws
+from ..stan.settings import NutsArgs
 from .observations import Observations, load_observed
 
 #: Pilot runs per lambda grid point for the tuning (UPS's default is 100): the tuning only sets
@@ -125,9 +126,12 @@ def cv(
     obs: str | None = None,
     obs_fields: list[str] | None = None,
     draws: Any = None,
-    chains: int = 4,
-    warmup: int = 1000,
-    n_draws: int = 1000,
+    settings: NutsArgs | None = None,
+    chains: int | None = None,
+    warmup: int | None = None,
+    n_draws: int | None = None,
+    adapt_delta: float | None = None,
+    max_treedepth: int | None = None,
     seed: int | None = None,
     criterion: str = "log",
     outcome: str = "y",
@@ -143,11 +147,16 @@ def cv(
     ``outcome`` (``criterion="squared_error"``; needs a ``y_rep`` generated quantity with one
     posterior-predictive draw per observation).
 
-    ``draws`` (or NUTS on all data) give the initial distribution of the coupled chains;
+    ``draws`` (or NUTS on all data with ``settings``, a
+    :class:`~stanlogz.stan.settings.NutsArgs` whose fields ``chains``, ``warmup``,
+    ``n_draws``, ``adapt_delta`` and ``max_treedepth`` replace) give the initial distribution
+    of the coupled chains;
     ``kernel``: ``"rwmh"`` or ``"hmc"``; ``ups_options`` go to the tuning run of
     :func:`stanlogz.estimators.ups.ups` (``n_pilot`` defaults to :data:`CV_PILOT`).
     """
     t0 = time.perf_counter()
+    nuts = NutsArgs.of(settings, chains=chains, warmup=warmup, draws=n_draws,
+                       adapt_delta=adapt_delta, max_treedepth=max_treedepth)
     if not (isinstance(splits, int | np.integer) and splits >= 2):
         raise InputError(f"splits must be an integer >= 2 (for a standard error), got {splits!r}")
     if not 0.0 < ci_level < 1.0:
@@ -164,7 +173,7 @@ def cv(
                                                              outcome)
     ss = as_seed_sequence(seed)
     sampling_seed = int(child_sequence(ss, _SAMPLING).generate_state(1)[0] >> 1)
-    d = _get_draws(model, draws, chains, warmup, n_draws, sampling_seed, progress)
+    d = obtain_draws(model, draws, nuts, seed=sampling_seed, progress=progress)
     g = gaussian_from_draws(d.unconstrained)
 
     def held_out(v: np.ndarray) -> Any:

@@ -49,19 +49,19 @@ def sample_cmdstanpy(
     data: Any = None,
     *,
     model: Any = None,
-    chains: int = 4,
-    warmup: int = 1000,
-    draws: int = 1000,
+    settings: NutsArgs | None = None,
     seed: int | None = None,
-    adapt_delta: float = 0.8,
-    max_treedepth: int = 10,
+    **overrides: Any,
 ) -> Draws:
-    """Draws from CmdStan through cmdstanpy, when a CmdStan installation exists.
+    """Draws from CmdStan through cmdstanpy, when a CmdStan installation exists, with
+    ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`; keyword overrides such as
+    ``draws=2000`` replace single fields).
 
     ``model`` (a :class:`stanlogz.stan.model.StanModel` of the same program and data) converts the
     draws to unconstrained space; it is built from ``stan_file`` and ``data`` when omitted.
     Raises :class:`ToolchainError` when cmdstanpy finds no CmdStan.
     """
+    nuts = NutsArgs.of(settings, **overrides)
     try:
         import cmdstanpy
 
@@ -77,7 +77,8 @@ def sample_cmdstanpy(
         model = StanModel.from_file(stan_file, data, seed=seed)
     cm = cmdstanpy.CmdStanModel(stan_file=os.fspath(stan_file))
     fit = cm.sample(
-        data=data, chains=chains, iter_warmup=warmup, iter_sampling=draws, seed=seed,
-        adapt_delta=adapt_delta, max_treedepth=max_treedepth, show_progress=False, sig_figs=18,
+        data=data, chains=nuts.chains, iter_warmup=nuts.warmup, iter_sampling=nuts.draws,
+        seed=seed, adapt_delta=nuts.adapt_delta, max_treedepth=nuts.max_treedepth,
+        thin=nuts.thin, show_progress=False, sig_figs=18,
     )
     return from_cmdstanpy(fit, model)
