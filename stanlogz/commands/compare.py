@@ -21,6 +21,7 @@ from ..crossval.choose import ProgramChoice
 from ..crossval.fixups import FIX_METHODS
 from ..crossval.weights import METHODS
 from ..errors import InputError
+from ..report.crossval_plots import plot_pit
 from ..report.output import Reporter, write_atomically
 from .evidence import PLOT_SUFFIXES, add_estimation_arguments, parse_options
 from .executor import with_executor
@@ -151,7 +152,7 @@ def program_checks(report: Reporter, c: ProgramChoice, args: argparse.Namespace,
         if pit_plot is not None:
             safe = re.sub(r"[^\w.-]", "_", n)
             path = pit_plot.with_name(f"{pit_plot.stem}-{safe}{pit_plot.suffix}")
-            write_atomically(path, ch.plot_pit)
+            write_atomically(path, lambda tmp, ch=ch: plot_pit(ch, tmp))
             report.progress(f"LOO-PIT plot of {n} written to {path}")
     return {n: ch.to_dict() for n, ch in checks.items()}
 

@@ -56,7 +56,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
                 f"tuning, {r.seconds:.1f} s")
 
     def draw(tmp: Path) -> None:
-        from ..crossval.plots import plot_cv
+        from ..report.crossval_plots import plot_cv
 
         plot_cv(r, tmp)
 

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     print_kfold(report, r)
 
     def draw(tmp: Path) -> None:
-        from ..crossval.fold_plots import plot_kfold
+        from ..report.crossval_plots import plot_kfold
 
         plot_kfold(r, tmp)
 

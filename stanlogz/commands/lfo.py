@@ -61,7 +61,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     print_lfo(report, r)
 
     def draw(tmp: Path) -> None:
-        from ..crossval.fold_plots import plot_lfo
+        from ..report.crossval_plots import plot_lfo
 
         plot_lfo(r, tmp)
 

@@ -16,6 +16,7 @@ from ..crossval.fixups import FIX_METHODS
 from ..crossval.loo import LooResult, loo
 from ..crossval.pointwise import SOURCES
 from ..errors import InputError
+from ..report.crossval_plots import plot_pit
 from ..report.output import Reporter, write_atomically
 from .evidence import PLOT_SUFFIXES
 from .executor import add_executor_arguments, with_executor
@@ -123,11 +124,11 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         report_checks(report, ch)
         extra["checks"] = ch.to_dict()
         if pit_plot is not None:
-            write_atomically(pit_plot, ch.plot_pit)
+            write_atomically(pit_plot, lambda tmp: plot_pit(ch, tmp))
             report.progress(f"LOO-PIT plot written to {pit_plot}")
 
     def draw(tmp: Path) -> None:
-        from ..crossval.plots import plot_loo
+        from ..report.crossval_plots import plot_loo
 
         plot_loo(r, tmp)
 

@@ -4,7 +4,6 @@ doubly-intractable posterior, with unbiased 1/Z estimates (paper 003) and their 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import numpy as np
 
@@ -17,6 +16,7 @@ from ..pmmh.pseudo_marginal import (
     pmmh,
 )
 from ..report.output import Reporter
+from ..report.pmmh_plot import plot_pmmh
 from .evidence import PLOT_SUFFIXES
 from .sample import add_sampler_arguments, check_output, finish, nuts_settings
 
@@ -70,32 +70,6 @@ def print_pmmh(report: Reporter, r: PseudoMarginalResult) -> None:
         ["seconds per iteration", f"{r.seconds / n:.2e}"],
         ["sd of log batch weights", round(r.log_weight_sd, 3)],
     ])
-
-
-def plot_pmmh(r: PseudoMarginalResult, path: Path, max_lag: int = 100) -> None:
-    """Traces and autocorrelations of sign x theta (as paper 003's Figures 2 and 3)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    values, names = r.draws.constrained[0], r.draws.constrained_names
-    k = len(names)
-    fig, axes = plt.subplots(2, k, figsize=(4.0 * k, 5.0), squeeze=False)
-    lags = np.arange(min(max_lag, r.n_iter - 1) + 1)
-    for j, name in enumerate(names):
-        s = values[:, j] * r.signs
-        axes[0, j].plot(s, lw=0.5)
-        axes[0, j].set_title(f"sign x {name}")
-        c = s - s.mean()
-        denom = float(np.dot(c, c)) or 1.0
-        acf = [float(np.dot(c[: c.size - h], c[h:])) / denom for h in lags]
-        axes[1, j].bar(lags, acf, width=1.0)
-        axes[1, j].set_xlabel("lag")
-        axes[1, j].set_title(f"autocorrelation of sign x {name}")
-    fig.tight_layout()
-    fig.savefig(path, format=path.suffix.lstrip(".") or "png")
-    plt.close(fig)
 
 
 def run(args: argparse.Namespace, report: Reporter) -> int:

@@ -129,37 +129,6 @@ class PredictiveChecks:
                      ["scrps", self.crps.scrps, self.crps.scrps_se]]
         return rows
 
-    def plot_pit(self, path: str | Path) -> Path:
-        """ECDF of the LOO-PIT values minus the uniform CDF with the 99% Kolmogorov–Smirnov
-        band (outside it: miscalibrated) and their histogram."""
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        from scipy.stats import kstwo
-
-        if self.pit is None:
-            raise InputError("no LOO-PIT values to plot (ask for the PIT check)")
-        p = np.sort(self.pit)
-        n = p.size
-        ecdf = np.arange(1, n + 1) / n
-        band = float(kstwo.ppf(0.99, n))
-        fig, (ax_e, ax_h) = plt.subplots(1, 2, figsize=(11, 4))
-        ax_e.step(p, ecdf - p, where="post", color="C0", label="ECDF − uniform")
-        ax_e.axhspan(-band, band, color="0.85", label="99% KS band")
-        ax_e.axhline(0, color="0.4", lw=0.8)
-        ax_e.set_xlabel("LOO-PIT")
-        ax_e.set_ylabel("ECDF difference")
-        ax_e.legend(fontsize=8)
-        ax_e.set_title(f"LOO-PIT of {self.outcome} ({self.yrep_name})")
-        ax_h.hist(p, bins=min(20, max(5, n // 5)), range=(0, 1), density=True, color="C0")
-        ax_h.axhline(1.0, color="C3", ls="--", lw=1)
-        ax_h.set_xlabel("LOO-PIT")
-        fig.tight_layout()
-        fig.savefig(path)
-        plt.close(fig)
-        return Path(path)
-
 
 def predictive_checks(log_lik: Any, y_rep: Any, y: Any, *, r_eff: float = 1.0,
                       pit: bool = True, metrics: bool = True, crps: bool = True,
@@ -260,7 +229,7 @@ def checks_for_loo(result: Any, model: Any, data: Mapping[str, Any], draws: Any,
 
 def report_checks(report: Any, checks: PredictiveChecks) -> None:
     """Print the checks' table and warnings (a command then adds ``checks.to_dict()`` to its
-    JSON and writes ``--pit-plot`` with ``write_atomically(path, checks.plot_pit)``)."""
+    JSON and writes ``--pit-plot`` with :func:`stanlogz.report.crossval_plots.plot_pit`)."""
     if checks.table():
         report.table(["check", "estimate", "se"], checks.table(),
                      title=f"predictive checks of {checks.outcome} from LOO weights "

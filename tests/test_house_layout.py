@@ -1,0 +1,24 @@
+"""House rules of the layout that a refactor could silently break: figures only in
+:mod:`stanlogz.report`, one place that loads matplotlib."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import stanlogz
+
+PACKAGE = Path(stanlogz.__file__).parent
+
+
+def _sources() -> dict[str, str]:
+    return {str(p.relative_to(PACKAGE)): p.read_text() for p in PACKAGE.rglob("*.py")}
+
+
+def test_matplotlib_is_imported_only_under_report():
+    users = {name for name, text in _sources().items()
+             if re.search(r"^\s*(import|from) matplotlib", text, re.M)}
+    assert users == {"report/figures.py"}, users
+    outside = {name for name, text in _sources().items()
+               if "matplotlib" in text and not name.startswith("report/")}
+    assert not outside, outside
