@@ -32,6 +32,7 @@ from .parallel import with_client
 from .stan.code import unused_parameters  # noqa: F401 - re-exported
 from .stan.inputs import check_stan_file, read_data
 from .stan.load import load_model
+from .stan.program import ProgramLike
 from .stan.settings import NutsArgs
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def _call_estimator(method: str, target: Any, unc: np.ndarray, *, seed: int | No
 
 @with_client
 def evidence(
-    model: Any,
+    model: ProgramLike,
     data: Any = None,
     *,
     method: str = "gbs",

@@ -22,3 +22,13 @@ def test_matplotlib_is_imported_only_under_report():
     outside = {name for name, text in _sources().items()
                if "matplotlib" in text and not name.startswith("report/")}
     assert not outside, outside
+
+
+def test_a_compiled_program_is_a_stan_program(compiled):
+    from stanlogz.densities.gaussian import GaussianTarget
+    from stanlogz.stan.program import StanProgram
+
+    m = compiled("normal")
+    assert isinstance(m, StanProgram) and isinstance(m.with_data(m.data_json), StanProgram)
+    # a density that is no Stan program (no constrain, names, data instances, NUTS) is not one
+    assert not isinstance(GaussianTarget([0.0], [[1.0]]), StanProgram)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..stan.program import StanProgram
 from .predictive import (
     CrpsResult,
     LooExpectation,
@@ -46,7 +47,7 @@ def vector_quantities(names: Sequence[str], n: int) -> list[str]:
     return [b for b, c in counts.items() if c == n]
 
 
-def generated_quantity(model: Any, draws: Any, name: str, n: int) -> np.ndarray:
+def generated_quantity(model: StanProgram, draws: Any, name: str, n: int) -> np.ndarray:
     """Draws ``(S, n)`` of the program's quantity ``name`` with one entry per observation: taken
     from the draws when they hold it, else computed with the program's generated quantities
     at the unconstrained draws (seeded)."""
@@ -190,7 +191,7 @@ def checks_requested(args: argparse.Namespace) -> bool:
     return wanted or bool(args.e_loo)
 
 
-def run_checks(model: Any, draws: Any, data: Mapping[str, Any], log_lik: Any,
+def run_checks(model: StanProgram, draws: Any, data: Mapping[str, Any], log_lik: Any,
                args: argparse.Namespace, *, r_eff: float = 1.0,
                seed: int | None = None) -> PredictiveChecks:
     """The checks a command's flags ask for, for one program with its draws, data and
@@ -213,7 +214,7 @@ def run_checks(model: Any, draws: Any, data: Mapping[str, Any], log_lik: Any,
                              yrep_name=args.yrep, outcome=outcome, seed=seed)
 
 
-def checks_for_loo(result: Any, model: Any, data: Mapping[str, Any], draws: Any,
+def checks_for_loo(result: Any, model: StanProgram, data: Mapping[str, Any], draws: Any,
                    args: argparse.Namespace, *, seed: int | None = None) -> PredictiveChecks:
     """:func:`run_checks` for a :class:`~stanlogz.crossval.loo.LooResult` of ``model`` with
     ``data`` and the ``draws`` it was computed from (the pointwise log-likelihood is recomputed

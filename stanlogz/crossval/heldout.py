@@ -42,6 +42,7 @@ from ..errors import EstimationError, InputError
 from ..estimators.bridge import solve_bridge
 from ..estimators.common import autocorr_time, pareto_k
 from ..parallel import SeedLike, run_parallel, spawn_generators
+from ..stan.program import StanProgram
 from ..stan.settings import NutsArgs
 from .latents import ConditionalGaussian, coordinate_map
 from .observations import Observations
@@ -91,7 +92,7 @@ class HeldOut:
 
 # ---------------------------------------------------------------- entry point
 def heldout_elpd(
-    model: Any,
+    model: StanProgram,
     data: Mapping[str, Any],
     observations: Observations,
     held_out: Sequence[int] | np.ndarray,
@@ -231,7 +232,7 @@ def heldout_elpd(
 
 
 def heldout_many(
-    model: Any,
+    model: StanProgram,
     data: Mapping[str, Any],
     observations: Observations,
     held_out_sets: Sequence[Sequence[int] | np.ndarray],
@@ -365,7 +366,7 @@ def _evidence_difference(full: Any, train: Any, xf: np.ndarray, xt: np.ndarray,
             int(a.n_evals + b.n_evals))
 
 
-def _draws(model: Any, given: Any, nuts: NutsArgs, rng: np.random.Generator,
+def _draws(model: StanProgram, given: Any, nuts: NutsArgs, rng: np.random.Generator,
            progress: Callable[[str], None] | None, what: str) -> Draws:
     if isinstance(given, np.ndarray):  # unconstrained values: no constrained columns needed
         arr = np.asarray(given, dtype=float)

@@ -22,6 +22,7 @@ from .. import arviz_compat
 from ..draws import obtain_draws
 from ..errors import DataError, InputError
 from ..parallel import child_sequence, with_client
+from ..stan.program import ProgramLike
 from ..stan.settings import NutsArgs
 from .heldout import HeldOut, heldout_many
 from .observations import Observations, load_observed, observation_labels
@@ -173,7 +174,7 @@ def _check_k(k: int, n: int, what: str) -> None:
 
 @with_client
 def kfold(
-    model: Any,
+    model: ProgramLike,
     data: Any = None,
     *,
     k: int | None = 10,

@@ -31,6 +31,7 @@ from ..draws import Draws, obtain_draws
 from ..errors import DataError, InputError
 from ..estimators.common import autocorr_time
 from ..parallel import child_sequence, run_parallel, with_client
+from ..stan.program import ProgramLike, StanProgram
 from ..stan.settings import NutsArgs
 from .heldout import heldout_elpd
 from .observations import Observations, load_observed
@@ -120,7 +121,7 @@ def _prefix(data: dict[str, Any], obs: Observations, t: int) -> tuple[dict[str, 
 
 @with_client
 def lfo(
-    model: Any,
+    model: ProgramLike,
     data: Any = None,
     *,
     min_train: int,
@@ -177,14 +178,14 @@ def lfo(
     return res
 
 
-def _fit(model: Any, data: dict[str, Any], obs: Observations, t: int, nuts: NutsArgs,
+def _fit(model: StanProgram, data: dict[str, Any], obs: Observations, t: int, nuts: NutsArgs,
          rng: np.random.Generator) -> tuple[Any, Draws]:
     """The data instance of y_{1:t} and NUTS draws from its posterior."""
     inst = _instance(model, data, obs, t)
     return inst, obtain_draws(inst, None, nuts, seed=int(rng.integers(2**31 - 1)))
 
 
-def _instance(model: Any, data: dict[str, Any], obs: Observations, t: int) -> Any:
+def _instance(model: StanProgram, data: dict[str, Any], obs: Observations, t: int) -> Any:
     """The program with the first ``t`` observations; InputError when it rejects them."""
     try:
         return model.with_data(_prefix(data, obs, t)[0])
@@ -197,7 +198,7 @@ def _divergences(d: Draws) -> int:
     return int(np.sum(d.sampler.get("divergent__", np.zeros(1)) > 0))
 
 
-def _exact(model: Any, data: dict[str, Any], obs: Observations, origins: np.ndarray,
+def _exact(model: StanProgram, data: dict[str, Any], obs: Observations, origins: np.ndarray,
            ahead: int, nuts: NutsArgs, seed: int | None, n_workers: int,
            progress: Callable[[str], None] | None) -> LfoResult:
     times = sorted(set(origins.tolist()) | {int(t) + ahead for t in origins})
@@ -227,7 +228,7 @@ def _exact(model: Any, data: dict[str, Any], obs: Observations, origins: np.ndar
                      int(sum(d.n_gradient_evals for d in fits)), warnings=warns)
 
 
-def _psis(model: Any, data: dict[str, Any], obs: Observations, origins: np.ndarray,
+def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: np.ndarray,
           ahead: int, k_threshold: float, nuts: NutsArgs, seed: int | None,
           progress: Callable[[str], None] | None) -> LfoResult:
     insts: dict[int, Any] = {}

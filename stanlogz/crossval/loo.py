@@ -16,6 +16,7 @@ from .. import arviz_compat
 from ..draws import Draws, obtain_draws
 from ..errors import InputError
 from ..parallel import child_sequence, run_parallel, with_client
+from ..stan.program import ProgramLike
 from ..stan.settings import NutsArgs
 from .fixups import FIX_METHODS, FixedPoint, FixTask, fix_observation
 from .heldout import heldout_many
@@ -196,7 +197,7 @@ def _psis_pass(pw: PointwiseLogLik, d: Draws, r_eff: float, index: np.ndarray | 
 
 @with_client
 def loo(
-    model: Any,
+    model: ProgramLike,
     data: Any = None,
     *,
     draws: Any = None,

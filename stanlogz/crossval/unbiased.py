@@ -39,6 +39,7 @@ from ..estimators.ups import (
 )
 from ..mcmc.paths import two_posterior_path
 from ..parallel import as_seed_sequence, child_sequence, with_client
+from ..stan.program import ProgramLike, StanProgram
 from ..stan.settings import NutsArgs
 from .observations import Observations, load_observed
 
@@ -118,7 +119,7 @@ def draw_splits(n: int, n_valid: int, splits: int, seed: Any) -> np.ndarray:
 
 @with_client
 def cv(
-    model: Any,
+    model: ProgramLike,
     data: Any = None,
     *,
     n_valid: int = 1,
@@ -247,7 +248,8 @@ def cv(
 class _SquaredError:
     """The squared-error criterion's test function for one program and data set."""
 
-    def __init__(self, model: Any, data: dict[str, Any], obs: Observations, outcome: str) -> None:
+    def __init__(self, model: StanProgram, data: dict[str, Any], obs: Observations,
+                 outcome: str) -> None:
         if outcome not in obs.fields:
             raise InputError(f"outcome {outcome!r} is not one of the observation arrays "
                              f"({', '.join(obs.fields)})")

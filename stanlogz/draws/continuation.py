@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..stan.program import StanProgram
 from ..stan.settings import NutsArgs
 from .core import Draws, group_flat_names
 from .sample import sample
@@ -17,7 +18,7 @@ from .sample import sample
 CONTINUATION_WARMUP = 150
 
 
-def init_from_unconstrained(model: Any, x: np.ndarray) -> dict[str, Any]:
+def init_from_unconstrained(model: StanProgram, x: np.ndarray) -> dict[str, Any]:
     """Constrained values of ``model``'s parameters at unconstrained ``x``, as a Stan init."""
     names = list(model.param_names(False, False))
     values = np.asarray(model.constrain(np.asarray(x, dtype=float)))[: len(names)]
@@ -28,7 +29,7 @@ def init_from_unconstrained(model: Any, x: np.ndarray) -> dict[str, Any]:
     return out
 
 
-def extend_draws(model: Any, draws: Draws, n_more: int, settings: NutsArgs | None = None, *,
+def extend_draws(model: StanProgram, draws: Draws, n_more: int, settings: NutsArgs | None = None, *,
                  seed: int | None = None, warmup: int = CONTINUATION_WARMUP,
                  progress: Any = None) -> Draws:
     """``draws`` with ``n_more`` further draws per chain from NUTS chains started at each chain's

@@ -20,6 +20,7 @@ import numpy as np
 from .. import arviz_compat
 from ..errors import DataError, InputError
 from ..stan.nuts import SAMPLER_COLUMNS  # noqa: F401 - the draws' sampler columns
+from ..stan.program import StanProgram
 from .summary import ESS_PER_CHAIN_MIN, RHAT_MAX, DrawsSummary
 
 #: Sampler column -> ArviZ ``sample_stats`` name.
@@ -260,7 +261,7 @@ def group_flat_names(names: Sequence[str]) -> dict[str, tuple[tuple[int, ...], l
 def _from_columns(
     values: np.ndarray,
     names: list[str],
-    model: Any,
+    model: StanProgram,
     *,
     what: str,
     source: str,

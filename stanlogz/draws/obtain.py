@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..stan.program import StanProgram
 from ..stan.settings import NutsArgs
 from .convert import as_draws
 from .core import Draws
@@ -12,7 +13,7 @@ from .sample import sample
 
 
 def obtain_draws(
-    model: Any,
+    model: StanProgram,
     given: Any = None,
     settings: NutsArgs | None = None,
     *,

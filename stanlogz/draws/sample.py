@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ToolchainError
+from ..stan.program import StanProgram
 from ..stan.settings import NutsArgs
 from .convert import from_cmdstanpy
 from .core import Draws
@@ -16,7 +17,7 @@ from .core import Draws
 
 # ---------------------------------------------------------------------- constructors
 def sample(
-    model: Any,
+    model: StanProgram,
     settings: NutsArgs | None = None,
     *,
     seed: int | None = None,
@@ -48,7 +49,7 @@ def sample_cmdstanpy(
     stan_file: str | os.PathLike,
     data: Any = None,
     *,
-    model: Any = None,
+    model: StanProgram | None = None,
     settings: NutsArgs | None = None,
     seed: int | None = None,
     **overrides: Any,
