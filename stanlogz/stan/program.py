@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 if TYPE_CHECKING:
-    from .nuts import NutsOutput
     from .settings import NutsArgs
 
 
@@ -77,8 +76,9 @@ class StanProgram(Protocol):
     def nuts(self, settings: NutsArgs | None = None, *, seed: int | None = None,
              init: None | Mapping[str, Any] | Sequence[Mapping[str, Any]] = None,
              save_warmup: bool = False, progress: Any = None,
-             **overrides: Any) -> NutsOutput:
-        """Stan's NUTS on this program with ``settings``."""
+             **overrides: Any) -> Any:
+        """Stan's NUTS on this program with ``settings``: a
+        :class:`~stanlogz.stan.nuts.NutsOutput` (not imported here: nuts imports this module)."""
         ...
 
 
