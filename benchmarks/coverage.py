@@ -1,6 +1,6 @@
 """Does gbs's ±2 se cover the error on hard cases? Coverage over seeds against exact log Z.
 
-    nice -n 10 python benchmarks/coverage.py [--seeds 20] [--cases t3,funnel,latent200,bimodal]
+    nice -n 10 python3 -m benchmarks.coverage [--seeds 20] [--cases t3,funnel,latent200,bimodal]
                                              [--draws 1000]
 
 Every case is a Python target whose log Z is known exactly and which can be sampled exactly, so
@@ -34,13 +34,9 @@ import argparse  # noqa: E402
 import math  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from scipy import special  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from stanlogz.densities.gaussian import HierarchicalNormalTarget  # noqa: E402
 from stanlogz.errors import StanlogzError  # noqa: E402

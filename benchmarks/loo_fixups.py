@@ -6,7 +6,7 @@ the mean of p(y_i | θ) over them, se from the ESS) as the reference.
 Prints one row per observation with k̂ > 0.7 (elpd ± se, seconds; z = difference to the
 brute-force value over the combined se) and a summary row.
 
-    python3 benchmarks/loo_fixups.py [--n 150] [--k 15] [--phi 0.7] [--seed 1]
+    python3 -m benchmarks.loo_fixups [--n 150] [--k 15] [--phi 0.7] [--seed 1]
                                      [--brute-draws 5000]
 """
 

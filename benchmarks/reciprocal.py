@@ -10,7 +10,7 @@ continuous spin chain (Stan programs, `stanlogz pmmh`) against its exact posteri
 std/mean and sign fraction against the batch size m. Iteration counts are scaled down from the
 paper's (flags below); the fractions are comparable, their binomial se is printed.
 
-    python benchmarks/reciprocal.py [--trials 1000] [--ising-iter 2000] [--ergm-iter 300]
+    python3 -m benchmarks.reciprocal [--trials 1000] [--ising-iter 2000] [--ergm-iter 300]
 """
 
 from __future__ import annotations
