@@ -25,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
     parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
     add_sampler_arguments(parser)
+    parser.add_argument("--all-quantities", action="store_true",
+                        help="summarize transformed parameters and generated quantities too "
+                        "(default: the parameters only; --output saves every quantity)")
     parser.add_argument("--output", metavar="FILE", default=None,
                         help="save the draws: .csv (readable by --fit) or .nc (ArviZ netCDF)")
 
@@ -104,7 +107,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     nuts = nuts_settings(args)
     model = load_model(args.model, args.data, seed=args.seed, progress=report.progress)
     d = sample(model, nuts, seed=args.seed, progress=report.progress)
-    s = d.summary()
+    s = d.summary(None if args.all_quantities else model.param_names())
     report.table(s.header, s.table_rows(), title=f"posterior of {model.name}")
     diag = s.diagnostics
     report.text()

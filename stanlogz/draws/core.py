@@ -117,18 +117,26 @@ class Draws:
         """All unconstrained draws as ``(chains * n, dim)``."""
         return self.unconstrained.reshape(-1, self.dim)
 
-    def _values(self) -> tuple[np.ndarray, list[str]]:
+    def _values(self, only: Sequence[str] | None = None) -> tuple[np.ndarray, list[str]]:
         if self.constrained is not None:
-            return self.constrained, self.constrained_names
-        return self.unconstrained, self.unc_names
+            values, names = self.constrained, self.constrained_names
+        else:
+            values, names = self.unconstrained, self.unc_names
+        if only is not None:
+            wanted = set(only)
+            keep = [j for j, n in enumerate(names) if n in wanted]
+            if keep:  # none of them (e.g. unconstrained draws only): every column
+                return values[:, :, keep], [names[j] for j in keep]
+        return values, list(names)
 
     # ------------------------------------------------------------------ summary
-    def summary(self) -> DrawsSummary:
-        """Mean, sd, 5/50/95% quantiles, bulk/tail ESS and R-hat of each quantity, diagnostics."""
+    def summary(self, names: Sequence[str] | None = None) -> DrawsSummary:
+        """Mean, sd, 5/50/95% quantiles, bulk/tail ESS and R-hat of each quantity (only the
+        columns ``names``, Stan's flat names, when given and present), diagnostics."""
         az = arviz_compat.arviz()
         import xarray as xr
 
-        values, names = self._values()
+        values, names = self._values(names)
         chains, n, k = values.shape
         ds = xr.Dataset({"x": (("chain", "draw", "col"), values)})
         with warnings.catch_warnings(), np.errstate(all="ignore"):
