@@ -32,3 +32,10 @@ def test_a_compiled_program_is_a_stan_program(compiled):
     assert isinstance(m, StanProgram) and isinstance(m.with_data(m.data_json), StanProgram)
     # a density that is no Stan program (no constrain, names, data instances, NUTS) is not one
     assert not isinstance(GaussianTarget([0.0], [[1.0]]), StanProgram)
+
+
+def test_no_benchmark_adds_to_sys_path():
+    bench = PACKAGE.parent / "benchmarks"
+    assert (bench / "__init__.py").is_file() and (bench / "_common.py").is_file()
+    touching = sorted(p.name for p in bench.glob("*.py") if "sys.path" in p.read_text())
+    assert not touching, touching
