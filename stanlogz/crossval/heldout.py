@@ -32,7 +32,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 from scipy import special
@@ -43,7 +43,7 @@ from ..estimators.bridge import solve_bridge
 from ..estimators.common import autocorr_time, pareto_k
 from ..parallel import SeedLike, run_parallel, spawn_generators
 from ..stan.program import StanProgram
-from ..stan.settings import NutsArgs
+from ..stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from .latents import ConditionalGaussian, coordinate_map
 from .observations import Observations
 
@@ -101,14 +101,10 @@ def heldout_elpd(
     train_draws: Any = None,
     pointwise: bool = True,
     settings: NutsArgs | None = None,
-    chains: int | None = None,
-    warmup: int | None = None,
-    draws: int | None = None,
-    adapt_delta: float | None = None,
-    max_treedepth: int | None = None,
     seed: int | np.random.SeedSequence | None = None,
     method: str = "auto",
     progress: Callable[[str], None] | None = None,
+    **nuts_keywords: Unpack[NutsKeywords],
 ) -> HeldOut:
     """log p(y_V | y_T) of the program ``model`` (a :class:`StanModel`, any data) for the
     observations ``held_out`` (0-based indices V into ``observations`` of ``data``) given the
@@ -148,8 +144,7 @@ def heldout_elpd(
     extra = np.setdiff1d(np.arange(full.dim), common)
     rng_full, rng_train, rng_q, rng_ev, rng_h0, rng_h1 = spawn_generators(seed, 6)
     warns: list[str] = []
-    nuts = NutsArgs.of(settings, chains=chains, warmup=warmup, draws=draws,
-                       adapt_delta=adapt_delta, max_treedepth=max_treedepth)
+    nuts = nuts_from_keywords(settings, nuts_keywords, "heldout_elpd")
     fd = _draws(full, full_draws, nuts, rng_full, progress, "all data")
     td = _draws(train, train_draws, nuts, rng_train, progress,
                 f"without {_numbers(v)}")
@@ -239,22 +234,17 @@ def heldout_many(
     *,
     full_draws: Any,
     settings: NutsArgs | None = None,
-    chains: int | None = None,
-    warmup: int | None = None,
-    draws: int | None = None,
-    adapt_delta: float | None = None,
-    max_treedepth: int | None = None,
     seed: SeedLike = None,
     n_workers: int = 1,
     progress: Callable[[str], None] | None = None,
+    **nuts_keywords: Unpack[NutsKeywords],
 ) -> list[HeldOut]:
     """:func:`heldout_elpd` for every held-out set (e.g. each observation for exact
     leave-one-out), sharing ``full_draws``; ``n_workers`` refits at once (threads, or the
     cluster of :func:`stanlogz.parallel.use_executor`). Set i's seed is child i of
     ``SeedSequence(seed)``, so results do not depend on ``n_workers``. Every refit runs NUTS
     with ``settings`` and the loose keywords, as :func:`heldout_elpd`."""
-    nuts = NutsArgs.of(settings, chains=chains, warmup=warmup, draws=draws,
-                       adapt_delta=adapt_delta, max_treedepth=max_treedepth)
+    nuts = nuts_from_keywords(settings, nuts_keywords, "heldout_many")
     done = [0]
     total = len(held_out_sets)
 

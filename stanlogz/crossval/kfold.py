@@ -14,7 +14,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from ..draws import obtain_draws
 from ..errors import DataError, InputError
 from ..parallel import child_sequence, with_client
 from ..stan.program import ProgramLike
-from ..stan.settings import NutsArgs
+from ..stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from .heldout import HeldOut, heldout_many
 from .observations import Observations, load_observed, observation_labels
 
@@ -184,14 +184,10 @@ def kfold(
     obs_fields: list[str] | None = None,
     draws: Any = None,
     settings: NutsArgs | None = None,
-    chains: int | None = None,
-    warmup: int | None = None,
-    n_draws: int | None = None,
-    adapt_delta: float | None = None,
-    max_treedepth: int | None = None,
     seed: int | None = None,
     n_workers: int = 1,
     progress: Callable[[str], None] | None = None,
+    **nuts_keywords: Unpack[NutsKeywords],
 ) -> KFoldResult:
     """K-fold cross-validation of a Stan program (a path or :class:`StanModel`) with ``data``:
     ``k`` random folds, folds balanced over the labels of ``stratify`` (a per-observation data
@@ -203,8 +199,7 @@ def kfold(
     existing draws of the full-data posterior (Draws, cmdstanpy fit, CSV paths, InferenceData)
     instead of a NUTS run on all data. Folds and every refit's seed derive from ``seed``."""
     t0 = time.perf_counter()
-    nuts = NutsArgs.of(settings, chains=chains, warmup=warmup, draws=n_draws,
-                       adapt_delta=adapt_delta, max_treedepth=max_treedepth)
+    nuts = nuts_from_keywords(settings, nuts_keywords, "kfold")
     if n_workers < 1:
         raise InputError(f"n_workers must be >= 1, got {n_workers}")
     model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,

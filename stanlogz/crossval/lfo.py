@@ -21,7 +21,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 from scipy import special
@@ -32,7 +32,7 @@ from ..errors import DataError, InputError
 from ..estimators.common import autocorr_time
 from ..parallel import child_sequence, run_parallel, with_client
 from ..stan.program import ProgramLike, StanProgram
-from ..stan.settings import NutsArgs
+from ..stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from .heldout import heldout_elpd
 from .observations import Observations, load_observed
 
@@ -131,14 +131,10 @@ def lfo(
     obs: str | None = None,
     obs_fields: list[str] | None = None,
     settings: NutsArgs | None = None,
-    chains: int | None = None,
-    warmup: int | None = None,
-    n_draws: int | None = None,
-    adapt_delta: float | None = None,
-    max_treedepth: int | None = None,
     seed: int | None = None,
     n_workers: int = 1,
     progress: Callable[[str], None] | None = None,
+    **nuts_keywords: Unpack[NutsKeywords],
 ) -> LfoResult:
     """Leave-future-out CV of a time-series program (a path or :class:`StanModel`) with
     ``data`` whose observations are in time order: log p(y_{t+1:t+M} | y_{1:t}) for
@@ -149,8 +145,7 @@ def lfo(
     ``n_draws``, ``adapt_delta`` and ``max_treedepth`` replace its fields). Seeds derive from
     ``seed``."""
     t0 = time.perf_counter()
-    nuts = NutsArgs.of(settings, chains=chains, warmup=warmup, draws=n_draws,
-                       adapt_delta=adapt_delta, max_treedepth=max_treedepth)
+    nuts = nuts_from_keywords(settings, nuts_keywords, "lfo")
     if method not in LFO_METHODS:
         raise InputError(f"method must be one of {', '.join(LFO_METHODS)}, got {method!r}")
     if not 0.0 <= k_threshold <= 1.0:

@@ -8,7 +8,7 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from ..draws import Draws, obtain_draws
 from ..errors import InputError
 from ..parallel import child_sequence, run_parallel, with_client
 from ..stan.program import ProgramLike
-from ..stan.settings import NutsArgs
+from ..stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from .fixups import FIX_METHODS, FixedPoint, FixTask, fix_observation
 from .heldout import heldout_many
 from .moment_match import moment_match_observation
@@ -208,15 +208,11 @@ def loo(
     k_threshold: float | None = None,
     subsample: int | None = None,
     settings: NutsArgs | None = None,
-    chains: int | None = None,
-    warmup: int | None = None,
-    n_draws: int | None = None,
-    adapt_delta: float | None = None,
-    max_treedepth: int | None = None,
     seed: int | None = None,
     n_workers: int = 1,
     ups_options: dict[str, Any] | None = None,
     progress: Any = None,
+    **nuts_keywords: Unpack[NutsKeywords],
 ) -> LooResult:
     """PSIS-LOO of a Stan program (a path or :class:`StanModel`) with ``data``.
 
@@ -236,8 +232,7 @@ def loo(
     approximation of every observation; Magnusson et al. 2020), for large N.
     """
     t0 = time.perf_counter()
-    nuts = NutsArgs.of(settings, chains=chains, warmup=warmup, draws=n_draws,
-                       adapt_delta=adapt_delta, max_treedepth=max_treedepth)
+    nuts = nuts_from_keywords(settings, nuts_keywords, "loo")
     if fix not in FIX_METHODS:
         raise InputError(f"fix must be one of {', '.join(FIX_METHODS)}, got {fix!r}")
     if k_threshold is not None and not 0.0 <= k_threshold <= 1.0:

@@ -22,7 +22,7 @@ import hashlib
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 from scipy import stats
@@ -40,7 +40,7 @@ from ..estimators.ups import (
 from ..mcmc.paths import two_posterior_path
 from ..parallel import as_seed_sequence, child_sequence, with_client
 from ..stan.program import ProgramLike, StanProgram
-from ..stan.settings import NutsArgs
+from ..stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from .observations import Observations, load_observed
 
 #: Pilot runs per lambda grid point for the tuning (UPS's default is 100): the tuning only sets
@@ -128,11 +128,6 @@ def cv(
     obs_fields: list[str] | None = None,
     draws: Any = None,
     settings: NutsArgs | None = None,
-    chains: int | None = None,
-    warmup: int | None = None,
-    n_draws: int | None = None,
-    adapt_delta: float | None = None,
-    max_treedepth: int | None = None,
     seed: int | None = None,
     criterion: str = "log",
     outcome: str = "y",
@@ -141,6 +136,7 @@ def cv(
     ci_level: float = 0.95,
     ups_options: dict[str, Any] | None = None,
     progress: Any = None,
+    **nuts_keywords: Unpack[NutsKeywords],
 ) -> CVResult:
     """Unbiased leave-``n_valid``-out cross-validation of a Stan program with ``data``:
     ``splits`` independent replicates, each unbiased for the objective mean −log p(y_V | y_T)
@@ -156,8 +152,7 @@ def cv(
     :func:`stanlogz.estimators.ups.ups` (``n_pilot`` defaults to :data:`CV_PILOT`).
     """
     t0 = time.perf_counter()
-    nuts = NutsArgs.of(settings, chains=chains, warmup=warmup, draws=n_draws,
-                       adapt_delta=adapt_delta, max_treedepth=max_treedepth)
+    nuts = nuts_from_keywords(settings, nuts_keywords, "cv")
     if not (isinstance(splits, int | np.integer) and splits >= 2):
         raise InputError(f"splits must be an integer >= 2 (for a standard error), got {splits!r}")
     if not 0.0 < ci_level < 1.0:

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from ..estimators.base import EvidenceResult
 from ..estimators.options import AisOptions, RaisOptions, SmcOptions
 from ..estimators.shortcuts import NEEDS_PRIOR, SHORTCUTS, dynesty_available
 from ..parallel import with_client
-from ..stan.settings import NutsArgs
+from ..stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from .sandwich import BDMCResult, bdmc, sandwich_band
 from .simulation import prior_draws, simulate
 
@@ -278,11 +278,6 @@ def run_testbed(
     estimators: Sequence[str] | None = None,
     *,
     settings: NutsArgs | None = None,
-    chains: int | None = None,
-    warmup: int | None = None,
-    draws: int | None = None,
-    adapt_delta: float | None = None,
-    max_treedepth: int | None = None,
     n_chains: int = 16,
     n_temps: int = 1000,
     gap_tol: float | None = 1.0,
@@ -293,6 +288,7 @@ def run_testbed(
     n_prior_draws: int = 1000,
     budgets: Sequence[float] = (1.0,),
     progress: Progress | None = None,
+    **nuts_keywords: Unpack[NutsKeywords],
 ) -> TestbedResult:
     """Compile both programs, simulate a data set, draw with NUTS (``settings``, a
     :class:`~stanlogz.stan.settings.NutsArgs` whose fields ``chains``, ``warmup``, ``draws``,
@@ -312,8 +308,7 @@ def run_testbed(
     from ..stan.inputs import check_stan_file, read_data
     from ..stan.model import StanModel
 
-    nuts = NutsArgs.of(settings, chains=chains, warmup=warmup, draws=draws,
-                       adapt_delta=adapt_delta, max_treedepth=max_treedepth)
+    nuts = nuts_from_keywords(settings, nuts_keywords, "run_testbed")
     main_file, sim_file = check_stan_file(model_path), check_stan_file(sim_path)
     if estimators is None:
         estimators = default_estimators(prior_path is not None)
