@@ -16,9 +16,10 @@ from ..testbed import (
     budget_fractions,
     run_testbed,
 )
+from .arguments import add_sampler_arguments, nuts_settings
 from .evidence import PLOT_SUFFIXES
 from .executor import add_executor_arguments, with_executor
-from .sample import add_sampler_arguments, check_output, nuts_settings
+from .sample import check_output
 
 NAME = "bdmc"
 HELP = ("Sandwich log Z on data simulated from the model (bidirectional Monte Carlo) and score "

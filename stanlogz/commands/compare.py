@@ -23,10 +23,11 @@ from ..crossval.weights import METHODS
 from ..errors import InputError
 from ..report.crossval_plots import plot_pit
 from ..report.output import Reporter, write_atomically
+from .arguments import nuts_settings
 from .evidence import PLOT_SUFFIXES, add_estimation_arguments, parse_options
 from .executor import with_executor
 from .loo import add_observation_arguments, obs_fields
-from .sample import check_output, nuts_settings
+from .sample import check_output
 
 NAME = "compare"
 HELP = "Compare Stan programs by their evidence: log Bayes factors and posterior probabilities."

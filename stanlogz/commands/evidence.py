@@ -17,8 +17,9 @@ from ..estimators import METHODS, lookup
 from ..estimators.base import EvidenceResult
 from ..report.output import Reporter, write_atomically
 from ..stan.load import load_model
+from .arguments import add_program_arguments, add_sampler_arguments, nuts_settings
 from .executor import add_executor_arguments, with_executor
-from .sample import add_sampler_arguments, check_output, nuts_settings
+from .sample import check_output
 
 NAME = "evidence"
 HELP = "Estimate the log evidence (log marginal likelihood) of a Stan program."
@@ -31,8 +32,7 @@ PLOT_METHODS = FLOW_METHODS + ("ups",)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
-    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
+    add_program_arguments(parser)
     add_estimation_arguments(parser)
     parser.add_argument("--fit", metavar="CSV", nargs="+", default=None,
                         help="use existing draws: CmdStan CSV files, or a file written by "

@@ -18,9 +18,10 @@ from ..crossval.pointwise import SOURCES
 from ..errors import InputError
 from ..report.crossval_plots import plot_pit
 from ..report.output import Reporter, write_atomically
+from .arguments import add_closing_arguments, add_program_arguments, nuts_settings
 from .evidence import PLOT_SUFFIXES
-from .executor import add_executor_arguments, with_executor
-from .sample import add_sampler_arguments, check_output, finish, nuts_settings
+from .executor import with_executor
+from .sample import check_output, finish
 
 NAME = "loo"
 HELP = ("Leave-one-out cross-validation (PSIS-LOO) of a Stan program, recomputing observations "
@@ -47,8 +48,7 @@ def obs_fields(text: str | None) -> list[str] | None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
-    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
+    add_program_arguments(parser)
     parser.add_argument("--fit", metavar="FILE", nargs="+", default=None,
                         help="use existing draws: CmdStan CSV files, or a stanlogz sample "
                         "--output file (.csv or .nc)")
@@ -68,10 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="estimate elpd_loo from PSIS on M observations drawn at random "
                         "(difference estimator; for large N), with its subsampling se")
     add_check_arguments(parser)
-    add_sampler_arguments(parser)
-    add_executor_arguments(parser)
-    parser.add_argument("--plot", metavar="FILE.png", default=None,
-                        help="save k-hat and pointwise elpd per observation")
+    add_closing_arguments(parser, "save k-hat and pointwise elpd per observation")
 
 
 def print_loo(report: Reporter, r: LooResult) -> None:

@@ -17,8 +17,9 @@ from ..pmmh.pseudo_marginal import (
 )
 from ..report.output import Reporter
 from ..report.pmmh_plot import plot_pmmh
+from .arguments import add_sampler_arguments, nuts_settings
 from .evidence import PLOT_SUFFIXES
-from .sample import add_sampler_arguments, check_output, finish, nuts_settings
+from .sample import check_output, finish
 
 NAME = "pmmh"
 HELP = ("Pseudo-marginal MCMC for a doubly-intractable posterior: the outer program's target "

@@ -12,55 +12,22 @@ from ..draws import Draws, sample, write_csv
 from ..errors import InputError
 from ..report.output import Reporter
 from ..stan.load import load_model
-from ..stan.settings import NutsArgs
+from .arguments import add_program_arguments, add_sampler_arguments, nuts_settings
 
 NAME = "sample"
 HELP = "Draw from the posterior with Stan's NUTS; print a summary, diagnostics and warnings."
 
 OUTPUT_SUFFIXES = (".csv", ".nc")
-_NUTS_DEFAULTS = NutsArgs()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
-    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
+    add_program_arguments(parser)
     add_sampler_arguments(parser)
     parser.add_argument("--all-quantities", action="store_true",
                         help="summarize transformed parameters and generated quantities too "
                         "(default: the parameters only; --output saves every quantity)")
     parser.add_argument("--output", metavar="FILE", default=None,
                         help="save the draws: .csv (readable by --fit) or .nc (ArviZ netCDF)")
-
-
-def add_sampler_arguments(parser: argparse.ArgumentParser, *, prefix: str = "",
-                          defaults: NutsArgs | None = _NUTS_DEFAULTS, what: str = "") -> None:
-    """The NUTS flags of every command that runs NUTS: ``--chains``, ``--warmup``, ``--draws``,
-    ``--adapt-delta``, ``--max-treedepth`` (each ``--PREFIXname`` with ``prefix``; ``defaults``
-    None leaves them None, for a caller whose defaults differ); :func:`nuts_settings` turns
-    them into one :class:`~stanlogz.stan.settings.NutsArgs`."""
-    d = defaults or NutsArgs()
-    flags = (("chains", int, "number of chains"),
-             ("warmup", int, "warmup iterations per chain"),
-             ("draws", int, "post-warmup draws per chain"),
-             ("adapt-delta", float, "target acceptance rate of NUTS step-size adaptation "
-              "(raise it, e.g. 0.95, when divergences are reported)"),
-             ("max-treedepth", int, "maximum NUTS tree depth"))
-    for name, kind, text in flags:
-        field = name.replace("-", "_")
-        default = getattr(d, field)
-        parser.add_argument(f"--{prefix}{name}", type=kind,
-                            default=default if defaults is not None else None,
-                            help=f"{what}{text} (default {default})")
-
-
-def nuts_settings(args: argparse.Namespace, *, prefix: str = "",
-                  base: NutsArgs | None = None) -> NutsArgs:
-    """The one :class:`~stanlogz.stan.settings.NutsArgs` of the flags that
-    :func:`add_sampler_arguments` added (``base`` with the given flags applied; invalid values
-    raise :class:`~stanlogz.errors.InputError` before anything runs)."""
-    p = prefix.replace("-", "_")
-    return NutsArgs.of(base, **{f: getattr(args, p + f) for f in
-                                ("chains", "warmup", "draws", "adapt_delta", "max_treedepth")})
 
 
 def finish(report: Any, result: Any, plot: Path | None, draw: Callable[[Path], None],
