@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import InputError
 from .figures import pyplot as _pyplot
+from .figures import save
 
 if TYPE_CHECKING:
     from ..crossval.checks import PredictiveChecks
@@ -45,11 +46,7 @@ def plot_loo(result: LooResult, path: str | Path) -> Path:
     ax_e.set_ylabel("elpd_i = log p(y_i | y_-i)")
     ax_e.set_title(f"elpd_loo = {result.elpd_loo:.2f} ± {result.se:.2f}")
     ax_e.legend(fontsize=8)
-    fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save(fig, path)
 
 
 def plot_cv(result: CVResult, path: str | Path) -> Path:
@@ -68,11 +65,7 @@ def plot_cv(result: CVResult, path: str | Path) -> Path:
         ax.legend(fontsize=8)
     ax_s.set_title(f"{result.model}: unbiased CV, n_V = {result.n_valid}")
     ax_l.set_title("replicates against λ")
-    fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save(fig, path)
 
 
 def plot_kfold(result: KFoldResult, path: str | Path) -> Path:
@@ -91,10 +84,7 @@ def plot_kfold(result: KFoldResult, path: str | Path) -> Path:
     ax_f.set_xlabel("fold")
     ax_f.set_ylabel("Σ log p(y_i | y_T) over the fold (±2 MC se)")
     ax_f.set_title(f"elpd_kfold = {result.elpd_kfold:.2f} ± {result.se:.2f}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return Path(path)
+    return save(fig, path)
 
 
 def plot_lfo(result: LfoResult, path: str | Path) -> Path:
@@ -114,10 +104,7 @@ def plot_lfo(result: LfoResult, path: str | Path) -> Path:
         ax_k.axhline(result.k_threshold, color="C3", ls="--", lw=1)
     ax_k.set_xlabel("forecast origin t")
     ax_k.set_ylabel("Pareto k̂ (blank: fit at t)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return Path(path)
+    return save(fig, path)
 
 
 def plot_pit(checks: PredictiveChecks, path: str | Path) -> Path:
@@ -143,7 +130,4 @@ def plot_pit(checks: PredictiveChecks, path: str | Path) -> Path:
     ax_h.hist(p, bins=min(20, max(5, n // 5)), range=(0, 1), density=True, color="C0")
     ax_h.axhline(1.0, color="C3", ls="--", lw=1)
     ax_h.set_xlabel("LOO-PIT")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return Path(path)
+    return save(fig, path, dpi=None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 
@@ -13,3 +14,12 @@ def pyplot() -> Any:
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def save(fig: Any, path: str | Path, dpi: float | None = 110) -> Path:
+    """Lay out ``fig``, write it to ``path`` (format from the suffix) and close it."""
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=dpi)
+    pyplot().close(fig)
+    return out
