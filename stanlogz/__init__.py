@@ -24,7 +24,7 @@ __version__ = "0.1.0"
 # name -> module that defines it; imported on first attribute access (so that importing the
 # package, and the CLI's start, where Ctrl-C must still end in one line, stays cheap)
 _LAZY = {
-    "ComparisonResult": "stanlogz.api",
+    "ComparisonResult": "stanlogz.estimators.comparison",
     "compare": "stanlogz.api",
     "evidence": "stanlogz.api",
     "EvidenceResult": "stanlogz.estimators.base",

@@ -14,7 +14,6 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,8 +25,9 @@ from .draws.checks import normalization_warnings
 from .draws.continuation import extend_draws
 from .errors import InputError
 from .estimators import lookup
-from .estimators.base import EvidenceResult, _jsonable
+from .estimators.base import EvidenceResult
 from .estimators.common import draws_needed
+from .estimators.comparison import ComparisonResult, posterior_probs  # noqa: F401 - re-exported
 from .parallel import with_client
 from .stan.code import unused_parameters  # noqa: F401 - re-exported
 from .stan.inputs import check_stan_file, read_data
@@ -183,91 +183,6 @@ def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target
 
 
 # ---------------------------------------------------------------------- comparison
-@dataclass
-class ComparisonResult:
-    """Evidence of several programs, log Bayes factors against the best, model probabilities.
-
-    ``log_bf[i]`` is log Z_i - log Z_best with standard error ``log_bf_se[i]`` (estimates are
-    independent, so the variances add). ``post_probs`` are posterior model probabilities
-    (softmax of log Z + log prior) with delta-method standard errors ``post_probs_se``.
-    """
-
-    names: list[str]
-    results: list[EvidenceResult]
-    prior_probs: np.ndarray
-    log_bf: np.ndarray = field(init=False)
-    log_bf_se: np.ndarray = field(init=False)
-    post_probs: np.ndarray = field(init=False)
-    post_probs_se: np.ndarray = field(init=False)
-    best: int = field(init=False)
-    #: unbiased Z_i / Z_best on the natural scale (paper 003), when asked for; None for the best
-    unbiased_bf: list[Any] | None = None
-
-    header = ("model", "log_z", "se", "log_bf", "bf_se", "prior", "post_prob", "post_se")
-
-    def __post_init__(self) -> None:
-        lz = np.array([r.log_z for r in self.results], dtype=float)
-        se = np.array([r.log_z_se for r in self.results], dtype=float)
-        self.best = int(np.argmax(lz))
-        self.log_bf = lz - lz[self.best]
-        self.log_bf_se = np.sqrt(se**2 + se[self.best] ** 2)
-        self.log_bf_se[self.best] = 0.0
-        self.post_probs, self.post_probs_se = posterior_probs(lz, se, self.prior_probs)
-
-    def table(self) -> list[list[Any]]:
-        """One row per model in the order of :attr:`header`."""
-        return [
-            [n, r.log_z, r.log_z_se, float(b), float(bs), float(p), float(q), float(qs)]
-            for n, r, b, bs, p, q, qs in zip(
-                self.names, self.results, self.log_bf, self.log_bf_se, self.prior_probs,
-                self.post_probs, self.post_probs_se, strict=True)
-        ]
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serializable dict (estimator diagnostics keys starting with ``_`` dropped)."""
-        ubf = self.unbiased_bf or [None] * len(self.names)
-        return _jsonable({
-            "best": self.names[self.best],
-            "models": [
-                {"name": n, "log_bf": b, "log_bf_se": bs, "prior_prob": p, "post_prob": q,
-                 "post_prob_se": qs, **r.to_dict(),
-                 **({} if u is None else {"unbiased_bf": u.value, "unbiased_bf_se": u.se,
-                                          "unbiased_bf_fraction_positive":
-                                          u.fraction_positive,
-                                          "unbiased_bf_tail_k": u.tail_k})}
-                for n, r, b, bs, p, q, qs, u in zip(
-                    self.names, self.results, self.log_bf, self.log_bf_se, self.prior_probs,
-                    self.post_probs, self.post_probs_se, ubf, strict=True)
-            ],
-        })
-
-    def unbiased_table(self) -> list[list[Any]]:
-        """Rows ``[model, Z/Z_best, se, log of it, its se, fraction positive, tail k-hat]`` of
-        the unbiased Bayes factors (empty when they were not asked for)."""
-        rows = []
-        for n, u in zip(self.names, self.unbiased_bf or [], strict=False):
-            if u is not None:
-                rows.append([n, u.value, u.se, u.log_value, u.log_se, u.fraction_positive,
-                             u.tail_k])
-        return rows
-
-
-def posterior_probs(log_z: np.ndarray, se: np.ndarray, prior: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """Posterior model probabilities and their delta-method standard errors.
-
-    p = softmax(log Z + log prior); dp_i/dlogZ_j = p_i (delta_ij - p_j), and the log Z
-    estimates are independent, so var p_i = sum_j (p_i (delta_ij - p_j))^2 se_j^2.
-    """
-    with np.errstate(divide="ignore"):
-        a = np.asarray(log_z, dtype=float) + np.log(np.asarray(prior, dtype=float))
-    p = np.exp(a - np.max(a))
-    p /= p.sum()
-    jac = p[:, None] * (np.eye(p.size) - p[None, :])
-    var = (jac**2) @ (np.asarray(se, dtype=float) ** 2)
-    return p, np.sqrt(var)
-
-
 def _names(models: Sequence[Any], loaded: Sequence[Any]) -> list[str]:
     names = []
     for src, m in zip(models, loaded, strict=True):
