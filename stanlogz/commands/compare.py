@@ -19,7 +19,7 @@ from ..crossval.checks import (
 )
 from ..crossval.choose import ProgramChoice
 from ..crossval.fixups import FIX_METHODS
-from ..crossval.weights import METHODS
+from ..crossval.weights import WEIGHT_METHODS
 from ..errors import InputError
 from ..report.crossval_plots import plot_pit
 from ..report.output import Reporter, write_atomically
@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--evidence", action="store_true",
                         help="compare by log evidence (the default without --loo)")
     parser.add_argument("--weights", metavar="METHODS", default=None,
-                        help=f"model weights, comma-separated: {', '.join(METHODS)} "
+                        help=f"model weights, comma-separated: {', '.join(WEIGHT_METHODS)} "
                         "(stacking and pseudo-BMA need --loo, bma needs the evidence)")
     parser.add_argument("--fix", choices=FIX_METHODS, default="auto",
                         help="with --loo: how to recompute observations with high k-hat "

@@ -14,7 +14,7 @@ from ..crossval.checks import (
 )
 from ..crossval.fixups import FIX_METHODS
 from ..crossval.loo import LooResult, loo
-from ..crossval.pointwise import SOURCES
+from ..crossval.pointwise import LOG_LIK_SOURCES
 from ..errors import InputError
 from ..report.crossval_plots import plot_pit
 from ..report.output import Reporter, write_atomically
@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "exact where k-hat stays above the threshold")
     parser.add_argument("--k-threshold", type=float, default=None,
                         help="fix observations above this k-hat (default min(1 - 1/log10 S, 0.7))")
-    parser.add_argument("--log-lik", choices=SOURCES, default="auto",
+    parser.add_argument("--log-lik", choices=LOG_LIK_SOURCES, default="auto",
                         help="pointwise log-likelihood: the log_lik generated quantity, or the "
                         "difference of two data instances' densities (default: log_lik when the "
                         "program has it)")

@@ -7,10 +7,10 @@ import argparse
 
 import numpy as np
 
-from ..estimators.reciprocal import METHODS
+from ..estimators.reciprocal import RECIPROCAL_METHODS
 from ..pmmh.pseudo_marginal import (
     MH_WARMUP,
-    SOURCES,
+    WEIGHT_SOURCES,
     PseudoMarginalResult,
     inner_nuts,
     pmmh,
@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "p*(x|theta)")
     parser.add_argument("--data", metavar="DATA.json", default=None,
                         help="data (JSON) for both programs")
-    parser.add_argument("--estimator", choices=METHODS, default="rbbce",
+    parser.add_argument("--estimator", choices=RECIPROCAL_METHODS, default="rbbce",
                         help="unbiased 1/Z estimator (default rbbce)")
     parser.add_argument("--iter", type=int, default=2000, help="kept iterations (default 2000)")
     parser.add_argument("--warmup", type=int, default=MH_WARMUP,
@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="independent 1/Z estimates averaged per state (default 1)")
     parser.add_argument("--burn-in", type=int, default=0,
                         help="FCE burn-in T: Pr(estimate >= 0) >= 1 - 2/(T+1) (default 0)")
-    parser.add_argument("--weights", choices=SOURCES, default="is",
+    parser.add_argument("--weights", choices=WEIGHT_SOURCES, default="is",
                         help="importance sampling or AIS weights for Z(theta) (default is)")
     parser.add_argument("--proposal", choices=("gaussian", "flow"), default="gaussian",
                         help="proposal fitted to NUTS draws of the inner program (default "

@@ -51,7 +51,7 @@ from .observations import Observations
 #: (above 0.5 the weights' variance may be infinite, and the bridge's se unreliable: a Gaussian
 #: group held out at k̂ 0.67 was 2.5 se off in benchmarks/crossval_beyond.py).
 K_POOR = 0.5
-METHODS = ("auto", "bridge", "evidence-difference")
+HELDOUT_METHODS = ("auto", "bridge", "evidence-difference")
 
 
 @dataclass
@@ -127,8 +127,8 @@ def heldout_elpd(
     held-out observation for ``elpd_i``, and two gbs fits when the bridge's overlap is poor.
     Every call builds its own data instances, so splits can run in parallel threads.
     """
-    if method not in METHODS:
-        raise InputError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if method not in HELDOUT_METHODS:
+        raise InputError(f"method must be one of {', '.join(HELDOUT_METHODS)}, got {method!r}")
     t0 = time.perf_counter()
     v = np.unique(np.asarray(held_out, dtype=int).ravel())
     if v.size == 0 or v.size >= observations.n:

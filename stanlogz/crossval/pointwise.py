@@ -32,7 +32,7 @@ from ..errors import DataError, InputError
 from ..stan.program import StanProgram
 from .observations import Observations
 
-SOURCES = ("auto", "log_lik", "difference")
+LOG_LIK_SOURCES = ("auto", "log_lik", "difference")
 
 #: Most observations a baseline instance may need (programs that declare int<lower=r> N).
 MAX_REFERENCE = 3
@@ -88,8 +88,8 @@ class PointwiseLogLik:
 
     def __init__(self, model: StanProgram, data: Mapping[str, Any], obs: Observations,
                  source: str = "auto") -> None:
-        if source not in SOURCES:
-            raise InputError(f"log-likelihood source must be one of {', '.join(SOURCES)}, "
+        if source not in LOG_LIK_SOURCES:
+            raise InputError(f"log-likelihood source must be one of {', '.join(LOG_LIK_SOURCES)}, "
                              f"got {source!r}")
         if source == "auto":
             source = "log_lik" if has_log_lik(model) else "difference"

@@ -19,7 +19,7 @@ from scipy.special import logsumexp, softmax
 from ..errors import InputError
 
 #: Weight methods by the names ``--weights`` takes.
-METHODS = ("stacking", "pseudo-bma", "pseudo-bma+", "bma")
+WEIGHT_METHODS = ("stacking", "pseudo-bma", "pseudo-bma+", "bma")
 
 
 @dataclass

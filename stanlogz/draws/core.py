@@ -34,7 +34,7 @@ _ARVIZ_STATS = {
     "energy__": "energy",
 }
 
-SOURCES = ("stanlogz-nuts", "cmdstanpy", "csv", "arviz", "array")
+DRAW_SOURCES = ("stanlogz-nuts", "cmdstanpy", "csv", "arviz", "array")
 
 
 def flat_name(name: str) -> str:
@@ -80,8 +80,9 @@ class Draws:
         if u.ndim != 3:
             raise InputError(f"unconstrained draws must be (chains, n, dim), got shape {u.shape}")
         self.unconstrained = u
-        if self.source not in SOURCES:
-            raise InputError(f"unknown draws source {self.source!r}; one of {', '.join(SOURCES)}")
+        if self.source not in DRAW_SOURCES:
+            raise InputError(f"unknown draws source {self.source!r}; one of "
+                             f"{', '.join(DRAW_SOURCES)}")
         if self.constrained is not None:
             c = np.asarray(self.constrained, dtype=float)
             if c.ndim != 3 or c.shape[:2] != u.shape[:2]:

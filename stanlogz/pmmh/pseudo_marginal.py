@@ -42,7 +42,7 @@ from ..stan.model import StanModel
 from ..stan.settings import NutsArgs
 
 Progress = Callable[[str], None] | None
-SOURCES = ("is", "ais")
+WEIGHT_SOURCES = ("is", "ais")
 TARGET_ACCEPT = 0.2  # noisy |f^| lowers the best acceptance below RWMH's 0.234
 #: iterations of the outer Metropolis-Hastings chain that adapt its proposal scale
 MH_WARMUP = 1000
@@ -278,8 +278,8 @@ def pmmh(
     from ..stan.inputs import read_data
 
     estimator = check_options(estimator, batch, trials, burn_in)
-    if weights not in SOURCES:
-        raise InputError(f"unknown weight source {weights!r}; one of {', '.join(SOURCES)}")
+    if weights not in WEIGHT_SOURCES:
+        raise InputError(f"unknown weight source {weights!r}; one of {', '.join(WEIGHT_SOURCES)}")
     nuts = NutsArgs.of(settings if settings is not None else inner_nuts(inner_draws),
                        draws=inner_draws, adapt_delta=adapt_delta, max_treedepth=max_treedepth)
     if iter < 1 or warmup < 0 or nuts.draws < 20:
