@@ -12,6 +12,6 @@ from .stancsv import from_csv, write_csv
 from .summary import ESS_PER_CHAIN_MIN, RHAT_MAX, DrawsSummary
 
 __all__ = ["DRAW_SOURCES", "ESS_PER_CHAIN_MIN", "RHAT_MAX", "SAMPLER_COLUMNS", "Draws",
-           "DrawsSummary", "as_draws", "atomic_write_text", "flat_name", "from_array", "from_cmdstanpy",
-           "from_csv", "from_inference_data", "group_flat_names", "obtain_draws", "sample",
-           "sample_cmdstanpy", "write_csv"]
+           "DrawsSummary", "as_draws", "atomic_write_text", "flat_name", "from_array",
+           "from_cmdstanpy", "from_csv", "from_inference_data", "group_flat_names", "obtain_draws",
+           "sample", "sample_cmdstanpy", "write_csv"]
