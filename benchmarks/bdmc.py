@@ -5,7 +5,7 @@ low-rank matrix factorization (``lowrank``), the paper's models in small form. W
 toolchain the programs and their simulation programs are compiled; with ``--python`` (or when
 ``stanlogz.stan.model`` is missing) NumPy versions of the same models are used for the AIS part.
 
-    nice -n 10 python benchmarks/bdmc.py [--models gmm,lowrank] [--temps 100,200,400,800]
+    nice -n 10 python3 -m benchmarks.bdmc [--models gmm,lowrank] [--temps 100,200,400,800]
         [--chains 16] [--estimators gbs,gis,ghm,laplace,bridge-gaussian,ais] [--seed 1]
         [--budgets 3] [--plot-dir DIR]
 """
@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
+from benchmarks._common import ROOT  # noqa: E402
 from stanlogz.densities.fits import gaussian_from_draws
 from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.estimators.ais import DEFAULT_INFLATE
@@ -37,7 +38,6 @@ from stanlogz.testbed import (
     testbed,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 STAN_DIR = ROOT / "stan_models" / "bdmc"
 LOG_2PI = np.log(2 * np.pi)
 

@@ -1,6 +1,6 @@
 """Does gbs's ±2 se cover the error on hard cases? Coverage over seeds against exact log Z.
 
-    nice -n 10 python benchmarks/coverage.py [--seeds 20] [--cases t3,funnel,latent200,bimodal]
+    nice -n 10 python3 -m benchmarks.coverage [--seeds 20] [--cases t3,funnel,latent200,bimodal]
                                              [--draws 1000]
 
 Every case is a Python target whose log Z is known exactly and which can be sampled exactly, so
@@ -12,7 +12,7 @@ per seed, gbs with its default options (validated flow, two orientations, temper
   funnel     Neal's funnel, v ~ N(0, 3^2), x_1..5 | v ~ N(0, e^v): scale varies by e^4.5
   latent200  non-centred hierarchical normal with 200 groups (202 parameters) and weak data
              (sigma 2): hundreds of latents with a funnel between log tau and the effects;
-             log Z by quadrature of the analytic marginal (stanlogz.targets)
+             log Z by quadrature of the analytic marginal (stanlogz.densities.gaussian)
   bimodal    equal mixture of N(-3 e_1, I) and N(+3 e_1, I) in 4 dimensions (6 sd apart)
 Harder variants (not run by default): t1.5x10 (t with 1.5 degrees of freedom, 10 dimensions:
 infinite variance), funnel10 (the funnel in 10 dimensions), bimodal8 (modes 10 sd apart in 8
@@ -34,13 +34,9 @@ import argparse  # noqa: E402
 import math  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from scipy import special  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from stanlogz.densities.gaussian import HierarchicalNormalTarget  # noqa: E402
 from stanlogz.errors import StanlogzError  # noqa: E402

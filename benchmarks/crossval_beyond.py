@@ -11,7 +11,7 @@
 Columns: mean |error|, the largest, the mean reported se, and the fraction of estimates within
 2 se of the truth (coverage; about 0.95 when the se is honest).
 
-    python benchmarks/crossval_beyond.py --seeds 5
+    python3 -m benchmarks.crossval_beyond --seeds 5
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Cross-validation benchmark: PSIS-LOO, its fix-ups and unbiased CV against closed forms.
 
-    nice -n 10 python benchmarks/cv.py [--seed 1] [--splits 400] [--quick]
+    nice -n 10 python3 -m benchmarks.cv [--seed 1] [--splits 400] [--quick]
 
 Problems (all with exact references; paper 000 §3.3):
 
@@ -25,19 +25,14 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # shared box: one BLAS threa
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from scipy import stats  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "examples"))
-
-from loo_cross_validation import exact_log_predictive  # noqa: E402
-
 import stanlogz  # noqa: E402
+from benchmarks._common import ROOT  # noqa: E402
+from examples.loo_cross_validation import exact_log_predictive  # noqa: E402
 from stanlogz import arviz_compat  # noqa: E402
 from stanlogz.crossval.psis import psis_loo, relative_efficiency  # noqa: E402
 from stanlogz.report.output import format_table  # noqa: E402

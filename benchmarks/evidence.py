@@ -1,8 +1,8 @@
 """Evidence benchmark: Gaussianized bridge sampling against baselines on problems with known log Z.
 
-    nice -n 10 python benchmarks/evidence.py [--quick] [--stan] [--no-dynesty] [--coverage N]
+    nice -n 10 python3 -m benchmarks.evidence [--quick] [--stan] [--no-dynesty] [--coverage N]
         [--coverage-draws 4000] [--only normal,ring64]
-    nice -n 10 python benchmarks/evidence.py --timing [--only funnel16,ring64]
+    nice -n 10 python3 -m benchmarks.evidence --timing [--only funnel16,ring64]
 
 Every problem is a Python target (vectorized log density and analytic gradient, on the
 unconstrained scale exactly as Stan would see it) with exact or exactness-corrected posterior
@@ -32,8 +32,6 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from scipy import integrate, special, stats  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from stanlogz.estimators import get_method  # noqa: E402
 from stanlogz.report.output import format_table  # noqa: E402

@@ -1,7 +1,7 @@
 """Evidence at hundreds of parameters: gbs (default options) against the bridge baselines on
 the same NUTS draws, over seeds, on problems whose log Z is known independently.
 
-    nice -n 10 python benchmarks/high_dim.py [--seeds 20] [--cases nc100,nc300,c300,...]
+    nice -n 10 python3 -m benchmarks.high_dim [--seeds 20] [--cases nc100,nc300,c300,...]
 
 Cases (Stan programs in stan_models/highdim/):
   ncJ / cJ   non-centred / centred hierarchical normal with J groups (J + 2 parameters);
@@ -29,13 +29,10 @@ import argparse  # noqa: E402
 import math  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
+from benchmarks._common import ROOT  # noqa: E402
 from stanlogz.densities.gaussian import GaussianTarget, HierarchicalNormalTarget  # noqa: E402
 from stanlogz.draws import sample  # noqa: E402
 from stanlogz.errors import StanlogzError  # noqa: E402

@@ -2,19 +2,16 @@
 modules, lines, largest module, imports to lower layers and upward imports (0 when the contract
 holds); and the import cycles among all modules (none wanted).
 
-Run: ``python benchmarks/layers.py`` (needs grimp, which import-linter brings).
+Run: ``python3 -m benchmarks.layers`` (needs grimp, which import-linter brings).
 """
 
 from __future__ import annotations
 
-import sys
 import tomllib
-from pathlib import Path
 
 import grimp
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks._common import ROOT  # noqa: E402
 
 
 def layers() -> list[list[str]]:

@@ -6,7 +6,7 @@ the mean of p(y_i | θ) over them, se from the ESS) as the reference.
 Prints one row per observation with k̂ > 0.7 (elpd ± se, seconds; z = difference to the
 brute-force value over the combined se) and a summary row.
 
-    python3 benchmarks/loo_fixups.py [--n 150] [--k 15] [--phi 0.7] [--seed 1]
+    python3 -m benchmarks.loo_fixups [--n 150] [--k 15] [--phi 0.7] [--seed 1]
                                      [--brute-draws 5000]
 """
 
@@ -28,6 +28,7 @@ from stanlogz.crossval.observations import find_observations
 from stanlogz.crossval.pointwise import PointwiseLogLik
 from stanlogz.crossval.psis import elpd_mcse, psis_loo, relative_efficiency_pointwise
 from stanlogz.stan.model import StanModel
+from stanlogz.stan.settings import NutsArgs
 
 PROGRAM = Path(__file__).resolve().parents[1] / "stan_models" / "bench" / "poisson_glm.stan"
 
@@ -100,8 +101,8 @@ def main(argv: list[str] | None = None) -> None:
                                         k_target=target, log_lik_draws=ll[..., i])
                for target in (None, args.k_target)]
         task = FixTask(index=i, method="exact", khat=float(loo.khat[i]),
-                       psis_elpd=float(loo.elpd_i[i]), chains=4, warmup=1000, draws=1000,
-                       ups_options={})
+                       psis_elpd=float(loo.elpd_i[i]),
+                       settings=NutsArgs(chains=4, warmup=1000, draws=1000), ups_options={})
         ex = fix_observation(pw, unc, task, rng)
         b, b_se, b_k, b_s = brute_force(pw, i, args.brute_draws, int(rng.integers(2**31 - 1)))
 

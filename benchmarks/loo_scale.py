@@ -14,8 +14,8 @@ The reference is PSIS on the exact log-likelihood matrix computed in numpy from 
 (closed-form Bernoulli / Poisson terms), so "err" is what the pointwise machinery adds (should
 be ~1e-9), or for ``subsample`` the subsampling error, shown beside its se.
 
-    python benchmarks/loo_scale.py                       # N in 100, 1k, 3k, 10k (+100k subsample)
-    python benchmarks/loo_scale.py --n 100 1000 --families logistic
+    python3 -m benchmarks.loo_scale                       # N in 100, 1k, 3k, 10k (+100k subsample)
+    python3 -m benchmarks.loo_scale --n 100 1000 --families logistic
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ continuous spin chain (Stan programs, `stanlogz pmmh`) against its exact posteri
 std/mean and sign fraction against the batch size m. Iteration counts are scaled down from the
 paper's (flags below); the fractions are comparable, their binomial se is printed.
 
-    python benchmarks/reciprocal.py [--trials 1000] [--ising-iter 2000] [--ergm-iter 300]
+    python3 -m benchmarks.reciprocal [--trials 1000] [--ising-iter 2000] [--ergm-iter 300]
 """
 
 from __future__ import annotations
@@ -23,7 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from stanlogz.estimators.reciprocal import METHODS, batch_log_weights, estimate_reciprocal
+from stanlogz.estimators.reciprocal import (
+    RECIPROCAL_METHODS,
+    batch_log_weights,
+    estimate_reciprocal,
+)
 from stanlogz.report.output import format_table
 
 ROWS, COLS = 10, 30
@@ -186,7 +190,7 @@ def pm_table(log_target, source_at, lo, hi, steps, x0, n_iter, trials, rng, name
     """Run :func:`pm_run` once per estimator and print positive states, acceptance,
     sign-corrected means of the two parameters and time per iteration."""
     rows = []
-    for m in METHODS:
+    for m in RECIPROCAL_METHODS:
         signs, xs, acc, spi = pm_run(log_target, source_at, lo, hi, steps, x0, n_iter, m, 10,
                                      trials, rng)
         n_pos = int(np.sum(signs > 0))
@@ -211,7 +215,7 @@ def figure1(trials: int, taus: list[float], rng: np.random.Generator) -> None:
         src = model.ais(10)
         inv = np.exp(-batch_log_weights(src, rng, trials, 10) + lz)  # biased 1/w reference
         rows.append([tau, "1/w (biased)", float(inv.std() / inv.mean()), 1.0, 10.0, ""])
-        for m in METHODS:
+        for m in RECIPROCAL_METHODS:
             t0 = time.perf_counter()
             es = [estimate_reciprocal(src, m, rng=rng, batch=10) for _ in range(trials)]
             sz = np.array([e.sign * math.exp(e.log_abs + lz) for e in es])
@@ -279,7 +283,7 @@ def spin_chain(n_iter: int, seed: int) -> None:
     post = spin_chain_posterior(y, hg, jg)
     exact = {"h": float(post.sum(1) @ hg), "J": float(post.sum(0) @ jg)}
     rows = []
-    for m in METHODS:
+    for m in RECIPROCAL_METHODS:
         r = pmmh(ex / "spin_chain_outer.stan", ex / "spin_chain_inner.stan",
                  ex / "spin_chain.data.json", estimator=m, iter=n_iter, warmup=1000, batch=40,
                  seed=seed)

@@ -1,6 +1,6 @@
 """Scaling of independent units: local executor vs a Dask LocalCluster, and the scheduler's cost.
 
-    nice -n 5 python benchmarks/scaling.py [--replicates 1000] [--chains 256] [--temps 200]
+    nice -n 5 python3 -m benchmarks.scaling [--replicates 1000] [--chains 256] [--temps 200]
 
 1. UPS on the paper's logistic regression (benchmarks/ups.py: n = 1000, p = 7; Laplace base,
    coupled RWMH, k and m from one pilot, q uniform) with ``--replicates`` replicates, and AIS
@@ -22,18 +22,12 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one BLAS thread per worker
 
 import argparse  # noqa: E402
 import math  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from distributed import Client, LocalCluster  # noqa: E402
-from ups import LogisticTarget, make_data  # noqa: E402
 
+from benchmarks.ups import LogisticTarget, make_data  # noqa: E402
 from stanlogz.densities.fits import laplace_base  # noqa: E402
 from stanlogz.estimators.ais import ais  # noqa: E402
 from stanlogz.estimators.ups import ups  # noqa: E402

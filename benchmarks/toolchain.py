@@ -1,6 +1,6 @@
 """Toolchain and model-API benchmark: build times, gradient throughput, NUTS speed.
 
-Run: ``python benchmarks/toolchain.py [--skip-runtime]``. The cold runtime build (bridge object
+Run: ``python3 -m benchmarks.toolchain [--skip-runtime]``. The cold runtime build (bridge object
 and precompiled header, once per toolchain) happens in a temporary cache and takes minutes on a
 busy machine; ``--skip-runtime`` reuses the user cache's runtime for the cold model build.
 """
@@ -10,16 +10,13 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
+from benchmarks._common import ROOT  # noqa: E402
 from stanlogz.stan.model import StanModel  # noqa: E402
 from stanlogz.toolchain import build, cache_root, ensure_base, find_toolchain  # noqa: E402
 

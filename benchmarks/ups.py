@@ -1,6 +1,6 @@
 """UPS benchmark: logistic regression of Rischard, Jacob & Pillai (2018, §3.2.1).
 
-    nice -n 10 python benchmarks/ups.py [--replicates 100] [--workers 2] [--quick] [--stan]
+    nice -n 10 python3 -m benchmarks.ups [--replicates 100] [--workers 2] [--quick] [--stan]
 
 n = 1000, p = 7, covariates N(0, 1), beta* = (0, 0.1, ..., 0.6), prior N(0, 10 I) (synthetic data,
 fixed seed). UPS runs along the geometric path Laplace → posterior with coupled RWMH
@@ -24,14 +24,10 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # shared box: one BLAS threa
 
 import argparse  # noqa: E402
 import math  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from scipy import special  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from stanlogz.densities.fits import laplace_base  # noqa: E402
 from stanlogz.estimators.ups import ups, ups_estimate  # noqa: E402

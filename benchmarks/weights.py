@@ -2,7 +2,7 @@
 pseudo-BMA+ against the number of observations N and programs K, with the stacking KKT gap
 and the largest weight difference to ArviZ's ``compare(method="stacking")``.
 
-    nice -n 10 python benchmarks/weights.py [--n 100,1000,10000] [--k 2,5,10] [--seed 1]
+    nice -n 10 python3 -m benchmarks.weights [--n 100,1000,10000] [--k 2,5,10] [--seed 1]
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ __version__ = "0.1.0"
 # name -> module that defines it; imported on first attribute access (so that importing the
 # package, and the CLI's start, where Ctrl-C must still end in one line, stays cheap)
 _LAZY = {
-    "ComparisonResult": "stanlogz.api",
+    "ComparisonResult": "stanlogz.estimators.comparison",
     "compare": "stanlogz.api",
     "evidence": "stanlogz.api",
     "EvidenceResult": "stanlogz.estimators.base",
@@ -38,6 +38,8 @@ _LAZY = {
     "from_cmdstanpy": "stanlogz.draws",
     "StanModel": "stanlogz.stan.model",
     "NutsArgs": "stanlogz.stan.settings",
+    "StanProgram": "stanlogz.stan.program",
+    "obtain_draws": "stanlogz.draws",
     "ais": "stanlogz.estimators.ais",
     "reverse_ais": "stanlogz.estimators.ais",
     "run_testbed": "stanlogz.testbed",
@@ -78,9 +80,11 @@ __all__ = [
     "KFoldResult",
     "LfoResult",
     "LooResult",
+    "NutsArgs",
     "ProgramChoice",
     "StanCompileError",
     "StanModel",
+    "StanProgram",
     "StanlogzError",
     "Target",
     "ToolchainError",
@@ -99,6 +103,7 @@ __all__ = [
     "log_ratio",
     "loo",
     "loo_compare",
+    "obtain_draws",
     "reverse_ais",
     "run_testbed",
     "sample",

@@ -14,24 +14,26 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._util.seeds import child_int_seed
-from .draws import Draws, as_draws, sample
+from .draws import Draws, obtain_draws
 from .draws.checks import normalization_warnings
 from .draws.continuation import extend_draws
 from .errors import InputError
 from .estimators import lookup
-from .estimators.base import EvidenceResult, _jsonable
+from .estimators.base import EvidenceResult
 from .estimators.common import draws_needed
+from .estimators.comparison import ComparisonResult, posterior_probs  # noqa: F401 - re-exported
 from .parallel import with_client
 from .stan.code import unused_parameters  # noqa: F401 - re-exported
 from .stan.inputs import check_stan_file, read_data
 from .stan.load import load_model
+from .stan.program import ProgramLike
+from .stan.settings import NutsArgs
 
 if TYPE_CHECKING:
     from .crossval.choose import ProgramChoice
@@ -47,19 +49,21 @@ def _call_estimator(method: str, target: Any, unc: np.ndarray, *, seed: int | No
 
 @with_client
 def evidence(
-    model: Any,
+    model: ProgramLike,
     data: Any = None,
     *,
     method: str = "gbs",
     draws: Any = None,
-    chains: int = 4,
-    warmup: int = 1000,
-    n_draws: int = 1000,
+    settings: NutsArgs | None = None,
+    chains: int | None = None,
+    warmup: int | None = None,
+    n_draws: int | None = None,
     seed: int | None = None,
     progress: Callable[[str], None] | None = None,
     target_se: float | None = None,
     max_draws: int | None = None,
-    adapt_delta: float = 0.8,
+    adapt_delta: float | None = None,
+    max_treedepth: int | None = None,
     **options: Any,
 ) -> EvidenceResult:
     """The log evidence log Z of a Stan program with its standard error.
@@ -67,8 +71,10 @@ def evidence(
     ``model`` is a :class:`stanlogz.stan.model.StanModel` or a path to a ``.stan`` file; ``data`` a
     dict or a JSON path. ``draws`` are posterior draws in any form :func:`stanlogz.draws.as_draws`
     takes (a cmdstanpy fit, CmdStan CSV files, a :class:`Draws`, an array of unconstrained
-    draws); without them stanlogz's NUTS draws ``chains x n_draws`` after ``warmup`` (step
-    size adapted to ``adapt_delta``). Extra
+    draws); without them stanlogz's NUTS runs with ``settings`` (a
+    :class:`~stanlogz.stan.settings.NutsArgs`), whose fields ``chains``, ``warmup``,
+    ``n_draws`` (draws per chain), ``adapt_delta`` and ``max_treedepth`` replace when given;
+    the same settings reach the continued chains of ``target_se``. Extra
     ``options`` go to the estimator, checked first by its options class
     (:mod:`stanlogz.estimators.options`). The diagnostics gain the sampling cost
     (``n_sampling_evals``, ``sampling_seconds``) and the warnings any sign that log Z is not
@@ -83,12 +89,10 @@ def evidence(
     lookup(method).options(options)  # one-line errors before any build or sampling
     if target_se is not None and not target_se > 0:
         raise InputError(f"target_se must be a positive number of nats, got {target_se}")
+    nuts = NutsArgs.of(settings, chains=chains, warmup=warmup, draws=n_draws,
+                       adapt_delta=adapt_delta, max_treedepth=max_treedepth)
     m = load_model(model, data, seed=seed, progress=progress)
-    if draws is None:
-        d = sample(m, chains=chains, warmup=warmup, draws=n_draws, seed=seed,
-                   adapt_delta=adapt_delta, progress=progress)
-    else:
-        d = as_draws(draws, m)
+    d = obtain_draws(m, draws, nuts, seed=seed, progress=progress)
     if progress:
         progress(f"estimating log Z of {m.name} with {method} from {d.n_chains}x{d.n_draws} draws")
     t0 = time.perf_counter()
@@ -100,7 +104,7 @@ def evidence(
         res.seconds = time.perf_counter() - t0
     if target_se is not None:
         res, d = _refine_to_target(m, d, res, method, target_se, max_draws, seed, progress,
-                                   options)
+                                   options, nuts)
     res.diagnostics.setdefault("n_sampling_evals", d.n_gradient_evals)
     res.diagnostics.setdefault("sampling_seconds", d.seconds)
     res.diagnostics.setdefault("draws_source", d.source)
@@ -133,8 +137,8 @@ TARGET_SE_SLACK = 1.25  # a sized round whose se is within this factor of the ta
 
 def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target_se: float,
                       max_draws: int | None, seed: int | None,
-                      progress: Callable[[str], None] | None, options: dict[str, Any]
-                      ) -> tuple[EvidenceResult, Draws]:
+                      progress: Callable[[str], None] | None, options: dict[str, Any],
+                      nuts: NutsArgs | None = None) -> tuple[EvidenceResult, Draws]:
     """More draws and a new estimate until the standard error reaches ``target_se``.
 
     Each round is sized from the previous round's se (aiming at 0.9 ``target_se``), and the
@@ -154,7 +158,8 @@ def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target
         per_chain = -(-(want - total) // d.n_chains)
         if progress:
             progress(f"se {se:.3g} > target {target_se:g}: {per_chain} more draws per chain")
-        d = extend_draws(m, d, per_chain, seed=child_int_seed(seed, 1000 + i), progress=progress)
+        d = extend_draws(m, d, per_chain, settings=nuts, seed=child_int_seed(seed, 1000 + i),
+                         progress=progress)
         total = d.n_chains * d.n_draws
         t0 = time.perf_counter()
         res = _call_estimator(method, m, d.unconstrained, seed=seed,
@@ -178,92 +183,6 @@ def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target
 
 
 # ---------------------------------------------------------------------- comparison
-@dataclass
-class ComparisonResult:
-    """Evidence of several programs, log Bayes factors against the best, model probabilities.
-
-    ``log_bf[i]`` is log Z_i - log Z_best with standard error ``log_bf_se[i]`` (estimates are
-    independent, so the variances add). ``post_probs`` are posterior model probabilities
-    (softmax of log Z + log prior) with delta-method standard errors ``post_probs_se``.
-    """
-
-    names: list[str]
-    results: list[EvidenceResult]
-    prior_probs: np.ndarray
-    log_bf: np.ndarray = field(init=False)
-    log_bf_se: np.ndarray = field(init=False)
-    post_probs: np.ndarray = field(init=False)
-    post_probs_se: np.ndarray = field(init=False)
-    best: int = field(init=False)
-    #: unbiased Z_i / Z_best on the natural scale (paper 003), when asked for; None for the best
-    unbiased_bf: list[Any] | None = None
-
-    header = ("model", "log_z", "se", "log_bf", "bf_se", "prior", "post_prob", "post_se")
-
-    def __post_init__(self) -> None:
-        lz = np.array([r.log_z for r in self.results], dtype=float)
-        se = np.array([r.log_z_se for r in self.results], dtype=float)
-        self.best = int(np.argmax(lz))
-        self.log_bf = lz - lz[self.best]
-        self.log_bf_se = np.sqrt(se**2 + se[self.best] ** 2)
-        self.log_bf_se[self.best] = 0.0
-        self.post_probs, self.post_probs_se = posterior_probs(lz, se, self.prior_probs)
-
-    def table(self) -> list[list[Any]]:
-        """One row per model in the order of :attr:`header`."""
-        return [
-            [n, r.log_z, r.log_z_se, float(b), float(bs), float(p), float(q), float(qs)]
-            for n, r, b, bs, p, q, qs in zip(
-                self.names, self.results, self.log_bf, self.log_bf_se, self.prior_probs,
-                self.post_probs, self.post_probs_se, strict=True)
-        ]
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serializable dict (estimator diagnostics keys starting with ``_`` dropped)."""
-        ubf = self.unbiased_bf or [None] * len(self.names)
-        return _jsonable({
-            "best": self.names[self.best],
-            "models": [
-                {"name": n, "log_bf": b, "log_bf_se": bs, "prior_prob": p, "post_prob": q,
-                 "post_prob_se": qs, **r.to_dict(),
-                 **({} if u is None else {"unbiased_bf": u.value, "unbiased_bf_se": u.se,
-                                          "unbiased_bf_fraction_positive":
-                                          u.fraction_positive,
-                                          "unbiased_bf_tail_k": u.tail_k})}
-                for n, r, b, bs, p, q, qs, u in zip(
-                    self.names, self.results, self.log_bf, self.log_bf_se, self.prior_probs,
-                    self.post_probs, self.post_probs_se, ubf, strict=True)
-            ],
-        })
-
-    def unbiased_table(self) -> list[list[Any]]:
-        """Rows ``[model, Z/Z_best, se, log of it, its se, fraction positive, tail k-hat]`` of
-        the unbiased Bayes factors (empty when they were not asked for)."""
-        rows = []
-        for n, u in zip(self.names, self.unbiased_bf or [], strict=False):
-            if u is not None:
-                rows.append([n, u.value, u.se, u.log_value, u.log_se, u.fraction_positive,
-                             u.tail_k])
-        return rows
-
-
-def posterior_probs(log_z: np.ndarray, se: np.ndarray, prior: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """Posterior model probabilities and their delta-method standard errors.
-
-    p = softmax(log Z + log prior); dp_i/dlogZ_j = p_i (delta_ij - p_j), and the log Z
-    estimates are independent, so var p_i = sum_j (p_i (delta_ij - p_j))^2 se_j^2; an unknown
-    (NaN) se makes the se of every probability that depends on it NaN, never 0.
-    """
-    with np.errstate(divide="ignore"):
-        a = np.asarray(log_z, dtype=float) + np.log(np.asarray(prior, dtype=float))
-    from .crossval.weights import probs_se
-
-    p = np.exp(a - np.max(a))
-    p /= p.sum()
-    return p, probs_se(p, se)
-
-
 def _names(models: Sequence[Any], loaded: Sequence[Any]) -> list[str]:
     names = []
     for src, m in zip(models, loaded, strict=True):
@@ -297,9 +216,10 @@ def compare(
     method: str = "gbs",
     prior_probs: Sequence[float] | None = None,
     draws: Sequence[Any] | None = None,
-    chains: int = 4,
-    warmup: int = 1000,
-    n_draws: int = 1000,
+    settings: NutsArgs | None = None,
+    chains: int | None = None,
+    warmup: int | None = None,
+    n_draws: int | None = None,
     seed: int | None = None,
     progress: Callable[[str], None] | None = None,
     unbiased_bf: bool = False,
@@ -307,16 +227,20 @@ def compare(
     use_evidence: bool = True,
     weights: str | Sequence[str] | None = None,
     loo_options: dict[str, Any] | None = None,
-    adapt_delta: float = 0.8,
+    adapt_delta: float | None = None,
+    max_treedepth: int | None = None,
     **options: Any,
 ) -> ComparisonResult | ProgramChoice:
     """Log evidence of each program, log Bayes factors against the best, model probabilities.
 
     ``data`` is one dataset for all programs (dict, JSON path or ``None``) or a list with one
-    per program. ``draws`` optionally gives existing posterior draws per program. Each program
-    gets its own seed derived from ``seed``. With ``unbiased_bf`` the result also holds
-    unbiased natural-scale Bayes factors Z_i / Z_best (Ẑ_i times an unbiased 1/Z_best by
-    Markov-chain truncation, :func:`stanlogz.estimators.reciprocal.unbiased_bayes_factors`).
+    per program. ``draws`` optionally gives existing posterior draws per program; otherwise
+    each program's NUTS runs with ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`;
+    ``chains``, ``warmup``, ``n_draws``, ``adapt_delta``, ``max_treedepth`` replace its fields),
+    and so do the refits of the LOO. Each program gets its own seed derived from ``seed``.
+    With ``unbiased_bf`` the result also holds unbiased natural-scale Bayes factors
+    Z_i / Z_best (Ẑ_i times an unbiased 1/Z_best by Markov-chain truncation,
+    :func:`stanlogz.estimators.reciprocal.unbiased_bayes_factors`).
 
     With ``loo=True``, ``weights`` (e.g. ``"stacking,pseudo-bma+,bma"``) or
     ``use_evidence=False`` it returns a :class:`~stanlogz.crossval.choose.ProgramChoice`
@@ -326,6 +250,8 @@ def compare(
     """
     from .crossval import choose as choice
 
+    nuts = NutsArgs.of(settings, chains=chains, warmup=warmup, draws=n_draws,
+                       adapt_delta=adapt_delta, max_treedepth=max_treedepth)
     by_choice = loo or weights is not None or not use_evidence
     methods = choice.parse_weights(weights)
     if by_choice:
@@ -370,15 +296,11 @@ def compare(
             progress(f"model {i + 1}/{len(loaded)}: {names[i]}")
         di = None if draws is None else draws[i]
         if unbiased_bf or loo:  # the draws are needed again (proposals, LOO)
-            di = (sample(m, chains=chains, warmup=warmup, draws=n_draws,
-                         seed=child_int_seed(seed, i), adapt_delta=adapt_delta,
-                         progress=progress)
-                  if di is None else as_draws(di, m))
+            di = obtain_draws(m, di, nuts, seed=child_int_seed(seed, i), progress=progress)
             kept.append(di)
         if use_evidence:
-            results.append(evidence(m, method=method, draws=di, chains=chains, warmup=warmup,
-                                    n_draws=n_draws, seed=child_int_seed(seed, i),
-                                    adapt_delta=adapt_delta, progress=progress, **options))
+            results.append(evidence(m, method=method, draws=di, settings=nuts,
+                                    seed=child_int_seed(seed, i), progress=progress, **options))
     out = ComparisonResult(names=names, results=results, prior_probs=prior) \
         if use_evidence else None
     if unbiased_bf:
@@ -392,7 +314,8 @@ def compare(
         return out
     from .crossval.loo import loo as loo_of
 
-    loos = [loo_of(m, datas[i], draws=kept[i], seed=child_int_seed(seed, i), progress=progress,
-                   **(loo_options or {})) for i, m in enumerate(loaded)] if loo else None
+    loos = [loo_of(m, datas[i], draws=kept[i], settings=nuts, seed=child_int_seed(seed, i),
+                   progress=progress, **(loo_options or {}))
+            for i, m in enumerate(loaded)] if loo else None
     return choice.choose(names, loo=loos, evidence=out, weights=methods, seed=seed,
                          fits=list(zip(loaded, datas, kept, strict=True)) if loo else None)

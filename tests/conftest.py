@@ -16,11 +16,19 @@ be tested without paying for the runtime build again.
 
 Test programs: ``normal`` (conjugate normal, known sigma; analytic posterior and evidence) and
 ``transforms`` (interval, simplex, Cholesky-corr, ODE, transformed parameter, GQ).
+
+The ``stan`` marker: every test that builds or loads a Stan program is marked ``stan`` here
+(:func:`pytest_collection_modifyitems`: tests using ``compiled`` or ``isolated_cache``, directly
+or through another fixture, and tests whose code names a Stan program or a workflow that loads
+one), so ``pytest -m "not stan"`` runs the pure-numerics tests alone. An unmarked test that
+builds or loads a program anyway fails with a message saying so (``_no_stan_unless_marked``).
 """
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -80,3 +88,57 @@ def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = cache_root()
     (root / "base" / base.name).symlink_to(base, target_is_directory=True)
     return root
+
+
+#: Source text of a test that loads a Stan program without the ``compiled`` fixture.
+_USES_STAN = re.compile(
+    r"\.stan\b|StanModel|\bmain\(|load_model|load_observed|from_file|from_code|"
+    r"run_example\(|subprocess\.run\(|"
+    r"\b(evidence|compare|loo|kfold|lfo|cv|pmmh|run_testbed|heldout_elpd|heldout_many|"
+    r"sample_cmdstanpy|ensure_base|build|find_toolchain)\(|\b(PROG|PROGRAMS|MODEL|NORMAL|"
+    r"OUTER|INNER|MAIN_STAN|SIM_STAN|EX|TESTS|MODELS|FIX)\b")
+_STAN_FIXTURES = {"compiled", "isolated_cache"}
+
+
+def _uses_stan(fn: Any) -> bool:
+    try:
+        return bool(fn is not None and _USES_STAN.search(inspect.getsource(fn)))
+    except (OSError, TypeError):
+        return False
+
+
+def _needs_stan(item: pytest.Item) -> bool:
+    names = set(getattr(item, "fixturenames", ()))
+    if _STAN_FIXTURES & names:
+        return True
+    info = getattr(item, "_fixtureinfo", None)
+    defs = getattr(info, "name2fixturedefs", {}) if info is not None else {}
+    fixtures = [d.func for n in names - {"_no_stan_unless_marked"} for d in defs.get(n, ())]
+    return _uses_stan(getattr(item, "function", None)) or any(map(_uses_stan, fixtures))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that builds or loads a Stan program ``stan``."""
+    for item in items:
+        if _needs_stan(item):
+            item.add_marker(pytest.mark.stan)
+
+
+@pytest.fixture(autouse=True)
+def _no_stan_unless_marked(request: pytest.FixtureRequest,
+                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test not marked ``stan`` may neither build nor load a Stan program."""
+    if request.node.get_closest_marker("stan") is not None:
+        return
+    import importlib
+
+    stan_model = importlib.import_module("stanlogz.stan.model")
+    toolchain_build = importlib.import_module("stanlogz.toolchain.build")  # the name is a function
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"{request.node.nodeid} builds or loads a Stan program: mark it "
+                             "stan (pytest.mark.stan) or teach conftest._USES_STAN its name")
+
+    monkeypatch.setattr(stan_model, "_load_library", refuse)
+    monkeypatch.setattr(toolchain_build, "run_stanc", refuse)
+    monkeypatch.setattr(toolchain_build, "_run", refuse)

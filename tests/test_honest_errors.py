@@ -239,7 +239,7 @@ class _NormalLoo:
     def held_out_model(self, i):
         fit = SimpleNamespace(unconstrained=self.minus, n_gradient_evals=0,
                               sampler={"divergent__": np.zeros(self.minus.shape[:2])})
-        return SimpleNamespace(nuts=lambda **kw: fit)
+        return SimpleNamespace(nuts=lambda *a, **kw: fit)
 
     def column(self, i, x):
         return stats.norm.logpdf(0.5, loc=np.asarray(x)[:, 0], scale=1.0)
@@ -251,7 +251,9 @@ def test_exact_fix_up_checks_overlap_and_convergence(monkeypatch):
     rng = np.random.default_rng(21)
     minus = rng.standard_normal((4, 500, 1))
     full = 0.25 + math.sqrt(0.5) * rng.standard_normal((4, 500, 1))
-    task = fixups.FixTask(0, "exact", 0.9, -1.0, 4, 10, 500, {})
+    from stanlogz.stan.settings import NutsArgs
+
+    task = fixups.FixTask(0, "exact", 0.9, -1.0, NutsArgs(chains=4, warmup=10, draws=500), {})
     fp = fixups.fix_observation(_NormalLoo(minus), full, task, rng)
     # exact log p(y_i | y_-i) = N(0.5 | 0, sqrt 2); within 4.5 se (bridge se from 4000 iid
     # draws: a normal |z| > 4.5 has probability 7e-6)

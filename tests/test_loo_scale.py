@@ -239,20 +239,16 @@ def test_cli_loo_predictive_checks_and_their_bad_inputs(capsys, tmp_path):
 
 def test_adapt_delta_reaches_nuts_from_loo_and_evidence(monkeypatch, capsys):
     # The divergence warnings say "--adapt-delta 0.95": every NUTS-running command takes it.
-    import importlib
-
-    import stanlogz.api as api
+    import stanlogz.stan.model as stan_model
 
     seen = []
-    loo_module = importlib.import_module("stanlogz.crossval.loo")
-    for module in (loo_module, api):
-        real = module.sample
+    real = stan_model.run_nuts  # every NUTS run: StanModel.nuts -> run_nuts
 
-        def spy(*args, _real=real, **kwargs):
-            seen.append(kwargs.get("adapt_delta"))
-            return _real(*args, **kwargs)
+    def spy(model, settings=None, **kwargs):
+        seen.append(settings.adapt_delta)
+        return real(model, settings, **kwargs)
 
-        monkeypatch.setattr(module, "sample", spy)
+    monkeypatch.setattr(stan_model, "run_nuts", spy)
     prog, data = str(EX / "normal_mean.stan"), str(EX / "normal_mean.data.json")
     small = ["--chains", "1", "--warmup", "100", "--draws", "100", "--adapt-delta", "0.97"]
     assert main(["--quiet", "loo", prog, "--data", data, *small]) == 0

@@ -19,6 +19,7 @@ from stanlogz.crossval.observations import find_observations
 from stanlogz.crossval.pointwise import PointwiseLogLik
 from stanlogz.crossval.psis import psis_loo, relative_efficiency_pointwise
 from stanlogz.errors import InputError
+from stanlogz.stan.settings import NutsArgs
 
 MODELS = Path(__file__).resolve().parents[1] / "stan_models"
 Z_LIMIT = 4.5  # two-sided P(|z| > 4.5) = 6.8e-6 for a standard normal z
@@ -196,8 +197,8 @@ def test_poisson_regression_matches_refits_and_quadrature(compiled) -> None:  # 
         mm = moment_match_observation(pw, unc, i, r_eff=float(r_eff[i]), k_threshold=0.7,
                                       k_target=0.3, log_lik_draws=ll[..., i])
         task = FixTask(index=i, method="exact", khat=float(loo.khat[i]),
-                       psis_elpd=float(loo.elpd_i[i]), chains=4, warmup=500, draws=1000,
-                       ups_options={})
+                       psis_elpd=float(loo.elpd_i[i]),
+                       settings=NutsArgs(chains=4, warmup=500, draws=1000), ups_options={})
         exact = fix_observation(pw, unc, task, rng)
         truth = poisson_log_loo_by_quadrature(x, y, i)
         z_refit = (mm.elpd - exact.elpd) / math.hypot(mm.se, exact.se)

@@ -27,6 +27,7 @@ from stanlogz.crossval.predictive import (
     pit_uniformity,
 )
 from stanlogz.errors import InputError
+from stanlogz.report.crossval_plots import plot_pit
 
 PRIOR_SD = 10.0
 
@@ -175,7 +176,7 @@ def test_checks_on_a_stan_program_with_a_y_rep_quantity(compiled, tmp_path):
     assert ch.expectations["y_rep"].mean == pytest.approx(
         e_loo(loo_log_weights(ll), y_rep).mean)
     png = tmp_path / "pit.png"
-    ch.plot_pit(png)
+    plot_pit(ch, png)
     assert png.stat().st_size > 0
     # a program without the quantity: one line naming what it has
     null = compiled("regression_null", data)

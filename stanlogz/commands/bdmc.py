@@ -16,6 +16,7 @@ from ..testbed import (
     budget_fractions,
     run_testbed,
 )
+from .arguments import add_sampler_arguments, nuts_settings
 from .evidence import PLOT_SUFFIXES
 from .executor import add_executor_arguments, with_executor
 from .sample import check_output
@@ -47,12 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="anneal from the prior: MODEL.stan without the observations, same "
                              "data, normalized (default: a Gaussian fitted to the NUTS draws)")
     add_executor_arguments(parser)
-    parser.add_argument("--chains", dest="nuts_chains", type=int, default=4,
-                        help="NUTS chains for the estimators' posterior draws (default 4)")
-    parser.add_argument("--warmup", type=int, default=1000,
-                        help="NUTS warmup iterations per chain (default 1000)")
-    parser.add_argument("--draws", type=int, default=1000,
-                        help="NUTS draws per chain (default 1000)")
+    add_sampler_arguments(parser, what="NUTS (the estimators' posterior draws): ")
     parser.add_argument("--budgets", "--sweep", dest="budgets", type=int, default=1,
                         metavar="N", help="run each estimator at N increasing costs: fractions "
                         "1/2^(N-1), ..., 1/2, 1 of its draws per chain (AIS: temperatures); "
@@ -109,8 +105,8 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         raise InputError(f"--budgets must be >= 1, got {args.budgets}")
     plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
     res = run_testbed(
-        args.model, args.simulate, args.sim_data, estimators, chains=args.nuts_chains,
-        warmup=args.warmup, draws=args.draws, n_chains=args.ais_chains, n_temps=args.temps,
+        args.model, args.simulate, args.sim_data, estimators, settings=nuts_settings(args),
+        n_chains=args.ais_chains, n_temps=args.temps,
         gap_tol=args.gap_tol or None, seed=args.seed, n_workers=args.workers,
         prior_path=args.prior, budgets=budget_fractions(args.budgets), progress=report.progress,
     )

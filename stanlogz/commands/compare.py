@@ -20,9 +20,11 @@ from ..crossval.checks import (
 from ..crossval.choose import ProgramChoice
 from ..crossval.fixups import FIX_METHODS
 from ..crossval.scores import SCORES
-from ..crossval.weights import METHODS
+from ..crossval.weights import WEIGHT_METHODS
 from ..errors import InputError
+from ..report.crossval_plots import plot_pit
 from ..report.output import Reporter, write_atomically
+from .arguments import nuts_settings
 from .evidence import PLOT_SUFFIXES, add_estimation_arguments, parse_options
 from .executor import with_executor
 from .loo import add_observation_arguments, obs_fields
@@ -46,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--evidence", action="store_true",
                         help="compare by log evidence (the default without --loo)")
     parser.add_argument("--weights", metavar="METHODS", default=None,
-                        help=f"model weights, comma-separated: {', '.join(METHODS)} "
+                        help=f"model weights, comma-separated: {', '.join(WEIGHT_METHODS)} "
                         "(stacking and pseudo-BMA need --loo, bma needs the evidence)")
     parser.add_argument("--fix", choices=FIX_METHODS, default="auto",
                         help="with --loo: how to recompute observations with high k-hat "
@@ -109,14 +111,12 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
                                   or args.score not in (None, "elpd")):
         check_declares(args.models, args.yrep)
     use_evidence = args.evidence or not args.loo
-    loo_options = {"fix": args.fix, "obs": args.obs, "obs_fields": obs_fields(args.obs_fields),
-                   "chains": args.chains, "warmup": args.warmup, "n_draws": args.draws,
-                   "adapt_delta": args.adapt_delta}
-    c = compare(args.models, data, method=method, prior_probs=probs, chains=args.chains,
-                warmup=args.warmup, n_draws=args.draws, seed=args.seed,
+    loo_options = {"fix": args.fix, "obs": args.obs, "obs_fields": obs_fields(args.obs_fields)}
+    c = compare(args.models, data, method=method, prior_probs=probs,
+                settings=nuts_settings(args), seed=args.seed,
                 progress=report.progress, unbiased_bf=args.unbiased_bf, loo=args.loo,
                 use_evidence=use_evidence, weights=args.weights, loo_options=loo_options,
-                adapt_delta=args.adapt_delta, **options)
+                **options)
     if isinstance(c, ComparisonResult):
         print_evidence(report, c, method, args.unbiased_bf)
         report.emit_json(c.to_dict())
@@ -189,7 +189,7 @@ def program_checks(report: Reporter, c: ProgramChoice, args: argparse.Namespace,
         if pit_plot is not None:
             safe = re.sub(r"[^\w.-]", "_", n)
             path = pit_plot.with_name(f"{pit_plot.stem}-{safe}{pit_plot.suffix}")
-            write_atomically(path, ch.plot_pit)
+            write_atomically(path, lambda tmp, ch=ch: plot_pit(ch, tmp))
             report.progress(f"LOO-PIT plot of {n} written to {path}")
     return {n: ch.to_dict() for n, ch in checks.items()}
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 from ..crossval.unbiased import CRITERIA, cv
 from ..report.output import Reporter
+from .arguments import add_closing_arguments, add_program_arguments, nuts_settings
 from .evidence import PLOT_SUFFIXES
-from .executor import add_executor_arguments, with_executor
+from .executor import with_executor
 from .loo import add_observation_arguments, obs_fields
-from .sample import add_sampler_arguments, check_output, finish
+from .sample import check_output, finish
 
 NAME = "cv"
 HELP = ("Unbiased leave-n_V-out Bayesian cross-validation (-log p(y_V | y_T), or the squared "
@@ -18,8 +19,7 @@ HELP = ("Unbiased leave-n_V-out Bayesian cross-validation (-log p(y_V | y_T), or
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
-    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
+    add_program_arguments(parser)
     add_observation_arguments(parser)
     parser.add_argument("--n-valid", type=int, default=1,
                         help="observations in each validation set (default 1: leave-one-out)")
@@ -34,10 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="coupled MCMC kernel (default rwmh)")
     parser.add_argument("--fit", metavar="FILE", nargs="+", default=None,
                         help="existing draws of the full-data posterior (start of the chains)")
-    add_sampler_arguments(parser, adapt_delta=False)
-    add_executor_arguments(parser)
-    parser.add_argument("--plot", metavar="FILE.png", default=None,
-                        help="save the replicates against split and lambda")
+    add_closing_arguments(parser, "save the replicates against split and lambda")
 
 
 @with_executor
@@ -45,7 +42,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
     r = cv(args.model, args.data, n_valid=args.n_valid, splits=args.splits, obs=args.obs,
            obs_fields=obs_fields(args.obs_fields), draws=list(args.fit) if args.fit else None,
-           chains=args.chains, warmup=args.warmup, n_draws=args.draws, seed=args.seed,
+           settings=nuts_settings(args), seed=args.seed,
            criterion=args.criterion, outcome=args.outcome, kernel=args.kernel,
            n_workers=args.workers, progress=report.progress)
     lvl = f"{100 * r.ci_level:.0f}% CI"
@@ -56,7 +53,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
                 f"tuning, {r.seconds:.1f} s")
 
     def draw(tmp: Path) -> None:
-        from ..crossval.plots import plot_cv
+        from ..report.crossval_plots import plot_cv
 
         plot_cv(r, tmp)
 

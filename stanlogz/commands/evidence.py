@@ -11,14 +11,15 @@ from typing import Any
 import numpy as np
 
 from ..api import evidence
-from ..draws import as_draws, sample
+from ..draws import obtain_draws
 from ..errors import InputError
 from ..estimators import METHODS, lookup
 from ..estimators.base import EvidenceResult
 from ..report.output import Reporter, write_atomically
 from ..stan.load import load_model
+from .arguments import add_program_arguments, add_sampler_arguments, nuts_settings
 from .executor import add_executor_arguments, with_executor
-from .sample import add_sampler_arguments, check_output
+from .sample import check_output
 
 NAME = "evidence"
 HELP = "Estimate the log evidence (log marginal likelihood) of a Stan program."
@@ -31,8 +32,7 @@ PLOT_METHODS = FLOW_METHODS + ("ups",)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
-    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
+    add_program_arguments(parser)
     add_estimation_arguments(parser)
     parser.add_argument("--fit", metavar="CSV", nargs="+", default=None,
                         help="use existing draws: CmdStan CSV files, or a file written by "
@@ -115,14 +115,13 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
     if plot is not None and method not in PLOT_METHODS:
         raise InputError(f"--plot is available for {', '.join(PLOT_METHODS)}, not {method}")
+    nuts = nuts_settings(args)
     model = load_model(args.model, args.data, seed=args.seed, progress=report.progress)
-    if args.fit:
-        draws = as_draws(list(args.fit), model)
-    else:
-        draws = sample(model, chains=args.chains, warmup=args.warmup, draws=args.draws,
-                       seed=args.seed, adapt_delta=args.adapt_delta, progress=report.progress)
-    r = evidence(model, method=method, draws=draws, seed=args.seed, progress=report.progress,
-                 target_se=args.target_se, max_draws=args.max_draws, **options)
+    draws = obtain_draws(model, list(args.fit) if args.fit else None, nuts, seed=args.seed,
+                         progress=report.progress)
+    r = evidence(model, method=method, draws=draws, settings=nuts, seed=args.seed,
+                 progress=report.progress, target_se=args.target_se,
+                 max_draws=args.max_draws, **options)
     print_result(report, r, model.name)
     for w in r.warnings:
         report.warn(w)

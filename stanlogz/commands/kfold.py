@@ -9,10 +9,11 @@ from pathlib import Path
 from ..crossval.kfold import KFoldResult, kfold
 from ..errors import InputError
 from ..report.output import Reporter
+from .arguments import add_closing_arguments, add_program_arguments, nuts_settings
 from .evidence import PLOT_SUFFIXES
-from .executor import add_executor_arguments, with_executor
+from .executor import with_executor
 from .loo import add_observation_arguments, obs_fields
-from .sample import add_sampler_arguments, check_output, finish
+from .sample import check_output, finish
 
 NAME = "kfold"
 HELP = ("K-fold cross-validation (random, stratified, grouped or leave-one-group-out) with "
@@ -30,8 +31,7 @@ def parse_k(text: str) -> int | None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
-    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
+    add_program_arguments(parser)
     parser.add_argument("--fit", metavar="FILE", nargs="+", default=None,
                         help="existing draws of the full-data posterior: CmdStan CSV files, or "
                         "a stanlogz sample --output file (.csv or .nc); the folds are refit")
@@ -45,10 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="per-observation integer array: every group's observations are "
                         "held out together")
     add_observation_arguments(parser)
-    add_sampler_arguments(parser)
-    add_executor_arguments(parser)
-    parser.add_argument("--plot", metavar="FILE.png", default=None,
-                        help="save pointwise and per-fold elpd")
+    add_closing_arguments(parser, "save pointwise and per-fold elpd")
 
 
 def print_kfold(report: Reporter, r: KFoldResult) -> None:
@@ -69,13 +66,12 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         raise InputError("--k groups needs --group VAR")
     r = kfold(args.model, args.data, k=k, stratify=args.stratify, group=args.group,
               obs=args.obs, obs_fields=obs_fields(args.obs_fields),
-              draws=list(args.fit) if args.fit else None, chains=args.chains,
-              warmup=args.warmup, n_draws=args.draws, adapt_delta=args.adapt_delta,
+              draws=list(args.fit) if args.fit else None, settings=nuts_settings(args),
               seed=args.seed, n_workers=args.workers or 1, progress=report.progress)
     print_kfold(report, r)
 
     def draw(tmp: Path) -> None:
-        from ..crossval.fold_plots import plot_kfold
+        from ..report.crossval_plots import plot_kfold
 
         plot_kfold(r, tmp)
 

@@ -8,10 +8,11 @@ from pathlib import Path
 
 from ..crossval.lfo import LFO_METHODS, LfoResult, lfo
 from ..report.output import Reporter
+from .arguments import add_closing_arguments, add_program_arguments, nuts_settings
 from .evidence import PLOT_SUFFIXES
-from .executor import add_executor_arguments, with_executor
+from .executor import with_executor
 from .loo import add_observation_arguments, obs_fields
-from .sample import add_sampler_arguments, check_output, finish
+from .sample import check_output, finish
 
 NAME = "lfo"
 HELP = ("Leave-future-out cross-validation of a time series: log p(y[t+1:t+M] | y[1:t]) for "
@@ -19,8 +20,7 @@ HELP = ("Leave-future-out cross-validation of a time series: log p(y[t+1:t+M] | 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
-    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
+    add_program_arguments(parser)
     parser.add_argument("--min-train", metavar="L", type=int, required=True,
                         help="observations in the first training set")
     parser.add_argument("--ahead", metavar="M", type=int, default=1,
@@ -32,10 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k-threshold", type=float, default=0.7,
                         help="refit when PSIS k-hat exceeds this (default 0.7)")
     add_observation_arguments(parser)
-    add_sampler_arguments(parser)
-    add_executor_arguments(parser)
-    parser.add_argument("--plot", metavar="FILE.png", default=None,
-                        help="save elpd and k-hat per forecast origin")
+    add_closing_arguments(parser, "save elpd and k-hat per forecast origin")
 
 
 def print_lfo(report: Reporter, r: LfoResult) -> None:
@@ -55,13 +52,13 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
     r = lfo(args.model, args.data, min_train=args.min_train, ahead=args.ahead,
             method=args.method, k_threshold=args.k_threshold, obs=args.obs,
-            obs_fields=obs_fields(args.obs_fields), chains=args.chains, warmup=args.warmup,
-            n_draws=args.draws, adapt_delta=args.adapt_delta, seed=args.seed,
+            obs_fields=obs_fields(args.obs_fields), settings=nuts_settings(args),
+            seed=args.seed,
             n_workers=args.workers or 1, progress=report.progress)
     print_lfo(report, r)
 
     def draw(tmp: Path) -> None:
-        from ..crossval.fold_plots import plot_lfo
+        from ..report.crossval_plots import plot_lfo
 
         plot_lfo(r, tmp)
 

@@ -14,12 +14,14 @@ from ..crossval.checks import (
 )
 from ..crossval.fixups import FIX_METHODS
 from ..crossval.loo import LooResult, loo
-from ..crossval.pointwise import SOURCES
+from ..crossval.pointwise import LOG_LIK_SOURCES
 from ..errors import InputError
+from ..report.crossval_plots import plot_pit
 from ..report.output import Reporter, write_atomically
+from .arguments import add_closing_arguments, add_program_arguments, nuts_settings
 from .evidence import PLOT_SUFFIXES
-from .executor import add_executor_arguments, with_executor
-from .sample import add_sampler_arguments, check_output, finish
+from .executor import with_executor
+from .sample import check_output, finish
 
 NAME = "loo"
 HELP = ("Leave-one-out cross-validation (PSIS-LOO) of a Stan program, recomputing observations "
@@ -46,8 +48,7 @@ def obs_fields(text: str | None) -> list[str] | None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
-    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
+    add_program_arguments(parser)
     parser.add_argument("--fit", metavar="FILE", nargs="+", default=None,
                         help="use existing draws: CmdStan CSV files, or a stanlogz sample "
                         "--output file (.csv or .nc)")
@@ -59,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "exact where k-hat stays above the threshold")
     parser.add_argument("--k-threshold", type=float, default=None,
                         help="fix observations above this k-hat (default min(1 - 1/log10 S, 0.7))")
-    parser.add_argument("--log-lik", choices=SOURCES, default="auto",
+    parser.add_argument("--log-lik", choices=LOG_LIK_SOURCES, default="auto",
                         help="pointwise log-likelihood: the log_lik generated quantity, or the "
                         "difference of two data instances' densities (default: log_lik when the "
                         "program has it)")
@@ -67,10 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="estimate elpd_loo from PSIS on M observations drawn at random "
                         "(difference estimator; for large N), with its subsampling se")
     add_check_arguments(parser)
-    add_sampler_arguments(parser)
-    add_executor_arguments(parser)
-    parser.add_argument("--plot", metavar="FILE.png", default=None,
-                        help="save k-hat and pointwise elpd per observation")
+    add_closing_arguments(parser, "save k-hat and pointwise elpd per observation")
 
 
 def print_loo(report: Reporter, r: LooResult) -> None:
@@ -113,9 +111,8 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         check_declares([args.model], args.yrep)
     r = loo(args.model, args.data, draws=list(args.fit) if args.fit else None, obs=args.obs,
             obs_fields=obs_fields(args.obs_fields), fix=args.fix, log_lik=args.log_lik,
-            k_threshold=args.k_threshold, subsample=args.subsample, chains=args.chains,
-            warmup=args.warmup, adapt_delta=args.adapt_delta,
-            n_draws=args.draws, seed=args.seed, n_workers=args.workers or 1,
+            k_threshold=args.k_threshold, subsample=args.subsample,
+            settings=nuts_settings(args), seed=args.seed, n_workers=args.workers or 1,
             progress=report.progress)
     print_loo(report, r)
     extra = {}
@@ -124,11 +121,11 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         report_checks(report, ch)
         extra["checks"] = ch.to_dict()
         if pit_plot is not None:
-            write_atomically(pit_plot, ch.plot_pit)
+            write_atomically(pit_plot, lambda tmp: plot_pit(ch, tmp))
             report.progress(f"LOO-PIT plot written to {pit_plot}")
 
     def draw(tmp: Path) -> None:
-        from ..crossval.plots import plot_loo
+        from ..report.crossval_plots import plot_loo
 
         plot_loo(r, tmp)
 

@@ -4,13 +4,20 @@ doubly-intractable posterior, with unbiased 1/Z estimates (paper 003) and their 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import numpy as np
 
-from ..estimators.reciprocal import METHODS
-from ..pmmh.pseudo_marginal import SOURCES, PseudoMarginalResult, pmmh
+from ..estimators.reciprocal import RECIPROCAL_METHODS
+from ..pmmh.pseudo_marginal import (
+    MH_WARMUP,
+    WEIGHT_SOURCES,
+    PseudoMarginalResult,
+    inner_nuts,
+    pmmh,
+)
 from ..report.output import Reporter
+from ..report.pmmh_plot import plot_pmmh
+from .arguments import add_sampler_arguments, nuts_settings
 from .evidence import PLOT_SUFFIXES
 from .sample import check_output, finish
 
@@ -27,22 +34,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "p*(x|theta)")
     parser.add_argument("--data", metavar="DATA.json", default=None,
                         help="data (JSON) for both programs")
-    parser.add_argument("--estimator", choices=METHODS, default="rbbce",
+    parser.add_argument("--estimator", choices=RECIPROCAL_METHODS, default="rbbce",
                         help="unbiased 1/Z estimator (default rbbce)")
     parser.add_argument("--iter", type=int, default=2000, help="kept iterations (default 2000)")
-    parser.add_argument("--warmup", type=int, default=1000,
-                        help="warmup iterations: proposal-scale adaptation (default 1000)")
+    parser.add_argument("--warmup", type=int, default=MH_WARMUP,
+                        help=f"warmup iterations: proposal-scale adaptation (default {MH_WARMUP})")
     parser.add_argument("--batch", type=int, default=10,
                         help="importance weights averaged into each batch weight (default 10)")
     parser.add_argument("--trials", type=int, default=1,
                         help="independent 1/Z estimates averaged per state (default 1)")
     parser.add_argument("--burn-in", type=int, default=0,
                         help="FCE burn-in T: Pr(estimate >= 0) >= 1 - 2/(T+1) (default 0)")
-    parser.add_argument("--weights", choices=SOURCES, default="is",
+    parser.add_argument("--weights", choices=WEIGHT_SOURCES, default="is",
                         help="importance sampling or AIS weights for Z(theta) (default is)")
     parser.add_argument("--proposal", choices=("gaussian", "flow"), default="gaussian",
                         help="proposal fitted to NUTS draws of the inner program (default "
                         "gaussian)")
+    add_sampler_arguments(parser, prefix="inner-", defaults=None,
+                          what="the inner program's NUTS (fits the 1/Z proposal): ")
     parser.add_argument("--plot", metavar="FILE.png", default=None,
                         help="save traces and autocorrelations of sign x theta")
 
@@ -64,37 +73,12 @@ def print_pmmh(report: Reporter, r: PseudoMarginalResult) -> None:
     ])
 
 
-def plot_pmmh(r: PseudoMarginalResult, path: Path, max_lag: int = 100) -> None:
-    """Traces and autocorrelations of sign x theta (as paper 003's Figures 2 and 3)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    values, names = r.draws.constrained[0], r.draws.constrained_names
-    k = len(names)
-    fig, axes = plt.subplots(2, k, figsize=(4.0 * k, 5.0), squeeze=False)
-    lags = np.arange(min(max_lag, r.n_iter - 1) + 1)
-    for j, name in enumerate(names):
-        s = values[:, j] * r.signs
-        axes[0, j].plot(s, lw=0.5)
-        axes[0, j].set_title(f"sign x {name}")
-        c = s - s.mean()
-        denom = float(np.dot(c, c)) or 1.0
-        acf = [float(np.dot(c[: c.size - h], c[h:])) / denom for h in lags]
-        axes[1, j].bar(lags, acf, width=1.0)
-        axes[1, j].set_xlabel("lag")
-        axes[1, j].set_title(f"autocorrelation of sign x {name}")
-    fig.tight_layout()
-    fig.savefig(path, format=path.suffix.lstrip(".") or "png")
-    plt.close(fig)
-
-
 def run(args: argparse.Namespace, report: Reporter) -> int:
     plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
     r = pmmh(args.outer, args.inner, args.data, estimator=args.estimator, iter=args.iter,
              warmup=args.warmup, seed=args.seed, batch=args.batch, trials=args.trials,
              burn_in=args.burn_in, weights=args.weights, proposal=args.proposal,
+             settings=nuts_settings(args, prefix="inner-", base=inner_nuts(args.inner_draws)),
              progress=report.progress)
     print_pmmh(report, r)
     return finish(report, r, plot, lambda tmp: plot_pmmh(r, tmp))

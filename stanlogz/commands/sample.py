@@ -12,6 +12,7 @@ from ..draws import Draws, sample, write_csv
 from ..errors import InputError
 from ..report.output import Reporter
 from ..stan.load import load_model
+from .arguments import add_program_arguments, add_sampler_arguments, nuts_settings
 
 NAME = "sample"
 HELP = "Draw from the posterior with Stan's NUTS; print a summary, diagnostics and warnings."
@@ -20,27 +21,13 @@ OUTPUT_SUFFIXES = (".csv", ".nc")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
-    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
+    add_program_arguments(parser)
     add_sampler_arguments(parser)
-    parser.add_argument("--max-treedepth", type=int, default=10,
-                        help="maximum NUTS tree depth (default 10)")
+    parser.add_argument("--all-quantities", action="store_true",
+                        help="summarize transformed parameters and generated quantities too "
+                        "(default: the parameters only; --output saves every quantity)")
     parser.add_argument("--output", metavar="FILE", default=None,
                         help="save the draws: .csv (readable by --fit) or .nc (ArviZ netCDF)")
-
-
-def add_sampler_arguments(parser: argparse.ArgumentParser, *, adapt_delta: bool = True) -> None:
-    """``--chains``, ``--warmup``, ``--draws`` and (for commands that run NUTS) ``--adapt-delta``
-    (shared with ``evidence``, ``compare``, ``loo``, ``kfold``, ``lfo``)."""
-    parser.add_argument("--chains", type=int, default=4, help="number of chains (default 4)")
-    parser.add_argument("--warmup", type=int, default=1000,
-                        help="warmup iterations per chain (default 1000)")
-    parser.add_argument("--draws", type=int, default=1000,
-                        help="post-warmup draws per chain (default 1000)")
-    if adapt_delta:
-        parser.add_argument("--adapt-delta", type=float, default=0.8,
-                            help="target acceptance rate of NUTS step-size adaptation (default "
-                            "0.8; raise it, e.g. 0.95, when divergences are reported)")
 
 
 def finish(report: Any, result: Any, plot: Path | None, draw: Callable[[Path], None],
@@ -84,11 +71,10 @@ def save_draws(d: Draws, path: Path) -> None:
 
 def run(args: argparse.Namespace, report: Reporter) -> int:
     out = check_output(args.output, OUTPUT_SUFFIXES, "--output")
+    nuts = nuts_settings(args)
     model = load_model(args.model, args.data, seed=args.seed, progress=report.progress)
-    d = sample(model, chains=args.chains, warmup=args.warmup, draws=args.draws,
-               seed=args.seed, adapt_delta=args.adapt_delta, max_treedepth=args.max_treedepth,
-               progress=report.progress)
-    s = d.summary()
+    d = sample(model, nuts, seed=args.seed, progress=report.progress)
+    s = d.summary(None if args.all_quantities else model.param_names())
     report.table(s.header, s.table_rows(), title=f"posterior of {model.name}")
     diag = s.diagnostics
     report.text()

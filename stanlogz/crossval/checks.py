@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..stan.program import StanProgram
 from .predictive import (
     CrpsResult,
     LooExpectation,
@@ -50,7 +51,7 @@ def vector_quantities(names: Sequence[str], n: int) -> list[str]:
     return [b for b, c in counts.items() if c == n]
 
 
-def generated_quantity(model: Any, draws: Any, name: str, n: int) -> np.ndarray:
+def generated_quantity(model: StanProgram, draws: Any, name: str, n: int) -> np.ndarray:
     """Draws ``(S, n)`` of the program's quantity ``name`` with one entry per observation: taken
     from the draws when they hold it, else computed with the program's generated quantities
     at the unconstrained draws (seeded)."""
@@ -135,37 +136,6 @@ class PredictiveChecks:
                      ["scrps", self.crps.scrps, self.crps.scrps_se]]
         return rows
 
-    def plot_pit(self, path: str | Path) -> Path:
-        """ECDF of the LOO-PIT values minus the uniform CDF with the 99% Kolmogorov–Smirnov
-        band (outside it: miscalibrated) and their histogram."""
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        from scipy.stats import kstwo
-
-        if self.pit is None:
-            raise InputError("no LOO-PIT values to plot (ask for the PIT check)")
-        p = np.sort(self.pit[np.isfinite(self.pit)])
-        n = p.size
-        ecdf = np.arange(1, n + 1) / n
-        band = float(kstwo.ppf(0.99, n))
-        fig, (ax_e, ax_h) = plt.subplots(1, 2, figsize=(11, 4))
-        ax_e.step(p, ecdf - p, where="post", color="C0", label="ECDF − uniform")
-        ax_e.axhspan(-band, band, color="0.85", label="99% KS band")
-        ax_e.axhline(0, color="0.4", lw=0.8)
-        ax_e.set_xlabel("LOO-PIT")
-        ax_e.set_ylabel("ECDF difference")
-        ax_e.legend(fontsize=8)
-        ax_e.set_title(f"LOO-PIT of {self.outcome} ({self.yrep_name})")
-        ax_h.hist(p, bins=min(20, max(5, n // 5)), range=(0, 1), density=True, color="C0")
-        ax_h.axhline(1.0, color="C3", ls="--", lw=1)
-        ax_h.set_xlabel("LOO-PIT")
-        fig.tight_layout()
-        fig.savefig(path)
-        plt.close(fig)
-        return Path(path)
-
 
 def predictive_checks(log_lik: Any, y_rep: Any, y: Any, *, r_eff: float = 1.0,
                       pit: bool = True, metrics: bool = True, crps: bool = True,
@@ -240,7 +210,7 @@ def checks_requested(args: argparse.Namespace) -> bool:
     return wanted or bool(args.e_loo)
 
 
-def run_checks(model: Any, draws: Any, data: Mapping[str, Any], log_lik: Any,
+def run_checks(model: StanProgram, draws: Any, data: Mapping[str, Any], log_lik: Any,
                args: argparse.Namespace, *, r_eff: float = 1.0,
                seed: int | None = None) -> PredictiveChecks:
     """The checks a command's flags ask for, for one program with its draws, data and
@@ -263,7 +233,7 @@ def run_checks(model: Any, draws: Any, data: Mapping[str, Any], log_lik: Any,
                              yrep_name=args.yrep, outcome=outcome, seed=seed)
 
 
-def checks_for_loo(result: Any, model: Any, data: Mapping[str, Any], draws: Any,
+def checks_for_loo(result: Any, model: StanProgram, data: Mapping[str, Any], draws: Any,
                    args: argparse.Namespace, *, seed: int | None = None) -> PredictiveChecks:
     """:func:`run_checks` for a :class:`~stanlogz.crossval.loo.LooResult` of ``model`` with
     ``data`` and the ``draws`` it was computed from (the pointwise log-likelihood is recomputed
@@ -279,7 +249,7 @@ def checks_for_loo(result: Any, model: Any, data: Mapping[str, Any], draws: Any,
 
 def report_checks(report: Any, checks: PredictiveChecks) -> None:
     """Print the checks' table and warnings (a command then adds ``checks.to_dict()`` to its
-    JSON and writes ``--pit-plot`` with ``write_atomically(path, checks.plot_pit)``)."""
+    JSON and writes ``--pit-plot`` with :func:`stanlogz.report.crossval_plots.plot_pit`)."""
     if checks.table():
         report.table(["check", "estimate", "se"], checks.table(),
                      title=f"predictive checks of {checks.outcome} from LOO weights "

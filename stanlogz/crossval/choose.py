@@ -20,7 +20,7 @@ from ..errors import InputError
 from .compare import LooComparison, loo_compare
 from .observations import find_observations
 from .scores import ScoreComparison, compare_scores, mix_draws, program_pointwise, selection_warning
-from .weights import METHODS, ModelWeights, bma_weights, pseudo_bma_weights, stacking_weights
+from .weights import WEIGHT_METHODS, ModelWeights, bma_weights, pseudo_bma_weights, stacking_weights
 
 #: What each weight method needs: the LOO comparison or the evidence.
 NEEDS = {"stacking": "loo", "pseudo-bma": "loo", "pseudo-bma+": "loo", "bma": "evidence"}
@@ -36,12 +36,13 @@ def parse_weights(weights: str | Sequence[str] | None) -> list[str]:
         m = str(w).strip().lower()
         if not m:
             continue
-        if m not in METHODS:
-            raise InputError(f"unknown weight method {m!r}; choose from {', '.join(METHODS)}")
+        if m not in WEIGHT_METHODS:
+            raise InputError(f"unknown weight method {m!r}; choose from "
+                             f"{', '.join(WEIGHT_METHODS)}")
         if m not in out:
             out.append(m)
     if not out and isinstance(weights, str):
-        raise InputError("no weight method given; choose from " + ", ".join(METHODS))
+        raise InputError("no weight method given; choose from " + ", ".join(WEIGHT_METHODS))
     return out
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from ..estimators.bridge import solve_bridge
 from ..estimators.common import pareto_k
 from ..estimators.ups import log_ratio
+from ..stan.settings import NutsArgs
 from .pointwise import PointwiseLogLik
 
 FIX_METHODS = ("auto", "mm", "exact", "ups", "none")
@@ -63,9 +64,7 @@ class FixTask:
     method: str
     khat: float
     psis_elpd: float
-    chains: int
-    warmup: int
-    draws: int
+    settings: NutsArgs  # the refit's NUTS settings (the workflow's)
     ups_options: dict[str, Any]
 
 
@@ -120,8 +119,7 @@ def fix_observation(pw: PointwiseLogLik, full_unc: np.ndarray, task: FixTask,
     t0 = time.perf_counter()
     i = task.index
     held_out = pw.held_out_model(i)
-    fit = held_out.nuts(chains=task.chains, warmup=task.warmup, draws=task.draws,
-                        seed=int(rng.integers(2**31 - 1)))
+    fit = held_out.nuts(task.settings, seed=int(rng.integers(2**31 - 1)))
     minus_unc = fit.unconstrained
     warns: list[str] = []
     n_div = int(np.sum(fit.sampler["divergent__"] > 0))

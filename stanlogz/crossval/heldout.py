@@ -32,16 +32,18 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 from scipy import special
 
-from ..draws import Draws, as_draws, sample
+from ..draws import Draws, obtain_draws
 from ..errors import EstimationError, InputError
 from ..estimators.bridge import solve_bridge
 from ..estimators.common import autocorr_time, pareto_k
 from ..parallel import SeedLike, run_parallel, spawn_generators
+from ..stan.program import StanProgram
+from ..stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from .latents import ConditionalGaussian, coordinate_map
 from .observations import Observations
 
@@ -49,7 +51,7 @@ from .observations import Observations
 #: (above 0.5 the weights' variance may be infinite, and the bridge's se unreliable: a Gaussian
 #: group held out at k̂ 0.67 was 2.5 se off in benchmarks/crossval_beyond.py).
 K_POOR = 0.5
-METHODS = ("auto", "bridge", "evidence-difference")
+HELDOUT_METHODS = ("auto", "bridge", "evidence-difference")
 
 
 @dataclass
@@ -90,7 +92,7 @@ class HeldOut:
 
 # ---------------------------------------------------------------- entry point
 def heldout_elpd(
-    model: Any,
+    model: StanProgram,
     data: Mapping[str, Any],
     observations: Observations,
     held_out: Sequence[int] | np.ndarray,
@@ -98,13 +100,11 @@ def heldout_elpd(
     full_draws: Any = None,
     train_draws: Any = None,
     pointwise: bool = True,
-    chains: int = 4,
-    warmup: int = 1000,
-    draws: int = 1000,
-    adapt_delta: float = 0.8,
+    settings: NutsArgs | None = None,
     seed: int | np.random.SeedSequence | None = None,
     method: str = "auto",
     progress: Callable[[str], None] | None = None,
+    **nuts_keywords: Unpack[NutsKeywords],
 ) -> HeldOut:
     """log p(y_V | y_T) of the program ``model`` (a :class:`StanModel`, any data) for the
     observations ``held_out`` (0-based indices V into ``observations`` of ``data``) given the
@@ -112,8 +112,9 @@ def heldout_elpd(
 
     ``full_draws``: posterior draws given all of ``data`` (a :class:`Draws` or an unconstrained
     ``(chains, n, dim)`` array), shared between splits; ``train_draws``: draws given y_T. Either
-    is sampled with NUTS (``chains`` x ``draws`` after ``warmup``, ``adapt_delta``) when
-    missing. Works when the
+    is sampled with NUTS when missing, with ``settings`` (a
+    :class:`~stanlogz.stan.settings.NutsArgs`) whose fields ``chains``, ``warmup``, ``draws``,
+    ``adapt_delta`` and ``max_treedepth`` replace when given. Works when the
     two data instances have the same parameters and when y_V carries its own latent parameters
     (indexed by observation along their first axis); a program whose parameters change in any
     other way raises :class:`InputError`. ``pointwise`` adds each held-out observation's
@@ -126,8 +127,8 @@ def heldout_elpd(
     held-out observation for ``elpd_i``, and two gbs fits when the bridge's overlap is poor.
     Every call builds its own data instances, so splits can run in parallel threads.
     """
-    if method not in METHODS:
-        raise InputError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if method not in HELDOUT_METHODS:
+        raise InputError(f"method must be one of {', '.join(HELDOUT_METHODS)}, got {method!r}")
     t0 = time.perf_counter()
     v = np.unique(np.asarray(held_out, dtype=int).ravel())
     if v.size == 0 or v.size >= observations.n:
@@ -143,7 +144,7 @@ def heldout_elpd(
     extra = np.setdiff1d(np.arange(full.dim), common)
     rng_full, rng_train, rng_q, rng_ev, rng_h0, rng_h1 = spawn_generators(seed, 6)
     warns: list[str] = []
-    nuts = {"chains": chains, "warmup": warmup, "draws": draws, "adapt_delta": adapt_delta}
+    nuts = nuts_from_keywords(settings, nuts_keywords, "heldout_elpd")
     fd = _draws(full, full_draws, nuts, rng_full, progress, "all data")
     td = _draws(train, train_draws, nuts, rng_train, progress,
                 f"without {_numbers(v)}")
@@ -227,30 +228,29 @@ def heldout_elpd(
 
 
 def heldout_many(
-    model: Any,
+    model: StanProgram,
     data: Mapping[str, Any],
     observations: Observations,
     held_out_sets: Sequence[Sequence[int] | np.ndarray],
     *,
     full_draws: Any,
-    chains: int = 4,
-    warmup: int = 1000,
-    draws: int = 1000,
-    adapt_delta: float = 0.8,
+    settings: NutsArgs | None = None,
     seed: SeedLike = None,
     n_workers: int = 1,
     progress: Callable[[str], None] | None = None,
+    **nuts_keywords: Unpack[NutsKeywords],
 ) -> list[HeldOut]:
     """:func:`heldout_elpd` for every held-out set (e.g. each observation for exact
     leave-one-out), sharing ``full_draws``; ``n_workers`` refits at once (threads, or the
     cluster of :func:`stanlogz.parallel.use_executor`). Set i's seed is child i of
-    ``SeedSequence(seed)``, so results do not depend on ``n_workers``."""
+    ``SeedSequence(seed)``, so results do not depend on ``n_workers``. Every refit runs NUTS
+    with ``settings`` and the loose keywords, as :func:`heldout_elpd`."""
+    nuts = nuts_from_keywords(settings, nuts_keywords, "heldout_many")
     done = [0]
     total = len(held_out_sets)
 
     def one(v: Any, rng: np.random.Generator) -> HeldOut:
-        res = heldout_elpd(model, data, observations, v, full_draws=full_draws, chains=chains,
-                           warmup=warmup, draws=draws, adapt_delta=adapt_delta,
+        res = heldout_elpd(model, data, observations, v, full_draws=full_draws, settings=nuts,
                            seed=int(rng.integers(2**31 - 1)))
         done[0] += 1
         if progress:
@@ -369,19 +369,18 @@ def _evidence_difference(full: Any, train: Any, xf: np.ndarray, xt: np.ndarray,
             int(a.n_evals + b.n_evals))
 
 
-def _draws(model: Any, given: Any, nuts: dict[str, Any], rng: np.random.Generator,
+def _draws(model: StanProgram, given: Any, nuts: NutsArgs, rng: np.random.Generator,
            progress: Callable[[str], None] | None, what: str) -> Draws:
-    if given is not None:
-        if isinstance(given, np.ndarray):
-            arr = np.asarray(given, dtype=float)
-            if arr.ndim != 3 or arr.shape[2] != model.dim:
-                raise InputError(f"draws for {model.name} ({what}) must be (chains, n, "
-                                 f"{model.dim}), got {arr.shape}")
-            return Draws(unconstrained=arr)
-        return as_draws(given, model)
-    if progress:
+    if isinstance(given, np.ndarray):  # unconstrained values: no constrained columns needed
+        arr = np.asarray(given, dtype=float)
+        if arr.ndim != 3 or arr.shape[2] != model.dim:
+            raise InputError(f"draws for {model.name} ({what}) must be (chains, n, "
+                             f"{model.dim}), got {arr.shape}")
+        return Draws(unconstrained=arr)
+    if given is None and progress:
         progress(f"NUTS on {model.name} ({what})")
-    return sample(model, **nuts, seed=int(rng.integers(2**31 - 1)))
+    seed = None if given is not None else int(rng.integers(2**31 - 1))
+    return obtain_draws(model, given, nuts, seed=seed)
 
 
 def _finite(a: np.ndarray) -> np.ndarray:

@@ -15,14 +15,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
 from .. import arviz_compat
-from ..draws import as_draws, sample
+from ..draws import obtain_draws
 from ..errors import DataError, InputError
 from ..parallel import child_sequence, with_client
+from ..stan.program import ProgramLike
+from ..stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from .cv_se import kfold_se
 from .heldout import HeldOut, heldout_many
 from .observations import Observations, load_observed, observation_labels
@@ -182,7 +184,7 @@ def _check_k(k: int, n: int, what: str) -> None:
 
 @with_client
 def kfold(
-    model: Any,
+    model: ProgramLike,
     data: Any = None,
     *,
     k: int | None = 10,
@@ -191,23 +193,23 @@ def kfold(
     obs: str | None = None,
     obs_fields: list[str] | None = None,
     draws: Any = None,
-    chains: int = 4,
-    warmup: int = 1000,
-    n_draws: int = 1000,
-    adapt_delta: float = 0.8,
+    settings: NutsArgs | None = None,
     seed: int | None = None,
     n_workers: int = 1,
     progress: Callable[[str], None] | None = None,
+    **nuts_keywords: Unpack[NutsKeywords],
 ) -> KFoldResult:
     """K-fold cross-validation of a Stan program (a path or :class:`StanModel`) with ``data``:
     ``k`` random folds, folds balanced over the labels of ``stratify`` (a per-observation data
     array), or whole groups of ``group`` (a per-observation integer array) per fold; ``group``
-    with ``k=None`` is leave-one-group-out. Each fold is refit with NUTS (``chains`` x
-    ``n_draws`` after ``warmup``, ``adapt_delta``; ``n_workers`` folds at once) and its
+    with ``k=None`` is leave-one-group-out. Each fold is refit with NUTS (``settings``, a
+    :class:`~stanlogz.stan.settings.NutsArgs` whose fields ``chains``, ``warmup``, ``n_draws``,
+    ``adapt_delta`` and ``max_treedepth`` replace; ``n_workers`` folds at once) and its
     held-out densities are exact up to Monte Carlo error (:func:`heldout_elpd`). ``draws``:
     existing draws of the full-data posterior (Draws, cmdstanpy fit, CSV paths, InferenceData)
     instead of a NUTS run on all data. Folds and every refit's seed derive from ``seed``."""
     t0 = time.perf_counter()
+    nuts = nuts_from_keywords(settings, nuts_keywords, "kfold")
     if n_workers < 1:
         raise InputError(f"n_workers must be >= 1, got {n_workers}")
     model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
@@ -236,11 +238,9 @@ def kfold(
     if progress:
         progress(f"{scheme} cross-validation: {n_folds} folds of {observations.n} "
                  "observations" + ("" if draws is not None else "; NUTS on all data"))
-    full = as_draws(draws, model) if draws is not None else sample(
-        model, chains=chains, warmup=warmup, draws=n_draws, adapt_delta=adapt_delta,
-        seed=int(np.random.default_rng(child_sequence(seed, 1)).integers(2**31 - 1)))
-    folds = heldout_many(model, data_dict, observations, held, full_draws=full, chains=chains,
-                         warmup=warmup, draws=n_draws, adapt_delta=adapt_delta,
+    full = obtain_draws(model, draws, nuts, seed=int(np.random.default_rng(
+        child_sequence(seed, 1)).integers(2**31 - 1)))
+    folds = heldout_many(model, data_dict, observations, held, full_draws=full, settings=nuts,
                          seed=child_sequence(seed, 2), n_workers=n_workers, progress=progress)
     elpd_i = np.empty(observations.n)
     for f in folds:

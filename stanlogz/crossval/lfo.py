@@ -22,16 +22,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 from scipy import special
 
 from .. import arviz_compat
-from ..draws import Draws, sample
+from ..draws import Draws, obtain_draws
 from ..errors import DataError, InputError
 from ..estimators.common import autocorr_time
 from ..parallel import child_sequence, run_parallel, with_client
+from ..stan.program import ProgramLike, StanProgram
+from ..stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from .cv_se import lfo_se
 from .heldout import heldout_elpd
 from .observations import Observations, load_observed
@@ -131,7 +133,7 @@ def _prefix(data: dict[str, Any], obs: Observations, t: int) -> tuple[dict[str, 
 
 @with_client
 def lfo(
-    model: Any,
+    model: ProgramLike,
     data: Any = None,
     *,
     min_train: int,
@@ -140,21 +142,22 @@ def lfo(
     k_threshold: float = 0.7,
     obs: str | None = None,
     obs_fields: list[str] | None = None,
-    chains: int = 4,
-    warmup: int = 1000,
-    n_draws: int = 1000,
-    adapt_delta: float = 0.8,
+    settings: NutsArgs | None = None,
     seed: int | None = None,
     n_workers: int = 1,
     progress: Callable[[str], None] | None = None,
+    **nuts_keywords: Unpack[NutsKeywords],
 ) -> LfoResult:
     """Leave-future-out CV of a time-series program (a path or :class:`StanModel`) with
     ``data`` whose observations are in time order: log p(y_{t+1:t+M} | y_{1:t}) for
     t = ``min_train`` .. N − ``ahead`` (M = ``ahead``), summed. ``method``: ``"psis"`` (PSIS
     from the last refit, refitting when k̂ > ``k_threshold``) or ``"exact"`` (NUTS on every
-    prefix and a bridge between consecutive posteriors). NUTS runs ``chains`` x ``n_draws``
-    after ``warmup`` with ``adapt_delta``. Seeds derive from ``seed``."""
+    prefix and a bridge between consecutive posteriors). Every NUTS run (each refit) uses
+    ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`; ``chains``, ``warmup``,
+    ``n_draws``, ``adapt_delta`` and ``max_treedepth`` replace its fields). Seeds derive from
+    ``seed``."""
     t0 = time.perf_counter()
+    nuts = nuts_from_keywords(settings, nuts_keywords, "lfo")
     if method not in LFO_METHODS:
         raise InputError(f"method must be one of {', '.join(LFO_METHODS)}, got {method!r}")
     if not 0.0 <= k_threshold <= 1.0:
@@ -169,7 +172,6 @@ def lfo(
         raise InputError(f"min_train + ahead = {min_train + ahead} exceeds the {n} "
                          "observations: nothing is left to predict")
     origins = np.arange(min_train, n - ahead + 1)
-    nuts = {"chains": chains, "warmup": warmup, "draws": n_draws, "adapt_delta": adapt_delta}
     if method == "exact":
         res = _exact(model, data_dict, observations, origins, ahead, nuts, seed, n_workers,
                      progress)
@@ -187,14 +189,14 @@ def lfo(
     return res
 
 
-def _fit(model: Any, data: dict[str, Any], obs: Observations, t: int, nuts: dict[str, Any],
+def _fit(model: StanProgram, data: dict[str, Any], obs: Observations, t: int, nuts: NutsArgs,
          rng: np.random.Generator) -> tuple[Any, Draws]:
     """The data instance of y_{1:t} and NUTS draws from its posterior."""
     inst = _instance(model, data, obs, t)
-    return inst, sample(inst, **nuts, seed=int(rng.integers(2**31 - 1)))
+    return inst, obtain_draws(inst, None, nuts, seed=int(rng.integers(2**31 - 1)))
 
 
-def _instance(model: Any, data: dict[str, Any], obs: Observations, t: int) -> Any:
+def _instance(model: StanProgram, data: dict[str, Any], obs: Observations, t: int) -> Any:
     """The program with the first ``t`` observations; InputError when it rejects them."""
     try:
         return model.with_data(_prefix(data, obs, t)[0])
@@ -207,8 +209,8 @@ def _divergences(d: Draws) -> int:
     return int(np.sum(d.sampler.get("divergent__", np.zeros(1)) > 0))
 
 
-def _exact(model: Any, data: dict[str, Any], obs: Observations, origins: np.ndarray,
-           ahead: int, nuts: dict[str, Any], seed: int | None, n_workers: int,
+def _exact(model: StanProgram, data: dict[str, Any], obs: Observations, origins: np.ndarray,
+           ahead: int, nuts: NutsArgs, seed: int | None, n_workers: int,
            progress: Callable[[str], None] | None) -> LfoResult:
     times = sorted(set(origins.tolist()) | {int(t) + ahead for t in origins})
     _instance(model, data, obs, times[0])  # a too-short prefix fails here, with one line
@@ -223,7 +225,7 @@ def _exact(model: Any, data: dict[str, Any], obs: Observations, origins: np.ndar
         part, part_obs = _prefix(data, obs, t + ahead)
         return heldout_elpd(model, part, part_obs, np.arange(t, t + ahead),
                             full_draws=draws[t + ahead], train_draws=draws[t], pointwise=False,
-                            seed=int(rng.integers(2**31 - 1)))
+                            settings=nuts, seed=int(rng.integers(2**31 - 1)))
 
     held = run_parallel(one, origins.tolist(), child_sequence(seed, 1), n_workers=n_workers,
                         backend="thread" if n_workers > 1 else "serial")
@@ -237,8 +239,8 @@ def _exact(model: Any, data: dict[str, Any], obs: Observations, origins: np.ndar
                      int(sum(d.n_gradient_evals for d in fits)), warnings=warns)
 
 
-def _psis(model: Any, data: dict[str, Any], obs: Observations, origins: np.ndarray,
-          ahead: int, k_threshold: float, nuts: dict[str, Any], seed: int | None,
+def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: np.ndarray,
+          ahead: int, k_threshold: float, nuts: NutsArgs, seed: int | None,
           progress: Callable[[str], None] | None) -> LfoResult:
     insts: dict[int, Any] = {}
 

@@ -8,14 +8,16 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
 from .. import arviz_compat
-from ..draws import Draws, as_draws, sample
+from ..draws import Draws, obtain_draws
 from ..errors import InputError
 from ..parallel import child_sequence, run_parallel, with_client
+from ..stan.program import ProgramLike
+from ..stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from .fixups import FIX_METHODS, FixedPoint, FixTask, fix_observation
 from .heldout import heldout_many
 from .moment_match import moment_match_observation
@@ -195,7 +197,7 @@ def _psis_pass(pw: PointwiseLogLik, d: Draws, r_eff: float, index: np.ndarray | 
 
 @with_client
 def loo(
-    model: Any,
+    model: ProgramLike,
     data: Any = None,
     *,
     draws: Any = None,
@@ -205,14 +207,12 @@ def loo(
     log_lik: str = "auto",
     k_threshold: float | None = None,
     subsample: int | None = None,
-    chains: int = 4,
-    warmup: int = 1000,
-    n_draws: int = 1000,
-    adapt_delta: float = 0.8,
+    settings: NutsArgs | None = None,
     seed: int | None = None,
     n_workers: int = 1,
     ups_options: dict[str, Any] | None = None,
     progress: Any = None,
+    **nuts_keywords: Unpack[NutsKeywords],
 ) -> LooResult:
     """PSIS-LOO of a Stan program (a path or :class:`StanModel`) with ``data``.
 
@@ -220,8 +220,10 @@ def loo(
     ``"auto"`` (moment matching, then ``"exact"`` for observations still above the threshold),
     ``"mm"`` (moment matching only), ``"exact"`` (NUTS without it and bridge sampling between
     the two posteriors), ``"ups"`` (unbiased path sampling) or ``"none"``. ``draws``: existing
-    draws (Draws, cmdstanpy fit, CSV paths, InferenceData); without them NUTS runs (``chains``
-    x ``n_draws`` after ``warmup``). ``obs`` names the observation size variable (inferred when
+    draws (Draws, cmdstanpy fit, CSV paths, InferenceData); without them NUTS runs with
+    ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`; ``chains``, ``warmup``,
+    ``n_draws``, ``adapt_delta`` and ``max_treedepth`` replace its fields), and so does every
+    refit of the fix-ups. ``obs`` names the observation size variable (inferred when
     unambiguous); ``log_lik``: ``"auto"``, ``"log_lik"`` (the generated quantity) or
     ``"difference"`` (the program's density on data instances of one observation, checked for
     validity). ``k_threshold``: fix observations above this k̂ instead of the draw-count-
@@ -230,6 +232,7 @@ def loo(
     approximation of every observation; Magnusson et al. 2020), for large N.
     """
     t0 = time.perf_counter()
+    nuts = nuts_from_keywords(settings, nuts_keywords, "loo")
     if fix not in FIX_METHODS:
         raise InputError(f"fix must be one of {', '.join(FIX_METHODS)}, got {fix!r}")
     if k_threshold is not None and not 0.0 <= k_threshold <= 1.0:
@@ -241,7 +244,7 @@ def loo(
         raise InputError(f"subsample must be an integer in 2..{observations.n - 1} (there are "
                          f"{observations.n} observations), got {subsample}")
     pw = PointwiseLogLik(model, data_dict, observations, log_lik)
-    d = _get_draws(model, draws, chains, warmup, n_draws, seed, progress, adapt_delta)
+    d = obtain_draws(model, draws, nuts, seed=seed, progress=progress)
     unc = d.flat_unconstrained()
     r_eff = relative_efficiency(_posterior_values(d))
     t1 = time.perf_counter()
@@ -266,8 +269,8 @@ def loo(
     bad = index[ps.khat > threshold]
     fixed: list[FixedPoint] = []
     if fix != "none" and bad.size:
-        fixed, why = _fix(pw, d, bad, ps, index, fix, threshold, r_eff, chains, warmup,
-                          n_draws, ups_options, seed, n_workers, progress)
+        fixed, why = _fix(pw, d, bad, ps, index, fix, threshold, r_eff, nuts, ups_options,
+                          seed, n_workers, progress)
         notes.extend(why)
     elpd_i = ps.elpd_i.copy()
     pos = {int(o): j for j, o in enumerate(index)}
@@ -340,7 +343,7 @@ def _subsample_estimates(approx: np.ndarray, index: np.ndarray, elpd_j: np.ndarr
 
 
 def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.ndarray,
-         fix: str, threshold: float, r_eff: float, chains: int, warmup: int, n_draws: int,
+         fix: str, threshold: float, r_eff: float, nuts: NutsArgs,
          ups_options: dict[str, Any] | None, seed: int | None, n_workers: int, progress: Any
          ) -> tuple[list[FixedPoint], list[str]]:
     """Fix-ups of the observations ``bad`` (0-based), and warnings for those that cannot be.
@@ -370,14 +373,14 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
             return fixed, [f"{bad.size} observation(s) have Pareto k-hat above "
                            f"{threshold:.2f}; {method} cannot refit them one at a time ({exc}); "
                            "use --fix exact"]
-        return fixed + _exact_with_latents(pw, d, bad, ps, pos, chains, warmup, n_draws, seed,
-                                           n_workers, progress), []
+        return fixed + _exact_with_latents(pw, d, bad, ps, pos, nuts, seed, n_workers,
+                                           progress), []
     if progress:
         progress(f"refitting {bad.size} observation(s) with k-hat > {threshold:.2f} "
                  f"({method}): {', '.join(str(i + 1) for i in bad)}")
     tasks = [FixTask(int(i), method, float(ps.khat[pos[int(i)]]),
-                     float(ps.elpd_i[pos[int(i)]]), chains, warmup, n_draws,
-                     dict(ups_options or {})) for i in bad]
+                     float(ps.elpd_i[pos[int(i)]]), nuts, dict(ups_options or {}))
+             for i in bad]
     unc = d.unconstrained
     fixed += run_parallel(lambda task, rng: fix_observation(pw, unc, task, rng), tasks, seed,
                           n_workers=n_workers, backend="thread" if n_workers > 1 else "serial")
@@ -385,8 +388,8 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
 
 
 def _exact_with_latents(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo,
-                        pos: dict[int, int], chains: int, warmup: int, n_draws: int,
-                        seed: int | None, n_workers: int, progress: Any) -> list[FixedPoint]:
+                        pos: dict[int, int], nuts: NutsArgs, seed: int | None,
+                        n_workers: int, progress: Any) -> list[FixedPoint]:
     """Exact log p(y_i | y₋ᵢ) for a program whose parameters change with the observations
     (one latent per observation): the held-out observation's latents are integrated out by
     the augmented bridge of :mod:`.heldout`."""
@@ -394,8 +397,8 @@ def _exact_with_latents(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: Psis
         progress(f"refitting {bad.size} observation(s) without their own parameters (exact, "
                  f"augmented bridge): {', '.join(str(i + 1) for i in bad)}")
     found = heldout_many(pw.model, pw.data, pw.obs, [[int(i)] for i in bad], full_draws=d,
-                         chains=chains, warmup=warmup, draws=n_draws,
-                         seed=child_sequence(seed, HELDOUT_STREAM), n_workers=n_workers)
+                         settings=nuts, seed=child_sequence(seed, HELDOUT_STREAM),
+                         n_workers=n_workers)
     return [FixedPoint(int(i), h.elpd, h.se, h.method, float(ps.khat[pos[int(i)]]),
                        float(ps.elpd_i[pos[int(i)]]), h.n_gradient_evals, h.n_evals, h.seconds,
                        warnings=list(h.warnings)) for i, h in zip(bad, found, strict=True)]
@@ -416,14 +419,6 @@ def _moment_matched(pw: PointwiseLogLik, d: Draws, log_post: np.ndarray, i: int,
     return FixedPoint(i, mm.elpd, mm.se, "mm", float(ps.khat[j]), float(ps.elpd_i[j]), 0,
                       mm.n_evals, mm.seconds, warnings=warns, khat_after=mm.khat_after)
 
-
-
-def _get_draws(model: Any, draws: Any, chains: int, warmup: int, n_draws: int,
-               seed: int | None, progress: Any, adapt_delta: float = 0.8) -> Draws:
-    if draws is not None:
-        return as_draws(draws, model)
-    return sample(model, chains=chains, warmup=warmup, draws=n_draws, seed=seed,
-                  adapt_delta=adapt_delta, progress=progress)
 
 
 def _sampler_warnings(d: Draws) -> list[str]:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..stan.program import ProgramLike
 
 
 def _leading(value: Any) -> int | None:
@@ -140,7 +141,7 @@ def observation_labels(data: Mapping[str, Any], observations: Observations, name
     return arr
 
 
-def load_observed(model: Any, data: Any, obs: str | None = None,
+def load_observed(model: ProgramLike, data: Any, obs: str | None = None,
                   obs_fields: Sequence[str] | None = None, *, seed: int | None = None,
                   progress: Any = None) -> tuple[Any, dict[str, Any], Observations]:
     """The program (a path or :class:`~stanlogz.stan.model.StanModel`) bound to ``data``, the

@@ -29,9 +29,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import DataError, InputError
+from ..stan.program import StanProgram
 from .observations import Observations
 
-SOURCES = ("auto", "log_lik", "difference")
+LOG_LIK_SOURCES = ("auto", "log_lik", "difference")
 
 #: Most observations a baseline instance may need (programs that declare int<lower=r> N).
 MAX_REFERENCE = 3
@@ -53,7 +54,7 @@ def log_lik_columns(names: list[str]) -> list[int]:
     return out
 
 
-def has_log_lik(model: Any) -> bool:
+def has_log_lik(model: StanProgram) -> bool:
     """Whether the program has a ``log_lik`` generated quantity."""
     return any(n == "log_lik" or n.startswith("log_lik.")
                for n in model.param_names(include_tp=True, include_gq=True))
@@ -85,10 +86,10 @@ class _Slicer:
 class PointwiseLogLik:
     """``log p(y_i | θ)`` for the observations of one program and data set, at any draws."""
 
-    def __init__(self, model: Any, data: Mapping[str, Any], obs: Observations,
+    def __init__(self, model: StanProgram, data: Mapping[str, Any], obs: Observations,
                  source: str = "auto") -> None:
-        if source not in SOURCES:
-            raise InputError(f"log-likelihood source must be one of {', '.join(SOURCES)}, "
+        if source not in LOG_LIK_SOURCES:
+            raise InputError(f"log-likelihood source must be one of {', '.join(LOG_LIK_SOURCES)}, "
                              f"got {source!r}")
         if source == "auto":
             source = "log_lik" if has_log_lik(model) else "difference"

@@ -22,12 +22,13 @@ import hashlib
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 from scipy import stats
 
 from ..densities.fits import gaussian_from_draws
+from ..draws import obtain_draws
 from ..errors import EstimationError, InputError
 from ..estimators.ups import (
     replicate_tail_k,
@@ -38,7 +39,8 @@ from ..estimators.ups import (
 )
 from ..mcmc.paths import two_posterior_path
 from ..parallel import as_seed_sequence, child_sequence, with_client
-from .loo import _get_draws
+from ..stan.program import ProgramLike, StanProgram
+from ..stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from .observations import Observations, load_observed
 
 #: Pilot runs per lambda grid point for the tuning (UPS's default is 100): the tuning only sets
@@ -117,7 +119,7 @@ def draw_splits(n: int, n_valid: int, splits: int, seed: Any) -> np.ndarray:
 
 @with_client
 def cv(
-    model: Any,
+    model: ProgramLike,
     data: Any = None,
     *,
     n_valid: int = 1,
@@ -125,9 +127,7 @@ def cv(
     obs: str | None = None,
     obs_fields: list[str] | None = None,
     draws: Any = None,
-    chains: int = 4,
-    warmup: int = 1000,
-    n_draws: int = 1000,
+    settings: NutsArgs | None = None,
     seed: int | None = None,
     criterion: str = "log",
     outcome: str = "y",
@@ -136,6 +136,7 @@ def cv(
     ci_level: float = 0.95,
     ups_options: dict[str, Any] | None = None,
     progress: Any = None,
+    **nuts_keywords: Unpack[NutsKeywords],
 ) -> CVResult:
     """Unbiased leave-``n_valid``-out cross-validation of a Stan program with ``data``:
     ``splits`` independent replicates, each unbiased for the objective mean −log p(y_V | y_T)
@@ -143,11 +144,15 @@ def cv(
     ``outcome`` (``criterion="squared_error"``; needs a ``y_rep`` generated quantity with one
     posterior-predictive draw per observation).
 
-    ``draws`` (or NUTS on all data) give the initial distribution of the coupled chains;
+    ``draws`` (or NUTS on all data with ``settings``, a
+    :class:`~stanlogz.stan.settings.NutsArgs` whose fields ``chains``, ``warmup``,
+    ``n_draws``, ``adapt_delta`` and ``max_treedepth`` replace) give the initial distribution
+    of the coupled chains;
     ``kernel``: ``"rwmh"`` or ``"hmc"``; ``ups_options`` go to the tuning run of
     :func:`stanlogz.estimators.ups.ups` (``n_pilot`` defaults to :data:`CV_PILOT`).
     """
     t0 = time.perf_counter()
+    nuts = nuts_from_keywords(settings, nuts_keywords, "cv")
     if not (isinstance(splits, int | np.integer) and splits >= 2):
         raise InputError(f"splits must be an integer >= 2 (for a standard error), got {splits!r}")
     if not 0.0 < ci_level < 1.0:
@@ -164,7 +169,7 @@ def cv(
                                                              outcome)
     ss = as_seed_sequence(seed)
     sampling_seed = int(child_sequence(ss, _SAMPLING).generate_state(1)[0] >> 1)
-    d = _get_draws(model, draws, chains, warmup, n_draws, sampling_seed, progress)
+    d = obtain_draws(model, draws, nuts, seed=sampling_seed, progress=progress)
     g = gaussian_from_draws(d.unconstrained)
 
     def held_out(v: np.ndarray) -> Any:
@@ -238,7 +243,8 @@ def cv(
 class _SquaredError:
     """The squared-error criterion's test function for one program and data set."""
 
-    def __init__(self, model: Any, data: dict[str, Any], obs: Observations, outcome: str) -> None:
+    def __init__(self, model: StanProgram, data: dict[str, Any], obs: Observations,
+                 outcome: str) -> None:
         if outcome not in obs.fields:
             raise InputError(f"outcome {outcome!r} is not one of the observation arrays "
                              f"({', '.join(obs.fields)})")

@@ -17,9 +17,10 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp, softmax
 
 from ..errors import InputError
+from ..estimators.comparison import probs_se
 
 #: Weight methods by the names ``--weights`` takes.
-METHODS = ("stacking", "pseudo-bma", "pseudo-bma+", "bma")
+WEIGHT_METHODS = ("stacking", "pseudo-bma", "pseudo-bma+", "bma")
 
 
 @dataclass
@@ -188,14 +189,3 @@ def bma_weights(log_z: Any, log_z_se: Any, prior_probs: Any = None) -> ModelWeig
     if unknown.size:
         details["log_z_se_unknown"] = unknown.tolist()
     return ModelWeights("bma", p, probs_se(p, se), np.zeros(k), details)
-
-
-def probs_se(p: np.ndarray, log_z_se: np.ndarray) -> np.ndarray:
-    """Delta-method se of p = softmax(log Z + log prior) from independent log Z errors:
-    var p_i = Σ_j (p_i (δ_ij − p_j))² se_j². A log Z whose se is unknown (NaN) makes the se
-    of every probability that depends on it NaN (it is never taken as 0)."""
-    p = np.asarray(p, dtype=float)
-    se = np.asarray(log_z_se, dtype=float)
-    jac2 = (p[:, None] * (np.eye(p.size) - p[None, :])) ** 2
-    terms = np.where(jac2 > 0, jac2 * se[None, :] ** 2, 0.0)
-    return np.sqrt(terms.sum(axis=1))

@@ -3,11 +3,10 @@ little: R-hat and divergences, unconstrained draws that run away, parameters wit
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ..stan.code import unused_parameters
+from ..stan.program import StanProgram
 from .core import Draws
 
 #: Unconstrained draws beyond this magnitude mean a parameter ran away (exp(50) ~ 5e21): the
@@ -15,7 +14,7 @@ from .core import Draws
 RUNAWAY_ABS = 50.0
 
 
-def normalization_warnings(model: Any, d: Draws) -> list[str]:
+def normalization_warnings(model: StanProgram, d: Draws) -> list[str]:
     """Warnings that the posterior may be improper or badly explored, so log Z means little."""
     out: list[str] = []
     try:

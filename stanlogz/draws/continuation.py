@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..stan.program import StanProgram
+from ..stan.settings import NutsArgs
 from .core import Draws, group_flat_names
 from .sample import sample
 
@@ -16,7 +18,7 @@ from .sample import sample
 CONTINUATION_WARMUP = 150
 
 
-def init_from_unconstrained(model: Any, x: np.ndarray) -> dict[str, Any]:
+def init_from_unconstrained(model: StanProgram, x: np.ndarray) -> dict[str, Any]:
     """Constrained values of ``model``'s parameters at unconstrained ``x``, as a Stan init."""
     names = list(model.param_names(False, False))
     values = np.asarray(model.constrain(np.asarray(x, dtype=float)))[: len(names)]
@@ -27,16 +29,18 @@ def init_from_unconstrained(model: Any, x: np.ndarray) -> dict[str, Any]:
     return out
 
 
-def extend_draws(model: Any, draws: Draws, n_more: int, *, seed: int | None = None,
-                 warmup: int = CONTINUATION_WARMUP, progress: Any = None) -> Draws:
+def extend_draws(model: StanProgram, draws: Draws, n_more: int, settings: NutsArgs | None = None, *,
+                 seed: int | None = None, warmup: int = CONTINUATION_WARMUP,
+                 progress: Any = None) -> Draws:
     """``draws`` with ``n_more`` further draws per chain from NUTS chains started at each chain's
-    last draw (``warmup`` iterations re-adapt step size and metric first). The cost fields add up;
+    last draw (``warmup`` iterations re-adapt step size and metric first; the other sampler
+    settings, e.g. ``adapt_delta``, come from ``settings``). The cost fields add up;
     ``sampling_cost_known`` stays what it was for the first draws."""
     if n_more < 1:
         raise InputError(f"need at least one more draw per chain, got {n_more}")
     inits = [init_from_unconstrained(model, x) for x in draws.unconstrained[:, -1]]
-    more = sample(model, chains=draws.n_chains, warmup=warmup, draws=int(n_more), seed=seed,
-                  init=inits, progress=progress)
+    nuts = NutsArgs.of(settings, chains=draws.n_chains, warmup=warmup, draws=int(n_more))
+    more = sample(model, nuts, seed=seed, init=inits, progress=progress)
     constrained = None
     if draws.constrained is not None and more.constrained is not None \
             and draws.constrained.shape[2] == more.constrained.shape[2]:

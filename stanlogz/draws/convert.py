@@ -11,11 +11,12 @@ import numpy as np
 
 from .. import arviz_compat
 from ..errors import DataError, InputError
+from ..stan.program import StanProgram
 from .core import _ARVIZ_STATS, Draws, _first_line, _from_columns, flat_name
 from .stancsv import from_csv
 
 
-def from_cmdstanpy(fit: Any, model: Any) -> Draws:
+def from_cmdstanpy(fit: Any, model: StanProgram | None) -> Draws:
     """Draws from a ``cmdstanpy.CmdStanMCMC`` fit of the same program (``model``)."""
     arr = np.asarray(fit.draws(concat_chains=False), dtype=float)  # (n, chains, columns)
     values = np.ascontiguousarray(arr.transpose(1, 0, 2))
@@ -38,7 +39,7 @@ def from_cmdstanpy(fit: Any, model: Any) -> Draws:
     )
 
 
-def from_inference_data(data: Any, model: Any) -> Draws:
+def from_inference_data(data: Any, model: StanProgram | None) -> Draws:
     """Draws from ArviZ InferenceData / DataTree (or a netCDF file of one) of the same program.
 
     The posterior group must hold the program's parameters (Stan names, any shape); a
@@ -87,7 +88,7 @@ def from_inference_data(data: Any, model: Any) -> Draws:
                          inv_metric=None, seconds=0.0, max_treedepth=None)
 
 
-def from_array(unconstrained: np.ndarray, model: Any = None) -> Draws:
+def from_array(unconstrained: np.ndarray, model: StanProgram | None = None) -> Draws:
     """Draws from unconstrained values ``(chains, n, dim)`` or ``(n, dim)`` (one chain).
 
     With a ``model`` the constrained parameters and transformed parameters are computed too.
@@ -114,7 +115,7 @@ def from_array(unconstrained: np.ndarray, model: Any = None) -> Draws:
     )
 
 
-def as_draws(obj: Any, model: Any) -> Draws:
+def as_draws(obj: Any, model: StanProgram | None) -> Draws:
     """Draws from a :class:`Draws`, a cmdstanpy fit, CSV path(s) or glob, ArviZ
     InferenceData/DataTree or a ``.nc`` file of one, or an array."""
     if isinstance(obj, Draws):

@@ -20,6 +20,7 @@ import numpy as np
 from .. import arviz_compat
 from ..errors import DataError, InputError
 from ..stan.nuts import SAMPLER_COLUMNS  # noqa: F401 - the draws' sampler columns
+from ..stan.program import StanProgram
 from .summary import ESS_PER_CHAIN_MIN, RHAT_MAX, DrawsSummary
 
 #: Sampler column -> ArviZ ``sample_stats`` name.
@@ -33,7 +34,7 @@ _ARVIZ_STATS = {
     "energy__": "energy",
 }
 
-SOURCES = ("stanlogz-nuts", "cmdstanpy", "csv", "arviz", "array")
+DRAW_SOURCES = ("stanlogz-nuts", "cmdstanpy", "csv", "arviz", "array")
 
 
 def flat_name(name: str) -> str:
@@ -79,8 +80,9 @@ class Draws:
         if u.ndim != 3:
             raise InputError(f"unconstrained draws must be (chains, n, dim), got shape {u.shape}")
         self.unconstrained = u
-        if self.source not in SOURCES:
-            raise InputError(f"unknown draws source {self.source!r}; one of {', '.join(SOURCES)}")
+        if self.source not in DRAW_SOURCES:
+            raise InputError(f"unknown draws source {self.source!r}; one of "
+                             f"{', '.join(DRAW_SOURCES)}")
         if self.constrained is not None:
             c = np.asarray(self.constrained, dtype=float)
             if c.ndim != 3 or c.shape[:2] != u.shape[:2]:
@@ -116,18 +118,26 @@ class Draws:
         """All unconstrained draws as ``(chains * n, dim)``."""
         return self.unconstrained.reshape(-1, self.dim)
 
-    def _values(self) -> tuple[np.ndarray, list[str]]:
+    def _values(self, only: Sequence[str] | None = None) -> tuple[np.ndarray, list[str]]:
         if self.constrained is not None:
-            return self.constrained, self.constrained_names
-        return self.unconstrained, self.unc_names
+            values, names = self.constrained, self.constrained_names
+        else:
+            values, names = self.unconstrained, self.unc_names
+        if only is not None:
+            wanted = set(only)
+            keep = [j for j, n in enumerate(names) if n in wanted]
+            if keep:  # none of them (e.g. unconstrained draws only): every column
+                return values[:, :, keep], [names[j] for j in keep]
+        return values, list(names)
 
     # ------------------------------------------------------------------ summary
-    def summary(self) -> DrawsSummary:
-        """Mean, sd, 5/50/95% quantiles, bulk/tail ESS and R-hat of each quantity, diagnostics."""
+    def summary(self, names: Sequence[str] | None = None) -> DrawsSummary:
+        """Mean, sd, 5/50/95% quantiles, bulk/tail ESS and R-hat of each quantity (only the
+        columns ``names``, Stan's flat names, when given and present), diagnostics."""
         az = arviz_compat.arviz()
         import xarray as xr
 
-        values, names = self._values()
+        values, names = self._values(names)
         chains, n, k = values.shape
         ds = xr.Dataset({"x": (("chain", "draw", "col"), values)})
         with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -260,7 +270,7 @@ def group_flat_names(names: Sequence[str]) -> dict[str, tuple[tuple[int, ...], l
 def _from_columns(
     values: np.ndarray,
     names: list[str],
-    model: Any,
+    model: StanProgram,
     *,
     what: str,
     source: str,

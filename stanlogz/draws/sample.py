@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ToolchainError
+from ..stan.program import StanProgram
 from ..stan.settings import NutsArgs
 from .convert import from_cmdstanpy
 from .core import Draws
@@ -16,7 +17,7 @@ from .core import Draws
 
 # ---------------------------------------------------------------------- constructors
 def sample(
-    model: Any,
+    model: StanProgram,
     settings: NutsArgs | None = None,
     *,
     seed: int | None = None,
@@ -48,20 +49,20 @@ def sample_cmdstanpy(
     stan_file: str | os.PathLike,
     data: Any = None,
     *,
-    model: Any = None,
-    chains: int = 4,
-    warmup: int = 1000,
-    draws: int = 1000,
+    model: StanProgram | None = None,
+    settings: NutsArgs | None = None,
     seed: int | None = None,
-    adapt_delta: float = 0.8,
-    max_treedepth: int = 10,
+    **overrides: Any,
 ) -> Draws:
-    """Draws from CmdStan through cmdstanpy, when a CmdStan installation exists.
+    """Draws from CmdStan through cmdstanpy, when a CmdStan installation exists, with
+    ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`; keyword overrides such as
+    ``draws=2000`` replace single fields).
 
     ``model`` (a :class:`stanlogz.stan.model.StanModel` of the same program and data) converts the
     draws to unconstrained space; it is built from ``stan_file`` and ``data`` when omitted.
     Raises :class:`ToolchainError` when cmdstanpy finds no CmdStan.
     """
+    nuts = NutsArgs.of(settings, **overrides)
     try:
         import cmdstanpy
 
@@ -77,7 +78,8 @@ def sample_cmdstanpy(
         model = StanModel.from_file(stan_file, data, seed=seed)
     cm = cmdstanpy.CmdStanModel(stan_file=os.fspath(stan_file))
     fit = cm.sample(
-        data=data, chains=chains, iter_warmup=warmup, iter_sampling=draws, seed=seed,
-        adapt_delta=adapt_delta, max_treedepth=max_treedepth, show_progress=False, sig_figs=18,
+        data=data, chains=nuts.chains, iter_warmup=nuts.warmup, iter_sampling=nuts.draws,
+        seed=seed, adapt_delta=nuts.adapt_delta, max_treedepth=nuts.max_treedepth,
+        thin=nuts.thin, show_progress=False, sig_figs=18,
     )
     return from_cmdstanpy(fit, model)

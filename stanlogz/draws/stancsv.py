@@ -9,12 +9,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from .._util.files import atomic_write_text
 from ..errors import DataError, InputError
+from ..stan.program import StanProgram
 from .core import SAMPLER_COLUMNS, Draws, _from_columns, flat_name
 
 
@@ -120,7 +120,8 @@ def _csv_paths(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[P
     return out
 
 
-def from_csv(paths: str | os.PathLike | Sequence[str | os.PathLike], model: Any) -> Draws:
+def from_csv(paths: str | os.PathLike | Sequence[str | os.PathLike],
+             model: StanProgram | None) -> Draws:
     """Draws from CmdStan CSV files (one chain each; a glob pattern or a directory also works).
 
     A file written by ``stanlogz sample --output draws.csv`` holds all chains in one file with

@@ -39,7 +39,7 @@ from ..errors import EstimationError, InputError
 from .common import log_mean_exp
 
 LogWeightSource = Callable[[np.random.Generator, int], np.ndarray]
-METHODS = ("rbbce", "fce", "iae")
+RECIPROCAL_METHODS = ("rbbce", "fce", "iae")
 _CHUNK = 1 << 16  # batches requested from a source per call
 _MAX_LOG = 690.0  # |log| of the scaled weights: w and 1/w (and sums of many) stay finite
 
@@ -280,8 +280,9 @@ def _scaled_weights(lw: np.ndarray, method: str) -> tuple[np.ndarray, float]:
 def check_options(method: str, batch: int, trials: int, burn_in: int) -> str:
     """The lower-cased method after checking the options (one-line InputErrors)."""
     method = str(method).lower()
-    if method not in METHODS:
-        raise InputError(f"unknown 1/Z estimator {method!r}; one of {', '.join(METHODS)}")
+    if method not in RECIPROCAL_METHODS:
+        raise InputError(f"unknown 1/Z estimator {method!r}; one of "
+                         f"{', '.join(RECIPROCAL_METHODS)}")
     if batch < 1 or trials < 1:
         raise InputError(f"batch and trials must be >= 1, got {batch} and {trials}")
     if burn_in < 0 or (burn_in and method != "fce"):

@@ -39,10 +39,15 @@ from ..estimators.weight_sources import AISWeights, ImportanceWeights, fit_propo
 from ..mcmc.annealing import AnnealingPath, tune_hmc
 from ..parallel import as_seed_sequence, child_sequence
 from ..stan.model import StanModel
+from ..stan.settings import NutsArgs
 
 Progress = Callable[[str], None] | None
-SOURCES = ("is", "ais")
+WEIGHT_SOURCES = ("is", "ais")
 TARGET_ACCEPT = 0.2  # noisy |f^| lowers the best acceptance below RWMH's 0.234
+#: iterations of the outer Metropolis-Hastings chain that adapt its proposal scale
+MH_WARMUP = 1000
+#: draws per chain of the inner program's NUTS fit that the 1/Z proposal is fitted to
+INNER_DRAWS = 500
 
 
 class InnerProgram:
@@ -180,13 +185,13 @@ class _Estimates:
 
     def __init__(self, outer: StanModel, inner: InnerProgram, *, source: str, method: str,
                  batch: int, trials: int, truncation: Truncation | None, burn_in: int,
-                 proposal: str, inflate: float, n_temps: int, inner_draws: int,
+                 proposal: str, inflate: float, n_temps: int, nuts: NutsArgs,
                  rng: np.random.Generator, progress: Progress) -> None:
         self.outer, self.inner, self.source, self.method = outer, inner, source, method
         self.options = {"batch": batch, "trials": trials, "truncation": truncation,
                         "burn_in": burn_in}
         self.proposal_kind, self.inflate, self.n_temps = proposal, inflate, n_temps
-        self.inner_draws, self.rng, self.progress = inner_draws, rng, progress
+        self.nuts, self.rng, self.progress = nuts, rng, progress
         self.n_weights = 0
         self.q: Any = None
         self.tuning: Any = None
@@ -194,8 +199,7 @@ class _Estimates:
     def fit(self, x: np.ndarray) -> None:
         """Fit the proposal to NUTS draws of the inner program at theta(x)."""
         model = self.inner.at(_theta_dict(self.outer, x))
-        draws = nuts_sample(model, chains=2, warmup=max(200, self.inner_draws // 2),
-                            draws=self.inner_draws, seed=int(self.rng.integers(2**31)))
+        draws = nuts_sample(model, self.nuts, seed=int(self.rng.integers(2**31)))
         self.q = fit_proposal(draws.unconstrained, self.proposal_kind, inflate=self.inflate,
                               seed=int(self.rng.integers(2**31)))
         if self.source == "ais":
@@ -226,6 +230,15 @@ class _Estimates:
         return float(np.std(lw, ddof=1))
 
 
+def inner_nuts(inner_draws: int | None = None) -> NutsArgs:
+    """The default NUTS settings of the inner program's fit: 2 chains of ``inner_draws``
+    (default :data:`INNER_DRAWS`) draws after max(200, ``inner_draws`` / 2) warmup."""
+    n = INNER_DRAWS if inner_draws is None else inner_draws
+    if isinstance(n, int) and n < 20:
+        raise InputError(f"need inner_draws >= 20, got {n}")
+    return NutsArgs(chains=2, warmup=max(200, n // 2), draws=n)
+
+
 def pmmh(
     outer: StanModel | str | os.PathLike[str],
     inner: StanModel | str | os.PathLike[str],
@@ -233,7 +246,7 @@ def pmmh(
     *,
     estimator: str = "rbbce",
     iter: int = 2000,
-    warmup: int = 1000,
+    warmup: int = MH_WARMUP,
     seed: int | None = None,
     batch: int = 10,
     trials: int = 1,
@@ -243,7 +256,10 @@ def pmmh(
     proposal: str = "gaussian",
     inflate: float = 1.0,
     n_temps: int = 10,
-    inner_draws: int = 500,
+    inner_draws: int | None = None,
+    settings: NutsArgs | None = None,
+    adapt_delta: float | None = None,
+    max_treedepth: int | None = None,
     init: Mapping[str, Any] | None = None,
     progress: Progress = None,
 ) -> PseudoMarginalResult:
@@ -254,15 +270,19 @@ def pmmh(
     batch weight, ``trials`` estimates averaged, ``truncation`` (default Pr(N >= k) = k^-1.1)
     and FCE's ``burn_in``; ``weights`` is "is" (importance sampling) or "ais" (``n_temps``
     temperatures), from a ``proposal`` ("gaussian" with covariance x ``inflate``, or "flow")
-    fitted to ``inner_draws`` NUTS draws. ``init`` holds constrained starting values (default:
-    the unconstrained origin).
+    fitted to ``inner_draws`` NUTS draws per chain of the inner program. That NUTS runs with
+    ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`; default :func:`inner_nuts`),
+    whose ``draws``, ``adapt_delta`` and ``max_treedepth`` the loose keywords replace. ``init``
+    holds constrained starting values (default: the unconstrained origin).
     """
     from ..stan.inputs import read_data
 
     estimator = check_options(estimator, batch, trials, burn_in)
-    if weights not in SOURCES:
-        raise InputError(f"unknown weight source {weights!r}; one of {', '.join(SOURCES)}")
-    if iter < 1 or warmup < 0 or inner_draws < 20:
+    if weights not in WEIGHT_SOURCES:
+        raise InputError(f"unknown weight source {weights!r}; one of {', '.join(WEIGHT_SOURCES)}")
+    nuts = NutsArgs.of(settings if settings is not None else inner_nuts(inner_draws),
+                       draws=inner_draws, adapt_delta=adapt_delta, max_treedepth=max_treedepth)
+    if iter < 1 or warmup < 0 or nuts.draws < 20:
         raise InputError("need iter >= 1, warmup >= 0, inner_draws >= 20")
     data = dict(data) if isinstance(data, Mapping) else dict(read_data(data) or {})
     if not isinstance(outer, StanModel):
@@ -284,7 +304,7 @@ def pmmh(
     rng = np.random.default_rng(child_sequence(ss, 0))
     est = _Estimates(outer, inner_prog, source=weights, method=estimator, batch=batch,
                      trials=trials, truncation=truncation, burn_in=burn_in, proposal=proposal,
-                     inflate=inflate, n_temps=n_temps, inner_draws=inner_draws,
+                     inflate=inflate, n_temps=n_temps, nuts=nuts,
                      rng=np.random.default_rng(child_sequence(ss, 1)), progress=progress)
     t0 = time.perf_counter()
     est.fit(x)

@@ -9,6 +9,7 @@ import numpy as np
 from ..densities.fits import as_draw_matrix
 from ..errors import InputError
 from ..estimators.base import EvidenceResult, FlowDetail
+from .figures import pyplot
 
 
 def plot_evidence(result: EvidenceResult, draws: np.ndarray, path: str | Path,
@@ -21,10 +22,7 @@ def plot_evidence(result: EvidenceResult, draws: np.ndarray, path: str | Path,
     ``detail`` is a :class:`~stanlogz.estimators.base.FlowDetail`.
     ``names`` labels the unconstrained coordinates (e.g. ``StanModel.param_unc_names()``).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     detail = result.detail if isinstance(result.detail, FlowDetail) else FlowDetail(None)
     flow, lw_p, lw_q = detail.flow, detail.log_w_p, detail.log_w_q

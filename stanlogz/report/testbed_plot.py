@@ -8,15 +8,13 @@ import numpy as np
 
 from ..testbed.run import TestbedResult
 from ..testbed.sandwich import sandwich_band
+from .figures import pyplot
 
 
 def plot_testbed(result: TestbedResult, path: str | Path) -> None:
     """Each estimator's estimate (±se) against its cost, one line per estimator through its
     budgets, over the BDMC sandwich band (the paper's figures)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     s = result.sandwich
     fig, ax = plt.subplots(figsize=(7, 4.5))

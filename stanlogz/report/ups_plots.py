@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .figures import pyplot
+
 if TYPE_CHECKING:
     from ..estimators.ups import UPSResult
 
@@ -15,10 +17,7 @@ def plot_ups(result: UPSResult, path: str | FilePath) -> FilePath:
     """Write a three-panel figure to ``path``: pilot meeting times per lambda (violins, with k),
     sqrt(m2(lambda)) with the proposal density q(lambda), and the replicates against lambda.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     tun = result.tuning
     grid = tun.grid

@@ -9,9 +9,10 @@ from typing import Any
 from ..errors import InputError
 from .inputs import check_stan_file, read_data
 from .model import StanModel
+from .program import ProgramLike
 
 
-def load_model(model: Any, data: Any = None, *, seed: int | None = None,
+def load_model(model: ProgramLike, data: Any = None, *, seed: int | None = None,
                progress: Callable[[str], None] | None = None) -> Any:
     """A :class:`stanlogz.stan.model.StanModel` from a model or a ``.stan`` path, with ``data``."""
     if isinstance(model, str | os.PathLike):

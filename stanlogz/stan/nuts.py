@@ -16,6 +16,7 @@ from .._util.seeds import int_seed
 from ..errors import InitializationError, InputError, StanlogzError, ToolchainError
 from .inputs import data_to_json
 from .messages import _check, _with_variable, stan_failure_cause
+from .program import StanProgram
 from .settings import NutsArgs
 
 Progress = Callable[[str], None] | None
@@ -101,7 +102,7 @@ class _NutsProgress:
             self.reported[c] = tenths[c]
         self.last = now
 def run_nuts(
-    model: Any,
+    model: StanProgram,
     settings: NutsArgs | None = None,
     *,
     seed: int | None = None,
@@ -209,7 +210,7 @@ def _init_jsons(init: Any, chains: int) -> list[bytes] | None:
             raise InputError("each init must be a dict of constrained values")
     return [data_to_json(i).encode() for i in inits]
 
-def _init_failure(model: Any, message: str) -> str:
+def _init_failure(model: StanProgram, message: str) -> str:
     reasons = re.findall(r"Exception:\s*([^|]+)", message)
     reason = (_with_variable(model.code, reasons[-1]) if reasons
               else stan_failure_cause(message))  # each message of the log once

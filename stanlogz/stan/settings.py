@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from ..errors import InputError
 
@@ -70,3 +71,31 @@ class NutsArgs:
     def as_dict(self) -> dict[str, Any]:
         """The settings as a plain dict (for JSON output and reports)."""
         return dataclasses.asdict(self)
+
+
+class NutsKeywords(TypedDict, total=False):
+    """The loose sampler keywords a workflow accepts besides ``settings=`` (``**nuts:
+    Unpack[NutsKeywords]``): ``n_draws`` is ``draws`` per chain where ``draws`` names existing
+    draws."""
+
+    chains: int | None
+    warmup: int | None
+    draws: int | None
+    n_draws: int | None
+    adapt_delta: float | None
+    max_treedepth: int | None
+
+
+def nuts_from_keywords(settings: NutsArgs | None, keywords: Mapping[str, Any],
+                       what: str) -> NutsArgs:
+    """``settings`` with the loose sampler ``keywords`` of the API function ``what`` applied
+    (:meth:`NutsArgs.of`); a keyword that is not one raises :class:`~stanlogz.InputError`."""
+    kw = dict(keywords)
+    n_draws = kw.pop("n_draws", None)
+    if kw.get("draws") is None:
+        kw["draws"] = n_draws
+    unknown = sorted(set(kw) - set(NutsKeywords.__annotations__))
+    if unknown:
+        raise InputError(f"{what}() got unexpected keyword(s) {', '.join(unknown)} (sampler "
+                         f"settings: {', '.join(NutsKeywords.__annotations__)})")
+    return NutsArgs.of(settings, **kw)

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from ..estimators.base import EvidenceResult
 from ..estimators.options import AisOptions, RaisOptions, SmcOptions
 from ..estimators.shortcuts import NEEDS_PRIOR, SHORTCUTS, dynesty_available
 from ..parallel import with_client
+from ..stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from .sandwich import BDMCResult, bdmc, sandwich_band
 from .simulation import prior_draws, simulate
 
@@ -276,9 +277,7 @@ def run_testbed(
     sim_data: dict[str, Any] | str | Path | None = None,
     estimators: Sequence[str] | None = None,
     *,
-    chains: int = 4,
-    warmup: int = 1000,
-    draws: int = 1000,
+    settings: NutsArgs | None = None,
     n_chains: int = 16,
     n_temps: int = 1000,
     gap_tol: float | None = 1.0,
@@ -289,8 +288,11 @@ def run_testbed(
     n_prior_draws: int = 1000,
     budgets: Sequence[float] = (1.0,),
     progress: Progress | None = None,
+    **nuts_keywords: Unpack[NutsKeywords],
 ) -> TestbedResult:
-    """Compile both programs, simulate a data set, draw with NUTS and run :func:`testbed`.
+    """Compile both programs, simulate a data set, draw with NUTS (``settings``, a
+    :class:`~stanlogz.stan.settings.NutsArgs` whose fields ``chains``, ``warmup``, ``draws``,
+    ``adapt_delta`` and ``max_treedepth`` replace) and run :func:`testbed`.
 
     ``budgets`` are the cost fractions each estimator runs at (see :func:`testbed`); rows are
     charged the NUTS gradient evaluations of the draws they use.
@@ -302,10 +304,11 @@ def run_testbed(
     number of values the simulation program generates besides the parameters, the harmonic
     mean, likelihood weighting), which ``estimators=None`` (:func:`default_estimators`) adds.
     """
-    from ..draws import sample
+    from ..draws import obtain_draws
     from ..stan.inputs import check_stan_file, read_data
     from ..stan.model import StanModel
 
+    nuts = nuts_from_keywords(settings, nuts_keywords, "run_testbed")
     main_file, sim_file = check_stan_file(model_path), check_stan_file(sim_path)
     if estimators is None:
         estimators = default_estimators(prior_path is not None)
@@ -316,10 +319,9 @@ def run_testbed(
     sim = StanModel.from_file(sim_file, sim_dict or None)
     s = simulate(main_file, sim, seed=int_seed(child_sequence(seed, 0)), sim_data=sim_dict)
     if progress is not None:
-        progress(f"simulated data (seed {s.seed}); NUTS {chains}x{draws}")
+        progress(f"simulated data (seed {s.seed}); NUTS {nuts.chains}x{nuts.draws}")
     t0 = time.perf_counter()
-    d = sample(s.model, chains=chains, warmup=warmup, draws=draws,
-               seed=int_seed(child_sequence(seed, 2)))
+    d = obtain_draws(s.model, None, nuts, seed=int_seed(child_sequence(seed, 2)))
     t_nuts = time.perf_counter() - t0
     base, base_draws = None, None
     if prior_path is not None:
@@ -333,7 +335,8 @@ def run_testbed(
     res = testbed(s.model, d.unconstrained, s.x_true, estimators, base=base,
                   base_draws=base_draws, n_chains=n_chains, n_temps=n_temps, gap_tol=gap_tol,
                   seed=seed, n_workers=n_workers, estimator_options=estimator_options,
-                  budgets=budgets, evals_per_draw=d.n_gradient_evals / max(1, chains * draws),
+                  budgets=budgets,
+                  evals_per_draw=d.n_gradient_evals / max(1, d.n_chains * d.n_draws),
                   progress=progress, prior=base, prior_draws=base_draws, n_obs=n_obs)
     res.sampling_seconds = t_nuts
     res.info.update({"model": str(main_file), "simulation": str(sim_file),

@@ -13,6 +13,7 @@ import numpy as np
 from .._util.seeds import child_sequence, int_seed
 from ..draws.core import group_flat_names
 from ..errors import DataError, InputError
+from ..stan.program import StanProgram
 
 
 @dataclass
@@ -28,7 +29,7 @@ class Simulation:
     data: dict[str, Any]
     params: dict[str, Any]
     x_true: np.ndarray
-    model: Any
+    model: StanProgram
     seed: int
 
 
@@ -53,7 +54,7 @@ def _stan_value(v: Any) -> Any:
     return a.item() if a.ndim == 0 else a.tolist()
 
 
-def _param_bases(model: Any) -> list[str]:
+def _param_bases(model: StanProgram) -> list[str]:
     return list(dict.fromkeys(n.split(".")[0] for n in model.param_names()))
 
 

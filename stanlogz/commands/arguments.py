@@ -1,0 +1,57 @@
+"""The command-line arguments several commands share: the program and its data, the NUTS flags
+(turned into one :class:`~stanlogz.stan.settings.NutsArgs` by :func:`nuts_settings`), and the
+common tail of the commands that refit (NUTS, cluster and ``--plot`` flags)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..stan.settings import NutsArgs
+from .executor import add_executor_arguments
+
+_NUTS_DEFAULTS = NutsArgs()
+
+
+def add_program_arguments(parser: argparse.ArgumentParser) -> None:
+    """The program and its data: ``MODEL.stan`` and ``--data DATA.json``."""
+    parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
+    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
+
+
+def add_closing_arguments(parser: argparse.ArgumentParser, plot_help: str) -> None:
+    """The common tail of the commands that refit: the NUTS flags, the cluster flags and
+    ``--plot FILE.png`` (what it saves: ``plot_help``)."""
+    add_sampler_arguments(parser)
+    add_executor_arguments(parser)
+    parser.add_argument("--plot", metavar="FILE.png", default=None, help=plot_help)
+
+
+def add_sampler_arguments(parser: argparse.ArgumentParser, *, prefix: str = "",
+                          defaults: NutsArgs | None = _NUTS_DEFAULTS, what: str = "") -> None:
+    """The NUTS flags of every command that runs NUTS: ``--chains``, ``--warmup``, ``--draws``,
+    ``--adapt-delta``, ``--max-treedepth`` (each ``--PREFIXname`` with ``prefix``; ``defaults``
+    None leaves them None, for a caller whose defaults differ); :func:`nuts_settings` turns
+    them into one :class:`~stanlogz.stan.settings.NutsArgs`."""
+    d = defaults or NutsArgs()
+    flags = (("chains", int, "number of chains"),
+             ("warmup", int, "warmup iterations per chain"),
+             ("draws", int, "post-warmup draws per chain"),
+             ("adapt-delta", float, "target acceptance rate of NUTS step-size adaptation "
+              "(raise it, e.g. 0.95, when divergences are reported)"),
+             ("max-treedepth", int, "maximum NUTS tree depth"))
+    for name, kind, text in flags:
+        field = name.replace("-", "_")
+        default = getattr(d, field)
+        parser.add_argument(f"--{prefix}{name}", type=kind,
+                            default=default if defaults is not None else None,
+                            help=f"{what}{text} (default {default})")
+
+
+def nuts_settings(args: argparse.Namespace, *, prefix: str = "",
+                  base: NutsArgs | None = None) -> NutsArgs:
+    """The one :class:`~stanlogz.stan.settings.NutsArgs` of the flags that
+    :func:`add_sampler_arguments` added (``base`` with the given flags applied; invalid values
+    raise :class:`~stanlogz.errors.InputError` before anything runs)."""
+    p = prefix.replace("-", "_")
+    return NutsArgs.of(base, **{f: getattr(args, p + f) for f in
+                                ("chains", "warmup", "draws", "adapt_delta", "max_treedepth")})

@@ -1,0 +1,86 @@
+"""What a Stan program must offer to stanlogz's workflows: the :class:`StanProgram` protocol.
+
+:class:`~stanlogz.stan.model.StanModel` is the implementation; the protocol states the contract
+(log density and gradient on the unconstrained space, constrain / unconstrain, names, data
+instances, NUTS) so that workflows need no concrete class and tests can pass stand-ins.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .settings import NutsArgs
+
+
+@runtime_checkable
+class StanProgram(Protocol):
+    """A Stan program instantiated with data, on its unconstrained space R^dim."""
+
+    name: str
+
+    @property
+    def dim(self) -> int:
+        """Number of unconstrained parameters."""
+        ...
+
+    def log_density(self, x: np.ndarray, *, propto: bool = False,
+                    jacobian: bool = True) -> float:
+        """The program's log density (every constant kept unless ``propto``) at ``x``."""
+        ...
+
+    def log_density_gradient(self, x: np.ndarray, *, propto: bool = False,
+                             jacobian: bool = True) -> tuple[float, np.ndarray]:
+        """Log density and its gradient at ``x``."""
+        ...
+
+    def log_density_many(self, xs: np.ndarray, *, propto: bool = False,
+                         jacobian: bool = True) -> np.ndarray:
+        """Log density at each row of ``xs`` ``(n, dim)``."""
+        ...
+
+    def constrain(self, x: np.ndarray, *, include_tp: bool = False, include_gq: bool = False,
+                  seed: int | None = None) -> np.ndarray:
+        """Constrained values (``param_names`` order) at unconstrained ``x``."""
+        ...
+
+    def constrain_many(self, xs: np.ndarray, *, include_tp: bool = False,
+                       include_gq: bool = False, seed: int | None = None) -> np.ndarray:
+        """:meth:`constrain` at each row of ``xs``."""
+        ...
+
+    def unconstrain(self, theta: np.ndarray) -> np.ndarray:
+        """Unconstrained point of constrained parameter values ``theta``."""
+        ...
+
+    def param_names(self, include_tp: bool = False, include_gq: bool = False) -> list[str]:
+        """Flat names of the constrained quantities (``mu``, ``beta.1``, ...)."""
+        ...
+
+    def param_unc_names(self) -> list[str]:
+        """Flat names of the unconstrained coordinates."""
+        ...
+
+    def param_num(self, include_tp: bool = False, include_gq: bool = False) -> int:
+        """Number of constrained quantities."""
+        ...
+
+    def with_data(self, data: Any) -> StanProgram:
+        """The same program instantiated with other ``data`` (a dict or JSON path)."""
+        ...
+
+    def nuts(self, settings: NutsArgs | None = None, *, seed: int | None = None,
+             init: None | Mapping[str, Any] | Sequence[Mapping[str, Any]] = None,
+             save_warmup: bool = False, progress: Any = None,
+             **overrides: Any) -> Any:
+        """Stan's NUTS on this program with ``settings``: a
+        :class:`~stanlogz.stan.nuts.NutsOutput` (not imported here: nuts imports this module)."""
+        ...
+
+
+#: What the API functions take as a program: an instantiated program or a ``.stan`` path.
+ProgramLike = StanProgram | str | os.PathLike[str]

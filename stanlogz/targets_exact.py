@@ -1,5 +1,0 @@
-"""Moved to :mod:`stanlogz.densities.testing`; the old path warns, and goes in the next release."""
-
-from stanlogz._util.moved import alias
-
-alias(__name__, "stanlogz.densities.testing")
