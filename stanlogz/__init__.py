@@ -55,6 +55,12 @@ _LAZY = {
     "LfoResult": "stanlogz.crossval.lfo",
     "heldout_elpd": "stanlogz.crossval.heldout",
     "heldout_many": "stanlogz.crossval.heldout",
+    "sensitivity": "stanlogz.bayes_factors.sensitivity",
+    "SensitivityResult": "stanlogz.bayes_factors.sensitivity",
+    "savage_dickey": "stanlogz.bayes_factors.savage_dickey",
+    "SavageDickeyResult": "stanlogz.bayes_factors.savage_dickey",
+    "calibrate": "stanlogz.bayes_factors.calibrate",
+    "CalibrationResult": "stanlogz.bayes_factors.calibrate",
 }
 
 
@@ -66,6 +72,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "CVResult",
+    "CalibrationResult",
     "ComparisonResult",
     "CountingTarget",
     "DataError",
@@ -79,6 +86,8 @@ __all__ = [
     "LfoResult",
     "LooResult",
     "ProgramChoice",
+    "SavageDickeyResult",
+    "SensitivityResult",
     "StanCompileError",
     "StanModel",
     "StanlogzError",
@@ -87,6 +96,7 @@ __all__ = [
     "__version__",
     "ais",
     "as_draws",
+    "calibrate",
     "compare",
     "cv",
     "evidence",
@@ -102,5 +112,7 @@ __all__ = [
     "reverse_ais",
     "run_testbed",
     "sample",
+    "savage_dickey",
+    "sensitivity",
     "ups",
 ]
