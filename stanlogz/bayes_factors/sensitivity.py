@@ -50,8 +50,8 @@ from .common import (
 
 SCALES = (0.5, 2.0)
 #: Scaled derivative of a posterior mean or sd (in posterior sds per unit log α) above which a
-#: parameter counts as sensitive (priorsense's threshold on its own distance is also 0.05).
-SENSITIVITY_THRESHOLD = 0.05
+#: parameter counts as sensitive (our scale; priorsense uses 0.05 on its CJS distance).
+SENSITIVITY_THRESHOLD = 0.1
 
 
 def _key(a: float) -> str:
