@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 from scipy import stats
+from scipy.special import logsumexp
 
 
 def _mvn_log_z(y: np.ndarray, mu0: float, prior_var: float, noise_var: float) -> float:
@@ -54,3 +55,79 @@ def normal_log_bf01(d: dict, mu_null: float) -> float:
     m, v = _posterior(y, d["mu0"], d["tau0"] ** 2, d["sigma"] ** 2)
     return float(stats.norm(m, math.sqrt(v)).logpdf(mu_null)
                  - stats.norm(d["mu0"], d["tau0"]).logpdf(mu_null))
+
+
+# ----------------------------------------------------------------- 1-D programs by quadrature
+class LogisticQuadrature:
+    """Quadrature over beta for ``stan_models/tests/bf_logistic.stan`` (prior student_t(3, 0,
+    2.5), y_i ~ bernoulli_logit(beta x_i)): the trapezoid rule after beta = m + s·tan(t) on
+    (−π/2, π/2), which maps the prior's polynomial tails to a bounded integrand; m and s are
+    the posterior's mode and curvature scale. Halving the nodes changes log Z(α = 0.5), whose
+    p^0.5 ∝ |beta|^-2 tails converge slowest, by 4e-4 and every other quantity by < 1e-7: far
+    below the Monte Carlo se (> 0.01)."""
+
+    def __init__(self, d: dict, n: int = 20001) -> None:
+        self.x, self.y = np.asarray(d["x"], float), np.asarray(d["y"], float)
+        coarse = np.linspace(-40, 40, 8001)
+        post = self._prior(coarse) + self._pointwise(coarse).sum(axis=1)
+        j = int(np.argmax(post))
+        h = coarse[1] - coarse[0]
+        curv = -(post[j + 1] - 2 * post[j] + post[j - 1]) / h**2
+        m, sc = coarse[j], 1 / math.sqrt(curv)
+        t = np.linspace(-math.pi / 2, math.pi / 2, n)[1:-1]
+        self.b = m + sc * np.tan(t)
+        self.log_w = math.log(sc) - 2 * np.log(np.cos(t)) + math.log(t[1] - t[0])
+        self.prior, self.ll = self._prior(self.b), self._pointwise(self.b)
+        self.lik = self.ll.sum(axis=1)
+
+    @staticmethod
+    def _prior(b: np.ndarray) -> np.ndarray:
+        return stats.t(3, 0, 2.5).logpdf(b)
+
+    def _pointwise(self, b: np.ndarray) -> np.ndarray:
+        eta = np.outer(b, self.x)
+        return self.y * -np.logaddexp(0, -eta) + (1 - self.y) * -np.logaddexp(0, eta)
+
+    def _lse(self, f: np.ndarray, axis: int = 0) -> np.ndarray:
+        lw = self.log_w if f.ndim == 1 else self.log_w[:, None]
+        return logsumexp(f + lw, axis=axis)
+
+    def log_z(self, alpha: float = 1.0, beta: float = 1.0) -> float:
+        """log Z with prior^α (renormalized) and likelihood^β."""
+        return float(self._lse(alpha * self.prior + beta * self.lik)
+                     - self._lse(alpha * self.prior))
+
+    def elpd_loo(self, alpha: float = 1.0, beta: float = 1.0) -> float:
+        """elpd_loo of the scaled model, y_i predicted by the unscaled p(y_i | beta)."""
+        rest = (alpha * self.prior + beta * self.lik)[:, None] - beta * self.ll
+        return float(np.sum(self._lse(rest + self.ll) - self._lse(rest)))
+
+    def log_bf01(self, b0: float) -> float:
+        """Savage–Dickey log BF01 at beta = b0."""
+        at = np.array([b0])
+        post0 = self._prior(at)[0] + self._pointwise(at).sum()
+        return float(post0 - self._lse(self.prior + self.lik) - self._prior(at)[0])
+
+
+def regression_log_bf01(d: dict, beta0: float, n: int = 4001) -> float:
+    """Savage–Dickey log BF01 of ``stan_models/tests/bf_regression.stan`` (alpha ~ N(0, 2²),
+    beta ~ N(0, 1), sigma ~ half-N(0, 1), y ~ N(alpha + beta x, sigma²)) at beta = beta0:
+    p(beta0 | y) = ∫ N(beta0 | m(σ), V(σ)) p(σ | y) dσ with (alpha, beta) | σ, y Gaussian and
+    p(σ | y) ∝ p(σ) N(y | 0, σ² I + X S Xᵀ), by the trapezoid rule on σ = exp(u) (the
+    integrand is smooth and decays fast on both sides; 4001 nodes, error < 1e-9)."""
+    x, y = np.asarray(d["x"], float), np.asarray(d["y"], float)
+    X = np.column_stack([np.ones_like(x), x])
+    S = np.diag([4.0, 1.0])
+    u = np.linspace(-8, 4, n)
+    sig = np.exp(u)
+    log_post, dens = np.empty(n), np.empty(n)
+    for j, s in enumerate(sig):
+        cov = s**2 * np.eye(x.size) + X @ S @ X.T
+        log_post[j] = (stats.halfnorm.logpdf(s) + u[j]
+                       + stats.multivariate_normal(np.zeros(x.size), cov).logpdf(y))
+        prec = np.linalg.inv(S) + X.T @ X / s**2
+        V = np.linalg.inv(prec)
+        m = V @ X.T @ y / s**2
+        dens[j] = stats.norm(m[1], math.sqrt(V[1, 1])).logpdf(beta0)
+    w = log_post - logsumexp(log_post)
+    return float(logsumexp(w + dens) - stats.norm(0, 1).logpdf(beta0))
