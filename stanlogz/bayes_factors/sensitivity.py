@@ -2,10 +2,12 @@
 
 The prior is scaled as p(θ)^α renormalized and the likelihood as p(y | θ)^β (Kallioinen et
 al. 2023), so log Z(α) = log ∫ p^α L / ∫ p^α stays a proper evidence and log Z(β) is the power
-posterior's normalizer ∫ p L^β. Both come from one posterior fit and one prior fit (NUTS on the
-program's zero-observation instance) by importance reweighting:
+posterior's normalizer ∫ p L^β. Both come from one posterior fit, one prior fit (NUTS on the
+program's zero-observation instance) and importance sampling:
 
-* log Z(α) = log Z + log E_post[p^(α−1)] − log E_prior[p^(α−1)];
+* log Z(α) = log Z + log E_post[p^(α−1)] − (c(α) − c(1)), with c(α) = log ∫ p^α estimated by
+  importance sampling from a multivariate Cauchy around the prior draws (reweighting the prior
+  draws instead has infinite variance for every α <= 1/2, since E_prior[p^(2α−2)] = ∫ p^(2α−1));
 * log Z(β) = log Z + log E_post[L^(β−1)];
 * d log Z/dα = E_post[log p] − E_prior[log p], d log Z/dβ = E_post[log L] at α = β = 1;
 * elpd_loo of the scaled model is PSIS-LOO with ratios p^(α−1)/p(y_i|θ) (or
@@ -13,9 +15,9 @@ program's zero-observation instance) by importance reweighting:
   Σ_i E_post[g_i] − E_loo,i[g_i] with g_i = log p (prior) or log L − log p(y_i|θ).
 
 Standard errors are delta-method Monte Carlo errors with the MCMC effective sample size (plus
-log Z's own se for the values). When a reweighting's Pareto k̂ is above the threshold, log Z at
-that scale is recomputed by SMC on the power-scaled target (``refit``), and elpd_loo is refused
-(NaN with a warning).
+log Z's own se for the values). When a posterior reweighting's Pareto k̂ is above the threshold,
+log Z at that scale is recomputed by SMC on the power-scaled target (``refit``); elpd_loo is
+then refused (NaN with a warning).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
-from .._util.seeds import child_int_seed
+from .._util.seeds import child_int_seed, child_sequence
 from ..arviz_compat import psislw
 from ..crossval.pointwise import PointwiseLogLik
 from ..crossval.psis import k_threshold
@@ -49,6 +51,8 @@ from .common import (
 )
 
 SCALES = (0.5, 2.0)
+#: Draws of the Cauchy proposal for the prior's normalizer ∫ p^α.
+N_PROPOSAL = 20000
 #: Scaled derivative of a posterior mean or sd (in posterior sds per unit log α) above which a
 #: parameter counts as sensitive (our scale; priorsense uses 0.05 on its CJS distance).
 SENSITIVITY_THRESHOLD = 0.1
@@ -228,6 +232,20 @@ def sensitivity(
     pc, prc = chains_of(lp, chains), chains_of(lp_prior, d_prior.n_chains)
     lc = chains_of(lik, chains)
 
+    q_draws, log_q = cauchy_proposal(z, np.random.default_rng(child_sequence(seed, 3)))
+    q_prior = prog.log_prior(q_draws) + prog.log_jacobian(q_draws)
+
+    def prior_norm(a: float) -> tuple[float, float, float]:
+        """c(α) − c(1) = log ∫p^α − log ∫p by importance sampling from a multivariate Cauchy,
+        with its se and the k̂ of the ∫p^α weights."""
+        lj = q_prior - prog.log_prior(q_draws)  # log Jacobian
+        lw_a = a * (q_prior - lj) + lj - log_q
+        lw_1 = q_prior - log_q
+        va, _, ka = log_mean_exp_se(lw_a[None, :])
+        v1_, _, k1_ = log_mean_exp_se(lw_1[None, :])
+        infl = np.exp(lw_a - va) - np.exp(lw_1 - v1_)
+        return va - v1_, linearized_se(infl[None, :]), max(ka, k1_)
+
     def refit_log_z(a: float, b: float, i: int) -> tuple[float, float]:
         say(f"SMC on the power-scaled target (alpha={a:g}, beta={b:g})")
         num = lookup("smc").run(scaled_target(prog, a, b), d_post.unconstrained,
@@ -236,14 +254,14 @@ def sensitivity(
             return num.log_z, num.log_z_se
         if a == 1.0:  # likelihood scaling: the prior's normalizer is unchanged
             return num.log_z, num.log_z_se
-        den = lookup("smc").run(scaled_target(prog, a, 0.0), d_prior.unconstrained,
-                                seed=child_int_seed(seed, 11 + 2 * i))
-        return num.log_z - den.log_z, math.hypot(num.log_z_se, den.log_z_se)
+        # the prior's normalizer by SMC misses heavy tails: keep the Cauchy importance sampling
+        v2, s2, _ = prior_norm(a)
+        return num.log_z - v2, math.hypot(num.log_z_se, s2)
 
     def log_z_at(a: float, power: str, i: int) -> dict[str, Any]:
         if power == "prior":
             v1, s1, k1 = log_mean_exp_se((a - 1) * pc)
-            v2, s2, k2 = log_mean_exp_se((a - 1) * prc)
+            v2, s2, k2 = prior_norm(a)
             k = max(k1, k2)
             value, se = ev.log_z + v1 - v2, math.sqrt(ev.log_z_se**2 + s1**2 + s2**2)
         else:
@@ -290,7 +308,7 @@ def sensitivity(
                                 f"{thr:.2f}; no reliable value by reweighting (fit the scaled "
                                 "program and run stanlogz loo)")
             elpd[power].at[_key(a)] = entry
-    curves = _curves(ev.log_z, ev.log_z_se, pc, prc, ll, lp, chains, thr)
+    curves = _curves(ev.log_z, ev.log_z_se, pc, prior_norm, ll, lp, chains, thr)
     names = prog.model.param_names()
     theta = prog.model.constrain_many(x)[:, : len(names)]
     return SensitivityResult(
@@ -300,7 +318,22 @@ def sensitivity(
         method=method, seconds=time.perf_counter() - t0, warnings=warnings)
 
 
-def _curves(log_z: float, log_z_se: float, pc: np.ndarray, prc: np.ndarray, ll: np.ndarray,
+def cauchy_proposal(z: np.ndarray, rng: np.random.Generator, n: int = N_PROPOSAL
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` draws of a multivariate Cauchy centred at the median of prior draws ``z`` with
+    twice their robust scales (IQR / 1.349) on the diagonal, and its log density at them: a
+    proposal whose tails cover p^α for any α at which ∫ p^α is finite for t-like priors."""
+    from scipy import stats
+
+    loc = np.median(z, axis=0)
+    q75, q25 = np.percentile(z, [75, 25], axis=0)
+    scale = np.maximum(2 * (q75 - q25) / 1.349, 1e-6)
+    dist = stats.multivariate_t(loc=loc, shape=np.diag(scale**2), df=1)
+    draws = np.atleast_2d(dist.rvs(size=n, random_state=rng)).reshape(n, -1)
+    return draws, np.atleast_1d(dist.logpdf(draws))
+
+
+def _curves(log_z: float, log_z_se: float, pc: np.ndarray, prior_norm: Any, ll: np.ndarray,
             lp: np.ndarray, chains: int, thr: float, n: int = 13) -> dict[str, Any]:
     """log Z(α) and elpd_loo(α) with se on a grid of α in [0.5, 2] (NaN where k̂ > threshold),
     for the plot."""
@@ -309,7 +342,7 @@ def _curves(log_z: float, log_z_se: float, pc: np.ndarray, prc: np.ndarray, ll: 
                                                    "elpd_loo_se")}
     for a in alphas:
         v1, s1, k1 = log_mean_exp_se((a - 1) * pc)
-        v2, s2, k2 = log_mean_exp_se((a - 1) * prc)
+        v2, s2, k2 = prior_norm(a)
         ok = max(k1, k2) <= thr or a == 1.0
         out["alpha"].append(float(a))
         out["log_z"].append(log_z + v1 - v2 if ok else math.nan)
