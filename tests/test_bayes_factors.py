@@ -18,20 +18,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from bf_truths import (  # noqa: E402
+from stanlogz.bayes_factors.calibrate import calibrate, calibration_summary
+from stanlogz.bayes_factors.savage_dickey import savage_dickey
+from stanlogz.bayes_factors.sensitivity import sensitivity
+from stanlogz.bayes_factors.truths import (
     LogisticQuadrature,
+    calibration_log_bf,
     derivative,
     normal_elpd_loo,
     normal_log_bf01,
     normal_log_z,
     regression_log_bf01,
 )
-
-from stanlogz.bayes_factors.calibrate import calibrate, calibration_summary  # noqa: E402
-from stanlogz.bayes_factors.savage_dickey import savage_dickey  # noqa: E402
-from stanlogz.bayes_factors.sensitivity import sensitivity  # noqa: E402
-from stanlogz.errors import InputError  # noqa: E402
+from stanlogz.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 T = ROOT / "stan_models" / "tests"
@@ -126,17 +125,6 @@ def test_savage_dickey_refuses_se_far_in_the_tail_and_checks_evidence_route(comp
     assert abs(ev["log_bf01"] - regression_log_bf01(d, 0.0)) <= max(5 * ev["se"], 0.02)
 
 
-def _closed_form_log_bf(data: dict) -> float:
-    """log Z(normal prior) − log Z(point null) of the calibration pair."""
-    y = np.asarray(data["y"], float)
-    n, s, tau = y.size, float(data["sigma"]), float(data["tau"])
-    from scipy import stats
-
-    cov = s**2 * np.eye(n) + tau**2 * np.ones((n, n))
-    return float(stats.multivariate_normal(np.zeros(n), cov).logpdf(y)
-                 - stats.norm(0, s).logpdf(y).sum())
-
-
 def test_calibration_point_null_vs_normal_prior_200_simulations(compiled) -> None:
     for name in ("bf_point_null", "bf_normal_prior", "bf_point_null_sim", "bf_normal_prior_sim"):
         compiled(name, data={"N": 1, "y": [0.0], "sigma": 1.0, "tau": 1.0})  # build once
@@ -147,7 +135,7 @@ def test_calibration_point_null_vs_normal_prior_200_simulations(compiled) -> Non
     lz = r.log_z
     # gbs on a 1-D Gaussian posterior is accurate to ~1e-3; 0.05 is the issue's tolerance
     for sim, row in zip(r.simulations, lz, strict=True):
-        assert abs((row[1] - row[0]) - _closed_form_log_bf(sim["data"])) <= 0.05
+        assert abs((row[1] - row[0]) - calibration_log_bf(sim["data"])) <= 0.05
     # E[P(M_k | y)] = P(M_k) = 0.5 for a right computation: |z| <= 4 fails w.p. 6e-5
     assert all(abs(z) <= 4 for z in r.summary.z)
     assert sorted(set(r.true_model.tolist())) == [0, 1]
@@ -163,7 +151,7 @@ def test_calibration_detects_a_wrong_prior_scale() -> None:
         k = int(rng.integers(2))
         y = rng.normal(rng.normal(0, 0.3) if k else 0.0, 1.0, 10)
         truth.append(k)
-        lz.append([0.0, _closed_form_log_bf({"y": y, "sigma": 1.0, "tau": 1.0})])
+        lz.append([0.0, calibration_log_bf({"y": y, "sigma": 1.0, "tau": 1.0})])
     s = calibration_summary(truth, np.array(lz), [0.5, 0.5])
     assert not s.passed and s.z[1] < -4
     # the same with the right scale passes (|z| > 4 w.p. 6e-5)
@@ -172,7 +160,7 @@ def test_calibration_detects_a_wrong_prior_scale() -> None:
         k = int(rng.integers(2))
         y = rng.normal(rng.normal(0, 1.0) if k else 0.0, 1.0, 10)
         truth.append(k)
-        lz.append([0.0, _closed_form_log_bf({"y": y, "sigma": 1.0, "tau": 1.0})])
+        lz.append([0.0, calibration_log_bf({"y": y, "sigma": 1.0, "tau": 1.0})])
     assert abs(calibration_summary(truth, np.array(lz), [0.5, 0.5]).z[1]) <= 4
 
 
@@ -218,5 +206,5 @@ def test_cli_json_keys(compiled) -> None:
     assert p.returncode == 0, p.stderr
     sims = json.loads(p.stdout)["simulations"]
     assert len(sims) == 4 and all({"true_model", "log_z", "data"} <= set(s) for s in sims)
-    assert all(abs(s["log_z"][1] - s["log_z"][0] - _closed_form_log_bf(s["data"])) <= 0.05
+    assert all(abs(s["log_z"][1] - s["log_z"][0] - calibration_log_bf(s["data"])) <= 0.05
                for s in sims)

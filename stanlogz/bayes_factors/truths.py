@@ -1,4 +1,5 @@
-"""Closed-form and quadrature truths for the Bayes-factor tools' tests and benchmarks.
+"""Closed-form and quadrature truths of the Bayes-factor tools on the test programs in
+``stan_models/tests`` (for tests and benchmarks).
 
 Conjugate normal with known sigma (``stan_models/tests/normal.stan``): prior mu ~ N(mu0, tau0²),
 y_i ~ N(mu, sigma²). The prior raised to α and renormalized is N(mu0, tau0²/α); the likelihood
@@ -131,3 +132,13 @@ def regression_log_bf01(d: dict, beta0: float, n: int = 4001) -> float:
         dens[j] = stats.norm(m[1], math.sqrt(V[1, 1])).logpdf(beta0)
     w = log_post - logsumexp(log_post)
     return float(logsumexp(w + dens) - stats.norm(0, 1).logpdf(beta0))
+
+
+def calibration_log_bf(data: dict) -> float:
+    """log Z(bf_normal_prior) − log Z(bf_point_null): y ~ MVN(0, σ² I + τ² 11ᵀ) against
+    y ~ N(0, σ²) independently."""
+    y = np.asarray(data["y"], float)
+    n, s, tau = y.size, float(data["sigma"]), float(data["tau"])
+    cov = s**2 * np.eye(n) + tau**2 * np.ones((n, n))
+    return float(stats.multivariate_normal(np.zeros(n), cov).logpdf(y)
+                 - stats.norm(0, s).logpdf(y).sum())
