@@ -96,7 +96,7 @@ def linearized_se(influence: np.ndarray) -> float:
 def khat(log_ratios: np.ndarray) -> float:
     """Pareto k̂ of importance ratios exp(``log_ratios``) (any shape, flattened)."""
     lr = np.asarray(log_ratios, dtype=float).ravel()
-    if np.ptp(lr) == 0:
+    if np.ptp(lr) <= 1e-9:  # constant up to rounding: no tail at all
         return -math.inf
     _, k = arviz_compat.psislw(lr[None, :])
     return float(np.asarray(k).ravel()[0])
