@@ -54,6 +54,8 @@ SCALES = (0.5, 2.0)
 #: Largest k̂ at which a scaled elpd_loo is reported: above 0.5 the ratios have infinite
 #: variance and the benchmark measured 82% coverage of ±2 se (biased upward); refused instead.
 ELPD_KHAT = 0.5
+#: Fewest posterior draws (chains x draws) accepted.
+MIN_DRAWS = 200
 #: Draws of the Cauchy proposal for the prior's normalizer ∫ p^α.
 N_PROPOSAL = 20000
 #: Scaled derivative of a posterior mean or sd (in posterior sds per unit log α) above which a
@@ -215,6 +217,10 @@ def sensitivity(
         raise InputError(f"scales must be positive numbers other than 1, got {scales}")
     lookup(method).options({})
     settings = NutsArgs.of(settings, **nuts)
+    if settings.chains * settings.draws < MIN_DRAWS:
+        raise InputError(f"sensitivity needs at least {MIN_DRAWS} posterior draws (chains x "
+                         f"draws) for its importance weights and their k-hat, got "
+                         f"{settings.chains} x {settings.draws}")
     prog = load_program(model, data, obs, seed=seed, progress=progress)
     say = progress or (lambda _m: None)
     say(f"sampling the posterior and the prior of {prog.name}")

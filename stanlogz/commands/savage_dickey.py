@@ -23,8 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL.stan", help="Stan program (must accept zero "
                         "observations: that data instance is its prior)")
     parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
-    parser.add_argument("--at", metavar="NAME=VALUE", required=True,
-                        help="the point null, e.g. beta=0 or beta[2]=0")
+    parser.add_argument("--at", metavar="NAME=VALUE", default=None,
+                        help="the point null, e.g. beta=0 or beta[2]=0 (required)")
     parser.add_argument("--null", metavar="NULL.stan", default=None,
                         help="the nested program itself: also compute log BF01 by the evidence "
                         "route and compare")
@@ -38,6 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, report: Reporter) -> int:
+    if args.at is None:
+        raise InputError("--at NAME=VALUE is required: the point null to test, e.g. --at beta=0")
     at = parse_at(args.at)
     check_stan_file(args.model)
     if args.null is not None:
