@@ -57,6 +57,12 @@ _LAZY = {
     "LfoResult": "stanlogz.crossval.lfo",
     "heldout_elpd": "stanlogz.crossval.heldout",
     "heldout_many": "stanlogz.crossval.heldout",
+    "sensitivity": "stanlogz.bayes_factors.sensitivity",
+    "SensitivityResult": "stanlogz.bayes_factors.sensitivity",
+    "savage_dickey": "stanlogz.bayes_factors.savage_dickey",
+    "SavageDickeyResult": "stanlogz.bayes_factors.savage_dickey",
+    "calibrate": "stanlogz.bayes_factors.calibrate",
+    "CalibrationResult": "stanlogz.bayes_factors.calibrate",
 }
 
 
@@ -68,6 +74,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "CVResult",
+    "CalibrationResult",
     "ComparisonResult",
     "CountingTarget",
     "DataError",
@@ -82,6 +89,8 @@ __all__ = [
     "LooResult",
     "NutsArgs",
     "ProgramChoice",
+    "SavageDickeyResult",
+    "SensitivityResult",
     "StanCompileError",
     "StanModel",
     "StanProgram",
@@ -91,6 +100,7 @@ __all__ = [
     "__version__",
     "ais",
     "as_draws",
+    "calibrate",
     "compare",
     "cv",
     "evidence",
@@ -107,5 +117,7 @@ __all__ = [
     "reverse_ais",
     "run_testbed",
     "sample",
+    "savage_dickey",
+    "sensitivity",
     "ups",
 ]

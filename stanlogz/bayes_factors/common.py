@@ -1,0 +1,121 @@
+"""Shared pieces of the Bayes-factor tools: a program with its data and its prior instance,
+Monte Carlo standard errors of means and log-means of draws, and power-scaled targets.
+
+The *prior instance* of a program is the same compiled library with the data of zero
+observations (:meth:`stanlogz.crossval.observations.Observations.subset` with no index): its
+density is the program's prior, Jacobian included. The log-likelihood of a draw is the
+difference of the two densities, log p(y, θ) − log p(∅, θ).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import logsumexp
+
+from .. import arviz_compat
+from ..crossval.observations import Observations, load_observed
+from ..errors import DataError, InputError
+
+
+@dataclass
+class Program:
+    """A program bound to its data, its observations and its zero-observation instance."""
+
+    model: Any
+    prior: Any
+    data: dict[str, Any]
+    observations: Observations
+
+    @property
+    def name(self) -> str:
+        return str(self.model.name)
+
+    def log_prior(self, x: np.ndarray) -> np.ndarray:
+        """log p(θ) on the constrained scale (no Jacobian) at unconstrained rows ``x``."""
+        return self.prior.log_density_many(np.atleast_2d(x), jacobian=False)
+
+    def log_jacobian(self, x: np.ndarray) -> np.ndarray:
+        """log |dθ/dx| of the constraining transform at unconstrained rows ``x``."""
+        x = np.atleast_2d(x)
+        return self.prior.log_density_many(x) - self.prior.log_density_many(x, jacobian=False)
+
+    def log_lik(self, x: np.ndarray) -> np.ndarray:
+        """log p(y | θ) = log p(y, θ) − log p(∅, θ) at unconstrained rows ``x``."""
+        x = np.atleast_2d(x)
+        return self.model.log_density_many(x) - self.prior.log_density_many(x)
+
+
+def load_program(model: Any, data: Any, obs: str | None = None, *, seed: int | None = None,
+                 progress: Any = None) -> Program:
+    """``model`` (a path or StanModel) with ``data``, its observations and its prior instance
+    (InputError when the program refuses zero observations or changes dimension)."""
+    m, data_dict, observations = load_observed(model, data, obs, seed=seed, progress=progress)
+    try:
+        prior = m.with_data(observations.subset(data_dict, []))
+    except DataError as exc:
+        raise InputError(f"{m.name} rejects data with zero observations ({observations.size_name}"
+                         f" = 0), which stands for its prior; declare {observations.size_name} "
+                         f"with <lower=0> ({exc})") from None
+    if prior.dim != m.dim:
+        raise InputError(f"{m.name} has parameters per observation ({m.dim} unconstrained with "
+                         f"{observations.n} observations, {prior.dim} with none); its prior "
+                         "instance is a different model")
+    return Program(m, prior, data_dict, observations)
+
+
+def _ess(values: np.ndarray) -> float:
+    """ESS for the mean of ``values`` ``(chains, n)``; the number of draws for one chain."""
+    v = np.asarray(values, dtype=float)
+    chains, n = v.shape
+    if np.ptp(v) == 0:
+        return float(chains * n)
+    if chains == 1:
+        # one chain: ArviZ needs chains; split it in two
+        half = n // 2
+        v = np.stack([v[0, :half], v[0, half:2 * half]])
+    ess = float(arviz_compat.ess_mean(v[:, :, None])[0])
+    return ess if math.isfinite(ess) and ess > 0 else float(v.size)
+
+
+def mean_se(values: np.ndarray) -> tuple[float, float]:
+    """Mean of draws ``(chains, n)`` and its Monte Carlo se (sd / sqrt(ESS))."""
+    v = np.asarray(values, dtype=float)
+    return float(v.mean()), float(v.std(ddof=1) / math.sqrt(_ess(v)))
+
+
+def linearized_se(influence: np.ndarray) -> float:
+    """Monte Carlo se of an estimate whose first-order error is the mean of the per-draw
+    ``influence`` ``(chains, n)`` (delta method with the MCMC ESS of the influence)."""
+    return mean_se(influence)[1]
+
+
+def khat(log_ratios: np.ndarray) -> float:
+    """Pareto k̂ of importance ratios exp(``log_ratios``) (any shape, flattened)."""
+    lr = np.asarray(log_ratios, dtype=float).ravel()
+    if np.ptp(lr) <= 1e-9:  # constant up to rounding: no tail at all
+        return -math.inf
+    _, k = arviz_compat.psislw(lr[None, :])
+    return float(np.asarray(k).ravel()[0])
+
+
+def log_mean_exp_se(log_w: np.ndarray) -> tuple[float, float, float]:
+    """log mean exp(``log_w``) over draws ``(chains, n)``, its delta-method se and the k̂ of
+    the weights."""
+    lw = np.asarray(log_w, dtype=float)
+    value = float(logsumexp(lw) - math.log(lw.size))
+    w = np.exp(lw - value)  # weights over their mean
+    return value, linearized_se(w), khat(lw)
+
+
+def chains_of(x: np.ndarray, chains: int) -> np.ndarray:
+    """Flat per-draw values ``(S,)`` (chain-major) as ``(chains, S / chains)``."""
+    return np.asarray(x, dtype=float).reshape(chains, -1)
+
+
+def value_se(value: float, se: float) -> dict[str, float]:
+    """``{"value": .., "se": ..}`` with plain floats."""
+    return {"value": float(value), "se": float(se)}
