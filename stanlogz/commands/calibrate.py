@@ -11,10 +11,10 @@ from ..errors import InputError
 from ..estimators import METHODS
 from ..report.output import Reporter
 from ..stan.inputs import check_stan_file
+from .arguments import add_sampler_arguments, nuts_settings
 from .evidence import PLOT_SUFFIXES
 from .executor import add_executor_arguments, with_executor
-from .sample import add_sampler_arguments, check_output, finish
-from .sensitivity import nuts_settings
+from .sample import check_output, finish
 
 NAME = "calibrate"
 HELP = ("Calibrate Bayes factors between Stan programs by simulation: the mean posterior "

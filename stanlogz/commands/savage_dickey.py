@@ -11,8 +11,7 @@ from ..errors import InputError
 from ..estimators import METHODS
 from ..report.output import Reporter
 from ..stan.inputs import check_stan_file
-from .sample import add_sampler_arguments
-from .sensitivity import nuts_settings
+from .arguments import add_sampler_arguments, nuts_settings
 
 NAME = "savage-dickey"
 HELP = ("log Bayes factor BF01 of a point null nested in a Stan program by the Savage-Dickey "

@@ -11,19 +11,13 @@ from ..errors import InputError
 from ..estimators import METHODS
 from ..report.output import Reporter
 from ..stan.inputs import check_stan_file
-from ..stan.settings import NutsArgs
+from .arguments import add_sampler_arguments, nuts_settings
 from .evidence import PLOT_SUFFIXES
-from .sample import add_sampler_arguments, check_output, finish
+from .sample import check_output, finish
 
 NAME = "sensitivity"
 HELP = ("Power-scaling sensitivity of log Z, elpd_loo and the posterior to the prior "
         "(p^alpha renormalized) and the likelihood (L^beta).")
-
-
-def nuts_settings(args: argparse.Namespace) -> NutsArgs:
-    """The sampler flags as one :class:`NutsArgs` (checked before anything is built)."""
-    return NutsArgs.of(chains=args.chains, warmup=args.warmup, draws=args.draws,
-                       adapt_delta=getattr(args, "adapt_delta", None))
 
 
 def parse_scales(text: str) -> list[float]:
