@@ -46,7 +46,9 @@ def obs_fields(text: str | None) -> list[str] | None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
+    parser.add_argument("model", metavar="MODEL.stan", nargs="?", default=None,
+                        help="Stan program (optional with --fit files that carry log_lik: "
+                        "PSIS-LOO of their log_lik, without fix-ups)")
     parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
     parser.add_argument("--fit", metavar="FILE", nargs="+", default=None,
                         help="use existing draws: CmdStan CSV files, or a stanlogz sample "
@@ -106,6 +108,12 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
     pit_plot = check_output(args.pit_plot, PLOT_SUFFIXES, "--pit-plot")
     checks = checks_requested(args)
+    if args.model is None:
+        if not args.fit:
+            raise InputError("give a Stan program, or --fit files that carry log_lik")
+        if checks:
+            raise InputError("predictive checks (--pit, --metrics, --crps, --e-loo) need the "
+                             "Stan program")
     if checks and args.subsample is not None:
         raise InputError("predictive checks (--pit, --metrics, --crps, --e-loo) need every "
                          "observation's LOO weights; drop --subsample")

@@ -214,7 +214,10 @@ def loo(
     ups_options: dict[str, Any] | None = None,
     progress: Any = None,
 ) -> LooResult:
-    """PSIS-LOO of a Stan program (a path or :class:`StanModel`) with ``data``.
+    """PSIS-LOO of a Stan program (a path or :class:`StanModel`) with ``data``, or of a fit
+    without its program (``loo(idata)``, a cmdstanpy fit, CSV paths, a log-likelihood array, or
+    ``model=None`` with ``draws``): see :func:`~stanlogz.crossval.fitloo.loo_from_fit` (PSIS
+    only; fix-ups, data, subsampling and the difference log-likelihood need the program).
 
     Every observation whose Pareto k̂ exceeds the threshold is recomputed by ``fix``:
     ``"auto"`` (moment matching, then ``"exact"`` for observations still above the threshold),
@@ -229,6 +232,13 @@ def loo(
     this many observations drawn at random (difference estimator around a point-estimate
     approximation of every observation; Magnusson et al. 2020), for large N.
     """
+    from .fitloo import is_fit, loo_from_fit
+
+    if is_fit(model) or (model is None and draws is not None):
+        if is_fit(model) and draws is not None:
+            raise InputError("give either a Stan program with draws=..., or a fit, not both")
+        return _loo_without_program(model if draws is None else draws, data, fix, log_lik,
+                                    subsample, k_threshold, loo_from_fit)
     t0 = time.perf_counter()
     if fix not in FIX_METHODS:
         raise InputError(f"fix must be one of {', '.join(FIX_METHODS)}, got {fix!r}")
@@ -291,6 +301,19 @@ def loo(
     res.warnings.extend(_warnings(res))
     res.warnings = list(dict.fromkeys(res.warnings))  # refits sharing the draws repeat theirs
     return res
+
+
+def _loo_without_program(fit: Any, data: Any, fix: str, log_lik: str, subsample: int | None,
+                         k_threshold: float | None, run: Any) -> LooResult:
+    """PSIS-LOO of a fit's log_lik without its program; options that need it are refused."""
+    need = [what for what, used in (("data", data is not None),
+                                    (f"fix={fix!r}", fix not in ("auto", "none")),
+                                    (f"log_lik={log_lik!r}", log_lik not in ("auto", "log_lik")),
+                                    ("subsample", subsample is not None)) if used]
+    if need:
+        raise InputError(f"{', '.join(need)} need(s) the Stan program; a fit alone gives "
+                         "PSIS-LOO of its log_lik")
+    return run(fit, k_threshold=k_threshold)
 
 
 def _full_estimates(ps: PsisLoo, elpd_i: np.ndarray | None = None) -> dict[str, float]:

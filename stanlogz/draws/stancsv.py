@@ -120,13 +120,10 @@ def _csv_paths(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[P
     return out
 
 
-def from_csv(paths: str | os.PathLike | Sequence[str | os.PathLike], model: Any) -> Draws:
-    """Draws from CmdStan CSV files (one chain each; a glob pattern or a directory also works).
-
-    A file written by ``stanlogz sample --output draws.csv`` holds all chains in one file with
-    a ``chain__`` column; it is split back into chains. Every file must have the same columns,
-    and the parameter columns must be the model's parameters.
-    """
+def _read_chains(paths: str | os.PathLike | Sequence[str | os.PathLike]
+                 ) -> tuple[np.ndarray, list[str], str, list[_CsvChain], list[str]]:
+    """The draws ``(chains, n, columns)`` of CSV files, their column names, a description, the
+    chains read, and notes (chains cut to a common length)."""
     files = _csv_paths(paths)
     chains: list[_CsvChain] = []
     for f in files:
@@ -151,6 +148,25 @@ def from_csv(paths: str | os.PathLike | Sequence[str | os.PathLike], model: Any)
         notes.append(f"chains have different lengths; each was cut to its first {n} draws")
     values = np.stack([ch.rows[:n] for ch in chains])
     what = f"CSV {files[0]}" if len(files) == 1 else f"CSV files {files[0]}, ..."
+    return values, names, what, chains, notes
+
+
+def read_columns(paths: str | os.PathLike | Sequence[str | os.PathLike]
+                 ) -> tuple[np.ndarray, list[str], str]:
+    """Every column of CSV files without a program: values ``(chains, n, columns)``, Stan's
+    flat column names and a description of the files."""
+    values, names, what, _, _ = _read_chains(paths)
+    return values, names, what
+
+
+def from_csv(paths: str | os.PathLike | Sequence[str | os.PathLike], model: Any) -> Draws:
+    """Draws from CmdStan CSV files (one chain each; a glob pattern or a directory also works).
+
+    A file written by ``stanlogz sample --output draws.csv`` holds all chains in one file with
+    a ``chain__`` column; it is split back into chains. Every file must have the same columns,
+    and the parameter columns must be the model's parameters.
+    """
+    values, names, what, chains, notes = _read_chains(paths)
     steps = [ch.step_size for ch in chains]
     mets = [ch.inv_metric for ch in chains]
     cfg = chains[0].config
