@@ -20,7 +20,7 @@ from typing import NoReturn
 from .errors import StanlogzError
 
 COMMANDS = ["compile", "sample", "evidence", "compare", "loo", "kfold", "lfo", "cv", "bdmc",
-            "pmmh"]
+            "pmmh", "waic"]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from ..crossval.checks import (
     add_check_arguments,
@@ -13,6 +14,7 @@ from ..crossval.checks import (
     report_checks,
 )
 from ..crossval.fixups import FIX_METHODS
+from ..crossval.jacobian import jacobian_adjusted, log_jacobian, outcome_from_data, parse_jacobian
 from ..crossval.loo import LooResult, loo
 from ..crossval.pointwise import SOURCES
 from ..errors import InputError
@@ -68,11 +70,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--subsample", metavar="M", type=int, default=None,
                         help="estimate elpd_loo from PSIS on M observations drawn at random "
                         "(difference estimator; for large N), with its subsampling se")
+    add_jacobian_argument(parser)
     add_check_arguments(parser)
     add_sampler_arguments(parser)
     add_executor_arguments(parser)
     parser.add_argument("--plot", metavar="FILE.png", default=None,
                         help="save k-hat and pointwise elpd per observation")
+
+
+def add_jacobian_argument(parser: argparse.ArgumentParser) -> None:
+    """``--jacobian TRANSFORM:VAR`` (shared with ``waic``)."""
+    parser.add_argument("--jacobian", metavar="TRANSFORM:VAR", default=None,
+                        help="the program models g(y) (TRANSFORM: log, log1p, sqrt, logit): add "
+                        "log|g'(y_i)| to each pointwise elpd so that it is on the scale of y, "
+                        "the data variable VAR (original scale, in --data)")
+
+
+def jacobian_of(args: argparse.Namespace) -> tuple[str, Any] | None:
+    """The parsed ``--jacobian`` and the outcome it needs, checked before any computation."""
+    if args.jacobian is None:
+        return None
+    transform, var = parse_jacobian(args.jacobian)
+    y = outcome_from_data(args.data, var)
+    log_jacobian(transform, y)  # support checked now, not after sampling
+    return transform, y
 
 
 def print_loo(report: Reporter, r: LooResult) -> None:
@@ -114,19 +135,31 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         if checks:
             raise InputError("predictive checks (--pit, --metrics, --crps, --e-loo) need the "
                              "Stan program")
+        if args.data is not None and args.jacobian is None:
+            raise InputError("--data without a Stan program is used only by --jacobian")
     if checks and args.subsample is not None:
         raise InputError("predictive checks (--pit, --metrics, --crps, --e-loo) need every "
                          "observation's LOO weights; drop --subsample")
     if checks and args.yrep:
         check_declares([args.model], args.yrep)
-    r = loo(args.model, args.data, draws=list(args.fit) if args.fit else None, obs=args.obs,
+    jac = jacobian_of(args)
+    r = loo(args.model, args.data if args.model else None,
+            draws=list(args.fit) if args.fit else None, obs=args.obs,
             obs_fields=obs_fields(args.obs_fields), fix=args.fix, log_lik=args.log_lik,
             k_threshold=args.k_threshold, subsample=args.subsample, chains=args.chains,
             warmup=args.warmup, adapt_delta=args.adapt_delta,
             n_draws=args.draws, seed=args.seed, n_workers=args.workers or 1,
             progress=report.progress)
+    extra: dict[str, Any] = {}
+    if jac is not None:
+        r = jacobian_adjusted(r, *jac)
+        extra["jacobian"] = {"transform": jac[0], "variable": args.jacobian.split(":", 1)[1],
+                             "sum_log_abs_derivative": float(log_jacobian(*jac).sum())}
     print_loo(report, r)
-    extra = {}
+    if jac is not None:
+        total = extra["jacobian"]["sum_log_abs_derivative"]
+        report.text(f"elpd on the scale of the original outcome: log|g'(y_i)| of the "
+                    f"{jac[0]} transform added (sum {total:.3f})")
     if checks:
         ch = checks_for_loo(r, r.program, r.data, r.draws, args, seed=args.seed)
         report_checks(report, ch)
