@@ -56,11 +56,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="use existing draws: CmdStan CSV files, or a stanlogz sample "
                         "--output file (.csv or .nc)")
     add_observation_arguments(parser)
-    parser.add_argument("--fix", choices=FIX_METHODS, default="auto",
+    parser.add_argument("--fix", choices=(*FIX_METHODS, "mis"), default="auto",
                         help="recompute observations with high k-hat: mm (moment matching of "
                         "the draws, no refit), exact (NUTS without the observation + bridge "
                         "sampling), ups (unbiased path sampling), none; default auto: mm, then "
-                        "exact where k-hat stays above the threshold")
+                        "exact where k-hat stays above the threshold; mis: every observation by "
+                        "mixture importance sampling (one HMC run on the mixture of the "
+                        "leave-one-out posteriors, no refit)")
     parser.add_argument("--k-threshold", type=float, default=None,
                         help="fix observations above this k-hat (default min(1 - 1/log10 S, 0.7))")
     parser.add_argument("--log-lik", choices=SOURCES, default="auto",

@@ -157,3 +157,33 @@ def loo_from_fit(fit: Any, *, var: str = "log_lik", r_eff: float | None = None,
                             "model may be misspecified or too flexible")
     res.seconds = time.perf_counter() - t0
     return res
+
+
+def loo_elsewise(model: Any, data: Any, *, draws: Any, obs: str | None,
+                 obs_fields: list[str] | None, fix: str, log_lik: str,
+                 k_threshold: float | None, subsample: int | None, chains: int, warmup: int,
+                 n_draws: int, adapt_delta: float, seed: int | None, progress: Any
+                 ) -> LooResult:
+    """What :func:`~stanlogz.crossval.loo.loo` does for a fit without its program, and for
+    ``fix="mis"`` (mixture importance sampling of every observation)."""
+    if fix == "mis" and not is_fit(model) and model is not None:
+        from ..stan.settings import NutsArgs
+        from .mixture import mixture_loo
+
+        if subsample is not None or k_threshold is not None:
+            raise InputError("fix='mis' estimates every observation; drop subsample and "
+                             "k_threshold")
+        return mixture_loo(model, data, draws=draws, obs=obs, obs_fields=obs_fields,
+                           log_lik=log_lik, seed=seed, progress=progress,
+                           settings=NutsArgs(chains=chains, warmup=warmup, draws=n_draws,
+                                             adapt_delta=adapt_delta))
+    if is_fit(model) and draws is not None:
+        raise InputError("give either a Stan program with draws=..., or a fit, not both")
+    need = [what for what, used in (("data", data is not None),
+                                    (f"fix={fix!r}", fix not in ("auto", "none")),
+                                    (f"log_lik={log_lik!r}", log_lik not in ("auto", "log_lik")),
+                                    ("subsample", subsample is not None)) if used]
+    if need:
+        raise InputError(f"{', '.join(need)} need(s) the Stan program; a fit alone gives "
+                         "PSIS-LOO of its log_lik")
+    return loo_from_fit(model if draws is None else draws, k_threshold=k_threshold)

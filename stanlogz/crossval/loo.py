@@ -222,7 +222,9 @@ def loo(
     Every observation whose Pareto k̂ exceeds the threshold is recomputed by ``fix``:
     ``"auto"`` (moment matching, then ``"exact"`` for observations still above the threshold),
     ``"mm"`` (moment matching only), ``"exact"`` (NUTS without it and bridge sampling between
-    the two posteriors), ``"ups"`` (unbiased path sampling) or ``"none"``. ``draws``: existing
+    the two posteriors), ``"ups"`` (unbiased path sampling) or ``"none"``; ``"mis"`` instead
+    estimates every observation by mixture importance sampling
+    (:func:`~stanlogz.crossval.mixture.mixture_loo`, one HMC run, no refit). ``draws``: existing
     draws (Draws, cmdstanpy fit, CSV paths, InferenceData); without them NUTS runs (``chains``
     x ``n_draws`` after ``warmup``). ``obs`` names the observation size variable (inferred when
     unambiguous); ``log_lik``: ``"auto"``, ``"log_lik"`` (the generated quantity) or
@@ -232,13 +234,13 @@ def loo(
     this many observations drawn at random (difference estimator around a point-estimate
     approximation of every observation; Magnusson et al. 2020), for large N.
     """
-    from .fitloo import is_fit, loo_from_fit
+    from .fitloo import is_fit, loo_elsewise
 
-    if is_fit(model) or (model is None and draws is not None):
-        if is_fit(model) and draws is not None:
-            raise InputError("give either a Stan program with draws=..., or a fit, not both")
-        return _loo_without_program(model if draws is None else draws, data, fix, log_lik,
-                                    subsample, k_threshold, loo_from_fit)
+    if fix == "mis" or is_fit(model) or (model is None and draws is not None):
+        return loo_elsewise(model, data, draws=draws, obs=obs, obs_fields=obs_fields, fix=fix,
+                            log_lik=log_lik, k_threshold=k_threshold, subsample=subsample,
+                            chains=chains, warmup=warmup, n_draws=n_draws,
+                            adapt_delta=adapt_delta, seed=seed, progress=progress)
     t0 = time.perf_counter()
     if fix not in FIX_METHODS:
         raise InputError(f"fix must be one of {', '.join(FIX_METHODS)}, got {fix!r}")
@@ -301,19 +303,6 @@ def loo(
     res.warnings.extend(_warnings(res))
     res.warnings = list(dict.fromkeys(res.warnings))  # refits sharing the draws repeat theirs
     return res
-
-
-def _loo_without_program(fit: Any, data: Any, fix: str, log_lik: str, subsample: int | None,
-                         k_threshold: float | None, run: Any) -> LooResult:
-    """PSIS-LOO of a fit's log_lik without its program; options that need it are refused."""
-    need = [what for what, used in (("data", data is not None),
-                                    (f"fix={fix!r}", fix not in ("auto", "none")),
-                                    (f"log_lik={log_lik!r}", log_lik not in ("auto", "log_lik")),
-                                    ("subsample", subsample is not None)) if used]
-    if need:
-        raise InputError(f"{', '.join(need)} need(s) the Stan program; a fit alone gives "
-                         "PSIS-LOO of its log_lik")
-    return run(fit, k_threshold=k_threshold)
 
 
 def _full_estimates(ps: PsisLoo, elpd_i: np.ndarray | None = None) -> dict[str, float]:
