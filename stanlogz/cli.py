@@ -20,7 +20,7 @@ from typing import NoReturn
 from .errors import StanlogzError
 
 COMMANDS = ["compile", "sample", "evidence", "compare", "loo", "kfold", "lfo", "cv", "bdmc",
-            "pmmh", "sensitivity", "savage_dickey", "calibrate"]
+            "pmmh", "sensitivity", "savage_dickey", "calibrate", "waic"]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -140,7 +140,8 @@ def test_sample_output_then_evidence_from_fit(capsys, built_normal, tmp_path):
                            *FAST, "--output", str(csv))
     assert rc == 0, err
     assert "mu" in out and "r_hat" in out and "divergences" in out
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["draws.csv"]
+    # one CmdStan CSV per chain (draws_1.csv, ...); --fit draws.csv reads them back
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["draws_1.csv", "draws_2.csv"]
     rc, out, err = run_cli(capsys, "--json", "--quiet", "--seed", "2", "evidence", NORMAL,
                            "--data", NORMAL_DATA, "--fit", str(csv))
     assert rc == 0, err

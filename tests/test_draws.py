@@ -140,7 +140,8 @@ def test_csv_writer_round_trip(tmp_path):
     np.testing.assert_array_equal(e.step_size, d.step_size)
     np.testing.assert_array_equal(e.inv_metric, d.inv_metric)
     assert e.constrained_names == d.constrained_names and e.max_treedepth == 10
-    assert [p.name for p in tmp_path.iterdir()] == ["draws.csv"]  # no temporary left behind
+    # one CmdStan CSV per chain (CmdStan's naming), no temporary left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"draws_{c}.csv" for c in (1, 2, 3, 4)]
 
 
 def test_bad_csv_inputs(tmp_path):

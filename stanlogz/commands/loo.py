@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from ..crossval.checks import (
     add_check_arguments,
@@ -13,12 +14,13 @@ from ..crossval.checks import (
     report_checks,
 )
 from ..crossval.fixups import FIX_METHODS
+from ..crossval.jacobian import jacobian_adjusted, log_jacobian, outcome_from_data, parse_jacobian
 from ..crossval.loo import LooResult, loo
 from ..crossval.pointwise import LOG_LIK_SOURCES
 from ..errors import InputError
 from ..report.crossval_plots import plot_pit
 from ..report.output import Reporter, write_atomically
-from .arguments import add_closing_arguments, add_program_arguments, nuts_settings
+from .arguments import add_closing_arguments, nuts_settings
 from .evidence import PLOT_SUFFIXES
 from .executor import with_executor
 from .sample import check_output, finish
@@ -48,16 +50,21 @@ def obs_fields(text: str | None) -> list[str] | None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_program_arguments(parser)
+    parser.add_argument("model", metavar="MODEL.stan", nargs="?", default=None,
+                        help="Stan program (optional with --fit files that carry log_lik: "
+                        "PSIS-LOO of their log_lik, without fix-ups)")
+    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
     parser.add_argument("--fit", metavar="FILE", nargs="+", default=None,
                         help="use existing draws: CmdStan CSV files, or a stanlogz sample "
                         "--output file (.csv or .nc)")
     add_observation_arguments(parser)
-    parser.add_argument("--fix", choices=FIX_METHODS, default="auto",
+    parser.add_argument("--fix", choices=(*FIX_METHODS, "mis"), default="auto",
                         help="recompute observations with high k-hat: mm (moment matching of "
                         "the draws, no refit), exact (NUTS without the observation + bridge "
                         "sampling), ups (unbiased path sampling), none; default auto: mm, then "
-                        "exact where k-hat stays above the threshold")
+                        "exact where k-hat stays above the threshold; mis: every observation by "
+                        "mixture importance sampling (one HMC run on the mixture of the "
+                        "leave-one-out posteriors, no refit)")
     parser.add_argument("--k-threshold", type=float, default=None,
                         help="fix observations above this k-hat (default min(1 - 1/log10 S, 0.7))")
     parser.add_argument("--log-lik", choices=LOG_LIK_SOURCES, default="auto",
@@ -67,8 +74,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--subsample", metavar="M", type=int, default=None,
                         help="estimate elpd_loo from PSIS on M observations drawn at random "
                         "(difference estimator; for large N), with its subsampling se")
+    add_jacobian_argument(parser)
     add_check_arguments(parser)
     add_closing_arguments(parser, "save k-hat and pointwise elpd per observation")
+
+
+def add_jacobian_argument(parser: argparse.ArgumentParser) -> None:
+    """``--jacobian TRANSFORM:VAR`` (shared with ``waic``)."""
+    parser.add_argument("--jacobian", metavar="TRANSFORM:VAR", default=None,
+                        help="the program models g(y) (TRANSFORM: log, log1p, sqrt, logit): add "
+                        "log|g'(y_i)| to each pointwise elpd so that it is on the scale of y, "
+                        "the data variable VAR (original scale, in --data)")
+
+
+def jacobian_of(args: argparse.Namespace) -> tuple[str, Any] | None:
+    """The parsed ``--jacobian`` and the outcome it needs, checked before any computation."""
+    if args.jacobian is None:
+        return None
+    transform, var = parse_jacobian(args.jacobian)
+    y = outcome_from_data(args.data, var)
+    log_jacobian(transform, y)  # support checked now, not after sampling
+    return transform, y
 
 
 def print_loo(report: Reporter, r: LooResult) -> None:
@@ -104,18 +130,36 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
     pit_plot = check_output(args.pit_plot, PLOT_SUFFIXES, "--pit-plot")
     checks = checks_requested(args)
+    if args.model is None:
+        if not args.fit:
+            raise InputError("give a Stan program, or --fit files that carry log_lik")
+        if checks:
+            raise InputError("predictive checks (--pit, --metrics, --crps, --e-loo) need the "
+                             "Stan program")
+        if args.data is not None and args.jacobian is None:
+            raise InputError("--data without a Stan program is used only by --jacobian")
     if checks and args.subsample is not None:
         raise InputError("predictive checks (--pit, --metrics, --crps, --e-loo) need every "
                          "observation's LOO weights; drop --subsample")
     if checks and args.yrep:
         check_declares([args.model], args.yrep)
-    r = loo(args.model, args.data, draws=list(args.fit) if args.fit else None, obs=args.obs,
+    jac = jacobian_of(args)
+    r = loo(args.model, args.data if args.model else None,
+            draws=list(args.fit) if args.fit else None, obs=args.obs,
             obs_fields=obs_fields(args.obs_fields), fix=args.fix, log_lik=args.log_lik,
             k_threshold=args.k_threshold, subsample=args.subsample,
             settings=nuts_settings(args), seed=args.seed, n_workers=args.workers or 1,
             progress=report.progress)
+    extra: dict[str, Any] = {}
+    if jac is not None:
+        r = jacobian_adjusted(r, *jac)
+        extra["jacobian"] = {"transform": jac[0], "variable": args.jacobian.split(":", 1)[1],
+                             "sum_log_abs_derivative": float(log_jacobian(*jac).sum())}
     print_loo(report, r)
-    extra = {}
+    if jac is not None:
+        total = extra["jacobian"]["sum_log_abs_derivative"]
+        report.text(f"elpd on the scale of the original outcome: log|g'(y_i)| of the "
+                    f"{jac[0]} transform added (sum {total:.3f})")
     if checks:
         ch = checks_for_loo(r, r.program, r.data, r.draws, args, seed=args.seed)
         report_checks(report, ch)

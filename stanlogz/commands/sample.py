@@ -9,6 +9,7 @@ from typing import Any
 
 from .._util.files import write_atomically
 from ..draws import Draws, sample, write_csv
+from ..draws.stancsv import chain_files
 from ..errors import InputError
 from ..report.output import Reporter
 from ..stan.load import load_model
@@ -27,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="summarize transformed parameters and generated quantities too "
                         "(default: the parameters only; --output saves every quantity)")
     parser.add_argument("--output", metavar="FILE", default=None,
-                        help="save the draws: .csv (readable by --fit) or .nc (ArviZ netCDF)")
+                        help="save the draws: .csv (CmdStan CSV, one file per chain: "
+                        "FILE_1.csv, ...; --fit FILE.csv reads them all) or .nc (ArviZ netCDF)")
 
 
 def finish(report: Any, result: Any, plot: Path | None, draw: Callable[[Path], None],
@@ -55,10 +57,11 @@ def check_output(path: str | None, suffixes: tuple[str, ...], what: str) -> Path
     return p
 
 
-def save_draws(d: Draws, path: Path) -> None:
-    """Write draws to ``.csv`` or ``.nc`` without ever leaving a half-written file."""
+def save_draws(d: Draws, path: Path, warmup: int | None = None) -> None:
+    """Write draws to ``.csv`` (CmdStan CSV, one file per chain: ``STEM_1.csv``, ...) or
+    ``.nc`` without ever leaving a half-written file."""
     if path.suffix.lower() == ".csv":
-        write_csv(d, path)
+        write_csv(d, path, warmup=warmup)
         return
     try:
         write_atomically(path, lambda tmp: d.to_inference_data().to_netcdf(str(tmp),
@@ -86,8 +89,10 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     for w in s.warnings:
         report.warn(w)
     if out is not None:
-        save_draws(d, out)
-        report.progress(f"draws written to {out}")
+        save_draws(d, out, warmup=args.warmup)
+        report.progress(f"draws written to {out}" if out.suffix.lower() != ".csv" else
+                        "draws written to " + ", ".join(str(f) for f in
+                                                        chain_files(out, d.n_chains)))
     report.emit_json({"model": model.name, **s.to_dict(),
                       "output": None if out is None else str(out)})
     return 0

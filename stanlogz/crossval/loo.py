@@ -214,12 +214,17 @@ def loo(
     progress: Any = None,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> LooResult:
-    """PSIS-LOO of a Stan program (a path or :class:`StanModel`) with ``data``.
+    """PSIS-LOO of a Stan program (a path or :class:`StanModel`) with ``data``, or of a fit
+    without its program (``loo(idata)``, a cmdstanpy fit, CSV paths, a log-likelihood array, or
+    ``model=None`` with ``draws``): see :func:`~stanlogz.crossval.fitloo.loo_from_fit` (PSIS
+    only; fix-ups, data, subsampling and the difference log-likelihood need the program).
 
     Every observation whose Pareto k̂ exceeds the threshold is recomputed by ``fix``:
     ``"auto"`` (moment matching, then ``"exact"`` for observations still above the threshold),
     ``"mm"`` (moment matching only), ``"exact"`` (NUTS without it and bridge sampling between
-    the two posteriors), ``"ups"`` (unbiased path sampling) or ``"none"``. ``draws``: existing
+    the two posteriors), ``"ups"`` (unbiased path sampling) or ``"none"``; ``"mis"`` instead
+    estimates every observation by mixture importance sampling
+    (:func:`~stanlogz.crossval.mixture.mixture_loo`, one HMC run, no refit). ``draws``: existing
     draws (Draws, cmdstanpy fit, CSV paths, InferenceData); without them NUTS runs with
     ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`; ``chains``, ``warmup``,
     ``n_draws``, ``adapt_delta`` and ``max_treedepth`` replace its fields), and so does every
@@ -231,8 +236,14 @@ def loo(
     this many observations drawn at random (difference estimator around a point-estimate
     approximation of every observation; Magnusson et al. 2020), for large N.
     """
-    t0 = time.perf_counter()
+    from .fitloo import is_fit, loo_elsewise
+
     nuts = nuts_from_keywords(settings, nuts_keywords, "loo")
+    if fix == "mis" or is_fit(model) or (model is None and draws is not None):
+        return loo_elsewise(model, data, draws=draws, obs=obs, obs_fields=obs_fields, fix=fix,
+                            log_lik=log_lik, k_threshold=k_threshold, subsample=subsample,
+                            settings=nuts, seed=seed, progress=progress)
+    t0 = time.perf_counter()
     if fix not in FIX_METHODS:
         raise InputError(f"fix must be one of {', '.join(FIX_METHODS)}, got {fix!r}")
     if k_threshold is not None and not 0.0 <= k_threshold <= 1.0:

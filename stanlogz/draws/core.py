@@ -21,6 +21,7 @@ from .. import arviz_compat
 from ..errors import DataError, InputError
 from ..stan.nuts import SAMPLER_COLUMNS  # noqa: F401 - the draws' sampler columns
 from ..stan.program import StanProgram
+from .project import project_rounded
 from .summary import ESS_PER_CHAIN_MIN, RHAT_MAX, DrawsSummary
 
 #: Sampler column -> ArviZ ``sample_stats`` name.
@@ -278,8 +279,10 @@ def _from_columns(
     inv_metric: np.ndarray | None,
     seconds: float,
     max_treedepth: int | None,
+    sig_figs: int = 6,
 ) -> Draws:
-    """Draws from ``values`` (chains, n, columns) named by CmdStan columns (sampler first)."""
+    """Draws from ``values`` (chains, n, columns) named by CmdStan columns (sampler first).
+    Values rounded to ``sig_figs`` digits are projected onto their constraints first."""
     chains, n, _ = values.shape
     sampler = {nm: values[:, :, j] for j, nm in enumerate(names) if nm.endswith("__")}
     qcols = [j for j, nm in enumerate(names) if not nm.endswith("__")]
@@ -296,6 +299,7 @@ def _from_columns(
         raise DataError(msg)
     index = {nm: j for j, nm in zip(qcols, qnames, strict=True)}
     theta = values[:, :, [index[p] for p in pnames]].reshape(chains * n, len(pnames))
+    theta, projected = project_rounded(theta, pnames, model, sig_figs)
     try:
         unc = np.asarray(model.unconstrain_many(theta), dtype=float)
     except DataError:
@@ -310,7 +314,7 @@ def _from_columns(
             "(too few digits?); write the CSV with more significant digits (sig_figs=18)"
         )
     n_leap = sampler.get("n_leapfrog__")
-    return Draws(
+    out = Draws(
         unconstrained=unc,
         constrained=values[:, :, qcols],
         constrained_names=qnames,
@@ -323,6 +327,9 @@ def _from_columns(
         source=source,
         max_treedepth=max_treedepth,
     )
+    if projected:
+        out.warnings.append(projected)
+    return out
 
 
 def _short(names: Sequence[str], k: int = 6) -> str:

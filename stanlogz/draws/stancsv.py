@@ -16,6 +16,7 @@ from .._util.files import atomic_write_text
 from ..errors import DataError, InputError
 from ..stan.program import StanProgram
 from .core import SAMPLER_COLUMNS, Draws, _from_columns, flat_name
+from .project import sig_figs_of
 
 
 @dataclass
@@ -111,6 +112,8 @@ def _csv_paths(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[P
             if not hits:
                 raise InputError(f"no CSV file in directory {s}")
             out += hits
+        elif not Path(s).is_file() and _written_chains(Path(s)):
+            out += _written_chains(Path(s))  # what write_csv(d, s) wrote for several chains
         else:
             if not Path(s).is_file():
                 raise InputError(f"CSV file not found: {s}")
@@ -120,14 +123,18 @@ def _csv_paths(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[P
     return out
 
 
-def from_csv(paths: str | os.PathLike | Sequence[str | os.PathLike],
-             model: StanProgram | None) -> Draws:
-    """Draws from CmdStan CSV files (one chain each; a glob pattern or a directory also works).
+def _written_chains(path: Path) -> list[Path]:
+    """``STEM_1.csv``, ``STEM_2.csv``, ... next to ``path`` (numbered 1..K without gaps)."""
+    out = []
+    while (f := path.with_name(f"{path.stem}_{len(out) + 1}{path.suffix}")).is_file():
+        out.append(f)
+    return out
 
-    A file written by ``stanlogz sample --output draws.csv`` holds all chains in one file with
-    a ``chain__`` column; it is split back into chains. Every file must have the same columns,
-    and the parameter columns must be the model's parameters.
-    """
+
+def _read_chains(paths: str | os.PathLike | Sequence[str | os.PathLike]
+                 ) -> tuple[np.ndarray, list[str], str, list[_CsvChain], list[str]]:
+    """The draws ``(chains, n, columns)`` of CSV files, their column names, a description, the
+    chains read, and notes (chains cut to a common length)."""
     files = _csv_paths(paths)
     chains: list[_CsvChain] = []
     for f in files:
@@ -152,6 +159,26 @@ def from_csv(paths: str | os.PathLike | Sequence[str | os.PathLike],
         notes.append(f"chains have different lengths; each was cut to its first {n} draws")
     values = np.stack([ch.rows[:n] for ch in chains])
     what = f"CSV {files[0]}" if len(files) == 1 else f"CSV files {files[0]}, ..."
+    return values, names, what, chains, notes
+
+
+def read_columns(paths: str | os.PathLike | Sequence[str | os.PathLike]
+                 ) -> tuple[np.ndarray, list[str], str]:
+    """Every column of CSV files without a program: values ``(chains, n, columns)``, Stan's
+    flat column names and a description of the files."""
+    values, names, what, _, _ = _read_chains(paths)
+    return values, names, what
+
+
+def from_csv(paths: str | os.PathLike | Sequence[str | os.PathLike],
+             model: StanProgram | None) -> Draws:
+    """Draws from CmdStan CSV files (one chain each; a glob pattern or a directory also works).
+
+    A file written by ``stanlogz sample --output draws.csv`` holds all chains in one file with
+    a ``chain__`` column; it is split back into chains. Every file must have the same columns,
+    and the parameter columns must be the model's parameters.
+    """
+    values, names, what, chains, notes = _read_chains(paths)
     steps = [ch.step_size for ch in chains]
     mets = [ch.inv_metric for ch in chains]
     cfg = chains[0].config
@@ -162,6 +189,7 @@ def from_csv(paths: str | os.PathLike | Sequence[str | os.PathLike],
         else np.stack(mets),
         seconds=float(sum(ch.seconds for ch in chains)),
         max_treedepth=int(cfg["max_depth"]) if cfg.get("max_depth", "").isdigit() else None,
+        sig_figs=sig_figs_of(cfg),
     )
     d.warnings.extend(notes)
     return d
@@ -185,28 +213,67 @@ def _attach_adaptation(parts: list[_CsvChain], whole: _CsvChain) -> None:
         p.seconds = whole.seconds / len(parts)
 
 
-def write_csv(d: Draws, path: str | os.PathLike) -> None:
-    """Write draws as one CSV file (all chains, ``chain__`` column) readable by :func:`from_csv`.
+def chain_files(path: str | os.PathLike, n_chains: int) -> list[Path]:
+    """The files :func:`write_csv` writes for ``n_chains`` chains: ``path`` itself for one
+    chain, else ``STEM_1.csv`` ... ``STEM_K.csv`` next to it (CmdStan's naming)."""
+    path = Path(path)
+    if n_chains == 1:
+        return [path]
+    return [path.with_name(f"{path.stem}_{c}{path.suffix}") for c in range(1, n_chains + 1)]
 
-    The file is written to a temporary name and moved into place, so it is never half-written.
+
+def _fmt(v: float, sig: int) -> str:
+    return format(float(v), f".{sig}g")
+
+
+def write_csv(d: Draws, path: str | os.PathLike, *, sig_figs: int | None = None,
+              warmup: int | None = None) -> list[Path]:
+    """Write draws as CmdStan CSV files, one per chain (:func:`chain_files`), which CmdStan
+    tools, ``cmdstanpy.from_csv``, ``arviz.from_cmdstan`` and :func:`from_csv` read as the
+    chains. ``sig_figs``: significant digits (default 17: every double exactly; CmdStan's own
+    default is 6). Each file is written to a temporary name and moved into place, so it is
+    never half-written. ``warmup``: the warmup iterations to record (readers such as cmdstanpy
+    require a positive number when the step size was adapted; 1 when not given). Returns the
+    files.
     """
     if d.constrained is None:
         raise InputError("draws without constrained values cannot be written as CSV")
-    path = Path(path)
+    sig = 17 if sig_figs is None else int(sig_figs)
+    if not 1 <= sig <= 18:
+        raise InputError(f"sig_figs must be in 1..18, got {sig_figs}")
     stats = [c for c in SAMPLER_COLUMNS if c in d.sampler]
-    header = stats + ["chain__"] + d.constrained_names
-    lines = ["# stanlogz draws", "# method = sample", f"# source = {d.source}"]
-    if d.max_treedepth is not None:
-        lines.append(f"# max_depth = {d.max_treedepth}")
-    if d.step_size is not None:
-        lines.append("# stanlogz_step_size = " + ",".join(repr(float(s)) for s in d.step_size))
-    if d.inv_metric is not None:
-        lines.append("# stanlogz_inv_metric = " + ";".join(
-            " ".join(repr(float(v)) for v in row) for row in np.atleast_2d(d.inv_metric)))
-    lines.append(",".join(header))
-    for c in range(d.n_chains):
-        cols = [d.sampler[s][c] for s in stats] + [np.full(d.n_draws, c + 1.0)]
-        block = np.column_stack(cols + [d.constrained[c]])
-        lines += [",".join(repr(float(v)) for v in row) for row in block]
-    lines.append(f"#  Elapsed Time: {d.seconds!r} seconds (Total)")
-    atomic_write_text(path, "\n".join(lines) + "\n")
+    header = ",".join(stats + d.constrained_names)
+    files = chain_files(path, d.n_chains)
+    total = d.seconds / max(d.n_chains, 1)
+    for c, f in enumerate(files):
+        lines = [f"# {line}" for line in _cmdstan_config(d, c + 1, sig, f.name, warmup)]
+        lines.append(header)
+        if d.step_size is not None:
+            lines += ["# Adaptation terminated", f"# Step size = {_fmt(d.step_size[c], sig)}"]
+            if d.inv_metric is not None:
+                row = np.atleast_2d(d.inv_metric)[c]
+                lines += ["# Diagonal elements of inverse mass matrix:",
+                          "# " + ", ".join(_fmt(v, sig) for v in row)]
+        block = np.column_stack([d.sampler[s][c] for s in stats] + [d.constrained[c]])
+        lines += [",".join(_fmt(v, sig) for v in row) for row in block]
+        lines += ["# ", "#  Elapsed Time: 0 seconds (Warm-up)",
+                  f"#                {total!r} seconds (Sampling)",
+                  f"#                {total!r} seconds (Total)", "# "]
+        atomic_write_text(f, "\n".join(lines) + "\n")
+    return files
+
+
+def _cmdstan_config(d: Draws, chain: int, sig: int, name: str, warmup: int | None
+                    ) -> list[str]:
+    """The configuration header of one chain's CmdStan CSV file."""
+    n = d.n_draws
+    return ["stan_version_major = 2", "stan_version_minor = 35", "stan_version_patch = 0",
+            "model = stanlogz_model", "method = sample (Default)", "  sample",
+            f"    num_samples = {n}", f"    num_warmup = {warmup or 1}", "    save_warmup = false",
+            "    thin = 1 (Default)", "    adapt",
+            f"      engaged = {'true' if d.step_size is not None else 'false'}",
+            "    algorithm = hmc (Default)", "      hmc", "        engine = nuts (Default)",
+            "          nuts", f"            max_depth = {d.max_treedepth or 10}",
+            "        metric = diag_e (Default)", "    num_chains = 1 (Default)",
+            f"id = {chain}", "output", f"  file = {name}", f"  sig_figs = {sig}",
+            f"stanlogz_source = {d.source}"]
