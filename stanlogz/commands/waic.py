@@ -6,13 +6,12 @@ import argparse
 from typing import Any
 
 from ..crossval.jacobian import jacobian_adjusted, log_jacobian
-from ..crossval.pointwise import SOURCES
+from ..crossval.pointwise import LOG_LIK_SOURCES
 from ..crossval.waic import P_WAIC_MAX, waic
 from ..errors import InputError
 from ..report.output import Reporter
-from ..stan.settings import NutsArgs
+from .arguments import add_sampler_arguments, nuts_settings
 from .loo import add_jacobian_argument, add_observation_arguments, jacobian_of, obs_fields
-from .sample import add_sampler_arguments
 
 NAME = "waic"
 HELP = ("WAIC (widely applicable information criterion) of a fit's log_lik or of a Stan "
@@ -26,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fit", metavar="FILE", nargs="+", default=None,
                         help="existing draws: CmdStan CSV files or an ArviZ .nc file")
     add_observation_arguments(parser)
-    parser.add_argument("--log-lik", choices=SOURCES, default="auto",
+    parser.add_argument("--log-lik", choices=LOG_LIK_SOURCES, default="auto",
                         help="pointwise log-likelihood of a program: its log_lik generated "
                         "quantity or density differences (default: log_lik when it has one)")
     add_jacobian_argument(parser)
@@ -43,8 +42,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     if args.model is None:
         r = waic(fit)
     else:
-        settings = NutsArgs(chains=args.chains, warmup=args.warmup, draws=args.draws,
-                            adapt_delta=args.adapt_delta)
+        settings = nuts_settings(args)
         r = waic(args.model, args.data, draws=fit, obs=args.obs,
                  obs_fields=obs_fields(args.obs_fields), log_lik=args.log_lik,
                  settings=settings, seed=args.seed, progress=report.progress)
