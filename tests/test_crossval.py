@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -181,7 +182,10 @@ def test_fixups_land_on_the_closed_form(normal, fix):
     assert abs(r.se - exact_se) < 5 * float(np.linalg.norm(mc)), (r.se, exact_se, mc)
     # The Monte Carlo se combines the fixed points' se with PSIS's for the others.
     assert mc[[f.index for f in r.fixed]] == pytest.approx([f.se for f in r.fixed])
-    assert r.mcse_elpd_loo == pytest.approx(np.sqrt(np.sum(mc**2)))
+    # (the PSIS part from the draws' summed influence, tests/test_loo_mcse.py)
+    assert r.mcse_elpd_loo == pytest.approx(math.hypot(
+        r.mcse_psis, math.sqrt(sum(f.se**2 for f in r.fixed))))
+    assert r.mcse_psis > 0
     assert not r.unfixed_bad()
 
 

@@ -63,6 +63,9 @@ class LooResult:
     psis_mcse_i: np.ndarray | None = None  # Monte Carlo se of each PSIS value
     p_loo_se: float = float("nan")
     mcse_elpd_loo: float = 0.0  # complete Monte Carlo se (PSIS part and fixed points)
+    #: Monte Carlo se of the PSIS values' part of elpd_loo, from the draws' summed influence
+    #: (accounts for the observations sharing the draws; :meth:`PsisLoo.total_mcse`)
+    mcse_psis: float = 0.0
     sample_index: np.ndarray | None = None  # subsampled observations (0-based), or None
     subsampling_se: float = 0.0  # se of the subsampling (difference) estimator
     approximation: str | None = None  # the cheap pointwise approximation used to subsample
@@ -134,7 +137,8 @@ class LooResult:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict (pointwise rows included)."""
         return {"model": self.model, "elpd_loo": self.elpd_loo, "se": self.se,
-                "mcse_elpd_loo": self.mcse_elpd_loo, "p_loo": self.p_loo,
+                "mcse_elpd_loo": self.mcse_elpd_loo, "mcse_psis": self.mcse_psis,
+                "p_loo": self.p_loo,
                 "p_loo_se": self.p_loo_se, "looic": -2 * self.elpd_loo, "n_obs": self.n_obs,
                 "n_samples": self.n_samples, "r_eff": self.r_eff, "khat_threshold": self.threshold,
                 "khat_counts": self.khat_counts(), "fix": self.fix,
@@ -185,12 +189,16 @@ def _check_rows(n_draws: int, k: int = 3) -> np.ndarray:
     return np.unique(np.linspace(0, n_draws - 1, min(k, n_draws)).astype(int))
 
 
-def _psis_pass(pw: PointwiseLogLik, d: Draws, r_eff: float, index: np.ndarray | None
-               ) -> PsisLoo:
-    """PSIS-LOO of the observations ``index`` (all when None), streamed in column blocks."""
+def _psis_pass(pw: PointwiseLogLik, d: Draws, r_eff: float, index: np.ndarray | None,
+               keep_above: float = 0.5) -> PsisLoo:
+    """PSIS-LOO of the observations ``index`` (all when None), streamed in column blocks; the
+    draw influence of observations with k̂ above ``keep_above`` (the ones fix-ups may
+    replace) is kept for the Monte Carlo se of the total."""
     con = None if d.constrained is None else d.constrained.reshape(-1, d.constrained.shape[2])
     blocks = pw.chunks(d.flat_unconstrained(), con, d.constrained_names, index=index)
-    return PsisLoo.concatenate([psis_loo(ll, r_eff) for _, ll in blocks])
+    chains = d.unconstrained.shape[0]
+    return PsisLoo.concatenate([psis_loo(ll, r_eff, chains=chains, keep_above=keep_above)
+                                for _, ll in blocks])
 
 
 @with_client
@@ -251,11 +259,12 @@ def loo(
             progress(f"pointwise log-likelihood of {observations.n} observations "
                      f"({pw.source}) at {unc.shape[0]} draws")
         pw.check(unc[_check_rows(unc.shape[0])])
-        ps = _psis_pass(pw, d, r_eff, None)
+        ps = _psis_pass(pw, d, r_eff, None, _keep_above(k_threshold))
         sample_index = None
         est = _full_estimates(ps)
     else:
-        sample_index, est, ps = _subsampled(pw, d, r_eff, subsample, seed, progress)
+        sample_index, est, ps = _subsampled(pw, d, r_eff, subsample, seed, progress,
+                                            _keep_above(k_threshold))
     if pw.source == "log_lik":
         warn = pw.compare_log_lik(unc[_check_rows(unc.shape[0], 2)])
         if warn:
@@ -286,8 +295,9 @@ def loo(
         subsampling_se=est.get("subsampling_se", 0.0),
         approximation=None if sample_index is None else "plpd", pointwise_seconds=t_pointwise,
         program=model, data=data_dict, draws=d)
-    mc = res.mcse_i
-    res.mcse_elpd_loo = float(math.sqrt(np.sum(mc**2)) * est.get("expansion", 1.0))
+    res.mcse_psis = ps.total_mcse([pos[f.index] for f in fixed]) * est.get("expansion", 1.0)
+    res.mcse_elpd_loo = math.hypot(res.mcse_psis, math.sqrt(sum(f.se**2 for f in fixed))
+                                   * est.get("expansion", 1.0))
     res.warnings.extend(_warnings(res))
     res.warnings = list(dict.fromkeys(res.warnings))  # refits sharing the draws repeat theirs
     return res
@@ -301,8 +311,14 @@ def _full_estimates(ps: PsisLoo, elpd_i: np.ndarray | None = None) -> dict[str, 
             "p_loo_se": float(math.sqrt(p_i.size * np.var(p_i)))}
 
 
+def _keep_above(k_threshold: float | None) -> float:
+    """k̂ above which a PSIS value may be replaced by a fix-up (its influence is kept)."""
+    return 0.5 if k_threshold is None else min(0.5, float(k_threshold))
+
+
 def _subsampled(pw: PointwiseLogLik, d: Draws, r_eff: float, m: int, seed: int | None,
-                progress: Any) -> tuple[np.ndarray, dict[str, Any], PsisLoo]:
+                progress: Any, keep_above: float = 0.5
+                ) -> tuple[np.ndarray, dict[str, Any], PsisLoo]:
     """PSIS on ``m`` observations drawn without replacement, and the point-estimate
     approximation log p(y_i | θ̄) of every observation (θ̄ the mean unconstrained draw)."""
     n = pw.obs.n
@@ -316,7 +332,7 @@ def _subsampled(pw: PointwiseLogLik, d: Draws, r_eff: float, m: int, seed: int |
     pw.check(points[1:], at_points[1:])
     rng = np.random.default_rng(child_sequence(seed, SUBSAMPLE_STREAM))
     index = np.sort(rng.choice(n, size=m, replace=False))
-    ps = _psis_pass(pw, d, r_eff, index)
+    ps = _psis_pass(pw, d, r_eff, index, keep_above)
     return index, {"approx": at_points[0]}, ps
 
 

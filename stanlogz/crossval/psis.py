@@ -8,7 +8,7 @@ installed ArviZ (0.x or 1.x) through :mod:`stanlogz.arviz_compat`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import logsumexp, polygamma
@@ -100,6 +100,12 @@ class PsisLoo:
     r_eff: float
     n_samples: int
     mcse_i: np.ndarray | None = None  # Monte Carlo se of each elpd_i
+    #: Σ_i of each draw's influence g_is on elpd_i (:func:`draw_influence`), ``(S,)``
+    influence: np.ndarray | None = None
+    #: g_is of the observations (by position) whose k̂ is above ``keep_above``, to take out
+    #: of ``influence`` when their values are replaced by fix-ups
+    influence_i: dict[int, np.ndarray] = field(default_factory=dict)
+    chains: int = 1
 
     @classmethod
     def concatenate(cls, parts: list[PsisLoo]) -> PsisLoo:
@@ -107,9 +113,32 @@ class PsisLoo:
         if not parts:
             raise InputError("no observations to smooth")
         cat = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
+        kept: dict[int, np.ndarray] = {}
+        offset = 0
+        for p in parts:
+            kept.update({offset + j: g for j, g in p.influence_i.items()})
+            offset += p.elpd_i.size
+        infl = (None if any(p.influence is None for p in parts)
+                else np.sum([p.influence for p in parts], axis=0))
         return cls(elpd_i=cat("elpd_i"), lppd_i=cat("lppd_i"), khat=cat("khat"),
                    r_eff=parts[0].r_eff, n_samples=parts[0].n_samples,
-                   mcse_i=None if any(p.mcse_i is None for p in parts) else cat("mcse_i"))
+                   mcse_i=None if any(p.mcse_i is None for p in parts) else cat("mcse_i"),
+                   influence=infl, influence_i=kept, chains=parts[0].chains)
+
+    def total_mcse(self, replaced: list[int] | np.ndarray = ()) -> float:
+        """Monte Carlo se of Σ elpd_i over the PSIS values, leaving out the positions
+        ``replaced`` (values fixed by other means): :func:`total_mcse` of the summed
+        influence."""
+        if self.influence is None:
+            raise InputError("these PSIS values carry no draw influence")
+        h = self.influence
+        missing = [int(j) for j in replaced if int(j) not in self.influence_i]
+        if missing:
+            raise InputError(f"no draw influence kept for position(s) {missing[:5]}: "
+                             "smooth with a lower keep_above")
+        if len(replaced):
+            h = h - np.sum([self.influence_i[int(j)] for j in replaced], axis=0)
+        return total_mcse(h, self.chains)
 
     @property
     def p_loo_i(self) -> np.ndarray:
@@ -122,10 +151,46 @@ class PsisLoo:
         return k_threshold(self.n_samples)
 
 
-def psis_loo(log_lik: np.ndarray, r_eff: float = 1.0) -> PsisLoo:
-    """PSIS-LOO of a log-likelihood matrix ``(S, N)`` (or ``(chains, n, N)``)."""
+def draw_influence(log_weights: np.ndarray, log_lik: np.ndarray,
+                   elpd: np.ndarray) -> np.ndarray:
+    """Each draw's first-order influence on each PSIS estimate, ``(N, S)``.
+
+    elpd_i = log Σ_s w_is p_is with self-normalized weights is a smooth function of two draw
+    averages, mean_s(w̃_is p_is) and mean_s(w̃_is) (w̃ the unnormalized weights); the delta
+    method writes its error as the average over draws of S g_is, g_is = w_is (p_is / E_i − 1),
+    E_i = exp(elpd_i). The error of Σ_i elpd_i is then the average of S Σ_i g_is: one series
+    over the draws that carries the correlation between observations sharing the draws.
+    """
+    return np.exp(log_weights + log_lik - elpd[:, None]) - np.exp(log_weights)
+
+
+def total_mcse(influence: np.ndarray, chains: int = 1) -> float:
+    """Monte Carlo se of a sum of PSIS estimates from its summed draw influence
+    ``influence`` = Σ_i g_is (``(S,)``, chain-major; :func:`draw_influence`): the series
+    h_s = S Σ_i g_is has mean zero and the error is its average, so the variance is
+    mean(h²) / ESS(h), the ESS (for the mean) accounting for the chains' autocorrelation."""
+    g = np.asarray(influence, dtype=float).ravel()
+    s = g.size
+    if s % chains or s < 4 * chains:
+        raise InputError(f"{s} draws cannot be {chains} chains of at least 4")
+    h = s * g
+    ms = float(np.mean(h**2))
+    if ms == 0.0:
+        return 0.0
+    ess = float(arviz_compat.ess_mean(h.reshape(chains, -1, 1))[0]) if chains else float(s)
+    if not (np.isfinite(ess) and ess > 0):
+        ess = float(s)
+    return math.sqrt(ms / ess)
+
+
+def psis_loo(log_lik: np.ndarray, r_eff: float = 1.0, chains: int | None = None,
+             keep_above: float = 0.5) -> PsisLoo:
+    """PSIS-LOO of a log-likelihood matrix ``(S, N)`` (chain-major, ``chains`` chains; one
+    when None) or ``(chains, n, N)``; the draw influence of observations with k̂ above
+    ``keep_above`` is kept for :meth:`PsisLoo.total_mcse`."""
     ll = np.asarray(log_lik, dtype=float)
     if ll.ndim == 3:
+        chains = ll.shape[0] if chains is None else chains
         ll = ll.reshape(-1, ll.shape[-1])
     if ll.ndim != 2 or ll.shape[0] < 2 or ll.shape[1] < 1:
         raise InputError(f"log-likelihood must be (draws, observations), got {ll.shape}")
@@ -133,8 +198,15 @@ def psis_loo(log_lik: np.ndarray, r_eff: float = 1.0) -> PsisLoo:
         s, i = np.argwhere(~np.isfinite(ll))[0]
         raise InputError(f"log-likelihood of observation {i + 1} is not finite at draw {s + 1}")
     s = ll.shape[0]
+    chains = 1 if chains is None else int(chains)
+    if chains < 1 or s % chains:
+        raise InputError(f"{s} draws cannot be split into {chains} chains")
     lw, khat = arviz_compat.psislw(-ll.T, r_eff=r_eff)  # (N, S), normalized per observation
+    khat = np.asarray(khat, dtype=float).ravel()
     elpd_i = logsumexp(lw + ll.T, axis=1)
     lppd_i = logsumexp(ll, axis=0) - math.log(s)
-    return PsisLoo(elpd_i=elpd_i, lppd_i=lppd_i, khat=np.asarray(khat, dtype=float).ravel(),
-                   r_eff=float(r_eff), n_samples=s, mcse_i=elpd_mcse(lw, ll.T, r_eff))
+    g = draw_influence(lw, ll.T, elpd_i)
+    return PsisLoo(elpd_i=elpd_i, lppd_i=lppd_i, khat=khat,
+                   r_eff=float(r_eff), n_samples=s, mcse_i=elpd_mcse(lw, ll.T, r_eff),
+                   influence=g.sum(axis=0), chains=chains,
+                   influence_i={int(j): g[j].copy() for j in np.nonzero(khat > keep_above)[0]})
