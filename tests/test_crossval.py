@@ -235,7 +235,10 @@ def test_loo_compare_uses_paired_pointwise_differences(normal):
     d_i = other.elpd_i - best.elpd_i
     j = 1 - c.best
     assert c.elpd_diff[c.best] == 0 and c.elpd_diff[j] == pytest.approx(d_i.sum())
-    assert c.diff_se[j] == pytest.approx(np.sqrt(10 * np.var(d_i)))
+    # the paired differences' spread and both programs' complete Monte Carlo se
+    assert c.diff_mcse[j] == pytest.approx(math.hypot(a.mcse_elpd_loo, b.mcse_elpd_loo))
+    assert c.diff_mcse[c.best] == 0 and c.diff_mcse[j] > 0
+    assert c.diff_se[j] == pytest.approx(np.sqrt(10 * np.var(d_i) + c.diff_mcse[j] ** 2))
     assert c.table()[0][0] == c.names[c.best]
     with pytest.raises(InputError, match="same observations"):
         short = dict(NORMAL_DATA, N=9, y=NORMAL_DATA["y"][:9])
