@@ -86,7 +86,7 @@ def main() -> None:
     m_well, m_small = m_infl.with_data(well), m_infl.with_data(small)
     rows: dict[str, list[tuple[float, float]]] = {k: [] for k in (
         "elpd_loo influential", "  old rss se (before)", "elpd_loo well-behaved",
-        "moment matching (per point)", "subsampling (m=%d)" % args.m, "elpd_diff")}
+        "moment matching (per point)", f"subsampling (m={args.m})", "elpd_diff")}
     t0 = time.perf_counter()
     for seed in range(n_seeds):
         d = sample(m_infl, settings, seed=seed)
@@ -98,7 +98,7 @@ def main() -> None:
             if f.method == "mm":
                 rows["moment matching (per point)"].append((f.elpd - t_infl[f.index], f.se))
         s = loo(m_infl, infl, draws=d, seed=seed, subsample=args.m)
-        rows["subsampling (m=%d)" % args.m].append(
+        rows[f"subsampling (m={args.m})"].append(
             (s.elpd_loo - t_infl.sum(), math.hypot(s.subsampling_se, s.mcse_elpd_loo)))
         w = loo(m_well, well, draws=sample(m_well, settings, seed=10_000 + seed), seed=seed)
         rows["elpd_loo well-behaved"].append((w.elpd_loo - t_well.sum(), w.mcse_elpd_loo))

@@ -201,12 +201,26 @@ def psis_loo(log_lik: np.ndarray, r_eff: float = 1.0, chains: int | None = None,
     chains = 1 if chains is None else int(chains)
     if chains < 1 or s % chains:
         raise InputError(f"{s} draws cannot be split into {chains} chains")
-    lw, khat = arviz_compat.psislw(-ll.T, r_eff=r_eff)  # (N, S), normalized per observation
+    llt = np.ascontiguousarray(ll.T)  # (N, S)
+    lw, khat = arviz_compat.psislw(-llt, r_eff=r_eff)  # (N, S), normalized per observation
     khat = np.asarray(khat, dtype=float).ravel()
-    elpd_i = logsumexp(lw + ll.T, axis=1)
-    lppd_i = logsumexp(ll, axis=0) - math.log(s)
-    g = draw_influence(lw, ll.T, elpd_i)
+    # One pass of exponentials serves elpd_i, lppd_i, the pointwise se and the influence
+    # (each row of the likelihood scaled by its max, which cancels in every ratio).
+    top = llt.max(axis=1)
+    lik = np.exp(llt - top[:, None])
+    lppd_i = np.log(lik.mean(axis=1)) + top
+    g = np.exp(lw)
+    g *= lik  # w_s p_s
+    del lik
+    e = g.sum(axis=1)
+    elpd_i = np.log(e) + top
+    g /= e[:, None]
+    g -= np.exp(lw)  # g_is = w_is (p_is / E_i − 1): draw_influence
+    rel_var = np.einsum("ij,ij->i", g, g) / float(r_eff)  # Var(E_i) / E_i², as elpd_mcse
+    with np.errstate(divide="ignore"):
+        shape = np.where(rel_var > 0, 1.0 / np.where(rel_var > 0, rel_var, 1.0), np.inf)
+    mcse_i = np.where(np.isfinite(shape), np.sqrt(polygamma(1, np.minimum(shape, 1e300))), 0.0)
     return PsisLoo(elpd_i=elpd_i, lppd_i=lppd_i, khat=khat,
-                   r_eff=float(r_eff), n_samples=s, mcse_i=elpd_mcse(lw, ll.T, r_eff),
+                   r_eff=float(r_eff), n_samples=s, mcse_i=mcse_i,
                    influence=g.sum(axis=0), chains=chains,
                    influence_i={int(j): g[j].copy() for j in np.nonzero(khat > keep_above)[0]})
