@@ -183,8 +183,8 @@ def test_fixups_land_on_the_closed_form(normal, fix):
     # The Monte Carlo se combines the fixed points' se with PSIS's for the others.
     assert mc[[f.index for f in r.fixed]] == pytest.approx([f.se for f in r.fixed])
     # (the PSIS part from the draws' summed influence, tests/test_loo_mcse.py)
-    assert r.mcse_elpd_loo == pytest.approx(math.hypot(
-        r.mcse_psis, math.sqrt(sum(f.se**2 for f in r.fixed))))
+    assert r.mcse_elpd_loo == pytest.approx(math.sqrt(
+        r.mcse_psis**2 + r.mcse_bias**2 + sum(f.se**2 for f in r.fixed)))
     assert r.mcse_psis > 0
     assert not r.unfixed_bad()
 

@@ -70,6 +70,9 @@ class LooResult:
     #: Monte Carlo se of the PSIS values' part of elpd_loo, from the draws' summed influence
     #: (accounts for the observations sharing the draws; :meth:`PsisLoo.total_mcse`)
     mcse_psis: float = 0.0
+    #: estimated bias of the PSIS values' part (k̂ above 0.5; :func:`.psis.half_bias`),
+    #: included in mcse_elpd_loo (elpd_loo is left as PSIS gives it, as loo and ArviZ do)
+    mcse_bias: float = 0.0
     sample_index: np.ndarray | None = None  # subsampled observations (0-based), or None
     subsampling_se: float = 0.0  # se of the subsampling (difference) estimator
     approximation: str | None = None  # the cheap pointwise approximation used to subsample
@@ -142,6 +145,7 @@ class LooResult:
         """A JSON-serializable dict (pointwise rows included)."""
         return {"model": self.model, "elpd_loo": self.elpd_loo, "se": self.se,
                 "mcse_elpd_loo": self.mcse_elpd_loo, "mcse_psis": self.mcse_psis,
+                "mcse_bias": self.mcse_bias,
                 "p_loo": self.p_loo,
                 "p_loo_se": self.p_loo_se, "looic": -2 * self.elpd_loo, "n_obs": self.n_obs,
                 "n_samples": self.n_samples, "r_eff": self.r_eff, "khat_threshold": self.threshold,
@@ -300,9 +304,11 @@ def loo(
         approximation=None if sample_index is None else f"psis{APPROX_DRAWS}",
         pointwise_seconds=t_pointwise,
         program=model, data=data_dict, draws=d)
-    res.mcse_psis = ps.total_mcse([pos[f.index] for f in fixed]) * est.get("expansion", 1.0)
-    res.mcse_elpd_loo = math.hypot(res.mcse_psis, math.sqrt(sum(f.se**2 for f in fixed))
-                                   * est.get("expansion", 1.0))
+    grow, replaced = est.get("expansion", 1.0), [pos[f.index] for f in fixed]
+    res.mcse_psis = ps.total_mcse(replaced) * grow
+    res.mcse_bias = ps.total_bias(replaced) * grow
+    res.mcse_elpd_loo = math.sqrt(res.mcse_psis**2 + res.mcse_bias**2
+                                  + sum(f.se**2 for f in fixed) * grow**2)
     res.warnings.extend(_warnings(res))
     res.warnings = list(dict.fromkeys(res.warnings))  # refits sharing the draws repeat theirs
     return res
@@ -471,6 +477,10 @@ def _warnings(r: LooResult) -> list[str]:
         if f.se > 0.1:
             out.append(f"observation {f.index + 1}: the fixed value has Monte Carlo se "
                        f"{f.se:.2f}; run more draws for it")
+    if abs(r.mcse_bias) > 0.5 * r.mcse_psis and abs(r.mcse_bias) > 0.1:
+        out.append(f"PSIS values with k-hat above 0.5 bias elpd_loo by about "
+                   f"{r.mcse_bias:+.2f} at {r.n_samples} draws (included in its Monte Carlo "
+                   "se): k_threshold=0.5 moment-matches them, or more draws shrink it")
     if r.mcse_elpd_loo > 0.5:
         out.append(f"the Monte Carlo se of elpd_loo is {r.mcse_elpd_loo:.2f}: run more draws "
                    "(it falls as 1/sqrt(draws))")

@@ -106,6 +106,8 @@ class PsisLoo:
     #: of ``influence`` when their values are replaced by fix-ups
     influence_i: dict[int, np.ndarray] = field(default_factory=dict)
     chains: int = 1
+    #: estimated bias of each elpd_i (nonzero for k̂ above ``BIAS_K``; :func:`half_bias`)
+    bias_i: np.ndarray | None = None
 
     @classmethod
     def concatenate(cls, parts: list[PsisLoo]) -> PsisLoo:
@@ -123,7 +125,16 @@ class PsisLoo:
         return cls(elpd_i=cat("elpd_i"), lppd_i=cat("lppd_i"), khat=cat("khat"),
                    r_eff=parts[0].r_eff, n_samples=parts[0].n_samples,
                    mcse_i=None if any(p.mcse_i is None for p in parts) else cat("mcse_i"),
-                   influence=infl, influence_i=kept, chains=parts[0].chains)
+                   influence=infl, influence_i=kept, chains=parts[0].chains,
+                   bias_i=None if any(p.bias_i is None for p in parts) else cat("bias_i"))
+
+    def total_bias(self, replaced: list[int] | np.ndarray = ()) -> float:
+        """Estimated bias of Σ elpd_i over the PSIS values, leaving out ``replaced``."""
+        if self.bias_i is None:
+            return 0.0
+        keep = np.ones(self.bias_i.size, dtype=bool)
+        keep[np.asarray(replaced, dtype=int)] = False
+        return float(self.bias_i[keep].sum())
 
     def total_mcse(self, replaced: list[int] | np.ndarray = ()) -> float:
         """Monte Carlo se of Σ elpd_i over the PSIS values, leaving out the positions
@@ -183,6 +194,30 @@ def total_mcse(influence: np.ndarray, chains: int = 1) -> float:
     return math.sqrt(ms / ess)
 
 
+#: k̂ above which PSIS's bias is estimated (below it, it is small against the Monte Carlo se).
+BIAS_K = 0.5
+#: PSIS's bias at k̂ 0.5–0.8 falls about as S^-0.6 (S draws; measured on a normal model with
+#: outliers, 1000 vs 4000 exact draws), so the half-sample estimates' bias is 2^0.6 ≈ 1.5
+#: times the full one and bias ≈ (mean of the halves − full) / 0.5.
+BIAS_FACTOR = 2.0
+
+
+def half_bias(log_lik: np.ndarray, elpd: np.ndarray, r_eff: float = 1.0) -> np.ndarray:
+    """Bias of PSIS elpd_i from the draws' two halves: BIAS_FACTOR × (mean of the estimates
+    from each half − the estimate from all), ``log_lik`` ``(n, S)`` rows of the observations,
+    ``elpd`` their full estimates. Positive: PSIS overestimates (the log of a mean of
+    heavy-tailed ratios is biased upward)."""
+    ll = np.atleast_2d(np.asarray(log_lik, dtype=float))
+    half = ll.shape[1] // 2
+    if ll.shape[0] == 0 or half < arviz_compat.PSIS_MIN_DRAWS:
+        return np.zeros(ll.shape[0])
+    parts = []
+    for cols in (slice(0, half), slice(half, 2 * half)):
+        lw, _ = arviz_compat.psislw(-ll[:, cols], r_eff=r_eff)
+        parts.append(logsumexp(lw + ll[:, cols], axis=1))
+    return BIAS_FACTOR * (0.5 * (parts[0] + parts[1]) - np.asarray(elpd, dtype=float))
+
+
 def psis_loo(log_lik: np.ndarray, r_eff: float = 1.0, chains: int | None = None,
              keep_above: float = 0.5) -> PsisLoo:
     """PSIS-LOO of a log-likelihood matrix ``(S, N)`` (chain-major, ``chains`` chains; one
@@ -220,7 +255,10 @@ def psis_loo(log_lik: np.ndarray, r_eff: float = 1.0, chains: int | None = None,
     with np.errstate(divide="ignore"):
         shape = np.where(rel_var > 0, 1.0 / np.where(rel_var > 0, rel_var, 1.0), np.inf)
     mcse_i = np.where(np.isfinite(shape), np.sqrt(polygamma(1, np.minimum(shape, 1e300))), 0.0)
-    return PsisLoo(elpd_i=elpd_i, lppd_i=lppd_i, khat=khat,
+    bias_i = np.zeros(khat.size)
+    heavy = np.nonzero(khat > BIAS_K)[0]
+    bias_i[heavy] = half_bias(llt[heavy], elpd_i[heavy], r_eff)
+    return PsisLoo(elpd_i=elpd_i, lppd_i=lppd_i, khat=khat, bias_i=bias_i,
                    r_eff=float(r_eff), n_samples=s, mcse_i=mcse_i,
                    influence=g.sum(axis=0), chains=chains,
                    influence_i={int(j): g[j].copy() for j in np.nonzero(khat > keep_above)[0]})
