@@ -122,3 +122,35 @@ def test_half_sample_bias_estimate_tracks_the_psis_bias() -> None:
     err, bias = np.array(err), np.array(bias)
     assert err.mean() > 4.5 * err.std(ddof=1) / math.sqrt(err.size), err.mean()
     assert 0.5 < bias.mean() / err.mean() < 2.2, (bias.mean(), err.mean())
+
+
+class _Sub:
+    """What loo_compare reads from a (subsampled) LooResult."""
+
+    def __init__(self, elpd_j: np.ndarray, index: np.ndarray | None, mcse: float) -> None:
+        self.elpd_i, self.sample_index, self.mcse_elpd_loo = elpd_j, index, mcse
+        self.model, self.threshold, self.fixed = "m", 0.7, []
+        self.n_obs = 400
+        self.elpd_loo = float(elpd_j.sum() * (self.n_obs / elpd_j.size))
+
+    def unfixed_bad(self) -> list[int]:
+        return []
+
+
+def test_compare_adds_both_monte_carlo_se_and_pairs_only_shared_subsamples() -> None:
+    from stanlogz.crossval.compare import loo_compare
+
+    rng = np.random.default_rng(2)
+    idx = np.sort(rng.choice(400, 100, replace=False))
+    a = _Sub(rng.normal(-1.0, 0.5, 100), idx, 0.3)
+    b = _Sub(a.elpd_i - 0.2 + rng.normal(0, 0.1, 100), idx, 0.4)
+    c = loo_compare([a, b])
+    d = b.elpd_i - a.elpd_i
+    assert c.diff_mcse[1] == pytest.approx(0.5)  # hypot(0.3, 0.4)
+    # the sampled differences' variance scaled to all 400 observations
+    assert c.diff_se[1] == pytest.approx(math.sqrt(400 * np.var(d, ddof=1) + 0.25))
+    other = _Sub(b.elpd_i, np.sort(rng.choice(400, 100, replace=False)), 0.4)
+    with pytest.raises(InputError, match="same sampled observations"):
+        loo_compare([a, other])
+    with pytest.raises(InputError, match="same sampled observations"):
+        loo_compare([a, _Sub(rng.normal(size=400), None, 0.1)])
