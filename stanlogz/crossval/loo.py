@@ -66,7 +66,8 @@ class LooResult:
     warnings: list[str] = field(default_factory=list)
     psis_mcse_i: np.ndarray | None = None  # Monte Carlo se of each PSIS value
     p_loo_se: float = float("nan")
-    mcse_elpd_loo: float = 0.0  # complete Monte Carlo se (PSIS part and fixed points)
+    #: complete Monte Carlo se: sqrt(mcse_psis² + mcse_bias² + Σ fixed points' se²)
+    mcse_elpd_loo: float = 0.0
     #: Monte Carlo se of the PSIS values' part of elpd_loo, from the draws' summed influence
     #: (accounts for the observations sharing the draws; :meth:`PsisLoo.total_mcse`)
     mcse_psis: float = 0.0

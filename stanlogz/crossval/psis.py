@@ -67,7 +67,9 @@ def elpd_mcse(log_weights: np.ndarray, log_lik: np.ndarray,
     log scale by treating E as gamma distributed with that mean and variance, for which
     Var(log E) = trigamma(E² / Var E) in closed form (loo draws from the approximating
     distribution instead; the closed form has no sampling noise and stays finite when the
-    variance is large, where the normal approximation gives negative draws).
+    variance is large, where the normal approximation gives negative draws). This is each
+    observation's own se; the se of the total Σ elpd_i is :meth:`PsisLoo.total_mcse`, since
+    the observations share the draws and their errors are correlated.
     """
     lw = np.asarray(log_weights, dtype=float)
     ll = np.asarray(log_lik, dtype=float)
