@@ -73,6 +73,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--full", action="store_true", help="200 seeds")
     ap.add_argument("--seeds", type=int, default=None)
+    ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--draws", type=int, default=1000, help="draws per chain")
     ap.add_argument("--m", type=int, default=100, help="subsample size")
     args = ap.parse_args()
@@ -88,10 +89,12 @@ def main() -> None:
         "elpd_loo influential", "  old rss se (before)", "elpd_loo well-behaved",
         "moment matching (per point)", f"subsampling (m={args.m})", "elpd_diff")}
     t0 = time.perf_counter()
-    for seed in range(n_seeds):
+    counts = []
+    for seed in range(args.first_seed, args.first_seed + n_seeds):
         d = sample(m_infl, settings, seed=seed)
         a = loo(m_infl, infl, draws=d, seed=seed)
         rows["elpd_loo influential"].append((a.elpd_loo - t_infl.sum(), a.mcse_elpd_loo))
+        counts.append((np.sum(a.khat > 0.5), np.sum(a.khat > 0.7), a.mcse_bias))
         rows["  old rss se (before)"].append((a.elpd_loo - t_infl.sum(),
                                                float(np.sqrt(np.sum(a.mcse_i**2)))))
         for f in a.fixed:
@@ -107,7 +110,10 @@ def main() -> None:
         rows["elpd_diff"].append((a.elpd_loo - b.elpd_loo - (t_infl.sum() - t_small.sum()),
                                   float(c.diff_mcse[1 - c.best])))
         print(f"seed {seed}: {time.perf_counter() - t0:.0f} s", flush=True)
-    print(f"\n{n_seeds} seeds, 4 x {args.draws} draws; coverage of ±2 se (want >= 90%)")
+    k5, k7, bias = np.mean(counts, axis=0)
+    print(f"\n{n_seeds} seeds from {args.first_seed}, 4 x {args.draws} draws; influential data: "
+          f"{k5:.1f} observations with k-hat > 0.5, {k7:.1f} > 0.7, mean mcse_bias {bias:.3f}")
+    print("coverage of ±2 se (want >= 90%)")
     print(f"{'quantity':30s} {'n':>5s} {'mean err':>9s} {'sd err':>8s} {'mean se':>8s} "
           f"{'cover':>6s}")
     for name, vals in rows.items():
