@@ -7,9 +7,12 @@ log_likelihood group; posterior with the coefficients, for its r_eff) and to wha
 column blocks (:func:`stanlogz.crossval.psis.psis_loo`, k̂, elpd_i, the pointwise Monte Carlo
 se and the draws' influence for the se of the total) and the total's Monte Carlo se.
 Each timing is the best of ``--repeats`` runs, alternated between the two, in CPU seconds
-(process time: fair on a shared machine, where wall time measures the other jobs).
+(process time: fair on a shared machine, where wall time measures the other jobs; run with
+one thread, OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1, so that neither
+side's CPU time counts parallel threads), and wall seconds beside them.
 
-    python3 benchmarks/loo_speed.py                  # N = 3000 and 10000, 4 x 1000 draws
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \
+        python3 benchmarks/loo_speed.py              # N = 3000 and 10000, 4 x 1000 draws
     python3 benchmarks/loo_speed.py --n 10000 --repeats 5
 """
 
@@ -55,21 +58,24 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     print(f"{'N':>6s} {'S':>6s} {'arviz s':>8s} {'stanlogz s':>10s} {'ratio':>6s} "
-          f"{'|elpd diff|':>11s}")
+          f"{'wall az':>7s} {'wall sl':>7s} {'ratio':>6s} {'|elpd diff|':>11s}")
     for n in args.n:
         post, ll = simulate(n, args.chains, args.draws, 1)
         idata = arviz_compat.from_dict({"posterior": {"theta": post},
                                         "log_likelihood": {"y": ll}})
-        ta, ts = [], []
+        ta, ts, wa, ws = [], [], [], []
         for _ in range(args.repeats):
-            t = time.process_time()
+            t, w = time.process_time(), time.perf_counter()
             ref = arviz_compat.loo(idata)["elpd"]
             ta.append(time.process_time() - t)
-            t = time.process_time()
+            wa.append(time.perf_counter() - w)
+            t, w = time.process_time(), time.perf_counter()
             ours = stanlogz_loo(post, ll)
             ts.append(time.process_time() - t)
+            ws.append(time.perf_counter() - w)
         print(f"{n:6d} {ll.shape[0] * ll.shape[1]:6d} {min(ta):8.2f} {min(ts):10.2f} "
-              f"{min(ts) / min(ta):6.2f} {abs(ref - ours):11.2e}")
+              f"{min(ts) / min(ta):6.2f} {min(wa):7.2f} {min(ws):7.2f} "
+              f"{min(ws) / min(wa):6.2f} {abs(ref - ours):11.2e}")
 
 
 if __name__ == "__main__":
