@@ -22,7 +22,7 @@ from .moment_match import moment_match_observation
 from .observations import Observations, load_observed
 from .pointwise import PointwiseLogLik
 from .psis import PsisLoo, psis_loo, relative_efficiency
-from .subsample import subsample_estimates
+from .subsample import draw_sample, subsample_estimates
 
 #: k̂ bands of the loo table (the first bound is the draw-count-dependent threshold).
 BANDS = ("good", "bad", "very bad")
@@ -292,7 +292,8 @@ def loo(
     for f in fixed:
         elpd_i[pos[f.index]] = f.elpd
     est = (_full_estimates(ps, elpd_i) if sample_index is None
-           else subsample_estimates(est["approx"], sample_index, elpd_i, ps, fixed))
+           else subsample_estimates(est["approx"], sample_index, elpd_i, ps, fixed,
+                                    est["certain"]))
     warns = _sampler_warnings(d)
     res = LooResult(
         model=model.name, elpd_loo=est["elpd"], se=est["se"], p_loo=est["p_loo"],
@@ -344,11 +345,11 @@ def _subsampled(pw: PointwiseLogLik, d: Draws, r_eff: float, m: int, seed: int |
                  f"PSIS on {m} observations drawn at random")
     at_points = np.concatenate([b for _, b in pw.chunks(unc[rows])], axis=1)
     pw.check(unc[rows[_check_rows(rows.size)]], at_points[_check_rows(rows.size)])
-    approx = psis_loo(at_points, r_eff).elpd_i
+    ap = psis_loo(at_points, r_eff)
     rng = np.random.default_rng(child_sequence(seed, SUBSAMPLE_STREAM))
-    index = np.sort(rng.choice(n, size=m, replace=False))
+    index, certain = draw_sample(ap.khat, m, rng)
     ps = _psis_pass(pw, d, r_eff, index, keep_above)
-    return index, {"approx": approx}, ps
+    return index, {"approx": ap.elpd_i, "certain": certain}, ps
 
 
 def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.ndarray,
