@@ -75,7 +75,6 @@ def psislw(log_ratios: np.ndarray, r_eff: float = 1.0) -> tuple[np.ndarray, np.n
     ``log_ratios`` is ``(..., S)``; returns log weights normalized to sum to one over the last
     axis (same shape) and the Pareto k-hat of each row.
     """
-    from scipy.special import logsumexp
 
     from .errors import InputError
 
@@ -95,7 +94,10 @@ def psislw(log_ratios: np.ndarray, r_eff: float = 1.0) -> tuple[np.ndarray, np.n
         else:
             lw, k = arviz().psislw(lr, reff=r_eff)
     lw = np.asarray(lw, dtype=float)
-    lw = lw - logsumexp(lw, axis=-1, keepdims=True)
+    # ArviZ normalizes already; this guards against rounding (and any version that does not)
+    # at the cost of one exp pass instead of scipy's general logsumexp
+    top = lw.max(axis=-1, keepdims=True)
+    lw -= np.log(np.exp(lw - top).sum(axis=-1, keepdims=True)) + top
     return lw, np.asarray(k, dtype=float)
 
 

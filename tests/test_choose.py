@@ -36,6 +36,8 @@ class FakeLoo:
     fixed: list = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     p_loo: float = 2.0
+    mcse_elpd_loo: float = 0.0
+    sample_index: np.ndarray | None = None
 
     @property
     def elpd_loo(self) -> float:

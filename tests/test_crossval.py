@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -181,7 +182,10 @@ def test_fixups_land_on_the_closed_form(normal, fix):
     assert abs(r.se - exact_se) < 5 * float(np.linalg.norm(mc)), (r.se, exact_se, mc)
     # The Monte Carlo se combines the fixed points' se with PSIS's for the others.
     assert mc[[f.index for f in r.fixed]] == pytest.approx([f.se for f in r.fixed])
-    assert r.mcse_elpd_loo == pytest.approx(np.sqrt(np.sum(mc**2)))
+    # (the PSIS part from the draws' summed influence, tests/test_loo_mcse.py)
+    assert r.mcse_elpd_loo == pytest.approx(math.sqrt(
+        r.mcse_psis**2 + r.mcse_bias**2 + sum(f.se**2 for f in r.fixed)))
+    assert r.mcse_psis > 0
     assert not r.unfixed_bad()
 
 
@@ -231,7 +235,10 @@ def test_loo_compare_uses_paired_pointwise_differences(normal):
     d_i = other.elpd_i - best.elpd_i
     j = 1 - c.best
     assert c.elpd_diff[c.best] == 0 and c.elpd_diff[j] == pytest.approx(d_i.sum())
-    assert c.diff_se[j] == pytest.approx(np.sqrt(10 * np.var(d_i)))
+    # the paired differences' spread and both programs' complete Monte Carlo se
+    assert c.diff_mcse[j] == pytest.approx(math.hypot(a.mcse_elpd_loo, b.mcse_elpd_loo))
+    assert c.diff_mcse[c.best] == 0 and c.diff_mcse[j] > 0
+    assert c.diff_se[j] == pytest.approx(np.sqrt(10 * np.var(d_i) + c.diff_mcse[j] ** 2))
     assert c.table()[0][0] == c.names[c.best]
     with pytest.raises(InputError, match="same observations"):
         short = dict(NORMAL_DATA, N=9, y=NORMAL_DATA["y"][:9])

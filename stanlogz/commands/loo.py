@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +105,9 @@ def print_loo(report: Reporter, r: LooResult) -> None:
     report.table(["", "estimate", "se"], r.table(),
                  title=f"{r.model}: PSIS-LOO on {r.n_samples} draws and {r.n_obs} observations"
                  f"{sub} (log-lik from {r.log_lik_source})")
-    report.text(f"Monte Carlo se of elpd_loo: {r.mcse_elpd_loo:.3f}"
+    report.text(f"Monte Carlo se of elpd_loo: {r.mcse_elpd_loo:.3f} (PSIS values "
+                f"{r.mcse_psis:.3f} with their shared draws, their bias {r.mcse_bias:+.3f}, "
+                f"fixed values {math.sqrt(sum(f.se**2 for f in r.fixed)):.3f})"
                 + ("" if r.sample_index is None else
                    f"; subsampling se: {r.subsampling_se:.3f}"))
     counts = r.khat_counts()

@@ -42,6 +42,9 @@ class LooComparison:
     khat_diff: np.ndarray | None = None
     diag_diff: list[str] | None = None
     diag_elpd: list[str] | None = None
+    #: Monte Carlo se of each elpd_diff: both programs' complete Monte Carlo se of elpd_loo
+    #: (their draws are independent runs), 0 for the best
+    diff_mcse: np.ndarray | None = None
 
     header = ("model", "elpd_loo", "se", "elpd_diff", "diff_se", "p_loo", "fixed", "p_worse",
               "diag_diff", "diag_elpd")
@@ -86,7 +89,8 @@ class LooComparison:
         """A JSON-serializable dict."""
         return {"best": self.names[self.best],
                 "models": [{"name": n, "elpd_loo": r.elpd_loo, "se": r.se,
-                            "elpd_diff": float(d), "diff_se": float(s), "p_loo": r.p_loo,
+                            "elpd_diff": float(d), "diff_se": float(s),
+                            "diff_mcse": _num(self.diff_mcse, j), "p_loo": r.p_loo,
                             "fixed": [f.index + 1 for f in r.fixed], "warnings": r.warnings,
                             "p_worse": _num(self.p_worse, j), "khat_diff": _num(self.khat_diff, j),
                             "diag_diff": (self.diag_diff or [""] * len(self.names))[j],
@@ -149,8 +153,9 @@ def elpd_diagnostic(result: LooResult) -> str:
 def loo_compare(results: Sequence[LooResult], names: Sequence[str] | None = None
                 ) -> LooComparison:
     """Compare :class:`LooResult` s of programs on the same observations: elpd_diff = elpd_loo −
-    best, se = sqrt(N var(elpd_i − best_i) + Monte Carlo variances of both programs' fixed
-    points)."""
+    best, se = sqrt(N var(elpd_i − best_i) + diff_mcse²), where diff_mcse² is the sum of both
+    programs' squared Monte Carlo se of elpd_loo (PSIS part and fixed points). Subsampled
+    results must share the sampled observations (same seed and subsample size)."""
     results = list(results)
     if len(results) < 2:
         raise InputError(f"loo comparison needs at least two results, got {len(results)}")
@@ -161,19 +166,27 @@ def loo_compare(results: Sequence[LooResult], names: Sequence[str] | None = None
     names = list(names) if names is not None else [r.model for r in results]
     if len(names) != len(results):
         raise InputError(f"{len(names)} names for {len(results)} results")
+    sub = [r.sample_index for r in results if r.sample_index is not None]
+    if sub and (len(sub) < len(results)
+                or any(not np.array_equal(x, sub[0]) for x in sub[1:])):
+        raise InputError("subsampled LOO results can be compared only when every program used "
+                         "the same sampled observations (same seed and subsample size); "
+                         "otherwise the pointwise differences pair unrelated observations")
     best = int(np.argmax([r.elpd_loo for r in results]))
     b = results[best]
     diff = np.array([r.elpd_loo - b.elpd_loo for r in results])
     se = np.zeros(len(results))
+    mcse = np.zeros(len(results))
     khat = np.full(len(results), np.nan)
     diag = [""] * len(results)
     for j, r in enumerate(results):
         if j != best:
             d_i = r.elpd_i - b.elpd_i
-            se[j] = math.sqrt(d_i.size * np.var(d_i) + np.sum(r.mc_se_i**2)
-                              + np.sum(b.mc_se_i**2))
+            mcse[j] = math.hypot(r.mcse_elpd_loo, b.mcse_elpd_loo)
+            var_d = np.var(d_i, ddof=0 if r.sample_index is None else 1)
+            se[j] = math.sqrt(r.n_obs * var_d + mcse[j] ** 2)
             khat[j] = tail_khat(d_i)
             diag[j] = difference_diagnostics(r.n_obs, float(diff[j]), float(khat[j]))
     return LooComparison(names=names, results=results, elpd_diff=diff, diff_se=se, best=best,
                          p_worse=p_worse(diff, se), khat_diff=khat, diag_diff=diag,
-                         diag_elpd=[elpd_diagnostic(r) for r in results])
+                         diag_elpd=[elpd_diagnostic(r) for r in results], diff_mcse=mcse)

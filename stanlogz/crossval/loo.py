@@ -24,6 +24,7 @@ from .moment_match import moment_match_observation
 from .observations import Observations, load_observed
 from .pointwise import PointwiseLogLik
 from .psis import PsisLoo, psis_loo, relative_efficiency
+from .subsample import draw_sample, subsample_estimates
 
 #: k̂ bands of the loo table (the first bound is the draw-count-dependent threshold).
 BANDS = ("good", "bad", "very bad")
@@ -32,6 +33,9 @@ BANDS = ("good", "bad", "very bad")
 #: 0.7 left a bias of about 0.45 se over 200 seeds (benchmarks/loo_fixups.py), 0.3 removes it
 #: for about twice the density evaluations, still ~5x cheaper than a refit.
 MM_K_TARGET = 0.3
+
+#: Thinned draws of the PSIS approximation of every observation when subsampling.
+APPROX_DRAWS = 100
 
 #: Child of the user's seed that draws the subsampled observations.
 SUBSAMPLE_STREAM = 7901
@@ -64,7 +68,14 @@ class LooResult:
     warnings: list[str] = field(default_factory=list)
     psis_mcse_i: np.ndarray | None = None  # Monte Carlo se of each PSIS value
     p_loo_se: float = float("nan")
-    mcse_elpd_loo: float = 0.0  # complete Monte Carlo se (PSIS part and fixed points)
+    #: complete Monte Carlo se: sqrt(mcse_psis² + mcse_bias² + Σ fixed points' se²)
+    mcse_elpd_loo: float = 0.0
+    #: Monte Carlo se of the PSIS values' part of elpd_loo, from the draws' summed influence
+    #: (accounts for the observations sharing the draws; :meth:`PsisLoo.total_mcse`)
+    mcse_psis: float = 0.0
+    #: estimated bias of the PSIS values' part (k̂ above 0.5; :func:`.psis.half_bias`),
+    #: included in mcse_elpd_loo (elpd_loo is left as PSIS gives it, as loo and ArviZ do)
+    mcse_bias: float = 0.0
     sample_index: np.ndarray | None = None  # subsampled observations (0-based), or None
     subsampling_se: float = 0.0  # se of the subsampling (difference) estimator
     approximation: str | None = None  # the cheap pointwise approximation used to subsample
@@ -136,7 +147,9 @@ class LooResult:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict (pointwise rows included)."""
         return {"model": self.model, "elpd_loo": self.elpd_loo, "se": self.se,
-                "mcse_elpd_loo": self.mcse_elpd_loo, "p_loo": self.p_loo,
+                "mcse_elpd_loo": self.mcse_elpd_loo, "mcse_psis": self.mcse_psis,
+                "mcse_bias": self.mcse_bias,
+                "p_loo": self.p_loo,
                 "p_loo_se": self.p_loo_se, "looic": -2 * self.elpd_loo, "n_obs": self.n_obs,
                 "n_samples": self.n_samples, "r_eff": self.r_eff, "khat_threshold": self.threshold,
                 "khat_counts": self.khat_counts(), "fix": self.fix,
@@ -187,12 +200,16 @@ def _check_rows(n_draws: int, k: int = 3) -> np.ndarray:
     return np.unique(np.linspace(0, n_draws - 1, min(k, n_draws)).astype(int))
 
 
-def _psis_pass(pw: PointwiseLogLik, d: Draws, r_eff: float, index: np.ndarray | None
-               ) -> PsisLoo:
-    """PSIS-LOO of the observations ``index`` (all when None), streamed in column blocks."""
+def _psis_pass(pw: PointwiseLogLik, d: Draws, r_eff: float, index: np.ndarray | None,
+               keep_above: float = 0.5) -> PsisLoo:
+    """PSIS-LOO of the observations ``index`` (all when None), streamed in column blocks; the
+    draw influence of observations with k̂ above ``keep_above`` (the ones fix-ups may
+    replace) is kept for the Monte Carlo se of the total."""
     con = None if d.constrained is None else d.constrained.reshape(-1, d.constrained.shape[2])
     blocks = pw.chunks(d.flat_unconstrained(), con, d.constrained_names, index=index)
-    return PsisLoo.concatenate([psis_loo(ll, r_eff) for _, ll in blocks])
+    chains = d.unconstrained.shape[0]
+    return PsisLoo.concatenate([psis_loo(ll, r_eff, chains=chains, keep_above=keep_above)
+                                for _, ll in blocks])
 
 
 @with_client
@@ -233,8 +250,8 @@ def loo(
     ``"difference"`` (the program's density on data instances of one observation, checked for
     validity). ``k_threshold``: fix observations above this k̂ instead of the draw-count-
     dependent threshold min(1 − 1/log10 S, 0.7). ``subsample``: estimate elpd_loo from PSIS on
-    this many observations drawn at random (difference estimator around a point-estimate
-    approximation of every observation; Magnusson et al. 2020), for large N.
+    this many observations drawn at random (difference estimator around PSIS-LOO of every
+    observation on 100 thinned draws; Magnusson et al. 2020), for large N.
     """
     from .fitloo import is_fit, loo_elsewise
 
@@ -265,11 +282,12 @@ def loo(
             progress(f"pointwise log-likelihood of {observations.n} observations "
                      f"({pw.source}) at {unc.shape[0]} draws")
         pw.check(unc[_check_rows(unc.shape[0])])
-        ps = _psis_pass(pw, d, r_eff, None)
+        ps = _psis_pass(pw, d, r_eff, None, _keep_above(k_threshold))
         sample_index = None
         est = _full_estimates(ps)
     else:
-        sample_index, est, ps = _subsampled(pw, d, r_eff, subsample, seed, progress)
+        sample_index, est, ps = _subsampled(pw, d, r_eff, subsample, seed, progress,
+                                            _keep_above(k_threshold))
     if pw.source == "log_lik":
         warn = pw.compare_log_lik(unc[_check_rows(unc.shape[0], 2)])
         if warn:
@@ -288,7 +306,8 @@ def loo(
     for f in fixed:
         elpd_i[pos[f.index]] = f.elpd
     est = (_full_estimates(ps, elpd_i) if sample_index is None
-           else _subsample_estimates(est["approx"], sample_index, elpd_i, ps, fixed))
+           else subsample_estimates(est["approx"], sample_index, elpd_i, ps, fixed,
+                                    est["certain"]))
     warns = _sampler_warnings(d)
     res = LooResult(
         model=model.name, elpd_loo=est["elpd"], se=est["se"], p_loo=est["p_loo"],
@@ -298,10 +317,14 @@ def loo(
         seconds=time.perf_counter() - t0, warnings=warns + notes, psis_mcse_i=ps.mcse_i,
         p_loo_se=est["p_loo_se"], sample_index=sample_index,
         subsampling_se=est.get("subsampling_se", 0.0),
-        approximation=None if sample_index is None else "plpd", pointwise_seconds=t_pointwise,
+        approximation=None if sample_index is None else f"psis{APPROX_DRAWS}",
+        pointwise_seconds=t_pointwise,
         program=model, data=data_dict, draws=d)
-    mc = res.mcse_i
-    res.mcse_elpd_loo = float(math.sqrt(np.sum(mc**2)) * est.get("expansion", 1.0))
+    grow, replaced = est.get("expansion", 1.0), [pos[f.index] for f in fixed]
+    res.mcse_psis = ps.total_mcse(replaced) * grow
+    res.mcse_bias = ps.total_bias(replaced) * grow
+    res.mcse_elpd_loo = math.sqrt(res.mcse_psis**2 + res.mcse_bias**2
+                                  + sum(f.se**2 for f in fixed) * grow**2)
     res.warnings.extend(_warnings(res))
     res.warnings = list(dict.fromkeys(res.warnings))  # refits sharing the draws repeat theirs
     return res
@@ -315,42 +338,32 @@ def _full_estimates(ps: PsisLoo, elpd_i: np.ndarray | None = None) -> dict[str, 
             "p_loo_se": float(math.sqrt(p_i.size * np.var(p_i)))}
 
 
+def _keep_above(k_threshold: float | None) -> float:
+    """k̂ above which a PSIS value may be replaced by a fix-up (its influence is kept)."""
+    return 0.5 if k_threshold is None else min(0.5, float(k_threshold))
+
+
 def _subsampled(pw: PointwiseLogLik, d: Draws, r_eff: float, m: int, seed: int | None,
-                progress: Any) -> tuple[np.ndarray, dict[str, Any], PsisLoo]:
-    """PSIS on ``m`` observations drawn without replacement, and the point-estimate
-    approximation log p(y_i | θ̄) of every observation (θ̄ the mean unconstrained draw)."""
+                progress: Any, keep_above: float = 0.5
+                ) -> tuple[np.ndarray, dict[str, Any], PsisLoo]:
+    """PSIS on ``m`` observations drawn without replacement, and the approximation of every
+    observation: PSIS-LOO on ``APPROX_DRAWS`` evenly thinned draws. (The point estimate
+    log p(y_i | θ̄) left heavy-tailed differences on influential observations, whose sample
+    variance underestimated the subsampling variance: its ±2 se covered 39–77%.)"""
     n = pw.obs.n
     unc = d.flat_unconstrained()
-    rows = _check_rows(unc.shape[0])
-    points = np.vstack([unc.mean(axis=0, keepdims=True), unc[rows]])
+    rows = np.unique(np.linspace(0, unc.shape[0] - 1, min(APPROX_DRAWS, unc.shape[0]))
+                     .astype(int))
     if progress:
-        progress(f"approximate log-likelihood of {n} observations at the posterior mean; "
+        progress(f"approximate PSIS-LOO of {n} observations on {rows.size} thinned draws; "
                  f"PSIS on {m} observations drawn at random")
-    at_points = np.concatenate([b for _, b in pw.chunks(points)], axis=1)
-    pw.check(points[1:], at_points[1:])
+    at_points = np.concatenate([b for _, b in pw.chunks(unc[rows])], axis=1)
+    pw.check(unc[rows[_check_rows(rows.size)]], at_points[_check_rows(rows.size)])
+    ap = psis_loo(at_points, r_eff)
     rng = np.random.default_rng(child_sequence(seed, SUBSAMPLE_STREAM))
-    index = np.sort(rng.choice(n, size=m, replace=False))
-    ps = _psis_pass(pw, d, r_eff, index)
-    return index, {"approx": at_points[0]}, ps
-
-
-def _subsample_estimates(approx: np.ndarray, index: np.ndarray, elpd_j: np.ndarray,
-                         ps: PsisLoo, fixed: list[FixedPoint]) -> dict[str, float]:
-    """The difference estimator of Σ elpd_i around ``approx`` from the simple random sample
-    ``index`` (without replacement), its subsampling se, and the between-observation se."""
-    n, m = approx.size, index.size
-    e = elpd_j - approx[index]
-    elpd = float(approx.sum() + n * e.mean())
-    v_sub = float(n**2 * (1 - m / n) * np.var(e, ddof=1) / m)
-    # Σ elpd_i² by the same estimator; N var_pop(elpd_i) = Σ elpd_i² − (Σ elpd_i)²/N, with
-    # (Σ elpd_i)² estimated without bias by elpd² − v_sub.
-    sq = float(np.sum(approx**2) + n * np.mean(elpd_j**2 - approx[index] ** 2))
-    se2 = sq - (elpd**2 - v_sub) / n
-    p_j = ps.lppd_i - elpd_j
-    return {"elpd": elpd, "se": float(math.sqrt(max(se2, 0.0))),
-            "subsampling_se": math.sqrt(max(v_sub, 0.0)), "p_loo": float(n * p_j.mean()),
-            "p_loo_se": float(math.sqrt(n * np.var(p_j, ddof=1))),
-            "expansion": n / m}
+    index, certain = draw_sample(ap.khat, m, rng)
+    ps = _psis_pass(pw, d, r_eff, index, keep_above)
+    return index, {"approx": ap.elpd_i, "certain": certain}, ps
 
 
 def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.ndarray,
@@ -367,8 +380,14 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
             progress(f"moment matching {bad.size} observation(s) with k-hat > {threshold:.2f}: "
                      f"{', '.join(str(i + 1) for i in bad)}")
         log_post = pw.model.log_density_many(d.flat_unconstrained())  # shared by all points
-        matched = [_moment_matched(pw, d, log_post, int(i), ps, pos[int(i)], threshold, r_eff)
-                   for i in bad]
+        matched = []
+        for i in bad:
+            matched.append(_moment_matched(pw, d, log_post, int(i), ps, pos[int(i)], threshold,
+                                           r_eff))
+            if progress:
+                m = matched[-1]
+                progress(f"moment matched observation {i + 1} ({len(matched)}/{bad.size}): "
+                         f"k-hat {m.khat:.2f} -> {m.khat_after:.2f}, {m.seconds:.1f} s")
         fixed = [f for f in matched if fix == "mm" or f.khat_after <= threshold]
         if fix == "mm":
             return fixed, []
@@ -466,6 +485,10 @@ def _warnings(r: LooResult) -> list[str]:
         if f.se > 0.1:
             out.append(f"observation {f.index + 1}: the fixed value has Monte Carlo se "
                        f"{f.se:.2f}; run more draws for it")
+    if abs(r.mcse_bias) > 0.5 * r.mcse_psis and abs(r.mcse_bias) > 0.1:
+        out.append(f"PSIS values with k-hat above 0.5 bias elpd_loo by about "
+                   f"{r.mcse_bias:+.2f} at {r.n_samples} draws (included in its Monte Carlo "
+                   "se): k_threshold=0.5 moment-matches them, or more draws shrink it")
     if r.mcse_elpd_loo > 0.5:
         out.append(f"the Monte Carlo se of elpd_loo is {r.mcse_elpd_loo:.2f}: run more draws "
                    "(it falls as 1/sqrt(draws))")

@@ -27,9 +27,12 @@ from scipy.special import logsumexp
 from .. import arviz_compat
 from ..errors import InputError, StanlogzError
 from .pointwise import PointwiseLogLik
-from .psis import elpd_mcse
+from .psis import draw_influence, total_mcse
 
 TRANSFORMATIONS = ("shift", "scale", "cov")
+
+#: Largest dimension for which the full-covariance map is tried by default (dim³ cost).
+COV_MAX_DIM = 200
 
 LogDensity = Callable[[np.ndarray], np.ndarray]
 
@@ -40,7 +43,7 @@ class MomentMatched:
 
     index: int  # 0-based
     elpd: float
-    se: float  # Monte Carlo se (elpd_mcse of the final weights)
+    se: float  # Monte Carlo se: the final weights' draw influence with its ESS (total_mcse)
     khat_before: float
     khat_after: float  # of the ratios the estimate uses (the split proposal's when split)
     khat_transformed: float  # after the last accepted map, before the split
@@ -147,7 +150,7 @@ def moment_match(draws: np.ndarray, log_post: LogDensity, log_lik_i: LogDensity,
                  index: int, r_eff: float, k_threshold: float,
                  log_post_draws: np.ndarray | None = None,
                  log_lik_draws: np.ndarray | None = None, split: bool = True,
-                 max_iters: int = 30, cov: bool = True,
+                 max_iters: int = 30, cov: bool | None = None,
                  k_target: float | None = None) -> MomentMatched:
     """log p(y_i | y₋ᵢ) for observation ``index`` by moment matching the full-data posterior
     ``draws`` (chains, n, dim; unconstrained) toward the leave-one-out posterior.
@@ -158,7 +161,13 @@ def moment_match(draws: np.ndarray, log_post: LogDensity, log_lik_i: LogDensity,
     evaluations. Maps are tried while k̂ ≥ ``k_target`` (default ``k_threshold``), at most
     ``max_iters`` accepted; the result is reliable, and carries no warning, when the final k̂ is
     below ``k_threshold``. A ``k_target`` below the threshold (e.g. 0.3) spends a few more
-    evaluations to remove the bias PSIS still has at k̂ between 0.5 and 0.7.
+    evaluations to remove the bias PSIS still has at k̂ between 0.5 and 0.7. ``cov``: try the
+    full-covariance map (default: when the dimension is at most ``COV_MAX_DIM`` and a tenth
+    of the draws; its cost grows as dim³ and its covariance estimate is poor beyond). The se
+    is the delta-method se of the self-normalized estimate with the ESS of its per-draw
+    influence series (chains' autocorrelation and antithetic NUTS draws included).
+    ``split=False`` uses the transformed draws alone, whose maps were fitted to the same
+    draws: the estimate is then not consistent, and a warning says so.
     """
     t0 = time.perf_counter()
     x0 = _check_inputs(draws, index, r_eff, k_threshold, max_iters)
@@ -223,6 +232,8 @@ def moment_match(draws: np.ndarray, log_post: LogDensity, log_lik_i: LogDensity,
     khat, total = khat_before, _Affine(np.ones(x0.shape[1]), np.zeros(x0.shape[1]))
     accepted: list[str] = []
     warns: list[str] = []
+    if cov is None:
+        cov = x0.shape[1] <= min(COV_MAX_DIM, x0.shape[0] // 10)
     names = TRANSFORMATIONS if cov else TRANSFORMATIONS[:2]
     while khat >= target and len(accepted) < max_iters and improve():
         pass
@@ -242,7 +253,12 @@ def moment_match(draws: np.ndarray, log_post: LogDensity, log_lik_i: LogDensity,
     khat_transformed = khat
     lw, ll, khat = lw_final, ll_final, khat_final
     elpd = float(logsumexp(lw + ll))
-    se = float(elpd_mcse(lw, ll, r_eff))
+    chains = np.asarray(draws).shape[0]
+    se = total_mcse(draw_influence(lw[None], ll[None], np.array([elpd]))[0], chains)
+    if not split and accepted:
+        warns.append(f"observation {index + 1}: split=False weights the transformed draws "
+                     "alone, but the maps were fitted to those same draws, so the estimate "
+                     "is not consistent (and its se not a Monte Carlo se); use split=True")
     if khat >= k_threshold:
         warns.append(f"observation {index + 1}: Pareto k-hat is {khat:.2f} (>= "
                      f"{k_threshold:.2f}) after moment matching, so its elpd and se are "

@@ -1,0 +1,187 @@
+"""Monte Carlo se of the PSIS-LOO total Σ elpd_i from the draws' summed influence
+(crossval.psis.draw_influence / total_mcse / PsisLoo.total_mcse), against the spread of the
+total over independent draw sets of a conjugate normal model with exact posterior draws."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import kurtosis, norm
+
+from stanlogz.crossval.psis import psis_loo, relative_efficiency_pointwise, total_mcse
+from stanlogz.errors import InputError
+
+# y_j ~ N(mu, 1), mu ~ N(0, 10²): the posterior of mu is N(M, V) exactly. Every elpd_i is
+# estimated from the same draws of mu, so their errors are correlated (all of them move with
+# the draws' mean): the total's error is not the root sum of squares of the pointwise ones.
+N_OBS = 30
+Y = np.random.default_rng(11).normal(size=N_OBS)
+Y[:3] = [3.2, -2.9, 2.6]  # outliers: k-hat ~ 0.2-0.4
+PREC = 1 / 100 + N_OBS
+M, V = Y.sum() / PREC, 1 / PREC
+Z_LIMIT = 4.5  # two-sided P(|z| > 4.5) = 6.8e-6 per comparison
+
+
+def ar1_draws(rng: np.random.Generator, reps: int, chains: int, n: int, phi: float
+              ) -> np.ndarray:
+    """``reps`` sets of ``chains`` AR(1) chains with stationary law N(M, V), (reps, chains, n)."""
+    e = rng.normal(size=(reps, chains, n))
+    x = np.empty_like(e)
+    x[..., 0] = e[..., 0]
+    for t in range(1, n):
+        x[..., t] = phi * x[..., t - 1] + math.sqrt(1 - phi**2) * e[..., t]
+    return M + math.sqrt(V) * x
+
+
+def ratio_z(estimates: np.ndarray, ses: np.ndarray) -> float:
+    """z statistic of log(mean se / sd of the estimates) under 'the se is right': the sample
+    sd's log has variance (kurtosis − 1) / (4 (R − 1)), the mean se's log var(se) / (R mean²)."""
+    r = estimates.size
+    var_log_sd = (kurtosis(estimates, fisher=False) - 1) / (4 * (r - 1))
+    var_log_se = ses.var(ddof=1) / (r * ses.mean() ** 2)
+    return math.log(ses.mean() / estimates.std(ddof=1)) / math.sqrt(var_log_sd + var_log_se)
+
+
+@pytest.mark.parametrize("phi", [0.0, 0.6])
+def test_total_mcse_matches_spread_over_independent_draw_sets(phi: float) -> None:
+    # 200 draw sets of 4 x 250 draws, independent (phi = 0) or AR(1) chains (phi = 0.6, ESS
+    # ~ S/4), whose efficiency the ESS of the influence series must pick up. The z-test of
+    # mean se against the sd of the totals fails with probability 6.8e-6 when the se is right
+    # (1.4e-5 for the two cases; seeds 21, 27).
+    rng = np.random.default_rng(21 + int(10 * phi))
+    reps, chains, n = 200, 4, 250
+    mu = ar1_draws(rng, reps, chains, n, phi)
+    totals, ses, naive = [], [], []
+    for k in range(reps):
+        ll = norm.logpdf(Y[None, None, :], mu[k][..., None], 1.0)  # (chains, n, N)
+        r_eff = float(relative_efficiency_pointwise(ll).mean())
+        ps = psis_loo(ll, r_eff)
+        assert ps.chains == chains
+        totals.append(ps.elpd_i.sum())
+        ses.append(ps.total_mcse())
+        naive.append(math.sqrt(np.sum(ps.mcse_i**2)))
+    totals, ses, naive = np.array(totals), np.array(ses), np.array(naive)
+    z = ratio_z(totals, ses)
+    assert abs(z) < Z_LIMIT, (ses.mean(), totals.std(ddof=1))
+    # the root sum of squares of the pointwise se treats the shared draws as independent:
+    # with independent draws it understates the sd of the total about 1.4-fold; the sd over
+    # 200 sets has relative error 1/sqrt(2 * 199) = 5%, so a ratio below 1.15 is a > 4-sigma
+    # event (with the AR(1) chains the per-point r_eff happens to offset it)
+    if phi == 0.0:
+        assert naive.mean() < totals.std(ddof=1) / 1.15, (naive.mean(), totals.std(ddof=1))
+
+
+def test_replaced_points_leave_the_total() -> None:
+    # Leaving out replaced observations gives exactly the se of the remaining columns' PSIS.
+    rng = np.random.default_rng(5)
+    ll = norm.logpdf(Y[None, None, :], ar1_draws(rng, 1, 2, 500, 0.3)[0][..., None], 1.0)
+    ps = psis_loo(ll, 1.0, keep_above=-np.inf)  # keep every observation's influence
+    rest = psis_loo(ll[..., 3:], 1.0)
+    assert ps.total_mcse([0, 1, 2]) == pytest.approx(rest.total_mcse(), rel=1e-10)
+    # blocks of columns concatenated give the total of all
+    from stanlogz.crossval.psis import PsisLoo
+
+    both = PsisLoo.concatenate([psis_loo(ll[..., :3], 1.0, keep_above=-np.inf), rest])
+    assert both.total_mcse() == pytest.approx(ps.total_mcse(), rel=1e-10)
+    assert both.total_mcse([0, 1, 2]) == pytest.approx(rest.total_mcse(), rel=1e-10)
+    # only observations above keep_above (default 0.5) carry their own influence
+    plain = psis_loo(ll, 1.0)
+    with pytest.raises(InputError, match="no draw influence kept"):
+        plain.total_mcse([0])
+    # a likelihood constant over the draws is estimated exactly
+    assert total_mcse(np.zeros(1000), chains=4) == 0.0
+    with pytest.raises(InputError):
+        total_mcse(np.ones(10), chains=4)
+    with pytest.raises(InputError):
+        psis_loo(ll.reshape(-1, N_OBS), 1.0, chains=7)
+
+
+def test_half_sample_bias_estimate_tracks_the_psis_bias() -> None:
+    # 12 observations, four of them far out: k-hat 0.4-0.8, where the log of PSIS's mean of
+    # heavy-tailed ratios is biased upward. Over 300 sets of 4 x 250 exact draws the mean
+    # total error (about +0.25, its se ~0.023 from the spread) must be positive beyond 4.5
+    # se (P < 3.4e-6 if there were no bias), and the mean estimated bias must be within
+    # [0.5, 2.2] times it: the mean error lies in [0.14, 0.35] but with probability 6.8e-6
+    # and the mean estimate (~0.27) varies by ~4%, so the ratio falls in [0.77, 1.9] unless
+    # the estimator is off. The truth is the closed form (seed 3).
+    y = np.random.default_rng(11).normal(size=12)
+    y[:4] = [7.5, -6.5, 6.0, 4.5]
+    prec = 1 / 100 + y.size
+    mean, sd = y.sum() / prec, math.sqrt(1 / prec)
+    prec_loo = prec - 1
+    exact = norm.logpdf(y, (y.sum() - y) / prec_loo, np.sqrt(1 + 1 / prec_loo)).sum()
+    rng = np.random.default_rng(3)
+    err, bias = [], []
+    for _ in range(300):
+        mu = mean + sd * rng.normal(size=(4, 250))
+        ps = psis_loo(norm.logpdf(y[None, None, :], mu[..., None], 1.0), 1.0)
+        err.append(ps.elpd_i.sum() - exact)
+        bias.append(ps.total_bias())
+    err, bias = np.array(err), np.array(bias)
+    assert err.mean() > 4.5 * err.std(ddof=1) / math.sqrt(err.size), err.mean()
+    assert 0.5 < bias.mean() / err.mean() < 2.2, (bias.mean(), err.mean())
+
+
+class _Sub:
+    """What loo_compare reads from a (subsampled) LooResult."""
+
+    def __init__(self, elpd_j: np.ndarray, index: np.ndarray | None, mcse: float) -> None:
+        self.elpd_i, self.sample_index, self.mcse_elpd_loo = elpd_j, index, mcse
+        self.model, self.threshold, self.fixed = "m", 0.7, []
+        self.n_obs = 400
+        self.elpd_loo = float(elpd_j.sum() * (self.n_obs / elpd_j.size))
+
+    def unfixed_bad(self) -> list[int]:
+        return []
+
+
+def test_compare_adds_both_monte_carlo_se_and_pairs_only_shared_subsamples() -> None:
+    from stanlogz.crossval.compare import loo_compare
+
+    rng = np.random.default_rng(2)
+    idx = np.sort(rng.choice(400, 100, replace=False))
+    a = _Sub(rng.normal(-1.0, 0.5, 100), idx, 0.3)
+    b = _Sub(a.elpd_i - 0.2 + rng.normal(0, 0.1, 100), idx, 0.4)
+    c = loo_compare([a, b])
+    d = b.elpd_i - a.elpd_i
+    assert c.diff_mcse[1] == pytest.approx(0.5)  # hypot(0.3, 0.4)
+    # the sampled differences' variance scaled to all 400 observations
+    assert c.diff_se[1] == pytest.approx(math.sqrt(400 * np.var(d, ddof=1) + 0.25))
+    other = _Sub(b.elpd_i, np.sort(rng.choice(400, 100, replace=False)), 0.4)
+    with pytest.raises(InputError, match="same sampled observations"):
+        loo_compare([a, other])
+    with pytest.raises(InputError, match="same sampled observations"):
+        loo_compare([a, _Sub(rng.normal(size=400), None, 0.1)])
+
+
+def test_subsample_estimator_with_certain_observations_is_unbiased_and_its_se_right() -> None:
+    # 60 observations; the approximation is close except at three whose approximation k-hat
+    # is high, which draw_sample takes with certainty. Over 4000 random samples of the rest
+    # the estimate's mean lies within 4.5 sd/sqrt(4000) of the true sum (P ~ 6.8e-6), and the
+    # mean subsampling variance (unbiased under simple random sampling) is within 15% of
+    # the estimates' variance (whose relative sd over 4000 samples is ~2.5%: > 5 sigma).
+    from stanlogz.crossval.subsample import draw_sample, subsample_estimates
+
+    rng = np.random.default_rng(4)
+    n, m = 60, 20
+    truth = rng.normal(-1.0, 0.6, n)
+    approx = truth + rng.normal(0, 0.05, n)
+    khat = np.full(n, 0.2)
+    khat[[5, 17, 40]] = [0.9, 1.2, 0.8]
+    approx[[5, 17, 40]] -= [3.0, 5.0, 2.0]  # the unreliable approximations
+
+    class _Ps:
+        lppd_i = np.zeros(m)
+
+    est, var = [], []
+    for _ in range(4000):
+        index, certain = draw_sample(khat, m, rng)
+        assert set(index[certain]) == {5, 17, 40} and index.size == m
+        out = subsample_estimates(approx, index, truth[index], _Ps(), [], certain)
+        est.append(out["elpd"])
+        var.append(out["subsampling_se"] ** 2)
+    est, var = np.array(est), np.array(var)
+    assert abs(est.mean() - truth.sum()) < 4.5 * est.std() / math.sqrt(est.size)
+    assert abs(var.mean() / est.var() - 1) < 0.15, (var.mean(), est.var())
