@@ -173,9 +173,13 @@ def test_subsampled_loo_covers_the_full_psis_value(wells):
 def test_psis_mcse_matches_the_spread_over_independent_nuts_runs(compiled):
     # normal_mean with a moderately outlying point: PSIS elpd_loo from 40 independent NUTS runs
     # of 2 x 250 draws. The sd over runs estimates the true Monte Carlo sd with relative error
-    # about 1/sqrt(2 * 39) = 11%; the mean reported mcse must agree within a factor 1.6
-    # (a chi-square(39) ratio outside [1/1.6^2, 1.6^2] has probability < 1e-5), which a
-    # mcse without r_eff or with the wrong scale (x sqrt(2) or more) fails.
+    # about 1/sqrt(2 * 39) = 11%; the mean reported mcse must agree within a factor 1.7:
+    # 39 var_hat / var ~ chi-square(39), and P(chi2_39 / 39 outside [1/1.7^2, 1.7^2]) =
+    # 4.7e-5 (scipy.stats.chi2; the bound 1.6 used before had 2.2e-4). The mean of 40 mcse
+    # values has a relative sd of about 10% / sqrt(40) < 2%; an error of 2% in it would raise
+    # that to 8.0e-5 (P(fail) < 1e-4 either way). An mcse off by
+    # a factor 2 either way (e.g. without r_eff on autocorrelated chains) fails with
+    # probability >= 0.90.
     data = json.loads((EX / "normal_mean.data.json").read_text())
     data["y"] = data["y"][:-1] + [4.0]
     model = compiled(EX / "normal_mean.stan", data)
@@ -192,7 +196,7 @@ def test_psis_mcse_matches_the_spread_over_independent_nuts_runs(compiled):
         values.append(ps.elpd_i.sum())
         mcse.append(math.sqrt(np.sum(ps.mcse_i**2)))
     ratio = np.std(values, ddof=1) / np.mean(mcse)
-    assert 1 / 1.6 < ratio < 1.6, (ratio, np.std(values, ddof=1), np.mean(mcse))
+    assert 1 / 1.7 < ratio < 1.7, (ratio, np.std(values, ddof=1), np.mean(mcse))
 
 
 def test_cli_subsample_bad_values_and_wrong_log_lik_length_are_one_line_errors(
