@@ -156,14 +156,36 @@ def test_subsampled_loo_covers_the_full_psis_value(wells):
     # Against the full PSIS value on the same draws the subsample estimate errs by the
     # subsampling error plus at most the expanded Monte Carlo error of the sampled points;
     # with 200 of 1500 observations the difference estimator is close to normal, so
-    # |z| < 4 fails with probability about 6e-5.
+    # |z| < 4 fails with probability about 6.3e-5 (and the se checks below 1.4e-5: 8e-5).
     z = (sub.elpd_loo - full.elpd_loo) / math.hypot(sub.subsampling_se, sub.mcse_elpd_loo)
     assert abs(z) < 4, (sub.elpd_loo, full.elpd_loo, sub.subsampling_se, sub.mcse_elpd_loo)
-    # The point-estimate approximation is close for a 3-parameter regression, so the
-    # subsampling se is far below the between-observation se, which matches the full one:
-    # its relative error is about sd(elpd_i^2)/(2 sqrt(m) var) < 10% here.
-    assert sub.subsampling_se < 0.05 * full.se
-    assert sub.se == pytest.approx(full.se, rel=0.1)
+    # Both se's against their exact values, computable here because the population is known:
+    # the full run's elpd_i and the approximation a_i = log p(y_i | mean draw) of all N (the
+    # same a_i the estimator used: it reproduces sub.elpd_loo to rounding).
+    n, m = full.elpd_i.size, 200
+    pw = PointwiseLogLik(model, data, find_observations(data), "difference")
+    a = pw.matrix(d.flat_unconstrained().mean(axis=0, keepdims=True))[0]
+    e, j = full.elpd_i - a, sub.sample_index
+    assert sub.elpd_loo == pytest.approx(a.sum() + n * e[j].mean(), abs=1e-8)
+    fpc = 1 - m / n
+
+    def srs_sd(v: np.ndarray) -> float:
+        """sd of N x (mean of v over a simple random sample of m): exact."""
+        return n * math.sqrt(fpc * np.var(v, ddof=1) / m)
+
+    # subsampling se: the exact sd of the difference estimator is srs_sd(e); its estimate
+    # sqrt(s_e²) has relative sd ~ sqrt((kurtosis(e) - 1) / m) / 2 (delta method), and with
+    # m = 200 the sample variance is close to normal: outside 4.5 of those with probability
+    # ~ 7e-6.
+    true_sub = srs_sd(e)
+    ez = (e - e.mean()) / e.std()
+    rel = math.sqrt(fpc * (np.mean(ez**4) - 1) / m) / 2
+    assert abs(sub.subsampling_se / true_sub - 1) < 4.5 * rel, (sub.subsampling_se, true_sub)
+    # between-observation se: se² = Σ elpd_i² − (Σ elpd_i)²/N is estimated with error
+    # ≈ N (mean over the sample − mean over all) of g_i = elpd_i² − a_i² − 2 mean(elpd) e_i
+    # (first order), so the se errs by srs_sd(g) / (2 se); 4.5 of those: P(fail) ~ 7e-6.
+    g = full.elpd_i**2 - a**2 - 2 * full.elpd_i.mean() * e
+    assert abs(sub.se - full.se) < 4.5 * srs_sd(g) / (2 * full.se), (sub.se, full.se)
     # The pointwise values of the sampled observations are the full run's.
     np.testing.assert_allclose(sub.elpd_i, full.elpd_i[sub.sample_index], rtol=1e-12)
     with pytest.raises(InputError, match="subsample must be an integer in 2..1499"):
