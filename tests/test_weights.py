@@ -122,7 +122,7 @@ def test_pseudo_bma_se_is_the_sampling_sd_of_the_weights():
     over 4000 simulated data sets (relative sd 1/sqrt(2 * 3999) = 1.1%) against the mean
     reported se over 400 of them (relative sd <= 0.8%: sd(se) / mean(se) / sqrt(400) measured
     0.6-0.8%). The delta method's own error at sums with sd ~0.25 nat is O(sd²) (measured
-    ratios 0.99-1.01); 8% is > 5.5 combined sd beyond that (P(fail) < 1e-7 per weight). An se
+    ratios 0.99-1.01); 8% is > 5 combined sd beyond that (P(fail) < 1e-6 per weight). An se
     of the elpd sums instead of the weights (0.19-0.27, about 4x) fails."""
     rng = np.random.default_rng(3)
     mu, sd = np.array([-1, -1.1, -1.05]) * 0.05, np.array([0.5, 0.7, 0.6]) * 0.05
