@@ -299,6 +299,37 @@ def test_api_compare_by_loo_only(compiled):
         stanlogz.compare(models, str(DATA), loo=True, use_evidence=False, unbiased_bf=True)
 
 
+def _robust_loo_crps(data: dict, grid: int = 32, pairs: int = 20000) -> float:
+    """Mean over observations of the exact LOO CRPS (½E|X − X'| − E|X − y_i|) of
+    regression_robust.stan: the LOO posterior on a grid over (alpha, beta, log sigma) spanning
+    >= 7 posterior sd each way; E|X − y_i| in closed form per grid point (for Z ~ t_4,
+    E|Z − k| = k(2F(k) − 1) + 2(4 + k²)/3 f(k)); E|X − X'| from 20000 pairs of exact draws
+    of the LOO predictive (Monte Carlo sd of the mean < 1e-3)."""
+    from scipy import stats
+
+    x, y = np.asarray(data["x"]), np.asarray(data["y"])
+    axes = (np.linspace(-0.2, 1.95, grid), np.linspace(-0.55, 1.75, grid),
+            np.linspace(-1.95, 0.7, grid))
+    a, b, log_s = (v.ravel() for v in np.meshgrid(*axes, indexing="ij"))
+    s = np.exp(log_s)
+    mu = a[:, None] + b[:, None] * x[None, :]
+    ll = stats.t.logpdf(y[None, :], 4, mu, s[:, None])
+    lp = (stats.norm.logpdf(a, 0, 2) + stats.norm.logpdf(b, 0, 1) + stats.norm.logpdf(s, 0, 1)
+          + log_s + ll.sum(axis=1))
+    w = np.exp(lp[:, None] - ll - np.max(lp[:, None] - ll, axis=0))
+    w /= w.sum(axis=0)
+    k = (y[None, :] - mu) / s[:, None]
+    e_xy = np.sum(w * s[:, None] * (k * (2 * stats.t.cdf(k, 4) - 1)
+                                    + 2 * (4 + k * k) / 3 * stats.t.pdf(k, 4)), axis=0)
+    rng = np.random.default_rng(0)
+    e_xx = np.empty(y.size)
+    for i in range(y.size):
+        g = rng.choice(w.shape[0], size=(2, pairs), p=w[:, i])
+        draws = mu[g, i] + s[g] * rng.standard_t(4, (2, pairs))
+        e_xx[i] = np.mean(np.abs(draws[0] - draws[1]))
+    return float(np.mean(0.5 * e_xx - e_xy))
+
+
 def test_cli_compare_with_predictive_checks(compiled, capsys, tmp_path):
     import json
 
@@ -312,10 +343,18 @@ def test_cli_compare_with_predictive_checks(compiled, capsys, tmp_path):
     assert rc == 0, err
     checks = json.loads(out)["checks"]
     assert set(checks) == {"regression_robust", "regression_robust#1"}
+    # CRPS (positively oriented, so always <= 0) against the exact LOO value by quadrature.
+    # Monte Carlo error of each fit's mean CRPS over 25 observations (ESS >= 200 of the 800
+    # draws assumed): the y_rep noise, independent across observations, sd <=
+    # rms sqrt(E(X - y_i)²) / sqrt(200 * 25) = 1.1 / 70.7 = 0.016 for E|X - y_i| and half
+    # that for ½E|X - X'|; the shared error of the draws (mostly sigma: posterior sd 0.1, slope
+    # of the mean CRPS in sigma < 1) adds < 0.1 / sqrt(200) = 0.007: sd <= 0.031, and 0.15
+    # is 4.8 sd (P(fail) < 2e-6 per fit).
+    exact_crps = _robust_loo_crps(json.loads(DATA.read_text()))
     for ch in checks.values():
         assert ch["outcome"] == "y" and len(ch["pit"]) == 25
-        assert ch["crps"]["crps"] < 0 and {m["metric"] for m in ch["metrics"]} == {
-            "mae", "rmse", "r2"}
+        assert abs(ch["crps"]["crps"] - exact_crps) < 0.15, (ch["crps"]["crps"], exact_crps)
+        assert {m["metric"] for m in ch["metrics"]} == {"mae", "rmse", "r2"}
     assert (tmp_path / "pit-regression_robust.png").stat().st_size > 0
     assert (tmp_path / "pit-regression_robust_1.png").stat().st_size > 0
     # bad inputs: one line, exit 2, no plot written
