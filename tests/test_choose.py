@@ -393,3 +393,10 @@ def test_bma_weights_alone_come_from_the_evidence(monkeypatch):
     assert c.weights("bma").weights == pytest.approx([1 / (1 + math.exp(-1)),
                                                       1 / (1 + math.exp(1))])
     assert c.weights("bma").se == pytest.approx(c.evidence.post_probs_se)
+    # and that se is the spread it claims: the weight of 20000 log Z pairs drawn N(lz, 0.1²)
+    # has sd w(1 - w) sqrt(2) 0.1 = 0.0278 up to O(se²) curvature (< 1% at se 0.1); the
+    # sample sd's relative sd is 1/sqrt(2 * 19999) = 0.5%, so 3.5% is > 5 of those beyond the
+    # curvature (P(fail) < 1e-6)
+    z = np.array([-3.0, -4.0]) + 0.1 * np.random.default_rng(4).standard_normal((20000, 2))
+    w1 = 1 / (1 + np.exp(z[:, 1] - z[:, 0]))
+    assert c.weights("bma").se == pytest.approx([w1.std(ddof=1)] * 2, rel=0.035)
