@@ -72,12 +72,38 @@ def pair(diffs: np.ndarray, seed: int = 0) -> list[FakeLoo]:
 def test_p_worse_is_the_normal_probability_of_a_negative_difference():
     d = np.random.default_rng(1).normal(0.05, 0.4, 60)
     c = loo_compare(pair(d), ["best", "other"])
-    diff, se = -d.sum(), math.sqrt(60 * np.var(d))
-    assert c.elpd_diff[1] == pytest.approx(diff) and c.diff_se[1] == pytest.approx(se)
+    diff, se = -d.sum(), c.diff_se[1]
+    assert c.elpd_diff[1] == pytest.approx(diff)
     # loo: pnorm(0, elpd_diff, se_diff) = Phi(-elpd_diff / se_diff)
     assert c.p_worse[1] == pytest.approx(0.5 * (1 + math.erf(-diff / se / math.sqrt(2))))
     assert np.isnan(c.p_worse[0]) and c.table()[0][7] is None
     assert c.diag_diff == ["", "N < 100"]
+
+
+def test_diff_se_covers_the_expected_difference_at_its_exact_rate():
+    """diff_se against the exact sampling distribution: 500 programs whose pointwise elpd falls
+    short of the best one's by iid N(0.5, 0.4²) values (N = 60), so each elpd_diff has
+    expectation -30 and z = (elpd_diff + 30) / diff_se = -t_59 sqrt(60/59) exactly (the se
+    uses the 1/N variance). The number of the 500 with |z| <= 2 is Binomial(500, p0),
+    p0 = P(|t_59| <= 2 sqrt(59/60)) = 0.948; it lies between the 5e-5 and 1 - 5e-5 quantiles
+    except with probability <= 1e-4 (scipy.stats.binom). An se off by sqrt(2) either way
+    (coverage 0.834 or 0.993) falls outside those bounds with probability > 0.99."""
+    from scipy import stats
+
+    n, reps, mu = 60, 500, 0.5
+    rng = np.random.default_rng(31)
+    base = rng.normal(-1.0, 0.3, n)
+    d = rng.normal(mu, 0.4, (reps, n))
+    names = ["best"] + [f"o{r}" for r in range(reps)]
+    c = loo_compare([FakeLoo(base, "best")] + [FakeLoo(base - x, m)
+                                               for x, m in zip(d, names[1:], strict=True)],
+                    names)
+    assert c.best == 0  # every sum of d is > 0 here (mean 30, sd 3.1)
+    z = (c.elpd_diff[1:] + n * mu) / c.diff_se[1:]
+    covered = int(np.sum(np.abs(z) <= 2))
+    p0 = 1 - 2 * stats.t.sf(2 * math.sqrt((n - 1) / n), n - 1)
+    lo, hi = stats.binom.ppf(5e-5, reps, p0), stats.binom.isf(5e-5, reps, p0)
+    assert lo <= covered <= hi, (covered, lo, hi, p0)
 
 
 def test_difference_diagnostics_follow_loo():
@@ -233,9 +259,11 @@ def test_three_shipped_programs_by_loo_and_evidence(compiled, capsys):
     bma = res["weights"]["bma"]
     p = np.exp(lz - lz.max()) / np.exp(lz - lz.max()).sum()
     assert [bma["weights"][n] for n in names] == pytest.approx(p, rel=1e-9)
-    # the evidence itself against the exact values: gbs is tested elsewhere; here a loose
-    # 0.05 nat band (its se is ~0.005) guards the wiring (the right program per row)
-    assert np.all(np.abs(lz - EXACT_LOG_Z) < 0.05 + 5 * se)
+    # the evidence itself against the exact values (quadrature, the programs' headers): three
+    # z-tests at 4.5 reported se, failure probability <= 3 * 6.8e-6 = 2e-5 for an honest se
+    # (a program in the wrong row is off by >= 0.76 nat, hundreds of se)
+    z = (lz - EXACT_LOG_Z) / se
+    assert np.all(np.abs(z) < 4.5), (lz, se, z)
     loo_models = {m["name"]: m for m in res["loo"]["models"]}
     assert set(loo_models) == set(names)
     best = res["loo"]["best"]
@@ -273,6 +301,37 @@ def test_api_compare_by_loo_only(compiled):
         stanlogz.compare(models, str(DATA), loo=True, use_evidence=False, unbiased_bf=True)
 
 
+def _robust_loo_crps(data: dict, grid: int = 32, pairs: int = 20000) -> float:
+    """Mean over observations of the exact LOO CRPS (½E|X − X'| − E|X − y_i|) of
+    regression_robust.stan: the LOO posterior on a grid over (alpha, beta, log sigma) spanning
+    >= 7 posterior sd each way; E|X − y_i| in closed form per grid point (for Z ~ t_4,
+    E|Z − k| = k(2F(k) − 1) + 2(4 + k²)/3 f(k)); E|X − X'| from 20000 pairs of exact draws
+    of the LOO predictive (Monte Carlo sd of the mean < 1e-3)."""
+    from scipy import stats
+
+    x, y = np.asarray(data["x"]), np.asarray(data["y"])
+    axes = (np.linspace(-0.2, 1.95, grid), np.linspace(-0.55, 1.75, grid),
+            np.linspace(-1.95, 0.7, grid))
+    a, b, log_s = (v.ravel() for v in np.meshgrid(*axes, indexing="ij"))
+    s = np.exp(log_s)
+    mu = a[:, None] + b[:, None] * x[None, :]
+    ll = stats.t.logpdf(y[None, :], 4, mu, s[:, None])
+    lp = (stats.norm.logpdf(a, 0, 2) + stats.norm.logpdf(b, 0, 1) + stats.norm.logpdf(s, 0, 1)
+          + log_s + ll.sum(axis=1))
+    w = np.exp(lp[:, None] - ll - np.max(lp[:, None] - ll, axis=0))
+    w /= w.sum(axis=0)
+    k = (y[None, :] - mu) / s[:, None]
+    e_xy = np.sum(w * s[:, None] * (k * (2 * stats.t.cdf(k, 4) - 1)
+                                    + 2 * (4 + k * k) / 3 * stats.t.pdf(k, 4)), axis=0)
+    rng = np.random.default_rng(0)
+    e_xx = np.empty(y.size)
+    for i in range(y.size):
+        g = rng.choice(w.shape[0], size=(2, pairs), p=w[:, i])
+        draws = mu[g, i] + s[g] * rng.standard_t(4, (2, pairs))
+        e_xx[i] = np.mean(np.abs(draws[0] - draws[1]))
+    return float(np.mean(0.5 * e_xx - e_xy))
+
+
 def test_cli_compare_with_predictive_checks(compiled, capsys, tmp_path):
     import json
 
@@ -286,10 +345,18 @@ def test_cli_compare_with_predictive_checks(compiled, capsys, tmp_path):
     assert rc == 0, err
     checks = json.loads(out)["checks"]
     assert set(checks) == {"regression_robust", "regression_robust#1"}
+    # CRPS (positively oriented, so always <= 0) against the exact LOO value by quadrature.
+    # Monte Carlo error of each fit's mean CRPS over 25 observations (ESS >= 200 of the 800
+    # draws assumed): the y_rep noise, independent across observations, sd <=
+    # rms sqrt(E(X - y_i)²) / sqrt(200 * 25) = 1.1 / 70.7 = 0.016 for E|X - y_i| and half
+    # that for ½E|X - X'|; the shared error of the draws (mostly sigma: posterior sd 0.1, slope
+    # of the mean CRPS in sigma < 1) adds < 0.1 / sqrt(200) = 0.007: sd <= 0.031, and 0.15
+    # is 4.8 sd (P(fail) < 2e-6 per fit).
+    exact_crps = _robust_loo_crps(json.loads(DATA.read_text()))
     for ch in checks.values():
         assert ch["outcome"] == "y" and len(ch["pit"]) == 25
-        assert ch["crps"]["crps"] < 0 and {m["metric"] for m in ch["metrics"]} == {
-            "mae", "rmse", "r2"}
+        assert abs(ch["crps"]["crps"] - exact_crps) < 0.15, (ch["crps"]["crps"], exact_crps)
+        assert {m["metric"] for m in ch["metrics"]} == {"mae", "rmse", "r2"}
     assert (tmp_path / "pit-regression_robust.png").stat().st_size > 0
     assert (tmp_path / "pit-regression_robust_1.png").stat().st_size > 0
     # bad inputs: one line, exit 2, no plot written
@@ -328,3 +395,10 @@ def test_bma_weights_alone_come_from_the_evidence(monkeypatch):
     assert c.weights("bma").weights == pytest.approx([1 / (1 + math.exp(-1)),
                                                       1 / (1 + math.exp(1))])
     assert c.weights("bma").se == pytest.approx(c.evidence.post_probs_se)
+    # and that se is the spread it claims: the weight of 20000 log Z pairs drawn N(lz, 0.1²)
+    # has sd w(1 - w) sqrt(2) 0.1 = 0.0278 up to O(se²) curvature (< 1% at se 0.1); the
+    # sample sd's relative sd is 1/sqrt(2 * 19999) = 0.5%, so 3.5% is > 5 of those beyond the
+    # curvature (P(fail) < 1e-6)
+    z = np.array([-3.0, -4.0]) + 0.1 * np.random.default_rng(4).standard_normal((20000, 2))
+    w1 = 1 / (1 + np.exp(z[:, 1] - z[:, 0]))
+    assert c.weights("bma").se == pytest.approx([w1.std(ddof=1)] * 2, rel=0.035)

@@ -75,27 +75,39 @@ def test_recovers_analytic_loo_density_of_an_influential_point() -> None:
     # 24 replicates of 4 x 1000 exact posterior draws, maps until k-hat < k_target = 0.3.
     # Over 300 seeds: k-hat before 1.24 +- 0.14 (min 0.85), after 0.19 +- 0.10 (max 0.48),
     # z = (elpd - truth) / se with mean 0.07 and sd 0.44 (the iid se formula overstates the
-    # error of the half-transformed, stratified split sample). T = sum(z) / sqrt(24) is
-    # standard normal or narrower when the se is right or conservative: |T| > 4.5 with
-    # probability <= 6.8e-6; k-hat after >= 0.7 is 5 sd above its mean (normal-tail
-    # probability < 1e-5 for all 24). Stopping at 0.7 instead leaves PSIS's own bias of ~0.45
-    # se (measured over 200 seeds), which would fail this test about 1 % of the time.
+    # error of the half-transformed, stratified split sample). Over the replicates without a
+    # warning, T = sum(z) / sqrt(n) is standard normal or narrower when the se is right or
+    # conservative: |T| > 4.5 with probability <= 6.8e-6. Stopping at 0.7 instead leaves
+    # PSIS's own bias of ~0.45 se (measured over 200 seeds), which would fail this test about
+    # 1 % of the time.
+    from scipy.stats import t as student_t
+
     model = GaussianRegression()
     rng = np.random.default_rng(2024)
     reps = 24
-    z, k_before = [], []
+    z, err, k_before = [], [], []
     for _ in range(reps):
         post, lik = Counted(model.log_post), Counted(model.log_lik_0)
         res = moment_match(model.draws(rng, 4, 1000), post, lik, index=0, r_eff=1.0,
                            k_threshold=0.7, k_target=0.3)
         assert res.n_evals == post.rows + lik.rows
         assert res.split_used and res.transformations
-        assert res.khat_after < 0.7 and not res.warnings, res.to_dict()
-        z.append((res.elpd - model.truth) / res.se)
+        # the contract, for every draw set: a warning exactly when the final k-hat is >= 0.7
+        assert bool(res.warnings) == (res.khat_after >= 0.7), res.to_dict()
+        if not res.warnings:  # the estimates a user is told to trust
+            z.append((res.elpd - model.truth) / res.se)
+            err.append(res.elpd - model.truth)
         k_before.append(res.khat_before)
-    assert np.median(k_before) > 0.7  # PSIS alone is unreliable here
-    t_stat = float(np.sum(z) / math.sqrt(reps))
+    # preconditions that make the test informative, not claims: PSIS alone is unreliable here
+    # and at least half the replicates end reliable (k-hat after < 0.7 in 300 of 300 seeds)
+    assert np.median(k_before) > 0.7 and len(z) >= reps // 2, (k_before, len(z))
+    t_stat = float(np.sum(z) / math.sqrt(len(z)))
     assert abs(t_stat) < Z_LIMIT, np.round(z, 2)
+    # unbiasedness without trusting the reported se: the mean error against its empirical se
+    # is Student-t with len(z) - 1 df for normal errors; beyond t.isf(2.5e-5, df) (5.0 at
+    # 24, 6.4 at 12) with probability 5e-5; with the check above <= 5.7e-5 in all.
+    err_t = float(np.mean(err) / (np.std(err, ddof=1) / math.sqrt(len(err))))
+    assert abs(err_t) < student_t.isf(2.5e-5, len(err) - 1), (np.mean(err), np.std(err))
     json.dumps(res.to_dict())
 
 
@@ -209,14 +221,17 @@ def test_poisson_regression_matches_refits_and_quadrature(compiled) -> None:  # 
 
 def test_options_without_split_or_covariance_map() -> None:
     # the unsplit estimate uses the transformed draws as they are; cov=False never tries the
-    # covariance map; k_target above the threshold is capped at the threshold. (Over 300 seeds
-    # k-hat before was 1.24 +- 0.14, min 0.85, and maps were accepted every time.)
+    # covariance map; k_target above the threshold is capped at the threshold. Every assertion
+    # holds by construction for any draw set, given the precondition that maps were tried and
+    # one was kept (k-hat before >= 0.7: 1.24 +- 0.14, min 0.85 over 300 seeds, a map kept in
+    # all), without which the option checks would be vacuous.
     model = GaussianRegression()
     draws = model.draws(np.random.default_rng(6), 4, 1000)
     plain = moment_match(draws, model.log_post, model.log_lik_0, index=0, r_eff=1.0,
                          k_threshold=0.7, split=False, cov=False, k_target=0.9)
-    assert plain.transformations and not plain.split_used
-    assert "cov" not in plain.transformations
+    assert plain.khat_before >= 0.7 and plain.transformations  # precondition
+    assert not plain.split_used and "cov" not in plain.transformations
+    # a map is kept only when it lowers k-hat; unsplit, the estimate's k-hat is the last map's
     assert plain.khat_after == plain.khat_transformed < plain.khat_before
     capped = moment_match(draws, model.log_post, model.log_lik_0, index=0, r_eff=1.0,
                           k_threshold=0.7, split=False, cov=False)
