@@ -28,6 +28,7 @@ from .errors import InputError
 from .estimators import lookup
 from .estimators.base import EvidenceResult, _jsonable
 from .estimators.common import draws_needed
+from .estimators.names import ComparisonNames
 from .parallel import with_client
 from .stan.code import unused_parameters  # noqa: F401 - re-exported
 from .stan.inputs import check_stan_file, read_data
@@ -178,8 +179,8 @@ def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target
 
 
 # ---------------------------------------------------------------------- comparison
-@dataclass
-class ComparisonResult:
+@dataclass(repr=False)
+class ComparisonResult(ComparisonNames):
     """Evidence of several programs, log Bayes factors against the best, model probabilities.
 
     ``log_bf[i]`` is log Z_i - log Z_best with standard error ``log_bf_se[i]`` (estimates are

@@ -25,10 +25,11 @@ from scipy.stats import norm
 from .. import arviz_compat
 from ..errors import InputError
 from .loo import LooResult
+from .names import LooComparisonNames
 
 
-@dataclass
-class LooComparison:
+@dataclass(repr=False)
+class LooComparison(LooComparisonNames):
     """elpd_loo per program, differences to the best and their standard errors."""
 
     names: list[str]

@@ -23,11 +23,12 @@ from ..draws import as_draws, sample
 from ..errors import DataError, InputError
 from ..parallel import child_sequence, with_client
 from .heldout import HeldOut, heldout_many
+from .names import KFoldNames
 from .observations import Observations, load_observed, observation_labels
 
 
-@dataclass
-class KFoldResult:
+@dataclass(repr=False)
+class KFoldResult(KFoldNames):
     """K-fold cross-validation of one program: elpd_kfold with its between-fold and Monte
     Carlo se, pointwise values, and every fold's exact held-out result."""
 

@@ -32,13 +32,14 @@ from ..errors import DataError, InputError
 from ..estimators.common import autocorr_time
 from ..parallel import child_sequence, run_parallel, with_client
 from .heldout import heldout_elpd
+from .names import LfoNames
 from .observations import Observations, load_observed
 
 LFO_METHODS = ("psis", "exact")
 
 
-@dataclass
-class LfoResult:
+@dataclass(repr=False)
+class LfoResult(LfoNames):
     """Leave-future-out CV: elpd_lfo = Σ_t log p(y_{t+1:t+M} | y_{1:t}) with its se, Monte
     Carlo se, per-origin values, k̂ and refits."""
 

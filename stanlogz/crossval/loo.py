@@ -19,6 +19,7 @@ from ..parallel import child_sequence, run_parallel, with_client
 from .fixups import FIX_METHODS, FixedPoint, FixTask, fix_observation
 from .heldout import heldout_many
 from .moment_match import moment_match_observation
+from .names import LooNames
 from .observations import Observations, load_observed
 from .pointwise import PointwiseLogLik
 from .psis import PsisLoo, psis_loo, relative_efficiency
@@ -37,8 +38,8 @@ SUBSAMPLE_STREAM = 7901
 HELDOUT_STREAM = 7902
 
 
-@dataclass
-class LooResult:
+@dataclass(repr=False)
+class LooResult(LooNames):
     """Leave-one-out cross-validation of one program: elpd_loo with its se, its Monte Carlo se,
     p_loo, and the pointwise values (PSIS, or fixed where k̂ was above the threshold). With
     subsampling the pointwise arrays hold the sampled observations (``sample_index``) only."""

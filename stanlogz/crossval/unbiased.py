@@ -39,6 +39,7 @@ from ..estimators.ups import (
 from ..mcmc.paths import two_posterior_path
 from ..parallel import as_seed_sequence, child_sequence, with_client
 from .loo import _get_draws
+from .names import CVNames
 from .observations import Observations, load_observed
 
 #: Pilot runs per lambda grid point for the tuning (UPS's default is 100): the tuning only sets
@@ -54,8 +55,8 @@ CRITERIA = {"log": "-log p(y_V | y_T)",
 _SPLITS, _TUNING, _LAMBDAS, _REPLICATES, _SAMPLING = range(5)
 
 
-@dataclass
-class CVResult:
+@dataclass(repr=False)
+class CVResult(CVNames):
     """Unbiased estimate of the cross-validation objective mean −log p(y_V | y_T)."""
 
     model: str
