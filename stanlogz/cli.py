@@ -21,7 +21,7 @@ from typing import NoReturn
 from .errors import StanlogzError
 
 COMMANDS = ["compile", "sample", "evidence", "compare", "loo", "kfold", "lfo", "cv", "bdmc",
-            "pmmh"]
+            "pmmh", "cache"]
 
 
 class _Parser(argparse.ArgumentParser):

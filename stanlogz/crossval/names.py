@@ -73,9 +73,10 @@ class LooNames(Display):
                 f"computed from {n_draws} by {self.n_obs} log-likelihood matrix")
         head = f"{type(self).__name__} of {self.model}: {what} ({self.log_lik_source})"
         main = Section("", ["", "Estimate", "SE"],
-                       [["elpd_loo", round(self.elpd_loo, 1), round(self.se, 1)],
-                        ["p_loo", round(self.p_loo, 1), round(self.p_loo_se, 1)],
-                        ["looic", round(self.looic, 1), round(self.se_looic, 1)]])
+                       [[name, f"{v:.1f}", f"{se:.1f}"] for name, v, se in (
+                           ("elpd_loo", self.elpd_loo, self.se),
+                           ("p_loo", self.p_loo, self.p_loo_se),
+                           ("looic", self.looic, self.se_looic))])
         t = self.threshold
         counts = self.khat_counts()
         n = max(int(self.khat.size), 1)
@@ -83,8 +84,8 @@ class LooNames(Display):
                  [f"({t:.2f}, 1]", "(bad)", counts["bad"]],
                  ["(1, Inf)", "(very bad)", counts["very bad"]]]
         ktab = Section(f"Pareto k diagnostic values (before fix-ups; threshold {t:.2f}):",
-                       ["", "", "Count", "Pct."],
-                       [[b, lab, c, f"{100.0 * c / n:.1f}%"] for b, lab, c in bands])
+                       ["", "Count", "Pct."],
+                       [[f"{b:13s} {lab}", c, f"{100.0 * c / n:.1f}%"] for b, lab, c in bands])
         notes = [f"MCSE of elpd_loo is {self.mcse_elpd_loo:.2f}."]
         if self.sample_index is not None:
             notes.append(f"Subsampling se of elpd_loo is {self.subsampling_se:.2f}.")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..errors import InputError, StanCompileError, ToolchainError
 from .cache import cache_root, file_lock, staging_dir
+from .cache_admin import mark_used, max_cache_bytes, prune_cache
 from .locate import SOURCE_DIR, Toolchain, find_toolchain
 from .stanc import run_stanc
 
@@ -93,6 +94,7 @@ def ensure_base(tc: Toolchain, progress: Progress = None) -> Path:
     key = tc.fingerprint()[:20] + ("-pch" if _use_pch(tc) else "")
     final = root / "base" / key
     if (final / "bridge.o").is_file():
+        mark_used(final)
         return final
     with file_lock(root, "base-" + key):
         if (final / "bridge.o").is_file():
@@ -158,6 +160,7 @@ def build(
     final = root / "models" / f"{name}-{key}"
     lib = final / f"lib{name}.so"
     if lib.is_file():
+        mark_used(final)
         return BuildResult(lib, name, code, key, False, time.perf_counter() - start, backend)
     with file_lock(root, f"model-{key}"):
         if lib.is_file():
@@ -178,6 +181,8 @@ def build(
         global _builds
         with _counter_lock:
             _builds += 1
+    base = root / "base" / (tc.fingerprint()[:20] + ("-pch" if _use_pch(tc) else ""))
+    prune_cache(root, max_cache_bytes(), keep=(final, base))
     return BuildResult(lib, name, code, key, True, time.perf_counter() - start, backend)
 
 

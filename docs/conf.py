@@ -1,0 +1,47 @@
+"""Sphinx configuration of the stanlogz documentation (MyST markdown, executed MyST-NB notebooks)."""
+
+from __future__ import annotations
+
+import os
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _installed_version
+
+project = "stanlogz"
+author = "the stanlogz developers"
+copyright = "the stanlogz developers (BSD-3-Clause)"
+try:
+    release = _installed_version("stanlogz")
+except PackageNotFoundError:  # building from a checkout that is not installed
+    release = "0.1.0"
+
+extensions = [
+    "myst_nb",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.mathjax",
+    "sphinx.ext.viewcode",
+    "sphinxarg.ext",
+]
+
+source_suffix = {".md": "myst-nb", ".rst": "restructuredtext"}
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "jupyter_execute", ".jupyter_cache"]
+myst_enable_extensions = ["dollarmath", "colon_fence", "deflist"]
+myst_heading_anchors = 3
+
+# Tutorials are markdown notebooks executed at build time; CI may pass
+# -D nb_execution_mode=off to build quickly without running Stan.
+nb_execution_mode = os.environ.get("STANLOGZ_DOCS_EXECUTE", "cache")
+nb_execution_timeout = 900
+nb_execution_raise_on_error = True
+nb_execution_show_tb = True
+nb_execution_cache_path = os.path.join(os.path.dirname(__file__), "_build", ".jupyter_cache")
+nb_merge_streams = True
+
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": False}
+
+
+html_theme = "furo"
+html_title = f"stanlogz {release}"
+html_static_path = []
+suppress_warnings = ["myst.header"]
