@@ -18,7 +18,7 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
-from .errors import StanlogzError
+from .errors import InputError, StanlogzError
 
 COMMANDS = ["compile", "sample", "evidence", "compare", "loo", "kfold", "lfo", "cv", "bdmc",
             "pmmh", "cache"]
@@ -59,6 +59,36 @@ def build_parser() -> argparse.ArgumentParser:
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser
+
+
+#: Options that name a file the command writes: checked before any computation.
+OUTPUT_OPTIONS = {"plot": "--plot", "output": "--output", "pit_plot": "--pit-plot"}
+
+
+def check_output_paths(args: argparse.Namespace) -> None:
+    """Refuse an output file that cannot be written before anything is built or sampled (a
+    result computed for minutes must not be lost to a typo in ``--plot``)."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    for dest, flag in OUTPUT_OPTIONS.items():
+        value = getattr(args, dest, None)
+        if not isinstance(value, str):
+            continue
+        p = Path(value)
+        if p.is_dir():
+            raise InputError(f"{flag} {p} is a folder; give a file name")
+        folder = p.parent
+        if not folder.is_dir():
+            raise InputError(f"{flag} {p}: the folder {folder} does not exist")
+        try:
+            fd, probe = tempfile.mkstemp(dir=folder, prefix=".stanlogz-write-check-")
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            raise InputError(f"{flag} {p} cannot be written: {exc.strerror or exc} "
+                                f"(folder {folder})") from None
 
 
 def installed_version() -> str:
@@ -111,6 +141,7 @@ def _main(argv: Sequence[str] | None, held: list[int], *, restore_default: bool)
     try:
         if held:
             raise KeyboardInterrupt
+        check_output_paths(args)
         report = Reporter(json_mode=args.json, quiet=args.quiet)
         return int(args._run(args, report) or 0)
     except StanlogzError as exc:

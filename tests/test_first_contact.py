@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from importlib.metadata import version
 
 import numpy as np
@@ -131,3 +132,36 @@ def test_json_error_object(capsys, tmp_path) -> None:
     assert rc == 2 and "stanlogz: error:" in out.err
     obj = json.loads(out.out)
     assert obj["kind"] == "error" and "missing.stan" in obj["error"] and obj["exit_status"] == 2
+
+
+def test_unwritable_outputs_are_refused_before_any_computation(capsys, tmp_path) -> None:
+    from stanlogz.cli import OUTPUT_OPTIONS
+    from stanlogz.toolchain import build_count
+    from tests.test_hostile_inputs import argv_for, subcommands
+
+    program, data = MODELS / "tests" / "normal.stan", MODELS / "tests" / "normal.json"
+    flags = set(OUTPUT_OPTIONS.values())
+    checked = 0
+    for name, sub in sorted(subcommands().items()):
+        for flag in sorted(flags & {o for a in sub._actions for o in a.option_strings}):
+            for bad, why in (("/proc/x.png", "cannot be written"), (str(tmp_path), "is a folder"),
+                             (str(tmp_path / "no" / "x.png"), "does not exist")):
+                before = build_count()
+                t = time.perf_counter()
+                rc = main(["--json", *argv_for(name, sub, program, data, None, []), flag, bad])
+                out = capsys.readouterr()
+                assert rc == 2, (name, flag, bad, out.err)
+                assert why in out.err and flag in out.err and len(out.err.splitlines()) == 1
+                assert json.loads(out.out)["kind"] == "error"
+                assert build_count() == before and time.perf_counter() - t < 15
+                checked += 1
+    assert checked >= 3 * 8  # every command that writes a file (sample, evidence, loo, ...)
+
+
+def test_counted_nouns() -> None:
+    from stanlogz._util.words import counted, transitions
+
+    assert transitions(1) == "1 divergent transition"
+    assert transitions(115) == "115 divergent transitions"
+    assert counted(1, "quantity", "quantities") == "1 quantity"
+    assert counted(2, "quantity", "quantities") == "2 quantities"

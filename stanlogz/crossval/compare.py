@@ -80,7 +80,8 @@ class LooComparison(LooComparisonNames):
                            f"(k-hat {self.khat_diff[i]:.2f}); look at the outlying observations "
                            "before trusting se_diff")
             if e:
-                out.append(f"{n}: {e}: its elpd_loo is unreliable; rerun with fix='exact'")
+                out.append(f"{n}: {e}: its elpd_loo is unreliable; rerun with "
+                           "--fix exact (fix=\"exact\" in Python)")
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -27,6 +27,7 @@ import numpy as np
 from scipy import special
 
 from .. import arviz_compat
+from .._util.words import transitions
 from ..draws import Draws, sample
 from ..errors import DataError, InputError
 from ..estimators.common import autocorr_time
@@ -296,7 +297,7 @@ def _block_var(influences: list[np.ndarray], d: Draws) -> float:
 
 
 def _divergence_warning(n_div: int) -> list[str]:
-    return [f"{n_div} divergent transitions in the NUTS fits: values may be biased; "
-            "reparameterize the program"] if n_div else []
+    return [f"{transitions(n_div)} in the NUTS fits: values may be biased; "
+            "raise --adapt-delta or reparameterize the program"] if n_div else []
 
 

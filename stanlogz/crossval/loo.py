@@ -452,7 +452,8 @@ def _warnings(r: LooResult) -> list[str]:
     left = r.unfixed_bad()
     if left:
         nums = ", ".join(str(i + 1) for i in left[:10])
-        what = ("use fix='exact' or 'ups' (--fix exact)" if r.fix == "none" else
+        what = ("recompute them by exact refits (--fix exact; fix=\"exact\" in Python)"
+                if r.fix == "none" else
                 f"the {r.fix} fix-up did not replace them (see the warnings above)")
         out.append(f"{len(left)} observation(s) have Pareto k-hat above {r.threshold:.2f} "
                    f"({nums}): their PSIS values are unreliable; {what}")
