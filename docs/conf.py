@@ -37,7 +37,7 @@ nb_execution_cache_path = os.path.join(os.path.dirname(__file__), "_build", ".ju
 nb_merge_streams = True
 
 autodoc_member_order = "bysource"
-autodoc_typehints = "description"
+autodoc_typehints = "signature"
 autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": False}
 
 
