@@ -184,9 +184,11 @@ class LooComparisonNames(Display):
         return np.array([r.se for r in self.results])
 
     def _display(self) -> View:
-        rows: list[list[Any]] = [[r[0], *(round(v, 1) if isinstance(v, float) else v
-                                          for v in r[1:])] for r in self.table()]
         cols = ["", *self.header[1:]]
+        digits = {"p_worse": 2}
+        rows: list[list[Any]] = [
+            [r[0], *(f"{v:.{digits.get(c, 1)}f}" if isinstance(v, float) else v
+                     for c, v in zip(cols[1:], r[1:], strict=True))] for r in self.table()]
         return View(f"{type(self).__name__}: PSIS-LOO of {len(self.names)} programs, best first",
                     [Section("", cols, rows)], list(self.warnings()))
 
