@@ -467,8 +467,8 @@ def _warnings(r: LooResult) -> list[str]:
                    "(it falls as 1/sqrt(draws))")
     if r.sample_index is None and r.pointwise_seconds > 30 and r.n_obs > 5000:
         out.append(f"the pointwise log-likelihood of {r.n_obs} observations took "
-                   f"{r.pointwise_seconds:.0f} s: subsample=1000 (--subsample 1000) estimates "
-                   "elpd_loo from 1000 of them with a subsampling se")
+                   f"{r.pointwise_seconds:.0f} s: --subsample 1000 (subsample=1000 in Python) "
+                   "estimates elpd_loo from 1000 of them with a subsampling se")
     if r.p_loo > 0.4 * r.n_obs and r.n_obs > 10:
         out.append(f"p_loo = {r.p_loo:.1f} is large against {r.n_obs} observations: the model "
                    "may be misspecified or too flexible")
