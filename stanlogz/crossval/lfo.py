@@ -250,7 +250,7 @@ def _psis(model: Any, data: dict[str, Any], obs: Observations, origins: np.ndarr
         if inst(t).dim != base.dim or inst(t + ahead).dim != base.dim:
             raise InputError(f"the number of parameters of {model.name} changes with the "
                              "number of observations: PSIS-LFO needs a fixed parameter "
-                             "space; use method='exact' (--method exact)")
+                             "space; use --method exact (method=\"exact\" in Python)")
         x = d.flat_unconstrained()
         k = float("nan")
         if t == star:
