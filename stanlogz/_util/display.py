@@ -1,6 +1,6 @@
 """Printed and notebook displays of results: one mixin gives every result class a loo-style
 ``repr`` (plain-text tables) and ``_repr_html_`` (the same tables in HTML) from one description,
-:meth:`Display._display`."""
+``Display._display``."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def render_html(view: View) -> str:
 
 class Display:
     """Mixin for result classes: ``repr()`` is a loo-style text summary and notebooks show the
-    same tables in HTML. A subclass defines :meth:`_display`; dataclasses using it are declared
+    same tables in HTML. A subclass defines ``_display``; dataclasses using it are declared
     with ``repr=False`` so that the generated ``__repr__`` does not replace this one."""
 
     def _display(self) -> View:

@@ -33,37 +33,37 @@ class LooNames(Display):
 
     @property
     def se_looic(self) -> float:
-        """se of :attr:`looic`: 2 se."""
+        """se of ``looic``: 2 se."""
         return 2.0 * float(self.se)
 
     @property
     def se_elpd_loo(self) -> float:
-        """loo's name for :attr:`se` (between-observation se of elpd_loo)."""
+        """loo's name for ``se`` (between-observation se of elpd_loo)."""
         return float(self.se)
 
     @property
     def se_p_loo(self) -> float:
-        """loo's name for :attr:`p_loo_se`."""
+        """loo's name for ``p_loo_se``."""
         return float(self.p_loo_se)
 
     @property
     def pareto_k(self) -> np.ndarray:
-        """ArviZ's name for :attr:`khat` (the PSIS Pareto k̂ before any fix-up)."""
+        """ArviZ's name for ``khat`` (the PSIS Pareto k̂ before any fix-up)."""
         return self.khat
 
     @property
     def loo_i(self) -> np.ndarray:
-        """ArviZ's name for :attr:`elpd_i` (pointwise elpd, fixed values included)."""
+        """ArviZ's name for ``elpd_i`` (pointwise elpd, fixed values included)."""
         return self.elpd_i
 
     @property
     def n_data_points(self) -> int:
-        """ArviZ's name for :attr:`n_obs`."""
+        """ArviZ's name for ``n_obs``."""
         return int(self.n_obs)
 
     @property
     def good_k(self) -> float:
-        """ArviZ's name for the k̂ threshold (:attr:`threshold`)."""
+        """ArviZ's name for the k̂ threshold (``threshold``)."""
         return float(self.threshold)
 
     def _display(self) -> View:
@@ -116,7 +116,7 @@ class KFoldNames(Display):
 
     @property
     def se_elpd_kfold(self) -> float:
-        """loo's name for :attr:`se`."""
+        """loo's name for ``se``."""
         return float(self.se)
 
     @property
@@ -138,7 +138,7 @@ class LfoNames(Display):
 
     @property
     def se_elpd_lfo(self) -> float:
-        """loo's name for :attr:`se`."""
+        """loo's name for ``se``."""
         return float(self.se)
 
     def _display(self) -> View:
@@ -165,12 +165,12 @@ class LooComparisonNames(Display):
 
     @property
     def dse(self) -> np.ndarray:
-        """ArviZ's name for :attr:`diff_se`."""
+        """ArviZ's name for ``diff_se``."""
         return self.diff_se
 
     @property
     def se_diff(self) -> np.ndarray:
-        """loo's name for :attr:`diff_se`."""
+        """loo's name for ``diff_se``."""
         return self.diff_se
 
     @property

@@ -16,12 +16,12 @@ class EvidenceNames(Display):
 
     @property
     def logml(self) -> float:
-        """bridgesampling's name for :attr:`log_z` (the log marginal likelihood)."""
+        """bridgesampling's name for ``log_z`` (the log marginal likelihood)."""
         return float(self.log_z)
 
     @property
     def se(self) -> float:
-        """Short name for :attr:`log_z_se`."""
+        """Short name for ``log_z_se``."""
         return float(self.log_z_se)
 
     def _display(self) -> View:
