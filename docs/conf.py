@@ -1,4 +1,4 @@
-"""Sphinx configuration of the stanlogz documentation (MyST markdown, executed MyST-NB notebooks)."""
+"""Sphinx configuration of the stanlogz documentation (MyST markdown, MyST-NB notebooks)."""
 
 from __future__ import annotations
 
