@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _installed_version
 
@@ -54,3 +55,20 @@ nitpick_ignore_regex = [
                  r"argparse|distributed|xarray|matplotlib)\..*"),
     ("py:class", r"dict\[str|list\[.*|tuple\[.*|Any|Path|Callable.*|Sequence.*|Mapping.*"),
 ]
+
+
+_LITERAL = re.compile(r"(``.*?``|:[\w:]+:`[^`]*`|`[^`]*`)")
+
+
+def _escape_bars(app, what, name, obj, options, lines):
+    """Docstrings write absolute values as |x| (math, not reStructuredText substitutions):
+    escape bars outside inline literals and roles."""
+    for i, line in enumerate(lines):
+        if "|" in line:
+            parts = _LITERAL.split(line)
+            lines[i] = "".join(p if j % 2 else p.replace("|", "\\|")
+                               for j, p in enumerate(parts))
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", _escape_bars)
