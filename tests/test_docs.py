@@ -24,7 +24,8 @@ def _command_lines(text: str) -> list[str]:
     for line in text.splitlines():
         m = re.match(r"^\s*(?:\$ )?(stanlogz(?: [^#`]*)?)", line)
         if m and (line.startswith("    ") or line.lstrip().startswith("$ ")):
-            out.append(m.group(1).strip())
+            # the stanlogz command only: not what a shell pipe or redirect adds after it
+            out.append(re.split(r"\s(?:\||>|2>|&&|;)\s", m.group(1))[0].strip())
     return out
 
 
