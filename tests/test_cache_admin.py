@@ -100,3 +100,16 @@ def test_clear_kinds(tmp_path: Path, kind: str) -> None:
     left = {e.kind for e in cache_entries(tmp_path)} - {e.kind for e in
                                                         clear_cache(tmp_path, kind)}
     assert left == ({"model", "base"} - ({"model", "base"} if kind == "all" else {kind}))
+
+
+def test_program_key_does_not_depend_on_the_program_folder(tmp_path: Path) -> None:
+    from stanlogz.toolchain.build import program_key
+
+    tc = find_toolchain()
+    code = "parameters { real x; } model { x ~ normal(0, 1); }"
+    a, b = tmp_path / "clone1" / "stan_models", tmp_path / "clone2" / "stan_models"
+    assert program_key(tc, code, [a], "stanlogz") == program_key(tc, code, [b], "stanlogz")
+    assert program_key(tc, code, [a], "stanlogz") != program_key(tc, code + " ", [a], "stanlogz")
+    # with #include lines the folders decide what is included, so they are part of the key
+    inc = '#include "prior.stan"\n' + code
+    assert program_key(tc, inc, [a], "stanlogz") != program_key(tc, inc, [b], "stanlogz")

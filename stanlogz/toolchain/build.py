@@ -115,9 +115,12 @@ def ensure_base(tc: Toolchain, progress: Progress = None) -> Path:
 
 
 def program_key(tc: Toolchain, code: str, include_paths: Sequence[Path], backend: str) -> str:
-    """Cache key of a program: its text, include paths, flags, compiler and toolchain."""
+    """Cache key of a program: its text, flags, compiler and toolchain, and its include paths
+    when it has ``#include`` lines (so a copy of the same program elsewhere, a fresh clone or
+    another checkout, reuses the build)."""
     h = hashlib.sha256()
-    for part in (code, "\n".join(str(p) for p in include_paths), backend, tc.fingerprint()):
+    incs = "\n".join(str(p) for p in include_paths) if "#include" in code else ""
+    for part in (code, incs, backend, tc.fingerprint()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:24]
