@@ -75,6 +75,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'stanlogz' has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    """The public API (loaded on first use) besides the module's own names, for ``dir()`` and
+    tab completion."""
+    return sorted(set(__all__) | set(_LAZY) | {n for n in globals() if n.startswith("__")})
+
+
 __all__ = [
     "CVResult",
     "CalibrationResult",

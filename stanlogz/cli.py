@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import signal
 import sys
 import threading
@@ -17,10 +18,10 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
-from .errors import StanlogzError
+from .errors import InputError, StanlogzError
 
 COMMANDS = ["compile", "sample", "evidence", "compare", "loo", "kfold", "lfo", "cv", "bdmc",
-            "pmmh", "sensitivity", "savage_dickey", "calibrate", "waic"]
+            "pmmh", "sensitivity", "savage_dickey", "calibrate", "waic", "cache"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -36,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="stanlogz",
         description="Log evidence, Bayes factors and cross-validation for Stan programs.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {installed_version()}",
+                        help="print the installed version and exit")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
     parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
@@ -56,6 +59,55 @@ def build_parser() -> argparse.ArgumentParser:
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser
+
+
+#: Options that name a file the command writes: checked before any computation.
+OUTPUT_OPTIONS = {"plot": "--plot", "output": "--output", "pit_plot": "--pit-plot"}
+
+
+def check_output_paths(args: argparse.Namespace) -> None:
+    """Refuse an output file that cannot be written before anything is built or sampled (a
+    result computed for minutes must not be lost to a typo in ``--plot``)."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    for dest, flag in OUTPUT_OPTIONS.items():
+        value = getattr(args, dest, None)
+        if not isinstance(value, str):
+            continue
+        p = Path(value)
+        if p.is_dir():
+            raise InputError(f"{flag} {p} is a folder; give a file name")
+        folder = p.parent
+        if not folder.is_dir():
+            raise InputError(f"{flag} {p}: the folder {folder} does not exist")
+        try:
+            fd, probe = tempfile.mkstemp(dir=folder, prefix=".stanlogz-write-check-")
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            raise InputError(f"{flag} {p} cannot be written: {exc.strerror or exc} "
+                                f"(folder {folder})") from None
+
+
+def installed_version() -> str:
+    """The installed distribution's version (the package's own when not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("stanlogz")
+    except PackageNotFoundError:
+        from . import __version__
+
+        return __version__
+
+
+def _json_error(args: argparse.Namespace, kind: str, message: str) -> None:
+    """With ``--json``, a failure is one JSON object on stdout too, so a script gets a value."""
+    if getattr(args, "json", False):
+        print(json.dumps({"error": message, "kind": kind, "exit_status": 2 if kind == "error"
+                          else 1 if kind == "internal error" else 130}))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -89,21 +141,25 @@ def _main(argv: Sequence[str] | None, held: list[int], *, restore_default: bool)
     try:
         if held:
             raise KeyboardInterrupt
+        check_output_paths(args)
         report = Reporter(json_mode=args.json, quiet=args.quiet)
         return int(args._run(args, report) or 0)
     except StanlogzError as exc:
         print(f"stanlogz: error: {exc}", file=sys.stderr)
+        _json_error(args, "error", str(exc))
         if args.verbose and exc.log:
             print(exc.log, file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("stanlogz: interrupted", file=sys.stderr)
+        _json_error(args, "interrupted", "interrupted")
         return 130
     except Exception as exc:  # a bug, not a bad input: one line, the traceback on request
         if args.verbose:
             traceback.print_exc(file=sys.stderr)
         print(f"stanlogz: internal error: {internal_error_text(exc)} (rerun with --verbose "
               "for the traceback)", file=sys.stderr)
+        _json_error(args, "internal error", internal_error_text(exc))
         return 1
 
 

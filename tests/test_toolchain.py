@@ -121,7 +121,11 @@ def test_key_depends_on_program_text(isolated_cache):
     a = program_key(tc, "model {}", [], "stanlogz")
     assert a == program_key(tc, "model {}", [], "stanlogz")
     assert a != program_key(tc, "model { }", [], "stanlogz")
-    assert a != program_key(tc, "model {}", [Path("/x")], "stanlogz")
+    # include paths matter only to a program that includes files (else a fresh clone elsewhere
+    # would rebuild every program)
+    assert a == program_key(tc, "model {}", [Path("/x")], "stanlogz")
+    inc = '#include "x.stan"\nmodel {}'
+    assert program_key(tc, inc, [], "stanlogz") != program_key(tc, inc, [Path("/x")], "stanlogz")
     assert sanitize_name("8-schools.v2") == "m_8_schools_v2"
 
 

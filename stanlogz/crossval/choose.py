@@ -18,6 +18,7 @@ import numpy as np
 from .. import arviz_compat
 from ..errors import InputError
 from .compare import LooComparison, loo_compare
+from .names import ChoiceNames
 from .observations import find_observations
 from .scores import ScoreComparison, compare_scores, mix_draws, program_pointwise, selection_warning
 from .weights import WEIGHT_METHODS, ModelWeights, bma_weights, pseudo_bma_weights, stacking_weights
@@ -82,8 +83,8 @@ def check_same_data(datas: Sequence[Mapping[str, Any] | None], names: Sequence[s
                                  f"between {names[0]} and {n}")
 
 
-@dataclass
-class ProgramChoice:
+@dataclass(repr=False)
+class ProgramChoice(ChoiceNames):
     """Programs compared by PSIS-LOO and/or evidence, with model weights.
 
     ``loo``: :class:`~stanlogz.crossval.compare.LooComparison` (or None); ``evidence``: the

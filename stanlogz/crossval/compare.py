@@ -25,10 +25,11 @@ from scipy.stats import norm
 from .. import arviz_compat
 from ..errors import InputError
 from .loo import LooResult
+from .names import LooComparisonNames
 
 
-@dataclass
-class LooComparison:
+@dataclass(repr=False)
+class LooComparison(LooComparisonNames):
     """elpd_loo per program, differences to the best and their standard errors."""
 
     names: list[str]
@@ -82,7 +83,8 @@ class LooComparison:
                            f"(k-hat {self.khat_diff[i]:.2f}); look at the outlying observations "
                            "before trusting se_diff")
             if e:
-                out.append(f"{n}: {e}: its elpd_loo is unreliable; rerun with fix='exact'")
+                out.append(f"{n}: {e}: its elpd_loo is unreliable; rerun with "
+                           "--fix exact (fix=\"exact\" in Python)")
         return out
 
     def to_dict(self) -> dict[str, Any]:

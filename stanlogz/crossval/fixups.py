@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util.words import transitions
 from ..estimators.bridge import solve_bridge
 from ..estimators.common import pareto_k
 from ..estimators.ups import log_ratio
@@ -124,8 +125,8 @@ def fix_observation(pw: PointwiseLogLik, full_unc: np.ndarray, task: FixTask,
     warns: list[str] = []
     n_div = int(np.sum(fit.sampler["divergent__"] > 0))
     if n_div:
-        warns.append(f"observation {i + 1}: {n_div} divergent transitions in the refit without "
-                     "it; its value may be biased")
+        warns.append(f"observation {i + 1}: {transitions(n_div)} in the refit without "
+                     "it; its value may be biased (raise --adapt-delta)")
     if task.method == "exact":
         c_full, n_full, dim = full_unc.shape
         ll_full = pw.column(i, full_unc.reshape(-1, dim)).reshape(c_full, n_full)

@@ -37,6 +37,7 @@ from typing import Any, Unpack
 import numpy as np
 from scipy import special
 
+from .._util.words import transitions
 from ..draws import Draws, obtain_draws
 from ..errors import EstimationError, InputError
 from ..estimators.bridge import solve_bridge
@@ -152,8 +153,8 @@ def heldout_elpd(
     for what, d in (("all data", fd), (f"the refit without {_numbers(v)}", td)):
         n_div = int(np.sum(d.sampler.get("divergent__", np.zeros(1)) > 0))
         if n_div:
-            warns.append(f"{n_div} divergent transitions in NUTS on {what}: the held-out value "
-                         "may be biased; raise adapt_delta or reparameterize")
+            warns.append(f"{transitions(n_div)} in NUTS on {what}: the held-out value "
+                         "may be biased; raise --adapt-delta or reparameterize")
     xf = fd.unconstrained  # (c, n, dim_full)
     xt = td.unconstrained  # (c, n, dim_train)
     flat_f, flat_t = xf.reshape(-1, full.dim), xt.reshape(-1, train.dim)

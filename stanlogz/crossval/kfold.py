@@ -27,11 +27,12 @@ from ..stan.program import ProgramLike
 from ..stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from .cv_se import kfold_se
 from .heldout import HeldOut, heldout_many
+from .names import KFoldNames
 from .observations import Observations, load_observed, observation_labels
 
 
-@dataclass
-class KFoldResult:
+@dataclass(repr=False)
+class KFoldResult(KFoldNames):
     """K-fold cross-validation of one program: elpd_kfold with its between-fold and Monte
     Carlo se, pointwise values, and every fold's exact held-out result."""
 

@@ -28,6 +28,7 @@ import numpy as np
 from scipy import special
 
 from .. import arviz_compat
+from .._util.words import transitions
 from ..draws import Draws, obtain_draws
 from ..errors import DataError, InputError
 from ..estimators.common import autocorr_time
@@ -36,13 +37,14 @@ from ..stan.program import ProgramLike, StanProgram
 from ..stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from .cv_se import lfo_se
 from .heldout import heldout_elpd
+from .names import LfoNames
 from .observations import Observations, load_observed
 
 LFO_METHODS = ("psis", "exact")
 
 
-@dataclass
-class LfoResult:
+@dataclass(repr=False)
+class LfoResult(LfoNames):
     """Leave-future-out CV: elpd_lfo = Σ_t log p(y_{t+1:t+M} | y_{1:t}) with its se, Monte
     Carlo se, per-origin values, k̂ and refits."""
 
@@ -266,7 +268,7 @@ def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: 
         if inst(t).dim != base.dim or inst(t + ahead).dim != base.dim:
             raise InputError(f"the number of parameters of {model.name} changes with the "
                              "number of observations: PSIS-LFO needs a fixed parameter "
-                             "space; use method='exact' (--method exact)")
+                             "space; use --method exact (method=\"exact\" in Python)")
         x = d.flat_unconstrained()
         k = float("nan")
         if t == star:
@@ -313,7 +315,7 @@ def _block_var(influences: list[np.ndarray], d: Draws) -> float:
 
 
 def _divergence_warning(n_div: int) -> list[str]:
-    return [f"{n_div} divergent transitions in the NUTS fits: values may be biased; "
-            "reparameterize the program"] if n_div else []
+    return [f"{transitions(n_div)} in the NUTS fits: values may be biased; "
+            "raise --adapt-delta or reparameterize the program"] if n_div else []
 
 

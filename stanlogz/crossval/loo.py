@@ -21,6 +21,7 @@ from ..stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from .fixups import FIX_METHODS, FixedPoint, FixTask, fix_observation
 from .heldout import heldout_many
 from .moment_match import moment_match_observation
+from .names import LooNames
 from .observations import Observations, load_observed
 from .pointwise import PointwiseLogLik
 from .psis import PsisLoo, psis_loo, relative_efficiency
@@ -43,8 +44,8 @@ SUBSAMPLE_STREAM = 7901
 HELDOUT_STREAM = 7902
 
 
-@dataclass
-class LooResult:
+@dataclass(repr=False)
+class LooResult(LooNames):
     """Leave-one-out cross-validation of one program: elpd_loo with its se, its Monte Carlo se,
     p_loo, and the pointwise values (PSIS, or fixed where k̂ was above the threshold). With
     subsampling the pointwise arrays hold the sampled observations (``sample_index``) only."""
@@ -476,7 +477,8 @@ def _warnings(r: LooResult) -> list[str]:
     left = r.unfixed_bad()
     if left:
         nums = ", ".join(str(i + 1) for i in left[:10])
-        what = ("use fix='exact' or 'ups' (--fix exact)" if r.fix == "none" else
+        what = ("recompute them by exact refits (--fix exact; fix=\"exact\" in Python)"
+                if r.fix == "none" else
                 f"the {r.fix} fix-up did not replace them (see the warnings above)")
         out.append(f"{len(left)} observation(s) have Pareto k-hat above {r.threshold:.2f} "
                    f"({nums}): their PSIS values are unreliable; {what}")
@@ -494,8 +496,8 @@ def _warnings(r: LooResult) -> list[str]:
                    "(it falls as 1/sqrt(draws))")
     if r.sample_index is None and r.pointwise_seconds > 30 and r.n_obs > 5000:
         out.append(f"the pointwise log-likelihood of {r.n_obs} observations took "
-                   f"{r.pointwise_seconds:.0f} s: subsample=1000 (--subsample 1000) estimates "
-                   "elpd_loo from 1000 of them with a subsampling se")
+                   f"{r.pointwise_seconds:.0f} s: --subsample 1000 (subsample=1000 in Python) "
+                   "estimates elpd_loo from 1000 of them with a subsampling se")
     if r.p_loo > 0.4 * r.n_obs and r.n_obs > 10:
         out.append(f"p_loo = {r.p_loo:.1f} is large against {r.n_obs} observations: the model "
                    "may be misspecified or too flexible")

@@ -41,6 +41,7 @@ from ..mcmc.paths import two_posterior_path
 from ..parallel import as_seed_sequence, child_sequence, with_client
 from ..stan.program import ProgramLike, StanProgram
 from ..stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
+from .names import CVNames
 from .observations import Observations, load_observed
 
 #: Pilot runs per lambda grid point for the tuning (UPS's default is 100): the tuning only sets
@@ -56,8 +57,8 @@ CRITERIA = {"log": "-log p(y_V | y_T)",
 _SPLITS, _TUNING, _LAMBDAS, _REPLICATES, _SAMPLING = range(5)
 
 
-@dataclass
-class CVResult:
+@dataclass(repr=False)
+class CVResult(CVNames):
     """Unbiased estimate of the cross-validation objective mean −log p(y_V | y_T)."""
 
     model: str

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ToolchainError
+from ..errors import InputError, ToolchainError
 from ..stan.program import StanProgram
 from ..stan.settings import NutsArgs
 from .convert import from_cmdstanpy
@@ -23,11 +23,20 @@ def sample(
     seed: int | None = None,
     init: Any = None,
     progress: Any = None,
+    data: Any = None,
     **overrides: Any,
 ) -> Draws:
     """Draws from stanlogz's own NUTS (Stan's sampler compiled into the model library) with
     ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`; keyword overrides such as
-    ``draws=2000`` replace single fields)."""
+    ``draws=2000`` replace single fields). ``model`` is a
+    :class:`~stanlogz.stan.model.StanModel` or a ``.stan`` path (built with ``data``, a dict
+    or a JSON path)."""
+    if isinstance(model, str | os.PathLike) or data is not None:
+        from ..stan.load import load_model
+
+        model = load_model(model, data, seed=seed)
+    elif not hasattr(model, "nuts"):
+        raise InputError(f"model must be a StanModel or a .stan path, not {type(model).__name__}")
     out = model.nuts(settings, seed=seed, init=init, progress=progress, **overrides)
     return Draws(
         unconstrained=out.unconstrained,

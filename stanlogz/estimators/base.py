@@ -8,10 +8,11 @@ from typing import Any
 import numpy as np
 
 from .._util.jsonable import json_value as _jsonable
+from .names import EvidenceNames
 
 
-@dataclass
-class EvidenceResult:
+@dataclass(repr=False)
+class EvidenceResult(EvidenceNames):
     """A log normalizing-constant estimate with its standard error, cost and diagnostics.
 
     ``log_z_se`` is the standard error of ``log_z`` (for bounds such as AIS, the spread of the

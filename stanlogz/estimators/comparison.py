@@ -10,10 +10,11 @@ from typing import Any
 import numpy as np
 
 from .base import EvidenceResult, _jsonable
+from .names import ComparisonNames
 
 
-@dataclass
-class ComparisonResult:
+@dataclass(repr=False)
+class ComparisonResult(ComparisonNames):
     """Evidence of several programs, log Bayes factors against the best, model probabilities.
 
     ``log_bf[i]`` is log Z_i - log Z_best with standard error ``log_bf_se[i]`` (estimates are

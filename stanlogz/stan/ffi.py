@@ -3,6 +3,7 @@ and NUTS), loaded once per process, and per-thread scratch buffers for single-po
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import threading
 from pathlib import Path
@@ -52,11 +53,25 @@ _libs: dict[str, ctypes.CDLL] = {}
 _libs_lock = threading.Lock()
 
 
+def _preload_runtime() -> None:
+    """Load this environment's TBB globally before any model library: a cached library may have
+    been linked in another virtual environment (the cache is shared, its rpath points there),
+    and the dynamic loader then reuses the already-loaded library of the same soname."""
+    if _libs:
+        return
+    from ..toolchain.locate import httpstan_dir
+
+    with contextlib.suppress(Exception):  # the library's own rpath is the fallback
+        for so in sorted((httpstan_dir() / "lib").glob("libtbb.so.*")):
+            ctypes.CDLL(str(so), mode=ctypes.RTLD_GLOBAL)
+
+
 def _load_library(path: Path) -> ctypes.CDLL:
     key = str(path)
     with _libs_lock:
         lib = _libs.get(key)
         if lib is None:
+            _preload_runtime()
             try:
                 lib = ctypes.CDLL(key)
             except OSError as exc:

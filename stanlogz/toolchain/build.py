@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..errors import InputError, StanCompileError, ToolchainError
 from .cache import cache_root, file_lock, staging_dir
+from .cache_admin import mark_used, max_cache_bytes, prune_cache
 from .locate import SOURCE_DIR, Toolchain, find_toolchain
 from .stanc import run_stanc
 
@@ -93,6 +94,7 @@ def ensure_base(tc: Toolchain, progress: Progress = None) -> Path:
     key = tc.fingerprint()[:20] + ("-pch" if _use_pch(tc) else "")
     final = root / "base" / key
     if (final / "bridge.o").is_file():
+        mark_used(final)
         return final
     with file_lock(root, "base-" + key):
         if (final / "bridge.o").is_file():
@@ -113,9 +115,12 @@ def ensure_base(tc: Toolchain, progress: Progress = None) -> Path:
 
 
 def program_key(tc: Toolchain, code: str, include_paths: Sequence[Path], backend: str) -> str:
-    """Cache key of a program: its text, include paths, flags, compiler and toolchain."""
+    """Cache key of a program: its text, flags, compiler and toolchain, and its include paths
+    when it has ``#include`` lines (so a copy of the same program elsewhere, a fresh clone or
+    another checkout, reuses the build)."""
     h = hashlib.sha256()
-    for part in (code, "\n".join(str(p) for p in include_paths), backend, tc.fingerprint()):
+    incs = "\n".join(str(p) for p in include_paths) if "#include" in code else ""
+    for part in (code, incs, backend, tc.fingerprint()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:24]
@@ -158,6 +163,7 @@ def build(
     final = root / "models" / f"{name}-{key}"
     lib = final / f"lib{name}.so"
     if lib.is_file():
+        mark_used(final)
         return BuildResult(lib, name, code, key, False, time.perf_counter() - start, backend)
     with file_lock(root, f"model-{key}"):
         if lib.is_file():
@@ -178,6 +184,8 @@ def build(
         global _builds
         with _counter_lock:
             _builds += 1
+    base = root / "base" / (tc.fingerprint()[:20] + ("-pch" if _use_pch(tc) else ""))
+    prune_cache(root, max_cache_bytes(), keep=(final, base))
     return BuildResult(lib, name, code, key, True, time.perf_counter() - start, backend)
 
 

@@ -69,24 +69,47 @@ class Toolchain:
         return ["-shared", f"-L{self.lib_dir}", *LIBS, f"-Wl,-rpath,{self.lib_dir}"]
 
     def fingerprint(self) -> str:
-        """Hash of everything model-independent that affects a build."""
+        """Hash of everything model-independent that affects a build: compiler, versions,
+        flags and the contents of the headers and libraries (:func:`content_manifest`), but no
+        install path, so every virtual environment with the same toolchain shares one build."""
         h = hashlib.sha256()
+        major, minor, patch = self.bridgestan_version
         for part in (
             RECIPE_VERSION,
             self.cxx,
             self.cxx_version,
             self.stanc_version,
             self.httpstan_version,
-            str(self.include_dir),
-            str(self.lib_dir),
-            " ".join(self.cxxflags()),
-            " ".join(self.ldflags()),
+            content_manifest(self.include_dir, self.lib_dir),
+            " ".join(CXXFLAGS),
+            f"bridgestan {major}.{minor}.{patch}",
+            " ".join(LIBS),
         ):
             h.update(part.encode())
             h.update(b"\0")
         for name in ("bridge.cpp", "pch.hpp"):
             h.update((SOURCE_DIR / name).read_bytes())
         return h.hexdigest()
+
+
+#: Headers whose contents identify the versions of Stan, Stan Math, Boost, Eigen and Sundials.
+VERSION_HEADERS = ("stan/version.hpp", "stan/math/version.hpp", "boost/version.hpp",
+                   "Eigen/src/Core/util/Macros.h", "sundials/sundials_config.h")
+
+
+@functools.lru_cache(maxsize=8)
+def content_manifest(include_dir: Path, lib_dir: Path) -> str:
+    """Hash of what the toolchain's headers and libraries are, not where they are: the version
+    headers' contents and every library file's name and size."""
+    h = hashlib.sha256()
+    for rel in VERSION_HEADERS:
+        p = include_dir / rel
+        h.update(rel.encode() + b"\0" + (p.read_bytes() if p.is_file() else b"missing") + b"\0")
+    if lib_dir.is_dir():
+        for p in sorted(lib_dir.iterdir()):
+            if p.is_file():
+                h.update(f"{p.name}\0{p.stat().st_size}\0".encode())
+    return h.hexdigest()
 
 
 def httpstan_dir() -> Path:

@@ -1,0 +1,205 @@
+"""loo / ArviZ names and loo-style displays of the cross-validation results.
+
+Each mixin adds the names a loo or ArviZ user looks for (``looic``, ``pareto_k``, ``loo_i``,
+``elpd_diff``, ``dse`` ...) as read-only aliases, and a printed table like loo's ``print(loo)``
+(:class:`~stanlogz._util.display.Display`) to :class:`~stanlogz.crossval.loo.LooResult`,
+:class:`~stanlogz.crossval.kfold.KFoldResult`, :class:`~stanlogz.crossval.lfo.LfoResult`,
+:class:`~stanlogz.crossval.unbiased.CVResult` and
+:class:`~stanlogz.crossval.compare.LooComparison`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._util.display import Display, Section, View
+
+_FIX_NAMES = {"mm": "moment matching", "exact": "exact refit", "ups": "unbiased path sampling"}
+
+
+def _notes(warnings: list[str]) -> list[str]:
+    return [f"warning: {w}" for w in warnings]
+
+
+class LooNames(Display):
+    """loo's and ArviZ's names on :class:`~stanlogz.crossval.loo.LooResult`, and its table."""
+
+    @property
+    def looic(self) -> float:
+        """−2 elpd_loo (loo's information-criterion scale)."""
+        return -2.0 * float(self.elpd_loo)
+
+    @property
+    def se_looic(self) -> float:
+        """se of ``looic``: 2 se."""
+        return 2.0 * float(self.se)
+
+    @property
+    def se_elpd_loo(self) -> float:
+        """loo's name for ``se`` (between-observation se of elpd_loo)."""
+        return float(self.se)
+
+    @property
+    def se_p_loo(self) -> float:
+        """loo's name for ``p_loo_se``."""
+        return float(self.p_loo_se)
+
+    @property
+    def pareto_k(self) -> np.ndarray:
+        """ArviZ's name for ``khat`` (the PSIS Pareto k̂ before any fix-up)."""
+        return self.khat
+
+    @property
+    def loo_i(self) -> np.ndarray:
+        """ArviZ's name for ``elpd_i`` (pointwise elpd, fixed values included)."""
+        return self.elpd_i
+
+    @property
+    def n_data_points(self) -> int:
+        """ArviZ's name for ``n_obs``."""
+        return int(self.n_obs)
+
+    @property
+    def good_k(self) -> float:
+        """ArviZ's name for the k̂ threshold (``threshold``)."""
+        return float(self.threshold)
+
+    def _display(self) -> View:
+        n_draws = int(self.n_samples)
+        what = (f"subsampled PSIS-LOO from {self.sample_index.size} of {self.n_obs} observations"
+                if self.sample_index is not None else
+                f"computed from {n_draws} by {self.n_obs} log-likelihood matrix")
+        head = f"{type(self).__name__} of {self.model}: {what} ({self.log_lik_source})"
+        main = Section("", ["", "Estimate", "SE"],
+                       [[name, f"{v:.1f}", f"{se:.1f}"] for name, v, se in (
+                           ("elpd_loo", self.elpd_loo, self.se),
+                           ("p_loo", self.p_loo, self.p_loo_se),
+                           ("looic", self.looic, self.se_looic))])
+        t = self.threshold
+        counts = self.khat_counts()
+        n = max(int(self.khat.size), 1)
+        bands = [[f"(-Inf, {t:.2f}]", "(good)", counts["good"]],
+                 [f"({t:.2f}, 1]", "(bad)", counts["bad"]],
+                 ["(1, Inf)", "(very bad)", counts["very bad"]]]
+        ktab = Section(f"Pareto k diagnostic values (before fix-ups; threshold {t:.2f}):",
+                       ["", "Count", "Pct."],
+                       [[f"{b:13s} {lab}", c, f"{100.0 * c / n:.1f}%"] for b, lab, c in bands])
+        notes = [f"MCSE of elpd_loo is {self.mcse_elpd_loo:.2f}."]
+        if self.sample_index is not None:
+            notes.append(f"Subsampling se of elpd_loo is {self.subsampling_se:.2f}.")
+        if self.fixed:
+            by: dict[str, int] = {}
+            for f in self.fixed:
+                by[f.method] = by.get(f.method, 0) + 1
+            done = ", ".join(f"{c} by {_FIX_NAMES.get(m, m)}" for m, c in by.items())
+            notes.append(f"{len(self.fixed)} observation(s) above the threshold recomputed "
+                         f"({done}); elpd_loo includes them.")
+        elif counts["bad"] + counts["very bad"] == 0:
+            notes.append(f"All Pareto k estimates are good (k <= {t:.2f}).")
+        left = self.unfixed_bad()
+        if left:
+            notes.append(f"{len(left)} observation(s) still above the threshold: "
+                         f"{', '.join(str(i + 1) for i in left[:10])}"
+                         + (" ..." if len(left) > 10 else ""))
+        return View(head, [main, ktab], notes + _notes(self.warnings))
+
+
+class KFoldNames(Display):
+    """loo's names on :class:`~stanlogz.crossval.kfold.KFoldResult`, and its table."""
+
+    @property
+    def kfoldic(self) -> float:
+        """−2 elpd_kfold."""
+        return -2.0 * float(self.elpd_kfold)
+
+    @property
+    def se_elpd_kfold(self) -> float:
+        """loo's name for ``se``."""
+        return float(self.se)
+
+    @property
+    def p_kfold(self) -> float:
+        """Not defined without the in-sample lppd; NaN (loo reports it only when it has one)."""
+        return float("nan")
+
+    def _display(self) -> View:
+        head = (f"{type(self).__name__} of {self.model}: {self.scheme} {self.k}-fold "
+                f"cross-validation of {self.n_obs} observations")
+        main = Section("", ["", "Estimate", "SE", "MCSE"],
+                       [[r[0], *r[1:]] for r in self.table()])
+        return View(head, [main], [f"SE over folds; loo's pointwise SE is "
+                                   f"{self.se_pointwise:.1f}."] + _notes(self.warnings))
+
+
+class LfoNames(Display):
+    """loo's names on :class:`~stanlogz.crossval.lfo.LfoResult`, and its table."""
+
+    @property
+    def se_elpd_lfo(self) -> float:
+        """loo's name for ``se``."""
+        return float(self.se)
+
+    def _display(self) -> View:
+        head = (f"{type(self).__name__} of {self.model}: leave-future-out ({self.method}) from "
+                f"{self.min_train} observations, {len(self.origins)} forecast origins, "
+                f"{len(self.refits)} refit(s)")
+        main = Section("", ["", "Estimate", "SE", "MCSE"], [list(r) for r in self.table()])
+        return View(head, [main], _notes(self.warnings))
+
+
+class CVNames(Display):
+    """Display of :class:`~stanlogz.crossval.unbiased.CVResult`."""
+
+    def _display(self) -> View:
+        head = (f"{type(self).__name__} of {self.model}: unbiased leave-{self.n_valid}-out "
+                f"cross-validation, {len(self.replicates)} splits")
+        lo = f"{100 * self.ci_level:.0f}% CI low"
+        main = Section("", ["", "Estimate", "SE", lo, "high"], [list(r) for r in self.table()])
+        return View(head, [main], _notes(self.warnings))
+
+
+class LooComparisonNames(Display):
+    """loo's / ArviZ's names on :class:`~stanlogz.crossval.compare.LooComparison`."""
+
+    @property
+    def dse(self) -> np.ndarray:
+        """ArviZ's name for ``diff_se``."""
+        return self.diff_se
+
+    @property
+    def se_diff(self) -> np.ndarray:
+        """loo's name for ``diff_se``."""
+        return self.diff_se
+
+    @property
+    def elpd_loo(self) -> np.ndarray:
+        """elpd_loo of each program (in the order given)."""
+        return np.array([r.elpd_loo for r in self.results])
+
+    @property
+    def se(self) -> np.ndarray:
+        """se of each program's elpd_loo (in the order given)."""
+        return np.array([r.se for r in self.results])
+
+    def _display(self) -> View:
+        cols = ["", *self.header[1:]]
+        digits = {"p_worse": 2}
+        rows: list[list[Any]] = [
+            [r[0], *(f"{v:.{digits.get(c, 1)}f}" if isinstance(v, float) else v
+                     for c, v in zip(cols[1:], r[1:], strict=True))] for r in self.table()]
+        return View(f"{type(self).__name__}: PSIS-LOO of {len(self.names)} programs, best first",
+                    [Section("", cols, rows)], list(self.warnings()))
+
+
+class ChoiceNames(Display):
+    """Printed table of :class:`~stanlogz.crossval.choose.ProgramChoice` (its notebook table is
+    its own ``_repr_html_``)."""
+
+    def _display(self) -> View:
+        what = " and ".join(w for w, on in (("PSIS-LOO", self.loo is not None),
+                                           ("evidence", self.evidence is not None)) if on)
+        head = f"{type(self).__name__}: {len(self.names)} programs by {what}, best first"
+        return View(head, [Section("", ["", *self.header[1:]], [list(r) for r in self.table()])],
+                    [f"warning: {w}" for w in self.warnings])
