@@ -44,6 +44,7 @@ from ..estimators.common import autocorr_time, pareto_k
 from ..parallel import SeedLike, run_parallel, spawn_generators
 from .latents import ConditionalGaussian, coordinate_map
 from .observations import Observations
+from .splitcheck import check_split
 
 #: Pareto k̂ above which the bridge's overlap is poor and the evidence difference is tried
 #: (above 0.5 the weights' variance may be infinite, and the bridge's se unreliable: a Gaussian
@@ -145,6 +146,9 @@ def heldout_elpd(
     warns: list[str] = []
     nuts = {"chains": chains, "warmup": warmup, "draws": draws, "adapt_delta": adapt_delta}
     fd = _draws(full, full_draws, nuts, rng_full, progress, "all data")
+    flat0 = fd.unconstrained.reshape(-1, full.dim)
+    check_split(full, data, observations, int(v[0]),
+                flat0[np.unique(np.linspace(0, len(flat0) - 1, 3).astype(int))])
     td = _draws(train, train_draws, nuts, rng_train, progress,
                 f"without {_numbers(v)}")
     n_grad = td.n_gradient_evals if train_draws is None else 0
