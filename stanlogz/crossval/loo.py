@@ -18,10 +18,12 @@ from ..errors import InputError
 from ..parallel import child_sequence, run_parallel, with_client
 from .fixups import FIX_METHODS, FixedPoint, FixTask, fix_observation
 from .heldout import heldout_many
+from .loo_routes import pointwise_source
 from .moment_match import moment_match_observation
 from .observations import Observations, load_observed
 from .pointwise import PointwiseLogLik
 from .psis import PsisLoo, psis_loo, relative_efficiency
+from .splitcheck import SplitError, check_split
 
 #: k̂ bands of the loo table (the first bound is the draw-count-dependent threshold).
 BANDS = ("good", "bad", "very bad")
@@ -240,9 +242,11 @@ def loo(
                                       and 2 <= subsample < observations.n):
         raise InputError(f"subsample must be an integer in 2..{observations.n - 1} (there are "
                          f"{observations.n} observations), got {subsample}")
-    pw = PointwiseLogLik(model, data_dict, observations, log_lik)
+    if log_lik != "conditional":
+        PointwiseLogLik(model, data_dict, observations, log_lik)  # bad sources fail early
     d = _get_draws(model, draws, chains, warmup, n_draws, seed, progress, adapt_delta)
     unc = d.flat_unconstrained()
+    pw = pointwise_source(model, data_dict, observations, log_lik, unc[_check_rows(unc.shape[0])])
     r_eff = relative_efficiency(_posterior_values(d))
     t1 = time.perf_counter()
     notes: list[str] = []
@@ -370,8 +374,19 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
             return fixed, [f"{bad.size} observation(s) have Pareto k-hat above "
                            f"{threshold:.2f}; {method} cannot refit them one at a time ({exc}); "
                            "use --fix exact"]
-        return fixed + _exact_with_latents(pw, d, bad, ps, pos, chains, warmup, n_draws, seed,
-                                           n_workers, progress), []
+        try:
+            return fixed + _exact_with_latents(pw, d, bad, ps, pos, chains, warmup, n_draws,
+                                               seed, n_workers, progress), []
+        except SplitError as err:
+            return fixed, [f"{bad.size} observation(s) have Pareto k-hat above "
+                           f"{threshold:.2f} and cannot be refitted: {err}"]
+    if method == "exact":
+        try:
+            check_split(pw.model, pw.data, pw.obs, int(bad[0]),
+                        d.flat_unconstrained()[_check_rows(d.flat_unconstrained().shape[0])])
+        except SplitError as err:
+            return fixed, [f"{bad.size} observation(s) have Pareto k-hat above "
+                           f"{threshold:.2f} and cannot be refitted: {err}"]
     if progress:
         progress(f"refitting {bad.size} observation(s) with k-hat > {threshold:.2f} "
                  f"({method}): {', '.join(str(i + 1) for i in bad)}")

@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import DataError, InputError
 from .observations import Observations
 
-SOURCES = ("auto", "log_lik", "difference")
+SOURCES = ("auto", "log_lik", "difference", "conditional")
 
 #: Most observations a baseline instance may need (programs that declare int<lower=r> N).
 MAX_REFERENCE = 3
@@ -90,6 +90,9 @@ class PointwiseLogLik:
         if source not in SOURCES:
             raise InputError(f"log-likelihood source must be one of {', '.join(SOURCES)}, "
                              f"got {source!r}")
+        if source == "conditional":
+            raise InputError("the conditional log-likelihood is built by "
+                             "stanlogz.crossval.loo_routes.pointwise_source")
         if source == "auto":
             source = "log_lik" if has_log_lik(model) else "difference"
         self.model, self.data, self.obs, self.source = model, dict(data), obs, source
