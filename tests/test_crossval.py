@@ -185,12 +185,16 @@ def test_fixups_land_on_the_closed_form(normal, fix):
     assert not r.unfixed_bad()
 
 
-def test_parameters_that_depend_on_n_are_refused(compiled):
+def test_parameters_that_depend_on_n_are_integrated_out(compiled):
+    # One latent per observation (z_i ~ N(0, 1), y_i ~ N(z_i, 1)): loo integrates z_i out of
+    # p(y_i | y_-i, z_-i) = N(y_i; 0, sqrt 2) exactly at every draw, so PSIS is exact.
     code_dir = Path(__file__).resolve().parents[1] / "stan_models" / "tests"
-    model = compiled(code_dir / "per_obs.stan", {"N": 3, "y": [0.1, 0.5, -0.2]})
-    with pytest.raises(InputError, match="parameters per observation"):
-        loo(model, {"N": 3, "y": [0.1, 0.5, -0.2]}, fix="exact", k_threshold=0.0,
-            chains=1, warmup=50, n_draws=50, seed=1)
+    data = {"N": 3, "y": [0.1, 0.5, -0.2]}
+    model = compiled(code_dir / "per_obs.stan", data)
+    r = loo(model, data, fix="none", chains=1, warmup=50, n_draws=50, seed=1)
+    assert r.log_lik_source == "conditional"
+    want = -0.5 * np.log(4 * np.pi) - np.array(data["y"]) ** 2 / 4
+    np.testing.assert_allclose(r.elpd_i, want, atol=1e-8)
 
 
 # ---------------------------------------------------------------------- unbiased CV
