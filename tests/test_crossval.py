@@ -63,7 +63,9 @@ def test_observations_are_inferred_and_subsets_cut_every_per_observation_array()
 
 @pytest.mark.parametrize("data, kwargs, message", [
     ({"sigma": 1.0, "y": [1.0, 2.0]}, {}, "no observation dimension found"),
-    ({"N": 2, "M": 3, "y": [1.0, 2.0], "z": [1, 2, 3]}, {}, "several possible observation sizes"),
+    ({"N": 2, "M": 3, "w": [1.0, 2.0], "z": [1, 2, 3]}, {},
+     r"several possible observation sizes \(N: w; M: z\).*--obs N"),
+    ({"n": 4, "k": 2}, {}, r"only scalars \(n, k\).*stanlogz compare"),
     (dict(NORMAL_DATA), {"obs": "sigma"}, "sigma is not an integer size variable"),
     (dict(NORMAL_DATA), {"obs": "nope"}, "no data variable named nope"),
     (dict(STACK_DATA), {"obs": "K"}, "no data array has leading dimension K = 4"),
@@ -75,6 +77,13 @@ def test_bad_observation_specs_are_one_line_errors(data, kwargs, message):
     with pytest.raises(InputError, match=message) as e:
         find_observations(data, **kwargs)
     assert "\n" not in str(e.value)
+
+
+def test_the_size_of_y_is_the_observation_size():
+    # a brms-style Gaussian process: basis-weight arrays have their own sizes; Y decides
+    data = {"N": 5, "Y": [0.1, 0.2, 0.3, 0.4, 0.5], "NBgp_1": 3, "slambda_1": [1.0, 2.0, 3.0],
+            "NBgp_sigma_1": 2, "Xgp": [[0.1], [0.2]]}
+    assert find_observations(data) == Observations("N", ("Y",), 5)
 
 
 # ---------------------------------------------------------------------- pointwise and PSIS
