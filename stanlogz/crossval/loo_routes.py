@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import InputError, StanlogzError
 from .conditional import ConditionalLogLik, NotGaussian
+from .integrated import IntegratedSource
 from .observations import Observations
 from .pointwise import CHUNK_BYTES, PointwiseLogLik
 
@@ -93,15 +94,31 @@ def pointwise_source(model: Any, data: Mapping[str, Any], obs: Observations, log
 
 
 def _conditional(model: Any, data: Mapping[str, Any], obs: Observations, rows: np.ndarray,
-                 why: Exception | None) -> ConditionalSource:
+                 why: Exception | None) -> Any:
     """The conditional source, tried at ``rows`` before the full pass."""
     try:
         src = ConditionalSource(model, data, obs)
         src.columns([0, obs.n - 1], rows)
     except NotGaussian as exc:
+        integ = _integrated(model, data, obs, rows)
+        if integ is not None:
+            return integ
         reason = ("its density is not a sum of independent per-observation terms, and "
                   if why is not None else "")
         detail = str(exc).split(": ", 1)[-1]
         raise InputError(f"no valid pointwise LOO for {model.name}: {reason}{detail}; use "
                          f"{ROUTES}") from None
+    return src
+
+
+def _integrated(model: Any, data: Mapping[str, Any], obs: Observations, rows: np.ndarray
+                ) -> IntegratedSource | None:
+    """The integrated log-likelihood (one independent latent per observation), when it
+    applies at ``rows``; None otherwise."""
+    try:
+        src = IntegratedSource(model, data, obs)
+        src.check(rows)
+        src.columns([0, obs.n - 1], rows)
+    except StanlogzError:
+        return None
     return src
