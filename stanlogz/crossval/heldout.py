@@ -15,6 +15,10 @@ two data instances have the same parameters. Design:
   on the full program's space, so the same bridge gives log Z(full) − log Z(T). The better q
   matches the conditional posterior, the closer the bridge is to a bridge on θ_T alone with the
   marginal likelihood p(y_V | θ_T) as weight (the ideal q).
+* Both designs need the program run without y_V to be the full program with y_V (and its
+  latents) integrated out; :func:`~stanlogz.crossval.splitcheck.check_split` verifies that at a
+  few full-data draws before the refit and refuses (linked latents, a latent prior that does
+  not integrate to one, y_i entering other terms) with :class:`SplitError`.
 * When the bridge's overlap is poor (Pareto k̂ > 0.5 on either side: the weights' variance, and
   so the bridge's error formula, may not exist), the difference of two
   gbs evidence estimates (which needs no overlap between the posteriors) is computed as well and

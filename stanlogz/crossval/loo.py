@@ -224,9 +224,12 @@ def loo(
     the two posteriors), ``"ups"`` (unbiased path sampling) or ``"none"``. ``draws``: existing
     draws (Draws, cmdstanpy fit, CSV paths, InferenceData); without them NUTS runs (``chains``
     x ``n_draws`` after ``warmup``). ``obs`` names the observation size variable (inferred when
-    unambiguous); ``log_lik``: ``"auto"``, ``"log_lik"`` (the generated quantity) or
+    unambiguous); ``log_lik``: ``"auto"``, ``"log_lik"`` (the generated quantity),
     ``"difference"`` (the program's density on data instances of one observation, checked for
-    validity). ``k_threshold``: fix observations above this k̂ instead of the draw-count-
+    validity) or ``"conditional"`` (log p(y_i | y₋ᵢ, θ) from the density normalized over y_i,
+    the observation's latents integrated out; what ``"auto"`` uses without a ``log_lik`` when
+    the difference is not valid: per-observation or linked latents, non-factorized
+    likelihoods; :mod:`.loo_routes`). ``k_threshold``: fix observations above this k̂ instead of the draw-count-
     dependent threshold min(1 − 1/log10 S, 0.7). ``subsample``: estimate elpd_loo from PSIS on
     this many observations drawn at random (difference estimator around a point-estimate
     approximation of every observation; Magnusson et al. 2020), for large N.
