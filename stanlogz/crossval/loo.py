@@ -229,10 +229,11 @@ def loo(
     validity) or ``"conditional"`` (log p(y_i | y₋ᵢ, θ) from the density normalized over y_i,
     the observation's latents integrated out; what ``"auto"`` uses without a ``log_lik`` when
     the difference is not valid: per-observation or linked latents, non-factorized
-    likelihoods; :mod:`.loo_routes`). ``k_threshold``: fix observations above this k̂ instead of the draw-count-
-    dependent threshold min(1 − 1/log10 S, 0.7). ``subsample``: estimate elpd_loo from PSIS on
-    this many observations drawn at random (difference estimator around a point-estimate
-    approximation of every observation; Magnusson et al. 2020), for large N.
+    likelihoods; :mod:`.loo_routes`). ``k_threshold``: fix observations above this k̂
+    instead of the draw-count-dependent threshold min(1 − 1/log10 S, 0.7). ``subsample``:
+    estimate elpd_loo from PSIS on this many observations drawn at random (difference
+    estimator around a point-estimate approximation of every observation; Magnusson et al.
+    2020), for large N.
     """
     t0 = time.perf_counter()
     if fix not in FIX_METHODS:
