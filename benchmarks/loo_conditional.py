@@ -5,9 +5,10 @@ latents integrated out) against exact leave-one-out values, over many NUTS seeds
 Programs (stan_models/tests): eight schools without log_lik (per-observation latents; fixed
 data, quadrature truth), a random-walk state model (linked latents), a multivariate-normal
 likelihood with AR(1) errors and an AR(2) series (non-factorized; Gaussian-conditioning and
-quadrature truths). For each replicate: z = (estimate - truth) / mc se for elpd_loo and for
-every pointwise value; the table prints the share with |z| <= 2 (should be >= 90%; 95% for an
-exact se), the rms z (1 for an exact se) and the largest k-hat.
+quadrature truths), binomial random effects (integer data, the latent integrated out by
+Gauss-Hermite: the "integrated" source). For each replicate: z = (estimate - truth) / mc se
+for elpd_loo and for every pointwise value; the table prints the share with |z| <= 2 (should
+be >= 90%; 95% for an exact se), the rms z (1 for an exact se) and the largest k-hat.
 
     PYTHONPATH=. python3 benchmarks/loo_conditional.py            # quick: 12 replicates each
     PYTHONPATH=. python3 benchmarks/loo_conditional.py --full     # 100 replicates each
@@ -47,6 +48,11 @@ def case(name: str, rng: np.random.Generator) -> tuple[str, dict, np.ndarray, np
         y = np.array(_walk(40, rng)) + 1.0
         data = {"N": 40, "y": y.round(3).tolist(), "rho": 0.7, "sigma": 1.0}
         return name, data, T.gaussian_loo(y.round(3), T.mvn_ar1_cov(data)), np.arange(40)
+    if name == "binom_re":
+        n = rng.integers(5, 40, 15)
+        y = rng.binomial(n, 1 / (1 + np.exp(-(0.3 + 0.8 * rng.normal(size=15)))))
+        data = {"I": 15, "n": n.tolist(), "y": y.tolist(), "sigma": 0.8}
+        return name, data, T.binom_re_loo(data), np.arange(15)
     y = np.zeros(40)
     for t in range(2, 40):
         y[t] = 0.5 + 0.5 * y[t - 1] - 0.3 * y[t - 2] + rng.normal()
@@ -58,7 +64,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--full", action="store_true", help="100 replicates per program")
     ap.add_argument("--reps", type=int, default=None)
-    ap.add_argument("--programs", default="eight_schools,rw_states,mvn_ar1,ark")
+    ap.add_argument("--programs", default="eight_schools,rw_states,mvn_ar1,ark,binom_re")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     reps = args.reps or (100 if args.full else 12)
@@ -80,7 +86,7 @@ def main() -> None:
             t0 = time.perf_counter()
             res = loo(model, data, fix="none", seed=1000 * args.seed + r,
                       chains=nuts.chains, warmup=nuts.warmup, n_draws=nuts.draws,
-                      obs="J" if prog == "eight_schools" else None)
+                      obs={"eight_schools": "J", "binom_re": "I"}.get(prog))
             secs.append(time.perf_counter() - t0)
             err = (res.elpd_i - truth)[idx]
             se_i = res.mcse_i[idx]

@@ -168,3 +168,21 @@ def test_loo_binomial_random_effects_integrates_the_latent(compiled):
     err = r.elpd_i - T.binom_re_loo(data)
     assert np.all(r.khat <= 0.7)
     assert abs(err.sum()) <= 4 * float(np.sqrt(np.sum(r.mcse_i**2))) + 1e-3
+
+
+class _Names:
+    def __init__(self, names: list[str]) -> None:
+        self.names, self.dim, self.name = names, len(names), "stub"
+
+    def param_unc_names(self) -> list[str]:
+        return self.names
+
+
+def test_coordinate_map_follows_observations_on_any_axis():
+    # matrix[2, N] w: the observation is the second index; N = 3 -> observations 1 and 3
+    big = _Names(["mu", "w.1.1", "w.2.1", "w.1.2", "w.2.2", "w.1.3", "w.2.3"])
+    small = _Names(["mu", "w.1.1", "w.2.1", "w.1.2", "w.2.2"])
+    from stanlogz.crossval.latents import coordinate_map
+
+    pos = coordinate_map(big, small, np.arange(3), np.array([0, 2]))
+    assert [big.names[j] for j in pos] == ["mu", "w.1.1", "w.2.1", "w.1.3", "w.2.3"]
