@@ -151,7 +151,8 @@ def heldout_elpd(
     nuts = {"chains": chains, "warmup": warmup, "draws": draws, "adapt_delta": adapt_delta}
     fd = _draws(full, full_draws, nuts, rng_full, progress, "all data")
     flat0 = fd.unconstrained.reshape(-1, full.dim)
-    check_split(full, data, observations, int(v[0]),
+    # the last held-out observation: a trailing block (leave-future-out) is a valid split
+    check_split(full, data, observations, int(v[-1]),
                 flat0[np.unique(np.linspace(0, len(flat0) - 1, 3).astype(int))])
     td = _draws(train, train_draws, nuts, rng_train, progress,
                 f"without {_numbers(v)}")
