@@ -250,7 +250,8 @@ def loo(
         PointwiseLogLik(model, data_dict, observations, log_lik)  # bad sources fail early
     d = _get_draws(model, draws, chains, warmup, n_draws, seed, progress, adapt_delta)
     unc = d.flat_unconstrained()
-    pw = pointwise_source(model, data_dict, observations, log_lik, unc[_check_rows(unc.shape[0])])
+    pw = pointwise_source(model, data_dict, observations, log_lik,
+                          unc[_check_rows(unc.shape[0])], check=subsample is None)
     r_eff = relative_efficiency(_posterior_values(d))
     t1 = time.perf_counter()
     notes: list[str] = []
@@ -258,7 +259,8 @@ def loo(
         if progress:
             progress(f"pointwise log-likelihood of {observations.n} observations "
                      f"({pw.source}) at {unc.shape[0]} draws")
-        pw.check(unc[_check_rows(unc.shape[0])])
+        if not pw.checked:
+            pw.check(unc[_check_rows(unc.shape[0])])
         ps = _psis_pass(pw, d, r_eff, None)
         sample_index = None
         est = _full_estimates(ps)

@@ -75,16 +75,17 @@ class ConditionalSource:
 
 
 def pointwise_source(model: Any, data: Mapping[str, Any], obs: Observations, log_lik: str,
-                     rows: np.ndarray) -> Any:
+                     rows: np.ndarray, check: bool = True) -> Any:
     """The pointwise log-likelihood for ``loo``: ``log_lik`` (``"auto"``, ``"log_lik"``,
     ``"difference"`` or ``"conditional"``), checked at the unconstrained draws ``rows``.
     ``"auto"`` takes the generated quantity, else the density difference when it is a valid
     pointwise log-likelihood, else the conditional one; a one-line :class:`InputError` with the
-    routes that work when none applies."""
+    routes that work when none applies. ``check=False`` (subsampling, large N) keeps the
+    density difference unchecked here: the caller checks it on its own points."""
     if log_lik == "conditional":
         return _conditional(model, data, obs, rows, None)
     pw = PointwiseLogLik(model, data, obs, log_lik)
-    if pw.source != "difference" or log_lik == "difference":
+    if pw.source != "difference" or log_lik == "difference" or not check:
         return pw
     try:
         pw.check(rows)
