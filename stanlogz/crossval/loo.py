@@ -18,12 +18,12 @@ from ..errors import InputError
 from ..parallel import child_sequence, run_parallel, with_client
 from .fixups import FIX_METHODS, FixedPoint, FixTask, fix_observation
 from .heldout import heldout_many
-from .loo_routes import pointwise_source
+from .loo_routes import exact_split_error, pointwise_source, refit_refusal
 from .moment_match import moment_match_observation
 from .observations import Observations, load_observed
 from .pointwise import PointwiseLogLik
 from .psis import PsisLoo, psis_loo, relative_efficiency
-from .splitcheck import SplitError, check_split
+from .splitcheck import SplitError
 
 #: k̂ bands of the loo table (the first bound is the draw-count-dependent threshold).
 BANDS = ("good", "bad", "very bad")
@@ -384,15 +384,11 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
             return fixed + _exact_with_latents(pw, d, bad, ps, pos, chains, warmup, n_draws,
                                                seed, n_workers, progress), []
         except SplitError as err:
-            return fixed, [f"{bad.size} observation(s) have Pareto k-hat above "
-                           f"{threshold:.2f} and cannot be refitted: {err}"]
-    if method == "exact":
-        try:
-            check_split(pw.model, pw.data, pw.obs, int(bad[0]),
-                        d.flat_unconstrained()[_check_rows(d.flat_unconstrained().shape[0])])
-        except SplitError as err:
-            return fixed, [f"{bad.size} observation(s) have Pareto k-hat above "
-                           f"{threshold:.2f} and cannot be refitted: {err}"]
+            return fixed, [refit_refusal(err, bad.size, threshold)]
+    refused = (exact_split_error(pw, d.flat_unconstrained(), int(bad[0]))
+               if method == "exact" else None)
+    if refused is not None:
+        return fixed, [refit_refusal(refused, bad.size, threshold)]
     if progress:
         progress(f"refitting {bad.size} observation(s) with k-hat > {threshold:.2f} "
                  f"({method}): {', '.join(str(i + 1) for i in bad)}")

@@ -16,6 +16,7 @@ from .conditional import ConditionalLogLik, NotGaussian
 from .integrated import IntegratedSource
 from .observations import Observations
 from .pointwise import CHUNK_BYTES, PointwiseLogLik
+from .splitcheck import SplitError, check_split
 
 ROUTES = ("`stanlogz lfo` for time series, `stanlogz kfold --groups` over blocks of "
           "exchangeable observations")
@@ -123,3 +124,20 @@ def _integrated(model: Any, data: Mapping[str, Any], obs: Observations, rows: np
     except StanlogzError:
         return None
     return src
+
+
+def exact_split_error(pw: Any, unc: np.ndarray, i: int) -> SplitError | None:
+    """Why exact refits of ``pw``'s program (leaving out observation ``i``) would not give its
+    held-out values (:func:`check_split` at three of the draws ``unc``), or None."""
+    rows = np.unique(np.linspace(0, len(unc) - 1, min(3, len(unc))).astype(int))
+    try:
+        check_split(pw.model, pw.data, pw.obs, i, unc[rows])
+    except SplitError as err:
+        return err
+    return None
+
+
+def refit_refusal(err: SplitError, n_bad: int, threshold: float) -> str:
+    """The warning of a refused refit."""
+    return (f"{n_bad} observation(s) have Pareto k-hat above {threshold:.2f} and cannot be "
+            f"refitted: {err}")
