@@ -27,7 +27,6 @@ from stanlogz.stan.settings import NutsArgs
 
 TESTS = Path(__file__).resolve().parents[1] / "stan_models" / "tests"
 SHORT = NutsArgs(chains=1, warmup=150, draws=20)
-LOO = NutsArgs(chains=4, warmup=500, draws=1000)
 
 
 def _y(n: int, seed: int) -> list[float]:
@@ -128,36 +127,36 @@ def _check_loo(r, truth, index=None):
 def test_loo_eight_schools_without_log_lik(compiled):
     es = json.loads((TESTS / "eight_schools.json").read_text())
     r = loo(compiled("eight_schools"), es, obs="J", seed=11, fix="none",
-            **{"chains": 4, "warmup": 500, "n_draws": 1000})
+            chains=4, warmup=300, n_draws=500)
     _check_loo(r, T.eight_schools_cauchy_loo(es))
 
 
 def test_loo_random_walk_states(compiled):
     data = {"N": 20, "y": _y(20, 4), "sigma_x": 0.5, "sigma_y": 1.0}
     r = loo(compiled(TESTS / "rw_states.stan", data), data, seed=12, fix="none",
-            chains=4, warmup=500, n_draws=1000)
+            chains=4, warmup=300, n_draws=500)
     _check_loo(r, T.gaussian_loo(np.array(data["y"]), T.rw_states_cov(data)))
 
 
 def test_loo_mvn_ar1_non_factorized(compiled):
-    data = {"N": 30, "y": (np.array(_y(30, 5)) + 1).round(3).tolist(), "rho": 0.7,
+    data = {"N": 20, "y": (np.array(_y(20, 5)) + 1).round(3).tolist(), "rho": 0.7,
             "sigma": 1.0}
     r = loo(compiled(TESTS / "mvn_ar1.stan", data), data, seed=13, fix="none",
-            chains=4, warmup=500, n_draws=1000)
+            chains=4, warmup=300, n_draws=500)
     _check_loo(r, T.gaussian_loo(np.array(data["y"]), T.mvn_ar1_cov(data)))
 
 
 def test_loo_ark_series(compiled):
     rng = np.random.default_rng(6)
-    y = np.zeros(50)
-    for t in range(2, 50):
+    y = np.zeros(30)
+    for t in range(2, 30):
         y[t] = 0.5 + 0.5 * y[t - 1] - 0.3 * y[t - 2] + rng.normal()
-    data = {"K": 2, "T": 50, "y": y.round(3).tolist(), "sigma": 1.0}
+    data = {"K": 2, "T": 30, "y": y.round(3).tolist(), "sigma": 1.0}
     r = loo(compiled(TESTS / "ark.stan", data), data, seed=14, fix="none",
-            chains=4, warmup=500, n_draws=1000)
+            chains=4, warmup=300, n_draws=500)
     # the first K values carry no term of their own (flat): their conditional is improper
     # under the joint, so only t > K is compared
-    _check_loo(r, T.ark_loo(data), np.arange(2, 50))
+    _check_loo(r, T.ark_loo(data), np.arange(2, 30))
 
 
 def test_loo_refuses_recursion_with_routes(compiled):
@@ -177,7 +176,7 @@ def test_loo_binomial_random_effects_integrates_the_latent(compiled):
     y = rng.binomial(n, 1 / (1 + np.exp(-(0.3 + 0.8 * rng.normal(size=15)))))
     data = {"I": 15, "n": n.tolist(), "y": y.tolist(), "sigma": 0.8}
     r = loo(compiled(TESTS / "binom_re.stan", data), data, obs="I", seed=15, fix="none",
-            chains=4, warmup=500, n_draws=1000)
+            chains=4, warmup=300, n_draws=500)
     assert r.log_lik_source == "integrated"
     err = r.elpd_i - T.binom_re_loo(data)
     assert np.all(r.khat <= 0.7)
