@@ -169,6 +169,16 @@ class ConditionalLogLik:
         self.integrated = np.zeros(obs.n, dtype=bool)  # set per observation by columns()
 
     def _instance(self, i: int, value: float) -> Any:
+        """The program with y_i = ``value``; the last observation's instances are kept (moment
+        matching asks for one observation's column many times)."""
+        cache = self.__dict__.setdefault("_cache", {})
+        if cache and next(iter(cache))[0] != i:
+            cache.clear()
+        if (i, value) not in cache:
+            cache[(i, value)] = self._build(i, value)
+        return cache[(i, value)]
+
+    def _build(self, i: int, value: float) -> Any:
         d = dict(self.data)
         arr = list(np.asarray(self.data[self.response], dtype=float).tolist())
         arr[i] = float(value)
