@@ -64,7 +64,9 @@ def test_observations_are_inferred_and_subsets_cut_every_per_observation_array()
 
 @pytest.mark.parametrize("data, kwargs, message", [
     ({"sigma": 1.0, "y": [1.0, 2.0]}, {}, "no observation dimension found"),
-    ({"N": 2, "M": 3, "y": [1.0, 2.0], "z": [1, 2, 3]}, {}, "several possible observation sizes"),
+    ({"N": 2, "M": 3, "w": [1.0, 2.0], "z": [1, 2, 3]}, {},
+     r"several possible observation sizes \(N: w; M: z\).*--obs N"),
+    ({"n": 4, "k": 2}, {}, r"only scalars \(n, k\).*stanlogz compare"),
     (dict(NORMAL_DATA), {"obs": "sigma"}, "sigma is not an integer size variable"),
     (dict(NORMAL_DATA), {"obs": "nope"}, "no data variable named nope"),
     (dict(STACK_DATA), {"obs": "K"}, "no data array has leading dimension K = 4"),
@@ -76,6 +78,13 @@ def test_bad_observation_specs_are_one_line_errors(data, kwargs, message):
     with pytest.raises(InputError, match=message) as e:
         find_observations(data, **kwargs)
     assert "\n" not in str(e.value)
+
+
+def test_the_size_of_y_is_the_observation_size():
+    # a brms-style Gaussian process: basis-weight arrays have their own sizes; Y decides
+    data = {"N": 5, "Y": [0.1, 0.2, 0.3, 0.4, 0.5], "NBgp_1": 3, "slambda_1": [1.0, 2.0, 3.0],
+            "NBgp_sigma_1": 2, "Xgp": [[0.1], [0.2]]}
+    assert find_observations(data) == Observations("N", ("Y",), 5)
 
 
 # ---------------------------------------------------------------------- pointwise and PSIS
@@ -189,12 +198,16 @@ def test_fixups_land_on_the_closed_form(normal, fix):
     assert not r.unfixed_bad()
 
 
-def test_parameters_that_depend_on_n_are_refused(compiled):
+def test_parameters_that_depend_on_n_are_integrated_out(compiled):
+    # One latent per observation (z_i ~ N(0, 1), y_i ~ N(z_i, 1)): loo integrates z_i out of
+    # p(y_i | y_-i, z_-i) = N(y_i; 0, sqrt 2) exactly at every draw, so PSIS is exact.
     code_dir = Path(__file__).resolve().parents[1] / "stan_models" / "tests"
-    model = compiled(code_dir / "per_obs.stan", {"N": 3, "y": [0.1, 0.5, -0.2]})
-    with pytest.raises(InputError, match="parameters per observation"):
-        loo(model, {"N": 3, "y": [0.1, 0.5, -0.2]}, fix="exact", k_threshold=0.0,
-            chains=1, warmup=50, n_draws=50, seed=1)
+    data = {"N": 3, "y": [0.1, 0.5, -0.2]}
+    model = compiled(code_dir / "per_obs.stan", data)
+    r = loo(model, data, fix="none", chains=1, warmup=50, n_draws=50, seed=1)
+    assert r.log_lik_source == "conditional"
+    want = -0.5 * np.log(4 * np.pi) - np.array(data["y"]) ** 2 / 4
+    np.testing.assert_allclose(r.elpd_i, want, atol=1e-8)
 
 
 # ---------------------------------------------------------------------- unbiased CV

@@ -69,9 +69,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k-threshold", type=float, default=None,
                         help="fix observations above this k-hat (default min(1 - 1/log10 S, 0.7))")
     parser.add_argument("--log-lik", choices=LOG_LIK_SOURCES, default="auto",
-                        help="pointwise log-likelihood: the log_lik generated quantity, or the "
-                        "difference of two data instances' densities (default: log_lik when the "
-                        "program has it)")
+                        help="pointwise log-likelihood: the log_lik generated quantity, the "
+                        "difference of two data instances' densities, or the conditional "
+                        "p(y_i | y_-i, theta) from the density normalized over y_i (default: "
+                        "log_lik when the program has it, else the difference when valid, "
+                        "else the conditional)")
     parser.add_argument("--subsample", metavar="M", type=int, default=None,
                         help="estimate elpd_loo from PSIS on M observations drawn at random "
                         "(difference estimator; for large N), with its subsampling se")

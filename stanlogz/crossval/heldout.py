@@ -15,6 +15,10 @@ two data instances have the same parameters. Design:
   on the full program's space, so the same bridge gives log Z(full) − log Z(T). The better q
   matches the conditional posterior, the closer the bridge is to a bridge on θ_T alone with the
   marginal likelihood p(y_V | θ_T) as weight (the ideal q).
+* Both designs need the program run without y_V to be the full program with y_V (and its
+  latents) integrated out; :func:`~stanlogz.crossval.splitcheck.check_split` verifies that at a
+  few full-data draws before the refit and refuses (linked latents, a latent prior that does
+  not integrate to one, y_i entering other terms) with :class:`SplitError`.
 * When the bridge's overlap is poor (Pareto k̂ > 0.5 on either side: the weights' variance, and
   so the bridge's error formula, may not exist), the difference of two
   gbs evidence estimates (which needs no overlap between the posteriors) is computed as well and
@@ -47,6 +51,7 @@ from ..stan.program import StanProgram
 from ..stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from .latents import ConditionalGaussian, coordinate_map
 from .observations import Observations
+from .splitcheck import check_split
 
 #: Pareto k̂ above which the bridge's overlap is poor and the evidence difference is tried
 #: (above 0.5 the weights' variance may be infinite, and the bridge's se unreliable: a Gaussian
@@ -147,6 +152,10 @@ def heldout_elpd(
     warns: list[str] = []
     nuts = nuts_from_keywords(settings, nuts_keywords, "heldout_elpd")
     fd = _draws(full, full_draws, nuts, rng_full, progress, "all data")
+    flat0 = fd.unconstrained.reshape(-1, full.dim)
+    # the last held-out observation: a trailing block (leave-future-out) is a valid split
+    check_split(full, data, observations, int(v[-1]),
+                flat0[np.unique(np.linspace(0, len(flat0) - 1, 3).astype(int))])
     td = _draws(train, train_draws, nuts, rng_train, progress,
                 f"without {_numbers(v)}")
     n_grad = td.n_gradient_evals if train_draws is None else 0

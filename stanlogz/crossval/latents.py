@@ -19,16 +19,50 @@ from ..errors import InputError
 _NAME = re.compile(r"^(.*?)((?:\.\d+)*)$")
 
 
-def _split_name(name: str) -> tuple[str, tuple[int, ...]]:
+def split_name(name: str) -> tuple[str, tuple[int, ...]]:
+    """``"z.3.2"`` -> ``("z", (3, 2))``: a parameter's base name and its 1-based indices."""
     base, idx = _NAME.match(name).groups()  # type: ignore[union-attr]
     return base, tuple(int(p) for p in idx.split(".")[1:])
 
 
-def _leading_sizes(names: Sequence[str]) -> dict[str, int | None]:
-    out: dict[str, int | None] = {}
+_split_name = split_name
+
+
+def _shapes(names: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    """Each parameter's shape (largest index along each axis) from unconstrained names."""
+    out: dict[str, tuple[int, ...]] = {}
     for n in names:
-        base, idx = _split_name(n)
-        out[base] = max(out.get(base) or 0, idx[0]) if idx else None
+        base, idx = split_name(n)
+        old = out.get(base)
+        out[base] = idx if old is None else tuple(max(a, b) for a, b in zip(old, idx,
+                                                                            strict=False))
+    return out
+
+
+def observation_axes(big: Any, small: Any, n_big: int, n_small: int | None = None
+                     ) -> dict[str, int]:
+    """The parameters of ``big`` whose size follows the observations (``n_big`` in ``big``,
+    ``n_small`` in ``small``, default ``n_big - 1``) and the axis (0-based) indexed by
+    observation; :class:`InputError` for a parameter that changes in any other way."""
+    n_small = n_big - 1 if n_small is None else n_small
+    bs, ss = _shapes(big.param_unc_names()), _shapes(small.param_unc_names())
+    out: dict[str, int] = {}
+    for b, shape in bs.items():
+        other = ss.get(b)
+        if other == shape:
+            continue
+        axes = ([] if other is None or len(other) != len(shape) else
+                [a for a in range(len(shape)) if shape[a] != other[a]])
+        if other is None and len(shape) == 1 and shape[0] == n_big and n_small == 0:
+            axes = [0]
+        ok = len(axes) == 1 and shape[axes[0]] == n_big and (
+            other is None or other[axes[0]] == n_small)
+        if not ok:
+            raise InputError(
+                f"parameter {b} of {big.name} changes size ({shape} -> {other}) in a way that "
+                f"does not follow the observations ({n_big} -> {n_small}): the program cannot "
+                "be split along them")
+        out[b] = axes[0]
     return out
 
 
@@ -38,28 +72,24 @@ def coordinate_map(big: Any, small: Any, big_obs: np.ndarray, small_obs: np.ndar
 
     ``big`` and ``small`` are instances of one program with the observations ``big_obs`` and
     ``small_obs`` (original 0-based indices, ``small_obs`` a subset). A parameter whose size
-    differs between them must be indexed by observation along its first axis (one entry per
-    observation: ``vector[N] z``, ``matrix[N, K] z``); anything else cannot be split.
+    differs between them must be indexed by observation along exactly one axis (one entry per
+    observation: ``vector[N] z``, ``matrix[N, K] z``, ``matrix[K, N] z``); anything else cannot
+    be split.
     """
     if big.dim == small.dim:
         return np.arange(big.dim)
+    axes = observation_axes(big, small, big_obs.size, small_obs.size)
     bnames, snames = big.param_unc_names(), small.param_unc_names()
-    bsize, ssize = _leading_sizes(bnames), _leading_sizes(snames)
-    changed = {b for b in bsize if bsize[b] != ssize.get(b)}
-    for b in changed:
-        if bsize[b] != big_obs.size or ssize.get(b) != small_obs.size:
-            raise InputError(
-                f"parameter {b} of {big.name} changes size ({bsize[b]} -> {ssize.get(b)}) in a "
-                f"way that does not follow the observations ({big_obs.size} -> "
-                f"{small_obs.size}): the program cannot be split along them")
     where = {int(o): k for k, o in enumerate(big_obs)}
     pos = {n: j for j, n in enumerate(bnames)}
     out = np.empty(len(snames), dtype=int)
     for j, name in enumerate(snames):
-        base, idx = _split_name(name)
-        if base in changed:
-            name = ".".join([base, str(where[int(small_obs[idx[0] - 1])] + 1),
-                             *map(str, idx[1:])])
+        base, idx = split_name(name)
+        if base in axes:
+            a = axes[base]
+            moved = list(idx)
+            moved[a] = where[int(small_obs[idx[a] - 1])] + 1
+            name = ".".join([base, *map(str, moved)])
         if name not in pos:
             raise InputError(f"parameter {name} of the held-out program has no counterpart in "
                              f"{big.name}: the program cannot be split along the observations")

@@ -4,7 +4,6 @@ exact or unbiased leave-one-out estimate; subsampling for large N: :func:`loo`,
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -20,11 +19,14 @@ from ..stan.program import ProgramLike
 from ..stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from .fixups import FIX_METHODS, FixedPoint, FixTask, fix_observation
 from .heldout import heldout_many
+from .loo_routes import exact_split_error, pointwise_source, refit_refusal
+from .loo_warnings import _posterior_values, _sampler_warnings, _warnings
 from .moment_match import moment_match_observation
 from .names import LooNames
 from .observations import Observations, load_observed
 from .pointwise import PointwiseLogLik
 from .psis import PsisLoo, psis_loo, relative_efficiency
+from .splitcheck import SplitError
 from .subsample import draw_sample, subsample_estimates
 
 #: k̂ bands of the loo table (the first bound is the draw-count-dependent threshold).
@@ -247,12 +249,16 @@ def loo(
     ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`; ``chains``, ``warmup``,
     ``n_draws``, ``adapt_delta`` and ``max_treedepth`` replace its fields), and so does every
     refit of the fix-ups. ``obs`` names the observation size variable (inferred when
-    unambiguous); ``log_lik``: ``"auto"``, ``"log_lik"`` (the generated quantity) or
+    unambiguous); ``log_lik``: ``"auto"``, ``"log_lik"`` (the generated quantity),
     ``"difference"`` (the program's density on data instances of one observation, checked for
-    validity). ``k_threshold``: fix observations above this k̂ instead of the draw-count-
-    dependent threshold min(1 − 1/log10 S, 0.7). ``subsample``: estimate elpd_loo from PSIS on
-    this many observations drawn at random (difference estimator around PSIS-LOO of every
-    observation on 100 thinned draws; Magnusson et al. 2020), for large N.
+    validity) or ``"conditional"`` (log p(y_i | y₋ᵢ, θ) from the density normalized over y_i,
+    the observation's latents integrated out; what ``"auto"`` uses without a ``log_lik`` when
+    the difference is not valid: per-observation or linked latents, non-factorized
+    likelihoods; :mod:`.loo_routes`). ``k_threshold``: fix observations above this k̂
+    instead of the draw-count-dependent threshold min(1 − 1/log10 S, 0.7). ``subsample``:
+    estimate elpd_loo from PSIS on this many observations drawn at random (difference
+    estimator around PSIS-LOO of every observation on 100 thinned draws; Magnusson et al.
+    2020), for large N.
     """
     from .fitloo import is_fit, loo_elsewise
 
@@ -272,9 +278,12 @@ def loo(
                                       and 2 <= subsample < observations.n):
         raise InputError(f"subsample must be an integer in 2..{observations.n - 1} (there are "
                          f"{observations.n} observations), got {subsample}")
-    pw = PointwiseLogLik(model, data_dict, observations, log_lik)
+    if log_lik != "conditional":
+        PointwiseLogLik(model, data_dict, observations, log_lik)  # bad sources fail early
     d = obtain_draws(model, draws, nuts, seed=seed, progress=progress)
     unc = d.flat_unconstrained()
+    pw = pointwise_source(model, data_dict, observations, log_lik,
+                          unc[_check_rows(unc.shape[0])], check=subsample is None)
     r_eff = relative_efficiency(_posterior_values(d))
     t1 = time.perf_counter()
     notes: list[str] = []
@@ -282,7 +291,8 @@ def loo(
         if progress:
             progress(f"pointwise log-likelihood of {observations.n} observations "
                      f"({pw.source}) at {unc.shape[0]} draws")
-        pw.check(unc[_check_rows(unc.shape[0])])
+        if not pw.checked:
+            pw.check(unc[_check_rows(unc.shape[0])])
         ps = _psis_pass(pw, d, r_eff, None, _keep_above(k_threshold))
         sample_index = None
         est = _full_estimates(ps)
@@ -404,8 +414,15 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
             return fixed, [f"{bad.size} observation(s) have Pareto k-hat above "
                            f"{threshold:.2f}; {method} cannot refit them one at a time ({exc}); "
                            "use --fix exact"]
-        return fixed + _exact_with_latents(pw, d, bad, ps, pos, nuts, seed, n_workers,
-                                           progress), []
+        try:
+            return fixed + _exact_with_latents(pw, d, bad, ps, pos, nuts, seed, n_workers,
+                                               progress), []
+        except SplitError as err:
+            return fixed, [refit_refusal(err, bad.size, threshold)]
+    refused = (exact_split_error(pw, d.flat_unconstrained(), int(bad[0]))
+               if method == "exact" else None)
+    if refused is not None:
+        return fixed, [refit_refusal(refused, bad.size, threshold)]
     if progress:
         progress(f"refitting {bad.size} observation(s) with k-hat > {threshold:.2f} "
                  f"({method}): {', '.join(str(i + 1) for i in bad)}")
@@ -449,56 +466,3 @@ def _moment_matched(pw: PointwiseLogLik, d: Draws, log_post: np.ndarray, i: int,
                      f"{threshold:.2f}")
     return FixedPoint(i, mm.elpd, mm.se, "mm", float(ps.khat[j]), float(ps.elpd_i[j]), 0,
                       mm.n_evals, mm.seconds, warnings=warns, khat_after=mm.khat_after)
-
-
-
-def _sampler_warnings(d: Draws) -> list[str]:
-    """The sampler's warnings (divergences, R-hat, ESS) on the posterior quantities; the
-    log_lik columns are left out (N of them would cost more than the LOO itself)."""
-    if d.source != "stanlogz-nuts":
-        return []
-    if d.constrained is not None:
-        keep = [j for j, n in enumerate(d.constrained_names) if not n.startswith("log_lik")]
-        d = dataclasses.replace(d, constrained=d.constrained[:, :, keep],
-                                constrained_names=[d.constrained_names[j] for j in keep])
-    return list(d.summary().warnings)
-
-
-def _posterior_values(d: Draws) -> np.ndarray:
-    """The posterior quantities ArviZ would put in the posterior group (no log_lik)."""
-    if d.constrained is None:
-        return d.unconstrained
-    keep = [j for j, n in enumerate(d.constrained_names) if not n.startswith("log_lik")]
-    return d.constrained[:, :, keep] if keep else d.unconstrained
-
-
-def _warnings(r: LooResult) -> list[str]:
-    out = []
-    left = r.unfixed_bad()
-    if left:
-        nums = ", ".join(str(i + 1) for i in left[:10])
-        what = ("recompute them by exact refits (--fix exact; fix=\"exact\" in Python)"
-                if r.fix == "none" else
-                f"the {r.fix} fix-up did not replace them (see the warnings above)")
-        out.append(f"{len(left)} observation(s) have Pareto k-hat above {r.threshold:.2f} "
-                   f"({nums}): their PSIS values are unreliable; {what}")
-    for f in r.fixed:
-        out.extend(f.warnings)
-        if f.se > 0.1:
-            out.append(f"observation {f.index + 1}: the fixed value has Monte Carlo se "
-                       f"{f.se:.2f}; run more draws for it")
-    if abs(r.mcse_bias) > 0.5 * r.mcse_psis and abs(r.mcse_bias) > 0.1:
-        out.append(f"PSIS values with k-hat above 0.5 bias elpd_loo by about "
-                   f"{r.mcse_bias:+.2f} at {r.n_samples} draws (included in its Monte Carlo "
-                   "se): k_threshold=0.5 moment-matches them, or more draws shrink it")
-    if r.mcse_elpd_loo > 0.5:
-        out.append(f"the Monte Carlo se of elpd_loo is {r.mcse_elpd_loo:.2f}: run more draws "
-                   "(it falls as 1/sqrt(draws))")
-    if r.sample_index is None and r.pointwise_seconds > 30 and r.n_obs > 5000:
-        out.append(f"the pointwise log-likelihood of {r.n_obs} observations took "
-                   f"{r.pointwise_seconds:.0f} s: --subsample 1000 (subsample=1000 in Python) "
-                   "estimates elpd_loo from 1000 of them with a subsampling se")
-    if r.p_loo > 0.4 * r.n_obs and r.n_obs > 10:
-        out.append(f"p_loo = {r.p_loo:.1f} is large against {r.n_obs} observations: the model "
-                   "may be misspecified or too flexible")
-    return out

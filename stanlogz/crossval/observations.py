@@ -60,6 +60,18 @@ class Observations:
         return self.subset(data, keep)
 
 
+#: Names of the observed-values array in common programs (brms writes Y).
+RESPONSE_NAMES = ("y", "Y")
+
+
+def _prefer_response(data: Mapping[str, Any], lengths: Mapping[str, int | None],
+                     cands: list[str]) -> list[str]:
+    """The candidate sizes that are the leading size of the observed values (an array named
+    y or Y), when that singles one out; else ``cands`` unchanged."""
+    hit = [k for k in cands if any(r in data and lengths[r] == data[k] for r in RESPONSE_NAMES)]
+    return hit if len(hit) == 1 else cands
+
+
 def find_observations(data: Mapping[str, Any], obs: str | None = None,
                       obs_fields: Sequence[str] | None = None) -> Observations:
     """The observations of ``data``: size variable ``obs`` (inferred when exactly one integer
@@ -89,6 +101,12 @@ def find_observations(data: Mapping[str, Any], obs: str | None = None,
                                  "arrays; name the size variable with --obs")
             obs = names[0]
     if obs is None:
+        if not any(v is not None for v in lengths.values()):
+            scalars = ", ".join(list(data)[:6])
+            raise InputError(f"the data hold only scalars ({scalars}): there are no "
+                             "observations to leave out one at a time; compare such programs "
+                             "by their evidence (stanlogz compare), or pass the data as arrays "
+                             "with one entry per observation")
         cands = [k for k, v in data.items()
                  if _is_int_scalar(v) and v > 0 and any(lengths[f] == v for f in data if f != k)]
         if not cands:
@@ -96,8 +114,13 @@ def find_observations(data: Mapping[str, Any], obs: str | None = None,
                              "leading size of an array; name it with --obs and the arrays "
                              "with --obs-fields")
         if len(cands) > 1:
-            raise InputError(f"several possible observation sizes ({', '.join(cands)}); choose "
-                             "one with --obs")
+            cands = _prefer_response(data, lengths, cands)
+        if len(cands) > 1:
+            detail = "; ".join(
+                f"{k}: {', '.join(f for f in data if f != k and lengths[f] == data[k])}"
+                for k in cands)
+            raise InputError(f"several possible observation sizes ({detail}); choose the size "
+                             f"of the observed values with --obs (e.g. --obs {cands[0]})")
         obs = cands[0]
     if obs not in data:
         raise InputError(f"--obs {obs}: no data variable named {obs}")
