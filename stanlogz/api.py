@@ -32,6 +32,7 @@ from .parallel import with_client
 from .stan.code import unused_parameters  # noqa: F401 - re-exported
 from .stan.inputs import check_stan_file, read_data
 from .stan.load import load_model
+from .stan.priors import PriorCheck, program_priors
 
 if TYPE_CHECKING:
     from .crossval.choose import ProgramChoice
@@ -60,6 +61,7 @@ def evidence(
     target_se: float | None = None,
     max_draws: int | None = None,
     adapt_delta: float = 0.8,
+    normalize_prior: bool = False,
     **options: Any,
 ) -> EvidenceResult:
     """The log evidence log Z of a Stan program with its standard error.
@@ -79,11 +81,23 @@ def evidence(
     :func:`stanlogz.draws.continuation.extend_draws`) and log Z re-estimated until its standard
     error is at most ``target_se`` or the draws reach ``max_draws`` in all (default 16 times
     the first draws); ``diagnostics["target_se_rounds"]`` lists every round.
+
+    The prior's normalization is checked from the code before sampling
+    (:func:`stanlogz.stan.priors.program_priors`): a bounded parameter whose prior has mass
+    other than 1 inside its bounds (a half-Cauchy written without ``T[0, ]``, an implicit
+    uniform) gets a warning naming it, ``diagnostics["prior_check"]`` and
+    ``diagnostics["log_z_prior_normalized"]`` (log Z minus the log prior mass); with
+    ``normalize_prior`` that value is reported as ``log_z`` (the program's own in
+    ``diagnostics["log_z_program"]``). Parameters without a prior are named too.
     """
     lookup(method).options(options)  # one-line errors before any build or sampling
     if target_se is not None and not target_se > 0:
         raise InputError(f"target_se must be a positive number of nats, got {target_se}")
     m = load_model(model, data, seed=seed, progress=progress)
+    priors = program_priors(m)
+    if progress:
+        for w in prior_warnings(priors):
+            progress(f"warning: {w}")
     if draws is None:
         d = sample(m, chains=chains, warmup=warmup, draws=n_draws, seed=seed,
                    adapt_delta=adapt_delta, progress=progress)
@@ -110,7 +124,43 @@ def evidence(
         if w not in res.warnings:
             res.warnings.append(w)
     _add_draws_trust(res, d)
+    _add_prior_check(res, priors, normalize_prior)
     return res
+
+
+def prior_warnings(priors: PriorCheck) -> list[str]:
+    """One line per parameter whose prior does not integrate to one or is missing."""
+    out = [m.describe() for m in priors.masses]
+    implicit = {m.name for m in priors.masses}
+    for name in priors.no_prior:
+        if name not in implicit:
+            out.append(f"parameter {name} has no prior (stanc --warn-pedantic): its implicit "
+                       "flat prior is improper, so log Z depends on an arbitrary scale or does "
+                       "not exist; give it a proper prior")
+    return out
+
+
+def _add_prior_check(res: EvidenceResult, priors: PriorCheck, normalize: bool) -> None:
+    """The prior check in the diagnostics and warnings; with ``normalize`` log Z with every
+    checked prior normalized replaces the program's."""
+    res.diagnostics["prior_check"] = priors.to_dict()
+    for w in prior_warnings(priors):
+        if not any(w.split(":")[0] in old and "never appears" in old for old in res.warnings):
+            res.warnings.append(w)
+    if not priors.masses:
+        return
+    lm = priors.log_mass
+    fixed = res.log_z - lm
+    res.diagnostics["log_z_program"] = res.log_z
+    res.diagnostics["log_z_prior_normalized"] = fixed
+    if normalize:
+        res.log_z = fixed
+        res.warnings.append(f"log Z is reported with the priors above normalized: the program's "
+                            f"own log Z is {fixed + lm:.4f} (log prior mass {lm:.4g})")
+    else:
+        res.warnings.append(f"the prior has log mass {lm:.4g}, not 0: with the priors above "
+                            f"normalized, log Z = {fixed:.4f} ± {res.log_z_se:.4f} "
+                            "(normalize_prior=True, --normalize-prior, reports that)")
 
 
 def _add_draws_trust(res: EvidenceResult, d: Draws) -> None:
@@ -197,6 +247,8 @@ class ComparisonResult:
     best: int = field(init=False)
     #: unbiased Z_i / Z_best on the natural scale (paper 003), when asked for; None for the best
     unbiased_bf: list[Any] | None = None
+    #: warnings about the comparison as a whole (e.g. priors of unequal mass)
+    warnings: list[str] = field(default_factory=list)
 
     header = ("model", "log_z", "se", "log_bf", "bf_se", "prior", "post_prob", "post_se")
 
@@ -223,6 +275,7 @@ class ComparisonResult:
         ubf = self.unbiased_bf or [None] * len(self.names)
         return _jsonable({
             "best": self.names[self.best],
+            "warnings": list(self.warnings),
             "models": [
                 {"name": n, "log_bf": b, "log_bf_se": bs, "prior_prob": p, "post_prob": q,
                  "post_prob_se": qs, **r.to_dict(),
@@ -245,6 +298,18 @@ class ComparisonResult:
                 rows.append([n, u.value, u.se, u.log_value, u.log_se, u.fraction_positive,
                              u.tail_k])
         return rows
+
+
+def mass_warnings(names: Sequence[str], results: Sequence[EvidenceResult]) -> list[str]:
+    """A warning when the programs' checked log prior masses differ: every log Bayes factor
+    against another program is then off by the difference."""
+    lm = [float(r.diagnostics.get("prior_check", {}).get("log_mass", 0.0)) for r in results]
+    if max(lm) - min(lm) < 1e-9:
+        return []
+    shown = ", ".join(f"{n} {v:.4g}" for n, v in zip(names, lm, strict=True))
+    return [f"the programs' priors have different log masses ({shown}): each log Bayes factor "
+            "is off by the difference; normalize_prior=True (--normalize-prior) compares the "
+            "prior-normalized log Z"]
 
 
 def posterior_probs(log_z: np.ndarray, se: np.ndarray, prior: np.ndarray
@@ -307,6 +372,7 @@ def compare(
     weights: str | Sequence[str] | None = None,
     loo_options: dict[str, Any] | None = None,
     adapt_delta: float = 0.8,
+    normalize_prior: bool = False,
     **options: Any,
 ) -> ComparisonResult | ProgramChoice:
     """Log evidence of each program, log Bayes factors against the best, model probabilities.
@@ -322,6 +388,10 @@ def compare(
     instead: PSIS-LOO of every program on the same NUTS draws (``loo_options`` go to
     :func:`stanlogz.crossval.loo`), the evidence comparison unless ``use_evidence=False``, and
     the weights asked for.
+
+    Each program's prior normalization is checked as in :func:`evidence` (``normalize_prior``
+    compares the prior-normalized log Z); when the programs' log prior masses differ and are
+    not normalized, :attr:`ComparisonResult.warnings` says by how much the Bayes factors are off.
     """
     from .crossval import choose as choice
 
@@ -377,9 +447,12 @@ def compare(
         if use_evidence:
             results.append(evidence(m, method=method, draws=di, chains=chains, warmup=warmup,
                                     n_draws=n_draws, seed=child_int_seed(seed, i),
-                                    adapt_delta=adapt_delta, progress=progress, **options))
+                                    adapt_delta=adapt_delta, progress=progress,
+                                    normalize_prior=normalize_prior, **options))
     out = ComparisonResult(names=names, results=results, prior_probs=prior) \
         if use_evidence else None
+    if out is not None and not normalize_prior:
+        out.warnings += mass_warnings(names, results)
     if unbiased_bf:
         from .estimators.reciprocal import unbiased_bayes_factors
 
