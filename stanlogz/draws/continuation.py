@@ -57,4 +57,5 @@ def extend_draws(model: Any, draws: Draws, n_more: int, *, seed: int | None = No
         sampling_cost_known=draws.sampling_cost_known,
         max_treedepth=draws.max_treedepth,
         warnings=list(draws.warnings),
+        adapt_delta=draws.adapt_delta,
     )

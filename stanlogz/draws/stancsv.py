@@ -161,9 +161,17 @@ def from_csv(paths: str | os.PathLike | Sequence[str | os.PathLike], model: Any)
         else np.stack(mets),
         seconds=float(sum(ch.seconds for ch in chains)),
         max_treedepth=int(cfg["max_depth"]) if cfg.get("max_depth", "").isdigit() else None,
+        adapt_delta=_float_or_none(cfg.get("delta")),
     )
     d.warnings.extend(notes)
     return d
+
+
+def _float_or_none(text: str | None) -> float | None:
+    try:
+        return None if text is None else float(text)
+    except ValueError:
+        return None
 
 
 def _attach_adaptation(parts: list[_CsvChain], whole: _CsvChain) -> None:
@@ -197,6 +205,8 @@ def write_csv(d: Draws, path: str | os.PathLike) -> None:
     lines = ["# stanlogz draws", "# method = sample", f"# source = {d.source}"]
     if d.max_treedepth is not None:
         lines.append(f"# max_depth = {d.max_treedepth}")
+    if d.adapt_delta is not None:
+        lines.append(f"# delta = {d.adapt_delta!r}")
     if d.step_size is not None:
         lines.append("# stanlogz_step_size = " + ",".join(repr(float(s)) for s in d.step_size))
     if d.inv_metric is not None:
