@@ -225,6 +225,7 @@ class SmcOptions(MethodOptions):
     method: ClassVar[str] = "smc"
     inflate: float = 1.5
     n_particles: int = 128
+    max_particles: int | None = None
     n_runs: int = 8
     ess_fraction: float = 0.5
     hmc_steps: int = 10
@@ -233,7 +234,8 @@ class SmcOptions(MethodOptions):
     backend: str = "auto"
 
     def check(self) -> None:
-        self.positive("inflate", "n_particles", "n_runs", "hmc_steps", "n_moves", "n_workers")
+        self.positive("inflate", "n_particles", "max_particles", "n_runs", "hmc_steps",
+                       "n_moves", "n_workers")
         self.require("ess_fraction", 0.0 < self.ess_fraction < 1.0, "in (0, 1)")
         self.choice("backend", BACKENDS)
 

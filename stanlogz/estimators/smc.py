@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util.seeds import child_int_seed
 from ..densities.fits import as_draw_matrix, gaussian_from_draws
 from ..densities.target import Target
 from ..errors import EstimationError, InputError
@@ -189,26 +190,71 @@ def smc(
     }
 
 
+#: The runs' sd of log Ẑ above which more particles are used (var log Ẑ falls like 1/particles),
+#: the sd aimed at when growing, and the sd above which no se is given.
+GROW_SD, AIM_SD, REFUSE_SD = 1.0, 0.5, 1.5
+
+
+def lognormal_log_z(run_log_z: np.ndarray) -> tuple[float, float]:
+    """log Z and its se from independent runs' log Ẑ under SMC's lognormal CLT.
+
+    For many particles log Ẑ is normal with variance σ² (Bérard, Del Moral & Doucet 2014),
+    and E Ẑ = Z makes its mean log Z − σ²/2; so log Z = mean + s²/2, with the variance of the
+    mean (s²/k) plus that of s²/2 (s⁴/(2(k−1)) for normal runs).
+    """
+    r = np.asarray(run_log_z, dtype=float)
+    k = r.size
+    s2 = float(np.var(r, ddof=1))
+    return float(np.mean(r) + 0.5 * s2), math.sqrt(s2 / k + s2 * s2 / (2 * (k - 1)))
+
+
 def smc_estimate(
     target: Target, draws: np.ndarray, *, seed: int | None = None, **options: Any
 ) -> EvidenceResult:
     """Registry adapter "smc": adaptive-tempering SMC from a Gaussian fitted to ``draws``
-    (covariance inflated by ``inflate``). Other options are those of :func:`smc`."""
+    (covariance inflated by ``inflate``). Other options are those of :func:`smc`.
+
+    log Z and its se come from the runs' log Ẑ by :func:`lognormal_log_z`. When the runs'
+    log Ẑ spread by more than ``GROW_SD`` nats the runs are repeated with more particles (same
+    schedule), up to ``max_particles`` (default 8 times ``n_particles``); a spread still above
+    ``REFUSE_SD`` gives no se (NaN) and a warning: Ẑ is then carried by rare runs.
+    """
     t0 = time.perf_counter()
     inflate = float(options.pop("inflate", DEFAULT_INFLATE))
+    n = int(options.pop("n_particles", 128))
+    cap = options.pop("max_particles", None)
+    cap = 8 * n if cap is None else max(int(cap), n)
     x = as_draw_matrix(draws)
     base = gaussian_from_draws(x, inflate=inflate)
-    out = smc(target, base, seed=seed, **options)
+    out = smc(target, base, seed=seed, n_particles=n, **options)
+    tried = [n]
+    evals = int(out["n_evals"])
+    while float(np.std(out["run_log_z"], ddof=1)) > GROW_SD and n < cap:
+        sd = float(np.std(out["run_log_z"], ddof=1))
+        n = min(cap, max(2 * n, math.ceil(n * (sd / AIM_SD) ** 2))) if np.isfinite(sd) else cap
+        tried.append(n)
+        out = smc(target, base, seed=child_int_seed(seed, 100 + len(tried)), n_particles=n,
+                  betas=out["betas"], tuning=out.get("tuning"), **options)
+        evals += int(out["n_evals"])
     if not np.isfinite(out["log_z"]):
         raise EstimationError("SMC: every run ended with zero weight")
-    k = out["run_log_z"].size
+    runs = np.asarray(out["run_log_z"], dtype=float)
+    k = runs.size
     warnings = []
-    se = float(out["log_z_se"])
-    run_sd = float(np.std(out["run_log_z"], ddof=1))
-    if out["run_ess"] < 0.5 * k:
+    run_sd = float(np.std(runs, ddof=1))
+    log_z, se = lognormal_log_z(runs) if np.all(np.isfinite(runs)) else (out["log_z"], math.inf)
+    if len(tried) > 1:
+        warnings.append(f"SMC: the runs' log Z spread by more than {GROW_SD:g} nat with "
+                        f"{tried[0]} particles, so they were rerun with {n}")
+    if not run_sd <= REFUSE_SD:
+        se = math.nan
+        warnings.append(f"SMC: the runs' log Z still spread by {run_sd:.2f} nats with {n} "
+                        "particles: Z is then carried by rare runs and the mean of a few runs "
+                        "falls short of it by an unknown amount, so no standard error is given; "
+                        "use more particles (max_particles, n_particles) or gbs")
+    elif out["run_ess"] < 0.5 * k:
         # The mean of Z is carried by one or two runs, so it is known no better than a single
-        # run: the delta-method se (small exactly when one run dominates) is replaced by the
-        # runs' spread in log Z.
+        # run: the se is at least the runs' spread in log Z.
         se = max(se, run_sd)
         warnings.append(f"SMC: the runs' estimates of Z are dominated by a few (ESS "
                         f"{out['run_ess']:.1f} of {k}), so the se is widened to the spread of "
@@ -220,14 +266,15 @@ def smc_estimate(
     if se > 0.5:
         warnings.append(f"large standard error ({se:.2f} nats): use more particles")
     diagnostics = {
-        "n_runs": k, "n_particles": int(options.get("n_particles", 128)),
+        "n_runs": k, "n_particles": n, "particles_tried": tried,
         "n_temps": int(out["betas"].size), "betas": out["betas"].tolist(),
-        "run_log_z": out["run_log_z"].tolist(),
-        "run_log_z_sd": run_sd, "run_ess": out["run_ess"], "delta_method_se": out["log_z_se"],
+        "run_log_z": runs.tolist(), "run_log_z_sd": run_sd, "run_ess": out["run_ess"],
+        "log_mean_exp": float(out["log_z"]), "delta_method_se": out["log_z_se"],
         "acceptance": out["acceptance"], "base": f"Gaussian from draws, covariance x{inflate:g}",
-        "se": "delta method over independent runs, each unbiased for Z (schedule from a pilot)",
+        "se": "independent runs, each unbiased for Z (schedule from a pilot); log Z = mean log Z "
+              "+ sd^2/2 with its se under the lognormal CLT of SMC",
     }
-    return EvidenceResult(method="smc", log_z=float(out["log_z"]), log_z_se=se,
-                          n_draws=x.shape[0], n_evals=out["n_evals"],
+    return EvidenceResult(method="smc", log_z=float(log_z), log_z_se=se,
+                          n_draws=x.shape[0], n_evals=evals,
                           seconds=time.perf_counter() - t0, diagnostics=diagnostics,
                           warnings=warnings, log_z_df=k - 1)
