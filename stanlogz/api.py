@@ -131,12 +131,12 @@ def evidence(
 def prior_warnings(priors: PriorCheck) -> list[str]:
     """One line per parameter whose prior does not integrate to one or is missing."""
     out = [m.describe() for m in priors.masses]
-    implicit = {m.name for m in priors.masses}
+    known = {m.name for m in priors.masses} | set(priors.normalized)
     for name in priors.no_prior:
-        if name not in implicit:
+        if name not in known:
             out.append(f"parameter {name} has no prior (stanc --warn-pedantic): its implicit "
-                       "flat prior is improper, so log Z depends on an arbitrary scale or does "
-                       "not exist; give it a proper prior")
+                       "prior is flat, improper on an unbounded range (log Z does not exist) "
+                       "and of arbitrary scale on a bounded one; give it a proper prior")
     return out
 
 

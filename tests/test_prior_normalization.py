@@ -70,6 +70,11 @@ def test_masses_are_the_closed_forms():
     assert "no prior statement" in text["sig"] and "log 10" in text["sig"]
 
 
+def test_implicit_uniform_on_a_unit_interval_has_mass_one():
+    c = check_priors("parameters { real<lower=0, upper=1> p; } model { }", no_prior=["p"])
+    assert c.masses == [] and c.normalized == ["p"] and c.no_prior == ["p"]
+
+
 def test_far_tail_mass_is_accurate():
     # P(X > 40) for X ~ normal(0, 1): the complement 1 - cdf would round to 0.
     c = check_priors("parameters { real<lower=40> a; } model { a ~ normal(0, 1); }")

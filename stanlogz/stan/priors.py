@@ -351,7 +351,9 @@ def check_priors(code: str, data: Mapping[str, Any] | str | None = None,
             implicit = (d.name in (no_prior or []) if no_prior is not None
                         else not _mentions(tp, d.name) and not re.search(
                             rf"target\s*\+=[^;]*\b{re.escape(d.name)}\b", model))
-            if implicit and math.isfinite(d.lower) and math.isfinite(d.upper):
+            if implicit and d.upper - d.lower == 1.0:
+                out.normalized.append(d.name)  # uniform on a unit interval: mass 1
+            elif implicit and math.isfinite(d.lower) and math.isfinite(d.upper):
                 out.masses.append(PriorMass(d.name, "implicit uniform", d.lower, d.upper,
                                             d.n_elements,
                                             d.n_elements * math.log(d.upper - d.lower)))
