@@ -6,7 +6,6 @@ import json
 import math
 
 import numpy as np
-import pytest
 
 from stanlogz.pmmh.batch import TARGET_LOG_SD, choose_batch, log_weight_sd, probe_points
 from stanlogz.pmmh.pseudo_marginal import pmmh

@@ -22,7 +22,7 @@ from ..estimators.reciprocal import batch_log_weights
 #: sd of the log batch weights the automatic batch aims at
 TARGET_LOG_SD = 0.2
 #: the first batch tried, and the largest one chosen
-START_BATCH, MAX_BATCH = 10, 5000
+START_BATCH, MAX_BATCH = 10, 1000
 #: share of negative 1/Z estimates among warmup states that doubles the batch
 MAX_NEGATIVE = 0.01
 N_BATCHES = 100  # batch weights per sd measurement
@@ -42,11 +42,15 @@ def log_weight_sd(source: Any, rng: np.random.Generator, batch: int,
 def choose_batch(weights_at: Callable[[np.ndarray], Any], points: Sequence[np.ndarray],
                  rng: np.random.Generator, start: int = START_BATCH, cap: int = MAX_BATCH,
                  target_sd: float = TARGET_LOG_SD) -> tuple[int, float]:
-    """The smallest batch (from ``start``, growing) whose log batch weights have sd at most
-    ``target_sd`` at every state in ``points``, capped at ``cap``; and that sd."""
+    """The smallest batch (from ``start``, growing) whose log batch weights have a median sd
+    over the states in ``points`` of at most ``target_sd``, capped at ``cap``; and that sd.
+
+    The median, not the largest: at a state far in the tail the weights' variance may be
+    infinite (a proposal narrower than the inner density there), and no batch tames it.
+    """
     b = max(1, int(start))
     while True:
-        sd = max(log_weight_sd(weights_at(p), rng, b) for p in points)
+        sd = float(np.median([log_weight_sd(weights_at(p), rng, b) for p in points]))
         if sd <= target_sd or b >= cap:
             return b, sd
         grow = (sd / target_sd) ** 2 if math.isfinite(sd) else 4.0
