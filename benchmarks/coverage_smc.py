@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 
 import numpy as np
@@ -55,7 +56,14 @@ def main() -> None:
           "| old: lme ±2 delta se | old mean err | s/rep |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for j in groups:
-        rows = [replicate(j, i, a.draws) for i in range(reps)]
+        rows = []
+        for i in range(reps):
+            rows.append(replicate(j, i, a.draws))
+            r = rows[-1]
+            print(f"  J={j} rep {i}: err {r['err']:+.3f} se {r['se']:.3f} run sd "
+                  f"{r['run_sd']:.2f} particles {r['particles']} | lme err {r['err_lme']:+.3f} "
+                  f"delta se {r['se_delta']:.3f} | {r['seconds']:.0f} s", file=sys.stderr,
+                  flush=True)
         fin = [r for r in rows if r["finite"]]
         cov = np.mean([abs(r["err"]) <= 2 * r["se"] for r in fin]) if fin else math.nan
         z = np.mean([r["err"] / r["se"] for r in fin]) if fin else math.nan

@@ -95,7 +95,7 @@ def evidence(
         raise InputError(f"target_se must be a positive number of nats, got {target_se}")
     m = load_model(model, data, seed=seed, progress=progress)
     priors = program_priors(m)
-    if progress:
+    if progress and draws is None:  # named before the sampling
         for w in prior_warnings(priors):
             progress(f"warning: {w}")
     if draws is None:
@@ -172,7 +172,7 @@ def _add_draws_trust(res: EvidenceResult, d: Draws) -> None:
         summary = d.summary()
     except Exception:  # summary needs >= 4 draws per chain; estimating needs no summary
         return
-    diag, warning = draws_trust(summary, res)
+    diag, warning = draws_trust(summary, res, getattr(d, "adapt_delta", None))
     res.diagnostics["draws_trust"] = diag
     if warning:
         res.warnings.append(warning)

@@ -47,3 +47,23 @@ def test_draws_remember_adapt_delta(compiled, tmp_path):
     path = tmp_path / "d.csv"
     write_csv(d, path)
     assert from_csv(path, m).adapt_delta == 0.97
+
+
+def test_evidence_trust_warning_follows_the_adapt_delta_used(compiled):
+    # Draws labelled with divergences after adapting to 0.99: the evidence warning must not
+    # recommend 0.95 (issue 25 item 8), and says what was used.
+    import stanlogz
+
+    model = compiled("normal")
+    mu = 1.0 + 0.4 * np.random.default_rng(6).standard_normal((4, 300, 1))
+    divergent = np.zeros((4, 300))
+    divergent[0, :3] = 1
+    texts = {}
+    for a in (0.8, 0.99):
+        draws = Draws(unconstrained=mu, constrained=mu, constrained_names=["mu"],
+                      unc_names=["mu"], sampler={"divergent__": divergent}, source="array",
+                      adapt_delta=a)
+        r = stanlogz.evidence(model, draws=draws, seed=2)
+        (texts[a],) = [w for w in r.warnings if "may be off by more than its se" in w]
+    assert "it was 0.8; e.g. 0.95" in texts[0.8]
+    assert "already 0.99" in texts[0.99] and "0.95" not in texts[0.99]

@@ -141,3 +141,18 @@ def test_compare_warns_when_prior_masses_differ():
     assert mass_warnings(["a", "b"], [res(0.0), res(0.0)]) == []
     (w,) = mass_warnings(["a", "b"], [res(-math.log(2)), res(0.0)])
     assert "a -0.6931" in w and "b 0" in w
+
+
+def test_cli_warns_before_sampling_and_normalizes(capsys):
+    from stanlogz.cli import main
+
+    rc = main(["--json", "--seed", "3", "evidence", str(TESTS / "half_cauchy_scale.stan"),
+               "--data", str(TESTS / "scale.json"), "--chains", "2", "--warmup", "200",
+               "--draws", "300", "--normalize-prior"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    d = json.loads(out)
+    assert d["log_z"] == pytest.approx(d["diagnostics"]["log_z_prior_normalized"], abs=1e-12)
+    assert d["log_z"] - d["diagnostics"]["log_z_program"] == pytest.approx(math.log(2))
+    # The parameter is named once, before the sampling's progress lines end.
+    assert err.count("parameter sigma: cauchy(0, 2.5) has mass 0.5") == 1, err
