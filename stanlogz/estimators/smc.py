@@ -82,6 +82,8 @@ class _RunTask:
     hmc_steps: int
     n_moves: int
     ess_fraction: float
+    rounds: np.ndarray | None = None  # rounds of n_moves per step; None: adapt (the pilot)
+    max_rounds: int = 1
 
 
 @dataclass
@@ -91,6 +93,14 @@ class _RunOut:
     n_evals: int
     n_accepted: int
     n_moves: int
+    rounds: np.ndarray | None = None
+    lag_corr: float = 0.0  # the pilot's largest correlation left after its last round
+
+
+#: The pilot moves the particles in rounds of ``n_moves`` until the correlation of their log
+#: ratio log p~ - log q before and after the moves is below this (particles that lag behind
+#: f_beta make a run's estimate typically low: unbiased only through rare high runs).
+DECORRELATED = 0.2
 
 
 def _smc_run(task: _RunTask, rng: np.random.Generator) -> _RunOut:
@@ -103,6 +113,8 @@ def _run(task: _RunTask, rng: np.random.Generator) -> _RunOut:
     pts = [path.evaluate(x) for x in path.sample_base(rng, task.n_particles)]
     n_evals, n_acc, n_moves = len(pts), 0, 0
     beta, log_z, betas = 0.0, 0.0, [0.0]
+    rounds: list[int] = []
+    worst = 0.0
     while beta < 1.0:
         r = np.array([pt.log_ratio for pt in pts])
         if task.betas is None:
@@ -114,7 +126,8 @@ def _run(task: _RunTask, rng: np.random.Generator) -> _RunOut:
             new = float(task.betas[len(betas)])
         lw = (new - beta) * np.where(np.isfinite(r), r, -np.inf)
         if not np.any(np.isfinite(lw)):
-            return _RunOut(-math.inf, np.array(betas + [new]), n_evals, n_acc, n_moves)
+            return _RunOut(-math.inf, np.array(betas + [new]), n_evals, n_acc, n_moves,
+                           np.array(rounds, dtype=int), worst)
         log_z += log_mean_exp(lw)
         beta = new
         betas.append(beta)
@@ -122,14 +135,37 @@ def _run(task: _RunTask, rng: np.random.Generator) -> _RunOut:
             break
         pts = [pts[i] for i in systematic_resample(lw, rng)]
         eps, inv_metric = task.tuning.at(beta)
-        for k in range(len(pts)):
-            for _ in range(task.n_moves):
-                pts[k], info, n = annealed_transition(path, beta, pts[k], rng, eps, inv_metric,
-                                                      task.hmc_steps)
-                n_evals += n
-                n_moves += 1
-                n_acc += int(info.accepted)
-    return _RunOut(float(log_z), np.array(betas), n_evals, n_acc, n_moves)
+        start = np.array([pt.log_ratio for pt in pts])
+        fixed = None if task.rounds is None else int(task.rounds[len(betas) - 2])
+        done = 0
+        while True:
+            for k in range(len(pts)):
+                for _ in range(task.n_moves):
+                    pts[k], info, n = annealed_transition(path, beta, pts[k], rng, eps,
+                                                          inv_metric, task.hmc_steps)
+                    n_evals += n
+                    n_moves += 1
+                    n_acc += int(info.accepted)
+            done += 1
+            if fixed is not None:
+                if done >= fixed:
+                    break
+                continue
+            corr = _correlation(start, np.array([pt.log_ratio for pt in pts]))
+            if corr < DECORRELATED or done >= task.max_rounds:
+                worst = max(worst, corr)
+                break
+        rounds.append(done)
+    return _RunOut(float(log_z), np.array(betas), n_evals, n_acc, n_moves,
+                   np.array(rounds, dtype=int), worst)
+
+
+def _correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson correlation of two vectors (0 when either is constant or not finite)."""
+    ok = np.isfinite(a) & np.isfinite(b)
+    if ok.sum() < 3 or np.std(a[ok]) == 0 or np.std(b[ok]) == 0:
+        return 0.0
+    return float(np.corrcoef(a[ok], b[ok])[0, 1])
 
 
 def smc(
@@ -145,15 +181,20 @@ def smc(
     base_draws: np.ndarray | None = None,
     tuning: HMCTuning | None = None,
     betas: np.ndarray | None = None,
+    rounds: np.ndarray | None = None,
+    max_rounds: int = 8,
     seed: int | np.random.SeedSequence | None = None,
     n_workers: int | None = None,
     backend: str = "auto",
 ) -> dict[str, Any]:
     """Adaptive-tempering SMC from ``base`` (normalized up to ``base_log_z``) to ``target``.
 
-    A pilot run picks the schedule (or give ``betas``); ``n_runs`` independent runs with that
-    schedule give unbiased estimates of Z. Returns log Z, its se, the per-run log Z, the
-    schedule and cost counters.
+    A pilot run picks the schedule and, per step, how many rounds of ``n_moves`` HMC moves
+    (at most ``max_rounds``) decorrelate the particles' log ratio (below
+    :data:`DECORRELATED`); or give ``betas`` (and ``rounds``, default one per step).
+    ``n_runs`` independent runs with that schedule give unbiased estimates of Z. Returns log Z,
+    its se, the per-run log Z, the schedule, the rounds, the pilot's largest correlation left
+    (``lag_corr``) and cost counters.
     """
     if n_particles < 2 or n_runs < 2:
         raise InputError("SMC needs n_particles >= 2 and n_runs >= 2 (the se comes from runs)")
@@ -167,16 +208,21 @@ def smc(
     if tuning is None:
         tuning, tune_evals = tune_hmc(path, np.random.default_rng(child_sequence(ss, 0)),
                                       n_leapfrog=hmc_steps)
-    pilot_evals = 0
+    pilot_evals, lag = 0, math.nan
     if betas is None:
         pilot = _smc_run(_RunTask(path, None, tuning, n_particles, hmc_steps, n_moves,
-                                  ess_fraction), np.random.default_rng(child_sequence(ss, 1)))
-        betas, pilot_evals = pilot.betas, pilot.n_evals
+                                  ess_fraction, None, max(1, int(max_rounds))),
+                         np.random.default_rng(child_sequence(ss, 1)))
+        betas, pilot_evals, lag = pilot.betas, pilot.n_evals, pilot.lag_corr
+        rounds = pilot.rounds
     else:
         betas = np.asarray(betas, dtype=float)
         if betas[0] != 0.0 or betas[-1] != 1.0 or np.any(np.diff(betas) <= 0):
             raise InputError("an explicit schedule must increase strictly from exactly 0 to 1")
-    task = _RunTask(path, betas, tuning, n_particles, hmc_steps, n_moves, ess_fraction)
+    steps = max(0, betas.size - 2)  # moves follow every step but the last
+    rounds = (np.ones(steps, dtype=int) if rounds is None or len(rounds) < steps
+              else np.asarray(rounds, dtype=int))
+    task = _RunTask(path, betas, tuning, n_particles, hmc_steps, n_moves, ess_fraction, rounds)
     outs = run_parallel(_smc_run, [task] * n_runs, child_sequence(ss, 2), n_workers=n_workers,
                         backend=backend)
     run_log_z = np.array([o.log_z for o in outs])
@@ -184,7 +230,7 @@ def smc(
     n_mv = sum(o.n_moves for o in outs)
     return {
         "log_z": base_log_z + lme, "log_z_se": se, "run_log_z": run_log_z + base_log_z,
-        "run_ess": ess, "betas": betas, "tuning": tuning,
+        "run_ess": ess, "betas": betas, "tuning": tuning, "rounds": rounds, "lag_corr": lag,
         "acceptance": sum(o.n_accepted for o in outs) / n_mv if n_mv else math.nan,
         "n_evals": int(sum(o.n_evals for o in outs) + tune_evals + pilot_evals),
     }
@@ -234,7 +280,8 @@ def smc_estimate(
         n = min(cap, max(2 * n, math.ceil(n * (sd / AIM_SD) ** 2))) if np.isfinite(sd) else cap
         tried.append(n)
         out = smc(target, base, seed=child_int_seed(seed, 100 + len(tried)), n_particles=n,
-                  betas=out["betas"], tuning=out.get("tuning"), **options)
+                  betas=out["betas"], tuning=out.get("tuning"), rounds=out.get("rounds"),
+                  **options)
         evals += int(out["n_evals"])
     if not np.isfinite(out["log_z"]):
         raise EstimationError("SMC: every run ended with zero weight")
@@ -260,6 +307,12 @@ def smc_estimate(
                         f"{out['run_ess']:.1f} of {k}), so the se is widened to the spread of "
                         f"single runs ({run_sd:.2f} nats): use more particles (n_particles) "
                         "or runs, or gbs")
+    lag = out.get("lag_corr", math.nan)
+    if lag >= DECORRELATED:
+        warnings.append(f"SMC: the particles' log ratio kept a correlation of {lag:.2f} across "
+                        "a tempering step's moves (the most rounds allowed): particles that lag "
+                        "behind the path make every run low, beyond the se; raise max_rounds or "
+                        "n_moves, or use gbs")
     if out["acceptance"] < 0.3:
         warnings.append(f"SMC: HMC acceptance {out['acceptance']:.2f} is low; increase "
                         "hmc_steps or n_moves")
@@ -267,6 +320,8 @@ def smc_estimate(
         warnings.append(f"large standard error ({se:.2f} nats): use more particles")
     diagnostics = {
         "n_runs": k, "n_particles": n, "particles_tried": tried,
+        "move_rounds": np.asarray(out.get("rounds", [])).tolist(),
+        "lag_corr": out.get("lag_corr", math.nan),
         "n_temps": int(out["betas"].size), "betas": out["betas"].tolist(),
         "run_log_z": runs.tolist(), "run_log_z_sd": run_sd, "run_ess": out["run_ess"],
         "log_mean_exp": float(out["log_z"]), "delta_method_se": out["log_z_se"],
