@@ -6,7 +6,7 @@ gives the sign-corrected posterior mean, its MCSE, the error in MCSE units, MCSE
 the chosen batch, the share of negative 1/Z estimates and the seconds; with --batch the fixed
 batch instead (e.g. --batch 10, the former default).
 
-    PYTHONPATH=. python3 benchmarks/pmmh_default.py                 # N = 40, seeds 1-2
+    PYTHONPATH=. python3 benchmarks/pmmh_default.py                 # N = 10, seeds 1-2
     PYTHONPATH=. python3 benchmarks/pmmh_default.py --full          # N = 10 and 40, seeds 1-5
 """
 
@@ -31,7 +31,7 @@ def main() -> None:
     ap.add_argument("--full", action="store_true")
     ap.add_argument("--batch", type=int, default=None, help="a fixed batch (default automatic)")
     a = ap.parse_args()
-    sizes, seeds = ([10, 40], range(1, 6)) if a.full else ([40], range(1, 3))
+    sizes, seeds = ([10, 40], range(1, 6)) if a.full else ([10], range(1, 3))
     print("| N | seed | truth | mean | mcse | err/mcse | mcse/sd | batch | negative | seconds |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for n in sizes:

@@ -44,13 +44,13 @@ def test_probe_points_are_the_mean_and_states():
 
 
 def test_pmmh_default_batch_recovers_the_exact_posterior():
-    data = json.loads((TESTS / "gauss_precision_40.json").read_text())
+    data = json.loads((TESTS / "gauss_precision_outer.json").read_text())
     y = np.array(data["y"])
     # tau | y ~ gamma(a + N/2, b + sum(y^2)/2): the missing normalizer is (2 pi / tau)^(N/2).
     shape, rate = data["a"] + data["N"] / 2, data["b"] + 0.5 * float(y @ y)
     mean, sd = shape / rate, math.sqrt(shape) / rate
     r = pmmh(TESTS / "gauss_precision_outer.stan", TESTS / "gauss_precision_inner.stan",
-             TESTS / "gauss_precision_40.json", seed=7, iter=1500, warmup=600)
+             TESTS / "gauss_precision_outer.json", seed=7, iter=1500, warmup=600)
     (row,) = r.summary_rows()
     # batch-means MCSE over ~38 batches: a t statistic with 37 dof exceeds 4.5 with
     # probability < 1e-4.

@@ -15,7 +15,7 @@ import ast
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -401,3 +401,52 @@ def program_priors(model: Any) -> PriorCheck:
     except Exception:  # no toolchain: the textual check alone
         no_prior = None
     return check_priors(code, getattr(model, "data_json", None) or "{}", no_prior)
+
+
+# ------------------------------------------------------------------ warnings
+def prior_warnings(priors: PriorCheck) -> list[str]:
+    """One line per parameter whose prior does not integrate to one or is missing."""
+    out = [m.describe() for m in priors.masses]
+    known = {m.name for m in priors.masses} | set(priors.normalized)
+    for name in priors.no_prior:
+        if name not in known:
+            out.append(f"parameter {name} has no prior (stanc --warn-pedantic): its implicit "
+                       "prior is flat, improper on an unbounded range (log Z does not exist) "
+                       "and of arbitrary scale on a bounded one; give it a proper prior")
+    return out
+
+
+def add_prior_check(res: Any, priors: PriorCheck, normalize: bool) -> None:
+    """The prior check in an :class:`~stanlogz.estimators.base.EvidenceResult`'s diagnostics and
+    warnings; with ``normalize`` log Z with every checked prior normalized replaces the
+    program's."""
+    res.diagnostics["prior_check"] = priors.to_dict()
+    for w in prior_warnings(priors):
+        if not any(w.split(":")[0] in old and "never appears" in old for old in res.warnings):
+            res.warnings.append(w)
+    if not priors.masses:
+        return
+    lm = priors.log_mass
+    fixed = res.log_z - lm
+    res.diagnostics["log_z_program"] = res.log_z
+    res.diagnostics["log_z_prior_normalized"] = fixed
+    if normalize:
+        res.log_z = fixed
+        res.warnings.append(f"log Z is reported with the priors above normalized: the program's "
+                            f"own log Z is {fixed + lm:.4f} (log prior mass {lm:.4g})")
+    else:
+        res.warnings.append(f"the prior has log mass {lm:.4g}, not 0: with the priors above "
+                            f"normalized, log Z = {fixed:.4f} ± {res.log_z_se:.4f} "
+                            "(normalize_prior=True, --normalize-prior, reports that)")
+
+
+def mass_warnings(names: Sequence[str], results: Sequence[Any]) -> list[str]:
+    """A warning when the programs' checked log prior masses differ: every log Bayes factor
+    against another program is then off by the difference."""
+    lm = [float(r.diagnostics.get("prior_check", {}).get("log_mass", 0.0)) for r in results]
+    if max(lm) - min(lm) < 1e-9:
+        return []
+    shown = ", ".join(f"{n} {v:.4g}" for n, v in zip(names, lm, strict=True))
+    return [f"the programs' priors have different log masses ({shown}): each log Bayes factor "
+            "is off by the difference; normalize_prior=True (--normalize-prior) compares the "
+            "prior-normalized log Z"]
