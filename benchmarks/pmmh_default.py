@@ -30,8 +30,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--full", action="store_true")
     ap.add_argument("--batch", type=int, default=None, help="a fixed batch (default automatic)")
+    ap.add_argument("--sizes", type=int, nargs="+", choices=sorted(TOYS), default=None)
+    ap.add_argument("--seeds", type=int, nargs="+", default=None)
     a = ap.parse_args()
     sizes, seeds = ([10, 40], range(1, 6)) if a.full else ([10], range(1, 3))
+    sizes, seeds = a.sizes or sizes, a.seeds or seeds
     print("| N | seed | truth | mean | mcse | err/mcse | mcse/sd | batch | negative | seconds |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for n in sizes:
