@@ -65,3 +65,21 @@ def test_no_se_when_the_runs_still_spread(monkeypatch):
                                 max_particles=512)
     assert calls == [128, 512] and math.isnan(r.log_z_se)
     assert any("no standard error" in w for w in r.warnings)
+
+
+def test_pilot_rounds_decorrelate_and_are_reused():
+    # A 3-d Gaussian posterior far from a wide base: the pilot picks rounds of moves per step
+    # until the particles' log ratio decorrelates (or the cap), and the runs reuse them.
+    from stanlogz.estimators.smc import DECORRELATED, smc
+
+    post = GaussianTarget(np.full(3, 2.0), 0.05 * np.eye(3), log_z=0.3)
+    base = GaussianTarget(np.zeros(3), 4.0 * np.eye(3))
+    out = smc(post, base, n_particles=64, n_runs=2, hmc_steps=3, n_moves=1, max_rounds=6,
+              seed=4, n_workers=1)
+    rounds = np.asarray(out["rounds"])
+    assert rounds.size == out["betas"].size - 2 and rounds.min() >= 1 and rounds.max() <= 6
+    assert out["lag_corr"] < DECORRELATED or rounds.max() == 6
+    assert rounds.max() > 1  # the pilot did adapt (one round would leave them correlated)
+    with_cap_one = smc(post, base, n_particles=64, n_runs=2, hmc_steps=3, n_moves=1,
+                       max_rounds=1, seed=4, n_workers=1)
+    assert np.all(np.asarray(with_cap_one["rounds"]) == 1)
