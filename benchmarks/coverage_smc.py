@@ -49,6 +49,7 @@ def main() -> None:
     ap.add_argument("--groups", type=int, nargs="+", default=None)
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--draws", type=int, default=4000)
+    ap.add_argument("--start", type=int, default=0, help="first replicate's index")
     a = ap.parse_args()
     groups = a.groups or ([100, 250] if a.full else [100])
     reps = a.reps or (40 if a.full else 12)
@@ -57,7 +58,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for j in groups:
         rows = []
-        for i in range(reps):
+        for i in range(a.start, a.start + reps):
             rows.append(replicate(j, i, a.draws))
             r = rows[-1]
             print(f"  J={j} rep {i}: err {r['err']:+.3f} se {r['se']:.3f} run sd "
