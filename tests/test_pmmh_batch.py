@@ -31,6 +31,9 @@ def test_batch_grows_until_the_log_sd_is_on_target():
                         np.random.default_rng(5))[0] == 10
     assert choose_batch(lambda p: _lognormal_source(5.0), [np.zeros(1)],
                         np.random.default_rng(5), cap=64)[0] == 64
+    # A start above the cap (doubling after negative estimates) is held to the cap.
+    assert choose_batch(lambda p: _lognormal_source(0.01), [np.zeros(1)],
+                        np.random.default_rng(5), start=200, cap=64)[0] == 64
     # A batch of zero weights counts as an infinite spread.
     assert log_weight_sd(lambda rng, n: np.full(n, -np.inf), np.random.default_rng(0), 5) \
         == math.inf

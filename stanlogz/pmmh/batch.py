@@ -48,7 +48,7 @@ def choose_batch(weights_at: Callable[[np.ndarray], Any], points: Sequence[np.nd
     The median, not the largest: at a state far in the tail the weights' variance may be
     infinite (a proposal narrower than the inner density there), and no batch tames it.
     """
-    b = max(1, int(start))
+    b = min(max(1, int(start)), cap)
     while True:
         sd = float(np.median([log_weight_sd(weights_at(p), rng, b) for p in points]))
         if sd <= target_sd or b >= cap:

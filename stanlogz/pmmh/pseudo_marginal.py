@@ -39,7 +39,7 @@ from ..estimators.weight_sources import AISWeights, ImportanceWeights, fit_propo
 from ..mcmc.annealing import AnnealingPath, tune_hmc
 from ..parallel import as_seed_sequence, child_sequence
 from ..stan.model import StanModel
-from .batch import MAX_NEGATIVE, choose_batch, probe_points
+from .batch import MAX_BATCH, MAX_NEGATIVE, choose_batch, probe_points
 
 Progress = Callable[[str], None] | None
 SOURCES = ("is", "ais")
@@ -420,6 +420,11 @@ def _warnings(r: PseudoMarginalResult) -> list[str]:
     if r.log_weight_sd > 1.5:
         out.append(f"log batch weights spread by sd {r.log_weight_sd:.2f} at the posterior "
                    "mean: increase --batch, or use AIS weights or a flow proposal")
+    if r.batch_auto and r.batch >= MAX_BATCH:
+        out.append(f"the automatic batch reached its cap {MAX_BATCH} without taming the 1/Z "
+                   "estimates: the importance proposal is too far from the inner density at "
+                   "some theta (weights of infinite variance); use --weights ais or "
+                   "--proposal flow")
     if r.n_iter < 1000:
         out.append(f"only {r.n_iter} iterations: the MCSEs from batch means are rough")
     return out
