@@ -100,7 +100,7 @@ class _RunOut:
 #: The pilot moves the particles in rounds of ``n_moves`` until the correlation of their log
 #: ratio log p~ - log q before and after the moves is below this (particles that lag behind
 #: f_beta make a run's estimate typically low: unbiased only through rare high runs).
-DECORRELATED = 0.2
+DECORRELATED = 0.1
 
 
 def _smc_run(task: _RunTask, rng: np.random.Generator) -> _RunOut:
