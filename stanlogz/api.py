@@ -32,6 +32,8 @@ from .parallel import with_client
 from .stan.code import unused_parameters  # noqa: F401 - re-exported
 from .stan.inputs import check_stan_file, read_data
 from .stan.load import load_model
+from .stan.priors import add_prior_check as _add_prior_check
+from .stan.priors import mass_warnings, prior_warnings, program_priors
 from .stan.program import ProgramLike
 from .stan.settings import NutsArgs
 
@@ -64,6 +66,7 @@ def evidence(
     max_draws: int | None = None,
     adapt_delta: float | None = None,
     max_treedepth: int | None = None,
+    normalize_prior: bool = False,
     **options: Any,
 ) -> EvidenceResult:
     """The log evidence log Z of a Stan program with its standard error.
@@ -85,6 +88,14 @@ def evidence(
     :func:`stanlogz.draws.continuation.extend_draws`) and log Z re-estimated until its standard
     error is at most ``target_se`` or the draws reach ``max_draws`` in all (default 16 times
     the first draws); ``diagnostics["target_se_rounds"]`` lists every round.
+
+    The prior's normalization is checked from the code before sampling
+    (:func:`stanlogz.stan.priors.program_priors`): a bounded parameter whose prior has mass
+    other than 1 inside its bounds (a half-Cauchy written without ``T[0, ]``, an implicit
+    uniform) gets a warning naming it, ``diagnostics["prior_check"]`` and
+    ``diagnostics["log_z_prior_normalized"]`` (log Z minus the log prior mass); with
+    ``normalize_prior`` that value is reported as ``log_z`` (the program's own in
+    ``diagnostics["log_z_program"]``). Parameters without a prior are named too.
     """
     lookup(method).options(options)  # one-line errors before any build or sampling
     if target_se is not None and not target_se > 0:
@@ -92,6 +103,10 @@ def evidence(
     nuts = NutsArgs.of(settings, chains=chains, warmup=warmup, draws=n_draws,
                        adapt_delta=adapt_delta, max_treedepth=max_treedepth)
     m = load_model(model, data, seed=seed, progress=progress)
+    priors = program_priors(m)
+    if progress and draws is None:  # named before the sampling
+        for w in prior_warnings(priors):
+            progress(f"warning: {w}")
     d = obtain_draws(m, draws, nuts, seed=seed, progress=progress)
     if progress:
         progress(f"estimating log Z of {m.name} with {method} from {d.n_chains}x{d.n_draws} draws")
@@ -114,6 +129,7 @@ def evidence(
         if w not in res.warnings:
             res.warnings.append(w)
     _add_draws_trust(res, d)
+    _add_prior_check(res, priors, normalize_prior)
     return res
 
 
@@ -126,7 +142,7 @@ def _add_draws_trust(res: EvidenceResult, d: Draws) -> None:
         summary = d.summary()
     except Exception:  # summary needs >= 4 draws per chain; estimating needs no summary
         return
-    diag, warning = draws_trust(summary, res)
+    diag, warning = draws_trust(summary, res, getattr(d, "adapt_delta", None))
     res.diagnostics["draws_trust"] = diag
     if warning:
         res.warnings.append(warning)
@@ -229,6 +245,7 @@ def compare(
     loo_options: dict[str, Any] | None = None,
     adapt_delta: float | None = None,
     max_treedepth: int | None = None,
+    normalize_prior: bool = False,
     **options: Any,
 ) -> ComparisonResult | ProgramChoice:
     """Log evidence of each program, log Bayes factors against the best, model probabilities.
@@ -247,6 +264,10 @@ def compare(
     instead: PSIS-LOO of every program on the same NUTS draws (``loo_options`` go to
     :func:`stanlogz.crossval.loo`), the evidence comparison unless ``use_evidence=False``, and
     the weights asked for.
+
+    Each program's prior normalization is checked as in :func:`evidence` (``normalize_prior``
+    compares the prior-normalized log Z); when the programs' log prior masses differ and are
+    not normalized, :attr:`ComparisonResult.warnings` says by how much the Bayes factors are off.
     """
     from .crossval import choose as choice
 
@@ -300,9 +321,12 @@ def compare(
             kept.append(di)
         if use_evidence:
             results.append(evidence(m, method=method, draws=di, settings=nuts,
-                                    seed=child_int_seed(seed, i), progress=progress, **options))
+                                    seed=child_int_seed(seed, i), progress=progress,
+                                    normalize_prior=normalize_prior, **options))
     out = ComparisonResult(names=names, results=results, prior_probs=prior) \
         if use_evidence else None
+    if out is not None and not normalize_prior:
+        out.warnings += mass_warnings(names, results)
     if unbiased_bf:
         from .estimators.reciprocal import unbiased_bayes_factors
 

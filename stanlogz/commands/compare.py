@@ -116,7 +116,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
                 settings=nuts_settings(args), seed=args.seed,
                 progress=report.progress, unbiased_bf=args.unbiased_bf, loo=args.loo,
                 use_evidence=use_evidence, weights=args.weights, loo_options=loo_options,
-                **options)
+                normalize_prior=args.normalize_prior, **options)
     if isinstance(c, ComparisonResult):
         print_evidence(report, c, method, args.unbiased_bf)
         report.emit_json(c.to_dict())
@@ -217,3 +217,5 @@ def print_evidence(report: Reporter, c: ComparisonResult, method: str, unbiased:
     for name, r in zip(c.names, c.results, strict=True):
         for w in r.warnings:
             report.warn(f"{name}: {w}")
+    for w in getattr(c, "warnings", []):
+        report.warn(w)

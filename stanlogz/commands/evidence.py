@@ -10,13 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from ..api import evidence
+from ..api import evidence, prior_warnings
 from ..draws import obtain_draws
 from ..errors import InputError
 from ..estimators import METHODS, lookup
 from ..estimators.base import EvidenceResult
 from ..report.output import Reporter, write_atomically
 from ..stan.load import load_model
+from ..stan.priors import program_priors
 from .arguments import add_program_arguments, add_sampler_arguments, nuts_settings
 from .executor import add_executor_arguments, with_executor
 from .sample import check_output
@@ -54,6 +55,9 @@ def add_estimation_arguments(parser: argparse.ArgumentParser) -> None:
     add_sampler_arguments(parser)
     parser.add_argument("--option", metavar="KEY=VALUE", action="append", default=[],
                         help="estimator option, repeatable (VALUE is a Python literal)")
+    parser.add_argument("--normalize-prior", action="store_true",
+                        help="report log Z with every bounded parameter's prior normalized to "
+                        "mass 1 inside its bounds (e.g. a half-Cauchy written without T[0, ])")
     add_executor_arguments(parser)
 
 
@@ -117,14 +121,18 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         raise InputError(f"--plot is available for {', '.join(PLOT_METHODS)}, not {method}")
     nuts = nuts_settings(args)
     model = load_model(args.model, args.data, seed=args.seed, progress=report.progress)
+    early = prior_warnings(program_priors(model))  # named before the sampling
+    for w in early:
+        report.warn(w)
     draws = obtain_draws(model, list(args.fit) if args.fit else None, nuts, seed=args.seed,
                          progress=report.progress)
     r = evidence(model, method=method, draws=draws, settings=nuts, seed=args.seed,
                  progress=report.progress, target_se=args.target_se,
-                 max_draws=args.max_draws, **options)
+                 max_draws=args.max_draws, normalize_prior=args.normalize_prior, **options)
     print_result(report, r, model.name)
     for w in r.warnings:
-        report.warn(w)
+        if w not in early:
+            report.warn(w)
     if plot is not None:
         save_plot(r, draws.unconstrained, plot, names=model.param_unc_names())
         report.progress(f"plot written to {plot}")

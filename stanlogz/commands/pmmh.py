@@ -39,8 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--iter", type=int, default=2000, help="kept iterations (default 2000)")
     parser.add_argument("--warmup", type=int, default=MH_WARMUP,
                         help=f"warmup iterations: proposal-scale adaptation (default {MH_WARMUP})")
-    parser.add_argument("--batch", type=int, default=10,
-                        help="importance weights averaged into each batch weight (default 10)")
+    parser.add_argument("--batch", type=int, default=None,
+                        help="importance weights averaged into each batch weight (default: "
+                        "chosen so that the sd of the log batch weights is at most 0.2, and "
+                        "grown during warmup while estimates come out negative)")
     parser.add_argument("--trials", type=int, default=1,
                         help="independent 1/Z estimates averaged per state (default 1)")
     parser.add_argument("--burn-in", type=int, default=0,
@@ -70,6 +72,7 @@ def print_pmmh(report: Reporter, r: PseudoMarginalResult) -> None:
         ["weights per iteration", round(r.n_weights / n, 1)],
         ["seconds per iteration", f"{r.seconds / n:.2e}"],
         ["sd of log batch weights", round(r.log_weight_sd, 3)],
+        ["batch", f"{r.batch} ({'chosen automatically' if r.batch_auto else 'given'})"],
     ])
 
 

@@ -61,4 +61,5 @@ def extend_draws(model: StanProgram, draws: Draws, n_more: int, settings: NutsAr
         sampling_cost_known=draws.sampling_cost_known,
         max_treedepth=draws.max_treedepth,
         warnings=list(draws.warnings),
+        adapt_delta=draws.adapt_delta,
     )

@@ -36,6 +36,7 @@ def from_cmdstanpy(fit: Any, model: StanProgram | None) -> Draws:
         step_size=None if fit.step_size is None else np.asarray(fit.step_size, dtype=float),
         inv_metric=inv, seconds=seconds,
         max_treedepth=int(cfg["max_depth"]) if "max_depth" in cfg else None,
+        adapt_delta=float(cfg["delta"]) if isinstance(cfg.get("delta"), int | float) else None,
     )
 
 

@@ -75,6 +75,8 @@ class Draws:
     sampling_cost_known: bool = False
     max_treedepth: int | None = None
     warnings: list[str] = field(default_factory=list)
+    #: the target acceptance NUTS adapted to (None when the draws do not say)
+    adapt_delta: float | None = None
 
     def __post_init__(self) -> None:
         u = np.asarray(self.unconstrained, dtype=float)
@@ -178,10 +180,8 @@ class Draws:
             n_div = int(np.sum(self.sampler["divergent__"] > 0))
             diag["divergences"] = n_div
             if n_div:
-                msgs.append(
-                    f"{n_div} of {chains * n} transitions diverged: increase adapt_delta "
-                    "(e.g. --adapt-delta 0.95) or reparameterize the program (e.g. non-centred)"
-                )
+                msgs.append(f"{n_div} of {chains * n} transitions diverged: "
+                            + divergence_advice(self.adapt_delta))
         if "treedepth__" in self.sampler and self.max_treedepth is not None:
             hits = int(np.sum(self.sampler["treedepth__"] >= self.max_treedepth))
             diag["max_treedepth"] = self.max_treedepth
@@ -268,6 +268,21 @@ def group_flat_names(names: Sequence[str]) -> dict[str, tuple[tuple[int, ...], l
     return out
 
 
+def divergence_advice(adapt_delta: float | None) -> str:
+    """What to do about divergences, given the ``adapt_delta`` the draws were adapted to (the
+    API keyword and the commands' ``--adapt-delta``)."""
+    reparam = "reparameterize the program (e.g. non-centred)"
+    if adapt_delta is None:
+        return ("raise adapt_delta (--adapt-delta) above the value used, e.g. to 0.95 or 0.99, "
+                f"or {reparam}")
+    if adapt_delta < 0.95:
+        return f"raise adapt_delta (--adapt-delta) from {adapt_delta:g} to 0.95, or {reparam}"
+    if adapt_delta < 0.99:
+        return f"raise adapt_delta (--adapt-delta) from {adapt_delta:g} to 0.99, or {reparam}"
+    return (f"adapt_delta (--adapt-delta) is already {adapt_delta:g}, so raising it further "
+            f"seldom helps: {reparam}")
+
+
 def _from_columns(
     values: np.ndarray,
     names: list[str],
@@ -280,6 +295,7 @@ def _from_columns(
     seconds: float,
     max_treedepth: int | None,
     sig_figs: int = 6,
+    adapt_delta: float | None = None,
 ) -> Draws:
     """Draws from ``values`` (chains, n, columns) named by CmdStan columns (sampler first).
     Values rounded to ``sig_figs`` digits are projected onto their constraints first."""
@@ -326,6 +342,7 @@ def _from_columns(
         n_gradient_evals=int(np.sum(n_leap)) if n_leap is not None else 0,
         source=source,
         max_treedepth=max_treedepth,
+        adapt_delta=adapt_delta,
     )
     if projected:
         out.warnings.append(projected)

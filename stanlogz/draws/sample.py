@@ -51,6 +51,7 @@ def sample(
         source="stanlogz-nuts",
         sampling_cost_known=True,  # the library counts warmup and sampling leapfrog steps
         max_treedepth=int(out.max_treedepth),
+        adapt_delta=NutsArgs.of(settings, **overrides).adapt_delta,
     )
 
 

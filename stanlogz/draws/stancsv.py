@@ -190,9 +190,17 @@ def from_csv(paths: str | os.PathLike | Sequence[str | os.PathLike],
         seconds=float(sum(ch.seconds for ch in chains)),
         max_treedepth=int(cfg["max_depth"]) if cfg.get("max_depth", "").isdigit() else None,
         sig_figs=sig_figs_of(cfg),
+        adapt_delta=_float_or_none(cfg.get("delta")),
     )
     d.warnings.extend(notes)
     return d
+
+
+def _float_or_none(text: str | None) -> float | None:
+    try:
+        return None if text is None else float(text)
+    except ValueError:
+        return None
 
 
 def _attach_adaptation(parts: list[_CsvChain], whole: _CsvChain) -> None:
@@ -272,6 +280,7 @@ def _cmdstan_config(d: Draws, chain: int, sig: int, name: str, warmup: int | Non
             f"    num_samples = {n}", f"    num_warmup = {warmup or 1}", "    save_warmup = false",
             "    thin = 1 (Default)", "    adapt",
             f"      engaged = {'true' if d.step_size is not None else 'false'}",
+            *([f"      delta = {d.adapt_delta!r}"] if d.adapt_delta is not None else []),
             "    algorithm = hmc (Default)", "      hmc", "        engine = nuts (Default)",
             "          nuts", f"            max_depth = {d.max_treedepth or 10}",
             "        metric = diag_e (Default)", "    num_chains = 1 (Default)",

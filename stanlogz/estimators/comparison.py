@@ -32,6 +32,8 @@ class ComparisonResult(ComparisonNames):
     best: int = field(init=False)
     #: unbiased Z_i / Z_best on the natural scale (paper 003), when asked for; None for the best
     unbiased_bf: list[Any] | None = None
+    #: warnings about the comparison as a whole (e.g. priors of unequal mass)
+    warnings: list[str] = field(default_factory=list)
 
     header = ("model", "log_z", "se", "log_bf", "bf_se", "prior", "post_prob", "post_se")
 
@@ -58,6 +60,7 @@ class ComparisonResult(ComparisonNames):
         ubf = self.unbiased_bf or [None] * len(self.names)
         return _jsonable({
             "best": self.names[self.best],
+            "warnings": list(self.warnings),
             "models": [
                 {"name": n, "log_bf": b, "log_bf_se": bs, "prior_prob": p, "post_prob": q,
                  "post_prob_se": qs, **r.to_dict(),

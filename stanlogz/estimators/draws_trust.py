@@ -42,7 +42,8 @@ def split_shift(res: EvidenceResult) -> tuple[float, str] | None:
     return None
 
 
-def draws_trust(summary: DrawsSummary, res: EvidenceResult) -> tuple[dict[str, Any], str | None]:
+def draws_trust(summary: DrawsSummary, res: EvidenceResult, adapt_delta: float | None = None
+                ) -> tuple[dict[str, Any], str | None]:
     """Diagnostics (``flags``, ``split_shift``) and, when the sampler flagged trouble, a warning
     that log Z may be off beyond its se, by how much it moved under a split check, and what to
     do."""
@@ -55,5 +56,18 @@ def draws_trust(summary: DrawsSummary, res: EvidenceResult) -> tuple[dict[str, A
              else "; this method has no split check of its own")
     return diag, (f"the sampler flagged the draws ({', '.join(flags)}), so log Z may be off by "
                   f"more than its se of {res.log_z_se:.3g}, which covers Monte Carlo error "
-                  f"given the draws, not their bias{moved}: rerun with a higher --adapt-delta "
-                  "(e.g. 0.95), longer --warmup, or a reparameterized program")
+                  f"given the draws, not their bias{moved}: rerun with "
+                  + _rerun_advice(adapt_delta))
+
+
+def _rerun_advice(adapt_delta: float | None) -> str:
+    """What to rerun with, given the ``adapt_delta`` the draws were adapted to."""
+    if adapt_delta is None:
+        return ("a higher --adapt-delta than the one used (e.g. 0.95 or 0.99), longer --warmup, "
+                "or a reparameterized program")
+    if adapt_delta < 0.99:
+        return (f"a higher --adapt-delta (it was {adapt_delta:g}; e.g. "
+                f"{0.95 if adapt_delta < 0.95 else 0.99:g}), longer --warmup, or a "
+                "reparameterized program")
+    return (f"longer --warmup or a reparameterized program (--adapt-delta was already "
+            f"{adapt_delta:g})")

@@ -225,15 +225,18 @@ class SmcOptions(MethodOptions):
     method: ClassVar[str] = "smc"
     inflate: float = 1.5
     n_particles: int = 128
+    max_particles: int | None = None
     n_runs: int = 8
     ess_fraction: float = 0.5
     hmc_steps: int = 10
     n_moves: int = 2
+    max_rounds: int = 8
     n_workers: int | None = None
     backend: str = "auto"
 
     def check(self) -> None:
-        self.positive("inflate", "n_particles", "n_runs", "hmc_steps", "n_moves", "n_workers")
+        self.positive("inflate", "n_particles", "max_particles", "n_runs", "hmc_steps",
+                       "n_moves", "max_rounds", "n_workers")
         self.require("ess_fraction", 0.0 < self.ess_fraction < 1.0, "in (0, 1)")
         self.choice("backend", BACKENDS)
 

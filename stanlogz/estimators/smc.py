@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util.seeds import child_int_seed
 from ..densities.fits import as_draw_matrix, gaussian_from_draws
 from ..densities.target import Target
 from ..errors import EstimationError, InputError
@@ -81,6 +82,8 @@ class _RunTask:
     hmc_steps: int
     n_moves: int
     ess_fraction: float
+    rounds: np.ndarray | None = None  # rounds of n_moves per step; None: adapt (the pilot)
+    max_rounds: int = 1
 
 
 @dataclass
@@ -90,6 +93,14 @@ class _RunOut:
     n_evals: int
     n_accepted: int
     n_moves: int
+    rounds: np.ndarray | None = None
+    lag_corr: float = 0.0  # the pilot's largest correlation left after its last round
+
+
+#: The pilot moves the particles in rounds of ``n_moves`` until the correlation of their log
+#: ratio log p~ - log q before and after the moves is below this (particles that lag behind
+#: f_beta make a run's estimate typically low: unbiased only through rare high runs).
+DECORRELATED = 0.1
 
 
 def _smc_run(task: _RunTask, rng: np.random.Generator) -> _RunOut:
@@ -102,6 +113,8 @@ def _run(task: _RunTask, rng: np.random.Generator) -> _RunOut:
     pts = [path.evaluate(x) for x in path.sample_base(rng, task.n_particles)]
     n_evals, n_acc, n_moves = len(pts), 0, 0
     beta, log_z, betas = 0.0, 0.0, [0.0]
+    rounds: list[int] = []
+    worst = 0.0
     while beta < 1.0:
         r = np.array([pt.log_ratio for pt in pts])
         if task.betas is None:
@@ -113,7 +126,8 @@ def _run(task: _RunTask, rng: np.random.Generator) -> _RunOut:
             new = float(task.betas[len(betas)])
         lw = (new - beta) * np.where(np.isfinite(r), r, -np.inf)
         if not np.any(np.isfinite(lw)):
-            return _RunOut(-math.inf, np.array(betas + [new]), n_evals, n_acc, n_moves)
+            return _RunOut(-math.inf, np.array(betas + [new]), n_evals, n_acc, n_moves,
+                           np.array(rounds, dtype=int), worst)
         log_z += log_mean_exp(lw)
         beta = new
         betas.append(beta)
@@ -121,14 +135,37 @@ def _run(task: _RunTask, rng: np.random.Generator) -> _RunOut:
             break
         pts = [pts[i] for i in systematic_resample(lw, rng)]
         eps, inv_metric = task.tuning.at(beta)
-        for k in range(len(pts)):
-            for _ in range(task.n_moves):
-                pts[k], info, n = annealed_transition(path, beta, pts[k], rng, eps, inv_metric,
-                                                      task.hmc_steps)
-                n_evals += n
-                n_moves += 1
-                n_acc += int(info.accepted)
-    return _RunOut(float(log_z), np.array(betas), n_evals, n_acc, n_moves)
+        start = np.array([pt.log_ratio for pt in pts])
+        fixed = None if task.rounds is None else int(task.rounds[len(betas) - 2])
+        done = 0
+        while True:
+            for k in range(len(pts)):
+                for _ in range(task.n_moves):
+                    pts[k], info, n = annealed_transition(path, beta, pts[k], rng, eps,
+                                                          inv_metric, task.hmc_steps)
+                    n_evals += n
+                    n_moves += 1
+                    n_acc += int(info.accepted)
+            done += 1
+            if fixed is not None:
+                if done >= fixed:
+                    break
+                continue
+            corr = _correlation(start, np.array([pt.log_ratio for pt in pts]))
+            if corr < DECORRELATED or done >= task.max_rounds:
+                worst = max(worst, corr)
+                break
+        rounds.append(done)
+    return _RunOut(float(log_z), np.array(betas), n_evals, n_acc, n_moves,
+                   np.array(rounds, dtype=int), worst)
+
+
+def _correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson correlation of two vectors (0 when either is constant or not finite)."""
+    ok = np.isfinite(a) & np.isfinite(b)
+    if ok.sum() < 3 or np.std(a[ok]) == 0 or np.std(b[ok]) == 0:
+        return 0.0
+    return float(np.corrcoef(a[ok], b[ok])[0, 1])
 
 
 def smc(
@@ -144,15 +181,20 @@ def smc(
     base_draws: np.ndarray | None = None,
     tuning: HMCTuning | None = None,
     betas: np.ndarray | None = None,
+    rounds: np.ndarray | None = None,
+    max_rounds: int = 8,
     seed: int | np.random.SeedSequence | None = None,
     n_workers: int | None = None,
     backend: str = "auto",
 ) -> dict[str, Any]:
     """Adaptive-tempering SMC from ``base`` (normalized up to ``base_log_z``) to ``target``.
 
-    A pilot run picks the schedule (or give ``betas``); ``n_runs`` independent runs with that
-    schedule give unbiased estimates of Z. Returns log Z, its se, the per-run log Z, the
-    schedule and cost counters.
+    A pilot run picks the schedule and, per step, how many rounds of ``n_moves`` HMC moves
+    (at most ``max_rounds``) decorrelate the particles' log ratio (below
+    :data:`DECORRELATED`); or give ``betas`` (and ``rounds``, default one per step).
+    ``n_runs`` independent runs with that schedule give unbiased estimates of Z. Returns log Z,
+    its se, the per-run log Z, the schedule, the rounds, the pilot's largest correlation left
+    (``lag_corr``) and cost counters.
     """
     if n_particles < 2 or n_runs < 2:
         raise InputError("SMC needs n_particles >= 2 and n_runs >= 2 (the se comes from runs)")
@@ -166,16 +208,21 @@ def smc(
     if tuning is None:
         tuning, tune_evals = tune_hmc(path, np.random.default_rng(child_sequence(ss, 0)),
                                       n_leapfrog=hmc_steps)
-    pilot_evals = 0
+    pilot_evals, lag = 0, math.nan
     if betas is None:
         pilot = _smc_run(_RunTask(path, None, tuning, n_particles, hmc_steps, n_moves,
-                                  ess_fraction), np.random.default_rng(child_sequence(ss, 1)))
-        betas, pilot_evals = pilot.betas, pilot.n_evals
+                                  ess_fraction, None, max(1, int(max_rounds))),
+                         np.random.default_rng(child_sequence(ss, 1)))
+        betas, pilot_evals, lag = pilot.betas, pilot.n_evals, pilot.lag_corr
+        rounds = pilot.rounds
     else:
         betas = np.asarray(betas, dtype=float)
         if betas[0] != 0.0 or betas[-1] != 1.0 or np.any(np.diff(betas) <= 0):
             raise InputError("an explicit schedule must increase strictly from exactly 0 to 1")
-    task = _RunTask(path, betas, tuning, n_particles, hmc_steps, n_moves, ess_fraction)
+    steps = max(0, betas.size - 2)  # moves follow every step but the last
+    rounds = (np.ones(steps, dtype=int) if rounds is None or len(rounds) < steps
+              else np.asarray(rounds, dtype=int))
+    task = _RunTask(path, betas, tuning, n_particles, hmc_steps, n_moves, ess_fraction, rounds)
     outs = run_parallel(_smc_run, [task] * n_runs, child_sequence(ss, 2), n_workers=n_workers,
                         backend=backend)
     run_log_z = np.array([o.log_z for o in outs])
@@ -183,51 +230,106 @@ def smc(
     n_mv = sum(o.n_moves for o in outs)
     return {
         "log_z": base_log_z + lme, "log_z_se": se, "run_log_z": run_log_z + base_log_z,
-        "run_ess": ess, "betas": betas, "tuning": tuning,
+        "run_ess": ess, "betas": betas, "tuning": tuning, "rounds": rounds, "lag_corr": lag,
         "acceptance": sum(o.n_accepted for o in outs) / n_mv if n_mv else math.nan,
         "n_evals": int(sum(o.n_evals for o in outs) + tune_evals + pilot_evals),
     }
+
+
+#: The runs' sd of log Ẑ above which more particles are used (var log Ẑ falls like 1/particles),
+#: the sd aimed at when growing, and the sd above which no se is given.
+GROW_SD, AIM_SD, REFUSE_SD = 1.0, 0.5, 1.5
+
+
+def lognormal_log_z(run_log_z: np.ndarray) -> tuple[float, float]:
+    """log Z and its se from independent runs' log Ẑ under SMC's lognormal CLT.
+
+    For many particles log Ẑ is normal with variance σ² (Bérard, Del Moral & Doucet 2014),
+    and E Ẑ = Z makes its mean log Z − σ²/2; so log Z = mean + s²/2, with the variance of the
+    mean (s²/k) plus that of s²/2 (s⁴/(2(k−1)) for normal runs).
+    """
+    r = np.asarray(run_log_z, dtype=float)
+    k = r.size
+    s2 = float(np.var(r, ddof=1))
+    return float(np.mean(r) + 0.5 * s2), math.sqrt(s2 / k + s2 * s2 / (2 * (k - 1)))
 
 
 def smc_estimate(
     target: Target, draws: np.ndarray, *, seed: int | None = None, **options: Any
 ) -> EvidenceResult:
     """Registry adapter "smc": adaptive-tempering SMC from a Gaussian fitted to ``draws``
-    (covariance inflated by ``inflate``). Other options are those of :func:`smc`."""
+    (covariance inflated by ``inflate``). Other options are those of :func:`smc`.
+
+    log Z and its se come from the runs' log Ẑ by :func:`lognormal_log_z`. When the runs'
+    log Ẑ spread by more than ``GROW_SD`` nats the runs are repeated with more particles (same
+    schedule), up to ``max_particles`` (default 8 times ``n_particles``); a spread still above
+    ``REFUSE_SD`` gives no se (NaN) and a warning: Ẑ is then carried by rare runs.
+    """
     t0 = time.perf_counter()
     inflate = float(options.pop("inflate", DEFAULT_INFLATE))
+    n = int(options.pop("n_particles", 128))
+    cap = options.pop("max_particles", None)
+    cap = 8 * n if cap is None else max(int(cap), n)
     x = as_draw_matrix(draws)
     base = gaussian_from_draws(x, inflate=inflate)
-    out = smc(target, base, seed=seed, **options)
+    out = smc(target, base, seed=seed, n_particles=n, **options)
+    tried = [n]
+    evals = int(out["n_evals"])
+    while float(np.std(out["run_log_z"], ddof=1)) > GROW_SD and n < cap:
+        sd = float(np.std(out["run_log_z"], ddof=1))
+        n = min(cap, max(2 * n, math.ceil(n * (sd / AIM_SD) ** 2))) if np.isfinite(sd) else cap
+        tried.append(n)
+        out = smc(target, base, seed=child_int_seed(seed, 100 + len(tried)), n_particles=n,
+                  betas=out["betas"], tuning=out.get("tuning"), rounds=out.get("rounds"),
+                  **options)
+        evals += int(out["n_evals"])
     if not np.isfinite(out["log_z"]):
         raise EstimationError("SMC: every run ended with zero weight")
-    k = out["run_log_z"].size
+    runs = np.asarray(out["run_log_z"], dtype=float)
+    k = runs.size
     warnings = []
-    se = float(out["log_z_se"])
-    run_sd = float(np.std(out["run_log_z"], ddof=1))
-    if out["run_ess"] < 0.5 * k:
+    run_sd = float(np.std(runs, ddof=1))
+    log_z, se = lognormal_log_z(runs) if np.all(np.isfinite(runs)) else (out["log_z"], math.inf)
+    if len(tried) > 1:
+        warnings.append(f"SMC: the runs' log Z spread by more than {GROW_SD:g} nat with "
+                        f"{tried[0]} particles, so they were rerun with {n}")
+    if not run_sd <= REFUSE_SD:
+        se = math.nan
+        warnings.append(f"SMC: the runs' log Z still spread by {run_sd:.2f} nats with {n} "
+                        "particles: Z is then carried by rare runs and the mean of a few runs "
+                        "falls short of it by an unknown amount, so no standard error is given; "
+                        "use more particles (max_particles, n_particles) or gbs")
+    elif out["run_ess"] < 0.5 * k:
         # The mean of Z is carried by one or two runs, so it is known no better than a single
-        # run: the delta-method se (small exactly when one run dominates) is replaced by the
-        # runs' spread in log Z.
+        # run: the se is at least the runs' spread in log Z.
         se = max(se, run_sd)
         warnings.append(f"SMC: the runs' estimates of Z are dominated by a few (ESS "
                         f"{out['run_ess']:.1f} of {k}), so the se is widened to the spread of "
                         f"single runs ({run_sd:.2f} nats): use more particles (n_particles) "
                         "or runs, or gbs")
+    lag = out.get("lag_corr", math.nan)
+    if lag >= DECORRELATED:
+        warnings.append(f"SMC: the particles' log ratio kept a correlation of {lag:.2f} across "
+                        "a tempering step's moves (the most rounds allowed): particles that lag "
+                        "behind the path make every run low, beyond the se; raise max_rounds or "
+                        "n_moves, or use gbs")
     if out["acceptance"] < 0.3:
         warnings.append(f"SMC: HMC acceptance {out['acceptance']:.2f} is low; increase "
                         "hmc_steps or n_moves")
     if se > 0.5:
         warnings.append(f"large standard error ({se:.2f} nats): use more particles")
     diagnostics = {
-        "n_runs": k, "n_particles": int(options.get("n_particles", 128)),
+        "n_runs": k, "n_particles": n, "particles_tried": tried,
+        "move_rounds": np.asarray(out.get("rounds", [])).tolist(),
+        "lag_corr": out.get("lag_corr", math.nan),
         "n_temps": int(out["betas"].size), "betas": out["betas"].tolist(),
-        "run_log_z": out["run_log_z"].tolist(),
-        "run_log_z_sd": run_sd, "run_ess": out["run_ess"], "delta_method_se": out["log_z_se"],
+        "run_log_z": runs.tolist(), "run_log_z_sd": run_sd, "run_ess": out["run_ess"],
+        "log_mean_exp": float(out["log_z"]), "delta_method_se": out["log_z_se"],
         "acceptance": out["acceptance"], "base": f"Gaussian from draws, covariance x{inflate:g}",
-        "se": "delta method over independent runs, each unbiased for Z (schedule from a pilot)",
+        "se": "independent runs, each unbiased for Z (schedule from a pilot); log Z = mean log Z "
+              "+ sd^2/2 with its se under the lognormal CLT of SMC",
     }
-    return EvidenceResult(method="smc", log_z=float(out["log_z"]), log_z_se=se,
-                          n_draws=x.shape[0], n_evals=out["n_evals"],
+    return EvidenceResult(method="smc", log_z=float(log_z), log_z_se=se,
+                          n_draws=x.shape[0], n_evals=evals,
                           seconds=time.perf_counter() - t0, diagnostics=diagnostics,
                           warnings=warnings, log_z_df=k - 1)

@@ -40,6 +40,7 @@ from ..mcmc.annealing import AnnealingPath, tune_hmc
 from ..parallel import as_seed_sequence, child_sequence
 from ..stan.model import StanModel
 from ..stan.settings import NutsArgs
+from .batch import MAX_BATCH, MAX_NEGATIVE, choose_batch, probe_points
 
 Progress = Callable[[str], None] | None
 WEIGHT_SOURCES = ("is", "ais")
@@ -104,6 +105,9 @@ class PseudoMarginalResult:
     log_weight_sd: float
     diagnostics: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: importance weights per batch weight (chosen automatically unless given)
+    batch: int = 0
+    batch_auto: bool = False
 
     @property
     def fraction_positive(self) -> float:
@@ -130,6 +134,7 @@ class PseudoMarginalResult:
             "seconds": self.seconds,
             "seconds_per_iteration": self.seconds / max(1, self.n_iter + self.warmup),
             "log_weight_sd": self.log_weight_sd, "scale": self.scale.tolist(),
+            "batch": self.batch, "batch_auto": self.batch_auto,
             "parameters": self.summary_rows(), "diagnostics": self.diagnostics,
             "warnings": self.warnings})
 
@@ -248,7 +253,7 @@ def pmmh(
     iter: int = 2000,
     warmup: int = MH_WARMUP,
     seed: int | None = None,
-    batch: int = 10,
+    batch: int | None = None,
     trials: int = 1,
     truncation: Truncation | None = None,
     burn_in: int = 0,
@@ -267,7 +272,10 @@ def pmmh(
 
     ``data`` (a dict or JSON path) goes to both programs; the inner also gets theta. The
     1/Z estimator is ``estimator`` (rbbce, fce, iae) with ``batch`` weights averaged per
-    batch weight, ``trials`` estimates averaged, ``truncation`` (default Pr(N >= k) = k^-1.1)
+    batch weight (default: chosen at the start and at each warmup refit so that the sd of the
+    log batch weights is at most :data:`stanlogz.pmmh.batch.TARGET_LOG_SD`, and doubled when
+    warmup shows negative estimates; see :mod:`stanlogz.pmmh.batch`), ``trials`` estimates
+    averaged, ``truncation`` (default Pr(N >= k) = k^-1.1)
     and FCE's ``burn_in``; ``weights`` is "is" (importance sampling) or "ais" (``n_temps``
     temperatures), from a ``proposal`` ("gaussian" with covariance x ``inflate``, or "flow")
     fitted to ``inner_draws`` NUTS draws per chain of the inner program. That NUTS runs with
@@ -277,7 +285,8 @@ def pmmh(
     """
     from ..stan.inputs import read_data
 
-    estimator = check_options(estimator, batch, trials, burn_in)
+    auto = batch is None
+    estimator = check_options(estimator, 1 if auto else batch, trials, burn_in)
     if weights not in WEIGHT_SOURCES:
         raise InputError(f"unknown weight source {weights!r}; one of {', '.join(WEIGHT_SOURCES)}")
     nuts = NutsArgs.of(settings if settings is not None else inner_nuts(inner_draws),
@@ -302,12 +311,23 @@ def pmmh(
     inner_prog = InnerProgram(inner, data, theta0)
     ss = as_seed_sequence(seed)
     rng = np.random.default_rng(child_sequence(ss, 0))
-    est = _Estimates(outer, inner_prog, source=weights, method=estimator, batch=batch,
+    est = _Estimates(outer, inner_prog, source=weights, method=estimator, batch=batch or 1,
                      trials=trials, truncation=truncation, burn_in=burn_in, proposal=proposal,
                      inflate=inflate, n_temps=n_temps, nuts=nuts,
                      rng=np.random.default_rng(child_sequence(ss, 1)), progress=progress)
     t0 = time.perf_counter()
     est.fit(x)
+    batch_log: list[dict[str, Any]] = []
+
+    def tune_batch(points: list[np.ndarray], t: int, start: int) -> None:
+        b, sd = choose_batch(est.weights, points, est.rng, start=start)
+        est.options["batch"] = b
+        batch_log.append({"iteration": t, "batch": b, "log_weight_sd": sd})
+        if progress:
+            progress(f"batch {b} (sd of log batch weights {sd:.2f})")
+
+    if auto:
+        tune_batch([x], 0, 10)
     d = outer.dim
     chol = np.eye(d) * 0.5 * 2.38 / math.sqrt(d)
     log_mult = 0.0
@@ -344,6 +364,7 @@ def pmmh(
     refits = sorted({t for t in (warmup // 4, warmup // 2, 3 * warmup // 4) if t >= 20})
     since = 0
     hist: list[np.ndarray] = []
+    signs_since: list[int] = []
     for t in range(total):
         in_warmup[0] = t < warmup
         prop = x + math.exp(log_mult) * (chol @ rng.standard_normal(d))
@@ -357,12 +378,19 @@ def pmmh(
             log_mult += (a - TARGET_ACCEPT) / (1 + t) ** 0.6  # Robbins-Monro, warmup only
             log_mult = min(max(log_mult, -5.0), 3.0)
             hist.append(x.copy())
+            signs_since.append(cur[1])
             if t in refits:
                 pts, since = np.array(hist[since:]), t
                 cov = np.atleast_2d(np.cov(pts, rowvar=False)) + 1e-8 * np.eye(d)
                 if np.all(np.isfinite(cov)) and np.linalg.matrix_rank(cov) == d:
                     chol, log_mult = np.linalg.cholesky(cov) * 2.38 / math.sqrt(d), 0.0
                 est.fit(pts.mean(axis=0))
+                if auto:
+                    neg = float(np.mean(np.asarray(signs_since) < 0))
+                    b = est.options["batch"]
+                    tune_batch(probe_points(pts, est.rng),
+                               t, 2 * b if neg > MAX_NEGATIVE else max(10, b // 2))
+                    signs_since = []
                 cur = evaluate_proposal(x)
         else:
             xs[t - warmup] = x
@@ -381,7 +409,10 @@ def pmmh(
                                acceptance=n_acc / iter, n_weights=est.n_weights, seconds=seconds,
                                warmup=warmup, scale=math.exp(log_mult) * np.diag(chol),
                                log_weight_sd=lw_sd,
-                               diagnostics={"batch": batch, "trials": trials, "weights": weights,
+                               batch=est.options["batch"], batch_auto=auto,
+                               diagnostics={"batch": est.options["batch"], "batch_auto": auto,
+                                            "batch_tuning": batch_log,
+                                            "trials": trials, "weights": weights,
                                             "proposal": proposal, "mean_n": float(info[:, 3]
                                                                                    .mean()),
                                             "failed_estimates": sum(not w for w, _ in failed),
@@ -409,6 +440,11 @@ def _warnings(r: PseudoMarginalResult) -> list[str]:
     if r.log_weight_sd > 1.5:
         out.append(f"log batch weights spread by sd {r.log_weight_sd:.2f} at the posterior "
                    "mean: increase --batch, or use AIS weights or a flow proposal")
+    if r.batch_auto and r.batch >= MAX_BATCH:
+        out.append(f"the automatic batch reached its cap {MAX_BATCH} without taming the 1/Z "
+                   "estimates: the importance proposal is too far from the inner density at "
+                   "some theta (weights of infinite variance); use --weights ais or "
+                   "--proposal flow")
     if r.n_iter < 1000:
         out.append(f"only {r.n_iter} iterations: the MCSEs from batch means are rough")
     return out

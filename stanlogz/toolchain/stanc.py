@@ -71,3 +71,25 @@ def run_stanc(
         raise StanCompileError(f"stanc timed out on {display_name}") from exc
     if proc.returncode != 0:
         raise StanCompileError(condense_stanc_error(proc.stderr or proc.stdout))
+
+
+_NO_PRIOR = re.compile(r"The parameter (\w+) has no priors")
+
+
+def parameters_without_prior(stanc: Path, code: str) -> list[str] | None:
+    """Parameters stanc's pedantic mode finds without a prior (it also flags priors that depend
+    on data); None when stanc cannot run or rejects the program."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="stanlogz-pedantic-") as tmp:
+        src = Path(tmp) / "program.stan"
+        src.write_text(code)
+        try:
+            proc = subprocess.run([str(stanc), "--warn-pedantic", f"--o={Path(tmp) / 'out.hpp'}",
+                                   str(src)], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+    if proc.returncode != 0:
+        return None
+    text = re.sub(r"\s+", " ", proc.stderr + proc.stdout)
+    return list(dict.fromkeys(_NO_PRIOR.findall(text)))
