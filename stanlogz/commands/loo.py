@@ -71,7 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-lik", choices=LOG_LIK_SOURCES, default="auto",
                         help="pointwise log-likelihood: the log_lik generated quantity, the "
                         "difference of two data instances' densities, or the conditional "
-                        "p(y_i | y_-i, theta) from the density normalized over y_i (default: "
+                        "p(y_i | other y, theta) from the density normalized over y_i (default: "
                         "log_lik when the program has it, else the difference when valid, "
                         "else the conditional)")
     parser.add_argument("--subsample", metavar="M", type=int, default=None,
