@@ -14,8 +14,10 @@ import pytest
 from stanlogz import arviz_compat
 from stanlogz.cli import main
 from stanlogz.crossval import find_observations, loo
+from stanlogz.crossval.loo import APPROX_DRAWS
 from stanlogz.crossval.pointwise import PointwiseLogLik
 from stanlogz.crossval.psis import psis_loo
+from stanlogz.crossval.subsample import draw_sample
 from stanlogz.draws import sample
 from stanlogz.errors import InputError
 
@@ -160,30 +162,42 @@ def test_subsampled_loo_covers_the_full_psis_value(wells):
     z = (sub.elpd_loo - full.elpd_loo) / math.hypot(sub.subsampling_se, sub.mcse_elpd_loo)
     assert abs(z) < 4, (sub.elpd_loo, full.elpd_loo, sub.subsampling_se, sub.mcse_elpd_loo)
     # Both se's against their exact values, computable here because the population is known:
-    # the full run's elpd_i and the approximation a_i = log p(y_i | mean draw) of all N (the
-    # same a_i the estimator used: it reproduces sub.elpd_loo to rounding).
+    # the full run's elpd_i and the approximation a_i of all N (PSIS-LOO on the same 100
+    # thinned draws the estimator used: it reproduces sub.elpd_loo to rounding). Observations
+    # whose approximation has a high k-hat are taken with certainty; the rest are a simple
+    # random sample of n_r of m_r.
     n, m = full.elpd_i.size, 200
     pw = PointwiseLogLik(model, data, find_observations(data), "difference")
-    a = pw.matrix(d.flat_unconstrained().mean(axis=0, keepdims=True))[0]
-    e, j = full.elpd_i - a, sub.sample_index
-    assert sub.elpd_loo == pytest.approx(a.sum() + n * e[j].mean(), abs=1e-8)
-    fpc = 1 - m / n
+    unc = d.flat_unconstrained()
+    rows = np.unique(np.linspace(0, unc.shape[0] - 1, min(APPROX_DRAWS, unc.shape[0]))
+                     .astype(int))
+    ap = psis_loo(pw.matrix(unc[rows]), full.r_eff)
+    a = ap.elpd_i
+    idx, cert = draw_sample(ap.khat, m, np.random.default_rng(0))  # the certain part is fixed
+    certain = idx[cert]
+    rest = np.setdiff1d(np.arange(n), certain)
+    j = np.setdiff1d(sub.sample_index, certain)
+    n_r, m_r = rest.size, j.size
+    e = full.elpd_i - a
+    assert sub.elpd_loo == pytest.approx(full.elpd_i[certain].sum() + a[rest].sum()
+                                         + n_r * e[j].mean(), abs=1e-8)
+    fpc = 1 - m_r / n_r
 
     def srs_sd(v: np.ndarray) -> float:
-        """sd of N x (mean of v over a simple random sample of m): exact."""
-        return n * math.sqrt(fpc * np.var(v, ddof=1) / m)
+        """sd of n_r x (mean of v over a simple random sample of m_r of the rest): exact."""
+        return n_r * math.sqrt(fpc * np.var(v[rest], ddof=1) / m_r)
 
     # subsampling se: the exact sd of the difference estimator is srs_sd(e); its estimate
     # sqrt(s_e²) has relative sd ~ sqrt((kurtosis(e) - 1) / m) / 2 (delta method), and with
-    # m = 200 the sample variance is close to normal: outside 4.5 of those with probability
+    # m_r >= 100 the sample variance is close to normal: outside 4.5 of those with probability
     # ~ 7e-6.
     true_sub = srs_sd(e)
-    ez = (e - e.mean()) / e.std()
-    rel = math.sqrt(fpc * (np.mean(ez**4) - 1) / m) / 2
+    ez = (e[rest] - e[rest].mean()) / e[rest].std()
+    rel = math.sqrt(fpc * (np.mean(ez**4) - 1) / m_r) / 2
     assert abs(sub.subsampling_se / true_sub - 1) < 4.5 * rel, (sub.subsampling_se, true_sub)
     # between-observation se: se² = Σ elpd_i² − (Σ elpd_i)²/N is estimated with error
-    # ≈ N (mean over the sample − mean over all) of g_i = elpd_i² − a_i² − 2 mean(elpd) e_i
-    # (first order), so the se errs by srs_sd(g) / (2 se); 4.5 of those: P(fail) ~ 7e-6.
+    # ≈ n_r (mean over the sample − mean over the rest) of g_i = elpd_i² − a_i² − 2 mean(elpd)
+    # e_i (first order), so the se errs by srs_sd(g) / (2 se); 4.5 of those: P(fail) ~ 7e-6.
     g = full.elpd_i**2 - a**2 - 2 * full.elpd_i.mean() * e
     assert abs(sub.se - full.se) < 4.5 * srs_sd(g) / (2 * full.se), (sub.se, full.se)
     # The pointwise values of the sampled observations are the full run's.

@@ -25,7 +25,8 @@ from stanlogz.estimators.ups import ups
 # Estimators taking **options pass them on to these functions (plus the adapter's own keywords).
 PASSED_ON = {"ais": ais, "rais": reverse_ais, "smc": smc, "ups": ups}
 # The adapters' own keywords that are not in the function they pass the rest to.
-ADAPTER_DEFAULTS = {"ais": {"inflate": 1.5}, "rais": {"inflate": 1.5}, "smc": {"inflate": 1.5}}
+ADAPTER_DEFAULTS = {"ais": {"inflate": 1.5}, "rais": {"inflate": 1.5},
+                    "smc": {"inflate": 1.5, "max_particles": None}}
 
 
 def _defaults(fn) -> dict:

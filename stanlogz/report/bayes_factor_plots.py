@@ -9,14 +9,13 @@ from typing import Any
 
 import numpy as np
 
+from .figures import pyplot
+
 
 def plot_sensitivity(result: Any, path: str | Path) -> None:
     """log Z(α) and elpd_loo(α) with ±2 se bands against the prior power α (log axis) for a
     :class:`~stanlogz.bayes_factors.sensitivity.SensitivityResult`."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     c = result.curves
     a = np.asarray(c["alpha"])
@@ -39,10 +38,7 @@ def plot_calibration(result: Any, path: str | Path) -> None:
     """Histograms of log BF (each program against the first) under each true program, and the
     mean posterior probability of each program (± 2 se) against its prior probability, for a
     :class:`~stanlogz.bayes_factors.calibrate.CalibrationResult`."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     lz, truth, s = result.log_z, result.true_model, result.summary
     k = lz.shape[1]
