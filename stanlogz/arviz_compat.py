@@ -90,7 +90,7 @@ def psislw(log_ratios: np.ndarray, r_eff: float = 1.0) -> tuple[np.ndarray, np.n
             from arviz_stats.base import array_stats
 
             # arviz-stats' psislw takes the log-likelihood (it negates its input itself)
-            lw, k = array_stats.psislw(-lr, r_eff=r_eff, axis=-1)
+            lw, k = _psislw_rows(array_stats.psislw, lr, r_eff)
         else:
             lw, k = arviz().psislw(lr, reff=r_eff)
     lw = np.asarray(lw, dtype=float)
@@ -216,3 +216,21 @@ def elpd_object(kind: str, *, elpd: float, se: float, p: float, n_samples: int,
     return ELPDData(data=[elpd, se, p, n_samples, n, warning, values, "log", kind],
                     index=["elpd_loo", "se", "p_loo", "n_samples", "n_data_points", "warning",
                            "loo_i", "scale", "cv_kind"])
+
+
+def _psislw_rows(psislw: Any, lr: np.ndarray, r_eff: float) -> tuple[np.ndarray, np.ndarray]:
+    """arviz-stats' PSIS over the last axis; a row whose tail is constant (arviz-stats raises,
+    ArviZ 0.x returns k̂ = inf) keeps its raw log ratios with k̂ = inf."""
+    try:
+        return psislw(-lr, r_eff=r_eff, axis=-1)
+    except ValueError:
+        rows = lr.reshape(-1, lr.shape[-1])
+        lw, k = np.empty_like(rows), np.empty(rows.shape[0])
+        for i, row in enumerate(rows):
+            try:
+                w, ki = psislw(-row, r_eff=r_eff, axis=-1)
+                lw[i], k[i] = np.asarray(w, dtype=float), float(np.ravel(ki)[0])
+            except ValueError:
+                lw[i], k[i] = row, np.inf
+        return lw.reshape(lr.shape), k.reshape(lr.shape[:-1])
+

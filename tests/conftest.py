@@ -142,3 +142,20 @@ def _no_stan_unless_marked(request: pytest.FixtureRequest,
     monkeypatch.setattr(stan_model, "_load_library", refuse)
     monkeypatch.setattr(toolchain_build, "run_stanc", refuse)
     monkeypatch.setattr(toolchain_build, "_run", refuse)
+
+
+def arviz_from_csv(files: list[str]) -> Any:
+    """ArviZ's own InferenceData of CmdStan CSV files with their log_lik (the reference that
+    stanlogz's readers are compared with): ``az.from_cmdstan`` on ArviZ 0.x, which 1.x dropped;
+    there ``az.from_cmdstanpy`` of cmdstanpy's reader."""
+    import warnings
+
+    import arviz as az
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if hasattr(az, "from_cmdstan"):
+            return az.from_cmdstan(files, log_likelihood="log_lik")
+        import cmdstanpy
+
+        return az.from_cmdstanpy(cmdstanpy.from_csv(files), log_likelihood="log_lik")

@@ -5,8 +5,6 @@ chain) that cmdstanpy and ArviZ read as its chains."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
@@ -100,7 +98,6 @@ def test_six_digit_cmdstan_csv_evidence_and_loo_match_full_precision(rounded_fit
 
 
 def test_written_csv_is_read_as_chains_by_cmdstanpy_and_arviz(rounded_fit) -> None:
-    import arviz as az
     import cmdstanpy
 
     m, d, six, full = rounded_fit
@@ -110,9 +107,9 @@ def test_written_csv_is_read_as_chains_by_cmdstanpy_and_arviz(rounded_fit) -> No
     np.testing.assert_array_equal(np.asarray(fit.stan_variable("mu")).reshape(4, 500, 2),
                                   d.constrained[:, :, [d.constrained_names.index("mu.1"),
                                                        d.constrained_names.index("mu.2")]])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        idata = az.from_cmdstan([str(p) for p in six], log_likelihood="log_lik")
+    from tests.conftest import arviz_from_csv
+
+    idata = arviz_from_csv([str(p) for p in six])
     assert idata.posterior.sizes["chain"] == 4 and idata.posterior.sizes["draw"] == 500
     with pytest.raises(InputError, match="sig_figs"):
         write_csv(d, six[0].with_name("bad.csv"), sig_figs=0)
