@@ -24,11 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stanlogz import evidence
-from stanlogz.bayes_factors.calibrate import calibrate
-from stanlogz.bayes_factors.savage_dickey import savage_dickey
-from stanlogz.bayes_factors.sensitivity import sensitivity
-from stanlogz.bayes_factors.truths import (
+from benchmarks.truths.bayes_factors.truths import (
     LogisticQuadrature,
     calibration_log_bf,
     derivative,
@@ -36,6 +32,10 @@ from stanlogz.bayes_factors.truths import (
     normal_log_z,
     regression_log_bf01,
 )
+from stanlogz import evidence
+from stanlogz.bayes_factors.calibrate import calibrate
+from stanlogz.bayes_factors.savage_dickey import savage_dickey
+from stanlogz.bayes_factors.sensitivity import sensitivity
 from stanlogz.stan.model import StanModel
 
 T = Path(__file__).resolve().parents[1] / "stan_models" / "tests"

@@ -25,7 +25,7 @@ from scipy.special import gammaln, logsumexp
 from benchmarks._common import ROOT  # noqa: E402
 from stanlogz.densities.fits import gaussian_from_draws
 from stanlogz.densities.gaussian import GaussianTarget
-from stanlogz.estimators.ais import DEFAULT_INFLATE
+from stanlogz.estimators.annealing.ais import DEFAULT_INFLATE
 from stanlogz.estimators.shortcuts import dynesty_available
 from stanlogz.report.output import format_table
 from stanlogz.report.testbed_plot import plot_testbed

@@ -40,7 +40,7 @@ from scipy import special  # noqa: E402
 
 from stanlogz.densities.gaussian import HierarchicalNormalTarget  # noqa: E402
 from stanlogz.errors import StanlogzError  # noqa: E402
-from stanlogz.estimators.bridge import gbs  # noqa: E402
+from stanlogz.estimators.bridge.bridge import gbs  # noqa: E402
 
 LOG_Z = -3.7  # every constructed case is this constant times a normalized density
 

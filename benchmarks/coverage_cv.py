@@ -1,7 +1,7 @@
 """Coverage of the cross-validation standard errors against exact truths, and the level and
 power of the LOO-PIT uniformity test. Prints one table per part.
 
-1. K-fold se (``KFoldResult.se`` = :func:`stanlogz.crossval.cv_se.kfold_se`): Bayesian linear
+1. K-fold se (``KFoldResult.se`` = :func:`stanlogz.crossval.refit.cv_se.kfold_se`): Bayesian linear
    regression with known noise (y = a + b x + e, e ~ N(0, 1), x ~ N(0, 1), (a, b) ~ N(0, I);
    also the intercept-only conjugate normal; and, misspecified, that normal model fitted to
    μ + 1.5 t_5 data). K-fold values log p(y_i | y_T(i)) are exact
@@ -9,11 +9,11 @@ power of the LOO-PIT uniformity test. Prints one table per part.
    N new (x, y) from the data-generating process, Σ E log p(ỹ | x̃, y), by 40-point
    Gauss–Hermite quadrature over x̃ (exact to rounding). Columns: ±2 se coverage of the old
    between-fold se, loo's pointwise se and the new se.
-2. LFO se (``LfoResult.se`` = :func:`stanlogz.crossval.cv_se.lfo_se`): y_t iid N(μ, 1),
+2. LFO se (``LfoResult.se`` = :func:`stanlogz.crossval.refit.cv_se.lfo_se`): y_t iid N(μ, 1),
    μ ~ N(0, 1); elpd_t = log p(y_{t+1:t+M} | y_{1:t}) exact (M-variate normal); truth:
    Σ_t E log p(ỹ_{1:M} | y_{1:t}) over new futures, closed form.
 3. K-fold Monte Carlo se (``KFoldResult.mc_se``): ``normal.stan`` (compiled once), 5 folds of
-   N = 20, each fold's held-out densities by :func:`stanlogz.crossval.heldout.heldout_elpd`
+   N = 20, each fold's held-out densities by :func:`stanlogz.crossval.refit.heldout.heldout_elpd`
    from exact independent posterior draws (4 x 1000; no NUTS), against the closed-form
    Σ_i log p(y_i | y_T(i)); the full-data draws are shared by the folds, as in ``kfold``.
    Columns: coverage of ±2 mc_se and sd(error) / rms(mc_se), for the new se and the old one
@@ -38,10 +38,10 @@ import numpy as np
 from scipy import stats
 
 from stanlogz._util.tables import format_table
-from stanlogz.crossval import heldout
-from stanlogz.crossval.cv_se import kfold_se, lfo_se
-from stanlogz.crossval.observations import find_observations
-from stanlogz.crossval.predictive import pit_uniformity
+from stanlogz.crossval.checks.predictive import pit_uniformity
+from stanlogz.crossval.observations.observations import find_observations
+from stanlogz.crossval.refit import heldout
+from stanlogz.crossval.refit.cv_se import kfold_se, lfo_se
 
 ROOT = Path(__file__).resolve().parents[1]
 GH_X, GH_W = np.polynomial.hermite_e.hermegauss(40)

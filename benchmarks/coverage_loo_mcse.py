@@ -35,8 +35,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from loo_truth import exact_loo
 
+from benchmarks.loo_truth import exact_loo
 from stanlogz.crossval import loo, loo_compare
 from stanlogz.draws import sample
 from stanlogz.stan.model import StanModel

@@ -22,8 +22,8 @@ import time
 import numpy as np
 
 from stanlogz.densities.gaussian import HierarchicalNormalTarget
+from stanlogz.estimators.annealing.smc import smc_estimate
 from stanlogz.estimators.common import log_mean_exp
-from stanlogz.estimators.smc import smc_estimate
 
 
 def replicate(n_groups: int, rep: int, n_draws: int) -> dict[str, float]:

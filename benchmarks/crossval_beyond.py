@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.truths.crossval import truths
 from stanlogz import arviz_compat
-from stanlogz.crossval import truths
-from stanlogz.crossval.kfold import kfold
-from stanlogz.crossval.lfo import lfo
+from stanlogz.crossval.refit.kfold import kfold
+from stanlogz.crossval.refit.lfo import lfo
 from stanlogz.draws import sample
 from stanlogz.report.output import format_table
 from stanlogz.stan.model import StanModel

@@ -504,7 +504,7 @@ def run_stan(problems, args, rows) -> None:
 def timing(problems, reps: int = 3) -> list:
     """Seconds of the evidence step (flow fit, then bridge incl. target evaluations) on exact
     draws shaped like a NUTS run (4 chains x 1000), best of ``reps`` (the box is shared)."""
-    from stanlogz.estimators.bridge import gbs
+    from stanlogz.estimators.bridge.bridge import gbs
 
     rows = []
     for p in problems:

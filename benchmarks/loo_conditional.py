@@ -1,6 +1,7 @@
 """Coverage of the Monte Carlo se of PSIS-LOO on the conditional log p(y_i | y_-i, theta)
-(stanlogz.crossval.conditional: the program's density normalized over y_i, the observation's
-latents integrated out) against exact leave-one-out values, over many NUTS seeds and data sets.
+(stanlogz.crossval.observations.conditional: the program's density normalized over y_i, the
+observation's latents integrated out) against exact leave-one-out values, over many NUTS seeds and
+data sets.
 
 Programs (stan_models/tests): eight schools without log_lik (per-observation latents; fixed
 data, quadrature truth), a random-walk state model (linked latents), a multivariate-normal
@@ -10,8 +11,8 @@ Gauss-Hermite: the "integrated" source). For each replicate: z = (estimate - tru
 for elpd_loo and for every pointwise value; the table prints the share with |z| <= 2 (should
 be >= 90%; 95% for an exact se), the rms z (1 for an exact se) and the largest k-hat. "sum"
 uses sqrt(sum mcse_i^2) as loo reports it; "joint" the delta-method se of the sum
-(stanlogz.crossval.sum_mcse), which accounts for the observations sharing the draws; "cover i"
-uses PSIS's pointwise mcse, "cover i own" the same delta-method se on each point alone (the
+(stanlogz.crossval.psis_loo.sum_mcse), which accounts for the observations sharing the draws; "cover
+i" uses PSIS's pointwise mcse, "cover i own" the same delta-method se on each point alone (the
 autocorrelation of that point's weights, not the posterior's average relative efficiency).
 
     PYTHONPATH=. python3 benchmarks/loo_conditional.py            # quick: 12 replicates each
@@ -27,11 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-from stanlogz.crossval import truths_latent as T
-from stanlogz.crossval.integrated import IntegratedSource
-from stanlogz.crossval.loo import loo
-from stanlogz.crossval.loo_routes import ConditionalSource
-from stanlogz.crossval.sum_mcse import sum_mcse
+from benchmarks.truths.crossval import truths_latent as T
+from stanlogz.crossval.observations.integrated import IntegratedSource
+from stanlogz.crossval.psis_loo.loo import loo
+from stanlogz.crossval.psis_loo.loo_routes import ConditionalSource
+from stanlogz.crossval.psis_loo.sum_mcse import sum_mcse
 from stanlogz.stan.model import StanModel
 from stanlogz.stan.settings import NutsArgs
 

@@ -1,6 +1,6 @@
 """PSIS-LOO fix-ups for high-k̂ observations of a Poisson regression fitted to over-dispersed
-counts: plain PSIS, moment matching (crossval.moment_match), the exact refit (NUTS on y₋ᵢ +
-bridge, crossval.fixups) and a brute-force long refit (NUTS on y₋ᵢ with many draws; log of
+counts: plain PSIS, moment matching (crossval.fixups.moment_match), the exact refit (NUTS on y₋ᵢ +
+bridge, crossval.fixups.fixups) and a brute-force long refit (NUTS on y₋ᵢ with many draws; log of
 the mean of p(y_i | θ) over them, se from the ESS) as the reference.
 
 Prints one row per observation with k̂ > 0.7 (elpd ± se, seconds; z = difference to the
@@ -22,11 +22,11 @@ import numpy as np
 from scipy.special import logsumexp
 
 from stanlogz import arviz_compat
-from stanlogz.crossval.fixups import FixTask, fix_observation
-from stanlogz.crossval.moment_match import moment_match_observation
-from stanlogz.crossval.observations import find_observations
-from stanlogz.crossval.pointwise import PointwiseLogLik
-from stanlogz.crossval.psis import elpd_mcse, psis_loo, relative_efficiency_pointwise
+from stanlogz.crossval.fixups.fixups import FixTask, fix_observation
+from stanlogz.crossval.fixups.moment_match import moment_match_observation
+from stanlogz.crossval.observations.observations import find_observations
+from stanlogz.crossval.observations.pointwise import PointwiseLogLik
+from stanlogz.crossval.psis_loo.psis import elpd_mcse, psis_loo, relative_efficiency_pointwise
 from stanlogz.stan.model import StanModel
 from stanlogz.stan.settings import NutsArgs
 

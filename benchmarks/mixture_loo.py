@@ -1,4 +1,4 @@
-"""Mixture importance sampling LOO (stanlogz.crossval.mixture) against exact LOO on an
+"""Mixture importance sampling LOO (stanlogz.crossval.fixups.mixture) against exact LOO on an
 influential-point data set: the conjugate normal-mean example (N = 10, σ = 1, prior sd 2) with
 its last observation moved to ``y10`` (the farther, the more influential: PSIS k̂ grows past
 0.7 and 1). Per case, many seeds give elpd_loo ± mcse from mixture HMC; the table shows the
@@ -24,7 +24,7 @@ from scipy.stats import norm
 from stanlogz._util.seeds import child_int_seed
 from stanlogz._util.tables import format_table
 from stanlogz.crossval import loo
-from stanlogz.crossval.mixture import mixture_loo
+from stanlogz.crossval.fixups.mixture import mixture_loo
 from stanlogz.stan.model import StanModel
 from stanlogz.stan.settings import NutsArgs
 

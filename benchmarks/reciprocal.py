@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stanlogz.estimators.reciprocal import (
+from stanlogz.estimators.reciprocal.reciprocal import (
     RECIPROCAL_METHODS,
     batch_log_weights,
     estimate_reciprocal,

@@ -29,8 +29,8 @@ from distributed import Client, LocalCluster  # noqa: E402
 
 from benchmarks.ups import LogisticTarget, make_data  # noqa: E402
 from stanlogz.densities.fits import laplace_base  # noqa: E402
-from stanlogz.estimators.ais import ais  # noqa: E402
-from stanlogz.estimators.ups import ups  # noqa: E402
+from stanlogz.estimators.annealing.ais import ais  # noqa: E402
+from stanlogz.estimators.ups.ups import ups  # noqa: E402
 from stanlogz.mcmc.paths import base_to_target_path  # noqa: E402
 from stanlogz.parallel import run_parallel, use_executor  # noqa: E402
 from stanlogz.report.output import format_table  # noqa: E402
@@ -88,7 +88,7 @@ def main() -> None:
         for w in (1, 2):
             with LocalCluster(n_workers=w, threads_per_worker=1, processes=True,
                               dashboard_address=":0", silence_logs=40) as cl, Client(cl) as c:
-                c.run(lambda: __import__("stanlogz.estimators.ups"))  # warm imports
+                c.run(lambda: __import__("stanlogz.estimators.ups.ups"))  # warm imports
                 with use_executor(c):
                     out, t = timed(lambda job=job: job(None))
             assert out == ref, (out, ref)

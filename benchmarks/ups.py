@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 from scipy import special  # noqa: E402
 
 from stanlogz.densities.fits import laplace_base  # noqa: E402
-from stanlogz.estimators.ups import ups, ups_estimate  # noqa: E402
+from stanlogz.estimators.ups.ups import ups, ups_estimate  # noqa: E402
 from stanlogz.mcmc import hmc  # noqa: E402
 from stanlogz.mcmc.paths import base_to_target_path  # noqa: E402
 from stanlogz.report.output import format_table  # noqa: E402
@@ -155,7 +155,7 @@ def main() -> None:
         rows.append(run_ups(path, base, "UPS tuned", args, grid=10, n_pilot=50))
 
     try:
-        from stanlogz.estimators.bridge import gbs
+        from stanlogz.estimators.bridge.bridge import gbs
     except ImportError:
         gbs = None
     if gbs is not None:

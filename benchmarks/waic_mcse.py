@@ -1,6 +1,6 @@
-"""Coverage of WAIC's Monte Carlo se (stanlogz.crossval.waic): y_i ~ N(θ, 1), θ ~ N(0, τ0²),
-whose S → ∞ elpd_waic is known in closed form. For each case, many sets of posterior draws
-(independent, or four AR(1) chains with the exact posterior as marginal, to exercise the ESS)
+"""Coverage of WAIC's Monte Carlo se (stanlogz.crossval.psis_loo.waic): y_i ~ N(θ, 1),
+θ ~ N(0, τ0²), whose S → ∞ elpd_waic is known in closed form. For each case, many sets of posterior
+draws (independent, or four AR(1) chains with the exact posterior as marginal, to exercise the ESS)
 give elpd_waic ± mcse; the table shows the mean and sd of z = (estimate − truth) / mcse and
 the share of |z| < 2 (should be ≥ 0.90; 0.95 for a calibrated se).
 
@@ -17,7 +17,7 @@ from scipy.stats import norm
 
 from stanlogz._util.seeds import child_int_seed
 from stanlogz._util.tables import format_table
-from stanlogz.crossval.waic import waic
+from stanlogz.crossval.psis_loo.waic import waic
 
 
 def truth(y: np.ndarray, m: float, v: float) -> float:

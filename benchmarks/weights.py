@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from stanlogz import arviz_compat
-from stanlogz.crossval.weights import pseudo_bma_weights, stacking_weights
+from stanlogz.crossval.select.weights import pseudo_bma_weights, stacking_weights
 from stanlogz.report.output import format_table
 
 

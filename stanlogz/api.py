@@ -38,7 +38,7 @@ from .stan.program import ProgramLike
 from .stan.settings import NutsArgs
 
 if TYPE_CHECKING:
-    from .crossval.choose import ProgramChoice
+    from .crossval.select.choose import ProgramChoice
 
 
 def _call_estimator(method: str, target: Any, unc: np.ndarray, *, seed: int | None,
@@ -257,10 +257,10 @@ def compare(
     and so do the refits of the LOO. Each program gets its own seed derived from ``seed``.
     With ``unbiased_bf`` the result also holds unbiased natural-scale Bayes factors
     Z_i / Z_best (Ẑ_i times an unbiased 1/Z_best by Markov-chain truncation,
-    :func:`stanlogz.estimators.reciprocal.unbiased_bayes_factors`).
+    :func:`stanlogz.estimators.reciprocal.reciprocal.unbiased_bayes_factors`).
 
     With ``loo=True``, ``weights`` (e.g. ``"stacking,pseudo-bma+,bma"``) or
-    ``use_evidence=False`` it returns a :class:`~stanlogz.crossval.choose.ProgramChoice`
+    ``use_evidence=False`` it returns a :class:`~stanlogz.crossval.select.choose.ProgramChoice`
     instead: PSIS-LOO of every program on the same NUTS draws (``loo_options`` go to
     :func:`stanlogz.crossval.loo`), the evidence comparison unless ``use_evidence=False``, and
     the weights asked for.
@@ -269,7 +269,7 @@ def compare(
     compares the prior-normalized log Z); when the programs' log prior masses differ and are
     not normalized, :attr:`ComparisonResult.warnings` says by how much the Bayes factors are off.
     """
-    from .crossval import choose as choice
+    from .crossval.select import choose as choice
 
     nuts = NutsArgs.of(settings, chains=chains, warmup=warmup, draws=n_draws,
                        adapt_delta=adapt_delta, max_treedepth=max_treedepth)
@@ -328,7 +328,7 @@ def compare(
     if out is not None and not normalize_prior:
         out.warnings += mass_warnings(names, results)
     if unbiased_bf:
-        from .estimators.reciprocal import unbiased_bayes_factors
+        from .estimators.reciprocal.reciprocal import unbiased_bayes_factors
 
         if progress:
             progress("unbiased Bayes factors against the best program")
@@ -336,7 +336,7 @@ def compare(
                                                  out.best, seed=child_int_seed(seed, 999))
     if not by_choice:
         return out
-    from .crossval.loo import loo as loo_of
+    from .crossval.psis_loo.loo import loo as loo_of
 
     loos = [loo_of(m, datas[i], draws=kept[i], settings=nuts, seed=child_int_seed(seed, i),
                    progress=progress, **(loo_options or {}))

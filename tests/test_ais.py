@@ -6,7 +6,7 @@ from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.densities.target import FunctionTarget
 from stanlogz.errors import InputError
 from stanlogz.estimators import get_method
-from stanlogz.estimators.ais import ais, log_mean_exp_with_se, reverse_ais
+from stanlogz.estimators.annealing.ais import ais, log_mean_exp_with_se, reverse_ais
 from stanlogz.mcmc.annealing import (
     AnnealedTarget,
     AnnealingPath,
@@ -189,7 +189,7 @@ def test_ais_below_and_reverse_ais_above_truth(tuning):
 
 
 def test_reverse_chains_from_one_sample_start_apart(tuning):
-    from stanlogz.estimators.ais import _spread_starts
+    from stanlogz.estimators.annealing.ais import _spread_starts
 
     x = POST.sample(np.random.default_rng(6), 1)
     path = AnnealingPath(BASE, POST)
@@ -247,7 +247,7 @@ def test_reverse_spread_counts_the_shared_start():
 
 
 def test_start_order_tau_of_an_ar1_series():
-    from stanlogz.estimators.ais import start_order_tau
+    from stanlogz.estimators.annealing.ais import start_order_tau
 
     # Weights exp(0.01 a_t), a_t AR(1) with rho = 0.5: u = w/mean(w) - 1 ~ 0.01 a_t, whose
     # integrated autocorrelation time is (1 + rho)/(1 - rho) = 3. With 20000 terms the

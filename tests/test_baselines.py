@@ -15,7 +15,7 @@ from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.densities.target import FunctionTarget
 from stanlogz.errors import EstimationError, InputError
 from stanlogz.estimators import get_method
-from stanlogz.estimators.baselines import bridge_gaussian, bridge_warp3, ghm, gis, laplace
+from stanlogz.estimators.bridge.baselines import bridge_gaussian, bridge_warp3, ghm, gis, laplace
 
 Q = 0.3
 Z_TOL = 4.5

@@ -1,5 +1,6 @@
 """Bayes factors you can defend (issue 29): power-scaling sensitivity, Savage–Dickey and
-calibration by simulation, against closed forms and quadrature (tests/bf_truths.py).
+calibration by simulation, against closed forms and quadrature
+(benchmarks/truths/bayes_factors/truths.py).
 
 Stochastic assertions use fixed seeds and a tolerance of Z_TOL standard errors per reported
 value; with at most 13 values asserted together, Bonferroni gives a failure probability of at
@@ -18,10 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stanlogz.bayes_factors.calibrate import calibrate, calibration_summary
-from stanlogz.bayes_factors.savage_dickey import savage_dickey
-from stanlogz.bayes_factors.sensitivity import sensitivity
-from stanlogz.bayes_factors.truths import (
+from benchmarks.truths.bayes_factors.truths import (
     LogisticQuadrature,
     calibration_log_bf,
     derivative,
@@ -30,6 +28,9 @@ from stanlogz.bayes_factors.truths import (
     normal_log_z,
     regression_log_bf01,
 )
+from stanlogz.bayes_factors.calibrate import calibrate, calibration_summary
+from stanlogz.bayes_factors.savage_dickey import savage_dickey
+from stanlogz.bayes_factors.sensitivity import sensitivity
 from stanlogz.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]

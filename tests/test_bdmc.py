@@ -10,7 +10,7 @@ import stanlogz.testbed.sandwich as bd
 from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.errors import DataError, InputError
 from stanlogz.estimators import METHODS, Method
-from stanlogz.estimators.ais import AISResult
+from stanlogz.estimators.annealing.ais import AISResult
 from stanlogz.estimators.options import LaplaceOptions
 from stanlogz.mcmc.annealing import HMCTuning
 from stanlogz.report.output import format_table
@@ -322,7 +322,7 @@ def test_bdmc_on_a_stan_program_sandwiches_the_analytic_log_z(compiled):
     assert abs(res.upper.log_z - truth) < 1e-6 and res.upper.log_z_se < 1e-6
 
     # Compiled models do not pickle, so two workers run threads: results are unchanged.
-    from stanlogz.estimators.ais import ais
+    from stanlogz.estimators.annealing.ais import ais
 
     one = ais(s.model, base, n_chains=4, n_temps=30, seed=8, tuning=res.lower.tuning,
               n_workers=1)

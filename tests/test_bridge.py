@@ -15,7 +15,7 @@ from scipy import integrate, special
 from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.densities.target import FunctionTarget
 from stanlogz.errors import EstimationError, InputError
-from stanlogz.estimators.bridge import CHAIN_ALARM_P, DRIFT_ALARM_Z, gbs, solve_bridge
+from stanlogz.estimators.bridge.bridge import CHAIN_ALARM_P, DRIFT_ALARM_Z, gbs, solve_bridge
 from stanlogz.estimators.common import autocorr_time, pareto_k
 
 Q = 0.3  # banana width

@@ -14,8 +14,8 @@ import pytest
 
 from stanlogz import arviz_compat
 from stanlogz.cli import main
-from stanlogz.crossval.choose import check_request, check_same_data, choose, parse_weights
-from stanlogz.crossval.compare import loo_compare, tail_khat
+from stanlogz.crossval.select.choose import check_request, check_same_data, choose, parse_weights
+from stanlogz.crossval.select.compare import loo_compare, tail_khat
 from stanlogz.errors import InputError
 
 EX = Path(__file__).resolve().parents[1] / "stan_models" / "examples"
@@ -149,7 +149,7 @@ def test_program_choice_combines_loo_evidence_and_weights(tmp_path):
     c = choose(["a", "b", "c"], loo=loos, evidence=ev, weights="stacking,pseudo-bma+,bma",
                seed=1)
     e = np.column_stack([r.elpd_i for r in loos])
-    from stanlogz.crossval.weights import bma_weights, stacking_weights
+    from stanlogz.crossval.select.weights import bma_weights, stacking_weights
 
     assert c.weights("stacking").weights == pytest.approx(
         stacking_weights(e, n_boot=0).weights, abs=1e-9)
@@ -282,7 +282,7 @@ def test_three_shipped_programs_by_loo_and_evidence(compiled, capsys):
 
 def test_api_compare_by_loo_only(compiled):
     import stanlogz
-    from stanlogz.crossval.choose import ProgramChoice
+    from stanlogz.crossval.select.choose import ProgramChoice
 
     models = [compiled(p, DATA) for p in PROGRAMS[:2]]
     c = stanlogz.compare(models, str(DATA), loo=True, use_evidence=False, weights=["stacking"],
@@ -291,7 +291,7 @@ def test_api_compare_by_loo_only(compiled):
     assert isinstance(c, ProgramChoice) and c.evidence is None
     assert c.header[:3] == ["model", "elpd_loo", "se"] and "log_z" not in c.header
     e = np.column_stack([r.elpd_i for r in c.loo.results])
-    from stanlogz.crossval.weights import stacking_objective
+    from stanlogz.crossval.select.weights import stacking_objective
 
     w = c.weights("stacking")
     # the weights maximize the log score: no vertex or midpoint scores higher
@@ -381,7 +381,7 @@ def test_bma_weights_alone_come_from_the_evidence(monkeypatch):
     weights are the evidence comparison's posterior probabilities and their se."""
     import stanlogz
     from stanlogz import EvidenceResult, api
-    from stanlogz.crossval.choose import ProgramChoice
+    from stanlogz.crossval.select.choose import ProgramChoice
 
     class Fake:
         name = "fake"

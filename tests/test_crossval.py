@@ -15,9 +15,9 @@ from scipy import stats
 from stanlogz import arviz_compat
 from stanlogz.cli import main
 from stanlogz.crossval import cv, find_observations, loo, loo_compare
-from stanlogz.crossval.observations import Observations
-from stanlogz.crossval.pointwise import PointwiseLogLik
-from stanlogz.crossval.psis import k_threshold, psis_loo
+from stanlogz.crossval.observations.observations import Observations
+from stanlogz.crossval.observations.pointwise import PointwiseLogLik
+from stanlogz.crossval.psis_loo.psis import k_threshold, psis_loo
 from stanlogz.errors import InputError
 
 EX = Path(__file__).resolve().parents[1] / "stan_models" / "examples"
@@ -365,7 +365,7 @@ def test_auto_refits_exactly_what_moment_matching_leaves_above_the_threshold(nor
     import dataclasses
     import importlib
 
-    loo_module = importlib.import_module("stanlogz.crossval.loo")
+    loo_module = importlib.import_module("stanlogz.crossval.psis_loo.loo")
 
     real = loo_module.moment_match_observation
 

@@ -1,4 +1,4 @@
-"""Standard errors of K-fold and LFO sums (stanlogz.crossval.cv_se) against exact truths by
+"""Standard errors of K-fold and LFO sums (stanlogz.crossval.refit.cv_se) against exact truths by
 simulation, BMA weights with an unknown log Z se, the pointwise-order LOO-PIT test's level and
 power, LOO-PIT with unreliable weights, and the Monte Carlo se of K-fold's pointwise values
 (exact posterior draws of ``normal.stan``).
@@ -18,12 +18,12 @@ import pytest
 from scipy import stats
 
 from stanlogz.api import posterior_probs
-from stanlogz.crossval.checks import predictive_checks
-from stanlogz.crossval.cv_se import calibration_factor, kfold_se, lfo_effective_n, lfo_se
-from stanlogz.crossval.heldout import heldout_elpd
-from stanlogz.crossval.observations import find_observations
-from stanlogz.crossval.predictive import cauchy_combination, pit_uniformity
-from stanlogz.crossval.weights import bma_weights
+from stanlogz.crossval.checks.checks import predictive_checks
+from stanlogz.crossval.checks.predictive import cauchy_combination, pit_uniformity
+from stanlogz.crossval.observations.observations import find_observations
+from stanlogz.crossval.refit.cv_se import calibration_factor, kfold_se, lfo_effective_n, lfo_se
+from stanlogz.crossval.refit.heldout import heldout_elpd
+from stanlogz.crossval.select.weights import bma_weights
 
 
 def _kfold_normal(rng: np.random.Generator, n: int, k: int) -> tuple[np.ndarray, np.ndarray,

@@ -183,7 +183,7 @@ def test_evidence_passes_sampling_cost_and_checks_options(monkeypatch):
 
 def test_adaptive_n_q_rule_is_on_for_draws_of_unknown_cost(monkeypatch):
     """Issue 13, defect 3: array draws used to pass n_sampling_evals=0, pinning n_q to n_p."""
-    import stanlogz.estimators.bridge as bridge
+    import stanlogz.estimators.bridge.bridge as bridge
 
     caps = []
     rule = bridge.adaptive_n_q

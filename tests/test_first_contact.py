@@ -16,10 +16,10 @@ import stanlogz
 import stanlogz.cli
 from stanlogz.api import ComparisonResult
 from stanlogz.cli import main
-from stanlogz.crossval.compare import loo_compare
-from stanlogz.crossval.fixups import FixedPoint
-from stanlogz.crossval.loo import LooResult
-from stanlogz.crossval.observations import Observations
+from stanlogz.crossval.fixups.fixups import FixedPoint
+from stanlogz.crossval.observations.observations import Observations
+from stanlogz.crossval.psis_loo.loo import LooResult
+from stanlogz.crossval.select.compare import loo_compare
 from stanlogz.errors import InputError
 from stanlogz.estimators.base import EvidenceResult
 

@@ -82,7 +82,7 @@ def test_loo_of_log_lik_array_and_the_closed_form_truth() -> None:
 
 def test_compare_accepts_program_free_results() -> None:
     a = stanlogz.loo(SCHOOLS)
-    from stanlogz.crossval.fitloo import loo_from_fit
+    from stanlogz.crossval.psis_loo.fitloo import loo_from_fit
 
     b = loo_from_fit(SCHOOLS, name="copy")
     # a worse "program": every pointwise log-likelihood shifted by -0.5 per draw

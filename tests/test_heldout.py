@@ -1,4 +1,4 @@
-"""Exact held-out predictive densities (stanlogz.crossval.heldout) against closed forms and
+"""Exact held-out predictive densities (stanlogz.crossval.refit.heldout) against closed forms and
 quadrature: eight schools (per-school latents: the augmented bridge), a Gaussian hierarchical
 regression (same parameters: the bridge and the evidence difference), and the truths
 themselves.
@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stanlogz.crossval import truths
-from stanlogz.crossval.heldout import heldout_elpd
-from stanlogz.crossval.latents import coordinate_map
-from stanlogz.crossval.observations import find_observations
+from benchmarks.truths.crossval import truths
+from stanlogz.crossval.observations.latents import coordinate_map
+from stanlogz.crossval.observations.observations import find_observations
+from stanlogz.crossval.refit.heldout import heldout_elpd
 from stanlogz.draws import sample
 from stanlogz.errors import InputError
 
@@ -143,7 +143,7 @@ def test_bad_held_out_sets(schools) -> None:
 
 
 def test_heldout_many_does_not_depend_on_the_worker_count(schools) -> None:
-    from stanlogz.crossval.heldout import heldout_many
+    from stanlogz.crossval.refit.heldout import heldout_many
 
     m, d, obs, full = schools
     kw = {"full_draws": full, "warmup": 300, "draws": 300, "seed": 17}

@@ -12,8 +12,8 @@ import pytest
 
 import stanlogz
 from stanlogz.densities.gaussian import GaussianTarget, HierarchicalNormalTarget
-from stanlogz.estimators import bridge as bridge_module
-from stanlogz.estimators.bridge import combine_orientations, gbs
+from stanlogz.estimators.bridge import bridge as bridge_module
+from stanlogz.estimators.bridge.bridge import combine_orientations, gbs
 from stanlogz.flows.gaussianize import GaussianizingFlow
 from stanlogz.flows.whitening import (
     gaussian_candidates,
@@ -206,7 +206,7 @@ def test_tempered_bridge_brackets_log_z_from_a_poor_proposal():
     # from exact draws: a lower and an upper bound whose midpoint and half-gap make the error
     # bar. Over 60 seeds: z sd 0.77, max |z| 2.05 (98% inside 2 se); se 0.049 +- 0.018, max
     # below 0.12. The bounds are the z-test of tests/test_bridge.py and a cap 8 sd above the mean.
-    from stanlogz.estimators.tempered import tempered_bridge
+    from stanlogz.estimators.bridge.tempered import tempered_bridge
 
     rng0 = np.random.default_rng(0)
     a = rng0.standard_normal((5, 5))

@@ -13,9 +13,9 @@ import pytest
 from scipy import stats
 
 from stanlogz.densities.gaussian import GaussianTarget
-from stanlogz.estimators import bridge as bridge_module
 from stanlogz.estimators.base import EvidenceResult
-from stanlogz.estimators.tempered import sandwich, tempered_bridge
+from stanlogz.estimators.bridge import bridge as bridge_module
+from stanlogz.estimators.bridge.tempered import sandwich, tempered_bridge
 from stanlogz.flows.gaussianize import GaussianizingFlow
 
 
@@ -29,7 +29,7 @@ def _target(dim: int = 3, log_z: float = -1.5) -> GaussianTarget:
 
 def test_sandwich_warnings_fire_on_a_gap_and_on_inverted_bounds():
     # The old rule (gap > 2 se with se = max(hypot, |gap|) / 2) could never fire.
-    from stanlogz.estimators.tempered import sandwich_warnings
+    from stanlogz.estimators.bridge.tempered import sandwich_warnings
 
     lo, lo_se, up, up_se = -3.0, 0.05, -2.0, 0.05
     assert sandwich(lo, lo_se, up, up_se) == (-2.5, 0.5)
@@ -45,7 +45,7 @@ def test_sandwich_warnings_fire_on_a_gap_and_on_inverted_bounds():
 def test_tempered_bridge_passes_the_bound_warnings_on(monkeypatch):
     # AIS stand-ins with bounds 1 nat apart and spreads of 0.05: the old check compared the
     # gap with twice an se that is at least half the gap, so it never fired.
-    from stanlogz.estimators import tempered as tempered_module
+    from stanlogz.estimators.bridge import tempered as tempered_module
 
     def bound(log_z):
         return lambda *a, **k: SimpleNamespace(log_z=log_z, log_z_se=0.05, warnings=[],
@@ -97,7 +97,7 @@ def test_gbs_reports_the_tempered_bridge_whenever_it_runs(monkeypatch):
     # A fixed rule: once the single bridge's diagnostics trigger the tempered bridge, its
     # result is reported, even with a larger se (choosing the smaller of two noisy error
     # bars undercovers). Poor overlap is forced here so that "auto" triggers.
-    from stanlogz.estimators import tempered as tempered_module
+    from stanlogz.estimators.bridge import tempered as tempered_module
 
     t = _target(2)
     draws = t.sample(np.random.default_rng(3), 1600).reshape(4, 400, 2)
@@ -148,8 +148,8 @@ def test_evidence_interval_uses_student_t_with_few_degrees_of_freedom():
 
 
 def test_smc_and_ais_report_degrees_of_freedom():
-    from stanlogz.estimators.ais import ais_estimate
-    from stanlogz.estimators.smc import smc_estimate
+    from stanlogz.estimators.annealing.ais import ais_estimate
+    from stanlogz.estimators.annealing.smc import smc_estimate
 
     t = _target(2)
     draws = t.sample(np.random.default_rng(8), 400)
@@ -167,7 +167,7 @@ def test_smc_and_ais_report_degrees_of_freedom():
 def test_smc_widens_an_se_carried_by_one_run(monkeypatch):
     # Runs whose Z is dominated by one (log Z of runs: one at +3, seven at 0): the delta-method
     # se of log mean Z is small exactly then, but the mean is known no better than one run.
-    from stanlogz.estimators import smc as smc_module
+    from stanlogz.estimators.annealing import smc as smc_module
 
     run_log_z = np.array([3.0] + [0.0] * 7)
     lme, se, ess = smc_module.log_mean_exp_with_se(run_log_z)
@@ -188,7 +188,7 @@ def test_smc_widens_an_se_carried_by_one_run(monkeypatch):
 def test_gaussian_bridges_withhold_an_se_without_overlap(monkeypatch):
     # With Pareto k above 0.7 on both sides the bridge's own se (eq. 9) does not bound the
     # error (bridge-warp3 was 11 se off on posteriordb's Mh_model), so none is reported.
-    from stanlogz.estimators import baselines
+    from stanlogz.estimators.bridge import baselines
 
     t = _target(2)
     draws = t.sample(np.random.default_rng(3), 800).reshape(4, 200, 2)
@@ -265,7 +265,7 @@ class _NormalLoo:
 
 
 def test_exact_fix_up_checks_overlap_and_convergence(monkeypatch):
-    from stanlogz.crossval import fixups
+    from stanlogz.crossval.fixups import fixups
 
     rng = np.random.default_rng(21)
     minus = rng.standard_normal((4, 500, 1))
@@ -293,7 +293,7 @@ def test_exact_fix_up_checks_overlap_and_convergence(monkeypatch):
 
 
 def test_split_rhat():
-    from stanlogz.crossval.fixups import split_rhat
+    from stanlogz.crossval.fixups.fixups import split_rhat
 
     x = np.random.default_rng(2).standard_normal((4, 1000))
     assert abs(split_rhat(x) - 1.0) < 0.01  # 8 halves of 500 iid draws: sd of R-hat ~ 0.002
@@ -376,7 +376,7 @@ def test_cli_prints_the_degrees_of_freedom_of_a_replicate_se(capsys):
 
 
 def test_cross_fitting_folds_cover_a_fit_dependent_error():
-    from stanlogz.estimators.crossfit import combine_folds
+    from stanlogz.estimators.bridge.crossfit import combine_folds
 
     # Fold estimates that share no error beyond their bridges' se: the bridges' se decides
     # (large-sample, df None) and equals sqrt(sum se^2) / K.

@@ -1,6 +1,6 @@
-"""K-fold, grouped and leave-one-group-out cross-validation (stanlogz.crossval.kfold, ``stanlogz
-kfold``) against closed forms: the Gaussian hierarchical regression's held-out densities and
-the eight-schools leave-one-out values by quadrature; fold construction; bad input.
+"""K-fold, grouped and leave-one-group-out cross-validation (stanlogz.crossval.refit.kfold,
+``stanlogz kfold``) against closed forms: the Gaussian hierarchical regression's held-out densities
+and the eight-schools leave-one-out values by quadrature; fold construction; bad input.
 
 Stochastic checks are z-tests |estimate − truth| <= 4.5 se (6.8e-6 per check for an honest
 se); each test states its union bound (all <= 1e-4) and uses fixed seeds.
@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.truths.crossval import truths
 from stanlogz import arviz_compat
 from stanlogz.cli import main
-from stanlogz.crossval import truths
-from stanlogz.crossval.cv_se import kfold_se
-from stanlogz.crossval.kfold import kfold, make_folds
+from stanlogz.crossval.refit.cv_se import kfold_se
+from stanlogz.crossval.refit.kfold import kfold, make_folds
 from stanlogz.errors import InputError
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "stan_models" / "examples"

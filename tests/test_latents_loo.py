@@ -1,8 +1,8 @@
 """Exact held-out values refuse programs where deleting an observation changes the model
 (linked latents, unnormalized latent priors, non-factorized likelihoods), and ``loo`` answers
 programs with per-observation latents and non-factorized likelihoods from the conditional
-log p(y_i | y_-i, theta) (stanlogz.crossval.conditional), against Gaussian-conditioning and
-quadrature truths.
+log p(y_i | y_-i, theta) (stanlogz.crossval.observations.conditional), against Gaussian-conditioning
+and quadrature truths.
 
 Tolerances: a PSIS estimate is asymptotically normal around the truth with sd its Monte Carlo se,
 so |error| <= 4 mc se fails with probability 6e-5 per assertion; the seeds are fixed."""
@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stanlogz.crossval import truths_latent as T
-from stanlogz.crossval.conditional import ConditionalLogLik
-from stanlogz.crossval.heldout import heldout_elpd
-from stanlogz.crossval.loo import loo
-from stanlogz.crossval.observations import find_observations
-from stanlogz.crossval.splitcheck import SplitError, check_split
+from benchmarks.truths.crossval import truths_latent as T
+from stanlogz.crossval.observations.conditional import ConditionalLogLik
+from stanlogz.crossval.observations.observations import find_observations
+from stanlogz.crossval.observations.splitcheck import SplitError, check_split
+from stanlogz.crossval.psis_loo.loo import loo
+from stanlogz.crossval.refit.heldout import heldout_elpd
 from stanlogz.draws import sample
 from stanlogz.errors import InputError
 from stanlogz.stan.settings import NutsArgs
@@ -104,9 +104,9 @@ def test_conditional_matches_gaussian_conditioning_per_draw(compiled):
 def _joint_se(r, idx):
     """The se of the sum with the observations' errors taken jointly (they share the draws;
     sqrt(sum mcse_i^2) under-covers: benchmarks/loo_conditional.py)."""
-    from stanlogz.crossval.integrated import IntegratedSource
-    from stanlogz.crossval.loo_routes import ConditionalSource
-    from stanlogz.crossval.sum_mcse import sum_mcse
+    from stanlogz.crossval.observations.integrated import IntegratedSource
+    from stanlogz.crossval.psis_loo.loo_routes import ConditionalSource
+    from stanlogz.crossval.psis_loo.sum_mcse import sum_mcse
 
     kind = ConditionalSource if r.log_lik_source == "conditional" else IntegratedSource
     src = kind(r.program, r.data, r.observations)
@@ -195,7 +195,7 @@ def test_coordinate_map_follows_observations_on_any_axis():
     # matrix[2, N] w: the observation is the second index; N = 3 -> observations 1 and 3
     big = _Names(["mu", "w.1.1", "w.2.1", "w.1.2", "w.2.2", "w.1.3", "w.2.3"])
     small = _Names(["mu", "w.1.1", "w.2.1", "w.1.2", "w.2.2"])
-    from stanlogz.crossval.latents import coordinate_map
+    from stanlogz.crossval.observations.latents import coordinate_map
 
     pos = coordinate_map(big, small, np.arange(3), np.array([0, 2]))
     assert [big.names[j] for j in pos] == ["mu", "w.1.1", "w.2.1", "w.1.3", "w.2.3"]
@@ -209,7 +209,7 @@ def test_sum_mcse_matches_the_spread_of_independent_estimates():
     # > 4 combined sds, failure probability < 1e-4). sqrt(sum mcse_i^2) is 3x too small here.
     from scipy import special
 
-    from stanlogz.crossval.sum_mcse import sum_mcse
+    from stanlogz.crossval.psis_loo.sum_mcse import sum_mcse
 
     rng = np.random.default_rng(21)
     a = np.linspace(-0.5, 0.5, 10)

@@ -1,4 +1,4 @@
-"""Leave-future-out cross-validation (stanlogz.crossval.lfo, ``stanlogz lfo``) on the shipped
+"""Leave-future-out cross-validation (stanlogz.crossval.refit.lfo, ``stanlogz lfo``) on the shipped
 conjugate AR(2) program, whose M-step-ahead predictive densities are ratios of closed-form
 normal-inverse-gamma evidences; bad input.
 
@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.truths.crossval import truths
 from stanlogz import arviz_compat
 from stanlogz.cli import main
-from stanlogz.crossval import truths
-from stanlogz.crossval.lfo import lfo
+from stanlogz.crossval.refit.lfo import lfo
 from stanlogz.errors import InputError
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "stan_models" / "examples"

@@ -1,5 +1,5 @@
 """Monte Carlo se of the PSIS-LOO total Σ elpd_i from the draws' summed influence
-(crossval.psis.draw_influence / total_mcse / PsisLoo.total_mcse), against the spread of the
+(crossval.psis_loo.psis.draw_influence / total_mcse / PsisLoo.total_mcse), against the spread of the
 total over independent draw sets of a conjugate normal model with exact posterior draws."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import kurtosis, norm
 
-from stanlogz.crossval.psis import psis_loo, relative_efficiency_pointwise, total_mcse
+from stanlogz.crossval.psis_loo.psis import psis_loo, relative_efficiency_pointwise, total_mcse
 from stanlogz.errors import InputError
 
 # y_j ~ N(mu, 1), mu ~ N(0, 10²): the posterior of mu is N(M, V) exactly. Every elpd_i is
@@ -81,7 +81,7 @@ def test_replaced_points_leave_the_total() -> None:
     rest = psis_loo(ll[..., 3:], 1.0)
     assert ps.total_mcse([0, 1, 2]) == pytest.approx(rest.total_mcse(), rel=1e-10)
     # blocks of columns concatenated give the total of all
-    from stanlogz.crossval.psis import PsisLoo
+    from stanlogz.crossval.psis_loo.psis import PsisLoo
 
     both = PsisLoo.concatenate([psis_loo(ll[..., :3], 1.0, keep_above=-np.inf), rest])
     assert both.total_mcse() == pytest.approx(ps.total_mcse(), rel=1e-10)
@@ -138,7 +138,7 @@ class _Sub:
 
 
 def test_compare_adds_both_monte_carlo_se_and_pairs_only_shared_subsamples() -> None:
-    from stanlogz.crossval.compare import loo_compare
+    from stanlogz.crossval.select.compare import loo_compare
 
     rng = np.random.default_rng(2)
     idx = np.sort(rng.choice(400, 100, replace=False))
@@ -162,7 +162,7 @@ def test_subsample_estimator_with_certain_observations_is_unbiased_and_its_se_ri
     # the estimate's mean lies within 4.5 sd/sqrt(4000) of the true sum (P ~ 6.8e-6), and the
     # mean subsampling variance (unbiased under simple random sampling) is within 15% of
     # the estimates' variance (whose relative sd over 4000 samples is ~2.5%: > 5 sigma).
-    from stanlogz.crossval.subsample import draw_sample, subsample_estimates
+    from stanlogz.crossval.psis_loo.subsample import draw_sample, subsample_estimates
 
     rng = np.random.default_rng(4)
     n, m = 60, 20

@@ -14,10 +14,10 @@ import pytest
 from stanlogz import arviz_compat
 from stanlogz.cli import main
 from stanlogz.crossval import find_observations, loo
-from stanlogz.crossval.loo import APPROX_DRAWS
-from stanlogz.crossval.pointwise import PointwiseLogLik
-from stanlogz.crossval.psis import psis_loo
-from stanlogz.crossval.subsample import draw_sample
+from stanlogz.crossval.observations.pointwise import PointwiseLogLik
+from stanlogz.crossval.psis_loo.loo import APPROX_DRAWS
+from stanlogz.crossval.psis_loo.psis import psis_loo
+from stanlogz.crossval.psis_loo.subsample import draw_sample
 from stanlogz.draws import sample
 from stanlogz.errors import InputError
 
@@ -126,7 +126,7 @@ def test_per_observation_latents_with_log_lik_get_psis_loo_as_arviz(compiled):
 
 
 def test_loo_of_eight_schools_is_exact_per_school(compiled):
-    from stanlogz.crossval import truths
+    from benchmarks.truths.crossval import truths
 
     data = json.loads((EX / "eight_schools.data.json").read_text())
     model = compiled(EX / "eight_schools.stan", data)
@@ -224,8 +224,8 @@ def test_psis_mcse_matches_the_spread_over_independent_nuts_runs(compiled):
     values, mcse = [], []
     for k in range(40):
         d = sample(model, chains=2, warmup=200, draws=250, seed=1000 + k)
-        from stanlogz.crossval.loo import _posterior_values
-        from stanlogz.crossval.psis import relative_efficiency
+        from stanlogz.crossval.psis_loo.loo import _posterior_values
+        from stanlogz.crossval.psis_loo.psis import relative_efficiency
 
         ps = psis_loo(pw.matrix(d.flat_unconstrained()),
                       relative_efficiency(_posterior_values(d)))

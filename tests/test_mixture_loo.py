@@ -12,7 +12,7 @@ from scipy.stats import norm
 
 import stanlogz
 from stanlogz.cli import main
-from stanlogz.crossval.mixture import mixture_loo
+from stanlogz.crossval.fixups.mixture import mixture_loo
 from stanlogz.stan.settings import NutsArgs
 
 EX = Path(__file__).resolve().parents[1] / "stan_models" / "examples"

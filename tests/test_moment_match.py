@@ -1,4 +1,4 @@
-"""Moment matching for PSIS-LOO (crossval.moment_match) against analytic leave-one-out
+"""Moment matching for PSIS-LOO (crossval.fixups.moment_match) against analytic leave-one-out
 predictive densities, grid quadrature and exact refits of a compiled Stan program."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import pytest
 from scipy.special import logsumexp
 from scipy.stats import cauchy, norm, poisson
 
-from stanlogz.crossval.fixups import FixTask, fix_observation
-from stanlogz.crossval.moment_match import moment_match, moment_match_observation
-from stanlogz.crossval.observations import find_observations
-from stanlogz.crossval.pointwise import PointwiseLogLik
-from stanlogz.crossval.psis import psis_loo, relative_efficiency_pointwise
+from stanlogz.crossval.fixups.fixups import FixTask, fix_observation
+from stanlogz.crossval.fixups.moment_match import moment_match, moment_match_observation
+from stanlogz.crossval.observations.observations import find_observations
+from stanlogz.crossval.observations.pointwise import PointwiseLogLik
+from stanlogz.crossval.psis_loo.psis import psis_loo, relative_efficiency_pointwise
 from stanlogz.errors import InputError
 from stanlogz.stan.settings import NutsArgs
 

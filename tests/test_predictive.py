@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from stanlogz.crossval.checks import (
+from stanlogz.crossval.checks.checks import (
     checks_requested,
     generated_quantity,
     outcome_name,
     predictive_checks,
     run_checks,
 )
-from stanlogz.crossval.predictive import (
+from stanlogz.crossval.checks.predictive import (
     e_loo,
     loo_crps,
     loo_log_weights,
@@ -182,7 +182,7 @@ def test_check_inputs_raise_one_line_errors():
 
 
 def test_checks_on_a_stan_program_with_a_y_rep_quantity(compiled, tmp_path):
-    from stanlogz.crossval.pointwise import log_lik_columns
+    from stanlogz.crossval.observations.pointwise import log_lik_columns
     from stanlogz.draws import sample
 
     data = "stan_models/examples/regression.data.json"
@@ -221,7 +221,7 @@ def test_checks_for_a_loo_result_use_its_log_lik_and_r_eff(compiled):
     import json
 
     from stanlogz.crossval import loo
-    from stanlogz.crossval.checks import checks_for_loo
+    from stanlogz.crossval.checks.checks import checks_for_loo
     from stanlogz.draws import sample
 
     data = json.load(open("stan_models/examples/regression.data.json"))
@@ -235,7 +235,7 @@ def test_checks_for_a_loo_result_use_its_log_lik_and_r_eff(compiled):
     # the PSIS weights behind the checks are the LOO's own: the weighted predictive density
     # of y_i, sum_s w_is p(y_i | theta_s), is exp(elpd_i) exactly
     flat = d.constrained.reshape(-1, d.constrained.shape[2])
-    from stanlogz.crossval.pointwise import log_lik_columns
+    from stanlogz.crossval.observations.pointwise import log_lik_columns
 
     ll = flat[:, log_lik_columns(d.constrained_names)]
     w = np.exp(loo_log_weights(ll, r.r_eff))

@@ -15,7 +15,7 @@ from scipy import stats
 
 from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.errors import EstimationError, InputError
-from stanlogz.estimators.reciprocal import (
+from stanlogz.estimators.reciprocal.reciprocal import (
     FiniteTruncation,
     GeometricTruncation,
     PowerLawTruncation,
@@ -27,7 +27,7 @@ from stanlogz.estimators.reciprocal import (
     rbbce_series,
     unbiased_bayes_factor,
 )
-from stanlogz.estimators.weight_sources import (
+from stanlogz.estimators.reciprocal.weight_sources import (
     AISWeights,
     ImportanceWeights,
     fit_proposal,
@@ -279,7 +279,7 @@ def test_unbiased_bayes_factors_between_programs_match_their_evidence_ratio():
     # give bounded weights, so the 200-replicate mean is near-normal: |z| < 4.5 fails with
     # probability ~1e-5 (t with 199 degrees of freedom)
     from stanlogz.densities.gaussian import GaussianTarget
-    from stanlogz.estimators.reciprocal import unbiased_bayes_factors
+    from stanlogz.estimators.reciprocal.reciprocal import unbiased_bayes_factors
 
     rng = np.random.default_rng(31)
     a = GaussianTarget(np.zeros(3), np.eye(3), log_z=-1.0)

@@ -18,9 +18,9 @@ from stanlogz._util.seeds import (
 )
 from stanlogz.errors import InputError
 from stanlogz.estimators import METHODS, lookup
-from stanlogz.estimators.ais import ais, reverse_ais
-from stanlogz.estimators.smc import smc
-from stanlogz.estimators.ups import ups
+from stanlogz.estimators.annealing.ais import ais, reverse_ais
+from stanlogz.estimators.annealing.smc import smc
+from stanlogz.estimators.ups.ups import ups
 
 # Estimators taking **options pass them on to these functions (plus the adapter's own keywords).
 PASSED_ON = {"ais": ais, "rais": reverse_ais, "smc": smc, "ups": ups}

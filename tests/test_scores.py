@@ -1,4 +1,4 @@
-"""Comparing programs on any score (stanlogz.crossval.scores): paired se of CRPS and RMSE
+"""Comparing programs on any score (stanlogz.crossval.select.scores): paired se of CRPS and RMSE
 differences against closed-form expected scores by simulation, the elpd sum's se, the
 selection-bias warning and E[max of K normals], model-averaged draws against the mixture, and
 ``stanlogz compare --score / --averaged-draws`` end to end and on bad input.
@@ -17,7 +17,7 @@ import pytest
 from scipy import stats
 
 from stanlogz.cli import main
-from stanlogz.crossval.scores import (
+from stanlogz.crossval.select.scores import (
     compare_scores,
     expected_max_normal,
     mix_counts,

@@ -66,7 +66,7 @@ def normal_mean(compiled):
 # ---------------------------------------------------------------- loo, every fix-up route
 @pytest.mark.parametrize("how", ["settings", "keywords"])
 def test_loo_exact_refits_get_the_settings(normal_mean, nuts_calls, how):
-    from stanlogz.crossval.loo import loo
+    from stanlogz.crossval.psis_loo.loo import loo
 
     given = {"settings": S} if how == "settings" else LOOSE
     r = loo(normal_mean, DATA, fix="exact", k_threshold=0.0, seed=3, **given)
@@ -75,7 +75,7 @@ def test_loo_exact_refits_get_the_settings(normal_mean, nuts_calls, how):
 
 
 def test_loo_keywords_replace_fields_of_the_settings(normal_mean, nuts_calls):
-    from stanlogz.crossval.loo import loo
+    from stanlogz.crossval.psis_loo.loo import loo
 
     loo(normal_mean, DATA, fix="exact", k_threshold=0.0, seed=3,
         settings=NutsArgs(adapt_delta=0.6, chains=3), **LOOSE)
@@ -85,9 +85,9 @@ def test_loo_keywords_replace_fields_of_the_settings(normal_mean, nuts_calls):
 def test_loo_auto_refits_what_moment_matching_leaves(normal_mean, nuts_calls, monkeypatch):
     import importlib
 
-    from stanlogz.crossval.fixups import FixedPoint
+    from stanlogz.crossval.fixups.fixups import FixedPoint
 
-    loo_module = importlib.import_module("stanlogz.crossval.loo")  # the name loo is a function
+    loo_module = importlib.import_module("stanlogz.crossval.psis_loo.loo")
 
     def unmatched(pw, d, log_post, i, ps, j, threshold, r_eff):
         return FixedPoint(i, 0.0, 1.0, "mm", 1.0, 0.0, 0, 0, 0.0, khat_after=1.0)
@@ -99,8 +99,8 @@ def test_loo_auto_refits_what_moment_matching_leaves(normal_mean, nuts_calls, mo
 
 
 def test_loo_ups_refits_get_the_settings(normal_mean, nuts_calls, monkeypatch):
-    import stanlogz.crossval.fixups as fixups
-    from stanlogz.crossval.loo import loo
+    import stanlogz.crossval.fixups.fixups as fixups
+    from stanlogz.crossval.psis_loo.loo import loo
 
     # the unbiased estimator itself runs no NUTS; only its refit without y_i does
     monkeypatch.setattr(fixups, "log_ratio", lambda *a, **k: SimpleNamespace(
@@ -111,7 +111,7 @@ def test_loo_ups_refits_get_the_settings(normal_mean, nuts_calls, monkeypatch):
 
 
 def test_loo_exact_with_per_observation_latents_gets_the_settings(compiled, nuts_calls):
-    from stanlogz.crossval.loo import loo
+    from stanlogz.crossval.psis_loo.loo import loo
 
     data = {"N": 6, "y": [0.3, -1.2, 0.8, 2.9, -0.4, 1.1]}
     m = compiled(TESTS / "per_obs_loglik.stan", data)
@@ -122,7 +122,7 @@ def test_loo_exact_with_per_observation_latents_gets_the_settings(compiled, nuts
 
 # ---------------------------------------------------------------- the other workflows
 def test_kfold_folds_get_the_settings(normal_mean, nuts_calls):
-    from stanlogz.crossval.kfold import kfold
+    from stanlogz.crossval.refit.kfold import kfold
 
     kfold(normal_mean, DATA, k=2, seed=4, settings=S)
     _all_s(nuts_calls.list, 3)  # all data, two folds
@@ -131,7 +131,7 @@ def test_kfold_folds_get_the_settings(normal_mean, nuts_calls):
 @pytest.mark.parametrize("method", ["exact", "psis"])
 def test_lfo_refits_get_the_settings(normal_mean, nuts_calls, method, monkeypatch):
     from stanlogz import arviz_compat
-    from stanlogz.crossval.lfo import lfo
+    from stanlogz.crossval.refit.lfo import lfo
 
     real = arviz_compat.psislw
     monkeypatch.setattr(arviz_compat, "psislw",  # every k-hat high: PSIS refits at each origin
@@ -143,7 +143,7 @@ def test_lfo_refits_get_the_settings(normal_mean, nuts_calls, method, monkeypatc
 
 
 def test_cv_initial_fit_gets_the_settings(normal_mean, nuts_calls):
-    from stanlogz.crossval.unbiased import cv
+    from stanlogz.crossval.refit.unbiased import cv
 
     nuts_calls.stop_after = 1  # the replicates run coupled chains, not NUTS
     with pytest.raises(_Stop):
@@ -152,8 +152,8 @@ def test_cv_initial_fit_gets_the_settings(normal_mean, nuts_calls):
 
 
 def test_heldout_runs_get_the_settings(normal_mean, nuts_calls):
-    from stanlogz.crossval.heldout import heldout_elpd, heldout_many
-    from stanlogz.crossval.observations import load_observed
+    from stanlogz.crossval.observations.observations import load_observed
+    from stanlogz.crossval.refit.heldout import heldout_elpd, heldout_many
 
     m, data, obs = load_observed(normal_mean, DATA, None, None)
     heldout_elpd(m, data, obs, [0, 1], seed=7, settings=S)

@@ -6,7 +6,7 @@ import pytest
 from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.errors import InputError
 from stanlogz.estimators import METHODS, get_method
-from stanlogz.estimators.smc import next_beta, smc, systematic_resample
+from stanlogz.estimators.annealing.smc import next_beta, smc, systematic_resample
 from stanlogz.mcmc.annealing import HMCTuning
 
 

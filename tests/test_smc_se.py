@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from stanlogz.densities.gaussian import GaussianTarget
-from stanlogz.estimators import smc as smc_module
-from stanlogz.estimators.ais import log_mean_exp_with_se
-from stanlogz.estimators.smc import lognormal_log_z
+from stanlogz.estimators.annealing import smc as smc_module
+from stanlogz.estimators.annealing.ais import log_mean_exp_with_se
+from stanlogz.estimators.annealing.smc import lognormal_log_z
 
 
 @pytest.mark.parametrize("sigma", [0.5, 1.0])
@@ -70,7 +70,7 @@ def test_no_se_when_the_runs_still_spread(monkeypatch):
 def test_pilot_rounds_decorrelate_and_are_reused():
     # A 3-d Gaussian posterior far from a wide base: the pilot picks rounds of moves per step
     # until the particles' log ratio decorrelates (or the cap), and the runs reuse them.
-    from stanlogz.estimators.smc import DECORRELATED, smc
+    from stanlogz.estimators.annealing.smc import DECORRELATED, smc
 
     post = GaussianTarget(np.full(3, 2.0), 0.05 * np.eye(3), log_z=0.3)
     base = GaussianTarget(np.zeros(3), 4.0 * np.eye(3))

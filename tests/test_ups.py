@@ -16,7 +16,7 @@ from scipy import integrate
 from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.errors import InputError
 from stanlogz.estimators import get_method
-from stanlogz.estimators.ups import log_ratio, make_grid, q_from_sqrt_m2, ups
+from stanlogz.estimators.ups.ups import log_ratio, make_grid, q_from_sqrt_m2, ups
 from stanlogz.mcmc.paths import FunctionPath, GeometricPath
 from stanlogz.report.ups_plots import plot_ups
 

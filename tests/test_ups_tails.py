@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stanlogz.estimators.ups import replicate_tail_k, tail_warnings
+from stanlogz.estimators.ups.ups import replicate_tail_k, tail_warnings
 
 
 def test_tail_k_flags_infinite_variance_and_passes_normal_replicates():

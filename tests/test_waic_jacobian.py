@@ -16,8 +16,8 @@ from scipy.stats import norm
 
 import stanlogz
 from stanlogz.cli import main
-from stanlogz.crossval.jacobian import jacobian_adjusted, log_jacobian
-from stanlogz.crossval.waic import waic
+from stanlogz.crossval.observations.jacobian import jacobian_adjusted, log_jacobian
+from stanlogz.crossval.psis_loo.waic import waic
 from stanlogz.draws import from_array, sample
 from stanlogz.errors import InputError
 from stanlogz.stan.settings import NutsArgs

@@ -11,7 +11,7 @@ from scipy import stats
 from scipy.special import softmax
 
 from stanlogz import arviz_compat
-from stanlogz.crossval.weights import (
+from stanlogz.crossval.select.weights import (
     bma_weights,
     pseudo_bma_weights,
     stacking_objective,

@@ -3,7 +3,7 @@
 //   y[t] ~ normal(b[1] + b[2] y[t-p] + ... + b[p+1] y[t-1], sigma),  t = p+1..N
 //   b | sigma ~ normal(0, sigma * b_scale),  sigma^2 ~ inv_gamma(a0, b0).
 // Every evidence, and so every M-step-ahead predictive density log p(y[t+1:t+M] | y[1:t]), is
-// in closed form (stanlogz/crossval/truths.py: ar_nig_log_evidence).
+// in closed form (benchmarks/truths/crossval/truths.py: ar_nig_log_evidence).
 data {
   int<lower=1> P;
   int<lower=P + 1> N;

@@ -2,7 +2,7 @@
 //   y[j] ~ normal(mu + tau * eta[j], sigma[j]),  eta[j] ~ normal(0, 1),
 //   mu ~ normal(0, 5),  tau ~ half-normal(0, 5) (normalized: + log 2).
 // Marginally y[j] | mu, tau ~ normal(mu, sqrt(sigma[j]^2 + tau^2)), so every leave-one-out
-// term log p(y_j | y_-j) is a 2-D integral over (mu, tau); stanlogz/crossval/truths.py computes
+// term log p(y_j | y_-j) is a 2-D integral over (mu, tau); benchmarks/truths/crossval/truths.py computes
 // them by quadrature (README of this folder lists the values).
 data {
   int<lower=1> J;

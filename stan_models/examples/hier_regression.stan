@@ -3,7 +3,7 @@
 //   y[n] ~ normal(a + b * x[n] + u[g[n]], sigma),  u[j] ~ normal(0, tau),
 //   a ~ normal(0, s_ab),  b ~ normal(0, s_ab).
 // Marginally y ~ MVN(0, sigma^2 I + tau^2 G G' + s_ab^2 (1 1' + x x')), G the group indicator
-// matrix (stanlogz/crossval/truths.py: gaussian_heldout).
+// matrix (benchmarks/truths/crossval/truths.py: gaussian_heldout).
 data {
   int<lower=1> N;
   int<lower=1> J;

@@ -1,5 +1,5 @@
 // One-coefficient logistic regression with a student-t prior: every Bayes-factor quantity is a
-// 1-D integral (tests/bf_truths.py computes them by quadrature).
+// 1-D integral (benchmarks/truths/bayes_factors/truths.py computes them by quadrature).
 data {
   int<lower=0> N;
   vector[N] x;

@@ -2,8 +2,8 @@
 Monte Carlo standard errors of means and log-means of draws, and power-scaled targets.
 
 The *prior instance* of a program is the same compiled library with the data of zero
-observations (:meth:`stanlogz.crossval.observations.Observations.subset` with no index): its
-density is the program's prior, Jacobian included. The log-likelihood of a draw is the
+observations (:meth:`stanlogz.crossval.observations.observations.Observations.subset` with no
+index): its density is the program's prior, Jacobian included. The log-likelihood of a draw is the
 difference of the two densities, log p(y, θ) − log p(∅, θ).
 """
 
@@ -17,7 +17,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .. import arviz_compat
-from ..crossval.observations import Observations, load_observed
+from ..crossval.observations.observations import Observations, load_observed
 from ..errors import DataError, InputError
 
 

@@ -11,16 +11,16 @@ from typing import Any
 import numpy as np
 
 from ..api import ComparisonResult, compare
-from ..crossval.checks import (
+from ..crossval.checks.checks import (
     add_check_arguments,
     check_declares,
     checks_for_loo,
     checks_requested,
 )
-from ..crossval.choose import ProgramChoice
-from ..crossval.fixups import FIX_METHODS
-from ..crossval.scores import SCORES
-from ..crossval.weights import WEIGHT_METHODS
+from ..crossval.fixups.fixups import FIX_METHODS
+from ..crossval.select.choose import ProgramChoice
+from ..crossval.select.scores import SCORES
+from ..crossval.select.weights import WEIGHT_METHODS
 from ..errors import InputError
 from ..report.crossval_plots import plot_pit
 from ..report.output import Reporter, write_atomically

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..crossval.unbiased import CRITERIA, cv
+from ..crossval.refit.unbiased import CRITERIA, cv
 from ..report.output import Reporter
 from .arguments import add_closing_arguments, add_program_arguments, nuts_settings
 from .evidence import PLOT_SUFFIXES

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..crossval.kfold import KFoldResult, kfold
+from ..crossval.refit.kfold import KFoldResult, kfold
 from ..errors import InputError
 from ..report.output import Reporter
 from .arguments import add_closing_arguments, add_program_arguments, nuts_settings

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..crossval.lfo import LFO_METHODS, LfoResult, lfo
+from ..crossval.refit.lfo import LFO_METHODS, LfoResult, lfo
 from ..report.output import Reporter
 from .arguments import add_closing_arguments, add_program_arguments, nuts_settings
 from .evidence import PLOT_SUFFIXES

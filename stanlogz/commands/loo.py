@@ -7,17 +7,22 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..crossval.checks import (
+from ..crossval.checks.checks import (
     add_check_arguments,
     check_declares,
     checks_for_loo,
     checks_requested,
     report_checks,
 )
-from ..crossval.fixups import FIX_METHODS
-from ..crossval.jacobian import jacobian_adjusted, log_jacobian, outcome_from_data, parse_jacobian
-from ..crossval.loo import LooResult, loo
-from ..crossval.pointwise import LOG_LIK_SOURCES
+from ..crossval.fixups.fixups import FIX_METHODS
+from ..crossval.observations.jacobian import (
+    jacobian_adjusted,
+    log_jacobian,
+    outcome_from_data,
+    parse_jacobian,
+)
+from ..crossval.observations.pointwise import LOG_LIK_SOURCES
+from ..crossval.psis_loo.loo import LooResult, loo
 from ..errors import InputError
 from ..report.crossval_plots import plot_pit
 from ..report.output import Reporter, write_atomically

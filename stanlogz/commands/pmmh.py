@@ -7,7 +7,7 @@ import argparse
 
 import numpy as np
 
-from ..estimators.reciprocal import RECIPROCAL_METHODS
+from ..estimators.reciprocal.reciprocal import RECIPROCAL_METHODS
 from ..pmmh.pseudo_marginal import (
     MH_WARMUP,
     WEIGHT_SOURCES,

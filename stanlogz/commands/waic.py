@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..crossval.jacobian import jacobian_adjusted, log_jacobian
-from ..crossval.pointwise import LOG_LIK_SOURCES
-from ..crossval.waic import P_WAIC_MAX, waic
+from ..crossval.observations.jacobian import jacobian_adjusted, log_jacobian
+from ..crossval.observations.pointwise import LOG_LIK_SOURCES
+from ..crossval.psis_loo.waic import P_WAIC_MAX, waic
 from ..errors import InputError
 from ..report.output import Reporter
 from .arguments import add_sampler_arguments, nuts_settings

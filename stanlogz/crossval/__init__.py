@@ -2,10 +2,10 @@
 log-likelihoods, PSIS-LOO with exact or unbiased fix-ups (:func:`loo`), and unbiased
 leave-n_V-out cross-validation (:func:`cv`)."""
 
-from .compare import LooComparison, loo_compare
-from .loo import LooResult, loo
-from .observations import Observations, find_observations
-from .unbiased import CVResult, cv
+from .observations.observations import Observations, find_observations
+from .psis_loo.loo import LooResult, loo
+from .refit.unbiased import CVResult, cv
+from .select.compare import LooComparison, loo_compare
 
 __all__ = ["CVResult", "LooComparison", "LooResult", "Observations", "cv", "find_observations",
            "loo", "loo_compare"]

@@ -2,10 +2,10 @@
 
 Each mixin adds the names a loo or ArviZ user looks for (``looic``, ``pareto_k``, ``loo_i``,
 ``elpd_diff``, ``dse`` ...) as read-only aliases, and a printed table like loo's ``print(loo)``
-(:class:`~stanlogz._util.display.Display`) to :class:`~stanlogz.crossval.loo.LooResult`,
-:class:`~stanlogz.crossval.kfold.KFoldResult`, :class:`~stanlogz.crossval.lfo.LfoResult`,
-:class:`~stanlogz.crossval.unbiased.CVResult` and
-:class:`~stanlogz.crossval.compare.LooComparison`.
+(:class:`~stanlogz._util.display.Display`) to :class:`~stanlogz.crossval.psis_loo.loo.LooResult`,
+:class:`~stanlogz.crossval.refit.kfold.KFoldResult`,
+:class:`~stanlogz.crossval.refit.lfo.LfoResult`, :class:`~stanlogz.crossval.refit.unbiased.CVResult`
+and :class:`~stanlogz.crossval.select.compare.LooComparison`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ def _notes(warnings: list[str]) -> list[str]:
 
 
 class LooNames(Display):
-    """loo's and ArviZ's names on :class:`~stanlogz.crossval.loo.LooResult`, and its table."""
+    """loo's and ArviZ's names on :class:`~stanlogz.crossval.psis_loo.loo.LooResult`, and its
+    table."""
 
     @property
     def looic(self) -> float:
@@ -107,7 +108,7 @@ class LooNames(Display):
 
 
 class KFoldNames(Display):
-    """loo's names on :class:`~stanlogz.crossval.kfold.KFoldResult`, and its table."""
+    """loo's names on :class:`~stanlogz.crossval.refit.kfold.KFoldResult`, and its table."""
 
     @property
     def kfoldic(self) -> float:
@@ -134,7 +135,7 @@ class KFoldNames(Display):
 
 
 class LfoNames(Display):
-    """loo's names on :class:`~stanlogz.crossval.lfo.LfoResult`, and its table."""
+    """loo's names on :class:`~stanlogz.crossval.refit.lfo.LfoResult`, and its table."""
 
     @property
     def se_elpd_lfo(self) -> float:
@@ -150,7 +151,7 @@ class LfoNames(Display):
 
 
 class CVNames(Display):
-    """Display of :class:`~stanlogz.crossval.unbiased.CVResult`."""
+    """Display of :class:`~stanlogz.crossval.refit.unbiased.CVResult`."""
 
     def _display(self) -> View:
         head = (f"{type(self).__name__} of {self.model}: unbiased leave-{self.n_valid}-out "
@@ -161,7 +162,7 @@ class CVNames(Display):
 
 
 class LooComparisonNames(Display):
-    """loo's / ArviZ's names on :class:`~stanlogz.crossval.compare.LooComparison`."""
+    """loo's / ArviZ's names on :class:`~stanlogz.crossval.select.compare.LooComparison`."""
 
     @property
     def dse(self) -> np.ndarray:
@@ -194,8 +195,8 @@ class LooComparisonNames(Display):
 
 
 class ChoiceNames(Display):
-    """Printed table of :class:`~stanlogz.crossval.choose.ProgramChoice` (its notebook table is
-    its own ``_repr_html_``)."""
+    """Printed table of :class:`~stanlogz.crossval.select.choose.ProgramChoice` (its notebook table
+    is its own ``_repr_html_``)."""
 
     def _display(self) -> View:
         what = " and ".join(w for w, on in (("PSIS-LOO", self.loo is not None),

@@ -22,7 +22,7 @@ class EvidenceResult(EvidenceNames):
     estimator itself; ``n_draws`` the posterior draws it used. ``warnings`` are one-line messages
     that say what to do.
     ``detail`` is the method's own typed result for plots and further work (:class:`FlowDetail`
-    for gbs, gis and ghm; :class:`~stanlogz.estimators.ups.UPSResult` for ups; None otherwise);
+    for gbs, gis and ghm; :class:`~stanlogz.estimators.ups.ups.UPSResult` for ups; None otherwise);
     it is not part of :meth:`to_dict`.
     """
 

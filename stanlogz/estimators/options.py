@@ -106,7 +106,7 @@ def _type_name(hint: Any) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class GbsOptions(MethodOptions):
-    """Gaussianized bridge sampling (:func:`stanlogz.estimators.bridge.gbs`)."""
+    """Gaussianized bridge sampling (:func:`stanlogz.estimators.bridge.bridge.gbs`)."""
 
     method: ClassVar[str] = "gbs"
     n_layers: int | None = None
@@ -130,7 +130,7 @@ class GbsOptions(MethodOptions):
 
 @dataclasses.dataclass(frozen=True)
 class GisOptions(MethodOptions):
-    """Gaussianized importance sampling (:func:`stanlogz.estimators.baselines.gis`)."""
+    """Gaussianized importance sampling (:func:`stanlogz.estimators.bridge.baselines.gis`)."""
 
     method: ClassVar[str] = "gis"
     n_layers: int | None = None
@@ -143,7 +143,7 @@ class GisOptions(MethodOptions):
 
 @dataclasses.dataclass(frozen=True)
 class GhmOptions(MethodOptions):
-    """Gaussianized harmonic mean (:func:`stanlogz.estimators.baselines.ghm`)."""
+    """Gaussianized harmonic mean (:func:`stanlogz.estimators.bridge.baselines.ghm`)."""
 
     method: ClassVar[str] = "ghm"
     n_layers: int | None = None
@@ -184,8 +184,8 @@ class LaplaceOptions(MethodOptions):
 @dataclasses.dataclass(frozen=True)
 class AisOptions(MethodOptions):
     """Annealed importance sampling from a Gaussian fitted to the draws
-    (:func:`stanlogz.estimators.ais.ais_estimate`; the options of :func:`~.ais.ais` a user can
-    set, plus ``inflate``, the covariance factor of the Gaussian)."""
+    (:func:`stanlogz.estimators.annealing.ais.ais_estimate`; the options of :func:`~.ais.ais` a user
+    can set, plus ``inflate``, the covariance factor of the Gaussian)."""
 
     method: ClassVar[str] = "ais"
     inflate: float = 1.5
@@ -207,7 +207,7 @@ class AisOptions(MethodOptions):
 
 @dataclasses.dataclass(frozen=True)
 class RaisOptions(AisOptions):
-    """Reverse AIS from the draws (:func:`stanlogz.estimators.ais.rais_estimate`)."""
+    """Reverse AIS from the draws (:func:`stanlogz.estimators.annealing.ais.rais_estimate`)."""
 
     method: ClassVar[str] = "rais"
     spread_starts: int = 10
@@ -220,7 +220,7 @@ class RaisOptions(AisOptions):
 @dataclasses.dataclass(frozen=True)
 class SmcOptions(MethodOptions):
     """Adaptive-tempering SMC from a Gaussian fitted to the draws
-    (:func:`stanlogz.estimators.smc.smc_estimate`)."""
+    (:func:`stanlogz.estimators.annealing.smc.smc_estimate`)."""
 
     method: ClassVar[str] = "smc"
     inflate: float = 1.5
@@ -243,8 +243,9 @@ class SmcOptions(MethodOptions):
 
 @dataclasses.dataclass(frozen=True)
 class UpsOptions(MethodOptions):
-    """Unbiased path sampling along base -> target (:func:`stanlogz.estimators.ups.ups_estimate`;
-    ``base``, ``inflate`` and ``adapt`` choose the base, the rest are :func:`~.ups.ups`'s)."""
+    """Unbiased path sampling along base -> target
+    (:func:`stanlogz.estimators.ups.ups.ups_estimate`; ``base``, ``inflate`` and ``adapt`` choose
+    the base, the rest are :func:`~.ups.ups`'s)."""
 
     method: ClassVar[str] = "ups"
     base: str = "gaussian"

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import EstimationError
-from ..estimators.reciprocal import batch_log_weights
+from ..estimators.reciprocal.reciprocal import batch_log_weights
 
 #: sd of the log batch weights the automatic batch aims at
 TARGET_LOG_SD = 0.2

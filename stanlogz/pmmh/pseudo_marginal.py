@@ -5,8 +5,8 @@ an *outer* program with parameters theta whose target is log pi(theta) + log p*(
 an *inner* program that reads theta as data and whose parameters x have the unnormalized density
 p*(x | theta) (a new data instance per theta, never a rebuild). Each state carries
 f^ = exp(outer target) x S(theta), with S an unbiased estimate of 1/Z(theta) from
-:mod:`stanlogz.estimators.reciprocal`. Moves are accepted on |f^| and the sign of every state is
-recorded (Lyne et al. 2015); E[h(theta)] is estimated by sum h sigma / sum sigma.
+:mod:`stanlogz.estimators.reciprocal.reciprocal`. Moves are accepted on |f^| and the sign of every
+state is recorded (Lyne et al. 2015); E[h(theta)] is estimated by sum h sigma / sum sigma.
 
 The inner weights come from importance sampling (or AIS) with a proposal fitted to NUTS draws of
 the inner program at a reference theta: the outer chain's start, refitted (with the random-walk
@@ -29,13 +29,13 @@ from ..draws import Draws, group_flat_names
 from ..draws import sample as nuts_sample
 from ..errors import DataError, EstimationError, InputError
 from ..estimators.common import autocorr_time
-from ..estimators.reciprocal import (
+from ..estimators.reciprocal.reciprocal import (
     Truncation,
     batch_log_weights,
     check_options,
     estimate_reciprocal,
 )
-from ..estimators.weight_sources import AISWeights, ImportanceWeights, fit_proposal
+from ..estimators.reciprocal.weight_sources import AISWeights, ImportanceWeights, fit_proposal
 from ..mcmc.annealing import AnnealingPath, tune_hmc
 from ..parallel import as_seed_sequence, child_sequence
 from ..stan.model import StanModel

@@ -13,11 +13,11 @@ from .figures import pyplot as _pyplot
 from .figures import save
 
 if TYPE_CHECKING:
-    from ..crossval.checks import PredictiveChecks
-    from ..crossval.kfold import KFoldResult
-    from ..crossval.lfo import LfoResult
-    from ..crossval.loo import LooResult
-    from ..crossval.unbiased import CVResult
+    from ..crossval.checks.checks import PredictiveChecks
+    from ..crossval.psis_loo.loo import LooResult
+    from ..crossval.refit.kfold import KFoldResult
+    from ..crossval.refit.lfo import LfoResult
+    from ..crossval.refit.unbiased import CVResult
 
 
 def plot_loo(result: LooResult, path: str | Path) -> Path:

@@ -18,8 +18,8 @@ def plot_evidence(result: EvidenceResult, draws: np.ndarray, path: str | Path,
     samples) for the first ``max_dims`` coordinates, and histograms of the log weights
     ``log p - log q`` on the posterior and proposal sides (shifted by ``log_z``).
 
-    ``result`` is what :func:`~stanlogz.estimators.bridge.gbs` (or ``gis``/``ghm``) returns: its
-    ``detail`` is a :class:`~stanlogz.estimators.base.FlowDetail`.
+    ``result`` is what :func:`~stanlogz.estimators.bridge.bridge.gbs` (or ``gis``/``ghm``) returns:
+    its ``detail`` is a :class:`~stanlogz.estimators.base.FlowDetail`.
     ``names`` labels the unconstrained coordinates (e.g. ``StanModel.param_unc_names()``).
     """
     plt = pyplot()

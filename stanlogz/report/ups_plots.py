@@ -1,4 +1,4 @@
-"""The UPS paper's diagnostic figures for one :class:`~stanlogz.estimators.ups.UPSResult`."""
+"""The UPS paper's diagnostic figures for one :class:`~stanlogz.estimators.ups.ups.UPSResult`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 from .figures import pyplot
 
 if TYPE_CHECKING:
-    from ..estimators.ups import UPSResult
+    from ..estimators.ups.ups import UPSResult
 
 
 def plot_ups(result: UPSResult, path: str | FilePath) -> FilePath:

@@ -19,7 +19,7 @@ from ..densities.fits import as_draw_matrix, gaussian_from_draws
 from ..densities.target import CountingTarget, Target
 from ..errors import InputError
 from ..estimators import METHODS, lookup
-from ..estimators.ais import DEFAULT_INFLATE
+from ..estimators.annealing.ais import DEFAULT_INFLATE
 from ..estimators.base import EvidenceResult
 from ..estimators.options import AisOptions, RaisOptions, SmcOptions
 from ..estimators.shortcuts import NEEDS_PRIOR, SHORTCUTS, dynesty_available

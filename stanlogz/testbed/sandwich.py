@@ -18,7 +18,7 @@ import numpy as np
 
 from ..densities.target import Target
 from ..errors import InputError
-from ..estimators.ais import LOW_ESS_FRACTION, AISResult, ais, reverse_ais
+from ..estimators.annealing.ais import LOW_ESS_FRACTION, AISResult, ais, reverse_ais
 from ..mcmc.annealing import HMCTuning
 from ..parallel import as_seed_sequence, child_sequence, with_client
 
@@ -132,11 +132,11 @@ def bdmc(
 
     Every reverse chain starts at ``posterior_sample`` (one exact sample, shape ``(dim,)``, or
     several, ``(n, dim)``) or at a state of a β=1 chain from it (see
-    :func:`~stanlogz.estimators.ais.reverse_ais`, whose spread accounts for the shared start).
-    With ``gap_tol`` set, T doubles until the gap is below it or T would exceed ``max_temps`` (an
-    inverted sandwich, see :attr:`BDMCResult.inverted`, doubles too); when either direction's
-    weight ESS is below :data:`LOW_ESS_FRACTION` of its chains, the chains double too (up to
-    ``max_chains``). The bounds reported are then those of a fresh, independent run at the
+    :func:`~stanlogz.estimators.annealing.ais.reverse_ais`, whose spread accounts for the shared
+    start). With ``gap_tol`` set, T doubles until the gap is below it or T would exceed
+    ``max_temps`` (an inverted sandwich, see :attr:`BDMCResult.inverted`, doubles too); when either
+    direction's weight ESS is below :data:`LOW_ESS_FRACTION` of its chains, the chains double too
+    (up to ``max_chains``). The bounds reported are then those of a fresh, independent run at the
     chosen T and chains, not of the round that passed the test. Both directions share one HMC
     tuning and schedule (``tuning``, or a pilot on the first round).
     """
@@ -211,8 +211,8 @@ def sandwich_band(s: BDMCResult, n_spread: float = 2.0) -> tuple[float, float]:
     """The interval an estimate must fall in: between the two bounds, each widened by
     ``n_spread`` of its spreads (the bounds are stochastic; an inverted, noise-sized sandwich
     still gives a band). The upper bound's spread counts the shared exact sample's share of the
-    variance (:attr:`~stanlogz.estimators.ais.AISResult.spread`), and the bounds come from a run
-    not selected for its small gap (:func:`bdmc`), so the band is not narrowed by either."""
+    variance (:attr:`~stanlogz.estimators.annealing.ais.AISResult.spread`), and the bounds come from
+    a run not selected for its small gap (:func:`bdmc`), so the band is not narrowed by either."""
     lo = min(s.lower.log_z - n_spread * s.lower.log_z_se, s.upper.log_z - n_spread *
              s.upper.log_z_se)
     hi = max(s.upper.log_z + n_spread * s.upper.log_z_se, s.lower.log_z + n_spread *

@@ -1,0 +1,1 @@
+"""Exact answers (closed forms, quadrature) that tests and benchmarks check against."""

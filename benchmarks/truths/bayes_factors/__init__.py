@@ -1,0 +1,1 @@
+"""Exact values of the Bayes-factor tools on their test programs."""

@@ -1,0 +1,1 @@
+"""Exact held-out and leave-one-out values of the cross-validation example programs."""

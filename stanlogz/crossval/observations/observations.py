@@ -1,0 +1,182 @@
+"""Which data of a Stan program are per-observation, and data instances for subsets of them.
+
+A program's observations are indexed by a size variable (``N``): every data array whose leading
+dimension is ``N`` holds one entry per observation (or only the arrays named explicitly). A
+subset of observations is the same data with those arrays cut along their first axis and ``N``
+set to the subset's size: a new data instance of the same compiled program, never a rebuild.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...errors import InputError
+from ...stan.program import ProgramLike
+
+
+def _leading(value: Any) -> int | None:
+    """Length of the first axis of a data array; None for scalars."""
+    if isinstance(value, str | bytes | Mapping):
+        return None
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError):  # ragged nested lists
+        return len(value) if isinstance(value, list | tuple) else None
+    return int(arr.shape[0]) if arr.ndim >= 1 else None
+
+
+def _is_int_scalar(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class Observations:
+    """The observation structure of one data set: size variable, per-observation fields, n."""
+
+    size_name: str
+    fields: tuple[str, ...]
+    n: int
+
+    def subset(self, data: Mapping[str, Any], index: Sequence[int] | np.ndarray) -> dict[str, Any]:
+        """``data`` restricted to the observations ``index`` (0-based, in the order given)."""
+        idx = np.asarray(index, dtype=int).ravel()
+        if idx.size and (idx.min() < 0 or idx.max() >= self.n):
+            raise InputError(f"observation index out of range 0..{self.n - 1}")
+        out = dict(data)
+        for f in self.fields:
+            arr = np.asarray(data[f])
+            out[f] = arr[idx].tolist()
+        out[self.size_name] = int(idx.size)
+        return out
+
+    def without(self, data: Mapping[str, Any], held_out: Sequence[int] | np.ndarray
+                ) -> dict[str, Any]:
+        """``data`` without the observations ``held_out``."""
+        keep = np.setdiff1d(np.arange(self.n), np.asarray(held_out, dtype=int))
+        return self.subset(data, keep)
+
+
+#: Names of the observed-values array in common programs (brms writes Y).
+RESPONSE_NAMES = ("y", "Y")
+
+
+def _prefer_response(data: Mapping[str, Any], lengths: Mapping[str, int | None],
+                     cands: list[str]) -> list[str]:
+    """The candidate sizes that are the leading size of the observed values (an array named
+    y or Y), when that singles one out; else ``cands`` unchanged."""
+    hit = [k for k in cands if any(r in data and lengths[r] == data[k] for r in RESPONSE_NAMES)]
+    return hit if len(hit) == 1 else cands
+
+
+def find_observations(data: Mapping[str, Any], obs: str | None = None,
+                      obs_fields: Sequence[str] | None = None) -> Observations:
+    """The observations of ``data``: size variable ``obs`` (inferred when exactly one integer
+    matches the leading dimension of some array) and the arrays split along it (``obs_fields``,
+    or every array whose leading dimension equals it)."""
+    fields = obs_fields
+    if not isinstance(data, Mapping) or not data:
+        raise InputError("cross-validation needs the program's data (a dict or JSON file)")
+    lengths = {k: _leading(v) for k, v in data.items()}
+    if fields:
+        missing = [f for f in fields if f not in data]
+        if missing:
+            raise InputError(f"--obs-fields: no data variable named {', '.join(missing)}")
+        scalar = [f for f in fields if lengths[f] is None]
+        if scalar:
+            raise InputError(f"--obs-fields: {', '.join(scalar)} is not an array")
+        sizes = {lengths[f] for f in fields}
+        if len(sizes) > 1:
+            detail = ", ".join(f"{f}: {lengths[f]}" for f in fields)
+            raise InputError(f"observation arrays have mixed leading sizes ({detail})")
+        n = sizes.pop()
+        if obs is None:
+            names = [k for k, v in data.items() if _is_int_scalar(v) and v == n]
+            if len(names) != 1:
+                what = "no integer" if not names else f"several integers ({', '.join(names)})"
+                raise InputError(f"{what} in the data equal {n}, the length of the observation "
+                                 "arrays; name the size variable with --obs")
+            obs = names[0]
+    if obs is None:
+        if not any(v is not None for v in lengths.values()):
+            scalars = ", ".join(list(data)[:6])
+            raise InputError(f"the data hold only scalars ({scalars}): there are no "
+                             "observations to leave out one at a time; compare such programs "
+                             "by their evidence (stanlogz compare), or pass the data as arrays "
+                             "with one entry per observation")
+        cands = [k for k, v in data.items()
+                 if _is_int_scalar(v) and v > 0 and any(lengths[f] == v for f in data if f != k)]
+        if not cands:
+            raise InputError("no observation dimension found: no integer in the data is the "
+                             "leading size of an array; name it with --obs and the arrays "
+                             "with --obs-fields")
+        if len(cands) > 1:
+            cands = _prefer_response(data, lengths, cands)
+        if len(cands) > 1:
+            detail = "; ".join(
+                f"{k}: {', '.join(f for f in data if f != k and lengths[f] == data[k])}"
+                for k in cands)
+            raise InputError(f"several possible observation sizes ({detail}); choose the size "
+                             f"of the observed values with --obs (e.g. --obs {cands[0]})")
+        obs = cands[0]
+    if obs not in data:
+        raise InputError(f"--obs {obs}: no data variable named {obs}")
+    if not _is_int_scalar(data[obs]):
+        raise InputError(f"--obs {obs}: {obs} is not an integer size variable")
+    n = int(data[obs])
+    if fields:
+        if lengths[fields[0]] != n:
+            raise InputError(f"--obs-fields have {lengths[fields[0]]} entries but {obs} = {n}")
+        chosen = tuple(fields)
+    else:
+        chosen = tuple(f for f in data if f != obs and lengths[f] == n)
+        if not chosen:
+            raise InputError(f"--obs {obs}: no data array has leading dimension {obs} = {n}")
+    if n < 2:
+        raise InputError(f"cross-validation needs at least 2 observations, {obs} = {n}")
+    return Observations(obs, chosen, n)
+
+
+def observation_labels(data: Mapping[str, Any], observations: Observations, name: str,
+                       flag: str, integer: bool = True) -> np.ndarray:
+    """The per-observation labels in data variable ``name`` (a group or stratum per observation,
+    for ``flag`` in messages): a 1-D array with one entry per observation, of integers when
+    ``integer`` (else integers or strings)."""
+    if name not in data:
+        raise InputError(f"{flag} {name}: no data variable named {name}")
+    value = data[name]
+    if _leading(value) is None:
+        raise InputError(f"{flag} {name}: {name} is not an array with one entry per observation")
+    arr = np.asarray(value)
+    if arr.ndim != 1 or arr.shape[0] != observations.n:
+        raise InputError(f"{flag} {name}: {name} has shape {arr.shape}, not one entry per "
+                         f"observation ({observations.size_name} = {observations.n})")
+    if arr.dtype.kind in "iu":
+        return arr.astype(int)
+    if arr.dtype.kind == "f" and np.all(arr == np.round(arr)):
+        return arr.astype(int)
+    if integer or arr.dtype.kind not in "US":
+        kinds = "integer" if integer else "integer or string"
+        raise InputError(f"{flag} {name}: {name} must hold {kinds} labels, one per observation")
+    return arr
+
+
+def load_observed(model: ProgramLike, data: Any, obs: str | None = None,
+                  obs_fields: Sequence[str] | None = None, *, seed: int | None = None,
+                  progress: Any = None) -> tuple[Any, dict[str, Any], Observations]:
+    """The program (a path or :class:`~stanlogz.stan.model.StanModel`) bound to ``data``, the
+    data as a dict (the model's own when ``data`` is None) and its observations."""
+    import json
+
+    from ...stan.inputs import read_data
+    from ...stan.load import load_model
+
+    model = load_model(model, data, seed=seed, progress=progress)
+    if data is not None:
+        data_dict = read_data(data)
+    else:
+        data_dict = json.loads(model.data_json) if getattr(model, "data_json", "") else {}
+    return model, data_dict, find_observations(data_dict, obs, obs_fields)

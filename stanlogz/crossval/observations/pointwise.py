@@ -1,0 +1,335 @@
+"""Pointwise log-likelihood log p(y_i | θ) of a Stan program at posterior draws.
+
+Two sources:
+
+* ``"log_lik"``: the program's ``log_lik`` generated quantity (Stan's convention), one entry per
+  observation;
+* ``"difference"``: the program's own density with every constant kept, on small data instances
+  of the same compiled library: ℓ_i(θ) = log p̃(θ; {y_i}) − log p̃(θ; ∅), with ∅ the data with no
+  observation (or, when the program refuses zero observations, ℓ_i = log p̃(θ; {y_r, y_i}) −
+  log p̃(θ; {y_r}) for a reference observation r). Each instance holds one or two observations,
+  so all N columns at S draws cost O(N·S) density terms, evaluated in blocks on threads, and at
+  most one instance per thread is alive at a time.
+
+The difference is log p(y_i | θ) only when the observations are conditionally independent given
+θ, nothing else depends on the data (no transformed data computed from several observations, no
+prior scaled by N) and no constraint depends on the data. :meth:`PointwiseLogLik.check` verifies
+what can be verified on a few draws — the same unconstrained dimension and the same constrained
+parameters in every instance, and Σ_i ℓ_i(θ) = log p̃(θ; y) − log p̃(θ; ∅) — and refuses with a
+one-line reason naming the violated condition.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from ...errors import DataError, InputError
+from ...stan.program import StanProgram
+from .observations import Observations
+
+LOG_LIK_SOURCES = ("auto", "log_lik", "difference", "conditional")
+
+#: Most observations a baseline instance may need (programs that declare int<lower=r> N).
+MAX_REFERENCE = 3
+
+#: Memory for one block of log-likelihood columns (draws x observations x 8 bytes); PSIS makes
+#: about ten temporary copies of a block, so this bounds the extra memory to a few hundred MB.
+CHUNK_BYTES = 32 * 2**20
+
+
+def log_lik_columns(names: list[str]) -> list[int]:
+    """Indices of ``log_lik.1, log_lik.2, ...`` (a vector or 1-D array GQ) in ``names``."""
+    cols = {n: j for j, n in enumerate(names) if n.startswith("log_lik.")}
+    out = []
+    for i in range(1, len(cols) + 1):
+        if f"log_lik.{i}" not in cols:
+            raise InputError("log_lik must be a vector or a 1-D array with one entry per "
+                             "observation")
+        out.append(cols[f"log_lik.{i}"])
+    return out
+
+
+def has_log_lik(model: StanProgram) -> bool:
+    """Whether the program has a ``log_lik`` generated quantity."""
+    return any(n == "log_lik" or n.startswith("log_lik.")
+               for n in model.param_names(include_tp=True, include_gq=True))
+
+
+def n_threads() -> int:
+    """Threads for the native density calls (``STANLOGZ_THREADS``, default: the CPU count)."""
+    env = os.environ.get("STANLOGZ_THREADS", "")
+    return max(1, int(env)) if env.isdigit() else max(1, os.cpu_count() or 1)
+
+
+class _Slicer:
+    """Data instances holding a few observations, with the observation arrays cut once."""
+
+    def __init__(self, data: Mapping[str, Any], obs: Observations) -> None:
+        self.obs = obs
+        self.rest = {k: v for k, v in data.items() if k not in obs.fields}
+        self.arrays = {f: np.asarray(data[f]) for f in obs.fields}
+
+    def data(self, index: Sequence[int]) -> dict[str, Any]:
+        out = dict(self.rest)
+        idx = np.asarray(index, dtype=int)
+        for f, arr in self.arrays.items():
+            out[f] = arr[idx].tolist()
+        out[self.obs.size_name] = int(idx.size)
+        return out
+
+
+class PointwiseLogLik:
+    """``log p(y_i | θ)`` for the observations of one program and data set, at any draws."""
+
+    def __init__(self, model: StanProgram, data: Mapping[str, Any], obs: Observations,
+                 source: str = "auto") -> None:
+        if source not in LOG_LIK_SOURCES:
+            raise InputError(f"log-likelihood source must be one of {', '.join(LOG_LIK_SOURCES)}, "
+                             f"got {source!r}")
+        if source == "conditional":
+            raise InputError("the conditional log-likelihood is built by "
+                             "stanlogz.crossval.psis_loo.loo_routes.pointwise_source")
+        if source == "auto":
+            source = "log_lik" if has_log_lik(model) else "difference"
+        self.model, self.data, self.obs, self.source = model, dict(data), obs, source
+        self._minus: dict[int, Any] = {}
+        self._slicer = _Slicer(self.data, obs)
+        self._bases: tuple[Any, ...] | None = None
+        self._refs: list[list[int]] = [[]]
+        self.checked = False
+        if source == "log_lik":
+            if not has_log_lik(model):
+                raise InputError(f"{model.name} has no log_lik generated quantity; use the "
+                                 "'difference' source")
+            names = model.param_names(include_tp=True, include_gq=True)
+            self._cols = log_lik_columns(names)
+            if len(self._cols) != obs.n:
+                raise InputError(f"log_lik has {len(self._cols)} entries but there are "
+                                 f"{obs.n} observations ({obs.size_name} = {obs.n})")
+
+    # ------------------------------------------------------------ data instances
+
+    def _instance(self, index: Sequence[int]) -> Any:
+        """The program with only the observations ``index``; a wrong dimension is refused."""
+        try:
+            m = self.model.with_data(self._slicer.data(index))
+        except DataError as exc:
+            raise DataError(f"{self.model.name} rejects data with {len(index)} observation(s), "
+                            f"which the density-difference log-likelihood needs: {exc}") from None
+        if m.dim != self.model.dim:
+            raise InputError(
+                f"{self.model.name} has parameters per observation ({self.model.dim} "
+                f"unconstrained with {self.obs.n} observations, {m.dim} with {len(index)}): "
+                "its pointwise log-likelihood needs a log_lik generated quantity, or "
+                "cross-validation over groups")
+        return m
+
+    def bases(self) -> tuple[Any, ...]:
+        """The baseline instances: ``(empty,)``, or, when the program refuses fewer than r
+        observations, ``(first r, next r)`` (r <= MAX_REFERENCE); :meth:`references` lists
+        their observations."""
+        if self._bases is None:
+            last: DataError | None = None
+            for r in range(0, MAX_REFERENCE + 1):
+                refs = [list(range(r))] if r == 0 else [list(range(r)), list(range(r, 2 * r))]
+                if r and 2 * r >= self.obs.n:
+                    break
+                try:
+                    self._bases = tuple(self._instance(ref) for ref in refs)
+                except DataError as exc:
+                    last = exc
+                    continue
+                self._refs = refs
+                break
+            if self._bases is None:
+                raise DataError(f"{last}") if last else InputError(
+                    f"too few observations ({self.obs.n}) for the density-difference "
+                    "log-likelihood of this program; add a log_lik generated quantity")
+        return self._bases
+
+    def references(self) -> list[list[int]]:
+        """Observations of each baseline instance (``[[]]`` for the empty one)."""
+        self.bases()
+        return self._refs
+
+    def _pair(self, i: int) -> tuple[list[int], int]:
+        """Observations of the instance for ℓ_i and which baseline it subtracts."""
+        refs = self.references()
+        if i not in refs[0]:
+            return [*refs[0], i], 0
+        return [*refs[1], i], 1
+
+    def held_out_model(self, i: int) -> Any:
+        """The program with observation ``i`` left out (same library, new data)."""
+        if i not in self._minus:
+            m = self.model.with_data(self.obs.without(self.data, [i]))
+            if m.dim != self.model.dim:
+                raise InputError(
+                    f"leaving out an observation changes the number of parameters of "
+                    f"{self.model.name} ({self.model.dim} -> {m.dim}): per-observation "
+                    "parameters need cross-validation over groups, not single observations")
+            self._minus[i] = m
+        return self._minus[i]
+
+    # ------------------------------------------------------------ evaluation
+
+    def columns(self, index: Sequence[int] | np.ndarray, unc: np.ndarray) -> np.ndarray:
+        """``(S, len(index))`` log p(y_i | θ_s) for the observations ``index`` at unconstrained
+        draws ``unc`` ``(S, dim)``."""
+        unc = np.ascontiguousarray(np.asarray(unc, dtype=float).reshape(-1, self.model.dim))
+        index = [int(i) for i in np.asarray(index, dtype=int).ravel()]
+        if self.source == "log_lik":
+            return self._gq_columns(np.asarray(index, dtype=int), unc)
+        base_lp = [b.log_density_many(unc) for b in self.bases()]
+        out = np.empty((unc.shape[0], len(index)))
+
+        def block(js: range) -> None:
+            for j in js:
+                obs, b = self._pair(index[j])
+                out[:, j] = self._instance(obs).log_density_many(unc) - base_lp[b]
+
+        threads = min(n_threads(), max(1, len(index) // 8))
+        size = -(-len(index) // threads) if index else 1
+        blocks = [range(a, min(a + size, len(index))) for a in range(0, len(index), size)]
+        if threads == 1:
+            for r in blocks:
+                block(r)
+        else:
+            with ThreadPoolExecutor(threads) as pool:
+                list(pool.map(block, blocks))
+        return out
+
+    def column(self, i: int, unc: np.ndarray) -> np.ndarray:
+        """log p(y_i | θ) at unconstrained draws ``unc`` ``(S, dim)``."""
+        return self.columns([i], unc)[:, 0]
+
+    def chunks(self, unc: np.ndarray, constrained: np.ndarray | None = None,
+               names: list[str] | None = None, chunk_bytes: int = CHUNK_BYTES,
+               index: Sequence[int] | np.ndarray | None = None
+               ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """``(index, (S, len(index)) block)`` over the observations ``index`` (default all),
+        each block at most ``chunk_bytes``; ``constrained`` draws with ``names`` that hold
+        ``log_lik`` are used as they are."""
+        unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
+        s = unc.shape[0]
+        index = np.arange(self.obs.n) if index is None else np.asarray(index, dtype=int)
+        given = self._given_log_lik(s, constrained, names)  # (values, their log_lik columns)
+        if given is None and self.source == "log_lik":
+            # One constrain pass serves every block (the GQs are computed once per draw).
+            values = np.empty((s, self.obs.n))
+            values[:, index] = self._gq_columns(index, unc)
+            given = (values, np.arange(self.obs.n))
+        width = max(1, min(index.size, chunk_bytes // (8 * max(s, 1))))
+        for a in range(0, index.size, width):
+            idx = index[a:a + width]
+            yield idx, (given[0][:, given[1][idx]] if given is not None
+                        else self.columns(idx, unc))
+
+    def _gq_columns(self, index: np.ndarray, unc: np.ndarray, block_bytes: int = CHUNK_BYTES
+                    ) -> np.ndarray:
+        """log_lik columns ``index`` from the generated quantities, constrained in blocks of
+        draws so that all quantities of a block fit in ``block_bytes``."""
+        cols = [self._cols[i] for i in index]
+        width = self.model.param_num(include_tp=True, include_gq=True)
+        step = max(1, block_bytes // (8 * max(width, 1)))
+        out = np.empty((unc.shape[0], len(cols)))
+        for a in range(0, unc.shape[0], step):
+            gq = self.model.constrain_many(unc[a:a + step], include_tp=True, include_gq=True,
+                                           seed=1)
+            out[a:a + step] = gq[:, cols]
+        return out
+
+    def matrix(self, unc: np.ndarray, constrained: np.ndarray | None = None,
+               names: list[str] | None = None) -> np.ndarray:
+        """``(S, N)`` matrix of log p(y_i | θ_s) at unconstrained draws ``unc`` ``(S, dim)``;
+        ``constrained`` draws with ``names`` that hold ``log_lik`` are used as they are."""
+        return np.concatenate([b for _, b in self.chunks(unc, constrained, names,
+                                                         chunk_bytes=2**62)], axis=1)
+
+    def _given_log_lik(self, s: int, constrained: np.ndarray | None, names: list[str] | None
+                       ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The draws' constrained values ``(S, width)`` and the column of each observation's
+        log_lik in them (no copy), when the draws carry ``log_lik``."""
+        if self.source != "log_lik" or constrained is None or names is None or not any(
+                n.startswith("log_lik.") for n in names):
+            return None
+        cols = log_lik_columns(list(names))
+        if len(cols) != self.obs.n:
+            raise InputError(f"the draws' log_lik has {len(cols)} entries but there are "
+                             f"{self.obs.n} observations")
+        return np.asarray(constrained, dtype=float).reshape(s, -1), np.asarray(cols)
+
+    # ------------------------------------------------------------ validity
+
+    def check(self, unc: np.ndarray, ll: np.ndarray | None = None) -> None:
+        """Refuse (InputError, one line) when the density difference is not the pointwise
+        log-likelihood at the draws ``unc`` ``(k, dim)``; ``ll`` are their ``(k, N)`` values
+        when already computed. A no-op for the ``log_lik`` source."""
+        if self.source != "difference":
+            return
+        unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
+        if ll is None:
+            ll = self.columns(range(self.obs.n), unc)
+        self._check_constraints(unc)
+        full = self.model.log_density_many(unc)
+        bases = self.bases()
+        lp0 = bases[0].log_density_many(unc)
+        # Σ_{i ∉ R} ℓ_i = lp(y) − lp(y_R) for the first baseline's observations R (R = ∅ for
+        # the empty one).
+        outside = np.setdiff1d(np.arange(self.obs.n), self.references()[0])
+        total = ll[:, outside].sum(axis=1)
+        want = full - lp0
+        scale = 1.0 + np.abs(full) + np.abs(ll).sum(axis=1) + self.obs.n * np.abs(lp0)
+        bad = np.abs(total - want) > 1e-9 * scale
+        if np.any(bad):
+            s = int(np.argmax(bad))
+            raise InputError(
+                f"{self.model.name}: the density difference is not a pointwise "
+                f"log-likelihood (at a posterior draw the {self.obs.n} per-observation terms "
+                f"sum to {total[s]:.6g}, the full-data difference is {want[s]:.6g}): the data "
+                "enter beyond independent likelihood terms (transformed data from several "
+                "observations, a prior depending on N, or dependent observations); add a "
+                "log_lik generated quantity")
+        self.checked = True
+
+    def _check_constraints(self, unc: np.ndarray) -> None:
+        """The constrained parameters agree between the full data and the small instances."""
+        want = self.model.constrain_many(unc, include_tp=False, include_gq=False, seed=1)
+        probe = [self.bases()[0], self._instance(self._pair(self.obs.n - 1)[0])]
+        for inst in probe:
+            got = inst.constrain_many(unc, include_tp=False, include_gq=False, seed=1)
+            if not np.allclose(got, want, rtol=1e-10, atol=1e-12):
+                raise InputError(
+                    f"{self.model.name}: a parameter constraint depends on the data (the same "
+                    "unconstrained draw gives other parameter values with fewer observations), "
+                    "so the density difference is not a pointwise log-likelihood; add a "
+                    "log_lik generated quantity")
+
+    def compare_log_lik(self, unc: np.ndarray, n_obs: int = 5) -> str | None:
+        """For the ``log_lik`` source: a warning when the generated quantity disagrees with the
+        density difference at the draws ``unc`` on a few observations (None when they agree
+        or the difference cannot be formed)."""
+        if self.source != "log_lik":
+            return None
+        unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
+        idx = np.unique(np.linspace(0, self.obs.n - 1, min(n_obs, self.obs.n)).astype(int))
+        diff = PointwiseLogLik(self.model, self.data, self.obs, "difference")
+        try:
+            other = diff.columns(idx, unc)
+            diff._check_constraints(unc)
+        except (InputError, DataError):
+            return None
+        mine = self.columns(idx, unc)
+        gap = np.abs(mine - other)
+        if np.max(gap) <= 1e-6 * (1.0 + np.max(np.abs(other))):
+            return None
+        j = int(np.argmax(np.max(gap, axis=0)))
+        return (f"the log_lik generated quantity differs from the program's density difference "
+                f"by up to {np.max(gap):.3g} at observation {idx[j] + 1}: if log_lik drops "
+                "constants (_lupmf/_lupdf) or another likelihood is meant, elpd_loo is off; "
+                "use --log-lik difference to use the density itself")

@@ -1,0 +1,143 @@
+"""Which pointwise quantity PSIS-LOO of a program uses: the ``log_lik`` generated quantity, the
+density difference (factorized programs), or the conditional log p(y_i | y₋ᵢ, θ) obtained by
+normalizing the program's density over y_i (:mod:`.conditional`) for programs with
+per-observation or linked latents and for non-factorized likelihoods (Bürkner, Gabry &
+Vehtari 2021); a one-line refusal with the routes that work when none applies."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ...errors import InputError, StanlogzError
+from ..observations.conditional import ConditionalLogLik, NotGaussian
+from ..observations.integrated import IntegratedSource
+from ..observations.observations import Observations
+from ..observations.pointwise import CHUNK_BYTES, PointwiseLogLik
+from ..observations.splitcheck import SplitError, check_split
+
+ROUTES = ("`stanlogz lfo` for time series, `stanlogz kfold --groups` over blocks of "
+          "exchangeable observations")
+
+
+class ConditionalSource:
+    """The pointwise interface of :class:`PointwiseLogLik` (``columns``, ``column``,
+    ``chunks``, ``check``) over :class:`ConditionalLogLik`: log p(y_i | y₋ᵢ, θ) with the
+    observation's latents integrated out where the density is Gaussian in them."""
+
+    source = "conditional"
+
+    def __init__(self, model: Any, data: Mapping[str, Any], obs: Observations,
+                 response: str | None = None) -> None:
+        self.model, self.data, self.obs = model, dict(data), obs
+        self.cl = ConditionalLogLik(model, data, obs, response)
+        self.checked = True
+
+    def columns(self, index: Sequence[int] | np.ndarray, unc: np.ndarray) -> np.ndarray:
+        """``(S, len(index))`` log p(y_i | y₋ᵢ, θ) at unconstrained draws ``unc``."""
+        return self.cl.columns(index, unc)
+
+    def column(self, i: int, unc: np.ndarray) -> np.ndarray:
+        """log p(y_i | y₋ᵢ, θ) at unconstrained draws ``unc``."""
+        return self.cl.column(i, unc)
+
+    def chunks(self, unc: np.ndarray, constrained: np.ndarray | None = None,
+               names: list[str] | None = None, chunk_bytes: int = CHUNK_BYTES,
+               index: Sequence[int] | np.ndarray | None = None
+               ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """``(index, block)`` over the observations ``index`` (default all)."""
+        unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
+        index = np.arange(self.obs.n) if index is None else np.asarray(index, dtype=int)
+        width = max(1, min(index.size, chunk_bytes // (8 * max(unc.shape[0], 1))))
+        for a in range(0, index.size, width):
+            idx = index[a:a + width]
+            yield idx, self.columns(idx, unc)
+
+    def matrix(self, unc: np.ndarray, constrained: np.ndarray | None = None,
+               names: list[str] | None = None) -> np.ndarray:
+        """``(S, N)`` matrix of log p(y_i | y₋ᵢ, θ)."""
+        return self.columns(np.arange(self.obs.n), unc)
+
+    def check(self, unc: np.ndarray, ll: np.ndarray | None = None) -> None:
+        """Nothing to check: the normalization holds for any program (quadraticity is checked
+        draw by draw)."""
+
+    def compare_log_lik(self, unc: np.ndarray, n_obs: int = 5) -> str | None:
+        """No generated quantity to compare."""
+        return None
+
+    def held_out_model(self, i: int) -> Any:
+        """Refits go through :mod:`.heldout`, which checks that deleting y_i gives the
+        program's held-out model."""
+        raise InputError(f"{self.model.name}: refits need the split check of the held-out "
+                         "program")
+
+
+def pointwise_source(model: Any, data: Mapping[str, Any], obs: Observations, log_lik: str,
+                     rows: np.ndarray, check: bool = True) -> Any:
+    """The pointwise log-likelihood for ``loo``: ``log_lik`` (``"auto"``, ``"log_lik"``,
+    ``"difference"`` or ``"conditional"``), checked at the unconstrained draws ``rows``.
+    ``"auto"`` takes the generated quantity, else the density difference when it is a valid
+    pointwise log-likelihood, else the conditional one; a one-line :class:`InputError` with the
+    routes that work when none applies. ``check=False`` (subsampling, large N) keeps the
+    density difference unchecked here: the caller checks it on its own points."""
+    if log_lik == "conditional":
+        return _conditional(model, data, obs, rows, None)
+    pw = PointwiseLogLik(model, data, obs, log_lik)
+    if pw.source != "difference" or log_lik == "difference" or not check:
+        return pw
+    try:
+        pw.check(rows)
+        return pw
+    except StanlogzError as exc:  # per-observation latents, dependence, a refused instance
+        return _conditional(model, data, obs, rows, exc)
+
+
+def _conditional(model: Any, data: Mapping[str, Any], obs: Observations, rows: np.ndarray,
+                 why: Exception | None) -> Any:
+    """The conditional source, tried at ``rows`` before the full pass."""
+    try:
+        src = ConditionalSource(model, data, obs)
+        src.columns([0, obs.n - 1], rows)
+    except NotGaussian as exc:
+        integ = _integrated(model, data, obs, rows)
+        if integ is not None:
+            return integ
+        reason = ("its density is not a sum of independent per-observation terms, and "
+                  if why is not None else "")
+        detail = str(exc).split(": ", 1)[-1]
+        raise InputError(f"no valid pointwise LOO for {model.name}: {reason}{detail}; use "
+                         f"{ROUTES}") from None
+    return src
+
+
+def _integrated(model: Any, data: Mapping[str, Any], obs: Observations, rows: np.ndarray
+                ) -> IntegratedSource | None:
+    """The integrated log-likelihood (one independent latent per observation), when it
+    applies at ``rows``; None otherwise."""
+    try:
+        src = IntegratedSource(model, data, obs)
+        src.check(rows)
+        src.columns([0, obs.n - 1], rows)
+    except StanlogzError:
+        return None
+    return src
+
+
+def exact_split_error(pw: Any, unc: np.ndarray, i: int) -> SplitError | None:
+    """Why exact refits of ``pw``'s program (leaving out observation ``i``) would not give its
+    held-out values (:func:`check_split` at three of the draws ``unc``), or None."""
+    rows = np.unique(np.linspace(0, len(unc) - 1, min(3, len(unc))).astype(int))
+    try:
+        check_split(pw.model, pw.data, pw.obs, i, unc[rows])
+    except SplitError as err:
+        return err
+    return None
+
+
+def refit_refusal(err: SplitError, n_bad: int, threshold: float) -> str:
+    """The warning of a refused refit."""
+    return (f"{n_bad} observation(s) have Pareto k-hat above {threshold:.2f} and cannot be "
+            f"refitted: {err}")

@@ -1,0 +1,59 @@
+"""The difference estimator of elpd_loo from a simple random sample of observations
+(Magnusson, Andersen, Jonasson & Vehtari 2020), with the observations whose approximation is
+unreliable taken with certainty: :func:`draw_sample`, :func:`subsample_estimates`."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..fixups.fixups import FixedPoint
+from .psis import PsisLoo
+
+#: Observations whose approximation's k̂ is above this are taken with certainty (at most
+#: half the sample): their approximation is poor, and left to chance their heavy-tailed
+#: differences made the sample variance, and so the subsampling se, unstable.
+CERTAIN_K = 0.7
+
+
+def draw_sample(approx_khat: np.ndarray, m: int, rng: np.random.Generator
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """``m`` observations: those with the highest approximation k̂ above ``CERTAIN_K`` (at
+    most m // 2) with certainty, the rest a simple random sample of the others; returns the
+    sorted indices and which of them are certain."""
+    k = np.asarray(approx_khat, dtype=float)
+    order = np.argsort(-k, kind="stable")
+    certain = order[: min(int(np.sum(k > CERTAIN_K)), m // 2, max(m - 2, 0))]
+    rest = np.setdiff1d(np.arange(k.size), certain)
+    index = np.sort(np.concatenate([certain, rng.choice(rest, size=m - certain.size,
+                                                       replace=False)]))
+    return index, np.isin(index, certain)
+
+
+def subsample_estimates(approx: np.ndarray, index: np.ndarray, elpd_j: np.ndarray,
+                        ps: PsisLoo, fixed: list[FixedPoint],
+                        certain: np.ndarray | None = None) -> dict[str, float]:
+    """The difference estimator of Σ elpd_i around ``approx``: the ``certain`` observations
+    of ``index`` as they are, the others a simple random sample (without replacement) of
+    the remaining ones; its subsampling se and the between-observation se."""
+    n = approx.size
+    c = np.zeros(index.size, dtype=bool) if certain is None else np.asarray(certain, bool)
+    r = ~c
+    n_r, m_r = n - int(c.sum()), int(r.sum())
+    rest = np.ones(n, dtype=bool)
+    rest[index[c]] = False
+    e = elpd_j[r] - approx[index[r]]
+    elpd = float(elpd_j[c].sum() + approx[rest].sum() + n_r * e.mean())
+    v_sub = float(n_r**2 * (1 - m_r / n_r) * np.var(e, ddof=1) / m_r)
+    # Σ elpd_i² by the same estimator; N var_pop(elpd_i) = Σ elpd_i² − (Σ elpd_i)²/N, with
+    # (Σ elpd_i)² estimated without bias by elpd² − v_sub.
+    sq = float(np.sum(elpd_j[c] ** 2) + np.sum(approx[rest] ** 2)
+               + n_r * np.mean(elpd_j[r] ** 2 - approx[index[r]] ** 2))
+    se2 = sq - (elpd**2 - v_sub) / n
+    p_j = ps.lppd_i - elpd_j
+    return {"elpd": elpd, "se": float(math.sqrt(max(se2, 0.0))),
+            "subsampling_se": math.sqrt(max(v_sub, 0.0)),
+            "p_loo": float(p_j[c].sum() + n_r * p_j[r].mean()),
+            "p_loo_se": float(math.sqrt(n * np.var(p_j, ddof=1))),
+            "expansion": n_r / m_r}

@@ -1,0 +1,159 @@
+"""WAIC (Watanabe 2010; as loo's ``waic`` and ArviZ's ``waic``) of a fit's pointwise
+log-likelihood or of a Stan program: :func:`waic`, :class:`WaicResult`.
+
+elpd_waic = Σ_i (lppd_i − p_waic_i) with lppd_i = log (1/S) Σ_s p(y_i | θ_s) and p_waic_i the
+variance over draws of log p(y_i | θ_s) (divided by S, as ArviZ; loo divides by S − 1).
+``se`` is the between-observation se sqrt(N var(elpd_waic_i)) that loo and ArviZ report;
+``mcse`` is the Monte Carlo se of elpd_waic from the draws (delta method: the per-draw influence
+Σ_i [p(y_i | θ_s) / mean_s p(y_i | θ) − (log p(y_i | θ_s) − mean)²], divided by the square
+root of its ESS). As loo warns, p_waic_i above 0.4 means WAIC is unreliable for that
+observation and PSIS-LOO is the better estimate.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ... import arviz_compat
+from ...errors import InputError
+from ..observations.observations import Observations
+
+#: p_waic_i above this makes WAIC unreliable for that observation (loo's and ArviZ's bound).
+P_WAIC_MAX = 0.4
+
+
+@dataclass
+class WaicResult:
+    """WAIC of one program or fit: elpd_waic with its between-observation se and Monte Carlo
+    se, p_waic, and the pointwise values."""
+
+    model: str
+    elpd_waic: float
+    se: float
+    p_waic: float
+    mcse: float
+    elpd_i: np.ndarray
+    lppd_i: np.ndarray
+    p_waic_i: np.ndarray
+    n_samples: int
+    observations: Observations
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def n_obs(self) -> int:
+        """Number of observations."""
+        return int(self.elpd_i.size)
+
+    def table(self) -> list[list[Any]]:
+        """The loo-style summary rows: (quantity, estimate, se)."""
+        n = self.n_obs
+        return [["elpd_waic", round(self.elpd_waic, 3), round(self.se, 3)],
+                ["p_waic", round(self.p_waic, 3),
+                 round(float(math.sqrt(n * np.var(self.p_waic_i))), 3)],
+                ["waic", round(-2 * self.elpd_waic, 3), round(2 * self.se, 3)]]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serializable dict (pointwise values included)."""
+        return {"model": self.model, "elpd_waic": self.elpd_waic, "se": self.se,
+                "mcse_elpd_waic": self.mcse, "p_waic": self.p_waic,
+                "waic": -2 * self.elpd_waic, "n_obs": self.n_obs, "n_samples": self.n_samples,
+                "n_p_waic_above_0.4": int(np.sum(self.p_waic_i > P_WAIC_MAX)),
+                "pointwise": [{"observation": i + 1, "elpd": float(e), "p_waic": float(p)}
+                              for i, (e, p) in enumerate(zip(self.elpd_i, self.p_waic_i,
+                                                             strict=True))],
+                "seconds": self.seconds, "warnings": self.warnings}
+
+
+class _Accumulator:
+    """Pointwise WAIC terms over blocks of observations, and the per-draw influence."""
+
+    def __init__(self, chains: int, n: int) -> None:
+        self.shape = (chains, n)
+        self.lppd: list[np.ndarray] = []
+        self.pw: list[np.ndarray] = []
+        self.influence = np.zeros(chains * n)
+
+    def add(self, ll: np.ndarray) -> None:
+        """``ll``: (draws, block of observations)."""
+        s = ll.shape[0]
+        if not np.all(np.isfinite(ll)):
+            d, i = np.argwhere(~np.isfinite(ll))[0]
+            raise InputError(f"log-likelihood is not finite at draw {d + 1} (block column "
+                             f"{i + 1})")
+        lppd = logsumexp(ll, axis=0) - math.log(s)
+        mean = ll.mean(axis=0)
+        var = ll.var(axis=0)  # ArviZ's p_waic (loo's divides by S - 1)
+        self.lppd.append(lppd)
+        self.pw.append(var)
+        self.influence += np.sum(np.exp(ll - lppd) - (ll - mean) ** 2, axis=1)
+
+    def result(self, name: str, t0: float) -> WaicResult:
+        lppd = np.concatenate(self.lppd)
+        p_i = np.concatenate(self.pw)
+        elpd_i = lppd - p_i
+        n = elpd_i.size
+        phi = self.influence.reshape(*self.shape, 1)
+        s = phi.size
+        ess = float(arviz_compat.ess_mean(phi)[0]) if np.ptp(phi) > 0 else float(s)
+        ess = ess if np.isfinite(ess) and ess > 0 else float(s)
+        mcse = float(np.std(phi, ddof=1) / math.sqrt(ess)) if s > 1 else float("nan")
+        res = WaicResult(model=name, elpd_waic=float(elpd_i.sum()),
+                         se=float(math.sqrt(n * np.var(elpd_i))), p_waic=float(p_i.sum()),
+                         mcse=mcse, elpd_i=elpd_i, lppd_i=lppd, p_waic_i=p_i, n_samples=s,
+                         observations=Observations(size_name="", fields=(), n=n))
+        high = np.nonzero(p_i > P_WAIC_MAX)[0]
+        if high.size:
+            nums = ", ".join(str(i + 1) for i in high[:10])
+            res.warnings.append(f"{high.size} of {n} observations have p_waic above "
+                                f"{P_WAIC_MAX} ({nums}): WAIC is unreliable for them; use "
+                                "PSIS-LOO (stanlogz loo), which also says how reliable it is")
+        if mcse > 0.5:
+            res.warnings.append(f"the Monte Carlo se of elpd_waic is {mcse:.2f}: run more "
+                                "draws")
+        res.seconds = time.perf_counter() - t0
+        return res
+
+
+def waic(model: Any, data: Any = None, *, draws: Any = None, var: str = "log_lik",
+         obs: str | None = None, obs_fields: list[str] | None = None, log_lik: str = "auto",
+         settings: Any = None, seed: int | None = None, progress: Any = None) -> WaicResult:
+    """WAIC of a fit's pointwise log-likelihood (anything
+    :func:`~stanlogz.crossval.psis_loo.fitloo.loo_from_fit` takes: InferenceData, a cmdstanpy fit,
+    CSV paths, Draws with ``var`` columns, an array) or of a Stan program with ``data`` (its
+    ``log_lik`` or density differences, on ``draws`` or on NUTS draws run with ``settings``,
+    a :class:`~stanlogz.stan.settings.NutsArgs`)."""
+    from .fitloo import is_fit, log_lik_from_fit
+
+    t0 = time.perf_counter()
+    if is_fit(model) or (model is None and draws is not None):
+        if data is not None or (is_fit(model) and draws is not None):
+            raise InputError("give a fit, or a Stan program with data (and draws=...)")
+        ll, _, what = log_lik_from_fit(model if draws is None else draws, var)
+        if ll.shape[0] * ll.shape[1] < 2:
+            raise InputError("WAIC needs at least two draws")
+        acc = _Accumulator(ll.shape[0], ll.shape[1])
+        acc.add(ll.reshape(-1, ll.shape[2]))
+        return acc.result(what, t0)
+    from ...draws import as_draws, sample
+    from ..observations.observations import load_observed
+    from ..observations.pointwise import PointwiseLogLik
+
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+                                                   progress=progress)
+    pw = PointwiseLogLik(model, data_dict, observations, log_lik)
+    d = (as_draws(draws, model) if draws is not None
+         else sample(model, settings, seed=seed, progress=progress))
+    unc = d.flat_unconstrained()
+    pw.check(unc[np.unique(np.linspace(0, unc.shape[0] - 1, min(3, unc.shape[0])).astype(int))])
+    con = None if d.constrained is None else d.constrained.reshape(-1, d.constrained.shape[2])
+    acc = _Accumulator(d.n_chains, d.n_draws)
+    for _, block in pw.chunks(unc, con, d.constrained_names):
+        acc.add(block)
+    return acc.result(model.name, t0)

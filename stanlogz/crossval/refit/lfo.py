@@ -1,0 +1,321 @@
+"""Leave-future-out cross-validation of time-series programs (Bürkner, Gabry & Vehtari 2020):
+:func:`lfo` and :class:`LfoResult`.
+
+For every forecast origin t = L .. N − M the M-step-ahead predictive density
+elpd_t = log p(y_{t+1:t+M} | y_{1:t}) is computed
+
+* ``exact``: by :func:`stanlogz.crossval.refit.heldout.heldout_elpd` between the posteriors given
+  y_{1:t} and y_{1:t+M} (NUTS on every prefix, run in parallel): exact up to Monte Carlo error,
+  per-time latents included;
+* ``psis``: by Pareto-smoothed importance sampling from the posterior of the last refit
+  y_{1:i*}, with log ratios log p̃(θ; y_{1:t}) − log p̃(θ; y_{1:i*}) (two data instances of the
+  program), refitting at t when k̂ exceeds the threshold (default 0.7);
+  elpd_t = log Σ_s w_s p(y_{t+1:t+M} | θ_s, y_{1:t}), where the last factor is again a difference
+  of two instances' log densities. The program must factor sequentially (each y_t's density given
+  the past), as AR-type programs that condition on their first values do.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Unpack
+
+import numpy as np
+from scipy import special
+
+from ... import arviz_compat
+from ..._util.words import transitions
+from ...draws import Draws, obtain_draws
+from ...errors import DataError, InputError
+from ...estimators.common import autocorr_time
+from ...parallel import child_sequence, run_parallel, with_client
+from ...stan.program import ProgramLike, StanProgram
+from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
+from ..names import LfoNames
+from ..observations.observations import Observations, load_observed
+from .cv_se import lfo_se
+from .heldout import heldout_elpd
+
+LFO_METHODS = ("psis", "exact")
+
+
+@dataclass(repr=False)
+class LfoResult(LfoNames):
+    """Leave-future-out CV: elpd_lfo = Σ_t log p(y_{t+1:t+M} | y_{1:t}) with its se, Monte
+    Carlo se, per-origin values, k̂ and refits."""
+
+    model: str
+    method: str
+    min_train: int
+    ahead: int
+    origins: np.ndarray  # t (number of training observations) per origin
+    elpd_t: np.ndarray
+    mc_se_t: np.ndarray
+    khat_t: np.ndarray  # NaN where the value is exact (a refit or method exact)
+    refits: list[int]  # t at which NUTS ran on y_{1:t}
+    k_threshold: float
+    n_samples: int
+    n_gradient_evals: int
+    mc_se_total: float | None = None  # se of the sum when the origins' errors are correlated
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def elpd_lfo(self) -> float:
+        """Σ_t elpd_t."""
+        return float(self.elpd_t.sum())
+
+    @cached_property
+    def se(self) -> float:
+        """se of elpd_lfo as an estimate of the expected log score of the same origins'
+        forecasts on new futures: overlapping M-step windows counted, small-n calibrated
+        (:func:`stanlogz.crossval.refit.cv_se.lfo_se`); NaN when the origins are worth fewer than
+        two independent ones."""
+        return lfo_se(self.elpd_t, self.ahead)
+
+    @property
+    def se_naive(self) -> float:
+        """sqrt(n var(elpd_t)), the loo-style se that treats the origins as independent (too
+        small for M > 1)."""
+        return float(math.sqrt(self.elpd_t.size * np.var(self.elpd_t)))
+
+    @property
+    def mc_se(self) -> float:
+        """Monte Carlo se of elpd_lfo (PSIS: the origins that share one refit's draws share
+        their errors, and their sum's se counts that; exact: independent bridges)."""
+        if self.mc_se_total is not None:
+            return float(self.mc_se_total)
+        return float(math.sqrt(np.sum(self.mc_se_t**2)))
+
+    def table(self) -> list[list[Any]]:
+        """Summary rows: (quantity, estimate, se, Monte Carlo se)."""
+        return [[f"elpd_lfo ({self.ahead}-step-ahead)", round(self.elpd_lfo, 3),
+                 round(self.se, 3), round(self.mc_se, 4)]]
+
+    def pointwise(self) -> list[dict[str, Any]]:
+        """One row per forecast origin: t, the predicted observations (from 1), elpd, mc se,
+        k̂ (None when exact) and whether NUTS was refit at t."""
+        refit = set(self.refits)
+        return [{"t": int(t), "predicts": [int(t) + 1, int(t) + self.ahead],
+                 "elpd": float(e), "mc_se": float(s),
+                 "khat": None if not np.isfinite(k) else float(k), "refit": int(t) in refit}
+                for t, e, s, k in zip(self.origins, self.elpd_t, self.mc_se_t, self.khat_t,
+                                      strict=True)]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serializable dict."""
+        return {"model": self.model, "method": self.method, "min_train": self.min_train,
+                "ahead": self.ahead, "elpd_lfo": self.elpd_lfo, "se": self.se,
+                "se_naive": self.se_naive,
+                "mc_se": self.mc_se, "k_threshold": self.k_threshold,
+                "refits": list(self.refits), "n_refits": len(self.refits),
+                "n_samples": self.n_samples, "n_gradient_evals": self.n_gradient_evals,
+                "pointwise": self.pointwise(), "seconds": self.seconds,
+                "warnings": self.warnings}
+
+    def to_arviz(self) -> Any:
+        """ArviZ's LFO ELPD object (``ELPDDataLFO`` in arviz-stats, ``ELPDData`` in 0.x)."""
+        return arviz_compat.elpd_object(
+            "lfo", elpd=self.elpd_lfo, se=self.se, p=float("nan"), n_samples=self.n_samples,
+            elpd_i=self.elpd_t, warning=bool(self.warnings),
+            good_k=self.k_threshold if self.method == "psis" else None,
+            extra={"forecast_horizon": self.ahead, "min_observations": self.min_train,
+                   "refits": np.asarray(self.refits), "n_refits": len(self.refits)})
+
+
+def _prefix(data: dict[str, Any], obs: Observations, t: int) -> tuple[dict[str, Any],
+                                                                        Observations]:
+    """The data of the first ``t`` observations and their observation structure."""
+    return obs.subset(data, np.arange(t)), Observations(obs.size_name, obs.fields, t)
+
+
+@with_client
+def lfo(
+    model: ProgramLike,
+    data: Any = None,
+    *,
+    min_train: int,
+    ahead: int = 1,
+    method: str = "psis",
+    k_threshold: float = 0.7,
+    obs: str | None = None,
+    obs_fields: list[str] | None = None,
+    settings: NutsArgs | None = None,
+    seed: int | None = None,
+    n_workers: int = 1,
+    progress: Callable[[str], None] | None = None,
+    **nuts_keywords: Unpack[NutsKeywords],
+) -> LfoResult:
+    """Leave-future-out CV of a time-series program (a path or :class:`StanModel`) with
+    ``data`` whose observations are in time order: log p(y_{t+1:t+M} | y_{1:t}) for
+    t = ``min_train`` .. N − ``ahead`` (M = ``ahead``), summed. ``method``: ``"psis"`` (PSIS
+    from the last refit, refitting when k̂ > ``k_threshold``) or ``"exact"`` (NUTS on every
+    prefix and a bridge between consecutive posteriors). Every NUTS run (each refit) uses
+    ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`; ``chains``, ``warmup``,
+    ``n_draws``, ``adapt_delta`` and ``max_treedepth`` replace its fields). Seeds derive from
+    ``seed``."""
+    t0 = time.perf_counter()
+    nuts = nuts_from_keywords(settings, nuts_keywords, "lfo")
+    if method not in LFO_METHODS:
+        raise InputError(f"method must be one of {', '.join(LFO_METHODS)}, got {method!r}")
+    if not 0.0 <= k_threshold <= 1.0:
+        raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+                                                   progress=progress)
+    n = observations.n
+    for name, value in (("ahead", ahead), ("min_train", min_train)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise InputError(f"{name} must be a positive integer, got {value!r}")
+    if min_train + ahead > n:
+        raise InputError(f"min_train + ahead = {min_train + ahead} exceeds the {n} "
+                         "observations: nothing is left to predict")
+    origins = np.arange(min_train, n - ahead + 1)
+    if method == "exact":
+        res = _exact(model, data_dict, observations, origins, ahead, nuts, seed, n_workers,
+                     progress)
+    else:
+        res = _psis(model, data_dict, observations, origins, ahead, k_threshold, nuts, seed,
+                    progress)
+    res.seconds = time.perf_counter() - t0
+    if not math.isfinite(res.se):
+        res.warnings.append(f"{res.elpd_t.size} origins with {ahead}-step windows are worth "
+                            "fewer than two independent forecasts: elpd_lfo has no se; lower "
+                            "--ahead or --min-train")
+    if res.mc_se > 0.1 * max(res.se, 1.0):
+        res.warnings.append(f"Monte Carlo se {res.mc_se:.3f} of elpd_lfo is not small against "
+                            f"its se {res.se:.3f}; run more draws (--draws)")
+    return res
+
+
+def _fit(model: StanProgram, data: dict[str, Any], obs: Observations, t: int, nuts: NutsArgs,
+         rng: np.random.Generator) -> tuple[Any, Draws]:
+    """The data instance of y_{1:t} and NUTS draws from its posterior."""
+    inst = _instance(model, data, obs, t)
+    return inst, obtain_draws(inst, None, nuts, seed=int(rng.integers(2**31 - 1)))
+
+
+def _instance(model: StanProgram, data: dict[str, Any], obs: Observations, t: int) -> Any:
+    """The program with the first ``t`` observations; InputError when it rejects them."""
+    try:
+        return model.with_data(_prefix(data, obs, t)[0])
+    except DataError as exc:
+        raise InputError(f"the program rejects its first {t} observations as data ({exc}); "
+                         "raise --min-train") from None
+
+
+def _divergences(d: Draws) -> int:
+    return int(np.sum(d.sampler.get("divergent__", np.zeros(1)) > 0))
+
+
+def _exact(model: StanProgram, data: dict[str, Any], obs: Observations, origins: np.ndarray,
+           ahead: int, nuts: NutsArgs, seed: int | None, n_workers: int,
+           progress: Callable[[str], None] | None) -> LfoResult:
+    times = sorted(set(origins.tolist()) | {int(t) + ahead for t in origins})
+    _instance(model, data, obs, times[0])  # a too-short prefix fails here, with one line
+    if progress:
+        progress(f"exact LFO: NUTS on {len(times)} prefixes of the {obs.n} observations")
+    fits = run_parallel(lambda t, rng: _fit(model, data, obs, t, nuts, rng)[1],
+                        times, child_sequence(seed, 0), n_workers=n_workers,
+                        backend="thread" if n_workers > 1 else "serial")
+    draws = dict(zip(times, fits, strict=True))
+
+    def one(t: int, rng: np.random.Generator) -> Any:
+        part, part_obs = _prefix(data, obs, t + ahead)
+        return heldout_elpd(model, part, part_obs, np.arange(t, t + ahead),
+                            full_draws=draws[t + ahead], train_draws=draws[t], pointwise=False,
+                            settings=nuts, seed=int(rng.integers(2**31 - 1)))
+
+    held = run_parallel(one, origins.tolist(), child_sequence(seed, 1), n_workers=n_workers,
+                        backend="thread" if n_workers > 1 else "serial")
+    warns = _divergence_warning(sum(_divergences(f) for f in fits))
+    for h in held:
+        warns.extend(w for w in h.warnings if w not in warns and "divergent" not in w)
+    n_samples = fits[0].n_chains * fits[0].n_draws
+    return LfoResult(model.name, "exact", int(origins[0]), ahead, origins,
+                     np.array([h.elpd for h in held]), np.array([h.se for h in held]),
+                     np.full(origins.size, np.nan), list(times), float("nan"), n_samples,
+                     int(sum(d.n_gradient_evals for d in fits)), warnings=warns)
+
+
+def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: np.ndarray,
+          ahead: int, k_threshold: float, nuts: NutsArgs, seed: int | None,
+          progress: Callable[[str], None] | None) -> LfoResult:
+    insts: dict[int, Any] = {}
+
+    def inst(t: int) -> Any:
+        if t not in insts:
+            insts[t] = _instance(model, data, obs, t)
+        return insts[t]
+
+    def refit(t: int) -> Draws:
+        rng = np.random.default_rng(child_sequence(seed, len(refits)))
+        refits.append(t)
+        return _fit(model, data, obs, t, nuts, rng)[1]
+
+    refits: list[int] = []
+    star = int(origins[0])
+    base = inst(star)
+    d = refit(star)
+    n_grad, n_div = d.n_gradient_evals, _divergences(d)
+    elpd, mc_se, khat = [], [], []
+    block: list[np.ndarray] = []  # influence of each draw on the origins of the current refit
+    var_total = 0.0
+    for t in origins.tolist():
+        if inst(t).dim != base.dim or inst(t + ahead).dim != base.dim:
+            raise InputError(f"the number of parameters of {model.name} changes with the "
+                             "number of observations: PSIS-LFO needs a fixed parameter "
+                             "space; use --method exact (method=\"exact\" in Python)")
+        x = d.flat_unconstrained()
+        k = float("nan")
+        if t == star:
+            log_w = np.full(len(x), -math.log(len(x)))
+        else:
+            ratio = inst(t).log_density_many(x) - inst(star).log_density_many(x)
+            log_w, k_arr = arviz_compat.psislw(ratio[None, :])
+            log_w, k = log_w[0], float(k_arr.ravel()[0])
+            if k > k_threshold:
+                if progress:
+                    progress(f"k-hat {k:.2f} > {k_threshold:.2f} at t = {t}: refit on "
+                             f"y[1:{t}]")
+                var_total += _block_var(block, d)
+                block = []
+                d = refit(t)
+                star, k = t, float("nan")
+                n_grad += d.n_gradient_evals
+                n_div += _divergences(d)
+                x = d.flat_unconstrained()
+                log_w = np.full(len(x), -math.log(len(x)))
+        log_lik = inst(t + ahead).log_density_many(x) - inst(t).log_density_many(x)
+        e = float(special.logsumexp(log_w + log_lik))
+        elpd.append(e)
+        khat.append(k)
+        influence = np.exp(log_w) * (np.exp(log_lik - e) - 1.0)
+        block.append(influence)
+        mc_se.append(math.sqrt(_block_var([influence], d)))
+    var_total += _block_var(block, d)
+    return LfoResult(model.name, "psis", int(origins[0]), ahead, origins, np.array(elpd),
+                     np.array(mc_se), np.array(khat), refits, k_threshold, len(x), int(n_grad),
+                     mc_se_total=math.sqrt(var_total), warnings=_divergence_warning(n_div))
+
+
+def _block_var(influences: list[np.ndarray], d: Draws) -> float:
+    """Delta-method variance of the sum of the log estimates log Σ_s w_s p_s that share the
+    draws ``d``: each draw's influence on estimate t is w_s (p_s / p̂ − 1) (self-normalized
+    weights; uniform 1/S right after a refit), summed over the estimates, with the draws'
+    integrated autocorrelation time."""
+    if not influences:
+        return 0.0
+    psi = np.sum(influences, axis=0)
+    tau = autocorr_time(psi.reshape(d.n_chains, d.n_draws))
+    return float(tau * np.sum(psi**2))
+
+
+def _divergence_warning(n_div: int) -> list[str]:
+    return [f"{transitions(n_div)} in the NUTS fits: values may be biased; "
+            "raise --adapt-delta or reparameterize the program"] if n_div else []
+
+

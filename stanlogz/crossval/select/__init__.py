@@ -1,0 +1,1 @@
+"""Choosing between programs: loo_compare, ProgramChoice, model weights, score comparisons."""

@@ -1,0 +1,305 @@
+"""Choosing between Stan programs: one result that holds the LOO comparison (elpd_loo, elpd_diff,
+se_diff, p_worse, diagnostics), the evidence comparison (log Z, posterior model probabilities)
+and model weights (stacking, pseudo-BMA(+), BMA), each with its standard error.
+
+:func:`choose` combines results already computed (``stanlogz.compare(..., loo=True,
+weights=[...])`` computes them from one NUTS run per program and calls it).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ... import arviz_compat
+from ...errors import InputError
+from ..names import ChoiceNames
+from ..observations.observations import find_observations
+from .compare import LooComparison, loo_compare
+from .scores import ScoreComparison, compare_scores, mix_draws, program_pointwise, selection_warning
+from .weights import WEIGHT_METHODS, ModelWeights, bma_weights, pseudo_bma_weights, stacking_weights
+
+#: What each weight method needs: the LOO comparison or the evidence.
+NEEDS = {"stacking": "loo", "pseudo-bma": "loo", "pseudo-bma+": "loo", "bma": "evidence"}
+
+
+def parse_weights(weights: str | Sequence[str] | None) -> list[str]:
+    """Weight methods from ``"stacking,pseudo-bma+,bma"`` or a list (checked, lower case)."""
+    if weights is None:
+        return []
+    items = weights.split(",") if isinstance(weights, str) else list(weights)
+    out = []
+    for w in items:
+        m = str(w).strip().lower()
+        if not m:
+            continue
+        if m not in WEIGHT_METHODS:
+            raise InputError(f"unknown weight method {m!r}; choose from "
+                             f"{', '.join(WEIGHT_METHODS)}")
+        if m not in out:
+            out.append(m)
+    if not out and isinstance(weights, str):
+        raise InputError("no weight method given; choose from " + ", ".join(WEIGHT_METHODS))
+    return out
+
+
+def check_request(weights: Sequence[str], *, loo: bool, evidence: bool) -> None:
+    """Raise :class:`InputError` when a weight method lacks what it is computed from."""
+    if not (loo or evidence):
+        raise InputError("nothing to compare: ask for the LOO comparison, the evidence, or both")
+    for m in weights:
+        if NEEDS[m] == "loo" and not loo:
+            raise InputError(f"{m} weights need the LOO comparison (pointwise elpd): add --loo "
+                             "(loo=True)")
+        if NEEDS[m] == "evidence" and not evidence:
+            raise InputError("bma weights need the evidence of every program: add --evidence "
+                             "(evidence=True)")
+
+
+def check_same_data(datas: Sequence[Mapping[str, Any] | None], names: Sequence[str],
+                    obs: str | None = None, obs_fields: Sequence[str] | None = None) -> None:
+    """Raise :class:`InputError` unless every program has the same observations: the same
+    number N and equal values in every per-observation array they share."""
+    if any(d is None for d in datas):
+        raise InputError("comparing predictions needs the data of every program")
+    found = [find_observations(d, obs, list(obs_fields) if obs_fields else None) for d in datas]
+    ns = [o.n for o in found]
+    if len(set(ns)) > 1:
+        detail = ", ".join(f"{n} = {k}" for n, k in zip(names, ns, strict=True))
+        raise InputError(f"the programs were fitted to different data: {found[0].size_name} "
+                         f"differs ({detail})")
+    common = set(found[0].fields).intersection(*(o.fields for o in found[1:]))
+    if not common:
+        raise InputError("the programs share no per-observation data array to compare on")
+    for f in sorted(common):
+        ref = np.asarray(datas[0][f], dtype=float)
+        for n, d in zip(names[1:], datas[1:], strict=True):
+            if not np.array_equal(np.asarray(d[f], dtype=float), ref):
+                raise InputError(f"the programs were fitted to different data: {f!r} differs "
+                                 f"between {names[0]} and {n}")
+
+
+@dataclass(repr=False)
+class ProgramChoice(ChoiceNames):
+    """Programs compared by PSIS-LOO and/or evidence, with model weights.
+
+    ``loo``: :class:`~stanlogz.crossval.select.compare.LooComparison` (or None); ``evidence``: the
+    evidence comparison (``stanlogz.ComparisonResult``: log Z, log Bayes factors, posterior
+    model probabilities; or None); ``model_weights``: :class:`ModelWeights` by method.
+    """
+
+    names: list[str]
+    loo: LooComparison | None = None
+    evidence: Any = None
+    model_weights: dict[str, ModelWeights] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    #: per program (model, data, draws) behind the LOO results, for predictive checks
+    fits: list[tuple[Any, Any, Any]] | None = field(default=None, repr=False)
+
+    def weights(self, method: str = "stacking") -> ModelWeights:
+        """The weights of one method (``"stacking"``, ``"pseudo-bma"``, ``"pseudo-bma+"``,
+        ``"bma"``), as computed by :func:`choose`."""
+        m = method.lower()
+        if m not in self.model_weights:
+            raise InputError(f"{method} weights were not computed; available: "
+                             f"{', '.join(self.model_weights) or 'none'}")
+        return self.model_weights[m]
+
+    @property
+    def best(self) -> int:
+        """Index of the best program: by elpd_loo when compared by LOO, else by log Z."""
+        return self.loo.best if self.loo is not None else int(self.evidence.best)
+
+    @property
+    def header(self) -> list[str]:
+        """Column names of :meth:`table`."""
+        cols = ["model"]
+        if self.loo is not None:
+            cols += ["elpd_loo", "se", "elpd_diff", "se_diff", "p_worse", "diag_diff",
+                     "diag_elpd"]
+        if self.evidence is not None:
+            cols += ["log_z", "log_z_se", "post_prob", "post_prob_se"]
+        for m in self.model_weights:
+            cols += [f"w_{m}", f"w_{m}_se"]
+        return cols
+
+    def order(self) -> list[int]:
+        """Program indices, best first."""
+        if self.loo is not None:
+            return self.loo.order()
+        lz = np.array([r.log_z for r in self.evidence.results])
+        return [int(i) for i in np.argsort(-lz, kind="stable")]
+
+    def table(self) -> list[list[Any]]:
+        """One row per program (best first) in the order of :attr:`header`."""
+        rows = []
+        for i in self.order():
+            row: list[Any] = [self.names[i]]
+            if self.loo is not None:
+                r = self.loo.results[i]
+                pw = self.loo.p_worse[i] if self.loo.p_worse is not None else np.nan
+                row += [r.elpd_loo, r.se, float(self.loo.elpd_diff[i]),
+                        float(self.loo.diff_se[i]), None if np.isnan(pw) else float(pw),
+                        (self.loo.diag_diff or [""] * len(self.names))[i],
+                        (self.loo.diag_elpd or [""] * len(self.names))[i]]
+            if self.evidence is not None:
+                e = self.evidence.results[i]
+                row += [e.log_z, e.log_z_se, float(self.evidence.post_probs[i]),
+                        float(self.evidence.post_probs_se[i])]
+            for w in self.model_weights.values():
+                row += [float(w.weights[i]), float(w.se[i])]
+            rows.append(row)
+        return rows
+
+    def weights_table(self) -> list[list[Any]]:
+        """Rows ``[model, weight, se, ...]`` per program (best first), one pair per method."""
+        return [[self.names[i]] + [v for w in self.model_weights.values()
+                                   for v in (float(w.weights[i]), float(w.se[i]))]
+                for i in self.order()]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serializable dict: the evidence comparison's keys (when computed), ``loo``,
+        ``weights`` by method and ``warnings``."""
+        out: dict[str, Any] = dict(self.evidence.to_dict()) if self.evidence is not None else {
+            "best": self.names[self.best]}
+        if self.loo is not None:
+            out["loo"] = self.loo.to_dict()
+        out["weights"] = {m: w.to_dict(self.names) for m, w in self.model_weights.items()}
+        out["choice_warnings"] = list(self.warnings)
+        return out
+
+    def to_arviz(self, method: str | None = None) -> Any:
+        """A pandas DataFrame shaped like ArviZ's ``compare`` output on the installed ArviZ
+        (index: program names, best first; elpd_diff with that version's sign; ``weight`` from
+        ``method``, default stacking if computed), which ``arviz.plot_compare`` accepts."""
+        import pandas as pd
+
+        if self.loo is None:
+            raise InputError("to_arviz needs the LOO comparison (compare with loo=True)")
+        if method is None:
+            method = next((m for m in ("stacking", "pseudo-bma+", "pseudo-bma", "bma")
+                           if m in self.model_weights), None)
+        w = (self.weights(method).weights if method is not None
+             else np.full(len(self.names), np.nan))
+        cols = arviz_compat.compare_columns()
+        sign = arviz_compat.compare_diff_sign()
+        lc = self.loo
+        rows = []
+        for rank, i in enumerate(self.order()):
+            r = lc.results[i]
+            p_worse = np.nan if lc.p_worse is None or i == lc.best else float(lc.p_worse[i])
+            values = {"rank": rank, "elpd": r.elpd_loo, "elpd_loo": r.elpd_loo, "p": r.p_loo,
+                      "p_loo": r.p_loo, "elpd_diff": -sign * float(lc.elpd_diff[i]),
+                      "weight": float(w[i]), "se": r.se, "dse": float(lc.diff_se[i]),
+                      "warning": bool(r.unfixed_bad()), "scale": "log", "p_worse": p_worse,
+                      "diag_diff": (lc.diag_diff or [""] * len(self.names))[i],
+                      "diag_elpd": (lc.diag_elpd or [""] * len(self.names))[i]}
+            rows.append([values[c] for c in cols])
+        df = pd.DataFrame(rows, index=[self.names[i] for i in self.order()], columns=cols)
+        df["rank"] = df["rank"].astype(int)
+        if "warning" in df:
+            df["warning"] = df["warning"].astype(bool)
+        return df
+
+    def compare_score(self, score: str = "elpd", yrep: str | None = None,
+                      outcome: str | None = None) -> ScoreComparison:
+        """The programs compared on ``score`` (elpd, rmse, mae, crps, scrps) with paired se
+        (:func:`stanlogz.crossval.select.scores.compare_scores`); scores other than elpd need the
+        posterior-predictive quantity ``yrep`` and the observed ``outcome``."""
+        if self.loo is None or (score != "elpd" and not self.fits):
+            raise InputError(f"comparing on {score} needs the LOO comparison of fitted "
+                             "programs (compare with loo=True / --loo)")
+        fits = self.fits or [(None, None, None)] * len(self.names)
+        vals = [program_pointwise(score, r, *f, yrep, outcome)
+                for r, f in zip(self.loo.results, fits, strict=True)]
+        return compare_scores(vals, self.names, score)
+
+    def averaged_draws(self, yrep: str, method: str | None = None, *,
+                       n_draws: int | None = None, seed: int | None = None) -> np.ndarray:
+        """Model-averaged posterior-predictive draws ``(n_draws, N)`` of the quantity ``yrep``:
+        each program supplies its weight's share of the draws (``method``: a computed weight
+        method, default stacking or the first computed)."""
+        from ..checks.checks import generated_quantity
+
+        if not self.model_weights:
+            raise InputError("averaged draws need model weights: add weights='stacking' "
+                             "(--weights stacking)")
+        method = method or ("stacking" if "stacking" in self.model_weights
+                            else next(iter(self.model_weights)))
+        if not self.fits:
+            raise InputError("averaged draws need the programs' draws (compare with loo=True)")
+        n = self.loo.results[0].n_obs if self.loo is not None else None
+        reps = []
+        for (model, data, draws), name in zip(self.fits, self.names, strict=True):
+            size = n if n is not None else int(np.size(data[yrep]))
+            try:
+                reps.append(generated_quantity(model, draws, yrep, size))
+            except InputError as exc:
+                raise InputError(f"{name}: {exc}") from None
+        return mix_draws(reps, self.weights(method).weights, n_draws=n_draws, seed=seed)
+
+    def _repr_html_(self) -> str:
+        from ..._util.tables import format_cell as _cell
+
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in self.header)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row)
+                       + "</tr>" for row in self.table())
+        notes = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
+        return (f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+                + (f"<ul>{notes}</ul>" if notes else ""))
+
+
+def choose(names: Sequence[str], *, loo: Sequence[Any] | None = None, evidence: Any = None,
+           weights: str | Sequence[str] | None = None, n_boot: int = 1000,
+           seed: int | None = None, fits: Sequence[tuple[Any, Any, Any]] | None = None
+           ) -> ProgramChoice:
+    """Combine per-program results into a :class:`ProgramChoice`.
+
+    ``loo``: one :class:`~stanlogz.crossval.psis_loo.loo.LooResult` per program (same observations);
+    ``evidence``: the evidence comparison (``stanlogz.ComparisonResult``); ``weights``: methods
+    among stacking, pseudo-bma, pseudo-bma+ (``n_boot`` Bayesian-bootstrap draws; stacking's se
+    from n_boot // 5 re-solved draws) and bma (from log Z and its se, with the evidence
+    comparison's prior model probabilities). ``fits``: per program (model, data, draws),
+    kept for predictive checks.
+    """
+    names = list(names)
+    methods = parse_weights(weights)
+    check_request(methods, loo=loo is not None, evidence=evidence is not None)
+    lc = loo_compare(list(loo), names) if loo is not None else None
+    out = ProgramChoice(names=names, loo=lc, evidence=evidence,
+                        fits=list(fits) if fits is not None else None)
+    rng = np.random.SeedSequence(seed)
+    seeds = [int(s.generate_state(1)[0]) for s in rng.spawn(3)]
+    if lc is not None:
+        out.warnings.extend(lc.warnings())
+        elpd_i = np.column_stack([r.elpd_i for r in lc.results])
+        if "stacking" in methods:
+            out.model_weights["stacking"] = stacking_weights(elpd_i, n_boot=max(n_boot // 5, 2),
+                                                             seed=seeds[0])
+        if "pseudo-bma" in methods:
+            out.model_weights["pseudo-bma"] = pseudo_bma_weights(elpd_i, plus=False)
+        if "pseudo-bma+" in methods:
+            out.model_weights["pseudo-bma+"] = pseudo_bma_weights(elpd_i, n_boot=n_boot,
+                                                                  seed=seeds[1])
+    if evidence is not None and "bma" in methods:
+        out.model_weights["bma"] = bma_weights([r.log_z for r in evidence.results],
+                                               [r.log_z_se for r in evidence.results],
+                                               evidence.prior_probs)
+    k = len(names)
+    spread = (lc.diff_se if lc is not None else np.asarray(evidence.log_bf_se, dtype=float))
+    best = lc.best if lc is not None else int(evidence.best)
+    many = selection_warning(k, np.delete(spread, best), "elpd_loo" if lc is not None
+                             else "log Z")
+    if many:
+        out.warnings.append(many)
+    if lc is not None and evidence is not None:
+        by_loo, by_z = names[lc.best], names[int(evidence.best)]
+        if by_loo != by_z:
+            out.warnings.append(f"LOO prefers {by_loo} but the evidence prefers {by_z}: they "
+                                "answer different questions (prediction of new data vs. prior "
+                                "times likelihood); check the priors' influence on log Z")
+    return out

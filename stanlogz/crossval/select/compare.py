@@ -1,0 +1,194 @@
+"""Programs compared by elpd_loo, as ``loo_compare`` does: differences to the best program with
+the se of the paired pointwise differences, the normal-approximation probability that each
+program predicts worse than the best (``p_worse``), and diagnostics of when that normal
+approximation is unreliable (Sivula, Magnusson, Matamoros & Vehtari 2022; loo 2.10):
+
+* ``diag_diff``: ``"N < 100"`` (few observations: the se is too optimistic), else
+  ``"|elpd_diff| < 4"`` (models predict so alike that the difference's distribution is skewed
+  and the se unreliable), else ``"khat_diff > 0.5"`` (the pointwise differences have a heavy
+  tail, e.g. outliers: the Pareto k̂ of |d_i − median d| above 0.5 means their variance may be
+  infinite); empty when none applies.
+* ``diag_elpd``: ``"K k_psis > t"`` when K observations of the program still have Pareto k̂
+  above the threshold t (not fixed), so its elpd_loo itself is unreliable.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.stats import norm
+
+from ... import arviz_compat
+from ...errors import InputError
+from ..names import LooComparisonNames
+from ..psis_loo.loo import LooResult
+
+
+@dataclass(repr=False)
+class LooComparison(LooComparisonNames):
+    """elpd_loo per program, differences to the best and their standard errors."""
+
+    names: list[str]
+    results: list[LooResult]
+    elpd_diff: np.ndarray
+    diff_se: np.ndarray
+    best: int
+    #: P(program predicts worse than the best) = Φ(−elpd_diff / diff_se); NaN for the best
+    p_worse: np.ndarray | None = None
+    #: Pareto k̂ of the pointwise differences to the best (NaN for the best or N < 20)
+    khat_diff: np.ndarray | None = None
+    diag_diff: list[str] | None = None
+    diag_elpd: list[str] | None = None
+    #: Monte Carlo se of each elpd_diff: both programs' complete Monte Carlo se of elpd_loo
+    #: (their draws are independent runs), 0 for the best
+    diff_mcse: np.ndarray | None = None
+
+    header = ("model", "elpd_loo", "se", "elpd_diff", "diff_se", "p_loo", "fixed", "p_worse",
+              "diag_diff", "diag_elpd")
+
+    def order(self) -> list[int]:
+        """Program indices, best elpd_loo first."""
+        return [int(i) for i in np.argsort(-np.array([r.elpd_loo for r in self.results]),
+                                           kind="stable")]
+
+    def table(self) -> list[list[Any]]:
+        """One row per program, best first."""
+        pw = self.p_worse if self.p_worse is not None else np.full(len(self.names), np.nan)
+        dd = self.diag_diff or [""] * len(self.names)
+        de = self.diag_elpd or [""] * len(self.names)
+        return [[self.names[i], self.results[i].elpd_loo, self.results[i].se,
+                 float(self.elpd_diff[i]), float(self.diff_se[i]), self.results[i].p_loo,
+                 len(self.results[i].fixed), None if np.isnan(pw[i]) else float(pw[i]),
+                 dd[i], de[i]] for i in self.order()]
+
+    def warnings(self) -> list[str]:
+        """What the diagnostics mean for this comparison, and what to do."""
+        out = []
+        if "N < 100" in (self.diag_diff or []):
+            out.append(f"only {self.results[0].n_obs} observations: se_diff is optimistic and "
+                       "p_worse overconfident; treat differences of a few se_diff as undecided")
+        for i, (d, e) in enumerate(zip(self.diag_diff or [], self.diag_elpd or [],
+                                       strict=True)):
+            n = self.names[i]
+            if d == "|elpd_diff| < 4":
+                out.append(f"{n}: |elpd_diff| < 4: the programs predict almost alike; the "
+                           "normal approximation of the difference is unreliable and the "
+                           "choice matters little")
+            elif d.startswith("khat_diff"):
+                out.append(f"{n}: the pointwise differences to the best have a heavy tail "
+                           f"(k-hat {self.khat_diff[i]:.2f}); look at the outlying observations "
+                           "before trusting se_diff")
+            if e:
+                out.append(f"{n}: {e}: its elpd_loo is unreliable; rerun with "
+                           "--fix exact (fix=\"exact\" in Python)")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serializable dict."""
+        return {"best": self.names[self.best],
+                "models": [{"name": n, "elpd_loo": r.elpd_loo, "se": r.se,
+                            "elpd_diff": float(d), "diff_se": float(s),
+                            "diff_mcse": _num(self.diff_mcse, j), "p_loo": r.p_loo,
+                            "fixed": [f.index + 1 for f in r.fixed], "warnings": r.warnings,
+                            "p_worse": _num(self.p_worse, j), "khat_diff": _num(self.khat_diff, j),
+                            "diag_diff": (self.diag_diff or [""] * len(self.names))[j],
+                            "diag_elpd": (self.diag_elpd or [""] * len(self.names))[j]}
+                           for j, (n, r, d, s) in enumerate(zip(
+                               self.names, self.results, self.elpd_diff, self.diff_se,
+                               strict=True))]}
+
+
+def _num(values: np.ndarray | None, j: int) -> float | None:
+    if values is None or not np.isfinite(values[j]):
+        return None
+    return float(values[j])
+
+
+def p_worse(elpd_diff: np.ndarray, diff_se: np.ndarray) -> np.ndarray:
+    """Φ(−elpd_diff / diff_se): the normal-approximation probability that each program's elpd
+    is below the best's (loo's ``pnorm(0, elpd_diff, se_diff)``); NaN where diff_se is 0."""
+    d = np.asarray(elpd_diff, dtype=float)
+    s = np.asarray(diff_se, dtype=float)
+    out = np.full(d.shape, np.nan)
+    ok = s > 0
+    out[ok] = norm.cdf(0.0, loc=d[ok], scale=s[ok])
+    return out
+
+
+def tail_khat(values: np.ndarray) -> float:
+    """Pareto k̂ of the upper tail of |values − median| (ArviZ's generalized-Pareto fit, as in
+    PSIS); NaN for fewer than 20 values."""
+    v = np.asarray(values, dtype=float)
+    if v.size < 20:
+        return float("nan")
+    dev = np.abs(v - np.median(v))
+    if not np.any(dev > 0):
+        return float("-inf")
+    with np.errstate(divide="ignore"):
+        lr = np.log(dev)
+    lr[~np.isfinite(lr)] = lr[np.isfinite(lr)].min() - 50.0  # ties at the median: no tail mass
+    _, k = arviz_compat.psislw(lr[None, :])
+    return float(np.ravel(k)[0])
+
+
+def difference_diagnostics(n_obs: int, elpd_diff: float, khat: float) -> str:
+    """loo's ``diag_diff`` for one program against the best (module docstring)."""
+    if n_obs < 100:
+        return "N < 100"
+    if abs(elpd_diff) < 4:
+        return "|elpd_diff| < 4"
+    if khat > 0.5:
+        return "khat_diff > 0.5"
+    return ""
+
+
+def elpd_diagnostic(result: LooResult) -> str:
+    """loo's ``diag_elpd``: observations whose k̂ is above the threshold and were not fixed."""
+    bad = result.unfixed_bad()
+    return f"{len(bad)} k_psis > {result.threshold:.2f}" if bad else ""
+
+
+def loo_compare(results: Sequence[LooResult], names: Sequence[str] | None = None
+                ) -> LooComparison:
+    """Compare :class:`LooResult` s of programs on the same observations: elpd_diff = elpd_loo −
+    best, se = sqrt(N var(elpd_i − best_i) + diff_mcse²), where diff_mcse² is the sum of both
+    programs' squared Monte Carlo se of elpd_loo (PSIS part and fixed points). Subsampled
+    results must share the sampled observations (same seed and subsample size)."""
+    results = list(results)
+    if len(results) < 2:
+        raise InputError(f"loo comparison needs at least two results, got {len(results)}")
+    n = {r.n_obs for r in results}
+    if len(n) != 1:
+        raise InputError("loo comparison needs the same observations for every program; "
+                         f"got {', '.join(str(r.n_obs) for r in results)} observations")
+    names = list(names) if names is not None else [r.model for r in results]
+    if len(names) != len(results):
+        raise InputError(f"{len(names)} names for {len(results)} results")
+    sub = [r.sample_index for r in results if r.sample_index is not None]
+    if sub and (len(sub) < len(results)
+                or any(not np.array_equal(x, sub[0]) for x in sub[1:])):
+        raise InputError("subsampled LOO results can be compared only when every program used "
+                         "the same sampled observations (same seed and subsample size); "
+                         "otherwise the pointwise differences pair unrelated observations")
+    best = int(np.argmax([r.elpd_loo for r in results]))
+    b = results[best]
+    diff = np.array([r.elpd_loo - b.elpd_loo for r in results])
+    se = np.zeros(len(results))
+    mcse = np.zeros(len(results))
+    khat = np.full(len(results), np.nan)
+    diag = [""] * len(results)
+    for j, r in enumerate(results):
+        if j != best:
+            d_i = r.elpd_i - b.elpd_i
+            mcse[j] = math.hypot(r.mcse_elpd_loo, b.mcse_elpd_loo)
+            var_d = np.var(d_i, ddof=0 if r.sample_index is None else 1)
+            se[j] = math.sqrt(r.n_obs * var_d + mcse[j] ** 2)
+            khat[j] = tail_khat(d_i)
+            diag[j] = difference_diagnostics(r.n_obs, float(diff[j]), float(khat[j]))
+    return LooComparison(names=names, results=results, elpd_diff=diff, diff_se=se, best=best,
+                         p_worse=p_worse(diff, se), khat_diff=khat, diag_diff=diag,
+                         diag_elpd=[elpd_diagnostic(r) for r in results], diff_mcse=mcse)

@@ -1,0 +1,404 @@
+"""Annealed importance sampling (AIS) and reverse AIS along a geometric path.
+
+AIS (Neal 2001) starts K independent chains at exact base draws and anneals them to the target
+through T distributions f_β with HMC transitions; the log-mean-exp of the chains' weights is a
+stochastic *lower* bound on log Z. Reverse AIS (Grosse, Ghahramani & Adams 2015) runs the same
+chains backwards from exact posterior samples; the harmonic combination of its weights is a
+stochastic *upper* bound on log Z. Chains run in parallel with per-chain seeds
+(:mod:`stanlogz.parallel`), so results do not depend on the number of workers.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...densities.fits import as_draw_matrix, gaussian_from_draws
+from ...densities.target import Target
+from ...errors import EstimationError, InputError
+from ...mcmc.annealing import AnnealingPath, HMCTuning, annealed_transition, tune_hmc
+from ...mcmc.schedules import adaptive_schedule, make_schedule
+from ...parallel import as_seed_sequence, child_sequence, run_parallel
+from ..base import EvidenceResult
+from ..common import autocorr_time
+from .ais_result import LOW_ESS_FRACTION, AISResult, log_mean_exp_with_se, start_order_tau
+
+# Below this many target gradient evaluations in all chains, parallel workers cost more than
+# they save (process start-up is ~0.1 s), so the chains run serially.
+_PARALLEL_MIN_EVALS = 50_000
+
+
+@dataclass
+class _ChainTask:
+    path: AnnealingPath
+    betas: np.ndarray
+    tuning: HMCTuning
+    n_leapfrog: int
+    n_transitions: int
+    jitter: float
+    x0: np.ndarray | None
+
+
+@dataclass
+class _ChainOut:
+    log_w: float
+    position: np.ndarray
+    n_accepted: int
+    n_moves: int
+    n_divergent: int
+    n_evals: int
+
+
+def _run_chain(task: _ChainTask, rng: np.random.Generator) -> _ChainOut:
+    """One annealing chain along ``task.betas`` (increasing: forward; decreasing: reverse)."""
+    # Divergent leapfrog trajectories overflow; the kernel rejects them, so no warnings.
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _chain(task, rng)
+
+
+def _chain(task: _ChainTask, rng: np.random.Generator) -> _ChainOut:
+    path, betas = task.path, task.betas
+    x0 = path.sample_base(rng, 1)[0] if task.x0 is None else task.x0
+    pt = path.evaluate(x0)
+    n_evals, n_acc, n_moves, n_div = 1, 0, 0, 0
+    log_w = 0.0
+    for t in range(1, betas.size):
+        d_beta = betas[t] - betas[t - 1]
+        r = pt.log_ratio
+        inc = d_beta * r if np.isfinite(r) else (-np.inf if d_beta > 0 else np.inf)
+        log_w += inc
+        if t == betas.size - 1 or not np.isfinite(log_w):
+            break
+        eps, inv_metric = task.tuning.at(betas[t])
+        for _ in range(task.n_transitions):
+            step = eps * rng.uniform(1 - task.jitter, 1 + task.jitter) if task.jitter else eps
+            pt, info, n = annealed_transition(path, betas[t], pt, rng, step, inv_metric,
+                                              task.n_leapfrog)
+            n_evals += n
+            n_moves += 1
+            n_acc += int(info.accepted)
+            n_div += int(info.divergent)
+    return _ChainOut(float(log_w), pt.position, n_acc, n_moves, n_div, n_evals)
+
+
+def _check_options(n_chains: int, hmc_steps: int, transitions_per_temp: int,
+                   jitter: float) -> None:
+    """One-line errors for bad AIS options, before any pilot work is spent."""
+    if n_chains < 1:
+        raise InputError(f"n_chains must be >= 1, got {n_chains}")
+    if hmc_steps < 1 or transitions_per_temp < 1:
+        raise InputError("hmc_steps and transitions_per_temp must be >= 1")
+    if not 0 <= jitter < 1:
+        raise InputError(f"step-size jitter must lie in [0, 1), got {jitter}")
+
+
+def _prepare(
+    path: AnnealingPath,
+    schedule: str | np.ndarray,
+    n_temps: int,
+    *,
+    seed: np.random.SeedSequence,
+    hmc_steps: int,
+    tuning: HMCTuning | None,
+) -> tuple[np.ndarray, HMCTuning, int]:
+    """Schedule and tuning (a pilot when ``tuning`` is None) and the pilot's evaluations."""
+    tune_evals = 0
+    if tuning is None:
+        tuning, tune_evals = tune_hmc(path, np.random.default_rng(child_sequence(seed, 0)),
+                                      n_leapfrog=hmc_steps)
+    if isinstance(schedule, str) and schedule == "adaptive":
+        if tuning.log_ratio_sd is None:  # e.g. tuning inherited from NUTS: no pilot spreads
+            betas = make_schedule("sigmoid", n_temps)
+        else:
+            betas = adaptive_schedule(n_temps, tuning.betas, tuning.log_ratio_sd)
+    else:
+        betas = make_schedule(schedule, n_temps)
+    return betas, tuning, tune_evals
+
+
+def _anneal(
+    path: AnnealingPath,
+    betas: np.ndarray,
+    starts: list[np.ndarray | None],
+    *,
+    seed: int | np.random.SeedSequence | None,
+    n_workers: int | None,
+    hmc_steps: int,
+    transitions_per_temp: int,
+    tuning: HMCTuning,
+    jitter: float,
+    backend: str,
+) -> list[_ChainOut]:
+    tasks = [_ChainTask(path, betas, tuning, hmc_steps, transitions_per_temp, jitter, x0)
+             for x0 in starts]
+    work = len(tasks) * betas.size * hmc_steps * transitions_per_temp
+    if n_workers is None and work < _PARALLEL_MIN_EVALS:
+        n_workers = 1
+    return run_parallel(_run_chain, tasks, child_sequence(seed, 1), n_workers=n_workers,
+                        backend=backend)
+
+
+def _result(
+    outs: list[_ChainOut], *, reverse: bool, path: AnnealingPath, betas: np.ndarray,
+    schedule: str | np.ndarray, tuning: HMCTuning, tune_evals: int, seconds: float,
+    start_groups: list[np.ndarray] | None = None, spacing: int = 0,
+) -> AISResult:
+    log_w = np.array([o.log_w for o in outs])
+    lme, se, ess = log_mean_exp_with_se(log_w)
+    spread, tau, se_given = "independent chains", 1.0, None
+    shared = start_groups is not None and max(len(g) for g in start_groups) > 1
+    if shared and spacing < 1:
+        spread, se_given = "conditional on the shared exact sample(s)", se
+    elif shared:
+        assert start_groups is not None
+        tau = start_order_tau(log_w, start_groups)
+        spread, se_given = "chains along a beta=1 chain from each exact sample (series se)", se
+        se = se * math.sqrt(tau)
+    if reverse:
+        log_z = path.base_log_z - lme
+        bound, direction = "upper", "reverse"
+    else:
+        log_z = path.base_log_z + lme
+        bound, direction = "lower", "forward"
+    n_moves = sum(o.n_moves for o in outs)
+    acceptance = sum(o.n_accepted for o in outs) / n_moves if n_moves else float("nan")
+    warnings = []
+    if not np.isfinite(log_z):
+        raise EstimationError(f"{direction} AIS: every chain has weight zero or infinite")
+    if ess < LOW_ESS_FRACTION * log_w.size:
+        warnings.append(f"{direction} AIS: weight ESS {ess:.1f} of {log_w.size} chains; "
+                        "the bound and its spread are carried by a few chains and may be off "
+                        "by more than the spread: increase the chains or temperatures")
+    if n_moves and acceptance < 0.3:
+        warnings.append(f"{direction} AIS: HMC acceptance {acceptance:.2f} is low; "
+                        "increase hmc_steps or give a better base")
+    if tau > 2.0:
+        warnings.append(f"{direction} AIS: chains started along one chain from the same exact "
+                        f"sample have correlated weights (autocorrelation time {tau:.1f}); the "
+                        "spread is widened for it: give more exact samples or a larger "
+                        "spread_starts")
+    return AISResult(
+        log_z=float(log_z), log_z_se=se, log_weights=log_w, direction=direction, bound=bound,
+        n_temps=int(betas.size), schedule=schedule if isinstance(schedule, str) else "explicit",
+        ess=ess, acceptance=float(acceptance),
+        n_divergent=sum(o.n_divergent for o in outs),
+        n_evals=int(sum(o.n_evals for o in outs) + tune_evals), seconds=seconds,
+        final_positions=np.array([o.position for o in outs]), tuning=tuning, warnings=warnings,
+        spread=spread, start_tau=tau, spread_given_starts=se_given,
+        start_spacing=spacing if shared else 0,
+    )
+
+
+def ais(
+    target: Target,
+    base: Target,
+    *,
+    n_chains: int = 16,
+    n_temps: int = 1000,
+    schedule: str | np.ndarray = "adaptive",
+    seed: int | np.random.SeedSequence | None = None,
+    n_workers: int | None = None,
+    hmc_steps: int = 10,
+    transitions_per_temp: int = 1,
+    tuning: HMCTuning | None = None,
+    base_draws: np.ndarray | None = None,
+    base_log_z: float = 0.0,
+    jitter: float = 0.1,
+    backend: str = "auto",
+) -> AISResult:
+    """Forward AIS from ``base`` to ``target``: a stochastic lower bound on log Z.
+
+    ``base`` is normalized up to ``base_log_z`` and sampleable (``sample``) or accompanied by
+    exact ``base_draws`` (prior→posterior path: base = prior target, draws = prior draws).
+    ``tuning`` (step size and metric per β) defaults to a short pilot; ``hmc_steps`` is the number
+    of leapfrog steps per HMC transition, whose step size is jittered by ±``jitter``.
+    ``schedule`` is a name of :data:`~stanlogz.mcmc.schedules.SCHEDULES` or explicit β;
+    ``"adaptive"`` spaces β by the pilot's spreads of the log ratio (sigmoid when ``tuning``
+    has none).
+    """
+    _check_options(n_chains, hmc_steps, transitions_per_temp, jitter)
+    t0 = time.perf_counter()
+    path = AnnealingPath(base, target, base_log_z=base_log_z, base_draws=base_draws)
+    ss = as_seed_sequence(seed)
+    betas, tuning, tune_evals = _prepare(path, schedule, n_temps, seed=ss, hmc_steps=hmc_steps,
+                                         tuning=tuning)
+    outs = _anneal(
+        path, betas, _forward_starts(path, n_chains, ss), seed=ss, n_workers=n_workers,
+        hmc_steps=hmc_steps,
+        transitions_per_temp=transitions_per_temp, tuning=tuning, jitter=jitter, backend=backend,
+    )
+    return _result(outs, reverse=False, path=path, betas=betas, schedule=schedule, tuning=tuning,
+                   tune_evals=tune_evals, seconds=time.perf_counter() - t0)
+
+
+def _forward_starts(path: AnnealingPath, n_chains: int, seed: np.random.SeedSequence
+                    ) -> list[np.ndarray | None]:
+    """Independent exact base draws to start the forward chains: from a pool of base draws,
+    ``n_chains`` distinct ones (a start shared by two chains would make their weights dependent
+    and the spread too small); a sampleable base is sampled by each chain itself (None)."""
+    if path.base_draws is None:
+        return [None] * n_chains
+    rng = np.random.default_rng(child_sequence(seed, 3))
+    return list(path.sample_base(rng, n_chains, independent=True))
+
+
+def reverse_ais(
+    target: Target,
+    base: Target,
+    posterior_samples: np.ndarray,
+    *,
+    n_chains: int = 16,
+    n_temps: int = 1000,
+    schedule: str | np.ndarray = "adaptive",
+    seed: int | np.random.SeedSequence | None = None,
+    n_workers: int | None = None,
+    hmc_steps: int = 10,
+    transitions_per_temp: int = 1,
+    tuning: HMCTuning | None = None,
+    base_draws: np.ndarray | None = None,
+    base_log_z: float = 0.0,
+    jitter: float = 0.1,
+    backend: str = "auto",
+    spread_starts: int = 10,
+) -> AISResult:
+    """Reverse AIS from ``posterior_samples`` back to ``base``: a stochastic upper bound on log Z.
+
+    The bound holds when the samples are exact posterior draws (e.g. the parameters that
+    simulated the data). With more samples than chains, evenly spaced ones are used; with fewer
+    (e.g. one), each sample starts several chains, from states HMC transitions apart on a chain
+    at β=1 from it (0: all from the sample itself). The spacing is at least ``spread_starts``
+    and at least twice the integrated autocorrelation time of log p̃ − log q on a pilot chain at
+    β=1 started from a base draw (so it does not depend on the samples). Every such state is
+    still an exact posterior sample, so the bound holds; the spread is the standard error of the
+    chains' weights as a series in start order (see :class:`AISResult`).
+    Other arguments as for :func:`ais`.
+    """
+    _check_options(n_chains, hmc_steps, transitions_per_temp, jitter)
+    t0 = time.perf_counter()
+    path = AnnealingPath(base, target, base_log_z=base_log_z, base_draws=base_draws)
+    samples = np.asarray(posterior_samples, dtype=float)
+    samples = samples[None, :] if samples.ndim == 1 else as_draw_matrix(samples)
+    if samples.shape[1] != path.dim:
+        raise InputError(f"posterior samples must have {path.dim} columns, got {samples.shape[1]}")
+    if samples.shape[0] >= n_chains:
+        idx = np.linspace(0, samples.shape[0] - 1, n_chains).round().astype(int)
+    else:
+        idx = np.arange(n_chains) % samples.shape[0]
+    for i in np.unique(idx):
+        if not np.isfinite(target.log_density(samples[i])):
+            raise InputError(f"posterior sample {i} has zero target density")
+    ss = as_seed_sequence(seed)
+    betas, tuning, tune_evals = _prepare(path, schedule, n_temps, seed=ss, hmc_steps=hmc_steps,
+                                         tuning=tuning)
+    spacing, pilot_evals = spread_starts, 0
+    if spread_starts > 0 and np.bincount(idx).max() > 1:
+        spacing, pilot_evals = _start_spacing(path, tuning, hmc_steps, spread_starts,
+                                              np.random.default_rng(child_sequence(ss, 4)))
+    starts, spread_evals = _spread_starts(path, samples, idx, tuning, hmc_steps, spacing,
+                                          np.random.default_rng(child_sequence(ss, 2)))
+    spread_evals += pilot_evals
+    outs = _anneal(
+        path, betas[::-1].copy(), starts, seed=ss, n_workers=n_workers,
+        hmc_steps=hmc_steps, transitions_per_temp=transitions_per_temp, tuning=tuning,
+        jitter=jitter, backend=backend,
+    )
+    groups = [np.flatnonzero(idx == i) for i in np.unique(idx)]
+    return _result(outs, reverse=True, path=path, betas=betas, schedule=schedule, tuning=tuning,
+                   tune_evals=tune_evals + spread_evals, seconds=time.perf_counter() - t0,
+                   start_groups=groups, spacing=spacing)
+
+
+# Transitions of the pilot chain at β=1 that sets the spacing of reverse starts: the first half
+# is burn-in from a base draw, the second half measures the autocorrelation.
+START_PILOT = 200
+
+
+def _start_spacing(path: AnnealingPath, tuning: HMCTuning, hmc_steps: int, minimum: int,
+                   rng: np.random.Generator) -> tuple[int, int]:
+    """Transitions between the starts of reverse chains that share an exact sample: at least
+    ``minimum`` and twice the autocorrelation time of log p̃ − log q at β=1, measured on a chain
+    from a base draw (independent of the exact samples, so the starts stay exact)."""
+    eps, inv_metric = tuning.at(1.0)
+    pt = path.evaluate(path.sample_base(rng, 1)[0])
+    n_evals, ratios = 1, []
+    with np.errstate(over="ignore", invalid="ignore"):  # divergences are rejected
+        for i in range(START_PILOT):
+            pt, _, n = annealed_transition(path, 1.0, pt, rng, eps, inv_metric, hmc_steps)
+            n_evals += n
+            if i >= START_PILOT // 2:
+                ratios.append(pt.log_ratio)
+    tau = autocorr_time(np.asarray(ratios))
+    return max(int(minimum), math.ceil(2.0 * tau)), n_evals
+
+
+def _spread_starts(
+    path: AnnealingPath, samples: np.ndarray, idx: np.ndarray, tuning: HMCTuning,
+    hmc_steps: int, spacing: int, rng: np.random.Generator,
+) -> tuple[list[np.ndarray | None], int]:
+    """Starting points of the reverse chains: ``samples[idx]``, where a sample starts several
+    chains, its later copies replaced by states ``spacing`` HMC transitions apart on a chain at
+    β=1 from it. Returns the starts and the evaluations spent."""
+    starts: list[np.ndarray | None] = [samples[i].copy() for i in idx]
+    if spacing < 1:
+        return starts, 0
+    eps, inv_metric = tuning.at(1.0)
+    n_evals = 0
+    with np.errstate(over="ignore", invalid="ignore"):  # divergences are rejected
+        for i in np.unique(idx):
+            ks = np.flatnonzero(idx == i)
+            pt = path.evaluate(samples[i])
+            n_evals += 1
+            for k in ks[1:]:
+                for _ in range(spacing):
+                    pt, _, n = annealed_transition(path, 1.0, pt, rng, eps, inv_metric,
+                                                   hmc_steps)
+                    n_evals += n
+                starts[k] = pt.position.copy()
+    return starts, n_evals
+
+
+# Covariance inflation of the Gaussian base fitted to posterior draws: a base a bit wider than
+# the posterior keeps the early AIS weights light-tailed.
+DEFAULT_INFLATE = 1.5
+
+
+def ais_estimate(
+    target: Target, draws: np.ndarray, *, seed: int | None = None, **options: Any
+) -> EvidenceResult:
+    """Registry adapter "ais": forward AIS from a Gaussian fitted to ``draws`` (inflated).
+
+    The result is a stochastic lower bound on log Z; ``log_z_se`` is its spread over chains.
+    Options are those of :func:`ais`, plus ``inflate`` (covariance factor of the base).
+    """
+    inflate = float(options.pop("inflate", DEFAULT_INFLATE))
+    x = as_draw_matrix(draws)
+    base = gaussian_from_draws(x, inflate=inflate)
+    res = ais(target, base, seed=seed, **options)
+    out = res.to_evidence("ais", n_draws=x.shape[0])
+    out.diagnostics["base"] = f"Gaussian from draws, covariance x{inflate:g}"
+    out.warnings.insert(0, "ais gives a stochastic lower bound on log Z; its se is the spread "
+                           "of the bound, not the distance to log Z")
+    return out
+
+
+def rais_estimate(
+    target: Target, draws: np.ndarray, *, seed: int | None = None, **options: Any
+) -> EvidenceResult:
+    """Registry adapter "rais": reverse AIS from ``draws`` toward a Gaussian fitted to them.
+
+    A stochastic upper bound on log Z only if ``draws`` are exact posterior samples; with MCMC
+    draws it is an approximation (said so in the warnings).
+    """
+    inflate = float(options.pop("inflate", DEFAULT_INFLATE))
+    x = as_draw_matrix(draws)
+    base = gaussian_from_draws(x, inflate=inflate)
+    res = reverse_ais(target, base, x, seed=seed, **options)
+    out = res.to_evidence("rais", n_draws=x.shape[0])
+    out.diagnostics["base"] = f"Gaussian from draws, covariance x{inflate:g}"
+    out.warnings.insert(0, "rais is a stochastic upper bound on log Z only if the draws are exact "
+                           "posterior samples; MCMC draws make it approximate")
+    return out

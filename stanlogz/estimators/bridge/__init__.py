@@ -1,0 +1,1 @@
+"""Bridge sampling: gbs, its cross-fitted and tempered variants, the baseline estimators."""

@@ -1,0 +1,423 @@
+"""Gaussianized bridge sampling (Jia & Seljak 2019): optimal bridge sampling between the
+posterior and a Gaussianizing flow fitted to half of the posterior draws.
+
+``log Z`` solves the Meng–Wong score equation; its standard error is the square root of the
+relative mean-square error (Jia & Seljak eq. 9), with the integrated autocorrelation time of the
+posterior-side term. The number of flow samples ``n_q`` follows the paper's adaptive rule.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, special, stats
+
+from ...densities.target import CountingTarget, Target
+from ...errors import EstimationError, InputError
+from ...flows.gaussianize import GaussianizingFlow, single_blas_thread
+from ...flows.selection import fit_validated_flow, min_fit_draws
+from ..base import EvidenceResult, FlowDetail
+from ..common import (
+    Seed,
+    as_chains,
+    autocorr_time,
+    draws_needed,
+    eval_log_density,
+    min_draws,
+    pareto_k,
+    rel_var,
+    require_some_finite,
+    sample_count,
+    spawn_rngs,
+    split_halves,
+)
+
+
+@dataclass
+class BridgeSolution:
+    """Root of the optimal-bridge score equation and the two terms of its relative MSE."""
+
+    log_r: float
+    re2_q: float  # proposal-side term of eq. (9)
+    re2_p: float  # posterior-side term, autocorrelation included
+    tau: float
+    iterations: int
+    converged: bool
+    tau_q: float = 1.0  # autocorrelation time of the proposal-side terms (1: independent draws)
+
+    @property
+    def se(self) -> float:
+        """Standard error of ``log_r`` (square root of the relative MSE)."""
+        return math.sqrt(self.re2_q + self.re2_p)
+
+
+def solve_bridge(log_w_p: np.ndarray, log_w_q: np.ndarray) -> BridgeSolution:
+    """Optimal bridge sampling from log weights ``log p - log q``.
+
+    ``log_w_p`` at the posterior draws, shaped ``(chains, n)`` (chain structure is used for the
+    autocorrelation time); ``log_w_q`` at draws of ``q``: independent draws as a flat array, or
+    MCMC draws shaped ``(chains, n)`` (their autocorrelation time then enters the error).
+    ``-inf`` entries are allowed (p = 0 there). Returns ``log r = log Z_p - log Z_q`` (``log Z_p``
+    for a normalized ``q``) with its error terms.
+    """
+    lw_p = np.atleast_2d(np.asarray(log_w_p, dtype=float))
+    q_shape = np.shape(log_w_q)
+    lw_q = np.asarray(log_w_q, dtype=float).ravel()
+    a = lw_p.ravel()
+    n_p, n_q = a.size, lw_q.size
+    if not np.any(a < np.inf) or not np.any(np.isfinite(lw_q)):
+        raise EstimationError("no overlap between proposal and posterior: all bridge terms vanish")
+    shift = math.log(n_q / n_p)
+
+    def score(c: float) -> float:
+        return float(special.expit(c + shift - a).sum() - special.expit(lw_q - shift - c).sum())
+
+    fin = np.concatenate([a[np.isfinite(a)], lw_q[np.isfinite(lw_q)]])
+    lo, hi = float(fin.min()) - abs(shift) - 50.0, float(fin.max()) + abs(shift) + 50.0
+    if score(lo) >= 0 or score(hi) <= 0:
+        raise EstimationError("bridge score equation has no root: proposal and posterior disjoint")
+    c, info = optimize.brentq(score, lo, hi, xtol=1e-12, rtol=1e-14, maxiter=500,
+                              full_output=True, disp=False)
+    # both terms of eq. (9) at log r = c, with the weight distributions estimated from the
+    # samples at hand; the posterior-side term's autocorrelation time is measured per chain
+    log_s_p, log_s_q = math.log(n_p / (n_p + n_q)), math.log(n_q / (n_p + n_q))
+    f1 = np.exp(lw_q - c - np.logaddexp(log_s_p + lw_q - c, log_s_q))
+    f2 = np.exp(-np.logaddexp(log_s_p + lw_p - c, log_s_q))
+    tau = autocorr_time(f2)
+    tau_q = autocorr_time(f1.reshape(q_shape)) if len(q_shape) == 2 else 1.0
+    re2_q, re2_p = tau_q * rel_var(f1) / n_q, tau * rel_var(f2) / n_p
+    return BridgeSolution(float(c), re2_q, re2_p, tau, int(info.iterations), bool(info.converged),
+                          tau_q)
+
+
+def adaptive_n_q(sol: BridgeSolution, n_q0: int, f_err: float, f_eva: float,
+                 n_sampling_evals: int | None, max_n_q: int) -> int:
+    """The paper's rule: the ``n_q`` that makes the proposal term a fraction ``f_err`` of eq. (9)
+    (holding the weights' relative variances at their values for ``n_q0``), at least the ``n_q0``
+    samples drawn so far (they are reused), at most ``f_eva`` of all target evaluations when the
+    sampling cost is known, and at most ``max_n_q``."""
+    if sol.re2_p <= 0 or not np.isfinite(sol.re2_q):
+        want = max_n_q
+    else:
+        want = math.ceil(sol.re2_q * n_q0 * (1.0 - f_err) / (f_err * sol.re2_p))
+    n_q = max(n_q0, want)
+    if n_sampling_evals is not None:
+        n_q = min(n_q, max(n_q0, int(f_eva / (1.0 - f_eva) * n_sampling_evals)))
+    return int(min(n_q, max(n_q0, max_n_q)))
+
+
+@dataclass
+class _OneBridge:
+    """One orientation of GBS: a flow fitted on one half of the draws, bridged with the other."""
+
+    sol: BridgeSolution
+    lw_p: np.ndarray
+    lw_q: np.ndarray
+    flow: GaussianizingFlow
+    fit_info: dict
+    fit_seconds: float
+    bad_p: int
+    bad_q: int
+    capped: bool
+
+
+def _bridge_once(counting: CountingTarget, fit_half: np.ndarray, bridge_half: np.ndarray,
+                 rng_fit: np.random.Generator, rng_q: np.random.Generator, *,
+                 n_layers: int | None, flow_options: dict | None, validate: bool,
+                 n_q: int | None, f_err: float, f_eva: float, n_sampling_evals: float | None,
+                 max_n_q_factor: float) -> _OneBridge:
+    d = fit_half.shape[2]
+    x_p = bridge_half.reshape(-1, d)
+    n_p = x_p.shape[0]
+    n_q0 = sample_count(n_q, n_p)
+    t_fit = time.perf_counter()
+    if validate:
+        flow, info = fit_validated_flow(counting, fit_half, rng_fit, n_layers=n_layers,
+                                        **(flow_options or {}))
+    else:
+        flow = GaussianizingFlow.fit(fit_half.reshape(-1, d), n_layers=n_layers, rng=rng_fit,
+                                     **(flow_options or {}))
+        info = {"whitening": "sample", "validated": False}
+    t_fit = time.perf_counter() - t_fit
+
+    lp_p, bad_p = eval_log_density(counting, x_p)
+    require_some_finite(lp_p, "the posterior draws")
+    lw_p = (lp_p - flow.log_density_many(x_p)).reshape(bridge_half.shape[:2])
+
+    x_q, lq_q = flow.sample_with_log_density(rng_q, n_q0)
+    lp_q, bad_q = eval_log_density(counting, x_q)
+    lw_q = lp_q - lq_q
+    sol = solve_bridge(lw_p, lw_q)
+    capped = False
+    max_n_q = int(max_n_q_factor * n_p)
+    if n_q is None:
+        evals = None if n_sampling_evals is None else int(n_sampling_evals)
+        n_q_new = adaptive_n_q(sol, n_q0, f_err, f_eva, evals, max_n_q)
+        if n_q_new > n_q0:
+            x_more, lq_more = flow.sample_with_log_density(rng_q, n_q_new - n_q0)
+            lp_more, bad_more = eval_log_density(counting, x_more)
+            bad_q += bad_more
+            lw_q = np.concatenate([lw_q, lp_more - lq_more])
+            sol = solve_bridge(lw_p, lw_q)
+        capped = n_q_new >= max_n_q and sol.re2_q > 0.5 * (sol.re2_q + sol.re2_p)
+    return _OneBridge(sol, lw_p, lw_q, flow, info, t_fit, bad_p, bad_q, capped)
+
+
+#: |difference| between the two orientations, in combined standard errors, that raises a warning
+SWAP_ALARM_Z = 3.0
+#: the precision, in nats, that the "draws needed" advice aims at
+ADVICE_SE = 0.1
+
+
+@single_blas_thread
+def gbs(
+    target: Target,
+    draws: np.ndarray,
+    *,
+    seed: Seed = None,
+    n_layers: int | None = None,
+    f_err: float = 0.1,
+    f_eva: float = 0.1,
+    n_sampling_evals: int | None = None,
+    n_q: int | None = None,
+    max_n_q_factor: float = 20.0,
+    flow_options: dict | None = None,
+    validate: bool = True,
+    swap_halves: bool = True,
+    tempered: str = "auto",
+    folds: int = 2,
+) -> EvidenceResult:
+    """Log evidence of ``target`` by Gaussianized bridge sampling from posterior ``draws``.
+
+    ``draws`` are shaped ``(chains, n, dim)`` or ``(n, dim)``; the first half of every chain fits
+    the flow, the second half enters the bridge, and with ``swap_halves`` (default) the roles are
+    swapped for a second estimate: log Z is their mean, and its standard error covers both the
+    bridges' errors (eq. 9) and the spread between the two fits. With ``validate`` (default) the
+    flow's whitening and number of layers (at most ``n_layers``) are chosen on held-out draws
+    (:func:`stanlogz.flows.selection.fit_validated_flow`). ``n_q`` fixes the number of flow
+    samples per bridge (else the adaptive rule with ``f_err``/``f_eva`` picks it, at most
+    ``max_n_q_factor * n_p``). The first bridge's flow and log weights are kept in
+    ``diagnostics`` under keys starting with "_". ``diagnostics`` also hold per-chain and
+    per-half estimates (see :func:`consistency_checks`), and ``warnings`` say when chains
+    disagree on log Z, the estimate drifts within the draws, or the two halves disagree.
+    ``tempered``: "auto" (default) also runs a tempered bridge
+    (:func:`stanlogz.estimators.bridge.tempered.tempered_bridge`, from the first flow) when the
+    single bridge overlaps poorly on both sides (Pareto k > 0.7) and its two halves disagree beyond
+    their errors, and then reports the tempered bridge; "always" or "never". ``folds`` >= 3
+    cross-fits instead of swapping halves (:mod:`stanlogz.estimators.bridge.crossfit`): K blocks of
+    every chain, each bridged with a flow fitted to the others, and an se with K - 1 degrees of
+    freedom when the folds' spread decides it.
+    """
+    if tempered not in ("auto", "always", "never"):
+        raise InputError(f"tempered must be 'auto', 'always' or 'never', got {tempered!r}")
+    t0 = time.perf_counter()
+    for name, frac in (("f_err", f_err), ("f_eva", f_eva)):
+        if not 0 < frac < 1:
+            raise InputError(f"{name} must be a fraction strictly between 0 and 1, got {frac}")
+    chains = as_chains(draws, target.dim)
+    d = chains.shape[2]
+    least = min(min_draws(d), min_fit_draws(d)) if validate else min_draws(d)
+    if folds > 2:
+        from .crossfit import fold_orientations
+
+        orientations = fold_orientations(chains, folds, least)
+    elif folds == 2:
+        first, second = split_halves(chains, least)
+        orientations = [(first, second), (second, first)] if swap_halves else [(first, second)]
+    else:
+        raise InputError(f"folds must be an integer >= 2, got {folds}")
+    *rngs, rng_tempered = spawn_rngs(seed, 2 * len(orientations) + 1)
+    counting = CountingTarget(target)
+    share = None if n_sampling_evals is None else n_sampling_evals / len(orientations)
+    runs = [_bridge_once(counting, fit, br, rngs[2 * i], rngs[2 * i + 1], n_layers=n_layers,
+                         flow_options=flow_options, validate=validate, n_q=n_q, f_err=f_err,
+                         f_eva=f_eva, n_sampling_evals=share, max_n_q_factor=max_n_q_factor)
+            for i, (fit, br) in enumerate(orientations)]
+    main = runs[0]
+    n_p = main.lw_p.size
+    warnings: list[str] = []
+    if any(r.capped for r in runs):
+        warnings.append(f"flow-sample budget capped at n_q = {max(r.lw_q.size for r in runs)}: "
+                        "the flow fits the posterior poorly; use more draws or flow layers")
+    k_q = max(pareto_k(r.lw_q) for r in runs)
+    k_p = max(pareto_k(-r.lw_p) for r in runs)
+    bad_p = sum(r.bad_p for r in runs)
+    bad_q = sum(r.bad_q for r in runs)
+    n_q_total = sum(r.lw_q.size for r in runs)
+    estimates = [r.sol.log_r for r in runs]
+    ses = [r.sol.se for r in runs]
+    df = None
+    if len(estimates) > 2:
+        from .crossfit import combine_folds
+
+        log_z, se, swap_z, df = combine_folds(estimates, ses)
+    else:
+        log_z, se, swap_z = combine_orientations(estimates, ses)
+    diagnostics = bridge_diagnostics(main.sol, main.lw_q.size, n_p, k_q, k_p, bad_p, bad_q)
+    diagnostics["n_q_total"] = n_q_total
+    diagnostics.update(
+        flow_layers=[len(r.flow.layers) for r in runs],
+        whitening=[r.fit_info.get("whitening") for r in runs],
+        fit_seconds=sum(r.fit_seconds for r in runs),
+        half_swap_log_z=estimates, half_swap_se=ses, swap_z=swap_z,
+        validation=[{k: v for k, v in r.fit_info.items() if k != "whitening"} for r in runs])
+    warnings += bridge_warnings(main.sol, k_q, k_p, bad_p, bad_q, n_q_total, "flow",
+                                se=se, n_draws=chains.shape[0] * chains.shape[1])
+    if abs(swap_z) > SWAP_ALARM_Z:
+        parts = (f"the {len(estimates)} folds" if len(estimates) > 2 else "the two halves")
+        warnings.append(f"{parts} of the draws give different log Z ("
+                        + " vs ".join(f"{e:.3f}" for e in estimates) + f", {swap_z:+.1f} se): "
+                        "the fitted proposal depends on the draws it was fitted to; the "
+                        "standard error covers the spread, run more draws to shrink it")
+    consistency = consistency_checks(main.lw_p, main.lw_q, main.sol.log_r)
+    diagnostics.update(consistency)
+    warnings += consistency_warnings(consistency)
+    n_evals = counting.n_evals
+    poor = min(k_q, k_p) > 0.7 and abs(swap_z) > SWAP_ALARM_Z
+    if tempered == "always" or (tempered == "auto" and poor):
+        from .tempered import tempered_bridge
+
+        tb = tempered_bridge(target, chains, seed=int(rng_tempered.integers(2**31 - 1)),
+                             proposal=main.flow)
+        n_evals += tb.n_evals
+        diagnostics["single_bridge"] = {"log_z": log_z, "log_z_se": se}
+        diagnostics["tempered"] = {"log_z": tb.log_z, "log_z_se": tb.log_z_se,
+                                   **tb.diagnostics}
+        # Fixed in advance (never by comparing the two noisy error bars): once the tempered
+        # bridge runs, it is the answer; "auto" runs it only when the single bridge's own
+        # diagnostics (k-hat > 0.7 both sides, halves disagreeing) say its se is not to be
+        # trusted.
+        warnings.append(f"log Z from a tempered bridge ({tb.log_z:.3f} ± {tb.log_z_se:.3f}"
+                        f"; the single bridge gave {log_z:.3f} ± {se:.3f})")
+        log_z, se, df = tb.log_z, tb.log_z_se, None
+        warnings += tb.warnings
+    return EvidenceResult(
+        method="gbs", log_z=log_z, log_z_se=se,
+        n_draws=int(sum(r.lw_p.size for r in runs) if len(runs) > 2 else 2 * n_p),
+        n_evals=n_evals, seconds=time.perf_counter() - t0,
+        diagnostics=diagnostics, warnings=warnings, log_z_df=df,
+        detail=FlowDetail(main.flow, log_w_p=main.lw_p, log_w_q=main.lw_q),
+    )
+
+
+def combine_orientations(estimates: list[float], ses: list[float]
+                         ) -> tuple[float, float, float]:
+    """log Z, its standard error and the z-score of the difference from the estimates of one or
+    two orientations (fit and bridge halves swapped).
+
+    The two are nearly independent: when each se is right, Var(mean) = (se_a^2 + se_b^2) / 4,
+    and in any case E (a - b)^2 = se_a^2 + se_b^2 + twice the variance each fit adds; the
+    larger of the two estimates of Var(mean) keeps a fit-dependent error inside the error bar.
+    """
+    if len(estimates) == 1:
+        return float(estimates[0]), float(ses[0]), math.nan
+    a, b = estimates
+    comb = math.hypot(*ses)
+    se = 0.5 * max(comb, abs(a - b))
+    z = (b - a) / comb if comb > 0 else (0.0 if a == b else math.inf)
+    return 0.5 * (a + b), se, z
+
+
+def bridge_diagnostics(sol: BridgeSolution, n_q: int, n_p: int, k_q: float, k_p: float,
+                        bad_p: int, bad_q: int) -> dict:
+    return {
+        "pareto_k_q": k_q, "pareto_k_p": k_p, "iterations": sol.iterations,
+        "converged": sol.converged, "n_q": n_q, "n_p": n_p, "tau": sol.tau,
+        "re2_q": sol.re2_q, "re2_p": sol.re2_p,
+        "n_nonfinite_p": bad_p, "n_nonfinite_q": bad_q,
+    }
+
+
+def bridge_warnings(sol: BridgeSolution, k_q: float, k_p: float, bad_p: int, bad_q: int,
+                    n_q: int, proposal: str, *, se: float | None = None,
+                    n_draws: int | None = None) -> list[str]:
+    """One-line warnings that say what to do about a bridge-sampling result (``se`` overrides
+    the bridge's own; with ``n_draws`` the advice says how many draws would do)."""
+    se = sol.se if se is None else se
+    out = []
+    if not sol.converged:
+        out.append("bridge fixed point did not converge: check the draws and the target")
+    if np.isfinite(k_q) and np.isfinite(k_p) and min(k_q, k_p) > 0.7:
+        out.append(f"poor overlap between {proposal} and posterior (Pareto k = {k_q:.2f} on the "
+                   f"proposal side, {k_p:.2f} on the posterior side): run more draws"
+                   + (" or more flow layers" if proposal == "flow" else ""))
+    if bad_q:
+        out.append(f"{bad_q} of {n_q} {proposal} samples have non-finite log density (counted as "
+                   "weight 0): check the model's support")
+    if bad_p:
+        out.append(f"{bad_p} posterior draws have non-finite log density: check the draws match "
+                   "the target")
+    if se > 0.5:
+        more = (f" (about {draws_needed(n_draws, se, ADVICE_SE)} in all for an se of "
+                f"{ADVICE_SE} nats)" if n_draws else "")
+        out.append(f"large standard error ({se:.2f} nats): run more posterior draws{more}")
+    return out
+
+
+# Consistency of the estimate across parts of the posterior draws. Every part is bridged against
+# the same flow samples, so no new target evaluations are needed, and the flow-side error is
+# shared: it cancels (to first order) in differences between parts, whose variance is therefore
+# the sum of the parts' posterior-side terms of eq. (9).
+CHAIN_ALARM_P = 1e-3  # false-alarm probability of the between-chain test on well-mixed chains
+DRIFT_ALARM_Z = 3.0  # |first half - second half| in combined standard errors (two-sided p 0.003)
+
+
+def _part_estimates(parts: list[np.ndarray], lw_q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bridge estimate and posterior-side standard error from each part of the draws (NaN where
+    a part has no overlap with the flow)."""
+    est, se = np.full(len(parts), np.nan), np.full(len(parts), np.nan)
+    for i, part in enumerate(parts):
+        try:
+            s = solve_bridge(part, lw_q)
+        except EstimationError:
+            continue
+        est[i], se[i] = s.log_r, math.sqrt(s.re2_p)
+    return est, se
+
+
+def consistency_checks(lw_p: np.ndarray, lw_q: np.ndarray, log_z: float) -> dict:
+    """Per-chain and per-half (in time) estimates of log Z and the statistics that compare them.
+
+    ``lw_p`` holds the posterior-side log weights shaped ``(chains, n)``. With two or more chains:
+    ``chain_log_z``, their ``chain_log_z_se`` (posterior side), the spread ``chain_log_z_sd``, and
+    Cochran's ``chain_q`` (chi-square with chains - 1 degrees of freedom when all chains sample
+    the same distribution) with its ``chain_p``. Always: ``half_log_z`` (first and second half of
+    every chain) and ``drift_z``, their difference in combined standard errors.
+    """
+    out: dict = {}
+    n_chains, n = lw_p.shape
+    if n_chains >= 2 and n >= 10:
+        est, se = _part_estimates([lw_p[c : c + 1] for c in range(n_chains)], lw_q)
+        ok = np.isfinite(est) & (se > 0)
+        out.update(chain_log_z=est.tolist(), chain_log_z_se=se.tolist(),
+                   chain_log_z_sd=float(np.std(est[ok], ddof=1)) if ok.sum() >= 2 else math.nan)
+        if ok.sum() >= 2:
+            w = 1.0 / se[ok] ** 2
+            mean = float(np.sum(w * est[ok]) / np.sum(w))
+            q = float(np.sum(w * (est[ok] - mean) ** 2))
+            out.update(chain_q=q, chain_p=float(stats.chi2.sf(q, ok.sum() - 1)))
+    if n >= 20:
+        h = n // 2
+        est, se = _part_estimates([lw_p[:, :h], lw_p[:, h : 2 * h]], lw_q)
+        out["half_log_z"] = est.tolist()
+        if np.all(np.isfinite(est)) and np.all(se > 0):
+            out["drift_z"] = float((est[1] - est[0]) / math.hypot(se[0], se[1]))
+    return out
+
+
+def consistency_warnings(c: dict) -> list[str]:
+    """Warnings when the parts of the posterior draws disagree on log Z beyond their errors."""
+    out = []
+    if c.get("chain_p", 1.0) < CHAIN_ALARM_P:
+        out.append(f"chains disagree on log Z (per-chain sd {c['chain_log_z_sd']:.3g} nats, "
+                   f"p = {c['chain_p']:.1e}): the sampler may not have mixed between modes; "
+                   "run longer chains or check R-hat")
+    if abs(c.get("drift_z", 0.0)) > DRIFT_ALARM_Z:
+        a, b = c["half_log_z"]
+        out.append(f"log Z drifts between the first and second half of the draws ({a:.3f} vs "
+                   f"{b:.3f}, {c['drift_z']:+.1f} se): the chains may not have converged; "
+                   "run longer chains")
+    return out

@@ -1,0 +1,1 @@
+"""Unbiased path sampling: the estimator, its coupled-chain replicates, its tuning."""

@@ -1,0 +1,148 @@
+"""The units of work of unbiased path sampling: one replicate (or pilot run) is a pair of lag-1
+coupled chains on pi_lambda run to their meeting time, with the kernel built per lambda;
+replicates run in parallel, each with its own generator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..._util.seeds import SeedLike, as_seed_sequence
+from ...mcmc.couplings import CoupledKernel, hmc_kernel, rwmh_kernel
+from ...mcmc.paths import LambdaPath
+from ...mcmc.rwmh import scale_from_cov
+from ...mcmc.unbiased import DEFAULT_MAX_ITER, h_estimate, sample_coupled_chains
+from ...parallel import run_parallel
+from .ups_tuning import UPSTuning, _interp, _nearest_max
+
+
+class _Counted:
+    """Counts calls of a path function at fixed lambda."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.n = 0
+
+    def __call__(self, x: np.ndarray) -> Any:
+        self.n += 1
+        return self.fn(x)
+
+
+@dataclass(frozen=True)
+class _KernelConfig:
+    kind: str = "rwmh"
+    coupling: str = "reflection"
+    step_size: float | None = None
+    n_steps: int = 10
+    omega: float = 0.1
+    max_iter: int = DEFAULT_MAX_ITER
+
+
+class ChainTask(NamedTuple):
+    """One coupled-chain run on pi_lambda: ``mode`` ("tau": meeting time only; "moments": the
+    unbiased first two moments; "E": the unbiased E_lambda[dU/dlambda]), the path and lambda,
+    the Gaussian the chains start from (``mean``, ``cov``), the proposal covariance, the
+    truncation times ``k`` <= ``m`` and the kernel settings."""
+
+    mode: str
+    path: LambdaPath
+    lam: float
+    mean: np.ndarray
+    cov: np.ndarray
+    prop_cov: np.ndarray
+    k: int
+    m: int
+    cfg: _KernelConfig
+
+
+def _build_kernel(
+    path: LambdaPath, lam: float, cov: np.ndarray, prop_cov: np.ndarray, cfg: _KernelConfig
+) -> tuple[CoupledKernel, list[_Counted], dict[bytes, float]]:
+    """Kernel on pi_lambda, its evaluation counters, and a cache of dU/dlambda at visited points
+    (filled when the path computes it alongside U, as :class:`GeometricPath` does)."""
+    d = path.dim
+    scale = scale_from_cov(prop_cov, d)
+    cache: dict[bytes, float] = {}
+    if cfg.kind == "rwmh":
+        both = getattr(path, "U_and_dU_dlam", None)
+        if both is None:
+            f = _Counted(lambda x: path.U(lam, x))
+        else:
+            def u(x: np.ndarray) -> float:
+                val, du = both(lam, x)
+                cache[x.tobytes()] = du
+                return val
+
+            f = _Counted(u)
+        return rwmh_kernel(f, scale, cfg.coupling), [f], cache
+    both_g = getattr(path, "grad_x_and_dU_dlam", None)
+    if both_g is None:
+        g = _Counted(lambda x: path.grad_x(lam, x))
+    else:
+        def ug(x: np.ndarray) -> tuple[float, np.ndarray]:
+            val, grad, du = both_g(lam, x)
+            cache[x.tobytes()] = du
+            return val, grad
+
+        g = _Counted(ug)
+    step = cfg.step_size if cfg.step_size is not None else 0.5 * d**-0.25
+    inv_metric = np.clip(np.diag(cov), 1e-300, None)
+    return hmc_kernel(g, step, cfg.n_steps, inv_metric, scale, cfg.omega), [g], cache
+
+
+def _moment_h(x: np.ndarray) -> np.ndarray:
+    return np.concatenate([x, np.outer(x, x).ravel()])
+
+
+def _chain_task(task: ChainTask, rng: np.random.Generator) -> tuple[Any, int, int, int]:
+    """One coupled-chain run: returns (estimate or None, meeting time, iterations, evaluations)."""
+    mode, path, lam, mean, cov, prop_cov, k, m, cfg = task
+    kernel, counters, cache = _build_kernel(path, lam, cov, prop_cov, cfg)
+    chol = np.linalg.cholesky(cov)
+    x0 = mean + chol @ rng.standard_normal(mean.size)
+    y0 = mean + chol @ rng.standard_normal(mean.size)
+    chains = sample_coupled_chains(rng, kernel, x0, y0, m if mode != "tau" else 0, cfg.max_iter)
+    value: Any = None
+    if mode == "moments":
+        value = h_estimate(chains, _moment_h, k, m)
+    elif mode == "E":
+        miss = _Counted(lambda x: path.dU_dlam(lam, x))
+
+        def h(x: np.ndarray) -> float:
+            du = cache.get(x.tobytes())
+            return miss(x) if du is None else du
+
+        value = h_estimate(chains, h, k, m)
+        counters.append(miss)
+    return value, chains.meeting_time, chains.iterations, sum(c.n for c in counters)
+
+
+def _run_tasks(tasks: Sequence[Any], seed: np.random.SeedSequence, n_workers: int | None) -> list:
+    return run_parallel(_chain_task, tasks, seed, n_workers=n_workers)
+
+
+def replicate_tasks(path: LambdaPath, tuning: UPSTuning, lams: Sequence[float] | np.ndarray,
+                    cfg: _KernelConfig) -> list[ChainTask]:
+    """One coupled-chain task per lambda on ``path`` with ``tuning``'s k, m, initial
+    distributions and proposals (for :func:`run_replicates`). ``path`` may differ from the one
+    tuned on (e.g. another cross-validation split): the estimates stay unbiased."""
+    grid = tuning.grid
+    tasks = []
+    for lam in lams:
+        kk = _nearest_max(grid, tuning.k, lam)
+        mm = max(kk, _nearest_max(grid, tuning.m, lam))
+        tasks.append(ChainTask(
+            "E", path, float(lam), _interp(grid, tuning.means, lam),
+            _interp(grid, tuning.covs, lam), _interp(grid, tuning.proposal_covs, lam), kk, mm, cfg,
+        ))
+    return tasks
+
+
+def run_replicates(tasks: Sequence[ChainTask], seed: SeedLike, n_workers: int | None = None
+                   ) -> list[tuple[float, int, int, int]]:
+    """Run :func:`replicate_tasks`' tasks: per task the unbiased estimate of E_lambda[dU/dlambda],
+    the meeting time, the iterations and the path evaluations."""
+    return _run_tasks(tasks, as_seed_sequence(seed), n_workers)
