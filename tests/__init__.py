@@ -1,0 +1,1 @@
+"""stanlogz's tests, in folders that mirror the package (conftest.py serves them all)."""

@@ -1,0 +1,1 @@
+"""The repository as a whole: layout rules, documentation pages, shipped examples."""

@@ -1,0 +1,68 @@
+"""The README and the documentation pages: short README, every file they name exists, every
+``stanlogz`` command line they show parses with the real parser (so they cannot drift from
+``--help``), and the docs index picks up every feature page."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from stanlogz.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def _command_lines(text: str) -> list[str]:
+    """``stanlogz ...`` command lines of code blocks (indented, or after ``$ ``), with
+    backslash continuations joined."""
+    text = re.sub(r"\\\n\s*", " ", text)
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"^\s*(?:\$ )?(stanlogz(?: [^#`]*)?)", line)
+        if m and (line.startswith("    ") or line.lstrip().startswith("$ ")):
+            # the stanlogz command only: not what a shell pipe or redirect adds after it
+            out.append(re.split(r"\s(?:\||>|2>|&&|;)\s", m.group(1))[0].strip())
+    return out
+
+
+def test_readme_is_short() -> None:
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 150
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_named_files_exist(page: Path) -> None:
+    text = page.read_text()
+    named = re.findall(r"\b((?:stan_models|examples|benchmarks)/[\w./-]+\.(?:stan|json|py))", text)
+    missing = [p for p in named if not (ROOT / p).is_file()]
+    assert not missing, missing
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_command_lines_parse(page: Path) -> None:
+    parser = build_parser()
+    lines = _command_lines(page.read_text())
+    for line in lines:
+        argv = shlex.split(line)[1:]
+        if argv in (["--version"], ["--help"]) or any(
+                "[" in a or re.match(r"^[A-Z][A-Z_]*\.", a) for a in argv):
+            continue  # synopses with placeholders (MODEL.stan, [--k K]) are not examples
+        try:
+            parser.parse_args(argv)
+        except SystemExit as exc:  # a usage error: the page shows an option that does not exist
+            raise AssertionError(f"{page.name}: {line!r} does not parse") from exc
+
+
+def test_readme_shows_runnable_commands() -> None:
+    lines = _command_lines((ROOT / "README.md").read_text())
+    assert len(lines) >= 6 and any(" loo " in f" {x} " for x in lines)
+
+
+def test_index_includes_feature_pages_by_glob() -> None:
+    index = (ROOT / "docs" / "index.md").read_text()
+    assert re.search(r":glob:\s*\n(?:.*\n)*?features/\*", index)
+    conf = (ROOT / "docs" / "conf.py").read_text()
+    assert "sphinxarg.ext" in conf and "myst_nb" in conf
