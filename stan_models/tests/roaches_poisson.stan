@@ -1,5 +1,5 @@
 // Poisson regression with an exposure log_expo, as the loo vignette's roaches model (simulated
-// roaches-like data in roaches_sim.json; benchmarks/coverage_loo_mcse.py, tests/test_loo_mcse.py).
+// roaches-like data in roaches_sim.json; benchmarks/coverage_loo_mcse.py, tests/crossval/psis_loo/test_loo_mcse.py).
 data {
   int<lower=0> N;
   int<lower=1> K;
