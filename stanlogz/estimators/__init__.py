@@ -1,6 +1,7 @@
 """Evidence estimators: the result type (``base``), the registry of methods users choose by
-name with one validated options class each (``registry``, ``options``), and the algorithms
-(``bridge``, ``baselines``, ``ais``, ``smc``, ``ups``, ``reciprocal``, ``shortcuts`` ...)."""
+name with one validated options class each (``registry``, ``options``), and the algorithms in
+sub-packages: ``bridge`` (gbs and the baseline bridges), ``annealing`` (AIS, SMC), ``ups`` and
+``reciprocal`` (unbiased 1/Z); the testbed's ``shortcuts`` stay at the root."""
 
 from .base import EvidenceResult
 from .options import MethodOptions
