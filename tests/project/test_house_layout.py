@@ -37,5 +37,6 @@ def test_a_compiled_program_is_a_stan_program(compiled):
 def test_no_benchmark_adds_to_sys_path():
     bench = PACKAGE.parent / "benchmarks"
     assert (bench / "__init__.py").is_file() and (bench / "_common.py").is_file()
-    touching = sorted(p.name for p in bench.glob("*.py") if "sys.path" in p.read_text())
+    touching = sorted(str(p.relative_to(bench)) for p in bench.rglob("*.py")
+                      if "sys.path" in p.read_text())
     assert not touching, touching
