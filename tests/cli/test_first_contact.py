@@ -137,7 +137,7 @@ def test_json_error_object(capsys, tmp_path) -> None:
 def test_unwritable_outputs_are_refused_before_any_computation(capsys, tmp_path) -> None:
     from stanlogz.cli import OUTPUT_OPTIONS
     from stanlogz.toolchain import build_count
-    from tests.test_hostile_inputs import argv_for, subcommands
+    from tests.cli.helpers import argv_for, subcommands
 
     program, data = MODELS / "tests" / "normal.stan", MODELS / "tests" / "normal.json"
     flags = set(OUTPUT_OPTIONS.values())
