@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._util.argcheck import check_arguments, check_draws
 from ._util.seeds import child_int_seed
 from .draws import Draws, obtain_draws
 from .draws.checks import normalization_warnings
 from .draws.continuation import extend_draws
-from .errors import InputError
+from .errors import ArgumentTypeError, InputError
 from .estimators import lookup
 from .estimators.base import EvidenceResult
 from .estimators.common import draws_needed
@@ -97,6 +98,8 @@ def evidence(
     ``normalize_prior`` that value is reported as ``log_z`` (the program's own in
     ``diagnostics["log_z_program"]``). Parameters without a prior are named too.
     """
+    check_arguments("evidence", model=model, draws=draws, progress=progress, method=method,
+                    target_se=target_se, max_draws=max_draws)
     lookup(method).options(options)  # one-line errors before any build or sampling
     if target_se is not None and not target_se > 0:
         raise InputError(f"target_se must be a positive number of nats, got {target_se}")
@@ -271,6 +274,17 @@ def compare(
     """
     from .crossval import choose as choice
 
+    check_arguments("compare", models=models)
+    models = list(models)
+    check_arguments("compare", models=models, progress=progress, method=method,
+                    prior_probs=prior_probs, weights=weights, loo_options=loo_options)
+    if draws is not None:
+        if not isinstance(draws, list | tuple):
+            raise ArgumentTypeError(f"compare(): draws must be a list with one entry per "
+                                    f"program (None to sample it), not {type(draws).__name__}")
+        for i, di in enumerate(draws):
+            if di is not None:
+                check_draws("compare", f"draws[{i}]", di)
     nuts = NutsArgs.of(settings, chains=chains, warmup=warmup, draws=n_draws,
                        adapt_delta=adapt_delta, max_treedepth=max_treedepth)
     by_choice = loo or weights is not None or not use_evidence

@@ -28,6 +28,7 @@ import numpy as np
 from scipy import special
 
 from .. import arviz_compat
+from .._util.argcheck import check_arguments
 from .._util.words import transitions
 from ..draws import Draws, obtain_draws
 from ..errors import DataError, InputError
@@ -159,6 +160,9 @@ def lfo(
     ``n_draws``, ``adapt_delta`` and ``max_treedepth`` replace its fields). Seeds derive from
     ``seed``."""
     t0 = time.perf_counter()
+    check_arguments("lfo", model=model, progress=progress, min_train=min_train, ahead=ahead,
+                    method=method, k_threshold=k_threshold, obs=obs, obs_fields=obs_fields,
+                    n_workers=n_workers)
     nuts = nuts_from_keywords(settings, nuts_keywords, "lfo")
     if method not in LFO_METHODS:
         raise InputError(f"method must be one of {', '.join(LFO_METHODS)}, got {method!r}")

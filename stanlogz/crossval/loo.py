@@ -12,6 +12,7 @@ from typing import Any, Unpack
 import numpy as np
 
 from .. import arviz_compat
+from .._util.argcheck import check_arguments
 from ..draws import Draws, obtain_draws
 from ..errors import InputError
 from ..parallel import child_sequence, run_parallel, with_client
@@ -19,6 +20,7 @@ from ..stan.program import ProgramLike
 from ..stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from .fixups import FIX_METHODS, FixedPoint, FixTask, fix_observation
 from .heldout import heldout_many
+from .loo_arviz import fixed_khat
 from .loo_routes import exact_split_error, pointwise_source, refit_refusal
 from .loo_warnings import _posterior_values, _sampler_warnings, _warnings
 from .moment_match import moment_match_observation
@@ -168,29 +170,40 @@ class LooResult(LooNames):
 
     def to_arviz(self) -> Any:
         """The result as ArviZ's ELPD object (``ELPDData`` in 0.x, ``ELPDDataLOO`` in 1.x), with
-        the fixed pointwise values, for ``arviz.compare`` and ArviZ's plots."""
+        the fixed pointwise values, for ``arviz.compare`` and ArviZ's plots. As loo does after
+        its fix-ups: ``pareto_k`` holds a moment-matched point's k̂ after the matching and 0 for
+        an exact refit (brms' ``reloo``), ``influence_pareto_k`` the PSIS k̂ of every point,
+        ``fixed`` (bool) and ``fix_method`` (``""`` where not fixed) which were recomputed."""
         import xarray as xr
 
         if self.sample_index is not None:
             raise InputError("a subsampled LOO has pointwise values for the sampled "
                              "observations only; run without subsample for an ArviZ object")
+        k_after, methods = fixed_khat(self.khat, self.index, self.fixed)
         elpd_i = xr.DataArray(self.elpd_i, dims=["obs"], name="loo_i")
-        k = xr.DataArray(self.khat, dims=["obs"], name="pareto_k")
+        k = xr.DataArray(k_after, dims=["obs"], name="pareto_k")
+        extra = {"influence_pareto_k": xr.DataArray(np.asarray(self.khat, dtype=float),
+                                                    dims=["obs"], name="influence_pareto_k"),
+                 "fixed": xr.DataArray(methods != "", dims=["obs"], name="fixed"),
+                 "fix_method": xr.DataArray(methods, dims=["obs"], name="fix_method")}
         warn = bool(self.unfixed_bad())
         if arviz_compat.arviz_major() >= 1:
             from arviz_stats.utils import ELPDDataLOO
 
-            return ELPDDataLOO(elpd=self.elpd_loo, se=self.se, p=self.p_loo,
-                               n_samples=self.n_samples, n_data_points=self.n_obs, scale="log",
-                               warning=warn, good_k=self.threshold, elpd_i=elpd_i, pareto_k=k,
-                               p_loo_i=xr.DataArray(self.lppd_i - self.elpd_i, dims=["obs"]))
+            out = ELPDDataLOO(elpd=self.elpd_loo, se=self.se, p=self.p_loo,
+                              n_samples=self.n_samples, n_data_points=self.n_obs, scale="log",
+                              warning=warn, good_k=self.threshold, elpd_i=elpd_i, pareto_k=k,
+                              p_loo_i=xr.DataArray(self.lppd_i - self.elpd_i, dims=["obs"]))
+            for name, value in extra.items():
+                setattr(out, name, value)
+            return out
         from arviz.stats.stats_utils import ELPDData
 
         return ELPDData(
             data=[self.elpd_loo, self.se, self.p_loo, self.n_samples, self.n_obs, warn, elpd_i,
-                  k, "log", self.threshold],
+                  k, "log", self.threshold, *extra.values()],
             index=["elpd_loo", "se", "p_loo", "n_samples", "n_data_points", "warning", "loo_i",
-                   "pareto_k", "scale", "good_k"])
+                   "pareto_k", "scale", "good_k", *extra])
 
 
 def combine(elpd_i: np.ndarray) -> tuple[float, float]:
@@ -262,6 +275,9 @@ def loo(
     """
     from .fitloo import is_fit, loo_elsewise
 
+    check_arguments("loo", draws=draws, progress=progress, obs=obs, obs_fields=obs_fields,
+                    fix=fix, log_lik=log_lik, k_threshold=k_threshold, subsample=subsample,
+                    n_workers=n_workers, ups_options=ups_options)
     nuts = nuts_from_keywords(settings, nuts_keywords, "loo")
     if fix == "mis" or is_fit(model) or (model is None and draws is not None):
         return loo_elsewise(model, data, draws=draws, obs=obs, obs_fields=obs_fields, fix=fix,
