@@ -45,9 +45,9 @@ if TYPE_CHECKING:
 def _call_estimator(method: str, target: Any, unc: np.ndarray, *, seed: int | None,
                     n_sampling_evals: int | None, progress: Any, options: dict[str, Any]
                     ) -> EvidenceResult:
-    """The estimate of ``method`` (``progress`` is not passed: no estimator reports any)."""
+    """The estimate of ``method`` (``progress`` reaches the estimators that report steps)."""
     return lookup(method).run(target, unc, seed=seed, options=options,
-                              n_sampling_evals=n_sampling_evals)
+                              n_sampling_evals=n_sampling_evals, progress=progress)
 
 
 @with_client

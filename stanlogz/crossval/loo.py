@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import arviz_compat
 from .._util.argcheck import check_arguments
+from .._util.progress import steps
 from ..draws import Draws, obtain_draws
 from ..errors import InputError
 from ..parallel import child_sequence, run_parallel, with_client
@@ -407,14 +408,13 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
             progress(f"moment matching {bad.size} observation(s) with k-hat > {threshold:.2f}: "
                      f"{', '.join(str(i + 1) for i in bad)}")
         log_post = pw.model.log_density_many(d.flat_unconstrained())  # shared by all points
-        matched = []
-        for i in bad:
-            matched.append(_moment_matched(pw, d, log_post, int(i), ps, pos[int(i)], threshold,
-                                           r_eff))
-            if progress:
-                m = matched[-1]
-                progress(f"moment matched observation {i + 1} ({len(matched)}/{bad.size}): "
-                         f"k-hat {m.khat:.2f} -> {m.khat_after:.2f}, {m.seconds:.1f} s")
+        matched: list[FixedPoint] = []
+        with steps(progress, bad.size, "moment matching", unit="point") as bar:
+            for i in bad:
+                m = _moment_matched(pw, d, log_post, int(i), ps, pos[int(i)], threshold, r_eff)
+                matched.append(m)
+                bar.update(f"moment matched observation {i + 1} ({len(matched)}/{bad.size}): "
+                           f"k-hat {m.khat:.2f} -> {m.khat_after:.2f}, {m.seconds:.1f} s")
         fixed = [f for f in matched if fix == "mm" or f.khat_after <= threshold]
         if fix == "mm":
             return fixed, []
@@ -446,8 +446,11 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
                      float(ps.elpd_i[pos[int(i)]]), nuts, dict(ups_options or {}))
              for i in bad]
     unc = d.unconstrained
-    fixed += run_parallel(lambda task, rng: fix_observation(pw, unc, task, rng), tasks, seed,
-                          n_workers=n_workers, backend="thread" if n_workers > 1 else "serial")
+    with steps(progress, len(tasks), f"{method} refits", unit="refit") as bar:
+        fixed += run_parallel(lambda task, rng: fix_observation(pw, unc, task, rng), tasks,
+                              seed, n_workers=n_workers,
+                              backend="thread" if n_workers > 1 else "serial",
+                              on_done=bar.update)
     return fixed, []
 
 
@@ -462,7 +465,7 @@ def _exact_with_latents(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: Psis
                  f"augmented bridge): {', '.join(str(i + 1) for i in bad)}")
     found = heldout_many(pw.model, pw.data, pw.obs, [[int(i)] for i in bad], full_draws=d,
                          settings=nuts, seed=child_sequence(seed, HELDOUT_STREAM),
-                         n_workers=n_workers)
+                         n_workers=n_workers, progress=progress)
     return [FixedPoint(int(i), h.elpd, h.se, h.method, float(ps.khat[pos[int(i)]]),
                        float(ps.elpd_i[pos[int(i)]]), h.n_gradient_evals, h.n_evals, h.seconds,
                        warnings=list(h.warnings)) for i, h in zip(bad, found, strict=True)]

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .._util.progress import steps
 from .._util.seeds import child_sequence
 from ..errors import InputError
 from .shipping import Fetch, LibraryRef, collecting, fetching
@@ -195,8 +196,9 @@ class DaskExecutor:
         self.progress = progress
 
     def map(self, fn: Callable[[Any, np.random.Generator], R], tasks: Sequence[Any],
-            ss: np.random.SeedSequence) -> list[R]:
-        """``[fn(task_i, rng_i)]`` over the cluster, in task order."""
+            ss: np.random.SeedSequence, on_done: Callable[[], None] | None = None) -> list[R]:
+        """``[fn(task_i, rng_i)]`` over the cluster, in task order; ``on_done()`` here as
+        each unit finishes."""
         import cloudpickle
         from distributed import as_completed
 
@@ -230,7 +232,10 @@ class DaskExecutor:
                 results[index[fut.key]] = fut.result()
                 fut.release()
                 ticker.done()
+                if on_done is not None:
+                    on_done()
         except BaseException:  # a unit failed, or Ctrl-C: nothing keeps running remotely
+            ticker.bar.close()
             client.cancel(futures)
             raise
         finally:
@@ -247,15 +252,20 @@ class _Ticker:
     def __init__(self, progress: Callable[[str], None] | None, n: int) -> None:
         self.progress, self.n, self.k = progress, n, 0
         self.start = self.last = time.perf_counter()
+        self.bar = steps(progress, n, "cluster units", unit="unit")
 
     def done(self) -> None:
         self.k += 1
+        if self.bar.drawn:
+            self.bar.update()
+            return
         now = time.perf_counter()
         if self.progress and now - self.last >= PROGRESS_INTERVAL_S and self.k < self.n:
             self.last = now
             self.progress(f"cluster: {self.k}/{self.n} units done")
 
     def finish(self) -> None:
+        self.bar.close()
         if self.progress and self.n:
             self.progress(f"cluster: {self.n}/{self.n} units done in "
                           f"{time.perf_counter() - self.start:.1f} s")
