@@ -79,3 +79,11 @@ def test_right_types_pass(tmp_path: Path):
                         [0.3, 0.7]), loo_options={"fix": "mm"}, method="gbs")
     check_arguments("f", models=(m for m in [NOWHERE, NOWHERE]), draws=[csv, csv])
     check_arguments("f", models=[NOWHERE, Path(NOWHERE)], draws=np.zeros((2, 3)))
+
+
+def test_chain_files_of_a_stem_pass(tmp_path: Path):
+    for c in (1, 2):
+        (tmp_path / f"draws_{c}.csv").write_text("lp__\n0\n")
+    check_arguments("kfold", draws=str(tmp_path / "draws.csv"))  # write_csv's chain files
+    with pytest.raises(ArgumentTypeError, match="kfold\\(\\): draws names"):
+        check_arguments("kfold", draws=str(tmp_path / "other.csv"))

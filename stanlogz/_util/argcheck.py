@@ -54,7 +54,8 @@ def _programs(where: str, name: str, value: Any) -> None:
 
 
 def check_draws(where: str, name: str, value: Any) -> None:
-    """Refuse a ``draws`` argument that cannot be draws (a number) or names no file."""
+    """Refuse a ``draws`` argument that cannot be draws (a number) or names no file (nor
+    files matching it as a glob pattern, nor CmdStan's chain files ``STEM_1.csv``, ...)."""
     if isinstance(value, bool | numbers.Number | bytes):
         raise _fail(where, name, "draws (a Draws, a cmdstanpy fit, CmdStan CSV path(s), "
                     "InferenceData or an array)", value)
@@ -62,7 +63,8 @@ def check_draws(where: str, name: str, value: Any) -> None:
         list(value) if isinstance(value, list | tuple) and value
         and all(_is_path(p) for p in value) else [])
     for p in paths:
-        if not Path(p).is_file() and not glob.glob(str(p)):
+        chains = Path(p).with_name(f"{glob.escape(Path(p).stem)}_*{Path(p).suffix}")
+        if not Path(p).is_file() and not glob.glob(str(p)) and not glob.glob(str(chains)):
             raise ArgumentTypeError(f"{where}(): {name} names {str(p)!r}, which is not a "
                                     "file (give CmdStan CSV path(s), a .nc file, a cmdstanpy "
                                     "fit, InferenceData, a Draws or an array)")
