@@ -164,10 +164,21 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
 def program_checks(report: Reporter, c: ProgramChoice, args: argparse.Namespace,
                    pit_plot: Path | None) -> dict[str, Any]:
     """The predictive checks of every program side by side (each needs the ``--yrep``
-    quantity), and their PIT plots (``--pit-plot``: one file per program, ``-NAME`` added)."""
+    quantity), and their PIT plots (``--pit-plot``: one file per program, ``-NAME`` added).
+    A program whose checks cannot run (its draws lack the quantity) is one warning line and
+    left out; the others are shown."""
     fits = c.fits or []
-    checks = {c.names[i]: checks_for_loo(c.loo.results[i], *fits[i], args, seed=args.seed)
-              for i in c.order()}
+    checks, skipped = {}, {}
+    for i in c.order():
+        try:
+            checks[c.names[i]] = checks_for_loo(c.loo.results[i], *fits[i], args,
+                                                seed=args.seed)
+        except InputError as exc:
+            skipped[c.names[i]] = str(exc)
+            report.warn(f"{c.names[i]}: no predictive checks: {exc}")
+    if not checks:
+        raise InputError("no program could be checked: " + "; ".join(
+            f"{n}: {e}" for n, e in skipped.items()))
     first = next(iter(checks.values()))
     shown = [row for row in first.table() if not row[0].endswith("_statistic")]
     header = ["model"] + [h for row in shown for h in ((row[0],) if row[2] is None
@@ -191,7 +202,8 @@ def program_checks(report: Reporter, c: ProgramChoice, args: argparse.Namespace,
             path = pit_plot.with_name(f"{pit_plot.stem}-{safe}{pit_plot.suffix}")
             write_atomically(path, lambda tmp, ch=ch: plot_pit(ch, tmp))
             report.progress(f"LOO-PIT plot of {n} written to {path}")
-    return {n: ch.to_dict() for n, ch in checks.items()}
+    return {**{n: ch.to_dict() for n, ch in checks.items()},
+            **{n: {"error": e} for n, e in skipped.items()}}
 
 
 def print_evidence(report: Reporter, c: ComparisonResult, method: str, unbiased: bool) -> None:
