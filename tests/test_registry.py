@@ -31,7 +31,8 @@ ADAPTER_DEFAULTS = {"ais": {"inflate": 1.5}, "rais": {"inflate": 1.5},
 
 def _defaults(fn) -> dict:
     return {n: p.default for n, p in inspect.signature(fn).parameters.items()
-            if p.kind is inspect.Parameter.KEYWORD_ONLY and n not in ("seed", "n_sampling_evals")}
+            if p.kind is inspect.Parameter.KEYWORD_ONLY
+            and n not in ("seed", "n_sampling_evals", "progress")}  # plumbing, not options
 
 
 @pytest.mark.parametrize("name", sorted(METHODS))
