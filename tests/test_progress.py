@@ -185,3 +185,27 @@ def test_cli_bars_on_a_terminal_and_none_with_json(compiled):
     assert rc == 0, terminal
     assert json.loads(stdout)["model"] == "normal"  # stdout is the one JSON object
     assert "NUTS normal" not in terminal and "sampling normal" in terminal  # lines, no bar
+
+
+def test_bridge_and_moment_matching_bars(compiled):
+    """gbs counts its two bridges (the halves of the draws); moment matching its points: the
+    normal_mean example with its last observation moved to 12 has k-hat >> 0.7 there (as in
+    tests/test_crossval.py), so at least one point is matched."""
+    import stanlogz
+
+    ex = ROOT / "stan_models" / "examples"
+    data = json.loads((ex / "normal_mean.data.json").read_text())
+    data["y"] = data["y"][:-1] + [12.0]
+    model = compiled(ex / "normal_mean.stan", data)
+    d = stanlogz.sample(model, seed=4, chains=4, warmup=300, draws=500)
+    out = _Tty()
+    tp = TerminalProgress(stream=out)
+    e = stanlogz.evidence(model, draws=d, seed=5, progress=tp)
+    assert "bridge sampling" in out.getvalue() and "2/2" in out.getvalue()
+    assert e.log_z == stanlogz.evidence(model, draws=d, seed=5).log_z  # unchanged by the bar
+    out.seek(0)
+    out.truncate()
+    r = stanlogz.loo(model, draws=d, fix="mm", seed=6, progress=tp)
+    n = len(r.fixed)
+    assert n >= 1 and "moment matching" in out.getvalue() and f"{n}/{n}" in out.getvalue()
+    assert not tp._open
