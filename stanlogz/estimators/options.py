@@ -37,11 +37,15 @@ class MethodOptions:
     @classmethod
     def parse(cls, values: Mapping[str, Any]) -> Self:
         """Options from a mapping of names to values (unknown names: one-line InputError)."""
+        cls._known(values)
+        return cls(**values)
+
+    @classmethod
+    def _known(cls, values: Mapping[str, Any]) -> None:
         bad = [k for k in values if k not in cls.names()]
         if bad:
             raise InputError(f"method {cls.method} has no option {bad[0]!r}; it takes: "
                              f"{', '.join(cls.names()) or 'none'}")
-        return cls(**values)
 
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self))
@@ -71,6 +75,12 @@ class MethodOptions:
         """The named option is one of ``allowed``."""
         self.require(name, getattr(self, name) in allowed,
                      "one of " + ", ".join(repr(a) for a in allowed))
+
+    def updated(self, values: Mapping[str, Any]) -> Self:
+        """A copy with ``values`` replacing single options (validated; unknown names: one-line
+        InputError)."""
+        self._known(values)
+        return dataclasses.replace(self, **values)
 
     def kwargs(self) -> dict[str, Any]:
         """The options as keyword arguments of the estimator function."""
@@ -242,14 +252,12 @@ class SmcOptions(MethodOptions):
 
 
 @dataclasses.dataclass(frozen=True)
-class UpsOptions(MethodOptions):
-    """Unbiased path sampling along base -> target (:func:`stanlogz.estimators.ups.ups_estimate`;
-    ``base``, ``inflate`` and ``adapt`` choose the base, the rest are :func:`~.ups.ups`'s)."""
+class UpsPathOptions(MethodOptions):
+    """Options of one unbiased path sampling run along a given path (:func:`~.ups.ups`), with
+    its defaults; the seed and the chains' initial distribution (``init``) are arguments of
+    :func:`~.ups.ups` itself."""
 
     method: ClassVar[str] = "ups"
-    base: str = "gaussian"
-    inflate: float = 1.0
-    adapt: bool = False
     n_replicates: int = 100
     kernel: str = "rwmh"
     n_workers: int | None = None
@@ -263,6 +271,7 @@ class UpsOptions(MethodOptions):
     quantile: float = 0.99
     k_factor: float = 1.0
     m_factor: float = 5.0
+    adapt: bool = True
     q: str = "tuned"
     n_m2: int | None = None
     hmc_step_size: float | None = None
@@ -273,12 +282,33 @@ class UpsOptions(MethodOptions):
     ci: str = "t"
 
     def check(self) -> None:
-        self.choice("base", ("gaussian", "laplace"))
         self.choice("kernel", ("rwmh", "hmc"))
         self.choice("q", ("tuned", "uniform"))
         self.choice("ci", ("t", "normal"))
-        self.positive("inflate", "n_replicates", "n_workers", "proposal_scale", "k", "m",
-                      "n_pilot", "k_factor", "m_factor", "n_m2", "hmc_step_size", "hmc_n_steps",
-                      "max_iter")
-        self.require("quantile", 0.0 < self.quantile < 1.0, "in (0, 1)")
+        self.require("n_replicates", self.n_replicates >= 2, ">= 2 (for a standard error)")
+        self.require("n_pilot", self.n_pilot >= 2, ">= 2")
+        self.positive("n_workers", "proposal_scale", "k_factor", "m_factor", "n_m2",
+                      "hmc_step_size", "hmc_n_steps", "max_iter")
+        if (self.k is None) != (self.m is None):
+            raise InputError(f"options k and m of method {self.method} go together: give both, "
+                             f"or neither")
+        self.require("k", self.k is None or 0 <= self.k <= self.m, f"in [0, m={self.m}]")
+        self.require("quantile", 0.0 < self.quantile <= 1.0, "in (0, 1]")
+        self.require("omega", 0.0 < self.omega <= 1.0, "in (0, 1]")
         self.require("ci_level", 0.0 < self.ci_level < 1.0, "in (0, 1)")
+
+
+@dataclasses.dataclass(frozen=True)
+class UpsOptions(UpsPathOptions):
+    """Unbiased path sampling along base -> target (:func:`stanlogz.estimators.ups.ups_estimate`):
+    ``base`` and ``inflate`` choose the base, and per-lambda re-fitting (``adapt``) is off; the
+    rest are :class:`UpsPathOptions`."""
+
+    base: str = "gaussian"
+    inflate: float = 1.0
+    adapt: bool = False
+
+    def check(self) -> None:
+        super().check()
+        self.choice("base", ("gaussian", "laplace"))
+        self.positive("inflate")
