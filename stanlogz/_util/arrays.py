@@ -21,3 +21,11 @@ def finite_array(values: Any, what: str, expected: str,
     if not np.all(np.isfinite(a)):
         raise InputError(f"{what} has non-finite values")
     return a
+
+
+def dimension(dim: Any, what: str) -> int:
+    """``dim`` as the dimension of a ``what`` (``"target"``, ``"path"``): an int >= 1, else
+    InputError ``WHAT dimension must be >= 1``."""
+    if int(dim) < 1:
+        raise InputError(f"{what} dimension must be >= 1, got {dim}")
+    return int(dim)
