@@ -36,7 +36,7 @@ from .stan.load import load_model
 from .stan.priors import add_prior_check as _add_prior_check
 from .stan.priors import mass_warnings, prior_warnings, program_priors
 from .stan.program import ProgramLike
-from .stan.settings import NutsArgs
+from .stan.settings import NutsArgs, split_nuts_keywords
 
 if TYPE_CHECKING:
     from .crossval.choose import ProgramChoice
@@ -58,15 +58,10 @@ def evidence(
     method: str = "gbs",
     draws: Any = None,
     settings: NutsArgs | None = None,
-    chains: int | None = None,
-    warmup: int | None = None,
-    n_draws: int | None = None,
     seed: int | None = None,
     progress: Callable[[str], None] | None = None,
     target_se: float | None = None,
     max_draws: int | None = None,
-    adapt_delta: float | None = None,
-    max_treedepth: int | None = None,
     normalize_prior: bool = False,
     **options: Any,
 ) -> EvidenceResult:
@@ -76,9 +71,9 @@ def evidence(
     dict or a JSON path. ``draws`` are posterior draws in any form :func:`stanlogz.draws.as_draws`
     takes (a cmdstanpy fit, CmdStan CSV files, a :class:`Draws`, an array of unconstrained
     draws); without them stanlogz's NUTS runs with ``settings`` (a
-    :class:`~stanlogz.stan.settings.NutsArgs`), whose fields ``chains``, ``warmup``,
-    ``n_draws`` (draws per chain), ``adapt_delta`` and ``max_treedepth`` replace when given;
-    the same settings reach the continued chains of ``target_se``. Extra
+    :class:`~stanlogz.stan.settings.NutsArgs`), whose fields the keywords ``chains``,
+    ``warmup``, ``n_draws`` (draws per chain), ``adapt_delta`` and ``max_treedepth`` replace when
+    given; the same settings reach the continued chains of ``target_se``. The other keyword
     ``options`` go to the estimator, checked first by its options class
     (:mod:`stanlogz.estimators.options`). The diagnostics gain the sampling cost
     (``n_sampling_evals``, ``sampling_seconds``) and the warnings any sign that log Z is not
@@ -100,11 +95,10 @@ def evidence(
     """
     check_arguments("evidence", model=model, draws=draws, progress=progress, method=method,
                     target_se=target_se, max_draws=max_draws)
+    nuts, options = split_nuts_keywords(settings, options, "evidence")
     lookup(method).options(options)  # one-line errors before any build or sampling
     if target_se is not None and not target_se > 0:
         raise InputError(f"target_se must be a positive number of nats, got {target_se}")
-    nuts = NutsArgs.of(settings, chains=chains, warmup=warmup, draws=n_draws,
-                       adapt_delta=adapt_delta, max_treedepth=max_treedepth)
     m = load_model(model, data, seed=seed, progress=progress)
     priors = program_priors(m)
     if progress and draws is None:  # named before the sampling
@@ -236,9 +230,6 @@ def compare(
     prior_probs: Sequence[float] | None = None,
     draws: Sequence[Any] | None = None,
     settings: NutsArgs | None = None,
-    chains: int | None = None,
-    warmup: int | None = None,
-    n_draws: int | None = None,
     seed: int | None = None,
     progress: Callable[[str], None] | None = None,
     unbiased_bf: bool = False,
@@ -246,8 +237,6 @@ def compare(
     use_evidence: bool = True,
     weights: str | Sequence[str] | None = None,
     loo_options: dict[str, Any] | None = None,
-    adapt_delta: float | None = None,
-    max_treedepth: int | None = None,
     normalize_prior: bool = False,
     **options: Any,
 ) -> ComparisonResult | ProgramChoice:
@@ -256,8 +245,9 @@ def compare(
     ``data`` is one dataset for all programs (dict, JSON path or ``None``) or a list with one
     per program. ``draws`` optionally gives existing posterior draws per program; otherwise
     each program's NUTS runs with ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`;
-    ``chains``, ``warmup``, ``n_draws``, ``adapt_delta``, ``max_treedepth`` replace its fields),
-    and so do the refits of the LOO. Each program gets its own seed derived from ``seed``.
+    the keywords ``chains``, ``warmup``, ``n_draws``, ``adapt_delta``, ``max_treedepth`` replace
+    its fields), and so do the refits of the LOO; the other keyword ``options`` go to the
+    estimator. Each program gets its own seed derived from ``seed``.
     With ``unbiased_bf`` the result also holds unbiased natural-scale Bayes factors
     Z_i / Z_best (Ẑ_i times an unbiased 1/Z_best by Markov-chain truncation,
     :func:`stanlogz.estimators.reciprocal.unbiased_bayes_factors`).
@@ -285,8 +275,7 @@ def compare(
         for i, di in enumerate(draws):
             if di is not None:
                 check_draws("compare", f"draws[{i}]", di)
-    nuts = NutsArgs.of(settings, chains=chains, warmup=warmup, draws=n_draws,
-                       adapt_delta=adapt_delta, max_treedepth=max_treedepth)
+    nuts, options = split_nuts_keywords(settings, options, "compare")
     by_choice = loo or weights is not None or not use_evidence
     methods = choice.parse_weights(weights)
     if by_choice:

@@ -67,6 +67,7 @@ def test_no_se_when_the_runs_still_spread(monkeypatch):
     assert any("no standard error" in w for w in r.warnings)
 
 
+@pytest.mark.slow
 def test_pilot_rounds_decorrelate_and_are_reused():
     # A 3-d Gaussian posterior far from a wide base: the pilot picks rounds of moves per step
     # until the particles' log ratio decorrelates (or the cap), and the runs reuse them.
