@@ -259,6 +259,11 @@ def compare(
     Z_i / Z_best (Ẑ_i times an unbiased 1/Z_best by Markov-chain truncation,
     :func:`stanlogz.estimators.reciprocal.unbiased_bayes_factors`).
 
+    Fits that carry a pointwise ``log_lik`` (CmdStan CSV paths, a ``.nc`` InferenceData,
+    a cmdstanpy fit; a list of paths is one model's chains) may stand in for programs: the
+    result is then the LOO comparison only
+    (:func:`~stanlogz.crossval.fitcompare.compare_sources`; programs among them need ``data``).
+
     With ``loo=True``, ``weights`` (e.g. ``"stacking,pseudo-bma+,bma"``) or
     ``use_evidence=False`` it returns a :class:`~stanlogz.crossval.choose.ProgramChoice`
     instead: PSIS-LOO of every program on the same NUTS draws (``loo_options`` go to
@@ -270,9 +275,14 @@ def compare(
     not normalized, :attr:`ComparisonResult.warnings` says by how much the Bayes factors are off.
     """
     from .crossval import choose as choice
+    from .crossval.fitloo import is_fit
 
     nuts = NutsArgs.of(settings, chains=chains, warmup=warmup, draws=n_draws,
                        adapt_delta=adapt_delta, max_treedepth=max_treedepth)
+    if any(is_fit(m) for m in models):
+        return _compare_fits(list(models), data, draws=draws, unbiased_bf=unbiased_bf,
+                             nuts=nuts, weights=weights, loo_options=loo_options, seed=seed,
+                             progress=progress)
     by_choice = loo or weights is not None or not use_evidence
     methods = choice.parse_weights(weights)
     if by_choice:
@@ -343,3 +353,17 @@ def compare(
             for i, m in enumerate(loaded)] if loo else None
     return choice.choose(names, loo=loos, evidence=out, weights=methods, seed=seed,
                          fits=list(zip(loaded, datas, kept, strict=True)) if loo else None)
+
+
+def _compare_fits(models: list[Any], data: Any, *, draws: Any, unbiased_bf: bool,
+                  nuts: NutsArgs, weights: Any, loo_options: dict[str, Any] | None,
+                  seed: int | None, progress: Any) -> ProgramChoice:
+    """:func:`compare` when some models are fits: the LOO comparison of every model."""
+    from .crossval.fitcompare import compare_sources
+
+    if draws is not None or unbiased_bf:
+        raise InputError("fits are compared by PSIS-LOO of their log_lik: drop draws= and "
+                         "unbiased_bf (they need every model's program)")
+    datas = list(data) if isinstance(data, list | tuple) else [data] * len(models)
+    return compare_sources(models, datas, weights=weights, loo_options=loo_options,
+                           settings=nuts, seed=seed, progress=progress)
