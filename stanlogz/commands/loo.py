@@ -63,9 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="recompute observations with high k-hat: mm (moment matching of "
                         "the draws, no refit), exact (NUTS without the observation + bridge "
                         "sampling), ups (unbiased path sampling), none; default auto: mm, then "
-                        "exact where k-hat stays above the threshold; mis: every observation by "
-                        "mixture importance sampling (one HMC run on the mixture of the "
-                        "leave-one-out posteriors, no refit)")
+                        "exact where k-hat stays above the threshold; mis: those observations by "
+                        "mixture importance sampling (one HMC run on the posterior mixed with "
+                        "their leave-one-out posteriors, no refit)")
     parser.add_argument("--k-threshold", type=float, default=None,
                         help="fix observations above this k-hat (default min(1 - 1/log10 S, 0.7))")
     parser.add_argument("--log-lik", choices=LOG_LIK_SOURCES, default="auto",

@@ -21,6 +21,7 @@ from .fixups import FIX_METHODS, FixedPoint, FixTask, fix_observation
 from .heldout import heldout_many
 from .loo_routes import exact_split_error, pointwise_source, refit_refusal
 from .loo_warnings import _posterior_values, _sampler_warnings, _warnings
+from .mixture_fix import fixed_variance, mixture_fixup
 from .moment_match import moment_match_observation
 from .names import LooNames
 from .observations import Observations, load_observed
@@ -242,9 +243,9 @@ def loo(
     Every observation whose Pareto k̂ exceeds the threshold is recomputed by ``fix``:
     ``"auto"`` (moment matching, then ``"exact"`` for observations still above the threshold),
     ``"mm"`` (moment matching only), ``"exact"`` (NUTS without it and bridge sampling between
-    the two posteriors), ``"ups"`` (unbiased path sampling) or ``"none"``; ``"mis"`` instead
-    estimates every observation by mixture importance sampling
-    (:func:`~stanlogz.crossval.mixture.mixture_loo`, one HMC run, no refit). ``draws``: existing
+    the two posteriors), ``"ups"`` (unbiased path sampling), ``"mis"`` (mixture importance
+    sampling of those observations from one HMC run on the posterior mixed with their
+    leave-one-out posteriors, no refit; :mod:`.mixture_fix`) or ``"none"``. ``draws``: existing
     draws (Draws, cmdstanpy fit, CSV paths, InferenceData); without them NUTS runs with
     ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`; ``chains``, ``warmup``,
     ``n_draws``, ``adapt_delta`` and ``max_treedepth`` replace its fields), and so does every
@@ -263,13 +264,13 @@ def loo(
     from .fitloo import is_fit, loo_elsewise
 
     nuts = nuts_from_keywords(settings, nuts_keywords, "loo")
-    if fix == "mis" or is_fit(model) or (model is None and draws is not None):
+    if is_fit(model) or (model is None and draws is not None):
         return loo_elsewise(model, data, draws=draws, obs=obs, obs_fields=obs_fields, fix=fix,
                             log_lik=log_lik, k_threshold=k_threshold, subsample=subsample,
                             settings=nuts, seed=seed, progress=progress)
     t0 = time.perf_counter()
-    if fix not in FIX_METHODS:
-        raise InputError(f"fix must be one of {', '.join(FIX_METHODS)}, got {fix!r}")
+    if fix not in (*FIX_METHODS, "mis"):
+        raise InputError(f"fix must be one of {', '.join(FIX_METHODS)}, mis, got {fix!r}")
     if k_threshold is not None and not 0.0 <= k_threshold <= 1.0:
         raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
     model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
@@ -306,7 +307,9 @@ def loo(
     t_pointwise = time.perf_counter() - t1
     threshold = ps.threshold if k_threshold is None else float(k_threshold)
     index = np.arange(observations.n) if sample_index is None else sample_index
-    bad = index[ps.khat > threshold]
+    # mis re-estimates from k-hat 0.5 up: PSIS values kept between 0.5 and 0.7 undercovered
+    # (benchmarks/mixture_loo.py), and one mixture run serves them all
+    bad = index[ps.khat > (min(threshold, 0.5) if fix == "mis" else threshold)]
     fixed: list[FixedPoint] = []
     if fix != "none" and bad.size:
         fixed, why = _fix(pw, d, bad, ps, index, fix, threshold, r_eff, nuts, ups_options,
@@ -335,7 +338,7 @@ def loo(
     res.mcse_psis = ps.total_mcse(replaced) * grow
     res.mcse_bias = ps.total_bias(replaced) * grow
     res.mcse_elpd_loo = math.sqrt(res.mcse_psis**2 + res.mcse_bias**2
-                                  + sum(f.se**2 for f in fixed) * grow**2)
+                                  + fixed_variance(fixed) * grow**2)
     res.warnings.extend(_warnings(res))
     res.warnings = list(dict.fromkeys(res.warnings))  # refits sharing the draws repeat theirs
     return res
@@ -386,6 +389,8 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
     threshold and refits (``exact``) the rest."""
     pos = {int(o): j for j, o in enumerate(index)}
     fixed: list[FixedPoint] = []
+    if fix == "mis":
+        return mixture_fixup(pw, d, bad, ps, pos, nuts, seed, progress)
     if fix in ("mm", "auto"):
         if progress:
             progress(f"moment matching {bad.size} observation(s) with k-hat > {threshold:.2f}: "
