@@ -22,6 +22,7 @@ from .heldout import heldout_many
 from .loo_routes import exact_split_error, pointwise_source, refit_refusal
 from .loo_warnings import _posterior_values, _sampler_warnings, _warnings
 from .mixture_fix import fixed_variance, mixture_fixup
+from .mm_points import check_budget, moment_match_points
 from .moment_match import moment_match_observation
 from .names import LooNames
 from .observations import Observations, load_observed
@@ -233,6 +234,7 @@ def loo(
     n_workers: int = 1,
     ups_options: dict[str, Any] | None = None,
     progress: Any = None,
+    mm_budget: float | None = None,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> LooResult:
     """PSIS-LOO of a Stan program (a path or :class:`StanModel`) with ``data``, or of a fit
@@ -259,7 +261,10 @@ def loo(
     instead of the draw-count-dependent threshold min(1 − 1/log10 S, 0.7). ``subsample``:
     estimate elpd_loo from PSIS on this many observations drawn at random (difference
     estimator around PSIS-LOO of every observation on 100 thinned draws; Magnusson et al.
-    2020), for large N.
+    2020), for large N. ``mm_budget``: seconds of moment matching, after which the remaining
+    high-k̂ observations keep their PSIS values (with the k̂ warning); Ctrl-C during moment
+    matching likewise returns the observations matched so far with a note
+    (:mod:`.mm_points`).
     """
     from .fitloo import is_fit, loo_elsewise
 
@@ -273,6 +278,7 @@ def loo(
         raise InputError(f"fix must be one of {', '.join(FIX_METHODS)}, mis, got {fix!r}")
     if k_threshold is not None and not 0.0 <= k_threshold <= 1.0:
         raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
+    mm_budget = check_budget(mm_budget)
     model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
                                                    progress=progress)
     if subsample is not None and not (isinstance(subsample, int | np.integer)
@@ -313,7 +319,7 @@ def loo(
     fixed: list[FixedPoint] = []
     if fix != "none" and bad.size:
         fixed, why = _fix(pw, d, bad, ps, index, fix, threshold, r_eff, nuts, ups_options,
-                          seed, n_workers, progress)
+                          seed, n_workers, progress, mm_budget)
         notes.extend(why)
     elpd_i = ps.elpd_i.copy()
     pos = {int(o): j for j, o in enumerate(index)}
@@ -382,8 +388,8 @@ def _subsampled(pw: PointwiseLogLik, d: Draws, r_eff: float, m: int, seed: int |
 
 def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.ndarray,
          fix: str, threshold: float, r_eff: float, nuts: NutsArgs,
-         ups_options: dict[str, Any] | None, seed: int | None, n_workers: int, progress: Any
-         ) -> tuple[list[FixedPoint], list[str]]:
+         ups_options: dict[str, Any] | None, seed: int | None, n_workers: int, progress: Any,
+         mm_budget: float | None = None) -> tuple[list[FixedPoint], list[str]]:
     """Fix-ups of the observations ``bad`` (0-based), and warnings for those that cannot be.
     ``mm`` keeps every moment-matched value; ``auto`` keeps those it brings under the
     threshold and refits (``exact``) the rest."""
@@ -396,20 +402,14 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
             progress(f"moment matching {bad.size} observation(s) with k-hat > {threshold:.2f}: "
                      f"{', '.join(str(i + 1) for i in bad)}")
         log_post = pw.model.log_density_many(d.flat_unconstrained())  # shared by all points
-        matched = []
-        for i in bad:
-            matched.append(_moment_matched(pw, d, log_post, int(i), ps, pos[int(i)], threshold,
-                                           r_eff))
-            if progress:
-                m = matched[-1]
-                progress(f"moment matched observation {i + 1} ({len(matched)}/{bad.size}): "
-                         f"k-hat {m.khat:.2f} -> {m.khat_after:.2f}, {m.seconds:.1f} s")
+        matched, mm_notes, _ = moment_match_points(
+            bad, lambda i, deadline, on_map: _moment_matched(
+                pw, d, log_post, i, ps, pos[i], threshold, r_eff, deadline=deadline,
+                on_map=on_map), progress, mm_budget)
         fixed = [f for f in matched if fix == "mm" or f.khat_after <= threshold]
-        if fix == "mm":
-            return fixed, []
         bad = np.array([f.index for f in matched if f.khat_after > threshold], dtype=int)
-        if not bad.size:
-            return fixed, []
+        if fix == "mm" or not bad.size or any(n.startswith("interrupted") for n in mm_notes):
+            return fixed, mm_notes
     method = "exact" if fix == "auto" else fix
     try:
         for i in bad:
@@ -458,12 +458,13 @@ def _exact_with_latents(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: Psis
 
 
 def _moment_matched(pw: PointwiseLogLik, d: Draws, log_post: np.ndarray, i: int, ps: PsisLoo,
-                    j: int, threshold: float, r_eff: float) -> FixedPoint:
+                    j: int, threshold: float, r_eff: float, **options: Any) -> FixedPoint:
     """Observation ``i`` (``j``-th pointwise entry) fixed by moment matching; ``log_post`` is
     the full-data log density at the draws."""
     mm = moment_match_observation(pw, d.unconstrained, i, r_eff=r_eff, k_threshold=threshold,
                                   k_target=MM_K_TARGET, log_post_draws=log_post,
-                                  log_lik_draws=pw.column(i, d.flat_unconstrained()))
+                                  log_lik_draws=pw.column(i, d.flat_unconstrained()),
+                                  **options)
     warns = list(mm.warnings)
     if mm.khat_after > threshold:
         warns.append(f"observation {i + 1}: moment matching lowered k-hat from "

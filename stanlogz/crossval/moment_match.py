@@ -151,7 +151,8 @@ def moment_match(draws: np.ndarray, log_post: LogDensity, log_lik_i: LogDensity,
                  log_post_draws: np.ndarray | None = None,
                  log_lik_draws: np.ndarray | None = None, split: bool = True,
                  max_iters: int = 30, cov: bool | None = None,
-                 k_target: float | None = None) -> MomentMatched:
+                 k_target: float | None = None, deadline: float | None = None,
+                 on_map: Callable[[str], None] | None = None) -> MomentMatched:
     """log p(y_i | y₋ᵢ) for observation ``index`` by moment matching the full-data posterior
     ``draws`` (chains, n, dim; unconstrained) toward the leave-one-out posterior.
 
@@ -167,7 +168,9 @@ def moment_match(draws: np.ndarray, log_post: LogDensity, log_lik_i: LogDensity,
     is the delta-method se of the self-normalized estimate with the ESS of its per-draw
     influence series (chains' autocorrelation and antithetic NUTS draws included).
     ``split=False`` uses the transformed draws alone, whose maps were fitted to the same
-    draws: the estimate is then not consistent, and a warning says so.
+    draws: the estimate is then not consistent, and a warning says so. ``deadline`` (a
+    ``time.perf_counter()`` value): no further map is tried after it (the estimate uses the
+    maps accepted so far); ``on_map`` receives a progress line per accepted map.
     """
     t0 = time.perf_counter()
     x0 = _check_inputs(draws, index, r_eff, k_threshold, max_iters)
@@ -224,6 +227,9 @@ def moment_match(draws: np.ndarray, log_post: LogDensity, log_lik_i: LogDensity,
                 x, lp, ll, lq, lw, khat = x_new, lp_new, ll_new, lq_new, lw_new, k_new
                 total = total.then(step)
                 accepted.append(name)
+                if on_map is not None:
+                    on_map(f"map {len(accepted)} ({name}) -> k-hat {k_new:.2f}, "
+                           f"{time.perf_counter() - t0:.1f} s")
                 return True
         return False
 
@@ -235,7 +241,10 @@ def moment_match(draws: np.ndarray, log_post: LogDensity, log_lik_i: LogDensity,
     if cov is None:
         cov = x0.shape[1] <= min(COV_MAX_DIM, x0.shape[0] // 10)
     names = TRANSFORMATIONS if cov else TRANSFORMATIONS[:2]
-    while khat >= target and len(accepted) < max_iters and improve():
+    def late() -> bool:
+        return deadline is not None and time.perf_counter() >= deadline
+
+    while khat >= target and len(accepted) < max_iters and not late() and improve():
         pass
     khat_final, lw_final, ll_final = khat, lw, ll
     split_used = split and bool(accepted)
@@ -245,7 +254,7 @@ def moment_match(draws: np.ndarray, log_post: LogDensity, log_lik_i: LogDensity,
         n_evals += n_split
         # the split's k-hat is the one that counts: when mixing in the untransformed draws
         # raised it above the threshold, move the transformed half further if a map helps
-        if khat_final < target or len(accepted) >= max_iters or not improve():
+        if khat_final < target or len(accepted) >= max_iters or late() or not improve():
             break
     if khat_final >= k_threshold and len(accepted) >= max_iters > 0:
         warns.append(f"observation {index + 1}: moment matching stopped after max_iters = "
