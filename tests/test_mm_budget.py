@@ -81,3 +81,23 @@ def test_cli_budget_refusals(argv, match, capsys) -> None:
         from stanlogz.crossval.mm_points import check_budget
 
         check_budget("soon")
+
+
+def test_streamed_moments_equal_the_direct_formulas() -> None:
+    """The row-block moments and map (no (S, dim) temporaries) are the plain formulas, to
+    rounding, also when S is not a multiple of the block."""
+    from stanlogz.crossval.moment_match import ROW_BLOCK, _Affine, _means, _spreads
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3 * ROW_BLOCK + 17, 40)) * 2.0 + 1.0
+    w = rng.random(x.shape[0])
+    w /= w.sum()
+    mean, mean_w = _means(x, w)
+    np.testing.assert_allclose(mean, x.mean(axis=0), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(mean_w, w @ x, rtol=1e-12, atol=1e-12)
+    var, var_w = _spreads(x, w, mean, mean_w)
+    np.testing.assert_allclose(var, np.mean((x - mean) ** 2, axis=0), rtol=1e-12)
+    np.testing.assert_allclose(var_w, w @ (x - mean_w) ** 2, rtol=1e-12)
+    a = _Affine(rng.random(40) + 0.5, rng.standard_normal(40))
+    np.testing.assert_allclose(a.apply(x), x * a.linear + a.offset, rtol=1e-14)
+    np.testing.assert_allclose(a.inverse(a.apply(x)), x, atol=1e-12)
