@@ -1,5 +1,6 @@
 """``stanlogz compare A.stan B.stan ... --data D.json [--loo] [--evidence] [--weights ...]``:
-Bayes factors and model probabilities, PSIS-LOO differences, model weights."""
+Bayes factors and model probabilities, PSIS-LOO differences, model weights; with
+``--fit FILES`` per model, the LOO comparison of fits that carry log_lik (:mod:`.compare_fits`)."""
 
 from __future__ import annotations
 
