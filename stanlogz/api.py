@@ -252,6 +252,11 @@ def compare(
     Z_i / Z_best (Ẑ_i times an unbiased 1/Z_best by Markov-chain truncation,
     :func:`stanlogz.estimators.reciprocal.unbiased_bayes_factors`).
 
+    Fits that carry a pointwise ``log_lik`` (CmdStan CSV paths, a ``.nc`` InferenceData,
+    a cmdstanpy fit; a list of paths is one model's chains) may stand in for programs: the
+    result is then the LOO comparison only
+    (:func:`~stanlogz.crossval.fitcompare.compare_sources`; programs among them need ``data``).
+
     With ``loo=True``, ``weights`` (e.g. ``"stacking,pseudo-bma+,bma"``) or
     ``use_evidence=False`` it returns a :class:`~stanlogz.crossval.choose.ProgramChoice`
     instead: PSIS-LOO of every program on the same NUTS draws (``loo_options`` go to
@@ -263,11 +268,15 @@ def compare(
     not normalized, :attr:`ComparisonResult.warnings` says by how much the Bayes factors are off.
     """
     from .crossval import choose as choice
+    from .crossval.fitloo import is_fit
 
-    check_arguments("compare", models=models)
+    fits = isinstance(models, list | tuple) and any(is_fit(m) for m in models)
+    if not fits:  # fits (CSV paths, InferenceData, cmdstanpy) are checked by their reader
+        check_arguments("compare", models=models)
     models = list(models)
-    check_arguments("compare", models=models, progress=progress, method=method,
-                    prior_probs=prior_probs, weights=weights, loo_options=loo_options)
+    check_arguments("compare", progress=progress, method=method, prior_probs=prior_probs,
+                    weights=weights, loo_options=loo_options,
+                    **({} if fits else {"models": models}))
     if draws is not None:
         if not isinstance(draws, list | tuple):
             raise ArgumentTypeError(f"compare(): draws must be a list with one entry per "
@@ -276,6 +285,10 @@ def compare(
             if di is not None:
                 check_draws("compare", f"draws[{i}]", di)
     nuts, options = split_nuts_keywords(settings, options, "compare")
+    if fits:
+        return _compare_fits(list(models), data, draws=draws, unbiased_bf=unbiased_bf,
+                             nuts=nuts, weights=weights, loo_options=loo_options, seed=seed,
+                             progress=progress)
     by_choice = loo or weights is not None or not use_evidence
     methods = choice.parse_weights(weights)
     if by_choice:
@@ -346,3 +359,17 @@ def compare(
             for i, m in enumerate(loaded)] if loo else None
     return choice.choose(names, loo=loos, evidence=out, weights=methods, seed=seed,
                          fits=list(zip(loaded, datas, kept, strict=True)) if loo else None)
+
+
+def _compare_fits(models: list[Any], data: Any, *, draws: Any, unbiased_bf: bool,
+                  nuts: NutsArgs, weights: Any, loo_options: dict[str, Any] | None,
+                  seed: int | None, progress: Any) -> ProgramChoice:
+    """:func:`compare` when some models are fits: the LOO comparison of every model."""
+    from .crossval.fitcompare import compare_sources
+
+    if draws is not None or unbiased_bf:
+        raise InputError("fits are compared by PSIS-LOO of their log_lik: drop draws= and "
+                         "unbiased_bf (they need every model's program)")
+    datas = list(data) if isinstance(data, list | tuple) else [data] * len(models)
+    return compare_sources(models, datas, weights=weights, loo_options=loo_options,
+                           settings=nuts, seed=seed, progress=progress)

@@ -24,6 +24,8 @@ from .heldout import heldout_many
 from .loo_arviz import fixed_khat
 from .loo_routes import exact_split_error, pointwise_source, refit_refusal
 from .loo_warnings import _posterior_values, _sampler_warnings, _warnings
+from .mixture_fix import fixed_variance, mixture_fixup
+from .mm_points import check_budget, moment_match_points
 from .moment_match import moment_match_observation
 from .names import LooNames
 from .observations import Observations, load_observed
@@ -246,6 +248,7 @@ def loo(
     n_workers: int = 1,
     ups_options: dict[str, Any] | None = None,
     progress: Any = None,
+    mm_budget: float | None = None,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> LooResult:
     """PSIS-LOO of a Stan program (a path or :class:`StanModel`) with ``data``, or of a fit
@@ -256,9 +259,9 @@ def loo(
     Every observation whose Pareto k̂ exceeds the threshold is recomputed by ``fix``:
     ``"auto"`` (moment matching, then ``"exact"`` for observations still above the threshold),
     ``"mm"`` (moment matching only), ``"exact"`` (NUTS without it and bridge sampling between
-    the two posteriors), ``"ups"`` (unbiased path sampling) or ``"none"``; ``"mis"`` instead
-    estimates every observation by mixture importance sampling
-    (:func:`~stanlogz.crossval.mixture.mixture_loo`, one HMC run, no refit). ``draws``: existing
+    the two posteriors), ``"ups"`` (unbiased path sampling), ``"mis"`` (mixture importance
+    sampling of those observations from one HMC run on the posterior mixed with their
+    leave-one-out posteriors, no refit; :mod:`.mixture_fix`) or ``"none"``. ``draws``: existing
     draws (Draws, cmdstanpy fit, CSV paths, InferenceData); without them NUTS runs with
     ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`; ``chains``, ``warmup``,
     ``n_draws``, ``adapt_delta`` and ``max_treedepth`` replace its fields), and so does every
@@ -272,7 +275,10 @@ def loo(
     instead of the draw-count-dependent threshold min(1 − 1/log10 S, 0.7). ``subsample``:
     estimate elpd_loo from PSIS on this many observations drawn at random (difference
     estimator around PSIS-LOO of every observation on 100 thinned draws; Magnusson et al.
-    2020), for large N.
+    2020), for large N. ``mm_budget``: seconds of moment matching, after which the remaining
+    high-k̂ observations keep their PSIS values (with the k̂ warning); Ctrl-C during moment
+    matching likewise returns the observations matched so far with a note
+    (:mod:`.mm_points`).
     """
     from .fitloo import is_fit, loo_elsewise
 
@@ -280,15 +286,16 @@ def loo(
                     fix=fix, log_lik=log_lik, k_threshold=k_threshold, subsample=subsample,
                     n_workers=n_workers, ups_options=ups_options)
     nuts = nuts_from_keywords(settings, nuts_keywords, "loo")
-    if fix == "mis" or is_fit(model) or (model is None and draws is not None):
+    if is_fit(model) or (model is None and draws is not None):
         return loo_elsewise(model, data, draws=draws, obs=obs, obs_fields=obs_fields, fix=fix,
                             log_lik=log_lik, k_threshold=k_threshold, subsample=subsample,
                             settings=nuts, seed=seed, progress=progress)
     t0 = time.perf_counter()
-    if fix not in FIX_METHODS:
-        raise InputError(f"fix must be one of {', '.join(FIX_METHODS)}, got {fix!r}")
+    if fix not in (*FIX_METHODS, "mis"):
+        raise InputError(f"fix must be one of {', '.join(FIX_METHODS)}, mis, got {fix!r}")
     if k_threshold is not None and not 0.0 <= k_threshold <= 1.0:
         raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
+    mm_budget = check_budget(mm_budget)
     model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
                                                    progress=progress)
     if subsample is not None and not (isinstance(subsample, int | np.integer)
@@ -323,11 +330,13 @@ def loo(
     t_pointwise = time.perf_counter() - t1
     threshold = ps.threshold if k_threshold is None else float(k_threshold)
     index = np.arange(observations.n) if sample_index is None else sample_index
-    bad = index[ps.khat > threshold]
+    # mis re-estimates from k-hat 0.5 up: PSIS values kept between 0.5 and 0.7 undercovered
+    # (benchmarks/mixture_loo.py), and one mixture run serves them all
+    bad = index[ps.khat > (min(threshold, 0.5) if fix == "mis" else threshold)]
     fixed: list[FixedPoint] = []
     if fix != "none" and bad.size:
         fixed, why = _fix(pw, d, bad, ps, index, fix, threshold, r_eff, nuts, ups_options,
-                          seed, n_workers, progress)
+                          seed, n_workers, progress, mm_budget)
         notes.extend(why)
     elpd_i = ps.elpd_i.copy()
     pos = {int(o): j for j, o in enumerate(index)}
@@ -352,7 +361,7 @@ def loo(
     res.mcse_psis = ps.total_mcse(replaced) * grow
     res.mcse_bias = ps.total_bias(replaced) * grow
     res.mcse_elpd_loo = math.sqrt(res.mcse_psis**2 + res.mcse_bias**2
-                                  + sum(f.se**2 for f in fixed) * grow**2)
+                                  + fixed_variance(fixed) * grow**2)
     res.warnings.extend(_warnings(res))
     res.warnings = list(dict.fromkeys(res.warnings))  # refits sharing the draws repeat theirs
     return res
@@ -396,31 +405,28 @@ def _subsampled(pw: PointwiseLogLik, d: Draws, r_eff: float, m: int, seed: int |
 
 def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.ndarray,
          fix: str, threshold: float, r_eff: float, nuts: NutsArgs,
-         ups_options: dict[str, Any] | None, seed: int | None, n_workers: int, progress: Any
-         ) -> tuple[list[FixedPoint], list[str]]:
+         ups_options: dict[str, Any] | None, seed: int | None, n_workers: int, progress: Any,
+         mm_budget: float | None = None) -> tuple[list[FixedPoint], list[str]]:
     """Fix-ups of the observations ``bad`` (0-based), and warnings for those that cannot be.
     ``mm`` keeps every moment-matched value; ``auto`` keeps those it brings under the
     threshold and refits (``exact``) the rest."""
     pos = {int(o): j for j, o in enumerate(index)}
     fixed: list[FixedPoint] = []
+    if fix == "mis":
+        return mixture_fixup(pw, d, bad, ps, pos, nuts, seed, progress)
     if fix in ("mm", "auto"):
         if progress:
             progress(f"moment matching {bad.size} observation(s) with k-hat > {threshold:.2f}: "
                      f"{', '.join(str(i + 1) for i in bad)}")
         log_post = pw.model.log_density_many(d.flat_unconstrained())  # shared by all points
-        matched: list[FixedPoint] = []
-        with steps(progress, bad.size, "moment matching", unit="point") as bar:
-            for i in bad:
-                m = _moment_matched(pw, d, log_post, int(i), ps, pos[int(i)], threshold, r_eff)
-                matched.append(m)
-                bar.update(f"moment matched observation {i + 1} ({len(matched)}/{bad.size}): "
-                           f"k-hat {m.khat:.2f} -> {m.khat_after:.2f}, {m.seconds:.1f} s")
+        matched, mm_notes, _ = moment_match_points(
+            bad, lambda i, deadline, on_map: _moment_matched(
+                pw, d, log_post, i, ps, pos[i], threshold, r_eff, deadline=deadline,
+                on_map=on_map), progress, mm_budget)
         fixed = [f for f in matched if fix == "mm" or f.khat_after <= threshold]
-        if fix == "mm":
-            return fixed, []
         bad = np.array([f.index for f in matched if f.khat_after > threshold], dtype=int)
-        if not bad.size:
-            return fixed, []
+        if fix == "mm" or not bad.size or any(n.startswith("interrupted") for n in mm_notes):
+            return fixed, mm_notes
     method = "exact" if fix == "auto" else fix
     try:
         for i in bad:
@@ -472,12 +478,13 @@ def _exact_with_latents(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: Psis
 
 
 def _moment_matched(pw: PointwiseLogLik, d: Draws, log_post: np.ndarray, i: int, ps: PsisLoo,
-                    j: int, threshold: float, r_eff: float) -> FixedPoint:
+                    j: int, threshold: float, r_eff: float, **options: Any) -> FixedPoint:
     """Observation ``i`` (``j``-th pointwise entry) fixed by moment matching; ``log_post`` is
     the full-data log density at the draws."""
     mm = moment_match_observation(pw, d.unconstrained, i, r_eff=r_eff, k_threshold=threshold,
                                   k_target=MM_K_TARGET, log_post_draws=log_post,
-                                  log_lik_draws=pw.column(i, d.flat_unconstrained()))
+                                  log_lik_draws=pw.column(i, d.flat_unconstrained()),
+                                  **options)
     warns = list(mm.warnings)
     if mm.khat_after > threshold:
         warns.append(f"observation {i + 1}: moment matching lowered k-hat from "
