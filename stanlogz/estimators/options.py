@@ -248,6 +248,8 @@ class SmcOptions(MethodOptions):
     hmc_steps: int = 10
     n_moves: int = 2
     max_rounds: int = 8
+    #: also run back from the posterior draws, to check the forward runs (doubles the cost)
+    reverse: bool = True
     n_workers: int | None = None
     backend: str = "auto"
     positive_options = ("inflate", "n_particles", "max_particles", "n_runs", "hmc_steps",
