@@ -29,7 +29,7 @@ PASSED_ON = {"ais": (ais, AnnealOptions), "rais": (reverse_ais, AnnealOptions), 
              "ups": (UpsPathOptions,)}
 # The adapters' own keywords that are not in the function they pass the rest to.
 ADAPTER_DEFAULTS = {"ais": {"inflate": 1.5}, "rais": {"inflate": 1.5},
-                    "smc": {"inflate": 1.5, "max_particles": None}}
+                    "smc": {"inflate": 1.5, "max_particles": None, "reverse": True}}
 
 
 def _defaults(fn) -> dict:
