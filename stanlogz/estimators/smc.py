@@ -320,16 +320,21 @@ def smc_estimate(
                            backend=options.get("backend", "auto"))
         evals += int(out["n_evals"])  # the reverse runs cost what the forward runs did
         if np.all(np.isfinite(rev)):
-            r_log_z, r_se = lognormal_log_z(-rev)
-            log_z, se, gap, agree = sandwich(forward, (-r_log_z, r_se))
+            log_z, se, lo, hi, consistent = sandwich(runs, rev)
             sandwich_info = {"reverse_run_log_z": rev.tolist(), "forward_log_z": forward[0],
-                             "forward_se": forward[1], "reverse_log_z": -r_log_z,
-                             "reverse_se": r_se, "sandwich_gap": gap, "directions_agree": agree}
-            if not agree:
-                warnings.append(f"SMC: runs from the base and back from the posterior draws "
-                                f"disagree by {gap:.2f} nats (particles lag behind the path), so "
-                                "log Z is the middle of that sandwich and half its width joins "
-                                "the se; use gbs, or more n_moves / max_rounds")
+                             "forward_se": forward[1], "lower_bound": lo, "upper_bound": hi,
+                             "sandwich_gap": hi - lo, "bounds_consistent": consistent}
+            if not consistent:
+                warnings.append(f"SMC: runs back from the posterior draws end {lo - hi:.2f} "
+                                "nats below the runs from the base, which cannot happen for "
+                                "draws from the posterior; no se is given: check the draws "
+                                "(R-hat, divergences) or use gbs")
+            elif hi - lo > 4 * forward[1]:
+                warnings.append(f"SMC: the runs from the base and back from the posterior "
+                                f"draws bracket log Z within {hi - lo:.2f} nats, wider than "
+                                "the forward runs' spread shows (particles lag behind the path)"
+                                ", so log Z is the middle of that bracket with half its width "
+                                "in the se; use gbs, or more n_moves / max_rounds / particles")
         else:
             se = math.nan
             warnings.append("SMC: a run back from the posterior draws ended with zero weight, "
@@ -354,8 +359,9 @@ def smc_estimate(
         "log_mean_exp": float(out["log_z"]), "delta_method_se": out["log_z_se"],
         "acceptance": out["acceptance"], "base": f"Gaussian from draws, covariance x{inflate:g}",
         "se": "independent runs, each unbiased for Z (schedule from a pilot); log Z = mean log Z "
-              "+ sd^2/2 with its se under the lognormal CLT of SMC, forward and back from the "
-              "posterior draws (their mean; half their gap joins the se when they disagree)",
+              "+ sd^2/2 under the lognormal CLT (reverse=False); by default the middle of the "
+              "bracket [mean forward run log Z, mean reverse run log Z] (runs back from the "
+              "posterior draws), with half its width and both means' mc se in the se",
         **sandwich_info,
     }
     return EvidenceResult(method="smc", log_z=float(log_z), log_z_se=se,

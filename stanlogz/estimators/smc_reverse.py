@@ -92,17 +92,23 @@ def reverse_runs(
     return np.asarray(out, dtype=float) + path.base_log_z
 
 
-def sandwich(forward: tuple[float, float], reverse: tuple[float, float]
-             ) -> tuple[float, float, float, bool]:
-    """log Z, its se, the gap (reverse − forward) and whether the two directions agree.
+def sandwich(forward_runs: np.ndarray, reverse_runs: np.ndarray
+             ) -> tuple[float, float, float, float, bool]:
+    """log Z, its se, the two bounds and whether they are consistent, from the runs' log Z.
 
-    Each direction is (log Z, se). Agreeing within twice their joint se, log Z is their mean
-    with its Monte Carlo se; otherwise the truth lies between them (each is biased towards its
-    own side) and half the gap joins the se.
+    The mean of the forward runs' log Ẑ is a stochastic lower bound on log Z and the mean of
+    the reverse runs' an upper bound (Jensen, whatever the runs' distribution). log Z is the
+    middle of the two and its se holds half their distance and the Monte Carlo se of each
+    mean, so ±2 se spans both bounds. Bounds that cross by more than twice their joint se
+    contradict the sandwich (the draws are then not from the posterior): no se (NaN).
     """
-    (f, sf), (r, sr) = forward, reverse
-    gap = r - f
-    se_mid = 0.5 * math.sqrt(sf * sf + sr * sr)
-    agree = abs(gap) <= 2.0 * math.sqrt(sf * sf + sr * sr)
-    se = se_mid if agree else math.sqrt(se_mid * se_mid + 0.25 * gap * gap)
-    return 0.5 * (f + r), se, gap, agree
+    f = np.asarray(forward_runs, float)
+    r = np.asarray(reverse_runs, float)
+    lo, hi = float(np.mean(f)), float(np.mean(r))
+    se_lo = float(np.std(f, ddof=1) / math.sqrt(f.size))
+    se_hi = float(np.std(r, ddof=1) / math.sqrt(r.size))
+    joint = math.sqrt(se_lo * se_lo + se_hi * se_hi)
+    consistent = hi - lo >= -2.0 * joint
+    half = 0.5 * max(hi - lo, 0.0)
+    se = math.sqrt(half * half + 0.25 * joint * joint) if consistent else math.nan
+    return 0.5 * (lo + hi), se, lo, hi, consistent
