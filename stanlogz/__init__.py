@@ -10,6 +10,7 @@ import importlib
 from typing import Any
 
 from .errors import (
+    ArgumentTypeError,
     DataError,
     EstimationError,
     InitializationError,
@@ -82,6 +83,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "ArgumentTypeError",
     "CVResult",
     "CalibrationResult",
     "ComparisonResult",

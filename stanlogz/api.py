@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._util.argcheck import check_arguments, check_draws
 from ._util.seeds import child_int_seed
 from .draws import Draws, obtain_draws
 from .draws.checks import normalization_warnings
 from .draws.continuation import extend_draws
-from .errors import InputError
+from .errors import ArgumentTypeError, InputError
 from .estimators import lookup
 from .estimators.base import EvidenceResult
 from .estimators.common import draws_needed
@@ -35,7 +36,7 @@ from .stan.load import load_model
 from .stan.priors import add_prior_check as _add_prior_check
 from .stan.priors import mass_warnings, prior_warnings, program_priors
 from .stan.program import ProgramLike
-from .stan.settings import NutsArgs
+from .stan.settings import NutsArgs, split_nuts_keywords
 
 if TYPE_CHECKING:
     from .crossval.select.choose import ProgramChoice
@@ -44,9 +45,9 @@ if TYPE_CHECKING:
 def _call_estimator(method: str, target: Any, unc: np.ndarray, *, seed: int | None,
                     n_sampling_evals: int | None, progress: Any, options: dict[str, Any]
                     ) -> EvidenceResult:
-    """The estimate of ``method`` (``progress`` is not passed: no estimator reports any)."""
+    """The estimate of ``method`` (``progress`` reaches the estimators that report steps)."""
     return lookup(method).run(target, unc, seed=seed, options=options,
-                              n_sampling_evals=n_sampling_evals)
+                              n_sampling_evals=n_sampling_evals, progress=progress)
 
 
 @with_client
@@ -57,15 +58,10 @@ def evidence(
     method: str = "gbs",
     draws: Any = None,
     settings: NutsArgs | None = None,
-    chains: int | None = None,
-    warmup: int | None = None,
-    n_draws: int | None = None,
     seed: int | None = None,
     progress: Callable[[str], None] | None = None,
     target_se: float | None = None,
     max_draws: int | None = None,
-    adapt_delta: float | None = None,
-    max_treedepth: int | None = None,
     normalize_prior: bool = False,
     **options: Any,
 ) -> EvidenceResult:
@@ -75,9 +71,9 @@ def evidence(
     dict or a JSON path. ``draws`` are posterior draws in any form :func:`stanlogz.draws.as_draws`
     takes (a cmdstanpy fit, CmdStan CSV files, a :class:`Draws`, an array of unconstrained
     draws); without them stanlogz's NUTS runs with ``settings`` (a
-    :class:`~stanlogz.stan.settings.NutsArgs`), whose fields ``chains``, ``warmup``,
-    ``n_draws`` (draws per chain), ``adapt_delta`` and ``max_treedepth`` replace when given;
-    the same settings reach the continued chains of ``target_se``. Extra
+    :class:`~stanlogz.stan.settings.NutsArgs`), whose fields the keywords ``chains``,
+    ``warmup``, ``n_draws`` (draws per chain), ``adapt_delta`` and ``max_treedepth`` replace when
+    given; the same settings reach the continued chains of ``target_se``. The other keyword
     ``options`` go to the estimator, checked first by its options class
     (:mod:`stanlogz.estimators.options`). The diagnostics gain the sampling cost
     (``n_sampling_evals``, ``sampling_seconds``) and the warnings any sign that log Z is not
@@ -97,11 +93,12 @@ def evidence(
     ``normalize_prior`` that value is reported as ``log_z`` (the program's own in
     ``diagnostics["log_z_program"]``). Parameters without a prior are named too.
     """
+    check_arguments("evidence", model=model, draws=draws, progress=progress, method=method,
+                    target_se=target_se, max_draws=max_draws)
+    nuts, options = split_nuts_keywords(settings, options, "evidence")
     lookup(method).options(options)  # one-line errors before any build or sampling
     if target_se is not None and not target_se > 0:
         raise InputError(f"target_se must be a positive number of nats, got {target_se}")
-    nuts = NutsArgs.of(settings, chains=chains, warmup=warmup, draws=n_draws,
-                       adapt_delta=adapt_delta, max_treedepth=max_treedepth)
     m = load_model(model, data, seed=seed, progress=progress)
     priors = program_priors(m)
     if progress and draws is None:  # named before the sampling
@@ -233,9 +230,6 @@ def compare(
     prior_probs: Sequence[float] | None = None,
     draws: Sequence[Any] | None = None,
     settings: NutsArgs | None = None,
-    chains: int | None = None,
-    warmup: int | None = None,
-    n_draws: int | None = None,
     seed: int | None = None,
     progress: Callable[[str], None] | None = None,
     unbiased_bf: bool = False,
@@ -243,8 +237,6 @@ def compare(
     use_evidence: bool = True,
     weights: str | Sequence[str] | None = None,
     loo_options: dict[str, Any] | None = None,
-    adapt_delta: float | None = None,
-    max_treedepth: int | None = None,
     normalize_prior: bool = False,
     **options: Any,
 ) -> ComparisonResult | ProgramChoice:
@@ -253,11 +245,18 @@ def compare(
     ``data`` is one dataset for all programs (dict, JSON path or ``None``) or a list with one
     per program. ``draws`` optionally gives existing posterior draws per program; otherwise
     each program's NUTS runs with ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`;
-    ``chains``, ``warmup``, ``n_draws``, ``adapt_delta``, ``max_treedepth`` replace its fields),
-    and so do the refits of the LOO. Each program gets its own seed derived from ``seed``.
+    the keywords ``chains``, ``warmup``, ``n_draws``, ``adapt_delta``, ``max_treedepth`` replace
+    its fields), and so do the refits of the LOO; the other keyword ``options`` go to the
+    estimator. Each program gets its own seed derived from ``seed``.
     With ``unbiased_bf`` the result also holds unbiased natural-scale Bayes factors
     Z_i / Z_best (Ẑ_i times an unbiased 1/Z_best by Markov-chain truncation,
     :func:`stanlogz.estimators.reciprocal.reciprocal.unbiased_bayes_factors`).
+
+    Fits that carry a pointwise ``log_lik`` (CmdStan CSV paths, a ``.nc`` InferenceData,
+    a cmdstanpy fit; a list of paths is one model's chains) may stand in for programs: the
+    result is then the LOO comparison only
+    (:func:`~stanlogz.crossval.select.fitcompare.compare_sources`; programs among them need
+    ``data``).
 
     With ``loo=True``, ``weights`` (e.g. ``"stacking,pseudo-bma+,bma"``) or
     ``use_evidence=False`` it returns a :class:`~stanlogz.crossval.select.choose.ProgramChoice`
@@ -269,10 +268,28 @@ def compare(
     compares the prior-normalized log Z); when the programs' log prior masses differ and are
     not normalized, :attr:`ComparisonResult.warnings` says by how much the Bayes factors are off.
     """
+    from .crossval.psis_loo.fitloo import is_fit
     from .crossval.select import choose as choice
 
-    nuts = NutsArgs.of(settings, chains=chains, warmup=warmup, draws=n_draws,
-                       adapt_delta=adapt_delta, max_treedepth=max_treedepth)
+    fits = isinstance(models, list | tuple) and any(is_fit(m) for m in models)
+    if not fits:  # fits (CSV paths, InferenceData, cmdstanpy) are checked by their reader
+        check_arguments("compare", models=models)
+    models = list(models)
+    check_arguments("compare", progress=progress, method=method, prior_probs=prior_probs,
+                    weights=weights, loo_options=loo_options,
+                    **({} if fits else {"models": models}))
+    if draws is not None:
+        if not isinstance(draws, list | tuple):
+            raise ArgumentTypeError(f"compare(): draws must be a list with one entry per "
+                                    f"program (None to sample it), not {type(draws).__name__}")
+        for i, di in enumerate(draws):
+            if di is not None:
+                check_draws("compare", f"draws[{i}]", di)
+    nuts, options = split_nuts_keywords(settings, options, "compare")
+    if fits:
+        return _compare_fits(list(models), data, draws=draws, unbiased_bf=unbiased_bf,
+                             nuts=nuts, weights=weights, loo_options=loo_options, seed=seed,
+                             progress=progress)
     by_choice = loo or weights is not None or not use_evidence
     methods = choice.parse_weights(weights)
     if by_choice:
@@ -343,3 +360,17 @@ def compare(
             for i, m in enumerate(loaded)] if loo else None
     return choice.choose(names, loo=loos, evidence=out, weights=methods, seed=seed,
                          fits=list(zip(loaded, datas, kept, strict=True)) if loo else None)
+
+
+def _compare_fits(models: list[Any], data: Any, *, draws: Any, unbiased_bf: bool,
+                  nuts: NutsArgs, weights: Any, loo_options: dict[str, Any] | None,
+                  seed: int | None, progress: Any) -> ProgramChoice:
+    """:func:`compare` when some models are fits: the LOO comparison of every model."""
+    from .crossval.select.fitcompare import compare_sources
+
+    if draws is not None or unbiased_bf:
+        raise InputError("fits are compared by PSIS-LOO of their log_lik: drop draws= and "
+                         "unbiased_bf (they need every model's program)")
+    datas = list(data) if isinstance(data, list | tuple) else [data] * len(models)
+    return compare_sources(models, datas, weights=weights, loo_options=loo_options,
+                           settings=nuts, seed=seed, progress=progress)

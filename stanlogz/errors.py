@@ -37,3 +37,9 @@ class InputError(StanlogzError):
 
 class EstimationError(StanlogzError):
     """An estimator could not produce a result (e.g. its fixed point failed)."""
+
+
+class ArgumentTypeError(InputError, TypeError):
+    """A public function got an argument of the wrong type (a number where a program path is
+    expected, a string for a list of programs, ...); the message names the argument. Also a
+    :class:`TypeError`, so code catching Python's own error for this keeps working."""

@@ -22,6 +22,10 @@ The ``stan`` marker: every test that builds or loads a Stan program is marked ``
 or through another fixture, and tests whose code names a Stan program or a workflow that loads
 one), so ``pytest -m "not stan"`` runs the pure-numerics tests alone. An unmarked test that
 builds or loads a program anyway fails with a message saying so (``_no_stan_unless_marked``).
+
+The ``slow`` marker (set on the test itself): a long simulation (many seeds, data sets,
+replicates or chains). Slow tests run by default; ``pytest -m "not stan and not slow"`` is the
+quick pure-numerics run.
 """
 
 from __future__ import annotations

@@ -5,9 +5,11 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from .tables import format_cell
 
@@ -84,3 +86,22 @@ class Display:
 
     def _repr_html_(self) -> str:
         return render_html(self._display())
+
+
+def alias(name: str, doc: str, cast: Callable[[Any], Any] | None = None,
+          scale: float | None = None) -> Any:
+    """A read-only property that is attribute ``name`` under another name (a loo / ArviZ /
+    bridgesampling name): ``cast(value)``, or ``scale * float(value)`` with ``scale``."""
+
+    def get(self: Any) -> Any:
+        value = getattr(self, name)
+        if scale is not None:
+            return scale * float(value)
+        return value if cast is None else cast(value)
+
+    return property(get, doc=doc)
+
+
+def per_result(name: str, doc: str) -> Any:
+    """A read-only property: attribute ``name`` of each of ``self.results``, as an array."""
+    return property(lambda self: np.array([getattr(r, name) for r in self.results]), doc=doc)

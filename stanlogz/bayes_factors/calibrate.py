@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
+from .._util.progress import steps
 from .._util.seeds import child_int_seed
 from ..draws import sample
 from ..errors import InputError
@@ -197,7 +198,8 @@ def calibrate(
     if progress:
         progress(f"{n_sims} simulations of {k} programs")
     task = (mains, sim_models, sdata, prior / prior.sum(), settings, method)
-    out = run_parallel(_one, [task] * int(n_sims), seed, n_workers)
+    with steps(progress, int(n_sims), "calibration simulations", unit="sim") as bar:
+        out = run_parallel(_one, [task] * int(n_sims), seed, n_workers, on_done=bar.update)
     summary = calibration_summary([o["true_model"] for o in out],
                                   np.array([o["log_z"] for o in out]), prior, decisive_bf)
     warnings = []

@@ -1,5 +1,6 @@
 """``stanlogz compare A.stan B.stan ... --data D.json [--loo] [--evidence] [--weights ...]``:
-Bayes factors and model probabilities, PSIS-LOO differences, model weights."""
+Bayes factors and model probabilities, PSIS-LOO differences, model weights; with
+``--fit FILES`` per model, the LOO comparison of fits that carry log_lik (:mod:`.compare_fits`)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,14 @@ HELP = "Compare Stan programs by their evidence: log Bayes factors and posterior
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("models", metavar="MODEL.stan", nargs="+", help="two or more programs")
+    parser.add_argument("models", metavar="MODEL.stan", nargs="*",
+                        help="two or more programs (fewer with --fit)")
+    parser.add_argument("--fit", metavar="FILE", nargs="+", action="append", default=None,
+                        help="one model's fit that carries log_lik: its CmdStan CSV files or "
+                        "one .nc InferenceData; repeat per model. Compared by PSIS-LOO (with "
+                        "any programs given, which then need --data)")
+    parser.add_argument("--names", metavar="A,B,...", default=None,
+                        help="model names, comma-separated (programs first, then --fit groups)")
     parser.add_argument("--data", metavar="DATA.json", nargs="+", default=None,
                         help="one data file for all programs, or one per program")
     parser.add_argument("--prior-probs", metavar="P1,P2,...", default=None,
@@ -83,6 +91,13 @@ def parse_probs(text: str | None, k: int) -> list[float] | None:
 
 @with_executor
 def run(args: argparse.Namespace, report: Reporter) -> int:
+    if args.fit or args.names is not None:
+        from .compare_fits import run_fits
+
+        return run_fits(args, report)
+    if len(args.models) < 2:
+        raise InputError(f"compare needs at least two programs (or --fit groups), got "
+                         f"{len(args.models)}")
     method, options = args.method, parse_options(args.option)
     k = len(args.models)
     data = args.data
@@ -123,19 +138,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         return 0
     if c.evidence is not None:
         print_evidence(report, c.evidence, method, args.unbiased_bf)
-    if c.loo is not None:
-        report.table(c.loo.header, c.loo.table(),
-                     title="PSIS-LOO; elpd_diff = elpd_loo - best, diff_se of paired "
-                     "differences, p_worse = P(worse than the best) by the normal approximation")
-        for name, r in zip(c.names, c.loo.results, strict=True):
-            for w in r.warnings:
-                report.warn(f"{name}: {w}")
-    if c.model_weights:
-        report.table(["model"] + [h for m in c.model_weights for h in (m, "se")],
-                     c.weights_table(), title="model weights (se: Bayesian bootstrap for "
-                     "stacking and pseudo-BMA+, delta method for pseudo-BMA and BMA)")
-    for w in c.warnings:
-        report.warn(w)
+    print_choice(report, c)
     out = c.to_dict()
     if args.score is not None:
         sc = c.compare_score(args.score, args.yrep, args.outcome)
@@ -161,13 +164,41 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     return 0
 
 
+def print_choice(report: Reporter, c: ProgramChoice) -> None:
+    """The LOO comparison table, the model weights and the warnings."""
+    if c.loo is not None:
+        report.table(c.loo.header, c.loo.table(),
+                     title="PSIS-LOO; elpd_diff = elpd_loo - best, diff_se of paired "
+                     "differences, p_worse = P(worse than the best) by the normal approximation")
+        for name, r in zip(c.names, c.loo.results, strict=True):
+            for w in r.warnings:
+                report.warn(f"{name}: {w}")
+    if c.model_weights:
+        report.table(["model"] + [h for m in c.model_weights for h in (m, "se")],
+                     c.weights_table(), title="model weights (se: Bayesian bootstrap for "
+                     "stacking and pseudo-BMA+, delta method for pseudo-BMA and BMA)")
+    for w in c.warnings:
+        report.warn(w)
+
+
 def program_checks(report: Reporter, c: ProgramChoice, args: argparse.Namespace,
                    pit_plot: Path | None) -> dict[str, Any]:
     """The predictive checks of every program side by side (each needs the ``--yrep``
-    quantity), and their PIT plots (``--pit-plot``: one file per program, ``-NAME`` added)."""
+    quantity), and their PIT plots (``--pit-plot``: one file per program, ``-NAME`` added).
+    A program whose checks cannot run (its draws lack the quantity) is one warning line and
+    left out; the others are shown."""
     fits = c.fits or []
-    checks = {c.names[i]: checks_for_loo(c.loo.results[i], *fits[i], args, seed=args.seed)
-              for i in c.order()}
+    checks, skipped = {}, {}
+    for i in c.order():
+        try:
+            checks[c.names[i]] = checks_for_loo(c.loo.results[i], *fits[i], args,
+                                                seed=args.seed)
+        except InputError as exc:
+            skipped[c.names[i]] = str(exc)
+            report.warn(f"{c.names[i]}: no predictive checks: {exc}")
+    if not checks:
+        raise InputError("no program could be checked: " + "; ".join(
+            f"{n}: {e}" for n, e in skipped.items()))
     first = next(iter(checks.values()))
     shown = [row for row in first.table() if not row[0].endswith("_statistic")]
     header = ["model"] + [h for row in shown for h in ((row[0],) if row[2] is None
@@ -191,7 +222,8 @@ def program_checks(report: Reporter, c: ProgramChoice, args: argparse.Namespace,
             path = pit_plot.with_name(f"{pit_plot.stem}-{safe}{pit_plot.suffix}")
             write_atomically(path, lambda tmp, ch=ch: plot_pit(ch, tmp))
             report.progress(f"LOO-PIT plot of {n} written to {path}")
-    return {n: ch.to_dict() for n, ch in checks.items()}
+    return {**{n: ch.to_dict() for n, ch in checks.items()},
+            **{n: {"error": e} for n, e in skipped.items()}}
 
 
 def print_evidence(report: Reporter, c: ComparisonResult, method: str, unbiased: bool) -> None:

@@ -15,6 +15,7 @@ from ..crossval.checks.checks import (
     report_checks,
 )
 from ..crossval.fixups.fixups import FIX_METHODS
+from ..crossval.fixups.mm_points import check_budget
 from ..crossval.observations.jacobian import (
     jacobian_adjusted,
     log_jacobian,
@@ -68,9 +69,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="recompute observations with high k-hat: mm (moment matching of "
                         "the draws, no refit), exact (NUTS without the observation + bridge "
                         "sampling), ups (unbiased path sampling), none; default auto: mm, then "
-                        "exact where k-hat stays above the threshold; mis: every observation by "
-                        "mixture importance sampling (one HMC run on the mixture of the "
-                        "leave-one-out posteriors, no refit)")
+                        "exact where k-hat stays above the threshold; mis: those observations by "
+                        "mixture importance sampling (one HMC run on the posterior mixed with "
+                        "their leave-one-out posteriors, no refit)")
+    parser.add_argument("--mm-budget", metavar="SECONDS", type=float, default=None,
+                        help="stop moment matching after this many seconds: the remaining "
+                        "high k-hat observations keep their PSIS values (with the k-hat "
+                        "warning); Ctrl-C during moment matching does the same")
     parser.add_argument("--k-threshold", type=float, default=None,
                         help="fix observations above this k-hat (default min(1 - 1/log10 S, 0.7))")
     parser.add_argument("--log-lik", choices=LOG_LIK_SOURCES, default="auto",
@@ -154,12 +159,16 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     if checks and args.yrep:
         check_declares([args.model], args.yrep)
     jac = jacobian_of(args)
+    if args.mm_budget is not None and (args.model is None or args.fix not in ("auto", "mm")):
+        raise InputError("--mm-budget bounds moment matching: it needs a Stan program and "
+                         "--fix auto or mm")
+    check_budget(args.mm_budget)
     r = loo(args.model, args.data if args.model else None,
             draws=list(args.fit) if args.fit else None, obs=args.obs,
             obs_fields=obs_fields(args.obs_fields), fix=args.fix, log_lik=args.log_lik,
             k_threshold=args.k_threshold, subsample=args.subsample,
             settings=nuts_settings(args), seed=args.seed, n_workers=args.workers or 1,
-            progress=report.progress)
+            progress=report.progress, mm_budget=args.mm_budget)
     extra: dict[str, Any] = {}
     if jac is not None:
         r = jacobian_adjusted(r, *jac)

@@ -11,7 +11,7 @@ from ..errors import InputError
 from ..estimators import METHODS
 from ..report.output import Reporter
 from ..stan.inputs import check_stan_file
-from .arguments import add_sampler_arguments, nuts_settings
+from .arguments import add_program_arguments, add_sampler_arguments, nuts_settings
 
 NAME = "savage-dickey"
 HELP = ("log Bayes factor BF01 of a point null nested in a Stan program by the Savage-Dickey "
@@ -19,9 +19,7 @@ HELP = ("log Bayes factor BF01 of a point null nested in a Stan program by the S
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL.stan", help="Stan program (must accept zero "
-                        "observations: that data instance is its prior)")
-    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
+    add_program_arguments(parser, prior_instance=True)
     parser.add_argument("--at", metavar="NAME=VALUE", default=None,
                         help="the point null, e.g. beta=0 or beta[2]=0 (required)")
     parser.add_argument("--null", metavar="NULL.stan", default=None,

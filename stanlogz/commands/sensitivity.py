@@ -11,7 +11,7 @@ from ..errors import InputError
 from ..estimators import METHODS
 from ..report.output import Reporter
 from ..stan.inputs import check_stan_file
-from .arguments import add_sampler_arguments, nuts_settings
+from .arguments import add_program_arguments, add_sampler_arguments, nuts_settings
 from .evidence import PLOT_SUFFIXES
 from .sample import check_output, finish
 
@@ -32,9 +32,7 @@ def parse_scales(text: str) -> list[float]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL.stan", help="Stan program (must accept zero "
-                        "observations: that data instance is its prior)")
-    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
+    add_program_arguments(parser, prior_instance=True)
     parser.add_argument("--obs", metavar="N", default=None,
                         help="the data's observation size variable (inferred when unambiguous)")
     parser.add_argument("--method", default="gbs",

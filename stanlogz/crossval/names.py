@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from .._util.display import Display, Section, View
+from .._util.display import Display, Section, View, alias, per_result
 
 _FIX_NAMES = {"mm": "moment matching", "exact": "exact refit", "ups": "unbiased path sampling"}
 
@@ -27,45 +25,21 @@ class LooNames(Display):
     """loo's and ArviZ's names on :class:`~stanlogz.crossval.psis_loo.loo.LooResult`, and its
     table."""
 
-    @property
-    def looic(self) -> float:
-        """−2 elpd_loo (loo's information-criterion scale)."""
-        return -2.0 * float(self.elpd_loo)
+    looic = alias("elpd_loo", "−2 elpd_loo (loo's information-criterion scale).", scale=-2.0)
 
-    @property
-    def se_looic(self) -> float:
-        """se of ``looic``: 2 se."""
-        return 2.0 * float(self.se)
+    se_looic = alias("se", "se of ``looic``: 2 se.", scale=2.0)
 
-    @property
-    def se_elpd_loo(self) -> float:
-        """loo's name for ``se`` (between-observation se of elpd_loo)."""
-        return float(self.se)
+    se_elpd_loo = alias("se", "loo's name for ``se`` (between-observation se of elpd_loo).", float)
 
-    @property
-    def se_p_loo(self) -> float:
-        """loo's name for ``p_loo_se``."""
-        return float(self.p_loo_se)
+    se_p_loo = alias("p_loo_se", "loo's name for ``p_loo_se``.", float)
 
-    @property
-    def pareto_k(self) -> np.ndarray:
-        """ArviZ's name for ``khat`` (the PSIS Pareto k̂ before any fix-up)."""
-        return self.khat
+    pareto_k = alias("khat", "ArviZ's name for ``khat`` (the PSIS Pareto k̂ before any fix-up).")
 
-    @property
-    def loo_i(self) -> np.ndarray:
-        """ArviZ's name for ``elpd_i`` (pointwise elpd, fixed values included)."""
-        return self.elpd_i
+    loo_i = alias("elpd_i", "ArviZ's name for ``elpd_i`` (pointwise elpd, fixed values included).")
 
-    @property
-    def n_data_points(self) -> int:
-        """ArviZ's name for ``n_obs``."""
-        return int(self.n_obs)
+    n_data_points = alias("n_obs", "ArviZ's name for ``n_obs``.", int)
 
-    @property
-    def good_k(self) -> float:
-        """ArviZ's name for the k̂ threshold (``threshold``)."""
-        return float(self.threshold)
+    good_k = alias("threshold", "ArviZ's name for the k̂ threshold (``threshold``).", float)
 
     def _display(self) -> View:
         n_draws = int(self.n_samples)
@@ -110,15 +84,9 @@ class LooNames(Display):
 class KFoldNames(Display):
     """loo's names on :class:`~stanlogz.crossval.refit.kfold.KFoldResult`, and its table."""
 
-    @property
-    def kfoldic(self) -> float:
-        """−2 elpd_kfold."""
-        return -2.0 * float(self.elpd_kfold)
+    kfoldic = alias("elpd_kfold", "−2 elpd_kfold.", scale=-2.0)
 
-    @property
-    def se_elpd_kfold(self) -> float:
-        """loo's name for ``se``."""
-        return float(self.se)
+    se_elpd_kfold = alias("se", "loo's name for ``se``.", float)
 
     @property
     def p_kfold(self) -> float:
@@ -137,10 +105,7 @@ class KFoldNames(Display):
 class LfoNames(Display):
     """loo's names on :class:`~stanlogz.crossval.refit.lfo.LfoResult`, and its table."""
 
-    @property
-    def se_elpd_lfo(self) -> float:
-        """loo's name for ``se``."""
-        return float(self.se)
+    se_elpd_lfo = alias("se", "loo's name for ``se``.", float)
 
     def _display(self) -> View:
         head = (f"{type(self).__name__} of {self.model}: leave-future-out ({self.method}) from "
@@ -164,25 +129,13 @@ class CVNames(Display):
 class LooComparisonNames(Display):
     """loo's / ArviZ's names on :class:`~stanlogz.crossval.select.compare.LooComparison`."""
 
-    @property
-    def dse(self) -> np.ndarray:
-        """ArviZ's name for ``diff_se``."""
-        return self.diff_se
+    dse = alias("diff_se", "ArviZ's name for ``diff_se``.")
 
-    @property
-    def se_diff(self) -> np.ndarray:
-        """loo's name for ``diff_se``."""
-        return self.diff_se
+    se_diff = alias("diff_se", "loo's name for ``diff_se``.")
 
-    @property
-    def elpd_loo(self) -> np.ndarray:
-        """elpd_loo of each program (in the order given)."""
-        return np.array([r.elpd_loo for r in self.results])
+    elpd_loo = per_result("elpd_loo", "elpd_loo of each program (in the order given).")
 
-    @property
-    def se(self) -> np.ndarray:
-        """se of each program's elpd_loo (in the order given)."""
-        return np.array([r.se for r in self.results])
+    se = per_result("se", "se of each program's elpd_loo (in the order given).")
 
     def _display(self) -> View:
         cols = ["", *self.header[1:]]

@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import InputError
+from .._util.arrays import dimension
 
 
 @runtime_checkable
@@ -60,9 +60,7 @@ class FunctionTarget:
         gradient: Callable[[np.ndarray], np.ndarray] | None = None,
         log_density_many: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> None:
-        if int(dim) < 1:
-            raise InputError(f"target dimension must be >= 1, got {dim}")
-        self._dim = int(dim)
+        self._dim = dimension(dim, "target")
         self._f = log_density
         self._g = gradient
         if log_density_many is not None:

@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import stanio
 
 from ..errors import InputError
 from ..stan.program import StanProgram
 from ..stan.settings import NutsArgs
-from .core import Draws, group_flat_names
+from .core import Draws
 from .sample import sample
 
 #: warmup iterations of a continued chain: it starts in the typical set, so only the step size
@@ -19,14 +20,23 @@ CONTINUATION_WARMUP = 150
 
 
 def init_from_unconstrained(model: StanProgram, x: np.ndarray) -> dict[str, Any]:
-    """Constrained values of ``model``'s parameters at unconstrained ``x``, as a Stan init."""
+    """Constrained values of ``model``'s parameters at unconstrained ``x``, as a Stan init
+    (the flat values shaped into Stan variables by stanio, which reads Stan's flat names as
+    CmdStan CSV headers: arrays in Stan's order, tuples as Stan JSON tuples)."""
     names = list(model.param_names(False, False))
     values = np.asarray(model.constrain(np.asarray(x, dtype=float)))[: len(names)]
-    out: dict[str, Any] = {}
-    for name, (shape, cols) in group_flat_names(names).items():
-        v = values[cols]
-        out[name] = float(v[0]) if not shape else v.reshape(shape, order="F").tolist()
-    return out
+    return {name: _json_tuples(var.extract_reshape(values))
+            for name, var in stanio.parse_header(",".join(names)).items()}
+
+
+def _json_tuples(value: Any) -> Any:
+    """stanio's Python tuples (Stan tuples) as Stan JSON's ``{"1": ..., "2": ...}`` objects
+    (stanlogz writes a Python tuple as an array)."""
+    if isinstance(value, tuple):
+        return {str(i + 1): _json_tuples(v) for i, v in enumerate(value)}
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        return [_json_tuples(v) for v in value]
+    return value
 
 
 def extend_draws(model: StanProgram, draws: Draws, n_more: int, settings: NutsArgs | None = None, *,

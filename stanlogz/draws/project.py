@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ..stan.code import _block
+from ..stan.code import parameter_statements
 
 #: Declared types whose values must be projected, and how many trailing axes the type has.
 TYPES = {"simplex": 1, "unit_vector": 1, "ordered": 1, "positive_ordered": 1,
@@ -82,13 +82,8 @@ def _number(expr: str, data: dict[str, Any]) -> float | None:
 def declarations(code: str, data: dict[str, Any] | None = None) -> list[Declaration]:
     """The constraints of the parameters declared in ``code`` (bounds that are not a number or
     a scalar data variable are left out)."""
-    code = re.sub(r"/\*.*?\*/", " ", code or "", flags=re.S)
-    code = re.sub(r"//[^\n]*|#[^\n]*", " ", code)
-    block = _block(code, "parameters")
-    if block is None:
-        return []
     out = []
-    for stmt in block.split(";"):
+    for stmt in parameter_statements(code):
         stmt = " ".join(stmt.split())
         stmt = re.sub(r"^array\s*\[[^\]]*\]\s*", "", stmt)
         m = re.match(r"([A-Za-z_]\w*)\s*(<(?:[^<>]|<[^<>]*>)*>)?\s*(\[[^\]]*\])?\s*"

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util.argcheck import check_arguments
 from ..errors import InputError, ToolchainError
 from ..stan.program import StanProgram
 from ..stan.settings import NutsArgs
@@ -31,6 +32,7 @@ def sample(
     ``draws=2000`` replace single fields). ``model`` is a
     :class:`~stanlogz.stan.model.StanModel` or a ``.stan`` path (built with ``data``, a dict
     or a JSON path)."""
+    check_arguments("sample", model=model, progress=progress)
     if isinstance(model, str | os.PathLike) or data is not None:
         from ..stan.load import load_model
 

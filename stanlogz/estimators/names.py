@@ -6,23 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from .._util.display import Display, Section, View
+from .._util.display import Display, Section, View, alias, per_result
 
 
 class EvidenceNames(Display):
     """bridgesampling's names on an evidence result, and its printed table."""
 
-    @property
-    def logml(self) -> float:
-        """bridgesampling's name for ``log_z`` (the log marginal likelihood)."""
-        return float(self.log_z)
+    logml = alias("log_z", "bridgesampling's name for ``log_z`` (the log marginal "
+                  "likelihood).", float)
 
-    @property
-    def se(self) -> float:
-        """Short name for ``log_z_se``."""
-        return float(self.log_z_se)
+    se = alias("log_z_se", "Short name for ``log_z_se``.", float)
 
     def _display(self) -> View:
         lo, hi = self.interval()
@@ -37,15 +30,9 @@ class EvidenceNames(Display):
 class ComparisonNames(Display):
     """Printed table of the evidence comparison of several programs."""
 
-    @property
-    def log_z(self) -> np.ndarray:
-        """log Z of each program (in the order given)."""
-        return np.array([r.log_z for r in self.results])
+    log_z = per_result("log_z", "log Z of each program (in the order given).")
 
-    @property
-    def log_z_se(self) -> np.ndarray:
-        """se of each program's log Z (in the order given)."""
-        return np.array([r.log_z_se for r in self.results])
+    log_z_se = per_result("log_z_se", "se of each program's log Z (in the order given).")
 
     def _display(self) -> View:
         rows: list[list[Any]] = [[r[0], *r[1:]] for r in self.table()]

@@ -28,6 +28,8 @@ class MethodOptions:
     """Options of one estimator; subclasses are frozen dataclasses with a ``method`` name."""
 
     method: ClassVar[str] = ""
+    #: The options that must be None or > 0 (checked with the types).
+    positive_options: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def names(cls) -> list[str]:
@@ -37,11 +39,15 @@ class MethodOptions:
     @classmethod
     def parse(cls, values: Mapping[str, Any]) -> Self:
         """Options from a mapping of names to values (unknown names: one-line InputError)."""
+        cls._known(values)
+        return cls(**values)
+
+    @classmethod
+    def _known(cls, values: Mapping[str, Any]) -> None:
         bad = [k for k in values if k not in cls.names()]
         if bad:
             raise InputError(f"method {cls.method} has no option {bad[0]!r}; it takes: "
                              f"{', '.join(cls.names()) or 'none'}")
-        return cls(**values)
 
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self))
@@ -50,6 +56,7 @@ class MethodOptions:
             if not _has_type(value, hints[f.name]):
                 raise InputError(f"option {f.name} of method {self.method} must be "
                                  f"{_type_name(hints[f.name])}, got {value!r}")
+        self.positive(*self.positive_options)
         self.check()
 
     def check(self) -> None:
@@ -71,6 +78,12 @@ class MethodOptions:
         """The named option is one of ``allowed``."""
         self.require(name, getattr(self, name) in allowed,
                      "one of " + ", ".join(repr(a) for a in allowed))
+
+    def updated(self, values: Mapping[str, Any]) -> Self:
+        """A copy with ``values`` replacing single options (validated; unknown names: one-line
+        InputError)."""
+        self._known(values)
+        return dataclasses.replace(self, **values)
 
     def kwargs(self) -> dict[str, Any]:
         """The options as keyword arguments of the estimator function."""
@@ -120,8 +133,9 @@ class GbsOptions(MethodOptions):
     tempered: str = "auto"
     folds: int = 2
 
+    positive_options = ("n_layers", "f_err", "f_eva", "n_q", "max_n_q_factor")
+
     def check(self) -> None:
-        self.positive("n_layers", "f_err", "f_eva", "n_q", "max_n_q_factor")
         self.choice("tempered", ("auto", "always", "never"))
         if self.folds != 2 and self.folds < 3:
             raise InputError(f"option folds of method gbs must be 2 (two orientations) or at "
@@ -136,9 +150,7 @@ class GisOptions(MethodOptions):
     n_layers: int | None = None
     n_q: int | None = None
     flow_options: dict | None = None
-
-    def check(self) -> None:
-        self.positive("n_layers", "n_q")
+    positive_options = ("n_layers", "n_q")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,9 +160,7 @@ class GhmOptions(MethodOptions):
     method: ClassVar[str] = "ghm"
     n_layers: int | None = None
     flow_options: dict | None = None
-
-    def check(self) -> None:
-        self.positive("n_layers")
+    positive_options = ("n_layers",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,9 +169,7 @@ class BridgeGaussianOptions(MethodOptions):
 
     method: ClassVar[str] = "bridge-gaussian"
     n_q: int | None = None
-
-    def check(self) -> None:
-        self.positive("n_q")
+    positive_options = ("n_q",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,13 +190,12 @@ class LaplaceOptions(MethodOptions):
 
 
 @dataclasses.dataclass(frozen=True)
-class AisOptions(MethodOptions):
-    """Annealed importance sampling from a Gaussian fitted to the draws
-    (:func:`stanlogz.estimators.annealing.ais.ais_estimate`; the options of :func:`~.ais.ais` a user
-    can set, plus ``inflate``, the covariance factor of the Gaussian)."""
+class AnnealOptions(MethodOptions):
+    """Options of one annealing run between a base and a target, forward
+    (:func:`~.ais.ais`) or reverse (:func:`~.ais.reverse_ais`), with their defaults; the seed,
+    the HMC tuning and the base's draws and log Z are arguments of those functions."""
 
     method: ClassVar[str] = "ais"
-    inflate: float = 1.5
     n_chains: int = 16
     n_temps: int = 1000
     schedule: str | Sequence | np.ndarray = "adaptive"
@@ -198,11 +205,21 @@ class AisOptions(MethodOptions):
     jitter: float = 0.1
     backend: str = "auto"
 
+    positive_options = ("n_chains", "n_temps", "n_workers", "hmc_steps", "transitions_per_temp")
+
     def check(self) -> None:
-        self.positive("inflate", "n_chains", "n_temps", "n_workers", "hmc_steps",
-                      "transitions_per_temp")
         self.require("jitter", 0.0 <= self.jitter < 1.0, "in [0, 1)")
         self.choice("backend", BACKENDS)
+
+
+@dataclasses.dataclass(frozen=True)
+class AisOptions(AnnealOptions):
+    """Annealed importance sampling from a Gaussian fitted to the draws
+    (:func:`stanlogz.estimators.annealing.ais.ais_estimate`; the :class:`AnnealOptions` plus
+    ``inflate``, the covariance factor of the Gaussian)."""
+
+    inflate: float = 1.5
+    positive_options = (*AnnealOptions.positive_options, "inflate")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -231,26 +248,25 @@ class SmcOptions(MethodOptions):
     hmc_steps: int = 10
     n_moves: int = 2
     max_rounds: int = 8
+    #: also run back from the posterior draws, to check the forward runs (doubles the cost)
+    reverse: bool = True
     n_workers: int | None = None
     backend: str = "auto"
+    positive_options = ("inflate", "n_particles", "max_particles", "n_runs", "hmc_steps",
+                        "n_moves", "max_rounds", "n_workers")
 
     def check(self) -> None:
-        self.positive("inflate", "n_particles", "max_particles", "n_runs", "hmc_steps",
-                       "n_moves", "max_rounds", "n_workers")
         self.require("ess_fraction", 0.0 < self.ess_fraction < 1.0, "in (0, 1)")
         self.choice("backend", BACKENDS)
 
 
 @dataclasses.dataclass(frozen=True)
-class UpsOptions(MethodOptions):
-    """Unbiased path sampling along base -> target
-    (:func:`stanlogz.estimators.ups.ups.ups_estimate`; ``base``, ``inflate`` and ``adapt`` choose
-    the base, the rest are :func:`~.ups.ups`'s)."""
+class UpsPathOptions(MethodOptions):
+    """Options of one unbiased path sampling run along a given path (:func:`~.ups.ups`), with
+    its defaults; the seed and the chains' initial distribution (``init``) are arguments of
+    :func:`~.ups.ups` itself."""
 
     method: ClassVar[str] = "ups"
-    base: str = "gaussian"
-    inflate: float = 1.0
-    adapt: bool = False
     n_replicates: int = 100
     kernel: str = "rwmh"
     n_workers: int | None = None
@@ -264,6 +280,7 @@ class UpsOptions(MethodOptions):
     quantile: float = 0.99
     k_factor: float = 1.0
     m_factor: float = 5.0
+    adapt: bool = True
     q: str = "tuned"
     n_m2: int | None = None
     hmc_step_size: float | None = None
@@ -272,14 +289,35 @@ class UpsOptions(MethodOptions):
     max_iter: int = DEFAULT_MAX_ITER
     ci_level: float = 0.95
     ci: str = "t"
+    positive_options = ("n_workers", "proposal_scale", "k_factor", "m_factor", "n_m2",
+                        "hmc_step_size", "hmc_n_steps", "max_iter")
 
     def check(self) -> None:
-        self.choice("base", ("gaussian", "laplace"))
         self.choice("kernel", ("rwmh", "hmc"))
         self.choice("q", ("tuned", "uniform"))
         self.choice("ci", ("t", "normal"))
-        self.positive("inflate", "n_replicates", "n_workers", "proposal_scale", "k", "m",
-                      "n_pilot", "k_factor", "m_factor", "n_m2", "hmc_step_size", "hmc_n_steps",
-                      "max_iter")
-        self.require("quantile", 0.0 < self.quantile < 1.0, "in (0, 1)")
+        self.require("n_replicates", self.n_replicates >= 2, ">= 2 (for a standard error)")
+        self.require("n_pilot", self.n_pilot >= 2, ">= 2")
+        if (self.k is None) != (self.m is None):
+            raise InputError(f"options k and m of method {self.method} go together: give both, "
+                             f"or neither")
+        self.require("k", self.k is None or 0 <= self.k <= self.m, f"in [0, m={self.m}]")
+        self.require("quantile", 0.0 < self.quantile <= 1.0, "in (0, 1]")
+        self.require("omega", 0.0 < self.omega <= 1.0, "in (0, 1]")
         self.require("ci_level", 0.0 < self.ci_level < 1.0, "in (0, 1)")
+
+
+@dataclasses.dataclass(frozen=True)
+class UpsOptions(UpsPathOptions):
+    """Unbiased path sampling along base -> target
+    (:func:`stanlogz.estimators.ups.ups.ups_estimate`): ``base`` and ``inflate`` choose the base,
+    and per-lambda re-fitting (``adapt``) is off; the rest are :class:`UpsPathOptions`."""
+
+    base: str = "gaussian"
+    inflate: float = 1.0
+    adapt: bool = False
+    positive_options = (*UpsPathOptions.positive_options, "inflate")
+
+    def check(self) -> None:
+        super().check()
+        self.choice("base", ("gaussian", "laplace"))

@@ -11,6 +11,7 @@ cost of the draws (``n_sampling_evals``) as a budget.
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -54,12 +55,16 @@ class Method:
 
     def run(self, target: Any, draws: np.ndarray, *, seed: Any = None,
             options: o.MethodOptions | Mapping[str, Any] | None = None,
-            n_sampling_evals: int | None = None) -> EvidenceResult:
-        """The estimate of log Z of ``target`` from ``draws`` with these options."""
+            n_sampling_evals: int | None = None, progress: Any = None) -> EvidenceResult:
+        """The estimate of log Z of ``target`` from ``draws`` with these options;
+        ``progress`` reaches the estimators that report steps (those taking ``progress``)."""
         kwargs = self.options(options).kwargs()
         if self.takes_n_sampling_evals:
             kwargs["n_sampling_evals"] = n_sampling_evals
-        return self.function()(target, draws, seed=seed, **kwargs)
+        fn = self.function()
+        if progress is not None and "progress" in inspect.signature(fn).parameters:
+            kwargs["progress"] = progress
+        return fn(target, draws, seed=seed, **kwargs)
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (

@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from .._util.arrays import dimension
 from ..densities.target import Target
 from ..errors import InputError
 
@@ -116,9 +117,7 @@ class FunctionPath:
         dU_dlam: Callable[[float, np.ndarray], float],
         grad_x: Callable[[float, np.ndarray], np.ndarray] | None = None,
     ) -> None:
-        if int(dim) < 1:
-            raise InputError(f"path dimension must be >= 1, got {dim}")
-        self._dim = int(dim)
+        self._dim = dimension(dim, "path")
         self._U = U
         self._dU = dU_dlam
         self._grad = grad_x

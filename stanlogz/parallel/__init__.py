@@ -105,6 +105,7 @@ def run_parallel(
     seed: SeedLike,
     n_workers: int | None = None,
     backend: str = "auto",
+    on_done: Callable[[], None] | None = None,
 ) -> list[R]:
     """``[fn(task, rng_i) for i, task in enumerate(tasks)]``, run over ``n_workers`` workers.
 
@@ -114,7 +115,8 @@ def run_parallel(
     ``"auto"``: serial for one worker or one task, else processes when everything pickles and
     threads otherwise. ``n_workers=None`` uses every available core. Inside
     :func:`use_executor` with a cluster, every unit goes to the cluster instead (``n_workers``
-    and ``backend`` are then the cluster's business).
+    and ``backend`` are then the cluster's business). ``on_done`` is called here, in this
+    process, each time a unit finishes (for progress bars: :mod:`stanlogz._util.progress`).
     """
     if backend not in BACKENDS:
         raise InputError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
@@ -125,7 +127,8 @@ def run_parallel(
     ss = as_seed_sequence(seed)
     executor = current_executor()
     if executor is not None and tasks and not _INSIDE_UNIT.get():
-        return executor.map(fn, tasks, ss)
+        return executor.map(fn, tasks, ss, on_done=on_done)
     if _INSIDE_UNIT.get():
         workers, backend = 1, "serial"
-    return run_local(fn, tasks, spawn_generators(ss, len(tasks)), workers, backend)
+    return run_local(fn, tasks, spawn_generators(ss, len(tasks)), workers, backend,
+                     on_done=on_done)

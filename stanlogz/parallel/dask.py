@@ -12,16 +12,19 @@ cancels the rest and its exception is raised here; so does Ctrl-C.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import signal
 import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 
+from .._util.progress import steps
 from .._util.seeds import child_sequence
 from ..errors import InputError
 from .shipping import Fetch, LibraryRef, collecting, fetching
@@ -44,11 +47,36 @@ def _require_distributed() -> Any:
     return distributed
 
 
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[list[int]]:
+    """Within the body, Ctrl-C is recorded instead of raised (main thread only): a cluster
+    interrupted halfway through closing cannot be closed, and Dask's exit hook then prints a
+    traceback. The caller raises KeyboardInterrupt once the cluster is closed."""
+    held: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield held
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _ignore_interrupts() -> None:
+    """Run on each local worker: Ctrl-C at a terminal reaches every process of its group, and
+    a worker would print a traceback; this process cancels the units and closes the workers."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def open_client(address: str | None = None, n_workers: int | None = None,
                 *, processes: bool = True) -> Any:
     """A ``dask.distributed.Client``: connected to the scheduler at ``address``
     (``tcp://host:8786`` or a scheduler file), else on a new ``LocalCluster`` of ``n_workers``
-    single-threaded worker processes. The client closes its own local cluster on close."""
+    single-threaded worker processes, which ignore Ctrl-C (this process stops them). The client
+    closes its own local cluster on close. Ctrl-C while the cluster starts closes it and then
+    raises KeyboardInterrupt."""
     distributed = _require_distributed()
     if address:
         try:
@@ -60,16 +88,38 @@ def open_client(address: str | None = None, n_workers: int | None = None,
                              f"{' '.join(str(exc).split())}") from None
     if n_workers is None or n_workers < 1:
         raise InputError(f"a local cluster needs n_workers >= 1, got {n_workers}")
-    cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
-                                       processes=processes, dashboard_address=":0",
-                                       silence_logs=40)
-    client = distributed.Client(cluster)
-    client._stanlogz_owns_cluster = cluster  # closed with the client (see close_client)
+    cluster = client = None
+    with _interrupts_held() as held:  # the cluster starts whole (a few seconds), then stops
+        try:
+            cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
+                                               processes=processes, dashboard_address=":0",
+                                               silence_logs=40)
+            client = distributed.Client(cluster)
+            client._stanlogz_owns_cluster = cluster  # closed with the client (close_client)
+            if processes and not held:
+                client.run(_ignore_interrupts)
+        except Exception:
+            if not held:
+                raise
+        if held and client is not None:
+            _close(client)
+        elif held and cluster is not None:
+            cluster.close()
+    if held:
+        raise KeyboardInterrupt
     return client
 
 
 def close_client(client: Any) -> None:
-    """Close ``client`` and the local cluster :func:`open_client` started for it."""
+    """Close ``client`` and the local cluster :func:`open_client` started for it (a Ctrl-C
+    meanwhile is raised once both are closed)."""
+    with _interrupts_held() as held:
+        _close(client)
+    if held:
+        raise KeyboardInterrupt
+
+
+def _close(client: Any) -> None:
     cluster = getattr(client, "_stanlogz_owns_cluster", None)
     client.close()
     if cluster is not None:
@@ -146,8 +196,9 @@ class DaskExecutor:
         self.progress = progress
 
     def map(self, fn: Callable[[Any, np.random.Generator], R], tasks: Sequence[Any],
-            ss: np.random.SeedSequence) -> list[R]:
-        """``[fn(task_i, rng_i)]`` over the cluster, in task order."""
+            ss: np.random.SeedSequence, on_done: Callable[[], None] | None = None) -> list[R]:
+        """``[fn(task_i, rng_i)]`` over the cluster, in task order; ``on_done()`` here as
+        each unit finishes."""
         import cloudpickle
         from distributed import as_completed
 
@@ -181,7 +232,10 @@ class DaskExecutor:
                 results[index[fut.key]] = fut.result()
                 fut.release()
                 ticker.done()
+                if on_done is not None:
+                    on_done()
         except BaseException:  # a unit failed, or Ctrl-C: nothing keeps running remotely
+            ticker.bar.close()
             client.cancel(futures)
             raise
         finally:
@@ -198,15 +252,20 @@ class _Ticker:
     def __init__(self, progress: Callable[[str], None] | None, n: int) -> None:
         self.progress, self.n, self.k = progress, n, 0
         self.start = self.last = time.perf_counter()
+        self.bar = steps(progress, n, "cluster units", unit="unit")
 
     def done(self) -> None:
         self.k += 1
+        if self.bar.drawn:
+            self.bar.update()
+            return
         now = time.perf_counter()
         if self.progress and now - self.last >= PROGRESS_INTERVAL_S and self.k < self.n:
             self.last = now
             self.progress(f"cluster: {self.k}/{self.n} units done")
 
     def finish(self) -> None:
+        self.bar.close()
         if self.progress and self.n:
             self.progress(f"cluster: {self.n}/{self.n} units done in "
                           f"{time.perf_counter() - self.start:.1f} s")

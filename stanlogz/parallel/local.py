@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from typing import Any, TypeVar
 
 import numpy as np
@@ -36,9 +36,10 @@ def run_local(
     rngs: Sequence[np.random.Generator],
     workers: int,
     backend: str,
+    on_done: Callable[[], None] | None = None,
 ) -> list[R]:
     """``[fn(task, rng) ...]`` over ``workers`` local workers with ``backend`` (see
-    :func:`stanlogz.parallel.run_parallel`)."""
+    :func:`stanlogz.parallel.run_parallel`); ``on_done()`` after each unit, in this thread."""
     units = [(fn, task, rng) for task, rng in zip(tasks, rngs, strict=True)]
     workers = min(workers, max(1, len(units)))
     if backend == "auto":
@@ -49,9 +50,18 @@ def run_local(
     elif backend == "process" and not picklable((fn, list(tasks))):
         raise InputError("process backend needs a picklable function and tasks; use threads")
     if backend == "serial" or not units:
-        return [_call(u) for u in units]
-    if backend == "process":
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(_call, units))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(_call, units))
+        out = []
+        for u in units:
+            out.append(_call(u))
+            if on_done is not None:
+                on_done()
+        return out
+    pool_type = ProcessPoolExecutor if backend == "process" else ThreadPoolExecutor
+    with pool_type(max_workers=workers) as pool:
+        futures = [pool.submit(_call, u) for u in units]
+        if on_done is not None:
+            for f in as_completed(futures):
+                if f.exception() is not None:
+                    break  # raised below, in task order
+                on_done()
+        return [f.result() for f in futures]

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util.progress import steps
 from ..draws import Draws, group_flat_names
 from ..draws import sample as nuts_sample
 from ..errors import DataError, EstimationError, InputError
@@ -365,6 +366,7 @@ def pmmh(
     since = 0
     hist: list[np.ndarray] = []
     signs_since: list[int] = []
+    bar = steps(progress, total, "pseudo-marginal MH", unit="it")
     for t in range(total):
         in_warmup[0] = t < warmup
         prop = x + math.exp(log_mult) * (chol @ rng.standard_normal(d))
@@ -395,8 +397,9 @@ def pmmh(
         else:
             xs[t - warmup] = x
             info[t - warmup] = (cur[0], cur[1], a, cur[2])
-        if progress and (t + 1) % max(1, total // 10) == 0:
-            progress(f"iteration {t + 1}/{total} ({'warmup' if t < warmup else 'sampling'})")
+        bar.update(f"iteration {t + 1}/{total} ({'warmup' if t < warmup else 'sampling'})"
+                   if (t + 1) % max(1, total // 10) == 0 else None)
+    bar.close()
     seconds = time.perf_counter() - t0
     signs = info[:, 1].astype(int)
     draws = Draws(unconstrained=xs[None], constrained=outer.constrain_many(xs)[None],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -12,6 +11,7 @@ from .._util.files import write_atomically  # noqa: F401 - commands import it fr
 from .._util.jsonable import json_value
 from .._util.tables import format_cell as _cell  # noqa: F401 - the old name
 from .._util.tables import format_table
+from .progress import TerminalProgress
 
 
 class Reporter:
@@ -21,16 +21,15 @@ class Reporter:
         self.json_mode = json_mode
         self.quiet = quiet
         self._t0 = time.perf_counter()
-
-    def progress(self, message: str) -> None:
-        """A progress line on stderr (suppressed by ``--quiet``)."""
-        if not self.quiet:
-            elapsed = time.perf_counter() - self._t0
-            print(f"[{elapsed:7.1f}s] {message}", file=sys.stderr, flush=True)
+        #: The ``progress`` callback handed to the workflows: ``report.progress(message)`` is
+        #: a timed line on stderr (none under ``--quiet``); on a terminal, and not under
+        #: ``--json``, it also draws tqdm bars for counted steps (:mod:`.progress`).
+        self.progress = TerminalProgress(quiet=quiet, bars=False if json_mode else None,
+                                         start=self._t0)
 
     def warn(self, message: str) -> None:
         """A warning on stderr (always shown)."""
-        print(f"stanlogz: warning: {message}", file=sys.stderr, flush=True)
+        self.progress.write(f"stanlogz: warning: {message}")
 
     def text(self, message: str = "") -> None:
         """Human-readable output on stdout (nothing in JSON mode)."""

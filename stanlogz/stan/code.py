@@ -16,16 +16,25 @@ def _block(code: str, header: str) -> str | None:
     return code[m.end(): i - 1]
 
 
+def strip_comments(code: str | None) -> str:
+    """``code`` with its comments (``/* */``, ``//``, ``#``) blanked out."""
+    code = re.sub(r"/\*.*?\*/", " ", code or "", flags=re.S)
+    return re.sub(r"//[^\n]*|#[^\n]*", " ", code)
+
+
+def parameter_statements(code: str | None) -> list[str]:
+    """The ``;``-separated statements of the parameters block of ``code`` (comments blanked;
+    empty when there is no such block)."""
+    block = _block(strip_comments(code), "parameters")
+    return [] if block is None else block.split(";")
+
+
 def unused_parameters(code: str) -> list[str]:
     """Parameters declared in ``code`` that neither the transformed parameters nor the model
     block mention (a cheap textual check; empty when the program cannot be parsed this way)."""
-    code = re.sub(r"/\*.*?\*/", " ", code, flags=re.S)
-    code = re.sub(r"//[^\n]*|#[^\n]*", " ", code)
-    params = _block(code, "parameters")
-    if params is None:
-        return []
+    code = strip_comments(code)
     names = []
-    for stmt in params.split(";"):
+    for stmt in parameter_statements(code):
         stmt = re.sub(r"<[^<>]*(<[^<>]*>[^<>]*)*>", " ", stmt)  # bounds may nest <...>
         stmt = re.sub(r"\[[^\]]*\]", " ", stmt)
         words = re.findall(r"[A-Za-z_]\w*", stmt)

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+import stanio
 
 from ..errors import DataError, InputError
 
@@ -18,23 +18,28 @@ DataLike = None | Mapping[str, Any] | str | os.PathLike[str]
 
 def data_to_json(data: DataLike) -> str:
     """Stan JSON text from ``None``, a dict, a path to a ``.json`` file, or JSON text (files and
-    text are read and checked by :func:`read_data`)."""
+    text are read and checked by :func:`read_data`), written by :func:`stanio.dump_stan_json`
+    (numpy arrays, booleans, NaN and infinities as CmdStan reads them; a dict value is a Stan
+    tuple). A Python tuple is an array here, as it always was in stanlogz (stanio would write
+    a Stan tuple)."""
     if data is not None and not isinstance(data, Mapping):
         data = read_data(data)
-    return json.dumps({str(k): _stan_json(v) for k, v in (data or {}).items()})
+    try:
+        return stanio.dump_stan_json({str(k): _tuples_as_arrays(v)
+                                      for k, v in (data or {}).items()})
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"data cannot be written as Stan JSON: {' '.join(str(exc).split())}"
+                        ) from None
 
 
-def _stan_json(value: Any) -> Any:
-    if isinstance(value, np.ndarray | np.generic):
-        value = value.tolist()
+def _tuples_as_arrays(value: Any) -> Any:
+    """``value`` with Python tuples (at any depth of lists and tuples) turned into lists."""
+    if isinstance(value, tuple):
+        return [_tuples_as_arrays(v) for v in value]
+    if isinstance(value, list) and value and isinstance(value[0], list | tuple):
+        return [_tuples_as_arrays(v) for v in value]
     if isinstance(value, Mapping):
-        return {str(k): _stan_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_stan_json(v) for v in value]
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, float) and not np.isfinite(value):
-        return "NaN" if np.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        return {k: _tuples_as_arrays(v) for k, v in value.items()}
     return value
 
 

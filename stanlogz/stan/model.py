@@ -12,7 +12,7 @@ import json
 import os
 import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -273,17 +273,10 @@ class StanModel:
 
     # ------------------------------------------------------------ transforms
 
-    def constrain(
-        self,
-        x: np.ndarray,
-        *,
-        include_tp: bool = False,
-        include_gq: bool = False,
-        seed: int | None = None,
-    ) -> np.ndarray:
-        """Constrained values (``param_names`` order) at unconstrained ``x``."""
-        return self.constrain_many(self._point(x)[None, :], include_tp=include_tp,
-                                   include_gq=include_gq, seed=seed)[0]
+    def constrain(self, x: np.ndarray, **flags: Any) -> np.ndarray:
+        """Constrained values (``param_names`` order) at unconstrained ``x``: :meth:`constrain_many`
+        of one point, with its keywords (``include_tp``, ``include_gq``, ``seed``)."""
+        return self.constrain_many(self._point(x)[None, :], **flags)[0]
 
     def constrain_many(
         self,
@@ -352,21 +345,12 @@ class StanModel:
 
     # ------------------------------------------------------------ NUTS
 
-    def nuts(
-        self,
-        settings: NutsArgs | None = None,
-        *,
-        seed: int | None = None,
-        init: None | Mapping[str, Any] | Sequence[Mapping[str, Any]] = None,
-        save_warmup: bool = False,
-        progress: Progress = None,
-        **overrides: Any,
-    ) -> NutsOutput:
+    def nuts(self, settings: NutsArgs | None = None, **keywords: Any) -> NutsOutput:
         """Stan's NUTS with diagonal-metric adaptation (CmdStan defaults), chains in parallel:
-        :func:`stanlogz.stan.nuts.run_nuts` on this program (``settings`` is a
-        :class:`~stanlogz.stan.settings.NutsArgs`; keyword overrides replace single fields)."""
-        return run_nuts(self, settings, seed=seed, init=init, save_warmup=save_warmup,
-                        progress=progress, **overrides)
+        :func:`stanlogz.stan.nuts.run_nuts` on this program, with its keywords (``seed``,
+        ``init``, ``save_warmup``, ``progress``, and overrides of single fields of ``settings``,
+        a :class:`~stanlogz.stan.settings.NutsArgs`)."""
+        return run_nuts(self, settings, **keywords)
 
     # ------------------------------------------------------------ helpers
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util.progress import steps
 from .._util.seeds import int_seed
 from ..errors import InitializationError, InputError, StanlogzError, ToolchainError
 from .inputs import data_to_json
@@ -120,8 +121,10 @@ def run_nuts(
     ``init`` is None (uniform(-init_radius, init_radius) on the unconstrained scale), a dict of
     constrained values for all chains, or one dict per chain. ``progress`` gets a start and
     an end line and, at most once per ``PROGRESS_INTERVAL_S`` seconds, the iteration of
-    chains that passed another tenth of their iterations. Ctrl-C (KeyboardInterrupt) stops
-    all chains at their next iteration and is re-raised; the draws do not depend on either.
+    chains that passed another tenth of their iterations (or one bar of all chains'
+    iterations, when it draws bars: :mod:`stanlogz._util.progress`). Ctrl-C
+    (KeyboardInterrupt) stops all chains at their next iteration and is re-raised; the draws
+    do not depend on either.
     """
     args = NutsArgs.of(settings, **overrides)
     chains, warmup, draws, thin = args.chains, args.warmup, args.draws, args.thin
@@ -156,10 +159,20 @@ def run_nuts(
             iterations.ctypes.data, ctypes.byref(stop), ctypes.byref(err)))
 
     start = time.perf_counter()
-    ticker = _NutsProgress(progress, warmup, rows, start) if progress else None
+    bar = steps(progress, chains * rows, f"NUTS {model.name}", unit="it")
+    ticker = (_NutsProgress(progress, warmup, rows, start) if progress and not bar.drawn
+              else None)
+
+    def poll() -> None:
+        if ticker is not None:
+            ticker.poll(iterations)
+        elif bar.drawn:
+            bar.set(int(iterations.sum()))
+
     try:
-        _run_stoppable(run, stop, lambda: ticker.poll(iterations) if ticker else None,
-                       name=f"stanlogz-nuts-{model.name}")
+        with bar:
+            _run_stoppable(run, stop, poll, name=f"stanlogz-nuts-{model.name}")
+            bar.set(int(iterations.sum()))  # the last iterations, after the last poll
     except BaseException:
         if err.value:
             model._take_error(err)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .code import _block
+from .code import _block, strip_comments
 
 #: Parameter types whose bounds apply elementwise to a box (others, e.g. simplex, are skipped).
 _BOX_TYPES = ("real", "vector", "row_vector", "matrix")
@@ -321,8 +321,7 @@ def check_priors(code: str, data: Mapping[str, Any] | str | None = None,
     if isinstance(data, str):
         data = json.loads(data or "{}")
     data = dict(data or {})
-    code = re.sub(r"/\*.*?\*/", " ", code, flags=re.S)
-    code = re.sub(r"//[^\n]*|#[^\n]*", " ", code)
+    code = strip_comments(code)
     params, model = _block(code, "parameters"), _block(code, "model") or ""
     tp = _block(code, r"transformed\s+parameters") or ""
     out = PriorCheck()

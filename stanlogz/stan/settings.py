@@ -99,3 +99,15 @@ def nuts_from_keywords(settings: NutsArgs | None, keywords: Mapping[str, Any],
         raise InputError(f"{what}() got unexpected keyword(s) {', '.join(unknown)} (sampler "
                          f"settings: {', '.join(NutsKeywords.__annotations__)})")
     return NutsArgs.of(settings, **kw)
+
+
+def split_nuts_keywords(settings: NutsArgs | None, keywords: Mapping[str, Any],
+                        what: str) -> tuple[NutsArgs, dict[str, Any]]:
+    """For an API function ``what`` whose ``**keywords`` also carry other options (an
+    estimator's): ``settings`` with the loose sampler keywords among them applied (``chains``,
+    ``warmup``, ``n_draws``, ``adapt_delta``, ``max_treedepth``; :func:`nuts_from_keywords`), and
+    the other keywords."""
+    loose = {k: v for k, v in keywords.items() if k in NutsKeywords.__annotations__
+             and k != "draws"}
+    rest = {k: v for k, v in keywords.items() if k not in loose}
+    return nuts_from_keywords(settings, loose, what), rest

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._util.progress import stage
 from ..errors import InputError, StanCompileError, ToolchainError
 from .cache import cache_root, file_lock, staging_dir
 from .cache_admin import mark_used, max_cache_bytes, prune_cache
@@ -99,9 +100,8 @@ def ensure_base(tc: Toolchain, progress: Progress = None) -> Path:
     with file_lock(root, "base-" + key):
         if (final / "bridge.o").is_file():
             return final
-        if progress:
-            progress("building the stanlogz Stan runtime (once per toolchain, ~1 min)...")
-        with staging_dir(root, final) as tmp:
+        with stage(progress, "building the stanlogz Stan runtime (once per toolchain, "
+                   "~1 min)...", "building the Stan runtime"), staging_dir(root, final) as tmp:
             flags = tc.cxxflags()
             jobs = [([tc.cxx, *flags, "-c", "-x", "c++", str(SOURCE_DIR / "bridge.cpp"), "-o",
                       str(tmp / "bridge.o")], "runtime build")]
@@ -168,10 +168,9 @@ def build(
     with file_lock(root, f"model-{key}"):
         if lib.is_file():
             return BuildResult(lib, name, code, key, False, time.perf_counter() - start, backend)
-        if progress:
-            progress(f"compiling {name} (cached build not found)...")
         display = stan_file.name if stan_file else f"{name}.stan"
-        with staging_dir(root, final) as tmp:
+        with stage(progress, f"compiling {name} (cached build not found)...",
+                   f"compiling {name}"), staging_dir(root, final) as tmp:
             (tmp / f"{name}.stan").write_text(code)
             if backend == "bridgestan":
                 _build_with_bridgestan(tmp, name, incs)

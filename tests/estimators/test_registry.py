@@ -20,18 +20,24 @@ from stanlogz.errors import InputError
 from stanlogz.estimators import METHODS, lookup
 from stanlogz.estimators.annealing.ais import ais, reverse_ais
 from stanlogz.estimators.annealing.smc import smc
-from stanlogz.estimators.ups.ups import ups
+from stanlogz.estimators.options import AnnealOptions, UpsPathOptions
 
-# Estimators taking **options pass them on to these functions (plus the adapter's own keywords).
-PASSED_ON = {"ais": ais, "rais": reverse_ais, "smc": smc, "ups": ups}
+# Estimators taking **options pass them on to these functions (plus the adapter's own keywords);
+# ais(), reverse_ais() and ups() take theirs as an options object (or as keywords turned into
+# one): its class holds their defaults.
+PASSED_ON = {"ais": (ais, AnnealOptions), "rais": (reverse_ais, AnnealOptions), "smc": (smc,),
+             "ups": (UpsPathOptions,)}
 # The adapters' own keywords that are not in the function they pass the rest to.
 ADAPTER_DEFAULTS = {"ais": {"inflate": 1.5}, "rais": {"inflate": 1.5},
-                    "smc": {"inflate": 1.5, "max_particles": None}}
+                    "smc": {"inflate": 1.5, "max_particles": None, "reverse": True}}
 
 
 def _defaults(fn) -> dict:
+    if dataclasses.is_dataclass(fn):  # an options class: its fields' defaults
+        return {f.name: f.default for f in dataclasses.fields(fn)}
     return {n: p.default for n, p in inspect.signature(fn).parameters.items()
-            if p.kind is inspect.Parameter.KEYWORD_ONLY and n not in ("seed", "n_sampling_evals")}
+            if p.kind is inspect.Parameter.KEYWORD_ONLY
+            and n not in ("seed", "n_sampling_evals", "progress")}  # plumbing, not options
 
 
 @pytest.mark.parametrize("name", sorted(METHODS))
@@ -46,7 +52,8 @@ def test_options_match_the_estimator_function(name):
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     known = dict(own)
     if takes_any:
-        known.update(_defaults(PASSED_ON[name]))
+        for source in PASSED_ON[name]:
+            known.update(_defaults(source))
         known.update(ADAPTER_DEFAULTS.get(name, {}))
         known.update(own)
     opts = method.Options()

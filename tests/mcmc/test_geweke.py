@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from scipy import stats
 
 from stanlogz.densities.gaussian import GaussianTarget
@@ -146,6 +147,7 @@ def _geweke(kernel, seed: int) -> np.ndarray:
     return np.array(out)
 
 
+@pytest.mark.slow
 def test_annealing_kernel_passes_the_geweke_joint_distribution_test():
     """The AIS/SMC kernel (annealed_transition at β = 1 and at β = 0.3) samples the joint
     distribution of (θ, y) correctly: no test function's means differ by more than T_CRIT
@@ -155,6 +157,7 @@ def test_annealing_kernel_passes_the_geweke_joint_distribution_test():
     assert t.max() < T_CRIT, np.round(t, 2)
 
 
+@pytest.mark.slow
 def test_geweke_test_catches_a_kernel_with_a_wrong_mh_correction():
     """The same test rejects the kernel of :func:`_broken_transition`. Its stationary
     distribution is too narrow: a 80 000-sweep run gave E[θ₁²] = 0.772 at β = 1 and E[θ₂²] =
@@ -166,6 +169,7 @@ def test_geweke_test_catches_a_kernel_with_a_wrong_mh_correction():
     assert t.max() > T_CRIT, np.round(t, 2)
 
 
+@pytest.mark.slow
 def test_kernel_at_an_intermediate_beta_keeps_exact_tempered_draws():
     """Invariance at β = 0.3 with the data held fixed: f_β is the Gaussian N(m_β, v_β I) with
     v_β = 1/(1/τ² + β n/σ²), m_β = v_β β Σ y_i/σ². 2000 independent chains start at exact draws

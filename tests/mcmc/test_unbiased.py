@@ -39,6 +39,7 @@ def test_h_estimate_is_plain_average_when_met_before_k():
     assert np.allclose(h, ch.xs[k:201].mean(axis=0))
 
 
+@pytest.mark.slow
 def test_h_km_is_unbiased_from_a_far_start():
     # Chains start at N((5, 5), I), far from the target; with k = 2, m = 8 the plain MCMC average
     # is badly biased while H_{k:m} is not. Replicates are i.i.d., so by the CLT (3000

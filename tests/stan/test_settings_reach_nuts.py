@@ -89,7 +89,7 @@ def test_loo_auto_refits_what_moment_matching_leaves(normal_mean, nuts_calls, mo
 
     loo_module = importlib.import_module("stanlogz.crossval.psis_loo.loo")
 
-    def unmatched(pw, d, log_post, i, ps, j, threshold, r_eff):
+    def unmatched(pw, d, log_post, i, ps, j, threshold, r_eff, **options):
         return FixedPoint(i, 0.0, 1.0, "mm", 1.0, 0.0, 0, 0, 0.0, khat_after=1.0)
 
     monkeypatch.setattr(loo_module, "_moment_matched", unmatched)

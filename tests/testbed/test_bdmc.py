@@ -101,6 +101,7 @@ def test_bdmc_reports_a_fresh_run_not_the_round_that_passed(monkeypatch):
     assert bd.BDMCResult(_bound(-3.5, 0.1), _bound(-3.0, 0.1, "upper"), gap_tol=1.0).valid
 
 
+@pytest.mark.slow
 def test_bdmc_sandwiches_the_truth():
     x_true = POST.sample(np.random.default_rng(1), 1)[0]
     res = bdmc(POST, BASE, x_true, n_chains=12, n_temps=10, gap_tol=0.5, max_temps=800, seed=3)
@@ -140,6 +141,7 @@ def test_bdmc_sandwiches_the_truth():
         bdmc(POST, BASE, x_true, gap_tol=0.0)
 
 
+@pytest.mark.slow
 def test_bdmc_spreads_cover_the_exact_log_z_over_simulated_data_sets():
     """Calibration of the whole procedure (issue 13): draw θ from the prior and y given θ from a
     conjugate normal model, run BDMC from the prior with θ as the exact sample, and check that
@@ -210,6 +212,7 @@ def test_budget_fractions():
         tb.budget_fractions(0)
 
 
+@pytest.mark.slow
 def test_testbed_scores_estimators_and_plots(tmp_path, monkeypatch):
     rng = np.random.default_rng(2)
     draws = POST.sample(rng, 800).reshape(4, 200, D)

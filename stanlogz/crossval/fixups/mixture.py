@@ -115,8 +115,14 @@ def _hmc(target: _Mixture, x0: np.ndarray, inv_metric: np.ndarray, step: float, 
 def _estimates(ll: np.ndarray, chains: int) -> dict[str, Any]:
     """elpd_i, lppd_i and Monte Carlo se's from the log-likelihood ``ll`` (S, N) at mixture
     draws (``chains`` chains of equal length, in order)."""
+    return estimates_from_weights(-logsumexp(-ll, axis=1), ll, chains)
+
+
+def estimates_from_weights(log_w: np.ndarray, ll: np.ndarray, chains: int) -> dict[str, Any]:
+    """:func:`_estimates` for mixture draws with log weights ``log_w`` = log p(θ_s, y) −
+    log q(θ_s) (up to a constant) and the log-likelihood ``ll`` (S, N) of the observations
+    estimated: elpd_i = log mean(w) − log mean(w / p(y_i | θ))."""
     s, n = ll.shape
-    log_w = -logsumexp(-ll, axis=1)  # (S,)
     log_a = logsumexp(log_w) - math.log(s)
     log_b = logsumexp(log_w[:, None] - ll, axis=0) - math.log(s)  # (N,)
     elpd_i = log_a - log_b

@@ -33,6 +33,8 @@ TRANSFORMATIONS = ("shift", "scale", "cov")
 
 #: Largest dimension for which the full-covariance map is tried by default (dim³ cost).
 COV_MAX_DIM = 200
+#: Rows per block of the streamed moment and map computations (benchmarks/mm_scaling.py).
+ROW_BLOCK = 256
 
 LogDensity = Callable[[np.ndarray], np.ndarray]
 
@@ -72,7 +74,15 @@ class _Affine:
     offset: np.ndarray
 
     def apply(self, x: np.ndarray) -> np.ndarray:
-        return (x * self.linear if self.linear.ndim == 1 else x @ self.linear.T) + self.offset
+        if self.linear.ndim == 2:
+            return x @ self.linear.T + self.offset
+        if x.ndim == 1:
+            return x * self.linear + self.offset
+        out = np.empty_like(x)
+        for a in range(0, x.shape[0], ROW_BLOCK):  # row blocks: no full-size temporaries
+            np.multiply(x[a:a + ROW_BLOCK], self.linear, out=out[a:a + ROW_BLOCK])
+            out[a:a + ROW_BLOCK] += self.offset
+        return out
 
     def inverse(self, x: np.ndarray) -> np.ndarray:
         if self.linear.ndim == 1:
@@ -93,21 +103,47 @@ class _Affine:
         return _Affine(a @ s, after.apply(self.offset))
 
 
+def _means(x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column means of ``x`` (S, dim), plain and with weights ``w`` (summing to 1), streamed
+    over row blocks (one pass, no (S, dim) temporaries: the cost at thousands of parameters
+    is memory traffic)."""
+    mean, mean_w = np.zeros(x.shape[1]), np.zeros(x.shape[1])
+    for a in range(0, x.shape[0], ROW_BLOCK):
+        xb = x[a:a + ROW_BLOCK]
+        mean += xb.sum(axis=0)
+        mean_w += w[a:a + ROW_BLOCK] @ xb
+    return mean / x.shape[0], mean_w
+
+
+def _spreads(x: np.ndarray, w: np.ndarray, mean: np.ndarray, mean_w: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Column variances of ``x`` about ``mean`` (plain) and about ``mean_w`` (weights ``w``),
+    streamed over row blocks."""
+    var, var_w = np.zeros(x.shape[1]), np.zeros(x.shape[1])
+    for a in range(0, x.shape[0], ROW_BLOCK):
+        xb = x[a:a + ROW_BLOCK]
+        c = xb - mean
+        var += np.einsum("sd,sd->d", c, c)
+        c = xb - mean_w
+        var_w += np.einsum("s,sd,sd->d", w[a:a + ROW_BLOCK], c, c)
+    return var / x.shape[0], var_w
+
+
 def _matching_map(name: str, x: np.ndarray, log_w: np.ndarray) -> _Affine | None:
     """The affine map that gives draws ``x`` (S, dim) the weighted mean (and marginal
     variances, or covariance) of ``x`` under normalized log weights ``log_w``; None when the
     weighted moments are degenerate."""
     w = np.exp(log_w - logsumexp(log_w))
-    mean, mean_w = x.mean(axis=0), w @ x
+    mean, mean_w = _means(x, w)
     if name == "shift":
         return _Affine(np.ones(x.shape[1]), mean_w - mean)
-    centered, centered_w = x - mean, x - mean_w
     if name == "scale":
-        var, var_w = np.mean(centered**2, axis=0), w @ centered_w**2
+        var, var_w = _spreads(x, w, mean, mean_w)
         if np.any(var <= 0) or np.any(var_w <= 0):
             return None
         s = np.sqrt(var_w / var)
         return _Affine(s, mean_w - s * mean)
+    centered, centered_w = x - mean, x - mean_w
     cov = centered.T @ centered / x.shape[0]
     cov_w = (centered_w * w[:, None]).T @ centered_w
     try:
@@ -151,7 +187,8 @@ def moment_match(draws: np.ndarray, log_post: LogDensity, log_lik_i: LogDensity,
                  log_post_draws: np.ndarray | None = None,
                  log_lik_draws: np.ndarray | None = None, split: bool = True,
                  max_iters: int = 30, cov: bool | None = None,
-                 k_target: float | None = None) -> MomentMatched:
+                 k_target: float | None = None, deadline: float | None = None,
+                 on_map: Callable[[str], None] | None = None) -> MomentMatched:
     """log p(y_i | y₋ᵢ) for observation ``index`` by moment matching the full-data posterior
     ``draws`` (chains, n, dim; unconstrained) toward the leave-one-out posterior.
 
@@ -167,7 +204,9 @@ def moment_match(draws: np.ndarray, log_post: LogDensity, log_lik_i: LogDensity,
     is the delta-method se of the self-normalized estimate with the ESS of its per-draw
     influence series (chains' autocorrelation and antithetic NUTS draws included).
     ``split=False`` uses the transformed draws alone, whose maps were fitted to the same
-    draws: the estimate is then not consistent, and a warning says so.
+    draws: the estimate is then not consistent, and a warning says so. ``deadline`` (a
+    ``time.perf_counter()`` value): no further map is tried after it (the estimate uses the
+    maps accepted so far); ``on_map`` receives a progress line per accepted map.
     """
     t0 = time.perf_counter()
     x0 = _check_inputs(draws, index, r_eff, k_threshold, max_iters)
@@ -224,6 +263,9 @@ def moment_match(draws: np.ndarray, log_post: LogDensity, log_lik_i: LogDensity,
                 x, lp, ll, lq, lw, khat = x_new, lp_new, ll_new, lq_new, lw_new, k_new
                 total = total.then(step)
                 accepted.append(name)
+                if on_map is not None:
+                    on_map(f"map {len(accepted)} ({name}) -> k-hat {k_new:.2f}, "
+                           f"{time.perf_counter() - t0:.1f} s")
                 return True
         return False
 
@@ -235,7 +277,10 @@ def moment_match(draws: np.ndarray, log_post: LogDensity, log_lik_i: LogDensity,
     if cov is None:
         cov = x0.shape[1] <= min(COV_MAX_DIM, x0.shape[0] // 10)
     names = TRANSFORMATIONS if cov else TRANSFORMATIONS[:2]
-    while khat >= target and len(accepted) < max_iters and improve():
+    def late() -> bool:
+        return deadline is not None and time.perf_counter() >= deadline
+
+    while khat >= target and len(accepted) < max_iters and not late() and improve():
         pass
     khat_final, lw_final, ll_final = khat, lw, ll
     split_used = split and bool(accepted)
@@ -245,7 +290,7 @@ def moment_match(draws: np.ndarray, log_post: LogDensity, log_lik_i: LogDensity,
         n_evals += n_split
         # the split's k-hat is the one that counts: when mixing in the untransformed draws
         # raised it above the threshold, move the transformed half further if a map helps
-        if khat_final < target or len(accepted) >= max_iters or not improve():
+        if khat_final < target or len(accepted) >= max_iters or late() or not improve():
             break
     if khat_final >= k_threshold and len(accepted) >= max_iters > 0:
         warns.append(f"observation {index + 1}: moment matching stopped after max_iters = "

@@ -25,7 +25,7 @@ from ...errors import InputError, StanlogzError
 from .conditional import latent_coordinates
 from .latents import coordinate_map
 from .observations import Observations
-from .pointwise import CHUNK_BYTES
+from .pointwise import CHUNK_BYTES, column_chunks
 
 #: Largest disagreement (log units) between the 32- and 16-node rules.
 GH_TOL = 1e-4
@@ -128,12 +128,7 @@ class IntegratedSource:
                index: Sequence[int] | np.ndarray | None = None
                ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """``(index, block)`` over the observations ``index`` (default all)."""
-        unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
-        index = np.arange(self.obs.n) if index is None else np.asarray(index, dtype=int)
-        width = max(1, min(index.size, chunk_bytes // (8 * max(unc.shape[0], 1))))
-        for a in range(0, index.size, width):
-            idx = index[a:a + width]
-            yield idx, self.columns(idx, unc)
+        return column_chunks(self, unc, chunk_bytes, index)
 
     def compare_log_lik(self, unc: np.ndarray, n_obs: int = 5) -> str | None:
         """No generated quantity to compare."""

@@ -42,6 +42,26 @@ MAX_REFERENCE = 3
 CHUNK_BYTES = 32 * 2**20
 
 
+def index_blocks(index: np.ndarray, n_draws: int, chunk_bytes: int = CHUNK_BYTES
+                 ) -> Iterator[np.ndarray]:
+    """Consecutive pieces of ``index`` whose ``(n_draws, len(piece))`` float blocks take at most
+    ``chunk_bytes`` (one observation at the least)."""
+    width = max(1, min(index.size, chunk_bytes // (8 * max(n_draws, 1))))
+    for a in range(0, index.size, width):
+        yield index[a:a + width]
+
+
+def column_chunks(source: Any, unc: np.ndarray, chunk_bytes: int = CHUNK_BYTES,
+                  index: Sequence[int] | np.ndarray | None = None
+                  ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """``(index, source.columns(index, unc))`` blocks over the observations ``index`` (default
+    all) of a pointwise source with ``model.dim``, ``obs.n`` and ``columns``."""
+    unc = np.asarray(unc, dtype=float).reshape(-1, source.model.dim)
+    index = np.arange(source.obs.n) if index is None else np.asarray(index, dtype=int)
+    for idx in index_blocks(index, unc.shape[0], chunk_bytes):
+        yield idx, source.columns(idx, unc)
+
+
 def log_lik_columns(names: list[str]) -> list[int]:
     """Indices of ``log_lik.1, log_lik.2, ...`` (a vector or 1-D array GQ) in ``names``."""
     cols = {n: j for j, n in enumerate(names) if n.startswith("log_lik.")}
@@ -224,9 +244,7 @@ class PointwiseLogLik:
             values = np.empty((s, self.obs.n))
             values[:, index] = self._gq_columns(index, unc)
             given = (values, np.arange(self.obs.n))
-        width = max(1, min(index.size, chunk_bytes // (8 * max(s, 1))))
-        for a in range(0, index.size, width):
-            idx = index[a:a + width]
+        for idx in index_blocks(index, s, chunk_bytes):
             yield idx, (given[0][:, given[1][idx]] if given is not None
                         else self.columns(idx, unc))
 

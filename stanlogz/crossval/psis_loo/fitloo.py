@@ -165,17 +165,7 @@ def loo_elsewise(model: Any, data: Any, *, draws: Any, obs: str | None,
                  k_threshold: float | None, subsample: int | None, settings: NutsArgs,
                  seed: int | None, progress: Any
                  ) -> LooResult:
-    """What :func:`~stanlogz.crossval.psis_loo.loo.loo` does for a fit without its program, and for
-    ``fix="mis"`` (mixture importance sampling of every observation)."""
-    if fix == "mis" and not is_fit(model) and model is not None:
-        from ..fixups.mixture import mixture_loo
-
-        if subsample is not None or k_threshold is not None:
-            raise InputError("fix='mis' estimates every observation; drop subsample and "
-                             "k_threshold")
-        return mixture_loo(model, data, draws=draws, obs=obs, obs_fields=obs_fields,
-                           log_lik=log_lik, seed=seed, progress=progress,
-                           settings=settings)
+    """What :func:`~stanlogz.crossval.psis_loo.loo.loo` does for a fit without its program."""
     if is_fit(model) and draws is not None:
         raise InputError("give either a Stan program with draws=..., or a fit, not both")
     need = [what for what, used in (("data", data is not None),

@@ -15,7 +15,7 @@ from ...errors import InputError, StanlogzError
 from ..observations.conditional import ConditionalLogLik, NotGaussian
 from ..observations.integrated import IntegratedSource
 from ..observations.observations import Observations
-from ..observations.pointwise import CHUNK_BYTES, PointwiseLogLik
+from ..observations.pointwise import CHUNK_BYTES, PointwiseLogLik, column_chunks
 from ..observations.splitcheck import SplitError, check_split
 
 ROUTES = ("`stanlogz lfo` for time series, `stanlogz kfold --groups` over blocks of "
@@ -48,12 +48,7 @@ class ConditionalSource:
                index: Sequence[int] | np.ndarray | None = None
                ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """``(index, block)`` over the observations ``index`` (default all)."""
-        unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
-        index = np.arange(self.obs.n) if index is None else np.asarray(index, dtype=int)
-        width = max(1, min(index.size, chunk_bytes // (8 * max(unc.shape[0], 1))))
-        for a in range(0, index.size, width):
-            idx = index[a:a + width]
-            yield idx, self.columns(idx, unc)
+        return column_chunks(self, unc, chunk_bytes, index)
 
     def matrix(self, unc: np.ndarray, constrained: np.ndarray | None = None,
                names: list[str] | None = None) -> np.ndarray:

@@ -14,6 +14,7 @@ import numpy as np
 from scipy.special import logsumexp, polygamma
 
 from ... import arviz_compat
+from ..._util.arrays import finite_array
 from ...errors import InputError
 
 
@@ -38,12 +39,8 @@ def relative_efficiency_pointwise(log_lik: np.ndarray) -> np.ndarray:
     ESS (for the mean) of p(y_i | θ) over the number of draws; ``log_lik`` is
     ``(chains, n, N)``; returns ``(N,)`` (1 where the ESS is undefined, e.g. a constant
     likelihood)."""
-    ll = np.asarray(log_lik, dtype=float)
-    if ll.ndim != 3 or ll.shape[1] < 4 or ll.shape[2] < 1:
-        raise InputError(f"log-likelihood must be (chains, draws >= 4, observations), "
-                         f"got {ll.shape}")
-    if not np.all(np.isfinite(ll)):
-        raise InputError("log-likelihood has non-finite values")
+    ll = finite_array(log_lik, "log-likelihood", "(chains, draws >= 4, observations)",
+                      lambda s: len(s) == 3 and s[1] >= 4 and s[2] >= 1)
     chains, n, n_obs = ll.shape
     out = np.empty(n_obs)
     batch = max(1, 8_000_000 // (chains * n))  # 64 MB of likelihoods at a time

@@ -41,6 +41,7 @@ from typing import Any, Unpack
 import numpy as np
 from scipy import special
 
+from ..._util.progress import steps
 from ..._util.words import transitions
 from ...draws import Draws, obtain_draws
 from ...errors import EstimationError, InputError
@@ -256,19 +257,17 @@ def heldout_many(
     ``SeedSequence(seed)``, so results do not depend on ``n_workers``. Every refit runs NUTS
     with ``settings`` and the loose keywords, as :func:`heldout_elpd`."""
     nuts = nuts_from_keywords(settings, nuts_keywords, "heldout_many")
-    done = [0]
     total = len(held_out_sets)
+    bar = steps(progress, total, "held-out refits", unit="refit")
 
     def one(v: Any, rng: np.random.Generator) -> HeldOut:
-        res = heldout_elpd(model, data, observations, v, full_draws=full_draws, settings=nuts,
-                           seed=int(rng.integers(2**31 - 1)))
-        done[0] += 1
-        if progress:
-            progress(f"held-out set {done[0]}/{total} done")
-        return res
+        return heldout_elpd(model, data, observations, v, full_draws=full_draws, settings=nuts,
+                            seed=int(rng.integers(2**31 - 1)))
 
-    return run_parallel(one, [np.asarray(v, dtype=int) for v in held_out_sets], seed,
-                        n_workers=n_workers, backend="thread" if n_workers > 1 else "serial")
+    with bar:
+        return run_parallel(one, [np.asarray(v, dtype=int) for v in held_out_sets], seed,
+                            n_workers=n_workers, backend="thread" if n_workers > 1 else "serial",
+                            on_done=lambda: bar.update(lambda k: f"held-out set {k}/{total} done"))
 
 def _augment(x_train: np.ndarray, common: np.ndarray, extra: np.ndarray, dim: int,
              q: ConditionalGaussian | None, rng: np.random.Generator

@@ -20,6 +20,7 @@ from typing import Any, Unpack
 import numpy as np
 
 from ... import arviz_compat
+from ..._util.argcheck import check_arguments
 from ...draws import obtain_draws
 from ...errors import DataError, InputError
 from ...parallel import child_sequence, with_client
@@ -210,6 +211,9 @@ def kfold(
     existing draws of the full-data posterior (Draws, cmdstanpy fit, CSV paths, InferenceData)
     instead of a NUTS run on all data. Folds and every refit's seed derive from ``seed``."""
     t0 = time.perf_counter()
+    check_arguments("kfold", model=model, draws=draws, progress=progress, k=k,
+                    stratify=stratify, group=group, obs=obs, obs_fields=obs_fields,
+                    n_workers=n_workers)
     nuts = nuts_from_keywords(settings, nuts_keywords, "kfold")
     if n_workers < 1:
         raise InputError(f"n_workers must be >= 1, got {n_workers}")

@@ -28,6 +28,8 @@ import numpy as np
 from scipy import special
 
 from ... import arviz_compat
+from ..._util.argcheck import check_arguments
+from ..._util.progress import steps
 from ..._util.words import transitions
 from ...draws import Draws, obtain_draws
 from ...errors import DataError, InputError
@@ -159,6 +161,9 @@ def lfo(
     ``n_draws``, ``adapt_delta`` and ``max_treedepth`` replace its fields). Seeds derive from
     ``seed``."""
     t0 = time.perf_counter()
+    check_arguments("lfo", model=model, progress=progress, min_train=min_train, ahead=ahead,
+                    method=method, k_threshold=k_threshold, obs=obs, obs_fields=obs_fields,
+                    n_workers=n_workers)
     nuts = nuts_from_keywords(settings, nuts_keywords, "lfo")
     if method not in LFO_METHODS:
         raise InputError(f"method must be one of {', '.join(LFO_METHODS)}, got {method!r}")
@@ -218,9 +223,11 @@ def _exact(model: StanProgram, data: dict[str, Any], obs: Observations, origins:
     _instance(model, data, obs, times[0])  # a too-short prefix fails here, with one line
     if progress:
         progress(f"exact LFO: NUTS on {len(times)} prefixes of the {obs.n} observations")
-    fits = run_parallel(lambda t, rng: _fit(model, data, obs, t, nuts, rng)[1],
-                        times, child_sequence(seed, 0), n_workers=n_workers,
-                        backend="thread" if n_workers > 1 else "serial")
+    with steps(progress, len(times), "LFO prefixes (NUTS)", unit="fit") as fitted:
+        fits = run_parallel(lambda t, rng: _fit(model, data, obs, t, nuts, rng)[1],
+                            times, child_sequence(seed, 0), n_workers=n_workers,
+                            backend="thread" if n_workers > 1 else "serial",
+                            on_done=fitted.update)
     draws = dict(zip(times, fits, strict=True))
 
     def one(t: int, rng: np.random.Generator) -> Any:
@@ -229,8 +236,10 @@ def _exact(model: StanProgram, data: dict[str, Any], obs: Observations, origins:
                             full_draws=draws[t + ahead], train_draws=draws[t], pointwise=False,
                             settings=nuts, seed=int(rng.integers(2**31 - 1)))
 
-    held = run_parallel(one, origins.tolist(), child_sequence(seed, 1), n_workers=n_workers,
-                        backend="thread" if n_workers > 1 else "serial")
+    with steps(progress, origins.size, "LFO origins (bridges)", unit="origin") as bridged:
+        held = run_parallel(one, origins.tolist(), child_sequence(seed, 1),
+                            n_workers=n_workers, backend="thread" if n_workers > 1 else "serial",
+                            on_done=bridged.update)
     warns = _divergence_warning(sum(_divergences(f) for f in fits))
     for h in held:
         warns.extend(w for w in h.warnings if w not in warns and "divergent" not in w)
@@ -264,6 +273,7 @@ def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: 
     elpd, mc_se, khat = [], [], []
     block: list[np.ndarray] = []  # influence of each draw on the origins of the current refit
     var_total = 0.0
+    bar = steps(progress, origins.size, "PSIS-LFO origins", unit="origin")
     for t in origins.tolist():
         if inst(t).dim != base.dim or inst(t + ahead).dim != base.dim:
             raise InputError(f"the number of parameters of {model.name} changes with the "
@@ -296,6 +306,8 @@ def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: 
         influence = np.exp(log_w) * (np.exp(log_lik - e) - 1.0)
         block.append(influence)
         mc_se.append(math.sqrt(_block_var([influence], d)))
+        bar.update()
+    bar.close()
     var_total += _block_var(block, d)
     return LfoResult(model.name, "psis", int(origins[0]), ahead, origins, np.array(elpd),
                      np.array(mc_se), np.array(khat), refits, k_threshold, len(x), int(n_grad),

@@ -43,6 +43,7 @@ from ...stan.program import ProgramLike, StanProgram
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..names import CVNames
 from ..observations.observations import Observations, load_observed
+from .cv_routes import PointwisePath, routed_source
 
 #: Pilot runs per lambda grid point for the tuning (UPS's default is 100): the tuning only sets
 #: k, m, proposals and q, which affect the variance, never the unbiasedness; on stack-loss 100
@@ -149,7 +150,10 @@ def cv(
     :class:`~stanlogz.stan.settings.NutsArgs` whose fields ``chains``, ``warmup``,
     ``n_draws``, ``adapt_delta`` and ``max_treedepth`` replace) give the initial distribution
     of the coupled chains;
-    ``kernel``: ``"rwmh"`` or ``"hmc"``; ``ups_options`` go to the tuning run of
+    ``kernel``: ``"rwmh"`` or ``"hmc"``. A program whose parameters change with the
+    observations (per-observation latents; e.g. eight schools) is cross-validated with
+    n_valid = 1 on the path of loo's pointwise log-likelihood (:mod:`.cv_routes`, RWMH).
+    ``ups_options`` go to the tuning run of
     :func:`stanlogz.estimators.ups.ups.ups` (``n_pilot`` defaults to :data:`CV_PILOT`).
     """
     t0 = time.perf_counter()
@@ -184,7 +188,14 @@ def cv(
     def init(lam: float) -> tuple[np.ndarray, np.ndarray]:
         return g.mean, g.cov
 
+    routed = None  # loo's pointwise source, where the held-out program changes the parameters
+    if model.with_data(observations.without(data_dict, np.array([0]))).dim != model.dim:
+        routed = routed_source(model, data_dict, observations, d.flat_unconstrained(), n_valid,
+                               criterion, kernel)
+
     def path(v: np.ndarray) -> Any:
+        if routed is not None:
+            return PointwisePath(model, routed, int(v[0]))
         if squared is None:
             return two_posterior_path(held_out(v), model)
         return squared.path(held_out(v), v)

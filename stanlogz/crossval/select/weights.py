@@ -16,6 +16,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import logsumexp, softmax
 
+from ..._util.arrays import finite_array
 from ...errors import InputError
 from ...estimators.comparison import probs_se
 
@@ -50,13 +51,9 @@ class ModelWeights:
 
 def check_elpd_matrix(elpd_i: Any) -> np.ndarray:
     """``elpd_i`` as a finite ``(N, K)`` float array with K >= 2 programs."""
-    e = np.asarray(elpd_i, dtype=float)
-    if e.ndim != 2 or e.shape[0] < 1 or e.shape[1] < 2:
-        raise InputError(f"pointwise elpd must be (observations, programs) with at least two "
-                         f"programs, got shape {e.shape}")
-    if not np.all(np.isfinite(e)):
-        raise InputError("pointwise elpd has non-finite values")
-    return e
+    return finite_array(elpd_i, "pointwise elpd",
+                        "(observations, programs) with at least two programs",
+                        lambda s: len(s) == 2 and s[0] >= 1 and s[1] >= 2)
 
 
 def stacking_objective(weights: np.ndarray, elpd_i: np.ndarray) -> float:

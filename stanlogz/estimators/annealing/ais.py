@@ -25,6 +25,7 @@ from ...mcmc.schedules import adaptive_schedule, make_schedule
 from ...parallel import as_seed_sequence, child_sequence, run_parallel
 from ..base import EvidenceResult
 from ..common import autocorr_time
+from ..options import AnnealOptions
 from .ais_result import LOW_ESS_FRACTION, AISResult, log_mean_exp_with_se, start_order_tau
 
 # Below this many target gradient evaluations in all chains, parallel workers cost more than
@@ -85,61 +86,44 @@ def _chain(task: _ChainTask, rng: np.random.Generator) -> _ChainOut:
     return _ChainOut(float(log_w), pt.position, n_acc, n_moves, n_div, n_evals)
 
 
-def _check_options(n_chains: int, hmc_steps: int, transitions_per_temp: int,
-                   jitter: float) -> None:
-    """One-line errors for bad AIS options, before any pilot work is spent."""
-    if n_chains < 1:
-        raise InputError(f"n_chains must be >= 1, got {n_chains}")
-    if hmc_steps < 1 or transitions_per_temp < 1:
-        raise InputError("hmc_steps and transitions_per_temp must be >= 1")
-    if not 0 <= jitter < 1:
-        raise InputError(f"step-size jitter must lie in [0, 1), got {jitter}")
+def _options(options: AnnealOptions | None, keywords: dict[str, Any]) -> AnnealOptions:
+    """``options`` (default :class:`AnnealOptions`) with ``keywords`` replacing single options:
+    one-line errors for bad options, before any pilot work is spent."""
+    if options is None:
+        return AnnealOptions.parse(keywords)
+    if not isinstance(options, AnnealOptions):
+        raise InputError(f"annealing options must be AnnealOptions, got {type(options).__name__}")
+    return options.updated(keywords)
 
 
-def _prepare(
-    path: AnnealingPath,
-    schedule: str | np.ndarray,
-    n_temps: int,
-    *,
-    seed: np.random.SeedSequence,
-    hmc_steps: int,
-    tuning: HMCTuning | None,
-) -> tuple[np.ndarray, HMCTuning, int]:
+def _prepare(path: AnnealingPath, o: AnnealOptions, *, seed: np.random.SeedSequence,
+             tuning: HMCTuning | None) -> tuple[np.ndarray, HMCTuning, int]:
     """Schedule and tuning (a pilot when ``tuning`` is None) and the pilot's evaluations."""
     tune_evals = 0
     if tuning is None:
         tuning, tune_evals = tune_hmc(path, np.random.default_rng(child_sequence(seed, 0)),
-                                      n_leapfrog=hmc_steps)
-    if isinstance(schedule, str) and schedule == "adaptive":
+                                      n_leapfrog=o.hmc_steps)
+    if isinstance(o.schedule, str) and o.schedule == "adaptive":
         if tuning.log_ratio_sd is None:  # e.g. tuning inherited from NUTS: no pilot spreads
-            betas = make_schedule("sigmoid", n_temps)
+            betas = make_schedule("sigmoid", o.n_temps)
         else:
-            betas = adaptive_schedule(n_temps, tuning.betas, tuning.log_ratio_sd)
+            betas = adaptive_schedule(o.n_temps, tuning.betas, tuning.log_ratio_sd)
     else:
-        betas = make_schedule(schedule, n_temps)
+        betas = make_schedule(o.schedule, o.n_temps)
     return betas, tuning, tune_evals
 
 
-def _anneal(
-    path: AnnealingPath,
-    betas: np.ndarray,
-    starts: list[np.ndarray | None],
-    *,
-    seed: int | np.random.SeedSequence | None,
-    n_workers: int | None,
-    hmc_steps: int,
-    transitions_per_temp: int,
-    tuning: HMCTuning,
-    jitter: float,
-    backend: str,
-) -> list[_ChainOut]:
-    tasks = [_ChainTask(path, betas, tuning, hmc_steps, transitions_per_temp, jitter, x0)
+def _anneal(path: AnnealingPath, betas: np.ndarray, starts: list[np.ndarray | None],
+            o: AnnealOptions, *, seed: int | np.random.SeedSequence | None,
+            tuning: HMCTuning) -> list[_ChainOut]:
+    tasks = [_ChainTask(path, betas, tuning, o.hmc_steps, o.transitions_per_temp, o.jitter, x0)
              for x0 in starts]
-    work = len(tasks) * betas.size * hmc_steps * transitions_per_temp
+    work = len(tasks) * betas.size * o.hmc_steps * o.transitions_per_temp
+    n_workers = o.n_workers
     if n_workers is None and work < _PARALLEL_MIN_EVALS:
         n_workers = 1
     return run_parallel(_run_chain, tasks, child_sequence(seed, 1), n_workers=n_workers,
-                        backend=backend)
+                        backend=o.backend)
 
 
 def _result(
@@ -196,43 +180,36 @@ def _result(
 def ais(
     target: Target,
     base: Target,
+    options: AnnealOptions | None = None,
     *,
-    n_chains: int = 16,
-    n_temps: int = 1000,
-    schedule: str | np.ndarray = "adaptive",
     seed: int | np.random.SeedSequence | None = None,
-    n_workers: int | None = None,
-    hmc_steps: int = 10,
-    transitions_per_temp: int = 1,
     tuning: HMCTuning | None = None,
     base_draws: np.ndarray | None = None,
     base_log_z: float = 0.0,
-    jitter: float = 0.1,
-    backend: str = "auto",
+    **keywords: Any,
 ) -> AISResult:
     """Forward AIS from ``base`` to ``target``: a stochastic lower bound on log Z.
 
-    ``base`` is normalized up to ``base_log_z`` and sampleable (``sample``) or accompanied by
-    exact ``base_draws`` (prior→posterior path: base = prior target, draws = prior draws).
-    ``tuning`` (step size and metric per β) defaults to a short pilot; ``hmc_steps`` is the number
-    of leapfrog steps per HMC transition, whose step size is jittered by ±``jitter``.
-    ``schedule`` is a name of :data:`~stanlogz.mcmc.schedules.SCHEDULES` or explicit β;
-    ``"adaptive"`` spaces β by the pilot's spreads of the log ratio (sigmoid when ``tuning``
-    has none).
+    ``options`` (a frozen, validated :class:`~stanlogz.estimators.options.AnnealOptions`)
+    holds the chains, temperatures, schedule, kernel and parallel settings; keyword
+    ``keywords`` of the same names (``n_chains``, ``n_temps``, ``schedule``, ``n_workers``,
+    ``hmc_steps``, ``transitions_per_temp``, ``jitter``, ``backend``) replace single options (an
+    unknown name is an InputError naming it). ``base`` is normalized up to ``base_log_z`` and
+    sampleable (``sample``) or accompanied by exact ``base_draws`` (prior→posterior path: base =
+    prior target, draws = prior draws). ``tuning`` (step size and metric per β) defaults to a
+    short pilot; ``hmc_steps`` is the number of leapfrog steps per HMC transition, whose step
+    size is jittered by ±``jitter``. ``schedule`` is a name of
+    :data:`~stanlogz.mcmc.schedules.SCHEDULES` or explicit β; ``"adaptive"`` spaces β by the
+    pilot's spreads of the log ratio (sigmoid when ``tuning`` has none).
     """
-    _check_options(n_chains, hmc_steps, transitions_per_temp, jitter)
+    o = _options(options, keywords)
     t0 = time.perf_counter()
     path = AnnealingPath(base, target, base_log_z=base_log_z, base_draws=base_draws)
     ss = as_seed_sequence(seed)
-    betas, tuning, tune_evals = _prepare(path, schedule, n_temps, seed=ss, hmc_steps=hmc_steps,
-                                         tuning=tuning)
-    outs = _anneal(
-        path, betas, _forward_starts(path, n_chains, ss), seed=ss, n_workers=n_workers,
-        hmc_steps=hmc_steps,
-        transitions_per_temp=transitions_per_temp, tuning=tuning, jitter=jitter, backend=backend,
-    )
-    return _result(outs, reverse=False, path=path, betas=betas, schedule=schedule, tuning=tuning,
-                   tune_evals=tune_evals, seconds=time.perf_counter() - t0)
+    betas, tuning, tune_evals = _prepare(path, o, seed=ss, tuning=tuning)
+    outs = _anneal(path, betas, _forward_starts(path, o.n_chains, ss), o, seed=ss, tuning=tuning)
+    return _result(outs, reverse=False, path=path, betas=betas, schedule=o.schedule,
+                   tuning=tuning, tune_evals=tune_evals, seconds=time.perf_counter() - t0)
 
 
 def _forward_starts(path: AnnealingPath, n_chains: int, seed: np.random.SeedSequence
@@ -250,20 +227,14 @@ def reverse_ais(
     target: Target,
     base: Target,
     posterior_samples: np.ndarray,
+    options: AnnealOptions | None = None,
     *,
-    n_chains: int = 16,
-    n_temps: int = 1000,
-    schedule: str | np.ndarray = "adaptive",
     seed: int | np.random.SeedSequence | None = None,
-    n_workers: int | None = None,
-    hmc_steps: int = 10,
-    transitions_per_temp: int = 1,
     tuning: HMCTuning | None = None,
     base_draws: np.ndarray | None = None,
     base_log_z: float = 0.0,
-    jitter: float = 0.1,
-    backend: str = "auto",
     spread_starts: int = 10,
+    **keywords: Any,
 ) -> AISResult:
     """Reverse AIS from ``posterior_samples`` back to ``base``: a stochastic upper bound on log Z.
 
@@ -277,7 +248,8 @@ def reverse_ais(
     chains' weights as a series in start order (see :class:`AISResult`).
     Other arguments as for :func:`ais`.
     """
-    _check_options(n_chains, hmc_steps, transitions_per_temp, jitter)
+    o = _options(options, keywords)
+    n_chains, hmc_steps = o.n_chains, o.hmc_steps
     t0 = time.perf_counter()
     path = AnnealingPath(base, target, base_log_z=base_log_z, base_draws=base_draws)
     samples = np.asarray(posterior_samples, dtype=float)
@@ -292,8 +264,7 @@ def reverse_ais(
         if not np.isfinite(target.log_density(samples[i])):
             raise InputError(f"posterior sample {i} has zero target density")
     ss = as_seed_sequence(seed)
-    betas, tuning, tune_evals = _prepare(path, schedule, n_temps, seed=ss, hmc_steps=hmc_steps,
-                                         tuning=tuning)
+    betas, tuning, tune_evals = _prepare(path, o, seed=ss, tuning=tuning)
     spacing, pilot_evals = spread_starts, 0
     if spread_starts > 0 and np.bincount(idx).max() > 1:
         spacing, pilot_evals = _start_spacing(path, tuning, hmc_steps, spread_starts,
@@ -301,13 +272,9 @@ def reverse_ais(
     starts, spread_evals = _spread_starts(path, samples, idx, tuning, hmc_steps, spacing,
                                           np.random.default_rng(child_sequence(ss, 2)))
     spread_evals += pilot_evals
-    outs = _anneal(
-        path, betas[::-1].copy(), starts, seed=ss, n_workers=n_workers,
-        hmc_steps=hmc_steps, transitions_per_temp=transitions_per_temp, tuning=tuning,
-        jitter=jitter, backend=backend,
-    )
+    outs = _anneal(path, betas[::-1].copy(), starts, o, seed=ss, tuning=tuning)
     groups = [np.flatnonzero(idx == i) for i in np.unique(idx)]
-    return _result(outs, reverse=True, path=path, betas=betas, schedule=schedule, tuning=tuning,
+    return _result(outs, reverse=True, path=path, betas=betas, schedule=o.schedule, tuning=tuning,
                    tune_evals=tune_evals + spread_evals, seconds=time.perf_counter() - t0,
                    start_groups=groups, spacing=spacing)
 

@@ -33,6 +33,7 @@ from ...parallel import as_seed_sequence, child_sequence, run_parallel
 from ..base import EvidenceResult
 from ..common import log_mean_exp
 from .ais import DEFAULT_INFLATE, log_mean_exp_with_se
+from .smc_reverse import reverse_runs, sandwich
 
 # Bisection steps for the next β (relative precision 2^-50 of the remaining interval).
 _BISECTIONS = 50
@@ -270,6 +271,7 @@ def smc_estimate(
     n = int(options.pop("n_particles", 128))
     cap = options.pop("max_particles", None)
     cap = 8 * n if cap is None else max(int(cap), n)
+    check_reverse = bool(options.pop("reverse", True))
     x = as_draw_matrix(draws)
     base = gaussian_from_draws(x, inflate=inflate)
     out = smc(target, base, seed=seed, n_particles=n, **options)
@@ -307,6 +309,36 @@ def smc_estimate(
                         f"{out['run_ess']:.1f} of {k}), so the se is widened to the spread of "
                         f"single runs ({run_sd:.2f} nats): use more particles (n_particles) "
                         "or runs, or gbs")
+    forward = (log_z, se)
+    sandwich_info: dict[str, Any] = {}
+    if check_reverse and np.isfinite(se):
+        rev = reverse_runs(AnnealingPath(base, target), out["betas"], out["tuning"],
+                           out["rounds"], x, n_particles=n, n_runs=k,
+                           hmc_steps=int(options.get("hmc_steps", 10)),
+                           n_moves=int(options.get("n_moves", 2)),
+                           seed=child_int_seed(seed, 99), n_workers=options.get("n_workers"),
+                           backend=options.get("backend", "auto"))
+        evals += int(out["n_evals"])  # the reverse runs cost what the forward runs did
+        if np.all(np.isfinite(rev)):
+            log_z, se, lo, hi, consistent = sandwich(runs, rev)
+            sandwich_info = {"reverse_run_log_z": rev.tolist(), "forward_log_z": forward[0],
+                             "forward_se": forward[1], "lower_bound": lo, "upper_bound": hi,
+                             "sandwich_gap": hi - lo, "bounds_consistent": consistent}
+            if not consistent:
+                warnings.append(f"SMC: runs back from the posterior draws end {lo - hi:.2f} "
+                                "nats below the runs from the base, which cannot happen for "
+                                "draws from the posterior; no se is given: check the draws "
+                                "(R-hat, divergences) or use gbs")
+            elif hi - lo > 4 * forward[1]:
+                warnings.append(f"SMC: the runs from the base and back from the posterior "
+                                f"draws bracket log Z within {hi - lo:.2f} nats, wider than "
+                                "the forward runs' spread shows (particles lag behind the path)"
+                                ", so log Z is the middle of that bracket with half its width "
+                                "in the se; use gbs, or more n_moves / max_rounds / particles")
+        else:
+            se = math.nan
+            warnings.append("SMC: a run back from the posterior draws ended with zero weight, "
+                            "so the forward runs cannot be checked and no se is given; use gbs")
     lag = out.get("lag_corr", math.nan)
     if lag >= DECORRELATED:
         warnings.append(f"SMC: the particles' log ratio kept a correlation of {lag:.2f} across "
@@ -327,7 +359,10 @@ def smc_estimate(
         "log_mean_exp": float(out["log_z"]), "delta_method_se": out["log_z_se"],
         "acceptance": out["acceptance"], "base": f"Gaussian from draws, covariance x{inflate:g}",
         "se": "independent runs, each unbiased for Z (schedule from a pilot); log Z = mean log Z "
-              "+ sd^2/2 with its se under the lognormal CLT of SMC",
+              "+ sd^2/2 under the lognormal CLT (reverse=False); by default the middle of the "
+              "bracket [mean forward run log Z, mean reverse run log Z] (runs back from the "
+              "posterior draws), with half its width and both means' mc se in the se",
+        **sandwich_info,
     }
     return EvidenceResult(method="smc", log_z=float(log_z), log_z_se=se,
                           n_draws=x.shape[0], n_evals=evals,

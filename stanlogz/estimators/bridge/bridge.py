@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special, stats
 
+from ..._util.progress import Progress, steps
 from ...densities.target import CountingTarget, Target
 from ...errors import EstimationError, InputError
 from ...flows.gaussianize import GaussianizingFlow, single_blas_thread
@@ -189,6 +190,7 @@ def gbs(
     swap_halves: bool = True,
     tempered: str = "auto",
     folds: int = 2,
+    progress: Progress = None,
 ) -> EvidenceResult:
     """Log evidence of ``target`` by Gaussianized bridge sampling from posterior ``draws``.
 
@@ -209,7 +211,8 @@ def gbs(
     their errors, and then reports the tempered bridge; "always" or "never". ``folds`` >= 3
     cross-fits instead of swapping halves (:mod:`stanlogz.estimators.bridge.crossfit`): K blocks of
     every chain, each bridged with a flow fitted to the others, and an se with K - 1 degrees of
-    freedom when the folds' spread decides it.
+    freedom when the folds' spread decides it. ``progress`` counts the bridges (a bar where
+    it draws one, :mod:`stanlogz._util.progress`).
     """
     if tempered not in ("auto", "always", "never"):
         raise InputError(f"tempered must be 'auto', 'always' or 'never', got {tempered!r}")
@@ -232,10 +235,14 @@ def gbs(
     *rngs, rng_tempered = spawn_rngs(seed, 2 * len(orientations) + 1)
     counting = CountingTarget(target)
     share = None if n_sampling_evals is None else n_sampling_evals / len(orientations)
-    runs = [_bridge_once(counting, fit, br, rngs[2 * i], rngs[2 * i + 1], n_layers=n_layers,
-                         flow_options=flow_options, validate=validate, n_q=n_q, f_err=f_err,
-                         f_eva=f_eva, n_sampling_evals=share, max_n_q_factor=max_n_q_factor)
-            for i, (fit, br) in enumerate(orientations)]
+    runs = []
+    with steps(progress, len(orientations), "bridge sampling", unit="bridge") as bar:
+        for i, (fit, br) in enumerate(orientations):
+            runs.append(_bridge_once(counting, fit, br, rngs[2 * i], rngs[2 * i + 1],
+                                     n_layers=n_layers, flow_options=flow_options,
+                                     validate=validate, n_q=n_q, f_err=f_err, f_eva=f_eva,
+                                     n_sampling_evals=share, max_n_q_factor=max_n_q_factor))
+            bar.update()
     main = runs[0]
     n_p = main.lw_p.size
     warnings: list[str] = []

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,13 +25,12 @@ from ...densities.fits import as_draw_matrix, gaussian_from_draws, laplace_base
 from ...densities.target import Target
 from ...errors import EstimationError, InputError
 from ...mcmc.paths import GeometricPath, LambdaPath, base_to_target_path, two_posterior_path
-from ...mcmc.unbiased import DEFAULT_MAX_ITER
 from ...parallel import as_seed_sequence, child_sequence
 from ..base import EvidenceResult
 from ..common import pareto_k
+from ..options import UpsOptions, UpsPathOptions
 from .ups_chains import ChainTask, _KernelConfig, _run_tasks, replicate_tasks, run_replicates
 from .ups_tuning import (
-    CovSpec,
     InitSpec,
     UPSTuning,
     _init_tables,
@@ -104,6 +102,18 @@ class UPSResult:
         }
 
 
+def _path_options(options: UpsPathOptions | None, keywords: dict[str, Any]) -> UpsPathOptions:
+    """``options`` (default :class:`UpsPathOptions`) with ``keywords`` replacing single options."""
+    if options is None:
+        return UpsPathOptions.parse(keywords)
+    if not isinstance(options, UpsPathOptions):
+        raise InputError(f"ups options must be UpsPathOptions, got {type(options).__name__}")
+    if isinstance(options, UpsOptions) and (options.base, options.inflate) != ("gaussian", 1.0):
+        raise InputError("options base and inflate choose the path of ups_estimate "
+                         "(evidence method 'ups'); ups() is given its path")
+    return options.updated(keywords)
+
+
 def _stage_seed(ss: np.random.SeedSequence, stage: int) -> np.random.SeedSequence:
     return child_sequence(ss, 1000 + stage)
 
@@ -114,64 +124,35 @@ def _stage_seed(ss: np.random.SeedSequence, stage: int) -> np.random.SeedSequenc
 
 def ups(
     path: LambdaPath,
+    options: UpsPathOptions | None = None,
     *,
-    n_replicates: int = 100,
     seed: int | np.random.SeedSequence | None = None,
-    kernel: str = "rwmh",
-    n_workers: int | None = None,
-    grid: int | str | Sequence[float] = 10,
     init: InitSpec = None,
-    proposal_cov: CovSpec = None,
-    proposal_scale: float = 1.0,
-    coupling: str = "reflection",
-    k: int | None = None,
-    m: int | None = None,
-    n_pilot: int = 100,
-    quantile: float = 0.99,
-    k_factor: float = 1.0,
-    m_factor: float = 5.0,
-    adapt: bool = True,
-    q: str = "tuned",
-    n_m2: int | None = None,
-    hmc_step_size: float | None = None,
-    hmc_n_steps: int = 10,
-    omega: float = 0.1,
-    max_iter: int = DEFAULT_MAX_ITER,
-    ci_level: float = 0.95,
-    ci: str = "t",
+    **keywords: Any,
 ) -> UPSResult:
     """Unbiased path-sampling estimate of ``log Z_1 - log Z_0`` along ``path``.
 
-    ``init``: the chains' initial distribution N(mean, cov) (an object with ``.mean``/``.cov`` or
-    ``lam -> (mean, cov)``; default the path's normalized start ``p0``). ``proposal_cov``: RWMH
-    proposal covariance (array or ``lam -> array``; default ``proposal_scale² cov / dim``).
-    ``k``/``m`` fix H_{k:m}'s integers for all lambda and skip the meeting-time pilot; otherwise
-    ``n_pilot`` meeting times per grid point give them (few pilots give noisy k and moments,
-    hence heavy-tailed replicates). ``adapt`` re-fits the initial distribution
-    and proposal to pilot moments of each pi_lambda. ``q``: ``"tuned"`` (∝ sqrt(m2), eq. 10) or
-    ``"uniform"``. ``ci``: ``"t"`` or ``"normal"`` interval.
+    ``options`` (a frozen, validated :class:`~stanlogz.estimators.options.UpsPathOptions`; an
+    :class:`~stanlogz.estimators.options.UpsOptions` with the default base works too) holds
+    every setting below; keyword ``keywords`` of the same names replace single options (an
+    unknown name is an InputError naming it). ``init``: the chains' initial distribution
+    N(mean, cov) (an object with ``.mean``/``.cov`` or ``lam -> (mean, cov)``; default the path's
+    normalized start ``p0``). ``proposal_cov``: RWMH proposal covariance (array or
+    ``lam -> array``; default ``proposal_scale² cov / dim``). ``k``/``m`` fix H_{k:m}'s integers
+    for all lambda and skip the meeting-time pilot; otherwise ``n_pilot`` meeting times per grid
+    point give them (few pilots give noisy k and moments, hence heavy-tailed replicates).
+    ``adapt`` re-fits the initial distribution and proposal to pilot moments of each pi_lambda.
+    ``q``: ``"tuned"`` (∝ sqrt(m2), eq. 10) or ``"uniform"``. ``ci``: ``"t"`` or ``"normal"``
+    interval.
     """
     t_start = time.perf_counter()
-    if kernel not in ("rwmh", "hmc"):
-        raise InputError(f"kernel must be 'rwmh' or 'hmc', got {kernel!r}")
-    if q not in ("tuned", "uniform"):
-        raise InputError(f"q must be 'tuned' or 'uniform', got {q!r}")
-    if ci not in ("t", "normal"):
-        raise InputError(f"ci must be 't' or 'normal', got {ci!r}")
-    if n_replicates < 2:
-        raise InputError(f"need n_replicates >= 2 for a standard error, got {n_replicates}")
-    if (k is None) != (m is None):
-        raise InputError("give both k and m, or neither")
-    if not 0.0 < ci_level < 1.0:
-        raise InputError(f"ci_level must be in (0, 1), got {ci_level}")
-    if n_pilot < 2:
-        raise InputError(f"n_pilot must be >= 2, got {n_pilot}")
-    if not 0.0 < quantile <= 1.0:
-        raise InputError(f"quantile must be in (0, 1], got {quantile}")
-    if not proposal_scale > 0:
-        raise InputError(f"proposal_scale must be positive, got {proposal_scale}")
-    n_m2 = n_pilot if n_m2 is None else int(n_m2)
-    cfg = _KernelConfig(kernel, coupling, hmc_step_size, int(hmc_n_steps), float(omega), max_iter)
+    o = _path_options(options, keywords)
+    n_replicates, kernel, grid, proposal_cov = o.n_replicates, o.kernel, o.grid, o.proposal_cov
+    proposal_scale, k, m, n_pilot, adapt = o.proposal_scale, o.k, o.m, o.n_pilot, o.adapt
+    ci_level, n_workers = o.ci_level, o.n_workers
+    n_m2 = n_pilot if o.n_m2 is None else int(o.n_m2)
+    cfg = _KernelConfig(kernel, o.coupling, o.hmc_step_size, int(o.hmc_n_steps), float(o.omega),
+                        o.max_iter)
     ss = as_seed_sequence(seed)
     lam_grid = make_grid(grid)
     n_grid = lam_grid.size
@@ -195,11 +176,9 @@ def ups(
     if k is None:
         res = pilot("tau", _STAGE_PILOT, n_pilot, zeros, zeros)
         taus = np.array([[o[1] for o in r] for r in res], dtype=float)
-        k_grid, m_grid = cost_equalizing_km(taus, quantile, k_factor, m_factor)
+        k_grid, m_grid = cost_equalizing_km(taus, o.quantile, o.k_factor, o.m_factor)
     else:
         k_grid, m_grid = np.full(n_grid, int(k)), np.full(n_grid, int(m))
-        if not 0 <= k_grid[0] <= m_grid[0]:
-            raise InputError(f"need 0 <= k <= m, got k={k}, m={m}")
     if adapt:
         res = pilot("moments", _STAGE_MOMENTS, n_pilot, k_grid, m_grid)
         d = path.dim
@@ -213,8 +192,8 @@ def ups(
         if k is None:
             res = pilot("tau", _STAGE_REPILOT, n_pilot, zeros, zeros)
             taus = np.array([[o[1] for o in r] for r in res], dtype=float)
-            k_grid, m_grid = cost_equalizing_km(taus, quantile, k_factor, m_factor)
-    if q == "tuned":
+            k_grid, m_grid = cost_equalizing_km(taus, o.quantile, o.k_factor, o.m_factor)
+    if o.q == "tuned":
         res = pilot("E", _STAGE_M2, n_m2, k_grid, m_grid)
         est = np.array([[o[0] for o in r] for r in res], dtype=float)
         sqrt_m2 = np.sqrt(np.mean(est**2, axis=1))
@@ -237,7 +216,7 @@ def ups(
     e_hat = np.array([o[0] for o in out], dtype=float)
     reps = e_hat / tuning.q_density(lams)
     est, se = float(reps.mean()), float(reps.std(ddof=1) / math.sqrt(n_replicates))
-    z = float(stats.t.ppf(0.5 + ci_level / 2, n_replicates - 1) if ci == "t"
+    z = float(stats.t.ppf(0.5 + ci_level / 2, n_replicates - 1) if o.ci == "t"
          else stats.norm.ppf(0.5 + ci_level / 2))
     k_arr, m_arr = np.array(ks), np.array(ms)
     taus_rep = np.array([o[1] for o in out], dtype=int)

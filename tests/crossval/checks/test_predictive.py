@@ -111,6 +111,7 @@ def test_crps_and_scrps_se_cover_the_expected_score_of_new_data():
     assert np.all((1 / 1.3 < ratio) & (ratio < 1.3)), ratio
 
 
+@pytest.mark.slow
 def test_loo_pit_is_uniform_for_a_well_specified_model_and_not_for_a_misspecified_one():
     # 20 data sets: the KS p-values of a well-specified model are (close to) uniform, so each
     # is above 5e-6 except with probability 20 * 5e-6 = 1e-4 (Bonferroni)
@@ -124,6 +125,7 @@ def test_loo_pit_is_uniform_for_a_well_specified_model_and_not_for_a_misspecifie
         assert pit_uniformity(loo_pit(loo_log_weights(ll), y, y_rep)).p_value < 1e-4
 
 
+@pytest.mark.slow
 def test_randomized_pit_is_uniform_for_a_discrete_outcome():
     # y_i ~ Poisson(lam), lam ~ Gamma(2, 1): exact posterior draws; the randomized PIT
     # P(Y < y) + u P(Y = y) is uniform under the model; p > 5e-6 in all 20 sets: P(fail) 1e-4

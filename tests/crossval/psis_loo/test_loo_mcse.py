@@ -44,6 +44,7 @@ def ratio_z(estimates: np.ndarray, ses: np.ndarray) -> float:
     return math.log(ses.mean() / estimates.std(ddof=1)) / math.sqrt(var_log_sd + var_log_se)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phi", [0.0, 0.6])
 def test_total_mcse_matches_spread_over_independent_draw_sets(phi: float) -> None:
     # 200 draw sets of 4 x 250 draws, independent (phi = 0) or AR(1) chains (phi = 0.6, ESS
@@ -98,6 +99,7 @@ def test_replaced_points_leave_the_total() -> None:
         psis_loo(ll.reshape(-1, N_OBS), 1.0, chains=7)
 
 
+@pytest.mark.slow
 def test_half_sample_bias_estimate_tracks_the_psis_bias() -> None:
     # 12 observations, four of them far out: k-hat 0.4-0.8, where the log of PSIS's mean of
     # heavy-tailed ratios is biased upward. Over 300 sets of 4 x 250 exact draws the mean
@@ -156,6 +158,7 @@ def test_compare_adds_both_monte_carlo_se_and_pairs_only_shared_subsamples() -> 
         loo_compare([a, _Sub(rng.normal(size=400), None, 0.1)])
 
 
+@pytest.mark.slow
 def test_subsample_estimator_with_certain_observations_is_unbiased_and_its_se_right() -> None:
     # 60 observations; the approximation is close except at three whose approximation k-hat
     # is high, which draw_sample takes with certainty. Over 4000 random samples of the rest

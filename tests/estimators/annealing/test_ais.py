@@ -165,6 +165,7 @@ def test_tuning_interpolates_and_constant():
 # ---------------------------------------------------------------- AIS / reverse AIS bounds
 
 
+@pytest.mark.slow
 def test_ais_below_and_reverse_ais_above_truth(tuning):
     post = POST.sample(np.random.default_rng(5), 16)
     lo = ais(POST, BASE, n_chains=16, n_temps=300, seed=1, tuning=tuning)
@@ -217,6 +218,7 @@ def test_forward_ais_weights_are_unbiased_for_z():
     assert abs(z) < 4.5 and r.acceptance > 0.5
 
 
+@pytest.mark.slow
 def test_reverse_spread_counts_the_shared_start():
     """Issue 13, defect 1: reverse chains that share one exact sample had the iid spread. Here
     the β=1 kernel moves slowly (one leapfrog step of 0.5) and T = 2, so each weight is
@@ -264,6 +266,7 @@ def test_start_order_tau_of_an_ar1_series():
     assert start_order_tau(0.01 * rng.standard_normal(4000), [np.arange(4000)]) < 1.4
 
 
+@pytest.mark.slow
 def test_gap_shrinks_as_temperatures_grow(tuning):
     # The bias of AIS falls about as 1/T. The reported (log-mean-exp) gap is too noisy to show it
     # with few chains: at T=5 its sd over seeds is ~2 nats, and it can be negative. The per-chain
@@ -302,6 +305,7 @@ def test_results_identical_for_one_and_two_workers(tuning):
 # ---------------------------------------------------------------- prior -> posterior path
 
 
+@pytest.mark.slow
 def test_prior_to_posterior_path_conjugate():
     rng = np.random.default_rng(21)
     model = NormalNormal(rng.normal(1.0, 0.5, size=(10, 2)), tau=2.0, sigma=0.5)
@@ -350,6 +354,7 @@ def test_forward_chains_from_a_pool_start_at_distinct_draws():
 # ---------------------------------------------------------------- registry adapters
 
 
+@pytest.mark.slow
 def test_registry_adapters_return_evidence_results():
     draws = POST.sample(np.random.default_rng(8), 400).reshape(2, 200, D)
     lo = get_method("ais")(POST, draws, seed=1, n_chains=8, n_temps=150)

@@ -39,6 +39,7 @@ def test_systematic_resample_counts():
         assert np.all(counts >= np.floor(50 * w) - 1e-9) and np.all(counts <= np.ceil(50 * w))
 
 
+@pytest.mark.slow
 def test_smc_estimate_of_z_is_unbiased():
     """With a fixed schedule each run's Ẑ is unbiased for Z (Del Moral et al. 2006). 1-d:
     target N(1, 0.5²) with log Z = 0.7, base N(0, 2²), 5 temperatures, 16 particles. z-test over
@@ -56,6 +57,7 @@ def test_smc_estimate_of_z_is_unbiased():
     assert out["acceptance"] > 0.5
 
 
+@pytest.mark.slow
 def test_smc_method_on_a_gaussian_posterior():
     d = 4
     rng = np.random.default_rng(7)

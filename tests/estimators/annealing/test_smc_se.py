@@ -49,7 +49,8 @@ def test_spread_runs_are_rerun_with_more_particles(monkeypatch):
     fake, calls = _fake_smc([1.4, 0.6])
     monkeypatch.setattr(smc_module, "smc", fake)
     t = GaussianTarget(np.zeros(2))
-    r = smc_module.smc_estimate(t, t.sample(np.random.default_rng(0), 200), seed=1)
+    r = smc_module.smc_estimate(t, t.sample(np.random.default_rng(0), 200), seed=1,
+                                reverse=False)
     # 1.4 nats > 1: particles grow by (1.4 / 0.5)^2 ~ 7.8 (at least 2x, at most 8x).
     assert calls == [128, math.ceil(128 * (1.4 / 0.5) ** 2)]
     assert r.diagnostics["particles_tried"] == calls and r.diagnostics["n_particles"] == calls[1]
@@ -62,11 +63,12 @@ def test_no_se_when_the_runs_still_spread(monkeypatch):
     monkeypatch.setattr(smc_module, "smc", fake)
     t = GaussianTarget(np.zeros(2))
     r = smc_module.smc_estimate(t, t.sample(np.random.default_rng(0), 200), seed=1,
-                                max_particles=512)
+                                max_particles=512, reverse=False)
     assert calls == [128, 512] and math.isnan(r.log_z_se)
     assert any("no standard error" in w for w in r.warnings)
 
 
+@pytest.mark.slow
 def test_pilot_rounds_decorrelate_and_are_reused():
     # A 3-d Gaussian posterior far from a wide base: the pilot picks rounds of moves per step
     # until the particles' log ratio decorrelates (or the cap), and the runs reuse them.

@@ -96,6 +96,7 @@ def test_funnel_low_dim_ancestral_draws():
     assert abs(r.log_z) < Z_TOL * r.log_z_se
 
 
+@pytest.mark.slow
 def test_coverage_of_two_se_intervals():
     # 30 replicates on the banana with 1000 draws each. If the se is honest each interval covers
     # with probability >= 0.95 (over 200 seeds: 0.99, the two-orientation se is conservative),

@@ -202,6 +202,7 @@ def test_target_se_continues_the_chains_until_it_is_reached():
                           n_draws=100, target_se=0.0)
 
 
+@pytest.mark.slow
 def test_tempered_bridge_brackets_log_z_from_a_poor_proposal():
     # forward AIS from a deliberately wrong proposal (shifted, 1.5x too wide) and reverse AIS
     # from exact draws: a lower and an upper bound whose midpoint and half-gap make the error

@@ -77,6 +77,7 @@ def _metropolis(t: GaussianTarget, start: np.ndarray, n: int, rng: np.random.Gen
     return out
 
 
+@pytest.mark.slow
 def test_tempered_bridge_from_mcmc_draws_brackets_log_z():
     # Reverse AIS started from MCMC draws (random-walk chains, autocorrelated, not exact
     # draws): the upper bound is then approximate, yet midpoint +- 4.5 se must contain the exact
@@ -147,6 +148,7 @@ def test_evidence_interval_uses_student_t_with_few_degrees_of_freedom():
     assert "(df 7)" in str(r) and r.to_dict()["log_z_df"] == 7
 
 
+@pytest.mark.slow
 def test_smc_and_ais_report_degrees_of_freedom():
     from stanlogz.estimators.annealing.ais import ais_estimate
     from stanlogz.estimators.annealing.smc import smc_estimate

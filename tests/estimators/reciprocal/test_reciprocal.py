@@ -223,6 +223,7 @@ def test_unbiased_bayes_factor():
 # ---------------------------------------------------------------- weight sources
 
 
+@pytest.mark.slow
 def test_importance_and_ais_weight_sources_are_unbiased_for_z():
     target = GaussianTarget(np.array([1.0, -0.5]), np.diag([0.5, 2.0]), log_z=1.3)
     proposal = GaussianTarget(np.array([0.8, 0.0]), np.diag([1.0, 4.0]))
@@ -349,6 +350,7 @@ def test_weights_spread_beyond_exp_range_give_the_series_value():
     assert "\n" not in str(exc.value)
 
 
+@pytest.mark.slow
 def test_unbiased_bayes_factor_flags_heavy_tailed_replicates():
     # Z_A's weights are Pareto with tail index 1.05 (finite mean, infinite variance), so the
     # replicates Z_A^ x (1/Z_B)^ have infinite variance: Pareto k-hat near 1/1.05 = 0.95. Over

@@ -44,6 +44,7 @@ def _u1(x):
     return 0.1 * (a + (x[0] + x[1]) ** 4 + (x[0] - x[1]) ** 4)
 
 
+@pytest.mark.slow
 def test_normal_example_is_unbiased():
     r = ups(
         _normal_path(), n_replicates=400, seed=11, n_workers=1, n_pilot=30,
@@ -62,6 +63,7 @@ def test_normal_example_is_unbiased():
     assert np.isclose(r.tuning.q_mass.sum(), 1.0)
 
 
+@pytest.mark.slow
 def test_double_well_matches_quadrature():
     z0 = np.log(2 * np.pi * np.sqrt(0.5))  # N((-2, 0), diag(1/2, 1)) unnormalized by exp(-U0)
     z1, _ = integrate.dblquad(lambda y, x: np.exp(-_u1((x, y))), -8, 8, -8, 8)
@@ -91,6 +93,7 @@ def test_double_well_matches_quadrature():
     assert r.se < 2.0
 
 
+@pytest.mark.slow
 def test_hmc_kernel_on_gaussian_path_is_unbiased():
     p0 = GaussianTarget(np.zeros(2), np.eye(2))
     p1 = GaussianTarget(np.array([1.0, -0.5]), np.array([[0.5, 0.1], [0.1, 0.3]]), log_z=1.7)
@@ -122,6 +125,7 @@ def test_answer_does_not_depend_on_worker_count():
     assert a.estimate == b.estimate
 
 
+@pytest.mark.slow
 def test_registry_adapter_on_gaussian_target(tmp_path):
     target = GaussianTarget(np.array([1.0, 2.0, -1.0]), np.diag([1.0, 0.5, 2.0]), log_z=3.25)
     draws = target.sample(np.random.default_rng(0), 400).reshape(2, 200, 3)
@@ -143,6 +147,7 @@ def test_registry_adapter_on_gaussian_target(tmp_path):
     assert out.stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_log_ratio_between_two_posteriors():
     # two Gaussian "posteriors" (same dim, different data): log Z1 - log Z0 = -1.5
     t0 = GaussianTarget(np.array([0.0, 1.0]), np.diag([1.0, 0.5]), log_z=1.0)

@@ -1,0 +1,71 @@
+"""Moment matching of the observations with high k̂, one after another, keeping what is done:
+a progress line per point and per accepted map, a time budget after which the remaining points
+keep their PSIS values (with the k̂ warning), and Ctrl-C, which stops the loop and returns the
+points already matched with a note instead of losing them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from ...errors import InputError
+from .fixups import FixedPoint
+
+
+def check_budget(mm_budget: float | None) -> float | None:
+    """``mm_budget`` as a positive float (or None); :class:`InputError` otherwise."""
+    if mm_budget is None:
+        return None
+    try:
+        b = float(mm_budget)
+    except (TypeError, ValueError):
+        raise InputError(f"mm_budget must be a number of seconds, got {mm_budget!r}") from None
+    if not b > 0:
+        raise InputError(f"mm_budget must be positive (seconds), got {mm_budget}")
+    return b
+
+
+def moment_match_points(bad: np.ndarray,
+                        match_one: Callable[[int, float | None, Callable[[str], None]],
+                                            FixedPoint],
+                        progress: Callable[[str], None] | None,
+                        mm_budget: float | None = None
+                        ) -> tuple[list[FixedPoint], list[str], list[int]]:
+    """Moment-matched :class:`FixedPoint` s of the observations ``bad`` (0-based), in order
+    (``match_one(i, deadline, on_map)`` matches one), warnings, and the observations left
+    unmatched because the budget ran out or the user interrupted (they keep their PSIS values
+    and are not refitted either)."""
+    t0 = time.perf_counter()
+    deadline = None if mm_budget is None else t0 + float(mm_budget)
+    matched: list[FixedPoint] = []
+    notes: list[str] = []
+    try:
+        for n_done, i in enumerate(int(v) for v in bad):
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+
+            def step(msg: str, i: int = i) -> None:
+                if progress:
+                    progress(f"observation {i + 1}: {msg}")
+
+            f = match_one(i, deadline, step)
+            matched.append(f)
+            if progress:
+                progress(f"moment matched observation {i + 1} ({n_done + 1}/{bad.size}): "
+                         f"k-hat {f.khat:.2f} -> {f.khat_after:.2f}, {f.n_evals} "
+                         f"evaluations, {f.seconds:.1f} s")
+    except KeyboardInterrupt:
+        left = [int(v) for v in bad[len(matched):]]
+        notes.append(f"interrupted during moment matching: {len(matched)} of {bad.size} "
+                     "observation(s) were matched; the others "
+                     f"({', '.join(str(v + 1) for v in left[:10])}) keep their PSIS values")
+        return matched, notes, left
+    left = [int(v) for v in bad[len(matched):]]
+    if left:
+        notes.append(f"the moment-matching budget of {mm_budget:g} s ran out after "
+                     f"{len(matched)} of {bad.size} observation(s); the others "
+                     f"({', '.join(str(v + 1) for v in left[:10])}) keep their PSIS values "
+                     "(raise --mm-budget / mm_budget, or fix them with --fix exact)")
+    return matched, notes, left

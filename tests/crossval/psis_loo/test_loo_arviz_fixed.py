@@ -1,0 +1,81 @@
+"""``LooResult.to_arviz()`` after fix-ups carries loo's convention: the fixed pointwise elpd,
+``pareto_k`` = k̂ after moment matching / 0 after an exact refit, the PSIS k̂ kept as
+``influence_pareto_k``, and which observations were fixed (and how). All values are exact
+(built from a hand-made result), nothing is sampled."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from stanlogz import arviz_compat
+from stanlogz.crossval.fixups.fixups import FixedPoint
+from stanlogz.crossval.observations.observations import Observations
+from stanlogz.crossval.psis_loo.loo import LooResult
+from stanlogz.crossval.psis_loo.loo_arviz import fixed_khat
+
+
+def _fixed(index: int, method: str, elpd: float, khat: float, after: float | None
+           ) -> FixedPoint:
+    return FixedPoint(index=index, elpd=elpd, se=0.05, method=method, khat=khat,
+                      psis_elpd=elpd - 0.4, n_gradient_evals=0, n_evals=10, seconds=0.0,
+                      khat_after=after)
+
+
+def _result() -> LooResult:
+    n = 8
+    psis = -1.0 - 0.1 * np.arange(n)
+    khat = np.array([0.1, 0.2, 0.9, 0.3, 1.4, 0.2, 0.75, 0.1])
+    fixed = [_fixed(2, "mm", -2.0, 0.9, 0.35), _fixed(4, "exact", -3.0, 1.4, None)]
+    elpd = psis.copy()
+    for f in fixed:
+        elpd[f.index] = f.elpd
+    return LooResult(model="prog", elpd_loo=float(elpd.sum()),
+                     se=float(math.sqrt(n * np.var(elpd))), p_loo=1.5, elpd_i=elpd,
+                     psis_elpd_i=psis, lppd_i=psis + 0.2, khat=khat, threshold=0.7,
+                     n_samples=4000, r_eff=1.0, fix="auto", log_lik_source="log_lik",
+                     observations=Observations("N", ("y",), n), fixed=fixed)
+
+
+def _get(obj, name):
+    return obj[name] if arviz_compat.arviz_major() < 1 else getattr(obj, name)
+
+
+def test_to_arviz_carries_the_fixed_values_and_khat():
+    r = _result()
+    a = r.to_arviz()
+    k = np.ravel(_get(a, "pareto_k"))
+    # loo: after moment matching the k-hat of the matched ratios, 0 after an exact refit
+    np.testing.assert_array_equal(k, [0.1, 0.2, 0.35, 0.3, 0.0, 0.2, 0.75, 0.1])
+    np.testing.assert_array_equal(np.ravel(_get(a, "influence_pareto_k")), r.khat)
+    np.testing.assert_array_equal(np.ravel(_get(a, "fixed")),
+                                  [False, False, True, False, True, False, False, False])
+    assert list(np.ravel(_get(a, "fix_method"))) == ["", "", "mm", "", "exact", "", "", ""]
+    loo_i = np.ravel(_get(a, "loo_i" if arviz_compat.arviz_major() < 1 else "elpd_i"))
+    np.testing.assert_array_equal(loo_i, r.elpd_i)
+    assert loo_i[2] == -2.0 and loo_i[4] == -3.0
+    # observation 7 (k-hat 0.75) was not fixed: the object still warns
+    assert bool(_get(a, "warning"))
+
+
+def test_arviz_compare_reads_the_fixed_object():
+    az = arviz_compat.arviz()
+    a = _result().to_arviz()
+    other = _result()
+    other.elpd_i = other.elpd_i - 0.5
+    other.elpd_loo = float(other.elpd_i.sum())
+    table = az.compare({"a": a, "b": other.to_arviz()})
+    assert list(table.index) == ["a", "b"]
+    assert float(table.loc["b", "elpd_diff"]) == pytest.approx(0.5 * 8)
+
+
+def test_fixed_khat_follows_the_observation_index():
+    # a result whose arrays cover observations 10, 3, 7 (as after subsampling)
+    k, methods = fixed_khat(np.array([0.9, 0.2, 1.2]), np.array([10, 3, 7]),
+                            [_fixed(7, "mm", -1.0, 1.2, float("nan")),
+                             _fixed(10, "ups", -1.0, 0.9, None),
+                             _fixed(5, "exact", -1.0, 0.9, None)])  # not in the arrays
+    np.testing.assert_array_equal(k, [0.0, 0.2, 0.0])
+    assert list(methods) == ["ups", "", "mm"]
