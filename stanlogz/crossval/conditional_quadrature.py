@@ -200,19 +200,33 @@ class QuadratureLogLik:
 
     def _edge(self, i: int, d: int) -> float | None:
         y0 = self.y[i]
-        far = 10**8 if self.discrete else FAR * max(self.spread, abs(float(y0)))
+        if self.discrete:
+            far: float = 10**8
+            if self._accepts(i, y0 + d * far):
+                return None
+            lo, hi = 0, int(far)  # distances: lo accepted, hi refused
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if self._accepts(i, y0 + d * mid) else (lo, mid)
+            return y0 + d * lo
+        scale = max(self.spread, abs(float(y0)))
+        far = FAR * scale
         if self._accepts(i, y0 + d * far):
             return None
-        lo, hi = 0, far  # distances: lo accepted, hi refused
-        while hi - lo > (1 if self.discrete else 1e-13 * max(far, 1e-300)):
-            mid = (lo + hi) // 2 if self.discrete else 0.5 * (lo + hi)
-            if mid in (lo, hi):
-                break
-            if self._accepts(i, y0 + d * mid):
-                lo = mid
-            else:
-                hi = mid
-        return y0 + d * lo
+        hi = far  # refused; halve until accepted (or down to rounding: y0 on the bound)
+        while hi > 1e-14 * scale and not self._accepts(i, y0 + d * 0.5 * hi):
+            hi *= 0.5
+        lo = 0.5 * hi if hi > 1e-14 * scale else 0.0
+        while hi - lo > 1e-13 * max(hi, 1e-300) and lo > 0:
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if self._accepts(i, y0 + d * mid) else (lo, mid)
+        edge = y0 + d * lo
+        # a round bound (0, 1, a data value printed short) found a few ulps inside
+        for cand in (round(edge), float(f"{edge:.10g}")):
+            if d * (cand - edge) > 0 and abs(cand - edge) <= 1e-9 * scale \
+                    and self._accepts(i, cand):
+                return float(cand)
+        return edge
 
     def seconds(self, n_nodes: float, n_draws: int) -> float:
         """Expected wall time of ``n_nodes`` instances evaluated at ``n_draws`` draws each,
