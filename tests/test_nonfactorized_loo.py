@@ -7,7 +7,7 @@ implementations live in stanlogz.crossval.truths_nonfactorized (shared with the 
 
 Tolerances: at fixed theta the computation is deterministic; it is compared with scipy's quad
 (epsrel 1e-11) or an exact numpy sum, and must agree within the error bound it reports (the
-disagreement of its last two quadrature levels, itself <= 1e-6) plus 1e-9 for rounding of a
+disagreement of its last two quadrature levels, itself <= 1e-5) plus 1e-9 for rounding of a
 few hundred density terms. A PSIS estimate is asymptotically normal around the truth with sd
 its Monte Carlo se, so |error| <= 4 se fails with probability 6e-5; the seeds are fixed."""
 
@@ -48,8 +48,30 @@ def test_garch_conditional_matches_scipy_quad(compiled):
         # next volatility: quadrature, with its reported error bound
         assert src.method[i] == ("gaussian" if i == 29 else "quadrature")
         bound = src.quad.error[i] if i < 29 else 0.0
-        assert bound <= 1e-6
+        assert bound <= 1e-5
         np.testing.assert_allclose(got, want, rtol=0, atol=bound + 1e-9)
+
+
+@pytest.mark.parametrize("name", ["garch_like", "poisson_ar"])
+def test_repeated_calls_reuse_the_nodes_and_agree_with_a_fresh_pass(compiled, name):
+    # Moment matching asks for one observation's column at many draw sets: the second call
+    # reuses the first call's nodes when its own checks pass there (levels agree, ends
+    # negligible); either way it must agree with a fresh computation within both bounds.
+    rng = np.random.default_rng(8)
+    data = (T.garch_data(30, rng) if name == "garch_like" else T.par_data(15, rng))
+    m = compiled(name, data)
+    size = "T"
+    first = np.array([m.unconstrain_dict(p) for p in (GARCH_THETA if name == "garch_like"
+                      else [{"alpha": 2.0, "beta": 0.4}, {"alpha": 1.0, "beta": 0.6}])])
+    second = first + 0.05 * rng.normal(size=first.shape)
+    obs = find_observations(data, size)
+    src = NonFactorizedSource(m, data, obs)
+    src.column(4, first)
+    again = src.column(4, second)
+    bound = src.quad.error[4]
+    fresh_src = NonFactorizedSource(m, data, obs)
+    fresh = fresh_src.column(4, second)
+    np.testing.assert_allclose(again, fresh, rtol=0, atol=bound + fresh_src.quad.error[4] + 1e-9)
 
 
 # ----------------------------------------------------------------- 2-state Gaussian HMM
@@ -72,7 +94,7 @@ def test_hmm_conditional_matches_scipy_quad(compiled):
     for i in (0, 7, 19):
         got = src.column(i, unc)
         want = [T.quad_conditional(lambda z, p=p: T.hmm_loglik(z, p), y, i) for p in HMM_THETA]
-        assert src.method[i] == "quadrature" and src.quad.error[i] <= 1e-6
+        assert src.method[i] == "quadrature" and src.quad.error[i] <= 1e-5
         np.testing.assert_allclose(got, want, rtol=0, atol=src.quad.error[i] + 1e-9)
 
 
@@ -156,7 +178,7 @@ def test_loo_garch_pointwise_matrix_matches_dense_numpy_grid(compiled):
     # at the same draws: a dense uniform grid in u (spacing 0.01 over +-30 of y_i; the
     # conditional sds lie between 0.1 and 3 here, so the trapezoid rule's error,
     # ~exp(-2 pi^2 sd^2 / h^2), and the mass beyond 10 sds are nil), then
-    # the same PSIS: elpd_i must agree to 1e-6 (the quadrature's bound).
+    # the same PSIS: elpd_i must agree to 1e-5 (the quadrature's bound).
     data = T.garch_data(12, np.random.default_rng(5))
     m = compiled("garch_like", data)
     r = loo(m, data, obs="T", seed=22, fix="none", chains=2, warmup=200, n_draws=100)
@@ -175,7 +197,7 @@ def test_loo_garch_pointwise_matrix_matches_dense_numpy_grid(compiled):
             lv = T.garch_loglik(z, p, 1.0)
             ll[s, i] = base - (special.logsumexp(lv) + np.log(0.01))
     want = psis_loo(ll, r.r_eff, chains=2)
-    np.testing.assert_allclose(r.elpd_i, want.elpd_i, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(r.elpd_i, want.elpd_i, rtol=0, atol=1e-5)
 
 
 # ----------------------------------------------------------------- refusals

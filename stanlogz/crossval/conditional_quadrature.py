@@ -39,7 +39,7 @@ from .observations import Observations
 from .pointwise import n_threads
 
 #: Largest relative disagreement of two quadrature levels (≈ log-unit error) accepted per draw.
-TOL = 1e-6
+TOL = 1e-5
 #: Nats below a draw's maximum where its integrand counts as negligible (e^-40 ≈ 4e-18).
 DROP = 40.0
 #: Most nodes of one quadrature (continuous) and terms of one sum (integer).
@@ -426,7 +426,9 @@ class QuadratureLogLik:
                         f"{self.model.name}: the density does not fall off in {self._label(i)} "
                         "(p(y_i | y_-i, theta) is improper or too heavy-tailed to normalize)")
         order = sorted(ks)
-        return vc + np.array(order) * step, np.concatenate([ks[q] for q in order], axis=1)
+        v, vals = vc + np.array(order) * step, np.concatenate([ks[q] for q in order], axis=1)
+        a, b = _trim(vals, order.index(0))
+        return v[a:b], vals[:, a:b]
 
     def _levels_agree(self, vals: np.ndarray, step: float
                       ) -> tuple[np.ndarray, np.ndarray] | None:
@@ -452,6 +454,24 @@ class QuadratureLogLik:
         self.error[i] = float(np.max(rel + tail))
         self.nodes[i] = vals.shape[1]
         return cur
+
+
+def _trim(vals: np.ndarray, centre: int) -> tuple[int, int]:
+    """The columns ``[a, b)`` of ``vals`` to keep: on each side, the outer nodes past the
+    innermost pair that is negligible and falling, when every node beyond it is negligible
+    too (the outward search overshoots by up to a batch)."""
+    m = np.max(vals, axis=1, keepdims=True)
+    low = vals < m - DROP
+    a, b = 0, vals.shape[1]
+    for j in range(centre - 1, 0, -1):
+        if _negligible(vals[:, [j - 1, j]], m) and np.all(low[:, :j]):
+            a = j - 1
+            break
+    for j in range(centre + 1, vals.shape[1] - 1):
+        if _negligible(vals[:, [j + 1, j]], m) and np.all(low[:, j + 1:]):
+            b = j + 2
+            break
+    return a, b
 
 
 def _negligible(side: np.ndarray, m: np.ndarray) -> bool:
