@@ -214,3 +214,25 @@ def test_loo_refuses_with_reason_and_routes(compiled, name, data, why):
     with pytest.raises(InputError, match=why + ".*stanlogz lfo.*kfold --groups") as err:
         loo(m, data, seed=1, chains=1, warmup=100, n_draws=50)
     assert "\n" not in str(err.value)
+
+
+def test_unresolved_quadrature_and_heavy_support_are_refused(compiled, monkeypatch):
+    # The caps on nodes and terms (4097 and 2000 a side by default) lowered so that a GARCH
+    # quadrature (~100 nodes) and a count sum (~35 terms) cannot finish: both refuse in one
+    # line naming the observation.
+    from stanlogz.crossval import conditional_quadrature as cq
+    from stanlogz.crossval.conditional_quadrature import NoConditional
+
+    rng = np.random.default_rng(9)
+    data = T.garch_data(20, rng)
+    m = compiled("garch_like", data)
+    x = np.array([m.unconstrain_dict(p) for p in GARCH_THETA])
+    monkeypatch.setattr(cq, "MAX_NODES", 9)
+    with pytest.raises(NoConditional, match=r"integral over y\[3\] is not resolved"):
+        QuadratureLogLik(m, data, find_observations(data, "T")).column(2, x)
+    counts = T.par_data(15, rng)
+    m2 = compiled("poisson_ar", counts)
+    x2 = np.array([m2.unconstrain_dict({"alpha": 2.0, "beta": 0.4})])
+    monkeypatch.setattr(cq, "MAX_TERMS", 10)
+    with pytest.raises(NoConditional, match=r"y\[3\] do not become negligible within 5 values"):
+        QuadratureLogLik(m2, counts, find_observations(counts, "T")).column(2, x2)

@@ -44,7 +44,7 @@ TOL = 1e-5
 DROP = 40.0
 #: Most nodes of one quadrature (continuous) and terms of one sum (integer).
 MAX_NODES = 4097
-MAX_TERMS = 4000
+MAX_TERMS = 4000  # both sides together
 #: Nodes evaluated per step of the outward search.
 BATCH = 8
 #: How far (in units of the data's spread) a declared bound is looked for.
