@@ -121,17 +121,21 @@ def test_lower_bounded_y_uses_its_declared_range(compiled):
 # ----------------------------------------------------------------- integer y
 
 
-def test_poisson_autoregression_sum_matches_numpy(compiled):
+@pytest.mark.parametrize("big", [False, True])
+def test_poisson_autoregression_sum_matches_numpy(compiled, big):
     data = T.par_data(15, np.random.default_rng(3))
+    if big:  # counts near 50: the sum runs over several blocks on each side of y_i
+        data["y"] = [int(v) for v in np.random.default_rng(4).poisson(50, 15)]
     m = compiled("poisson_ar", data)
-    pars = [(2.0, 0.4), (1.0, 0.7), (5.0, 0.1)]
+    pars = [(25.0, 0.5), (40.0, 0.2), (5.0, 0.9)] if big else [(2.0, 0.4), (1.0, 0.7),
+                                                                 (5.0, 0.1)]
     unc = np.array([m.unconstrain_dict({"alpha": a, "beta": b}) for a, b in pars])
     src = NonFactorizedSource(m, data, find_observations(data, "T"))
     y = np.array(data["y"])
     us = np.arange(0, 400)  # terms beyond 400 are below e^-500 at these rates
     for i in (0, 6, 14):
         got = src.column(i, unc)
-        assert src.method[i] == "sum" and src.quad.support[i][0] == 0.0
+        assert src.method[i] == "sum" and (big or src.quad.support[i][0] == 0.0)
         for s, (a, b) in enumerate(pars):
             ys = np.repeat(y[None, :], us.size, axis=0)
             ys[:, i] = us
@@ -236,3 +240,10 @@ def test_unresolved_quadrature_and_heavy_support_are_refused(compiled, monkeypat
     monkeypatch.setattr(cq, "MAX_TERMS", 10)
     with pytest.raises(NoConditional, match=r"y\[3\] do not become negligible within 5 values"):
         QuadratureLogLik(m2, counts, find_observations(counts, "T")).column(2, x2)
+
+
+def test_outward_blocks_are_joined_in_increasing_order():
+    # blocks of the outward sum keyed by signed offset, the left ones listed outward
+    parts = {0: np.array([[10]]), -1: np.array([[9, 8, 7]]), -4: np.array([[6, 5, 4]]),
+             1: np.array([[11, 12]])}
+    assert QuadratureLogLik._ordered(parts).tolist() == [[4, 5, 6, 7, 8, 9, 10, 11, 12]]

@@ -305,7 +305,7 @@ class QuadratureLogLik:
     @staticmethod
     def _ordered(parts: dict[int, np.ndarray]) -> np.ndarray:
         """Blocks keyed by signed offset (left blocks reversed) joined in increasing u."""
-        left = [parts[k][:, ::-1] for k in sorted(parts) if k < 0][::-1]
+        left = [parts[k][:, ::-1] for k in sorted(parts) if k < 0]  # farthest block first
         right = [parts[k] for k in sorted(parts) if k > 0]
         return np.concatenate([*left, parts[0], *right], axis=1)
 
