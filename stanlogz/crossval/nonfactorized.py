@@ -7,13 +7,14 @@ user formulas."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import DataError, InputError, StanlogzError
-from .conditional import ConditionalLogLik, NotGaussian, _stencil
+from .conditional import ConditionalLogLik, NotGaussian, _log_gauss, _stencil
 from .conditional_quadrature import NoConditional, QuadratureLogLik
 from .observations import Observations
 from .pointwise import CHUNK_BYTES
@@ -57,32 +58,43 @@ class NonFactorizedSource:
 
     def _gaussian_column(self, i: int, unc: np.ndarray) -> np.ndarray | None:
         """The Gaussian closed form of observation ``i`` where the density is quadratic in y_i
-        near it and matches its Gaussian fit far from it (None otherwise)."""
-        if self.cl is None:
+        near it and matches its Gaussian fit far from it (None otherwise); the observation's
+        latents integrated out where :class:`ConditionalLogLik` can."""
+        cl = self.cl
+        if cl is None:
             return None
+        if cl.latents[i].size:
+            try:
+                out = cl.column(i, unc)
+            except (NotGaussian, DataError):
+                return None
+            if cl.integrated[i]:
+                return out
+        st = _stencil(1)  # the fit in y_i alone, kept for the far check
         try:
-            out = self.cl.column(i, unc)
-        except (NotGaussian, DataError):
+            c, g, h, ok = cl._fit(cl._values(i, unc, np.zeros(0, dtype=int), st, 0.0), st)
+        except DataError:
             return None
-        if self.cl.integrated[i] or self._far_ok(i, unc):
-            return out
-        return None
+        if not np.all(ok) or not np.all(h[:, 0, 0] < 0) or not self._far_ok(i, unc, c, g, h):
+            return None
+        den = _log_gauss(c, g, h)
+        if not np.all(np.isfinite(den)):
+            return None
+        cl.integrated[i] = False
+        return c - den - math.log(cl.h_u)
 
-    def _far_ok(self, i: int, unc: np.ndarray) -> bool:
-        """Whether the density in y_i agrees with its quadratic fit at ``FAR_SDS`` fitted sds
-        from the fitted mode, for every draw (differences below ``FAR_TOL`` of the mode's
-        height count as agreement)."""
+    def _far_ok(self, i: int, unc: np.ndarray, c: np.ndarray, g: np.ndarray, h: np.ndarray
+                ) -> bool:
+        """Whether the density in y_i agrees with its quadratic fit ``c + g t + h t²/2`` (t in
+        stencil steps from y_i) at ``FAR_SDS`` fitted sds from the fitted mode, for every draw
+        (differences below ``FAR_TOL`` of the mode's height count as agreement)."""
         cl = self.cl
         assert cl is not None
-        st = _stencil(1)
-        c, g, h, ok = cl._fit(cl._values(i, unc, np.zeros(0, dtype=int), st, 0.0), st)
         curv, slope = h[:, 0, 0], g[:, 0]
-        if not np.all(ok) or not np.all(curv < 0):
-            return False
         mode = -slope / curv
         peak = c - 0.5 * slope**2 / curv
         ts = np.median(mode) + np.median(1.0 / np.sqrt(-curv)) * np.array(FAR_SDS)
-        for t in ts:  # in units of the stencil step h_u around y_i
+        for t in ts:
             pred = c + slope * t + 0.5 * curv * t**2
             try:
                 got = cl._build(i, float(cl.y[i] + t * cl.h_u)).log_density_many(unc)
