@@ -99,7 +99,6 @@ class _Grid:
     i: int
     v: np.ndarray
     step: float
-    tails: tuple[float, float] = (0.0, 0.0)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
