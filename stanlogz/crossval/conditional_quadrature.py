@@ -47,6 +47,8 @@ MAX_NODES = 4097
 MAX_TERMS = 4000  # both sides together
 #: Nodes evaluated per step of the outward search.
 BATCH = 8
+#: Draws below which the nodes are evaluated without threads.
+SERIAL_BELOW = 16
 #: How far (in units of the data's spread) a declared bound is looked for.
 FAR = 1e8
 
@@ -168,7 +170,8 @@ class QuadratureLogLik:
             return np.where(np.isfinite(out), out, -np.inf)
 
         us = [float(u) for u in np.asarray(us).ravel()]
-        threads = min(n_threads(), len(us))
+        # threads over nodes; one call per draw (a path sampler's) is cheaper serially
+        threads = min(n_threads(), len(us)) if unc.shape[0] >= SERIAL_BELOW else 1
         if threads <= 1:
             cols = [one(u) for u in us]
         else:
