@@ -315,6 +315,9 @@ def loo(
         if progress:
             progress(f"pointwise log-likelihood of {observations.n} observations "
                      f"({pw.source}) at {unc.shape[0]} draws")
+            cost = pw.cost_line(unc.shape[0]) if hasattr(pw, "cost_line") else None
+            if cost:
+                progress(cost)
         if not pw.checked:
             pw.check(unc[_check_rows(unc.shape[0])])
         ps = _psis_pass(pw, d, r_eff, None, _keep_above(k_threshold))
@@ -323,6 +326,7 @@ def loo(
     else:
         sample_index, est, ps = _subsampled(pw, d, r_eff, subsample, seed, progress,
                                             _keep_above(k_threshold))
+    notes.extend(pw.notes() if hasattr(pw, "notes") else [])  # quadrature / sums over y_i
     if pw.source == "log_lik":
         warn = pw.compare_log_lik(unc[_check_rows(unc.shape[0], 2)])
         if warn:

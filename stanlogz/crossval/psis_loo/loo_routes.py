@@ -1,8 +1,9 @@
 """Which pointwise quantity PSIS-LOO of a program uses: the ``log_lik`` generated quantity, the
 density difference (factorized programs), or the conditional log p(y_i | y₋ᵢ, θ) obtained by
-normalizing the program's density over y_i (:mod:`.conditional`) for programs with
-per-observation or linked latents and for non-factorized likelihoods (Bürkner, Gabry &
-Vehtari 2021); a one-line refusal with the routes that work when none applies."""
+normalizing the program's density over y_i (:mod:`.conditional`, else by quadrature or a sum
+over the support: :mod:`.nonfactorized`) for programs with per-observation or linked latents
+and for non-factorized likelihoods (Bürkner, Gabry & Vehtari 2021); a one-line refusal with
+the routes that work when none applies."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy as np
 from ...errors import InputError, StanlogzError
 from ..observations.conditional import ConditionalLogLik, NotGaussian
 from ..observations.integrated import IntegratedSource
+from ..observations.nonfactorized import NoConditional, NonFactorizedSource
 from ..observations.observations import Observations
 from ..observations.pointwise import CHUNK_BYTES, PointwiseLogLik, column_chunks
 from ..observations.splitcheck import SplitError, check_split
@@ -92,14 +94,18 @@ def pointwise_source(model: Any, data: Mapping[str, Any], obs: Observations, log
 
 def _conditional(model: Any, data: Mapping[str, Any], obs: Observations, rows: np.ndarray,
                  why: Exception | None) -> Any:
-    """The conditional source, tried at ``rows`` before the full pass."""
+    """The conditional source (Gaussian closed form, else quadrature over y_i or a sum over
+    its integer support; the integrated one first where the closed form fails and it applies),
+    tried at ``rows`` before the full pass."""
     try:
-        src = ConditionalSource(model, data, obs)
-        src.columns([0, obs.n - 1], rows)
-    except NotGaussian as exc:
-        integ = _integrated(model, data, obs, rows)
-        if integ is not None:
-            return integ
+        src = NonFactorizedSource(model, data, obs)
+        probe = [0, obs.n - 1]
+        if not all(src.gaussian(i, rows) for i in probe):
+            integ = _integrated(model, data, obs, rows)
+            if integ is not None:
+                return integ
+        src.columns(probe, rows)
+    except (NotGaussian, NoConditional) as exc:
         reason = ("its density is not a sum of independent per-observation terms, and "
                   if why is not None else "")
         detail = str(exc).split(": ", 1)[-1]

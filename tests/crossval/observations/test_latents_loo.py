@@ -159,11 +159,14 @@ def test_loo_ark_series(compiled):
     _check_loo(r, T.ark_loo(data), np.arange(2, 30))
 
 
-def test_loo_refuses_recursion_with_routes(compiled):
+def test_loo_refuses_improper_conditional_with_routes(compiled):
+    # (a GARCH recursion, not quadratic in y_i, is answered by quadrature over y_i:
+    # tests/crossval/observations/test_nonfactorized_loo.py; a y[1] that enters no term has no
+    # conditional)
     y = np.random.default_rng(7).normal(size=20).round(3).tolist()
-    data = {"T": 20, "y": y, "sigma1": 1.0}
-    with pytest.raises(InputError, match=r"not quadratic in y\[1\].*stanlogz lfo") as err:
-        loo(compiled(TESTS / "garch_like.stan", data), data, seed=1, chains=1, warmup=100,
+    data = {"T": 20, "y": y}
+    with pytest.raises(InputError, match=r"does not fall off in y\[1\].*stanlogz lfo") as err:
+        loo(compiled(TESTS / "unused_first.stan", data), data, seed=1, chains=1, warmup=100,
             n_draws=50)
     assert "container is empty" not in str(err.value) and "\n" not in str(err.value)
 

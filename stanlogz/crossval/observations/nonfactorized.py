@@ -1,0 +1,193 @@
+"""The conditional log-likelihood log p(y_i | y₋ᵢ, θ) of any program for PSIS-LOO, observation
+by observation by the cheapest valid normalization of the program's density over y_i: the
+Gaussian closed form (:mod:`.conditional`, the observation's latents integrated out) where the
+density is quadratic in y_i, else quadrature over y_i or a sum over its integer support
+(:mod:`.conditional_quadrature`). Non-factorized LOO (Bürkner, Gabry & Vehtari 2021) without
+user formulas."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ...errors import DataError, InputError, StanlogzError
+from .conditional import ConditionalLogLik, NotGaussian, _log_gauss, _stencil
+from .conditional_quadrature import NoConditional, QuadratureLogLik
+from .observations import Observations
+from .pointwise import CHUNK_BYTES
+
+#: Where (in fitted conditional sds from its mode) the Gaussian closed form is checked against
+#: the density: a second mode (a hidden Markov model's other state) or a heavier tail there is
+#: invisible to the local quadratic fit.
+FAR_SDS = (-12.0, -8.0, -4.0, 4.0, 8.0, 12.0)
+#: Largest gap between the density and its Gaussian fit at those points, relative to the mode.
+FAR_TOL = 1e-7
+#: Pointwise evaluations above which the cost line says the pass will take a while (seconds).
+SLOW_SECONDS = 30.0
+
+
+class NonFactorizedSource:
+    """Pointwise interface (``columns``, ``column``, ``chunks``, ``check``) of log p(y_i | y₋ᵢ,
+    θ) by Gaussian normalization where it is exact, else by quadrature or a discrete sum;
+    ``method[i]`` says which ("gaussian", "quadrature", "sum", "" before the first call)."""
+
+    source = "conditional"
+
+    def __init__(self, model: Any, data: Mapping[str, Any], obs: Observations,
+                 response: str | None = None) -> None:
+        self.model, self.data, self.obs = model, dict(data), obs
+        self.quad = QuadratureLogLik(model, data, obs, response)
+        self.cl: ConditionalLogLik | None = None
+        if not self.quad.discrete:
+            self.cl = ConditionalLogLik(model, data, obs, response)
+        self.method = np.array([""] * obs.n, dtype=object)
+        self.checked = True
+
+    @property
+    def discrete(self) -> bool:
+        """Whether the observed values are integers (a sum over the support)."""
+        return self.quad.discrete
+
+    def gaussian(self, i: int, unc: np.ndarray) -> bool:
+        """Whether the Gaussian closed form holds for observation ``i`` at draws ``unc``."""
+        return self._gaussian_column(i, np.asarray(unc, dtype=float)
+                                     .reshape(-1, self.model.dim)) is not None
+
+    def _gaussian_column(self, i: int, unc: np.ndarray) -> np.ndarray | None:
+        """The Gaussian closed form of observation ``i`` where the density is quadratic in y_i
+        near it and matches its Gaussian fit far from it (None otherwise); the observation's
+        latents integrated out where :class:`ConditionalLogLik` can."""
+        cl = self.cl
+        if cl is None:
+            return None
+        if cl.latents[i].size:
+            try:
+                out = cl.column(i, unc)
+            except (NotGaussian, DataError):
+                return None
+            if cl.integrated[i]:
+                return out
+        st = _stencil(1)  # the fit in y_i alone, kept for the far check
+        try:
+            c, g, h, ok = cl._fit(cl._values(i, unc, np.zeros(0, dtype=int), st, 0.0), st)
+        except DataError:
+            return None
+        if not np.all(ok) or not np.all(h[:, 0, 0] < 0) or not self._far_ok(i, unc, c, g, h):
+            return None
+        den = _log_gauss(c, g, h)
+        if not np.all(np.isfinite(den)):
+            return None
+        cl.integrated[i] = False
+        return c - den - math.log(cl.h_u)
+
+    def _far_ok(self, i: int, unc: np.ndarray, c: np.ndarray, g: np.ndarray, h: np.ndarray
+                ) -> bool:
+        """Whether the density in y_i agrees with its quadratic fit ``c + g t + h t²/2`` (t in
+        stencil steps from y_i) at ``FAR_SDS`` fitted sds from the fitted mode, for every draw
+        (differences below ``FAR_TOL`` of the mode's height count as agreement)."""
+        cl = self.cl
+        assert cl is not None
+        curv, slope = h[:, 0, 0], g[:, 0]
+        mode = -slope / curv
+        peak = c - 0.5 * slope**2 / curv
+        ts = np.median(mode) + np.median(1.0 / np.sqrt(-curv)) * np.array(FAR_SDS)
+        for t in ts:
+            pred = c + slope * t + 0.5 * curv * t**2
+            try:
+                got = cl._build(i, float(cl.y[i] + t * cl.h_u)).log_density_many(unc)
+            except StanlogzError:
+                got = np.full(unc.shape[0], -np.inf)
+            got = np.where(np.isfinite(got), got, -np.inf)
+            if np.max(np.abs(np.exp(got - peak) - np.exp(pred - peak))) > FAR_TOL:
+                return False
+        return True
+
+    def column(self, i: int, unc: np.ndarray) -> np.ndarray:
+        """log p(y_i | y₋ᵢ, θ) at unconstrained draws ``unc`` ``(S, dim)``."""
+        unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
+        if self.cl is not None and self.method[i] != "quadrature":
+            out = self._gaussian_column(i, unc)
+            if out is not None:
+                self.method[i] = "gaussian"
+                return out
+        out = self.quad.column(i, unc)
+        self.method[i] = "sum" if self.discrete else "quadrature"
+        return out
+
+    def columns(self, index: Sequence[int] | np.ndarray, unc: np.ndarray) -> np.ndarray:
+        """``(S, len(index))`` log p(y_i | y₋ᵢ, θ) at unconstrained draws ``unc``."""
+        idx = [int(i) for i in np.asarray(index, dtype=int).ravel()]
+        unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
+        out = np.empty((unc.shape[0], len(idx)))
+        for j, i in enumerate(idx):
+            out[:, j] = self.column(i, unc)
+        return out
+
+    def chunks(self, unc: np.ndarray, constrained: np.ndarray | None = None,
+               names: list[str] | None = None, chunk_bytes: int = CHUNK_BYTES,
+               index: Sequence[int] | np.ndarray | None = None
+               ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """``(index, block)`` over the observations ``index`` (default all)."""
+        unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
+        index = np.arange(self.obs.n) if index is None else np.asarray(index, dtype=int)
+        width = max(1, min(index.size, chunk_bytes // (8 * max(unc.shape[0], 1))))
+        for a in range(0, index.size, width):
+            idx = index[a:a + width]
+            yield idx, self.columns(idx, unc)
+
+    def matrix(self, unc: np.ndarray, constrained: np.ndarray | None = None,
+               names: list[str] | None = None) -> np.ndarray:
+        """``(S, N)`` matrix of log p(y_i | y₋ᵢ, θ)."""
+        return self.columns(np.arange(self.obs.n), unc)
+
+    def check(self, unc: np.ndarray, ll: np.ndarray | None = None) -> None:
+        """Nothing to check: the normalization holds for any program (its conditions are
+        checked observation by observation)."""
+
+    def compare_log_lik(self, unc: np.ndarray, n_obs: int = 5) -> str | None:
+        """No generated quantity to compare."""
+        return None
+
+    def held_out_model(self, i: int) -> Any:
+        """Refits go through :mod:`.heldout`, which checks that deleting y_i gives the
+        program's held-out model."""
+        raise InputError(f"{self.model.name}: refits need the split check of the held-out "
+                         "program")
+
+    def cost_line(self, n_draws: int) -> str | None:
+        """A progress line with the expected time of the full pass when observations need
+        quadrature or sums (None when the probe found none)."""
+        numeric = [i for i in range(self.obs.n) if self.method[i] in ("quadrature", "sum")]
+        if not numeric:
+            return None
+        nodes = float(np.mean(self.quad.nodes[numeric]))
+        secs = self.obs.n * self.quad.seconds(nodes, n_draws)
+        what = "sum over the support" if self.discrete else "quadrature over y_i"
+        slow = " (set STANLOGZ_THREADS to use more cores)" if secs > SLOW_SECONDS else ""
+        return (f"conditional log-likelihood by {what}: ~{nodes:.0f} density instances per "
+                f"observation x {n_draws} draws, about {secs:.0f} s{slow}")
+
+    def notes(self) -> list[str]:
+        """What the numerical normalization did: observations, nodes, the error bound."""
+        numeric = np.flatnonzero([m in ("quadrature", "sum") for m in self.method])
+        if numeric.size == 0:
+            return []
+        err = float(np.max(self.quad.error[numeric]))
+        most = int(np.max(self.quad.nodes[numeric]))
+        if self.discrete:
+            lo = min(self.quad.support[i][0] for i in numeric if i in self.quad.support)
+            hi = max(self.quad.support[i][1] for i in numeric if i in self.quad.support)
+            how = (f"summed over the support of {self.quad.response} ({lo:.0f}..{hi:.0f} "
+                   f"at most, up to {most} terms; truncated tails bounded by {err:.1g} "
+                   "relative)")
+        else:
+            how = (f"integrated over {self.quad.response} by quadrature (up to {most} nodes; "
+                   f"log error bounded by {err:.1g})")
+        return [f"{numeric.size} observation(s) not Gaussian in y_i: p(y_i | y_-i, theta) "
+                f"{how}"]
+
+
+__all__ = ["NoConditional", "NonFactorizedSource"]
