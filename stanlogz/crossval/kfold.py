@@ -20,6 +20,7 @@ from typing import Any, Unpack
 import numpy as np
 
 from .. import arviz_compat
+from .._util.sum_se import sum_se
 from ..draws import obtain_draws
 from ..errors import DataError, InputError
 from ..parallel import child_sequence, with_client
@@ -76,12 +77,12 @@ class KFoldResult(KFoldNames):
         """sqrt(K var(fold contributions)) (K − 1 degrees of freedom: undercovers at few
         folds; kept for comparison)."""
         c = self.fold_elpd
-        return float(math.sqrt(c.size * np.var(c))) if c.size > 1 else float("nan")
+        return sum_se(c)
 
     @property
     def se_pointwise(self) -> float:
-        """loo's se: sqrt(N var(elpd_i))."""
-        return float(math.sqrt(self.n_obs * np.var(self.elpd_i)))
+        """loo's se: sqrt(N var(elpd_i)), ddof 1."""
+        return sum_se(self.elpd_i)
 
     @property
     def mc_se(self) -> float:

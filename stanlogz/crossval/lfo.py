@@ -28,6 +28,7 @@ import numpy as np
 from scipy import special
 
 from .. import arviz_compat
+from .._util.sum_se import sum_se
 from .._util.words import transitions
 from ..draws import Draws, obtain_draws
 from ..errors import DataError, InputError
@@ -79,9 +80,9 @@ class LfoResult(LfoNames):
 
     @property
     def se_naive(self) -> float:
-        """sqrt(n var(elpd_t)), the loo-style se that treats the origins as independent (too
-        small for M > 1)."""
-        return float(math.sqrt(self.elpd_t.size * np.var(self.elpd_t)))
+        """sqrt(n var(elpd_t)) (ddof 1), the loo-style se that treats the origins as independent
+        (too small for M > 1)."""
+        return sum_se(self.elpd_t)
 
     @property
     def mc_se(self) -> float:

@@ -12,6 +12,7 @@ from typing import Any, Unpack
 import numpy as np
 
 from .. import arviz_compat
+from .._util.sum_se import sum_se
 from ..draws import Draws, obtain_draws
 from ..errors import InputError
 from ..parallel import child_sequence, run_parallel, with_client
@@ -194,8 +195,9 @@ class LooResult(LooNames):
 
 
 def combine(elpd_i: np.ndarray) -> tuple[float, float]:
-    """elpd = Σ elpd_i and its between-observation se sqrt(N var(elpd_i)) (as loo and ArviZ)."""
-    return float(elpd_i.sum()), float(math.sqrt(elpd_i.size * np.var(elpd_i)))
+    """elpd = Σ elpd_i and its between-observation se sqrt(N var(elpd_i)), ddof 1 (as loo and
+    ArviZ 1.x)."""
+    return float(elpd_i.sum()), sum_se(elpd_i)
 
 
 def _check_rows(n_draws: int, k: int = 3) -> np.ndarray:
@@ -346,7 +348,7 @@ def _full_estimates(ps: PsisLoo, elpd_i: np.ndarray | None = None) -> dict[str, 
     elpd, se = combine(elpd_i)
     p_i = ps.lppd_i - elpd_i
     return {"elpd": elpd, "se": se, "p_loo": float(p_i.sum()),
-            "p_loo_se": float(math.sqrt(p_i.size * np.var(p_i)))}
+            "p_loo_se": sum_se(p_i)}
 
 
 def _keep_above(k_threshold: float | None) -> float:
