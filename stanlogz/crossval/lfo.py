@@ -37,6 +37,7 @@ from ..parallel import child_sequence, run_parallel, with_client
 from ..stan.program import ProgramLike, StanProgram
 from ..stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from .cv_se import lfo_se
+from .cv_tail import tail_warning
 from .heldout import heldout_elpd
 from .names import LfoNames
 from .observations import Observations, load_observed
@@ -186,6 +187,9 @@ def lfo(
         res.warnings.append(f"{res.elpd_t.size} origins with {ahead}-step windows are worth "
                             "fewer than two independent forecasts: elpd_lfo has no se; lower "
                             "--ahead or --min-train")
+    tail = tail_warning(res.elpd_t, "elpd_lfo")
+    if tail:
+        res.warnings.append(tail)
     if res.mc_se > 0.1 * max(res.se, 1.0):
         res.warnings.append(f"Monte Carlo se {res.mc_se:.3f} of elpd_lfo is not small against "
                             f"its se {res.se:.3f}; run more draws (--draws)")
