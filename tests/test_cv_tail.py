@@ -36,6 +36,7 @@ def test_tail_khat_and_warning_tell_heavy_from_light_lower_tails() -> None:
     assert tail_warning(light, "elpd_kfold") is None
     assert tail_factor(light) == pytest.approx(1.0, abs=0.05)
     assert math.isnan(tail_khat(light[:5])) and tail_factor(light[:5]) == 1.0
+    assert tail_warning(heavy[:49], "elpd_kfold") is None  # too few values to say
 
 
 def test_calibration_takes_the_larger_factor() -> None:

@@ -27,6 +27,9 @@ N_BOOT = 2000
 TAIL_SEED = 20251126
 #: Above this k̂ the se of a sum of the values is flagged as unreliable.
 KHAT_WARN = 0.7
+#: Fewest values for that warning: below 50 the tail is fitted to fewer than 10 values and k̂
+#: exceeded 0.7 for 12–14% of data sets from a right model (2–3% at N = 50).
+MIN_WARN_N = 50
 #: The largest shape the bootstrap uses (module docstring).
 KHAT_CAP = 0.9
 _LEVEL_2SE = 2 * stats.norm.cdf(2.0) - 1
@@ -110,7 +113,10 @@ def tail_factor(values: np.ndarray) -> float:
 
 def tail_warning(values: np.ndarray, what: str) -> str | None:
     """A one-line warning when the lower tail of the pointwise values is so heavy (k̂ > 0.7)
-    that the se of their sum ``what`` may undercover; None otherwise."""
+    that the se of their sum ``what`` may undercover; None otherwise, and for fewer than
+    :data:`MIN_WARN_N` values."""
+    if np.asarray(values).size < MIN_WARN_N:
+        return None
     k = tail_khat(values)
     if not k > KHAT_WARN:
         return None
