@@ -45,8 +45,8 @@ class StudentTDensity:
 
     def log_density_many(self, xs: np.ndarray) -> np.ndarray:
         r = np.atleast_2d(np.asarray(xs, dtype=float)) - self.mean
-        z = r @ self._chol_inv.T
-        q = np.sum(z * z, axis=1)
+        z = np.einsum("ij,nj->ni", self._chol_inv, r)
+        q = np.einsum("ni,ni->n", z, z)
         return self._norm - 0.5 * (self.nu + self.dim) * np.log1p(q / self.nu)
 
     def log_density(self, x: np.ndarray) -> float:
