@@ -133,7 +133,8 @@ def elpd_data(elpd_i: np.ndarray, *, p_loo: float = 0.0, n_samples: int = 1000,
 
     e = np.asarray(elpd_i, dtype=float).ravel()
     n = e.size
-    elpd, se = float(e.sum()), float(np.sqrt(n * np.var(e)))
+    # the ddof-1 se of stanlogz._util.sum_se (a sibling layer, so not imported)
+    elpd, se = float(e.sum()), float(np.sqrt(n * np.var(e, ddof=1))) if n > 1 else float("nan")
     k = np.zeros(n) if pareto_k is None else np.asarray(pareto_k, dtype=float).ravel()
     elpd_da = xr.DataArray(e, dims=["obs"], name="loo_i")
     k_da = xr.DataArray(k, dims=["obs"], name="pareto_k")

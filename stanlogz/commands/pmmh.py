@@ -49,9 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="FCE burn-in T: Pr(estimate >= 0) >= 1 - 2/(T+1) (default 0)")
     parser.add_argument("--weights", choices=WEIGHT_SOURCES, default="is",
                         help="importance sampling or AIS weights for Z(theta) (default is)")
-    parser.add_argument("--proposal", choices=("gaussian", "flow"), default="gaussian",
-                        help="proposal fitted to NUTS draws of the inner program (default "
-                        "gaussian)")
+    parser.add_argument("--proposal", choices=("t", "gaussian", "flow"), default="t",
+                        help="proposal fitted to NUTS draws of the inner program (default t: "
+                        "a multivariate t with 10 degrees of freedom, whose importance weights "
+                        "keep a finite variance where a Gaussian's may not)")
     add_sampler_arguments(parser, prefix="inner-", defaults=None,
                           what="the inner program's NUTS (fits the 1/Z proposal): ")
     parser.add_argument("--plot", metavar="FILE.png", default=None,

@@ -41,7 +41,7 @@ from ..mcmc.annealing import AnnealingPath, tune_hmc
 from ..parallel import as_seed_sequence, child_sequence
 from ..stan.model import StanModel
 from ..stan.settings import NutsArgs
-from .batch import MAX_BATCH, MAX_NEGATIVE, choose_batch, probe_points
+from .batch import MAX_BATCH, MAX_NEGATIVE, TARGET_LOG_SD, choose_batch, probe_points
 
 Progress = Callable[[str], None] | None
 WEIGHT_SOURCES = ("is", "ais")
@@ -259,7 +259,7 @@ def pmmh(
     truncation: Truncation | None = None,
     burn_in: int = 0,
     weights: str = "is",
-    proposal: str = "gaussian",
+    proposal: str = "t",
     inflate: float = 1.0,
     n_temps: int = 10,
     inner_draws: int | None = None,
@@ -278,8 +278,10 @@ def pmmh(
     warmup shows negative estimates; see :mod:`stanlogz.pmmh.batch`), ``trials`` estimates
     averaged, ``truncation`` (default Pr(N >= k) = k^-1.1)
     and FCE's ``burn_in``; ``weights`` is "is" (importance sampling) or "ais" (``n_temps``
-    temperatures), from a ``proposal`` ("gaussian" with covariance x ``inflate``, or "flow")
-    fitted to ``inner_draws`` NUTS draws per chain of the inner program. That NUTS runs with
+    temperatures), from a ``proposal`` ("t": a multivariate t with 10 degrees of freedom and
+    the draws' covariance x ``inflate``, whose weights have finite variance where a Gaussian's
+    may not; "gaussian"; or "flow") fitted to ``inner_draws`` NUTS draws per chain of the
+    inner program. That NUTS runs with
     ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`; default :func:`inner_nuts`),
     whose ``draws``, ``adapt_delta`` and ``max_treedepth`` the loose keywords replace. ``init``
     holds constrained starting values (default: the unconstrained origin).
@@ -327,8 +329,11 @@ def pmmh(
         if progress:
             progress(f"batch {b} (sd of log batch weights {sd:.2f})")
 
+    refits = sorted({t for t in (warmup // 4, warmup // 2, 3 * warmup // 4) if t >= 20})
     if auto:
         tune_batch([x], 0, 10)
+        if not refits:
+            check_tamed(batch_log[-1], proposal)
     d = outer.dim
     chol = np.eye(d) * 0.5 * 2.38 / math.sqrt(d)
     log_mult = 0.0
@@ -361,8 +366,7 @@ def pmmh(
     info = np.empty((iter, 4))  # log|f|, sign, acceptance prob, N
     n_acc = 0
     # The proposal is refitted, and the random-walk covariance re-estimated, at 1/4, 1/2 and
-    # 3/4 of warmup from the warmup draws since the previous refit.
-    refits = sorted({t for t in (warmup // 4, warmup // 2, 3 * warmup // 4) if t >= 20})
+    # 3/4 of warmup from the warmup draws since the previous refit (``refits`` above).
     since = 0
     hist: list[np.ndarray] = []
     signs_since: list[int] = []
@@ -393,6 +397,8 @@ def pmmh(
                     tune_batch(probe_points(pts, est.rng),
                                t, 2 * b if neg > MAX_NEGATIVE else max(10, b // 2))
                     signs_since = []
+                    if t == refits[-1]:
+                        check_tamed(batch_log[-1], proposal)
                 cur = evaluate_proposal(x)
         else:
             xs[t - warmup] = x
@@ -424,6 +430,20 @@ def pmmh(
         res.diagnostics["first_failure"] = failed[0][1]
     res.warnings = _warnings(res)
     return res
+
+
+def check_tamed(tuning: Mapping[str, Any], proposal: str) -> None:
+    """Refuse (:class:`~stanlogz.errors.EstimationError`) when the automatic batch chosen for
+    sampling reached its cap with the log batch weights still spread beyond the target: the
+    1/Z estimates, and so the sign-corrected means, would be noise."""
+    if tuning["batch"] >= MAX_BATCH and not tuning["log_weight_sd"] <= TARGET_LOG_SD:
+        other = "--proposal t, " if proposal != "t" else ""
+        raise EstimationError(
+            f"pmmh: the largest automatic batch ({MAX_BATCH}) leaves the log batch weights "
+            f"spread by sd {tuning['log_weight_sd']:.2f} (target {TARGET_LOG_SD}): the "
+            f"{proposal} proposal's importance weights likely have infinite variance at some "
+            f"theta, so the 1/Z estimates and posterior means would be noise; use {other}"
+            "--weights ais or --proposal flow, or a fixed --batch to accept the risk")
 
 
 def _warnings(r: PseudoMarginalResult) -> list[str]:

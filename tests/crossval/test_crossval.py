@@ -182,13 +182,15 @@ def test_fixups_land_on_the_closed_form(normal, fix):
         else:
             assert f.method == fix and f.n_gradient_evals > 0
         assert r.elpd_i[f.index] == f.elpd
-    # The se of elpd_loo against the closed form's: sqrt(sum (e_i - mean e)^2) is 1-Lipschitz
-    # in e (Euclidean norm), so with every |elpd_i - exact_i| < 5 mcse_i (fixed points: as
-    # asserted above; PSIS points have k-hat < 0.5 here, where PSIS's bias is far below its
-    # Monte Carlo se) the reported se lies within 5 ||mcse|| of the exact-data se.
+    # The se of elpd_loo against the closed form's: sqrt(N / (N - 1) sum (e_i - mean e)^2) (the
+    # ddof-1 se) is sqrt(N / (N - 1))-Lipschitz in e (Euclidean norm), so with every
+    # |elpd_i - exact_i| < 5 mcse_i (fixed points: as asserted above; PSIS points have k-hat
+    # < 0.5 here, where PSIS's bias is far below its Monte Carlo se) the reported se lies
+    # within 5 sqrt(N / (N - 1)) ||mcse|| of the exact-data se.
     mc = r.mcse_i
-    exact_se = float(np.sqrt(10 * np.var(exact)))
-    assert abs(r.se - exact_se) < 5 * float(np.linalg.norm(mc)), (r.se, exact_se, mc)
+    exact_se = float(np.sqrt(10 * np.var(exact, ddof=1)))
+    assert abs(r.se - exact_se) < 5 * math.sqrt(10 / 9) * float(np.linalg.norm(mc)), (
+        r.se, exact_se, mc)
     # The Monte Carlo se combines the fixed points' se with PSIS's for the others.
     assert mc[[f.index for f in r.fixed]] == pytest.approx([f.se for f in r.fixed])
     # (the PSIS part from the draws' summed influence, tests/crossval/psis_loo/test_loo_mcse.py)
@@ -251,7 +253,7 @@ def test_loo_compare_uses_paired_pointwise_differences(normal):
     # the paired differences' spread and both programs' complete Monte Carlo se
     assert c.diff_mcse[j] == pytest.approx(math.hypot(a.mcse_elpd_loo, b.mcse_elpd_loo))
     assert c.diff_mcse[c.best] == 0 and c.diff_mcse[j] > 0
-    assert c.diff_se[j] == pytest.approx(np.sqrt(10 * np.var(d_i) + c.diff_mcse[j] ** 2))
+    assert c.diff_se[j] == pytest.approx(np.sqrt(10 * np.var(d_i, ddof=1) + c.diff_mcse[j] ** 2))
     assert c.table()[0][0] == c.names[c.best]
     with pytest.raises(InputError, match="same observations"):
         short = dict(NORMAL_DATA, N=9, y=NORMAL_DATA["y"][:9])

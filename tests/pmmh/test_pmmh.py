@@ -64,7 +64,10 @@ def test_pmmh_matches_the_exact_posterior(data):
     post = spin_chain_posterior(np.array(data["y"]), hg, jg)
     ph, pj = post.sum(axis=1), post.sum(axis=0)
     exact = {"h": float(ph @ hg), "J": float(pj @ jg)}
-    r = pmmh(OUTER, INNER, DATA, estimator="rbbce", iter=3000, warmup=1000, batch=40, seed=2026)
+    # (seed 2027: with the t proposal, seed 2026's stream drew a few of rbbce's heavy-tailed
+    # truncation levels and took 5x the time; the failure probabilities stated below do not
+    # depend on the seed)
+    r = pmmh(OUTER, INNER, DATA, estimator="rbbce", iter=3000, warmup=1000, batch=40, seed=2027)
     rows = {row["name"]: row for row in r.summary_rows()}
     # Each sign-corrected mean is within 4.5 MCSE of the exact one (batch means over ~54
     # batches of 55: a t statistic with 53 dof exceeds 4.5 with probability 4e-5), plus the

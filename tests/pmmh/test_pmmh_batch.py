@@ -52,11 +52,13 @@ def test_pmmh_default_batch_recovers_the_exact_posterior():
     # tau | y ~ gamma(a + N/2, b + sum(y^2)/2): the missing normalizer is (2 pi / tau)^(N/2).
     shape, rate = data["a"] + data["N"] / 2, data["b"] + 0.5 * float(y @ y)
     mean, sd = shape / rate, math.sqrt(shape) / rate
+    # every setting at its default (iter 2000, the automatic batch, the t proposal)
     r = pmmh(TESTS / "gauss_precision_outer.stan", TESTS / "gauss_precision_inner.stan",
-             TESTS / "gauss_precision_outer.json", seed=7, iter=1500, warmup=600)
+             TESTS / "gauss_precision_outer.json", seed=7)
     (row,) = r.summary_rows()
-    # batch-means MCSE over ~38 batches: a t statistic with 37 dof exceeds 4.5 with
-    # probability < 1e-4.
+    # batch-means MCSE over ~44 batches: a t statistic with 43 dof exceeds 4.5 with
+    # probability < 1e-4 (3 MCSE, the bar, is checked over seeds by
+    # benchmarks/pmmh_default.py: a single test at 3 would fail 0.5% of the time).
     assert abs(row["mean"] - mean) < 4.5 * row["mcse"], (row, mean)
     assert row["mcse"] <= 0.1 * sd, (row, sd)
     assert r.batch_auto and r.batch >= 10 and r.diagnostics["batch"] == r.batch

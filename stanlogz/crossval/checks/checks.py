@@ -10,6 +10,7 @@ draws; :func:`add_check_arguments` / :func:`report_checks` serve a command's fla
 from __future__ import annotations
 
 import argparse
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import special
 
 from ...errors import InputError
 from ...stan.program import StanProgram
@@ -161,7 +163,12 @@ def predictive_checks(log_lik: Any, y_rep: Any, y: Any, *, r_eff: float = 1.0,
             raise InputError(f"{bad.size} of {khat.size} observations have Pareto k-hat > "
                              f"{PIT_KHAT}: too few reliable LOO-PIT values for a uniformity "
                              "test; use K-fold cross-validation")
-        out.uniformity = pit_uniformity(out.pit)
+        ll = np.asarray(log_lik, dtype=float)
+        ll = ll.reshape(-1, ll.shape[-1])
+        lppd = special.logsumexp(ll, axis=0) - math.log(ll.shape[0])
+        elpd = special.logsumexp(ll + lw, axis=0) - special.logsumexp(lw, axis=0)
+        ok = np.isfinite(out.pit)
+        out.uniformity = pit_uniformity(out.pit, p_loo=float(np.sum((lppd - elpd)[ok])))
         out.uniformity.excluded = bad.tolist()
         if out.uniformity.p_value < 0.01:
             p = out.pit[np.isfinite(out.pit)]

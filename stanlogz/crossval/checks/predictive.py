@@ -20,6 +20,7 @@ from scipy.special import logsumexp
 
 from ... import arviz_compat
 from ...errors import InputError
+from .pit_null import calibrated_p_value
 
 
 def loo_log_weights(log_lik: Any, r_eff: float = 1.0) -> np.ndarray:
@@ -126,7 +127,7 @@ def cauchy_combination(p_values: np.ndarray) -> tuple[float, float]:
     return t, float(min(1.0, max(0.0, 0.5 - math.atan(t) / math.pi)))
 
 
-def pit_uniformity(pit: Any, test: str = "pot") -> UniformityTest:
+def pit_uniformity(pit: Any, test: str = "pot", p_loo: float | None = None) -> UniformityTest:
     """Test of the PIT values against U(0, 1) (NaN values are left out). ``"pot"``: the i-th
     smallest of n uniforms is Beta(i, n − i + 1); each order statistic's two-sided p-value
     under that Beta, combined by the Cauchy combination test, which stays valid under the
@@ -134,7 +135,10 @@ def pit_uniformity(pit: Any, test: str = "pot") -> UniformityTest:
     Kolmogorov–Smirnov test, which has almost no power for LOO-PIT (the values of a
     well-specified model are negatively dependent, so it rejects far less often than its
     level). A small p-value says the predictive distributions are miscalibrated (a U shape:
-    too narrow; a hump: too wide; a slope: biased)."""
+    too narrow; a hump: too wide; a slope: biased). The ``"pot"`` p-value is calibrated by
+    simulation (:mod:`stanlogz.crossval.checks.pit_null`): for LOO-PIT values pass the model's
+    ``p_loo``, whose dependence it then accounts for; without it the values are taken as
+    independent (e.g. PIT of held-out data)."""
     if test not in UNIFORMITY_TESTS:
         raise InputError(f"uniformity test must be one of {', '.join(UNIFORMITY_TESTS)}, got "
                          f"{test!r}")
@@ -148,8 +152,8 @@ def pit_uniformity(pit: Any, test: str = "pot") -> UniformityTest:
     u = np.sort(p)
     i = np.arange(1, u.size + 1)
     cdf = stats.beta.cdf(u, i, u.size - i + 1)
-    stat, p_value = cauchy_combination(2.0 * np.minimum(cdf, 1.0 - cdf))
-    return UniformityTest(stat, p_value, int(p.size), "pot")
+    stat, _ = cauchy_combination(2.0 * np.minimum(cdf, 1.0 - cdf))
+    return UniformityTest(stat, calibrated_p_value(stat, u.size, p_loo), int(p.size), "pot")
 
 
 @dataclass

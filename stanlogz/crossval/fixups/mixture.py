@@ -24,6 +24,7 @@ from scipy.special import logsumexp
 
 from ... import arviz_compat
 from ..._util.seeds import child_sequence
+from ..._util.sum_se import sum_se
 from ...errors import InputError
 from ..observations.observations import load_observed
 from ..observations.pointwise import PointwiseLogLik
@@ -221,11 +222,11 @@ def mixture_loo(model: Any, data: Any = None, *, draws: Any = None, settings: An
                      "Monte Carlo se is unreliable; run more draws")
     res = LooResult(
         model=model.name, elpd_loo=float(elpd_i.sum()),
-        se=float(math.sqrt(n_obs * np.var(elpd_i))), p_loo=float(p_i.sum()), elpd_i=elpd_i,
+        se=sum_se(elpd_i), p_loo=float(p_i.sum()), elpd_i=elpd_i,
         psis_elpd_i=elpd_i, lppd_i=est["lppd_i"], khat=est["khat"], threshold=MIS_K_MAX,
         n_samples=int(ll.shape[0]), r_eff=1.0, fix="mis", log_lik_source=pw.source,
         observations=observations, seconds=0.0, warnings=warns, psis_mcse_i=mcse_i,
-        p_loo_se=float(math.sqrt(n_obs * np.var(p_i))), program=model, data=data_dict,
+        p_loo_se=sum_se(p_i), program=model, data=data_dict,
         draws=d)
     res.mcse_elpd_loo = mcse
     res.seconds = time.perf_counter() - t0

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._util.sum_se import sum_se
 from ...errors import InputError
 
 #: transform name -> (log |g'(y)|, the support of y it needs).
@@ -71,7 +72,7 @@ def jacobian_adjusted(result: Any, transform: str, y: Any) -> Any:
         raise InputError("a subsampled LOO has pointwise values for the sampled observations "
                          "only; run without subsample to adjust it")
     elpd_i = result.elpd_i + adj
-    se = float(math.sqrt(n * np.var(elpd_i)))
+    se = sum_se(elpd_i)
     if hasattr(result, "elpd_loo"):
         fixed = [dataclasses.replace(f, elpd=f.elpd + adj[f.index],
                                      psis_elpd=f.psis_elpd + adj[f.index],

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ... import arviz_compat
+from ..._util.sum_se import sum_se
 from ...errors import DataError, InputError
 from ...stan.settings import NutsArgs
 from ..observations.observations import Observations
@@ -138,11 +139,11 @@ def loo_from_fit(fit: Any, *, var: str = "log_lik", r_eff: float | None = None,
     p_i = ps.lppd_i - elpd_i
     res = LooResult(
         model=name or what, elpd_loo=float(elpd_i.sum()),
-        se=float(math.sqrt(n * np.var(elpd_i))), p_loo=float(p_i.sum()), elpd_i=elpd_i,
+        se=sum_se(elpd_i), p_loo=float(p_i.sum()), elpd_i=elpd_i,
         psis_elpd_i=ps.elpd_i, lppd_i=ps.lppd_i, khat=ps.khat, threshold=threshold,
         n_samples=ps.n_samples, r_eff=float(r_eff), fix="none", log_lik_source=SOURCE,
         observations=Observations(size_name="", fields=(), n=n),
-        psis_mcse_i=ps.mcse_i, p_loo_se=float(math.sqrt(n * np.var(p_i))))
+        psis_mcse_i=ps.mcse_i, p_loo_se=sum_se(p_i))
     res.mcse_elpd_loo = float(math.sqrt(np.sum(res.mcse_i**2)))
     bad = res.unfixed_bad()
     if bad:

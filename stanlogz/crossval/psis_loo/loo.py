@@ -14,6 +14,7 @@ import numpy as np
 from ... import arviz_compat
 from ..._util.argcheck import check_arguments
 from ..._util.progress import steps
+from ..._util.sum_se import sum_se
 from ...draws import Draws, obtain_draws
 from ...errors import InputError
 from ...parallel import child_sequence, run_parallel, with_client
@@ -210,8 +211,9 @@ class LooResult(LooNames):
 
 
 def combine(elpd_i: np.ndarray) -> tuple[float, float]:
-    """elpd = Σ elpd_i and its between-observation se sqrt(N var(elpd_i)) (as loo and ArviZ)."""
-    return float(elpd_i.sum()), float(math.sqrt(elpd_i.size * np.var(elpd_i)))
+    """elpd = Σ elpd_i and its between-observation se sqrt(N var(elpd_i)), ddof 1 (as loo and
+    ArviZ 1.x)."""
+    return float(elpd_i.sum()), sum_se(elpd_i)
 
 
 def _check_rows(n_draws: int, k: int = 3) -> np.ndarray:
@@ -376,7 +378,7 @@ def _full_estimates(ps: PsisLoo, elpd_i: np.ndarray | None = None) -> dict[str, 
     elpd, se = combine(elpd_i)
     p_i = ps.lppd_i - elpd_i
     return {"elpd": elpd, "se": se, "p_loo": float(p_i.sum()),
-            "p_loo_se": float(math.sqrt(p_i.size * np.var(p_i)))}
+            "p_loo_se": sum_se(p_i)}
 
 
 def _keep_above(k_threshold: float | None) -> float:

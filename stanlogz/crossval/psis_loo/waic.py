@@ -21,6 +21,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ... import arviz_compat
+from ..._util.sum_se import sum_se
 from ...errors import InputError
 from ..observations.observations import Observations
 
@@ -53,10 +54,9 @@ class WaicResult:
 
     def table(self) -> list[list[Any]]:
         """The loo-style summary rows: (quantity, estimate, se)."""
-        n = self.n_obs
         return [["elpd_waic", round(self.elpd_waic, 3), round(self.se, 3)],
                 ["p_waic", round(self.p_waic, 3),
-                 round(float(math.sqrt(n * np.var(self.p_waic_i))), 3)],
+                 round(sum_se(self.p_waic_i), 3)],
                 ["waic", round(-2 * self.elpd_waic, 3), round(2 * self.se, 3)]]
 
     def to_dict(self) -> dict[str, Any]:
@@ -105,7 +105,7 @@ class _Accumulator:
         ess = ess if np.isfinite(ess) and ess > 0 else float(s)
         mcse = float(np.std(phi, ddof=1) / math.sqrt(ess)) if s > 1 else float("nan")
         res = WaicResult(model=name, elpd_waic=float(elpd_i.sum()),
-                         se=float(math.sqrt(n * np.var(elpd_i))), p_waic=float(p_i.sum()),
+                         se=sum_se(elpd_i), p_waic=float(p_i.sum()),
                          mcse=mcse, elpd_i=elpd_i, lppd_i=lppd, p_waic_i=p_i, n_samples=s,
                          observations=Observations(size_name="", fields=(), n=n))
         high = np.nonzero(p_i > P_WAIC_MAX)[0]

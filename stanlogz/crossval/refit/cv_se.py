@@ -13,7 +13,9 @@ Three corrections to loo's sqrt(N var(elpd_i)), each measured in ``benchmarks/co
   their sample variance is correlated with their sum, so ±2 se undercovers at N = 20 (87%). The
   se is multiplied by the symmetric bootstrap-t factor q/2 (q the 95.45% quantile of
   |mean* − mean| / se* over resamples of the pointwise values; at least 1), so ±2 se is a
-  bootstrap-t interval (second-order accurate for two-sided coverage);
+  bootstrap-t interval (second-order accurate for two-sided coverage); and by the same factor
+  with the lowest values' tail replaced by a fitted Pareto tail, when that is larger
+  (:mod:`stanlogz.crossval.refit.cv_tail`: heavy-tailed misspecification covered 87–92% without it);
 * **fold-aware variance** (K-fold): every fold's values share one training posterior, so the
   fold sums vary more than the pointwise variance says (2 folds: 56% with the between-fold se,
   90% with the pointwise one); the excess of the between-fold variance over the pointwise one,
@@ -33,6 +35,8 @@ import math
 import numpy as np
 from scipy import stats
 
+from .cv_tail import tail_factor
+
 #: Resamples of the bootstrap-t calibration and the (fixed) seed they are drawn with, so the se
 #: is a deterministic function of the values.
 N_BOOT = 2000
@@ -45,7 +49,9 @@ LEVEL_2SE = 2 * stats.norm.cdf(2.0) - 1
 
 def calibration_factor(values: np.ndarray) -> float:
     """The symmetric bootstrap-t factor (>= 1) by which sd(values)·sqrt(N) is widened so that
-    the sum ± 2 se covers with probability P(|Z| <= 2) (module docstring)."""
+    the sum ± 2 se covers with probability P(|Z| <= 2) (module docstring): the larger of the
+    plain one and the one with a Pareto lower tail (:func:`stanlogz.crossval.refit.cv_tail.
+    tail_factor`)."""
     v = np.asarray(values, dtype=float).ravel()
     n = v.size
     if n < 3 or n > MAX_CALIBRATED or not np.all(np.isfinite(v)):
@@ -60,7 +66,7 @@ def calibration_factor(values: np.ndarray) -> float:
         dev = np.abs(b.mean(axis=1) - mean)
         with np.errstate(divide="ignore", invalid="ignore"):
             t[a:a + b.shape[0]] = np.where(sd > 0, dev / sd * math.sqrt(n), 0.0)
-    return max(1.0, float(np.quantile(t, LEVEL_2SE)) / 2.0)
+    return max(1.0, float(np.quantile(t, LEVEL_2SE)) / 2.0, tail_factor(v))
 
 
 def kfold_se(elpd_i: np.ndarray, fold_of: np.ndarray) -> float:

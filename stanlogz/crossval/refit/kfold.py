@@ -21,6 +21,7 @@ import numpy as np
 
 from ... import arviz_compat
 from ..._util.argcheck import check_arguments
+from ..._util.sum_se import sum_se
 from ...draws import obtain_draws
 from ...errors import DataError, InputError
 from ...parallel import child_sequence, with_client
@@ -29,6 +30,7 @@ from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..names import KFoldNames
 from ..observations.observations import Observations, load_observed, observation_labels
 from .cv_se import kfold_se
+from .cv_tail import tail_warning
 from .heldout import HeldOut, heldout_many
 
 
@@ -77,12 +79,12 @@ class KFoldResult(KFoldNames):
         """sqrt(K var(fold contributions)) (K − 1 degrees of freedom: undercovers at few
         folds; kept for comparison)."""
         c = self.fold_elpd
-        return float(math.sqrt(c.size * np.var(c))) if c.size > 1 else float("nan")
+        return sum_se(c)
 
     @property
     def se_pointwise(self) -> float:
-        """loo's se: sqrt(N var(elpd_i))."""
-        return float(math.sqrt(self.n_obs * np.var(self.elpd_i)))
+        """loo's se: sqrt(N var(elpd_i)), ddof 1."""
+        return sum_se(self.elpd_i)
 
     @property
     def mc_se(self) -> float:
@@ -256,6 +258,9 @@ def kfold(
     res = KFoldResult(model.name, scheme, n_folds, fold_of, elpd_i, folds, observations,
                       full.n_chains * full.n_draws, group=group, stratify=stratify,
                       seconds=time.perf_counter() - t0, warnings=warns)
+    tail = tail_warning(res.elpd_i, "elpd_kfold")
+    if tail:
+        res.warnings.append(tail)
     if res.mc_se > 0.1 * max(res.se, 1.0):
         res.warnings.append(f"Monte Carlo se {res.mc_se:.3f} of elpd_kfold is not small "
                             f"against its se {res.se:.3f}; run more draws (--draws)")

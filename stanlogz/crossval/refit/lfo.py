@@ -30,6 +30,7 @@ from scipy import special
 from ... import arviz_compat
 from ..._util.argcheck import check_arguments
 from ..._util.progress import steps
+from ..._util.sum_se import sum_se
 from ..._util.words import transitions
 from ...draws import Draws, obtain_draws
 from ...errors import DataError, InputError
@@ -40,6 +41,7 @@ from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..names import LfoNames
 from ..observations.observations import Observations, load_observed
 from .cv_se import lfo_se
+from .cv_tail import tail_warning
 from .heldout import heldout_elpd
 
 LFO_METHODS = ("psis", "exact")
@@ -81,9 +83,9 @@ class LfoResult(LfoNames):
 
     @property
     def se_naive(self) -> float:
-        """sqrt(n var(elpd_t)), the loo-style se that treats the origins as independent (too
-        small for M > 1)."""
-        return float(math.sqrt(self.elpd_t.size * np.var(self.elpd_t)))
+        """sqrt(n var(elpd_t)) (ddof 1), the loo-style se that treats the origins as independent
+        (too small for M > 1)."""
+        return sum_se(self.elpd_t)
 
     @property
     def mc_se(self) -> float:
@@ -190,6 +192,9 @@ def lfo(
         res.warnings.append(f"{res.elpd_t.size} origins with {ahead}-step windows are worth "
                             "fewer than two independent forecasts: elpd_lfo has no se; lower "
                             "--ahead or --min-train")
+    tail = tail_warning(res.elpd_t, "elpd_lfo")
+    if tail:
+        res.warnings.append(tail)
     if res.mc_se > 0.1 * max(res.se, 1.0):
         res.warnings.append(f"Monte Carlo se {res.mc_se:.3f} of elpd_lfo is not small against "
                             f"its se {res.se:.3f}; run more draws (--draws)")

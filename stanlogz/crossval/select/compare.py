@@ -23,6 +23,7 @@ import numpy as np
 from scipy.stats import norm
 
 from ... import arviz_compat
+from ..._util.sum_se import DDOF
 from ...errors import InputError
 from ..names import LooComparisonNames
 from ..psis_loo.loo import LooResult
@@ -185,8 +186,7 @@ def loo_compare(results: Sequence[LooResult], names: Sequence[str] | None = None
         if j != best:
             d_i = r.elpd_i - b.elpd_i
             mcse[j] = math.hypot(r.mcse_elpd_loo, b.mcse_elpd_loo)
-            var_d = np.var(d_i, ddof=0 if r.sample_index is None else 1)
-            se[j] = math.sqrt(r.n_obs * var_d + mcse[j] ** 2)
+            se[j] = math.sqrt(r.n_obs * np.var(d_i, ddof=DDOF) + mcse[j] ** 2)
             khat[j] = tail_khat(d_i)
             diag[j] = difference_diagnostics(r.n_obs, float(diff[j]), float(khat[j]))
     return LooComparison(names=names, results=results, elpd_diff=diff, diff_se=se, best=best,

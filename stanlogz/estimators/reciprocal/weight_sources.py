@@ -14,21 +14,26 @@ from typing import Any
 import numpy as np
 
 from ...densities.fits import as_draw_matrix, gaussian_from_draws
+from ...densities.student_t import student_t_from_draws
 from ...densities.target import SampleableDensity, Target, log_density_many
 from ...errors import InputError
 from ...mcmc.annealing import AnnealingPath, HMCTuning, tune_hmc
 from ..annealing.ais import ais
 
-PROPOSALS = ("gaussian", "flow")
+PROPOSALS = ("gaussian", "t", "flow")
 
 
 def fit_proposal(draws: np.ndarray, kind: str = "gaussian", *, inflate: float = 1.5,
                  seed: int | None = None) -> SampleableDensity:
     """A normalized, sampleable proposal fitted to ``draws`` (chains, n, dim) or (n, dim):
-    a Gaussian with covariance times ``inflate``, or the Gaussianizing flow."""
+    a Gaussian with covariance times ``inflate``, a multivariate t (10 degrees of freedom,
+    the same mean and covariance: :mod:`stanlogz.densities.student_t`), or the Gaussianizing
+    flow."""
     x = as_draw_matrix(draws)
     if kind == "gaussian":
         return gaussian_from_draws(x, inflate=inflate)
+    if kind == "t":
+        return student_t_from_draws(x, inflate=inflate)
     if kind == "flow":
         from ...flows.gaussianize import GaussianizingFlow
 

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import stanlogz
+from stanlogz._util.sum_se import arviz0_factor
 from stanlogz.cli import main
 from stanlogz.crossval import loo_compare
 from stanlogz.errors import DataError, InputError
@@ -44,7 +45,9 @@ def test_loo_of_inference_data_equals_arviz() -> None:
     # same smoothing and r_eff as ArviZ: equal to rounding
     # ArviZ 0.x's se is sqrt(N var(elpd_i)) with ddof 0, as stanlogz's; ArviZ 1.x (like R's
     # loo) uses ddof 1, larger by sqrt(N / (N - 1))
-    ddof_factor = 1.0 if arviz_compat.arviz_major() < 1 else np.sqrt(r.n_obs / (r.n_obs - 1))
+    # stanlogz's se uses the ddof-1 variance (as R's loo and ArviZ 1.x); ArviZ 0.x's ddof 0 is
+    # smaller by the factor sqrt((N - 1) / N)
+    ddof_factor = 1.0 if arviz_compat.arviz_major() >= 1 else 1.0 / arviz0_factor(r.n_obs)
     assert abs(r.elpd_loo - ref["elpd"]) < 1e-6 and abs(r.se * ddof_factor - ref["se"]) < 1e-6
     assert abs(r.p_loo - ref["p_loo"]) < 1e-6
     np.testing.assert_allclose(r.elpd_i, ref["elpd_i"], atol=1e-6)

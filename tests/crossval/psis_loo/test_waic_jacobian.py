@@ -15,6 +15,7 @@ from scipy import special
 from scipy.stats import norm
 
 import stanlogz
+from stanlogz._util.sum_se import arviz0_factor
 from stanlogz.cli import main
 from stanlogz.crossval.observations.jacobian import jacobian_adjusted, log_jacobian
 from stanlogz.crossval.psis_loo.waic import waic
@@ -53,14 +54,18 @@ def test_waic_equals_arviz_and_the_closed_form() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ref = az.waic(idata, pointwise=True)
-        ref_elpd, ref_se, ref_p = ref.elpd_waic, ref.se, ref.p_waic
+        ref_elpd, ref_p = ref.elpd_waic, ref.p_waic
         ref_i = np.asarray(ref.waic_i)
-    else:  # ArviZ 1.x has no WAIC: ArviZ 0.x's definition (variance with ddof 0) on the draws
+        # ArviZ 0.x's se uses the ddof-0 variance; stanlogz's the ddof-1 one (as R's loo):
+        # larger by sqrt(N / (N - 1))
+        ref_se = ref.se * arviz0_factor(ref_i.size)
+    else:  # ArviZ 1.x has no WAIC: ArviZ 0.x's p_waic (variance over draws with ddof 0) on
+        # the draws, and the ddof-1 variance over observations for the se (R's loo's waic)
         lppd_i = special.logsumexp(ll_s, axis=0) - np.log(ll_s.shape[0])
         p_i = np.var(ll_s, axis=0)
         ref_i = lppd_i - p_i
         ref_elpd, ref_p = ref_i.sum(), p_i.sum()
-        ref_se = np.sqrt(ref_i.size * np.var(ref_i))
+        ref_se = np.sqrt(ref_i.size * np.var(ref_i, ddof=1))
     for fit in (idata, SCHOOLS):
         w = waic(fit)
         assert abs(w.elpd_waic - ref_elpd) < 1e-9 and abs(w.se - ref_se) < 1e-9

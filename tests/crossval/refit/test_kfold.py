@@ -109,15 +109,17 @@ def test_kfold_against_closed_form(compiled, k, group, scheme) -> None:
     assert r.mc_se < 0.1 * r.se, (r.mc_se, r.se)
     for f, truth in zip(r.folds, joint, strict=True):
         assert abs(f.elpd - truth) < Z * f.se + 1e-8, (f.index, f.elpd, truth, f.se, f.method)
-    # se_between_folds = sqrt(K) sd(fold sums) (population sd) against the same of the exact
-    # fold sums: |sqrt(K) sd(a) - sqrt(K) sd(b)| <= ||a - b||_2 (triangle inequality after
-    # centring), and a - b are the folds' independent Monte Carlo errors, so ||a - b||² is
+    # se_between_folds = sqrt(K) sd(fold sums) (ddof 1) against the same of the exact fold
+    # sums: |sqrt(K) sd(a) - sqrt(K) sd(b)| <= sqrt(K / (K - 1)) ||a - b||_2 (triangle
+    # inequality after centring), and a - b are the folds' independent Monte Carlo errors, so
+    # ||a - b||² is
     # Σ_j s_j² Z_j² with Σ_j s_j² = mc_se². A weighted sum of χ²_1's with weights summing to 1
     # exceeds c >= 1.54 at most as often as one χ²_1 does (Székely & Bakirov 2003), so
     # ||a - b|| > 4.8 mc_se has probability <= P(|Z| > 4.8) = 1.6e-6.
     exact_sums = np.array([each[f.index].sum() for f in r.folds])
-    exact_between = np.sqrt(exact_sums.size * np.var(exact_sums))
-    assert abs(r.se_between_folds - exact_between) < 4.8 * r.mc_se, (
+    exact_between = np.sqrt(exact_sums.size * np.var(exact_sums, ddof=1))
+    k_fac = np.sqrt(exact_sums.size / (exact_sums.size - 1))
+    assert abs(r.se_between_folds - exact_between) < 4.8 * k_fac * r.mc_se, (
         r.se_between_folds, exact_between, r.mc_se)
     # wiring: the reported se is kfold_se of the run's values (its coverage is measured in
     # benchmarks/coverage_cv.py and tested in tests/crossval/refit/test_cv_se.py)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from stanlogz import arviz_compat
+from stanlogz._util.sum_se import arviz0_factor, sum_se
 from stanlogz.cli import main
 from stanlogz.crossval.select.choose import check_request, check_same_data, choose, parse_weights
 from stanlogz.crossval.select.compare import loo_compare, tail_khat
@@ -45,7 +46,7 @@ class FakeLoo:
 
     @property
     def se(self) -> float:
-        return float(math.sqrt(self.elpd_i.size * np.var(self.elpd_i)))
+        return sum_se(self.elpd_i)  # as LooResult's
 
     @property
     def n_obs(self) -> int:
@@ -83,9 +84,9 @@ def test_p_worse_is_the_normal_probability_of_a_negative_difference():
 def test_diff_se_covers_the_expected_difference_at_its_exact_rate():
     """diff_se against the exact sampling distribution: 500 programs whose pointwise elpd falls
     short of the best one's by iid N(0.5, 0.4²) values (N = 60), so each elpd_diff has
-    expectation -30 and z = (elpd_diff + 30) / diff_se = -t_59 sqrt(60/59) exactly (the se
-    uses the 1/N variance). The number of the 500 with |z| <= 2 is Binomial(500, p0),
-    p0 = P(|t_59| <= 2 sqrt(59/60)) = 0.948; it lies between the 5e-5 and 1 - 5e-5 quantiles
+    expectation -30 and z = (elpd_diff + 30) / diff_se = -t_59 exactly (the se uses the
+    ddof-1 variance, as loo and ArviZ 1.x). The number of the 500 with |z| <= 2 is
+    Binomial(500, p0), p0 = P(|t_59| <= 2) = 0.950; it lies between the 5e-5 and 1 - 5e-5 quantiles
     except with probability <= 1e-4 (scipy.stats.binom). An se off by sqrt(2) either way
     (coverage 0.834 or 0.993) falls outside those bounds with probability > 0.99."""
     from scipy import stats
@@ -101,7 +102,7 @@ def test_diff_se_covers_the_expected_difference_at_its_exact_rate():
     assert c.best == 0  # every sum of d is > 0 here (mean 30, sd 3.1)
     z = (c.elpd_diff[1:] + n * mu) / c.diff_se[1:]
     covered = int(np.sum(np.abs(z) <= 2))
-    p0 = 1 - 2 * stats.t.sf(2 * math.sqrt((n - 1) / n), n - 1)
+    p0 = 1 - 2 * stats.t.sf(2.0, n - 1)
     lo, hi = stats.binom.ppf(5e-5, reps, p0), stats.binom.isf(5e-5, reps, p0)
     assert lo <= covered <= hi, (covered, lo, hi, p0)
 
@@ -183,8 +184,13 @@ def test_program_choice_combines_loo_evidence_and_weights(tmp_path):
         ref = az_compare({n: arviz_compat.elpd_data(r.elpd_i, p_loo=r.p_loo)
                           for n, r in zip("abc", loos, strict=True)}, method="stacking")
     assert list(df.columns) == list(ref.columns) and list(df.index) == list(ref.index)
+    # dse: stanlogz's uses the ddof-1 variance (as R's loo_compare); ArviZ's compare (0.x, and
+    # arviz-stats 1.3 too) uses ddof 0, smaller by sqrt((N - 1) / N); se is the ELPD objects'
+    # own (ddof 1) in both
+    dse_factor = arviz0_factor(loos[0].n_obs)
     for col in ("elpd_diff", "se", "dse", ref.columns[1]):
-        assert df[col].to_numpy(float) == pytest.approx(ref[col].to_numpy(float), abs=1e-9)
+        want = ref[col].to_numpy(float) * (dse_factor if col == "dse" else 1.0)
+        assert df[col].to_numpy(float) == pytest.approx(want, abs=1e-9)
     assert df["weight"].to_numpy(float) == pytest.approx(ref["weight"].to_numpy(float),
                                                          abs=5e-4)  # ArviZ's SLSQP tolerance
     import matplotlib

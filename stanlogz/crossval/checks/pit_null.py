@@ -1,0 +1,80 @@
+"""Calibration of the pointwise-order Cauchy test of LOO-PIT values
+(:func:`stanlogz.crossval.checks.predictive.pit_uniformity`).
+
+The Cauchy combination's analytic p-value is exact only in the extreme tail; at α = 0.05 the
+test of LOO-PIT values of a well-specified model rejected 0–1% of the time. Two reasons: the
+order statistics' p-values are strongly dependent, and LOO-PIT values are negatively dependent
+(the leave-one-out residuals of a model with p parameters satisfy p linear constraints, e.g.
+they sum to about zero with an intercept), so they spread more evenly than independent
+uniforms. The statistic's null distribution is therefore simulated (fixed seed, cached): the
+exact LOO-PIT values Φ(e_i / √(1 − h_ii)) of a Gaussian linear model with known noise, a flat
+prior and p = round(p_loo) coefficients (an intercept and p − 1 normal covariates; p = 0:
+independent uniforms), for the same n. The p-value is the simulated tail probability where at
+least :data:`MIN_TAIL` null statistics exceed the observed one; beyond, the analytic Cauchy
+tail times the ratio of simulated to analytic tail at that point.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+from scipy import special, stats
+
+#: Null data sets simulated per (n, p), and their fixed seed.
+N_NULL = 2000
+NULL_SEED = 20251127
+#: Simulated exceedances below which the tail is extrapolated.
+MIN_TAIL = 20
+
+
+def pot_statistics(u: np.ndarray) -> np.ndarray:
+    """The pointwise-order Cauchy statistic of each row of PIT values ``u`` ``(m, n)``."""
+    s = np.sort(np.atleast_2d(u), axis=1)
+    n = s.shape[1]
+    i = np.arange(1, n + 1)
+    cdf = special.betainc(i, n - i + 1, s)
+    p = np.clip(2.0 * np.minimum(cdf, 1.0 - cdf), 1e-300, 1.0 - 1e-15)
+    return np.mean(np.tan((0.5 - p) * np.pi), axis=1)
+
+
+def _null_pit(rng: np.random.Generator, n: int, p: int, m: int) -> np.ndarray:
+    if p <= 0:
+        return rng.random((m, n))
+    out = np.empty((m, n))
+    for j in range(m):
+        x = np.column_stack([np.ones(n), rng.standard_normal((n, p - 1))])
+        q, _ = np.linalg.qr(x)
+        y = rng.standard_normal(n)
+        e = y - q @ (q.T @ y)
+        h = np.sum(q * q, axis=1)
+        out[j] = stats.norm.cdf(e / np.sqrt(np.maximum(1.0 - h, 1e-12)))
+    return out
+
+
+@lru_cache(maxsize=64)
+def null_statistics(n: int, p: int) -> np.ndarray:
+    """Sorted null statistics for ``n`` LOO-PIT values of a model with ``p`` parameters."""
+    rng = np.random.default_rng([NULL_SEED, n, p])
+    return np.sort(pot_statistics(_null_pit(rng, n, p, N_NULL)))
+
+
+def effective_params(n: int, p_loo: float | None) -> int:
+    """round(p_loo), at least 0 and at most n / 2 (None: 0, independent values)."""
+    if p_loo is None or not math.isfinite(p_loo):
+        return 0
+    return int(min(max(0, round(p_loo)), n // 2))
+
+
+def calibrated_p_value(statistic: float, n: int, p_loo: float | None = None) -> float:
+    """The p-value of the pointwise-order Cauchy ``statistic`` of ``n`` PIT values under the
+    simulated null (module docstring)."""
+    null = null_statistics(int(n), effective_params(int(n), p_loo))
+    analytic = float(stats.cauchy.sf(statistic))
+    above = int(null.size - np.searchsorted(null, statistic, side="left"))
+    if above >= MIN_TAIL:
+        return (above + 1) / (null.size + 1)
+    t_q = float(null[null.size - MIN_TAIL])
+    ratio = (MIN_TAIL + 1) / (null.size + 1) / float(stats.cauchy.sf(t_q))
+    return float(min(1.0, analytic * ratio))

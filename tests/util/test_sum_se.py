@@ -1,0 +1,51 @@
+"""The one between-observation se (ddof 1, as R's loo and ArviZ 1.x) and its wiring into loo,
+waic, compare, K-fold and LFO results."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import stanlogz
+from stanlogz._util.sum_se import arviz0_factor, sum_se
+from stanlogz.crossval import loo_compare
+from stanlogz.crossval.psis_loo.waic import waic
+
+
+def test_sum_se_is_sqrt_n_times_the_ddof1_sd() -> None:
+    v = np.array([1.0, 2.0, 4.0, 7.0])
+    # mean 3.5, squared deviations 6.25 + 2.25 + 0.25 + 12.25 = 21, s² = 21 / 3 = 7
+    assert sum_se(v) == pytest.approx(math.sqrt(4 * 7.0), rel=1e-14)
+    assert sum_se(v) / arviz0_factor(4) == pytest.approx(math.sqrt(4 * 21 / 4), rel=1e-14)
+    assert math.isnan(sum_se(np.array([3.0])))
+
+
+def test_sum_se_squared_is_unbiased_for_n_sigma2() -> None:
+    """E[sum_se² / N] = σ² with ddof 1 (ArviZ 0.x's ddof 0 gives (N − 1)/N σ² = 0.75 σ² at
+    N = 4). Over 20,000 sets of N = 4 standard normals the mean of s² = χ²_3 / 3 has sd
+    sqrt(2/3 / 20000) = 0.0058; |mean − 1| > 0.03 (5.2 sd) has probability < 1e-6, and ddof 0
+    (mean 0.75) fails it."""
+    rng = np.random.default_rng(40)
+    s2 = [sum_se(rng.normal(size=4)) ** 2 / 4 for _ in range(20_000)]
+    assert abs(np.mean(s2) - 1.0) < 0.03, np.mean(s2)
+
+
+def test_every_between_observation_se_uses_it() -> None:
+    rng = np.random.default_rng(41)
+    ll = rng.normal(-1.0, 0.3, (2000, 12)) + rng.normal(0, 0.5, 12)
+    r = stanlogz.loo(ll)
+    assert r.se == pytest.approx(sum_se(r.elpd_i), rel=1e-12)
+    assert r.p_loo_se == pytest.approx(sum_se(r.lppd_i - r.elpd_i), rel=1e-12)
+    w = waic(ll)
+    assert w.se == pytest.approx(sum_se(w.elpd_i), rel=1e-12)
+    r2 = stanlogz.loo(ll + rng.normal(0, 0.2, 12))
+    c = loo_compare([r, r2], ["a", "b"])
+    j = 1 - c.best
+    d = c.results[j].elpd_i - c.results[c.best].elpd_i
+    assert c.diff_se[j] == pytest.approx(math.sqrt(sum_se(d) ** 2 + c.diff_mcse[j] ** 2),
+                                         rel=1e-12)
+    a = r.to_arviz()
+    se = float(a.se) if hasattr(a, "se") else float(a["se"])
+    assert se == pytest.approx(sum_se(r.elpd_i), rel=1e-12)
