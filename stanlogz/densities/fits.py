@@ -20,8 +20,9 @@ def as_draw_matrix(draws: np.ndarray) -> np.ndarray:
     raise InputError(f"draws must have shape (chains, n, dim) or (n, dim), got {a.shape}")
 
 
-def gaussian_from_draws(draws: np.ndarray, inflate: float = 1.0) -> GaussianTarget:
-    """N(mean, inflate * cov) of the draws: a normalized density (log Z = 0)."""
+def draw_moments(draws: np.ndarray, inflate: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """The draws' mean and ``inflate`` times their covariance (symmetrized, with a tiny ridge
+    so it is positive definite)."""
     if not inflate > 0:
         raise InputError(f"covariance inflation must be positive, got {inflate}")
     x = as_draw_matrix(draws)
@@ -29,7 +30,12 @@ def gaussian_from_draws(draws: np.ndarray, inflate: float = 1.0) -> GaussianTarg
         raise InputError(f"need more than dim+1 = {x.shape[1] + 1} draws, got {x.shape[0]}")
     cov = np.atleast_2d(np.cov(x, rowvar=False))
     cov = 0.5 * (cov + cov.T) + 1e-12 * np.trace(cov) / x.shape[1] * np.eye(x.shape[1])
-    return GaussianTarget(x.mean(axis=0), inflate * cov)
+    return x.mean(axis=0), inflate * cov
+
+
+def gaussian_from_draws(draws: np.ndarray, inflate: float = 1.0) -> GaussianTarget:
+    """N(mean, inflate * cov) of the draws: a normalized density (log Z = 0)."""
+    return GaussianTarget(*draw_moments(draws, inflate))
 
 
 def find_mode(target: Target, x0: np.ndarray, *, max_iter: int = 2000) -> np.ndarray:

@@ -14,7 +14,7 @@ import numpy as np
 from scipy import special
 
 from ..errors import InputError
-from .fits import as_draw_matrix
+from .fits import draw_moments
 
 #: Degrees of freedom of the fitted t proposal.
 DEFAULT_NU = 10.0
@@ -62,13 +62,7 @@ def student_t_from_draws(draws: np.ndarray, nu: float = DEFAULT_NU,
                          inflate: float = 1.0) -> StudentTDensity:
     """The t with ``nu`` degrees of freedom whose mean is the draws' and whose covariance is
     ``inflate`` times theirs (the scale matrix is that times (nu − 2) / nu; nu > 2)."""
-    if not inflate > 0:
-        raise InputError(f"covariance inflation must be positive, got {inflate}")
     if not nu > 2:
         raise InputError(f"a t proposal matched to the draws' covariance needs nu > 2, got {nu}")
-    x = as_draw_matrix(draws)
-    if x.shape[0] < x.shape[1] + 2:
-        raise InputError(f"need more than dim+1 = {x.shape[1] + 1} draws, got {x.shape[0]}")
-    cov = np.atleast_2d(np.cov(x, rowvar=False))
-    cov = 0.5 * (cov + cov.T) + 1e-12 * np.trace(cov) / x.shape[1] * np.eye(x.shape[1])
-    return StudentTDensity(x.mean(axis=0), inflate * cov * (nu - 2) / nu, nu)
+    mean, cov = draw_moments(draws, inflate)
+    return StudentTDensity(mean, cov * (nu - 2) / nu, nu)

@@ -23,13 +23,14 @@ routes that work.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ...errors import DataError, InputError, StanlogzError
+from .conditional_source import ColumnsByObservation
 from .latents import observation_axes, split_name
 from .observations import Observations
 
@@ -145,7 +146,7 @@ def _log_gauss(c: np.ndarray, g: np.ndarray, h: np.ndarray) -> np.ndarray:
     return out
 
 
-class ConditionalLogLik:
+class ConditionalLogLik(ColumnsByObservation):
     """log p(y_i | y₋ᵢ, θ) (optionally with the observation's latents integrated out) of one
     program and data set at any unconstrained draws, by Gaussian normalization over y_i."""
 
@@ -253,15 +254,6 @@ class ConditionalLogLik:
                               f"{self.response}[{i + 1}]: p(y_i | y_-i, theta) is improper")
         self.integrated[i] = False
         return c - den - math.log(self.h_u)
-
-    def columns(self, index: Sequence[int] | np.ndarray, unc: np.ndarray) -> np.ndarray:
-        """``(S, len(index))`` conditional log-likelihoods at draws ``unc``."""
-        idx = [int(i) for i in np.asarray(index, dtype=int).ravel()]
-        unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
-        out = np.empty((unc.shape[0], len(idx)))
-        for j, i in enumerate(idx):
-            out[:, j] = self.column(i, unc)
-        return out
 
     def log_mass(self, i: int, unc: np.ndarray, coords: np.ndarray) -> np.ndarray:
         """log ∫∫ p̃(u, z) du dz over y_i and the coordinates ``coords`` at each draw (NaN where

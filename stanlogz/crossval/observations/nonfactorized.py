@@ -8,16 +8,16 @@ user formulas."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from ...errors import DataError, InputError, StanlogzError
+from ...errors import DataError, StanlogzError
 from .conditional import ConditionalLogLik, NotGaussian, _log_gauss, _stencil
 from .conditional_quadrature import NoConditional, QuadratureLogLik
+from .conditional_source import ConditionalSourceBase
 from .observations import Observations
-from .pointwise import CHUNK_BYTES
 
 #: Where (in fitted conditional sds from its mode) the Gaussian closed form is checked against
 #: the density: a second mode (a hidden Markov model's other state) or a heavier tail there is
@@ -29,12 +29,10 @@ FAR_TOL = 1e-7
 SLOW_SECONDS = 30.0
 
 
-class NonFactorizedSource:
+class NonFactorizedSource(ConditionalSourceBase):
     """Pointwise interface (``columns``, ``column``, ``chunks``, ``check``) of log p(y_i | y₋ᵢ,
     θ) by Gaussian normalization where it is exact, else by quadrature or a discrete sum;
     ``method[i]`` says which ("gaussian", "quadrature", "sum", "" before the first call)."""
-
-    source = "conditional"
 
     def __init__(self, model: Any, data: Mapping[str, Any], obs: Observations,
                  response: str | None = None) -> None:
@@ -116,46 +114,6 @@ class NonFactorizedSource:
         out = self.quad.column(i, unc)
         self.method[i] = "sum" if self.discrete else "quadrature"
         return out
-
-    def columns(self, index: Sequence[int] | np.ndarray, unc: np.ndarray) -> np.ndarray:
-        """``(S, len(index))`` log p(y_i | y₋ᵢ, θ) at unconstrained draws ``unc``."""
-        idx = [int(i) for i in np.asarray(index, dtype=int).ravel()]
-        unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
-        out = np.empty((unc.shape[0], len(idx)))
-        for j, i in enumerate(idx):
-            out[:, j] = self.column(i, unc)
-        return out
-
-    def chunks(self, unc: np.ndarray, constrained: np.ndarray | None = None,
-               names: list[str] | None = None, chunk_bytes: int = CHUNK_BYTES,
-               index: Sequence[int] | np.ndarray | None = None
-               ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """``(index, block)`` over the observations ``index`` (default all)."""
-        unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
-        index = np.arange(self.obs.n) if index is None else np.asarray(index, dtype=int)
-        width = max(1, min(index.size, chunk_bytes // (8 * max(unc.shape[0], 1))))
-        for a in range(0, index.size, width):
-            idx = index[a:a + width]
-            yield idx, self.columns(idx, unc)
-
-    def matrix(self, unc: np.ndarray, constrained: np.ndarray | None = None,
-               names: list[str] | None = None) -> np.ndarray:
-        """``(S, N)`` matrix of log p(y_i | y₋ᵢ, θ)."""
-        return self.columns(np.arange(self.obs.n), unc)
-
-    def check(self, unc: np.ndarray, ll: np.ndarray | None = None) -> None:
-        """Nothing to check: the normalization holds for any program (its conditions are
-        checked observation by observation)."""
-
-    def compare_log_lik(self, unc: np.ndarray, n_obs: int = 5) -> str | None:
-        """No generated quantity to compare."""
-        return None
-
-    def held_out_model(self, i: int) -> Any:
-        """Refits go through :mod:`.heldout`, which checks that deleting y_i gives the
-        program's held-out model."""
-        raise InputError(f"{self.model.name}: refits need the split check of the held-out "
-                         "program")
 
     def cost_line(self, n_draws: int) -> str | None:
         """A progress line with the expected time of the full pass when observations need

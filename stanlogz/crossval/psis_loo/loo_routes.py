@@ -7,29 +7,28 @@ the routes that work when none applies."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from ...errors import InputError, StanlogzError
 from ..observations.conditional import ConditionalLogLik, NotGaussian
+from ..observations.conditional_source import ConditionalSourceBase
 from ..observations.integrated import IntegratedSource
 from ..observations.nonfactorized import NoConditional, NonFactorizedSource
 from ..observations.observations import Observations
-from ..observations.pointwise import CHUNK_BYTES, PointwiseLogLik, column_chunks
+from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError, check_split
 
 ROUTES = ("`stanlogz lfo` for time series, `stanlogz kfold --groups` over blocks of "
           "exchangeable observations")
 
 
-class ConditionalSource:
+class ConditionalSource(ConditionalSourceBase):
     """The pointwise interface of :class:`PointwiseLogLik` (``columns``, ``column``,
     ``chunks``, ``check``) over :class:`ConditionalLogLik`: log p(y_i | y₋ᵢ, θ) with the
     observation's latents integrated out where the density is Gaussian in them."""
-
-    source = "conditional"
 
     def __init__(self, model: Any, data: Mapping[str, Any], obs: Observations,
                  response: str | None = None) -> None:
@@ -37,39 +36,9 @@ class ConditionalSource:
         self.cl = ConditionalLogLik(model, data, obs, response)
         self.checked = True
 
-    def columns(self, index: Sequence[int] | np.ndarray, unc: np.ndarray) -> np.ndarray:
-        """``(S, len(index))`` log p(y_i | y₋ᵢ, θ) at unconstrained draws ``unc``."""
-        return self.cl.columns(index, unc)
-
     def column(self, i: int, unc: np.ndarray) -> np.ndarray:
         """log p(y_i | y₋ᵢ, θ) at unconstrained draws ``unc``."""
         return self.cl.column(i, unc)
-
-    def chunks(self, unc: np.ndarray, constrained: np.ndarray | None = None,
-               names: list[str] | None = None, chunk_bytes: int = CHUNK_BYTES,
-               index: Sequence[int] | np.ndarray | None = None
-               ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """``(index, block)`` over the observations ``index`` (default all)."""
-        return column_chunks(self, unc, chunk_bytes, index)
-
-    def matrix(self, unc: np.ndarray, constrained: np.ndarray | None = None,
-               names: list[str] | None = None) -> np.ndarray:
-        """``(S, N)`` matrix of log p(y_i | y₋ᵢ, θ)."""
-        return self.columns(np.arange(self.obs.n), unc)
-
-    def check(self, unc: np.ndarray, ll: np.ndarray | None = None) -> None:
-        """Nothing to check: the normalization holds for any program (quadraticity is checked
-        draw by draw)."""
-
-    def compare_log_lik(self, unc: np.ndarray, n_obs: int = 5) -> str | None:
-        """No generated quantity to compare."""
-        return None
-
-    def held_out_model(self, i: int) -> Any:
-        """Refits go through :mod:`.heldout`, which checks that deleting y_i gives the
-        program's held-out model."""
-        raise InputError(f"{self.model.name}: refits need the split check of the held-out "
-                         "program")
 
 
 def pointwise_source(model: Any, data: Mapping[str, Any], obs: Observations, log_lik: str,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import special, stats
@@ -123,3 +124,14 @@ def tail_warning(values: np.ndarray, what: str) -> str | None:
     return (f"the pointwise values' lower tail has Pareto k-hat {k:.2f} > {KHAT_WARN}: their "
             f"variance may not exist and the se of {what} may be too small; look for outliers "
             "or a model that fits them (heavier-tailed likelihood)")
+
+
+def add_cv_warnings(result: Any, values: np.ndarray, name: str) -> None:
+    """Append to ``result.warnings`` the heavy-tail warning of its pointwise ``values`` and a
+    warning when its Monte Carlo se is not small against its se (``name``: e.g. elpd_kfold)."""
+    tail = tail_warning(values, name)
+    if tail:
+        result.warnings.append(tail)
+    if result.mc_se > 0.1 * max(result.se, 1.0):
+        result.warnings.append(f"Monte Carlo se {result.mc_se:.3f} of {name} is not small "
+                               f"against its se {result.se:.3f}; run more draws (--draws)")

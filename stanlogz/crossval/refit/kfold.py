@@ -30,7 +30,7 @@ from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..names import KFoldNames
 from ..observations.observations import Observations, load_observed, observation_labels
 from .cv_se import kfold_se
-from .cv_tail import tail_warning
+from .cv_tail import add_cv_warnings
 from .heldout import HeldOut, heldout_many
 
 
@@ -258,12 +258,7 @@ def kfold(
     res = KFoldResult(model.name, scheme, n_folds, fold_of, elpd_i, folds, observations,
                       full.n_chains * full.n_draws, group=group, stratify=stratify,
                       seconds=time.perf_counter() - t0, warnings=warns)
-    tail = tail_warning(res.elpd_i, "elpd_kfold")
-    if tail:
-        res.warnings.append(tail)
-    if res.mc_se > 0.1 * max(res.se, 1.0):
-        res.warnings.append(f"Monte Carlo se {res.mc_se:.3f} of elpd_kfold is not small "
-                            f"against its se {res.se:.3f}; run more draws (--draws)")
+    add_cv_warnings(res, res.elpd_i, "elpd_kfold")
     return res
 
 

@@ -41,7 +41,7 @@ from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..names import LfoNames
 from ..observations.observations import Observations, load_observed
 from .cv_se import lfo_se
-from .cv_tail import tail_warning
+from .cv_tail import add_cv_warnings
 from .heldout import heldout_elpd
 
 LFO_METHODS = ("psis", "exact")
@@ -192,12 +192,7 @@ def lfo(
         res.warnings.append(f"{res.elpd_t.size} origins with {ahead}-step windows are worth "
                             "fewer than two independent forecasts: elpd_lfo has no se; lower "
                             "--ahead or --min-train")
-    tail = tail_warning(res.elpd_t, "elpd_lfo")
-    if tail:
-        res.warnings.append(tail)
-    if res.mc_se > 0.1 * max(res.se, 1.0):
-        res.warnings.append(f"Monte Carlo se {res.mc_se:.3f} of elpd_lfo is not small against "
-                            f"its se {res.se:.3f}; run more draws (--draws)")
+    add_cv_warnings(res, res.elpd_t, "elpd_lfo")
     return res
 
 
