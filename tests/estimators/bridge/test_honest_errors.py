@@ -178,7 +178,7 @@ def test_smc_widens_an_se_carried_by_one_run(monkeypatch):
         "log_z": lme, "log_z_se": se, "run_log_z": run_log_z, "run_ess": ess,
         "betas": np.array([0.0, 1.0]), "acceptance": 0.8, "n_evals": 10})
     t = _target(2)
-    r = smc_module.smc_estimate(t, t.sample(np.random.default_rng(0), 200), seed=1)
+    r = smc_module.smc_estimate(t, t.sample(np.random.default_rng(0), 200), seed=1, reverse=False)
     assert r.log_z_se == pytest.approx(np.std(run_log_z, ddof=1))
     assert r.diagnostics["delta_method_se"] == se and r.log_z_df == 7
     assert any("widened" in w for w in r.warnings)
