@@ -311,9 +311,20 @@ def smc_estimate(
                         "or runs, or gbs")
     forward = (log_z, se)
     sandwich_info: dict[str, Any] = {}
+    # Runs back from the posterior must start at draws the base did not see (a base fitted to
+    # its own starting points makes them look likelier under it than fresh draws, which biases
+    # the reverse runs low): the reverse path's base is fitted to the first half of the draws
+    # (the first chains) and its runs start at the second half.
+    half = x.shape[0] // 2
+    if check_reverse and np.isfinite(se) and half < x.shape[1] + 2:
+        check_reverse = False
+        warnings.append(f"SMC: {x.shape[0]} draws are too few to check the runs backwards "
+                        f"(it needs 2 x (dim + 2) = {2 * (x.shape[1] + 2)}); the se rests on the "
+                        "forward runs alone")
     if check_reverse and np.isfinite(se):
-        rev = reverse_runs(AnnealingPath(base, target), out["betas"], out["tuning"],
-                           out["rounds"], x, n_particles=n, n_runs=k,
+        base_back = gaussian_from_draws(x[:half], inflate=inflate)
+        rev = reverse_runs(AnnealingPath(base_back, target), out["betas"], out["tuning"],
+                           out["rounds"], x[half:], n_particles=n, n_runs=k,
                            hmc_steps=int(options.get("hmc_steps", 10)),
                            n_moves=int(options.get("n_moves", 2)),
                            seed=child_int_seed(seed, 99), n_workers=options.get("n_workers"),

@@ -80,7 +80,8 @@ def reverse_runs(
     backend: str = "auto",
 ) -> np.ndarray:
     """``n_runs`` independent reverse runs' log Z (each minus the log of an unbiased estimate
-    of Z_q/Z, so high on average), plus the path's ``base_log_z``."""
+    of Z_q/Z, so high on average), plus the path's ``base_log_z``. ``posterior_draws`` must
+    not have been used to build the path's base (that biases the runs low)."""
     steps = max(0, betas.size - 2)
     rounds = np.asarray(rounds if rounds is not None and len(rounds) >= steps
                         else np.ones(steps, dtype=int), dtype=int)

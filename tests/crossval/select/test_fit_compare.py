@@ -17,6 +17,7 @@ import pytest
 
 import stanlogz
 from stanlogz import arviz_compat
+from stanlogz._util.sum_se import arviz0_factor
 from stanlogz.cli import main
 from stanlogz.errors import InputError
 
@@ -71,9 +72,10 @@ def test_cli_compare_of_fits_equals_arviz(pooled_files, capsys) -> None:
     assert set(models) == {"hier", "pooled"} and res["loo"]["best"] == ref.index[0]
     sign = arviz_compat.compare_diff_sign()
     n = 8
-    # ArviZ 1.x's se uses ddof 1 (sqrt(N / (N - 1)) larger), 0.x's ddof 0 as stanlogz; the
-    # dse of both versions uses ddof 0
-    ddof = 1.0 if arviz_compat.arviz_major() < 1 else np.sqrt(n / (n - 1))
+    # stanlogz's between-observation se's use ddof 1 (as R's loo and ArviZ 1.x's se); ArviZ
+    # 0.x's se and the dse of both versions use ddof 0, sqrt((N - 1) / N) smaller
+    factor = arviz0_factor(n)
+    ddof = 1.0 / factor if arviz_compat.arviz_major() < 1 else 1.0
     elpd_col = "elpd" if "elpd" in ref.columns else "elpd_loo"
     for name, m in models.items():
         row = ref.loc[name]
@@ -83,7 +85,7 @@ def test_cli_compare_of_fits_equals_arviz(pooled_files, capsys) -> None:
         # stanlogz's diff_se adds both models' Monte Carlo se of elpd_loo (independent runs)
         # to ArviZ's between-observation dse: take it out again to compare
         between = np.sqrt(max(m["diff_se"] ** 2 - (m["diff_mcse"] or 0.0) ** 2, 0.0))
-        assert abs(between - row["dse"]) < 1e-6
+        assert abs(between / factor - row["dse"]) < 1e-6
     # stacking weights: the same optimum to ArviZ's SLSQP tolerance
     got = res["weights"]["stacking"]["weights"]
     for name in models:
