@@ -39,11 +39,15 @@ PROGRAMS = {"seeds": "I", "surgical": "N"}
 
 
 def joint_mcse(model: StanModel, data: dict, res) -> float:
-    """Delta-method Monte Carlo se of Σ_i elpd_loo_i over the shared draws of ``res``."""
+    """Monte Carlo se of Σ_i elpd_loo_i: the delta-method se over the shared draws of ``res``
+    for the PSIS points, with the fix-ups' own se (independent refits) added in quadrature."""
+    fixed = np.zeros(res.n_obs, dtype=bool)
+    fixed[[f.index for f in res.fixed]] = True
     src = IntegratedSource(model, data, res.observations)
     unc = res.draws.unconstrained
-    ll = src.columns(np.arange(res.n_obs), unc.reshape(-1, unc.shape[2]))
-    return sum_mcse(ll.reshape(unc.shape[0], unc.shape[1], -1))
+    ll = src.columns(np.flatnonzero(~fixed), unc.reshape(-1, unc.shape[2]))
+    psis = sum_mcse(ll.reshape(unc.shape[0], unc.shape[1], -1))
+    return float(np.sqrt(psis**2 + sum(f.se**2 for f in res.fixed)))
 
 
 def compare(name: str, seed: int, nuts: NutsArgs) -> dict:
@@ -81,9 +85,10 @@ def main() -> None:
     ap.add_argument("--adapt-delta", type=float, default=0.95,
                     help="NUTS target acceptance (both programs' hierarchical scales diverge "
                          "at 0.8)")
+    ap.add_argument("--seeds", type=int, default=None, help="number of seeds (overrides)")
     args = ap.parse_args()
     nuts = NutsArgs(adapt_delta=args.adapt_delta)
-    seeds = range(args.seed, args.seed + (3 if args.full else 1))
+    seeds = range(args.seed, args.seed + (args.seeds or (3 if args.full else 1)))
     print(f"loo vs kfold --k N, NUTS {nuts.chains} x ({nuts.warmup} warmup + {nuts.draws} "
           f"draws), adapt_delta {nuts.adapt_delta}; z = diff / sqrt(mcse_loo(joint)^2 + "
           f"mcse_kfold^2); agreement: |z| <= 3")
@@ -92,14 +97,39 @@ def main() -> None:
             f"{'|z_i|>3':>7} {'warn':>4}  {'worst i: loo vs kfold (z_i)':30} {'s':>7}")
     print(head)
     print("-" * len(head))
+    rows = []
     for name in args.programs.split(","):
         for s in seeds:
             r = compare(name, s, nuts)
+            rows.append(r)
             print(f"{r['name']:9} {r['seed']:4d} {r['loo']:9.3f} {r['loo_se']:5.2f} "
                   f"{r['mc_sq']:7.3f} {r['mc_joint']:6.3f} {r['kmax']:5.2f} {r['kf']:10.3f} "
                   f"{r['kf_se']:5.2f} {r['kf_mc']:6.3f} {r['diff']:+7.3f} {r['z']:+6.2f} "
                   f"{r['n_big']:7d} {r['divergent']:4d}  {r['worst']:30} {r['secs']:>7}",
                   flush=True)
+
+    if len(seeds) > 2:
+        summary(rows, args.programs.split(","))
+
+
+def summary(rows: list[dict], names: list[str]) -> None:
+    """Across seeds: each estimate's spread against the mean of its reported Monte Carlo se
+    (an honest se matches the spread), and the mean difference in units of its se."""
+    print("\nacross seeds: sd of the estimates vs the mean reported mc se; mean diff / its se")
+    head = (f"{'program':9} {'seeds':>5} {'mean loo':>9} {'sd':>6} {'mcse√Σ':>7} {'mcse':>6} "
+            f"{'mean kfold':>10} {'sd':>6} {'mcse':>6} {'mean diff':>9} {'z':>6}")
+    print(head)
+    print("-" * len(head))
+    for name in names:
+        rs = [r for r in rows if r["name"] == name]
+        lo, kf = np.array([r["loo"] for r in rs]), np.array([r["kf"] for r in rs])
+        d = lo - kf
+        se_d = d.std(ddof=1) / np.sqrt(d.size)
+        print(f"{name:9} {len(rs):5d} {lo.mean():9.3f} {lo.std(ddof=1):6.3f} "
+              f"{np.mean([r['mc_sq'] for r in rs]):7.3f} "
+              f"{np.mean([r['mc_joint'] for r in rs]):6.3f} {kf.mean():10.3f} "
+              f"{kf.std(ddof=1):6.3f} {np.mean([r['kf_mc'] for r in rs]):6.3f} "
+              f"{d.mean():+9.3f} {d.mean() / se_d:+6.2f}")
 
 
 if __name__ == "__main__":
