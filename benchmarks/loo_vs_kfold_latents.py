@@ -11,7 +11,10 @@ mcse_kfold²): |z| ≤ 3 holds with probability 0.997 under a normal error. The 
 (about 3-6) is shared by both and does not enter. ``mcse_loo`` is the joint delta-method se
 of the sum (stanlogz.crossval.psis_loo.sum_mcse, which accounts for the observations sharing
 the draws); loo's reported √Σ mcse_i² is printed beside it. Per seed, the observation with
-the largest |elpd_loo_i − elpd_kfold_i| / sqrt(mcse_i² + se_i²) is named.
+the largest |elpd_loo_i − elpd_kfold_i| / sqrt(mcse_i² + se_i²) is named. With three or more
+seeds a second table sets each estimate's spread over seeds beside its mean reported se (on
+seeds K-fold's mc se, which takes the folds as independent, is too small: every fold re-uses
+the one full-data run; see docs/features/conditional-loo.md).
 
     PYTHONPATH=. python3 benchmarks/loo_vs_kfold_latents.py           # quick: one seed
     PYTHONPATH=. python3 benchmarks/loo_vs_kfold_latents.py --full    # three seeds
