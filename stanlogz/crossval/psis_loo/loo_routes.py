@@ -67,7 +67,13 @@ def _conditional(model: Any, data: Mapping[str, Any], obs: Observations, rows: n
     its integer support; the integrated one first where the closed form fails and it applies),
     tried at ``rows`` before the full pass."""
     try:
-        src = NonFactorizedSource(model, data, obs)
+        try:
+            src = NonFactorizedSource(model, data, obs)
+        except InputError:  # e.g. no single response array (counts r out of trials n)
+            integ = _integrated(model, data, obs, rows)  # needs none
+            if integ is not None:
+                return integ
+            raise
         probe = [0, obs.n - 1]
         if not all(src.gaussian(i, rows) for i in probe):
             integ = _integrated(model, data, obs, rows)
