@@ -31,6 +31,7 @@ from ..estimators import lookup
 from ..parallel import run_parallel, with_client
 from ..stan.inputs import read_data
 from ..stan.load import load_model
+from ..stan.program import StanProgram
 from ..stan.settings import NutsArgs
 from ..testbed.simulation import simulate
 
@@ -125,7 +126,7 @@ class CalibrationResult:
                 "warnings": list(self.warnings)}
 
 
-def _log_z(model: Any, settings: NutsArgs, method: str, seed: int) -> tuple[float, float]:
+def _log_z(model: StanProgram, settings: NutsArgs, method: str, seed: int) -> tuple[float, float]:
     """log Z of ``model`` (exact for a program without parameters) with its se."""
     if model.dim == 0:
         return float(model.log_density(np.zeros(0))), 0.0

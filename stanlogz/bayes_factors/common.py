@@ -19,13 +19,14 @@ from scipy.special import logsumexp
 from .. import arviz_compat
 from ..crossval.observations.observations import Observations, load_observed
 from ..errors import DataError, InputError
+from ..stan.program import ProgramLike, StanProgram
 
 
 @dataclass
 class Program:
     """A program bound to its data, its observations and its zero-observation instance."""
 
-    model: Any
+    model: StanProgram
     prior: Any
     data: dict[str, Any]
     observations: Observations
@@ -49,7 +50,7 @@ class Program:
         return self.model.log_density_many(x) - self.prior.log_density_many(x)
 
 
-def load_program(model: Any, data: Any, obs: str | None = None, *, seed: int | None = None,
+def load_program(model: ProgramLike, data: Any, obs: str | None = None, *, seed: int | None = None,
                  progress: Any = None) -> Program:
     """``model`` (a path or StanModel) with ``data``, its observations and its prior instance
     (InputError when the program refuses zero observations or changes dimension)."""

@@ -26,6 +26,7 @@ from ..crossval.psis_loo.psis import k_threshold
 from ..draws import sample
 from ..errors import EstimationError, InputError
 from ..estimators import lookup
+from ..stan.program import ProgramLike, StanProgram
 from ..stan.settings import NutsArgs
 from .common import chains_of, khat, linearized_se, load_program
 
@@ -96,7 +97,7 @@ def parse_at(text: str) -> dict[str, float]:
     return out
 
 
-def _coordinate(model: Any, x: np.ndarray, name: str, value: float) -> tuple[int, float]:
+def _coordinate(model: StanProgram, x: np.ndarray, name: str, value: float) -> tuple[int, float]:
     """The unconstrained coordinate of the scalar parameter ``name`` and its value at
     ``value`` (InputError unless one coordinate moves, the same way at two draws)."""
     names = model.param_names()
@@ -127,7 +128,7 @@ def _coordinate(model: Any, x: np.ndarray, name: str, value: float) -> tuple[int
     return found[0]
 
 
-def conditional_log_density(model: Any, x: np.ndarray, k: int, u0: float, *,
+def conditional_log_density(model: StanProgram, x: np.ndarray, k: int, u0: float, *,
                             n_grid: int = 801) -> tuple[np.ndarray, float]:
     """log p(u0 | x_{−k}) at each row of ``x`` under ``model``'s density on the unconstrained
     scale, with quadrature over coordinate k, and the largest absolute quadrature error.
@@ -159,7 +160,7 @@ def conditional_log_density(model: Any, x: np.ndarray, k: int, u0: float, *,
     return at - full, err
 
 
-def _density_at(model: Any, d: Any, k: int, u0: float, n_grid: int) -> DensityAt:
+def _density_at(model: StanProgram, d: Any, k: int, u0: float, n_grid: int) -> DensityAt:
     x = d.flat_unconstrained()
     step = max(1, x.shape[0] // MAX_DRAWS)
     chains = d.n_chains
@@ -172,7 +173,7 @@ def _density_at(model: Any, d: Any, k: int, u0: float, n_grid: int) -> DensityAt
 
 
 def savage_dickey(
-    model: Any,
+    model: ProgramLike,
     data: Any = None,
     *,
     at: Mapping[str, float] | str,

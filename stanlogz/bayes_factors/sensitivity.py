@@ -39,6 +39,7 @@ from ..draws import sample
 from ..draws.checks import normalization_warnings
 from ..errors import InputError
 from ..estimators import lookup
+from ..stan.program import ProgramLike
 from ..stan.settings import NutsArgs
 from .common import (
     Program,
@@ -189,7 +190,7 @@ def _param_rows(names: Sequence[str], theta: np.ndarray, lp: np.ndarray, lik: np
 
 
 def sensitivity(
-    model: Any,
+    model: ProgramLike,
     data: Any = None,
     *,
     settings: NutsArgs | None = None,

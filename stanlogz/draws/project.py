@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..stan.code import parameter_statements
+from ..stan.program import StanProgram
 
 #: Declared types whose values must be projected, and how many trailing axes the type has.
 TYPES = {"simplex": 1, "unit_vector": 1, "ordered": 1, "positive_ordered": 1,
@@ -188,7 +189,7 @@ def _indices(names: list[str], name: str) -> tuple[list[int], list[tuple[int, ..
     return cols, idx
 
 
-def project_rounded(theta: np.ndarray, names: list[str], model: Any,
+def project_rounded(theta: np.ndarray, names: list[str], model: StanProgram,
                     sig_figs: int = CMDSTAN_SIG_FIGS) -> tuple[np.ndarray, str | None]:
     """``theta`` (draws, parameters named ``names``) with every constrained parameter of
     ``model`` (its program text) projected onto its constraint, and a note naming the largest

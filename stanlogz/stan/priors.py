@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .code import _block, strip_comments
+from .program import StanProgram
 
 #: Parameter types whose bounds apply elementwise to a box (others, e.g. simplex, are skipped).
 _BOX_TYPES = ("real", "vector", "row_vector", "matrix")
@@ -386,7 +387,7 @@ def check_priors(code: str, data: Mapping[str, Any] | str | None = None,
     return out
 
 
-def program_priors(model: Any) -> PriorCheck:
+def program_priors(model: StanProgram) -> PriorCheck:
     """:func:`check_priors` of a :class:`~stanlogz.stan.model.StanModel` (its code and data),
     with stanc's pedantic list of parameters without a prior."""
     from ..toolchain import find_toolchain

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import DataError, InputError, StanlogzError
+from ...stan.program import StanProgram
 from .conditional_source import ColumnsByObservation
 from .latents import observation_axes, split_name
 from .observations import Observations
@@ -65,7 +66,7 @@ def response_field(data: Mapping[str, Any], obs: Observations, response: str | N
     return cand[0]
 
 
-def is_integer_valued(model: Any, data: Mapping[str, Any], field: str) -> bool:
+def is_integer_valued(model: StanProgram, data: Mapping[str, Any], field: str) -> bool:
     """Whether the program declares the data array ``field`` integer (it rejects a
     non-integer value in it): counts, categories."""
     arr = np.asarray(data[field])
@@ -80,7 +81,7 @@ def is_integer_valued(model: Any, data: Mapping[str, Any], field: str) -> bool:
     return False
 
 
-def latent_coordinates(model: Any, data: Mapping[str, Any], obs: Observations
+def latent_coordinates(model: StanProgram, data: Mapping[str, Any], obs: Observations
                        ) -> list[np.ndarray]:
     """For each observation, the unconstrained coordinates of ``model`` (bound to ``data``)
     indexed by it (parameters with one entry per observation along some axis); empty arrays
@@ -150,7 +151,7 @@ class ConditionalLogLik(ColumnsByObservation):
     """log p(y_i | y₋ᵢ, θ) (optionally with the observation's latents integrated out) of one
     program and data set at any unconstrained draws, by Gaussian normalization over y_i."""
 
-    def __init__(self, model: Any, data: Mapping[str, Any], obs: Observations,
+    def __init__(self, model: StanProgram, data: Mapping[str, Any], obs: Observations,
                  response: str | None = None, integrate_latents: bool = True) -> None:
         self.model, self.data, self.obs = model, dict(data), obs
         self.response = response_field(self.data, obs, response)

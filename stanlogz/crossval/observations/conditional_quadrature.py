@@ -34,6 +34,7 @@ import numpy as np
 from scipy import special
 
 from ...errors import InputError, StanlogzError
+from ...stan.program import StanProgram
 from .conditional import is_integer_valued, response_field
 from .observations import Observations
 from .pointwise import n_threads
@@ -110,7 +111,7 @@ class QuadratureLogLik:
     the absolute log error of observation i's last column (max over draws), ``nodes[i]``
     counts its density instances, ``support[i]`` is the summed range (integer y)."""
 
-    def __init__(self, model: Any, data: Mapping[str, Any], obs: Observations,
+    def __init__(self, model: StanProgram, data: Mapping[str, Any], obs: Observations,
                  response: str | None = None) -> None:
         self.model, self.data, self.obs = model, dict(data), obs
         self.response = response_field(self.data, obs, response)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError
+from ...stan.program import StanProgram
 from .observations import Observations
 from .pointwise import CHUNK_BYTES, column_chunks
 
@@ -17,7 +18,7 @@ from .pointwise import CHUNK_BYTES, column_chunks
 class ColumnsByObservation:
     """``columns`` of an object with ``column(i, unc)`` and a ``model`` with ``dim``."""
 
-    model: Any
+    model: StanProgram
 
     def column(self, i: int, unc: np.ndarray) -> np.ndarray:
         """log p(y_i | y₋ᵢ, θ) at unconstrained draws ``unc``."""

@@ -22,6 +22,7 @@ import numpy as np
 from scipy import special
 
 from ...errors import InputError, StanlogzError
+from ...stan.program import StanProgram
 from .conditional import latent_coordinates
 from .latents import coordinate_map
 from .observations import Observations
@@ -37,7 +38,7 @@ class IntegratedSource:
 
     source = "integrated"
 
-    def __init__(self, model: Any, data: Mapping[str, Any], obs: Observations) -> None:
+    def __init__(self, model: StanProgram, data: Mapping[str, Any], obs: Observations) -> None:
         self.model, self.data, self.obs = model, dict(data), obs
         lat = latent_coordinates(model, self.data, obs)
         if not all(c.size == 1 for c in lat):

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import DataError, StanlogzError
+from ...stan.program import StanProgram
 from .conditional import ConditionalLogLik, NotGaussian, _log_gauss, _stencil
 from .conditional_quadrature import NoConditional, QuadratureLogLik
 from .conditional_source import ConditionalSourceBase
@@ -34,7 +35,7 @@ class NonFactorizedSource(ConditionalSourceBase):
     θ) by Gaussian normalization where it is exact, else by quadrature or a discrete sum;
     ``method[i]`` says which ("gaussian", "quadrature", "sum", "" before the first call)."""
 
-    def __init__(self, model: Any, data: Mapping[str, Any], obs: Observations,
+    def __init__(self, model: StanProgram, data: Mapping[str, Any], obs: Observations,
                  response: str | None = None) -> None:
         self.model, self.data, self.obs = model, dict(data), obs
         self.quad = QuadratureLogLik(model, data, obs, response)

@@ -29,6 +29,7 @@ import numpy as np
 from scipy import special
 
 from ...errors import InputError, StanlogzError
+from ...stan.program import StanProgram
 from .conditional import ConditionalLogLik, NotGaussian, latent_coordinates
 from .latents import coordinate_map
 from .observations import Observations
@@ -45,7 +46,7 @@ class SplitError(InputError):
     """Deleting the held-out observations does not give the program's held-out model."""
 
 
-def check_split(model: Any, data: Mapping[str, Any], obs: Observations, i: int,
+def check_split(model: StanProgram, data: Mapping[str, Any], obs: Observations, i: int,
                 x: np.ndarray) -> None:
     """Raise :class:`SplitError` (one line: the cause and the routes that work) when the
     program without observation ``i`` (0-based) is not the program ``model`` (bound to
@@ -93,7 +94,7 @@ LINKED = ("the latent parameters of the observation are linked to other observat
           "the prior of the rest")
 
 
-def _linked(model: Any, small: Any, data: Mapping[str, Any], obs: Observations,
+def _linked(model: StanProgram, small: Any, data: Mapping[str, Any], obs: Observations,
             x: np.ndarray, common: np.ndarray, extra: np.ndarray, diff: np.ndarray) -> bool:
     """Whether the density difference moves when other observations' latents move."""
     if not extra.size:
@@ -107,7 +108,7 @@ def _linked(model: Any, small: Any, data: Mapping[str, Any], obs: Observations,
     return bool(np.max(np.abs(diff - d2)) > TOL * (1 + np.max(np.abs(diff))))
 
 
-def _mass(model: Any, data: Mapping[str, Any], obs: Observations, i: int, x: np.ndarray,
+def _mass(model: StanProgram, data: Mapping[str, Any], obs: Observations, i: int, x: np.ndarray,
           extra: np.ndarray) -> np.ndarray | None:
     """log ∫∫ p̃_full over y_i and the coordinates ``extra`` at each draw; None when y_i is
     not a real value the density is Gaussian in."""

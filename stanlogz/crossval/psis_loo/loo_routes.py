@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError, StanlogzError
+from ...stan.program import StanProgram
 from ..observations.conditional import ConditionalLogLik, NotGaussian
 from ..observations.conditional_source import ConditionalSourceBase
 from ..observations.integrated import IntegratedSource
@@ -30,7 +31,7 @@ class ConditionalSource(ConditionalSourceBase):
     ``chunks``, ``check``) over :class:`ConditionalLogLik`: log p(y_i | y₋ᵢ, θ) with the
     observation's latents integrated out where the density is Gaussian in them."""
 
-    def __init__(self, model: Any, data: Mapping[str, Any], obs: Observations,
+    def __init__(self, model: StanProgram, data: Mapping[str, Any], obs: Observations,
                  response: str | None = None) -> None:
         self.model, self.data, self.obs = model, dict(data), obs
         self.cl = ConditionalLogLik(model, data, obs, response)
@@ -41,7 +42,7 @@ class ConditionalSource(ConditionalSourceBase):
         return self.cl.column(i, unc)
 
 
-def pointwise_source(model: Any, data: Mapping[str, Any], obs: Observations, log_lik: str,
+def pointwise_source(model: StanProgram, data: Mapping[str, Any], obs: Observations, log_lik: str,
                      rows: np.ndarray, check: bool = True) -> Any:
     """The pointwise log-likelihood for ``loo``: ``log_lik`` (``"auto"``, ``"log_lik"``,
     ``"difference"`` or ``"conditional"``), checked at the unconstrained draws ``rows``.
@@ -61,7 +62,7 @@ def pointwise_source(model: Any, data: Mapping[str, Any], obs: Observations, log
         return _conditional(model, data, obs, rows, exc)
 
 
-def _conditional(model: Any, data: Mapping[str, Any], obs: Observations, rows: np.ndarray,
+def _conditional(model: StanProgram, data: Mapping[str, Any], obs: Observations, rows: np.ndarray,
                  why: Exception | None) -> Any:
     """The conditional source (Gaussian closed form, else quadrature over y_i or a sum over
     its integer support; the integrated one first where the closed form fails and it applies),
@@ -89,7 +90,7 @@ def _conditional(model: Any, data: Mapping[str, Any], obs: Observations, rows: n
     return src
 
 
-def _integrated(model: Any, data: Mapping[str, Any], obs: Observations, rows: np.ndarray
+def _integrated(model: StanProgram, data: Mapping[str, Any], obs: Observations, rows: np.ndarray
                 ) -> IntegratedSource | None:
     """The integrated log-likelihood (one independent latent per observation), when it
     applies at ``rows``; None otherwise."""

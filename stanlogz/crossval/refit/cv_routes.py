@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError
+from ...stan.program import StanProgram
 from ..observations.observations import Observations
 from ..psis_loo.loo_routes import pointwise_source
 
@@ -25,7 +26,7 @@ class PointwisePath:
     """The path above for observation ``i`` of ``source`` (a pointwise source of
     :mod:`.loo_routes`); gradient-free (RWMH kernel)."""
 
-    def __init__(self, model: Any, source: Any, i: int) -> None:
+    def __init__(self, model: StanProgram, source: Any, i: int) -> None:
         self.model, self.source, self.i = model, source, int(i)
 
     @property
@@ -56,7 +57,7 @@ class PointwisePath:
                          " log-likelihood, which has no gradient; use kernel='rwmh'")
 
 
-def routed_source(model: Any, data: dict[str, Any], obs: Observations, unc: np.ndarray,
+def routed_source(model: StanProgram, data: dict[str, Any], obs: Observations, unc: np.ndarray,
                   n_valid: int, criterion: str, kernel: str) -> Any:
     """The pointwise source loo would use, for a program whose held-out program changes the
     parameters; a one-line :class:`InputError` where this path does not apply."""

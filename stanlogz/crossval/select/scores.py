@@ -27,6 +27,7 @@ import numpy as np
 from scipy import integrate, stats
 
 from ...errors import InputError
+from ...stan.program import StanProgram
 
 #: Scores by the names ``--score`` takes; True where higher is better.
 SCORES = {"elpd": True, "rmse": False, "mae": False, "crps": True, "scrps": True}
@@ -213,7 +214,7 @@ def mix_counts(weights: Any, n_draws: int) -> np.ndarray:
     return counts
 
 
-def program_pointwise(score: str, result: Any, model: Any, data: Mapping[str, Any],
+def program_pointwise(score: str, result: Any, model: StanProgram, data: Mapping[str, Any],
                       draws: Any, yrep: str | None, outcome: str | None) -> np.ndarray:
     """Pointwise values of ``score`` for one program from its LOO result (``elpd``: its
     elpd_i, fixed points included) or from its draws' ``yrep`` quantity and the observed
