@@ -32,6 +32,8 @@ from .fixups import FixedPoint
 
 #: Key of the mixture values' joint Monte Carlo se in each mis FixedPoint's diagnostics.
 SUM_SE = "mis_sum_se"
+#: diagnostics key of an exact refit's se part shared with the other refits (log Z(full))
+SHARED_SE = "shared_log_z_full_se"
 
 
 class _Weighted:
@@ -53,8 +55,12 @@ class _Weighted:
 
 def fixed_variance(fixed: Sequence[FixedPoint]) -> float:
     """The Monte Carlo variance of the sum of the fixed values: each refit's se² (independent
-    runs) plus, once, the squared joint se of the values from the one mixture run."""
-    var = sum(f.se**2 for f in fixed if SUM_SE not in f.diagnostics)
+    runs; the part from a log Z(full) shared by evidence-difference refits added linearly)
+    plus, once, the squared joint se of the values from the one mixture run."""
+    own = [f for f in fixed if SUM_SE not in f.diagnostics]
+    shared = [float(f.diagnostics.get(SHARED_SE, 0.0)) for f in own]
+    var = sum(max(f.se**2 - c * c, 0.0) for f, c in zip(own, shared, strict=True))
+    var += sum(shared) ** 2  # one log Z(full) shared by evidence-difference refits
     joint = [f.diagnostics[SUM_SE] for f in fixed if SUM_SE in f.diagnostics]
     return float(var + (joint[0] ** 2 if joint else 0.0))
 

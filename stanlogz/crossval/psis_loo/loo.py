@@ -21,7 +21,7 @@ from ...parallel import child_sequence, run_parallel, with_client
 from ...stan.program import ProgramLike
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..fixups.fixups import FIX_METHODS, FixedPoint, FixTask, fix_observation
-from ..fixups.mixture_fix import fixed_variance, mixture_fixup
+from ..fixups.mixture_fix import SHARED_SE, fixed_variance, mixture_fixup
 from ..fixups.mm_points import check_budget, moment_match_points
 from ..fixups.moment_match import moment_match_observation
 from ..names import LooNames
@@ -469,9 +469,8 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
 def _exact_with_latents(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo,
                         pos: dict[int, int], nuts: NutsArgs, seed: int | None,
                         n_workers: int, progress: Any) -> list[FixedPoint]:
-    """Exact log p(y_i | y₋ᵢ) for a program whose parameters change with the observations
-    (one latent per observation): the held-out observation's latents are integrated out by
-    the augmented bridge of :mod:`.heldout`."""
+    """Exact log p(y_i | y₋ᵢ) for a program with one latent per observation: the held-out
+    observation's latents are integrated out by the augmented bridge of :mod:`.heldout`."""
     if progress:
         progress(f"refitting {bad.size} observation(s) without their own parameters (exact, "
                  f"augmented bridge): {', '.join(str(i + 1) for i in bad)}")
@@ -480,7 +479,8 @@ def _exact_with_latents(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: Psis
                          n_workers=n_workers, progress=progress)
     return [FixedPoint(int(i), h.elpd, h.se, h.method, float(ps.khat[pos[int(i)]]),
                        float(ps.elpd_i[pos[int(i)]]), h.n_gradient_evals, h.n_evals, h.seconds,
-                       warnings=list(h.warnings)) for i, h in zip(bad, found, strict=True)]
+                       warnings=list(h.warnings), diagnostics={SHARED_SE: h.shared_se})
+            for i, h in zip(bad, found, strict=True)]
 
 
 def _moment_matched(pw: PointwiseLogLik, d: Draws, log_post: np.ndarray, i: int, ps: PsisLoo,

@@ -33,6 +33,7 @@ delta-method Monte Carlo se that includes the draws' autocorrelation.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ import numpy as np
 from scipy import special
 
 from ..._util.progress import steps
+from ..._util.seeds import child_int_seed
 from ..._util.words import transitions
 from ...draws import Draws, obtain_draws
 from ...errors import EstimationError, InputError
@@ -86,6 +88,10 @@ class HeldOut:
     n_evals: int
     seconds: float
     warnings: list[str] = field(default_factory=list)
+    #: the part of ``se`` shared with every other split of the same full-data draws (the
+    #: evidence difference's log Z(full), estimated once for all of them): it adds linearly,
+    #: not in quadrature, over splits
+    shared_se: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly dict (observations numbered from 1, as in Stan)."""
@@ -111,6 +117,7 @@ def heldout_elpd(
     seed: int | np.random.SeedSequence | None = None,
     method: str = "auto",
     progress: Callable[[str], None] | None = None,
+    full_evidence: Callable[[StanProgram, np.ndarray], Any] | None = None,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> HeldOut:
     """log p(y_V | y_T) of the program ``model`` (a :class:`StanModel`, any data) for the
@@ -127,7 +134,8 @@ def heldout_elpd(
     other way raises :class:`InputError`. ``pointwise`` adds each held-out observation's
     log p(y_i | y_T). ``method``: ``"auto"`` (the bridge; the evidence difference instead when the
     bridge's k̂ exceeds 0.5), ``"bridge"`` or ``"evidence-difference"``.
-    Seeds derive from ``seed`` by ``SeedSequence`` spawning.
+    Seeds derive from ``seed`` by ``SeedSequence`` spawning. ``full_evidence(full, draws)``
+    (from :func:`heldout_many`) gives the full program's log Z shared by all splits.
 
     Cost: one NUTS run per missing draw set (``HeldOut.n_gradient_evals`` counts the training
     refit), four log-density evaluations per draw for the bridge, one more per draw and
@@ -176,6 +184,7 @@ def heldout_elpd(
     lp_f_at_t = _finite(full.log_density_many(aug))
     n_evals = 2 * len(flat_f) + 2 * len(flat_t)
     elpd, se, khat = float("nan"), float("inf"), (float("nan"), float("nan"))
+    shared_se = 0.0
     if method != "evidence-difference" and not extra.size:
         lw_f = (lp_f_at_f - lp_t_at_f).reshape(xf.shape[:2])
         lw_t = (lp_f_at_t - lp_t_at_t).reshape(xt.shape[:2])
@@ -203,12 +212,13 @@ def heldout_elpd(
     used = "augmented-bridge" if extra.size else "bridge"
     poor = not all(np.isfinite(k) and k <= K_POOR for k in khat) or not np.isfinite(se)
     if method == "evidence-difference" or (method == "auto" and poor):
-        diff = _evidence_difference(full, train, xf, xt, rng_ev)
+        diff = _evidence_difference(full, train, xf, xt, rng_ev, full_evidence)
         n_evals += diff[2]
         # A rule fixed in advance (poor bridge overlap -> the evidence difference), not the
         # smaller of two noisy se, which would select the error bars that came out too small.
         if np.isfinite(diff[0]) and np.isfinite(diff[1]):
             elpd, se, used = diff[0], diff[1], "evidence-difference"
+            shared_se = diff[3]
         elif method == "auto":
             warns.append(f"held-out {_numbers(v)}: the bridge's overlap is poor (k-hat "
                          f"{max(khat):.2f}) and the evidence difference failed; its se may "
@@ -234,7 +244,7 @@ def heldout_elpd(
         n_evals += v.size * sum(len(sd.x) for sd in sides)
     return HeldOut(v, float(elpd), float(se), used, elpd_i, float(elpd_i_se),
                    (float(khat[0]), float(khat[1])), int(extra.size), int(n_grad), int(n_evals),
-                   time.perf_counter() - t0, warns)
+                   time.perf_counter() - t0, warns, float(shared_se))
 
 
 
@@ -259,10 +269,14 @@ def heldout_many(
     nuts = nuts_from_keywords(settings, nuts_keywords, "heldout_many")
     total = len(held_out_sets)
     bar = steps(progress, total, "held-out refits", unit="refit")
+    # Splits that fall back to the evidence difference share one log Z(full) from the shared
+    # full draws (estimated once, so its error is common to them and the K-fold mc se adds it
+    # linearly); without shared draws every split samples and estimates its own.
+    shared = None if full_draws is None else SharedEvidence(child_int_seed(seed, 1_000_003))
 
     def one(v: Any, rng: np.random.Generator) -> HeldOut:
         return heldout_elpd(model, data, observations, v, full_draws=full_draws, settings=nuts,
-                            seed=int(rng.integers(2**31 - 1)))
+                            seed=int(rng.integers(2**31 - 1)), full_evidence=shared)
 
     with bar:
         return run_parallel(one, [np.asarray(v, dtype=int) for v in held_out_sets], seed,
@@ -363,19 +377,40 @@ def _pointwise(inst: list[Any], pos: list[np.ndarray], extra: np.ndarray,
     return elpd_i, math.sqrt(var)
 
 
+class SharedEvidence:
+    """The full program's gbs log Z from the draws shared by all splits, computed once (the
+    first split that needs it; thread-safe) with one seed."""
+
+    def __init__(self, seed: int | None) -> None:
+        self.seed, self.result, self._lock = seed, None, threading.Lock()
+
+    def __call__(self, full: StanProgram, xf: np.ndarray) -> Any:
+        from ...estimators.bridge.bridge import gbs
+
+        with self._lock:
+            if self.result is None:
+                self.result = gbs(full, xf, seed=self.seed)
+            return self.result
+
+
 def _evidence_difference(full: Any, train: Any, xf: np.ndarray, xt: np.ndarray,
-                         rng: np.random.Generator) -> tuple[float, float, int]:
-    """log Z(full) − log Z(T) from two gbs estimates on the two posteriors' draws, its se and
-    cost; (nan, inf, 0) when either estimate fails."""
+                         rng: np.random.Generator,
+                         full_evidence: Callable[[StanProgram, np.ndarray], Any] | None = None
+                         ) -> tuple[float, float, int, float]:
+    """log Z(full) − log Z(T) from two gbs estimates on the two posteriors' draws, its se,
+    cost and the part of the se that ``full_evidence`` (log Z(full) shared by all splits)
+    contributes; (nan, inf, 0, 0) when either estimate fails."""
     from ...estimators.bridge.bridge import gbs
 
+    seed_full = int(rng.integers(2**31 - 1))
     try:
-        a = gbs(full, xf, seed=int(rng.integers(2**31 - 1)))
+        a = full_evidence(full, xf) if full_evidence else gbs(full, xf, seed=seed_full)
         b = gbs(train, xt, seed=int(rng.integers(2**31 - 1)))
     except (EstimationError, InputError):
-        return float("nan"), float("inf"), 0
+        return float("nan"), float("inf"), 0, 0.0
     return (a.log_z - b.log_z, math.hypot(a.log_z_se, b.log_z_se),
-            int(a.n_evals + b.n_evals))
+            int(b.n_evals + (0 if full_evidence else a.n_evals)),
+            float(a.log_z_se) if full_evidence else 0.0)
 
 
 def _draws(model: StanProgram, given: Any, nuts: NutsArgs, rng: np.random.Generator,
@@ -403,3 +438,11 @@ def _numbers(v: np.ndarray) -> str:
     shown = ", ".join(str(int(i) + 1) for i in v[:6])
     return f"observation {shown}" if v.size == 1 else \
         f"observations {shown}{', ...' if v.size > 6 else ''}"
+
+
+def shared_sum_se(se: Sequence[float], shared: Sequence[float]) -> float:
+    """se of a sum of split estimates whose errors are independent apart from a part
+    ``shared[k]`` of ``se[k]`` that comes from one common estimate (it adds linearly)."""
+    own = sum(max(s * s - c * c, 0.0) for s, c in zip(se, shared, strict=True))
+    common = sum(shared)
+    return float(math.sqrt(own + common * common))

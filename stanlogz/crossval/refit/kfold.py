@@ -10,7 +10,6 @@ convention); with one observation per fold it is exact leave-one-out.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from ..names import KFoldNames
 from ..observations.observations import Observations, load_observed, observation_labels
 from .cv_se import kfold_se
 from .cv_tail import add_cv_warnings
-from .heldout import HeldOut, heldout_many
+from .heldout import HeldOut, heldout_many, shared_sum_se
 
 
 @dataclass(repr=False)
@@ -88,8 +87,10 @@ class KFoldResult(KFoldNames):
 
     @property
     def mc_se(self) -> float:
-        """Monte Carlo se of elpd_kfold (the folds' estimates are independent)."""
-        return float(math.sqrt(sum(f.elpd_i_se**2 for f in self.folds)))
+        """Monte Carlo se of elpd_kfold: the folds' own errors are independent, the log Z of
+        the full data that evidence-difference folds share adds linearly."""
+        return shared_sum_se([f.elpd_i_se for f in self.folds],
+                             [f.shared_se for f in self.folds])
 
     @property
     def elpd_joint(self) -> float:
@@ -99,7 +100,7 @@ class KFoldResult(KFoldNames):
     @property
     def elpd_joint_mc_se(self) -> float:
         """Monte Carlo se of :attr:`elpd_joint`."""
-        return float(math.sqrt(sum(f.se**2 for f in self.folds)))
+        return shared_sum_se([f.se for f in self.folds], [f.shared_se for f in self.folds])
 
     def table(self) -> list[list[Any]]:
         """Summary rows: (quantity, estimate, se, Monte Carlo se)."""
