@@ -384,6 +384,13 @@ class SharedEvidence:
     def __init__(self, seed: int | None) -> None:
         self.seed, self.result, self._lock = seed, None, threading.Lock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # sent to a cluster: each worker fits once with the same seed (the same value)
+        return {"seed": self.seed, "result": self.result}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.seed, self.result, self._lock = state["seed"], state["result"], threading.Lock()
+
     def __call__(self, full: StanProgram, xf: np.ndarray) -> Any:
         from ...estimators.bridge.bridge import gbs
 

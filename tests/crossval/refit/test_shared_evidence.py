@@ -52,3 +52,12 @@ def test_evidence_difference_folds_share_one_full_log_z(compiled, monkeypatch) -
     each, _ = _pointwise_truth(d, r.fold_of)
     assert abs(r.elpd_kfold - each.sum()) < 4.5 * r.mc_se, (r.elpd_kfold, each.sum(), r.mc_se)
     assert np.isfinite(r.se)
+
+
+def test_shared_evidence_travels_to_a_cluster() -> None:
+    """Units of work sent to Dask are pickled: the lock stays behind, the seed travels (each
+    worker then fits log Z(full) once with it, the same value everywhere)."""
+    import pickle
+
+    s = pickle.loads(pickle.dumps(heldout.SharedEvidence(17)))
+    assert s.seed == 17 and s.result is None and s._lock.acquire(blocking=False)
