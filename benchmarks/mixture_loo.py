@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import time
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import norm
 
+from benchmarks.truths.crossval.truths import normal_mean_loo as exact_loo
 from stanlogz._util.seeds import child_int_seed
 from stanlogz._util.tables import format_table
 from stanlogz.crossval import loo
@@ -35,16 +34,6 @@ from stanlogz.stan.model import StanModel
 from stanlogz.stan.settings import NutsArgs
 
 EX = Path(__file__).resolve().parents[1] / "stan_models" / "examples"
-
-
-def exact_loo(d: dict) -> np.ndarray:
-    y, s, t = np.array(d["y"]), d["sigma"], d["prior_sd"]
-    out = []
-    for i in range(y.size):
-        rest = np.delete(y, i)
-        v = 1 / (1 / t**2 + rest.size / s**2)
-        out.append(norm.logpdf(y[i], v * rest.sum() / s**2, math.sqrt(s**2 + v)))
-    return np.array(out)
 
 
 def main() -> None:

@@ -127,3 +127,15 @@ def local_level_cov(data: Mapping[str, Any]) -> np.ndarray:
     idx = np.arange(1, n + 1)
     return (data["sigma"] ** 2 * np.eye(n) + data["s0"] ** 2
             + data["s"] ** 2 * (np.minimum.outer(idx, idx) - 1))
+
+
+def normal_mean_loo(data: Mapping[str, Any]) -> np.ndarray:
+    """Exact log p(y_i | y_-i) of ``normal_mean.stan`` (y_i ~ N(mu, sigma), mu ~ N(0, prior_sd),
+    sigma known): the conjugate posterior of mu without y_i, predicted."""
+    y, s, t = np.asarray(data["y"], dtype=float), float(data["sigma"]), float(data["prior_sd"])
+    out = []
+    for i in range(y.size):
+        rest = np.delete(y, i)
+        v = 1 / (1 / t**2 + rest.size / s**2)
+        out.append(stats.norm.logpdf(y[i], v * rest.sum() / s**2, math.sqrt(s**2 + v)))
+    return np.array(out)

@@ -11,24 +11,14 @@ import math
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import norm
 
 import stanlogz
+from benchmarks.truths.crossval.truths import normal_mean_loo as _exact
 from stanlogz.crossval.fixups.fixups import FixedPoint
 from stanlogz.crossval.fixups.mixture_fix import SUM_SE, fixed_variance
 
 EX = Path(__file__).resolve().parents[3] / "stan_models" / "examples"
 BASE = json.loads((EX / "normal_outlier.data.json").read_text())
-
-
-def _exact(d: dict) -> np.ndarray:
-    y, s, t = np.array(d["y"]), d["sigma"], d["prior_sd"]
-    out = []
-    for i in range(y.size):
-        rest = np.delete(y, i)
-        v = 1 / (1 / t**2 + rest.size / s**2)
-        out.append(norm.logpdf(y[i], v * rest.sum() / s**2, math.sqrt(s**2 + v)))
-    return np.array(out)
 
 
 def test_mis_fixes_only_the_influential_point(compiled) -> None:

@@ -8,9 +8,9 @@ import math
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import norm
 
 import stanlogz
+from benchmarks.truths.crossval.truths import normal_mean_loo as _exact
 from stanlogz.cli import main
 from stanlogz.crossval.fixups.mixture import mixture_loo
 from stanlogz.stan.settings import NutsArgs
@@ -22,16 +22,6 @@ FAST = NutsArgs(chains=4, warmup=300, draws=1000)
 
 def _data(y10: float) -> dict:
     return dict(BASE, y=BASE["y"][:-1] + [y10])
-
-
-def _exact(d: dict) -> np.ndarray:
-    y, s, t = np.array(d["y"]), d["sigma"], d["prior_sd"]
-    out = []
-    for i in range(y.size):
-        rest = np.delete(y, i)
-        v = 1 / (1 / t**2 + rest.size / s**2)
-        out.append(norm.logpdf(y[i], v * rest.sum() / s**2, math.sqrt(s**2 + v)))
-    return np.array(out)
 
 
 def test_mixture_loo_lands_on_exact_loo(compiled) -> None:
