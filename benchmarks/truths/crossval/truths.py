@@ -11,7 +11,7 @@ benchmarks and the examples' stated values).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -139,3 +139,27 @@ def normal_mean_loo(data: Mapping[str, Any]) -> np.ndarray:
         v = 1 / (1 / t**2 + rest.size / s**2)
         out.append(stats.norm.logpdf(y[i], v * rest.sum() / s**2, math.sqrt(s**2 + v)))
     return np.array(out)
+
+
+def normal_mean_kfold_data(rng: np.random.Generator, n: int, k: int,
+                           noise: Callable[[np.random.Generator, int], np.ndarray],
+                           noise_var: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """Data y = μ + ``noise(rng, n)`` (μ ~ N(0, 1) drawn first; ``noise_var`` the noise
+    variance), a random
+    K-fold split, the exact K-fold log p(y_i | y_T(i)) of y_i ~ N(μ, 1), μ ~ N(0, 1), and the
+    truth: the full-data posterior predictive's expected log score on n new observations
+    (closed form: the log density is quadratic in ỹ). Returns (values, folds, truth)."""
+    mu = rng.normal()
+    y = mu + noise(rng, n)
+    fold = np.empty(n, dtype=int)
+    fold[rng.permutation(n)] = np.arange(n) % k
+    e = np.empty(n)
+    for j in range(k):
+        tr = fold != j
+        v = 1 / (1 + tr.sum())
+        e[~tr] = stats.norm.logpdf(y[~tr], v * y[tr].sum(), math.sqrt(1 + v))
+    v = 1 / (1 + n)
+    s2 = 1 + v
+    truth = n * (-0.5 * math.log(2 * math.pi * s2) - (noise_var + (mu - v * y.sum()) ** 2)
+                 / (2 * s2))
+    return e, fold, truth

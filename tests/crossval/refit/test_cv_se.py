@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from benchmarks.truths.crossval.truths import normal_mean_kfold_data
 from stanlogz.api import posterior_probs
 from stanlogz.crossval.checks.checks import predictive_checks
 from stanlogz.crossval.checks.predictive import cauchy_combination, pit_uniformity
@@ -30,20 +31,7 @@ def _kfold_normal(rng: np.random.Generator, n: int, k: int) -> tuple[np.ndarray,
                                                                        float]:
     """Exact K-fold values of y_i ~ N(μ, 1), μ ~ N(0, 1) and the truth: the full-data
     posterior predictive's expected log score on n new observations."""
-    mu = rng.normal()
-    y = mu + rng.normal(size=n)
-    fold = np.empty(n, dtype=int)
-    fold[rng.permutation(n)] = np.arange(n) % k
-    e = np.empty(n)
-    for j in range(k):
-        t = fold != j
-        v = 1 / (1 + t.sum())
-        s2 = 1 + v
-        e[~t] = stats.norm.logpdf(y[~t], v * y[t].sum(), math.sqrt(s2))
-    v = 1 / (1 + n)
-    s2 = 1 + v
-    truth = n * (-0.5 * math.log(2 * math.pi * s2) - (1 + (mu - v * y.sum()) ** 2) / (2 * s2))
-    return e, fold, truth
+    return normal_mean_kfold_data(rng, n, k, lambda r, m: r.normal(size=m), 1.0)
 
 
 def test_kfold_se_covers_the_expected_log_score_at_small_n() -> None:

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from benchmarks.truths.crossval.truths import normal_mean_kfold_data
 from stanlogz.crossval.refit.cv_se import calibration_factor, kfold_se
 from stanlogz.crossval.refit.cv_tail import gpd_fit, tail_factor, tail_khat, tail_warning
 
@@ -48,20 +49,7 @@ def _kfold_t5(rng: np.random.Generator, n: int, k: int) -> tuple[np.ndarray, np.
     """Exact K-fold log p(y_i | y_T) of the sd-1 normal model with a N(0, 1) prior on μ, for
     y = μ + 1.5 t_5, and the truth: the full-data posterior predictive's expected log score on
     n new observations (closed form: the log density is quadratic in ỹ, var ỹ = 3.75)."""
-    mu = rng.normal()
-    y = mu + 1.5 * rng.standard_t(5, n)
-    fold = np.empty(n, dtype=int)
-    fold[rng.permutation(n)] = np.arange(n) % k
-    e = np.empty(n)
-    for j in range(k):
-        tr = fold != j
-        v = 1 / (1 + tr.sum())
-        s2 = 1 + v
-        e[~tr] = -0.5 * np.log(2 * np.pi * s2) - (y[~tr] - v * y[tr].sum()) ** 2 / (2 * s2)
-    v = 1 / (1 + n)
-    s2 = 1 + v
-    truth = n * (-0.5 * math.log(2 * math.pi * s2) - (3.75 + (mu - v * y.sum()) ** 2) / (2 * s2))
-    return e, fold, truth
+    return normal_mean_kfold_data(rng, n, k, lambda r, m: 1.5 * r.standard_t(5, m), 3.75)
 
 
 def test_kfold_se_covers_under_heavy_tailed_misspecification() -> None:
