@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from benchmarks.truths.crossval.truths import normal_mean_kfold_data
 from stanlogz._util.tables import format_table
 from stanlogz.crossval.checks.predictive import pit_uniformity
 from stanlogz.crossval.observations.observations import find_observations
@@ -113,20 +114,8 @@ def kfold_table(n_sims: int, rng: np.random.Generator) -> list[list]:
         err_all = []
         warned = 0
         for _ in range(n_sims):
-            mu = rng.normal()
-            y = mu + 1.5 * rng.standard_t(df, n)
-            fold = np.empty(n, dtype=int)
-            fold[rng.permutation(n)] = np.arange(n) % k
-            e = np.empty(n)
-            for j in range(k):
-                tr = fold != j
-                v = 1 / (1 + tr.sum())
-                e[~tr] = _log_pred(np.ones((n - tr.sum(), 1)), y[~tr], np.array([v * y[tr].sum()]),
-                                   np.array([[v]]))
-            v = 1 / (1 + n)
-            s2 = 1 + v
-            truth = n * (-0.5 * math.log(2 * math.pi * s2)
-                         - (1.5**2 * df / (df - 2) + (mu - v * y.sum()) ** 2) / (2 * s2))
+            e, fold, truth = normal_mean_kfold_data(
+                rng, n, k, lambda r, m, df=df: 1.5 * r.standard_t(df, m), 1.5**2 * df / (df - 2))
             err = e.sum() - truth
             sums = np.bincount(fold, weights=e)
             ses = {"between": math.sqrt(k * np.var(sums, ddof=1)),
