@@ -117,7 +117,7 @@ def heldout_elpd(
     seed: int | np.random.SeedSequence | None = None,
     method: str = "auto",
     progress: Callable[[str], None] | None = None,
-    full_evidence: Callable[[StanProgram, np.ndarray], Any] | None = None,
+    full_evidence: Callable[[StanProgram, np.ndarray], tuple[Any, bool]] | None = None,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> HeldOut:
     """log p(y_V | y_T) of the program ``model`` (a :class:`StanModel`, any data) for the
@@ -391,19 +391,21 @@ class SharedEvidence:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.seed, self.result, self._lock = state["seed"], state["result"], threading.Lock()
 
-    def __call__(self, full: StanProgram, xf: np.ndarray) -> Any:
+    def __call__(self, full: StanProgram, xf: np.ndarray) -> tuple[Any, bool]:
+        """The shared estimate, and whether this call computed it (its cost counts once)."""
         from ...estimators.bridge.bridge import gbs
 
         with self._lock:
-            if self.result is None:
+            first = self.result is None
+            if first:
                 self.result = gbs(full, xf, seed=self.seed)
-            return self.result
+            return self.result, first
 
 
 def _evidence_difference(full: Any, train: Any, xf: np.ndarray, xt: np.ndarray,
                          rng: np.random.Generator,
-                         full_evidence: Callable[[StanProgram, np.ndarray], Any] | None = None
-                         ) -> tuple[float, float, int, float]:
+                         full_evidence: Callable[[StanProgram, np.ndarray], tuple[Any, bool]]
+                         | None = None) -> tuple[float, float, int, float]:
     """log Z(full) − log Z(T) from two gbs estimates on the two posteriors' draws, its se,
     cost and the part of the se that ``full_evidence`` (log Z(full) shared by all splits)
     contributes; (nan, inf, 0, 0) when either estimate fails."""
@@ -411,12 +413,13 @@ def _evidence_difference(full: Any, train: Any, xf: np.ndarray, xt: np.ndarray,
 
     seed_full = int(rng.integers(2**31 - 1))
     try:
-        a = full_evidence(full, xf) if full_evidence else gbs(full, xf, seed=seed_full)
+        a, counted = (full_evidence(full, xf) if full_evidence
+                      else (gbs(full, xf, seed=seed_full), True))
         b = gbs(train, xt, seed=int(rng.integers(2**31 - 1)))
     except (EstimationError, InputError):
         return float("nan"), float("inf"), 0, 0.0
     return (a.log_z - b.log_z, math.hypot(a.log_z_se, b.log_z_se),
-            int(b.n_evals + (0 if full_evidence else a.n_evals)),
+            int(b.n_evals + (a.n_evals if counted else 0)),
             float(a.log_z_se) if full_evidence else 0.0)
 
 

@@ -50,7 +50,7 @@ def _reverse_run(task: _ReverseTask, rng: np.random.Generator) -> float:
             beta = float(betas[m - 1])
             pts = [pts[i] for i in _resample(lw, rng)]
             eps, inv_metric = task.tuning.at(beta)
-            for _ in range(int(task.rounds[m - 2]) if m - 2 < task.rounds.size else 1):
+            for _ in range(int(task.rounds[m - 2])):
                 for k in range(len(pts)):
                     for _ in range(task.n_moves):
                         pts[k], _info, _n = annealed_transition(path, beta, pts[k], rng, eps,
