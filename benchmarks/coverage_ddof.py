@@ -11,6 +11,11 @@ Model: Bayesian linear regression with known noise sd 1 and prior N(0, I) on p c
 * difference: the p = 2 program's elpd minus the p = 1 program's, both exact, paired on the
   same data (the se of ``compare``'s elpd_diff, without its Monte Carlo part, which is 0 here).
 
+Columns: loo's sqrt(N var) with ddof 0 and 1; ``elpd se`` and ``diff_se``: what stanlogz reports
+(:func:`stanlogz.crossval.refit.cv_se.elpd_se`, loo's times the capped small-N bootstrap-t
+factor); ``no diff_se``: the fraction of data sets with |elpd_diff| < 4, where ``compare`` gives
+no se; the last two columns are the coverage of loo's and stanlogz's diff se on the others.
+
 Each row's coverage has Monte Carlo sd sqrt(c (1 − c) / sims) (±0.009 at 0.9 for 1,000 sims).
 
     PYTHONPATH=$PWD nice python3 benchmarks/coverage_ddof.py          # quick (~1 min)
@@ -27,6 +32,8 @@ import numpy as np
 
 from benchmarks.coverage_cv import GH_W, GH_X, _design, _posterior
 from stanlogz._util.tables import format_table
+from stanlogz.crossval.refit.cv_se import elpd_se
+from stanlogz.crossval.select.compare import SMALL_DIFF
 
 
 def _exact_loo(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -59,8 +66,10 @@ def _truth(x: np.ndarray, y: np.ndarray, p: int, beta: np.ndarray, noise_var: fl
 def table(n_sims: int, rng: np.random.Generator) -> list[list]:
     rows = []
     for case in ("model right", "noise 1.5 t_5"):
-        for n in (10, 20, 50, 100):
-            hit = {("elpd", 0): 0, ("elpd", 1): 0, ("diff", 0): 0, ("diff", 1): 0}
+        for n in (10, 20, 50, 100, 300):
+            hit = {k: 0 for k in ("elpd 0", "elpd 1", "elpd now", "diff 0", "diff 1",
+                                  "diff 1 big", "diff now")}
+            big = 0
             for _ in range(n_sims):
                 beta = rng.normal(size=2) * np.array([1.0, 0.3])
                 x = rng.normal(size=n)
@@ -73,13 +82,22 @@ def table(n_sims: int, rng: np.random.Generator) -> list[list]:
                 e2 = _exact_loo(_design(x, 2), y)
                 t1 = _truth(x, y, 1, beta, nv)
                 t2 = _truth(x, y, 2, beta, nv)
+                d = e2 - e1
+                err_e, err_d = abs(e2.sum() - t2), abs(d.sum() - (t2 - t1))
                 for ddof in (0, 1):
-                    se = math.sqrt(n * np.var(e2, ddof=ddof))
-                    hit["elpd", ddof] += abs(e2.sum() - t2) <= 2 * se
-                    d = e2 - e1
-                    se_d = math.sqrt(n * np.var(d, ddof=ddof))
-                    hit["diff", ddof] += abs(d.sum() - (t2 - t1)) <= 2 * se_d
-            rows.append([case, n, n_sims] + [round(hit[k] / n_sims, 3) for k in hit])
+                    hit[f"elpd {ddof}"] += err_e <= 2 * math.sqrt(n * np.var(e2, ddof=ddof))
+                    hit[f"diff {ddof}"] += err_d <= 2 * math.sqrt(n * np.var(d, ddof=ddof))
+                hit["elpd now"] += err_e <= 2 * elpd_se(e2)
+                if abs(d.sum()) >= SMALL_DIFF:  # stanlogz gives no se below 4
+                    big += 1
+                    hit["diff 1 big"] += err_d <= 2 * math.sqrt(n * np.var(d, ddof=1))
+                    hit["diff now"] += err_d <= 2 * elpd_se(d)
+            cov = {k: round(v / n_sims, 3) for k, v in hit.items()}
+            for k in ("diff 1 big", "diff now"):
+                cov[k] = round(hit[k] / big, 3) if big else None
+            rows.append([case, n, n_sims, cov["elpd 0"], cov["elpd 1"], cov["elpd now"],
+                         cov["diff 0"], cov["diff 1"], round(1 - big / n_sims, 3),
+                         cov["diff 1 big"], cov["diff now"]])
     return rows
 
 
@@ -92,8 +110,9 @@ def main() -> None:
     n_sims = 1000 * (4 if a.full else 1)
     t = time.perf_counter()
     rows = table(n_sims, np.random.default_rng(a.seed))
-    print(format_table(["data", "N", "sims", "elpd ddof 0", "elpd ddof 1", "diff ddof 0",
-                        "diff ddof 1"], rows,
+    print(format_table(["data", "N", "sims", "elpd ddof 0", "elpd ddof 1", "elpd se",
+                        "diff ddof 0", "diff ddof 1", "no diff_se", "ddof 1 |d|>=4",
+                        "diff_se |d|>=4"], rows,
                        title="Exact LOO: coverage of ±2 sqrt(N var(values)) of the expected "
                        "log score (elpd) and of the p=2 − p=1 difference "
                        f"({time.perf_counter() - t:.0f} s; MC sd of each cell ≈ "

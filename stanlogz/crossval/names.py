@@ -13,6 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from .._util.display import Display, Section, View, alias, per_result
+from .._util.sum_se import sum_se
+
+#: Below this many observations the se of elpd_loo is flagged as approximate (the coverage
+#: of ±2 se measured in benchmarks/coverage_ddof.py at N = 10 is quoted in the note).
+FEW_OBS = 20
 
 _FIX_NAMES = {"mm": "moment matching", "exact": "exact refit", "ups": "unbiased path sampling"}
 
@@ -41,6 +46,12 @@ class LooNames(Display):
 
     good_k = alias("threshold", "ArviZ's name for the k̂ threshold (``threshold``).", float)
 
+    @property
+    def se_loo(self) -> float:
+        """loo's and ArviZ's se of elpd_loo, sqrt(N var(elpd_i)), without stanlogz's small-N
+        factor (:func:`~stanlogz.crossval.refit.cv_se.elpd_se`); ``se`` when subsampled."""
+        return self.se if self.sample_index is not None else sum_se(self.elpd_i)
+
     def _display(self) -> View:
         n_draws = int(self.n_samples)
         what = (f"subsampled PSIS-LOO from {self.sample_index.size} of {self.n_obs} observations"
@@ -62,6 +73,14 @@ class LooNames(Display):
                        ["", "Count", "Pct."],
                        [[f"{b:13s} {lab}", c, f"{100.0 * c / n:.1f}%"] for b, lab, c in bands])
         notes = [f"MCSE of elpd_loo is {self.mcse_elpd_loo:.2f}."]
+        plain = self.se_loo
+        if plain > 0 and self.se > 1.005 * plain:
+            notes.append(f"SE includes a small-N factor of {self.se / plain:.2f} (loo's SE "
+                         f"{plain:.1f}).")
+        if self.n_obs < FEW_OBS:
+            notes.append(f"Only {self.n_obs} observations: SE is approximate (at N = 10, "
+                         "+-2 SE covered 92% of errors with a right model, 84% with "
+                         "heavy-tailed misfit).")
         if self.sample_index is not None:
             notes.append(f"Subsampling se of elpd_loo is {self.subsampling_se:.2f}.")
         if self.fixed:

@@ -12,6 +12,7 @@ import stanlogz
 from stanlogz._util.sum_se import arviz0_factor, sum_se
 from stanlogz.crossval import loo_compare
 from stanlogz.crossval.psis_loo.waic import waic
+from stanlogz.crossval.refit.cv_se import elpd_se
 
 
 def test_sum_se_is_sqrt_n_times_the_ddof1_sd() -> None:
@@ -33,19 +34,33 @@ def test_sum_se_squared_is_unbiased_for_n_sigma2() -> None:
 
 
 def test_every_between_observation_se_uses_it() -> None:
+    """sum_se is loo's se (``se_loo``, ``diff_se_loo``, p_loo's se); the reported se of an elpd
+    sum or difference is it times the small-N factor (elpd_se), and no diff_se is given below
+    |elpd_diff| = 4."""
     rng = np.random.default_rng(41)
     ll = rng.normal(-1.0, 0.3, (2000, 12)) + rng.normal(0, 0.5, 12)
     r = stanlogz.loo(ll)
-    assert r.se == pytest.approx(sum_se(r.elpd_i), rel=1e-12)
+    assert r.se_loo == pytest.approx(sum_se(r.elpd_i), rel=1e-12)
+    assert r.se == pytest.approx(elpd_se(r.elpd_i), rel=1e-12)
+    assert r.se > r.se_loo  # N = 12: the factor is above 1
     assert r.p_loo_se == pytest.approx(sum_se(r.lppd_i - r.elpd_i), rel=1e-12)
     w = waic(ll)
-    assert w.se == pytest.approx(sum_se(w.elpd_i), rel=1e-12)
-    r2 = stanlogz.loo(ll + rng.normal(0, 0.2, 12))
-    c = loo_compare([r, r2], ["a", "b"])
-    j = 1 - c.best
-    d = c.results[j].elpd_i - c.results[c.best].elpd_i
-    assert c.diff_se[j] == pytest.approx(math.sqrt(sum_se(d) ** 2 + c.diff_mcse[j] ** 2),
-                                         rel=1e-12)
+    assert w.se == pytest.approx(elpd_se(w.elpd_i), rel=1e-12)
+    assert w.se_loo == pytest.approx(sum_se(w.elpd_i), rel=1e-12)
+    for shift, refused in ((0.2, True), (2.0, False)):  # elpd_diff about -0.5 and -24
+        r2 = stanlogz.loo(ll + rng.normal(0, shift, 12) - shift**2)
+        c = loo_compare([r, r2], ["a", "b"])
+        j = 1 - c.best
+        d = c.results[j].elpd_i - c.results[c.best].elpd_i
+        assert (abs(c.elpd_diff[j]) < 4) == refused
+        assert c.diff_se_loo[j] == pytest.approx(math.hypot(sum_se(d), c.diff_mcse[j]),
+                                                 rel=1e-12)
+        if refused:
+            assert np.isnan(c.diff_se[j]) and np.isnan(c.p_worse[j])
+            assert any("no se" in w for w in c.warnings())
+        else:
+            assert c.diff_se[j] == pytest.approx(math.hypot(elpd_se(d), c.diff_mcse[j]),
+                                                 rel=1e-12)
     a = r.to_arviz()
     se = float(a.se) if hasattr(a, "se") else float(a["se"])
-    assert se == pytest.approx(sum_se(r.elpd_i), rel=1e-12)
+    assert se == pytest.approx(r.se, rel=1e-12)

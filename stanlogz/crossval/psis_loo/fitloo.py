@@ -21,6 +21,7 @@ from ..._util.sum_se import sum_se
 from ...errors import DataError, InputError
 from ...stan.settings import NutsArgs
 from ..observations.observations import Observations
+from ..refit.cv_se import elpd_se
 from .loo import LooResult
 from .psis import psis_loo, relative_efficiency
 
@@ -139,7 +140,7 @@ def loo_from_fit(fit: Any, *, var: str = "log_lik", r_eff: float | None = None,
     p_i = ps.lppd_i - elpd_i
     res = LooResult(
         model=name or what, elpd_loo=float(elpd_i.sum()),
-        se=sum_se(elpd_i), p_loo=float(p_i.sum()), elpd_i=elpd_i,
+        se=elpd_se(elpd_i), p_loo=float(p_i.sum()), elpd_i=elpd_i,
         psis_elpd_i=ps.elpd_i, lppd_i=ps.lppd_i, khat=ps.khat, threshold=threshold,
         n_samples=ps.n_samples, r_eff=float(r_eff), fix="none", log_lik_source=SOURCE,
         observations=Observations(size_name="", fields=(), n=n),

@@ -28,6 +28,7 @@ from ..names import LooNames
 from ..observations.observations import Observations, load_observed
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError
+from ..refit.cv_se import elpd_se
 from ..refit.heldout import heldout_many
 from .loo_arviz import fixed_khat
 from .loo_routes import exact_split_error, pointwise_source, refit_refusal
@@ -87,6 +88,8 @@ class LooResult(LooNames):
     mcse_bias: float = 0.0
     sample_index: np.ndarray | None = None  # subsampled observations (0-based), or None
     subsampling_se: float = 0.0  # se of the subsampling (difference) estimator
+    #: the small-sample (bootstrap-t) factor included in subsampling_se (1 when not subsampled)
+    subsampling_factor: float = 1.0
     approximation: str | None = None  # the cheap pointwise approximation used to subsample
     pointwise_seconds: float = 0.0  # building and smoothing the pointwise values
     # What the result was computed from (not serialized): for predictive checks and refits.
@@ -208,12 +211,6 @@ class LooResult(LooNames):
                   k, "log", self.threshold, *extra.values()],
             index=["elpd_loo", "se", "p_loo", "n_samples", "n_data_points", "warning", "loo_i",
                    "pareto_k", "scale", "good_k", *extra])
-
-
-def combine(elpd_i: np.ndarray) -> tuple[float, float]:
-    """elpd = Σ elpd_i and its between-observation se sqrt(N var(elpd_i)), ddof 1 (as loo and
-    ArviZ 1.x)."""
-    return float(elpd_i.sum()), sum_se(elpd_i)
 
 
 def _check_rows(n_draws: int, k: int = 3) -> np.ndarray:
@@ -360,6 +357,7 @@ def loo(
         seconds=time.perf_counter() - t0, warnings=warns + notes, psis_mcse_i=ps.mcse_i,
         p_loo_se=est["p_loo_se"], sample_index=sample_index,
         subsampling_se=est.get("subsampling_se", 0.0),
+        subsampling_factor=est.get("subsampling_factor", 1.0),
         approximation=None if sample_index is None else f"psis{APPROX_DRAWS}",
         pointwise_seconds=t_pointwise,
         program=model, data=data_dict, draws=d)
@@ -374,10 +372,10 @@ def loo(
 
 
 def _full_estimates(ps: PsisLoo, elpd_i: np.ndarray | None = None) -> dict[str, float]:
+    """elpd = Σ elpd_i, its se (:func:`~stanlogz.crossval.refit.cv_se.elpd_se`), p_loo."""
     elpd_i = ps.elpd_i if elpd_i is None else elpd_i
-    elpd, se = combine(elpd_i)
     p_i = ps.lppd_i - elpd_i
-    return {"elpd": elpd, "se": se, "p_loo": float(p_i.sum()),
+    return {"elpd": float(elpd_i.sum()), "se": elpd_se(elpd_i), "p_loo": float(p_i.sum()),
             "p_loo_se": sum_se(p_i)}
 
 

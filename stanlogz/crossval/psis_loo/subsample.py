@@ -1,6 +1,12 @@
 """The difference estimator of elpd_loo from a simple random sample of observations
 (Magnusson, Andersen, Jonasson & Vehtari 2020), with the observations whose approximation is
-unreliable taken with certainty: :func:`draw_sample`, :func:`subsample_estimates`."""
+unreliable taken with certainty: :func:`draw_sample`, :func:`subsample_estimates`.
+
+The subsampling se is that of a mean of m sampled differences e_j (exact minus approximate
+elpd_j), which are skewed: a few observations the approximation misses by much. As for K-fold
+sums, the plain se(mean) is widened by the symmetric bootstrap-t factor of the sampled
+differences (:func:`stanlogz.crossval.refit.cv_se.calibration_factor`), so ±2 se is a
+bootstrap-t interval; coverage in ``benchmarks/coverage_subsample.py``."""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ import math
 import numpy as np
 
 from ..fixups.fixups import FixedPoint
+from ..refit.cv_se import calibration_factor
 from .psis import PsisLoo
 
 #: Observations whose approximation's k̂ is above this are taken with certainty (at most
@@ -45,15 +52,17 @@ def subsample_estimates(approx: np.ndarray, index: np.ndarray, elpd_j: np.ndarra
     rest[index[c]] = False
     e = elpd_j[r] - approx[index[r]]
     elpd = float(elpd_j[c].sum() + approx[rest].sum() + n_r * e.mean())
-    v_sub = float(n_r**2 * (1 - m_r / n_r) * np.var(e, ddof=1) / m_r)
+    v_plain = float(n_r**2 * (1 - m_r / n_r) * np.var(e, ddof=1) / m_r)
+    factor = calibration_factor(e)
+    v_sub = v_plain * factor**2
     # Σ elpd_i² by the same estimator; N var_pop(elpd_i) = Σ elpd_i² − (Σ elpd_i)²/N, with
-    # (Σ elpd_i)² estimated without bias by elpd² − v_sub.
+    # (Σ elpd_i)² estimated without bias by elpd² − v_plain.
     sq = float(np.sum(elpd_j[c] ** 2) + np.sum(approx[rest] ** 2)
                + n_r * np.mean(elpd_j[r] ** 2 - approx[index[r]] ** 2))
-    se2 = sq - (elpd**2 - v_sub) / n
+    se2 = sq - (elpd**2 - v_plain) / n
     p_j = ps.lppd_i - elpd_j
     return {"elpd": elpd, "se": float(math.sqrt(max(se2, 0.0))),
-            "subsampling_se": math.sqrt(max(v_sub, 0.0)),
+            "subsampling_se": math.sqrt(max(v_sub, 0.0)), "subsampling_factor": factor,
             "p_loo": float(p_j[c].sum() + n_r * p_j[r].mean()),
             "p_loo_se": float(math.sqrt(n * np.var(p_j, ddof=1))),
             "expansion": n_r / m_r}

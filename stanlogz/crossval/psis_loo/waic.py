@@ -24,6 +24,7 @@ from ... import arviz_compat
 from ..._util.sum_se import sum_se
 from ...errors import InputError
 from ..observations.observations import Observations
+from ..refit.cv_se import elpd_se
 
 #: p_waic_i above this makes WAIC unreliable for that observation (loo's and ArviZ's bound).
 P_WAIC_MAX = 0.4
@@ -51,6 +52,12 @@ class WaicResult:
     def n_obs(self) -> int:
         """Number of observations."""
         return int(self.elpd_i.size)
+
+    @property
+    def se_loo(self) -> float:
+        """R's loo's se of elpd_waic, sqrt(N var(elpd_i)), without stanlogz's small-N factor
+        (:func:`~stanlogz.crossval.refit.cv_se.elpd_se`)."""
+        return sum_se(self.elpd_i)
 
     def table(self) -> list[list[Any]]:
         """The loo-style summary rows: (quantity, estimate, se)."""
@@ -105,7 +112,7 @@ class _Accumulator:
         ess = ess if np.isfinite(ess) and ess > 0 else float(s)
         mcse = float(np.std(phi, ddof=1) / math.sqrt(ess)) if s > 1 else float("nan")
         res = WaicResult(model=name, elpd_waic=float(elpd_i.sum()),
-                         se=sum_se(elpd_i), p_waic=float(p_i.sum()),
+                         se=elpd_se(elpd_i), p_waic=float(p_i.sum()),
                          mcse=mcse, elpd_i=elpd_i, lppd_i=lppd, p_waic_i=p_i, n_samples=s,
                          observations=Observations(size_name="", fields=(), n=n))
         high = np.nonzero(p_i > P_WAIC_MAX)[0]

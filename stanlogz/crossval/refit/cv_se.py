@@ -1,5 +1,6 @@
-"""Standard errors of cross-validation sums that cover their target at small N: K-fold
-(:func:`kfold_se`) and leave-future-out with M-step windows (:func:`lfo_se`).
+"""Standard errors of cross-validation sums that cover their target at small N: PSIS-LOO,
+WAIC and paired differences (:func:`elpd_se`), K-fold (:func:`kfold_se`) and leave-future-out
+with M-step windows (:func:`lfo_se`).
 
 What the se is an se *of*: the data-sampling error of the CV sum as an estimate of the expected
 log score, on new data from the data-generating process, of the predictions it scores — for
@@ -16,6 +17,10 @@ Three corrections to loo's sqrt(N var(elpd_i)), each measured in ``benchmarks/co
   bootstrap-t interval (second-order accurate for two-sided coverage); and by the same factor
   with the lowest values' tail replaced by a fitted Pareto tail, when that is larger
   (:mod:`stanlogz.crossval.refit.cv_tail`: heavy-tailed misspecification covered 87–92% without it);
+  the factor is capped at :data:`MAX_FACTOR`: one value far below the rest makes every resample
+  that misses it look like a many-se error (×109 at N = 10, ×3.8 at N = 1,000 with one value
+  100 below values of sd 0.5), while a cap of 2 left the coverage of ±2 se in
+  ``benchmarks/coverage_ddof.py`` within 0.02 of the uncapped one in every row;
 * **fold-aware variance** (K-fold): every fold's values share one training posterior, so the
   fold sums vary more than the pointwise variance says (2 folds: 56% with the between-fold se,
   90% with the pointwise one); the excess of the between-fold variance over the pointwise one,
@@ -35,6 +40,7 @@ import math
 import numpy as np
 from scipy import stats
 
+from ..._util.sum_se import sum_se
 from .cv_tail import tail_factor
 
 #: Resamples of the bootstrap-t calibration and the (fixed) seed they are drawn with, so the se
@@ -44,14 +50,16 @@ BOOT_SEED = 20250425
 #: Above this many values the calibration is skipped (its correction is O(1/N)).
 MAX_CALIBRATED = 5000
 #: Two-sided level of "±2 se": P(|Z| <= 2).
+#: The largest calibration factor (module docstring).
+MAX_FACTOR = 2.0
 LEVEL_2SE = 2 * stats.norm.cdf(2.0) - 1
 
 
 def calibration_factor(values: np.ndarray) -> float:
-    """The symmetric bootstrap-t factor (>= 1) by which sd(values)·sqrt(N) is widened so that
-    the sum ± 2 se covers with probability P(|Z| <= 2) (module docstring): the larger of the
-    plain one and the one with a Pareto lower tail (:func:`stanlogz.crossval.refit.cv_tail.
-    tail_factor`)."""
+    """The symmetric bootstrap-t factor (1 to :data:`MAX_FACTOR`) by which sd(values)·sqrt(N)
+    is widened so that the sum ± 2 se covers with probability P(|Z| <= 2) (module docstring):
+    the larger of the plain one and the one with a Pareto lower tail
+    (:func:`stanlogz.crossval.refit.cv_tail.tail_factor`)."""
     v = np.asarray(values, dtype=float).ravel()
     n = v.size
     if n < 3 or n > MAX_CALIBRATED or not np.all(np.isfinite(v)):
@@ -66,7 +74,15 @@ def calibration_factor(values: np.ndarray) -> float:
         dev = np.abs(b.mean(axis=1) - mean)
         with np.errstate(divide="ignore", invalid="ignore"):
             t[a:a + b.shape[0]] = np.where(sd > 0, dev / sd * math.sqrt(n), 0.0)
-    return max(1.0, float(np.quantile(t, LEVEL_2SE)) / 2.0, tail_factor(v))
+    return min(MAX_FACTOR, max(1.0, float(np.quantile(t, LEVEL_2SE)) / 2.0, tail_factor(v)))
+
+
+def elpd_se(values: np.ndarray) -> float:
+    """se of Σ_i values_i over N observations (elpd_loo, elpd_waic, a paired difference of
+    them): loo's sqrt(N var(values)) times the small-N :func:`calibration_factor` (>= 1, near 1
+    from a few hundred observations); NaN for fewer than two values."""
+    v = np.asarray(values, dtype=float).ravel()
+    return float(calibration_factor(v) * sum_se(v))
 
 
 def kfold_se(elpd_i: np.ndarray, fold_of: np.ndarray) -> float:

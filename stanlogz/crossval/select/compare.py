@@ -3,13 +3,25 @@ the se of the paired pointwise differences, the normal-approximation probability
 program predicts worse than the best (``p_worse``), and diagnostics of when that normal
 approximation is unreliable (Sivula, Magnusson, Matamoros & Vehtari 2022; loo 2.10):
 
-* ``diag_diff``: ``"N < 100"`` (few observations: the se is too optimistic), else
-  ``"|elpd_diff| < 4"`` (models predict so alike that the difference's distribution is skewed
-  and the se unreliable), else ``"khat_diff > 0.5"`` (the pointwise differences have a heavy
+* ``diag_diff``: ``"|elpd_diff| < 4"`` (models predict so alike that the difference's
+  distribution is skewed and the se unreliable), else ``"N < 100"`` (few observations: the se
+  is too optimistic), else ``"khat_diff > 0.5"`` (the pointwise differences have a heavy
   tail, e.g. outliers: the Pareto k̂ of |d_i − median d| above 0.5 means their variance may be
   infinite); empty when none applies.
 * ``diag_elpd``: ``"K k_psis > t"`` when K observations of the program still have Pareto k̂
   above the threshold t (not fixed), so its elpd_loo itself is unreliable.
+
+Where loo only flags, stanlogz also acts (coverage of ±2 se against exact truths in
+``benchmarks/coverage_ddof.py``):
+
+* ``diff_se`` carries the small-N bootstrap-t factor of the paired differences
+  (:func:`stanlogz.crossval.refit.cv_se.elpd_se`): loo's se covered 67–85% at N ≤ 50 where the
+  difference is at least 4, the calibrated one 89–96%;
+* below |elpd_diff| = 4 no se is given (``diff_se`` and ``p_worse`` are NaN): there the error of
+  the LOO difference has a floor of a few nats that the pointwise differences do not show (two
+  nested programs whose extra term does nothing score almost alike at every observation, yet
+  their true difference is chance), and ±2 se covered 50–85%, whatever its factor. loo's value
+  is kept in ``diff_se_loo`` for comparison with R.
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ from ..._util.sum_se import DDOF
 from ...errors import InputError
 from ..names import LooComparisonNames
 from ..psis_loo.loo import LooResult
+from ..refit.cv_se import elpd_se
 
 
 @dataclass(repr=False)
@@ -47,6 +60,9 @@ class LooComparison(LooComparisonNames):
     #: Monte Carlo se of each elpd_diff: both programs' complete Monte Carlo se of elpd_loo
     #: (their draws are independent runs), 0 for the best
     diff_mcse: np.ndarray | None = None
+    #: loo's se_diff, sqrt(N var(d_i) + diff_mcse²) without the small-N factor, also where
+    #: ``diff_se`` is refused (module docstring): for comparison with R, not an error bar
+    diff_se_loo: np.ndarray | None = None
 
     header = ("model", "elpd_loo", "se", "elpd_diff", "diff_se", "p_loo", "fixed", "p_worse",
               "diag_diff", "diag_elpd")
@@ -70,15 +86,19 @@ class LooComparison(LooComparisonNames):
         """What the diagnostics mean for this comparison, and what to do."""
         out = []
         if "N < 100" in (self.diag_diff or []):
-            out.append(f"only {self.results[0].n_obs} observations: se_diff is optimistic and "
-                       "p_worse overconfident; treat differences of a few se_diff as undecided")
+            out.append(f"only {self.results[0].n_obs} observations: diff_se's small-N factor "
+                       "is estimated from few values and p_worse may be overconfident; treat "
+                       "differences of a few diff_se as undecided")
         for i, (d, e) in enumerate(zip(self.diag_diff or [], self.diag_elpd or [],
                                        strict=True)):
             n = self.names[i]
             if d == "|elpd_diff| < 4":
-                out.append(f"{n}: |elpd_diff| < 4: the programs predict almost alike; the "
-                           "normal approximation of the difference is unreliable and the "
-                           "choice matters little")
+                loo_se = ("" if self.diff_se_loo is None
+                          else f" (loo's se_diff would be {self.diff_se_loo[i]:.2f})")
+                out.append(f"{n}: |elpd_diff| < 4: the programs predict almost alike and no se "
+                           f"of so small a difference covers its error{loo_se}, so none is "
+                           "given; the choice matters little: weigh the programs by stacking "
+                           "(weights) or choose on other grounds")
             elif d.startswith("khat_diff"):
                 out.append(f"{n}: the pointwise differences to the best have a heavy tail "
                            f"(k-hat {self.khat_diff[i]:.2f}); look at the outlying observations "
@@ -92,7 +112,9 @@ class LooComparison(LooComparisonNames):
         """A JSON-serializable dict."""
         return {"best": self.names[self.best],
                 "models": [{"name": n, "elpd_loo": r.elpd_loo, "se": r.se,
-                            "elpd_diff": float(d), "diff_se": float(s),
+                            "se_loo": _se_loo(r), "elpd_diff": float(d),
+                            "diff_se": _num(self.diff_se, j),
+                            "diff_se_loo": _num(self.diff_se_loo, j),
                             "diff_mcse": _num(self.diff_mcse, j), "p_loo": r.p_loo,
                             "fixed": [f.index + 1 for f in r.fixed], "warnings": r.warnings,
                             "p_worse": _num(self.p_worse, j), "khat_diff": _num(self.khat_diff, j),
@@ -101,6 +123,10 @@ class LooComparison(LooComparisonNames):
                            for j, (n, r, d, s) in enumerate(zip(
                                self.names, self.results, self.elpd_diff, self.diff_se,
                                strict=True))]}
+
+
+def _se_loo(result: Any) -> float:
+    return float(getattr(result, "se_loo", result.se))
 
 
 def _num(values: np.ndarray | None, j: int) -> float | None:
@@ -136,12 +162,16 @@ def tail_khat(values: np.ndarray) -> float:
     return float(np.ravel(k)[0])
 
 
+#: Below this |elpd_diff| no se of the difference is given (module docstring).
+SMALL_DIFF = 4.0
+
+
 def difference_diagnostics(n_obs: int, elpd_diff: float, khat: float) -> str:
     """loo's ``diag_diff`` for one program against the best (module docstring)."""
+    if abs(elpd_diff) < SMALL_DIFF:  # first: it is the one that withholds diff_se
+        return "|elpd_diff| < 4"
     if n_obs < 100:
         return "N < 100"
-    if abs(elpd_diff) < 4:
-        return "|elpd_diff| < 4"
     if khat > 0.5:
         return "khat_diff > 0.5"
     return ""
@@ -179,6 +209,7 @@ def loo_compare(results: Sequence[LooResult], names: Sequence[str] | None = None
     b = results[best]
     diff = np.array([r.elpd_loo - b.elpd_loo for r in results])
     se = np.zeros(len(results))
+    se_loo = np.zeros(len(results))
     mcse = np.zeros(len(results))
     khat = np.full(len(results), np.nan)
     diag = [""] * len(results)
@@ -186,9 +217,12 @@ def loo_compare(results: Sequence[LooResult], names: Sequence[str] | None = None
         if j != best:
             d_i = r.elpd_i - b.elpd_i
             mcse[j] = math.hypot(r.mcse_elpd_loo, b.mcse_elpd_loo)
-            se[j] = math.sqrt(r.n_obs * np.var(d_i, ddof=DDOF) + mcse[j] ** 2)
+            se_loo[j] = math.sqrt(r.n_obs * np.var(d_i, ddof=DDOF) + mcse[j] ** 2)
+            se[j] = (float("nan") if abs(diff[j]) < SMALL_DIFF
+                     else math.hypot(elpd_se(d_i) * math.sqrt(r.n_obs / d_i.size), mcse[j]))
             khat[j] = tail_khat(d_i)
             diag[j] = difference_diagnostics(r.n_obs, float(diff[j]), float(khat[j]))
     return LooComparison(names=names, results=results, elpd_diff=diff, diff_se=se, best=best,
                          p_worse=p_worse(diff, se), khat_diff=khat, diag_diff=diag,
-                         diag_elpd=[elpd_diagnostic(r) for r in results], diff_mcse=mcse)
+                         diag_elpd=[elpd_diagnostic(r) for r in results], diff_mcse=mcse,
+                         diff_se_loo=se_loo)

@@ -20,6 +20,7 @@ import stanlogz
 from stanlogz._util.sum_se import arviz0_factor
 from stanlogz.cli import main
 from stanlogz.crossval import loo_compare
+from stanlogz.crossval.refit.cv_se import calibration_factor
 from stanlogz.errors import DataError, InputError
 
 FIX = Path("/work/shared/fixtures/cmdstan")
@@ -43,12 +44,13 @@ def test_loo_of_inference_data_equals_arviz() -> None:
     r = stanlogz.loo(idata)
     assert r.program is None and r.fix == "none" and r.n_obs == 8
     # same smoothing and r_eff as ArviZ: equal to rounding
-    # ArviZ 0.x's se is sqrt(N var(elpd_i)) with ddof 0, as stanlogz's; ArviZ 1.x (like R's
-    # loo) uses ddof 1, larger by sqrt(N / (N - 1))
-    # stanlogz's se uses the ddof-1 variance (as R's loo and ArviZ 1.x); ArviZ 0.x's ddof 0 is
-    # smaller by the factor sqrt((N - 1) / N)
+    # stanlogz's se_loo is loo's sqrt(N var(elpd_i)) with ddof 1 (as R's loo and ArviZ 1.x);
+    # ArviZ 0.x's ddof 0 is smaller by the factor sqrt((N - 1) / N). Its se is se_loo times
+    # the small-N factor.
     ddof_factor = 1.0 if arviz_compat.arviz_major() >= 1 else 1.0 / arviz0_factor(r.n_obs)
-    assert abs(r.elpd_loo - ref["elpd"]) < 1e-6 and abs(r.se * ddof_factor - ref["se"]) < 1e-6
+    assert abs(r.elpd_loo - ref["elpd"]) < 1e-6
+    assert abs(r.se_loo * ddof_factor - ref["se"]) < 1e-6
+    assert r.se == pytest.approx(calibration_factor(r.elpd_i) * r.se_loo, rel=1e-12)
     assert abs(r.p_loo - ref["p_loo"]) < 1e-6
     np.testing.assert_allclose(r.elpd_i, ref["elpd_i"], atol=1e-6)
     np.testing.assert_allclose(r.khat, ref["pareto_k"], atol=1e-6)

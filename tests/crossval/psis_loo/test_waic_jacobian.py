@@ -19,6 +19,7 @@ from stanlogz._util.sum_se import arviz0_factor
 from stanlogz.cli import main
 from stanlogz.crossval.observations.jacobian import jacobian_adjusted, log_jacobian
 from stanlogz.crossval.psis_loo.waic import waic
+from stanlogz.crossval.refit.cv_se import calibration_factor
 from stanlogz.draws import from_array, sample
 from stanlogz.errors import InputError
 from stanlogz.stan.settings import NutsArgs
@@ -68,7 +69,8 @@ def test_waic_equals_arviz_and_the_closed_form() -> None:
         ref_se = np.sqrt(ref_i.size * np.var(ref_i, ddof=1))
     for fit in (idata, SCHOOLS):
         w = waic(fit)
-        assert abs(w.elpd_waic - ref_elpd) < 1e-9 and abs(w.se - ref_se) < 1e-9
+        assert abs(w.elpd_waic - ref_elpd) < 1e-9 and abs(w.se_loo - ref_se) < 1e-9
+        assert w.se == pytest.approx(calibration_factor(w.elpd_i) * ref_se, rel=1e-9)
         assert abs(w.p_waic - ref_p) < 1e-9
     np.testing.assert_allclose(w.elpd_i, ref_i, atol=1e-9)
     y = np.random.default_rng(4).normal(0.3, 1.0, 20)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from benchmarks.truths.crossval.truths import normal_mean_kfold_data
-from stanlogz.crossval.refit.cv_se import calibration_factor, kfold_se
+from stanlogz.crossval.refit.cv_se import MAX_FACTOR, calibration_factor, kfold_se
 from stanlogz.crossval.refit.cv_tail import gpd_fit, tail_factor, tail_khat, tail_warning
 
 
@@ -40,9 +40,15 @@ def test_tail_khat_and_warning_tell_heavy_from_light_lower_tails() -> None:
     assert tail_warning(heavy[:49], "elpd_kfold") is None  # too few values to say
 
 
-def test_calibration_takes_the_larger_factor() -> None:
+def test_calibration_takes_the_larger_factor_up_to_its_cap() -> None:
     e = -np.random.default_rng(52).standard_t(3, 30) ** 2  # a heavy lower tail
-    assert calibration_factor(e) >= tail_factor(e) >= 1.0
+    assert calibration_factor(e) == min(MAX_FACTOR, max(calibration_factor(e), tail_factor(e)))
+    assert calibration_factor(e) >= min(MAX_FACTOR, tail_factor(e)) >= 1.0
+    # one value far below the rest: uncapped, every resample that misses it would look like a
+    # many-se error (factor ~100 here); the cap holds it at MAX_FACTOR
+    v = np.random.default_rng(3).normal(-1.4, 0.5, 10)
+    v[-1] = -160.0
+    assert calibration_factor(v) == MAX_FACTOR
 
 
 def _kfold_t5(rng: np.random.Generator, n: int, k: int) -> tuple[np.ndarray, np.ndarray, float]:

@@ -15,6 +15,7 @@ import pytest
 from stanlogz import arviz_compat
 from stanlogz._util.sum_se import arviz0_factor, sum_se
 from stanlogz.cli import main
+from stanlogz.crossval.refit.cv_se import elpd_se
 from stanlogz.crossval.select.choose import check_request, check_same_data, choose, parse_weights
 from stanlogz.crossval.select.compare import loo_compare, tail_khat
 from stanlogz.errors import InputError
@@ -46,7 +47,11 @@ class FakeLoo:
 
     @property
     def se(self) -> float:
-        return sum_se(self.elpd_i)  # as LooResult's
+        return elpd_se(self.elpd_i)  # as LooResult's
+
+    @property
+    def se_loo(self) -> float:
+        return sum_se(self.elpd_i)
 
     @property
     def n_obs(self) -> int:
@@ -71,7 +76,7 @@ def pair(diffs: np.ndarray, seed: int = 0) -> list[FakeLoo]:
 
 
 def test_p_worse_is_the_normal_probability_of_a_negative_difference():
-    d = np.random.default_rng(1).normal(0.05, 0.4, 60)
+    d = np.random.default_rng(1).normal(0.15, 0.4, 60)  # elpd_diff about -9: an se is given
     c = loo_compare(pair(d), ["best", "other"])
     diff, se = -d.sum(), c.diff_se[1]
     assert c.elpd_diff[1] == pytest.approx(diff)
@@ -188,9 +193,16 @@ def test_program_choice_combines_loo_evidence_and_weights(tmp_path):
     # arviz-stats 1.3 too) uses ddof 0, smaller by sqrt((N - 1) / N); se is the ELPD objects'
     # own (ddof 1) in both
     dse_factor = arviz0_factor(loos[0].n_obs)
-    for col in ("elpd_diff", "se", "dse", ref.columns[1]):
-        want = ref[col].to_numpy(float) * (dse_factor if col == "dse" else 1.0)
-        assert df[col].to_numpy(float) == pytest.approx(want, abs=1e-9)
+    for col in ("elpd_diff", ref.columns[1]):
+        assert df[col].to_numpy(float) == pytest.approx(ref[col].to_numpy(float), abs=1e-9)
+    # stanlogz's se and dse carry the small-N factor (and no dse below |elpd_diff| = 4); loo's
+    # values without it, se_loo and diff_se_loo, are ArviZ's
+    order = [c.names.index(n) for n in df.index]
+    assert df["se"].to_numpy(float) == pytest.approx([loos[i].se for i in order], rel=1e-12)
+    assert [loos[i].se_loo for i in order] == pytest.approx(ref["se"].to_numpy(float), abs=1e-9)
+    np.testing.assert_allclose(df["dse"].to_numpy(float), c.loo.diff_se[order], rtol=1e-12)
+    assert c.loo.diff_se_loo[order] == pytest.approx(ref["dse"].to_numpy(float) * dse_factor,
+                                                     abs=1e-9)
     assert df["weight"].to_numpy(float) == pytest.approx(ref["weight"].to_numpy(float),
                                                          abs=5e-4)  # ArviZ's SLSQP tolerance
     import matplotlib
@@ -277,6 +289,10 @@ def test_three_shipped_programs_by_loo_and_evidence(compiled, capsys):
     for n in names:
         if n != best:
             m = loo_models[n]
+            if abs(m["elpd_diff"]) < 4:  # no se of so small a difference
+                assert m["diff_se"] is None and m["p_worse"] is None
+                assert m["diag_diff"] == "|elpd_diff| < 4"
+                continue
             z = -m["elpd_diff"] / m["diff_se"]
             assert m["p_worse"] == pytest.approx(0.5 * (1 + math.erf(z / math.sqrt(2))))
             assert m["diag_diff"] == "N < 100"  # 25 observations
