@@ -64,3 +64,14 @@ def test_every_between_observation_se_uses_it() -> None:
     a = r.to_arviz()
     se = float(a.se) if hasattr(a, "se") else float(a["se"])
     assert se == pytest.approx(r.se, rel=1e-12)
+
+
+def test_loo_display_names_the_small_n_factor_and_few_observations() -> None:
+    rng = np.random.default_rng(41)
+    ll = rng.normal(-1.0, 0.3, (2000, 12)) + rng.normal(0, 0.5, 12)
+    r = stanlogz.loo(ll)
+    text = str(r)
+    assert f"small-N factor of {r.se / r.se_loo:.2f} (loo's SE {r.se_loo:.1f})" in text
+    assert "Only 12 observations" in text
+    many = stanlogz.loo(rng.normal(-1.0, 0.3, (400, 300)) + rng.normal(0, 0.5, 300))
+    assert "observations: SE is approximate" not in str(many)

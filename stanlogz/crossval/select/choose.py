@@ -143,7 +143,8 @@ class ProgramChoice(ChoiceNames):
                 r = self.loo.results[i]
                 pw = self.loo.p_worse[i] if self.loo.p_worse is not None else np.nan
                 row += [r.elpd_loo, r.se, float(self.loo.elpd_diff[i]),
-                        float(self.loo.diff_se[i]), None if np.isnan(pw) else float(pw),
+                        (None if np.isnan(self.loo.diff_se[i]) else float(self.loo.diff_se[i])),
+                        None if np.isnan(pw) else float(pw),
                         (self.loo.diag_diff or [""] * len(self.names))[i],
                         (self.loo.diag_elpd or [""] * len(self.names))[i]]
             if self.evidence is not None:

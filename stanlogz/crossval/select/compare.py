@@ -78,7 +78,7 @@ class LooComparison(LooComparisonNames):
         dd = self.diag_diff or [""] * len(self.names)
         de = self.diag_elpd or [""] * len(self.names)
         return [[self.names[i], self.results[i].elpd_loo, self.results[i].se,
-                 float(self.elpd_diff[i]), float(self.diff_se[i]), self.results[i].p_loo,
+                 float(self.elpd_diff[i]), _num(self.diff_se, i), self.results[i].p_loo,
                  len(self.results[i].fixed), None if np.isnan(pw[i]) else float(pw[i]),
                  dd[i], de[i]] for i in self.order()]
 
