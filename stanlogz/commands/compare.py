@@ -58,9 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weights", metavar="METHODS", default=None,
                         help=f"model weights, comma-separated: {', '.join(WEIGHT_METHODS)} "
                         "(stacking and pseudo-BMA need --loo, bma needs the evidence)")
-    parser.add_argument("--fix", choices=FIX_METHODS, default="auto",
+    parser.add_argument("--fix", choices=(*FIX_METHODS, "mis"), default="auto",
                         help="with --loo: how to recompute observations with high k-hat "
-                        "(default auto: moment matching, then exact refits)")
+                        "(default auto: moment matching, then exact refits; mis: mixture "
+                        "importance sampling, one run per program)")
     add_observation_arguments(parser)
     add_check_arguments(parser)
     parser.add_argument("--score", choices=tuple(SCORES), default=None,

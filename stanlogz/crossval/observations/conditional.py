@@ -62,7 +62,8 @@ def response_field(data: Mapping[str, Any], obs: Observations, response: str | N
             and np.asarray(data[f]).dtype.kind in "iuf"]
     if len(cand) != 1:
         raise InputError(f"cannot tell which observation array holds the observed values "
-                         f"({', '.join(obs.fields)}); name it (response=)")
+                         f"({', '.join(obs.fields)}); call the observed values y in the "
+                         "program and data, or add a log_lik generated quantity")
     return cand[0]
 
 

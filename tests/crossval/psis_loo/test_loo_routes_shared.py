@@ -72,3 +72,17 @@ def test_cv_refusals_for_changing_parameters(compiled) -> None:
         routed_source(m, data, obs, unc, 2, "log", "rwmh")
     with pytest.raises(InputError, match="--kernel rwmh"):
         routed_source(m, data, obs, unc, 1, "log", "hmc")
+
+
+def test_compare_passes_fix_mis_to_loo(compiled, capsys) -> None:
+    compiled(SCHOOLS), compiled(POOLED, DATA)
+    rc = main(["--json", "--quiet", "--seed", "4", "compare", str(SCHOOLS), str(POOLED),
+               "--data", str(DATA), "--loo", "--fix", "mis", "--draws", "500"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    models = {m["name"]: m for m in json.loads(out)["loo"]["models"]}
+    # the same computation as loo(fix="mis") with the seed compare derives for the program
+    ref = stanlogz.loo(str(POOLED), str(DATA), seed=child_int_seed(4, 1), n_draws=500,
+                       fix="mis")
+    assert ref.fix == "mis"
+    assert abs(models[ref.model]["elpd_loo"] - ref.elpd_loo) < 1e-9
