@@ -14,7 +14,8 @@ Model: Bayesian linear regression with known noise sd 1 and prior N(0, I) on p c
 Columns: loo's sqrt(N var) with ddof 0 and 1; ``elpd se`` and ``diff_se``: what stanlogz reports
 (:func:`stanlogz.crossval.refit.cv_se.elpd_se`, loo's times the capped small-N bootstrap-t
 factor); ``no diff_se``: the fraction of data sets with |elpd_diff| < 4, where ``compare`` gives
-no se; the last two columns are the coverage of loo's and stanlogz's diff se on the others.
+no se; then the coverage of loo's and stanlogz's diff se on the others, and last what the
+calibrated se would cover where none is given.
 
 Each row's coverage has Monte Carlo sd sqrt(c (1 − c) / sims) (±0.009 at 0.9 for 1,000 sims).
 
@@ -68,7 +69,7 @@ def table(n_sims: int, rng: np.random.Generator) -> list[list]:
     for case in ("model right", "noise 1.5 t_5"):
         for n in (10, 20, 50, 100, 300):
             hit = {k: 0 for k in ("elpd 0", "elpd 1", "elpd now", "diff 0", "diff 1",
-                                  "diff 1 big", "diff now")}
+                                  "diff 1 big", "diff now", "diff small")}
             big = 0
             for _ in range(n_sims):
                 beta = rng.normal(size=2) * np.array([1.0, 0.3])
@@ -92,12 +93,16 @@ def table(n_sims: int, rng: np.random.Generator) -> list[list]:
                     big += 1
                     hit["diff 1 big"] += err_d <= 2 * math.sqrt(n * np.var(d, ddof=1))
                     hit["diff now"] += err_d <= 2 * elpd_se(d)
+                else:  # what a calibrated se would cover there, had it been given
+                    hit["diff small"] += err_d <= 2 * elpd_se(d)
             cov = {k: round(v / n_sims, 3) for k, v in hit.items()}
             for k in ("diff 1 big", "diff now"):
                 cov[k] = round(hit[k] / big, 3) if big else None
+            small = n_sims - big
+            cov["diff small"] = round(hit["diff small"] / small, 3) if small else None
             rows.append([case, n, n_sims, cov["elpd 0"], cov["elpd 1"], cov["elpd now"],
                          cov["diff 0"], cov["diff 1"], round(1 - big / n_sims, 3),
-                         cov["diff 1 big"], cov["diff now"]])
+                         cov["diff 1 big"], cov["diff now"], cov["diff small"]])
     return rows
 
 
@@ -112,7 +117,7 @@ def main() -> None:
     rows = table(n_sims, np.random.default_rng(a.seed))
     print(format_table(["data", "N", "sims", "elpd ddof 0", "elpd ddof 1", "elpd se",
                         "diff ddof 0", "diff ddof 1", "no diff_se", "ddof 1 |d|>=4",
-                        "diff_se |d|>=4"], rows,
+                        "diff_se |d|>=4", "calibrated |d|<4"], rows,
                        title="Exact LOO: coverage of ±2 sqrt(N var(values)) of the expected "
                        "log score (elpd) and of the p=2 − p=1 difference "
                        f"({time.perf_counter() - t:.0f} s; MC sd of each cell ≈ "

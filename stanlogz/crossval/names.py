@@ -79,7 +79,7 @@ class LooNames(Display):
                          f"{plain:.1f}).")
         if self.n_obs < FEW_OBS:
             notes.append(f"Only {self.n_obs} observations: SE is approximate (at N = 10, "
-                         "+-2 SE covered 91% of errors with a right model, 88% with "
+                         "+-2 SE covered 90% of errors with a right model, 85% with "
                          "heavy-tailed misfit).")
         if self.sample_index is not None:
             notes.append(f"Subsampling se of elpd_loo is {self.subsampling_se:.2f}.")

@@ -38,17 +38,17 @@ def test_every_between_observation_se_uses_it() -> None:
     sum or difference is it times the small-N factor (elpd_se), and no diff_se is given below
     |elpd_diff| = 4."""
     rng = np.random.default_rng(41)
-    ll = rng.normal(-1.0, 0.3, (2000, 12)) + rng.normal(0, 0.5, 12)
+    ll = rng.normal(-1.0, 0.3, (2000, 30)) + rng.normal(0, 0.5, 30)
     r = stanlogz.loo(ll)
     assert r.se_loo == pytest.approx(sum_se(r.elpd_i), rel=1e-12)
     assert r.se == pytest.approx(elpd_se(r.elpd_i), rel=1e-12)
-    assert r.se > r.se_loo  # N = 12: the factor is above 1
+    assert r.se > r.se_loo  # N = 30: the factor is above 1
     assert r.p_loo_se == pytest.approx(sum_se(r.lppd_i - r.elpd_i), rel=1e-12)
     w = waic(ll)
     assert w.se == pytest.approx(elpd_se(w.elpd_i), rel=1e-12)
     assert w.se_loo == pytest.approx(sum_se(w.elpd_i), rel=1e-12)
-    for shift, refused in ((0.2, True), (2.0, False)):  # elpd_diff about -0.5 and -24
-        r2 = stanlogz.loo(ll + rng.normal(0, shift, 12) - shift**2)
+    for shift, refused in ((0.2, True), (2.0, False)):  # elpd_diff about -1 and -60
+        r2 = stanlogz.loo(ll + rng.normal(0, shift, 30) - shift**2)
         c = loo_compare([r, r2], ["a", "b"])
         j = 1 - c.best
         d = c.results[j].elpd_i - c.results[c.best].elpd_i
@@ -64,6 +64,11 @@ def test_every_between_observation_se_uses_it() -> None:
     a = r.to_arviz()
     se = float(a.se) if hasattr(a, "se") else float(a["se"])
     assert se == pytest.approx(r.se, rel=1e-12)
+    # fewer than 20 observations: no se of a difference, however large
+    few = [stanlogz.loo(ll[:, :12]), stanlogz.loo(ll[:, :12] - 2.0)]
+    c = loo_compare(few, ["a", "b"])
+    assert c.elpd_diff[1] == pytest.approx(-24.0) and np.isnan(c.diff_se[1])
+    assert any("only 12 observations: no se of elpd_diff" in w for w in c.warnings())
 
 
 def test_loo_display_names_the_small_n_factor_and_few_observations() -> None:
