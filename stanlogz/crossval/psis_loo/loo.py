@@ -159,9 +159,8 @@ class LooResult(LooNames):
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict (pointwise rows included)."""
         return {"model": self.model, "elpd_loo": self.elpd_loo, "se": self.se,
-                "mcse_elpd_loo": self.mcse_elpd_loo, "mcse_psis": self.mcse_psis,
-                "mcse_bias": self.mcse_bias,
-                "p_loo": self.p_loo,
+                "se_loo": self.se_loo, "mcse_elpd_loo": self.mcse_elpd_loo,
+                "mcse_psis": self.mcse_psis, "mcse_bias": self.mcse_bias, "p_loo": self.p_loo,
                 "p_loo_se": self.p_loo_se, "looic": -2 * self.elpd_loo, "n_obs": self.n_obs,
                 "n_samples": self.n_samples, "r_eff": self.r_eff, "khat_threshold": self.threshold,
                 "khat_counts": self.khat_counts(), "fix": self.fix,
@@ -170,7 +169,8 @@ class LooResult(LooNames):
                                  "fields": list(self.observations.fields)},
                 "subsample": None if self.sample_index is None else {
                     "m": int(self.sample_index.size), "approximation": self.approximation,
-                    "subsampling_se": self.subsampling_se},
+                    "subsampling_se": self.subsampling_se,
+                    "subsampling_factor": self.subsampling_factor},
                 "fixed": [f.to_dict() for f in self.fixed], "pointwise": self.pointwise(),
                 "seconds": self.seconds, "pointwise_seconds": self.pointwise_seconds,
                 "warnings": self.warnings}

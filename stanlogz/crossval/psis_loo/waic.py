@@ -69,7 +69,7 @@ class WaicResult:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict (pointwise values included)."""
         return {"model": self.model, "elpd_waic": self.elpd_waic, "se": self.se,
-                "mcse_elpd_waic": self.mcse, "p_waic": self.p_waic,
+                "se_loo": self.se_loo, "mcse_elpd_waic": self.mcse, "p_waic": self.p_waic,
                 "waic": -2 * self.elpd_waic, "n_obs": self.n_obs, "n_samples": self.n_samples,
                 "n_p_waic_above_0.4": int(np.sum(self.p_waic_i > P_WAIC_MAX)),
                 "pointwise": [{"observation": i + 1, "elpd": float(e), "p_waic": float(p)}
