@@ -122,6 +122,8 @@ def print_loo(report: Reporter, r: LooResult) -> None:
                 f"fixed values {math.sqrt(sum(f.se**2 for f in r.fixed)):.3f})"
                 + ("" if r.sample_index is None else
                    f"; subsampling se: {r.subsampling_se:.3f}"))
+    for note in r.se_notes():
+        report.text(note)
     counts = r.khat_counts()
     n = r.elpd_i.size
     report.table(["Pareto k-hat", "count", "pct"],

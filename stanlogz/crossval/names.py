@@ -52,6 +52,19 @@ class LooNames(Display):
         factor (:func:`~stanlogz.crossval.refit.cv_se.elpd_se`); ``se`` when subsampled."""
         return self.se if self.sample_index is not None else sum_se(self.elpd_i)
 
+    def se_notes(self) -> list[str]:
+        """What the se of elpd_loo includes beyond loo's, and when it is approximate."""
+        notes = []
+        plain = self.se_loo
+        if plain > 0 and self.se > 1.005 * plain:
+            notes.append(f"SE includes a small-N factor of {self.se / plain:.2f} (loo's SE "
+                         f"{plain:.1f}).")
+        if self.n_obs < FEW_OBS:
+            notes.append(f"Only {self.n_obs} observations: SE is approximate (at N = 10, "
+                         "+-2 SE covered 90% of errors with a right model, 85% with "
+                         "heavy-tailed misfit).")
+        return notes
+
     def _display(self) -> View:
         n_draws = int(self.n_samples)
         what = (f"subsampled PSIS-LOO from {self.sample_index.size} of {self.n_obs} observations"
@@ -72,15 +85,7 @@ class LooNames(Display):
         ktab = Section(f"Pareto k diagnostic values (before fix-ups; threshold {t:.2f}):",
                        ["", "Count", "Pct."],
                        [[f"{b:13s} {lab}", c, f"{100.0 * c / n:.1f}%"] for b, lab, c in bands])
-        notes = [f"MCSE of elpd_loo is {self.mcse_elpd_loo:.2f}."]
-        plain = self.se_loo
-        if plain > 0 and self.se > 1.005 * plain:
-            notes.append(f"SE includes a small-N factor of {self.se / plain:.2f} (loo's SE "
-                         f"{plain:.1f}).")
-        if self.n_obs < FEW_OBS:
-            notes.append(f"Only {self.n_obs} observations: SE is approximate (at N = 10, "
-                         "+-2 SE covered 90% of errors with a right model, 85% with "
-                         "heavy-tailed misfit).")
+        notes = [f"MCSE of elpd_loo is {self.mcse_elpd_loo:.2f}.", *self.se_notes()]
         if self.sample_index is not None:
             notes.append(f"Subsampling se of elpd_loo is {self.subsampling_se:.2f}.")
         if self.fixed:

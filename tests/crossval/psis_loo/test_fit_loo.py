@@ -144,3 +144,12 @@ def test_cli_loo_from_fit_files_without_a_program(tmp_path: Path, capsys) -> Non
     rc = main(["loo"])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "--fit" in err
+
+
+def test_cli_loo_says_what_its_se_includes(capsys) -> None:
+    rc = main(["loo", "--fit", *SCHOOLS])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    r = stanlogz.loo(SCHOOLS)
+    assert f"SE includes a small-N factor of {r.se / r.se_loo:.2f}" in out
+    assert "Only 8 observations: SE is approximate" in out
