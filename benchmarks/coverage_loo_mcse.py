@@ -76,6 +76,8 @@ def main() -> None:
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--draws", type=int, default=1000, help="draws per chain")
     ap.add_argument("--m", type=int, default=100, help="subsample size")
+    ap.add_argument("--k-threshold", type=float, default=None,
+                    help="k-hat above which the influential runs fix points (default: loo's)")
     args = ap.parse_args()
     n_seeds = args.seeds or (200 if args.full else 30)
     settings = NutsArgs(chains=4, warmup=1000, draws=args.draws)
@@ -92,7 +94,7 @@ def main() -> None:
     counts = []
     for seed in range(args.first_seed, args.first_seed + n_seeds):
         d = sample(m_infl, settings, seed=seed)
-        a = loo(m_infl, infl, draws=d, seed=seed)
+        a = loo(m_infl, infl, draws=d, seed=seed, k_threshold=args.k_threshold)
         rows["elpd_loo influential"].append((a.elpd_loo - t_infl.sum(), a.mcse_elpd_loo))
         counts.append((np.sum(a.khat > 0.5), np.sum(a.khat > 0.7), a.mcse_bias))
         rows["  old rss se (before)"].append((a.elpd_loo - t_infl.sum(),

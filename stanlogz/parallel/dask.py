@@ -223,7 +223,8 @@ class DaskExecutor:
                    for i in range(len(tasks))]
         results: list[Any] = [None] * len(futures)
         index = {f.key: i for i, f in enumerate(futures)}
-        ticker = _Ticker(self.progress, len(futures))
+        # a caller that counts its own units (on_done: a workflow's bar) gets no second bar
+        ticker = _Ticker(None if on_done is not None else self.progress, len(futures))
         try:
             for fut in as_completed(futures):
                 if fut.status != "finished":

@@ -98,6 +98,12 @@ def test_same_results_local_one_worker_several_workers_any_order(threads):
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(a, c)
     assert lines[-1].startswith("cluster: 8/8 units done")
+    # a caller that counts its own finished units (a workflow's bar) gets no second count
+    lines.clear()
+    done: list[int] = []
+    with use_executor(threads, progress=lines.append):
+        run_parallel(_draw, tasks, seed=7, on_done=lambda: done.append(1))
+    assert len(done) == 8 and not any("units done" in ln for ln in lines)
 
 
 def _fail_on_three(task, rng):
