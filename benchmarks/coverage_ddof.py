@@ -33,6 +33,7 @@ import numpy as np
 
 from benchmarks.coverage_cv import GH_W, GH_X, _design, _posterior
 from stanlogz._util.tables import format_table
+from stanlogz.crossval.refit import cv_se
 from stanlogz.crossval.refit.cv_se import elpd_se
 from stanlogz.crossval.select.compare import SMALL_DIFF
 
@@ -111,7 +112,11 @@ def main() -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--full", action="store_true", help="4x the replicates")
     ap.add_argument("--seed", type=int, default=20251126)
+    ap.add_argument("--cap", type=float, default=None,
+                    help="the small-N factor's cap (default stanlogz's; e.g. 1000 for none)")
     a = ap.parse_args()
+    if a.cap is not None:
+        cv_se.MAX_FACTOR = a.cap
     n_sims = 1000 * (4 if a.full else 1)
     t = time.perf_counter()
     rows = table(n_sims, np.random.default_rng(a.seed))

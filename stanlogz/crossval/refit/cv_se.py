@@ -19,8 +19,9 @@ Three corrections to loo's sqrt(N var(elpd_i)), each measured in ``benchmarks/co
   (:mod:`stanlogz.crossval.refit.cv_tail`: heavy-tailed misspecification covered 87–92% without it);
   the factor is capped at :data:`MAX_FACTOR`: one value far below the rest makes every resample
   that misses it look like a many-se error (×109 at N = 10, ×3.8 at N = 1,000 with one value
-  100 below values of sd 0.5), while a cap of 2 left the coverage of ±2 se in
-  ``benchmarks/coverage_ddof.py`` within 0.02 of the uncapped one in every row;
+  100 below values of sd 0.5), while a cap of 2 left the coverage of ±2 se on the data sets
+  of ``benchmarks/coverage_ddof.py`` (800 per row) within 0.01 of the uncapped one from
+  N = 20 on, and within 0.035 at N = 10;
 * **fold-aware variance** (K-fold): every fold's values share one training posterior, so the
   fold sums vary more than the pointwise variance says (2 folds: 56% with the between-fold se,
   90% with the pointwise one); the excess of the between-fold variance over the pointwise one,

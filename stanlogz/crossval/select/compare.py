@@ -197,9 +197,11 @@ def elpd_diagnostic(result: LooResult) -> str:
 def loo_compare(results: Sequence[LooResult], names: Sequence[str] | None = None
                 ) -> LooComparison:
     """Compare :class:`LooResult` s of programs on the same observations: elpd_diff = elpd_loo −
-    best, se = sqrt(N var(elpd_i − best_i) + diff_mcse²), where diff_mcse² is the sum of both
-    programs' squared Monte Carlo se of elpd_loo (PSIS part and fixed points). Subsampled
-    results must share the sampled observations (same seed and subsample size)."""
+    best, diff_se = sqrt(elpd_se(elpd_i − best_i)² + diff_mcse²), where elpd_se is loo's
+    sqrt(N var) with the small-N factor and diff_mcse² the sum of both programs' squared Monte
+    Carlo se of elpd_loo (PSIS part and fixed points); NaN below |elpd_diff| = 4 or 20
+    observations (module docstring; loo's value in ``diff_se_loo``). Subsampled results must
+    share the sampled observations (same seed and subsample size)."""
     results = list(results)
     if len(results) < 2:
         raise InputError(f"loo comparison needs at least two results, got {len(results)}")
