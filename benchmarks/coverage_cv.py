@@ -256,12 +256,43 @@ def pit_table(n_sims: int, rng: np.random.Generator) -> list[list]:
     return rows
 
 
+def refusal_table(n_sims: int, rng: np.random.Generator) -> list[list]:
+    """Would refusing the K-fold se where the pointwise values' lower-tail k̂ is high leave
+    honest se's? Coverage of the se over all data sets and over those kept at each threshold
+    (K = 5 or 10, the normal model on normal, 1.5 t_5 and 1.5 t_3 data)."""
+    rows = []
+    for name, df in (("normal", None), ("t5", 5), ("t3", 3)):
+        for n, k in ((50, 5), (100, 10), (200, 10)):
+            if df is None:
+                def noise(r, m):
+                    return r.normal(size=m)
+                var = 1.0
+            else:
+                def noise(r, m, df=df):
+                    return 1.5 * r.standard_t(df, m)
+                var = 1.5**2 * df / (df - 2)
+            ks, cov = np.empty(n_sims), np.empty(n_sims, dtype=bool)
+            for s in range(n_sims):
+                e, fold, truth = normal_mean_kfold_data(rng, n, k, noise, var)
+                ks[s] = tail_khat(e)
+                cov[s] = abs(e.sum() - truth) <= 2 * kfold_se(e, fold)
+            row = [name, n, k, n_sims, round(float(cov.mean()), 3)]
+            for th in (0.5, 0.6, 0.7):
+                keep = ks <= th
+                row += [round(float(1 - keep.mean()), 2),
+                        round(float(cov[keep].mean()), 3) if keep.any() else None]
+            rows.append(row)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--full", action="store_true", help="4x the replicates")
     ap.add_argument("--seed", type=int, default=20251125)
-    ap.add_argument("--parts", default="kfold,lfo,mcse,pit")
+    ap.add_argument("--parts", default="kfold,lfo,mcse,pit",
+                    help="comma-separated: kfold, lfo, mcse, pit, refuse (the k-hat refusal "
+                    "check, not in the default)")
     a = ap.parse_args()
     mult = 4 if a.full else 1
     parts = a.parts.split(",")
@@ -286,6 +317,13 @@ def main() -> None:
                             "mean se"], mc_se_table(100 * mult, rng),
                            title="K-fold Monte Carlo se of elpd_kfold against the exact K-fold "
                            f"value (normal.stan, exact draws) ({time.perf_counter() - t:.0f} s)"))
+    if "refuse" in parts:
+        t = time.perf_counter()
+        print(format_table(["noise", "N", "K", "sims", "coverage", "k>0.5", "kept cover",
+                            "k>0.6", "kept cover", "k>0.7", "kept cover"],
+                           refusal_table(150 * mult, rng),
+                           title="K-fold se kept only where the lower-tail k-hat is at most "
+                           f"0.5 / 0.6 / 0.7 ({time.perf_counter() - t:.0f} s)"))
     if "pit" in parts:
         t = time.perf_counter()
         print(format_table(["case", "N", "p", "sims", "KS", "POT analytic",
