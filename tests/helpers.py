@@ -1,6 +1,9 @@
-"""Test targets that several test modules share."""
+"""Test targets and helpers that several test modules share."""
 
 from __future__ import annotations
+
+import math
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -35,3 +38,54 @@ class NormalNormal:
         cov = self.sigma**2 * np.eye(n) + self.tau**2 * np.ones((n, n))
         return float(sum(stats.multivariate_normal(np.zeros(n), cov).logpdf(self.y[:, j])
                          for j in range(self.dim)))
+
+
+def ar1_chains(rng: np.random.Generator, reps: int, chains: int, n: int, phi: float,
+               mean: float, var: float) -> np.ndarray:
+    """``reps`` independent sets of ``chains`` AR(1) chains (lag-1 correlation ``phi``) whose
+    stationary law is N(``mean``, ``var``), ``(reps, chains, n)``."""
+    e = rng.normal(size=(reps, chains, n))
+    x = np.empty_like(e)
+    x[..., 0] = e[..., 0]
+    for t in range(1, n):
+        x[..., t] = phi * x[..., t - 1] + math.sqrt(1 - phi**2) * e[..., t]
+    return mean + math.sqrt(var) * x
+
+
+def se_ratio_z(estimates: np.ndarray, ses: np.ndarray) -> float:
+    """z statistic of log(mean se / sd of the estimates) under 'the se is right': the sample
+    sd's log has variance (kurtosis − 1) / (4 (R − 1)), the mean se's log var(se) / (R mean²)."""
+    r = estimates.size
+    var_log_sd = (stats.kurtosis(estimates, fisher=False) - 1) / (4 * (r - 1))
+    var_log_se = ses.var(ddof=1) / (r * ses.mean() ** 2)
+    return math.log(ses.mean() / estimates.std(ddof=1)) / math.sqrt(var_log_sd + var_log_se)
+
+
+def elpd_of(elpd_object: Any) -> float:
+    """The estimate in an ArviZ ELPD object (a dataclass in 1.x, a Series under loo's names in
+    0.x)."""
+    from stanlogz import arviz_compat
+
+    if arviz_compat.arviz_major() >= 1:
+        return float(elpd_object.elpd)
+    return float(elpd_object["elpd_loo"])
+
+
+def robust_regression_loo_grid(data: dict, grid: int = 32
+                               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The exact leave-one-out posteriors of regression_robust.stan (Student-t(4) errors,
+    alpha ~ N(0, 2), beta ~ N(0, 1), sigma ~ half-N(0, 1)) on a grid over (alpha, beta,
+    log sigma) spanning >= 7 posterior sd each way: weights ``(G, N)`` (each column sums to
+    1), the means mu ``(G, N)`` and scales sigma ``(G,)`` at the grid points, and y."""
+    x, y = np.asarray(data["x"]), np.asarray(data["y"])
+    axes = (np.linspace(-0.2, 1.95, grid), np.linspace(-0.55, 1.75, grid),
+            np.linspace(-1.95, 0.7, grid))
+    a, b, log_s = (v.ravel() for v in np.meshgrid(*axes, indexing="ij"))
+    s = np.exp(log_s)
+    mu = a[:, None] + b[:, None] * x[None, :]
+    ll = stats.t.logpdf(y[None, :], 4, mu, s[:, None])
+    lp = (stats.norm.logpdf(a, 0, 2) + stats.norm.logpdf(b, 0, 1) + stats.norm.logpdf(s, 0, 1)
+          + log_s + ll.sum(axis=1))
+    lw = lp[:, None] - ll  # leave-one-out posterior, one column per observation
+    w = np.exp(lw - lw.max(axis=0))
+    return w / w.sum(axis=0), mu, s, y

@@ -1,11 +1,13 @@
 """The command-line arguments several commands share: the program and its data, the NUTS flags
 (turned into one :class:`~stanlogz.stan.settings.NutsArgs` by :func:`nuts_settings`), and the
-common tail of the commands that refit (NUTS, cluster and ``--plot`` flags)."""
+common tail of the commands that refit (NUTS, cluster and ``--plot`` flags), and the flags of
+the LOO predictive checks (``loo``, ``compare``)."""
 
 from __future__ import annotations
 
 import argparse
 
+from ..errors import InputError
 from ..stan.settings import NutsArgs
 from .executor import add_executor_arguments
 
@@ -59,3 +61,33 @@ def nuts_settings(args: argparse.Namespace, *, prefix: str = "",
     p = prefix.replace("-", "_")
     return NutsArgs.of(base, **{f: getattr(args, p + f) for f in
                                 ("chains", "warmup", "draws", "adapt_delta", "max_treedepth")})
+
+
+def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--yrep NAME``, ``--outcome NAME``, ``--pit``, ``--metrics``, ``--crps``, ``--e-loo``,
+    ``--pit-plot``."""
+    parser.add_argument("--yrep", metavar="NAME", default=None,
+                        help="the posterior-predictive generated quantity (one draw per "
+                        "observation), for --pit, --metrics and --crps")
+    parser.add_argument("--outcome", metavar="NAME", default=None,
+                        help="the observed data array it predicts (default: NAME without "
+                        "_rep / _pred)")
+    parser.add_argument("--pit", action="store_true",
+                        help="LOO-PIT values with a uniformity test")
+    parser.add_argument("--pit-plot", metavar="FILE.png", default=None,
+                        help="save the LOO-PIT ECDF difference and histogram")
+    parser.add_argument("--metrics", action="store_true",
+                        help="LOO predictive RMSE, MAE, R^2 (accuracy for 0/1 outcomes)")
+    parser.add_argument("--crps", action="store_true", help="LOO CRPS and SCRPS")
+    parser.add_argument("--e-loo", metavar="NAME", nargs="+", default=None,
+                        help="LOO predictive mean, variance and quantiles of these generated "
+                        "quantities (one entry per observation)")
+
+
+def checks_requested(args: argparse.Namespace) -> bool:
+    """Whether any check flag was given (``--yrep`` is then required for PIT/metrics/CRPS)."""
+    wanted = args.pit or args.metrics or args.crps or args.pit_plot is not None
+    if wanted and args.yrep is None:
+        raise InputError("--pit, --metrics and --crps need --yrep NAME: the generated quantity "
+                         "with one posterior-predictive draw per observation")
+    return wanted or bool(args.e_loo)

@@ -12,12 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..api import ComparisonResult, compare
-from ..crossval.checks.checks import (
-    add_check_arguments,
-    check_declares,
-    checks_for_loo,
-    checks_requested,
-)
+from ..crossval.checks.checks import check_declares, checks_for_loo
 from ..crossval.fixups.fixups import FIX_METHODS
 from ..crossval.select.choose import ProgramChoice
 from ..crossval.select.scores import SCORES
@@ -25,7 +20,7 @@ from ..crossval.select.weights import WEIGHT_METHODS
 from ..errors import InputError
 from ..report.crossval_plots import plot_pit
 from ..report.output import Reporter, write_atomically
-from .arguments import nuts_settings
+from .arguments import add_check_arguments, checks_requested, nuts_settings
 from .evidence import PLOT_SUFFIXES, add_estimation_arguments, parse_options
 from .executor import with_executor
 from .loo import add_observation_arguments, obs_fields

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import argparse
 
-from ..crossval.checks.checks import checks_requested
 from ..crossval.select.fitcompare import compare_sources
 from ..errors import InputError
 from ..report.output import Reporter
-from .arguments import nuts_settings
+from .arguments import checks_requested, nuts_settings
 from .compare import print_choice
 from .loo import obs_fields
 

@@ -7,13 +7,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..crossval.checks.checks import (
-    add_check_arguments,
-    check_declares,
-    checks_for_loo,
-    checks_requested,
-    report_checks,
-)
+import numpy as np
+
+from ..crossval.checks.checks import PredictiveChecks, check_declares, checks_for_loo
 from ..crossval.fixups.fixups import FIX_METHODS
 from ..crossval.fixups.mm_points import check_budget
 from ..crossval.observations.jacobian import (
@@ -27,7 +23,7 @@ from ..crossval.psis_loo.loo import LooResult, loo
 from ..errors import InputError
 from ..report.crossval_plots import plot_pit
 from ..report.output import Reporter, write_atomically
-from .arguments import add_closing_arguments, nuts_settings
+from .arguments import add_check_arguments, add_closing_arguments, checks_requested, nuts_settings
 from .evidence import PLOT_SUFFIXES
 from .executor import with_executor
 from .sample import check_output, finish
@@ -195,3 +191,20 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         plot_loo(r, tmp)
 
     return finish(report, r, plot, draw, **extra)
+
+
+def report_checks(report: Any, checks: PredictiveChecks) -> None:
+    """Print the checks' table and warnings (a command then adds ``checks.to_dict()`` to its
+    JSON and writes ``--pit-plot`` with :func:`stanlogz.report.crossval_plots.plot_pit`)."""
+    if checks.table():
+        report.table(["check", "estimate", "se"], checks.table(),
+                     title=f"predictive checks of {checks.outcome} from LOO weights "
+                     "(CRPS/SCRPS: higher is better)")
+    for name, e in checks.expectations.items():
+        report.table(["observation", "mean", "sd", "q05", "q50", "q95"],
+                     [[i + 1, float(e.mean[i]), float(np.sqrt(e.variance[i])),
+                       float(e.quantiles[0.05][i]), float(e.quantiles[0.5][i]),
+                       float(e.quantiles[0.95][i])] for i in range(e.mean.size)],
+                     title=f"E_loo of {name}")
+    for w in checks.warnings:
+        report.warn(w)

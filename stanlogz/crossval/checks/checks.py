@@ -4,7 +4,8 @@ plot, point-prediction metrics, CRPS/SCRPS, and E_loo of named generated quantit
 They need posterior-predictive draws: a generated quantity with one draw per observation
 (``y_rep``-style: ``array[N] real y_rep;`` filled with ``_rng`` calls), named by the caller.
 :func:`predictive_checks` takes arrays; :func:`generated_quantity` reads a quantity from
-draws; :func:`add_check_arguments` / :func:`report_checks` serve a command's flags.
+draws; :func:`run_checks` serves a command's flags (declared in
+:mod:`stanlogz.commands.arguments`).
 """
 
 from __future__ import annotations
@@ -187,36 +188,6 @@ def predictive_checks(log_lik: Any, y_rep: Any, y: Any, *, r_eff: float = 1.0,
     return out
 
 
-def add_check_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--yrep NAME``, ``--outcome NAME``, ``--pit``, ``--metrics``, ``--crps``, ``--e-loo``,
-    ``--pit-plot``."""
-    parser.add_argument("--yrep", metavar="NAME", default=None,
-                        help="the posterior-predictive generated quantity (one draw per "
-                        "observation), for --pit, --metrics and --crps")
-    parser.add_argument("--outcome", metavar="NAME", default=None,
-                        help="the observed data array it predicts (default: NAME without "
-                        "_rep / _pred)")
-    parser.add_argument("--pit", action="store_true",
-                        help="LOO-PIT values with a uniformity test")
-    parser.add_argument("--pit-plot", metavar="FILE.png", default=None,
-                        help="save the LOO-PIT ECDF difference and histogram")
-    parser.add_argument("--metrics", action="store_true",
-                        help="LOO predictive RMSE, MAE, R^2 (accuracy for 0/1 outcomes)")
-    parser.add_argument("--crps", action="store_true", help="LOO CRPS and SCRPS")
-    parser.add_argument("--e-loo", metavar="NAME", nargs="+", default=None,
-                        help="LOO predictive mean, variance and quantiles of these generated "
-                        "quantities (one entry per observation)")
-
-
-def checks_requested(args: argparse.Namespace) -> bool:
-    """Whether any check flag was given (``--yrep`` is then required for PIT/metrics/CRPS)."""
-    wanted = args.pit or args.metrics or args.crps or args.pit_plot is not None
-    if wanted and args.yrep is None:
-        raise InputError("--pit, --metrics and --crps need --yrep NAME: the generated quantity "
-                         "with one posterior-predictive draw per observation")
-    return wanted or bool(args.e_loo)
-
-
 def run_checks(model: StanProgram, draws: Any, data: Mapping[str, Any], log_lik: Any,
                args: argparse.Namespace, *, r_eff: float = 1.0,
                seed: int | None = None) -> PredictiveChecks:
@@ -252,20 +223,3 @@ def checks_for_loo(result: Any, model: StanProgram, data: Mapping[str, Any], dra
     ll = pw.matrix(draws.flat_unconstrained(),
                    None if c is None else c.reshape(-1, c.shape[2]), draws.constrained_names)
     return run_checks(model, draws, data, ll, args, r_eff=result.r_eff, seed=seed)
-
-
-def report_checks(report: Any, checks: PredictiveChecks) -> None:
-    """Print the checks' table and warnings (a command then adds ``checks.to_dict()`` to its
-    JSON and writes ``--pit-plot`` with :func:`stanlogz.report.crossval_plots.plot_pit`)."""
-    if checks.table():
-        report.table(["check", "estimate", "se"], checks.table(),
-                     title=f"predictive checks of {checks.outcome} from LOO weights "
-                     "(CRPS/SCRPS: higher is better)")
-    for name, e in checks.expectations.items():
-        report.table(["observation", "mean", "sd", "q05", "q50", "q95"],
-                     [[i + 1, float(e.mean[i]), float(np.sqrt(e.variance[i])),
-                       float(e.quantiles[0.05][i]), float(e.quantiles[0.5][i]),
-                       float(e.quantiles[0.95][i])] for i in range(e.mean.size)],
-                     title=f"E_loo of {name}")
-    for w in checks.warnings:
-        report.warn(w)

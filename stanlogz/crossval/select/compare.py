@@ -40,7 +40,7 @@ from scipy.stats import norm
 from ... import arviz_compat
 from ..._util.sum_se import DDOF
 from ...errors import InputError
-from ..names import LooComparisonNames
+from ..names import FEW_OBS, LooComparisonNames
 from ..psis_loo.loo import LooResult
 from ..refit.cv_se import elpd_se
 
@@ -121,7 +121,7 @@ class LooComparison(LooComparisonNames):
         """A JSON-serializable dict."""
         return {"best": self.names[self.best],
                 "models": [{"name": n, "elpd_loo": r.elpd_loo, "se": r.se,
-                            "se_loo": _se_loo(r), "elpd_diff": float(d),
+                            "se_loo": r.se_loo, "elpd_diff": float(d),
                             "diff_se": _num(self.diff_se, j),
                             "diff_se_loo": _num(self.diff_se_loo, j),
                             "diff_mcse": _num(self.diff_mcse, j), "p_loo": r.p_loo,
@@ -132,10 +132,6 @@ class LooComparison(LooComparisonNames):
                            for j, (n, r, d, s) in enumerate(zip(
                                self.names, self.results, self.elpd_diff, self.diff_se,
                                strict=True))]}
-
-
-def _se_loo(result: Any) -> float:
-    return float(getattr(result, "se_loo", result.se))
 
 
 def _num(values: np.ndarray | None, j: int) -> float | None:
@@ -173,8 +169,9 @@ def tail_khat(values: np.ndarray) -> float:
 
 #: Below this |elpd_diff| no se of the difference is given (module docstring).
 SMALL_DIFF = 4.0
-#: Below this many observations no se of a difference is given (module docstring).
-MIN_OBS = 20
+#: Below this many observations no se of a difference is given (module docstring); the same
+#: bound below which a LooResult's display calls its se approximate.
+MIN_OBS = FEW_OBS
 
 
 def difference_diagnostics(n_obs: int, elpd_diff: float, khat: float) -> str:

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from stanlogz.commands.arguments import checks_requested
 from stanlogz.crossval.checks.checks import (
-    checks_requested,
     generated_quantity,
     outcome_name,
     predictive_checks,

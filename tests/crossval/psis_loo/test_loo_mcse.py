@@ -8,11 +8,12 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import kurtosis, norm
+from scipy.stats import norm
 
 from stanlogz.crossval.psis_loo.psis import psis_loo, relative_efficiency_pointwise, total_mcse
 from stanlogz.crossval.refit.cv_se import MAX_FACTOR, calibration_factor
 from stanlogz.errors import InputError
+from tests.helpers import ar1_chains, se_ratio_z
 
 # y_j ~ N(mu, 1), mu ~ N(0, 10²): the posterior of mu is N(M, V) exactly. Every elpd_i is
 # estimated from the same draws of mu, so their errors are correlated (all of them move with
@@ -25,26 +26,6 @@ M, V = Y.sum() / PREC, 1 / PREC
 Z_LIMIT = 4.5  # two-sided P(|z| > 4.5) = 6.8e-6 per comparison
 
 
-def ar1_draws(rng: np.random.Generator, reps: int, chains: int, n: int, phi: float
-              ) -> np.ndarray:
-    """``reps`` sets of ``chains`` AR(1) chains with stationary law N(M, V), (reps, chains, n)."""
-    e = rng.normal(size=(reps, chains, n))
-    x = np.empty_like(e)
-    x[..., 0] = e[..., 0]
-    for t in range(1, n):
-        x[..., t] = phi * x[..., t - 1] + math.sqrt(1 - phi**2) * e[..., t]
-    return M + math.sqrt(V) * x
-
-
-def ratio_z(estimates: np.ndarray, ses: np.ndarray) -> float:
-    """z statistic of log(mean se / sd of the estimates) under 'the se is right': the sample
-    sd's log has variance (kurtosis − 1) / (4 (R − 1)), the mean se's log var(se) / (R mean²)."""
-    r = estimates.size
-    var_log_sd = (kurtosis(estimates, fisher=False) - 1) / (4 * (r - 1))
-    var_log_se = ses.var(ddof=1) / (r * ses.mean() ** 2)
-    return math.log(ses.mean() / estimates.std(ddof=1)) / math.sqrt(var_log_sd + var_log_se)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("phi", [0.0, 0.6])
 def test_total_mcse_matches_spread_over_independent_draw_sets(phi: float) -> None:
@@ -54,7 +35,7 @@ def test_total_mcse_matches_spread_over_independent_draw_sets(phi: float) -> Non
     # (1.4e-5 for the two cases; seeds 21, 27).
     rng = np.random.default_rng(21 + int(10 * phi))
     reps, chains, n = 200, 4, 250
-    mu = ar1_draws(rng, reps, chains, n, phi)
+    mu = ar1_chains(rng, reps, chains, n, phi, M, V)
     totals, ses, naive = [], [], []
     for k in range(reps):
         ll = norm.logpdf(Y[None, None, :], mu[k][..., None], 1.0)  # (chains, n, N)
@@ -65,7 +46,7 @@ def test_total_mcse_matches_spread_over_independent_draw_sets(phi: float) -> Non
         ses.append(ps.total_mcse())
         naive.append(math.sqrt(np.sum(ps.mcse_i**2)))
     totals, ses, naive = np.array(totals), np.array(ses), np.array(naive)
-    z = ratio_z(totals, ses)
+    z = se_ratio_z(totals, ses)
     assert abs(z) < Z_LIMIT, (ses.mean(), totals.std(ddof=1))
     # the root sum of squares of the pointwise se treats the shared draws as independent:
     # with independent draws it understates the sd of the total about 1.4-fold; the sd over
@@ -78,7 +59,7 @@ def test_total_mcse_matches_spread_over_independent_draw_sets(phi: float) -> Non
 def test_replaced_points_leave_the_total() -> None:
     # Leaving out replaced observations gives exactly the se of the remaining columns' PSIS.
     rng = np.random.default_rng(5)
-    ll = norm.logpdf(Y[None, None, :], ar1_draws(rng, 1, 2, 500, 0.3)[0][..., None], 1.0)
+    ll = norm.logpdf(Y[None, None, :], ar1_chains(rng, 1, 2, 500, 0.3, M, V)[0][..., None], 1.0)
     ps = psis_loo(ll, 1.0, keep_above=-np.inf)  # keep every observation's influence
     rest = psis_loo(ll[..., 3:], 1.0)
     assert ps.total_mcse([0, 1, 2]) == pytest.approx(rest.total_mcse(), rel=1e-10)

@@ -9,11 +9,12 @@ import math
 import numpy as np
 import pytest
 from scipy.special import logsumexp
-from scipy.stats import kurtosis, norm
+from scipy.stats import norm
 
 from stanlogz import arviz_compat
 from stanlogz.crossval.psis_loo.psis import elpd_mcse, relative_efficiency_pointwise
 from stanlogz.errors import InputError
+from tests.helpers import ar1_chains, se_ratio_z
 
 # y_j ~ N(mu, 1), mu ~ N(0, 10²): the posterior of mu is N(M, V) exactly
 N_OBS = 20
@@ -25,28 +26,6 @@ OBS = [0, 1]
 Z_LIMIT = 4.5  # two-sided P(|z| > 4.5) = 6.8e-6 per comparison
 
 
-def ar1_posterior_draws(rng: np.random.Generator, reps: int, chains: int, n: int,
-                        phi: float) -> np.ndarray:
-    """``reps`` independent sets of ``chains`` AR(1) chains with the exact posterior of mu as
-    their stationary law, ``(reps, chains, n)``."""
-    e = rng.normal(size=(reps, chains, n))
-    x = np.empty_like(e)
-    x[..., 0] = e[..., 0]
-    for t in range(1, n):
-        x[..., t] = phi * x[..., t - 1] + math.sqrt(1 - phi**2) * e[..., t]
-    return M + math.sqrt(V) * x
-
-
-def ratio_z(estimates: np.ndarray, ses: np.ndarray) -> float:
-    """z statistic of log(mean se / sd of the estimates) under 'the se is right': the sample
-    sd's log has variance (kurtosis − 1) / (4 (R − 1)), the mean se's log var(se) / (R mean²)."""
-    r = estimates.size
-    sd = estimates.std(ddof=1)
-    var_log_sd = (kurtosis(estimates, fisher=False) - 1) / (4 * (r - 1))
-    var_log_se = ses.var(ddof=1) / (r * ses.mean() ** 2)
-    return math.log(ses.mean() / sd) / math.sqrt(var_log_sd + var_log_se)
-
-
 @pytest.mark.parametrize("phi", [0.0, 0.7])
 def test_mcse_matches_spread_over_independent_draw_sets(phi: float) -> None:
     # 400 draw sets of 4 x 250 draws; independent draws (phi = 0) and AR(1) chains (phi = 0.7,
@@ -54,7 +33,7 @@ def test_mcse_matches_spread_over_independent_draw_sets(phi: float) -> None:
     # fails with probability 6.8e-6 when the se is right: 2.7e-5 for the four in all (seed 7).
     rng = np.random.default_rng(7 + int(10 * phi))
     reps, chains, n = 400, 4, 250
-    mu = ar1_posterior_draws(rng, reps, chains, n, phi)
+    mu = ar1_chains(rng, reps, chains, n, phi, M, V)
     ll = norm.logpdf(Y[OBS][None, None, None, :], mu[..., None], 1.0)  # (reps, c, n, obs)
     cols = ll.transpose(1, 2, 0, 3).reshape(chains, n, reps * len(OBS))
     r_eff = relative_efficiency_pointwise(cols)
@@ -64,7 +43,7 @@ def test_mcse_matches_spread_over_independent_draw_sets(phi: float) -> None:
     se = elpd_mcse(lw, rows, r_eff).reshape(reps, len(OBS))
     se_iid = elpd_mcse(lw, rows, 1.0).reshape(reps, len(OBS))
     for j in range(len(OBS)):
-        z = ratio_z(elpd[:, j], se[:, j])
+        z = se_ratio_z(elpd[:, j], se[:, j])
         assert abs(z) < Z_LIMIT, (phi, OBS[j], se[:, j].mean(), elpd[:, j].std(ddof=1))
         if phi > 0:
             # ignoring the autocorrelation understates the se by about sqrt(r_eff) ~ 0.5

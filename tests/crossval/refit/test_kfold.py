@@ -15,23 +15,15 @@ import numpy as np
 import pytest
 
 from benchmarks.truths.crossval import truths
-from stanlogz import arviz_compat
 from stanlogz.cli import main
 from stanlogz.crossval.refit.cv_se import kfold_se
 from stanlogz.crossval.refit.kfold import kfold, make_folds
 from stanlogz.errors import InputError
+from tests.helpers import elpd_of
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "stan_models" / "examples"
 HIER = EXAMPLES / "hier_regression.stan"
 Z = 4.5
-
-
-def _elpd_of(elpd_object) -> float:
-    """The estimate in an ArviZ ELPD object (a dataclass in 1.x, a Series under loo's names in
-    0.x)."""
-    if arviz_compat.arviz_major() >= 1:
-        return float(elpd_object.elpd)
-    return float(elpd_object["elpd_loo"])
 
 
 def _data(name: str) -> dict:
@@ -125,7 +117,7 @@ def test_kfold_against_closed_form(compiled, k, group, scheme) -> None:
     # benchmarks/coverage_cv.py and tested in tests/crossval/refit/test_cv_se.py)
     assert r.se == pytest.approx(kfold_se(r.elpd_i, r.fold_of))
     a = r.to_arviz()
-    assert _elpd_of(a) == pytest.approx(r.elpd_kfold)
+    assert elpd_of(a) == pytest.approx(r.elpd_kfold)
 
 
 def test_cli_kfold_eight_schools_is_exact_loo(compiled, capsys, tmp_path) -> None:

@@ -15,22 +15,14 @@ import numpy as np
 import pytest
 
 from benchmarks.truths.crossval import truths
-from stanlogz import arviz_compat
 from stanlogz.cli import main
 from stanlogz.crossval.refit.lfo import lfo
 from stanlogz.errors import InputError
+from tests.helpers import elpd_of
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "stan_models" / "examples"
 AR = EXAMPLES / "ar_nig.stan"
 Z = 4.5
-
-
-def _elpd_of(elpd_object) -> float:
-    """The estimate in an ArviZ ELPD object (a dataclass in 1.x, a Series under loo's names in
-    0.x)."""
-    if arviz_compat.arviz_major() >= 1:
-        return float(elpd_object.elpd)
-    return float(elpd_object["elpd_loo"])
 
 
 def _data() -> dict:
@@ -80,7 +72,7 @@ def test_psis_lfo_with_refits_against_conjugate_truth(compiled) -> None:
     assert abs(r.elpd_lfo - truth.sum()) < Z * r.mc_se + 0.02, (r.elpd_lfo, truth.sum(),
                                                                  r.mc_se)
     a = r.to_arviz()
-    assert _elpd_of(a) == pytest.approx(r.elpd_lfo)
+    assert elpd_of(a) == pytest.approx(r.elpd_lfo)
 
 
 def test_cli_lfo_json(compiled, capsys, tmp_path) -> None:

@@ -19,6 +19,7 @@ from stanlogz.crossval.refit.cv_se import elpd_se
 from stanlogz.crossval.select.choose import check_request, check_same_data, choose, parse_weights
 from stanlogz.crossval.select.compare import loo_compare, tail_khat
 from stanlogz.errors import InputError
+from tests.helpers import robust_regression_loo_grid
 
 EX = Path(__file__).resolve().parents[3] / "stan_models" / "examples"
 DATA = EX / "regression.data.json"
@@ -331,17 +332,7 @@ def _robust_loo_crps(data: dict, grid: int = 32, pairs: int = 20000) -> float:
     of the LOO predictive (Monte Carlo sd of the mean < 1e-3)."""
     from scipy import stats
 
-    x, y = np.asarray(data["x"]), np.asarray(data["y"])
-    axes = (np.linspace(-0.2, 1.95, grid), np.linspace(-0.55, 1.75, grid),
-            np.linspace(-1.95, 0.7, grid))
-    a, b, log_s = (v.ravel() for v in np.meshgrid(*axes, indexing="ij"))
-    s = np.exp(log_s)
-    mu = a[:, None] + b[:, None] * x[None, :]
-    ll = stats.t.logpdf(y[None, :], 4, mu, s[:, None])
-    lp = (stats.norm.logpdf(a, 0, 2) + stats.norm.logpdf(b, 0, 1) + stats.norm.logpdf(s, 0, 1)
-          + log_s + ll.sum(axis=1))
-    w = np.exp(lp[:, None] - ll - np.max(lp[:, None] - ll, axis=0))
-    w /= w.sum(axis=0)
+    w, mu, s, y = robust_regression_loo_grid(data, grid)
     k = (y[None, :] - mu) / s[:, None]
     e_xy = np.sum(w * s[:, None] * (k * (2 * stats.t.cdf(k, 4) - 1)
                                     + 2 * (4 + k * k) / 3 * stats.t.pdf(k, 4)), axis=0)
