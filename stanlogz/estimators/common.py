@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
 
+from .._util.gpd import gpd_fit
 from .._util.seeds import SeedLike, spawn_generators
 from ..densities.target import Target, log_density_many
 from ..errors import EstimationError, InputError
@@ -136,21 +136,6 @@ def autocorr_time(x: np.ndarray) -> float:
     return float(max(tau, 1.0 / math.log10(max(m * n, 10))))
 
 
-def _gpd_fit(exceed: np.ndarray) -> float:
-    """Shape k of a generalized Pareto fit (Zhang & Stephens 2009, with a weak prior)."""
-    x = np.sort(exceed)
-    n = x.size
-    m = 30 + int(math.sqrt(n))
-    b = 1.0 - np.sqrt(m / (np.arange(1, m + 1) - 0.5))
-    b = b / (3.0 * x[int(n / 4 + 0.5) - 1]) + 1.0 / x[-1]
-    k = np.log1p(-b[:, None] * x).mean(axis=1)
-    ll = n * (np.log(-b / k) - k - 1.0)
-    wts = np.exp(ll - special.logsumexp(ll))
-    b_post = float(np.sum(b * wts))
-    k_post = float(np.log1p(-b_post * x).mean())
-    return (n * k_post + 10 * 0.5) / (n + 10)
-
-
 def pareto_k(log_weights: np.ndarray) -> float:
     """Pareto k-hat of importance weights given as logs (PSIS diagnostic; > 0.7 is unreliable).
 
@@ -170,7 +155,7 @@ def pareto_k(log_weights: np.ndarray) -> float:
     exceed = exceed[exceed > 0]
     if exceed.size < 5 or exceed[-1] <= exceed[0] * (1 + 1e-12):
         return float("nan")
-    return float(_gpd_fit(exceed))
+    return float(gpd_fit(exceed)[0])
 
 
 def finite_or_neg_inf(a: np.ndarray) -> tuple[np.ndarray, int]:

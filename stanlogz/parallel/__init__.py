@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .._util.progress import Progress
 from .._util.seeds import SeedLike, as_seed_sequence, child_sequence, spawn_generators
 from ..errors import InputError
 from .local import BACKENDS, run_local
@@ -29,7 +30,6 @@ from .state import _EXECUTOR, _INSIDE_UNIT
 R = TypeVar("R")
 F = TypeVar("F", bound=Callable[..., Any])
 
-Progress = Callable[[str], None] | None
 
 __all__ = [
     "BACKENDS",

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util.progress import steps
+from .._util.progress import Progress, steps
 from ..draws import Draws, group_flat_names
 from ..draws import sample as nuts_sample
 from ..errors import DataError, EstimationError, InputError
@@ -43,7 +43,6 @@ from ..stan.model import StanModel
 from ..stan.settings import NutsArgs
 from .batch import MAX_BATCH, MAX_NEGATIVE, TARGET_LOG_SD, choose_batch, probe_points
 
-Progress = Callable[[str], None] | None
 WEIGHT_SOURCES = ("is", "ais")
 TARGET_ACCEPT = 0.2  # noisy |f^| lowers the best acceptance below RWMH's 0.234
 #: iterations of the outer Metropolis-Hastings chain that adapt its proposal scale

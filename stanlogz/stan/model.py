@@ -12,12 +12,13 @@ import json
 import os
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .._util.progress import Progress
 from .._util.seeds import int_seed
 from ..errors import DataError, InputError, StanlogzError
 from ..parallel.shipping import LibraryRef, library_ref, resolve_library
@@ -27,9 +28,6 @@ from .inputs import DataLike, data_to_json
 from .messages import _condense_stan, _data_error_message, _with_variable
 from .nuts import NutsOutput, run_nuts
 from .settings import NutsArgs
-
-Progress = Callable[[str], None] | None
-
 
 # Models rebuilt by unpickling, shared while alive: tasks that carry the same program and data
 # (one pickle each, e.g. in a process pool) bind the data once per process.

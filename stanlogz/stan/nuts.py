@@ -12,15 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from .._util.progress import steps
+from .._util.progress import Progress, steps
 from .._util.seeds import int_seed
 from ..errors import InitializationError, InputError, StanlogzError, ToolchainError
 from .inputs import data_to_json
 from .messages import _check, _with_variable, stan_failure_cause
 from .program import StanProgram
 from .settings import NutsArgs
-
-Progress = Callable[[str], None] | None
 
 #: Sampler columns of a CmdStan CSV, in CmdStan's order; the C++ NUTS writes them so too.
 SAMPLER_COLUMNS = ("lp__", "accept_stat__", "stepsize__", "treedepth__", "n_leapfrog__",

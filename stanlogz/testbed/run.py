@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Unpack
@@ -14,6 +14,7 @@ from typing import Any, Unpack
 import numpy as np
 
 from .._util.jsonable import json_value
+from .._util.progress import Progress
 from .._util.seeds import child_sequence, int_seed
 from ..densities.fits import as_draw_matrix, gaussian_from_draws
 from ..densities.target import CountingTarget, Target
@@ -60,7 +61,6 @@ def check_estimators(names: Sequence[str], prior_known: bool) -> None:
                              "'bench' extra)")
 
 
-Progress = Callable[[str], None]
 
 
 # Estimators whose cost is set by an option rather than by the number of draws they are given:

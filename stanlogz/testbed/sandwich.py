@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from .._util.progress import Progress
 from ..densities.target import Target
 from ..errors import InputError
 from ..estimators.annealing.ais import LOW_ESS_FRACTION, AISResult, ais, reverse_ais
 from ..mcmc.annealing import HMCTuning
 from ..parallel import as_seed_sequence, child_sequence, with_client
-
-Progress = Callable[[str], None]
 
 # A lower bound above the upper one by more than this many spreads of the gap (≈ 2.3% one-sided
 # false alarm for Gaussian bound errors) means the stochastic bounds have not converged.

@@ -11,18 +11,16 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._util.progress import stage
+from .._util.progress import Progress, stage
 from ..errors import InputError, StanCompileError, ToolchainError
 from .cache import cache_root, file_lock, staging_dir
 from .cache_admin import mark_used, max_cache_bytes, prune_cache
 from .locate import SOURCE_DIR, Toolchain, find_toolchain
 from .stanc import run_stanc
-
-Progress = Callable[[str], None] | None
 
 _counter_lock = threading.Lock()
 _builds = 0

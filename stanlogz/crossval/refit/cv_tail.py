@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import special, stats
+from scipy import stats
+
+from ..._util.gpd import gpd_fit
 
 #: Resamples and the fixed seed of the Pareto-tail bootstrap (the factor is a deterministic
 #: function of the values).
@@ -46,22 +48,6 @@ class LowerTail:
     threshold: float
     khat: float
     sigma: float
-
-
-def gpd_fit(exceed: np.ndarray) -> tuple[float, float]:
-    """(shape k, scale σ) of a generalized Pareto fit to positive exceedances: the profile
-    posterior mean of Zhang & Stephens (2009), k shrunk towards 0.5 with the weight of 10
-    observations as in PSIS."""
-    x = np.sort(np.asarray(exceed, dtype=float))
-    n = x.size
-    m = 30 + int(math.sqrt(n))
-    b = 1.0 - np.sqrt(m / (np.arange(1, m + 1) - 0.5))
-    b = b / (3.0 * x[max(int(n / 4 + 0.5) - 1, 0)]) + 1.0 / x[-1]
-    k = np.log1p(-b[:, None] * x).mean(axis=1)
-    ll = n * (np.log(-b / k) - k - 1.0)
-    b_post = float(np.sum(b * np.exp(ll - special.logsumexp(ll))))
-    k_post = float(np.log1p(-b_post * x).mean())
-    return (n * k_post + 10 * 0.5) / (n + 10), -k_post / b_post
 
 
 def lower_tail(values: np.ndarray) -> LowerTail | None:
