@@ -2,7 +2,7 @@
 
     nice -n 10 python3 -m benchmarks.cv [--seed 1] [--splits 400] [--quick]
 
-Problems (all with exact references; paper 000 §3.3):
+Problems (all with exact references; Rischard, Jacob & Pillai 2018 §3.3):
 
 * stack loss (n = 21), linear regression with flat beta and p(sigma^2) ∝ 1/sigma^2: every
   leave-one-out predictive is a Student-t, so elpd_loo and the CV objective are exact (paper:
@@ -157,8 +157,8 @@ def main() -> None:
                                   ref_se, args.seed, crit))
     print(format_table(["problem", "n_V", "splits", "cv", "se", "95% CI", "reference",
                         "covers", "tail k", "evals/rep", "tuning evals", "s"], cv_rows,
-                       title="Unbiased CV against closed forms; paper 000: stack loss CI "
-                       "[2.78, 2.82]; mammals log score 33.97 ± 0.1, squared error "
+                       title="Unbiased CV against closed forms; Rischard, Jacob & Pillai (2018): "
+                       "stack loss CI [2.78, 2.82]; mammals log score 33.97 ± 0.1, squared error "
                        "[32.79, 33.03]"))
     print()
     print(format_table(["PSIS-LOO, 4000 draws x 1000 observations", "seconds", "elpd"],

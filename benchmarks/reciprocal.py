@@ -1,4 +1,5 @@
-"""Unbiased 1/Z (paper 003: IAE, FCE, RBBCE) and pseudo-marginal MCMC: the paper's experiments.
+"""Unbiased 1/Z (Wei & Murray 2017: IAE, FCE, RBBCE) and pseudo-marginal MCMC: the paper's
+experiments.
 
 Tables: (1) Figure 1: std/mean of S and the fraction of positive estimates against tau on a
 10 x 30 Ising lattice (exact Z by transfer matrices over the 2^10 column states; AIS weights,

@@ -53,7 +53,7 @@ def main() -> None:
     c = stanlogz.cv(str(PROGRAM), str(DATA), n_valid=1, splits=100, seed=2)
     lo, hi = c.ci
     print(f"unbiased CV: {c.estimate:.3f} ± {c.se:.3f}  95% CI [{lo:.3f}, {hi:.3f}]")
-    print(f"exact CV:    {-exact.mean():.3f}   (paper 000: CI [2.78, 2.82])")
+    print(f"exact CV:    {-exact.mean():.3f}   (Rischard, Jacob & Pillai 2018: CI [2.78, 2.82])")
 
 
 if __name__ == "__main__":

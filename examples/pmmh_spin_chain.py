@@ -3,7 +3,7 @@
 pi(h, J | y) ∝ pi(h, J) p*(y | h, J) / Z(h, J), where Z(h, J) (an integral over R^20) has no
 closed form. `stanlogz pmmh` samples it from two Stan programs: the outer one (theta = (h, J),
 target = log prior + log p*(y | theta)) and the inner one (theta as data, parameters x with
-density p*(x | theta)), with unbiased RBBCE estimates of 1/Z(theta) (paper 003). The exact
+density p*(x | theta)), with unbiased RBBCE estimates of 1/Z(theta) (Wei & Murray 2017). The exact
 posterior moments (transfer operator on a quadrature grid) are printed for comparison.
 
 Run from the repository root (the first run builds both programs, ~1 min):

@@ -69,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "supplies its weight's share of the draws)")
     parser.add_argument("--unbiased-bf", action="store_true",
                         help="also unbiased Bayes factors Z/Z_best on the natural scale "
-                        "(paper 003: importance weights times an unbiased 1/Z)")
+                        "(Wei & Murray 2017: importance weights times an unbiased 1/Z)")
 
 
 def parse_probs(text: str | None, k: int) -> list[float] | None:

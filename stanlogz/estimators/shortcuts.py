@@ -1,4 +1,4 @@
-"""The popular shortcuts to log Z that paper 001 grades, for the BDMC testbed.
+"""The popular shortcuts to log Z that Grosse, Ghahramani & Adams 2015 grades, for the BDMC testbed.
 
 Each needs the split of the target into a normalized prior and a likelihood, which the testbed
 knows when it is given the prior program (``stanlogz bdmc --prior``): on the unconstrained

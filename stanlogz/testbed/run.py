@@ -300,9 +300,10 @@ def run_testbed(
     With ``prior_path`` (the program with the observations removed, taking the same data; its
     density must integrate to one) BDMC anneals from the prior, started from exact prior draws
     made by the simulation program, instead of from a Gaussian fitted to the NUTS draws; the
-    prior/likelihood split also lets the testbed grade paper 001's shortcuts (BIC with n = the
-    number of values the simulation program generates besides the parameters, the harmonic
-    mean, likelihood weighting), which ``estimators=None`` (:func:`default_estimators`) adds.
+    prior/likelihood split also lets the testbed grade the shortcuts of Grosse, Ghahramani &
+    Adams (2015) (BIC with n = the number of values the simulation program generates besides the
+    parameters, the harmonic mean, likelihood weighting), which ``estimators=None``
+    (:func:`default_estimators`) adds.
     """
     from ..draws import obtain_draws
     from ..stan.inputs import check_stan_file, read_data

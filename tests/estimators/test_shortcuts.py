@@ -1,5 +1,6 @@
-"""The shortcuts of paper 001's zoo (BIC, harmonic mean, likelihood weighting, nested sampling)
-on conjugate normal models, against their own closed-form expectations."""
+"""The shortcuts graded by Grosse, Ghahramani & Adams (2015) (BIC, harmonic mean, likelihood
+weighting, nested sampling) on conjugate normal models, against their own closed-form
+expectations."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Geweke's joint-distribution test of the annealing kernels (paper 001, Appendix B, step 2).
+"""Geweke's joint-distribution test of the annealing kernels (Grosse, Ghahramani & Adams 2015,
+Appendix B, step 2).
 
 The model is conjugate: θ ~ N(0, τ² I₂), y_i | θ ~ N(θ, σ² I₂), i = 1..n. The kernel under test
 is the one AIS and SMC use at every intermediate β: :func:`~stanlogz.mcmc.annealing.

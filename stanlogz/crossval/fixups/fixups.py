@@ -7,8 +7,9 @@
 * ``mm`` (:mod:`.moment_match`, wired in :mod:`.loo`): moment-matched importance sampling from
   the full-data draws, no refit; ``auto`` tries it first and refits (``exact``) only the
   observations it leaves above the threshold.
-* ``ups``: paper 000's unbiased estimator on the path p(θ | y₋ᵢ) p(y_i | θ)^λ (the two-posterior
-  geometric path), with a confidence interval from independent replicates.
+* ``ups``: the unbiased estimator of Rischard, Jacob & Pillai (2018) on the path
+  p(θ | y₋ᵢ) p(y_i | θ)^λ (the two-posterior geometric path), with a confidence interval
+  from independent replicates.
 """
 
 from __future__ import annotations

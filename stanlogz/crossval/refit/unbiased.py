@@ -1,4 +1,4 @@
-"""Unbiased leave-n_V-out Bayesian cross-validation (paper 000, §2.2).
+"""Unbiased leave-n_V-out Bayesian cross-validation (Rischard, Jacob & Pillai 2018, §2.2).
 
 The objective is CV = average over all splits (T, V), |V| = n_V, of −log p(y_V | y_T). Each
 replicate draws a split uniformly, a λ from the tuned q(λ), and runs coupled chains on
@@ -10,10 +10,11 @@ workers. Leave-one-out is n_V = 1 (splits drawn over observations).
 The path's tuning (k, m, initial distributions, proposals, q) is fitted once on a separate random
 split; a fixed tuning keeps every replicate unbiased for any split.
 
-The squared-error criterion (paper 000 §3.3.1) needs no path: per split, unbiased MCMC on
-p(θ | y_T) of h(θ) = Σ_{j∈V} (y_j − y_rep_j(θ))², with ``y_rep`` the program's posterior
-predictive generated quantity (one draw per evaluation, so E[h | θ] = Σ_j Var(y_j | θ) +
-(E[y_j | θ] − y_j)², the expected squared error of a prediction given θ).
+The squared-error criterion (Rischard, Jacob & Pillai 2018, §3.3.1) needs no path: per split,
+unbiased MCMC on p(θ | y_T) of h(θ) = Σ_{j∈V} (y_j − y_rep_j(θ))², with ``y_rep`` the
+program's posterior predictive generated quantity (one draw per evaluation, so
+E[h | θ] = Σ_j Var(y_j | θ) + (E[y_j | θ] − y_j)², the expected squared error of a
+prediction given θ).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Unbiased 1/Z estimators (IAE, FCE, RBBCE; paper 003) and their weight sources.
+"""Unbiased 1/Z estimators (IAE, FCE, RBBCE; Wei & Murray 2017) and their weight sources.
 
 Stochastic checks are z-tests over independent replicates. Unless said otherwise the threshold
 is |z| < 4.5: for a normal statistic P(|z| > 4.5) = 7e-6, and every replicate here has all
