@@ -29,7 +29,6 @@ from ...errors import InputError
 from ..observations.observations import load_observed
 from ..observations.pointwise import PointwiseLogLik
 from ..psis_loo.loo import LooResult
-from ..refit.cv_se import elpd_se
 
 #: Child of the user's seed for the mixture chains.
 MIXTURE_STREAM = 7903
@@ -223,7 +222,7 @@ def mixture_loo(model: Any, data: Any = None, *, draws: Any = None, settings: An
                      "Monte Carlo se is unreliable; run more draws")
     res = LooResult(
         model=model.name, elpd_loo=float(elpd_i.sum()),
-        se=elpd_se(elpd_i), p_loo=float(p_i.sum()), elpd_i=elpd_i,
+        se=sum_se(elpd_i), p_loo=float(p_i.sum()), elpd_i=elpd_i,
         psis_elpd_i=elpd_i, lppd_i=est["lppd_i"], khat=est["khat"], threshold=MIS_K_MAX,
         n_samples=int(ll.shape[0]), r_eff=1.0, fix="mis", log_lik_source=pw.source,
         observations=observations, seconds=0.0, warnings=warns, psis_mcse_i=mcse_i,

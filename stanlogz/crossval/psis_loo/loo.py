@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Unpack
 
 import numpy as np
@@ -28,7 +29,7 @@ from ..names import LooNames
 from ..observations.observations import Observations, load_observed
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError
-from ..refit.cv_se import elpd_se
+from ..refit.cv_se import ElpdInterval, elpd_interval
 from ..refit.heldout import heldout_many
 from .loo_arviz import fixed_khat
 from .loo_routes import exact_split_error, pointwise_source, refit_refusal
@@ -61,7 +62,7 @@ class LooResult(LooNames):
 
     model: str
     elpd_loo: float
-    se: float  # between-observation se, as loo and ArviZ report it
+    se: float  # loo's se_elpd_loo, sqrt(N var(elpd_i)) (ddof 1), as R loo and ArviZ 1.x
     p_loo: float
     elpd_i: np.ndarray  # final pointwise values (fixed ones replaced)
     psis_elpd_i: np.ndarray
@@ -78,7 +79,8 @@ class LooResult(LooNames):
     warnings: list[str] = field(default_factory=list)
     psis_mcse_i: np.ndarray | None = None  # Monte Carlo se of each PSIS value
     p_loo_se: float = float("nan")
-    #: complete Monte Carlo se: sqrt(mcse_psis² + mcse_bias² + Σ fixed points' se²)
+    #: complete Monte Carlo se: sqrt(mcse_psis² + mcse_bias² + Σ fixed points' se²); NaN (loo's
+    #: NA) while any observation stays above the k̂ threshold (:meth:`mcse_na_reason`)
     mcse_elpd_loo: float = 0.0
     #: Monte Carlo se of the PSIS values' part of elpd_loo, from the draws' summed influence
     #: (accounts for the observations sharing the draws; :meth:`PsisLoo.total_mcse`)
@@ -108,14 +110,29 @@ class LooResult(LooNames):
         return (np.arange(self.n_obs) if self.sample_index is None
                 else np.asarray(self.sample_index))
 
-    @property
-    def mc_se_i(self) -> np.ndarray:
-        """Monte Carlo se of the fixed pointwise values (0 for PSIS points)."""
-        out = np.zeros(self.elpd_i.size)
-        pos = {int(o): j for j, o in enumerate(self.index)}
-        for f in self.fixed:
-            out[pos[f.index]] = f.se
-        return out
+    @cached_property
+    def elpd_loo_interval(self) -> ElpdInterval | None:
+        """The calibrated interval for elpd_loo beside loo's ``se``: elpd_loo ± 2 c se with c
+        the small-N bootstrap-t factor (:func:`~stanlogz.crossval.refit.cv_se.elpd_interval`;
+        its coverage of loo's target and of the data-averaged elpd is in
+        docs/error-bars.md). It covers the data-sampling error only (the Monte Carlo error is
+        ``mcse_elpd_loo``). None when subsampled: the subsampling error is ``subsampling_se``
+        and no interval combining both has been calibrated."""
+        if self.sample_index is not None:
+            return None
+        return elpd_interval(self.elpd_i, self.elpd_loo)
+
+    def mcse_na_reason(self) -> str | None:
+        """Why ``mcse_elpd_loo`` is NaN (loo prints NA), or None when it is given."""
+        left = self.unfixed_bad()
+        if left:
+            return (f"{len(left)} observation(s) still have Pareto k-hat above "
+                    f"{self.threshold:.2f} after the fix-ups: PSIS's error on them is not "
+                    "estimable from the draws (their own mc se understates it), so the total "
+                    "has none")
+        if not np.isfinite(self.mcse_elpd_loo):
+            return "the fix-up's values are unreliable (see the warnings)"
+        return None
 
     @property
     def mcse_i(self) -> np.ndarray:
@@ -158,8 +175,11 @@ class LooResult(LooNames):
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict (pointwise rows included)."""
+        iv = self.elpd_loo_interval
+        mcse = self.mcse_elpd_loo if np.isfinite(self.mcse_elpd_loo) else None
         return {"model": self.model, "elpd_loo": self.elpd_loo, "se": self.se,
-                "se_loo": self.se_loo, "mcse_elpd_loo": self.mcse_elpd_loo,
+                "se_elpd_loo": self.se, "elpd_loo_interval": None if iv is None else iv.to_dict(),
+                "mcse_elpd_loo": mcse, "mcse_elpd_loo_na": self.mcse_na_reason(),
                 "mcse_psis": self.mcse_psis, "mcse_bias": self.mcse_bias, "p_loo": self.p_loo,
                 "p_loo_se": self.p_loo_se, "looic": -2 * self.elpd_loo, "n_obs": self.n_obs,
                 "n_samples": self.n_samples, "r_eff": self.r_eff, "khat_threshold": self.threshold,
@@ -366,16 +386,18 @@ def loo(
     res.mcse_bias = ps.total_bias(replaced) * grow
     res.mcse_elpd_loo = math.sqrt(res.mcse_psis**2 + res.mcse_bias**2
                                   + fixed_variance(fixed) * grow**2)
+    if res.unfixed_bad():
+        res.mcse_elpd_loo = float("nan")  # as loo: NA while a point stays above the threshold
     res.warnings.extend(_warnings(res))
     res.warnings = list(dict.fromkeys(res.warnings))  # refits sharing the draws repeat theirs
     return res
 
 
 def _full_estimates(ps: PsisLoo, elpd_i: np.ndarray | None = None) -> dict[str, float]:
-    """elpd = Σ elpd_i, its se (:func:`~stanlogz.crossval.refit.cv_se.elpd_se`), p_loo."""
+    """elpd = Σ elpd_i, loo's se sqrt(N var(elpd_i)), p_loo and its se."""
     elpd_i = ps.elpd_i if elpd_i is None else elpd_i
     p_i = ps.lppd_i - elpd_i
-    return {"elpd": float(elpd_i.sum()), "se": elpd_se(elpd_i), "p_loo": float(p_i.sum()),
+    return {"elpd": float(elpd_i.sum()), "se": sum_se(elpd_i), "p_loo": float(p_i.sum()),
             "p_loo_se": sum_se(p_i)}
 
 
