@@ -145,11 +145,11 @@ class LooResult(LooNames):
         return out
 
     def khat_counts(self) -> dict[str, int]:
-        """Observations per k̂ band: (-inf, threshold], (threshold, 1], (1, inf)."""
+        """Observations per k̂ band: (-inf, threshold], (threshold, 1], (1, inf); a NaN k̂ (a
+        likelihood constant over the draws, where PSIS is exact) counts as good."""
         k = self.khat
-        return {"good": int(np.sum(k <= self.threshold)),
-                "bad": int(np.sum((k > self.threshold) & (k <= 1.0))),
-                "very bad": int(np.sum(k > 1.0))}
+        bad, very = int(np.sum((k > self.threshold) & (k <= 1.0))), int(np.sum(k > 1.0))
+        return {"good": int(k.size) - bad - very, "bad": bad, "very bad": very}
 
     def unfixed_bad(self) -> list[int]:
         """0-based indices of observations above the threshold that were not fixed."""
