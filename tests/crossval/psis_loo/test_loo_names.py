@@ -99,3 +99,22 @@ def test_compare_se_diff_is_loos_and_always_given(n: int) -> None:
     assert abs(c.elpd_diff[1]) < 4 <= abs(c.elpd_diff[2])
     assert any("near: |elpd_diff| < 4" in w and "p_worse" in w for w in c.warnings())
     assert c.diag_diff[1] == "|elpd_diff| < 4" and c.diag_diff[2] == "N < 100"
+
+
+def test_kfold_names_hold_loos_values() -> None:
+    """loo's ``kfold()`` se (``se_elpd_kfold``) and ArviZ's K-fold ``se`` are sqrt(N) sd(elpd_i);
+    stanlogz's fold-aware, calibrated ``se`` stays under its own name beside them."""
+    from stanlogz.crossval.observations.observations import Observations
+    from stanlogz.crossval.refit.cv_se import kfold_se
+    from stanlogz.crossval.refit.kfold import KFoldResult
+
+    e = np.random.default_rng(4).normal(-1.2, 0.6, 15)
+    fold_of = np.arange(15) % 3
+    r = KFoldResult(model="m", scheme="random", k=3, fold_of=fold_of, elpd_i=e, folds=[],
+                    observations=Observations(size_name="N", fields=("y",), n=15),
+                    n_samples=1000)
+    se = math.sqrt(15) * _r_sd(e)
+    assert abs(r.se_elpd_kfold - se) < 1e-6 and abs(r.se_pointwise - se) < 1e-6
+    a = r.to_arviz()
+    assert abs((float(a.se) if hasattr(a, "se") else float(a["se"])) - se) < 1e-6
+    assert r.se == pytest.approx(kfold_se(e, fold_of)) and r.se >= se
