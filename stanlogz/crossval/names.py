@@ -37,6 +37,9 @@ class LooNames(Display):
 
     se_p_loo = alias("p_loo_se", "loo's name for ``p_loo_se``.", float)
 
+    mcse = alias("mcse_elpd_loo", "stanlogz's one name for a result's Monte Carlo se "
+                 "(``mcse_elpd_loo``, loo's).", float)
+
     pareto_k = alias("khat", "ArviZ's name for ``khat`` (the PSIS Pareto k̂ before any fix-up).")
 
     loo_i = alias("elpd_i", "ArviZ's name for ``elpd_i`` (pointwise elpd, fixed values included).")

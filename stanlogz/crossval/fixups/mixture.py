@@ -29,6 +29,7 @@ from ...errors import InputError
 from ..observations.observations import load_observed
 from ..observations.pointwise import PointwiseLogLik
 from ..psis_loo.loo import LooResult
+from ..psis_loo.psis import influence_mcse
 
 #: Child of the user's seed for the mixture chains.
 MIXTURE_STREAM = 7903
@@ -135,10 +136,10 @@ def estimates_from_weights(log_w: np.ndarray, ll: np.ndarray, chains: int) -> di
     # influence of draw s on elpd_i = log A − log B_i (delta method)
     phi = np.exp(log_w - log_a)[:, None] - np.exp(log_w[:, None] - ll - log_b[None, :])
     total = phi.sum(axis=1)
-    both = np.column_stack([phi, total]).reshape(chains, s // chains, n + 1)
-    ess = arviz_compat.ess_mean(both)
+    both = np.column_stack([phi, total])  # each column has mean exactly zero over the draws
+    se = influence_mcse(both, chains)
+    ess = arviz_compat.ess_mean(both.reshape(chains, s // chains, n + 1))
     ess = np.where(np.isfinite(ess) & (ess > 0), ess, s)
-    se = np.std(both.reshape(s, n + 1), axis=0, ddof=1) / np.sqrt(ess)
     # Pareto k̂ of the terms of both means: a heavy tail (k̂ > 0.5) makes the means, and their
     # sample-based se, unreliable (benchmarks/mixture_loo.py)
     _, k_a = arviz_compat.psislw(log_w[None, :])

@@ -60,6 +60,11 @@ class WaicResult:
         return float(self.se)
 
     @property
+    def mcse_elpd_waic(self) -> float:
+        """loo's name for ``mcse``."""
+        return float(self.mcse)
+
+    @property
     def p_waic_se(self) -> float:
         """loo's se of p_waic, sqrt(N var(p_waic_i))."""
         return sum_se(self.p_waic_i)

@@ -118,3 +118,10 @@ def test_kfold_names_hold_loos_values() -> None:
     a = r.to_arviz()
     assert abs((float(a.se) if hasattr(a, "se") else float(a["se"])) - se) < 1e-6
     assert r.se == pytest.approx(kfold_se(e, fold_of)) and r.se >= se
+
+
+def test_mcse_is_the_one_name_of_the_monte_carlo_se() -> None:
+    r = stanlogz.loo(_conjugate_idata(15))
+    assert r.mcse == r.mcse_elpd_loo and np.isfinite(r.mcse)
+    w = waic(_conjugate_idata(15))
+    assert w.mcse_elpd_waic == w.mcse and w.to_dict()["mcse_elpd_waic"] == w.mcse

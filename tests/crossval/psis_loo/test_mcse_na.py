@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pytest
 from scipy import stats
 
 import stanlogz
@@ -60,3 +61,21 @@ def test_program_route_gives_no_mcse_until_the_point_is_fixed(compiled) -> None:
     assert left.mcse_na_reason() is not None
     fixed = stanlogz.loo(m, data, draws=d, fix="mm", seed=1)
     assert fixed.unfixed_bad() == [] and np.isfinite(fixed.mcse_elpd_loo)
+
+
+def test_fit_and_program_routes_give_the_same_mcse_on_the_same_draws(compiled) -> None:
+    """One formula for the Monte Carlo se whatever the route (issue 34): ``loo`` of the program
+    with its log_lik on some draws and ``loo`` of those draws alone agree to rounding, the
+    pointwise mcse and the joint one of the total (which the fit route used to take as
+    sqrt(Σ mcse_i²), as if the observations did not share the draws)."""
+    data = json.loads((EX / "normal_mean.data.json").read_text())
+    m = compiled(NORMAL, data)
+    d = sample(m, chains=2, warmup=300, draws=300, seed=3)
+    prog = stanlogz.loo(m, data, draws=d, log_lik="log_lik", fix="none")
+    fit = stanlogz.loo(d)
+    assert fit.log_lik_source == "fit" and prog.log_lik_source == "log_lik"
+    assert abs(fit.elpd_loo - prog.elpd_loo) < 1e-9 and abs(fit.se - prog.se) < 1e-9
+    np.testing.assert_allclose(fit.mcse_i, prog.mcse_i, rtol=1e-9, atol=1e-12)
+    assert fit.mcse_psis == pytest.approx(prog.mcse_psis, rel=1e-9)
+    assert fit.mcse_elpd_loo == pytest.approx(prog.mcse_elpd_loo, rel=1e-9)
+    assert fit.mcse_elpd_loo != pytest.approx(math.sqrt(np.sum(fit.mcse_i**2)), rel=1e-3)
