@@ -207,30 +207,14 @@ class LooResult(LooNames):
             raise InputError("a subsampled LOO has pointwise values for the sampled "
                              "observations only; run without subsample for an ArviZ object")
         k_after, methods = fixed_khat(self.khat, self.index, self.fixed)
-        elpd_i = xr.DataArray(self.elpd_i, dims=["obs"], name="loo_i")
-        k = xr.DataArray(k_after, dims=["obs"], name="pareto_k")
         extra = {"influence_pareto_k": xr.DataArray(np.asarray(self.khat, dtype=float),
                                                     dims=["obs"], name="influence_pareto_k"),
                  "fixed": xr.DataArray(methods != "", dims=["obs"], name="fixed"),
                  "fix_method": xr.DataArray(methods, dims=["obs"], name="fix_method")}
-        warn = bool(self.unfixed_bad())
-        if arviz_compat.arviz_major() >= 1:
-            from arviz_stats.utils import ELPDDataLOO
-
-            out = ELPDDataLOO(elpd=self.elpd_loo, se=self.se, p=self.p_loo,
-                              n_samples=self.n_samples, n_data_points=self.n_obs, scale="log",
-                              warning=warn, good_k=self.threshold, elpd_i=elpd_i, pareto_k=k,
-                              p_loo_i=xr.DataArray(self.lppd_i - self.elpd_i, dims=["obs"]))
-            for name, value in extra.items():
-                setattr(out, name, value)
-            return out
-        from arviz.stats.stats_utils import ELPDData
-
-        return ELPDData(
-            data=[self.elpd_loo, self.se, self.p_loo, self.n_samples, self.n_obs, warn, elpd_i,
-                  k, "log", self.threshold, *extra.values()],
-            index=["elpd_loo", "se", "p_loo", "n_samples", "n_data_points", "warning", "loo_i",
-                   "pareto_k", "scale", "good_k", *extra])
+        return arviz_compat.elpd_object(
+            "loo", elpd=self.elpd_loo, se=self.se, p=self.p_loo, n_samples=self.n_samples,
+            elpd_i=self.elpd_i, warning=bool(self.unfixed_bad()), good_k=self.threshold,
+            extra=extra, pareto_k=k_after, p_i=self.lppd_i - self.elpd_i)
 
 
 def _check_rows(n_draws: int, k: int = 3) -> np.ndarray:
