@@ -112,27 +112,22 @@ class LooResult(LooNames):
 
     @cached_property
     def elpd_loo_interval(self) -> ElpdInterval | None:
-        """The calibrated interval for elpd_loo beside loo's ``se``: elpd_loo ± 2 c se with c
-        the small-N bootstrap-t factor (:func:`~stanlogz.crossval.refit.cv_se.elpd_interval`;
-        its coverage of loo's target and of the data-averaged elpd is in
-        docs/error-bars.md). It covers the data-sampling error only (the Monte Carlo error is
-        ``mcse_elpd_loo``). None when subsampled: the subsampling error is ``subsampling_se``
-        and no interval combining both has been calibrated."""
+        """The calibrated interval beside loo's ``se``: elpd_loo ± 2 c se, c the small-N
+        bootstrap-t factor (:func:`~stanlogz.crossval.refit.cv_se.elpd_interval`), for the
+        data-sampling error (the Monte Carlo one is ``mcse_elpd_loo``); None when subsampled
+        (no interval with the subsampling error has been calibrated)."""
         if self.sample_index is not None:
             return None
         return elpd_interval(self.elpd_i, self.elpd_loo)
 
     def mcse_na_reason(self) -> str | None:
         """Why ``mcse_elpd_loo`` is NaN (loo prints NA), or None when it is given."""
-        left = self.unfixed_bad()
-        if left:
+        if left := self.unfixed_bad():
             return (f"{len(left)} observation(s) still have Pareto k-hat above "
                     f"{self.threshold:.2f} after the fix-ups: PSIS's error on them is not "
                     "estimable from the draws (their own mc se understates it), so the total "
                     "has none")
-        if not np.isfinite(self.mcse_elpd_loo):
-            return "the fix-up's values are unreliable (see the warnings)"
-        return None
+        return None if np.isfinite(self.mcse_elpd_loo) else "unreliable fix-ups (see warnings)"
 
     @property
     def mcse_i(self) -> np.ndarray:
