@@ -183,7 +183,7 @@ MIN_OBS = FEW_OBS
 
 def difference_diagnostics(n_obs: int, elpd_diff: float, khat: float) -> str:
     """loo's ``diag_diff`` for one program against the best (module docstring)."""
-    if abs(elpd_diff) < SMALL_DIFF:  # first: it is the one that withholds diff_se
+    if abs(elpd_diff) < SMALL_DIFF:  # first: it is the one that withholds p_worse
         return "|elpd_diff| < 4"
     if n_obs < 100:
         return "N < 100"
