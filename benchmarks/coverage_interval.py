@@ -115,7 +115,11 @@ def main() -> None:
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
     t = time.perf_counter()
-    rows = [row(case, n, a.sims, rng, a.avg_reps) for case in CASES for n in a.n]
+    rows = []
+    for case in CASES:
+        for n in a.n:
+            rows.append(row(case, n, a.sims, rng, a.avg_reps))
+            print(rows[-1], flush=True)  # progress: each row as it is done
     print(format_table(
         ["data", "N", "sims", "elpd ±1se cond", "±2se cond", "interval cond", "miss high",
          "±1se avg", "±2se avg", "interval avg", "miss high", "diff ±2se cond", "±2se avg",
