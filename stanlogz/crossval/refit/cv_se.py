@@ -13,7 +13,8 @@ Three corrections to loo's sqrt(N var(elpd_i)), each measured in ``benchmarks/co
 
 * **small-N calibration** (:func:`calibration_factor`): log predictive densities are skewed, and
   their sample variance is correlated with their sum, so ±2 se undercovers at N = 20 (87%). The
-  se is multiplied by the symmetric bootstrap-t factor q/2 (q the 95.45% quantile of
+  interval of :func:`elpd_interval` (and the K-fold and LFO se) widens ±2 se by the symmetric
+  bootstrap-t factor q/2 (q the 95.45% quantile of
   |mean* − mean| / se* over resamples of the pointwise values; at least 1), so ±2 se is a
   bootstrap-t interval (second-order accurate for two-sided coverage); and by the same factor
   with the lowest values' tail replaced by a fitted Pareto tail, when that is larger
