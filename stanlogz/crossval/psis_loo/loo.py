@@ -8,7 +8,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Unpack
+from typing import Any, ClassVar, Unpack
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from ...errors import InputError
 from ...parallel import child_sequence, run_parallel, with_client
 from ...stan.program import ProgramLike
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
+from ..elpd.base import ElpdResult
 from ..fixups.fixups import FIX_METHODS, FixedPoint, FixTask, fix_observation
 from ..fixups.mixture_fix import SHARED_SE, fixed_variance, mixture_fixup
 from ..fixups.mm_points import check_budget, moment_match_points
@@ -55,11 +56,13 @@ HELDOUT_STREAM = 7902
 
 
 @dataclass(repr=False)
-class LooResult(LooNames):
+class LooResult(LooNames, ElpdResult):
     """Leave-one-out cross-validation of one program: elpd_loo with its se, its Monte Carlo se,
     p_loo, and the pointwise values (PSIS, or fixed where k̂ was above the threshold). With
     subsampling the pointwise arrays hold the sampled observations (``sample_index``) only."""
 
+    kind: ClassVar[str] = "loo"
+    _names: ClassVar[dict[str, str]] = {"elpd": "elpd_loo", "p": "p_loo"}
     model: str
     elpd_loo: float
     se: float  # loo's se_elpd_loo, sqrt(N var(elpd_i)) (ddof 1), as R loo and ArviZ 1.x
@@ -172,7 +175,7 @@ class LooResult(LooNames):
         """A JSON-serializable dict (pointwise rows included)."""
         iv = self.elpd_loo_interval
         mcse = self.mcse_elpd_loo if np.isfinite(self.mcse_elpd_loo) else None
-        return {"model": self.model, "elpd_loo": self.elpd_loo, "se": self.se,
+        return {**self.elpd_dict(), "model": self.model, "elpd_loo": self.elpd_loo, "se": self.se,
                 "se_elpd_loo": self.se, "elpd_loo_interval": None if iv is None else iv.to_dict(),
                 "mcse_elpd_loo": mcse, "mcse_elpd_loo_na": self.mcse_na_reason(),
                 "mcse_psis": self.mcse_psis, "mcse_bias": self.mcse_bias, "p_loo": self.p_loo,
@@ -191,11 +194,9 @@ class LooResult(LooNames):
                 "warnings": self.warnings}
 
     def to_arviz(self) -> Any:
-        """The result as ArviZ's ELPD object (``ELPDData`` in 0.x, ``ELPDDataLOO`` in 1.x), with
-        the fixed pointwise values, for ``arviz.compare`` and ArviZ's plots. As loo does after
-        its fix-ups: ``pareto_k`` holds a moment-matched point's k̂ after the matching and 0 for
-        an exact refit (brms' ``reloo``), ``influence_pareto_k`` the PSIS k̂ of every point,
-        ``fixed`` (bool) and ``fix_method`` (``""`` where not fixed) which were recomputed."""
+        """ArviZ's ELPD object (0.x ``ELPDData``, 1.x ``ELPDDataLOO``) with the fixed values. As
+        loo after its fix-ups: ``pareto_k`` a moment-matched point's k̂ after matching, 0 for a
+        refit (brms' ``reloo``); ``influence_pareto_k`` every PSIS k̂; ``fixed``, ``fix_method``."""
         import xarray as xr
 
         if self.sample_index is not None:

@@ -16,7 +16,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.special import logsumexp
@@ -24,6 +24,7 @@ from scipy.special import logsumexp
 from ... import arviz_compat
 from ..._util.sum_se import sum_se
 from ...errors import InputError
+from ..elpd.base import ElpdResult
 from ..observations.observations import Observations
 from ..refit.cv_se import ElpdInterval, elpd_interval
 
@@ -32,10 +33,12 @@ P_WAIC_MAX = 0.4
 
 
 @dataclass
-class WaicResult:
+class WaicResult(ElpdResult):
     """WAIC of one program or fit: elpd_waic with its between-observation se and Monte Carlo
     se, p_waic, and the pointwise values."""
 
+    kind: ClassVar[str] = "waic"
+    _names: ClassVar[dict[str, str]] = {"elpd": "elpd_waic", "p": "p_waic"}
     model: str
     elpd_waic: float
     se: float
@@ -98,7 +101,8 @@ class WaicResult:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict (pointwise values included)."""
-        return {"model": self.model, "elpd_waic": self.elpd_waic, "se": self.se,
+        return {**self.elpd_dict(), "model": self.model, "elpd_waic": self.elpd_waic,
+                "se": self.se,
                 "se_elpd_waic": self.se, "p_waic_se": self.p_waic_se,
                 "elpd_waic_interval": self.elpd_waic_interval.to_dict(),
                 "mcse_elpd_waic": self.mcse, "p_waic": self.p_waic,

@@ -125,3 +125,20 @@ def test_mcse_is_the_one_name_of_the_monte_carlo_se() -> None:
     assert r.mcse == r.mcse_elpd_loo and np.isfinite(r.mcse)
     w = waic(_conjugate_idata(15))
     assert w.mcse_elpd_waic == w.mcse and w.to_dict()["mcse_elpd_waic"] == w.mcse
+
+
+def test_loo_and_waic_share_the_elpd_interface() -> None:
+    """Issue 34's ground floor: the same names for the same things on LOO and WAIC results."""
+    from stanlogz.crossval.elpd.base import ElpdResult
+
+    idata = _conjugate_idata(15)
+    r, w = stanlogz.loo(idata), waic(idata)
+    for res, kind, elpd, p in ((r, "loo", r.elpd_loo, r.p_loo), (w, "waic", w.elpd_waic, w.p_waic)):
+        assert isinstance(res, ElpdResult) and res.kind == kind
+        assert res.elpd == elpd and res.p == p and res.pointwise_mcse().shape == (15,)
+        d = res.elpd_dict()
+        assert d == {"kind": kind, "elpd": elpd, "se": res.se, "mcse": res.mcse, "p": p,
+                     "n_obs": 15, "n_samples": 2000}
+        assert {k: res.to_dict()[k] for k in d} == d
+    np.testing.assert_array_equal(r.pointwise_mcse(), r.mcse_i)
+    assert np.all(np.isnan(w.pointwise_mcse()))  # WAIC has no pointwise Monte Carlo se
