@@ -11,11 +11,12 @@ Model: Bayesian linear regression with known noise sd 1 and prior N(0, I) on p c
 * difference: the p = 2 program's elpd minus the p = 1 program's, both exact, paired on the
   same data (the se of ``compare``'s elpd_diff, without its Monte Carlo part, which is 0 here).
 
-Columns: loo's sqrt(N var) with ddof 0 and 1; ``elpd se`` and ``diff_se``: what stanlogz reports
-(:func:`stanlogz.crossval.refit.cv_se.elpd_se`, loo's times the capped small-N bootstrap-t
-factor); ``no diff_se``: the fraction of data sets with |elpd_diff| < 4, where ``compare`` gives
-no se; then the coverage of loo's and stanlogz's diff se on the others, and last what the
-calibrated se would cover where none is given.
+Columns: loo's sqrt(N var) with ddof 0 and 1; ``elpd se`` and ``diff_se``: stanlogz's calibrated
+interval (``elpd_loo_interval``, ``diff_interval``: ±2 × loo's se × the capped small-N
+bootstrap-t factor); ``no diff_se``: the fraction of data sets with |elpd_diff| < 4, where
+``compare`` gives no interval; then the coverage of loo's se and of the interval on the others,
+and last what the interval would cover where none is given. Both targets and ±1 se:
+``benchmarks/coverage_interval.py``.
 
 Each row's coverage has Monte Carlo sd sqrt(c (1 − c) / sims) (±0.009 at 0.9 for 1,000 sims).
 
@@ -32,10 +33,17 @@ import time
 import numpy as np
 
 from benchmarks.coverage_cv import GH_W, GH_X, _design, _posterior
+from stanlogz._util.sum_se import sum_se
 from stanlogz._util.tables import format_table
 from stanlogz.crossval.refit import cv_se
-from stanlogz.crossval.refit.cv_se import elpd_se
+from stanlogz.crossval.refit.cv_se import calibration_factor
 from stanlogz.crossval.select.compare import SMALL_DIFF
+
+
+def elpd_se(values: np.ndarray) -> float:
+    """Half the half-width of stanlogz's calibrated interval (``elpd_loo_interval``,
+    ``diff_interval``): loo's se times the small-N factor."""
+    return calibration_factor(values) * sum_se(values)
 
 
 def _exact_loo(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -128,29 +128,15 @@ def elpd_data(elpd_i: np.ndarray, *, p_loo: float = 0.0, n_samples: int = 1000,
               pareto_k: np.ndarray | None = None, good_k: float = 0.7,
               warning: bool = False) -> Any:
     """ArviZ's ELPD object (``ELPDData`` in 0.x, ``ELPDDataLOO`` in 1.x) from pointwise LOO
-    values, so that ArviZ's ``compare`` and plots take them."""
-    import xarray as xr
-
+    values, so that ArviZ's ``compare`` and plots take them (:func:`elpd_object`)."""
     e = np.asarray(elpd_i, dtype=float).ravel()
     n = e.size
     # the ddof-1 se of stanlogz._util.sum_se (a sibling layer, so not imported)
-    elpd, se = float(e.sum()), float(np.sqrt(n * np.var(e, ddof=1))) if n > 1 else float("nan")
-    k = np.zeros(n) if pareto_k is None else np.asarray(pareto_k, dtype=float).ravel()
-    elpd_da = xr.DataArray(e, dims=["obs"], name="loo_i")
-    k_da = xr.DataArray(k, dims=["obs"], name="pareto_k")
-    if arviz_major() >= 1:
-        from arviz_stats.utils import ELPDDataLOO
-
-        return ELPDDataLOO(elpd=elpd, se=se, p=float(p_loo), n_samples=n_samples,
-                           n_data_points=n, scale="log", warning=warning, good_k=good_k,
-                           elpd_i=elpd_da, pareto_k=k_da,
-                           p_loo_i=xr.DataArray(np.full(n, p_loo / n), dims=["obs"]))
-    from arviz.stats.stats_utils import ELPDData
-
-    return ELPDData(data=[elpd, se, float(p_loo), n_samples, n, warning, elpd_da, k_da, "log",
-                          good_k],
-                    index=["elpd_loo", "se", "p_loo", "n_samples", "n_data_points", "warning",
-                           "loo_i", "pareto_k", "scale", "good_k"])
+    se = float(np.sqrt(n * np.var(e, ddof=1))) if n > 1 else float("nan")
+    return elpd_object("loo", elpd=float(e.sum()), se=se, p=float(p_loo), n_samples=n_samples,
+                       elpd_i=e, warning=warning, good_k=good_k,
+                       pareto_k=np.zeros(n) if pareto_k is None else pareto_k,
+                       p_i=np.full(n, p_loo / n))
 
 
 #: The seed ArviZ's ``compare(method="BB-pseudo-BMA")`` draws its Dirichlet weights with
@@ -191,17 +177,41 @@ def compare_diff_sign() -> float:
     return -1.0 if arviz_major() >= 1 else 1.0
 def elpd_object(kind: str, *, elpd: float, se: float, p: float, n_samples: int,
                 elpd_i: np.ndarray, warning: bool, good_k: float | None = None,
-                extra: dict[str, Any] | None = None) -> Any:
-    """An ArviZ ELPD object for a cross-validation estimate that is not PSIS-LOO: ``kind`` is
+                extra: dict[str, Any] | None = None, pareto_k: np.ndarray | None = None,
+                p_i: np.ndarray | None = None) -> Any:
+    """The one builder of ArviZ's ELPD objects: ``kind`` ``"loo"`` (``pareto_k`` and the
+    pointwise ``p_i`` required; 1.x ``ELPDDataLOO``, 0.x ``ELPDData`` with loo's entries),
     ``"kfold"`` or ``"lfo"``. ArviZ 1.x: ``ELPDDataLOOKFold`` / ``ELPDDataLFO`` (``extra``
     holds their own fields, e.g. ``n_folds``), or the base ``ELPDData`` on arviz-stats versions
-    without them; ArviZ 0.x, which knows only loo and waic: ``ELPDData`` (a pandas Series)
-    under loo's entry names (``elpd_loo``, ``se``, ``p_loo``, ``loo_i``), so ``arviz.compare``
-    and ``print`` accept it, plus ``cv_kind`` naming what it really is."""
+    without them; for ``"loo"`` ``extra`` becomes attributes (xarray values, e.g. a fix-up's
+    ``influence_pareto_k``). ArviZ 0.x, which knows only loo and waic: ``ELPDData`` (a pandas
+    Series) under loo's entry names (``elpd_loo``, ``se``, ``p_loo``, ``loo_i``), so
+    ``arviz.compare`` and ``print`` accept it, plus ``extra`` entries for ``"loo"`` and
+    ``cv_kind`` naming what it really is otherwise."""
     import xarray as xr
 
-    values = xr.DataArray(np.asarray(elpd_i, dtype=float), dims=["obs"], name=f"{kind}_i")
+    name = "loo_i" if kind == "loo" else f"{kind}_i"
+    values = xr.DataArray(np.asarray(elpd_i, dtype=float), dims=["obs"], name=name)
     n = int(values.size)
+    extra = dict(extra or {})
+    if kind == "loo":
+        k_da = xr.DataArray(np.asarray(pareto_k, dtype=float), dims=["obs"], name="pareto_k")
+        if arviz_major() >= 1:
+            from arviz_stats.utils import ELPDDataLOO
+
+            out = ELPDDataLOO(elpd=elpd, se=se, p=p, n_samples=n_samples, n_data_points=n,
+                              scale="log", warning=warning, good_k=good_k, elpd_i=values,
+                              pareto_k=k_da,
+                              p_loo_i=xr.DataArray(np.asarray(p_i, dtype=float), dims=["obs"]))
+            for key, value in extra.items():
+                setattr(out, key, value)
+            return out
+        from arviz.stats.stats_utils import ELPDData
+
+        return ELPDData(data=[elpd, se, p, n_samples, n, warning, values, k_da, "log", good_k,
+                              *extra.values()],
+                        index=["elpd_loo", "se", "p_loo", "n_samples", "n_data_points",
+                               "warning", "loo_i", "pareto_k", "scale", "good_k", *extra])
     if arviz_major() >= 1:
         from arviz_stats import utils
 
@@ -209,7 +219,7 @@ def elpd_object(kind: str, *, elpd: float, se: float, p: float, n_samples: int,
         common = dict(elpd=elpd, se=se, p=p, n_samples=n_samples, n_data_points=n,
                       scale="log", warning=warning, good_k=good_k, elpd_i=values)
         if hasattr(utils, cls):
-            return getattr(utils, cls)(**common, **(extra or {}))
+            return getattr(utils, cls)(**common, **extra)
         return utils.ELPDData(kind={"kfold": "loo_kfold", "lfo": "lfo_cv"}[kind], **common)
     from arviz.stats.stats_utils import ELPDData
 

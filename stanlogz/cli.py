@@ -4,6 +4,8 @@ Each command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
 ``run(args, report) -> int``. Errors that stanlogz raises on purpose (:class:`StanlogzError`)
 print one line to stderr and exit with status 2; any other exception is a bug and prints one
 line ``stanlogz: internal error: ...`` (exit status 1), with the traceback under ``--verbose``.
+A stdout closed by its reader (``stanlogz loo ... | head -1``) ends the run quietly with exit
+status 141, as a Unix tool killed by SIGPIPE.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import signal
 import sys
 import threading
@@ -143,7 +146,12 @@ def _main(argv: Sequence[str] | None, held: list[int], *, restore_default: bool)
             raise KeyboardInterrupt
         check_output_paths(args)
         report = Reporter(json_mode=args.json, quiet=args.quiet)
-        return int(args._run(args, report) or 0)
+        status = int(args._run(args, report) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return status
+    except BrokenPipeError:  # stdout closed by the reader (``| head``): stop quietly
+        _detach_stdout()
+        return 141  # 128 + SIGPIPE, what a Unix tool killed by the closed pipe returns
     except StanlogzError as exc:
         print(f"stanlogz: error: {exc}", file=sys.stderr)
         _json_error(args, "error", str(exc))
@@ -161,6 +169,16 @@ def _main(argv: Sequence[str] | None, held: list[int], *, restore_default: bool)
               "for the traceback)", file=sys.stderr)
         _json_error(args, "internal error", internal_error_text(exc))
         return 1
+
+
+def _detach_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again on the
+    closed pipe (Python's documented recipe for SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (captured stdout)
+        pass
 
 
 def internal_error_text(exc: BaseException) -> str:

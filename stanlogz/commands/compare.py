@@ -14,6 +14,7 @@ import numpy as np
 from ..api import ComparisonResult, compare
 from ..crossval.checks.checks import check_declares, checks_for_loo
 from ..crossval.fixups.fixups import FIX_METHODS
+from ..crossval.refit.cv_se import LEVEL_2SE
 from ..crossval.select.choose import ProgramChoice
 from ..crossval.select.fitcompare import compare_sources
 from ..crossval.select.scores import SCORES
@@ -165,6 +166,12 @@ def print_choice(report: Reporter, c: ProgramChoice) -> None:
         report.table(c.loo.header, c.loo.table(),
                      title="PSIS-LOO; elpd_diff = elpd_loo - best, diff_se of paired "
                      "differences, p_worse = P(worse than the best) by the normal approximation")
+        iv = c.loo.diff_interval
+        for i in c.loo.order():
+            if iv is not None and i != c.loo.best and np.all(np.isfinite(iv[i])):
+                report.text(f"{c.names[i]}: {100 * LEVEL_2SE:.1f}% interval of elpd_diff "
+                            f"[{iv[i][0]:.1f}, {iv[i][1]:.1f}] (diff_interval: +-2 diff_se "
+                            "times the small-N factor)")
         for name, r in zip(c.names, c.loo.results, strict=True):
             for w in r.warnings:
                 report.warn(f"{name}: {w}")

@@ -113,9 +113,11 @@ def print_loo(report: Reporter, r: LooResult) -> None:
     report.table(["", "estimate", "se"], r.table(),
                  title=f"{r.model}: PSIS-LOO on {r.n_samples} draws and {r.n_obs} observations"
                  f"{sub} (log-lik from {r.log_lik_source})")
-    report.text(f"Monte Carlo se of elpd_loo: {r.mcse_elpd_loo:.3f} (PSIS values "
-                f"{r.mcse_psis:.3f} with their shared draws, their bias {r.mcse_bias:+.3f}, "
-                f"fixed values {math.sqrt(sum(f.se**2 for f in r.fixed)):.3f})"
+    why = r.mcse_na_reason()
+    report.text((f"Monte Carlo se of elpd_loo: NA ({why})" if why is not None else
+                 f"Monte Carlo se of elpd_loo: {r.mcse_elpd_loo:.3f} (PSIS values "
+                 f"{r.mcse_psis:.3f} with their shared draws, their bias {r.mcse_bias:+.3f}, "
+                 f"fixed values {math.sqrt(sum(f.se**2 for f in r.fixed)):.3f})")
                 + ("" if r.sample_index is None else
                    f"; subsampling se: {r.subsampling_se:.3f}"))
     for note in r.se_notes():

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from .._util.display import Display, Section, View, alias, per_result
-from .._util.sum_se import sum_se
 
 #: Below this many observations the se of elpd_loo is flagged as approximate (the coverage
 #: of ±2 se measured in benchmarks/coverage_ddof.py at N = 10 is quoted in the note).
@@ -32,11 +31,14 @@ class LooNames(Display):
 
     looic = alias("elpd_loo", "−2 elpd_loo (loo's information-criterion scale).", scale=-2.0)
 
-    se_looic = alias("se", "se of ``looic``: 2 se.", scale=2.0)
+    se_looic = alias("se", "loo's se of ``looic``: 2 se.", scale=2.0)
 
-    se_elpd_loo = alias("se", "loo's name for ``se`` (between-observation se of elpd_loo).", float)
+    se_elpd_loo = alias("se", "loo's name for ``se``: sqrt(N var(elpd_i)), ddof 1.", float)
 
     se_p_loo = alias("p_loo_se", "loo's name for ``p_loo_se``.", float)
+
+    mcse = alias("mcse_elpd_loo", "stanlogz's one name for a result's Monte Carlo se "
+                 "(``mcse_elpd_loo``, loo's).", float)
 
     pareto_k = alias("khat", "ArviZ's name for ``khat`` (the PSIS Pareto k̂ before any fix-up).")
 
@@ -46,24 +48,24 @@ class LooNames(Display):
 
     good_k = alias("threshold", "ArviZ's name for the k̂ threshold (``threshold``).", float)
 
-    @property
-    def se_loo(self) -> float:
-        """loo's and ArviZ's se of elpd_loo, sqrt(N var(elpd_i)), without stanlogz's small-N
-        factor (:func:`~stanlogz.crossval.refit.cv_se.elpd_se`); ``se`` when subsampled."""
-        return self.se if self.sample_index is not None else sum_se(self.elpd_i)
-
     def se_notes(self) -> list[str]:
-        """What the se of elpd_loo includes beyond loo's, and when it is approximate."""
-        notes = []
-        plain = self.se_loo
-        if plain > 0 and self.se > 1.005 * plain:
-            notes.append(f"SE includes a small-N factor of {self.se / plain:.2f} (loo's SE "
-                         f"{plain:.1f}).")
+        """The calibrated interval beside loo's SE, and when loo's SE is too small."""
+        iv = self.elpd_loo_interval
+        if iv is None:
+            return []
+        notes = [f"{100 * iv.level:.1f}% interval for elpd_loo: [{iv.low:.1f}, {iv.high:.1f}] "
+                 f"(+-2 SE times the small-N factor {iv.factor:.2f}; elpd_loo_interval)."]
         if self.n_obs < FEW_OBS:
-            notes.append(f"Only {self.n_obs} observations: SE is approximate (at N = 10, "
-                         "+-2 SE covered 90% of errors with a right model, 85% with "
-                         "heavy-tailed misfit).")
+            notes.append(f"Only {self.n_obs} observations: loo's SE understates the error; "
+                         "use the interval.")
         return notes
+
+    def mcse_note(self) -> str:
+        """loo's line on the Monte Carlo se of elpd_loo (NA with the reason when withheld)."""
+        why = self.mcse_na_reason()
+        if why is not None:
+            return f"MCSE of elpd_loo is NA: {why}."
+        return f"MCSE of elpd_loo is {self.mcse_elpd_loo:.2f}."
 
     def _display(self) -> View:
         n_draws = int(self.n_samples)
@@ -85,7 +87,7 @@ class LooNames(Display):
         ktab = Section(f"Pareto k diagnostic values (before fix-ups; threshold {t:.2f}):",
                        ["", "Count", "Pct."],
                        [[f"{b:13s} {lab}", c, f"{100.0 * c / n:.1f}%"] for b, lab, c in bands])
-        notes = [f"MCSE of elpd_loo is {self.mcse_elpd_loo:.2f}.", *self.se_notes()]
+        notes = [self.mcse_note(), *self.se_notes()]
         if self.sample_index is not None:
             notes.append(f"Subsampling se of elpd_loo is {self.subsampling_se:.2f}.")
         if self.fixed:
@@ -110,7 +112,9 @@ class KFoldNames(Display):
 
     kfoldic = alias("elpd_kfold", "−2 elpd_kfold.", scale=-2.0)
 
-    se_elpd_kfold = alias("se", "loo's name for ``se``.", float)
+    se_elpd_kfold = alias("se_pointwise", "loo's ``kfold()`` se: sqrt(N var(elpd_i)), ddof 1 "
+                          "(``se`` beside it is stanlogz's fold-aware, small-N calibrated one).",
+                          float)
 
     @property
     def p_kfold(self) -> float:

@@ -18,7 +18,7 @@ from stanlogz.crossval import cv, find_observations, loo, loo_compare
 from stanlogz.crossval.observations.observations import Observations
 from stanlogz.crossval.observations.pointwise import PointwiseLogLik
 from stanlogz.crossval.psis_loo.psis import k_threshold, psis_loo
-from stanlogz.crossval.refit.cv_se import calibration_factor, elpd_se
+from stanlogz.crossval.refit.cv_se import calibration_factor
 from stanlogz.errors import InputError
 
 EX = Path(__file__).resolve().parents[2] / "stan_models" / "examples"
@@ -190,9 +190,10 @@ def test_fixups_land_on_the_closed_form(normal, fix):
     # within 5 sqrt(N / (N - 1)) ||mcse|| of the exact-data se.
     mc = r.mcse_i
     exact_se = float(np.sqrt(10 * np.var(exact, ddof=1)))
-    assert abs(r.se_loo - exact_se) < 5 * math.sqrt(10 / 9) * float(np.linalg.norm(mc)), (
-        r.se_loo, exact_se, mc)
-    assert r.se == pytest.approx(calibration_factor(r.elpd_i) * r.se_loo, rel=1e-12)
+    assert abs(r.se - exact_se) < 5 * math.sqrt(10 / 9) * float(np.linalg.norm(mc)), (
+        r.se, exact_se, mc)
+    assert r.elpd_loo_interval.high - r.elpd_loo == pytest.approx(
+        2 * calibration_factor(r.elpd_i) * r.se, rel=1e-12)
     # The Monte Carlo se combines the fixed points' se with PSIS's for the others.
     assert mc[[f.index for f in r.fixed]] == pytest.approx([f.se for f in r.fixed])
     # (the PSIS part from the draws' summed influence, tests/crossval/psis_loo/test_loo_mcse.py)
@@ -255,12 +256,11 @@ def test_loo_compare_uses_paired_pointwise_differences(normal):
     # the paired differences' spread and both programs' complete Monte Carlo se
     assert c.diff_mcse[j] == pytest.approx(math.hypot(a.mcse_elpd_loo, b.mcse_elpd_loo))
     assert c.diff_mcse[c.best] == 0 and c.diff_mcse[j] > 0
-    assert c.diff_se_loo[j] == pytest.approx(np.sqrt(10 * np.var(d_i, ddof=1)
-                                                     + c.diff_mcse[j] ** 2))
-    if abs(c.elpd_diff[j]) < 4:  # no se of so small a difference
-        assert np.isnan(c.diff_se[j]) and c.diag_diff[j] == "|elpd_diff| < 4"
-    else:
-        assert c.diff_se[j] == pytest.approx(math.hypot(elpd_se(d_i), c.diff_mcse[j]))
+    # loo's se_diff: the paired differences only (N = 10: no calibrated interval)
+    assert c.diff_se[j] == pytest.approx(np.sqrt(10 * np.var(d_i, ddof=1)))
+    assert np.all(np.isnan(c.diff_interval[j]))
+    if abs(c.elpd_diff[j]) < 4:
+        assert np.isnan(c.p_worse[j]) and c.diag_diff[j] == "|elpd_diff| < 4"
     assert c.table()[0][0] == c.names[c.best]
     with pytest.raises(InputError, match="same observations"):
         short = dict(NORMAL_DATA, N=9, y=NORMAL_DATA["y"][:9])

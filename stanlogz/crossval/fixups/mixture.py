@@ -29,7 +29,7 @@ from ...errors import InputError
 from ..observations.observations import load_observed
 from ..observations.pointwise import PointwiseLogLik
 from ..psis_loo.loo import LooResult
-from ..refit.cv_se import elpd_se
+from ..psis_loo.psis import influence_mcse
 
 #: Child of the user's seed for the mixture chains.
 MIXTURE_STREAM = 7903
@@ -69,10 +69,12 @@ class _Mixture:
 
 
 def _hmc(target: _Mixture, x0: np.ndarray, inv_metric: np.ndarray, step: float, warmup: int,
-         n: int, rng: np.random.Generator) -> tuple[np.ndarray, float, float]:
+         n: int, rng: np.random.Generator, adapt_delta: float = 0.8,
+         max_treedepth: int = 10) -> tuple[np.ndarray, float, float]:
     """Vectorized HMC of K chains from ``x0`` (K, dim) with a diagonal metric, the step size
-    adapted by dual averaging during ``warmup``; returns (K, n, dim) draws, the mean
-    acceptance after warmup and the step size."""
+    adapted by dual averaging toward acceptance ``adapt_delta`` during ``warmup``, at most
+    2^``max_treedepth`` leapfrog steps per iteration (NUTS's bound); returns (K, n, dim)
+    draws, the mean acceptance after warmup and the step size."""
     k, dim = x0.shape
     x = x0.copy()
     lp, g = target(x)
@@ -82,7 +84,8 @@ def _hmc(target: _Mixture, x0: np.ndarray, inv_metric: np.ndarray, step: float, 
     for it in range(warmup + n):
         # a random number of steps (mean about TRAJECTORY / eps) breaks HMC's periodicity,
         # which with a fixed length near π makes draws of Gaussian targets anti-correlated
-        n_steps = int(rng.integers(1, max(2, min(200, int(math.ceil(2 * TRAJECTORY / eps))))
+        cap = min(200, 2**max_treedepth)
+        n_steps = int(rng.integers(1, max(2, min(cap, int(math.ceil(2 * TRAJECTORY / eps))))
                                    + 1))
         p = rng.standard_normal((k, dim)) / np.sqrt(inv_metric)
         h0 = -lp + 0.5 * np.sum(inv_metric * p**2, axis=1)
@@ -101,9 +104,10 @@ def _hmc(target: _Mixture, x0: np.ndarray, inv_metric: np.ndarray, step: float, 
         x = np.where(take[:, None], xn, x)
         lp = np.where(take, lpn, lp)
         g = np.where(take[:, None], gn, g)
-        if it < warmup:  # Hoffman & Gelman's dual averaging toward acceptance 0.8
+        if it < warmup:  # Hoffman & Gelman's dual averaging toward acceptance adapt_delta
             t = it + 1
-            h_bar = (1 - 1 / (t + 10)) * h_bar + (0.8 - float(accept.mean())) / (t + 10)
+            h_bar = ((1 - 1 / (t + 10)) * h_bar
+                     + (adapt_delta - float(accept.mean())) / (t + 10))
             log_eps = mu - math.sqrt(t) / 0.05 * h_bar
             w = t**-0.75
             log_eps_bar = w * log_eps + (1 - w) * log_eps_bar
@@ -132,10 +136,10 @@ def estimates_from_weights(log_w: np.ndarray, ll: np.ndarray, chains: int) -> di
     # influence of draw s on elpd_i = log A − log B_i (delta method)
     phi = np.exp(log_w - log_a)[:, None] - np.exp(log_w[:, None] - ll - log_b[None, :])
     total = phi.sum(axis=1)
-    both = np.column_stack([phi, total]).reshape(chains, s // chains, n + 1)
-    ess = arviz_compat.ess_mean(both)
+    both = np.column_stack([phi, total])  # each column has mean exactly zero over the draws
+    se = influence_mcse(both, chains)
+    ess = arviz_compat.ess_mean(both.reshape(chains, s // chains, n + 1))
     ess = np.where(np.isfinite(ess) & (ess > 0), ess, s)
-    se = np.std(both.reshape(s, n + 1), axis=0, ddof=1) / np.sqrt(ess)
     # Pareto k̂ of the terms of both means: a heavy tail (k̂ > 0.5) makes the means, and their
     # sample-based se, unreliable (benchmarks/mixture_loo.py)
     _, k_a = arviz_compat.psislw(log_w[None, :])
@@ -191,15 +195,16 @@ def mixture_loo(model: Any, data: Any = None, *, draws: Any = None, settings: An
         progress(f"HMC on the mixture of {n_obs} leave-one-out posteriors: {k} chains x "
                  f"{settings.draws} draws after {settings.warmup} warmup")
     target = _Mixture(minus)
-    xs, acc, eps = _hmc(target, x0, inv_metric, step, settings.warmup, settings.draws, rng)
+    xs, acc, eps = _hmc(target, x0, inv_metric, step, settings.warmup, settings.draws, rng,
+                        settings.adapt_delta, settings.max_treedepth)
     ll = pw.columns(np.arange(n_obs), xs.reshape(-1, model.dim))
     est = _estimates(ll, k)
     elpd_i = est["elpd_i"]
     p_i = est["lppd_i"] - elpd_i
     warns = []
-    if acc < 0.6:
-        warns.append(f"mixture HMC accepted {acc:.2f} of its proposals (target 0.8); run "
-                     "more warmup")
+    if acc < settings.adapt_delta - 0.2:
+        warns.append(f"mixture HMC accepted {acc:.2f} of its proposals (target "
+                     f"{settings.adapt_delta:.2f}); run more warmup")
     s_all = ll.shape[0]
     unreliable = (est["khat"] > MIS_K_MAX) | (est["ess_is"] < max(100.0, MIS_ESS_SHARE * s_all))
     bad = np.nonzero(unreliable)[0]
@@ -223,7 +228,7 @@ def mixture_loo(model: Any, data: Any = None, *, draws: Any = None, settings: An
                      "Monte Carlo se is unreliable; run more draws")
     res = LooResult(
         model=model.name, elpd_loo=float(elpd_i.sum()),
-        se=elpd_se(elpd_i), p_loo=float(p_i.sum()), elpd_i=elpd_i,
+        se=sum_se(elpd_i), p_loo=float(p_i.sum()), elpd_i=elpd_i,
         psis_elpd_i=elpd_i, lppd_i=est["lppd_i"], khat=est["khat"], threshold=MIS_K_MAX,
         n_samples=int(ll.shape[0]), r_eff=1.0, fix="mis", log_lik_source=pw.source,
         observations=observations, seconds=0.0, warnings=warns, psis_mcse_i=mcse_i,

@@ -109,7 +109,8 @@ def mixture_fixup(pw: Any, d: Any, bad: np.ndarray, ps: PsisLoo, pos: dict[int, 
                  f"({', '.join(str(i + 1) for i in bad[:10])}): HMC on the posterior mixed with "
                  f"their leave-one-out posteriors, {k} chains x {settings.draws} draws")
     target = _Weighted([model, *minus], np.concatenate([[0.0], log_c]))
-    xs, acc, _ = _hmc(target, x0, inv_metric, step, settings.warmup, settings.draws, rng)
+    xs, acc, _ = _hmc(target, x0, inv_metric, step, settings.warmup, settings.draws, rng,
+                      settings.adapt_delta, settings.max_treedepth)
     flat = xs.reshape(-1, model.dim)
     lps = np.stack([m.log_density_many(flat) for m in (model, *minus)], axis=1)
     log_q = logsumexp(lps + np.concatenate([[0.0], log_c])[None, :], axis=1)
@@ -126,8 +127,9 @@ def mixture_fixup(pw: Any, d: Any, bad: np.ndarray, ps: PsisLoo, pos: dict[int, 
                     "their PSIS values are kept; use --fix exact"]
     seconds = (time.perf_counter() - t0) / bad.size
     evals = int(target.n_evals // bad.size)
-    warns = ([f"mixture HMC accepted {acc:.2f} of its proposals (target 0.8); run more "
-              "warmup"] if acc < 0.6 else [])
+    warns = ([f"mixture HMC accepted {acc:.2f} of its proposals (target "
+              f"{settings.adapt_delta:.2f}); run more warmup"]
+             if acc < settings.adapt_delta - 0.2 else [])
     diag = {SUM_SE: float(est["mcse"]), "n_mixture_components": int(bad.size + 1),
             "mixture_khat": None, "acceptance": float(acc)}
     return [FixedPoint(int(i), float(est["elpd_i"][j]), float(est["mcse_i"][j]), "mis",

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from ..._util.sum_se import sum_se
 from ...errors import InputError
-from ..refit.cv_se import elpd_se
 
 #: transform name -> (log |g'(y)|, the support of y it needs).
 TRANSFORMS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
@@ -72,7 +72,7 @@ def jacobian_adjusted(result: Any, transform: str, y: Any) -> Any:
         raise InputError("a subsampled LOO has pointwise values for the sampled observations "
                          "only; run without subsample to adjust it")
     elpd_i = result.elpd_i + adj
-    se = elpd_se(elpd_i)
+    se = sum_se(elpd_i)
     if hasattr(result, "elpd_loo"):
         fixed = [dataclasses.replace(f, elpd=f.elpd + adj[f.index],
                                      psis_elpd=f.psis_elpd + adj[f.index],

@@ -4,7 +4,7 @@ InferenceData / DataTree (or its netCDF file), a cmdstanpy fit, CmdStan CSV file
 
 The result is the same :class:`~stanlogz.crossval.psis_loo.loo.LooResult` as for a program, with no
 fix-ups (refits and moment matching need the program) and ``program``/``data``/``draws`` None.
-elpd_loo, its se, p_loo and k̂ equal ``arviz.loo`` on the same log-likelihood and r_eff.
+elpd_loo, its se (loo's), p_loo and k̂ equal ``arviz.loo`` on the same log-likelihood and r_eff.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from ..._util.sum_se import sum_se
 from ...errors import DataError, InputError
 from ...stan.settings import NutsArgs
 from ..observations.observations import Observations
-from ..refit.cv_se import elpd_se
 from .loo import LooResult
 from .psis import psis_loo, relative_efficiency
 
@@ -140,13 +139,17 @@ def loo_from_fit(fit: Any, *, var: str = "log_lik", r_eff: float | None = None,
     p_i = ps.lppd_i - elpd_i
     res = LooResult(
         model=name or what, elpd_loo=float(elpd_i.sum()),
-        se=elpd_se(elpd_i), p_loo=float(p_i.sum()), elpd_i=elpd_i,
+        se=sum_se(elpd_i), p_loo=float(p_i.sum()), elpd_i=elpd_i,
         psis_elpd_i=ps.elpd_i, lppd_i=ps.lppd_i, khat=ps.khat, threshold=threshold,
         n_samples=ps.n_samples, r_eff=float(r_eff), fix="none", log_lik_source=SOURCE,
         observations=Observations(size_name="", fields=(), n=n),
         psis_mcse_i=ps.mcse_i, p_loo_se=sum_se(p_i))
-    res.mcse_elpd_loo = float(math.sqrt(np.sum(res.mcse_i**2)))
+    # the same joint Monte Carlo se as loo() of a program (the observations share the draws)
+    res.mcse_psis, res.mcse_bias = ps.total_mcse(), ps.total_bias()
+    res.mcse_elpd_loo = math.hypot(res.mcse_psis, res.mcse_bias)
     bad = res.unfixed_bad()
+    if bad:
+        res.mcse_elpd_loo = float("nan")  # as loo: NA while a point is above the threshold
     if bad:
         nums = ", ".join(str(i + 1) for i in bad[:10])
         res.warnings.append(f"{len(bad)} observation(s) have Pareto k-hat above "

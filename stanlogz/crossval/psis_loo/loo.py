@@ -7,7 +7,8 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Unpack
+from functools import cached_property
+from typing import Any, ClassVar, Unpack
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from ...errors import InputError
 from ...parallel import child_sequence, run_parallel, with_client
 from ...stan.program import ProgramLike
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
+from ..elpd.base import ElpdResult
 from ..fixups.fixups import FIX_METHODS, FixedPoint, FixTask, fix_observation
 from ..fixups.mixture_fix import SHARED_SE, fixed_variance, mixture_fixup
 from ..fixups.mm_points import check_budget, moment_match_points
@@ -28,7 +30,7 @@ from ..names import LooNames
 from ..observations.observations import Observations, load_observed
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError
-from ..refit.cv_se import elpd_se
+from ..refit.cv_se import ElpdInterval, elpd_interval
 from ..refit.heldout import heldout_many
 from .loo_arviz import fixed_khat
 from .loo_routes import exact_split_error, pointwise_source, refit_refusal
@@ -54,14 +56,16 @@ HELDOUT_STREAM = 7902
 
 
 @dataclass(repr=False)
-class LooResult(LooNames):
+class LooResult(LooNames, ElpdResult):
     """Leave-one-out cross-validation of one program: elpd_loo with its se, its Monte Carlo se,
     p_loo, and the pointwise values (PSIS, or fixed where k̂ was above the threshold). With
     subsampling the pointwise arrays hold the sampled observations (``sample_index``) only."""
 
+    kind: ClassVar[str] = "loo"
+    _names: ClassVar[dict[str, str]] = {"elpd": "elpd_loo", "p": "p_loo"}
     model: str
     elpd_loo: float
-    se: float  # between-observation se, as loo and ArviZ report it
+    se: float  # loo's se_elpd_loo, sqrt(N var(elpd_i)) (ddof 1), as R loo and ArviZ 1.x
     p_loo: float
     elpd_i: np.ndarray  # final pointwise values (fixed ones replaced)
     psis_elpd_i: np.ndarray
@@ -78,7 +82,8 @@ class LooResult(LooNames):
     warnings: list[str] = field(default_factory=list)
     psis_mcse_i: np.ndarray | None = None  # Monte Carlo se of each PSIS value
     p_loo_se: float = float("nan")
-    #: complete Monte Carlo se: sqrt(mcse_psis² + mcse_bias² + Σ fixed points' se²)
+    #: complete Monte Carlo se: sqrt(mcse_psis² + mcse_bias² + Σ fixed points' se²); NaN (loo's
+    #: NA) while any observation stays above the k̂ threshold (:meth:`mcse_na_reason`)
     mcse_elpd_loo: float = 0.0
     #: Monte Carlo se of the PSIS values' part of elpd_loo, from the draws' summed influence
     #: (accounts for the observations sharing the draws; :meth:`PsisLoo.total_mcse`)
@@ -108,14 +113,24 @@ class LooResult(LooNames):
         return (np.arange(self.n_obs) if self.sample_index is None
                 else np.asarray(self.sample_index))
 
-    @property
-    def mc_se_i(self) -> np.ndarray:
-        """Monte Carlo se of the fixed pointwise values (0 for PSIS points)."""
-        out = np.zeros(self.elpd_i.size)
-        pos = {int(o): j for j, o in enumerate(self.index)}
-        for f in self.fixed:
-            out[pos[f.index]] = f.se
-        return out
+    @cached_property
+    def elpd_loo_interval(self) -> ElpdInterval | None:
+        """The calibrated interval beside loo's ``se``: elpd_loo ± 2 c se, c the small-N
+        bootstrap-t factor (:func:`~stanlogz.crossval.refit.cv_se.elpd_interval`), for the
+        data-sampling error (the Monte Carlo one is ``mcse_elpd_loo``); None when subsampled
+        (no interval with the subsampling error has been calibrated)."""
+        if self.sample_index is not None:
+            return None
+        return elpd_interval(self.elpd_i, self.elpd_loo)
+
+    def mcse_na_reason(self) -> str | None:
+        """Why ``mcse_elpd_loo`` is NaN (loo prints NA), or None when it is given."""
+        if left := self.unfixed_bad():
+            return (f"{len(left)} observation(s) still have Pareto k-hat above "
+                    f"{self.threshold:.2f} after the fix-ups: PSIS's error on them is not "
+                    "estimable from the draws (their own mc se understates it), so the total "
+                    "has none")
+        return None if np.isfinite(self.mcse_elpd_loo) else "unreliable fix-ups (see warnings)"
 
     @property
     def mcse_i(self) -> np.ndarray:
@@ -128,11 +143,11 @@ class LooResult(LooNames):
         return out
 
     def khat_counts(self) -> dict[str, int]:
-        """Observations per k̂ band: (-inf, threshold], (threshold, 1], (1, inf)."""
+        """Observations per k̂ band: (-inf, threshold], (threshold, 1], (1, inf); a NaN k̂ (a
+        likelihood constant over the draws, where PSIS is exact) counts as good."""
         k = self.khat
-        return {"good": int(np.sum(k <= self.threshold)),
-                "bad": int(np.sum((k > self.threshold) & (k <= 1.0))),
-                "very bad": int(np.sum(k > 1.0))}
+        bad, very = int(np.sum((k > self.threshold) & (k <= 1.0))), int(np.sum(k > 1.0))
+        return {"good": int(k.size) - bad - very, "bad": bad, "very bad": very}
 
     def unfixed_bad(self) -> list[int]:
         """0-based indices of observations above the threshold that were not fixed."""
@@ -158,8 +173,11 @@ class LooResult(LooNames):
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict (pointwise rows included)."""
-        return {"model": self.model, "elpd_loo": self.elpd_loo, "se": self.se,
-                "se_loo": self.se_loo, "mcse_elpd_loo": self.mcse_elpd_loo,
+        iv = self.elpd_loo_interval
+        mcse = self.mcse_elpd_loo if np.isfinite(self.mcse_elpd_loo) else None
+        return {**self.elpd_dict(), "model": self.model, "elpd_loo": self.elpd_loo, "se": self.se,
+                "se_elpd_loo": self.se, "elpd_loo_interval": None if iv is None else iv.to_dict(),
+                "mcse_elpd_loo": mcse, "mcse_elpd_loo_na": self.mcse_na_reason(),
                 "mcse_psis": self.mcse_psis, "mcse_bias": self.mcse_bias, "p_loo": self.p_loo,
                 "p_loo_se": self.p_loo_se, "looic": -2 * self.elpd_loo, "n_obs": self.n_obs,
                 "n_samples": self.n_samples, "r_eff": self.r_eff, "khat_threshold": self.threshold,
@@ -176,41 +194,23 @@ class LooResult(LooNames):
                 "warnings": self.warnings}
 
     def to_arviz(self) -> Any:
-        """The result as ArviZ's ELPD object (``ELPDData`` in 0.x, ``ELPDDataLOO`` in 1.x), with
-        the fixed pointwise values, for ``arviz.compare`` and ArviZ's plots. As loo does after
-        its fix-ups: ``pareto_k`` holds a moment-matched point's k̂ after the matching and 0 for
-        an exact refit (brms' ``reloo``), ``influence_pareto_k`` the PSIS k̂ of every point,
-        ``fixed`` (bool) and ``fix_method`` (``""`` where not fixed) which were recomputed."""
+        """ArviZ's ELPD object (0.x ``ELPDData``, 1.x ``ELPDDataLOO``) with the fixed values. As
+        loo after its fix-ups: ``pareto_k`` a moment-matched point's k̂ after matching, 0 for a
+        refit (brms' ``reloo``); ``influence_pareto_k`` every PSIS k̂; ``fixed``, ``fix_method``."""
         import xarray as xr
 
         if self.sample_index is not None:
             raise InputError("a subsampled LOO has pointwise values for the sampled "
                              "observations only; run without subsample for an ArviZ object")
         k_after, methods = fixed_khat(self.khat, self.index, self.fixed)
-        elpd_i = xr.DataArray(self.elpd_i, dims=["obs"], name="loo_i")
-        k = xr.DataArray(k_after, dims=["obs"], name="pareto_k")
         extra = {"influence_pareto_k": xr.DataArray(np.asarray(self.khat, dtype=float),
                                                     dims=["obs"], name="influence_pareto_k"),
                  "fixed": xr.DataArray(methods != "", dims=["obs"], name="fixed"),
                  "fix_method": xr.DataArray(methods, dims=["obs"], name="fix_method")}
-        warn = bool(self.unfixed_bad())
-        if arviz_compat.arviz_major() >= 1:
-            from arviz_stats.utils import ELPDDataLOO
-
-            out = ELPDDataLOO(elpd=self.elpd_loo, se=self.se, p=self.p_loo,
-                              n_samples=self.n_samples, n_data_points=self.n_obs, scale="log",
-                              warning=warn, good_k=self.threshold, elpd_i=elpd_i, pareto_k=k,
-                              p_loo_i=xr.DataArray(self.lppd_i - self.elpd_i, dims=["obs"]))
-            for name, value in extra.items():
-                setattr(out, name, value)
-            return out
-        from arviz.stats.stats_utils import ELPDData
-
-        return ELPDData(
-            data=[self.elpd_loo, self.se, self.p_loo, self.n_samples, self.n_obs, warn, elpd_i,
-                  k, "log", self.threshold, *extra.values()],
-            index=["elpd_loo", "se", "p_loo", "n_samples", "n_data_points", "warning", "loo_i",
-                   "pareto_k", "scale", "good_k", *extra])
+        return arviz_compat.elpd_object(
+            "loo", elpd=self.elpd_loo, se=self.se, p=self.p_loo, n_samples=self.n_samples,
+            elpd_i=self.elpd_i, warning=bool(self.unfixed_bad()), good_k=self.threshold,
+            extra=extra, pareto_k=k_after, p_i=self.lppd_i - self.elpd_i)
 
 
 def _check_rows(n_draws: int, k: int = 3) -> np.ndarray:
@@ -366,16 +366,18 @@ def loo(
     res.mcse_bias = ps.total_bias(replaced) * grow
     res.mcse_elpd_loo = math.sqrt(res.mcse_psis**2 + res.mcse_bias**2
                                   + fixed_variance(fixed) * grow**2)
+    if res.unfixed_bad():
+        res.mcse_elpd_loo = float("nan")  # as loo: NA while a point stays above the threshold
     res.warnings.extend(_warnings(res))
     res.warnings = list(dict.fromkeys(res.warnings))  # refits sharing the draws repeat theirs
     return res
 
 
 def _full_estimates(ps: PsisLoo, elpd_i: np.ndarray | None = None) -> dict[str, float]:
-    """elpd = Σ elpd_i, its se (:func:`~stanlogz.crossval.refit.cv_se.elpd_se`), p_loo."""
+    """elpd = Σ elpd_i, loo's se sqrt(N var(elpd_i)), p_loo and its se."""
     elpd_i = ps.elpd_i if elpd_i is None else elpd_i
     p_i = ps.lppd_i - elpd_i
-    return {"elpd": float(elpd_i.sum()), "se": elpd_se(elpd_i), "p_loo": float(p_i.sum()),
+    return {"elpd": float(elpd_i.sum()), "se": sum_se(elpd_i), "p_loo": float(p_i.sum()),
             "p_loo_se": sum_se(p_i)}
 
 

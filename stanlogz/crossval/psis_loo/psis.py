@@ -82,11 +82,20 @@ def elpd_mcse(log_weights: np.ndarray, log_lik: np.ndarray,
     lik = np.exp(ll - ll.max(axis=1, keepdims=True))
     w = np.exp(lw - logsumexp(lw, axis=1, keepdims=True))
     mean = np.sum(w * lik, axis=1)
-    var = np.sum(w**2 * (lik - mean[:, None]) ** 2, axis=1) / r
-    with np.errstate(divide="ignore"):
-        shape = np.where(var > 0, mean**2 / np.where(var > 0, var, 1.0), np.inf)
-    se = np.where(np.isfinite(shape), np.sqrt(polygamma(1, np.minimum(shape, 1e300))), 0.0)
+    rel_var = np.sum(w**2 * (lik / mean[:, None] - 1.0) ** 2, axis=1) / r
+    se = log_mean_mcse(rel_var)
     return se[0:1].reshape(()) if one else se
+
+
+def log_mean_mcse(rel_var: np.ndarray) -> np.ndarray:
+    """Monte Carlo se of log E from the relative variance Var(E) / E² of a positive mean E:
+    E treated as gamma distributed with that mean and variance, Var(log E) = trigamma(shape),
+    shape = E² / Var(E) (0 where the variance is 0). The one formula of every pointwise PSIS
+    mcse (:func:`elpd_mcse`, :func:`psis_loo`)."""
+    v = np.asarray(rel_var, dtype=float)
+    with np.errstate(divide="ignore"):
+        shape = np.where(v > 0, 1.0 / np.where(v > 0, v, 1.0), np.inf)
+    return np.where(np.isfinite(shape), np.sqrt(polygamma(1, np.minimum(shape, 1e300))), 0.0)
 
 
 @dataclass
@@ -180,17 +189,24 @@ def total_mcse(influence: np.ndarray, chains: int = 1) -> float:
     h_s = S Σ_i g_is has mean zero and the error is its average, so the variance is
     mean(h²) / ESS(h), the ESS (for the mean) accounting for the chains' autocorrelation."""
     g = np.asarray(influence, dtype=float).ravel()
-    s = g.size
-    if s % chains or s < 4 * chains:
+    return float(influence_mcse(g.size * g, chains)[0])
+
+
+def influence_mcse(h: np.ndarray, chains: int = 1) -> np.ndarray:
+    """Monte Carlo se of estimates whose error is the average over draws of a mean-zero
+    influence series (delta method): sqrt(mean(h²) / ESS(h)) per column of ``h`` ``(S,)`` or
+    ``(S, k)`` (chain-major), the ESS (for the mean) counting the chains' autocorrelation; the
+    one formula of the joint se of a sum of PSIS values (:func:`total_mcse`) and of the
+    mixture estimator's values (:func:`stanlogz.crossval.fixups.mixture.estimates_from_weights`)."""
+    h = np.asarray(h, dtype=float)
+    cols = h.reshape(h.shape[0], -1)
+    s = cols.shape[0]
+    if chains < 1 or s % chains or s < 4 * chains:
         raise InputError(f"{s} draws cannot be {chains} chains of at least 4")
-    h = s * g
-    ms = float(np.mean(h**2))
-    if ms == 0.0:
-        return 0.0
-    ess = float(arviz_compat.ess_mean(h.reshape(chains, -1, 1))[0]) if chains else float(s)
-    if not (np.isfinite(ess) and ess > 0):
-        ess = float(s)
-    return math.sqrt(ms / ess)
+    ms = np.mean(cols**2, axis=0)
+    ess = np.asarray(arviz_compat.ess_mean(cols.reshape(chains, s // chains, -1)), dtype=float)
+    ess = np.where(np.isfinite(ess) & (ess > 0), ess, float(s))
+    return np.where(ms > 0, np.sqrt(ms / ess), 0.0)
 
 
 #: k̂ above which PSIS's bias is estimated (below it, it is small against the Monte Carlo se).
@@ -238,6 +254,14 @@ def psis_loo(log_lik: np.ndarray, r_eff: float = 1.0, chains: int | None = None,
     llt = np.ascontiguousarray(ll.T)  # (N, S)
     lw, khat = arviz_compat.psislw(-llt, r_eff=r_eff)  # (N, S), normalized per observation
     khat = np.asarray(khat, dtype=float).ravel()
+    # A likelihood constant over the draws gives equal ratios: the importance weights are
+    # uniform and the estimate log p(y_i) is exact, but there is no tail to fit, so ArviZ 0.x
+    # and older loo report k̂ = Inf ("very bad"). posterior's pareto_khat (loo 2.7+) reports
+    # NA for constant draws: so does stanlogz (NaN), and the point is not flagged.
+    const = np.ptp(llt, axis=1) == 0.0
+    if const.any():
+        khat[const] = np.nan
+        lw[const] = -math.log(s)
     # One pass of exponentials serves elpd_i, lppd_i, the pointwise se and the influence
     # (each row of the likelihood scaled by its max, which cancels in every ratio).
     top = llt.max(axis=1)
@@ -251,9 +275,7 @@ def psis_loo(log_lik: np.ndarray, r_eff: float = 1.0, chains: int | None = None,
     g /= e[:, None]
     g -= np.exp(lw)  # g_is = w_is (p_is / E_i − 1): draw_influence
     rel_var = np.einsum("ij,ij->i", g, g) / float(r_eff)  # Var(E_i) / E_i², as elpd_mcse
-    with np.errstate(divide="ignore"):
-        shape = np.where(rel_var > 0, 1.0 / np.where(rel_var > 0, rel_var, 1.0), np.inf)
-    mcse_i = np.where(np.isfinite(shape), np.sqrt(polygamma(1, np.minimum(shape, 1e300))), 0.0)
+    mcse_i = log_mean_mcse(rel_var)
     bias_i = np.zeros(khat.size)
     heavy = np.nonzero(khat > BIAS_K)[0]
     bias_i[heavy] = half_bias(llt[heavy], elpd_i[heavy], r_eff)

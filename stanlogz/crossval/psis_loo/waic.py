@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.special import logsumexp
@@ -23,18 +24,21 @@ from scipy.special import logsumexp
 from ... import arviz_compat
 from ..._util.sum_se import sum_se
 from ...errors import InputError
+from ..elpd.base import ElpdResult
 from ..observations.observations import Observations
-from ..refit.cv_se import elpd_se
+from ..refit.cv_se import ElpdInterval, elpd_interval
 
 #: p_waic_i above this makes WAIC unreliable for that observation (loo's and ArviZ's bound).
 P_WAIC_MAX = 0.4
 
 
 @dataclass
-class WaicResult:
+class WaicResult(ElpdResult):
     """WAIC of one program or fit: elpd_waic with its between-observation se and Monte Carlo
     se, p_waic, and the pointwise values."""
 
+    kind: ClassVar[str] = "waic"
+    _names: ClassVar[dict[str, str]] = {"elpd": "elpd_waic", "p": "p_waic"}
     model: str
     elpd_waic: float
     se: float
@@ -54,22 +58,54 @@ class WaicResult:
         return int(self.elpd_i.size)
 
     @property
-    def se_loo(self) -> float:
-        """R's loo's se of elpd_waic, sqrt(N var(elpd_i)), without stanlogz's small-N factor
-        (:func:`~stanlogz.crossval.refit.cv_se.elpd_se`)."""
-        return sum_se(self.elpd_i)
+    def se_elpd_waic(self) -> float:
+        """loo's name for ``se``: sqrt(N var(elpd_i)) (ddof 1)."""
+        return float(self.se)
+
+    @property
+    def mcse_elpd_waic(self) -> float:
+        """loo's name for ``mcse``."""
+        return float(self.mcse)
+
+    @property
+    def p_waic_se(self) -> float:
+        """loo's se of p_waic, sqrt(N var(p_waic_i))."""
+        return sum_se(self.p_waic_i)
+
+    @property
+    def se_p_waic(self) -> float:
+        """loo's name for ``p_waic_se``."""
+        return self.p_waic_se
+
+    @property
+    def waic(self) -> float:
+        """−2 elpd_waic (loo's information-criterion scale)."""
+        return -2.0 * self.elpd_waic
+
+    @property
+    def se_waic(self) -> float:
+        """loo's se of ``waic``: 2 se."""
+        return 2.0 * float(self.se)
+
+    @cached_property
+    def elpd_waic_interval(self) -> ElpdInterval:
+        """The calibrated interval for elpd_waic beside loo's ``se``: elpd_waic ± 2 c se, c the
+        small-N bootstrap-t factor (:func:`~stanlogz.crossval.refit.cv_se.elpd_interval`)."""
+        return elpd_interval(self.elpd_i, self.elpd_waic)
 
     def table(self) -> list[list[Any]]:
         """The loo-style summary rows: (quantity, estimate, se)."""
         return [["elpd_waic", round(self.elpd_waic, 3), round(self.se, 3)],
-                ["p_waic", round(self.p_waic, 3),
-                 round(sum_se(self.p_waic_i), 3)],
+                ["p_waic", round(self.p_waic, 3), round(self.p_waic_se, 3)],
                 ["waic", round(-2 * self.elpd_waic, 3), round(2 * self.se, 3)]]
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict (pointwise values included)."""
-        return {"model": self.model, "elpd_waic": self.elpd_waic, "se": self.se,
-                "se_loo": self.se_loo, "mcse_elpd_waic": self.mcse, "p_waic": self.p_waic,
+        return {**self.elpd_dict(), "model": self.model, "elpd_waic": self.elpd_waic,
+                "se": self.se,
+                "se_elpd_waic": self.se, "p_waic_se": self.p_waic_se,
+                "elpd_waic_interval": self.elpd_waic_interval.to_dict(),
+                "mcse_elpd_waic": self.mcse, "p_waic": self.p_waic,
                 "waic": -2 * self.elpd_waic, "n_obs": self.n_obs, "n_samples": self.n_samples,
                 "n_p_waic_above_0.4": int(np.sum(self.p_waic_i > P_WAIC_MAX)),
                 "pointwise": [{"observation": i + 1, "elpd": float(e), "p_waic": float(p)}
@@ -112,7 +148,7 @@ class _Accumulator:
         ess = ess if np.isfinite(ess) and ess > 0 else float(s)
         mcse = float(np.std(phi, ddof=1) / math.sqrt(ess)) if s > 1 else float("nan")
         res = WaicResult(model=name, elpd_waic=float(elpd_i.sum()),
-                         se=elpd_se(elpd_i), p_waic=float(p_i.sum()),
+                         se=sum_se(elpd_i), p_waic=float(p_i.sum()),
                          mcse=mcse, elpd_i=elpd_i, lppd_i=lppd, p_waic_i=p_i, n_samples=s,
                          observations=Observations(size_name="", fields=(), n=n))
         high = np.nonzero(p_i > P_WAIC_MAX)[0]

@@ -1,6 +1,7 @@
-"""Standard errors of cross-validation sums that cover their target at small N: PSIS-LOO,
-WAIC and paired differences (:func:`elpd_se`), K-fold (:func:`kfold_se`) and leave-future-out
-with M-step windows (:func:`lfo_se`).
+"""Intervals and standard errors of cross-validation sums that cover their target at small N:
+PSIS-LOO, WAIC and paired differences (:func:`elpd_interval`, beside loo's se
+:func:`~stanlogz._util.sum_se.sum_se`, which stays under loo's names), K-fold (:func:`kfold_se`)
+and leave-future-out with M-step windows (:func:`lfo_se`).
 
 What the se is an se *of*: the data-sampling error of the CV sum as an estimate of the expected
 log score, on new data from the data-generating process, of the predictions it scores — for
@@ -12,7 +13,8 @@ Three corrections to loo's sqrt(N var(elpd_i)), each measured in ``benchmarks/co
 
 * **small-N calibration** (:func:`calibration_factor`): log predictive densities are skewed, and
   their sample variance is correlated with their sum, so ±2 se undercovers at N = 20 (87%). The
-  se is multiplied by the symmetric bootstrap-t factor q/2 (q the 95.45% quantile of
+  interval of :func:`elpd_interval` (and the K-fold and LFO se) widens ±2 se by the symmetric
+  bootstrap-t factor q/2 (q the 95.45% quantile of
   |mean* − mean| / se* over resamples of the pointwise values; at least 1), so ±2 se is a
   bootstrap-t interval (second-order accurate for two-sided coverage); and by the same factor
   with the lowest values' tail replaced by a fitted Pareto tail, when that is larger
@@ -37,6 +39,8 @@ Three corrections to loo's sqrt(N var(elpd_i)), each measured in ``benchmarks/co
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
@@ -50,9 +54,9 @@ N_BOOT = 2000
 BOOT_SEED = 20250425
 #: Above this many values the calibration is skipped (its correction is O(1/N)).
 MAX_CALIBRATED = 5000
-#: Two-sided level of "±2 se": P(|Z| <= 2).
 #: The largest calibration factor (module docstring).
 MAX_FACTOR = 2.0
+#: Two-sided level of "±2 se": P(|Z| <= 2).
 LEVEL_2SE = 2 * stats.norm.cdf(2.0) - 1
 
 
@@ -78,12 +82,42 @@ def calibration_factor(values: np.ndarray) -> float:
     return min(MAX_FACTOR, max(1.0, float(np.quantile(t, LEVEL_2SE)) / 2.0, tail_factor(v)))
 
 
-def elpd_se(values: np.ndarray) -> float:
-    """se of Σ_i values_i over N observations (elpd_loo, elpd_waic, a paired difference of
-    them): loo's sqrt(N var(values)) times the small-N :func:`calibration_factor` (>= 1, near 1
-    from a few hundred observations); NaN for fewer than two values."""
+@dataclass(frozen=True)
+class ElpdInterval:
+    """A calibrated interval for a cross-validation sum (or paired difference): ``low`` to
+    ``high`` at the nominal two-sided ``level``, from loo's se times the small-N ``factor``.
+    Not an se: the factor makes ``estimate ± 2 × factor × se`` a symmetric bootstrap-t interval
+    whose coverage is measured in ``benchmarks/coverage_ddof.py`` (docs/error-bars.md)."""
+
+    low: float
+    high: float
+    level: float
+    factor: float
+
+    def __iter__(self) -> Iterator[float]:
+        yield self.low
+        yield self.high
+
+    def to_dict(self) -> dict[str, float]:
+        """``{"low", "high", "level", "factor"}``."""
+        return {"low": self.low, "high": self.high, "level": self.level, "factor": self.factor}
+
+
+def elpd_interval(values: np.ndarray, total: float | None = None,
+                  n_obs: int | None = None) -> ElpdInterval:
+    """The calibrated interval ``total ± 2 c sqrt(N var(values))`` of Σ_i values_i (elpd_loo,
+    elpd_waic, a paired difference), c the small-N :func:`calibration_factor` (1 to
+    :data:`MAX_FACTOR`), at level P(|Z| <= 2) = 0.954. ``total`` defaults to the sum of the
+    values; ``n_obs`` scales a sample of m values to N observations (the se is sqrt(N var));
+    NaN bounds for fewer than two values."""
     v = np.asarray(values, dtype=float).ravel()
-    return float(calibration_factor(v) * sum_se(v))
+    n = v.size if n_obs is None else int(n_obs)
+    centre = float(v.sum()) if total is None else float(total)
+    se = sum_se(v) * math.sqrt(n / v.size) if v.size else float("nan")
+    c = calibration_factor(v)
+    half = 2.0 * c * se
+    return ElpdInterval(low=centre - half, high=centre + half, level=float(LEVEL_2SE),
+                        factor=float(c))
 
 
 def kfold_se(elpd_i: np.ndarray, fold_of: np.ndarray) -> float:

@@ -141,9 +141,10 @@ class KFoldResult(KFoldNames):
                 "seconds": self.seconds, "warnings": self.warnings}
 
     def to_arviz(self) -> Any:
-        """ArviZ's K-fold ELPD object (``ELPDDataLOOKFold`` in 1.x, ``ELPDData`` in 0.x);
-        ``p`` is NaN (stanlogz does not compute p_kfold)."""
-        return arviz_compat.elpd_object("kfold", elpd=self.elpd_kfold, se=self.se,
+        """ArviZ's K-fold ELPD object (``ELPDDataLOOKFold`` in 1.x, ``ELPDData`` in 0.x) with
+        ArviZ's se, sqrt(N var(elpd_i)) (``se_pointwise``; stanlogz's fold-aware ``se`` is not
+        ArviZ's number); ``p`` is NaN (stanlogz does not compute p_kfold)."""
+        return arviz_compat.elpd_object("kfold", elpd=self.elpd_kfold, se=self.se_pointwise,
                                         p=float("nan"), n_samples=self.n_samples,
                                         elpd_i=self.elpd_i, warning=bool(self.warnings),
                                         extra={"n_folds": self.k})

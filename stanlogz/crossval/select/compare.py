@@ -11,20 +11,22 @@ approximation is unreliable (Sivula, Magnusson, Matamoros & Vehtari 2022; loo 2.
 * ``diag_elpd``: ``"K k_psis > t"`` when K observations of the program still have Pareto k̂
   above the threshold t (not fixed), so its elpd_loo itself is unreliable.
 
-Where loo only flags, stanlogz also acts (coverage of ±2 se against exact truths in
-``benchmarks/coverage_ddof.py``):
+Every loo/ArviZ name carries loo's number: ``diff_se`` (``se_diff``, ``dse``) is loo's
+sqrt(N var(d_i)) of the paired pointwise differences, always given, flagged by ``diag_diff`` as
+loo flags it. What stanlogz knows better goes beside it under its own name (coverage against
+exact truths in ``benchmarks/coverage_interval.py``, docs/error-bars.md):
 
-* ``diff_se`` carries the small-N bootstrap-t factor of the paired differences
-  (:func:`stanlogz.crossval.refit.cv_se.elpd_se`): where the difference is at least 4, loo's se
-  covered 79–94% at N = 20–50, the calibrated one 89–95%;
-* with fewer than 20 observations no se of a difference is given: there ±2 se covered 84% at
-  N = 10 with a right model (the evidence, ``compare --evidence``, needs no average over
-  observations);
-* below |elpd_diff| = 4 no se is given (``diff_se`` and ``p_worse`` are NaN): there the error of
-  the LOO difference has a floor of a few nats that the pointwise differences do not show (two
-  nested programs whose extra term does nothing score almost alike at every observation, yet
-  their true difference is chance), and ±2 se covered 69–83% from N = 50 on, even with the
-  factor. loo's value is kept in ``diff_se_loo`` for comparison with R.
+* ``diff_interval``: elpd_diff ± 2 c diff_se at level 0.954, c the small-N bootstrap-t factor
+  of the paired differences (:func:`stanlogz.crossval.refit.cv_se.elpd_interval`), given where
+  |elpd_diff| >= 4 and N >= 20; NaN elsewhere, with the reason in :meth:`warnings`: below
+  |elpd_diff| = 4 the error of the LOO difference has a floor of a few nats that the pointwise
+  differences do not show (nested programs whose extra term does nothing score almost alike at
+  every observation, yet their true difference is chance), and no se built from them covered
+  (0.62–0.89 for nested programs); at N < 20 the factor rests on too few values;
+* ``p_worse`` = Φ(−elpd_diff / diff_se) as loo, except NaN where |elpd_diff| < 4: there loo's
+  value was overconfident (0.65–0.73 where the truth was 0.56–0.66), with the reason in
+  :meth:`warnings`;
+* ``diff_mcse``: the Monte Carlo se of each elpd_diff (loo leaves it out of se_diff).
 """
 
 from __future__ import annotations
@@ -38,11 +40,11 @@ import numpy as np
 from scipy.stats import norm
 
 from ... import arviz_compat
-from ..._util.sum_se import DDOF
+from ..._util.sum_se import sum_se
 from ...errors import InputError
 from ..names import FEW_OBS, LooComparisonNames
 from ..psis_loo.loo import LooResult
-from ..refit.cv_se import elpd_se
+from ..refit.cv_se import elpd_interval
 
 
 @dataclass(repr=False)
@@ -54,7 +56,8 @@ class LooComparison(LooComparisonNames):
     elpd_diff: np.ndarray
     diff_se: np.ndarray
     best: int
-    #: P(program predicts worse than the best) = Φ(−elpd_diff / diff_se); NaN for the best
+    #: P(program predicts worse than the best) = Φ(−elpd_diff / diff_se); NaN for the best and
+    #: where |elpd_diff| < 4 (module docstring)
     p_worse: np.ndarray | None = None
     #: Pareto k̂ of the pointwise differences to the best (NaN for the best or N < 20)
     khat_diff: np.ndarray | None = None
@@ -63,9 +66,10 @@ class LooComparison(LooComparisonNames):
     #: Monte Carlo se of each elpd_diff: both programs' complete Monte Carlo se of elpd_loo
     #: (their draws are independent runs), 0 for the best
     diff_mcse: np.ndarray | None = None
-    #: loo's se_diff, sqrt(N var(d_i) + diff_mcse²) without the small-N factor, also where
-    #: ``diff_se`` is refused (module docstring): for comparison with R, not an error bar
-    diff_se_loo: np.ndarray | None = None
+    #: calibrated interval of each elpd_diff, ``(k, 2)`` (low, high) at level
+    #: :data:`~stanlogz.crossval.refit.cv_se.LEVEL_2SE`; NaN for the best and where none is
+    #: given (module docstring)
+    diff_interval: np.ndarray | None = None
 
     header = ("model", "elpd_loo", "se", "elpd_diff", "diff_se", "p_loo", "fixed", "p_worse",
               "diag_diff", "diag_elpd")
@@ -90,24 +94,22 @@ class LooComparison(LooComparisonNames):
         out = []
         n_obs = self.results[0].n_obs
         if n_obs < MIN_OBS and len(self.results) > 1:
-            out.append(f"only {n_obs} observations: no se of elpd_diff is given (with so few, "
-                       "+-2 se covered 84% of the errors at N = 10 even with a right model); "
-                       "compare the programs' evidence instead (compare --evidence), which "
-                       "needs no average over observations")
+            out.append(f"only {n_obs} observations: diff_se is loo's, but no calibrated "
+                       "diff_interval is given (with so few, +-2 se covered 84% of the errors "
+                       "at N = 10 even with a right model); compare the programs' evidence "
+                       "instead (compare --evidence), which needs no average over observations")
         elif "N < 100" in (self.diag_diff or []):
-            out.append(f"only {n_obs} observations: diff_se's small-N factor is estimated "
-                       "from few values and p_worse may be overconfident; treat differences of "
-                       "a few diff_se as undecided")
+            out.append(f"only {n_obs} observations: loo's diff_se is too optimistic at this N "
+                       "(diag_diff 'N < 100'); diff_interval carries the small-N factor")
         for i, (d, e) in enumerate(zip(self.diag_diff or [], self.diag_elpd or [],
                                        strict=True)):
             n = self.names[i]
             if d == "|elpd_diff| < 4":
-                loo_se = ("" if self.diff_se_loo is None
-                          else f" (loo's se_diff would be {self.diff_se_loo[i]:.2f})")
-                out.append(f"{n}: |elpd_diff| < 4: the programs predict almost alike and no se "
-                           f"of so small a difference covers its error{loo_se}, so none is "
-                           "given; the choice matters little: weigh the programs by stacking "
-                           "(weights) or choose on other grounds")
+                out.append(f"{n}: |elpd_diff| < 4: the programs predict almost alike; no se of "
+                           "so small a difference covers its error (nested programs: +-1 se "
+                           "covered 0.62-0.89), so p_worse and diff_interval are not given "
+                           "(diff_se is loo's, for reference); the choice matters little: "
+                           "weigh the programs by stacking (weights) or choose on other grounds")
             elif d.startswith("khat_diff"):
                 out.append(f"{n}: the pointwise differences to the best have a heavy tail "
                            f"(k-hat {self.khat_diff[i]:.2f}); look at the outlying observations "
@@ -121,9 +123,8 @@ class LooComparison(LooComparisonNames):
         """A JSON-serializable dict."""
         return {"best": self.names[self.best],
                 "models": [{"name": n, "elpd_loo": r.elpd_loo, "se": r.se,
-                            "se_loo": r.se_loo, "elpd_diff": float(d),
-                            "diff_se": _num(self.diff_se, j),
-                            "diff_se_loo": _num(self.diff_se_loo, j),
+                            "elpd_diff": float(d), "diff_se": _num(self.diff_se, j),
+                            "diff_interval": _pair(self.diff_interval, j),
                             "diff_mcse": _num(self.diff_mcse, j), "p_loo": r.p_loo,
                             "fixed": [f.index + 1 for f in r.fixed], "warnings": r.warnings,
                             "p_worse": _num(self.p_worse, j), "khat_diff": _num(self.khat_diff, j),
@@ -138,6 +139,12 @@ def _num(values: np.ndarray | None, j: int) -> float | None:
     if values is None or not np.isfinite(values[j]):
         return None
     return float(values[j])
+
+
+def _pair(values: np.ndarray | None, j: int) -> list[float] | None:
+    if values is None or not np.all(np.isfinite(values[j])):
+        return None
+    return [float(values[j][0]), float(values[j][1])]
 
 
 def p_worse(elpd_diff: np.ndarray, diff_se: np.ndarray) -> np.ndarray:
@@ -167,16 +174,16 @@ def tail_khat(values: np.ndarray) -> float:
     return float(np.ravel(k)[0])
 
 
-#: Below this |elpd_diff| no se of the difference is given (module docstring).
+#: Below this |elpd_diff| neither p_worse nor a calibrated interval is given (module docstring).
 SMALL_DIFF = 4.0
-#: Below this many observations no se of a difference is given (module docstring); the same
-#: bound below which a LooResult's display calls its se approximate.
+#: Below this many observations no calibrated interval of a difference is given (module
+#: docstring); the same bound below which a LooResult's display calls loo's se too small.
 MIN_OBS = FEW_OBS
 
 
 def difference_diagnostics(n_obs: int, elpd_diff: float, khat: float) -> str:
     """loo's ``diag_diff`` for one program against the best (module docstring)."""
-    if abs(elpd_diff) < SMALL_DIFF:  # first: it is the one that withholds diff_se
+    if abs(elpd_diff) < SMALL_DIFF:  # first: it is the one that withholds p_worse
         return "|elpd_diff| < 4"
     if n_obs < 100:
         return "N < 100"
@@ -193,11 +200,11 @@ def elpd_diagnostic(result: LooResult) -> str:
 
 def loo_compare(results: Sequence[LooResult], names: Sequence[str] | None = None
                 ) -> LooComparison:
-    """Compare :class:`LooResult` s of programs on the same observations: elpd_diff = elpd_loo −
-    best, diff_se = sqrt(elpd_se(elpd_i − best_i)² + diff_mcse²), where elpd_se is loo's
-    sqrt(N var) with the small-N factor and diff_mcse² the sum of both programs' squared Monte
-    Carlo se of elpd_loo (PSIS part and fixed points); NaN below |elpd_diff| = 4 or 20
-    observations (module docstring; loo's value in ``diff_se_loo``). Subsampled results must
+    """Compare :class:`LooResult` s of programs on the same observations as loo's
+    ``loo_compare``: elpd_diff = elpd_loo − best, diff_se = sqrt(N var(elpd_i − best_i))
+    (ddof 1; over the sampled differences, scaled to N, when subsampled), p_worse, diag_diff
+    and diag_elpd; beside them diff_mcse (both programs' Monte Carlo se of elpd_loo in
+    quadrature) and the calibrated diff_interval (module docstring). Subsampled results must
     share the sampled observations (same seed and subsample size)."""
     results = list(results)
     if len(results) < 2:
@@ -219,7 +226,7 @@ def loo_compare(results: Sequence[LooResult], names: Sequence[str] | None = None
     b = results[best]
     diff = np.array([r.elpd_loo - b.elpd_loo for r in results])
     se = np.zeros(len(results))
-    se_loo = np.zeros(len(results))
+    interval = np.full((len(results), 2), np.nan)
     mcse = np.zeros(len(results))
     khat = np.full(len(results), np.nan)
     diag = [""] * len(results)
@@ -227,12 +234,14 @@ def loo_compare(results: Sequence[LooResult], names: Sequence[str] | None = None
         if j != best:
             d_i = r.elpd_i - b.elpd_i
             mcse[j] = math.hypot(r.mcse_elpd_loo, b.mcse_elpd_loo)
-            se_loo[j] = math.sqrt(r.n_obs * np.var(d_i, ddof=DDOF) + mcse[j] ** 2)
-            se[j] = (float("nan") if abs(diff[j]) < SMALL_DIFF or r.n_obs < MIN_OBS
-                     else math.hypot(elpd_se(d_i) * math.sqrt(r.n_obs / d_i.size), mcse[j]))
+            se[j] = sum_se(d_i) * math.sqrt(r.n_obs / d_i.size)
+            if abs(diff[j]) >= SMALL_DIFF and r.n_obs >= MIN_OBS:
+                interval[j] = tuple(elpd_interval(d_i, float(diff[j]), r.n_obs))
             khat[j] = tail_khat(d_i)
             diag[j] = difference_diagnostics(r.n_obs, float(diff[j]), float(khat[j]))
+    pw = p_worse(diff, se)
+    pw[np.abs(diff) < SMALL_DIFF] = np.nan  # miscalibrated there (module docstring)
     return LooComparison(names=names, results=results, elpd_diff=diff, diff_se=se, best=best,
-                         p_worse=p_worse(diff, se), khat_diff=khat, diag_diff=diag,
+                         p_worse=pw, khat_diff=khat, diag_diff=diag,
                          diag_elpd=[elpd_diagnostic(r) for r in results], diff_mcse=mcse,
-                         diff_se_loo=se_loo)
+                         diff_interval=interval)

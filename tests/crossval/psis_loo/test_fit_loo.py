@@ -44,13 +44,14 @@ def test_loo_of_inference_data_equals_arviz() -> None:
     r = stanlogz.loo(idata)
     assert r.program is None and r.fix == "none" and r.n_obs == 8
     # same smoothing and r_eff as ArviZ: equal to rounding
-    # stanlogz's se_loo is loo's sqrt(N var(elpd_i)) with ddof 1 (as R's loo and ArviZ 1.x);
-    # ArviZ 0.x's ddof 0 is smaller by the factor sqrt((N - 1) / N). Its se is se_loo times
-    # the small-N factor.
+    # se is loo's sqrt(N var(elpd_i)) with ddof 1 (as R's loo and ArviZ 1.x); ArviZ 0.x's
+    # ddof 0 is smaller by the factor sqrt((N - 1) / N). The small-N factor is only in the
+    # interval beside it.
     ddof_factor = 1.0 if arviz_compat.arviz_major() >= 1 else 1.0 / arviz0_factor(r.n_obs)
     assert abs(r.elpd_loo - ref["elpd"]) < 1e-6
-    assert abs(r.se_loo * ddof_factor - ref["se"]) < 1e-6
-    assert r.se == pytest.approx(calibration_factor(r.elpd_i) * r.se_loo, rel=1e-12)
+    assert abs(r.se * ddof_factor - ref["se"]) < 1e-6
+    assert r.elpd_loo_interval.high - r.elpd_loo == pytest.approx(
+        2 * calibration_factor(r.elpd_i) * r.se, rel=1e-12)
     assert abs(r.p_loo - ref["p_loo"]) < 1e-6
     np.testing.assert_allclose(r.elpd_i, ref["elpd_i"], atol=1e-6)
     np.testing.assert_allclose(r.khat, ref["pareto_k"], atol=1e-6)
@@ -99,11 +100,13 @@ def test_compare_accepts_program_free_results() -> None:
     cmp = loo_compare([a, c], names=["schools", "shifted"])
     assert cmp.best == 0
     # shifting log p(y_i | θ) by a constant shifts each elpd_i by exactly that constant
-    # and the between-observation part of diff_se is 0: what is left is the Monte Carlo part
+    # and loo's diff_se, of the pointwise differences only, is 0 (the Monte Carlo part is
+    # diff_mcse beside it)
     assert abs(cmp.elpd_diff[1] + 0.5 * a.n_obs) < 1e-9
-    assert cmp.diff_se_loo[1] == pytest.approx(cmp.diff_mcse[1], rel=1e-9)
-    # eight observations (and |elpd_diff| = 4): too few for any se of the difference
-    assert np.isnan(cmp.diff_se[1]) and any("only 8 observations" in w for w in cmp.warnings())
+    assert cmp.diff_se[1] == pytest.approx(0.0, abs=1e-9) and cmp.diff_mcse[1] > 0
+    # eight observations: too few for a calibrated interval of the difference
+    assert np.all(np.isnan(cmp.diff_interval[1]))
+    assert any("only 8 observations" in w for w in cmp.warnings())
     assert abs(b.elpd_loo - a.elpd_loo) < 1e-12 and b.model == "copy"
 
 
@@ -151,5 +154,7 @@ def test_cli_loo_says_what_its_se_includes(capsys) -> None:
     out, err = capsys.readouterr()
     assert rc == 0, err
     r = stanlogz.loo(SCHOOLS)
-    assert f"SE includes a small-N factor of {r.se / r.se_loo:.2f}" in out
-    assert "Only 8 observations: SE is approximate" in out
+    iv = r.elpd_loo_interval
+    assert f"95.4% interval for elpd_loo: [{iv.low:.1f}, {iv.high:.1f}]" in out
+    assert f"small-N factor {iv.factor:.2f}" in out
+    assert "Only 8 observations: loo's SE understates the error" in out

@@ -131,11 +131,13 @@ def test_compare_adds_both_monte_carlo_se_and_pairs_only_shared_subsamples() -> 
     c = loo_compare([a, b])
     d = b.elpd_i - a.elpd_i
     assert c.diff_mcse[1] == pytest.approx(0.5)  # hypot(0.3, 0.4)
-    # the sampled differences' variance scaled to all 400 observations, with the small-N
-    # factor of the differences (elpd_diff = -80: far from the |elpd_diff| < 4 refusal)
-    assert c.diff_se_loo[1] == pytest.approx(math.sqrt(400 * np.var(d, ddof=1) + 0.25))
-    assert c.diff_se[1] == pytest.approx(
-        math.hypot(calibration_factor(d) * math.sqrt(400 * np.var(d, ddof=1)), 0.5))
+    # loo's diff_se: the sampled differences' variance scaled to all 400 observations, the
+    # Monte Carlo se beside it; the interval carries the small-N factor of the differences
+    # (elpd_diff = -80: far from |elpd_diff| < 4)
+    se = math.sqrt(400 * np.var(d, ddof=1))
+    assert c.diff_se[1] == pytest.approx(se)
+    assert c.diff_interval[1] == pytest.approx(
+        c.elpd_diff[1] + np.array([-2, 2]) * calibration_factor(d) * se)
     other = _Sub(b.elpd_i, np.sort(rng.choice(400, 100, replace=False)), 0.4)
     with pytest.raises(InputError, match="same sampled observations"):
         loo_compare([a, other])

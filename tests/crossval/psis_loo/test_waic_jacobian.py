@@ -69,8 +69,11 @@ def test_waic_equals_arviz_and_the_closed_form() -> None:
         ref_se = np.sqrt(ref_i.size * np.var(ref_i, ddof=1))
     for fit in (idata, SCHOOLS):
         w = waic(fit)
-        assert abs(w.elpd_waic - ref_elpd) < 1e-9 and abs(w.se_loo - ref_se) < 1e-9
-        assert w.se == pytest.approx(calibration_factor(w.elpd_i) * ref_se, rel=1e-9)
+        assert abs(w.elpd_waic - ref_elpd) < 1e-9 and abs(w.se - ref_se) < 1e-9
+        assert w.se_elpd_waic == w.se and w.se_waic == 2 * w.se
+        iv = w.elpd_waic_interval
+        assert iv.high - w.elpd_waic == pytest.approx(
+            2 * calibration_factor(w.elpd_i) * ref_se, rel=1e-9)
         assert abs(w.p_waic - ref_p) < 1e-9
     np.testing.assert_allclose(w.elpd_i, ref_i, atol=1e-9)
     y = np.random.default_rng(4).normal(0.3, 1.0, 20)

@@ -15,7 +15,6 @@ import pytest
 from stanlogz import arviz_compat
 from stanlogz._util.sum_se import arviz0_factor, sum_se
 from stanlogz.cli import main
-from stanlogz.crossval.refit.cv_se import elpd_se
 from stanlogz.crossval.select.choose import check_request, check_same_data, choose, parse_weights
 from stanlogz.crossval.select.compare import loo_compare, tail_khat
 from stanlogz.errors import InputError
@@ -48,11 +47,7 @@ class FakeLoo:
 
     @property
     def se(self) -> float:
-        return elpd_se(self.elpd_i)  # as LooResult's
-
-    @property
-    def se_loo(self) -> float:
-        return sum_se(self.elpd_i)
+        return sum_se(self.elpd_i)  # as LooResult's
 
     @property
     def n_obs(self) -> int:
@@ -196,14 +191,14 @@ def test_program_choice_combines_loo_evidence_and_weights(tmp_path):
     dse_factor = arviz0_factor(loos[0].n_obs)
     for col in ("elpd_diff", ref.columns[1]):
         assert df[col].to_numpy(float) == pytest.approx(ref[col].to_numpy(float), abs=1e-9)
-    # stanlogz's se and dse carry the small-N factor (and no dse below |elpd_diff| = 4); loo's
-    # values without it, se_loo and diff_se_loo, are ArviZ's
+    # se and dse are loo's (ddof 1) under every name: ArviZ's se, and its dse times the ddof
+    # factor (the small-N factor is only in the intervals beside them)
     order = [c.names.index(n) for n in df.index]
     assert df["se"].to_numpy(float) == pytest.approx([loos[i].se for i in order], rel=1e-12)
-    assert [loos[i].se_loo for i in order] == pytest.approx(ref["se"].to_numpy(float), abs=1e-9)
+    assert df["se"].to_numpy(float) == pytest.approx(ref["se"].to_numpy(float), abs=1e-9)
     np.testing.assert_allclose(df["dse"].to_numpy(float), c.loo.diff_se[order], rtol=1e-12)
-    assert c.loo.diff_se_loo[order] == pytest.approx(ref["dse"].to_numpy(float) * dse_factor,
-                                                     abs=1e-9)
+    assert c.loo.diff_se[order] == pytest.approx(ref["dse"].to_numpy(float) * dse_factor,
+                                                 abs=1e-9)
     assert df["weight"].to_numpy(float) == pytest.approx(ref["weight"].to_numpy(float),
                                                          abs=5e-4)  # ArviZ's SLSQP tolerance
     import matplotlib
@@ -290,8 +285,9 @@ def test_three_shipped_programs_by_loo_and_evidence(compiled, capsys):
     for n in names:
         if n != best:
             m = loo_models[n]
-            if abs(m["elpd_diff"]) < 4:  # no se of so small a difference
-                assert m["diff_se"] is None and m["p_worse"] is None
+            if abs(m["elpd_diff"]) < 4:  # loo's diff_se, but no p_worse nor interval
+                assert m["diff_se"] > 0 and m["p_worse"] is None
+                assert m["diff_interval"] is None
                 assert m["diag_diff"] == "|elpd_diff| < 4"
                 continue
             z = -m["elpd_diff"] / m["diff_se"]

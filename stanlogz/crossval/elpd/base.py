@@ -1,0 +1,52 @@
+"""One interface for the results that estimate an expected log predictive density (PSIS-LOO,
+WAIC; K-fold and LFO to follow): the same names for the same things, whatever the method.
+
+Subclasses are dataclasses holding the method's own fields under loo's names; this base reads
+them through one set of names: ``kind``, ``elpd``, ``se`` (loo's between-observation se),
+``mcse`` (the Monte Carlo se of the total), ``elpd_i``, ``mcse_i``, ``p``, ``pareto_k``,
+``n_obs``, ``n_samples`` and ``warnings``, and :meth:`ElpdResult.elpd_dict` is their one
+serialization, which every ``to_dict`` starts from.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+
+def _number(x: Any) -> float | None:
+    """A JSON number: None for NaN or infinity."""
+    x = float(x)
+    return x if np.isfinite(x) else None
+
+
+class ElpdResult:
+    """The common read interface of an elpd estimate (module docstring). A subclass sets
+    ``kind`` and ``_names``: the names of its own fields for ``elpd`` and ``p``."""
+
+    kind: ClassVar[str] = "elpd"
+    _names: ClassVar[dict[str, str]] = {}
+
+    @property
+    def elpd(self) -> float:
+        """The estimate of the expected log predictive density (Σ_i elpd_i)."""
+        return float(getattr(self, self._names["elpd"]))
+
+    @property
+    def p(self) -> float:
+        """The effective number of parameters (p_loo, p_waic)."""
+        return float(getattr(self, self._names["p"]))
+
+    def pointwise_mcse(self) -> np.ndarray:
+        """Monte Carlo se of each elpd_i (NaN where the method gives none)."""
+        values = getattr(self, "mcse_i", None)
+        n = np.asarray(self.elpd_i).size
+        return np.full(n, np.nan) if values is None else np.asarray(values, dtype=float)
+
+    def elpd_dict(self) -> dict[str, Any]:
+        """The common entries of every elpd result's ``to_dict`` (None for NaN)."""
+        return {"kind": self.kind, "elpd": self.elpd, "se": _number(self.se),
+                "mcse": _number(self.mcse), "p": self.p,
+                "n_obs": int(self.n_obs),
+                "n_samples": int(self.n_samples)}
