@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..crossval.observations.observations import Observations
-from ..crossval.observations.pointwise import PointwiseLogLik, has_log_lik
+from ..crossval.observations.pointwise import PointwiseLogLik, has_log_lik, log_lik_columns
 from ..draws import Draws, sample
 from ..errors import DataError, InputError
 from ..stan.program import StanProgram
@@ -46,6 +46,11 @@ IMH_WARMUP = 100
 MIN_ACCEPTANCE = 0.1
 #: Unconstrained points at which a route's identities are checked.
 N_CHECK = 5
+#: Largest |log density| whose differences are trusted: a difference of two doubles of size
+#: 1e9 is exact to 2^-52 · 1e9 = 2e-7. Beyond it (a scale near 0, a coefficient at 1e6 in the
+#: tails of a quadrature or a proposal) the density is taken as 0; such points have a
+#: likelihood below e^-1e9, so only prior mass there is lost.
+CANCEL_MAX = 1e9
 
 
 @dataclass
@@ -60,8 +65,7 @@ class PriorDensity:
     model: StanProgram
     route: str
     instances: tuple[Any, ...] = ()
-    lprior_column: int | None = None
-    log_lik: PointwiseLogLik | None = None
+    gq_columns: list[int] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -78,24 +82,29 @@ class PriorDensity:
         return self.route in ("zero observations", "one observation")
 
     def log_prior(self, x: np.ndarray) -> np.ndarray:
-        """log p(θ) (no Jacobian) at unconstrained rows ``x``."""
+        """log p(θ) (no Jacobian) at unconstrained rows ``x``; NaN where a difference of
+        densities cannot be trusted (:data:`CANCEL_MAX`)."""
         x = np.atleast_2d(np.asarray(x, dtype=float))
         if self.route == "zero observations":
             return self.instances[0].log_density_many(x, jacobian=False)
-        if self.route == "one observation":
-            a, b, ab = self.instances
-            return (a.log_density_many(x, jacobian=False) + b.log_density_many(x, jacobian=False)
-                    - ab.log_density_many(x, jacobian=False))
-        if self.route == "lprior":
-            gq = self.model.constrain_many(x, include_tp=True, include_gq=True, seed=1)
-            return np.asarray(gq[:, self.lprior_column], dtype=float)
-        assert self.log_lik is not None
-        return self.model.log_density_many(x, jacobian=False) - self.log_lik.matrix(x).sum(1)
+        with np.errstate(invalid="ignore"):
+            if self.route == "one observation":
+                parts = [m.log_density_many(x, jacobian=False) for m in self.instances]
+                return _trusted(parts[0] + parts[1] - parts[2], *parts)
+            full = self.model.log_density_many(x, jacobian=False)
+            if self.route == "lprior":
+                return _quantities(self.model, x, full, self.gq_columns)[:, 0]
+            return _trusted(full - _quantities(self.model, x, full, self.gq_columns).sum(1),
+                            full)
 
     def log_jacobian(self, x: np.ndarray) -> np.ndarray:
-        """log |dθ/dx| of the constraining transform at unconstrained rows ``x``."""
+        """log |dθ/dx| of the constraining transform at unconstrained rows ``x`` (the difference
+        of a data instance's density with and without it; NaN where untrusted)."""
         x = np.atleast_2d(np.asarray(x, dtype=float))
-        return self.model.log_density_many(x) - self.model.log_density_many(x, jacobian=False)
+        m = self.instances[0] if self.instances else self.model
+        with np.errstate(invalid="ignore"):
+            jac, plain = m.log_density_many(x), m.log_density_many(x, jacobian=False)
+            return _trusted(jac - plain, jac, plain)
 
     def log_density_many(self, xs: np.ndarray, *, jacobian: bool = True) -> np.ndarray:
         """log p(θ) at unconstrained rows ``xs``, with the log Jacobian when ``jacobian``."""
@@ -119,6 +128,38 @@ class PriorDensity:
         return la + lb - lab, ga + gb - gab
 
 
+def _trusted(value: np.ndarray, *terms: np.ndarray) -> np.ndarray:
+    """``value`` with NaN where any of the ``terms`` it is a difference of exceeds
+    :data:`CANCEL_MAX` in size."""
+    big = np.zeros(value.shape, dtype=bool)
+    for t in terms:
+        big |= ~(np.abs(t) <= CANCEL_MAX)
+    return np.where(big, np.nan, value)
+
+
+def _quantities(model: StanProgram, x: np.ndarray, full: np.ndarray, cols: list[int]
+                ) -> np.ndarray:
+    """Columns ``cols`` of the transformed parameters and generated quantities at rows ``x``:
+    NaN where the density ``full`` is not finite or the quantities cannot be computed (a
+    quadrature node where a scale underflows to 0), found by bisecting a failing block."""
+    out = np.full((x.shape[0], len(cols)), np.nan)
+
+    def fill(rows: np.ndarray) -> None:
+        if rows.size == 0:
+            return
+        try:
+            gq = model.constrain_many(x[rows], include_tp=True, include_gq=True, seed=1)
+        except InputError:
+            if rows.size > 1:
+                fill(rows[: rows.size // 2])
+                fill(rows[rows.size // 2:])
+            return
+        out[rows] = gq[:, cols]
+
+    fill(np.flatnonzero(np.isfinite(full)))
+    return out
+
+
 def _probe(model: StanProgram, seed: int | None) -> np.ndarray:
     """A few unconstrained points at which a route's identities are checked."""
     rng = np.random.default_rng(seed if seed is not None else 0)
@@ -134,7 +175,7 @@ def find_prior(model: StanProgram, data: dict[str, Any], observations: Observati
     probe = _probe(model, seed)
     why: dict[str, str] = {}
     if "lprior" in names:
-        prior = PriorDensity(model, "lprior", lprior_column=names.index("lprior"))
+        prior = PriorDensity(model, "lprior", gq_columns=[names.index("lprior")])
         _check_lprior(prior, data, observations, probe)
         return prior
     why["lprior"] = ("no `lprior` (add `real lprior = ...;`, the log prior density, in "
@@ -154,7 +195,7 @@ def find_prior(model: StanProgram, data: dict[str, Any], observations: Observati
         except InputError as exc:
             why["log_lik"] = _first_line(exc)
         else:
-            prior = PriorDensity(model, "log_lik", log_lik=pw)
+            prior = PriorDensity(model, "log_lik", gq_columns=log_lik_columns(names))
             gap = pw.compare_log_lik(probe)
             if gap:
                 prior.warnings.append(gap.replace("elpd_loo is off", "the prior log p(θ, y) − "
@@ -259,7 +300,8 @@ def sample_prior(prior: PriorDensity, settings: NutsArgs, anchor: np.ndarray, *,
     lw = lw.reshape(chains, IMH_WARMUP + n)
     props = props.reshape(chains, IMH_WARMUP + n, -1)
     last = _log_weights(prior, xs, np.atleast_1d(dist.logpdf(xs)))
-    start = rng.choice(xs.shape[0], size=chains, p=np.exp(last - np.logaddexp.reduce(last)))
+    p_start = np.exp(last - last.max())
+    start = rng.choice(xs.shape[0], size=chains, p=p_start / p_start.sum())
     out = np.empty((chains, n, prior.dim))
     accepted = 0
     log_u = np.log(rng.uniform(size=lw.shape))
