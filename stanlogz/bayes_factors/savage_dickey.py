@@ -64,9 +64,9 @@ class SavageDickeyResult:
 
     def table(self) -> list[list[Any]]:
         rows = [["log BF01 (Savage-Dickey)", self.log_bf01, self.se],
-                ["log p(phi0 | y) - log p(phi0)", self.posterior.log_density,
+                ["  log p(phi0 | y), posterior", self.posterior.log_density,
                  self.posterior.se],
-                ["  prior part", self.prior.log_density, self.prior.se]]
+                ["  log p(phi0), prior", self.prior.log_density, self.prior.se]]
         if self.evidence_check:
             rows.append(["log BF01 (evidence route)", self.evidence_check["log_bf01"],
                          self.evidence_check["se"]])

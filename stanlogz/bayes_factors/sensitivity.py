@@ -175,7 +175,9 @@ def _param_rows(names: Sequence[str], theta: np.ndarray, lp: np.ndarray, lik: np
     for j, name in enumerate(names):
         t = theta[:, j]
         mu, sd = float(t.mean()), float(t.std())
-        row: dict[str, Any] = {"name": name, "mean": mu, "sd": sd}
+        # "variable" and the diagnosis labels are priorsense's (powerscale_sensitivity); its
+        # "prior" / "likelihood" columns are CJS distances, not these derivatives, so not reused
+        row: dict[str, Any] = {"variable": name, "name": name, "mean": mu, "sd": sd}
         sens = {}
         for power, g in (("prior", lp), ("likelihood", lik)):
             gc = g - g.mean()
@@ -187,8 +189,8 @@ def _param_rows(names: Sequence[str], theta: np.ndarray, lp: np.ndarray, lik: np
             sens[power] = max(abs(row[f"{power}_dmean"]), abs(row[f"{power}_dsd"]))
         pr, li = sens["prior"] >= SENSITIVITY_THRESHOLD, sens["likelihood"] >= \
             SENSITIVITY_THRESHOLD
-        row["diagnosis"] = ("prior-data conflict" if pr and li else
-                            "weak likelihood" if pr else "-")
+        row["diagnosis"] = ("potential prior-data conflict" if pr and li else
+                            "potential strong prior / weak likelihood" if pr else "-")
         rows.append(row)
     return rows
 

@@ -87,8 +87,8 @@ def test_sensitivity_int_lower_1_program(compiled, name, route) -> None:
     row = r.params[0]
     for key, want in truth.items():
         assert abs(row[key] - want) <= Z_TOL * sds[key] / math.sqrt(1000), (key, row[key], want)
-    # both sensitivities exceed the threshold (0.164 and 0.466 exactly): prior-data conflict
-    assert row["diagnosis"] == "prior-data conflict"
+    # both sensitivities exceed the threshold (0.164 and 0.466 exactly): priorsense's label
+    assert row["variable"] == "mu" and row["diagnosis"] == "potential prior-data conflict"
 
 
 def test_sensitivity_log_lik_route(compiled) -> None:
