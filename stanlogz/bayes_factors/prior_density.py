@@ -31,7 +31,7 @@ import numpy as np
 from ..crossval.observations.observations import Observations
 from ..crossval.observations.pointwise import PointwiseLogLik, has_log_lik, log_lik_columns
 from ..draws import Draws, sample
-from ..errors import DataError, InputError
+from ..errors import DataError, InputError, StanlogzError
 from ..stan.program import StanProgram
 from ..stan.settings import NutsArgs
 
@@ -198,8 +198,9 @@ def find_prior(model: StanProgram, data: dict[str, Any], observations: Observati
             prior = PriorDensity(model, "log_lik", gq_columns=log_lik_columns(names))
             gap = pw.compare_log_lik(probe)
             if gap:
-                prior.warnings.append(gap.replace("elpd_loo is off", "the prior log p(θ, y) − "
-                                                  "Σ log_lik is off"))
+                prior.warnings.append(f"{gap.split(':')[0]}: the prior log p(θ, y) − "
+                                      "sum(log_lik) is off by as much; keep log_lik's constants "
+                                      "(_lpdf, not _lupdf) or add an `lprior`")
             return prior
     else:
         why["log_lik"] = f"no `log_lik` (add `vector[{n_name}] log_lik;` in generated quantities)"
@@ -209,7 +210,7 @@ def find_prior(model: StanProgram, data: dict[str, Any], observations: Observati
         refs = pw.references()
         ab = model.with_data(observations.subset(data, [*refs[0], *refs[1]]))
         pw.check(probe)
-    except (DataError, InputError) as exc:
+    except StanlogzError as exc:  # refused data, a failed check, or the program's own error
         why["one observation"] = _first_line(exc)
     else:
         return PriorDensity(model, "one observation", instances=(a, b, ab))

@@ -155,6 +155,16 @@ def test_no_way_to_the_prior_is_refused_naming_each_route(compiled) -> None:
         assert what in msg, (what, msg)
 
 
+def test_dependent_observations_are_refused_not_given_a_wrong_prior(compiled) -> None:
+    # AR(1): the one-observation identity would return the prior minus a transition term; the
+    # density-difference check finds the per-observation terms do not add up, and with no
+    # lprior, zero-observation instance or log_lik the program is refused
+    m = compiled("ar1_n1")
+    with pytest.raises(InputError, match="one observation: .*not a pointwise log-likelihood"):
+        savage_dickey(m, json.loads((T / "ar1_n1.json").read_text()), at={"phi": 0.0},
+                      draws=100)
+
+
 def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "stanlogz", *args], capture_output=True,
                           text=True, cwd=ROOT, timeout=300)
