@@ -238,8 +238,9 @@ def _check_lprior(prior: PriorDensity, data: dict[str, Any], observations: Obser
     gap = np.abs(full - prior.log_prior(probe) - ll)
     if np.nanmax(gap) > 1e-6 * (1.0 + np.nanmax(np.abs(full))):
         prior.warnings.append(f"lprior + sum(log_lik) differs from the program's log density "
-                              f"by up to {np.nanmax(gap):.3g}: if lprior drops constants "
-                              "(_lupdf) the likelihood-scaled log Z is off")
+                              f"by up to {np.nanmax(gap):.3g}: if lprior drops normalizing "
+                              "constants, the likelihood-scaled log Z is off by as much per "
+                              "unit of power")
 
 
 # ----------------------------------------------------------------- prior draws

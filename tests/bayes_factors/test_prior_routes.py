@@ -91,6 +91,19 @@ def test_sensitivity_int_lower_1_program(compiled, name, route) -> None:
     assert row["variable"] == "mu" and row["diagnosis"] == "potential prior-data conflict"
 
 
+def test_lprior_without_its_constants_is_named(compiled) -> None:
+    # lprior = -(mu - mu0)² / (2 tau0²) drops -log(tau0 sqrt(2 pi)) = -1.612: lprior +
+    # sum(log_lik) misses the program's density by that much, which is warned about; the
+    # prior's shape is right, so d log Z / d log alpha = E_post[log p] - E_prior[log p] still
+    # meets the closed form within 4.5 se (w.p. 1 - 6.8e-6)
+    r = sensitivity(compiled("normal_n1_unnormalized"), NORMAL, seed=11)
+    assert r.prior_route == "lprior"
+    assert any("lprior + sum(log_lik) differs" in w and "1.61" in w for w in r.warnings)
+    s = r.quantities["log_z"]["prior"]
+    want = derivative(lambda a: normal_log_z(NORMAL, a, 1.0))
+    assert abs(s.derivative - want) <= Z_TOL * s.derivative_se
+
+
 def test_sensitivity_log_lik_route(compiled) -> None:
     # examples/normal_mean.stan: int<lower=1> N with log_lik; prior N(0, prior_sd²)
     f = EX / "normal_mean.data.json"
