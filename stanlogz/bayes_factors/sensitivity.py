@@ -254,13 +254,14 @@ def sensitivity(
 
     q_draws, log_q = cauchy_proposal(z, np.random.default_rng(child_sequence(seed, 3)))
     with np.errstate(invalid="ignore", over="ignore"):
-        q_prior = prog.log_prior(q_draws) + prog.log_jacobian(q_draws)
+        q_lp = prog.log_prior(q_draws)  # once: a generated quantity on some routes
+        q_prior = q_lp + prog.log_jacobian(q_draws)
 
     def prior_norm(a: float) -> tuple[float, float, float]:
         """c(α) − c(1) = log ∫p^α − log ∫p by importance sampling from a multivariate Cauchy,
         with its se and the k̂ of the ∫p^α weights."""
         with np.errstate(invalid="ignore"):
-            lj = q_prior - prog.log_prior(q_draws)  # log Jacobian
+            lj = q_prior - q_lp  # log Jacobian
             lw_a = _zero_where_undefined(a * (q_prior - lj) + lj - log_q)
             lw_1 = _zero_where_undefined(q_prior - log_q)
         va, _, ka = log_mean_exp_se(lw_a[None, :])
