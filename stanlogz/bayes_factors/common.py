@@ -1,10 +1,9 @@
-"""Shared pieces of the Bayes-factor tools: a program with its data and its prior instance,
+"""Shared pieces of the Bayes-factor tools: a program with its data and its prior density,
 Monte Carlo standard errors of means and log-means of draws, and power-scaled targets.
 
-The *prior instance* of a program is the same compiled library with the data of zero
-observations (:meth:`stanlogz.crossval.observations.observations.Observations.subset` with no
-index): its density is the program's prior, Jacobian included. The log-likelihood of a draw is the
-difference of the two densities, log p(y, θ) − log p(∅, θ).
+The prior density comes from an ``lprior`` quantity, the zero-observation instance, the
+``log_lik`` quantity or one-observation instances (:mod:`.prior_density`); the log-likelihood of a
+draw is the difference log p(y, θ) − log p(θ) (Jacobians included in both).
 """
 
 from __future__ import annotations
@@ -18,16 +17,18 @@ from scipy.special import logsumexp
 
 from .. import arviz_compat
 from ..crossval.observations.observations import Observations, load_observed
-from ..errors import DataError, InputError
+from ..draws import Draws
 from ..stan.program import ProgramLike, StanProgram
+from ..stan.settings import NutsArgs
+from .prior_density import PriorDensity, find_prior, sample_prior
 
 
 @dataclass
 class Program:
-    """A program bound to its data, its observations and its zero-observation instance."""
+    """A program bound to its data, its observations and its prior density."""
 
     model: StanProgram
-    prior: Any
+    prior: PriorDensity
     data: dict[str, Any]
     observations: Observations
 
@@ -37,35 +38,29 @@ class Program:
 
     def log_prior(self, x: np.ndarray) -> np.ndarray:
         """log p(θ) on the constrained scale (no Jacobian) at unconstrained rows ``x``."""
-        return self.prior.log_density_many(np.atleast_2d(x), jacobian=False)
+        return self.prior.log_prior(x)
 
     def log_jacobian(self, x: np.ndarray) -> np.ndarray:
         """log |dθ/dx| of the constraining transform at unconstrained rows ``x``."""
-        x = np.atleast_2d(x)
-        return self.prior.log_density_many(x) - self.prior.log_density_many(x, jacobian=False)
+        return self.prior.log_jacobian(x)
 
     def log_lik(self, x: np.ndarray) -> np.ndarray:
-        """log p(y | θ) = log p(y, θ) − log p(∅, θ) at unconstrained rows ``x``."""
+        """log p(y | θ) = log p(y, θ) − log p(θ) at unconstrained rows ``x``."""
         x = np.atleast_2d(x)
         return self.model.log_density_many(x) - self.prior.log_density_many(x)
+
+    def sample_prior(self, settings: NutsArgs, anchor: np.ndarray, *, seed: Any = None,
+                     progress: Any = None) -> Draws:
+        """Prior draws (:func:`.prior_density.sample_prior`; ``anchor``: posterior draws)."""
+        return sample_prior(self.prior, settings, anchor, seed=seed, progress=progress)
 
 
 def load_program(model: ProgramLike, data: Any, obs: str | None = None, *, seed: int | None = None,
                  progress: Any = None) -> Program:
-    """``model`` (a path or StanModel) with ``data``, its observations and its prior instance
-    (InputError when the program refuses zero observations or changes dimension)."""
+    """``model`` (a path or StanModel) with ``data``, its observations and its prior density
+    (InputError naming every route to the prior when none works)."""
     m, data_dict, observations = load_observed(model, data, obs, seed=seed, progress=progress)
-    try:
-        prior = m.with_data(observations.subset(data_dict, []))
-    except DataError as exc:
-        raise InputError(f"{m.name} rejects data with zero observations ({observations.size_name}"
-                         f" = 0), which stands for its prior; declare {observations.size_name} "
-                         f"with <lower=0> ({exc})") from None
-    if prior.dim != m.dim:
-        raise InputError(f"{m.name} has parameters per observation ({m.dim} unconstrained with "
-                         f"{observations.n} observations, {prior.dim} with none); its prior "
-                         "instance is a different model")
-    return Program(m, prior, data_dict, observations)
+    return Program(m, find_prior(m, data_dict, observations, seed=seed), data_dict, observations)
 
 
 def _ess(values: np.ndarray) -> float:
@@ -97,7 +92,9 @@ def linearized_se(influence: np.ndarray) -> float:
 def khat(log_ratios: np.ndarray) -> float:
     """Pareto k̂ of importance ratios exp(``log_ratios``) (any shape, flattened)."""
     lr = np.asarray(log_ratios, dtype=float).ravel()
-    if np.ptp(lr) <= 1e-9:  # constant up to rounding: no tail at all
+    if np.ptp(lr) <= 1e-6:
+        # weights within a factor 1 + 1e-6 of each other (a density constant over the draws up
+        # to quadrature error): bounded, so no tail; a Pareto fit to such noise is meaningless
         return -math.inf
     _, k = arviz_compat.psislw(lr[None, :])
     return float(np.asarray(k).ravel()[0])

@@ -4,8 +4,10 @@ log BF₀₁ = log p(φ₀ | y) − log p(φ₀), the posterior and prior densit
 parameter at the null value (Dickey 1971; valid when the null's prior on the other
 parameters ψ is the full prior's conditional p(ψ | φ₀)). Each density is a Rao–Blackwellized
 average over draws of ψ of the conditional density p(φ₀ | ψ, ·), normalized by quadrature over
-φ on the unconstrained scale: the posterior's from NUTS on the program, the prior's from NUTS
-on its zero-observation instance. The Jacobian of φ's transform at φ₀ is the same in both and
+φ on the unconstrained scale: the posterior's from NUTS on the program, the prior's from the
+prior draws of :mod:`.prior_density` (NUTS on the zero-observation instance, else independence
+Metropolis–Hastings on the prior density from ``lprior``, ``log_lik`` or one-observation
+instances). The Jacobian of φ's transform at φ₀ is the same in both and
 cancels. The se combines the Monte Carlo se of both averages (delta method with the MCMC ESS)
 and the quadrature error (trapezoid on the grid against every other point).
 """
@@ -58,12 +60,13 @@ class SavageDickeyResult:
     evidence_check: dict[str, Any] | None = None
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    prior_route: str = ""
 
     def table(self) -> list[list[Any]]:
         rows = [["log BF01 (Savage-Dickey)", self.log_bf01, self.se],
-                ["log p(phi0 | y) - log p(phi0)", self.posterior.log_density,
+                ["  log p(phi0 | y), posterior", self.posterior.log_density,
                  self.posterior.se],
-                ["  prior part", self.prior.log_density, self.prior.se]]
+                ["  log p(phi0), prior", self.prior.log_density, self.prior.se]]
         if self.evidence_check:
             rows.append(["log BF01 (evidence route)", self.evidence_check["log_bf01"],
                          self.evidence_check["se"]])
@@ -77,6 +80,7 @@ class SavageDickeyResult:
                 "log_bf01": {"value": self.log_bf01, "se": self.se},
                 "posterior": dens(self.posterior), "prior": dens(self.prior),
                 "evidence_check": self.evidence_check, "seconds": self.seconds,
+                "prior_route": self.prior_route,
                 "warnings": list(self.warnings)}
 
 
@@ -208,14 +212,15 @@ def savage_dickey(
     say = progress or (lambda _m: None)
     say(f"sampling the posterior and the prior of {prog.name}")
     d_post = sample(prog.model, settings, seed=child_int_seed(seed, 0), progress=progress)
-    d_prior = sample(prog.prior, settings, seed=child_int_seed(seed, 1), progress=progress)
+    d_prior = prog.sample_prior(settings, d_post.flat_unconstrained(),
+                                seed=child_int_seed(seed, 1), progress=progress)
     name, value = next(iter(at.items()))
     k, u0 = _coordinate(prog.model, d_post.flat_unconstrained(), name, value)
     say(f"conditional densities of {name} at {value:g} by quadrature")
     post = _density_at(prog.model, d_post, k, u0, int(n_grid))
     prior = _density_at(prog.prior, d_prior, k, u0, int(n_grid))
     log_bf, se = post.log_density - prior.log_density, math.hypot(post.se, prior.se)
-    warnings = []
+    warnings = prog.prior.warnings + d_prior.warnings
     thr = k_threshold(post.n_draws)
     for what, dd in (("posterior", post), ("prior", prior)):
         if dd.khat > thr:
@@ -231,7 +236,7 @@ def savage_dickey(
                             f"{abs(check['z']):.1f} se: is the null's prior on the other "
                             "parameters the full prior's conditional at the null?")
     return SavageDickeyResult(prog.name, at, log_bf, se, post, prior, check,
-                              time.perf_counter() - t0, warnings)
+                              time.perf_counter() - t0, warnings, prog.prior.route)
 
 
 def _evidence_route(prog: Any, null: Any, settings: NutsArgs, method: str, seed: int | None,

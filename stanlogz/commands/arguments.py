@@ -17,10 +17,10 @@ _NUTS_DEFAULTS = NutsArgs()
 def add_program_arguments(parser: argparse.ArgumentParser, *, prior_instance: bool = False
                           ) -> None:
     """The program and its data: ``MODEL.stan`` and ``--data DATA.json``; ``prior_instance``: the
-    command also runs the program on zero observations, as its prior."""
+    command also needs the program's prior density."""
     parser.add_argument("model", metavar="MODEL.stan", help="Stan program" + (
-        " (must accept zero observations: that data instance is its prior)"
-        if prior_instance else ""))
+        " (its prior from an lprior quantity, zero observations, log_lik or one-observation "
+        "instances, the first that works)" if prior_instance else ""))
     parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
 
 

@@ -47,7 +47,8 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
                       method=args.method, obs=args.obs, n_grid=args.grid, seed=args.seed,
                       progress=report.progress)
     what = ", ".join(f"{k}={v:g}" for k, v in r.at.items())
-    report.table(["", "estimate", "se"], r.table(), title=f"{r.model}: point null {what}")
+    report.table(["", "estimate", "se"], r.table(),
+                 title=f"{r.model}: point null {what} (prior from {r.prior_route})")
     for w in r.warnings:
         report.warn(w)
     report.emit_json(r.to_dict())

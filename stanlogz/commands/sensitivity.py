@@ -52,12 +52,13 @@ def print_sensitivity(report: Reporter, r: SensitivityResult) -> None:
     scales = list(next(iter(r.quantities["log_z"].values())).at)
     report.table(["quantity", "scaling", "d/d log(power) ± se",
                   *[f"at {a} ± se" for a in scales]], r.table(),
-                 title=f"{r.model}: log Z = {r.log_z:.3f} ± {r.log_z_se:.3f} ({r.method}), "
+                 title=f"{r.model} (prior from {r.prior_route}): log Z = {r.log_z:.3f} ± "
+                 f"{r.log_z_se:.3f} ({r.method}), "
                  f"elpd_loo = {r.elpd_loo:.3f} ± {r.elpd_loo_se:.3f} (Monte Carlo se), "
                  f"{r.n_draws} draws")
-    report.table(["parameter", "mean", "sd", "prior dmean", "prior dsd", "lik dmean", "lik dsd",
+    report.table(["variable", "mean", "sd", "prior dmean", "prior dsd", "lik dmean", "lik dsd",
                   "diagnosis"],
-                 [[p["name"], p["mean"], p["sd"], p["prior_dmean"], p["prior_dsd"],
+                 [[p["variable"], p["mean"], p["sd"], p["prior_dmean"], p["prior_dsd"],
                    p["likelihood_dmean"], p["likelihood_dsd"], p["diagnosis"]]
                   for p in r.params],
                  title="posterior sensitivity (derivatives w.r.t. log power, in posterior sds)")

@@ -53,10 +53,11 @@ class PriorMass:
                     f"1 on {rng} has mass {_num(self.mass_per_element)}{each}, so log Z is "
                     f"higher by {_shift(self.log_mass)}; give it a prior, e.g. "
                     f"{self.name} ~ uniform({_num(self.lower)}, {_num(self.upper)})")
+        untruncated = self.prior.split(" T[")[0]
         return (f"parameter {self.name}{elems}: {self.prior} has mass "
                 f"{_num(self.mass_per_element)}{each} on its declared range {rng}, so log Z is "
                 f"{'lower' if self.log_mass < 0 else 'higher'} by {_shift(self.log_mass)}; "
-                f"normalize it: {self.name} ~ {self.prior} T[{_bound(self.lower)}, "
+                f"normalize it: {self.name} ~ {untruncated} T[{_bound(self.lower)}, "
                 f"{_bound(self.upper)}], or add target += {-self.log_mass:.6g};")
 
 
@@ -179,10 +180,23 @@ class _Decl:
     n_elements: int | None
 
 
+_TYPE = re.compile(r"^(?:array\s*\[[^\]]*\]\s*)?[A-Za-z_]\w*\s*(?:<.*>)?\s*(?:\[[^\]]*\])?\s*",
+                   re.S)
+
+
+def _one_per_name(stmt: str) -> list[str]:
+    """``real<lower=0> a, b`` -> ``["real<lower=0> a", "real<lower=0> b"]`` (Stan allows several
+    names after one type; commas inside the type's brackets do not split)."""
+    m = _TYPE.match(stmt)
+    if not m:
+        return [stmt]
+    names = _split_top(stmt[m.end():])
+    return [stmt] if len(names) < 2 else [m.group(0) + n for n in names if n]
+
+
 def _declarations(params: str, data: Mapping[str, Any]) -> list[_Decl]:
     out = []
-    for stmt in params.split(";"):
-        stmt = stmt.strip()
+    for stmt in (one for st in params.split(";") for one in _one_per_name(st.strip())):
         if not stmt:
             continue
         m = re.match(r"^(?:array\s*\[(?P<arr>[^\]]*)\]\s*)?(?P<kind>[A-Za-z_]\w*)\s*"
@@ -222,10 +236,11 @@ class _Stmt:
     args: str
     truncated: bool
     simple: bool  # the whole statement is this one density (nothing added)
+    trunc: str = ""  # the text inside T[...]
 
 
-_TILDE = re.compile(r"^(?P<lhs>.+?)~\s*(?P<dist>[A-Za-z_]\w*)\s*\((?P<args>.*)\)\s*"
-                    r"(?P<trunc>T\s*\[.*\])?\s*$", re.S)
+_TILDE = re.compile(r"^(?P<lhs>.+?)~\s*(?P<dist>[A-Za-z_]\w*)\s*\((?P<args>.*?)\)\s*"
+                    r"(?P<trunc>T\s*\[(?P<tb>.*)\])?\s*$", re.S)
 _LPDF = re.compile(r"\b(?P<dist>[A-Za-z_]\w*?)_l(?:u)?p[dm]f\s*\(")
 
 
@@ -246,7 +261,7 @@ def _statements(model: str) -> list[_Stmt]:
                             break
                     lhs = lhs[i + 1:].strip()
                 out.append(_Stmt(lhs, m.group("dist"), m.group("args"),
-                                 bool(m.group("trunc")), not head))
+                                 bool(m.group("trunc")), not head, m.group("tb") or ""))
         for lm in _LPDF.finditer(stmt):
             start = lm.end()
             depth, i = 1, start
@@ -304,6 +319,17 @@ def _log_mass(dist: Any, lower: float, upper: float) -> float:
     if hi == -math.inf or lo >= hi:
         return -math.inf if lo >= hi or hi == -math.inf else hi
     return hi + math.log1p(-math.exp(lo - hi))
+
+
+def _truncation(text: str, data: Mapping[str, Any]) -> tuple[float, float] | None:
+    """The bounds of ``T[text]`` (an empty side is infinite); None when one is not a number
+    known from the data."""
+    parts = _split_top(text)
+    if len(parts) != 2:
+        return None
+    lo = evaluate(parts[0], data) if parts[0] else -math.inf
+    hi = evaluate(parts[1], data) if parts[1] else math.inf
+    return None if lo is None or hi is None else (lo, hi)
 
 
 def _mentions(text: str, name: str) -> bool:
@@ -365,8 +391,13 @@ def check_priors(code: str, data: Mapping[str, Any] | str | None = None,
                                      f"({d.name} ~ dist(...))")
             continue
         s = on_it[0]
-        if s.truncated:
-            out.normalized.append(d.name)
+        cut = _truncation(s.trunc, data) if s.truncated else (-math.inf, math.inf)
+        if cut is None:
+            out.unchecked[d.name] = f"the truncation T[{s.trunc.strip()}] has bounds that are " \
+                                    "not numbers known from the data"
+            continue
+        if s.truncated and cut == (d.lower, d.upper):
+            out.normalized.append(d.name)  # truncated to exactly its declared range
             continue
         args = [evaluate(a, data) for a in _split_top(s.args)] if s.args.strip() else []
         if any(a is None for a in args):
@@ -377,8 +408,13 @@ def check_priors(code: str, data: Mapping[str, Any] | str | None = None,
         if dist is None:
             out.unchecked[d.name] = f"{s.dist} is not a distribution this check knows"
             continue
-        lm = _log_mass(dist, d.lower, d.upper)
+        # T[L, U] divides by P(L < X < U) and rejects x outside [L, U]: the mass on the declared
+        # range is P(X in both) / P(L < X < U)
+        lo, hi = max(d.lower, cut[0]), min(d.upper, cut[1])
+        lm = (_log_mass(dist, lo, hi) if lo < hi else -math.inf) - _log_mass(dist, *cut)
         text = f"{s.dist}({', '.join(f'{a:.6g}' for a in args)})"  # type: ignore[str-format]
+        if s.truncated:
+            text += f" T[{_bound(cut[0])}, {_bound(cut[1])}]"
         if abs(lm) > 1e-9:
             out.masses.append(PriorMass(d.name, text, d.lower, d.upper, d.n_elements,
                                         d.n_elements * lm))

@@ -31,7 +31,6 @@ from benchmarks.truths.bayes_factors.truths import (
 from stanlogz.bayes_factors.calibrate import calibrate, calibration_summary
 from stanlogz.bayes_factors.savage_dickey import savage_dickey
 from stanlogz.bayes_factors.sensitivity import sensitivity
-from stanlogz.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
 T = ROOT / "stan_models" / "tests"
@@ -78,13 +77,6 @@ def test_sensitivity_logistic_student_t(compiled) -> None:
     q = LogisticQuadrature(d)
     r = sensitivity(m, d, seed=12)
     _check_sensitivity(r, q.log_z, q.elpd_loo)
-
-
-def test_sensitivity_refuses_a_program_without_a_prior_instance(compiled) -> None:
-    # normal_mean.stan declares int<lower=1> N: no zero-observation instance, refused up front
-    m = compiled("normal_mean", data=ROOT / "stan_models/examples/normal_mean.data.json")
-    with pytest.raises(InputError, match="zero observations"):
-        sensitivity(m, ROOT / "stan_models/examples/normal_mean.data.json", draws=100)
 
 
 def test_savage_dickey_conjugate_normal_is_exact(compiled) -> None:

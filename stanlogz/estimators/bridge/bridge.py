@@ -271,8 +271,12 @@ def gbs(
         fit_seconds=sum(r.fit_seconds for r in runs),
         half_swap_log_z=estimates, half_swap_se=ses, swap_z=swap_z,
         validation=[{k: v for k, v in r.fit_info.items() if k != "whitening"} for r in runs])
+    shares = [bridge_overlap(r.sol, r.lw_q.size, r.lw_p.size) for r in runs]
+    overlap = min(o[0] for o in shares), min(o[1] for o in shares)
+    diagnostics.update(bridge_overlap_q=overlap[0], bridge_overlap_p=overlap[1])
     warnings += bridge_warnings(main.sol, k_q, k_p, bad_p, bad_q, n_q_total, "flow",
-                                se=se, n_draws=chains.shape[0] * chains.shape[1])
+                                se=se, n_draws=chains.shape[0] * chains.shape[1],
+                                overlap=overlap)
     if abs(swap_z) > SWAP_ALARM_Z:
         parts = (f"the {len(estimates)} folds" if len(estimates) > 2 else "the two halves")
         warnings.append(f"{parts} of the draws give different log Z ("
@@ -338,19 +342,49 @@ def bridge_diagnostics(sol: BridgeSolution, n_q: int, n_p: int, k_q: float, k_p:
     }
 
 
+#: Smallest share of a bridge side's terms that carry it, 1 / (1 + Var f / (E f)²), below which
+#: its overlap is called poor: eq. (9)'s se then rests on a few dominating terms. A share, not a
+#: count, so that a short run with good overlap is not flagged (its se says what more draws buy).
+OVERLAP_MIN_SHARE = 0.1
+
+
+def bridge_overlap(sol: BridgeSolution, n_q: int, n_p: int) -> tuple[float, float]:
+    """The shares 1 / (1 + Var f / (E f)²) of the optimal bridge's terms f on the proposal and
+    posterior sides (1 when p = q), from the two terms of eq. (9) without their
+    autocorrelation times.
+
+    The overlap diagnostic of bridge sampling: its terms p q / (s_p p + s_q q) (over q or p)
+    are bounded by 1 / s, so their variance is finite whatever the tails of p / q, and the
+    Pareto k̂ of the raw ratios p / q or q / p, which decides plain importance sampling, says
+    nothing about it (a Gaussian flow on a skewed 1-D posterior has k̂ 2-7 and an exact bridge).
+    """
+    rel_q = sol.re2_q * n_q / sol.tau_q
+    rel_p = sol.re2_p * n_p / sol.tau
+    return 1.0 / (1.0 + rel_q), 1.0 / (1.0 + rel_p)
+
+
 def bridge_warnings(sol: BridgeSolution, k_q: float, k_p: float, bad_p: int, bad_q: int,
                     n_q: int, proposal: str, *, se: float | None = None,
-                    n_draws: int | None = None) -> list[str]:
+                    n_draws: int | None = None, overlap: tuple[float, float] | None = None
+                    ) -> list[str]:
     """One-line warnings that say what to do about a bridge-sampling result (``se`` overrides
-    the bridge's own; with ``n_draws`` the advice says how many draws would do)."""
+    the bridge's own; with ``n_draws`` the advice says how many draws would do). With
+    ``overlap`` (:func:`bridge_overlap`, the flow's bridges) overlap is judged on it, else on the
+    Pareto k̂ of both sides."""
     se = sol.se if se is None else se
     out = []
     if not sol.converged:
         out.append("bridge fixed point did not converge: check the draws and the target")
-    if np.isfinite(k_q) and np.isfinite(k_p) and min(k_q, k_p) > 0.7:
+    if overlap is not None:
+        if min(overlap) < OVERLAP_MIN_SHARE:
+            out.append(f"poor overlap between {proposal} and posterior: {overlap[0]:.1%} of the "
+                       f"{proposal} samples and {overlap[1]:.1%} of the posterior draws carry "
+                       f"the bridge (below {OVERLAP_MIN_SHARE:.0%} on a side): raise the flow's "
+                       "layer cap (default 8, chosen on held-out draws), n_layers=16 in Python "
+                       "or --option n_layers=16 on the command line, or run more draws")
+    elif np.isfinite(k_q) and np.isfinite(k_p) and min(k_q, k_p) > 0.7:
         out.append(f"poor overlap between {proposal} and posterior (Pareto k = {k_q:.2f} on the "
-                   f"proposal side, {k_p:.2f} on the posterior side): run more draws"
-                   + (" or more flow layers" if proposal == "flow" else ""))
+                   f"proposal side, {k_p:.2f} on the posterior side): run more draws")
     if bad_q:
         out.append(f"{bad_q} of {n_q} {proposal} samples have non-finite log density (counted as "
                    "weight 0): check the model's support")
