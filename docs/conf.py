@@ -19,6 +19,7 @@ extensions = [
     "myst_nb",
     "sphinx.ext.autodoc",
     "sphinx.ext.mathjax",
+    "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
     "sphinxarg.ext",
 ]
@@ -36,6 +37,12 @@ nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 nb_execution_cache_path = os.path.join(os.path.dirname(__file__), "_build", ".jupyter_cache")
 nb_merge_streams = True
+
+# numpydoc sections (Parameters, Returns, Raises, See Also, Examples); Google style is off so
+# that prose docstrings ending a line with "Example:" stay prose.
+napoleon_numpy_docstring = True
+napoleon_google_docstring = False
+napoleon_use_rtype = False
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
