@@ -1,5 +1,5 @@
 """``stanlogz pmmh OUTER.stan --inner INNER.stan --data D.json``: pseudo-marginal MCMC for a
-doubly-intractable posterior, with unbiased 1/Z estimates (paper 003) and their signs."""
+doubly-intractable posterior, with unbiased 1/Z estimates (Wei & Murray 2017) and their signs."""
 
 from __future__ import annotations
 

@@ -30,7 +30,8 @@ class ComparisonResult(ComparisonNames):
     post_probs: np.ndarray = field(init=False)
     post_probs_se: np.ndarray = field(init=False)
     best: int = field(init=False)
-    #: unbiased Z_i / Z_best on the natural scale (paper 003), when asked for; None for the best
+    #: unbiased Z_i / Z_best on the natural scale (Wei & Murray 2017), when asked for; None
+    #: for the best
     unbiased_bf: list[Any] | None = None
     #: warnings about the comparison as a whole (e.g. priors of unequal mass)
     warnings: list[str] = field(default_factory=list)

@@ -11,7 +11,7 @@ from .figures import pyplot
 
 
 def plot_pmmh(r: PseudoMarginalResult, path: Path, max_lag: int = 100) -> None:
-    """Traces and autocorrelations of sign x theta (as paper 003's Figures 2 and 3)."""
+    """Traces and autocorrelations of sign x theta (as Wei & Murray's (2017) Figures 2 and 3)."""
     plt = pyplot()
     values, names = r.draws.constrained[0], r.draws.constrained_names
     k = len(names)

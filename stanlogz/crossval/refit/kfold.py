@@ -244,8 +244,8 @@ def kfold(
             raise InputError(f"fold {j + 1} leaves a training set the program rejects: "
                              f"{exc}") from None
     if progress:
-        progress(f"{scheme} cross-validation: {n_folds} folds of {observations.n} "
-                 "observations" + ("" if draws is not None else "; NUTS on all data"))
+        progress(f"{scheme} cross-validation: {observations.n} observations in "
+                 f"{n_folds} folds" + ("" if draws is not None else "; NUTS on all data"))
     full = obtain_draws(model, draws, nuts, seed=int(np.random.default_rng(
         child_sequence(seed, 1)).integers(2**31 - 1)))
     folds = heldout_many(model, data_dict, observations, held, full_draws=full, settings=nuts,

@@ -1,4 +1,4 @@
-"""Unbiased estimates of 1/Z from unbiased importance weights of Z (Wei & Murray, paper 003).
+"""Unbiased estimates of 1/Z from unbiased importance weights of Z (Wei & Murray 2017).
 
 Every estimator is a Russian-roulette truncation of a series whose terms converge to 1/Z:
 
