@@ -109,15 +109,6 @@ class LooResult(LooNames):
                 else np.asarray(self.sample_index))
 
     @property
-    def mc_se_i(self) -> np.ndarray:
-        """Monte Carlo se of the fixed pointwise values (0 for PSIS points)."""
-        out = np.zeros(self.elpd_i.size)
-        pos = {int(o): j for j, o in enumerate(self.index)}
-        for f in self.fixed:
-            out[pos[f.index]] = f.se
-        return out
-
-    @property
     def mcse_i(self) -> np.ndarray:
         """Complete Monte Carlo se of each pointwise value: PSIS's, or the fix-up's."""
         out = (np.zeros(self.elpd_i.size) if self.psis_mcse_i is None
