@@ -68,3 +68,23 @@ def test_index_includes_feature_pages_by_glob() -> None:
     assert re.search(r":glob:\s*\n(?:.*\n)*?features/\*", index)
     conf = (ROOT / "docs" / "conf.py").read_text()
     assert "sphinxarg.ext" in conf and "myst_nb" in conf
+
+
+def test_ci_executes_the_tutorials_and_a_failing_cell_fails_the_build() -> None:
+    ci = (ROOT / ".ci" / "run").read_text()
+    build = [line for line in ci.splitlines() if "sphinx" in line and not line.startswith("#")]
+    assert build and "-W" in build[0] and "nb_execution_mode=force" in build[0]
+    assert "nb_execution_mode=off" not in ci
+    conf = (ROOT / "docs" / "conf.py").read_text()
+    assert re.search(r"^nb_execution_raise_on_error = True$", conf, re.M)
+    readme = (ROOT / "README.md").read_text()
+    assert "sphinx-build -W -b html docs docs/_build/html" in readme
+
+
+def test_tutorials_use_no_private_plot_modules() -> None:
+    # the public plots are stanlogz.report's; a tutorial teaches what a user should import
+    for page in sorted((ROOT / "docs" / "tutorials").glob("*.md")):
+        text = page.read_text()
+        assert "stanlogz.report" in text or "plt." in text, f"{page.name} has no plot"
+        bad = re.findall(r"from stanlogz\.(?:crossval|estimators)\.\S*plot\S* import", text)
+        assert not bad, (page.name, bad)
