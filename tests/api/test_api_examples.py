@@ -3,17 +3,33 @@
 from __future__ import annotations
 
 import doctest
+import importlib
 from pathlib import Path
 
 import pytest
 
-import stanlogz.api
-
 ROOT = Path(__file__).resolve().parents[2]
+
+#: modules whose docstring examples build or run a Stan program (from the repository root)
+WITH_STAN = ["stanlogz.api", "stanlogz.crossval.psis_loo.loo"]
+#: modules whose examples need no program
+PURE = ["stanlogz.report.plotting", "stanlogz.draws.summary", "stanlogz.crossval.names"]
+
+
+def _run(name: str) -> tuple[int, int]:
+    failed, tried = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    return failed, tried
 
 
 @pytest.mark.stan
-def test_api_docstring_examples(monkeypatch):
+@pytest.mark.parametrize("name", WITH_STAN)
+def test_examples_with_a_program(name, monkeypatch):
     monkeypatch.chdir(ROOT)  # the examples use the repository's paths
-    failed, tried = doctest.testmod(stanlogz.api, optionflags=doctest.ELLIPSIS)
-    assert tried >= 6 and failed == 0
+    failed, tried = _run(name)
+    assert tried >= 3 and failed == 0
+
+
+@pytest.mark.parametrize("name", PURE)
+def test_examples_without_a_program(name):
+    failed, tried = _run(name)
+    assert tried >= 3 and failed == 0

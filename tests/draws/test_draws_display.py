@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import doctest
-
 import numpy as np
 
-from stanlogz.draws import Draws, summary
+from stanlogz.draws import Draws
 
 
 def _draws(k: int = 2) -> Draws:
@@ -28,8 +26,3 @@ def test_summary_prints_a_table_and_gives_a_dataframe():
     df = s.to_dataframe()
     assert list(df.index) == ["x.1", "x.2"]
     assert np.isclose(df.loc["x.1", "mean"], s.rows[0]["mean"]) and "ess_bulk" in df.columns
-
-
-def test_summary_docstring_example_runs():
-    failed, tried = doctest.testmod(summary)
-    assert tried >= 3 and failed == 0

@@ -1,10 +1,8 @@
 """The public plots (:mod:`stanlogz.report.plotting`) on real result objects made without Stan
-(PSIS-LOO of a log-likelihood array, its comparison, LOO-PIT checks, a bridge estimate), and their
-docstring examples."""
+(PSIS-LOO of a log-likelihood array, its comparison, LOO-PIT checks, a bridge estimate; their
+examples run in tests/api/test_api_examples.py)."""
 
 from __future__ import annotations
-
-import doctest
 
 import numpy as np
 import pytest
@@ -12,7 +10,7 @@ import pytest
 import stanlogz
 from stanlogz.crossval.checks.checks import predictive_checks
 from stanlogz.errors import InputError
-from stanlogz.report import plot_compare, plot_elpd_diff, plot_khat, plot_loo_pit, plotting
+from stanlogz.report import plot_compare, plot_elpd_diff, plot_khat, plot_loo_pit
 
 
 def _log_lik(scale: float, outlier: float = 0.0, seed: int = 0) -> tuple[np.ndarray, ...]:
@@ -27,11 +25,6 @@ def _log_lik(scale: float, outlier: float = 0.0, seed: int = 0) -> tuple[np.ndar
 @pytest.fixture(scope="module")
 def two_loos():
     return stanlogz.loo(_log_lik(1.0, outlier=8.0)[0]), stanlogz.loo(_log_lik(1.5)[0])
-
-
-def test_docstring_examples_run():
-    failed, tried = doctest.testmod(plotting, optionflags=doctest.ELLIPSIS)
-    assert tried >= 15 and failed == 0
 
 
 def test_khat_plot_marks_the_observations_above_the_threshold(two_loos, tmp_path):
