@@ -175,8 +175,30 @@ def from_csv(paths: str | os.PathLike | Sequence[str | os.PathLike],
     """Draws from CmdStan CSV files (one chain each; a glob pattern or a directory also works).
 
     A file written by ``stanlogz sample --output draws.csv`` holds all chains in one file with
-    a ``chain__`` column; it is split back into chains. Every file must have the same columns,
-    and the parameter columns must be the model's parameters.
+    a ``chain__`` column; it is split back into chains.
+
+    Parameters
+    ----------
+    paths : str, Path or list of them
+        The CSV files, a glob pattern or a directory.
+    model : StanModel or None
+        The program the draws are of; ``None`` keeps the constrained draws only.
+
+    Returns
+    -------
+    Draws
+        The draws with the files' step sizes, metric, time and sampler settings; notes from
+        reading them are in its ``warnings``.
+
+    Raises
+    ------
+    InputError
+        No files, files with different columns, or parameter columns that are not the
+        program's.
+
+    See Also
+    --------
+    as_draws : any kind of draws.
     """
     values, names, what, chains, notes = _read_chains(paths)
     steps = [ch.step_size for ch in chains]
