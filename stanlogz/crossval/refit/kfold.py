@@ -258,9 +258,9 @@ def kfold(
 
     Examples
     --------
-    The executed tutorial :doc:`/tutorials/kfold_lfo` runs leave-one-group-out and 8-fold
-    cross-validation; ``stanlogz kfold PROGRAM --data DATA --group g --k groups`` is the same
-    from a shell.
+    The executed tutorial :doc:`/tutorials/kfold_lfo` runs leave-one-group-out
+    (``group="g", k=None``); ``stanlogz kfold PROGRAM --data DATA --group g --k groups`` is the
+    same from a shell.
     """
     t0 = time.perf_counter()
     check_arguments("kfold", model=model, draws=draws, progress=progress, k=k,
