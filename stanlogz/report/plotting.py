@@ -16,10 +16,11 @@ import numpy as np
 from ..errors import InputError
 from .figures import user_pyplot
 
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
+#: matplotlib's Axes and Figure (named only: matplotlib is loaded by .figures, on first use)
+Axes = Any
+Figure = Any
 
+if TYPE_CHECKING:
     from ..crossval.psis_loo.loo import LooResult
     from ..estimators.base import EvidenceResult
 
