@@ -18,14 +18,16 @@ except PackageNotFoundError:  # building from a checkout that is not installed
 extensions = [
     "myst_nb",
     "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
     "sphinxarg.ext",
 ]
 
-source_suffix = {".md": "myst-nb", ".rst": "restructuredtext"}
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "jupyter_execute", ".jupyter_cache"]
+# .rst first: autosummary writes its generated pages with the first suffix
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
+exclude_patterns = ["_build", "_templates", "Thumbs.db", ".DS_Store", "jupyter_execute", ".jupyter_cache"]
 myst_enable_extensions = ["dollarmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 
@@ -43,6 +45,11 @@ nb_merge_streams = True
 napoleon_numpy_docstring = True
 napoleon_google_docstring = False
 napoleon_use_rtype = False
+
+# One page per public function and class (docs/generated/, written at build time), as ArviZ's
+# and SciPy's references are; classes list their documented members.
+autosummary_generate = True
+templates_path = ["_templates"]
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
