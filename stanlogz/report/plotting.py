@@ -100,6 +100,8 @@ def plot_khat(result: LooResult, *, ax: Axes | None = None,
                    label=f"recomputed ({getattr(result, 'fix', 'fix')})")
     ax.axhline(result.threshold, color="C3", ls="--", lw=1,
                label=f"threshold {result.threshold:.2f}")
+    top = max(1.05, float(np.nanmax(khat, initial=0.0)) + 0.1)  # room above the worst point
+    ax.set_ylim(min(-0.05, float(np.nanmin(khat, initial=0.0)) - 0.05), top)
     ax.set_xlabel("observation")
     ax.set_ylabel("Pareto k̂")
     ax.set_title(f"{getattr(result, 'model', '')}: PSIS k̂ per observation".lstrip(": "))
