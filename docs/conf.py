@@ -27,7 +27,8 @@ extensions = [
 
 # .rst first: autosummary writes its generated pages with the first suffix
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
-exclude_patterns = ["_build", "_templates", "Thumbs.db", ".DS_Store", "jupyter_execute", ".jupyter_cache"]
+exclude_patterns = ["_build", "_templates", "Thumbs.db", ".DS_Store", "jupyter_execute",
+                    ".jupyter_cache"]
 myst_enable_extensions = ["dollarmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 

@@ -40,6 +40,17 @@ def from_cmdstanpy(fit: Any, model: StanProgram | None) -> Draws:
     See Also
     --------
     as_draws : any kind of draws.
+
+    Examples
+    --------
+    With cmdstanpy and CmdStan installed (neither is needed by stanlogz, so this example is
+    not run here)::
+
+        import cmdstanpy, stanlogz
+        fit = cmdstanpy.CmdStanModel(stan_file="m.stan").sample(data="d.json")
+        model = stanlogz.StanModel.from_file("m.stan", "d.json")
+        draws = stanlogz.from_cmdstanpy(fit, model)
+        stanlogz.evidence(model, draws=draws)   # or simply draws=fit
     """
     arr = np.asarray(fit.draws(concat_chains=False), dtype=float)  # (n, chains, columns)
     values = np.ascontiguousarray(arr.transpose(1, 0, 2))

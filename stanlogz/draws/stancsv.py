@@ -199,6 +199,22 @@ def from_csv(paths: str | os.PathLike | Sequence[str | os.PathLike],
     See Also
     --------
     as_draws : any kind of draws.
+
+    Examples
+    --------
+    Draws written as CmdStan CSV files (``draws_1.csv``, ``draws_2.csv``) and read back:
+
+    >>> import tempfile, stanlogz
+    >>> from stanlogz.draws import write_csv
+    >>> m = stanlogz.StanModel.from_file("stan_models/examples/normal_mean.stan",
+    ...                                  "stan_models/examples/normal_mean.data.json")
+    >>> path = tempfile.mkdtemp() + "/draws.csv"
+    >>> files = write_csv(stanlogz.sample(m, chains=2, draws=100, seed=1), path)
+    >>> [f.name for f in files]
+    ['draws_1.csv', 'draws_2.csv']
+    >>> d = stanlogz.from_csv(files, m)
+    >>> d.n_chains, d.n_draws, d.source
+    (2, 100, 'csv')
     """
     values, names, what, chains, notes = _read_chains(paths)
     steps = [ch.step_size for ch in chains]
