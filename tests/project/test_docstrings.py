@@ -16,10 +16,10 @@ SECTIONS = ("Parameters\n", "Returns\n", "Raises\n", "See Also\n", "Examples\n")
 NUMPYDOC = ["evidence", "compare", "loo", "kfold", "lfo", "sample", "as_draws", "from_csv",
             "from_cmdstanpy", "report.plot_khat", "report.plot_loo_pit", "report.plot_compare",
             "report.plot_elpd_diff", "report.plot_evidence", "savage_dickey",
-            "calibrate", "obtain_draws"]
+            "calibrate", "obtain_draws", "cv"]
 
 #: public functions whose docstrings are still prose (to convert; remove a name once done)
-TODO = ["loo_compare", "cv", "heldout_elpd", "heldout_many", "ups", "log_ratio", "ais",
+TODO = ["loo_compare", "heldout_elpd", "heldout_many", "ups", "log_ratio", "ais",
         "reverse_ais", "run_testbed", "waic", "mixture_loo", "jacobian_adjusted", "sensitivity"]
 
 
