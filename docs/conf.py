@@ -59,7 +59,8 @@ autodoc_default_options = {"undoc-members": False, "show-inheritance": False}
 
 html_theme = "furo"
 html_title = f"stanlogz {release}"
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["tables.css"]
 suppress_warnings = ["myst.header"]
 
 # STANLOGZ_DOCS_NITPICKY=1 also reports every cross-reference that does not resolve (to the

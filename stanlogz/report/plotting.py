@@ -259,7 +259,8 @@ def plot_compare(result: Any, *, ax: Axes | None = None,
     ax.set_yticks(y, [names[i] for i in order])
     ax.set_ylim(-0.7, len(names) - 0.3)
     ax.set_xlabel(label)
-    ax.legend(fontsize=8, loc="lower left")
+    ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2,
+              frameon=False)  # above the axes: never over a program's row
     return _done(ax.figure, path)
 
 
