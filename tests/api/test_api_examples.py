@@ -15,7 +15,7 @@ WITH_STAN = ["stanlogz.api", "stanlogz.crossval.psis_loo.loo", "stanlogz.draws.s
              "stanlogz.draws.stancsv", "stanlogz.draws.obtain"]
 #: modules whose examples need no program
 PURE = ["stanlogz.report.plotting", "stanlogz.draws.summary", "stanlogz.crossval.names",
-        "stanlogz.draws.convert"]
+        "stanlogz.draws.convert", "stanlogz.crossval.observations.jacobian"]
 
 
 def _run(name: str) -> tuple[int, int]:

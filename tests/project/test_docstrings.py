@@ -16,11 +16,12 @@ SECTIONS = ("Parameters\n", "Returns\n", "Raises\n", "See Also\n", "Examples\n")
 NUMPYDOC = ["evidence", "compare", "loo", "kfold", "lfo", "sample", "as_draws", "from_csv",
             "from_cmdstanpy", "report.plot_khat", "report.plot_loo_pit", "report.plot_compare",
             "report.plot_elpd_diff", "report.plot_evidence", "savage_dickey",
-            "calibrate", "obtain_draws", "cv"]
+            "calibrate", "obtain_draws", "cv",
+            "jacobian_adjusted"]
 
 #: public functions whose docstrings are still prose (to convert; remove a name once done)
 TODO = ["loo_compare", "heldout_elpd", "heldout_many", "ups", "log_ratio", "ais",
-        "reverse_ais", "run_testbed", "waic", "mixture_loo", "jacobian_adjusted", "sensitivity"]
+        "reverse_ais", "run_testbed", "waic", "mixture_loo", "sensitivity"]
 
 
 def _get(name: str):
