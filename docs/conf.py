@@ -18,13 +18,17 @@ except PackageNotFoundError:  # building from a checkout that is not installed
 extensions = [
     "myst_nb",
     "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
     "sphinxarg.ext",
 ]
 
-source_suffix = {".md": "myst-nb", ".rst": "restructuredtext"}
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "jupyter_execute", ".jupyter_cache"]
+# .rst first: autosummary writes its generated pages with the first suffix
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
+exclude_patterns = ["_build", "_templates", "Thumbs.db", ".DS_Store", "jupyter_execute",
+                    ".jupyter_cache"]
 myst_enable_extensions = ["dollarmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 
@@ -37,6 +41,17 @@ nb_execution_show_tb = True
 nb_execution_cache_path = os.path.join(os.path.dirname(__file__), "_build", ".jupyter_cache")
 nb_merge_streams = True
 
+# numpydoc sections (Parameters, Returns, Raises, See Also, Examples); Google style is off so
+# that prose docstrings ending a line with "Example:" stay prose.
+napoleon_numpy_docstring = True
+napoleon_google_docstring = False
+napoleon_use_rtype = False
+
+# One page per public function and class (docs/generated/, written at build time), as ArviZ's
+# and SciPy's references are; classes list their documented members.
+autosummary_generate = True
+templates_path = ["_templates"]
+
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
 autodoc_default_options = {"undoc-members": False, "show-inheritance": False}
@@ -44,7 +59,8 @@ autodoc_default_options = {"undoc-members": False, "show-inheritance": False}
 
 html_theme = "furo"
 html_title = f"stanlogz {release}"
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["tables.css"]
 suppress_warnings = ["myst.header"]
 
 # STANLOGZ_DOCS_NITPICKY=1 also reports every cross-reference that does not resolve (to the

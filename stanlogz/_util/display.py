@@ -88,6 +88,14 @@ class Display:
         return render_html(self._display())
 
 
+class Alias(property):
+    """A read-only property that is another attribute under a second name; ``canonical`` names
+    that attribute and ``scale`` is set where the value is a multiple of it (``looic``)."""
+
+    canonical: str
+    scale: float | None
+
+
 def alias(name: str, doc: str, cast: Callable[[Any], Any] | None = None,
           scale: float | None = None) -> Any:
     """A read-only property that is attribute ``name`` under another name (a loo / ArviZ /
@@ -99,7 +107,9 @@ def alias(name: str, doc: str, cast: Callable[[Any], Any] | None = None,
             return scale * float(value)
         return value if cast is None else cast(value)
 
-    return property(get, doc=doc)
+    prop = Alias(get, doc=doc)
+    prop.canonical, prop.scale = name, scale
+    return prop
 
 
 def per_result(name: str, doc: str) -> Any:

@@ -190,12 +190,63 @@ def savage_dickey(
     progress: Callable[[str], None] | None = None,
     **nuts: Any,
 ) -> SavageDickeyResult:
-    """log BF₀₁ for the point null ``at`` (``{"mu": 0}`` or ``"mu=0"``) nested in a Stan
-    program, by the Savage–Dickey density ratio with its standard error.
+    """log BF₀₁ for a point null nested in a Stan program, by the Savage–Dickey density ratio.
 
-    ``null`` (a ``.stan`` path reading the same data), when given, is the nested program
-    itself: log BF₀₁ is then also computed by the evidence route (log Z of both with
-    ``method``) and the two are compared in ``evidence_check``.
+    log BF₀₁ = log p(θ₀ | y) − log p(θ₀), each density at the null value from the posterior
+    and prior draws by quadrature over the conditional densities, with a standard error (or
+    none, with a warning, where the conditional densities are too heavy-tailed over the
+    draws to give one).
+
+    Parameters
+    ----------
+    model : str, Path or StanModel
+        The full program.
+    data : dict or str, optional
+        Its data.
+    at : dict or str
+        The null value of one parameter: ``{"mu": 0}`` or ``"mu=0"``.
+    settings : NutsArgs, optional
+        Settings of the posterior and prior NUTS runs; the keywords ``chains``, ``warmup``,
+        ``draws`` (per chain), ``adapt_delta``, ``max_treedepth`` replace single fields.
+    null : str, optional
+        The nested program (a ``.stan`` path reading the same data): log BF₀₁ is then also
+        computed by the evidence route (log Z of both, with ``method``) and compared in
+        ``evidence_check``.
+    method : str, default "gbs"
+        The evidence estimator of the evidence route.
+    obs : str, optional
+        The observation count variable (for the prior program; inferred when omitted).
+    n_grid : int, default 801
+        Quadrature points (at least 101).
+    seed : int, optional
+        Random seed.
+    progress : callable, optional
+        Called with one line of text per step.
+    **nuts
+        Sampler keywords (as ``settings``' fields).
+
+    Returns
+    -------
+    SavageDickeyResult
+        ``log_bf01`` with ``se``, the posterior and prior densities at the null, the
+        ``evidence_check`` (with ``null``) and ``warnings``.
+
+    Raises
+    ------
+    InputError
+        A null on more than one parameter (give the nested program as ``null``), a parameter
+        the program does not have, or ``n_grid`` below 101.
+
+    See Also
+    --------
+    stanlogz.compare : the evidence route for any pair of programs.
+    stanlogz.sensitivity : how the Bayes factor moves with the prior.
+
+    Examples
+    --------
+    The executed tutorial :doc:`/tutorials/defensible_bayes_factor` tests ``beta = 0`` in a
+    regression, against the evidence route; ``stanlogz savage-dickey PROGRAM --data DATA
+    --at beta=0`` is the same from a shell.
     """
     import time
 

@@ -70,7 +70,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "supplies its weight's share of the draws)")
     parser.add_argument("--unbiased-bf", action="store_true",
                         help="also unbiased Bayes factors Z/Z_best on the natural scale "
-                        "(Wei & Murray 2017: importance weights times an unbiased 1/Z)")
+                        "(importance weights times an unbiased 1/Z by Markov-chain truncation, Wei "
+                        "& Murray 2017)")
 
 
 def parse_probs(text: str | None, k: int) -> list[float] | None:

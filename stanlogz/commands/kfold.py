@@ -52,8 +52,8 @@ def print_kfold(report: Reporter, r: KFoldResult) -> None:
     """The summary table and one row per fold."""
     what = f" by {r.group}" if r.group else f" stratified by {r.stratify}" if r.stratify else ""
     report.table(["", "estimate", "se", "mc se"], r.table(),
-                 title=f"{r.model}: {r.scheme} cross-validation{what}, {r.k} folds of "
-                 f"{r.n_obs} observations, {r.n_samples} draws per fit")
+                 title=f"{r.model}: {r.scheme} cross-validation{what}, {r.n_obs} observations "
+                 f"in {r.k} folds, {r.n_samples} draws per fit")
     report.table(["fold", "n", "sum elpd_i", "mc se", "log p(y_V|y_T)", "se", "method",
                   "k-hat", "grad evals", "seconds"], r.fold_rows(), title="folds")
 

@@ -10,6 +10,7 @@ and :class:`~stanlogz.crossval.select.compare.LooComparison`.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from .._util.display import Display, Section, View, alias, per_result
@@ -47,6 +48,22 @@ class LooNames(Display):
     n_data_points = alias("n_obs", "ArviZ's name for ``n_obs``.", int)
 
     good_k = alias("threshold", "ArviZ's name for the k̂ threshold (``threshold``).", float)
+
+    def pointwise_dataframe(self) -> Any:
+        """The pointwise values as a pandas DataFrame indexed by observation (from 1): ``elpd``
+        (fixed values included), ``mc_se``, ``psis_elpd``, ``khat``, ``method`` (the rows of
+        ``to_dict()["pointwise"]``).
+
+        Examples
+        --------
+        >>> import numpy as np, stanlogz
+        >>> ll = np.random.default_rng(0).normal(-1.0, 0.1, size=(4, 100, 5))
+        >>> stanlogz.loo(ll).pointwise_dataframe().columns.tolist()
+        ['elpd', 'mc_se', 'psis_elpd', 'khat', 'method']
+        """
+        import pandas as pd
+
+        return pd.DataFrame(self.pointwise()).set_index("observation")
 
     def se_notes(self) -> list[str]:
         """The calibrated interval beside loo's SE, and when loo's SE is too small."""
@@ -176,12 +193,39 @@ class LooComparisonNames(Display):
 
 
 class ChoiceNames(Display):
-    """Printed table of :class:`~stanlogz.crossval.select.choose.ProgramChoice` (its notebook table
-    is its own ``_repr_html_``)."""
+    """Printed tables of :class:`~stanlogz.crossval.select.choose.ProgramChoice`: the evidence,
+    the PSIS-LOO comparison and the weights as three tables, as ``stanlogz compare`` prints
+    them (``table()`` is every column in one row per program)."""
 
     def _display(self) -> View:
         what = " and ".join(w for w, on in (("PSIS-LOO", self.loo is not None),
                                            ("evidence", self.evidence is not None)) if on)
         head = f"{type(self).__name__}: {len(self.names)} programs by {what}, best first"
-        return View(head, [Section("", ["", *self.header[1:]], [list(r) for r in self.table()])],
-                    [f"warning: {w}" for w in self.warnings])
+        sections, notes = [], []
+        if self.evidence is not None:
+            ev = self.evidence.table()
+            order = [self.names.index(r[0]) for r in ev]
+            pos = {i: ev[j] for j, i in enumerate(order)}
+            sections.append(Section("evidence; log_bf = log Z - log Z_best",
+                                    ["", *self.evidence.header[1:]],
+                                    [list(pos[i]) for i in self.order()]))
+            notes += [f"warning ({self.names[i]}): {w}"
+                      for i, r in enumerate(self.evidence.results) for w in r.warnings]
+        if self.loo is not None:
+            t = LooComparisonNames._display(self.loo).sections[0]
+            # diagnostics columns with nothing to say are left out (table() has every column)
+            keep = [j for j, c in enumerate(t.columns) if c not in ("diag_diff", "diag_elpd")
+                    or any(r[j] for r in t.rows)]
+            sections.append(Section("PSIS-LOO; elpd_diff = elpd_loo - best; diff_se of the "
+                                    "paired differences", [t.columns[j] for j in keep],
+                                    [[r[j] for j in keep] for r in t.rows]))
+            notes += [f"warning ({n}): {w}" for n, r in zip(self.names, self.loo.results,
+                                                            strict=True) for w in r.warnings]
+        if self.model_weights:
+            sections.append(Section(
+                "model weights (se: Bayesian bootstrap, or delta method for pseudo-BMA, BMA)",
+                ["", *(h for m in self.model_weights for h in (m, f"{m}_se"))],
+                [[r[0], *(f"{v:.3f}" for v in r[1:])] for r in self.weights_table()]))
+        notes = [textwrap.fill(n, 100, subsequent_indent="  ", break_on_hyphens=False)
+                 for n in notes + [f"warning: {w}" for w in self.warnings]]
+        return View(head, sections, notes)

@@ -17,7 +17,41 @@ from .stancsv import from_csv
 
 
 def from_cmdstanpy(fit: Any, model: StanProgram | None) -> Draws:
-    """Draws from a ``cmdstanpy.CmdStanMCMC`` fit of the same program (``model``)."""
+    """Draws from a ``cmdstanpy.CmdStanMCMC`` fit of the same program.
+
+    Parameters
+    ----------
+    fit : cmdstanpy.CmdStanMCMC
+        The fit.
+    model : StanModel or None
+        The program the fit is of (to map its columns to the unconstrained scale); ``None``
+        keeps the constrained draws only.
+
+    Returns
+    -------
+    Draws
+        The draws, with the fit's step sizes, metric, time and sampler settings.
+
+    Raises
+    ------
+    InputError
+        The fit's parameters are not the program's.
+
+    See Also
+    --------
+    as_draws : any kind of draws.
+
+    Examples
+    --------
+    With cmdstanpy and CmdStan installed (neither is needed by stanlogz, so this example is
+    not run here)::
+
+        import cmdstanpy, stanlogz
+        fit = cmdstanpy.CmdStanModel(stan_file="m.stan").sample(data="d.json")
+        model = stanlogz.StanModel.from_file("m.stan", "d.json")
+        draws = stanlogz.from_cmdstanpy(fit, model)
+        stanlogz.evidence(model, draws=draws)   # or simply draws=fit
+    """
     arr = np.asarray(fit.draws(concat_chains=False), dtype=float)  # (n, chains, columns)
     values = np.ascontiguousarray(arr.transpose(1, 0, 2))
     names = [flat_name(c) for c in fit.column_names]
@@ -117,8 +151,38 @@ def from_array(unconstrained: np.ndarray, model: StanProgram | None = None) -> D
 
 
 def as_draws(obj: Any, model: StanProgram | None) -> Draws:
-    """Draws from a :class:`Draws`, a cmdstanpy fit, CSV path(s) or glob, ArviZ
-    InferenceData/DataTree or a ``.nc`` file of one, or an array."""
+    """Draws from whatever holds them: a :class:`Draws`, a cmdstanpy fit, CmdStan CSV path(s)
+    or a glob, ArviZ InferenceData / DataTree or a ``.nc`` file of one, or an array.
+
+    Parameters
+    ----------
+    obj : Draws, cmdstanpy fit, str, Path, list of paths, InferenceData or array_like
+        The draws; an array is ``(chains, draws, dim)`` on the unconstrained scale.
+    model : StanModel or None
+        The program they are of; its dimension is checked.
+
+    Returns
+    -------
+    Draws
+        The draws.
+
+    Raises
+    ------
+    InputError
+        ``obj`` is none of the above, or its dimension is not the program's.
+
+    See Also
+    --------
+    stanlogz.sample : draws from stanlogz's NUTS.
+    from_csv : CmdStan CSV files.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from stanlogz import as_draws
+    >>> as_draws(np.zeros((2, 50, 3)), None)
+    Draws(2 chains x 50 draws, 3 unconstrained dims; x.1, x.2, x.3; from array)
+    """
     if isinstance(obj, Draws):
         d = obj
     elif type(obj).__name__ == "CmdStanMCMC":

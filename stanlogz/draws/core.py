@@ -102,6 +102,15 @@ class Draws:
         if not self.unc_names:
             self.unc_names = [f"x.{i + 1}" for i in range(u.shape[2])]
 
+    def __repr__(self) -> str:
+        """One line: shape, quantities, source and cost (the arrays are attributes;
+        :meth:`summary` is the table)."""
+        names = self.constrained_names if self.constrained is not None else self.unc_names
+        shown = ", ".join(names[:6]) + (f", ... ({len(names)} in all)" if len(names) > 6 else "")
+        cost = f", {self.seconds:.1f} s" if self.seconds else ""
+        return (f"Draws({self.n_chains} chains x {self.n_draws} draws, {self.dim} unconstrained "
+                f"dims; {shown}; from {self.source}{cost})")
+
     @property
     def n_chains(self) -> int:
         """Number of chains."""

@@ -20,10 +20,44 @@ def obtain_draws(
     seed: int | None = None,
     progress: Any = None,
 ) -> Draws:
-    """Posterior draws of ``model``: ``given`` (a :class:`Draws`, cmdstanpy fit, CmdStan CSV
-    path(s), InferenceData / DataTree or ``.nc`` file, or an unconstrained array) converted by
-    :func:`~stanlogz.draws.as_draws`, or, when ``given`` is None, stanlogz's NUTS with
-    ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`; default: CmdStan's)."""
+    """Posterior draws of a program: the ones given, or new ones from stanlogz's NUTS.
+
+    Parameters
+    ----------
+    model : StanModel
+        The program.
+    given : Draws, cmdstanpy fit, CSV paths, InferenceData or array, optional
+        Draws you have (converted by :func:`~stanlogz.draws.as_draws`); ``None`` samples.
+    settings : NutsArgs, optional
+        Sampler settings when sampling (default: CmdStan's).
+    seed : int, optional
+        Random seed.
+    progress : callable, optional
+        Called with one line of text per step.
+
+    Returns
+    -------
+    Draws
+        The draws.
+
+    Raises
+    ------
+    InputError
+        Draws that are not of this program (another dimension) or of no known kind.
+
+    See Also
+    --------
+    as_draws : conversion only.
+    stanlogz.sample : sampling only.
+
+    Examples
+    --------
+    >>> import numpy as np, stanlogz
+    >>> m = stanlogz.StanModel.from_file("stan_models/examples/normal_mean.stan",
+    ...                                  "stan_models/examples/normal_mean.data.json")
+    >>> stanlogz.obtain_draws(m, np.zeros((2, 10, m.dim))).source
+    'array'
+    """
     if given is not None:
         return as_draws(given, model)
     return sample(model, NutsArgs.of(settings), seed=seed, progress=progress)

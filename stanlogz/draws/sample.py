@@ -27,11 +27,50 @@ def sample(
     data: Any = None,
     **overrides: Any,
 ) -> Draws:
-    """Draws from stanlogz's own NUTS (Stan's sampler compiled into the model library) with
-    ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`; keyword overrides such as
-    ``draws=2000`` replace single fields). ``model`` is a
-    :class:`~stanlogz.stan.model.StanModel` or a ``.stan`` path (built with ``data``, a dict
-    or a JSON path)."""
+    """Posterior draws from stanlogz's own NUTS (Stan's sampler, compiled into the program).
+
+    Parameters
+    ----------
+    model : StanModel or str
+        A built :class:`~stanlogz.StanModel`, or a ``.stan`` path (built with ``data``).
+    settings : NutsArgs, optional
+        Sampler settings (CmdStan's defaults: 4 chains, 1000 warmup, 1000 draws).
+    seed : int, optional
+        Random seed.
+    init : array_like, optional
+        Initial values on the unconstrained scale.
+    progress : callable, optional
+        Called with one line of text per step.
+    data : dict or str, optional
+        Data for a ``.stan`` path (a dict or a JSON file).
+    **overrides
+        Single fields of ``settings``: ``chains``, ``warmup``, ``draws`` (per chain; a count
+        here), ``adapt_delta``, ``max_treedepth``, ``init_radius``, ``thin``.
+
+    Returns
+    -------
+    Draws
+        The draws (unconstrained and constrained), sampler diagnostics and cost; it prints as
+        one line and ``summary()`` gives the table.
+
+    Raises
+    ------
+    InputError
+        An unknown setting (cmdstanpy's ``iter_sampling`` gets "did you mean draws=").
+
+    See Also
+    --------
+    as_draws : draws you already have, from CmdStan, cmdstanpy or ArviZ.
+
+    Examples
+    --------
+    >>> import stanlogz
+    >>> d = stanlogz.sample("stan_models/examples/normal_mean.stan",
+    ...                     data="stan_models/examples/normal_mean.data.json",
+    ...                     chains=2, draws=200, seed=1)
+    >>> d.n_chains, d.n_draws, bool(d.summary().to_dataframe().loc["mu", "r_hat"] < 1.05)
+    (2, 200, True)
+    """
     check_arguments("sample", model=model, progress=progress)
     if isinstance(model, str | os.PathLike) or data is not None:
         from ..stan.load import load_model

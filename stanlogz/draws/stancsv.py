@@ -175,8 +175,46 @@ def from_csv(paths: str | os.PathLike | Sequence[str | os.PathLike],
     """Draws from CmdStan CSV files (one chain each; a glob pattern or a directory also works).
 
     A file written by ``stanlogz sample --output draws.csv`` holds all chains in one file with
-    a ``chain__`` column; it is split back into chains. Every file must have the same columns,
-    and the parameter columns must be the model's parameters.
+    a ``chain__`` column; it is split back into chains.
+
+    Parameters
+    ----------
+    paths : str, Path or list of them
+        The CSV files, a glob pattern or a directory.
+    model : StanModel or None
+        The program the draws are of; ``None`` keeps the constrained draws only.
+
+    Returns
+    -------
+    Draws
+        The draws with the files' step sizes, metric, time and sampler settings; notes from
+        reading them are in its ``warnings``.
+
+    Raises
+    ------
+    InputError
+        No files, files with different columns, or parameter columns that are not the
+        program's.
+
+    See Also
+    --------
+    as_draws : any kind of draws.
+
+    Examples
+    --------
+    Draws written as CmdStan CSV files (``draws_1.csv``, ``draws_2.csv``) and read back:
+
+    >>> import tempfile, stanlogz
+    >>> from stanlogz.draws import write_csv
+    >>> m = stanlogz.StanModel.from_file("stan_models/examples/normal_mean.stan",
+    ...                                  "stan_models/examples/normal_mean.data.json")
+    >>> path = tempfile.mkdtemp() + "/draws.csv"
+    >>> files = write_csv(stanlogz.sample(m, chains=2, draws=100, seed=1), path)
+    >>> [f.name for f in files]
+    ['draws_1.csv', 'draws_2.csv']
+    >>> d = stanlogz.from_csv(files, m)
+    >>> d.n_chains, d.n_draws, d.source
+    (2, 100, 'csv')
     """
     values, names, what, chains, notes = _read_chains(paths)
     steps = [ch.step_size for ch in chains]

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from .._util.display import Display, Section, View
 from .._util.jsonable import json_value
 
 # Thresholds of the warnings in :meth:`Draws.summary` (Vehtari et al. 2021 recommend R-hat < 1.01
@@ -19,8 +20,8 @@ def _int_or_nan(v: float) -> int | float:
     return int(round(v)) if math.isfinite(v) else v
 
 
-@dataclass
-class DrawsSummary:
+@dataclass(repr=False)
+class DrawsSummary(Display):
     """Per-quantity posterior summary, overall sampler diagnostics and warnings that say what to do.
 
     ``rows`` holds one dict per constrained quantity with keys ``name, mean, sd, q5, q50, q95,
@@ -38,6 +39,29 @@ class DrawsSummary:
         keys = ("name", "mean", "sd", "q5", "q50", "q95")
         return [[r[k] for k in keys] + [_int_or_nan(r["ess_bulk"]), _int_or_nan(r["ess_tail"]),
                                         round(r["r_hat"], 3)] for r in self.rows]
+
+    def to_dataframe(self) -> Any:
+        """The per-quantity table as a pandas DataFrame indexed by name (as ``arviz.summary``
+        gives it), with the columns ``mean, sd, q5, q50, q95, ess_bulk, ess_tail, r_hat``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from stanlogz.draws import Draws
+        >>> x = np.random.default_rng(0).normal(size=(4, 200, 2))
+        >>> df = Draws(unconstrained=x).summary().to_dataframe()
+        >>> list(df.index), list(df.columns)[:3]
+        (['x.1', 'x.2'], ['mean', 'sd', 'q5'])
+        """
+        import pandas as pd
+
+        return pd.DataFrame(self.rows).set_index("name")
+
+    def _display(self) -> View:
+        d = self.diagnostics
+        head = (f"posterior summary: {d.get('chains')} chains x {d.get('draws_per_chain')} "
+                f"draws from {d.get('source')}")
+        return View(head, [Section("", self.header, self.table_rows())], list(self.warnings))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict."""

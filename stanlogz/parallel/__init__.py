@@ -16,6 +16,7 @@ import contextlib
 import functools
 import inspect
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -93,9 +94,19 @@ def with_client(fn: F) -> F:
     at = next((i for i, p in enumerate(params) if p.kind is inspect.Parameter.VAR_KEYWORD),
               len(params))
     wrapper.__signature__ = sig.replace(parameters=[*params[:at], extra, *params[at:]])
-    wrapper.__doc__ = (fn.__doc__ or "").rstrip() + (
-        "\n\n    ``client``: a ``dask.distributed.Client``; the independent units (chains, "
-        "replicates, splits,\n    fix-ups) then run on its cluster, with the same results.\n")
+    doc = fn.__doc__ or ""
+    returns = re.search(r"\n( *)Returns\n\1-------\n", doc)
+    if returns:  # numpydoc: one more entry at the end of Parameters
+        ind = returns.group(1)
+        entry = (f"{ind}client : dask.distributed.Client, optional\n{ind}    Run the independent "
+                 f"units (chains, replicates, splits, fix-ups) on its cluster,\n{ind}    with "
+                 "the same results.\n")
+        at = returns.start()  # before the blank line that ends Parameters
+        wrapper.__doc__ = doc[:at] + entry + doc[at:]
+    else:
+        wrapper.__doc__ = doc.rstrip() + (
+            "\n\n    ``client``: a ``dask.distributed.Client``; the independent units (chains, "
+            "replicates, splits,\n    fix-ups) then run on its cluster, with the same results.\n")
     return wrapper  # type: ignore[return-value]
 
 

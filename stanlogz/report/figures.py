@@ -1,4 +1,5 @@
-"""The one place stanlogz loads matplotlib: every figure is drawn off-screen (Agg) into a file."""
+"""The one place stanlogz loads matplotlib: the command line's figures are drawn off-screen (Agg)
+into a file; the public plots (:mod:`stanlogz.report.plotting`) use matplotlib's own backend."""
 
 from __future__ import annotations
 
@@ -11,6 +12,14 @@ def pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def user_pyplot() -> Any:
+    """``matplotlib.pyplot`` with the backend matplotlib chooses (inline in a notebook, Agg where
+    there is no display): the public plots' figures show where the user works."""
     import matplotlib.pyplot as plt
 
     return plt

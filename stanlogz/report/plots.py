@@ -3,26 +3,40 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..densities.fits import as_draw_matrix
 from ..errors import InputError
 from ..estimators.base import EvidenceResult, FlowDetail
-from .figures import pyplot
+from .figures import pyplot, user_pyplot
 
 
 def plot_evidence(result: EvidenceResult, draws: np.ndarray, path: str | Path,
                   max_dims: int = 4, seed: int = 0, names: list[str] | None = None) -> Path:
-    """Write a PNG to ``path``: posterior-draw histograms against the flow's marginals (from flow
-    samples) for the first ``max_dims`` coordinates, and histograms of the log weights
-    ``log p - log q`` on the posterior and proposal sides (shifted by ``log_z``).
+    """Write :func:`evidence_figure` to ``path`` (the ``--plot`` file of ``stanlogz evidence``;
+    :func:`stanlogz.report.plot_evidence` is the public plot)."""
+    plt = pyplot()
+    fig = evidence_figure(result, draws, max_dims=max_dims, seed=seed, names=names)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def evidence_figure(result: EvidenceResult, draws: np.ndarray, *, max_dims: int = 4,
+                    seed: int = 0, names: list[str] | None = None) -> Any:
+    """Posterior-draw histograms against the flow's marginals (from flow samples) for the first
+    ``max_dims`` coordinates, and histograms of the log weights ``log p - log q`` on the
+    posterior and proposal sides (shifted by ``log_z``), as a matplotlib Figure.
 
     ``result`` is what :func:`~stanlogz.estimators.bridge.bridge.gbs` (or ``gis``/``ghm``) returns:
     its ``detail`` is a :class:`~stanlogz.estimators.base.FlowDetail`.
     ``names`` labels the unconstrained coordinates (e.g. ``StanModel.param_unc_names()``).
     """
-    plt = pyplot()
+    plt = user_pyplot()
 
     detail = result.detail if isinstance(result.detail, FlowDetail) else FlowDetail(None)
     flow, lw_p, lw_q = detail.flow, detail.log_w_p, detail.log_w_q
@@ -65,8 +79,4 @@ def plot_evidence(result: EvidenceResult, draws: np.ndarray, path: str | Path,
     ax.legend(fontsize=7)
     fig.suptitle(f"{result.method}: log Z = {result.log_z:.4f} ± {result.log_z_se:.4f}",
                  fontsize=10)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return fig

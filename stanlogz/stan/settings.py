@@ -20,6 +20,23 @@ from ..errors import InputError
 NUTS_FIELDS = ("chains", "warmup", "draws", "adapt_delta", "max_treedepth", "init_radius", "thin")
 
 
+#: cmdstanpy's / CmdStan's names of the sampler settings -> the keyword stanlogz takes
+CMDSTANPY_NAMES = {"iter_sampling": "n_draws", "iter_warmup": "warmup", "num_samples": "n_draws",
+                   "num_warmup": "warmup", "max_depth": "max_treedepth", "delta": "adapt_delta",
+                   "thin": "thin", "parallel_chains": "chains"}
+
+
+def check_cmdstanpy_names(keywords: Mapping[str, Any] | Any, what: str) -> None:
+    """Refuse cmdstanpy's or CmdStan's names of sampler settings with the name stanlogz uses
+    (a one-line :class:`~stanlogz.InputError`: "did you mean n_draws=?")."""
+    known = {k: v for k, v in CMDSTANPY_NAMES.items() if k != v}
+    hits = [k for k in keywords if k in known]
+    if hits:
+        raise InputError(f"{what}() got {', '.join(hits)}: cmdstanpy's name(s); did you mean "
+                         + ", ".join(f"{known[k]}=" for k in hits) + " (sampler settings: "
+                         f"{', '.join(NutsKeywords.__annotations__)})")
+
+
 def _integer(label: str, v: Any, lo: int) -> None:
     if not (isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= lo):
         raise InputError(f"{label} must be an integer >= {lo}, got {v!r}")
@@ -57,7 +74,11 @@ class NutsArgs:
         changes = {k: v for k, v in changes.items() if v is not None}
         unknown = sorted(set(changes) - set(NUTS_FIELDS))
         if unknown:
-            raise InputError(f"unknown sampler setting(s): {', '.join(unknown)}")
+            hint = {k: CMDSTANPY_NAMES[k].replace("n_draws", "draws") for k in unknown
+                    if k in CMDSTANPY_NAMES}
+            raise InputError(f"unknown sampler setting(s): {', '.join(unknown)}" + (
+                "; did you mean " + ", ".join(f"{v}= (for {k})" for k, v in hint.items())
+                if hint else "") + f" (settings: {', '.join(NUTS_FIELDS)})")
         return dataclasses.replace(self, **changes) if changes else self
 
     @classmethod
@@ -90,6 +111,7 @@ def nuts_from_keywords(settings: NutsArgs | None, keywords: Mapping[str, Any],
                        what: str) -> NutsArgs:
     """``settings`` with the loose sampler ``keywords`` of the API function ``what`` applied
     (:meth:`NutsArgs.of`); a keyword that is not one raises :class:`~stanlogz.InputError`."""
+    check_cmdstanpy_names(keywords, what)
     kw = dict(keywords)
     n_draws = kw.pop("n_draws", None)
     if kw.get("draws") is None:
@@ -107,6 +129,7 @@ def split_nuts_keywords(settings: NutsArgs | None, keywords: Mapping[str, Any],
     estimator's): ``settings`` with the loose sampler keywords among them applied (``chains``,
     ``warmup``, ``n_draws``, ``adapt_delta``, ``max_treedepth``; :func:`nuts_from_keywords`), and
     the other keywords."""
+    check_cmdstanpy_names(keywords, what)
     loose = {k: v for k, v in keywords.items() if k in NutsKeywords.__annotations__
              and k != "draws"}
     rest = {k: v for k, v in keywords.items() if k not in loose}

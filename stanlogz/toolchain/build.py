@@ -98,8 +98,9 @@ def ensure_base(tc: Toolchain, progress: Progress = None) -> Path:
     with file_lock(root, "base-" + key):
         if (final / "bridge.o").is_file():
             return final
-        with stage(progress, "building the stanlogz Stan runtime (once per toolchain, "
-                   "~1 min)...", "building the Stan runtime"), staging_dir(root, final) as tmp:
+        with stage(progress, "building the stanlogz Stan runtime (once per toolchain; 3-7 min "
+                   "on 2 busy cores)...", "building the Stan runtime"), \
+                staging_dir(root, final) as tmp:
             flags = tc.cxxflags()
             jobs = [([tc.cxx, *flags, "-c", "-x", "c++", str(SOURCE_DIR / "bridge.cpp"), "-o",
                       str(tmp / "bridge.o")], "runtime build")]

@@ -14,7 +14,10 @@ GONE = ["stanlogz.model", "stanlogz.target", "stanlogz.targets", "stanlogz.targe
         "stanlogz.bases", "stanlogz.bdmc", "stanlogz.mcmc.continuation", "stanlogz.report.results"]
 
 #: Modules allowed above MAX_LINES, each with the reason.
-LONG_MODULES: dict[str, str] = {}
+LONG_MODULES: dict[str, str] = {
+    "crossval/psis_loo/loo.py": "loo()'s numpydoc docstring (17 parameters, about 100 lines); "
+                                "the code is under 460 lines",
+}
 MAX_LINES = 500
 
 

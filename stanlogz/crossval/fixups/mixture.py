@@ -161,15 +161,62 @@ def mixture_loo(model: Any, data: Any = None, *, draws: Any = None, settings: An
                 obs: str | None = None, obs_fields: list[str] | None = None,
                 log_lik: str = "auto", seed: int | None = None, progress: Any = None
                 ) -> LooResult:
-    """Mixture importance sampling LOO of a Stan program with ``data``: HMC on the mixture of
-    its leave-one-out posteriors (``settings``, a :class:`~stanlogz.stan.settings.NutsArgs`:
-    chains, warmup and draws per chain), started from the posterior ``draws`` (NUTS runs with
-    ``settings`` when they are not given), whose variances are the metric. Returns a
-    :class:`~stanlogz.crossval.psis_loo.loo.LooResult` with ``fix="mis"``: elpd_loo, its
-    between-observation se, its Monte Carlo se ``mcse_elpd_loo`` and each observation's
-    (``psis_mcse_i``); ``khat`` is the Pareto k̂ of the terms of the estimator's two means:
-    above 0.5, or with their importance-sampling ESS under 5% of the draws, the observation's
-    value is unreliable and its se (and the total's) is NaN."""
+    """Mixture importance sampling LOO of a Stan program: no refit, one HMC run.
+
+    HMC samples the mixture of the program's leave-one-out posteriors, started from the
+    posterior draws (whose variances are the metric); every observation's elpd_i comes from
+    the same run (Silva & Zanella 2022).
+
+    Parameters
+    ----------
+    model : str, Path or StanModel
+        The program.
+    data : dict or str, optional
+        Its data.
+    draws : Draws, cmdstanpy fit, CSV paths or InferenceData, optional
+        Posterior draws to start from (NUTS runs with ``settings`` when omitted).
+    settings : NutsArgs, optional
+        Chains, warmup and draws per chain of the mixture's HMC (and of NUTS).
+    obs, obs_fields : str, list of str, optional
+        The observation count and the data variables indexed by observation.
+    log_lik : str, default "auto"
+        Where log p(y_i | θ) comes from (as in :func:`stanlogz.loo`).
+    seed : int, optional
+        Random seed.
+    progress : callable, optional
+        Called with one line of text per step.
+
+    Returns
+    -------
+    LooResult
+        With ``fix="mis"``: elpd_loo, its between-observation se, its Monte Carlo se
+        ``mcse_elpd_loo`` and each observation's (``psis_mcse_i``); ``khat`` is the Pareto k̂
+        of the terms of the estimator's two means: above 0.5, or with an importance-sampling
+        ESS under 5% of the draws, the observation's value is unreliable and its se (and the
+        total's) is NaN.
+
+    Raises
+    ------
+    InputError
+        Fewer than two observations, or per-observation latents (the held-out programs
+        would change the parameters).
+
+    See Also
+    --------
+    stanlogz.loo : PSIS-LOO; ``fix="mis"`` uses this for the high-k̂ observations only.
+
+    Examples
+    --------
+    Every observation's elpd_i, the outlier's included, from one HMC run (from the
+    repository root); ``stanlogz loo PROGRAM --data DATA --fix mis`` uses it for the high-k̂
+    observations only:
+
+    >>> import stanlogz
+    >>> r = stanlogz.mixture_loo("stan_models/examples/normal_mean.stan",
+    ...                          "stan_models/examples/normal_outlier.data.json", seed=1)
+    >>> r.fix, r.n_obs, r.elpd_i.shape
+    ('mis', 10, (10,))
+    """
     from ...draws import as_draws, sample
     from ...stan.settings import NutsArgs
 

@@ -61,8 +61,46 @@ def log_jacobian(transform: str, y: Any) -> np.ndarray:
 
 
 def jacobian_adjusted(result: Any, transform: str, y: Any) -> Any:
-    """A copy of a LOO or WAIC result of a program for z = g(y) with every pointwise elpd on
-    the scale of ``y`` (the outcome on its original scale, one value per observation)."""
+    """A LOO or WAIC result of a program for z = g(y), put on the scale of y.
+
+    A program that models a transformed outcome z = g(y) (``log(y)``, ``sqrt(y)``, ...) has its
+    elpd on the scale of z; adding log |g'(y_i)| to each pointwise value puts it on the scale
+    of y, so it can be compared with a program that models y itself.
+
+    Parameters
+    ----------
+    result : LooResult or WaicResult
+        The result of the program for z (not subsampled).
+    transform : {"log", "log1p", "sqrt", "logit"}
+        g.
+    y : array_like
+        The outcome on its original scale, one value per observation.
+
+    Returns
+    -------
+    LooResult or WaicResult
+        A copy with ``elpd_i``, the fixed points and the total shifted and the se recomputed.
+
+    Raises
+    ------
+    InputError
+        An unknown transform, ``y`` outside its support, a count of ``y`` that is not the
+        number of observations, or a subsampled LOO.
+
+    See Also
+    --------
+    stanlogz.loo_compare : compare the adjusted result with the program for y.
+
+    Examples
+    --------
+    >>> import numpy as np, stanlogz
+    >>> y = np.array([1.0, 2.0, 4.0])
+    >>> ll = np.random.default_rng(0).normal(-1.0, 0.1, size=(4, 100, 3))
+    >>> r = stanlogz.loo(ll)
+    >>> a = stanlogz.jacobian_adjusted(r, "log", y)
+    >>> bool(np.isclose(a.elpd_loo, r.elpd_loo - np.log(y).sum()))
+    True
+    """
     adj = log_jacobian(transform, y)
     n = result.n_obs
     if adj.size != n:

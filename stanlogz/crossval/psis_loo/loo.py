@@ -250,34 +250,99 @@ def loo(
     mm_budget: float | None = None,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> LooResult:
-    """PSIS-LOO of a Stan program (a path or :class:`StanModel`) with ``data``, or of a fit
-    without its program (``loo(idata)``, a cmdstanpy fit, CSV paths, a log-likelihood array, or
-    ``model=None`` with ``draws``): see :func:`~stanlogz.crossval.psis_loo.fitloo.loo_from_fit`
-    (PSIS only; fix-ups, data, subsampling and the difference log-likelihood need the program).
+    """PSIS-LOO of a Stan program, with every unreliable observation recomputed.
 
-    Every observation whose Pareto k̂ exceeds the threshold is recomputed by ``fix``:
-    ``"auto"`` (moment matching, then ``"exact"`` for observations still above the threshold),
-    ``"mm"`` (moment matching only), ``"exact"`` (NUTS without it and bridge sampling between
-    the two posteriors), ``"ups"`` (unbiased path sampling), ``"mis"`` (mixture importance
-    sampling of those observations from one HMC run on the posterior mixed with their
-    leave-one-out posteriors, no refit; :mod:`.mixture_fix`) or ``"none"``. ``draws``: existing
-    draws (Draws, cmdstanpy fit, CSV paths, InferenceData); without them NUTS runs with
-    ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`; ``chains``, ``warmup``,
-    ``n_draws``, ``adapt_delta`` and ``max_treedepth`` replace its fields), and so does every
-    refit of the fix-ups. ``obs`` names the observation size variable (inferred when
-    unambiguous); ``log_lik``: ``"auto"``, ``"log_lik"`` (the generated quantity),
-    ``"difference"`` (the program's density on data instances of one observation, checked for
-    validity) or ``"conditional"`` (log p(y_i | y₋ᵢ, θ) from the density normalized over y_i,
-    the observation's latents integrated out; what ``"auto"`` uses without a ``log_lik`` when
-    the difference is not valid: per-observation or linked latents, non-factorized
-    likelihoods; :mod:`.loo_routes`). ``k_threshold``: fix observations above this k̂
-    instead of the draw-count-dependent threshold min(1 − 1/log10 S, 0.7). ``subsample``:
-    estimate elpd_loo from PSIS on this many observations drawn at random (difference
-    estimator around PSIS-LOO of every observation on 100 thinned draws; Magnusson et al.
-    2020), for large N. ``mm_budget``: seconds of moment matching, after which the remaining
-    high-k̂ observations keep their PSIS values (with the k̂ warning); Ctrl-C during moment
-    matching likewise returns the observations matched so far with a note
-    (:mod:`.mm_points`).
+    Pareto-smoothed importance sampling leave-one-out cross-validation (Vehtari, Gelman and
+    Gabry 2017): the expected log predictive density elpd_loo with its standard error, the
+    effective number of parameters p_loo and the Pareto k̂ of each observation. Every
+    observation whose k̂ exceeds the threshold is recomputed by ``fix`` and its Monte Carlo se
+    enters the Monte Carlo se of elpd_loo.
+
+    Parameters
+    ----------
+    model : str, Path, StanModel, or a fit
+        A ``.stan`` file or a built :class:`~stanlogz.StanModel`; or a fit without its
+        program (InferenceData, a cmdstanpy fit, CmdStan CSV paths, a log-likelihood array
+        ``(chains, draws, observations)``, or ``None`` with ``draws``): then PSIS only, see
+        :func:`~stanlogz.crossval.psis_loo.fitloo.loo_from_fit`.
+    data : dict or str, optional
+        The program's data (a dict or a Stan JSON file).
+    draws : Draws, cmdstanpy fit, CSV paths or InferenceData, optional
+        Existing posterior draws; without them NUTS runs with ``settings``.
+    obs : str, optional
+        The data variable that counts the observations (inferred when unambiguous).
+    obs_fields : list of str, optional
+        The data variables indexed by observation (inferred when omitted).
+    fix : {"auto", "mm", "exact", "ups", "mis", "none"}, default "auto"
+        How observations above the k̂ threshold are recomputed: ``"auto"`` (moment matching,
+        then an exact refit for those still above), ``"mm"`` (moment matching only),
+        ``"exact"`` (NUTS without the observation, bridged to the full posterior), ``"ups"``
+        (unbiased path sampling), ``"mis"`` (mixture importance sampling from one HMC run, no
+        refit; :mod:`.mixture_fix`) or ``"none"``.
+    log_lik : {"auto", "log_lik", "difference", "conditional"}, default "auto"
+        Where log p(y_i | θ) comes from: the ``log_lik`` generated quantity, the program's
+        density on data instances of one observation (``"difference"``, checked for
+        validity), or log p(y_i | y₋ᵢ, θ) with the observation's latents integrated out
+        (``"conditional"``; what ``"auto"`` uses when the difference is not valid:
+        per-observation or linked latents, non-factorized likelihoods; :mod:`.loo_routes`).
+    k_threshold : float, optional
+        Fix observations above this k̂ instead of min(1 − 1/log10 S, 0.7) for S draws.
+    subsample : int, optional
+        Estimate elpd_loo from PSIS on this many observations drawn at random (the difference
+        estimator of Magnusson et al. 2020), for large N.
+    settings : NutsArgs, optional
+        Sampler settings for the first fit and every refit; the keywords ``chains``,
+        ``warmup``, ``n_draws``, ``adapt_delta`` and ``max_treedepth`` replace single fields.
+    seed : int, optional
+        Random seed.
+    n_workers : int, default 1
+        Parallel workers for the refits.
+    ups_options : dict, optional
+        Options of ``fix="ups"``.
+    progress : callable, optional
+        Called with one line of text per step.
+    mm_budget : float, optional
+        Seconds of moment matching; the observations left keep their PSIS values with the k̂
+        warning (Ctrl-C during moment matching does the same; :mod:`.mm_points`).
+    **nuts_keywords
+        ``chains``, ``warmup``, ``n_draws``, ``adapt_delta``, ``max_treedepth``.
+
+    Returns
+    -------
+    LooResult
+        ``elpd_loo``, ``se``, ``p_loo``, ``looic``, ``mcse_elpd_loo``, the pointwise ``elpd_i``
+        and ``khat``, ``fixed`` (one entry per recomputed observation), ``warnings``;
+        ``pointwise_dataframe()``, ``to_dict()`` and ``to_arviz()``. It prints as loo's table.
+
+    Raises
+    ------
+    InputError
+        A bad argument, a fix or log-likelihood source that does not apply, or a cmdstanpy
+        keyword (``iter_sampling``: use ``n_draws``); before anything is sampled.
+
+    See Also
+    --------
+    stanlogz.loo_compare : compare LooResults of several programs.
+    stanlogz.kfold : K-fold and leave-one-group-out cross-validation.
+    stanlogz.report.plot_khat : the k̂ of each observation.
+
+    Examples
+    --------
+    PSIS-LOO of a log-likelihood array (no program; 4 chains x 100 draws x 12 observations):
+
+    >>> import numpy as np, stanlogz
+    >>> ll = np.random.default_rng(0).normal(-1.0, 0.3, size=(4, 100, 12))
+    >>> r = stanlogz.loo(ll)
+    >>> r.n_obs, bool(r.looic == -2 * r.elpd_loo), r.khat.shape
+    (12, True, (12,))
+
+    Of a program with an outlying observation, which moment matching recomputes (run from
+    the repository root; the landing page of the documentation shows its table):
+
+    >>> r = stanlogz.loo("stan_models/examples/normal_mean.stan",
+    ...                  "stan_models/examples/normal_outlier.data.json", seed=1)
+    >>> [(f.index + 1, f.method) for f in r.fixed]
+    [(10, 'mm')]
     """
     from .fitloo import is_fit, loo_elsewise
 

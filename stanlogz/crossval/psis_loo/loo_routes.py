@@ -22,7 +22,7 @@ from ..observations.observations import Observations
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError, check_split
 
-ROUTES = ("`stanlogz lfo` for time series, `stanlogz kfold --groups` over blocks of "
+ROUTES = ("`stanlogz lfo` for time series, `stanlogz kfold --group` over blocks of "
           "exchangeable observations")
 
 

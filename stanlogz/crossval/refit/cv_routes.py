@@ -65,7 +65,7 @@ def routed_source(model: StanProgram, data: dict[str, Any], obs: Observations, u
     if criterion != "log" or n_valid != 1:
         raise InputError(f"{why}: unbiased CV then needs n_valid = 1 and the log criterion "
                          "(the leave-one-out path of loo's pointwise log-likelihood); or "
-                         "cross-validate over groups (stanlogz kfold --groups)")
+                         "cross-validate over groups (stanlogz kfold --group)")
     if kernel != "rwmh":
         raise InputError(f"{why}: its leave-one-out path uses loo's pointwise log-likelihood, "
                          "which has no gradient; use --kernel rwmh")

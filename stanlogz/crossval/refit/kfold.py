@@ -205,15 +205,64 @@ def kfold(
     progress: Callable[[str], None] | None = None,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> KFoldResult:
-    """K-fold cross-validation of a Stan program (a path or :class:`StanModel`) with ``data``:
-    ``k`` random folds, folds balanced over the labels of ``stratify`` (a per-observation data
-    array), or whole groups of ``group`` (a per-observation integer array) per fold; ``group``
-    with ``k=None`` is leave-one-group-out. Each fold is refit with NUTS (``settings``, a
-    :class:`~stanlogz.stan.settings.NutsArgs` whose fields ``chains``, ``warmup``, ``n_draws``,
-    ``adapt_delta`` and ``max_treedepth`` replace; ``n_workers`` folds at once) and its
-    held-out densities are exact up to Monte Carlo error (:func:`heldout_elpd`). ``draws``:
-    existing draws of the full-data posterior (Draws, cmdstanpy fit, CSV paths, InferenceData)
-    instead of a NUTS run on all data. Folds and every refit's seed derive from ``seed``."""
+    """K-fold cross-validation of a Stan program: each fold refit without its observations.
+
+    The held-out densities of each fold are exact up to Monte Carlo error
+    (:func:`heldout_elpd`); ``group`` with ``k=None`` is leave-one-group-out.
+
+    Parameters
+    ----------
+    model : str, Path or StanModel
+        The program (a ``.stan`` file or a built :class:`~stanlogz.StanModel`).
+    data : dict or str, optional
+        Its data (a dict or a Stan JSON file).
+    k : int or None, default 10
+        Number of folds (random, or balanced over ``stratify``); ``None`` with ``group``:
+        one fold per group.
+    stratify : str, optional
+        A per-observation data array whose labels each fold balances.
+    group : str, optional
+        A per-observation integer data array: whole groups go into a fold.
+    obs, obs_fields : str, list of str, optional
+        The observation count and the data variables indexed by observation (inferred when
+        omitted).
+    draws : Draws, cmdstanpy fit, CSV paths or InferenceData, optional
+        Existing draws of the full-data posterior, instead of a NUTS run on all data.
+    settings : NutsArgs, optional
+        Settings of every NUTS run; ``chains``, ``warmup``, ``n_draws``, ``adapt_delta`` and
+        ``max_treedepth`` replace single fields.
+    seed : int, optional
+        Random seed (folds and every refit's seed derive from it).
+    n_workers : int, default 1
+        Folds refit at once.
+    progress : callable, optional
+        Called with one line of text per step.
+    **nuts_keywords
+        ``chains``, ``warmup``, ``n_draws``, ``adapt_delta``, ``max_treedepth``.
+
+    Returns
+    -------
+    KFoldResult
+        ``elpd_kfold``, ``se`` (over folds), ``mc_se``, the pointwise ``elpd_i``, the folds
+        (``folds``, ``fold_of``) and ``warnings``.
+
+    Raises
+    ------
+    InputError
+        Bad folds or groups, or a fold whose training data the program rejects; before the
+        refits run.
+
+    See Also
+    --------
+    stanlogz.loo : leave-one-out without refits.
+    stanlogz.lfo : leave-future-out, for time series.
+
+    Examples
+    --------
+    The executed tutorial :doc:`/tutorials/kfold_lfo` runs leave-one-group-out
+    (``group="g", k=None``); ``stanlogz kfold PROGRAM --data DATA --group g --k groups`` is the
+    same from a shell.
+    """
     t0 = time.perf_counter()
     check_arguments("kfold", model=model, draws=draws, progress=progress, k=k,
                     stratify=stratify, group=group, obs=obs, obs_fields=obs_fields,
@@ -245,8 +294,8 @@ def kfold(
             raise InputError(f"fold {j + 1} leaves a training set the program rejects: "
                              f"{exc}") from None
     if progress:
-        progress(f"{scheme} cross-validation: {n_folds} folds of {observations.n} "
-                 "observations" + ("" if draws is not None else "; NUTS on all data"))
+        progress(f"{scheme} cross-validation: {observations.n} observations in "
+                 f"{n_folds} folds" + ("" if draws is not None else "; NUTS on all data"))
     full = obtain_draws(model, draws, nuts, seed=int(np.random.default_rng(
         child_sequence(seed, 1)).integers(2**31 - 1)))
     folds = heldout_many(model, data_dict, observations, held, full_draws=full, settings=nuts,

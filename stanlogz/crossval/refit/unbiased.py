@@ -141,21 +141,74 @@ def cv(
     progress: Any = None,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> CVResult:
-    """Unbiased leave-``n_valid``-out cross-validation of a Stan program with ``data``:
-    ``splits`` independent replicates, each unbiased for the objective mean −log p(y_V | y_T)
-    (``criterion="log"``) or for the expected squared prediction error of the held-out
-    ``outcome`` (``criterion="squared_error"``; needs a ``y_rep`` generated quantity with one
-    posterior-predictive draw per observation).
+    """Unbiased leave-``n_valid``-out cross-validation of a Stan program.
 
-    ``draws`` (or NUTS on all data with ``settings``, a
-    :class:`~stanlogz.stan.settings.NutsArgs` whose fields ``chains``, ``warmup``,
-    ``n_draws``, ``adapt_delta`` and ``max_treedepth`` replace) give the initial distribution
-    of the coupled chains;
-    ``kernel``: ``"rwmh"`` or ``"hmc"``. A program whose parameters change with the
-    observations (per-observation latents; e.g. eight schools) is cross-validated with
-    n_valid = 1 on the path of loo's pointwise log-likelihood (:mod:`.cv_routes`, RWMH).
-    ``ups_options`` go to the tuning run of
-    :func:`stanlogz.estimators.ups.ups.ups` (``n_pilot`` defaults to :data:`CV_PILOT`).
+    ``splits`` independent replicates, each unbiased for the objective: the mean
+    −log p(y_V | y_T) (``criterion="log"``) or the expected squared prediction error of the
+    held-out ``outcome`` (``criterion="squared_error"``), from coupled Markov chains; their
+    mean has a confidence interval from the replicates.
+
+    Parameters
+    ----------
+    model : str, Path or StanModel
+        The program.
+    data : dict or str, optional
+        Its data.
+    n_valid : int, default 1
+        Observations held out per split.
+    splits : int, default 100
+        Independent replicates.
+    obs, obs_fields : str, list of str, optional
+        The observation count and the data variables indexed by observation.
+    draws : Draws, cmdstanpy fit, CSV paths or InferenceData, optional
+        Draws given all data: the initial distribution of the coupled chains (NUTS with
+        ``settings`` when omitted).
+    settings : NutsArgs, optional
+        Sampler settings; the keywords ``chains``, ``warmup``, ``n_draws``, ``adapt_delta``,
+        ``max_treedepth`` replace single fields.
+    seed : int, optional
+        Random seed.
+    criterion : {"log", "squared_error"}, default "log"
+        The objective; ``"squared_error"`` needs a ``y_rep`` generated quantity with one
+        posterior-predictive draw per observation.
+    outcome : str, default "y"
+        The held-out data variable of ``"squared_error"``.
+    kernel : {"rwmh", "hmc"}, default "rwmh"
+        The coupled chains' kernel.
+    n_workers : int, optional
+        Local processes for the splits (or a Dask cluster through ``client=``).
+    ci_level : float, default 0.95
+        Level of the confidence interval.
+    ups_options : dict, optional
+        Options of the tuning run (:func:`stanlogz.estimators.ups.ups.ups`; ``n_pilot``
+        defaults to :data:`CV_PILOT`).
+    progress : callable, optional
+        Called with one line of text per step.
+    **nuts_keywords
+        ``chains``, ``warmup``, ``n_draws``, ``adapt_delta``, ``max_treedepth``.
+
+    Returns
+    -------
+    CVResult
+        ``estimate`` with ``se`` and ``ci``, the ``replicates`` and their ``lambdas``,
+        ``warnings``.
+
+    Raises
+    ------
+    InputError
+        Bad arguments; or a program whose parameters change with the observations other
+        than by per-observation latents (those are cross-validated with n_valid = 1 on the
+        path of loo's pointwise log-likelihood, :mod:`.cv_routes`).
+
+    See Also
+    --------
+    stanlogz.loo : PSIS-LOO, with fix-ups.
+    stanlogz.kfold : K-fold by refits.
+
+    Examples
+    --------
+    The executed tutorial :doc:`/tutorials/dask` runs ``cv`` with 20 splits on a Dask cluster;
+    ``stanlogz cv PROGRAM --data DATA --splits 20`` is the same from a shell.
     """
     t0 = time.perf_counter()
     nuts = nuts_from_keywords(settings, nuts_keywords, "cv")

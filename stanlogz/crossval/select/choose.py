@@ -8,7 +8,6 @@ weights=[...])`` computes them from one NUTS run per program and calls it).
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,7 +118,7 @@ class ProgramChoice(ChoiceNames):
         """Column names of :meth:`table`."""
         cols = ["model"]
         if self.loo is not None:
-            cols += ["elpd_loo", "se", "elpd_diff", "se_diff", "p_worse", "diag_diff",
+            cols += ["elpd_loo", "se", "elpd_diff", "diff_se", "p_worse", "diag_diff",
                      "diag_elpd"]
         if self.evidence is not None:
             cols += ["log_z", "log_z_se", "post_prob", "post_prob_se"]
@@ -242,16 +241,6 @@ class ProgramChoice(ChoiceNames):
             except InputError as exc:
                 raise InputError(f"{name}: {exc}") from None
         return mix_draws(reps, self.weights(method).weights, n_draws=n_draws, seed=seed)
-
-    def _repr_html_(self) -> str:
-        from ..._util.tables import format_cell as _cell
-
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in self.header)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row)
-                       + "</tr>" for row in self.table())
-        notes = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
-        return (f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-                + (f"<ul>{notes}</ul>" if notes else ""))
 
 
 def choose(names: Sequence[str], *, loo: Sequence[Any] | None = None, evidence: Any = None,

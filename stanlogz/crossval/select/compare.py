@@ -113,7 +113,7 @@ class LooComparison(LooComparisonNames):
             elif d.startswith("khat_diff"):
                 out.append(f"{n}: the pointwise differences to the best have a heavy tail "
                            f"(k-hat {self.khat_diff[i]:.2f}); look at the outlying observations "
-                           "before trusting se_diff")
+                           "before trusting diff_se")
             if e:
                 out.append(f"{n}: {e}: its elpd_loo is unreliable; rerun with "
                            "--fix exact (fix=\"exact\" in Python)")

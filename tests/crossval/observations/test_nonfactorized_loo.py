@@ -216,7 +216,7 @@ def test_loo_garch_pointwise_matrix_matches_dense_numpy_grid(compiled):
 ])
 def test_loo_refuses_with_reason_and_routes(compiled, name, data, why):
     m = compiled(name, data)
-    with pytest.raises(InputError, match=why + ".*stanlogz lfo.*kfold --groups") as err:
+    with pytest.raises(InputError, match=why + ".*stanlogz lfo.*kfold --group") as err:
         loo(m, data, seed=1, chains=1, warmup=100, n_draws=50)
     assert "\n" not in str(err.value)
 

@@ -167,7 +167,12 @@ def test_program_choice_combines_loo_evidence_and_weights(tmp_path):
     assert {"p_worse", "diag_diff", "log_z", "post_prob", "w_stacking", "w_bma_se"} <= set(
         c.header)
     html = c._repr_html_()
-    assert html.startswith("<table>") and all(n in html for n in "abc")
+    assert html.startswith("<p><b>ProgramChoice") and all(n in html for n in "abc")
+    # print(): the evidence, LOO and weights tables as the CLI prints them, each line <= 100
+    text = repr(c)
+    assert max(map(len, text.splitlines())) <= 100
+    assert [t in text for t in ("evidence; log_bf", "PSIS-LOO; elpd_diff", "model weights")] == [
+        True] * 3 and "se_diff" not in text.split("warning")[0]
     d = c.to_dict()
     assert set(d["weights"]) == {"stacking", "pseudo-bma+", "bma"} and "loo" in d
     # the ArviZ frame: the same elpd, elpd_diff, se and dse as arviz.compare on these values
