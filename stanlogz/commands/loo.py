@@ -19,7 +19,8 @@ from ..crossval.observations.jacobian import (
     parse_jacobian,
 )
 from ..crossval.observations.pointwise import LOG_LIK_SOURCES
-from ..crossval.psis_loo.loo import LooResult, loo
+from ..crossval.psis_loo.loo import loo
+from ..crossval.psis_loo.result import LooResult
 from ..errors import InputError
 from ..report.crossval_plots import plot_pit
 from ..report.output import Reporter, write_atomically

@@ -2,7 +2,7 @@
 
 Each mixin adds the names a loo or ArviZ user looks for (``looic``, ``pareto_k``, ``loo_i``,
 ``elpd_diff``, ``dse`` ...) as read-only aliases, and a printed table like loo's ``print(loo)``
-(:class:`~stanlogz._util.display.Display`) to :class:`~stanlogz.crossval.psis_loo.loo.LooResult`,
+(:class:`~stanlogz._util.display.Display`) to :class:`~stanlogz.crossval.psis_loo.result.LooResult`,
 :class:`~stanlogz.crossval.refit.kfold.KFoldResult`,
 :class:`~stanlogz.crossval.refit.lfo.LfoResult`, :class:`~stanlogz.crossval.refit.unbiased.CVResult`
 and :class:`~stanlogz.crossval.select.compare.LooComparison`.
@@ -26,7 +26,7 @@ def _notes(warnings: list[str]) -> list[str]:
 
 
 class LooNames(Display):
-    """loo's and ArviZ's names on :class:`~stanlogz.crossval.psis_loo.loo.LooResult`, and its
+    """loo's and ArviZ's names on :class:`~stanlogz.crossval.psis_loo.result.LooResult`, and its
     table."""
 
     looic = alias("elpd_loo", "−2 elpd_loo (loo's information-criterion scale).", scale=-2.0)

@@ -2,7 +2,7 @@
 InferenceData / DataTree (or its netCDF file), a cmdstanpy fit, CmdStan CSV files, a
 :class:`~stanlogz.draws.Draws` with ``log_lik`` columns, or a log-likelihood array.
 
-The result is the same :class:`~stanlogz.crossval.psis_loo.loo.LooResult` as for a program, with no
+The result is the same :class:`~stanlogz.crossval.LooResult` as for a program, with no
 fix-ups (refits and moment matching need the program) and ``program``/``data``/``draws`` None.
 elpd_loo, its se (loo's), p_loo and k̂ equal ``arviz.loo`` on the same log-likelihood and r_eff.
 """
@@ -20,9 +20,9 @@ from ... import arviz_compat
 from ..._util.sum_se import sum_se
 from ...errors import DataError, InputError
 from ...stan.settings import NutsArgs
+from ..elpd.psis import psis_loo, relative_efficiency
 from ..observations.observations import Observations
-from .loo import LooResult
-from .psis import psis_loo, relative_efficiency
+from .result import LooResult
 
 #: ``log_lik`` source recorded in a program-free result.
 SOURCE = "fit"

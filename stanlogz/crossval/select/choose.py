@@ -260,7 +260,7 @@ def choose(names: Sequence[str], *, loo: Sequence[Any] | None = None, evidence: 
            ) -> ProgramChoice:
     """Combine per-program results into a :class:`ProgramChoice`.
 
-    ``loo``: one :class:`~stanlogz.crossval.psis_loo.loo.LooResult` per program (same observations);
+    ``loo``: one :class:`~stanlogz.crossval.LooResult` per program (same observations);
     ``evidence``: the evidence comparison (``stanlogz.ComparisonResult``); ``weights``: methods
     among stacking, pseudo-bma, pseudo-bma+ (``n_boot`` Bayesian-bootstrap draws; stacking's se
     from n_boot // 5 re-solved draws) and bma (from log Z and its se, with the evidence

@@ -19,9 +19,9 @@ import numpy as np
 from ...errors import InputError
 from ...stan.inputs import read_data
 from ...stan.settings import NutsArgs
+from ..elpd.psis import relative_efficiency
 from ..observations.observations import find_observations
 from ..psis_loo.fitloo import is_fit, log_lik_from_fit, loo_from_fit
-from ..psis_loo.psis import relative_efficiency
 from .choose import ProgramChoice, choose, parse_weights
 
 
