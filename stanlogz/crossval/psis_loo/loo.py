@@ -120,77 +120,119 @@ def loo(
     (PSIS only; fix-ups, data, subsampling and the difference log-likelihood need the program).
 
     Every observation whose Pareto k̂ exceeds the threshold is recomputed by ``fix``: ``"auto"``
-    (moment matching, then ``"exact"`` for observations still above the threshold), ``"mm"`` (moment
-    matching only), ``"exact"`` (NUTS without it and bridge sampling between the two posteriors),
-    ``"ups"`` (unbiased path sampling), ``"mis"`` (mixture importance sampling of those observations
-    from one HMC run on the posterior mixed with their leave-one-out posteriors, no refit;
-    :mod:`~stanlogz.crossval.fixups.mixture`) or ``"none"``. ``draws``: existing draws (Draws,
-    cmdstanpy fit, CSV paths, InferenceData); without them NUTS runs with ``settings`` (a
-    :class:`~stanlogz.stan.settings.NutsArgs`; ``chains``, ``warmup``, ``n_draws``, ``adapt_delta``
-    and ``max_treedepth`` replace its fields), and so does every refit of the fix-ups. ``obs`` names
-    the observation size variable (inferred when unambiguous); ``log_lik``: ``"auto"``,
-    ``"log_lik"`` (the generated quantity), ``"difference"`` (the program's density on data
-    instances of one observation, checked for validity) or ``"conditional"`` (log p(y_i | y₋ᵢ, θ)
-    from the density normalized over y_i, the observation's latents integrated out; what ``"auto"``
-    uses without a ``log_lik`` when the difference is not valid: per-observation or linked latents,
-    non-factorized likelihoods; :mod:`~stanlogz.crossval.elpd.routes`). ``k_threshold``: fix
-    observations above this k̂ instead of the draw-count-dependent threshold min(1 − 1/log10 S,
-    0.7). ``subsample``: estimate elpd_loo from PSIS on this many observations drawn at random
-    (difference estimator around PSIS-LOO of every observation on 100 thinned draws; Magnusson et
-    al. 2020), for large N. ``mm_budget``: seconds of moment matching, after which the remaining
-    high-k̂ observations keep their PSIS values (with the k̂ warning); Ctrl-C during moment matching
-    likewise returns the observations matched so far with a note (:mod:`.mm_points`). """
-    check_arguments("loo", draws=draws, progress=progress, obs=obs, obs_fields=obs_fields, fix=fix,
-    log_lik=log_lik, k_threshold=k_threshold, subsample=subsample, n_workers=n_workers,
-    ups_options=ups_options) nuts = nuts_from_keywords(settings, nuts_keywords, "loo") if
-    is_fit(model) or (model is None and draws is not None): return loo_elsewise(model, data,
-    draws=draws, obs=obs, obs_fields=obs_fields, fix=fix, log_lik=log_lik, k_threshold=k_threshold,
-    subsample=subsample, settings=nuts, seed=seed, progress=progress) t0 = time.perf_counter() if
-    fix not in (*FIX_METHODS, "mis"): raise InputError(f"fix must be one of {',
-    '.join(FIX_METHODS)}, mis, got {fix!r}") if k_threshold is not None and not 0.0 <= k_threshold
-    <= 1.0: raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}") mm_budget =
-    check_budget(mm_budget) model, data_dict, observations = load_observed(model, data, obs,
-    obs_fields, seed=seed, progress=progress) if subsample is not None and not
-    (isinstance(subsample, int | np.integer) and 2 <= subsample < observations.n): raise
-    InputError(f"subsample must be an integer in 2..{observations.n - 1} (there are "
-    f"{observations.n} observations), got {subsample}") if log_lik != "conditional":
-    PointwiseLogLik(model, data_dict, observations, log_lik)  # bad sources fail early d =
-    obtain_draws(model, draws, nuts, seed=seed, progress=progress) unc = d.flat_unconstrained() pw =
-    pointwise_source(model, data_dict, observations, log_lik, unc[_check_rows(unc.shape[0])],
-    check=subsample is None) r_eff = relative_efficiency(_posterior_values(d)) t1 =
-    time.perf_counter() notes: list[str] = [] if subsample is None: if progress:
-    progress(f"pointwise log-likelihood of {observations.n} observations " f"({pw.source}) at
-    {unc.shape[0]} draws") cost = pw.cost_line(unc.shape[0]) if hasattr(pw, "cost_line") else None
-    if cost: progress(cost) if not pw.checked: pw.check(unc[_check_rows(unc.shape[0])]) ps =
-    _psis_pass(pw, d, r_eff, None, _keep_above(k_threshold)) sample_index = None est =
-    _full_estimates(ps) else: sample_index, est, ps = _subsampled(pw, d, r_eff, subsample, seed,
-    progress, _keep_above(k_threshold)) notes.extend(pw.notes() if hasattr(pw, "notes") else [])  #
-    quadrature / sums over y_i if pw.source == "log_lik": warn =
-    pw.compare_log_lik(unc[_check_rows(unc.shape[0], 2)]) if warn: notes.append(warn) t_pointwise =
-    time.perf_counter() - t1 threshold = ps.threshold if k_threshold is None else float(k_threshold)
-    index = np.arange(observations.n) if sample_index is None else sample_index # mis re-estimates
-    from k-hat 0.5 up: PSIS values kept between 0.5 and 0.7 undercovered #
-    (benchmarks/mixture_loo.py), and one mixture run serves them all bad = index[ps.khat >
-    (min(threshold, 0.5) if fix == "mis" else threshold)] fixed: list[FixedPoint] = [] if fix !=
-    "none" and bad.size: fixed, why = _fix(pw, d, bad, ps, index, fix, threshold, r_eff, nuts,
-    ups_options, seed, n_workers, progress, mm_budget) notes.extend(why) elpd_i = ps.elpd_i.copy()
-    pos = {int(o): j for j, o in enumerate(index)} for f in fixed: elpd_i[pos[f.index]] = f.elpd est
-    = (_full_estimates(ps, elpd_i) if sample_index is None else subsample_estimates(est["approx"],
-    sample_index, elpd_i, ps, fixed, est["certain"])) warns = _sampler_warnings(d) res = LooResult(
-    model=model.name, elpd_loo=est["elpd"], se=est["se"], p_loo=est["p_loo"], elpd_i=elpd_i,
-    psis_elpd_i=ps.elpd_i, lppd_i=ps.lppd_i, khat=ps.khat, threshold=threshold,
-    n_samples=ps.n_samples, r_eff=r_eff, fix=fix, log_lik_source=pw.source,
-    observations=observations, fixed=fixed, seconds=time.perf_counter() - t0, warnings=warns +
-    notes, psis_mcse_i=ps.mcse_i, p_loo_se=est["p_loo_se"], sample_index=sample_index,
-    subsampling_se=est.get("subsampling_se", 0.0), subsampling_factor=est.get("subsampling_factor",
-    1.0), approximation=None if sample_index is None else f"psis{APPROX_DRAWS}",
-    pointwise_seconds=t_pointwise, program=model, data=data_dict, draws=d) grow, replaced =
-    est.get("expansion", 1.0), [pos[f.index] for f in fixed] res.mcse_psis = ps.total_mcse(replaced)
-    * grow res.mcse_bias = ps.total_bias(replaced) * grow res.mcse_elpd_loo =
-    math.sqrt(res.mcse_psis**2 + res.mcse_bias**2 + fixed_variance(fixed) * grow**2) if
-    res.unfixed_bad(): res.mcse_elpd_loo = float("nan")  # as loo: NA while a point stays above the
-    threshold res.warnings.extend(loo_warnings(res)) res.warnings =
-    list(dict.fromkeys(res.warnings))  # refits sharing the draws repeat theirs return res
+    (moment matching, then ``"exact"`` for observations still above the threshold), ``"mm"``
+    (moment matching only), ``"exact"`` (NUTS without it and bridge sampling between the two
+    posteriors), ``"ups"`` (unbiased path sampling), ``"mis"`` (mixture importance sampling of
+    those observations from one HMC run on the posterior mixed with their leave-one-out
+    posteriors, no refit; :mod:`~stanlogz.crossval.fixups.mixture`) or ``"none"``. ``draws``:
+    existing draws (Draws, cmdstanpy fit, CSV paths, InferenceData); without them NUTS runs with
+    ``settings`` (a :class:`~stanlogz.stan.settings.NutsArgs`; ``chains``, ``warmup``,
+    ``n_draws``, ``adapt_delta`` and ``max_treedepth`` replace its fields), and so does every
+    refit of the fix-ups. ``obs`` names the observation size variable (inferred when
+    unambiguous); ``log_lik``: ``"auto"``, ``"log_lik"`` (the generated quantity),
+    ``"difference"`` (the program's density on data instances of one observation, checked for
+    validity) or ``"conditional"`` (log p(y_i | y₋ᵢ, θ) from the density normalized over y_i,
+    the observation's latents integrated out; what ``"auto"`` uses without a ``log_lik`` when
+    the difference is not valid: per-observation or linked latents, non-factorized likelihoods;
+    :mod:`~stanlogz.crossval.elpd.routes`). ``k_threshold``: fix observations above this k̂
+    instead of the draw-count-dependent threshold min(1 − 1/log10 S, 0.7). ``subsample``:
+    estimate elpd_loo from PSIS on this many observations drawn at random (difference estimator
+    around PSIS-LOO of every observation on 100 thinned draws; Magnusson et al. 2020), for large
+    N. ``mm_budget``: seconds of moment matching, after which the remaining high-k̂ observations
+    keep their PSIS values (with the k̂ warning); Ctrl-C during moment matching likewise returns
+    the observations matched so far with a note
+    (:mod:`~stanlogz.crossval.fixups.mm_points`).
+    """
+    check_arguments("loo", draws=draws, progress=progress, obs=obs, obs_fields=obs_fields,
+                    fix=fix, log_lik=log_lik, k_threshold=k_threshold, subsample=subsample,
+                    n_workers=n_workers, ups_options=ups_options)
+    nuts = nuts_from_keywords(settings, nuts_keywords, "loo")
+    if is_fit(model) or (model is None and draws is not None):
+        return loo_elsewise(model, data, draws=draws, obs=obs, obs_fields=obs_fields, fix=fix,
+                            log_lik=log_lik, k_threshold=k_threshold, subsample=subsample,
+                            settings=nuts, seed=seed, progress=progress)
+    t0 = time.perf_counter()
+    if fix not in (*FIX_METHODS, "mis"):
+        raise InputError(f"fix must be one of {', '.join(FIX_METHODS)}, mis, got {fix!r}")
+    if k_threshold is not None and not 0.0 <= k_threshold <= 1.0:
+        raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
+    mm_budget = check_budget(mm_budget)
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+                                                   progress=progress)
+    if subsample is not None and not (isinstance(subsample, int | np.integer)
+                                      and 2 <= subsample < observations.n):
+        raise InputError(f"subsample must be an integer in 2..{observations.n - 1} (there are "
+                         f"{observations.n} observations), got {subsample}")
+    if log_lik != "conditional":
+        PointwiseLogLik(model, data_dict, observations, log_lik)  # bad sources fail early
+    d = obtain_draws(model, draws, nuts, seed=seed, progress=progress)
+    unc = d.flat_unconstrained()
+    pw = pointwise_source(model, data_dict, observations, log_lik,
+                          unc[_check_rows(unc.shape[0])], check=subsample is None)
+    r_eff = relative_efficiency(_posterior_values(d))
+    t1 = time.perf_counter()
+    notes: list[str] = []
+    if subsample is None:
+        if progress:
+            progress(f"pointwise log-likelihood of {observations.n} observations "
+                     f"({pw.source}) at {unc.shape[0]} draws")
+            cost = pw.cost_line(unc.shape[0]) if hasattr(pw, "cost_line") else None
+            if cost:
+                progress(cost)
+        if not pw.checked:
+            pw.check(unc[_check_rows(unc.shape[0])])
+        ps = _psis_pass(pw, d, r_eff, None, _keep_above(k_threshold))
+        sample_index = None
+        est = _full_estimates(ps)
+    else:
+        sample_index, est, ps = _subsampled(pw, d, r_eff, subsample, seed, progress,
+                                            _keep_above(k_threshold))
+    notes.extend(pw.notes() if hasattr(pw, "notes") else [])  # quadrature / sums over y_i
+    if pw.source == "log_lik":
+        warn = pw.compare_log_lik(unc[_check_rows(unc.shape[0], 2)])
+        if warn:
+            notes.append(warn)
+    t_pointwise = time.perf_counter() - t1
+    threshold = ps.threshold if k_threshold is None else float(k_threshold)
+    index = np.arange(observations.n) if sample_index is None else sample_index
+    # mis re-estimates from k-hat 0.5 up: PSIS values kept between 0.5 and 0.7 undercovered
+    # (benchmarks/mixture_loo.py), and one mixture run serves them all
+    bad = index[ps.khat > (min(threshold, 0.5) if fix == "mis" else threshold)]
+    fixed: list[FixedPoint] = []
+    if fix != "none" and bad.size:
+        fixed, why = _fix(pw, d, bad, ps, index, fix, threshold, r_eff, nuts, ups_options,
+                          seed, n_workers, progress, mm_budget)
+        notes.extend(why)
+    elpd_i = ps.elpd_i.copy()
+    pos = {int(o): j for j, o in enumerate(index)}
+    for f in fixed:
+        elpd_i[pos[f.index]] = f.elpd
+    est = (_full_estimates(ps, elpd_i) if sample_index is None
+           else subsample_estimates(est["approx"], sample_index, elpd_i, ps, fixed,
+                                    est["certain"]))
+    warns = _sampler_warnings(d)
+    res = LooResult(
+        model=model.name, elpd_loo=est["elpd"], se=est["se"], p_loo=est["p_loo"],
+        elpd_i=elpd_i, psis_elpd_i=ps.elpd_i, lppd_i=ps.lppd_i, khat=ps.khat,
+        threshold=threshold, n_samples=ps.n_samples, r_eff=r_eff, fix=fix,
+        log_lik_source=pw.source, observations=observations, fixed=fixed,
+        seconds=time.perf_counter() - t0, warnings=warns + notes, psis_mcse_i=ps.mcse_i,
+        p_loo_se=est["p_loo_se"], sample_index=sample_index,
+        subsampling_se=est.get("subsampling_se", 0.0),
+        subsampling_factor=est.get("subsampling_factor", 1.0),
+        approximation=None if sample_index is None else f"psis{APPROX_DRAWS}",
+        pointwise_seconds=t_pointwise,
+        program=model, data=data_dict, draws=d)
+    grow, replaced = est.get("expansion", 1.0), [pos[f.index] for f in fixed]
+    res.mcse_psis = ps.total_mcse(replaced) * grow
+    res.mcse_bias = ps.total_bias(replaced) * grow
+    res.mcse_elpd_loo = math.sqrt(res.mcse_psis**2 + res.mcse_bias**2
+                                  + fixed_variance(fixed) * grow**2)
+    if res.unfixed_bad():
+        res.mcse_elpd_loo = float("nan")  # as loo: NA while a point stays above the threshold
+    res.warnings.extend(loo_warnings(res))
+    res.warnings = list(dict.fromkeys(res.warnings))  # refits sharing the draws repeat theirs
+    return res
 
 
 def _full_estimates(ps: PsisLoo, elpd_i: np.ndarray | None = None) -> dict[str, float]:
