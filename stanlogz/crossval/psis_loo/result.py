@@ -57,8 +57,9 @@ class LooResult(LooNames, ElpdResult):
     #: Monte Carlo se of the PSIS values' part of elpd_loo, from the draws' summed influence
     #: (accounts for the observations sharing the draws; :meth:`PsisLoo.total_mcse`)
     mcse_psis: float = 0.0
-    #: estimated bias of the PSIS values' part (k̂ above 0.5; :func:`.psis.half_bias`),
-    #: included in mcse_elpd_loo (elpd_loo is left as PSIS gives it, as loo and ArviZ do)
+    #: estimated bias of the PSIS values' part (k̂ above 0.5;
+    #: :func:`~stanlogz.crossval.elpd.psis.half_bias`), included in mcse_elpd_loo (elpd_loo is
+    #: left as PSIS gives it, as loo and ArviZ do)
     mcse_bias: float = 0.0
     sample_index: np.ndarray | None = None  # subsampled observations (0-based), or None
     subsampling_se: float = 0.0  # se of the subsampling (difference) estimator
