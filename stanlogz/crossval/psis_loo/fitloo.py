@@ -18,6 +18,8 @@ import numpy as np
 
 from ... import arviz_compat
 from ..._util.sum_se import sum_se
+from ...draws.convert import _is_netcdf
+from ...draws.stancsv import read_columns
 from ...errors import DataError, InputError
 from ...stan.settings import NutsArgs
 from ..elpd.psis import psis_loo, relative_efficiency
@@ -57,9 +59,6 @@ def _flat_columns(names: list[str], values: np.ndarray, var: str
 def log_lik_from_fit(fit: Any, var: str = "log_lik") -> tuple[np.ndarray, np.ndarray | None, str]:
     """The pointwise log-likelihood ``(chains, n, N)`` of a fit, the posterior quantities
     ``(chains, n, k)`` (for r_eff; None for an array) and a short description of the fit."""
-    from ...draws.convert import _is_netcdf
-    from ...draws.stancsv import read_columns
-
     if _is_netcdf(fit):
         path = fit[0] if isinstance(fit, list | tuple) else fit
         if not os.path.isfile(path):

@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 
 from ... import arviz_compat
+from ..._util.tables import format_cell as _cell
 from ...errors import InputError
+from ..checks.checks import generated_quantity
 from ..names import ChoiceNames
 from ..observations.observations import find_observations
 from .compare import LooComparison, loo_compare
@@ -224,8 +226,6 @@ class ProgramChoice(ChoiceNames):
         """Model-averaged posterior-predictive draws ``(n_draws, N)`` of the quantity ``yrep``:
         each program supplies its weight's share of the draws (``method``: a computed weight
         method, default stacking or the first computed)."""
-        from ..checks.checks import generated_quantity
-
         if not self.model_weights:
             raise InputError("averaged draws need model weights: add weights='stacking' "
                              "(--weights stacking)")
@@ -244,8 +244,6 @@ class ProgramChoice(ChoiceNames):
         return mix_draws(reps, self.weights(method).weights, n_draws=n_draws, seed=seed)
 
     def _repr_html_(self) -> str:
-        from ..._util.tables import format_cell as _cell
-
         head = "".join(f"<th>{html.escape(h)}</th>" for h in self.header)
         body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row)
                        + "</tr>" for row in self.table())
