@@ -10,15 +10,14 @@ and :class:`~stanlogz.crossval.select.compare.LooComparison`.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from .._util.display import Display, Section, View, alias, per_result
 
 #: Below this many observations the se of elpd_loo is flagged as approximate (the coverage
 #: of ±2 se measured in benchmarks/coverage_ddof.py at N = 10 is quoted in the note).
 FEW_OBS = 20
-
-_FIX_NAMES = {"mm": "moment matching", "exact": "exact refit", "ups": "unbiased path sampling"}
 
 
 def _notes(warnings: list[str]) -> list[str]:
@@ -28,6 +27,10 @@ def _notes(warnings: list[str]) -> list[str]:
 class LooNames(Display):
     """loo's and ArviZ's names on :class:`~stanlogz.crossval.psis_loo.result.LooResult`, and its
     table."""
+
+    #: how the table names the values each fix-up method recomputed (set by the result from
+    #: the fix-up registry, which sits above this floor)
+    _fix_labels: ClassVar[Mapping[str, str]] = {}
 
     looic = alias("elpd_loo", "−2 elpd_loo (loo's information-criterion scale).", scale=-2.0)
 
@@ -94,7 +97,7 @@ class LooNames(Display):
             by: dict[str, int] = {}
             for f in self.fixed:
                 by[f.method] = by.get(f.method, 0) + 1
-            done = ", ".join(f"{c} by {_FIX_NAMES.get(m, m)}" for m, c in by.items())
+            done = ", ".join(f"{c} by {self._fix_labels.get(m, m)}" for m, c in by.items())
             notes.append(f"{len(self.fixed)} observation(s) above the threshold recomputed "
                          f"({done}); elpd_loo includes them.")
         elif counts["bad"] + counts["very bad"] == 0:

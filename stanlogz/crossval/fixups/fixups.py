@@ -28,8 +28,6 @@ from ...estimators.ups.ups import log_ratio
 from ...stan.settings import NutsArgs
 from ..observations.pointwise import PointwiseLogLik
 
-FIX_METHODS = ("auto", "mm", "exact", "ups", "none")
-
 #: Key of the mixture values' joint Monte Carlo se in each mis FixedPoint's diagnostics.
 SUM_SE = "mis_sum_se"
 #: diagnostics key of an exact refit's se part shared with the other refits (log Z(full))

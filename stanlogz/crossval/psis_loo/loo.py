@@ -22,7 +22,6 @@ from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..elpd.psis import PsisLoo, psis_loo, relative_efficiency
 from ..elpd.routes import exact_split_error, pointwise_source, refit_refusal
 from ..fixups.fixups import (
-    FIX_METHODS,
     SHARED_SE,
     FixedPoint,
     FixTask,
@@ -32,6 +31,7 @@ from ..fixups.fixups import (
 from ..fixups.mixture import mixture_fixup
 from ..fixups.mm_points import check_budget, moment_match_points
 from ..fixups.moment_match import moment_match_observation
+from ..fixups.registry import FixMethod, fix_method
 from ..observations.observations import load_observed
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError
@@ -152,8 +152,7 @@ def loo(
                             log_lik=log_lik, k_threshold=k_threshold, subsample=subsample,
                             settings=nuts, seed=seed, progress=progress)
     t0 = time.perf_counter()
-    if fix not in (*FIX_METHODS, "mis"):
-        raise InputError(f"fix must be one of {', '.join(FIX_METHODS)}, mis, got {fix!r}")
+    method = fix_method(fix)
     if k_threshold is not None and not 0.0 <= k_threshold <= 1.0:
         raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
     mm_budget = check_budget(mm_budget)
@@ -197,10 +196,10 @@ def loo(
     index = np.arange(observations.n) if sample_index is None else sample_index
     # mis re-estimates from k-hat 0.5 up: PSIS values kept between 0.5 and 0.7 undercovered
     # (benchmarks/mixture_loo.py), and one mixture run serves them all
-    bad = index[ps.khat > (min(threshold, 0.5) if fix == "mis" else threshold)]
+    bad = index[ps.khat > (min(threshold, 0.5) if method.mixture else threshold)]
     fixed: list[FixedPoint] = []
-    if fix != "none" and bad.size:
-        fixed, why = _fix(pw, d, bad, ps, index, fix, threshold, r_eff, nuts, ups_options,
+    if method.acts and bad.size:
+        fixed, why = _fix(pw, d, bad, ps, index, method, threshold, r_eff, nuts, ups_options,
                           seed, n_workers, progress, mm_budget)
         notes.extend(why)
     elpd_i = ps.elpd_i.copy()
@@ -272,17 +271,17 @@ def _subsampled(pw: PointwiseLogLik, d: Draws, r_eff: float, m: int, seed: int |
 
 
 def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.ndarray,
-         fix: str, threshold: float, r_eff: float, nuts: NutsArgs,
+         fix: FixMethod, threshold: float, r_eff: float, nuts: NutsArgs,
          ups_options: dict[str, Any] | None, seed: int | None, n_workers: int, progress: Any,
          mm_budget: float | None = None) -> tuple[list[FixedPoint], list[str]]:
-    """Fix-ups of the observations ``bad`` (0-based), and warnings for those that cannot be.
-    ``mm`` keeps every moment-matched value; ``auto`` keeps those it brings under the
-    threshold and refits (``exact``) the rest."""
+    """Fix-ups of the observations ``bad`` (0-based) by the steps of ``fix``, and warnings for
+    those that cannot be. Moment matching alone (``mm``) keeps every matched value; followed by
+    a refit (``auto``) it keeps those it brings under the threshold and refits the rest."""
     pos = {int(o): j for j, o in enumerate(index)}
     fixed: list[FixedPoint] = []
-    if fix == "mis":
+    if fix.mixture:
         return mixture_fixup(pw, d, bad, ps, pos, nuts, seed, progress)
-    if fix in ("mm", "auto"):
+    if fix.moment_match:
         if progress:
             progress(f"moment matching {bad.size} observation(s) with k-hat > {threshold:.2f}: "
                      f"{', '.join(str(i + 1) for i in bad)}")
@@ -291,11 +290,11 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
             bad, lambda i, deadline, on_map: _moment_matched(
                 pw, d, log_post, i, ps, pos[i], threshold, r_eff, deadline=deadline,
                 on_map=on_map), progress, mm_budget)
-        fixed = [f for f in matched if fix == "mm" or f.khat_after <= threshold]
+        fixed = [f for f in matched if fix.refit is None or f.khat_after <= threshold]
         bad = np.array([f.index for f in matched if f.khat_after > threshold], dtype=int)
-        if fix == "mm" or not bad.size or any(n.startswith("interrupted") for n in mm_notes):
+        if fix.refit is None or not bad.size or any(n.startswith("interrupted") for n in mm_notes):
             return fixed, mm_notes
-    method = "exact" if fix == "auto" else fix
+    method = fix.refit
     try:
         for i in bad:
             pw.held_out_model(int(i))  # build data instances (and check dims) before workers

@@ -7,7 +7,7 @@ the warnings its values call for. PSIS-LOO of a program
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
@@ -19,6 +19,7 @@ from ...draws import Draws
 from ...errors import InputError
 from ..elpd.base import ElpdResult
 from ..fixups.fixups import FixedPoint
+from ..fixups.registry import FIX_LABELS
 from ..names import LooNames
 from ..observations.observations import Observations
 from ..refit.cv_se import ElpdInterval, elpd_interval
@@ -32,6 +33,7 @@ class LooResult(LooNames, ElpdResult):
 
     kind: ClassVar[str] = "loo"
     _names: ClassVar[dict[str, str]] = {"elpd": "elpd_loo", "p": "p_loo"}
+    _fix_labels: ClassVar[Mapping[str, str]] = FIX_LABELS
     model: str
     elpd_loo: float
     se: float  # loo's se_elpd_loo, sqrt(N var(elpd_i)) (ddof 1), as R loo and ArviZ 1.x
