@@ -115,6 +115,9 @@ class KFoldNames(Display):
 
     kfoldic = alias("elpd_kfold", "−2 elpd_kfold.", scale=-2.0)
 
+    mcse = alias("mc_se", "stanlogz's one name for a result's Monte Carlo se (``mc_se``).",
+                 float)
+
     se_elpd_kfold = alias("se_pointwise", "loo's ``kfold()`` se: sqrt(N var(elpd_i)), ddof 1 "
                           "(``se`` beside it is stanlogz's fold-aware, small-N calibrated one).",
                           float)
