@@ -155,7 +155,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     if checks and args.yrep:
         check_declares([args.model], args.yrep)
     jac = jacobian_of(args)
-    if args.mm_budget is not None and (args.model is None or args.fix not in ("auto", "mm")):
+    if args.mm_budget is not None and (args.model is None or not FIXUPS[args.fix].moment_match):
         raise InputError("--mm-budget bounds moment matching: it needs a Stan program and "
                          "--fix auto or mm")
     check_budget(args.mm_budget)
