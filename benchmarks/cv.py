@@ -34,7 +34,7 @@ import stanlogz  # noqa: E402
 from benchmarks._common import ROOT  # noqa: E402
 from examples.loo_cross_validation import exact_log_predictive  # noqa: E402
 from stanlogz import arviz_compat  # noqa: E402
-from stanlogz.crossval.psis_loo.psis import psis_loo, relative_efficiency  # noqa: E402
+from stanlogz.crossval.elpd.psis import psis_loo, relative_efficiency  # noqa: E402
 from stanlogz.report.output import format_table  # noqa: E402
 
 EX = ROOT / "stan_models" / "examples"

@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.truths.crossval import truths_latent as T
+from stanlogz.crossval.elpd.routes import ConditionalSource
 from stanlogz.crossval.observations.integrated import IntegratedSource
 from stanlogz.crossval.psis_loo.loo import loo
-from stanlogz.crossval.psis_loo.loo_routes import ConditionalSource
 from stanlogz.crossval.psis_loo.sum_mcse import sum_mcse
 from stanlogz.stan.model import StanModel
 from stanlogz.stan.settings import NutsArgs

@@ -22,11 +22,11 @@ import numpy as np
 from scipy.special import logsumexp
 
 from stanlogz import arviz_compat
+from stanlogz.crossval.elpd.psis import elpd_mcse, psis_loo, relative_efficiency_pointwise
 from stanlogz.crossval.fixups.fixups import FixTask, fix_observation
 from stanlogz.crossval.fixups.moment_match import moment_match_observation
 from stanlogz.crossval.observations.observations import find_observations
 from stanlogz.crossval.observations.pointwise import PointwiseLogLik
-from stanlogz.crossval.psis_loo.psis import elpd_mcse, psis_loo, relative_efficiency_pointwise
 from stanlogz.stan.model import StanModel
 from stanlogz.stan.settings import NutsArgs
 

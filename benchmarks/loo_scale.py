@@ -81,8 +81,8 @@ def one_case(family: str, n: int, mode: str, m: int, draws: int) -> dict:
     import arviz  # noqa: F401  (imported before the clock starts: a one-off ~1-2 s)
 
     from stanlogz.crossval import loo
+    from stanlogz.crossval.elpd.psis import psis_loo, relative_efficiency
     from stanlogz.crossval.psis_loo.loo import _posterior_values
-    from stanlogz.crossval.psis_loo.psis import psis_loo, relative_efficiency
     from stanlogz.draws import sample
     from stanlogz.stan.model import StanModel
 

@@ -4,7 +4,7 @@ A simulated Poisson regression's log-likelihood (chains x draws x N, draws from 
 approximation of its posterior) is given to ``arviz.loo`` (InferenceData / DataTree with a
 log_likelihood group; posterior with the coefficients, for its r_eff) and to what
 ``stanlogz.crossval.loo`` runs on draws that carry a ``log_lik``: r_eff, the PSIS pass over
-column blocks (:func:`stanlogz.crossval.psis_loo.psis.psis_loo`, k̂, elpd_i, the pointwise Monte
+column blocks (:func:`stanlogz.crossval.elpd.psis.psis_loo`, k̂, elpd_i, the pointwise Monte
 Carlo se and the draws' influence for the se of the total) and the total's Monte Carlo se.
 Each timing is the best of ``--repeats`` runs, alternated between the two, in CPU seconds
 (process time: fair on a shared machine, where wall time measures the other jobs; run with
@@ -25,8 +25,8 @@ import numpy as np
 from scipy.special import gammaln
 
 from stanlogz import arviz_compat
+from stanlogz.crossval.elpd.psis import PsisLoo, psis_loo, relative_efficiency
 from stanlogz.crossval.observations.pointwise import CHUNK_BYTES
-from stanlogz.crossval.psis_loo.psis import PsisLoo, psis_loo, relative_efficiency
 
 
 def simulate(n: int, chains: int, draws: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

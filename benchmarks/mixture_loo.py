@@ -29,7 +29,7 @@ from benchmarks.truths.crossval.truths import normal_mean_loo as exact_loo
 from stanlogz._util.seeds import child_int_seed
 from stanlogz._util.tables import format_table
 from stanlogz.crossval import loo
-from stanlogz.crossval.fixups.mixture import mixture_loo
+from stanlogz.crossval.psis_loo.mixture_loo import mixture_loo
 from stanlogz.stan.model import StanModel
 from stanlogz.stan.settings import NutsArgs
 

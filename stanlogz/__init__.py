@@ -51,7 +51,7 @@ _LAZY = {
     "loo_compare": "stanlogz.crossval",
     "LooResult": "stanlogz.crossval",
     "waic": "stanlogz.crossval.psis_loo.waic",
-    "mixture_loo": "stanlogz.crossval.fixups.mixture",
+    "mixture_loo": "stanlogz.crossval.psis_loo.mixture_loo",
     "jacobian_adjusted": "stanlogz.crossval.observations.jacobian",
     "CVResult": "stanlogz.crossval",
     "ProgramChoice": "stanlogz.crossval.select.choose",

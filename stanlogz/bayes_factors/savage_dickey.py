@@ -24,7 +24,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .._util.seeds import child_int_seed
-from ..crossval.psis_loo.psis import k_threshold
+from ..crossval.elpd.psis import k_threshold
 from ..draws import sample
 from ..errors import EstimationError, InputError
 from ..estimators import lookup

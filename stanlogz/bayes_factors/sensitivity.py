@@ -33,8 +33,8 @@ from scipy.special import logsumexp
 
 from .._util.seeds import child_int_seed, child_sequence
 from ..arviz_compat import psislw
+from ..crossval.elpd.psis import k_threshold
 from ..crossval.observations.pointwise import PointwiseLogLik
-from ..crossval.psis_loo.psis import k_threshold
 from ..densities.target import FunctionTarget
 from ..draws import sample
 from ..draws.checks import normalization_warnings

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from ..crossval.checks.checks import PredictiveChecks, check_declares, checks_for_loo
-from ..crossval.fixups.fixups import FIX_METHODS
 from ..crossval.fixups.mm_points import check_budget
+from ..crossval.fixups.registry import FIXUPS, fix_help
 from ..crossval.observations.jacobian import (
     jacobian_adjusted,
     log_jacobian,
@@ -19,7 +19,8 @@ from ..crossval.observations.jacobian import (
     parse_jacobian,
 )
 from ..crossval.observations.pointwise import LOG_LIK_SOURCES
-from ..crossval.psis_loo.loo import LooResult, loo
+from ..crossval.psis_loo.loo import loo
+from ..crossval.psis_loo.result import LooResult
 from ..errors import InputError
 from ..report.crossval_plots import plot_pit
 from ..report.output import Reporter, write_atomically
@@ -61,13 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="use existing draws: CmdStan CSV files, or a stanlogz sample "
                         "--output file (.csv or .nc)")
     add_observation_arguments(parser)
-    parser.add_argument("--fix", choices=(*FIX_METHODS, "mis"), default="auto",
-                        help="recompute observations with high k-hat: mm (moment matching of "
-                        "the draws, no refit), exact (NUTS without the observation + bridge "
-                        "sampling), ups (unbiased path sampling), none; default auto: mm, then "
-                        "exact where k-hat stays above the threshold; mis: those observations by "
-                        "mixture importance sampling (one HMC run on the posterior mixed with "
-                        "their leave-one-out posteriors, no refit)")
+    parser.add_argument("--fix", choices=tuple(FIXUPS), default="auto",
+                        help=fix_help("recompute observations with high k-hat"))
     parser.add_argument("--mm-budget", metavar="SECONDS", type=float, default=None,
                         help="stop moment matching after this many seconds: the remaining "
                         "high k-hat observations keep their PSIS values (with the k-hat "
@@ -159,7 +155,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     if checks and args.yrep:
         check_declares([args.model], args.yrep)
     jac = jacobian_of(args)
-    if args.mm_budget is not None and (args.model is None or args.fix not in ("auto", "mm")):
+    if args.mm_budget is not None and (args.model is None or not FIXUPS[args.fix].moment_match):
         raise InputError("--mm-budget bounds moment matching: it needs a Stan program and "
                          "--fix auto or mm")
     check_budget(args.mm_budget)

@@ -2,7 +2,7 @@
 
 Each mixin adds the names a loo or ArviZ user looks for (``looic``, ``pareto_k``, ``loo_i``,
 ``elpd_diff``, ``dse`` ...) as read-only aliases, and a printed table like loo's ``print(loo)``
-(:class:`~stanlogz._util.display.Display`) to :class:`~stanlogz.crossval.psis_loo.loo.LooResult`,
+(:class:`~stanlogz._util.display.Display`) to :class:`~stanlogz.crossval.psis_loo.result.LooResult`,
 :class:`~stanlogz.crossval.refit.kfold.KFoldResult`,
 :class:`~stanlogz.crossval.refit.lfo.LfoResult`, :class:`~stanlogz.crossval.refit.unbiased.CVResult`
 and :class:`~stanlogz.crossval.select.compare.LooComparison`.
@@ -11,7 +11,8 @@ and :class:`~stanlogz.crossval.select.compare.LooComparison`.
 from __future__ import annotations
 
 import textwrap
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from .._util.display import Display, Section, View, alias, per_result
 
@@ -19,16 +20,18 @@ from .._util.display import Display, Section, View, alias, per_result
 #: of ±2 se measured in benchmarks/coverage_ddof.py at N = 10 is quoted in the note).
 FEW_OBS = 20
 
-_FIX_NAMES = {"mm": "moment matching", "exact": "exact refit", "ups": "unbiased path sampling"}
-
 
 def _notes(warnings: list[str]) -> list[str]:
     return [f"warning: {w}" for w in warnings]
 
 
 class LooNames(Display):
-    """loo's and ArviZ's names on :class:`~stanlogz.crossval.psis_loo.loo.LooResult`, and its
+    """loo's and ArviZ's names on :class:`~stanlogz.crossval.psis_loo.result.LooResult`, and its
     table."""
+
+    #: how the table names the values each fix-up method recomputed (set by the result from
+    #: the fix-up registry, which sits above this floor)
+    _fix_labels: ClassVar[Mapping[str, str]] = {}
 
     looic = alias("elpd_loo", "−2 elpd_loo (loo's information-criterion scale).", scale=-2.0)
 
@@ -111,7 +114,7 @@ class LooNames(Display):
             by: dict[str, int] = {}
             for f in self.fixed:
                 by[f.method] = by.get(f.method, 0) + 1
-            done = ", ".join(f"{c} by {_FIX_NAMES.get(m, m)}" for m, c in by.items())
+            done = ", ".join(f"{c} by {self._fix_labels.get(m, m)}" for m, c in by.items())
             notes.append(f"{len(self.fixed)} observation(s) above the threshold recomputed "
                          f"({done}); elpd_loo includes them.")
         elif counts["bad"] + counts["very bad"] == 0:
@@ -128,6 +131,9 @@ class KFoldNames(Display):
     """loo's names on :class:`~stanlogz.crossval.refit.kfold.KFoldResult`, and its table."""
 
     kfoldic = alias("elpd_kfold", "−2 elpd_kfold.", scale=-2.0)
+
+    mcse = alias("mc_se", "stanlogz's one name for a result's Monte Carlo se (``mc_se``).",
+                 float)
 
     se_elpd_kfold = alias("se_pointwise", "loo's ``kfold()`` se: sqrt(N var(elpd_i)), ddof 1 "
                           "(``se`` beside it is stanlogz's fold-aware, small-N calibrated one).",

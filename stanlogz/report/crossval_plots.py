@@ -14,7 +14,7 @@ from .figures import save
 
 if TYPE_CHECKING:
     from ..crossval.checks.checks import PredictiveChecks
-    from ..crossval.psis_loo.loo import LooResult
+    from ..crossval.psis_loo.result import LooResult
     from ..crossval.refit.kfold import KFoldResult
     from ..crossval.refit.lfo import LfoResult
     from ..crossval.refit.unbiased import CVResult

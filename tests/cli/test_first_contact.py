@@ -17,7 +17,7 @@ from stanlogz.api import ComparisonResult
 from stanlogz.cli import main
 from stanlogz.crossval.fixups.fixups import FixedPoint
 from stanlogz.crossval.observations.observations import Observations
-from stanlogz.crossval.psis_loo.loo import LooResult
+from stanlogz.crossval.psis_loo.result import LooResult
 from stanlogz.crossval.select.compare import loo_compare
 from stanlogz.errors import InputError
 from stanlogz.estimators.base import EvidenceResult

@@ -15,9 +15,9 @@ from scipy import stats
 from stanlogz import arviz_compat
 from stanlogz.cli import main
 from stanlogz.crossval import cv, find_observations, loo, loo_compare
+from stanlogz.crossval.elpd.psis import k_threshold, psis_loo
 from stanlogz.crossval.observations.observations import Observations
 from stanlogz.crossval.observations.pointwise import PointwiseLogLik
-from stanlogz.crossval.psis_loo.psis import k_threshold, psis_loo
 from stanlogz.crossval.refit.cv_se import calibration_factor
 from stanlogz.errors import InputError
 

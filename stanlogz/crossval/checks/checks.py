@@ -213,7 +213,7 @@ def run_checks(model: StanProgram, draws: Any, data: Mapping[str, Any], log_lik:
 
 def checks_for_loo(result: Any, model: StanProgram, data: Mapping[str, Any], draws: Any,
                    args: argparse.Namespace, *, seed: int | None = None) -> PredictiveChecks:
-    """:func:`run_checks` for a :class:`~stanlogz.crossval.psis_loo.loo.LooResult` of ``model`` with
+    """:func:`run_checks` for a :class:`~stanlogz.crossval.LooResult` of ``model`` with
     ``data`` and the ``draws`` it was computed from (the pointwise log-likelihood is recomputed
     from the same source and observations, with the same r_eff)."""
     from ..observations.pointwise import PointwiseLogLik

@@ -1,5 +1,5 @@
 """One interface for the results that estimate an expected log predictive density (PSIS-LOO,
-WAIC; K-fold and LFO to follow): the same names for the same things, whatever the method.
+WAIC, K-fold; LFO to follow): the same names for the same things, whatever the method.
 
 Subclasses are dataclasses holding the method's own fields under loo's names; this base reads
 them through one set of names: ``kind``, ``elpd``, ``se`` (loo's between-observation se),

@@ -1,1 +1,2 @@
-"""Repairing high-k̂ observations: exact and UPS fix-ups, moment matching, mixture IS."""
+"""Repairing high-k̂ observations: the registry of fix-ups, exact and UPS refits, moment matching,
+mixture IS."""

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +28,10 @@ from ...estimators.ups.ups import log_ratio
 from ...stan.settings import NutsArgs
 from ..observations.pointwise import PointwiseLogLik
 
-FIX_METHODS = ("auto", "mm", "exact", "ups", "none")
+#: Key of the mixture values' joint Monte Carlo se in each mis FixedPoint's diagnostics.
+SUM_SE = "mis_sum_se"
+#: diagnostics key of an exact refit's se part shared with the other refits (log Z(full))
+SHARED_SE = "shared_log_z_full_se"
 
 
 @dataclass
@@ -145,3 +149,15 @@ def fix_observation(pw: PointwiseLogLik, full_unc: np.ndarray, task: FixTask,
                       fit.n_gradient_evals, res.n_evals + res.n_evals_tuning,
                       time.perf_counter() - t0, ci=(float(res.ci[0]), float(res.ci[1])),
                       warnings=warns + [f"observation {i + 1}: {w}" for w in res.warnings])
+
+
+def fixed_variance(fixed: Sequence[FixedPoint]) -> float:
+    """The Monte Carlo variance of the sum of the fixed values: each refit's se² (independent
+    runs; the part from a log Z(full) shared by evidence-difference refits added linearly)
+    plus, once, the squared joint se of the values from the one mixture run."""
+    own = [f for f in fixed if SUM_SE not in f.diagnostics]
+    shared = [float(f.diagnostics.get(SHARED_SE, 0.0)) for f in own]
+    var = sum(max(f.se**2 - c * c, 0.0) for f, c in zip(own, shared, strict=True))
+    var += sum(shared) ** 2  # one log Z(full) shared by evidence-difference refits
+    joint = [f.diagnostics[SUM_SE] for f in fixed if SUM_SE in f.diagnostics]
+    return float(var + (joint[0] ** 2 if joint else 0.0))

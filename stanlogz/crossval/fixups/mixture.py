@@ -1,5 +1,7 @@
 """Mixture importance sampling LOO (Silva & Zanella 2022; loo issue 270): every leave-one-out
-density from one MCMC run on the mixture of the leave-one-out posteriors, no refit.
+density from one MCMC run on the mixture of the leave-one-out posteriors, no refit; the
+estimator and its HMC sampler here, the workflow in
+:func:`~stanlogz.crossval.psis_loo.mixture_loo.mixture_loo`.
 
 The proposal is q(θ) ∝ p(θ | y) Σ_j 1 / p(y_j | θ) = Σ_j p(θ, y₋ⱼ): the log-sum-exp of the
 programs on the data instances without one observation each, so HMC on it needs only their
@@ -11,6 +13,23 @@ a ratio of two means whose ratios are bounded (w_s / p(y_i | θ_s) ≤ 1), so th
 finite variance even where PSIS has k̂ > 1. The Monte Carlo se of each elpd_i and of the sum
 comes from the delta method on the two means, with the ESS of the per-draw influence over the
 chains.
+
+As a fix-up of PSIS-LOO (``loo(..., fix="mis")``, :func:`mixture_fixup`): the observations
+with k̂ above the threshold (the set B) are re-estimated from one HMC run on
+
+    q(θ) ∝ p(θ, y) + Σ_{j∈B} p(θ, y₋ⱼ) = p(θ, y) (1 + Σ_{j∈B} 1 / p(y_j | θ)),
+
+the posterior mixed with the leave-one-out posteriors of B only (Silva & Zanella 2022 restricted
+to the points that need it: |B| + 1 density gradients per step instead of N), each component
+weighted (c_j = its PSIS p(y_j | y₋ⱼ)) to about equal mass: an influential point's
+leave-one-out posterior otherwise takes nearly all of it and the posterior's term rests on a
+few draws. With w_s = p(θ_s, y) / q(θ_s), p(y_i | y₋ᵢ) = Σ_s w_s / Σ_s (w_s / p(y_i | θ_s))
+(:func:`estimates_from_weights`). The other observations keep their PSIS values and Monte Carlo
+se.
+
+The Monte Carlo se of elpd_loo adds independent parts: the PSIS values' (the posterior draws)
+and the mixture values' (the mixture draws, a separate run), the latter from the summed
+per-draw influence over B, since the mixture values share their draws.
 """
 
 from __future__ import annotations
@@ -24,12 +43,10 @@ from scipy.special import logsumexp
 
 from ... import arviz_compat
 from ..._util.seeds import child_sequence
-from ..._util.sum_se import sum_se
 from ...errors import InputError
-from ..observations.observations import load_observed
-from ..observations.pointwise import PointwiseLogLik
-from ..psis_loo.loo import LooResult
-from ..psis_loo.psis import influence_mcse
+from ...stan.settings import NutsArgs
+from ..elpd.psis import PsisLoo, influence_mcse
+from .fixups import SUM_SE, FixedPoint
 
 #: Child of the user's seed for the mixture chains.
 MIXTURE_STREAM = 7903
@@ -157,130 +174,84 @@ def estimates_from_weights(log_w: np.ndarray, ll: np.ndarray, chains: int) -> di
             "ess": float(np.min(ess)), "khat": khat, "ess_is": ess_is}
 
 
-def mixture_loo(model: Any, data: Any = None, *, draws: Any = None, settings: Any = None,
-                obs: str | None = None, obs_fields: list[str] | None = None,
-                log_lik: str = "auto", seed: int | None = None, progress: Any = None
-                ) -> LooResult:
-    """Mixture importance sampling LOO of a Stan program: no refit, one HMC run.
+class _Weighted:
+    """log q(θ) = log Σ_k c_k p_k(θ) and its gradient, batched over chains (``log_c``: log c_k)."""
 
-    HMC samples the mixture of the program's leave-one-out posteriors, started from the
-    posterior draws (whose variances are the metric); every observation's elpd_i comes from
-    the same run (Silva & Zanella 2022).
+    def __init__(self, programs: list[Any], log_c: np.ndarray) -> None:
+        self.programs, self.log_c, self.n_evals = programs, np.asarray(log_c, float), 0
 
-    Parameters
-    ----------
-    model : str, Path or StanModel
-        The program.
-    data : dict or str, optional
-        Its data.
-    draws : Draws, cmdstanpy fit, CSV paths or InferenceData, optional
-        Posterior draws to start from (NUTS runs with ``settings`` when omitted).
-    settings : NutsArgs, optional
-        Chains, warmup and draws per chain of the mixture's HMC (and of NUTS).
-    obs, obs_fields : str, list of str, optional
-        The observation count and the data variables indexed by observation.
-    log_lik : str, default "auto"
-        Where log p(y_i | θ) comes from (as in :func:`stanlogz.loo`).
-    seed : int, optional
-        Random seed.
-    progress : callable, optional
-        Called with one line of text per step.
+    def __call__(self, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        out = [m.log_density_gradient_many(xs) for m in self.programs]
+        self.n_evals += len(self.programs) * xs.shape[0]
+        lp = np.stack([o[0] for o in out]) + self.log_c[:, None]  # (K, chains)
+        with np.errstate(invalid="ignore"):
+            total = logsumexp(lp, axis=0)
+            wts = np.exp(lp - total)
+        wts = np.where(np.isfinite(wts), wts, 0.0)
+        return total, np.einsum("nk,nkd->kd", wts, np.stack([o[1] for o in out]))
 
-    Returns
-    -------
-    LooResult
-        With ``fix="mis"``: elpd_loo, its between-observation se, its Monte Carlo se
-        ``mcse_elpd_loo`` and each observation's (``psis_mcse_i``); ``khat`` is the Pareto k̂
-        of the terms of the estimator's two means: above 0.5, or with an importance-sampling
-        ESS under 5% of the draws, the observation's value is unreliable and its se (and the
-        total's) is NaN.
 
-    Raises
-    ------
-    InputError
-        Fewer than two observations, or per-observation latents (the held-out programs
-        would change the parameters).
-
-    See Also
-    --------
-    stanlogz.loo : PSIS-LOO; ``fix="mis"`` uses this for the high-k̂ observations only.
-
-    Examples
-    --------
-    Every observation's elpd_i, the outlier's included, from one HMC run (from the
-    repository root); ``stanlogz loo PROGRAM --data DATA --fix mis`` uses it for the high-k̂
-    observations only:
-
-    >>> import stanlogz
-    >>> r = stanlogz.mixture_loo("stan_models/examples/normal_mean.stan",
-    ...                          "stan_models/examples/normal_outlier.data.json", seed=1)
-    >>> r.fix, r.n_obs, r.elpd_i.shape
-    ('mis', 10, (10,))
-    """
-    from ...draws import as_draws, sample
-    from ...stan.settings import NutsArgs
-
+def mixture_fixup(pw: Any, d: Any, bad: np.ndarray, ps: PsisLoo, pos: dict[int, int],
+                  settings: NutsArgs, seed: Any, progress: Any
+                  ) -> tuple[list[FixedPoint], list[str]]:
+    """The observations ``bad`` (0-based, k̂ above the threshold) by one mixture run (module
+    docstring), with ``settings``' chains, warmup and draws; none are replaced, and a warning
+    says why, when the run is unreliable (a term's Pareto k̂ above 0.5 or its
+    importance-sampling ESS under 5% of the draws: one too influential observation then
+    distorts the mixture for every one)."""
     t0 = time.perf_counter()
-    settings = settings if settings is not None else NutsArgs()
-    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
-                                                   progress=progress)
-    pw = PointwiseLogLik(model, data_dict, observations, log_lik)
-    n_obs = observations.n
-    if n_obs < 2:
-        raise InputError("mixture LOO needs at least two observations")
-    minus = [pw.held_out_model(i) for i in range(n_obs)]  # refuses per-observation latents
-    d = (as_draws(draws, model) if draws is not None
-         else sample(model, settings, seed=seed, progress=progress))
+    bad = np.asarray(bad, dtype=int)
+    try:
+        minus = [pw.held_out_model(int(i)) for i in bad]
+    except InputError as exc:
+        return [], [f"{bad.size} observation(s) have Pareto k-hat above the threshold; mixture "
+                    f"importance sampling needs the program without each of them ({exc}); use "
+                    "--fix exact"]
+    model = pw.model
     post = d.flat_unconstrained()
-    pw.check(post[np.unique(np.linspace(0, post.shape[0] - 1, 3).astype(int))])
+    # equal mass for the posterior and each leave-one-out component: weight c_j =
+    # p(y_j | y₋ⱼ) (its PSIS estimate) times the constant the programs' densities drop
+    rows = post[np.unique(np.linspace(0, post.shape[0] - 1, min(20, post.shape[0])).astype(int))]
+    lp_rows = model.log_density_many(rows)
+    ll_rows = pw.columns(bad, rows)
+    log_c = np.array([float(np.median(lp_rows - m.log_density_many(rows) - ll_rows[:, j]))
+                      + float(ps.elpd_i[pos[int(i)]])
+                      for j, (i, m) in enumerate(zip(bad, minus, strict=True))])
     inv_metric = np.maximum(post.var(axis=0), 1e-12)
     k = settings.chains
     rng = np.random.default_rng(child_sequence(seed, MIXTURE_STREAM))
-    x0 = post[rng.choice(post.shape[0], size=k, replace=False)]
+    x0 = post[rng.choice(post.shape[0], size=k, replace=post.shape[0] < k)]
     step = float(np.median(d.step_size)) if d.step_size is not None else 0.5
     if progress:
-        progress(f"HMC on the mixture of {n_obs} leave-one-out posteriors: {k} chains x "
-                 f"{settings.draws} draws after {settings.warmup} warmup")
-    target = _Mixture(minus)
-    xs, acc, eps = _hmc(target, x0, inv_metric, step, settings.warmup, settings.draws, rng,
-                        settings.adapt_delta, settings.max_treedepth)
-    ll = pw.columns(np.arange(n_obs), xs.reshape(-1, model.dim))
-    est = _estimates(ll, k)
-    elpd_i = est["elpd_i"]
-    p_i = est["lppd_i"] - elpd_i
-    warns = []
-    if acc < settings.adapt_delta - 0.2:
-        warns.append(f"mixture HMC accepted {acc:.2f} of its proposals (target "
-                     f"{settings.adapt_delta:.2f}); run more warmup")
+        progress(f"mixture importance sampling of {bad.size} observation(s) with high k-hat "
+                 f"({', '.join(str(i + 1) for i in bad[:10])}): HMC on the posterior mixed with "
+                 f"their leave-one-out posteriors, {k} chains x {settings.draws} draws")
+    target = _Weighted([model, *minus], np.concatenate([[0.0], log_c]))
+    xs, acc, _ = _hmc(target, x0, inv_metric, step, settings.warmup, settings.draws, rng,
+                      settings.adapt_delta, settings.max_treedepth)
+    flat = xs.reshape(-1, model.dim)
+    lps = np.stack([m.log_density_many(flat) for m in (model, *minus)], axis=1)
+    log_q = logsumexp(lps + np.concatenate([[0.0], log_c])[None, :], axis=1)
+    ll = pw.columns(bad, flat)
+    est = estimates_from_weights(lps[:, 0] - log_q, ll, k)
+    khat, ess_is = est["khat"][:bad.size], est["ess_is"][:bad.size]
     s_all = ll.shape[0]
-    unreliable = (est["khat"] > MIS_K_MAX) | (est["ess_is"] < max(100.0, MIS_ESS_SHARE * s_all))
-    bad = np.nonzero(unreliable)[0]
-    # one such observation distorts the mixture for all (its component takes the mass), so
-    # then no value gets an se (benchmarks/mixture_loo.py: pointwise se's kept for the others
-    # covered 0.58 at y10 = 8)
-    mcse_i = np.full(n_obs, np.nan) if bad.size else est["mcse_i"]
-    mcse = float("nan") if bad.size else est["mcse"]
-    if bad.size:
-        nums = ", ".join(str(i + 1) for i in bad[:10])
-        warns.append(f"{bad.size} observation(s) ({nums}): the mixture terms have Pareto k-hat "
-                     f"above {MIS_K_MAX} or their weight rests on under "
-                     f"{MIS_ESS_SHARE:.0%} of the draws (an observation too influential for one "
-                     "mixture run), so their values are unreliable and, as they distort the "
-                     "mixture for every observation, no se is given; use loo with "
-                     "fix='exact' (--fix exact)")
-    elif est["mcse"] > 0.5:
-        warns.append(f"the Monte Carlo se of elpd_loo is {est['mcse']:.2f}: run more draws")
-    if est["ess"] < 100 and not bad.size:
-        warns.append(f"the smallest ESS of the mixture estimates is {est['ess']:.0f}: their "
-                     "Monte Carlo se is unreliable; run more draws")
-    res = LooResult(
-        model=model.name, elpd_loo=float(elpd_i.sum()),
-        se=sum_se(elpd_i), p_loo=float(p_i.sum()), elpd_i=elpd_i,
-        psis_elpd_i=elpd_i, lppd_i=est["lppd_i"], khat=est["khat"], threshold=MIS_K_MAX,
-        n_samples=int(ll.shape[0]), r_eff=1.0, fix="mis", log_lik_source=pw.source,
-        observations=observations, seconds=0.0, warnings=warns, psis_mcse_i=mcse_i,
-        p_loo_se=sum_se(p_i), program=model, data=data_dict,
-        draws=d)
-    res.mcse_elpd_loo = mcse
-    res.seconds = time.perf_counter() - t0
-    return res
+    unreliable = (khat > MIS_K_MAX) | (ess_is < max(100.0, MIS_ESS_SHARE * s_all))
+    if unreliable.any():
+        nums = ", ".join(str(int(bad[j]) + 1) for j in np.nonzero(unreliable)[0][:10])
+        return [], [f"mixture importance sampling could not fix observation(s) {nums}: the "
+                    f"mixture terms have Pareto k-hat above {MIS_K_MAX} or rest on under "
+                    f"{MIS_ESS_SHARE:.0%} of the draws (too influential for one mixture run); "
+                    "their PSIS values are kept; use --fix exact"]
+    seconds = (time.perf_counter() - t0) / bad.size
+    evals = int(target.n_evals // bad.size)
+    warns = ([f"mixture HMC accepted {acc:.2f} of its proposals (target "
+              f"{settings.adapt_delta:.2f}); run more warmup"]
+             if acc < settings.adapt_delta - 0.2 else [])
+    diag = {SUM_SE: float(est["mcse"]), "n_mixture_components": int(bad.size + 1),
+            "mixture_khat": None, "acceptance": float(acc)}
+    return [FixedPoint(int(i), float(est["elpd_i"][j]), float(est["mcse_i"][j]), "mis",
+                       float(ps.khat[pos[int(i)]]), float(ps.elpd_i[pos[int(i)]]), evals, 0,
+                       seconds, warnings=list(warns), khat_after=float(khat[j]),
+                       diagnostics={**diag, "mixture_khat": float(khat[j])})
+            for j, i in enumerate(bad)], []

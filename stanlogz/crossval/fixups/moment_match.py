@@ -26,8 +26,8 @@ from scipy.special import logsumexp
 
 from ... import arviz_compat
 from ...errors import InputError, StanlogzError
+from ..elpd.psis import draw_influence, total_mcse
 from ..observations.pointwise import PointwiseLogLik
-from ..psis_loo.psis import draw_influence, total_mcse
 
 TRANSFORMATIONS = ("shift", "scale", "cov")
 

@@ -113,7 +113,7 @@ class PointwiseLogLik:
                              f"got {source!r}")
         if source == "conditional":
             raise InputError("the conditional log-likelihood is built by "
-                             "stanlogz.crossval.psis_loo.loo_routes.pointwise_source")
+                             "stanlogz.crossval.elpd.routes.pointwise_source")
         if source == "auto":
             source = "log_lik" if has_log_lik(model) else "difference"
         self.model, self.data, self.obs, self.source = model, dict(data), obs, source

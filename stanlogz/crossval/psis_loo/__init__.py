@@ -1,1 +1,2 @@
-"""PSIS-LOO and its Monte Carlo se, of a program or of a fit; WAIC; subsampling LOO."""
+"""The LOO workflows and their result: PSIS-LOO of a program (with its fix-ups) or of a fit,
+mixture LOO, WAIC, subsampling LOO."""

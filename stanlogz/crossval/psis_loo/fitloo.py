@@ -2,7 +2,7 @@
 InferenceData / DataTree (or its netCDF file), a cmdstanpy fit, CmdStan CSV files, a
 :class:`~stanlogz.draws.Draws` with ``log_lik`` columns, or a log-likelihood array.
 
-The result is the same :class:`~stanlogz.crossval.psis_loo.loo.LooResult` as for a program, with no
+The result is the same :class:`~stanlogz.crossval.LooResult` as for a program, with no
 fix-ups (refits and moment matching need the program) and ``program``/``data``/``draws`` None.
 elpd_loo, its se (loo's), p_loo and k̂ equal ``arviz.loo`` on the same log-likelihood and r_eff.
 """
@@ -18,11 +18,13 @@ import numpy as np
 
 from ... import arviz_compat
 from ..._util.sum_se import sum_se
+from ...draws.convert import _is_netcdf
+from ...draws.stancsv import read_columns
 from ...errors import DataError, InputError
 from ...stan.settings import NutsArgs
+from ..elpd.psis import psis_loo, relative_efficiency
 from ..observations.observations import Observations
-from .loo import LooResult
-from .psis import psis_loo, relative_efficiency
+from .result import LooResult
 
 #: ``log_lik`` source recorded in a program-free result.
 SOURCE = "fit"
@@ -57,9 +59,6 @@ def _flat_columns(names: list[str], values: np.ndarray, var: str
 def log_lik_from_fit(fit: Any, var: str = "log_lik") -> tuple[np.ndarray, np.ndarray | None, str]:
     """The pointwise log-likelihood ``(chains, n, N)`` of a fit, the posterior quantities
     ``(chains, n, k)`` (for r_eff; None for an array) and a short description of the fit."""
-    from ...draws.convert import _is_netcdf
-    from ...draws.stancsv import read_columns
-
     if _is_netcdf(fit):
         path = fit[0] if isinstance(fit, list | tuple) else fit
         if not os.path.isfile(path):

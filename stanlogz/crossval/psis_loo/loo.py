@@ -1,18 +1,16 @@
 """PSIS-LOO of a Stan program with every unreliable observation fixed by moment matching, or an
-exact or unbiased leave-one-out estimate; subsampling for large N: :func:`loo`,
-:class:`LooResult`."""
+exact or unbiased leave-one-out estimate; subsampling for large N: :func:`loo` (the workflow
+on top of the fix-ups, the refits and PSIS; its result: :class:`~.result.LooResult`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
-from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any, ClassVar, Unpack
+from typing import Any, Unpack
 
 import numpy as np
 
-from ... import arviz_compat
 from ..._util.argcheck import check_arguments
 from ..._util.progress import steps
 from ..._util.sum_se import sum_se
@@ -21,21 +19,25 @@ from ...errors import InputError
 from ...parallel import child_sequence, run_parallel, with_client
 from ...stan.program import ProgramLike
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
-from ..elpd.base import ElpdResult
-from ..fixups.fixups import FIX_METHODS, FixedPoint, FixTask, fix_observation
-from ..fixups.mixture_fix import SHARED_SE, fixed_variance, mixture_fixup
+from ..elpd.psis import PsisLoo, psis_loo, relative_efficiency
+from ..elpd.routes import exact_split_error, pointwise_source, refit_refusal
+from ..fixups.fixups import (
+    SHARED_SE,
+    FixedPoint,
+    FixTask,
+    fix_observation,
+    fixed_variance,
+)
+from ..fixups.mixture import mixture_fixup
 from ..fixups.mm_points import check_budget, moment_match_points
 from ..fixups.moment_match import moment_match_observation
-from ..names import LooNames
-from ..observations.observations import Observations, load_observed
+from ..fixups.registry import FixMethod, fix_method
+from ..observations.observations import load_observed
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError
-from ..refit.cv_se import ElpdInterval, elpd_interval
 from ..refit.heldout import heldout_many
-from .loo_arviz import fixed_khat
-from .loo_routes import exact_split_error, pointwise_source, refit_refusal
-from .loo_warnings import _posterior_values, _sampler_warnings, _warnings
-from .psis import PsisLoo, psis_loo, relative_efficiency
+from .fitloo import is_fit, loo_elsewise
+from .result import LooResult, loo_warnings
 from .subsample import draw_sample, subsample_estimates
 
 #: k̂ bands of the loo table (the first bound is the draw-count-dependent threshold).
@@ -55,162 +57,24 @@ SUBSAMPLE_STREAM = 7901
 HELDOUT_STREAM = 7902
 
 
-@dataclass(repr=False)
-class LooResult(LooNames, ElpdResult):
-    """Leave-one-out cross-validation of one program: elpd_loo with its se, its Monte Carlo se,
-    p_loo, and the pointwise values (PSIS, or fixed where k̂ was above the threshold). With
-    subsampling the pointwise arrays hold the sampled observations (``sample_index``) only."""
+def _sampler_warnings(d: Draws) -> list[str]:
+    """The sampler's warnings (divergences, R-hat, ESS) on the posterior quantities; the
+    log_lik columns are left out (N of them would cost more than the LOO itself)."""
+    if d.source != "stanlogz-nuts":
+        return []
+    if d.constrained is not None:
+        keep = [j for j, n in enumerate(d.constrained_names) if not n.startswith("log_lik")]
+        d = dataclasses.replace(d, constrained=d.constrained[:, :, keep],
+                                constrained_names=[d.constrained_names[j] for j in keep])
+    return list(d.summary().warnings)
 
-    kind: ClassVar[str] = "loo"
-    _names: ClassVar[dict[str, str]] = {"elpd": "elpd_loo", "p": "p_loo"}
-    model: str
-    elpd_loo: float
-    se: float  # loo's se_elpd_loo, sqrt(N var(elpd_i)) (ddof 1), as R loo and ArviZ 1.x
-    p_loo: float
-    elpd_i: np.ndarray  # final pointwise values (fixed ones replaced)
-    psis_elpd_i: np.ndarray
-    lppd_i: np.ndarray
-    khat: np.ndarray
-    threshold: float
-    n_samples: int
-    r_eff: float
-    fix: str
-    log_lik_source: str
-    observations: Observations
-    fixed: list[FixedPoint] = field(default_factory=list)
-    seconds: float = 0.0
-    warnings: list[str] = field(default_factory=list)
-    psis_mcse_i: np.ndarray | None = None  # Monte Carlo se of each PSIS value
-    p_loo_se: float = float("nan")
-    #: complete Monte Carlo se: sqrt(mcse_psis² + mcse_bias² + Σ fixed points' se²); NaN (loo's
-    #: NA) while any observation stays above the k̂ threshold (:meth:`mcse_na_reason`)
-    mcse_elpd_loo: float = 0.0
-    #: Monte Carlo se of the PSIS values' part of elpd_loo, from the draws' summed influence
-    #: (accounts for the observations sharing the draws; :meth:`PsisLoo.total_mcse`)
-    mcse_psis: float = 0.0
-    #: estimated bias of the PSIS values' part (k̂ above 0.5; :func:`.psis.half_bias`),
-    #: included in mcse_elpd_loo (elpd_loo is left as PSIS gives it, as loo and ArviZ do)
-    mcse_bias: float = 0.0
-    sample_index: np.ndarray | None = None  # subsampled observations (0-based), or None
-    subsampling_se: float = 0.0  # se of the subsampling (difference) estimator
-    #: the small-sample (bootstrap-t) factor included in subsampling_se (1 when not subsampled)
-    subsampling_factor: float = 1.0
-    approximation: str | None = None  # the cheap pointwise approximation used to subsample
-    pointwise_seconds: float = 0.0  # building and smoothing the pointwise values
-    # What the result was computed from (not serialized): for predictive checks and refits.
-    program: Any = field(default=None, repr=False)
-    data: dict[str, Any] | None = field(default=None, repr=False)
-    draws: Draws | None = field(default=None, repr=False)
 
-    @property
-    def n_obs(self) -> int:
-        """Number of observations (all of them, also when subsampled)."""
-        return int(self.observations.n)
-
-    @property
-    def index(self) -> np.ndarray:
-        """0-based observations of the pointwise arrays."""
-        return (np.arange(self.n_obs) if self.sample_index is None
-                else np.asarray(self.sample_index))
-
-    @cached_property
-    def elpd_loo_interval(self) -> ElpdInterval | None:
-        """The calibrated interval beside loo's ``se``: elpd_loo ± 2 c se, c the small-N
-        bootstrap-t factor (:func:`~stanlogz.crossval.refit.cv_se.elpd_interval`), for the
-        data-sampling error (the Monte Carlo one is ``mcse_elpd_loo``); None when subsampled
-        (no interval with the subsampling error has been calibrated)."""
-        if self.sample_index is not None:
-            return None
-        return elpd_interval(self.elpd_i, self.elpd_loo)
-
-    def mcse_na_reason(self) -> str | None:
-        """Why ``mcse_elpd_loo`` is NaN (loo prints NA), or None when it is given."""
-        if left := self.unfixed_bad():
-            return (f"{len(left)} observation(s) still have Pareto k-hat above "
-                    f"{self.threshold:.2f} after the fix-ups: PSIS's error on them is not "
-                    "estimable from the draws (their own mc se understates it), so the total "
-                    "has none")
-        return None if np.isfinite(self.mcse_elpd_loo) else "unreliable fix-ups (see warnings)"
-
-    @property
-    def mcse_i(self) -> np.ndarray:
-        """Complete Monte Carlo se of each pointwise value: PSIS's, or the fix-up's."""
-        out = (np.zeros(self.elpd_i.size) if self.psis_mcse_i is None
-               else np.array(self.psis_mcse_i, dtype=float))
-        pos = {int(o): j for j, o in enumerate(self.index)}
-        for f in self.fixed:
-            out[pos[f.index]] = f.se
-        return out
-
-    def khat_counts(self) -> dict[str, int]:
-        """Observations per k̂ band: (-inf, threshold], (threshold, 1], (1, inf); a NaN k̂ (a
-        likelihood constant over the draws, where PSIS is exact) counts as good."""
-        k = self.khat
-        bad, very = int(np.sum((k > self.threshold) & (k <= 1.0))), int(np.sum(k > 1.0))
-        return {"good": int(k.size) - bad - very, "bad": bad, "very bad": very}
-
-    def unfixed_bad(self) -> list[int]:
-        """0-based indices of observations above the threshold that were not fixed."""
-        done = {f.index for f in self.fixed}
-        return [int(self.index[j]) for j in np.nonzero(self.khat > self.threshold)[0]
-                if int(self.index[j]) not in done]
-
-    def pointwise(self) -> list[dict[str, Any]]:
-        """One row per (sampled) observation: number (from 1), elpd, its Monte Carlo se, k̂,
-        method."""
-        method = {f.index: f.method for f in self.fixed}
-        se = self.mcse_i
-        return [{"observation": int(o) + 1, "elpd": float(self.elpd_i[j]),
-                 "mc_se": float(se[j]), "psis_elpd": float(self.psis_elpd_i[j]),
-                 "khat": float(self.khat[j]), "method": method.get(int(o), "psis")}
-                for j, o in enumerate(self.index)]
-
-    def table(self) -> list[list[Any]]:
-        """The loo-style summary rows: (quantity, estimate, se)."""
-        return [["elpd_loo", round(self.elpd_loo, 3), round(self.se, 3)],
-                ["p_loo", round(self.p_loo, 3), round(self.p_loo_se, 3)],
-                ["looic", round(-2 * self.elpd_loo, 3), round(2 * self.se, 3)]]
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serializable dict (pointwise rows included)."""
-        iv = self.elpd_loo_interval
-        mcse = self.mcse_elpd_loo if np.isfinite(self.mcse_elpd_loo) else None
-        return {**self.elpd_dict(), "model": self.model, "elpd_loo": self.elpd_loo, "se": self.se,
-                "se_elpd_loo": self.se, "elpd_loo_interval": None if iv is None else iv.to_dict(),
-                "mcse_elpd_loo": mcse, "mcse_elpd_loo_na": self.mcse_na_reason(),
-                "mcse_psis": self.mcse_psis, "mcse_bias": self.mcse_bias, "p_loo": self.p_loo,
-                "p_loo_se": self.p_loo_se, "looic": -2 * self.elpd_loo, "n_obs": self.n_obs,
-                "n_samples": self.n_samples, "r_eff": self.r_eff, "khat_threshold": self.threshold,
-                "khat_counts": self.khat_counts(), "fix": self.fix,
-                "log_lik_source": self.log_lik_source,
-                "observations": {"size": self.observations.size_name,
-                                 "fields": list(self.observations.fields)},
-                "subsample": None if self.sample_index is None else {
-                    "m": int(self.sample_index.size), "approximation": self.approximation,
-                    "subsampling_se": self.subsampling_se,
-                    "subsampling_factor": self.subsampling_factor},
-                "fixed": [f.to_dict() for f in self.fixed], "pointwise": self.pointwise(),
-                "seconds": self.seconds, "pointwise_seconds": self.pointwise_seconds,
-                "warnings": self.warnings}
-
-    def to_arviz(self) -> Any:
-        """ArviZ's ELPD object (0.x ``ELPDData``, 1.x ``ELPDDataLOO``) with the fixed values. As
-        loo after its fix-ups: ``pareto_k`` a moment-matched point's k̂ after matching, 0 for a
-        refit (brms' ``reloo``); ``influence_pareto_k`` every PSIS k̂; ``fixed``, ``fix_method``."""
-        import xarray as xr
-
-        if self.sample_index is not None:
-            raise InputError("a subsampled LOO has pointwise values for the sampled "
-                             "observations only; run without subsample for an ArviZ object")
-        k_after, methods = fixed_khat(self.khat, self.index, self.fixed)
-        extra = {"influence_pareto_k": xr.DataArray(np.asarray(self.khat, dtype=float),
-                                                    dims=["obs"], name="influence_pareto_k"),
-                 "fixed": xr.DataArray(methods != "", dims=["obs"], name="fixed"),
-                 "fix_method": xr.DataArray(methods, dims=["obs"], name="fix_method")}
-        return arviz_compat.elpd_object(
-            "loo", elpd=self.elpd_loo, se=self.se, p=self.p_loo, n_samples=self.n_samples,
-            elpd_i=self.elpd_i, warning=bool(self.unfixed_bad()), good_k=self.threshold,
-            extra=extra, pareto_k=k_after, p_i=self.lppd_i - self.elpd_i)
+def _posterior_values(d: Draws) -> np.ndarray:
+    """The posterior quantities ArviZ would put in the posterior group (no log_lik)."""
+    if d.constrained is None:
+        return d.unconstrained
+    keep = [j for j, n in enumerate(d.constrained_names) if not n.startswith("log_lik")]
+    return d.constrained[:, :, keep] if keep else d.unconstrained
 
 
 def _check_rows(n_draws: int, k: int = 3) -> np.ndarray:
@@ -278,13 +142,14 @@ def loo(
         then an exact refit for those still above), ``"mm"`` (moment matching only),
         ``"exact"`` (NUTS without the observation, bridged to the full posterior), ``"ups"``
         (unbiased path sampling), ``"mis"`` (mixture importance sampling from one HMC run, no
-        refit; :mod:`.mixture_fix`) or ``"none"``.
+        refit; :mod:`~stanlogz.crossval.fixups.mixture`) or ``"none"``.
     log_lik : {"auto", "log_lik", "difference", "conditional"}, default "auto"
         Where log p(y_i | θ) comes from: the ``log_lik`` generated quantity, the program's
         density on data instances of one observation (``"difference"``, checked for
         validity), or log p(y_i | y₋ᵢ, θ) with the observation's latents integrated out
         (``"conditional"``; what ``"auto"`` uses when the difference is not valid:
-        per-observation or linked latents, non-factorized likelihoods; :mod:`.loo_routes`).
+        per-observation or linked latents, non-factorized likelihoods;
+        :mod:`~stanlogz.crossval.elpd.routes`).
     k_threshold : float, optional
         Fix observations above this k̂ instead of min(1 − 1/log10 S, 0.7) for S draws.
     subsample : int, optional
@@ -303,7 +168,8 @@ def loo(
         Called with one line of text per step.
     mm_budget : float, optional
         Seconds of moment matching; the observations left keep their PSIS values with the k̂
-        warning (Ctrl-C during moment matching does the same; :mod:`.mm_points`).
+        warning (Ctrl-C during moment matching does the same;
+        :mod:`~stanlogz.crossval.fixups.mm_points`).
     **nuts_keywords
         ``chains``, ``warmup``, ``n_draws``, ``adapt_delta``, ``max_treedepth``.
 
@@ -344,8 +210,6 @@ def loo(
     >>> [(f.index + 1, f.method) for f in r.fixed]
     [(10, 'mm')]
     """
-    from .fitloo import is_fit, loo_elsewise
-
     check_arguments("loo", draws=draws, progress=progress, obs=obs, obs_fields=obs_fields,
                     fix=fix, log_lik=log_lik, k_threshold=k_threshold, subsample=subsample,
                     n_workers=n_workers, ups_options=ups_options)
@@ -355,8 +219,7 @@ def loo(
                             log_lik=log_lik, k_threshold=k_threshold, subsample=subsample,
                             settings=nuts, seed=seed, progress=progress)
     t0 = time.perf_counter()
-    if fix not in (*FIX_METHODS, "mis"):
-        raise InputError(f"fix must be one of {', '.join(FIX_METHODS)}, mis, got {fix!r}")
+    method = fix_method(fix)
     if k_threshold is not None and not 0.0 <= k_threshold <= 1.0:
         raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
     mm_budget = check_budget(mm_budget)
@@ -400,10 +263,10 @@ def loo(
     index = np.arange(observations.n) if sample_index is None else sample_index
     # mis re-estimates from k-hat 0.5 up: PSIS values kept between 0.5 and 0.7 undercovered
     # (benchmarks/mixture_loo.py), and one mixture run serves them all
-    bad = index[ps.khat > (min(threshold, 0.5) if fix == "mis" else threshold)]
+    bad = index[ps.khat > (min(threshold, 0.5) if method.mixture else threshold)]
     fixed: list[FixedPoint] = []
-    if fix != "none" and bad.size:
-        fixed, why = _fix(pw, d, bad, ps, index, fix, threshold, r_eff, nuts, ups_options,
+    if method.acts and bad.size:
+        fixed, why = _fix(pw, d, bad, ps, index, method, threshold, r_eff, nuts, ups_options,
                           seed, n_workers, progress, mm_budget)
         notes.extend(why)
     elpd_i = ps.elpd_i.copy()
@@ -433,7 +296,7 @@ def loo(
                                   + fixed_variance(fixed) * grow**2)
     if res.unfixed_bad():
         res.mcse_elpd_loo = float("nan")  # as loo: NA while a point stays above the threshold
-    res.warnings.extend(_warnings(res))
+    res.warnings.extend(loo_warnings(res))
     res.warnings = list(dict.fromkeys(res.warnings))  # refits sharing the draws repeat theirs
     return res
 
@@ -475,17 +338,17 @@ def _subsampled(pw: PointwiseLogLik, d: Draws, r_eff: float, m: int, seed: int |
 
 
 def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.ndarray,
-         fix: str, threshold: float, r_eff: float, nuts: NutsArgs,
+         fix: FixMethod, threshold: float, r_eff: float, nuts: NutsArgs,
          ups_options: dict[str, Any] | None, seed: int | None, n_workers: int, progress: Any,
          mm_budget: float | None = None) -> tuple[list[FixedPoint], list[str]]:
-    """Fix-ups of the observations ``bad`` (0-based), and warnings for those that cannot be.
-    ``mm`` keeps every moment-matched value; ``auto`` keeps those it brings under the
-    threshold and refits (``exact``) the rest."""
+    """Fix-ups of the observations ``bad`` (0-based) by the steps of ``fix``, and warnings for
+    those that cannot be. Moment matching alone (``mm``) keeps every matched value; followed by
+    a refit (``auto``) it keeps those it brings under the threshold and refits the rest."""
     pos = {int(o): j for j, o in enumerate(index)}
     fixed: list[FixedPoint] = []
-    if fix == "mis":
+    if fix.mixture:
         return mixture_fixup(pw, d, bad, ps, pos, nuts, seed, progress)
-    if fix in ("mm", "auto"):
+    if fix.moment_match:
         if progress:
             progress(f"moment matching {bad.size} observation(s) with k-hat > {threshold:.2f}: "
                      f"{', '.join(str(i + 1) for i in bad)}")
@@ -494,11 +357,11 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
             bad, lambda i, deadline, on_map: _moment_matched(
                 pw, d, log_post, i, ps, pos[i], threshold, r_eff, deadline=deadline,
                 on_map=on_map), progress, mm_budget)
-        fixed = [f for f in matched if fix == "mm" or f.khat_after <= threshold]
+        fixed = [f for f in matched if fix.refit is None or f.khat_after <= threshold]
         bad = np.array([f.index for f in matched if f.khat_after > threshold], dtype=int)
-        if fix == "mm" or not bad.size or any(n.startswith("interrupted") for n in mm_notes):
+        if fix.refit is None or not bad.size or any(n.startswith("interrupted") for n in mm_notes):
             return fixed, mm_notes
-    method = "exact" if fix == "auto" else fix
+    method = fix.refit
     try:
         for i in bad:
             pw.held_out_model(int(i))  # build data instances (and check dims) before workers

@@ -14,9 +14,9 @@ import math
 
 import numpy as np
 
+from ..elpd.psis import PsisLoo
 from ..fixups.fixups import FixedPoint
 from ..refit.cv_se import calibration_factor
-from .psis import PsisLoo
 
 #: Observations whose approximation's k̂ is above this are taken with certainty (at most
 #: half the sample): their approximation is poor, and left to chance their heavy-tailed

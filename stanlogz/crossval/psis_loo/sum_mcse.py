@@ -5,8 +5,8 @@ Every elpd_i is estimated from the same posterior draws, so their Monte Carlo er
 correlated (a chain that over-visits a large hierarchical scale moves all of them together);
 sqrt(Σ mcse_i²) treats them as independent and under-covers (benchmarks/loo_conditional.py).
 The joint error is the delta method on the summed per-draw influence,
-:meth:`~stanlogz.crossval.psis_loo.psis.PsisLoo.total_mcse` (formula:
-:func:`~stanlogz.crossval.psis_loo.psis.influence_mcse`), the one ``loo()`` reports for a
+:meth:`~stanlogz.crossval.elpd.psis.PsisLoo.total_mcse` (formula:
+:func:`~stanlogz.crossval.elpd.psis.influence_mcse`), the one ``loo()`` reports for a
 program and for a fit alike; this is a shortcut to it.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import InputError
-from .psis import psis_loo
+from ..elpd.psis import psis_loo
 
 
 def sum_mcse(ll: np.ndarray) -> float:

@@ -23,10 +23,13 @@ from scipy.special import logsumexp
 
 from ... import arviz_compat
 from ..._util.sum_se import sum_se
+from ...draws import as_draws, sample
 from ...errors import InputError
 from ..elpd.base import ElpdResult
-from ..observations.observations import Observations
+from ..observations.observations import Observations, load_observed
+from ..observations.pointwise import PointwiseLogLik
 from ..refit.cv_se import ElpdInterval, elpd_interval
+from .fitloo import is_fit, log_lik_from_fit
 
 #: p_waic_i above this makes WAIC unreliable for that observation (loo's and ArviZ's bound).
 P_WAIC_MAX = 0.4
@@ -172,8 +175,6 @@ def waic(model: Any, data: Any = None, *, draws: Any = None, var: str = "log_lik
     CSV paths, Draws with ``var`` columns, an array) or of a Stan program with ``data`` (its
     ``log_lik`` or density differences, on ``draws`` or on NUTS draws run with ``settings``,
     a :class:`~stanlogz.stan.settings.NutsArgs`)."""
-    from .fitloo import is_fit, log_lik_from_fit
-
     t0 = time.perf_counter()
     if is_fit(model) or (model is None and draws is not None):
         if data is not None or (is_fit(model) and draws is not None):
@@ -184,9 +185,6 @@ def waic(model: Any, data: Any = None, *, draws: Any = None, var: str = "log_lik
         acc = _Accumulator(ll.shape[0], ll.shape[1])
         acc.add(ll.reshape(-1, ll.shape[2]))
         return acc.result(what, t0)
-    from ...draws import as_draws, sample
-    from ..observations.observations import load_observed
-    from ..observations.pointwise import PointwiseLogLik
 
     model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
                                                    progress=progress)

@@ -1,7 +1,7 @@
 """The path of unbiased leave-one-out CV for programs whose held-out program is not the same
 program with one observation fewer (per-observation or linked latents, non-factorized
 likelihoods): the pointwise log-likelihood ℓ_i(θ) that :func:`~stanlogz.crossval.psis_loo.loo.loo`
-routes to (:func:`~stanlogz.crossval.psis_loo.loo_routes.pointwise_source`: ``log_lik``, the
+routes to (:func:`~stanlogz.crossval.elpd.routes.pointwise_source`: ``log_lik``, the
 difference, the conditional log p(y_i | y₋ᵢ, θ), the integrated one) defines
 
     log π_λ(θ) = log p(θ, y) + (λ − 1) ℓ_i(θ),
@@ -18,13 +18,13 @@ import numpy as np
 
 from ...errors import InputError
 from ...stan.program import StanProgram
+from ..elpd.routes import pointwise_source
 from ..observations.observations import Observations
-from ..psis_loo.loo_routes import pointwise_source
 
 
 class PointwisePath:
     """The path above for observation ``i`` of ``source`` (a pointwise source of
-    :mod:`.loo_routes`); gradient-free (RWMH kernel)."""
+    :mod:`~stanlogz.crossval.elpd.routes`); gradient-free (RWMH kernel)."""
 
     def __init__(self, model: StanProgram, source: Any, i: int) -> None:
         self.model, self.source, self.i = model, source, int(i)

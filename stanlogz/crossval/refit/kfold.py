@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Unpack
+from typing import Any, ClassVar, Unpack
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from ...errors import DataError, InputError
 from ...parallel import child_sequence, with_client
 from ...stan.program import ProgramLike
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
+from ..elpd.base import ElpdResult
 from ..names import KFoldNames
 from ..observations.observations import Observations, load_observed, observation_labels
 from .cv_se import kfold_se
@@ -34,10 +35,12 @@ from .heldout import HeldOut, heldout_many, shared_sum_se
 
 
 @dataclass(repr=False)
-class KFoldResult(KFoldNames):
+class KFoldResult(KFoldNames, ElpdResult):
     """K-fold cross-validation of one program: elpd_kfold with its between-fold and Monte
     Carlo se, pointwise values, and every fold's exact held-out result."""
 
+    kind: ClassVar[str] = "kfold"
+    _names: ClassVar[dict[str, str]] = {"elpd": "elpd_kfold", "p": "p_kfold"}
     model: str
     scheme: str  # random, stratified, grouped, leave-one-group-out, leave-one-out
     k: int

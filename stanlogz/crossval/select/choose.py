@@ -16,6 +16,7 @@ import numpy as np
 
 from ... import arviz_compat
 from ...errors import InputError
+from ..checks.checks import generated_quantity
 from ..names import ChoiceNames
 from ..observations.observations import find_observations
 from .compare import LooComparison, loo_compare
@@ -223,8 +224,6 @@ class ProgramChoice(ChoiceNames):
         """Model-averaged posterior-predictive draws ``(n_draws, N)`` of the quantity ``yrep``:
         each program supplies its weight's share of the draws (``method``: a computed weight
         method, default stacking or the first computed)."""
-        from ..checks.checks import generated_quantity
-
         if not self.model_weights:
             raise InputError("averaged draws need model weights: add weights='stacking' "
                              "(--weights stacking)")
@@ -249,7 +248,7 @@ def choose(names: Sequence[str], *, loo: Sequence[Any] | None = None, evidence: 
            ) -> ProgramChoice:
     """Combine per-program results into a :class:`ProgramChoice`.
 
-    ``loo``: one :class:`~stanlogz.crossval.psis_loo.loo.LooResult` per program (same observations);
+    ``loo``: one :class:`~stanlogz.crossval.LooResult` per program (same observations);
     ``evidence``: the evidence comparison (``stanlogz.ComparisonResult``); ``weights``: methods
     among stacking, pseudo-bma, pseudo-bma+ (``n_boot`` Bayesian-bootstrap draws; stacking's se
     from n_boot // 5 re-solved draws) and bma (from log Z and its se, with the evidence

@@ -43,7 +43,7 @@ from ... import arviz_compat
 from ..._util.sum_se import sum_se
 from ...errors import InputError
 from ..names import FEW_OBS, LooComparisonNames
-from ..psis_loo.loo import LooResult
+from ..psis_loo.result import LooResult
 from ..refit.cv_se import elpd_interval
 
 

@@ -16,12 +16,14 @@ from typing import Any
 
 import numpy as np
 
+from ..._util.seeds import child_int_seed
 from ...errors import InputError
 from ...stan.inputs import read_data
 from ...stan.settings import NutsArgs
+from ..elpd.psis import relative_efficiency
 from ..observations.observations import find_observations
 from ..psis_loo.fitloo import is_fit, log_lik_from_fit, loo_from_fit
-from ..psis_loo.psis import relative_efficiency
+from ..psis_loo.loo import loo
 from .choose import ProgramChoice, choose, parse_weights
 
 
@@ -86,8 +88,6 @@ def compare_sources(
     LOO comparison gives (stacking, pseudo-bma, pseudo-bma+). Programs run NUTS with
     ``settings`` and seeds derived from ``seed``; ``loo_options`` go to their
     :func:`~stanlogz.crossval.psis_loo.loo.loo`."""
-    from ..._util.seeds import child_int_seed
-
     sources = list(sources)
     if len(sources) < 2:
         raise InputError(f"compare needs at least two models, got {len(sources)}")
@@ -142,8 +142,6 @@ def compare_sources(
             r_eff = 1.0 if post is None or post.shape[2] == 0 else relative_efficiency(post)
             results.append(loo_from_fit(ll, r_eff=r_eff, name=n))
         else:
-            from ..psis_loo.loo import loo
-
             results.append(loo(s, d, settings=settings, seed=child_int_seed(seed, j),
                                progress=progress, **(loo_options or {})))
             results[-1].model = n

@@ -28,6 +28,9 @@ from scipy import integrate, stats
 
 from ...errors import InputError
 from ...stan.program import StanProgram
+from ..checks.checks import generated_quantity, outcome_name
+from ..checks.predictive import e_loo, loo_crps, loo_log_weights
+from ..observations.pointwise import PointwiseLogLik
 
 #: Scores by the names ``--score`` takes; True where higher is better.
 SCORES = {"elpd": True, "rmse": False, "mae": False, "crps": True, "scrps": True}
@@ -162,8 +165,6 @@ def pointwise_values(score: str, log_w: np.ndarray, y: np.ndarray, y_rep: np.nda
     """Pointwise values of ``score`` (not elpd) from PSIS-LOO log weights ``(S, N)``, the
     observations and posterior-predictive draws ``(S, N)``: squared (RMSE) or absolute (MAE)
     errors of the LOO predictive mean, or CRPS/SCRPS per observation."""
-    from ..checks.predictive import e_loo, loo_crps
-
     if score in ("rmse", "mae"):
         err = np.asarray(y, dtype=float).ravel() - e_loo(log_w, y_rep, quantiles=()).mean
         return err**2 if score == "rmse" else np.abs(err)
@@ -224,9 +225,6 @@ def program_pointwise(score: str, result: Any, model: StanProgram, data: Mapping
     if yrep is None:
         raise InputError(f"comparing on {score} needs the posterior-predictive quantity: "
                          "--yrep NAME (yrep=...)")
-    from ..checks.checks import generated_quantity, outcome_name
-    from ..checks.predictive import loo_log_weights
-    from ..observations.pointwise import PointwiseLogLik
 
     n = result.n_obs
     name = outcome or outcome_name(yrep, data, n)

@@ -14,8 +14,7 @@ import numpy as np
 
 import stanlogz
 from benchmarks.truths.crossval.truths import normal_mean_loo as _exact
-from stanlogz.crossval.fixups.fixups import FixedPoint
-from stanlogz.crossval.fixups.mixture_fix import SUM_SE, fixed_variance
+from stanlogz.crossval.fixups.fixups import SUM_SE, FixedPoint, fixed_variance
 
 EX = Path(__file__).resolve().parents[3] / "stan_models" / "examples"
 BASE = json.loads((EX / "normal_outlier.data.json").read_text())

@@ -12,7 +12,7 @@ import numpy as np
 import stanlogz
 from benchmarks.truths.crossval.truths import normal_mean_loo as _exact
 from stanlogz.cli import main
-from stanlogz.crossval.fixups.mixture import mixture_loo
+from stanlogz.crossval.psis_loo.mixture_loo import mixture_loo
 from stanlogz.stan.settings import NutsArgs
 
 EX = Path(__file__).resolve().parents[3] / "stan_models" / "examples"

@@ -6,10 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from stanlogz.crossval.elpd.psis import psis_loo
 from stanlogz.crossval.fixups import mixture
-from stanlogz.crossval.fixups.mixture import _hmc
-from stanlogz.crossval.fixups.mixture_fix import mixture_fixup
-from stanlogz.crossval.psis_loo.psis import psis_loo
+from stanlogz.crossval.fixups.mixture import _hmc, mixture_fixup
 from stanlogz.stan.settings import NutsArgs
 
 

@@ -13,11 +13,11 @@ import pytest
 from scipy.special import logsumexp
 from scipy.stats import cauchy, norm, poisson
 
+from stanlogz.crossval.elpd.psis import psis_loo, relative_efficiency_pointwise
 from stanlogz.crossval.fixups.fixups import FixTask, fix_observation
 from stanlogz.crossval.fixups.moment_match import moment_match, moment_match_observation
 from stanlogz.crossval.observations.observations import find_observations
 from stanlogz.crossval.observations.pointwise import PointwiseLogLik
-from stanlogz.crossval.psis_loo.psis import psis_loo, relative_efficiency_pointwise
 from stanlogz.errors import InputError
 from stanlogz.stan.settings import NutsArgs
 

@@ -104,8 +104,8 @@ def test_conditional_matches_gaussian_conditioning_per_draw(compiled):
 def _joint_se(r, idx):
     """The se of the sum with the observations' errors taken jointly (they share the draws;
     sqrt(sum mcse_i^2) under-covers: benchmarks/loo_conditional.py)."""
+    from stanlogz.crossval.elpd.routes import ConditionalSource
     from stanlogz.crossval.observations.integrated import IntegratedSource
-    from stanlogz.crossval.psis_loo.loo_routes import ConditionalSource
     from stanlogz.crossval.psis_loo.sum_mcse import sum_mcse
 
     kind = ConditionalSource if r.log_lik_source == "conditional" else IntegratedSource

@@ -19,11 +19,11 @@ import pytest
 from scipy import special, stats
 
 from benchmarks.truths.crossval import truths_nonfactorized as T
+from stanlogz.crossval.elpd.psis import psis_loo
 from stanlogz.crossval.observations.conditional_quadrature import QuadratureLogLik
 from stanlogz.crossval.observations.nonfactorized import NonFactorizedSource
 from stanlogz.crossval.observations.observations import find_observations
 from stanlogz.crossval.psis_loo.loo import loo
-from stanlogz.crossval.psis_loo.psis import psis_loo
 from stanlogz.crossval.psis_loo.sum_mcse import sum_mcse
 from stanlogz.errors import InputError
 

@@ -13,8 +13,7 @@ import pytest
 from stanlogz import arviz_compat
 from stanlogz.crossval.fixups.fixups import FixedPoint
 from stanlogz.crossval.observations.observations import Observations
-from stanlogz.crossval.psis_loo.loo import LooResult
-from stanlogz.crossval.psis_loo.loo_arviz import fixed_khat
+from stanlogz.crossval.psis_loo.result import LooResult, fixed_khat
 
 
 def _fixed(index: int, method: str, elpd: float, khat: float, after: float | None

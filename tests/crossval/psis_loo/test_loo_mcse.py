@@ -1,5 +1,5 @@
 """Monte Carlo se of the PSIS-LOO total Σ elpd_i from the draws' summed influence
-(crossval.psis_loo.psis.draw_influence / total_mcse / PsisLoo.total_mcse), against the spread of the
+(crossval.elpd.psis.draw_influence / total_mcse / PsisLoo.total_mcse), against the spread of the
 total over independent draw sets of a conjugate normal model with exact posterior draws."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from stanlogz.crossval.psis_loo.psis import psis_loo, relative_efficiency_pointwise, total_mcse
+from stanlogz.crossval.elpd.psis import psis_loo, relative_efficiency_pointwise, total_mcse
 from stanlogz.crossval.refit.cv_se import MAX_FACTOR, calibration_factor
 from stanlogz.errors import InputError
 from tests.helpers import ar1_chains, se_ratio_z
@@ -64,7 +64,7 @@ def test_replaced_points_leave_the_total() -> None:
     rest = psis_loo(ll[..., 3:], 1.0)
     assert ps.total_mcse([0, 1, 2]) == pytest.approx(rest.total_mcse(), rel=1e-10)
     # blocks of columns concatenated give the total of all
-    from stanlogz.crossval.psis_loo.psis import PsisLoo
+    from stanlogz.crossval.elpd.psis import PsisLoo
 
     both = PsisLoo.concatenate([psis_loo(ll[..., :3], 1.0, keep_above=-np.inf), rest])
     assert both.total_mcse() == pytest.approx(ps.total_mcse(), rel=1e-10)

@@ -118,6 +118,9 @@ def test_kfold_names_hold_loos_values() -> None:
     a = r.to_arviz()
     assert abs((float(a.se) if hasattr(a, "se") else float(a["se"])) - se) < 1e-6
     assert r.se == pytest.approx(kfold_se(e, fold_of)) and r.se >= se
+    # K-fold reads through the elpd interface too (issue 34)
+    assert r.kind == "kfold" and r.elpd == pytest.approx(e.sum()) and math.isnan(r.p)
+    assert r.elpd_dict()["kind"] == "kfold" and r.elpd_dict()["n_obs"] == 15
 
 
 def test_mcse_is_the_one_name_of_the_monte_carlo_se() -> None:

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from scipy import integrate, special, stats
 
+from stanlogz.crossval.elpd.routes import pointwise_source
 from stanlogz.crossval.observations.integrated import IntegratedSource
 from stanlogz.crossval.observations.observations import find_observations
-from stanlogz.crossval.psis_loo.loo_routes import pointwise_source
 
 PDB = Path(__file__).resolve().parents[3] / "stan_models" / "posteriordb"
 

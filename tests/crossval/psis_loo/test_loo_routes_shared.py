@@ -1,5 +1,5 @@
 """``compare --loo`` and unbiased ``cv`` take the pointwise log-likelihood by loo's routes
-(crossval/psis_loo/loo_routes.py): eight schools (non-centred, one latent per school, no log_lik) is
+(crossval/elpd/routes.py): eight schools (non-centred, one latent per school, no log_lik) is
 compared by the conditional log p(y_i | y₋ᵢ, θ) exactly as ``loo`` computes it, and ``cv``'s
 leave-one-out path uses the same quantity, checked against its closed form."""
 

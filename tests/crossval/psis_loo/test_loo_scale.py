@@ -14,9 +14,9 @@ import pytest
 from stanlogz import arviz_compat
 from stanlogz.cli import main
 from stanlogz.crossval import find_observations, loo
+from stanlogz.crossval.elpd.psis import psis_loo
 from stanlogz.crossval.observations.pointwise import PointwiseLogLik
 from stanlogz.crossval.psis_loo.loo import APPROX_DRAWS
-from stanlogz.crossval.psis_loo.psis import psis_loo
 from stanlogz.crossval.psis_loo.subsample import draw_sample
 from stanlogz.crossval.refit.cv_se import MAX_FACTOR
 from stanlogz.draws import sample
@@ -230,8 +230,8 @@ def test_psis_mcse_matches_the_spread_over_independent_nuts_runs(compiled):
     values, mcse = [], []
     for k in range(40):
         d = sample(model, chains=2, warmup=200, draws=250, seed=1000 + k)
+        from stanlogz.crossval.elpd.psis import relative_efficiency
         from stanlogz.crossval.psis_loo.loo import _posterior_values
-        from stanlogz.crossval.psis_loo.psis import relative_efficiency
 
         ps = psis_loo(pw.matrix(d.flat_unconstrained()),
                       relative_efficiency(_posterior_values(d)))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 import stanlogz
-from stanlogz.crossval.psis_loo.psis import psis_loo
+from stanlogz.crossval.elpd.psis import psis_loo
 
 
 def test_constant_log_likelihood_is_exact_and_not_flagged() -> None:

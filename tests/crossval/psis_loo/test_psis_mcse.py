@@ -1,5 +1,5 @@
-"""Monte Carlo se of PSIS elpd_i (crossval.psis_loo.psis.elpd_mcse) and the per-observation relative
-efficiency (crossval.psis_loo.psis.relative_efficiency_pointwise), against the spread of elpd_i over
+"""Monte Carlo se of PSIS elpd_i (crossval.elpd.psis.elpd_mcse) and the per-observation relative
+efficiency (crossval.elpd.psis.relative_efficiency_pointwise), against the spread of elpd_i over
 independent draw sets of a conjugate normal model with exact posterior draws."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from scipy.special import logsumexp
 from scipy.stats import norm
 
 from stanlogz import arviz_compat
-from stanlogz.crossval.psis_loo.psis import elpd_mcse, relative_efficiency_pointwise
+from stanlogz.crossval.elpd.psis import elpd_mcse, relative_efficiency_pointwise
 from stanlogz.errors import InputError
 from tests.helpers import ar1_chains, se_ratio_z
 

@@ -1,9 +1,10 @@
 """Which pointwise quantity PSIS-LOO of a program uses: the ``log_lik`` generated quantity, the
 density difference (factorized programs), or the conditional log p(y_i | y₋ᵢ, θ) obtained by
-normalizing the program's density over y_i (:mod:`.conditional`, else by quadrature or a sum
-over the support: :mod:`.nonfactorized`) for programs with per-observation or linked latents
-and for non-factorized likelihoods (Bürkner, Gabry & Vehtari 2021); a one-line refusal with
-the routes that work when none applies."""
+normalizing the program's density over y_i
+(:mod:`~stanlogz.crossval.observations.conditional`, else by quadrature or a sum over the
+support: :mod:`~stanlogz.crossval.observations.nonfactorized`) for programs with
+per-observation or linked latents and for non-factorized likelihoods (Bürkner, Gabry & Vehtari
+2021); a one-line refusal with the routes that work when none applies."""
 
 from __future__ import annotations
 
