@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 from scipy.special import logsumexp
@@ -34,9 +34,9 @@ from ...draws import obtain_draws
 from ...errors import InputError
 from ...parallel import child_sequence
 from ...stan.program import ProgramLike, StanProgram
-from ...stan.settings import NutsArgs
+from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..observations.observations import load_observed
-from ..psis_loo.psis import psis_loo, relative_efficiency_pointwise
+from ..psis_loo.psis import elpd_mcse, psis_loo, relative_efficiency_pointwise
 from ..refit.cv_se import elpd_se
 from ..refit.heldout import heldout_many
 from .integrate import integrate
@@ -93,6 +93,7 @@ def logo(
     settings: NutsArgs | None = None,
     seed: int | None = None,
     progress: Callable[[str], None] | None = None,
+    **nuts_keywords: Unpack[NutsKeywords],
 ) -> LogoResult:
     """Leave-one-group-out cross-validation of a hierarchical Stan program without refits.
 
@@ -114,8 +115,9 @@ def logo(
         k̂ above which a group is refit (default min(1 − 1/log10 S, 0.7)).
     pointwise_obs
         Also compute log p(y_i | y₋g(i)) per observation (one more integral per observation).
-    settings, seed, progress
-        NUTS settings, seed, progress callback.
+    settings, seed, progress, nuts_keywords
+        NUTS settings (``chains``, ``warmup``, ``draws``, ... replace its fields), seed,
+        progress callback.
 
     Returns
     -------
@@ -124,6 +126,7 @@ def logo(
         values.
     """
     t0 = time.perf_counter()
+    settings = nuts_from_keywords(settings, nuts_keywords, "loo")
     if fix not in FIXES:
         raise InputError(f"fix must be one of {', '.join(FIXES)} for leave-one-group-out, "
                          f"got {fix!r}")
@@ -133,11 +136,12 @@ def logo(
                                                    progress=progress)
     st = find_groups(model, data_dict, observations, group)
     ones, none = _pairs(model, data_dict, observations, st)
+    # the structure is an identity of the density, checked at any points: before sampling
+    probe = np.random.default_rng(child_sequence(seed, 37)).normal(0, 0.5, (3, model.dim))
+    check_structure(model, data_dict, observations, st, probe)
+    _check_pairs(model, data_dict, observations, st, ones, none, probe)
     d = obtain_draws(model, draws, settings, seed=seed, progress=progress)
     unc = d.flat_unconstrained()
-    rows = np.unique(np.linspace(0, unc.shape[0] - 1, 3).astype(int))
-    check_structure(model, data_dict, observations, st, unc[rows])
-    _check_pairs(model, data_dict, observations, st, ones, none, unc[rows])
     if progress:
         progress(f"integrating the latents of {st.n_groups} groups at {unc.shape[0]} draws")
     s, n_g = unc.shape[0], st.n_groups
@@ -166,10 +170,10 @@ def logo(
                          float(np.hypot(ps.mcse_i[g], int_err[g])), float(ps.khat[g]), "psis",
                          "gauss-hermite", float(int_err[g]), float(ps.elpd_i[g]), float(lap[g]))
               for g in range(n_g)]
-    elpd_obs = None
+    elpd_obs = mcse_obs = None
     if pointwise_obs:
-        elpd_obs = _obs_values(model, data_dict, observations, st, unc, empty, lw, group,
-                               isinstance(none, list))
+        elpd_obs, mcse_obs = _obs_values(model, data_dict, observations, st, unc, empty, lw,
+                                         group, isinstance(none, list), r_eff)
     warns: list[str] = []
     bad = [g for g in range(n_g) if ps.khat[g] > threshold]
     refit: list[int] = []
@@ -181,8 +185,9 @@ def logo(
         for g, f in zip(bad, folds, strict=True):
             gv = groups[g]
             gv.elpd, gv.mcse, gv.method, gv.integration_error = f.elpd, f.se, "refit", 0.0
-            if elpd_obs is not None:
+            if elpd_obs is not None and mcse_obs is not None:
                 elpd_obs[f.index] = f.elpd_i
+                mcse_obs[f.index] = np.nan  # a refit gives the se of their sum only
             warns.extend(f.warnings)
         refit = bad
     elif bad:
@@ -198,16 +203,17 @@ def logo(
         warns = list(d.summary().warnings) + warns
     return LogoResult(model.name, group, float(elpd_g.sum()), elpd_se(elpd_g), mcse, groups,
                       elpd_obs, observations, s, threshold, time.perf_counter() - t0, warns,
-                      mcse_psis=psis_part)
+                      mcse_psis=psis_part, mcse_obs=mcse_obs)
 
 
 def _obs_values(model: StanProgram, data: dict[str, Any], obs: Any, st: GroupStructure,
                 unc: np.ndarray, empty: list[Any], lw: np.ndarray, group: str,
-                full: bool) -> np.ndarray:
+                full: bool, r_eff: float) -> tuple[np.ndarray, np.ndarray]:
     """log p(y_i | y₋g(i)) = log Σ_s w_gs p(y_i | φ_s), p(y_i | φ) with a_g integrated over
-    its prior: the instance with row i added to the rows of the group's reference integral
-    (none, or with ``full`` every row outside the group) against that integral."""
-    out = np.empty(obs.n)
+    its prior, and their Monte Carlo se (PSIS only): the instance with row i added to the rows
+    of the group's reference integral (none, or with ``full`` every row outside the group)
+    against that integral."""
+    out, se = np.empty(obs.n), np.empty(obs.n)
     every = np.arange(obs.n)
     for g, rows in enumerate(st.rows):
         c = st.coords[g]
@@ -215,6 +221,8 @@ def _obs_values(model: StanProgram, data: dict[str, Any], obs: Any, st: GroupStr
         for i in rows:
             one = instance(model, data, obs, np.union1d(ref, [i]), st)
             v = integrate(one, unc, c, unc[:, c], f"group {int(st.labels[g])} of {group}")
-            out[i] = float(logsumexp(lw[g] + v.value - empty[g].value))
-    return out
+            ll_i = v.value - empty[g].value
+            out[i] = float(logsumexp(lw[g] + ll_i))
+            se[i] = float(elpd_mcse(lw[g], ll_i, r_eff))
+    return out, se
 

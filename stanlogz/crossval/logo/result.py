@@ -55,6 +55,8 @@ class LogoResult:
     warnings: list[str] = field(default_factory=list)
     #: Monte Carlo se of the PSIS part from the draws' summed influence (groups share draws)
     mcse_psis: float = 0.0
+    #: Monte Carlo se of each observation-level value (NaN in refit groups), or None
+    mcse_obs: np.ndarray | None = None
 
     @property
     def elpd_g(self) -> np.ndarray:
@@ -89,7 +91,10 @@ class LogoResult:
         of = np.empty(self.observations.n, dtype=int)
         for g in self.groups:
             of[g.rows] = g.label
-        return [{"observation": i + 1, "group": int(of[i]), "elpd": float(self.elpd_obs[i])}
+        se = (np.full(self.observations.n, np.nan) if self.mcse_obs is None
+              else self.mcse_obs)
+        return [{"observation": i + 1, "group": int(of[i]), "elpd": float(self.elpd_obs[i]),
+                 "mcse": None if np.isnan(se[i]) else float(se[i])}
                 for i in range(self.observations.n)]
 
     def to_dict(self) -> dict[str, Any]:
