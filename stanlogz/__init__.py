@@ -46,7 +46,7 @@ _LAZY = {
     "run_testbed": "stanlogz.testbed",
     "ups": "stanlogz.estimators.ups.ups",
     "log_ratio": "stanlogz.estimators.ups.ups",
-    "loo": "stanlogz.crossval",
+    "loo": "stanlogz.api",
     "cv": "stanlogz.crossval",
     "loo_compare": "stanlogz.crossval",
     "LooResult": "stanlogz.crossval",

@@ -374,3 +374,21 @@ def _compare_fits(models: list[Any], data: Any, *, draws: Any, unbiased_bf: bool
     datas = list(data) if isinstance(data, list | tuple) else [data] * len(models)
     return compare_sources(models, datas, weights=weights, loo_options=loo_options,
                            settings=nuts, seed=seed, progress=progress)
+
+
+def loo(model: Any = None, data: Any = None, *, group: str | None = None,
+        **options: Any) -> Any:
+    """PSIS-LOO of a Stan program (:func:`stanlogz.crossval.loo`, whose keywords ``options``
+    are), or with ``group`` (a per-observation integer data variable, e.g. ``"county"``)
+    leave-one-group-out without refits: each group's latents integrated out given the
+    hyperparameters, PSIS over the hyperparameter draws, high-k̂ groups refit exactly
+    (:func:`stanlogz.crossval.logo.estimator.logo`; a
+    :class:`~stanlogz.crossval.logo.result.LogoResult`)."""
+    if group is None:
+        from .crossval import loo as loo_of
+
+        return loo_of(model, data, **options)
+    check_arguments("loo", group=group)
+    from .crossval.logo.estimator import logo_from_loo
+
+    return logo_from_loo(model, data, group=group, **options)

@@ -61,6 +61,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="use existing draws: CmdStan CSV files, or a stanlogz sample "
                         "--output file (.csv or .nc)")
     add_observation_arguments(parser)
+    parser.add_argument("--group", metavar="VAR", default=None,
+                        help="leave-one-group-out over the groups in data variable VAR (one "
+                        "integer per observation), each group's latents integrated out, no "
+                        "refits (high k-hat groups are refit with --fix auto or exact)")
     parser.add_argument("--fix", choices=(*FIX_METHODS, "mis"), default="auto",
                         help="recompute observations with high k-hat: mm (moment matching of "
                         "the draws, no refit), exact (NUTS without the observation + bridge "
@@ -140,6 +144,10 @@ def print_loo(report: Reporter, r: LooResult) -> None:
 
 @with_executor
 def run(args: argparse.Namespace, report: Reporter) -> int:
+    if args.group is not None:
+        from .loo_group import run_group
+
+        return run_group(args, report)
     plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
     pit_plot = check_output(args.pit_plot, PLOT_SUFFIXES, "--pit-plot")
     checks = checks_requested(args)
