@@ -146,13 +146,16 @@ def logo(
         progress(f"integrating the latents of {st.n_groups} groups at {unc.shape[0]} draws")
     s, n_g = unc.shape[0], st.n_groups
     ll, err, lap = np.empty((s, n_g)), np.empty((s, n_g)), np.empty(n_g)
+    how: list[str] = []
     empty: list[Any] = []
     for g in range(n_g):
         c = st.coords[g]
         what = f"group {int(st.labels[g])} of {group}"
-        i1 = integrate(ones[g], unc, c, unc[:, c], what)
+        chk = _check_rows(unc, c)
+        i1 = integrate(ones[g], unc, c, unc[:, c], what, chk)
         zero = none[g] if isinstance(none, list) else none
-        i0 = integrate(zero, unc, c, unc[:, c], what)
+        i0 = integrate(zero, unc, c, unc[:, c], what, chk)
+        how.append(i1.method if i1.method == i0.method else "gauss-hermite/laplace")
         empty.append(i0)
         ll[:, g] = i1.value - i0.value
         err[:, g] = i1.error + i0.error
@@ -166,9 +169,12 @@ def logo(
     # first-order effect of per-draw errors on log Σ w p: a weighted mean of them, <= their max
     wp = np.exp(lw + ll.T - logsumexp(lw + ll.T, axis=1, keepdims=True))
     int_err = np.sum(wp * err.T, axis=1)
+    # PSIS's own bias above k̂ 0.5 (half-sample estimate) enters the se, as in loo
+    bias = ps.bias_i if ps.bias_i is not None else np.zeros(n_g)
     groups = [GroupValue(int(st.labels[g]), st.rows[g], float(ps.elpd_i[g]),
-                         float(np.hypot(ps.mcse_i[g], int_err[g])), float(ps.khat[g]), "psis",
-                         "gauss-hermite", float(int_err[g]), float(ps.elpd_i[g]), float(lap[g]))
+                         float(np.sqrt(ps.mcse_i[g]**2 + bias[g]**2 + int_err[g]**2)),
+                         float(ps.khat[g]), "psis",
+                         how[g], float(int_err[g]), float(ps.elpd_i[g]), float(lap[g]))
               for g in range(n_g)]
     elpd_obs = mcse_obs = None
     if pointwise_obs:
@@ -195,7 +201,7 @@ def logo(
         warns.append(f"{len(bad)} group(s) have Pareto k-hat above {threshold:.2f} ({labels}): "
                      "their PSIS values are unreliable; refit them (fix='auto', or `stanlogz "
                      f"kfold --group {group} --k groups`)")
-    psis_part = ps.total_mcse(refit)
+    psis_part = float(np.hypot(ps.total_mcse(refit), ps.total_bias(refit)))
     mcse = total_mcse(psis_part, [groups[g].mcse for g in refit],
                       [float(int_err[g]) for g in range(n_g) if g not in refit])
     elpd_g = np.array([gv.elpd for gv in groups])
@@ -204,6 +210,17 @@ def logo(
     return LogoResult(model.name, group, float(elpd_g.sum()), elpd_se(elpd_g), mcse, groups,
                       elpd_obs, observations, s, threshold, time.perf_counter() - t0, warns,
                       mcse_psis=psis_part, mcse_obs=mcse_obs)
+
+
+def _check_rows(unc: np.ndarray, c: np.ndarray, k: int = 48) -> np.ndarray:
+    """Draws at which Laplace is checked against Gauss–Hermite: ``k`` spread over the run
+    and the ``k // 3`` with the most extreme values of every hyperparameter (where a
+    non-Gaussian integrand shows first)."""
+    spread = np.linspace(0, unc.shape[0] - 1, k).astype(int)
+    hyper = np.delete(unc, c, axis=1)
+    z = np.abs(hyper - hyper.mean(axis=0)) / (hyper.std(axis=0) + 1e-300)
+    extreme = np.argsort(-np.max(z, axis=1))[: k // 3]
+    return np.unique(np.concatenate([spread, extreme]))
 
 
 def _obs_values(model: StanProgram, data: dict[str, Any], obs: Any, st: GroupStructure,
@@ -220,7 +237,8 @@ def _obs_values(model: StanProgram, data: dict[str, Any], obs: Any, st: GroupStr
         ref = np.setdiff1d(every, rows) if full else np.zeros(0, dtype=int)
         for i in rows:
             one = instance(model, data, obs, np.union1d(ref, [i]), st)
-            v = integrate(one, unc, c, unc[:, c], f"group {int(st.labels[g])} of {group}")
+            v = integrate(one, unc, c, unc[:, c], f"group {int(st.labels[g])} of {group}",
+                          _check_rows(unc, c))
             ll_i = v.value - empty[g].value
             out[i] = float(logsumexp(lw[g] + ll_i))
             se[i] = float(elpd_mcse(lw[g], ll_i, r_eff))

@@ -5,8 +5,10 @@ central differences of them, steps halved until the density rises), the Laplace 
 adaptive Gauss–Hermite quadrature on the Laplace Gaussian (Liu & Pierce 1994) at two rule
 sizes: the finer value is returned and the difference of the two is its error (for the smooth
 integrands of hierarchical models the finer rule's error is far smaller than that difference,
-so it is a conservative bound). Blocks of more than :data:`MAX_GH_DIM` coordinates are refused
-here (the tensor rule grows as n^d).
+so it is a conservative bound). Where the integrand is Gaussian (normal likelihood and prior)
+the Laplace value is exact; it is used at every draw when Gauss–Hermite confirms it at a set of
+checked draws, which makes such programs about five times cheaper. Blocks of more than
+:data:`MAX_GH_DIM` coordinates are refused here (the tensor rule grows as n^d).
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from ...stan.program import StanProgram
 #: Gauss–Hermite nodes per coordinate (fine, coarse) by block dimension.
 RULES = {1: (20, 12), 2: (12, 8), 3: (8, 6)}
 MAX_GH_DIM = max(RULES)
+#: Largest disagreement (log units) of Laplace with Gauss–Hermite at the checked draws for the
+#: Laplace value to be used at every draw.
+LAPLACE_TOL = 1e-8
 #: Finite-difference step of the Hessian (unconstrained scale).
 H_STEP = 1e-4
 
@@ -34,6 +39,7 @@ class Integral:
     value: np.ndarray
     error: np.ndarray
     laplace: np.ndarray
+    method: str  # "laplace" (checked against Gauss–Hermite) or "gauss-hermite"
 
 
 def _grad(m: StanProgram, base: np.ndarray, c: np.ndarray, v: np.ndarray
@@ -92,16 +98,24 @@ def mode(m: StanProgram, base: np.ndarray, c: np.ndarray, start: np.ndarray,
         ok = ~bad
         v[ok] = (v + t * step)[ok]
         f[ok], g[ok] = fn[ok], gn[ok]
-        hess = _hessian(m, base, c, v)
         if np.max(np.abs(g)) < 1e-7 * (1 + np.max(np.abs(f))) and np.all(chol_ok):
+            # converged within one step of the last Hessian: exact for a Gaussian integrand
+            # (the Laplace value is only used where Gauss–Hermite confirms it), and the
+            # Gauss–Hermite nodes only need a scale
             break
+        hess = _hessian(m, base, c, v)
     return v, f, hess
 
 
 def integrate(m: StanProgram, base: np.ndarray, c: np.ndarray, start: np.ndarray,
-              what: str) -> Integral:
+              what: str, check: np.ndarray | None = None) -> Integral:
     """log ∫ exp f(base with coordinates ``c`` ← v) dv per row of ``base`` ``(S, dim)``,
-    starting Newton from ``start`` ``(S, d)``; ``what`` names the integral in errors."""
+    starting Newton from ``start`` ``(S, d)``; ``what`` names the integral in errors.
+
+    With ``check`` (row indices), the Laplace value is returned for every row when adaptive
+    Gauss–Hermite agrees with it to :data:`LAPLACE_TOL` at those rows (a Gaussian integrand:
+    normal likelihood and prior), with the largest disagreement seen as its error; else
+    Gauss–Hermite at every row."""
     d = c.size
     if d > MAX_GH_DIM:
         raise InputError(f"{what}: {d} latent coordinates per group; integration beyond "
@@ -115,16 +129,28 @@ def integrate(m: StanProgram, base: np.ndarray, c: np.ndarray, start: np.ndarray
     chol = np.linalg.cholesky(np.linalg.inv(neg))  # Σ = (-H)^-1 = L Lᵀ
     logdet = np.sum(np.log(np.diagonal(chol, axis1=1, axis2=2)), axis=1)
     laplace = f + 0.5 * d * math.log(2 * math.pi) + logdet
+    if check is not None:
+        fine, coarse = _gh(m, base[check], c, v[check], chol[check], logdet[check])
+        gap = float(np.max(np.abs(fine - laplace[check])) + np.max(np.abs(fine - coarse)))
+        if gap < LAPLACE_TOL:
+            return Integral(laplace, np.full(laplace.size, gap), laplace, "laplace")
+    fine, coarse = _gh(m, base, c, v, chol, logdet)
+    if not np.all(np.isfinite(fine)):
+        raise InputError(f"{what}: the integral is not finite at some draws")
+    return Integral(fine, np.abs(fine - coarse), laplace, "gauss-hermite")
+
+
+def _gh(m: StanProgram, base: np.ndarray, c: np.ndarray, v: np.ndarray, chol: np.ndarray,
+        logdet: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Adaptive Gauss–Hermite at the two rule sizes of :data:`RULES`."""
+    d = c.size
     vals = []
     for n in RULES[d]:
         z1, w1 = np.polynomial.hermite.hermgauss(n)
-        grids = np.meshgrid(*([z1] * d), indexing="ij")
-        z = np.stack([gr.ravel() for gr in grids], axis=1)  # (n^d, d)
-        lw = np.sum(np.log(w1)[np.stack(np.meshgrid(*([np.arange(n)] * d), indexing="ij"),
-                                        axis=-1).reshape(-1, d)], axis=1) + np.sum(z**2, axis=1)
+        idx = np.stack(np.meshgrid(*([np.arange(n)] * d), indexing="ij"), axis=-1).reshape(-1, d)
+        z = z1[idx]  # (n^d, d) nodes
+        lw = np.sum(np.log(w1)[idx], axis=1) + np.sum(z**2, axis=1)
         pts = v[:, None, :] + math.sqrt(2) * np.einsum("sij,kj->ski", chol, z)
         vals.append(special.logsumexp(lw[None, :] + _value(m, base, c, pts), axis=1)
                     + 0.5 * d * math.log(2) + logdet)
-    if not np.all(np.isfinite(vals[0])):
-        raise InputError(f"{what}: the integral is not finite at some draws")
-    return Integral(vals[0], np.abs(vals[0] - vals[1]), laplace)
+    return vals[0], vals[1]

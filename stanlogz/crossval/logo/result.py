@@ -22,7 +22,8 @@ class GroupValue:
     mcse: float
     khat: float
     method: str  # "psis" (integrated latents) or "refit" (exact refit, k̂ too high)
-    integration: str  # "gauss-hermite" (adaptive, two rule sizes)
+    #: "gauss-hermite" (adaptive, two rule sizes) or "laplace" (confirmed by Gauss–Hermite)
+    integration: str
     integration_error: float  # bound on the integration error of elpd
     psis_elpd: float
     laplace_gap: float  # max over draws of |Gauss–Hermite − Laplace| of log p(y_g | φ)

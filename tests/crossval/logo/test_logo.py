@@ -58,11 +58,13 @@ def test_logo_matches_gaussian_conditioning(compiled):
 def test_logo_normal_varying_intercepts_quadrature(compiled):
     data = simulate("normal", 8, 4, seed=11)
     m = compiled(TESTS / "logo_normal.stan", data)
-    r = logo(m, data, group="g", seed=5, pointwise_obs=False)
     truth = exact_logo("normal", data)
+    _check(logo(m, data, group="g", seed=5, pointwise_obs=False), truth)
+    # group 2's mean is far from the others (k-hat 0.35-0.96 over seeds): with a low
+    # threshold it is refit exactly (NUTS without it, as kfold), and still matches the truth
+    r = logo(m, data, group="g", seed=5, pointwise_obs=False, k_threshold=0.3)
     _check(r, truth)
-    # group 2's mean is far from the others (k-hat 0.78): refit, and its PSIS value kept
-    assert [g.method for g in r.groups].count("refit") == 1 and r.groups[1].method == "refit"
+    assert r.groups[1].method == "refit" and r.groups[1].integration_error == 0.0
 
 
 def test_logo_poisson_random_intercept_quadrature(compiled):
