@@ -301,7 +301,7 @@ def loo(
                                       and 2 <= subsample < observations.n):
         raise InputError(f"subsample must be an integer in 2..{observations.n - 1} (there are "
                          f"{observations.n} observations), got {subsample}")
-    if log_lik != "conditional":
+    if log_lik not in ("conditional", "integrated"):
         PointwiseLogLik(model, data_dict, observations, log_lik)  # bad sources fail early
     d = obtain_draws(model, draws, nuts, seed=seed, progress=progress)
     unc = d.flat_unconstrained()

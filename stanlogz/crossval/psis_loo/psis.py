@@ -238,6 +238,10 @@ def psis_loo(log_lik: np.ndarray, r_eff: float = 1.0, chains: int | None = None,
     llt = np.ascontiguousarray(ll.T)  # (N, S)
     lw, khat = arviz_compat.psislw(-llt, r_eff=r_eff)  # (N, S), normalized per observation
     khat = np.asarray(khat, dtype=float).ravel()
+    # a likelihood constant over the draws (its latents integrated out, no other parameter):
+    # equal weights, exact value, no tail to fit (the fit's k-hat is inf or noise)
+    flat = np.ptp(llt, axis=1) <= 1e-12 * (1 + np.abs(llt[:, 0]))
+    khat[flat] = 0.0
     # One pass of exponentials serves elpd_i, lppd_i, the pointwise se and the influence
     # (each row of the likelihood scaled by its max, which cancels in every ratio).
     top = llt.max(axis=1)
