@@ -42,7 +42,8 @@ def _warnings(r: LooResult) -> list[str]:
                 if r.fix == "none" else
                 f"the {r.fix} fix-up did not replace them (see the warnings above)")
         out.append(f"{len(left)} observation(s) have Pareto k-hat above {r.threshold:.2f} "
-                   f"({nums}): their PSIS values are unreliable; {what}")
+                   f"({nums}): their PSIS values are unreliable; {what}"
+                   + _integrated_offer(r))
     for f in r.fixed:
         out.extend(f.warnings)
         if f.se > 0.1:
@@ -63,3 +64,21 @@ def _warnings(r: LooResult) -> list[str]:
         out.append(f"p_loo = {r.p_loo:.1f} is large against {r.n_obs} observations: the model "
                    "may be misspecified or too flexible")
     return out
+
+
+def _integrated_offer(r: LooResult) -> str:
+    """The integrated route, offered when the log-likelihood is conditional on one latent per
+    observation (:mod:`..observations.integrated`)."""
+    if r.log_lik_source != "log_lik" or r.program is None or r.data is None:
+        return ""
+    from ...errors import StanlogzError
+    from ..observations.conditional import latent_coordinates
+
+    try:
+        lat = latent_coordinates(r.program, r.data, r.observations)
+    except StanlogzError:
+        return ""
+    if not all(c.size == 1 for c in lat):
+        return ""
+    return ("; the program has one latent per observation: --log-lik integrated "
+            "(log_lik=\"integrated\") integrates it out instead of conditioning on it")

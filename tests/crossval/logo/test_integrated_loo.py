@@ -46,6 +46,7 @@ def test_integrated_loo_without_hyperparameters_is_exact(compiled):
     # PSIS on the log_lik conditional on z_i is far off (each z_i is informed by y_i alone)
     plain = loo(m, data, seed=1, fix="none", settings=NUTS)
     assert plain.elpd_loo - exact.sum() > 1.0 and plain.khat.max() > 0.7
+    assert any("--log-lik integrated" in w for w in plain.warnings)  # offered in the warning
 
 
 def test_integrated_loo_with_a_hyperparameter_matches_quadrature(compiled):
