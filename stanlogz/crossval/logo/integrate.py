@@ -23,7 +23,7 @@ from ...errors import InputError
 from ...stan.program import StanProgram
 
 #: Gauss–Hermite nodes per coordinate (fine, coarse) by block dimension.
-RULES = {1: (20, 12), 2: (12, 8), 3: (8, 6)}
+RULES = {1: (20, 12), 2: (12, 8), 3: (10, 6)}
 MAX_GH_DIM = max(RULES)
 #: Largest disagreement (log units) of Laplace with Gauss–Hermite at the checked draws for the
 #: Laplace value to be used at every draw.
