@@ -13,6 +13,7 @@ the estimates' sd over the seeds to the mean reported se (1 when the se is right
 
     nice python3 -m benchmarks.logo_coverage --seeds 60            # both programs
     nice python3 -m benchmarks.logo_coverage --seeds 60 --fix none  # PSIS values only
+    nice python3 -m benchmarks.logo_coverage --cases poisson --seeds 50 --draws 250
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ from benchmarks._common import STAN_MODELS
 from benchmarks.truths.crossval.truths_logo import exact_logo, simulate
 from stanlogz.crossval.logo.estimator import logo
 from stanlogz.stan.model import StanModel
+from stanlogz.stan.settings import NutsArgs
 
 CASES = {"normal": ("logo_normal.stan", (8, 4, 11)), "poisson": ("logo_poisson.stan", (8, 5, 1))}
 
 
-def run(kind: str, seeds: int, fix: str) -> list[str]:
+def run(kind: str, seeds: int, fix: str, nuts: NutsArgs | None = None) -> list[str]:
     """The coverage rows of one program."""
     stan, (j, n_per, data_seed) = CASES[kind]
     data = simulate(kind, j, n_per, data_seed)
@@ -39,7 +41,8 @@ def run(kind: str, seeds: int, fix: str) -> list[str]:
     tot, tot_se, grp, grp_se, secs, refits = [], [], [], [], [], 0
     for s in range(seeds):
         t0 = time.perf_counter()
-        r = logo(m, data, group="g", seed=1000 + s, fix=fix, pointwise_obs=False)
+        r = logo(m, data, group="g", seed=1000 + s, fix=fix, pointwise_obs=False,
+                 settings=nuts)
         secs.append(time.perf_counter() - t0)
         tot.append(r.elpd_logo)
         tot_se.append(r.mcse_elpd_logo)
@@ -64,12 +67,14 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=60)
     ap.add_argument("--fix", default="auto", choices=("auto", "none"))
     ap.add_argument("--cases", default="normal,poisson")
+    ap.add_argument("--draws", type=int, default=1000, help="post-warmup draws per chain (4)")
     args = ap.parse_args()
+    nuts = NutsArgs(draws=args.draws)
     print("| program | what | n | coverage ±2 se | rmse / mean se | mean se | mean error "
           "| seconds per run |")
     print("|---|---|---|---|---|---|---|---|")
     for kind in args.cases.split(","):
-        for row in run(kind, args.seeds, args.fix):
+        for row in run(kind, args.seeds, args.fix, nuts):
             print(row, flush=True)
 
 
