@@ -36,7 +36,13 @@ from ...parallel import child_sequence
 from ...stan.program import ProgramLike, StanProgram
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..observations.observations import load_observed
-from ..psis_loo.psis import elpd_mcse, psis_loo, relative_efficiency_pointwise
+from ..psis_loo.psis import (
+    draw_influence,
+    elpd_mcse,
+    psis_loo,
+    relative_efficiency_pointwise,
+)
+from ..psis_loo.psis import total_mcse as influence_mcse
 from ..refit.cv_se import elpd_se
 from ..refit.heldout import heldout_many
 from .integrate import integrate
@@ -162,24 +168,32 @@ def logo(
         lap[g] = float(np.max(np.abs((i1.laplace - i0.laplace) - ll[:, g])))
     chains = d.unconstrained.shape[0]
     ll3 = ll.reshape(chains, -1, n_g)
-    r_eff = float(np.mean(relative_efficiency_pointwise(ll3))) if chains > 1 else 1.0
+    # each group's own relative efficiency: p(y_g | φ) of a group that informs a slowly mixing
+    # hyperparameter has a far smaller ESS than the average (one scalar r_eff left the se of
+    # such groups 1.5x too small: benchmarks/logo_coverage.py)
+    r_g = relative_efficiency_pointwise(ll3) if chains > 1 else np.ones(n_g)
+    r_eff = float(np.mean(r_g))
     ps = psis_loo(ll, r_eff, chains=chains, keep_above=0.0)
     threshold = ps.threshold if k_threshold is None else float(k_threshold)
     lw, _ = arviz_compat.psislw(-ll.T, r_eff=r_eff)  # (G, S) normalized
+    # each group's se from its own draw-influence series (the delta method of the
+    # self-normalized estimate) and that series' ESS over the chains, as for the total
+    infl = draw_influence(lw, ll.T, ps.elpd_i)
+    mcse_g = np.array([influence_mcse(infl[g], chains) for g in range(n_g)])
     # first-order effect of per-draw errors on log Σ w p: a weighted mean of them, <= their max
     wp = np.exp(lw + ll.T - logsumexp(lw + ll.T, axis=1, keepdims=True))
     int_err = np.sum(wp * err.T, axis=1)
     # PSIS's own bias above k̂ 0.5 (half-sample estimate) enters the se, as in loo
     bias = ps.bias_i if ps.bias_i is not None else np.zeros(n_g)
     groups = [GroupValue(int(st.labels[g]), st.rows[g], float(ps.elpd_i[g]),
-                         float(np.sqrt(ps.mcse_i[g]**2 + bias[g]**2 + int_err[g]**2)),
+                         float(np.sqrt(mcse_g[g]**2 + bias[g]**2 + int_err[g]**2)),
                          float(ps.khat[g]), "psis",
                          how[g], float(int_err[g]), float(ps.elpd_i[g]), float(lap[g]))
               for g in range(n_g)]
     elpd_obs = mcse_obs = None
     if pointwise_obs:
         elpd_obs, mcse_obs = _obs_values(model, data_dict, observations, st, unc, empty, lw,
-                                         group, isinstance(none, list), r_eff)
+                                         group, isinstance(none, list), r_g)
     warns: list[str] = []
     bad = [g for g in range(n_g) if ps.khat[g] > threshold]
     refit: list[int] = []
@@ -225,7 +239,7 @@ def _check_rows(unc: np.ndarray, c: np.ndarray, k: int = 48) -> np.ndarray:
 
 def _obs_values(model: StanProgram, data: dict[str, Any], obs: Any, st: GroupStructure,
                 unc: np.ndarray, empty: list[Any], lw: np.ndarray, group: str,
-                full: bool, r_eff: float) -> tuple[np.ndarray, np.ndarray]:
+                full: bool, r_g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """log p(y_i | y₋g(i)) = log Σ_s w_gs p(y_i | φ_s), p(y_i | φ) with a_g integrated over
     its prior, and their Monte Carlo se (PSIS only): the instance with row i added to the rows
     of the group's reference integral (none, or with ``full`` every row outside the group)
@@ -241,7 +255,7 @@ def _obs_values(model: StanProgram, data: dict[str, Any], obs: Any, st: GroupStr
                           _check_rows(unc, c))
             ll_i = v.value - empty[g].value
             out[i] = float(logsumexp(lw[g] + ll_i))
-            se[i] = float(elpd_mcse(lw[g], ll_i, r_eff))
+            se[i] = float(elpd_mcse(lw[g], ll_i, r_g[g]))
     return out, se
 
 
