@@ -65,6 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="leave-one-group-out over the groups in data variable VAR (one "
                         "integer per observation), each group's latents integrated out, no "
                         "refits (high k-hat groups are refit with --fix auto or exact)")
+    parser.add_argument("--no-obs-values", action="store_true",
+                        help="with --group: leave out the per-observation values "
+                        "log p(y_i | y_-g(i)) (one more integral per observation)")
     parser.add_argument("--fix", choices=(*FIX_METHODS, "mis"), default="auto",
                         help="recompute observations with high k-hat: mm (moment matching of "
                         "the draws, no refit), exact (NUTS without the observation + bridge "
@@ -148,6 +151,8 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         from .loo_group import run_group
 
         return run_group(args, report)
+    if args.no_obs_values:
+        raise InputError("--no-obs-values applies to --group only")
     plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
     pit_plot = check_output(args.pit_plot, PLOT_SUFFIXES, "--pit-plot")
     checks = checks_requested(args)

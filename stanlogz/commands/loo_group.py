@@ -53,6 +53,7 @@ def run_group(args: argparse.Namespace, report: Reporter) -> int:
 
     r = logo(args.model, args.data, group=args.group, obs=args.obs,
              obs_fields=obs_fields(args.obs_fields), fix=fix, k_threshold=args.k_threshold,
-             settings=nuts_settings(args), seed=args.seed, progress=report.progress)
+             settings=nuts_settings(args), seed=args.seed, progress=report.progress,
+             pointwise_obs=not args.no_obs_values)
     print_logo(report, r)
     return finish(report, r, None, lambda tmp: None)

@@ -40,9 +40,11 @@ def test_loo_group_json(capsys, compiled):
     (["--fix", "mm"], "--fix must be auto, exact or none"),
     (["--log-lik", "difference"], "--log-lik does not apply"),
     (["--group", "county"], "--group county: no data variable named county"),
+    (["--no-obs-values"], "--no-obs-values applies to --group only"),
 ])
 def test_loo_group_refuses_in_one_line(capsys, extra, needle):
-    argv = ["loo", PROG, "--data", DATA, "--group", "g", *extra]
+    argv = ["loo", PROG, "--data", DATA, *(["--group", "g"] if extra[0] != "--no-obs-values"
+                                          else []), *extra]
     rc = main(argv)
     err = capsys.readouterr().err
     assert rc != 0 and needle in err and "Traceback" not in err
