@@ -32,7 +32,8 @@ from stanlogz.stan.settings import NutsArgs
 CASES = {"normal": ("logo_normal.stan", (8, 4, 11)), "poisson": ("logo_poisson.stan", (8, 5, 1))}
 
 
-def run(kind: str, seeds: int, fix: str, nuts: NutsArgs | None = None) -> list[str]:
+def run(kind: str, seeds: int, fix: str, nuts: NutsArgs | None = None,
+        k_threshold: float | None = None) -> list[str]:
     """The coverage rows of one program."""
     stan, (j, n_per, data_seed) = CASES[kind]
     data = simulate(kind, j, n_per, data_seed)
@@ -42,7 +43,7 @@ def run(kind: str, seeds: int, fix: str, nuts: NutsArgs | None = None) -> list[s
     for s in range(seeds):
         t0 = time.perf_counter()
         r = logo(m, data, group="g", seed=1000 + s, fix=fix, pointwise_obs=False,
-                 settings=nuts)
+                 settings=nuts, k_threshold=k_threshold)
         secs.append(time.perf_counter() - t0)
         tot.append(r.elpd_logo)
         tot_se.append(r.mcse_elpd_logo)
@@ -73,13 +74,14 @@ def main() -> None:
     ap.add_argument("--fix", default="auto", choices=("auto", "none"))
     ap.add_argument("--cases", default="normal,poisson")
     ap.add_argument("--draws", type=int, default=1000, help="post-warmup draws per chain (4)")
+    ap.add_argument("--k-threshold", type=float, default=None, help="refit groups above it")
     args = ap.parse_args()
     nuts = NutsArgs(draws=args.draws)
     print("| program | what | n | coverage ±2 se | rmse / mean se | mean se | mean error "
           "| seconds per run |")
     print("|---|---|---|---|---|---|---|---|")
     for kind in args.cases.split(","):
-        for row in run(kind, args.seeds, args.fix, nuts):
+        for row in run(kind, args.seeds, args.fix, nuts, args.k_threshold):
             print(row, flush=True)
 
 
