@@ -62,6 +62,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="use existing draws: CmdStan CSV files, or a stanlogz sample "
                         "--output file (.csv or .nc)")
     add_observation_arguments(parser)
+    parser.add_argument("--group", metavar="VAR", default=None,
+                        help="leave-one-group-out over the groups in data variable VAR (one "
+                        "integer per observation), each group's latents integrated out, no "
+                        "refits (high k-hat groups are refit with --fix auto or exact)")
+    parser.add_argument("--no-obs-values", action="store_true",
+                        help="with --group: leave out the per-observation values "
+                        "log p(y_i | y_-g(i)) (one more integral per observation)")
     parser.add_argument("--fix", choices=tuple(FIXUPS), default="auto",
                         help=fix_help("recompute observations with high k-hat"))
     parser.add_argument("--mm-budget", metavar="SECONDS", type=float, default=None,
@@ -138,6 +145,12 @@ def print_loo(report: Reporter, r: LooResult) -> None:
 
 @with_executor
 def run(args: argparse.Namespace, report: Reporter) -> int:
+    if args.group is not None:
+        from .loo_group import run_group
+
+        return run_group(args, report)
+    if args.no_obs_values:
+        raise InputError("--no-obs-values applies to --group only")
     plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
     pit_plot = check_output(args.pit_plot, PLOT_SUFFIXES, "--pit-plot")
     checks = checks_requested(args)

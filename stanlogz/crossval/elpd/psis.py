@@ -254,11 +254,12 @@ def psis_loo(log_lik: np.ndarray, r_eff: float = 1.0, chains: int | None = None,
     llt = np.ascontiguousarray(ll.T)  # (N, S)
     lw, khat = arviz_compat.psislw(-llt, r_eff=r_eff)  # (N, S), normalized per observation
     khat = np.asarray(khat, dtype=float).ravel()
-    # A likelihood constant over the draws gives equal ratios: the importance weights are
-    # uniform and the estimate log p(y_i) is exact, but there is no tail to fit, so ArviZ 0.x
-    # and older loo report k̂ = Inf ("very bad"). posterior's pareto_khat (loo 2.7+) reports
-    # NA for constant draws: so does stanlogz (NaN), and the point is not flagged.
-    const = np.ptp(llt, axis=1) == 0.0
+    # A likelihood constant over the draws (e.g. its latents integrated out) gives equal
+    # ratios: the importance weights are uniform and the estimate log p(y_i) is exact, but
+    # there is no tail to fit, so ArviZ 0.x and older loo report k̂ = Inf ("very bad").
+    # posterior's pareto_khat (loo 2.7+) reports NA for constant draws: so does stanlogz
+    # (NaN), and the point is not flagged.
+    const = np.ptp(llt, axis=1) <= 1e-12 * (1 + np.abs(llt[:, 0]))
     if const.any():
         khat[const] = np.nan
         lw[const] = -math.log(s)

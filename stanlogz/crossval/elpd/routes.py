@@ -53,6 +53,10 @@ def pointwise_source(model: StanProgram, data: Mapping[str, Any], obs: Observati
     density difference unchecked here: the caller checks it on its own points."""
     if log_lik == "conditional":
         return _conditional(model, data, obs, rows, None)
+    if log_lik == "integrated":  # one latent per observation integrated out (:mod:`.integrated`)
+        src = IntegratedSource(model, data, obs)
+        src.check(rows)
+        return src
     pw = PointwiseLogLik(model, data, obs, log_lik)
     if pw.source != "difference" or log_lik == "difference" or not check:
         return pw

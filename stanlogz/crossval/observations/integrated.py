@@ -7,9 +7,14 @@ The term of observation i is read off the program itself: ℓ_i(θ, z_i) = log p
 log p̃(θ; ∅) on data instances with one and with no observation, checked to sum to the full
 density difference at a few draws (no latent linked to another, no cross-observation term).
 The integral over the unconstrained latent is adaptive Gauss–Hermite around the per-draw mode
-(Newton steps on finite differences), with 32 nodes checked against 16. The latent's prior is
-taken to be normalized as written (for real observations :mod:`.splitcheck` verifies it; for
-integer ones it cannot be verified without summing over the support).
+(Newton steps on finite differences), with 32 nodes checked against 16 (a trapezoid rule on a
+wide grid where they disagree). For real observations
+the latent's prior need not be normalized as written (``vector<lower=0>[N] z; z ~ normal(0,
+1)`` without ``T[,]``): its log mass, log ∫∫ exp ℓ_i dy_i dz_i (Gaussian closed form in y_i and a
+grid over z_i, :func:`.splitcheck._mass`), is found at a few draws and subtracted when it is
+the same at all of them (a mass that moves with the hyperparameters is refused). For integer
+observations the prior is taken to be normalized as written (it cannot be checked without
+summing over the support).
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ class IntegratedSource:
         self.pos0 = coordinate_map(model, self.empty, everything, np.zeros(0, dtype=int))
         self._one: dict[int, tuple[Any, np.ndarray, int]] = {}
         self.checked = False
+        self.log_mass = np.zeros(obs.n)  # set by check() for real observations
         nodes, weights = np.polynomial.hermite.hermgauss(32)
         self.gh = [(nodes, weights), np.polynomial.hermite.hermgauss(16)]
 
@@ -81,7 +87,29 @@ class IntegratedSource:
             raise InputError(f"{self.model.name}: the per-observation terms do not add up to "
                              "the program's density (latents linked across observations or "
                              "terms shared by observations)")
+        self.log_mass = self._log_mass(unc)
         self.checked = True
+
+    def _log_mass(self, unc: np.ndarray) -> np.ndarray:
+        """Each observation's latent-prior log mass (zero for integer observations)."""
+        from .splitcheck import _mass
+
+        out = np.zeros(self.obs.n)
+        every = np.arange(self.obs.n)
+        for i in range(self.obs.n):
+            keep = np.setdiff1d(every, [i])
+            small = self.model.with_data(self.obs.subset(self.data, keep))
+            common = coordinate_map(self.model, small, every, keep)
+            mass = _mass(self.model, self.data, self.obs, i, unc, np.array([self.coord[i]]))
+            if mass is None or not np.all(np.isfinite(mass)):
+                return np.zeros(self.obs.n)  # integer or non-Gaussian y: taken as normalized
+            gap = mass - small.log_density_many(unc[:, common])
+            if np.ptp(gap) > 1e-6:
+                raise InputError(f"{self.model.name}: the prior of observation {i + 1}'s latent "
+                                 "has a mass that changes with the other parameters (a "
+                                 "truncated latent without T[,]); add the truncation")
+            out[i] = float(np.mean(gap))
+        return out
 
     def column(self, i: int, unc: np.ndarray) -> np.ndarray:
         """log ∫ exp ℓ_i(θ, v) dv over observation i's unconstrained latent, per draw."""
@@ -99,11 +127,13 @@ class IntegratedSource:
 
         v = base[:, own].copy()
         h = 1e-3
-        for _ in range(8):  # Newton on central differences, with a step cap
+        for _ in range(30):  # Newton on central differences, with a step cap
             fm, f0, fp = f(np.column_stack([v - h, v, v + h])).T
             g, c = (fp - fm) / (2 * h), (fp - 2 * f0 + fm) / h**2
             step = np.where(c < 0, -g / np.where(c < 0, c, -1.0), np.sign(g))
             v = v + np.clip(step, -2.0, 2.0)
+            if np.max(np.abs(step)) < 1e-6:  # a draw far out needs more than a few capped steps
+                break
         fm, f0, fp = f(np.column_stack([v - h, v, v + h])).T
         c = (fp - 2 * f0 + fm) / h**2
         s = np.where(c < 0, 1.0 / np.sqrt(np.where(c < 0, -c, 1.0)), 1.0)
@@ -113,9 +143,18 @@ class IntegratedSource:
             lw = np.log(weights)[None, :] + nodes[None, :] ** 2 + f(pts)
             vals.append(special.logsumexp(lw, axis=1) + np.log(math.sqrt(2) * s))
         if np.max(np.abs(vals[0] - vals[1])) > GH_TOL:
+            # skewed or heavy-tailed in the unconstrained latent (a positive latent near zero:
+            # an exponential tail in log z): trapezoid on a wide grid, converging geometrically
+            # for such smooth integrands, checked against every other node
+            t = np.linspace(-40.0, 40.0, 801)
+            pts = v[:, None] + s[:, None] * t[None, :]
+            lf = f(pts)
+            vals = [special.logsumexp(lf, axis=1) + np.log(s * (t[1] - t[0])),
+                    special.logsumexp(lf[:, ::2], axis=1) + np.log(s * 2 * (t[1] - t[0]))]
+        if np.max(np.abs(vals[0] - vals[1])) > GH_TOL:
             raise InputError(f"{self.model.name}: the integral over the latent of observation "
                              f"{i + 1} is not resolved by Gauss-Hermite quadrature")
-        return vals[0] - lp0
+        return vals[0] - lp0 - self.log_mass[i]
 
     def columns(self, index: Sequence[int] | np.ndarray, unc: np.ndarray) -> np.ndarray:
         """``(S, len(index))`` integrated log-likelihoods."""

@@ -32,7 +32,7 @@ from ...errors import DataError, InputError
 from ...stan.program import StanProgram
 from .observations import Observations
 
-LOG_LIK_SOURCES = ("auto", "log_lik", "difference", "conditional")
+LOG_LIK_SOURCES = ("auto", "log_lik", "difference", "conditional", "integrated")
 
 #: Most observations a baseline instance may need (programs that declare int<lower=r> N).
 MAX_REFERENCE = 3
@@ -111,8 +111,8 @@ class PointwiseLogLik:
         if source not in LOG_LIK_SOURCES:
             raise InputError(f"log-likelihood source must be one of {', '.join(LOG_LIK_SOURCES)}, "
                              f"got {source!r}")
-        if source == "conditional":
-            raise InputError("the conditional log-likelihood is built by "
+        if source in ("conditional", "integrated"):
+            raise InputError(f"the {source} log-likelihood is built by "
                              "stanlogz.crossval.elpd.routes.pointwise_source")
         if source == "auto":
             source = "log_lik" if has_log_lik(model) else "difference"

@@ -32,6 +32,7 @@ from ..fixups.mixture import mixture_fixup
 from ..fixups.mm_points import check_budget, moment_match_points
 from ..fixups.moment_match import moment_match_observation
 from ..fixups.registry import FixMethod, fix_method
+from ..logo.estimator import logo_from_loo
 from ..observations.observations import load_observed
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError
@@ -99,6 +100,7 @@ def loo(
     model: ProgramLike,
     data: Any = None,
     *,
+    group: str | None = None,
     draws: Any = None,
     obs: str | None = None,
     obs_fields: list[str] | None = None,
@@ -113,7 +115,7 @@ def loo(
     progress: Any = None,
     mm_budget: float | None = None,
     **nuts_keywords: Unpack[NutsKeywords],
-) -> LooResult:
+) -> Any:
     """PSIS-LOO of a Stan program, with every unreliable observation recomputed.
 
     Pareto-smoothed importance sampling leave-one-out cross-validation (Vehtari, Gelman and
@@ -131,6 +133,13 @@ def loo(
         :func:`~stanlogz.crossval.psis_loo.fitloo.loo_from_fit`.
     data : dict or str, optional
         The program's data (a dict or a Stan JSON file).
+    group : str, optional
+        A data variable with one integer group label per observation (e.g. ``"county"``):
+        leave-one-group-out without refits instead of leave-one-out. Each group's latents are
+        integrated out given the hyperparameters, PSIS runs over the hyperparameter draws, and
+        groups whose k̂ stays high are refit exactly (``fix`` "auto" or "exact"; "none" keeps
+        their PSIS values). Returns a :class:`~stanlogz.crossval.logo.result.LogoResult`
+        (:func:`~stanlogz.crossval.logo.estimator.logo`).
     draws : Draws, cmdstanpy fit, CSV paths or InferenceData, optional
         Existing posterior draws; without them NUTS runs with ``settings``.
     obs : str, optional
@@ -210,6 +219,13 @@ def loo(
     >>> [(f.index + 1, f.method) for f in r.fixed]
     [(10, 'mm')]
     """
+    if group is not None:
+        check_arguments("loo", group=group)
+        return logo_from_loo(model, data, group=group, draws=draws, obs=obs, obs_fields=obs_fields,
+                             fix=fix, log_lik=log_lik, k_threshold=k_threshold,
+                             subsample=subsample, settings=settings, seed=seed,
+                             n_workers=n_workers, ups_options=ups_options, progress=progress,
+                             mm_budget=mm_budget, **nuts_keywords)
     check_arguments("loo", draws=draws, progress=progress, obs=obs, obs_fields=obs_fields,
                     fix=fix, log_lik=log_lik, k_threshold=k_threshold, subsample=subsample,
                     n_workers=n_workers, ups_options=ups_options)
@@ -229,7 +245,7 @@ def loo(
                                       and 2 <= subsample < observations.n):
         raise InputError(f"subsample must be an integer in 2..{observations.n - 1} (there are "
                          f"{observations.n} observations), got {subsample}")
-    if log_lik != "conditional":
+    if log_lik not in ("conditional", "integrated"):
         PointwiseLogLik(model, data_dict, observations, log_lik)  # bad sources fail early
     d = obtain_draws(model, draws, nuts, seed=seed, progress=progress)
     unc = d.flat_unconstrained()

@@ -16,11 +16,12 @@ import numpy as np
 
 from ... import arviz_compat
 from ...draws import Draws
-from ...errors import InputError
+from ...errors import InputError, StanlogzError
 from ..elpd.base import ElpdResult
 from ..fixups.fixups import FixedPoint
 from ..fixups.registry import FIX_LABELS
 from ..names import LooNames
+from ..observations.conditional import latent_coordinates
 from ..observations.observations import Observations
 from ..refit.cv_se import ElpdInterval, elpd_interval
 
@@ -215,7 +216,8 @@ def loo_warnings(r: LooResult) -> list[str]:
                 if r.fix == "none" else
                 f"the {r.fix} fix-up did not replace them (see the warnings above)")
         out.append(f"{len(left)} observation(s) have Pareto k-hat above {r.threshold:.2f} "
-                   f"({nums}): their PSIS values are unreliable; {what}")
+                   f"({nums}): their PSIS values are unreliable; {what}"
+                   + _integrated_offer(r))
     for f in r.fixed:
         out.extend(f.warnings)
         if f.se > 0.1:
@@ -236,3 +238,18 @@ def loo_warnings(r: LooResult) -> list[str]:
         out.append(f"p_loo = {r.p_loo:.1f} is large against {r.n_obs} observations: the model "
                    "may be misspecified or too flexible")
     return out
+
+
+def _integrated_offer(r: LooResult) -> str:
+    """The integrated route, offered when the log-likelihood is conditional on one latent per
+    observation (:mod:`~stanlogz.crossval.observations.integrated`)."""
+    if r.log_lik_source != "log_lik" or r.program is None or r.data is None:
+        return ""
+    try:
+        lat = latent_coordinates(r.program, r.data, r.observations)
+    except StanlogzError:
+        return ""
+    if not all(c.size == 1 for c in lat):
+        return ""
+    return ("; the program has one latent per observation: --log-lik integrated "
+            "(log_lik=\"integrated\") integrates it out instead of conditioning on it")

@@ -1,0 +1,116 @@
+"""Time and accuracy of leave-one-group-out without refits (``loo --group``) against exact
+refits (``kfold --group VAR --k groups``), in one table.
+
+* ``radon``: Minnesota radon (Gelman & Hill 2007; posteriordb's radon_mn data in
+  benchmarks/data/radon_mn.json), 919 homes in 85 counties, varying intercepts and a floor
+  effect (stan_models/examples/radon_logo.stan); the group integrals are Gaussian, so the
+  Laplace value (confirmed by Gauss–Hermite) is used.
+* ``poisson``: logo_poisson.stan on 30 simulated groups of 5-7 counts; adaptive Gauss–Hermite.
+
+Each row: one NUTS run on all data (4 x 1000 after 1000 warmup, what ``stanlogz sample``
+runs), LOGO on those draws (group values only, then with the observation-level values), and
+the exact refits of ``kfold --group VAR --k groups`` (one NUTS refit per group and bridge
+sampling: :func:`heldout_many`, what kfold runs per fold), all with the same seed. Times are
+CPU seconds of the process (all threads), so that a machine shared with other work does not
+skew the ratios; ``--refit-groups K`` refits K evenly spaced groups only and extrapolates the
+time to all of them. The last column compares the refit groups' values: the largest
+|logo − refit| / sqrt(mcse² + se²) and the summed difference with its se.
+
+    nice python3 -m benchmarks.logo_speed                          # every group refit
+    nice python3 -m benchmarks.logo_speed --cases radon --refit-groups 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+
+import numpy as np
+
+from benchmarks._common import ROOT, STAN_MODELS
+from benchmarks.truths.crossval.truths_logo import simulate
+from stanlogz.crossval.logo.estimator import logo
+from stanlogz.crossval.observations.observations import find_observations
+from stanlogz.crossval.refit.heldout import heldout_many
+from stanlogz.draws import obtain_draws
+from stanlogz.stan.model import StanModel
+
+
+def case(name: str) -> tuple[StanModel, dict, str]:
+    """The program, its data and the group variable of a row."""
+    if name == "radon":
+        data = json.loads((ROOT / "benchmarks" / "data" / "radon_mn.json").read_text())
+        return (StanModel.from_file(STAN_MODELS / "examples" / "radon_logo.stan", data), data,
+                "county_idx")
+    data = simulate("poisson", 30, 5, 3)
+    return StanModel.from_file(STAN_MODELS / "tests" / "logo_poisson.stan", data), data, "g"
+
+
+def _clock() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def _since(t: tuple[float, float]) -> tuple[float, float]:
+    return time.perf_counter() - t[0], time.process_time() - t[1]
+
+
+def row(name: str, seed: int, refit_groups: int | None) -> str:
+    """One table row (seconds as CPU seconds of this process, every thread counted, so that
+    a machine shared with other work does not skew the ratios; wall seconds in brackets)."""
+    m, data, group = case(name)
+    t = _clock()
+    d = obtain_draws(m, None, None, seed=seed)
+    w_nuts, c_nuts = _since(t)
+    t = _clock()
+    r = logo(m, data, group=group, draws=d, pointwise_obs=False, seed=seed)
+    w_logo, c_logo = _since(t)
+    t = _clock()
+    logo(m, data, group=group, draws=d, pointwise_obs=True, seed=seed)
+    _, c_obs = _since(t)
+    how = sorted({g.integration for g in r.groups})
+    out = (f"| {name} | {len(r.groups)} | {data['N']} | {c_nuts:.1f} [{w_nuts:.0f}] | "
+           f"{c_logo:.1f} [{w_logo:.0f}] ({c_logo / c_nuts:.1f}x) | {c_obs:.1f} "
+           f"({c_obs / c_nuts:.1f}x) | {r.elpd_logo:.2f} ± {r.mcse_elpd_logo:.3f} | "
+           f"{max(r.khat):.2f} | {','.join(how)} |")
+    if refit_groups == 0:
+        return out + " - | - | - |"
+    g_all = len(r.groups)
+    pick = (np.arange(g_all) if refit_groups is None or refit_groups >= g_all else
+            np.unique(np.linspace(0, g_all - 1, refit_groups).astype(int)))
+    held = [r.groups[j].rows for j in pick]
+    t = _clock()
+    folds = heldout_many(m, data, find_observations(data, "N"), held, full_draws=d,
+                         seed=seed)
+    _, c_k = _since(t)
+    c_all = c_nuts + c_k * g_all / pick.size  # every group refit, extrapolated if a subset
+    diff = np.array([r.groups[j].elpd - f.elpd for j, f in zip(pick, folds, strict=True)])
+    se = np.array([math.hypot(r.groups[j].mcse, f.se) for j, f in zip(pick, folds,
+                                                                        strict=True)])
+    z = diff / se
+    what = ("all" if pick.size == g_all
+            else f"{pick.size} of {g_all}, time x{g_all / pick.size:.1f}")
+    return out + (f" {c_all:.0f} ({c_all / c_nuts:.0f}x; {what}) | max abs z "
+                  f"{np.max(np.abs(z)):.2f}, sum diff {diff.sum():+.3f} ± "
+                  f"{math.sqrt(np.sum(se**2)):.3f} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", default="poisson,radon")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--refit-groups", type=int, default=None,
+                    help="refit this many groups (evenly spaced; default all, 0 none) and "
+                    "extrapolate the refit time to every group")
+    args = ap.parse_args()
+    print("| program | groups | N | NUTS CPU s [wall] | logo CPU s [wall] | logo + obs values "
+          "| elpd_logo ± mc se | max k̂ | integration | refits CPU s (incl. NUTS) | "
+          "logo − refit per group |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for name in args.cases.split(","):
+        print(row(name, args.seed, args.refit_groups), flush=True)
+
+
+if __name__ == "__main__":
+    main()

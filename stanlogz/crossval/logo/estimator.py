@@ -1,0 +1,277 @@
+"""Leave-one-group-out cross-validation without refits: :func:`logo`.
+
+With θ = (φ, a_1, …, a_G) split as :mod:`.structure` checks,
+
+    p(y_g | y₋g) = ∫ p(y_g | φ) p(φ | y₋g) dφ,   p(y_g | φ) = ∫ p(y_g | a_g, φ) p(a_g | φ) da_g.
+
+PSIS on the joint posterior fails for groups (a_g is informed mostly by y_g, so the ratios
+1 / p(y_g | a_g, φ) are heavy-tailed); with a_g integrated out the ratios 1 / p(y_g | φ) over
+the posterior draws of φ are smooth (the same idea as integrated importance sampling for
+latent Gaussian models: Vehtari et al. 2016; Merkle, Furr & Rabe-Hesketh 2019). The
+integrated likelihood comes from the compiled density on two data instances:
+
+    log p(y_g | φ) = log ∫ exp f_g(φ, a_g, a₋g) da_g − log ∫ exp f_∅(φ, a_g, a₋g) da_g,
+
+f_g the program on group g's rows alone and f_∅ on no rows (else the full data and the data
+without group g): every term not involving y_g cancels, and an unnormalized prior of a_g
+cancels too. Both integrals are adaptive Gauss–Hermite on the unconstrained scale
+(:mod:`.integrate`). Then PSIS as for observations (:func:`~..psis_loo.psis.psis_loo`, its
+Monte Carlo se and the summed draw influence for the total), plus the integration error as a
+bound. Groups whose k̂ stays above the threshold are refit exactly (:func:`heldout_many`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Unpack
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ... import arviz_compat
+from ...draws import obtain_draws
+from ...errors import InputError
+from ...parallel import child_sequence
+from ...stan.program import ProgramLike, StanProgram
+from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
+from ..elpd.psis import (
+    draw_influence,
+    elpd_mcse,
+    psis_loo,
+    relative_efficiency_pointwise,
+)
+from ..elpd.psis import total_mcse as influence_mcse
+from ..observations.observations import load_observed
+from ..refit.cv_se import elpd_se
+from ..refit.heldout import heldout_many
+from .integrate import integrate
+from .result import GroupValue, LogoResult, total_mcse
+from .structure import GroupStructure, check_structure, find_groups, instance, refuse
+
+FIXES = ("auto", "refit", "none")
+
+
+def _pairs(model: StanProgram, data: dict[str, Any], obs: Any, st: GroupStructure
+           ) -> tuple[list[StanProgram], StanProgram | list[StanProgram]]:
+    """Each group's instance on its rows alone and the instance on no rows (or, when the
+    program rejects empty data, the full program and the programs without each group)."""
+    try:
+        none: StanProgram | list[StanProgram] = instance(model, data, obs,
+                                                         np.zeros(0, dtype=int), st)
+    except InputError:
+        every = np.arange(obs.n)
+        return ([model] * st.n_groups,
+                [instance(model, data, obs, np.setdiff1d(every, r), st) for r in st.rows])
+    return [instance(model, data, obs, r, st) for r in st.rows], none
+
+
+def _check_pairs(model: StanProgram, data: dict[str, Any], obs: Any, st: GroupStructure,
+                 ones: list[StanProgram], none: Any, x: np.ndarray) -> None:
+    """The group's terms must be the same on both instance pairs (full − without g): the rest
+    of the density does not depend on group g's data."""
+    if isinstance(none, list):
+        return
+    every = np.arange(obs.n)
+    f = model.log_density_many(x)
+    f0 = none.log_density_many(x)
+    for g, rows in enumerate(st.rows):
+        without = instance(model, data, obs, np.setdiff1d(every, rows), st)
+        a = ones[g].log_density_many(x) - f0
+        b = f - without.log_density_many(x)
+        if np.max(np.abs(a - b)) > 1e-7 * (1 + np.max(np.abs(f))):
+            raise refuse(st.group, f"the terms of group {int(st.labels[g])}'s data differ "
+                         "between the data alone and the data with the other groups (the "
+                         "program uses the data beyond per-observation terms)")
+
+
+def logo(
+    model: ProgramLike,
+    data: Any = None,
+    *,
+    group: str,
+    draws: Any = None,
+    obs: str | None = None,
+    obs_fields: list[str] | None = None,
+    fix: str = "auto",
+    k_threshold: float | None = None,
+    pointwise_obs: bool = True,
+    settings: NutsArgs | None = None,
+    seed: int | None = None,
+    progress: Callable[[str], None] | None = None,
+    **nuts_keywords: Unpack[NutsKeywords],
+) -> LogoResult:
+    """Leave-one-group-out cross-validation of a hierarchical Stan program without refits.
+
+    Parameters
+    ----------
+    model, data
+        The program (a path or :class:`StanModel`) and its data.
+    group
+        The data variable holding each observation's group (1-based index of the group
+        parameters, e.g. ``county``).
+    draws
+        Existing posterior draws of the program on all data; else NUTS with ``settings``.
+    obs, obs_fields
+        The observation size variable and per-observation arrays (inferred when unambiguous).
+    fix
+        Groups whose k̂ exceeds the threshold: ``"auto"``/``"refit"`` refit them exactly
+        (NUTS without the group, as ``kfold``), ``"none"`` keeps the PSIS value with a warning.
+    k_threshold
+        k̂ above which a group is refit (default min(1 − 1/log10 S, 0.7)).
+    pointwise_obs
+        Also compute log p(y_i | y₋g(i)) per observation (one more integral per observation).
+    settings, seed, progress, nuts_keywords
+        NUTS settings (``chains``, ``warmup``, ``draws``, ... replace its fields), seed,
+        progress callback.
+
+    Returns
+    -------
+    LogoResult
+        elpd_logo, its between-group se, its Monte Carlo se, per-group and per-observation
+        values.
+    """
+    t0 = time.perf_counter()
+    settings = nuts_from_keywords(settings, nuts_keywords, "loo")
+    if fix not in FIXES:
+        raise InputError(f"fix must be one of {', '.join(FIXES)} for leave-one-group-out, "
+                         f"got {fix!r}")
+    if k_threshold is not None and not 0.0 <= k_threshold <= 1.0:
+        raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+                                                   progress=progress)
+    st = find_groups(model, data_dict, observations, group)
+    ones, none = _pairs(model, data_dict, observations, st)
+    # the structure is an identity of the density, checked at any points: before sampling
+    probe = np.random.default_rng(child_sequence(seed, 37)).normal(0, 0.5, (3, model.dim))
+    check_structure(model, data_dict, observations, st, probe)
+    _check_pairs(model, data_dict, observations, st, ones, none, probe)
+    d = obtain_draws(model, draws, settings, seed=seed, progress=progress)
+    unc = d.flat_unconstrained()
+    if progress:
+        progress(f"integrating the latents of {st.n_groups} groups at {unc.shape[0]} draws")
+    s, n_g = unc.shape[0], st.n_groups
+    ll, err, lap = np.empty((s, n_g)), np.empty((s, n_g)), np.empty(n_g)
+    how: list[str] = []
+    empty: list[Any] = []
+    for g in range(n_g):
+        c = st.coords[g]
+        what = f"group {int(st.labels[g])} of {group}"
+        chk = _check_rows(unc, c)
+        i1 = integrate(ones[g], unc, c, unc[:, c], what, chk)
+        zero = none[g] if isinstance(none, list) else none
+        i0 = integrate(zero, unc, c, unc[:, c], what, chk)
+        how.append(i1.method if i1.method == i0.method else "gauss-hermite/laplace")
+        empty.append(i0)
+        ll[:, g] = i1.value - i0.value
+        err[:, g] = i1.error + i0.error
+        lap[g] = float(np.max(np.abs((i1.laplace - i0.laplace) - ll[:, g])))
+    chains = d.unconstrained.shape[0]
+    ll3 = ll.reshape(chains, -1, n_g)
+    # each group's own relative efficiency: p(y_g | φ) of a group that informs a slowly mixing
+    # hyperparameter has a far smaller ESS than the average (one scalar r_eff left the se of
+    # such groups 1.5x too small: benchmarks/logo_coverage.py)
+    r_g = relative_efficiency_pointwise(ll3) if chains > 1 else np.ones(n_g)
+    r_eff = float(np.mean(r_g))
+    ps = psis_loo(ll, r_eff, chains=chains, keep_above=0.0)
+    threshold = ps.threshold if k_threshold is None else float(k_threshold)
+    lw, _ = arviz_compat.psislw(-ll.T, r_eff=r_eff)  # (G, S) normalized
+    # each group's se from its own draw-influence series (the delta method of the
+    # self-normalized estimate) and that series' ESS over the chains, as for the total
+    infl = draw_influence(lw, ll.T, ps.elpd_i)
+    mcse_g = np.array([influence_mcse(infl[g], chains) for g in range(n_g)])
+    # first-order effect of per-draw errors on log Σ w p: a weighted mean of them, <= their max
+    wp = np.exp(lw + ll.T - logsumexp(lw + ll.T, axis=1, keepdims=True))
+    int_err = np.sum(wp * err.T, axis=1)
+    # PSIS's own bias above k̂ 0.5 (half-sample estimate) enters the se, as in loo
+    bias = ps.bias_i if ps.bias_i is not None else np.zeros(n_g)
+    groups = [GroupValue(int(st.labels[g]), st.rows[g], float(ps.elpd_i[g]),
+                         float(np.sqrt(mcse_g[g]**2 + bias[g]**2 + int_err[g]**2)),
+                         float(ps.khat[g]), "psis",
+                         how[g], float(int_err[g]), float(ps.elpd_i[g]), float(lap[g]))
+              for g in range(n_g)]
+    elpd_obs = mcse_obs = None
+    if pointwise_obs:
+        elpd_obs, mcse_obs = _obs_values(model, data_dict, observations, st, unc, empty, lw,
+                                         group, isinstance(none, list), r_g)
+    warns: list[str] = []
+    bad = [g for g in range(n_g) if ps.khat[g] > threshold]
+    refit: list[int] = []
+    if bad and fix != "none":
+        if progress:
+            progress(f"{len(bad)} group(s) with k-hat above {threshold:.2f}: exact refits")
+        folds = heldout_many(model, data_dict, observations, [st.rows[g] for g in bad],
+                             full_draws=d, settings=settings, seed=child_sequence(seed, 36))
+        for g, f in zip(bad, folds, strict=True):
+            gv = groups[g]
+            gv.elpd, gv.mcse, gv.method, gv.integration_error = f.elpd, f.se, "refit", 0.0
+            if elpd_obs is not None and mcse_obs is not None:
+                elpd_obs[f.index] = f.elpd_i
+                mcse_obs[f.index] = np.nan  # a refit gives the se of their sum only
+            warns.extend(f.warnings)
+        refit = bad
+    elif bad:
+        labels = ", ".join(str(int(st.labels[g])) for g in bad[:10])
+        warns.append(f"{len(bad)} group(s) have Pareto k-hat above {threshold:.2f} ({labels}): "
+                     "their PSIS values are unreliable; refit them (fix='auto', or `stanlogz "
+                     f"kfold --group {group} --k groups`)")
+    psis_part = float(np.hypot(ps.total_mcse(refit), ps.total_bias(refit)))
+    mcse = total_mcse(psis_part, [groups[g].mcse for g in refit],
+                      [float(int_err[g]) for g in range(n_g) if g not in refit])
+    elpd_g = np.array([gv.elpd for gv in groups])
+    if d.source == "stanlogz-nuts":
+        warns = list(d.summary().warnings) + warns
+    return LogoResult(model.name, group, float(elpd_g.sum()), elpd_se(elpd_g), mcse, groups,
+                      elpd_obs, observations, s, threshold, time.perf_counter() - t0, warns,
+                      mcse_psis=psis_part, mcse_obs=mcse_obs)
+
+
+def _check_rows(unc: np.ndarray, c: np.ndarray, k: int = 48) -> np.ndarray:
+    """Draws at which Laplace is checked against Gauss–Hermite: ``k`` spread over the run
+    and the ``k // 3`` with the most extreme values of every hyperparameter (where a
+    non-Gaussian integrand shows first)."""
+    spread = np.linspace(0, unc.shape[0] - 1, k).astype(int)
+    hyper = np.delete(unc, c, axis=1)
+    z = np.abs(hyper - hyper.mean(axis=0)) / (hyper.std(axis=0) + 1e-300)
+    extreme = np.argsort(-np.max(z, axis=1))[: k // 3]
+    return np.unique(np.concatenate([spread, extreme]))
+
+
+def _obs_values(model: StanProgram, data: dict[str, Any], obs: Any, st: GroupStructure,
+                unc: np.ndarray, empty: list[Any], lw: np.ndarray, group: str,
+                full: bool, r_g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """log p(y_i | y₋g(i)) = log Σ_s w_gs p(y_i | φ_s), p(y_i | φ) with a_g integrated over
+    its prior, and their Monte Carlo se (PSIS only): the instance with row i added to the rows
+    of the group's reference integral (none, or with ``full`` every row outside the group)
+    against that integral."""
+    out, se = np.empty(obs.n), np.empty(obs.n)
+    every = np.arange(obs.n)
+    for g, rows in enumerate(st.rows):
+        c = st.coords[g]
+        ref = np.setdiff1d(every, rows) if full else np.zeros(0, dtype=int)
+        for i in rows:
+            one = instance(model, data, obs, np.union1d(ref, [i]), st)
+            v = integrate(one, unc, c, unc[:, c], f"group {int(st.labels[g])} of {group}",
+                          _check_rows(unc, c))
+            ll_i = v.value - empty[g].value
+            out[i] = float(logsumexp(lw[g] + ll_i))
+            se[i] = float(elpd_mcse(lw[g], ll_i, r_g[g]))
+    return out, se
+
+
+
+def logo_from_loo(model: ProgramLike, data: Any = None, *, group: str, fix: str = "auto",
+                  **options: Any) -> LogoResult:
+    """:func:`logo` called with the keywords of :func:`~stanlogz.crossval.psis_loo.loo.loo`
+    (``loo(..., group=)``):
+    ``fix`` "auto" or "exact" refits high-k̂ groups, "none" keeps their PSIS values; loo's
+    options that have no meaning for groups (``subsample``, ``log_lik``, ``ups_options``,
+    ``mm_budget``, ``n_workers`` > 1) are refused."""
+    how = {"auto": "auto", "exact": "refit", "none": "none"}
+    if fix not in how:
+        raise InputError(f"loo with group: fix must be auto, exact or none, got {fix!r}")
+    for name, default in (("subsample", None), ("log_lik", "auto"), ("ups_options", None),
+                          ("mm_budget", None), ("n_workers", 1)):
+        if options.pop(name, default) != default:
+            raise InputError(f"loo with group: {name} does not apply to leave-one-group-out")
+    return logo(model, data, group=group, fix=how[fix], **options)

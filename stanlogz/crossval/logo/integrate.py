@@ -1,0 +1,156 @@
+"""log ∫ exp f(θ with a ← v) dv over a few unconstrained coordinates a, at many draws θ.
+
+Per draw: Newton's method to the mode (gradients of the compiled density, the Hessian by
+central differences of them, steps halved until the density rises), the Laplace value, and
+adaptive Gauss–Hermite quadrature on the Laplace Gaussian (Liu & Pierce 1994) at two rule
+sizes: the finer value is returned and the difference of the two is its error (for the smooth
+integrands of hierarchical models the finer rule's error is far smaller than that difference,
+so it is a conservative bound). Where the integrand is Gaussian (normal likelihood and prior)
+the Laplace value is exact; it is used at every draw when Gauss–Hermite confirms it at a set of
+checked draws, which makes such programs about five times cheaper. Blocks of more than
+:data:`MAX_GH_DIM` coordinates are refused here (the tensor rule grows as n^d).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from ...errors import InputError
+from ...stan.program import StanProgram
+
+#: Gauss–Hermite nodes per coordinate (fine, coarse) by block dimension.
+RULES = {1: (20, 12), 2: (12, 8), 3: (10, 6)}
+MAX_GH_DIM = max(RULES)
+#: Largest disagreement (log units) of Laplace with Gauss–Hermite at the checked draws for the
+#: Laplace value to be used at every draw.
+LAPLACE_TOL = 1e-8
+#: Finite-difference step of the Hessian (unconstrained scale).
+H_STEP = 1e-4
+
+
+@dataclass
+class Integral:
+    """Per draw: the log integral, its error bound, and the Laplace value beside it."""
+
+    value: np.ndarray
+    error: np.ndarray
+    laplace: np.ndarray
+    method: str  # "laplace" (checked against Gauss–Hermite) or "gauss-hermite"
+
+
+def _grad(m: StanProgram, base: np.ndarray, c: np.ndarray, v: np.ndarray
+          ) -> tuple[np.ndarray, np.ndarray]:
+    x = base.copy()
+    x[:, c] = v
+    lp, g = m.log_density_gradient_many(x)
+    return lp, g[:, c]
+
+
+def _value(m: StanProgram, base: np.ndarray, c: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """f at ``v`` ``(S, k, d)`` (k points per draw) -> ``(S, k)``, -inf where rejected."""
+    s, k, d = v.shape
+    x = np.repeat(base, k, axis=0)
+    x[:, c] = v.reshape(s * k, d)
+    out = m.log_density_many(x).reshape(s, k)
+    return np.where(np.isfinite(out), out, -np.inf)
+
+
+def _hessian(m: StanProgram, base: np.ndarray, c: np.ndarray, v: np.ndarray) -> np.ndarray:
+    d = c.size
+    hess = np.empty((v.shape[0], d, d))
+    for j in range(d):
+        e = np.zeros(d)
+        e[j] = H_STEP
+        _, gp = _grad(m, base, c, v + e)
+        _, gm = _grad(m, base, c, v - e)
+        hess[:, :, j] = (gp - gm) / (2 * H_STEP)
+    return 0.5 * (hess + np.swapaxes(hess, 1, 2))
+
+
+def mode(m: StanProgram, base: np.ndarray, c: np.ndarray, start: np.ndarray,
+         iters: int = 30) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mode of f over coordinates ``c`` per row of ``base`` from ``start`` ``(S, d)``: the
+    mode, f there and the Hessian there."""
+    v = start.copy()
+    f, g = _grad(m, base, c, v)
+    hess = _hessian(m, base, c, v)
+    for _ in range(iters):
+        neg = -hess
+        try:
+            chol_ok = np.all(np.linalg.eigvalsh(neg) > 0, axis=1)
+        except np.linalg.LinAlgError:
+            chol_ok = np.zeros(v.shape[0], dtype=bool)
+        safe = np.where(chol_ok[:, None, None], neg, np.eye(c.size)[None])
+        step = np.linalg.solve(safe, g[:, :, None])[:, :, 0]
+        norm = np.linalg.norm(step, axis=1, keepdims=True)
+        step = step * np.minimum(1.0, 2.0 / np.maximum(norm, 1e-300))
+        t = np.ones((v.shape[0], 1))
+        for _ in range(12):  # halve until f does not fall (per draw)
+            fn, gn = _grad(m, base, c, v + t * step)
+            bad = ~(np.isfinite(fn) & (fn >= f - 1e-12 * (1 + np.abs(f))))
+            if not bad.any():
+                break
+            t[bad] *= 0.5
+        ok = ~bad
+        v[ok] = (v + t * step)[ok]
+        f[ok], g[ok] = fn[ok], gn[ok]
+        if np.max(np.abs(g)) < 1e-7 * (1 + np.max(np.abs(f))) and np.all(chol_ok):
+            # converged within one step of the last Hessian: exact for a Gaussian integrand
+            # (the Laplace value is only used where Gauss–Hermite confirms it), and the
+            # Gauss–Hermite nodes only need a scale
+            break
+        hess = _hessian(m, base, c, v)
+    return v, f, hess
+
+
+def integrate(m: StanProgram, base: np.ndarray, c: np.ndarray, start: np.ndarray,
+              what: str, check: np.ndarray | None = None) -> Integral:
+    """log ∫ exp f(base with coordinates ``c`` ← v) dv per row of ``base`` ``(S, dim)``,
+    starting Newton from ``start`` ``(S, d)``; ``what`` names the integral in errors.
+
+    With ``check`` (row indices), the Laplace value is returned for every row when adaptive
+    Gauss–Hermite agrees with it to :data:`LAPLACE_TOL` at those rows (a Gaussian integrand:
+    normal likelihood and prior), with the largest disagreement seen as its error; else
+    Gauss–Hermite at every row."""
+    d = c.size
+    if d > MAX_GH_DIM:
+        raise InputError(f"{what}: {d} latent coordinates per group; integration beyond "
+                         f"{MAX_GH_DIM} is not supported yet")
+    v, f, hess = mode(m, base, c, start)
+    neg = -hess
+    eig = np.linalg.eigvalsh(neg)
+    if not np.all(eig > 0):
+        raise InputError(f"{what}: the density has no interior mode over the group's latents "
+                         "at some draws (not log-concave there)")
+    chol = np.linalg.cholesky(np.linalg.inv(neg))  # Σ = (-H)^-1 = L Lᵀ
+    logdet = np.sum(np.log(np.diagonal(chol, axis1=1, axis2=2)), axis=1)
+    laplace = f + 0.5 * d * math.log(2 * math.pi) + logdet
+    if check is not None:
+        fine, coarse = _gh(m, base[check], c, v[check], chol[check], logdet[check])
+        gap = float(np.max(np.abs(fine - laplace[check])) + np.max(np.abs(fine - coarse)))
+        if gap < LAPLACE_TOL:
+            return Integral(laplace, np.full(laplace.size, gap), laplace, "laplace")
+    fine, coarse = _gh(m, base, c, v, chol, logdet)
+    if not np.all(np.isfinite(fine)):
+        raise InputError(f"{what}: the integral is not finite at some draws")
+    return Integral(fine, np.abs(fine - coarse), laplace, "gauss-hermite")
+
+
+def _gh(m: StanProgram, base: np.ndarray, c: np.ndarray, v: np.ndarray, chol: np.ndarray,
+        logdet: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Adaptive Gauss–Hermite at the two rule sizes of :data:`RULES`."""
+    d = c.size
+    vals = []
+    for n in RULES[d]:
+        z1, w1 = np.polynomial.hermite.hermgauss(n)
+        idx = np.stack(np.meshgrid(*([np.arange(n)] * d), indexing="ij"), axis=-1).reshape(-1, d)
+        z = z1[idx]  # (n^d, d) nodes
+        lw = np.sum(np.log(w1)[idx], axis=1) + np.sum(z**2, axis=1)
+        pts = v[:, None, :] + math.sqrt(2) * np.einsum("sij,kj->ski", chol, z)
+        vals.append(special.logsumexp(lw[None, :] + _value(m, base, c, pts), axis=1)
+                    + 0.5 * d * math.log(2) + logdet)
+    return vals[0], vals[1]
