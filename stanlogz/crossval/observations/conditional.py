@@ -61,9 +61,11 @@ def response_field(data: Mapping[str, Any], obs: Observations, response: str | N
     cand = [f for f in obs.fields if np.asarray(data[f]).ndim == 1
             and np.asarray(data[f]).dtype.kind in "iuf"]
     if len(cand) != 1:
+        eg = (cand or list(obs.fields))[0]
         raise InputError(f"cannot tell which observation array holds the observed values "
-                         f"({', '.join(obs.fields)}); call the observed values y in the "
-                         "program and data, or add a log_lik generated quantity")
+                         f"({', '.join(obs.fields)}); name that array alone with --obs-fields "
+                         f"(e.g. --obs-fields {eg}), call it y in the program and data, or add "
+                         "a log_lik generated quantity")
     return cand[0]
 
 
