@@ -218,6 +218,11 @@ def result_text(command: str, record: dict[str, Any]) -> str:
     if command == "evidence":
         text = (f"log Z {_fmt(js.get('log_z'), 3)} ± {_fmt(js.get('log_z_se'), 3)} "
                 f"({js.get('method')})")
+        no_prior = sum("has no prior" in w for w in js.get("warnings", []))
+        mass = sum(" has mass " in w for w in js.get("warnings", []))
+        if no_prior or mass:
+            text += (f"; priors: {no_prior} parameter(s) without a prior, {mass} not of mass 1 "
+                     "(warned)")
         if record.get("draws_disagree"):
             text += f"; draws disagree with the reference ({record['draws_disagree']})"
         return text
