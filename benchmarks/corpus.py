@@ -272,6 +272,14 @@ def _slim(command: str, js: dict[str, Any]) -> dict[str, Any]:
 
 def table(records: list[dict[str, Any]]) -> str:
     """The Markdown table of the records and a line of counts per status."""
+    disagree = {r["posterior"]: (r.get("reference_z") or {}).get("max_abs_z")
+                for r in records if r["command"] == "sample"}
+    for r in records:  # the sample run may be in another results file or after this one
+        z = disagree.get(r["posterior"])
+        if r["command"] == "evidence" and r["status"] == "answered" and z is not None \
+                and z > Z_MAX:
+            r["draws_disagree"] = f"sample max|z| {z:.1f}"
+            r["result"] = result_text("evidence", r)
     lines = ["| posterior | command | status | s | result / refusal (route) | warnings |",
              "|---|---|---|---|---|---|"]
     counts: dict[str, int] = {}
@@ -329,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep the --out file's records and run only what is missing")
     parser.add_argument("--smallest-first", action="store_true",
                         help="run the posteriors in order of their data file's size")
+    parser.add_argument("--also", nargs="+", type=Path, default=[], metavar="FILE",
+                        help="more results files whose records join the table (read only)")
     parser.add_argument("--table-only", action="store_true",
                         help="print the table of the --out file and run nothing")
     args = parser.parse_args(argv)
@@ -359,7 +369,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{folder.name} {command}: {rec['status']} in {rec.get('seconds', 0):.0f} s"
                       f" {rec.get('result') or rec.get('message', '')}", file=sys.stderr,
                       flush=True)
-    print(table(records))
+    extra = [r for f in args.also for r in load(f)]
+    print(table(records + extra))
     return 0
 
 

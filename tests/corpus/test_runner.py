@@ -78,3 +78,23 @@ def test_the_table_counts_each_status_and_shows_the_route(tmp_path):
     out = tmp_path / "r.json"
     C.save(out, records)
     assert C.load(out) == records and C.load(tmp_path / "none.json") == []
+
+
+def test_evidence_is_marked_where_the_same_posteriors_draws_disagree():
+    records = [
+        {"posterior": "p", "command": "evidence", "status": "answered", "seconds": 5.0,
+         "json": {"log_z": -3.5, "log_z_se": 0.01, "method": "gbs",
+                  "warnings": ["parameter s has no prior (stanc --warn-pedantic): ..."]}},
+        {"posterior": "p", "command": "sample", "status": "answered", "seconds": 5.0,
+         "reference_z": {"max_abs_z": 6.25, "worst": "s", "compared": 2, "missing": 0}},
+        {"posterior": "q", "command": "evidence", "status": "answered", "seconds": 5.0,
+         "json": {"log_z": -1.0, "log_z_se": 0.02, "method": "gbs", "warnings": []}},
+        {"posterior": "q", "command": "sample", "status": "answered", "seconds": 5.0,
+         "reference_z": {"max_abs_z": 1.5, "worst": "s", "compared": 2, "missing": 0}},
+    ]
+    lines = C.table(records).splitlines()
+    p_line = next(ln for ln in lines if ln.startswith("| p | evidence"))
+    q_line = next(ln for ln in lines if ln.startswith("| q | evidence"))
+    assert "log Z -3.500 ± 0.010 (gbs)" in p_line and "sample max/z/ 6.2" in p_line
+    assert "1 parameter(s) without a prior" in p_line
+    assert "disagree" not in q_line and "prior" not in q_line
