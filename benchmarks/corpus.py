@@ -50,7 +50,8 @@ Z_MAX = 4.0
 #: Text that marks a line as Stan's (or C++'s) own error rather than stanlogz's.
 RAW_PATTERNS = re.compile(r"stan::|std::|what\(\)|Exception:|Unrecoverable|Error in '|"
                           r"line \d+, column \d+|Rejecting initial value|bridgestan|RuntimeError")
-ROUTE_PATTERN = re.compile(r"(--[a-z][a-z0-9-]+(?:[ =][A-Za-z0-9_][^\s,;)]*)?|stanlogz [a-z-]+)")
+ROUTE_PATTERN = re.compile(r"(--[a-z][a-z0-9-]+(?:[ =][A-Za-z0-9_][^\s,;)]*)?|stanlogz [a-z-]+|"
+                           r"log_lik generated quantity)")
 
 
 def posteriors(corpus: Path = CORPUS, only: list[str] | None = None) -> list[Path]:

@@ -44,6 +44,10 @@ def test_route_names_an_option_or_a_command():
     r = C.classify(_run(2, ["stanlogz: error: the data hold only scalars (k, n): compare such "
                             "programs by their evidence (stanlogz evidence for one program)"]))
     assert r["route"] == "stanlogz evidence"
+    r = C.classify(_run(2, ["stanlogz: error: no observation array holds one number per "
+                            "observation (X): the pointwise log-likelihood needs a log_lik "
+                            "generated quantity with one entry per observation"]))
+    assert r["route"] == "log_lik generated quantity"
 
 
 def test_flat_names_and_the_z_of_a_reference_mean():

@@ -61,11 +61,14 @@ def response_field(data: Mapping[str, Any], obs: Observations, response: str | N
     cand = [f for f in obs.fields if np.asarray(data[f]).ndim == 1
             and np.asarray(data[f]).dtype.kind in "iuf"]
     if len(cand) != 1:
-        eg = (cand or list(obs.fields))[0]
+        if not cand:
+            raise InputError(f"no observation array holds one number per observation "
+                             f"({', '.join(obs.fields)}): the pointwise log-likelihood needs a "
+                             "log_lik generated quantity with one entry per observation")
         raise InputError(f"cannot tell which observation array holds the observed values "
                          f"({', '.join(obs.fields)}); name that array alone with --obs-fields "
-                         f"(e.g. --obs-fields {eg}), call it y in the program and data, or add "
-                         "a log_lik generated quantity")
+                         f"(e.g. --obs-fields {cand[0]}), call it y in the program and data, or "
+                         "add a log_lik generated quantity")
     return cand[0]
 
 
