@@ -339,7 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smallest-first", action="store_true",
                         help="run the posteriors in order of their data file's size")
     parser.add_argument("--also", nargs="+", type=Path, default=[], metavar="FILE",
-                        help="more results files whose records join the table (read only)")
+                        help="more results files whose records join the table (read only; where "
+                        "two files ran the same command on a posterior, the later file's run "
+                        "wins)")
     parser.add_argument("--table-only", action="store_true",
                         help="print the table of the --out file and run nothing")
     args = parser.parse_args(argv)
@@ -370,8 +372,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{folder.name} {command}: {rec['status']} in {rec.get('seconds', 0):.0f} s"
                       f" {rec.get('result') or rec.get('message', '')}", file=sys.stderr,
                       flush=True)
-    extra = [r for f in args.also for r in load(f)]
-    print(table(records + extra))
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in records + [r for f in args.also for r in load(f)]:  # a later file's run wins
+        latest.pop((r["posterior"], r["command"]), None)
+        latest[(r["posterior"], r["command"])] = r
+    print(table(list(latest.values())))
     return 0
 
 
