@@ -293,6 +293,9 @@ def table(records: list[dict[str, Any]]) -> str:
         body = r.get("result") or r.get("message", "")
         if r["status"] == "refused" and r.get("route"):
             body = f"{r['message']} (route: `{r['route']}`)"
+        if r["status"] in ("timeout", "crashed") and r.get("stderr_tail"):
+            last = re.sub(r"^\[\s*[\d.]+s\]\s*", "", r["stderr_tail"][-1])
+            body = f"{body + '; ' if body and body != r['stderr_tail'][-1] else ''}last: {last}"
         body = body.replace("|", "/")
         lines.append(f"| {r['posterior']} | {r['command']} | {status} | {r.get('seconds', 0):.0f} "
                      f"| {body} | {len(r.get('warnings') or [])} |")

@@ -70,3 +70,22 @@ def test_several_sizes_refusal_names_obs_and_obs_answers():
     run = C.run_command(argv, limit=600)
     assert C.classify(run)["status"] == "answered", run["stderr"][-3:]
     assert run["json"]["n_obs"] == 55 and math.isfinite(run["json"]["elpd_loo"])
+
+
+@pytest.mark.slow
+def test_response_refusal_names_obs_fields_and_obs_fields_answers():
+    # seeds_centered_model: counts n of N trials with centred (linked) random effects; four
+    # per-observation arrays, none named y. The named route sums p(n_i | n_-i, theta) over the
+    # support of n_i; --fix none keeps the run short (its k-hat warnings stay).
+    folder = _folder("seeds_centered_model")
+    rec = C.run_one(folder, "loo", limit=600, seed=1)
+    assert rec["status"] == "refused" and rec["route"] == "--obs-fields n"
+    assert "cannot tell which observation array" in rec["message"] and not rec["raw"]
+    argv = C.command_line("loo", folder, seed=1) + ["--obs-fields", "n", "--fix", "none"]
+    run = C.run_command(argv, limit=600)
+    assert C.classify(run)["status"] == "answered", run["stderr"][-3:]
+    js = run["json"]
+    assert js["log_lik_source"] == "conditional" and js["n_obs"] == 21
+    assert sum(js["khat_counts"].values()) == 21
+    # 21 binomial counts of up to 94 trials: elpd_loo of a few nats per observation
+    assert -80 < js["elpd_loo"] < -40 and 1 < js["se"] < 10
