@@ -286,7 +286,10 @@ def table(records: list[dict[str, Any]]) -> str:
     counts: dict[str, int] = {}
     for r in records:
         status = r["status"]
-        if status == "refused":
+        if status == "refused":  # classified again: results files of older runs
+            routes = ROUTE_PATTERN.findall(r.get("message", ""))
+            r["route"] = routes[0] if routes else None
+            r["raw"] = bool(RAW_PATTERNS.search(r.get("message", "")))
             status += "" if r.get("route") else " NO ROUTE"
             status += " RAW" if r.get("raw") else ""
         counts[status] = counts.get(status, 0) + 1
