@@ -2,8 +2,10 @@
 each command is a subprocess of the ``stanlogz`` command line with ``--json`` and its defaults.
 
 - NUTS means agree with posteriordb's reference means (z against both Monte Carlo errors);
-- ``loo`` answers, or refuses with one line that names a route; each kind of refusal met in
-  the corpus has a test that runs the named route on that program and gets an answer.
+- ``loo`` answers, or refuses with one line that names a route; the kinds of refusal met in
+  the corpus whose route is an argument or a command have a test that runs the named route on
+  that program and gets an answer: scalar data (``stanlogz evidence``), several observation
+  sizes (``--obs``), no array named as the observed values (``--obs-fields``; ``slow``).
 
 The corpus lives beside the repository (``../shared/corpus``); without it the module skips.
 Seeds are fixed; each stochastic bound states its failure probability under a right answer.
