@@ -81,8 +81,8 @@ def test_response_refusal_names_obs_fields_and_obs_fields_answers():
     # support of n_i; --fix none keeps the run short (its k-hat warnings stay).
     folder = _folder("seeds_centered_model")
     rec = C.run_one(folder, "loo", limit=600, seed=1)
-    assert rec["status"] == "refused" and rec["route"] == "--obs-fields n"
-    assert "cannot tell which observation array" in rec["message"] and not rec["raw"]
+    assert rec["status"] == "refused" and rec["route"] == "--obs-fields"
+    assert "(e.g. --obs-fields n)" in rec["message"] and not rec["raw"]
     argv = C.command_line("loo", folder, seed=1) + ["--obs-fields", "n", "--fix", "none"]
     run = C.run_command(argv, limit=600)
     assert C.classify(run)["status"] == "answered", run["stderr"][-3:]
