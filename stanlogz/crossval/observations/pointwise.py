@@ -304,7 +304,8 @@ class PointwiseLogLik:
         total = ll[:, outside].sum(axis=1)
         want = full - lp0
         scale = 1.0 + np.abs(full) + np.abs(ll).sum(axis=1) + self.obs.n * np.abs(lp0)
-        bad = np.abs(total - want) > 1e-9 * scale
+        with np.errstate(invalid="ignore"):  # inf - inf: NaN, which is bad too
+            bad = ~(np.abs(total - want) <= 1e-9 * scale)
         if np.any(bad):
             s = int(np.argmax(bad))
             raise InputError(
