@@ -209,7 +209,7 @@ def result_text(command: str, record: dict[str, Any]) -> str:
             return base + f"; no reference quantity matched ({ref['missing']})"
         z = ref["max_abs_z"]
         flag = "" if z <= Z_MAX else (" (warned)" if js.get("warnings") else " UNWARNED")
-        return base + f"; max|z| {z:.2f} ({ref['worst']}, {ref['compared']} compared){flag}"
+        return base + f"; max abs z {z:.2f} ({ref['worst']}, {ref['compared']} compared){flag}"
     if command == "loo":
         khat = max((p.get("khat", float("nan")) for p in js.get("pointwise", [])),
                    default=float("nan"))
@@ -258,7 +258,7 @@ def run_one(folder: Path, command: str, limit: float, seed: int,
     if command == "evidence" and sample_record:
         z = (sample_record.get("reference_z") or {}).get("max_abs_z")
         if z is not None and z > Z_MAX:
-            record["draws_disagree"] = f"sample max|z| {z:.1f}"
+            record["draws_disagree"] = f"sample max abs z {z:.1f}"
     record["result"] = result_text(command, record) if js is not None else ""
     return record
 
@@ -276,10 +276,12 @@ def table(records: list[dict[str, Any]]) -> str:
     disagree = {r["posterior"]: (r.get("reference_z") or {}).get("max_abs_z")
                 for r in records if r["command"] == "sample"}
     for r in records:  # the sample run may be in another results file or after this one
+        if r["status"] == "answered" and r.get("json"):  # in this version's words
+            r["result"] = result_text(r["command"], r)
         z = disagree.get(r["posterior"])
         if r["command"] == "evidence" and r["status"] == "answered" and z is not None \
                 and z > Z_MAX:
-            r["draws_disagree"] = f"sample max|z| {z:.1f}"
+            r["draws_disagree"] = f"sample max abs z {z:.1f}"
             r["result"] = result_text("evidence", r)
     lines = ["| posterior | command | status | s | result / refusal (route) | warnings |",
              "|---|---|---|---|---|---|"]

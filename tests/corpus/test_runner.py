@@ -99,6 +99,6 @@ def test_evidence_is_marked_where_the_same_posteriors_draws_disagree():
     lines = C.table(records).splitlines()
     p_line = next(ln for ln in lines if ln.startswith("| p | evidence"))
     q_line = next(ln for ln in lines if ln.startswith("| q | evidence"))
-    assert "log Z -3.500 ± 0.010 (gbs)" in p_line and "sample max/z/ 6.2" in p_line
+    assert "log Z -3.500 ± 0.010 (gbs)" in p_line and "sample max abs z 6.2" in p_line
     assert "1 parameter(s) without a prior" in p_line
     assert "disagree" not in q_line and "prior" not in q_line
