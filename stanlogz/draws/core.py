@@ -158,15 +158,20 @@ class Draws:
                 rhat = np.asarray(az.rhat(ds)["x"].values, dtype=float)
                 ess_bulk = np.asarray(az.ess(ds, method="bulk")["x"].values, dtype=float)
                 ess_tail = np.asarray(az.ess(ds, method="tail")["x"].values, dtype=float)
+                ess_mean = np.asarray(az.ess(ds, method="mean")["x"].values, dtype=float)
             else:
-                rhat = ess_bulk = ess_tail = np.full(k, np.nan)
+                rhat = ess_bulk = ess_tail = ess_mean = np.full(k, np.nan)
         flat = values.reshape(-1, k)
         q = np.quantile(flat, [0.05, 0.5, 0.95], axis=0)
+        sd = flat.std(axis=0, ddof=1) if flat.shape[0] > 1 else np.full(k, np.nan)
         rows = [
             {
                 "name": names[j],
                 "mean": float(flat[:, j].mean()),
-                "sd": float(flat[:, j].std(ddof=1)) if flat.shape[0] > 1 else float("nan"),
+                "sd": float(sd[j]),
+                # Monte Carlo se of the mean: sd / sqrt(ESS of the mean)
+                "mcse_mean": float(sd[j] / np.sqrt(ess_mean[j])) if ess_mean[j] > 0
+                else float("nan"),
                 "q5": float(q[0, j]),
                 "q50": float(q[1, j]),
                 "q95": float(q[2, j]),

@@ -24,8 +24,9 @@ def _int_or_nan(v: float) -> int | float:
 class DrawsSummary(Display):
     """Per-quantity posterior summary, overall sampler diagnostics and warnings that say what to do.
 
-    ``rows`` holds one dict per constrained quantity with keys ``name, mean, sd, q5, q50, q95,
-    ess_bulk, ess_tail, r_hat``.
+    ``rows`` holds one dict per constrained quantity with keys ``name, mean, sd, mcse_mean, q5,
+    q50, q95, ess_bulk, ess_tail, r_hat`` (``mcse_mean``: the Monte Carlo se of the mean,
+    sd / sqrt(ESS of the mean)).
     """
 
     rows: list[dict[str, Any]]

@@ -22,6 +22,11 @@ def strip_comments(code: str | None) -> str:
     return re.sub(r"//[^\n]*|#[^\n]*", " ", code)
 
 
+def model_block(code: str | None) -> str:
+    """The model block of ``code`` with its comments blanked (empty when there is none)."""
+    return _block(strip_comments(code), "model") or ""
+
+
 def parameter_statements(code: str | None) -> list[str]:
     """The ``;``-separated statements of the parameters block of ``code`` (comments blanked;
     empty when there is no such block)."""

@@ -67,7 +67,10 @@ std::ostream g_cb_stream(&g_cb_buf);
 
 std::ostream* print_stream() { return g_print_cb ? &g_cb_stream : &std::cout; }
 
-// Each calling thread needs its own autodiff tape (STAN_THREADS makes it thread-local).
+// Each calling thread needs its own autodiff tape (STAN_THREADS makes it thread-local). Every
+// entry that runs model code sets it up, not only the gradients: code evaluated in doubles
+// can use autodiff inside (the ODE solvers' Jacobians, e.g. integrate_ode_bdf), and a thread
+// without a tape crashes there (a log density of an ODE program in a worker thread segfaulted).
 inline void ensure_ad_stack() {
   static thread_local stan::math::ChainableStack thread_instance;
   (void)thread_instance;
@@ -125,8 +128,8 @@ std::unique_ptr<stan::json::json_data> parse_json(const char* json) {
 
 template <bool propto, bool jacobian>
 double log_density_t(const bs_model* m, Eigen::VectorXd& x) {
+  ensure_ad_stack();
   if constexpr (propto) {
-    ensure_ad_stack();
     return stan::model::log_prob_propto<jacobian>(*m->model, x, print_stream());
   } else {
     return m->model->template log_prob<false, jacobian>(x, print_stream());
@@ -182,6 +185,7 @@ SLZ_EXPORT bs_model* bs_model_construct(const char* data, unsigned int seed, cha
     auto ctx = parse_json(data);
     std::ostringstream msgs;
     auto* m = new bs_model();
+    ensure_ad_stack();  // transformed data may call an ODE solver
     try {
       m->model = &new_model(*ctx, seed, &msgs);
     } catch (...) {
@@ -245,6 +249,7 @@ SLZ_EXPORT int bs_param_constrain(const bs_model* m, bool include_tp, bool inclu
     }
     Eigen::VectorXd x = Eigen::Map<const Eigen::VectorXd>(theta_unc, m->unc_num);
     Eigen::VectorXd out;
+    ensure_ad_stack();
     if (rng) {
       m->model->write_array(rng->rng, x, out, include_tp, include_gq, print_stream());
     } else {
@@ -266,6 +271,7 @@ SLZ_EXPORT int bs_param_unconstrain(const bs_model* m, const double* theta, doub
   try {
     Eigen::VectorXd c = Eigen::Map<const Eigen::VectorXd>(theta, m->num[0][0]);
     Eigen::VectorXd u(m->unc_num);
+    ensure_ad_stack();
     m->model->unconstrain_array(c, u, print_stream());
     std::memcpy(theta_unc, u.data(), sizeof(double) * u.size());
     return 0;
@@ -282,6 +288,7 @@ SLZ_EXPORT int bs_param_unconstrain_json(const bs_model* m, const char* json,
   try {
     auto ctx = parse_json(json);
     Eigen::VectorXd u(m->unc_num);
+    ensure_ad_stack();
     m->model->transform_inits(*ctx, u, print_stream());
     std::memcpy(theta_unc, u.data(), sizeof(double) * u.size());
     return 0;
@@ -503,6 +510,7 @@ SLZ_EXPORT int slz_param_constrain_many(const bs_model* m, bool include_tp, bool
   const int k = m->num[include_tp][include_gq];
   stan::rng_t rng = stan::services::util::create_rng(seed, 0);
   Eigen::VectorXd c;
+  ensure_ad_stack();
   for (int i = 0; i < n; ++i) {
     try {
       Eigen::VectorXd x = Eigen::Map<const Eigen::VectorXd>(xs + static_cast<size_t>(i) * d, d);

@@ -15,6 +15,7 @@ import pytest
 
 from stanlogz import draws as D
 from stanlogz.errors import DataError, InputError, ToolchainError
+from tests.helpers import ar1_chains, se_ratio_z
 
 FIX = Path("/work/shared/fixtures/cmdstan")
 if not FIX.is_dir():  # a clone elsewhere: the fixtures are shared under the repository's parent
@@ -289,3 +290,18 @@ def test_inference_data_round_trip_in_memory_and_netcdf(schools_model, tmp_path)
     with pytest.raises(DataError, match="not an ArviZ netCDF file") as e:
         D.as_draws(str(junk), schools_model)
     assert "\n" not in str(e.value)
+
+
+def test_summary_mcse_of_the_mean_matches_the_spread_of_means():
+    # 200 independent columns, each 4 AR(1) chains (phi 0.5) with mean 0: the sd of the 200
+    # column means is the true Monte Carlo se, sqrt((1 + phi) / (1 - phi) / 4000) = 0.0274.
+    # |z| of log(mean mcse / sd of means) <= 4 fails with probability ~6e-5 under a right se.
+    rng = np.random.default_rng(37)
+    x = ar1_chains(rng, 200, 4, 1000, 0.5, 0.0, 1.0)
+    rows = D.Draws(unconstrained=np.transpose(x, (1, 2, 0))).summary().rows
+    means = np.array([r["mean"] for r in rows])
+    mcse = np.array([r["mcse_mean"] for r in rows])
+    assert abs(mcse.mean() / math.sqrt(3 / 4000) - 1) < 0.1
+    assert abs(se_ratio_z(means, mcse)) < 4
+    one = D.Draws(unconstrained=rng.standard_normal((1, 3, 1))).summary().rows[0]
+    assert math.isnan(one["mcse_mean"])  # too few draws for an ESS: nan, not a number

@@ -23,6 +23,7 @@ routes that work.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import DataError, InputError, StanlogzError
+from ...stan.code import model_block
 from ...stan.program import StanProgram
 from .conditional_source import ColumnsByObservation
 from .latents import observation_axes, split_name
@@ -47,10 +49,19 @@ class NotGaussian(InputError):
     over it), so the closed-form normalization does not apply."""
 
 
-def response_field(data: Mapping[str, Any], obs: Observations, response: str | None = None
-                   ) -> str:
+def _sampled(code: str | None, names: list[str]) -> list[str]:
+    """The ``names`` that the program's model block uses as observed values (``name ~``,
+    ``name[...] ~`` or ``_lpdf(name |``), in the order given."""
+    model = model_block(code)
+    return [n for n in names if re.search(rf"\b{re.escape(n)}\s*(\[[^\]]*\])?\s*~", model)
+            or re.search(rf"_lp[dm]f\(\s*{re.escape(n)}\s*(\[[^\]]*\])?\s*\|", model)]
+
+
+def response_field(data: Mapping[str, Any], obs: Observations, response: str | None = None,
+                   code: str | None = None) -> str:
     """The per-observation data array that holds the observed values: ``response`` when given,
-    else ``y`` when it is an observation field, else the only real-valued 1-D one."""
+    else ``y`` when it is an observation field, else the only real-valued 1-D one. ``code``
+    (the program) picks the example the refusal names: an array the model block samples."""
     if response is not None:
         if response not in obs.fields:
             raise InputError(f"response {response!r} is not an observation array "
@@ -61,9 +72,20 @@ def response_field(data: Mapping[str, Any], obs: Observations, response: str | N
     cand = [f for f in obs.fields if np.asarray(data[f]).ndim == 1
             and np.asarray(data[f]).dtype.kind in "iuf"]
     if len(cand) != 1:
+        if not cand:
+            raise InputError(f"no observation array holds one number per observation "
+                             f"({', '.join(obs.fields)}): the pointwise log-likelihood needs a "
+                             "log_lik generated quantity with one entry per observation")
+        sampled = _sampled(code, cand)
+        if len(sampled) > 1:
+            raise InputError(f"the program models several values per observation "
+                             f"({', '.join(sampled)}): the pointwise log-likelihood needs a "
+                             "log_lik generated quantity with one entry per observation (the sum "
+                             "of its terms)")
         raise InputError(f"cannot tell which observation array holds the observed values "
-                         f"({', '.join(obs.fields)}); call the observed values y in the "
-                         "program and data, or add a log_lik generated quantity")
+                         f"({', '.join(obs.fields)}); name that array alone with --obs-fields "
+                         f"(e.g. --obs-fields {(sampled or cand)[0]}), call it y "
+                         "in the program and data, or add a log_lik generated quantity")
     return cand[0]
 
 
@@ -155,7 +177,7 @@ class ConditionalLogLik(ColumnsByObservation):
     def __init__(self, model: StanProgram, data: Mapping[str, Any], obs: Observations,
                  response: str | None = None, integrate_latents: bool = True) -> None:
         self.model, self.data, self.obs = model, dict(data), obs
-        self.response = response_field(self.data, obs, response)
+        self.response = response_field(self.data, obs, response, getattr(model, "code", None))
         if is_integer_valued(model, self.data, self.response):
             raise NotGaussian(f"{model.name}: the observed values {self.response} are integers; "
                               "normalizing the density over one of them needs a sum over its "

@@ -114,7 +114,7 @@ class QuadratureLogLik:
     def __init__(self, model: StanProgram, data: Mapping[str, Any], obs: Observations,
                  response: str | None = None) -> None:
         self.model, self.data, self.obs = model, dict(data), obs
-        self.response = response_field(self.data, obs, response)
+        self.response = response_field(self.data, obs, response, getattr(model, "code", None))
         y = np.asarray(self.data[self.response])
         if y.ndim != 1:
             raise NoConditional(f"{model.name}: {self.response} has several values per "

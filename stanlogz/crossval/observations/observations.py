@@ -105,8 +105,9 @@ def find_observations(data: Mapping[str, Any], obs: str | None = None,
             scalars = ", ".join(list(data)[:6])
             raise InputError(f"the data hold only scalars ({scalars}): there are no "
                              "observations to leave out one at a time; compare such programs "
-                             "by their evidence (stanlogz compare), or pass the data as arrays "
-                             "with one entry per observation")
+                             "by their evidence (stanlogz evidence for one program's log Z, "
+                             "stanlogz compare for several), or pass the data as arrays with "
+                             "one entry per observation")
         cands = [k for k, v in data.items()
                  if _is_int_scalar(v) and v > 0 and any(lengths[f] == v for f in data if f != k)]
         if not cands:

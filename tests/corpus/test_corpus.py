@@ -1,0 +1,93 @@
+"""A fast subset of the posteriordb corpus run as a user would run it (benchmarks/corpus.py):
+each command is a subprocess of the ``stanlogz`` command line with ``--json`` and its defaults.
+
+- NUTS means agree with posteriordb's reference means (z against both Monte Carlo errors);
+- ``loo`` answers, or refuses with one line that names a route; the kinds of refusal met in
+  the corpus whose route is an argument or a command have a test that runs the named route on
+  that program and gets an answer: scalar data (``stanlogz evidence``), several observation
+  sizes (``--obs``), no array named as the observed values (``--obs-fields``; ``slow``).
+
+The corpus lives beside the repository (``../shared/corpus``); without it the module skips.
+Seeds are fixed; each stochastic bound states its failure probability under a right answer.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from benchmarks import corpus as C
+
+pytestmark = [
+    pytest.mark.corpus,
+    pytest.mark.stan,
+    pytest.mark.skipif(not C.CORPUS.is_dir(), reason=f"no corpus at {C.CORPUS}"),
+]
+
+
+def _folder(name: str):
+    return C.posteriors(C.CORPUS, [name])[0]
+
+
+def test_nuts_means_agree_with_the_reference():
+    # 3 quantities; |z| > 4.5 for one of them has probability 3 * 6.8e-6 = 2e-5
+    rec = C.run_one(_folder("kilpisjarvi"), "sample", limit=600, seed=1)
+    assert rec["status"] == "answered", rec.get("message")
+    z = rec["reference_z"]
+    assert z["compared"] == 3 and z["missing"] == 0
+    assert z["max_abs_z"] <= 4.5, z
+
+
+def test_loo_answers_a_regression_without_log_lik():
+    rec = C.run_one(_folder("kilpisjarvi"), "loo", limit=600, seed=1)
+    assert rec["status"] == "answered", rec.get("message")
+    js = rec["json"]
+    assert js["n_obs"] == 62 and js["log_lik_source"] in ("difference", "conditional")
+    # 62 observations of a linear regression: the elpd's se is a few nats, its Monte Carlo se
+    # a small fraction of it
+    assert math.isfinite(js["elpd_loo"]) and 1 < js["se"] < 30
+    assert 0 < js["mcse_elpd_loo"] < 0.5 * js["se"]
+
+
+def test_scalar_data_refusal_names_evidence_and_evidence_answers():
+    folder = _folder("Rate_4_model")
+    rec = C.run_one(folder, "loo", limit=600, seed=1)
+    assert rec["status"] == "refused" and rec["route"] == "stanlogz evidence"
+    assert not rec["raw"] and "only scalars" in rec["message"]
+    ev = C.run_one(folder, "evidence", limit=600, seed=1)
+    assert ev["status"] == "answered", ev.get("message")
+    # k = 1 of n = 15 under a uniform prior: p(k) = 1 / (n + 1), log Z = -log 16; |error| >
+    # 4.5 se has probability 7e-6 when the se is right
+    js = ev["json"]
+    assert abs(js["log_z"] + math.log(16)) <= 4.5 * js["log_z_se"] + 1e-9
+
+
+def test_several_sizes_refusal_names_obs_and_obs_answers():
+    folder = _folder("losscurve_sislob")
+    rec = C.run_one(folder, "loo", limit=600, seed=1)
+    assert rec["status"] == "refused" and rec["route"].startswith("--obs")
+    assert "--obs n_data" in rec["message"] and not rec["raw"]
+    argv = C.command_line("loo", folder, seed=1) + ["--obs", "n_data"]
+    run = C.run_command(argv, limit=600)
+    assert C.classify(run)["status"] == "answered", run["stderr"][-3:]
+    assert run["json"]["n_obs"] == 55 and math.isfinite(run["json"]["elpd_loo"])
+
+
+@pytest.mark.slow
+def test_response_refusal_names_obs_fields_and_obs_fields_answers():
+    # seeds_centered_model: counts n of N trials with centred (linked) random effects; four
+    # per-observation arrays, none named y. The named route sums p(n_i | n_-i, theta) over the
+    # support of n_i; --fix none keeps the run short (its k-hat warnings stay).
+    folder = _folder("seeds_centered_model")
+    rec = C.run_one(folder, "loo", limit=600, seed=1)
+    assert rec["status"] == "refused" and rec["route"] == "--obs-fields"
+    assert "(e.g. --obs-fields n)" in rec["message"] and not rec["raw"]
+    argv = C.command_line("loo", folder, seed=1) + ["--obs-fields", "n", "--fix", "none"]
+    run = C.run_command(argv, limit=600)
+    assert C.classify(run)["status"] == "answered", run["stderr"][-3:]
+    js = run["json"]
+    assert js["log_lik_source"] == "conditional" and js["n_obs"] == 21
+    assert sum(js["khat_counts"].values()) == 21
+    # 21 binomial counts of up to 94 trials: elpd_loo of a few nats per observation
+    assert -80 < js["elpd_loo"] < -40 and 1 < js["se"] < 10

@@ -1,0 +1,48 @@
+"""Which observation array holds the observed values, and the refusal when the data cannot
+tell: its example names an array the model block samples (posteriordb's soil_incubation has
+times ts first and its observed eCO2mean second), several sampled arrays need a log_lik, and an
+observation array that is not one number per observation gets no --obs-fields advice."""
+
+from __future__ import annotations
+
+import pytest
+
+from stanlogz.crossval.observations.conditional import response_field
+from stanlogz.crossval.observations.observations import find_observations
+from stanlogz.errors import InputError
+
+SOIL = {"N_t": 3, "ts": [1.0, 2.0, 3.0], "eCO2mean": [4.0, 5.0, 6.5], "eCO2sd": [0.1, 0.2, 0.1]}
+SOIL_CODE = """
+data { int N_t; array[N_t] real ts; array[N_t] real eCO2mean; array[N_t] real eCO2sd; }
+parameters { real k; real<lower=0> sigma; }
+model {
+  // ts ~ never sampled: a comment
+  k ~ normal(0, 1);
+  for (t in 1:N_t) eCO2mean[t] ~ normal(k * ts[t], sigma);
+}
+"""
+
+
+def test_the_refusal_names_the_sampled_array():
+    obs = find_observations(SOIL)
+    with pytest.raises(InputError) as e:
+        response_field(SOIL, obs, code=SOIL_CODE)
+    assert "--obs-fields eCO2mean" in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(InputError, match="e.g. --obs-fields ts"):  # no program: the first
+        response_field(SOIL, obs)
+    lpdf = SOIL_CODE.replace("eCO2mean[t] ~ normal(", "target += normal_lpdf(eCO2sd[t] | ")
+    with pytest.raises(InputError, match="e.g. --obs-fields eCO2sd"):
+        response_field(SOIL, obs, code=lpdf)
+    assert response_field(SOIL, find_observations(SOIL, obs_fields=["eCO2mean"])) == "eCO2mean"
+
+
+def test_several_sampled_arrays_and_no_scalar_array_need_log_lik():
+    two = SOIL_CODE.replace("k ~ normal(0, 1);", "k ~ normal(0, 1); eCO2sd ~ exponential(1);")
+    with pytest.raises(InputError, match=r"several values per observation \(eCO2mean, eCO2sd\)"
+                                         r".*log_lik"):
+        response_field(SOIL, find_observations(SOIL), code=two)
+    grid = {"n": 2, "X": [[1, 0, 2], [0, 0, 1]]}
+    with pytest.raises(InputError) as e:
+        response_field(grid, find_observations(grid))
+    assert "no observation array holds one number per observation (X)" in str(e.value)
+    assert "--obs-fields" not in str(e.value)
