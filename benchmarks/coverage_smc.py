@@ -10,7 +10,8 @@ appended to a JSON-lines file (``--out``), so the table can be recomputed (``--s
 from the same runs under another se rule.
 
 Columns: how often the truth lies within 2 se of the reported log Z (and within its t_{k-1}
-95% interval), the mean error in se units, the mean and RMS error, the mean se; for the
+95% interval), the mean error in se units, the mean and RMS error, the mean se, the RMS of
+error / se (about 1 for an honest se; t_7 errors give 1.18); for the
 bounds, how often the lower bound (mean forward run log Ẑ) is below the truth, the upper
 bound (mean reverse run log Ẑ) above it, and the bracket interval (each bound moved out by
 its t quantile times its se) holds it; and, for comparison, the RMS error of the bracket's
@@ -59,9 +60,9 @@ def summarize(rows: list[dict[str, object]]) -> None:
     se are recomputed from the stored forward runs by :func:`forward_log_z` (what ``smc``
     reports: a deterministic function of the runs), the bounds by :func:`bracket`."""
     print("| J (params) | reps | covered ±2 se | covered t 95% | mean err/se | mean err | RMS err "
-          "| mean se | lower < truth | upper > truth | bracket interval covers | middle: RMS err "
-          "| middle high | s/rep |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| mean se | RMS err/se | lower < truth | upper > truth | bracket interval covers "
+          "| middle: RMS err | middle high | s/rep |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for j in sorted({int(r["groups"]) for r in rows}):
         rs = [r for r in rows if r["groups"] == j]
         truth = np.array([r["truth"] for r in rs])
@@ -81,6 +82,7 @@ def summarize(rows: list[dict[str, object]]) -> None:
               f"{np.mean(np.abs(err[fin]) <= q[fin] * se[fin]):.3f} | "
               f"{np.mean(err[fin] / se[fin]):+.2f} | {np.mean(err):+.3f} | "
               f"{math.sqrt(np.mean(err**2)):.3f} | {np.mean(se[fin]):.3f} | "
+              f"{math.sqrt(np.mean((err[fin] / se[fin]) ** 2)):.2f} | "
               f"{np.mean(lo < truth):.3f} | {np.mean(hi > truth):.3f} | "
               f"{np.mean((iv[:, 0] <= truth) & (truth <= iv[:, 1])):.3f} | "
               f"{math.sqrt(np.mean((mid - truth) ** 2)):.3f} | {np.mean(mid > truth):.3f} | "
