@@ -10,9 +10,10 @@ bisection so that the incremental weights keep a chosen effective sample size (J
 
 With a fixed schedule the product of the mean incremental weights is an *unbiased* estimate of
 Z/Z_q; choosing the β from the same particles makes it only consistent. So a pilot run chooses
-the schedule and ``n_runs`` independent runs use it: each run's Ẑ is unbiased, their mean is
-unbiased for Z, and log Z with its standard error (delta method on the runs' Ẑ) needs no
-variance theory beyond independent replicates — which also run in parallel.
+the schedule and ``n_runs`` independent runs use it: each run's Ẑ is unbiased, and log Z with
+its standard error comes from the runs' log Ẑ under the lognormal CLT (:func:`lognormal_log_z`)
+— independent replicates, which also run in parallel. Runs of the same schedule backwards from
+posterior draws (:mod:`.smc_reverse`) give an upper bound beside the forward runs' lower one.
 """
 
 from __future__ import annotations
