@@ -255,10 +255,10 @@ def forward_log_z(run_log_z: np.ndarray) -> tuple[float, float, list[str]]:
 
 def _bounds(forward: np.ndarray, reverse: np.ndarray) -> tuple[dict[str, Any], list[str]]:
     """Diagnostics and warnings of the forward/reverse bracket (:func:`bracket`)."""
-    if not np.all(np.isfinite(reverse)):
+    if not (np.all(np.isfinite(reverse)) and np.all(np.isfinite(forward))):
         return {"reverse_run_log_z": reverse.tolist()}, [
-            "SMC: a run back from the posterior draws ended with zero weight, so no upper "
-            "bound is given"]
+            "SMC: a run (forward, or back from the posterior draws) ended with zero weight, "
+            "so no bounds are given"]
     b = bracket(forward, reverse)
     info = {"reverse_run_log_z": reverse.tolist(), "lower_bound": b.lower,
             "lower_bound_se": b.lower_se, "upper_bound": b.upper, "upper_bound_se": b.upper_se,
