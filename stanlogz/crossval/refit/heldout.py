@@ -92,12 +92,16 @@ class HeldOut:
     #: evidence difference's log Z(full), estimated once for all of them): it adds linearly,
     #: not in quadrature, over splits
     shared_se: float = 0.0
+    #: the part of ``elpd_i_se`` shared in the same way: the evidence difference's log r error
+    #: moves Σ elpd_i by ∂Σ elpd_i/∂log r times itself (the delta method, :func:`_pointwise`)
+    elpd_i_shared_se: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly dict (observations numbered from 1, as in Stan)."""
         return {"observations": [int(i) + 1 for i in self.index], "elpd": self.elpd,
                 "se": self.se, "method": self.method,
                 "elpd_i": [float(v) for v in self.elpd_i], "elpd_i_se": self.elpd_i_se,
+                "elpd_i_shared_se": self.elpd_i_shared_se,
                 "khat": [float(k) for k in self.khat], "n_latent": self.n_latent,
                 "n_gradient_evals": self.n_gradient_evals, "n_evals": self.n_evals,
                 "seconds": self.seconds, "warnings": self.warnings}
@@ -229,6 +233,7 @@ def heldout_elpd(
     if se > 0.1:
         warns.append(f"held-out {_numbers(v)}: Monte Carlo se {se:.2f} of log p(y_V | y_T); "
                      "run more draws")
+    elpd_i_shared = shared_se
     if v.size == 1 or not pointwise:
         elpd_i = np.array([elpd]) if v.size == 1 else np.full(v.size, np.nan)
         elpd_i_se = se if v.size == 1 else float("nan")
@@ -239,12 +244,19 @@ def heldout_elpd(
         inst = [model.with_data(observations.subset(data, np.union1d(keep, [i]))) for i in v]
         pos = [coordinate_map(full, m, everything, np.union1d(keep, [i]))
                for m, i in zip(inst, v, strict=True)]
-        elpd_i, elpd_i_se = _pointwise(inst, pos, extra, q, common, sides, elpd,
-                                       kong=used == "bridge")
+        elpd_i, elpd_i_se, slope = _pointwise(inst, pos, extra, q, common, sides, elpd,
+                                              kong=used == "bridge")
         n_evals += v.size * sum(len(sd.x) for sd in sides)
+        # The evidence difference's log r comes from other estimates (two gbs fits), so its
+        # error reaches Σ elpd_i through the mixture density, ∂Σ elpd_i/∂log r = slope; it
+        # is taken as independent of the importance-sampling error (the delta method; coverage
+        # in benchmarks/coverage_cv.py --parts ed).
+        elpd_i_shared = 0.0
+        if used == "evidence-difference":
+            elpd_i_se, elpd_i_shared = propagate_log_r(elpd_i_se, slope, se, shared_se)
     return HeldOut(v, float(elpd), float(se), used, elpd_i, float(elpd_i_se),
                    (float(khat[0]), float(khat[1])), int(extra.size), int(n_grad), int(n_evals),
-                   time.perf_counter() - t0, warns, float(shared_se))
+                   time.perf_counter() - t0, warns, float(shared_se), float(elpd_i_shared))
 
 
 
@@ -326,9 +338,10 @@ class _Side:
 
 def _pointwise(inst: list[Any], pos: list[np.ndarray], extra: np.ndarray,
                q: ConditionalGaussian | None, common: np.ndarray, sides: list[_Side],
-               log_r: float, kong: bool = False) -> tuple[np.ndarray, float]:
+               log_r: float, kong: bool = False) -> tuple[np.ndarray, float, float]:
     """log p(y_i | y_T) for each held-out observation (data instance ``inst[i]`` on the full
-    coordinates ``pos[i]``) and the delta-method se of their sum (the terms share the draws).
+    coordinates ``pos[i]``), the delta-method se of their sum (the terms share the draws) and
+    the sum's derivative in ``log_r`` (0 with one side, which does not use it).
 
     One side: importance sampling from the (augmented) training posterior. Two sides: mixture
     importance sampling from both posteriors (balance heuristic), the full posterior normalized
@@ -360,13 +373,17 @@ def _pointwise(inst: list[Any], pos: list[np.ndarray], extra: np.ndarray,
     # pooled draws' own bridge (Kong's estimating equation), the term it propagates through the
     # mixture density (M-estimation sandwich; without it the se was ~3x too large)
     infl = [np.exp(logs[j] - elpd_i[:, None]).sum(axis=0) for j in range(len(sides))]
-    if kong and len(sides) == 2:
+    slope = 0.0
+    if len(sides) == 2:
+        # responsibility of the full posterior in the mixture: ∂ log w_i / ∂ log r at a draw,
+        # so ∂ elpd_i / ∂ log r is its w_i-weighted mean (in [0, 1] per observation)
         resp_f = [np.exp(math.log(len(sides[1].x) / n_all) + sd.log_full - log_r - dens[j])
                   for j, sd in enumerate(sides)]
+        slope = sum(float(np.sum(g * r)) for g, r in zip(infl, resp_f, strict=True)) / n_all
+    if kong and len(sides) == 2:
         a00 = -sum(float(np.sum(r * (1.0 - r))) for r in resp_f) / n_all
-        c = sum(float(np.sum(g * r)) for g, r in zip(infl, resp_f, strict=True)) / n_all
-        if a00 < 0:  # influence − (Σ_i c_i / p_i) / a00 · ψ_0, with ψ_0 = resp_f − n_f / n
-            u0 = c / a00
+        if a00 < 0:  # influence − slope / a00 · ψ_0, with ψ_0 = resp_f − n_f / n
+            u0 = slope / a00
             frac_f = len(sides[1].x) / n_all
             infl = [g - u0 * (r - frac_f) for g, r in zip(infl, resp_f, strict=True)]
     var = 0.0
@@ -374,7 +391,7 @@ def _pointwise(inst: list[Any], pos: list[np.ndarray], extra: np.ndarray,
         g = infl[j].reshape(sd.shape)
         n_j = g.size
         var += (n_j / n_all) ** 2 * autocorr_time(g) * float(np.var(g, ddof=1)) / n_j
-    return elpd_i, math.sqrt(var)
+    return elpd_i, math.sqrt(var), slope
 
 
 class SharedEvidence:
@@ -448,6 +465,14 @@ def _numbers(v: np.ndarray) -> str:
     shown = ", ".join(str(int(i) + 1) for i in v[:6])
     return f"observation {shown}" if v.size == 1 else \
         f"observations {shown}{', ...' if v.size > 6 else ''}"
+
+
+def propagate_log_r(se_fixed: float, slope: float, log_r_se: float, shared_se: float
+                    ) -> tuple[float, float]:
+    """se of Σ elpd_i with an independent error in log r propagated by the delta method
+    (``slope`` = ∂Σ elpd_i/∂log r, ``se_fixed`` the se with log r held fixed), and the part of
+    it that comes from the ``shared_se`` part of ``log_r_se`` (for :func:`shared_sum_se`)."""
+    return math.hypot(se_fixed, slope * log_r_se), abs(slope) * shared_se
 
 
 def shared_sum_se(se: Sequence[float], shared: Sequence[float]) -> float:

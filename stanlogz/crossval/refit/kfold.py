@@ -90,10 +90,11 @@ class KFoldResult(KFoldNames, ElpdResult):
 
     @property
     def mc_se(self) -> float:
-        """Monte Carlo se of elpd_kfold: the folds' own errors are independent, the log Z of
-        the full data that evidence-difference folds share adds linearly."""
+        """Monte Carlo se of elpd_kfold: the folds' own errors are independent; the error of
+        the log Z of the full data that evidence-difference folds share moves each fold's sum
+        by ∂Σ elpd_i/∂log r times itself, and these parts add linearly."""
         return shared_sum_se([f.elpd_i_se for f in self.folds],
-                             [f.shared_se for f in self.folds])
+                             [f.elpd_i_shared_se for f in self.folds])
 
     @property
     def elpd_joint(self) -> float:

@@ -10,9 +10,10 @@ bisection so that the incremental weights keep a chosen effective sample size (J
 
 With a fixed schedule the product of the mean incremental weights is an *unbiased* estimate of
 Z/Z_q; choosing the β from the same particles makes it only consistent. So a pilot run chooses
-the schedule and ``n_runs`` independent runs use it: each run's Ẑ is unbiased, their mean is
-unbiased for Z, and log Z with its standard error (delta method on the runs' Ẑ) needs no
-variance theory beyond independent replicates — which also run in parallel.
+the schedule and ``n_runs`` independent runs use it: each run's Ẑ is unbiased, and log Z with
+its standard error comes from the runs' log Ẑ under the lognormal CLT (:func:`lognormal_log_z`)
+— independent replicates, which also run in parallel. Runs of the same schedule backwards from
+posterior draws (:mod:`.smc_reverse`) give an upper bound beside the forward runs' lower one.
 """
 
 from __future__ import annotations
@@ -33,45 +34,11 @@ from ...parallel import as_seed_sequence, child_sequence, run_parallel
 from ..base import EvidenceResult
 from ..common import log_mean_exp
 from .ais import DEFAULT_INFLATE, log_mean_exp_with_se
-from .smc_reverse import reverse_runs, sandwich
+from .particles import next_beta, systematic_resample
+from .smc_reverse import bracket, reverse_runs
 
-# Bisection steps for the next β (relative precision 2^-50 of the remaining interval).
-_BISECTIONS = 50
 # More tempering steps than this means the path is (numerically) too long for the particles.
 MAX_STEPS = 10_000
-
-
-def next_beta(log_ratio: np.ndarray, beta: float, ess_fraction: float) -> float:
-    """The largest β' in (β, 1] whose incremental weights exp((β'−β) r) keep an effective
-    sample size of at least ``ess_fraction`` of the particles (1 when β'=1 already does)."""
-    r = np.where(np.isfinite(log_ratio), log_ratio, -np.inf)
-    n = r.size
-
-    def ess(delta: float) -> float:
-        lw = delta * r
-        lw = lw - np.max(lw)
-        w = np.exp(lw)
-        return float(w.sum() ** 2 / np.sum(w**2)) / n
-
-    if ess(1.0 - beta) >= ess_fraction:
-        return 1.0
-    lo, hi = 0.0, 1.0 - beta
-    for _ in range(_BISECTIONS):
-        mid = 0.5 * (lo + hi)
-        if ess(mid) >= ess_fraction:
-            lo = mid
-        else:
-            hi = mid
-    return beta + max(lo, 1e-12 * (1.0 - beta))
-
-
-def systematic_resample(log_w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Indices of a systematic resample of ``len(log_w)`` particles with weights ∝ exp(log_w)."""
-    w = np.exp(log_w - np.max(log_w))
-    c = np.cumsum(w / w.sum())
-    c[-1] = 1.0
-    u = (rng.uniform() + np.arange(w.size)) / w.size
-    return np.searchsorted(c, u, side="left")
 
 
 @dataclass
@@ -255,16 +222,77 @@ def lognormal_log_z(run_log_z: np.ndarray) -> tuple[float, float]:
     return float(np.mean(r) + 0.5 * s2), math.sqrt(s2 / k + s2 * s2 / (2 * (k - 1)))
 
 
+def forward_log_z(run_log_z: np.ndarray) -> tuple[float, float, list[str]]:
+    """log Z, its se and warnings from the forward runs' log Ẑ (the value ``smc`` reports).
+
+    :func:`lognormal_log_z`; no se (NaN) when the runs spread by more than ``REFUSE_SD``
+    nats (Ẑ is then carried by rare runs), and at least the runs' sd when the mean of their
+    Ẑ rests on one or two of them (weight ESS below half the runs); an infinite se when a
+    run ended with zero weight.
+    """
+    runs = np.asarray(run_log_z, dtype=float)
+    k = runs.size
+    lme, _, ess = log_mean_exp_with_se(runs)
+    if not np.all(np.isfinite(runs)):
+        return lme, math.inf, ["SMC: a forward run ended with zero weight; no finite se"]
+    log_z, se = lognormal_log_z(runs)
+    run_sd = float(np.std(runs, ddof=1))
+    if not run_sd <= REFUSE_SD:
+        return log_z, math.nan, [
+            f"SMC: the runs' log Z still spread by {run_sd:.2f} nats: Z is then carried by "
+            "rare runs and the mean of a few runs falls short of it by an unknown amount, so "
+            "no standard error is given; use more particles (max_particles, n_particles) or "
+            "gbs"]
+    if ess < 0.5 * k:
+        # The mean of Z is carried by one or two runs, so it is known no better than a single
+        # run: the se is at least the runs' spread in log Z.
+        return log_z, max(se, run_sd), [
+            f"SMC: the runs' estimates of Z are dominated by a few (ESS {ess:.1f} of {k}), so "
+            f"the se is widened to the spread of single runs ({run_sd:.2f} nats): use more "
+            "particles (n_particles) or runs, or gbs"]
+    return log_z, se, []
+
+
+def _bounds(forward: np.ndarray, reverse: np.ndarray) -> tuple[dict[str, Any], list[str]]:
+    """Diagnostics and warnings of the forward/reverse bracket (:func:`bracket`)."""
+    if not (np.all(np.isfinite(reverse)) and np.all(np.isfinite(forward))):
+        return {"reverse_run_log_z": reverse.tolist()}, [
+            "SMC: a run (forward, or back from the posterior draws) ended with zero weight, "
+            "so no bounds are given"]
+    b = bracket(forward, reverse)
+    info = {"reverse_run_log_z": reverse.tolist(), "lower_bound": b.lower,
+            "lower_bound_se": b.lower_se, "upper_bound": b.upper, "upper_bound_se": b.upper_se,
+            "bracket_gap": b.gap, "bounds_consistent": b.consistent,
+            "bracket_interval": list(b.interval(0.95, forward.size - 1)),
+            "bounds": "stochastic bounds: E lower_bound <= log Z always; E upper_bound >= log Z "
+                      "if the posterior draws are exact (means of the forward / reverse runs' "
+                      "log Z, each with its Monte Carlo se); bracket_interval: each bound moved "
+                      "out by its t quantile times its se, covering log Z with probability "
+                      ">= 0.95 if the draws are exact"}
+    if b.consistent:
+        return info, []
+    return info, [f"SMC: runs back from the posterior draws end {-b.gap:.2f} nats below the "
+                  "runs from the base, which cannot happen for exact posterior draws: the "
+                  "upper bound does not hold; check the draws (R-hat, divergences)"]
+
+
 def smc_estimate(
     target: Target, draws: np.ndarray, *, seed: int | None = None, **options: Any
 ) -> EvidenceResult:
     """Registry adapter "smc": adaptive-tempering SMC from a Gaussian fitted to ``draws``
     (covariance inflated by ``inflate``). Other options are those of :func:`smc`.
 
-    log Z and its se come from the runs' log Ẑ by :func:`lognormal_log_z`. When the runs'
-    log Ẑ spread by more than ``GROW_SD`` nats the runs are repeated with more particles (same
-    schedule), up to ``max_particles`` (default 8 times ``n_particles``); a spread still above
-    ``REFUSE_SD`` gives no se (NaN) and a warning: Ẑ is then carried by rare runs.
+    log Z and its se come from the forward runs' log Ẑ by :func:`forward_log_z`. When the
+    runs' log Ẑ spread by more than ``GROW_SD`` nats the runs are repeated with more particles
+    (same schedule), up to ``max_particles`` (default 8 times ``n_particles``); a spread still
+    above ``REFUSE_SD`` gives no se (NaN) and a warning: Ẑ is then carried by rare runs.
+
+    With ``reverse`` (default True) as many runs go back from the second half of the draws
+    to a base fitted to the first half; ``diagnostics`` then hold the bracket
+    ``lower_bound`` <= log Z <= ``upper_bound`` (:class:`~.smc_reverse.Bracket`; the upper
+    bound only for exact posterior draws), each with its Monte Carlo se. The bracket is
+    reported beside log Z, not mixed into it: its middle was high in nearly every replicate
+    of ``benchmarks/coverage_smc.py`` (the reverse runs' bound is the looser one).
     """
     t0 = time.perf_counter()
     inflate = float(options.pop("inflate", DEFAULT_INFLATE))
@@ -289,39 +317,22 @@ def smc_estimate(
         raise EstimationError("SMC: every run ended with zero weight")
     runs = np.asarray(out["run_log_z"], dtype=float)
     k = runs.size
-    warnings = []
     run_sd = float(np.std(runs, ddof=1))
-    log_z, se = lognormal_log_z(runs) if np.all(np.isfinite(runs)) else (out["log_z"], math.inf)
+    log_z, se, warnings = forward_log_z(runs)
     if len(tried) > 1:
-        warnings.append(f"SMC: the runs' log Z spread by more than {GROW_SD:g} nat with "
+        warnings.insert(0, f"SMC: the runs' log Z spread by more than {GROW_SD:g} nat with "
                         f"{tried[0]} particles, so they were rerun with {n}")
-    if not run_sd <= REFUSE_SD:
-        se = math.nan
-        warnings.append(f"SMC: the runs' log Z still spread by {run_sd:.2f} nats with {n} "
-                        "particles: Z is then carried by rare runs and the mean of a few runs "
-                        "falls short of it by an unknown amount, so no standard error is given; "
-                        "use more particles (max_particles, n_particles) or gbs")
-    elif out["run_ess"] < 0.5 * k:
-        # The mean of Z is carried by one or two runs, so it is known no better than a single
-        # run: the se is at least the runs' spread in log Z.
-        se = max(se, run_sd)
-        warnings.append(f"SMC: the runs' estimates of Z are dominated by a few (ESS "
-                        f"{out['run_ess']:.1f} of {k}), so the se is widened to the spread of "
-                        f"single runs ({run_sd:.2f} nats): use more particles (n_particles) "
-                        "or runs, or gbs")
-    forward = (log_z, se)
-    sandwich_info: dict[str, Any] = {}
+    bounds: dict[str, Any] = {}
     # Runs back from the posterior must start at draws the base did not see (a base fitted to
     # its own starting points makes them look likelier under it than fresh draws, which biases
     # the reverse runs low): the reverse path's base is fitted to the first half of the draws
     # (the first chains) and its runs start at the second half.
     half = x.shape[0] // 2
-    if check_reverse and np.isfinite(se) and half < x.shape[1] + 2:
+    if check_reverse and half < x.shape[1] + 2:
         check_reverse = False
-        warnings.append(f"SMC: {x.shape[0]} draws are too few to check the runs backwards "
-                        f"(it needs 2 x (dim + 2) = {2 * (x.shape[1] + 2)}); the se rests on the "
-                        "forward runs alone")
-    if check_reverse and np.isfinite(se):
+        warnings.append(f"SMC: {x.shape[0]} draws are too few to run backwards (it needs "
+                        f"2 x (dim + 2) = {2 * (x.shape[1] + 2)}); no upper bound is given")
+    if check_reverse:
         base_back = gaussian_from_draws(x[:half], inflate=inflate)
         rev = reverse_runs(AnnealingPath(base_back, target), out["betas"], out["tuning"],
                            out["rounds"], x[half:], n_particles=n, n_runs=k,
@@ -330,26 +341,8 @@ def smc_estimate(
                            seed=child_int_seed(seed, 99), n_workers=options.get("n_workers"),
                            backend=options.get("backend", "auto"))
         evals += int(out["n_evals"])  # the reverse runs cost what the forward runs did
-        if np.all(np.isfinite(rev)):
-            log_z, se, lo, hi, consistent = sandwich(runs, rev)
-            sandwich_info = {"reverse_run_log_z": rev.tolist(), "forward_log_z": forward[0],
-                             "forward_se": forward[1], "lower_bound": lo, "upper_bound": hi,
-                             "sandwich_gap": hi - lo, "bounds_consistent": consistent}
-            if not consistent:
-                warnings.append(f"SMC: runs back from the posterior draws end {lo - hi:.2f} "
-                                "nats below the runs from the base, which cannot happen for "
-                                "draws from the posterior; no se is given: check the draws "
-                                "(R-hat, divergences) or use gbs")
-            elif hi - lo > 4 * forward[1]:
-                warnings.append(f"SMC: the runs from the base and back from the posterior "
-                                f"draws bracket log Z within {hi - lo:.2f} nats, wider than "
-                                "the forward runs' spread shows (particles lag behind the path)"
-                                ", so log Z is the middle of that bracket with half its width "
-                                "in the se; use gbs, or more n_moves / max_rounds / particles")
-        else:
-            se = math.nan
-            warnings.append("SMC: a run back from the posterior draws ended with zero weight, "
-                            "so the forward runs cannot be checked and no se is given; use gbs")
+        bounds, more = _bounds(runs, rev)
+        warnings.extend(more)
     lag = out.get("lag_corr", math.nan)
     if lag >= DECORRELATED:
         warnings.append(f"SMC: the particles' log ratio kept a correlation of {lag:.2f} across "
@@ -369,11 +362,10 @@ def smc_estimate(
         "run_log_z": runs.tolist(), "run_log_z_sd": run_sd, "run_ess": out["run_ess"],
         "log_mean_exp": float(out["log_z"]), "delta_method_se": out["log_z_se"],
         "acceptance": out["acceptance"], "base": f"Gaussian from draws, covariance x{inflate:g}",
-        "se": "independent runs, each unbiased for Z (schedule from a pilot); log Z = mean log Z "
-              "+ sd^2/2 under the lognormal CLT (reverse=False); by default the middle of the "
-              "bracket [mean forward run log Z, mean reverse run log Z] (runs back from the "
-              "posterior draws), with half its width and both means' mc se in the se",
-        **sandwich_info,
+        "se": "independent forward runs, each unbiased for Z (schedule from a pilot): log Z = "
+              "mean log Z + sd^2/2 under the lognormal CLT, se^2 = sd^2/k + sd^4/(2(k-1)), "
+              "k-1 degrees of freedom",
+        **bounds,
     }
     return EvidenceResult(method="smc", log_z=float(log_z), log_z_se=se,
                           n_draws=x.shape[0], n_evals=evals,

@@ -5,7 +5,8 @@ HMC moves cannot keep the particles at f_β, that shortfall is carried by rare h
 handful of runs never shows, and the runs' spread understates the error. Started at draws from
 the posterior and tempered back to the base, the same kind of run gives an unbiased estimate of
 Z_q/Z, so its log Z lies *above* the truth (Grosse, Ghahramani & Adams 2015 for AIS). The two
-directions sandwich log Z: their gap measures the error that the forward spread cannot.
+directions bracket log Z (:func:`bracket`): a conservative interval when the draws are exact,
+and a check on the forward estimate that the forward runs' own spread cannot give.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from ...mcmc.annealing import AnnealingPath, HMCTuning, annealed_transition
 from ...parallel import run_parallel
 from ..common import log_mean_exp
+from .particles import systematic_resample
 
 
 @dataclass
@@ -48,7 +51,7 @@ def _reverse_run(task: _ReverseTask, rng: np.random.Generator) -> float:
             if m == 1:
                 break
             beta = float(betas[m - 1])
-            pts = [pts[i] for i in _resample(lw, rng)]
+            pts = [pts[i] for i in systematic_resample(lw, rng)]
             eps, inv_metric = task.tuning.at(beta)
             for _ in range(int(task.rounds[m - 2])):
                 for k in range(len(pts)):
@@ -56,12 +59,6 @@ def _reverse_run(task: _ReverseTask, rng: np.random.Generator) -> float:
                         pts[k], _info, _n = annealed_transition(path, beta, pts[k], rng, eps,
                                                                 inv_metric, task.hmc_steps)
         return -float(log_inv)
-
-
-def _resample(log_w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    from .smc import systematic_resample  # the forward module imports this one
-
-    return systematic_resample(np.where(np.isfinite(log_w), log_w, -np.inf), rng)
 
 
 def reverse_runs(
@@ -93,23 +90,54 @@ def reverse_runs(
     return np.asarray(out, dtype=float) + path.base_log_z
 
 
-def sandwich(forward_runs: np.ndarray, reverse_runs: np.ndarray
-             ) -> tuple[float, float, float, float, bool]:
-    """log Z, its se, the two bounds and whether they are consistent, from the runs' log Z.
+@dataclass(frozen=True)
+class Bracket:
+    """The bounds on log Z from forward and reverse SMC runs (:func:`bracket`).
 
-    The mean of the forward runs' log Ẑ is a stochastic lower bound on log Z and the mean of
-    the reverse runs' an upper bound (Jensen, whatever the runs' distribution). log Z is the
-    middle of the two and its se holds half their distance and the Monte Carlo se of each
-    mean, so ±2 se spans both bounds. Bounds that cross by more than twice their joint se
-    contradict the sandwich (the draws are then not from the posterior): no se (NaN).
+    ``lower``: the mean of the forward runs' log Ẑ, below log Z in expectation whatever the
+    moves (Jensen on E Ẑ = Z). ``upper``: the mean of the reverse runs' log Ẑ, above log Z in
+    expectation *if the reverse runs start at exact posterior draws* (Grosse, Ghahramani &
+    Adams 2015); with approximate draws it may fall below. ``lower_se``/``upper_se``: the
+    Monte Carlo se of each mean (runs' sd / sqrt(runs)). ``consistent``: False when the upper
+    bound lies below the lower by more than twice their joint se, which cannot happen for
+    exact draws.
     """
+
+    lower: float
+    upper: float
+    lower_se: float
+    upper_se: float
+
+    @property
+    def joint_se(self) -> float:
+        """se of ``upper − lower`` (independent runs)."""
+        return math.hypot(self.lower_se, self.upper_se)
+
+    @property
+    def consistent(self) -> bool:
+        """Whether the bounds are ordered up to twice their joint se."""
+        return self.upper - self.lower >= -2.0 * self.joint_se
+
+    @property
+    def gap(self) -> float:
+        """``upper − lower``."""
+        return self.upper - self.lower
+
+    def interval(self, level: float = 0.95, df: float | None = None) -> tuple[float, float]:
+        """A conservative interval for log Z: each bound moved outwards by its one-sided
+        (1 − level)/2 quantile (Student-t with ``df``, normal when None) times its se. Since
+        E lower <= log Z <= E upper, each end misses with probability at most (1 − level)/2
+        when the runs' mean is near normal, so the interval covers with probability at least
+        ``level`` — for exact posterior draws (the upper end needs them)."""
+        p = 0.5 + 0.5 * level
+        q = float(stats.norm.ppf(p) if df is None else stats.t.ppf(p, df))
+        return self.lower - q * self.lower_se, self.upper + q * self.upper_se
+
+
+def bracket(forward_runs: np.ndarray, reverse_runs: np.ndarray) -> Bracket:
+    """The two stochastic bounds on log Z from the forward and reverse runs' log Ẑ."""
     f = np.asarray(forward_runs, float)
     r = np.asarray(reverse_runs, float)
-    lo, hi = float(np.mean(f)), float(np.mean(r))
-    se_lo = float(np.std(f, ddof=1) / math.sqrt(f.size))
-    se_hi = float(np.std(r, ddof=1) / math.sqrt(r.size))
-    joint = math.sqrt(se_lo * se_lo + se_hi * se_hi)
-    consistent = hi - lo >= -2.0 * joint
-    half = 0.5 * max(hi - lo, 0.0)
-    se = math.sqrt(half * half + 0.25 * joint * joint) if consistent else math.nan
-    return 0.5 * (lo + hi), se, lo, hi, consistent
+    return Bracket(float(np.mean(f)), float(np.mean(r)),
+                   float(np.std(f, ddof=1) / math.sqrt(f.size)),
+                   float(np.std(r, ddof=1) / math.sqrt(r.size)))

@@ -45,8 +45,10 @@ def test_evidence_difference_folds_share_one_full_log_z(compiled, monkeypatch) -
     assert len(calls) == 6
     shared = {f.shared_se for f in r.folds}
     assert len(shared) == 1 and shared.pop() > 0
+    # each fold's Σ elpd_i carries its slope in log r times the shared se (delta method)
+    assert all(0 < f.elpd_i_shared_se < f.index.size * f.shared_se for f in r.folds)
     assert r.mc_se == pytest.approx(shared_sum_se([f.elpd_i_se for f in r.folds],
-                                                  [f.shared_se for f in r.folds]))
+                                                  [f.elpd_i_shared_se for f in r.folds]))
     # the shared part makes the total's mc se larger than the folds' se in quadrature
     assert r.mc_se > math.sqrt(sum(f.elpd_i_se**2 for f in r.folds))
     each, _ = _pointwise_truth(d, r.fold_of)

@@ -4,9 +4,10 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from stanlogz.densities.gaussian import GaussianTarget
-from stanlogz.estimators.annealing.smc_reverse import reverse_runs, sandwich
+from stanlogz.estimators.annealing.smc_reverse import bracket, reverse_runs
 from stanlogz.mcmc.annealing import AnnealingPath, HMCTuning
 
 
@@ -36,35 +37,69 @@ def test_reverse_runs_are_unbiased_for_one_over_z():
     assert 0.02 < inv.std() < 0.3  # the weights did vary: the test is not vacuous
 
 
-def test_sandwich_is_the_middle_of_the_bracket_with_half_its_width_in_the_se():
+def test_bracket_holds_the_runs_means_and_their_se():
     fwd = np.array([-0.4, -0.2, -0.3, -0.1])  # mean -0.25, se of the mean 0.0645
     rev = np.array([0.3, 0.1, 0.2, 0.2])  # mean 0.2, se 0.0408
-    z, se, lo, hi, ok = sandwich(fwd, rev)
-    assert ok and lo == pytest.approx(-0.25) and hi == pytest.approx(0.2)
-    assert z == pytest.approx(-0.025)
-    joint2 = np.var(fwd, ddof=1) / 4 + np.var(rev, ddof=1) / 4
-    assert se == pytest.approx(math.sqrt(0.225**2 + 0.25 * joint2))
-    assert z - 2 * se < lo and z + 2 * se > hi  # ±2 se spans both bounds
-    # Bounds crossed by far more than their Monte Carlo se: no se.
-    z, se, lo, hi, ok = sandwich(fwd + 2.0, rev)
-    assert not ok and math.isnan(se)
+    b = bracket(fwd, rev)
+    assert b.lower == pytest.approx(-0.25) and b.upper == pytest.approx(0.2)
+    assert b.lower_se == pytest.approx(math.sqrt(np.var(fwd, ddof=1) / 4))
+    assert b.upper_se == pytest.approx(math.sqrt(np.var(rev, ddof=1) / 4))
+    assert b.consistent and b.gap == pytest.approx(0.45)
+    lo, hi = b.interval(0.95, 3)
+    q = stats.t.ppf(0.975, 3)
+    assert lo == pytest.approx(-0.25 - q * b.lower_se) and hi == pytest.approx(0.2 + q * b.upper_se)
+    # Bounds crossed by far more than their Monte Carlo se: inconsistent.
+    assert not bracket(fwd + 2.0, rev).consistent
 
 
-def test_smc_estimate_reports_both_directions():
+def test_bracket_interval_covers_lognormal_runs():
+    # Runs as SMC's CLT has them, 8 a side: forward log Z_hat ~ N(-s^2/2, s^2), reverse
+    # ~ N(+s^2/2, s^2) (log Z = 0). Each end misses with probability at most 0.025 (exactly
+    # 0.025 for s -> 0), so coverage >= 0.95; over 4000 sets the Monte Carlo sd of a coverage
+    # of 0.95 is 0.0034, and >= 0.94 fails with probability < 1e-3 for a true 0.95 and < 1e-9
+    # at the s = 1 value (~0.99).
+    rng = np.random.default_rng(3)
+    for s in (0.05, 1.0):
+        f = rng.normal(-0.5 * s * s, s, (4000, 8))
+        r = rng.normal(0.5 * s * s, s, (4000, 8))
+        iv = np.array([bracket(a, b).interval(0.95, 7) for a, b in zip(f, r, strict=True)])
+        assert np.mean((iv[:, 0] <= 0) & (iv[:, 1] >= 0)) >= 0.94
+
+
+def test_smc_estimate_reports_the_forward_runs_and_both_bounds():
     d = 4
     rng = np.random.default_rng(7)
     a = rng.normal(size=(d, d))
     post = GaussianTarget(rng.normal(size=d), 0.3 * (a @ a.T / d + 0.2 * np.eye(d)), 1.7)
     draws = post.sample(rng, 800)
-    from stanlogz.estimators.annealing.smc import smc_estimate
+    from stanlogz.estimators.annealing.smc import forward_log_z, smc_estimate
 
     r = smc_estimate(post, draws, seed=2, n_particles=64, n_runs=8, n_workers=1)
     dg = r.diagnostics
     assert len(dg["reverse_run_log_z"]) == 8 and dg["bounds_consistent"]
-    assert r.log_z == pytest.approx(0.5 * (dg["lower_bound"] + dg["upper_bound"]))
-    assert r.log_z_se >= 0.5 * (dg["upper_bound"] - dg["lower_bound"])
-    # On an easy 4-d Gaussian the runs are nearly lognormal with sd ~0.05; each bound is a mean
-    # of 8 runs off the truth by ~sd^2/2 plus t_7-like noise: |estimate - truth| < 8 se fails
-    # with P < 1e-4.
-    assert abs(dg["forward_log_z"] - post.log_z) < 8 * dg["forward_se"]
+    fwd = forward_log_z(np.array(dg["run_log_z"]))
+    assert (r.log_z, r.log_z_se) == pytest.approx(fwd[:2]) and r.log_z_df == 7
+    b = bracket(np.array(dg["run_log_z"]), np.array(dg["reverse_run_log_z"]))
+    assert (dg["lower_bound"], dg["upper_bound"]) == pytest.approx((b.lower, b.upper))
+    assert dg["bracket_interval"] == pytest.approx(list(b.interval(0.95, 7)))
+    # log Z = mean + s^2/2 lies above the forward runs' mean
+    assert r.log_z >= dg["lower_bound"]
+    # On an easy 4-d Gaussian the runs are nearly lognormal with sd ~0.05: the error is t_7-like
+    # in se units, and |t_7| > 8 has probability 9e-5.
     assert abs(r.log_z - post.log_z) < 8 * r.log_z_se
+    # Each bound's mean is off its expectation (on the right side of log Z) by t_7 noise:
+    # beyond q = t_7 quantile 1 - 5e-5 with probability 5e-5 per end, 1e-4 for both.
+    q = stats.t.isf(5e-5, 7)
+    assert b.lower - q * b.lower_se < post.log_z < b.upper + q * b.upper_se
+
+
+def test_smc_estimate_without_the_reverse_runs_has_no_bounds():
+    post = GaussianTarget(np.zeros(2), np.eye(2), 0.4)
+    draws = post.sample(np.random.default_rng(1), 400)
+    from stanlogz.estimators.annealing.smc import smc_estimate
+
+    r = smc_estimate(post, draws, seed=3, n_particles=32, n_runs=4, n_workers=1,
+                     reverse=False)
+    assert "upper_bound" not in r.diagnostics and "reverse_run_log_z" not in r.diagnostics
+    # exact lognormal-CLT estimate of the 4 runs, t_3: |t_3| > 47 has probability < 1e-4
+    assert abs(r.log_z - 0.4) < 47 * r.log_z_se
