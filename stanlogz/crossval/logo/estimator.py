@@ -30,6 +30,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ... import arviz_compat
+from ..._util.sum_se import sum_se
 from ...draws import obtain_draws
 from ...errors import InputError
 from ...parallel import child_sequence
@@ -43,7 +44,6 @@ from ..elpd.psis import (
 )
 from ..elpd.psis import total_mcse as influence_mcse
 from ..observations.observations import load_observed
-from ..refit.cv_se import elpd_se
 from ..refit.heldout import heldout_many
 from .integrate import integrate
 from .result import GroupValue, LogoResult, total_mcse
@@ -221,7 +221,7 @@ def logo(
     elpd_g = np.array([gv.elpd for gv in groups])
     if d.source == "stanlogz-nuts":
         warns = list(d.summary().warnings) + warns
-    return LogoResult(model.name, group, float(elpd_g.sum()), elpd_se(elpd_g), mcse, groups,
+    return LogoResult(model.name, group, float(elpd_g.sum()), sum_se(elpd_g), mcse, groups,
                       elpd_obs, observations, s, threshold, time.perf_counter() - t0, warns,
                       mcse_psis=psis_part, mcse_obs=mcse_obs)
 

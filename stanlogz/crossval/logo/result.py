@@ -39,8 +39,9 @@ class GroupValue:
 
 @dataclass(repr=False)
 class LogoResult:
-    """elpd_logo = Σ_g log p(y_g | y₋g) with its between-group se and its Monte Carlo se,
-    and per-group and per-observation values."""
+    """elpd_logo = Σ_g log p(y_g | y₋g) with its between-group se (loo's definition over
+    groups, sqrt(G) sd of the group values, as loo's ``kfold`` of groups reports it) and its
+    Monte Carlo se, and per-group and per-observation values."""
 
     model: str
     group: str
