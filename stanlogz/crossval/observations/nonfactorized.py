@@ -16,6 +16,7 @@ import numpy as np
 from ...errors import DataError, StanlogzError
 from ...stan.program import StanProgram
 from .conditional import ConditionalLogLik, NotGaussian, _log_gauss, _stencil
+from .conditional_nodes import far_points
 from .conditional_quadrature import NoConditional, QuadratureLogLik
 from .conditional_source import ConditionalSourceBase
 from .observations import Observations
@@ -85,14 +86,18 @@ class NonFactorizedSource(ConditionalSourceBase):
     def _far_ok(self, i: int, unc: np.ndarray, c: np.ndarray, g: np.ndarray, h: np.ndarray
                 ) -> bool:
         """Whether the density in y_i agrees with its quadratic fit ``c + g t + h t²/2`` (t in
-        stencil steps from y_i) at ``FAR_SDS`` fitted sds from the fitted mode, for every draw
-        (differences below ``FAR_TOL`` of the mode's height count as agreement)."""
+        stencil steps from y_i) at ``FAR_SDS`` fitted sds from the fitted mode and at the far
+        points (:func:`~.conditional_nodes.far_points`: the declared bounds, 0, multiples of
+        y_i, the data's range), for every draw (differences below ``FAR_TOL`` of the mode's
+        height count as agreement)."""
         cl = self.cl
         assert cl is not None
         curv, slope = h[:, 0, 0], g[:, 0]
-        mode = -slope / curv
         peak = c - 0.5 * slope**2 / curv
-        ts = np.median(mode) + np.median(1.0 / np.sqrt(-curv)) * np.array(FAR_SDS)
+        ts = np.median(-slope / curv) + np.median(1.0 / np.sqrt(-curv)) * np.array(FAR_SDS)
+        lo, hi = self.quad.bounds(i)
+        far = far_points(float(cl.y[i]), cl.y, self.quad.spread, lo, hi, False)
+        ts = np.concatenate([ts, (far - cl.y[i]) / cl.h_u])
         for t in ts:
             pred = c + slope * t + 0.5 * curv * t**2
             try:
