@@ -17,7 +17,7 @@ from ...errors import DataError, StanlogzError
 from ...stan.program import StanProgram
 from .conditional import ConditionalLogLik, NotGaussian, _log_gauss, _stencil
 from .conditional_nodes import far_points
-from .conditional_quadrature import NoConditional, QuadratureLogLik
+from .conditional_quadrature import MAX_TERMS, NoConditional, QuadratureLogLik
 from .conditional_source import ConditionalSourceBase
 from .observations import Observations
 
@@ -144,12 +144,21 @@ class NonFactorizedSource(ConditionalSourceBase):
         if self.discrete:
             lo = min(self.quad.support[i][0] for i in numeric if i in self.quad.support)
             hi = max(self.quad.support[i][1] for i in numeric if i in self.quad.support)
+            n_open = int(np.sum(self.quad.open_ends[numeric]))
+            tails = (f"; the {n_open} end(s) not at a declared bound hold tails estimated at "
+                     f"{err:.1g} relative by geometric extrapolation of the last terms "
+                     "(an estimate, not a bound; far values of y_i were checked)"
+                     if n_open else "")
             how = (f"summed over the support of {self.quad.response} ({lo:.0f}..{hi:.0f} "
-                   f"at most, up to {most} terms; truncated tails bounded by {err:.1g} "
-                   "relative)")
+                   f"at most, up to {most} terms; exact to each declared bound within "
+                   f"{MAX_TERMS // 2} values{tails})")
         else:
-            how = (f"integrated over {self.quad.response} by quadrature (up to {most} nodes; "
-                   f"log error bounded by {err:.1g})")
+            split = int(np.sum(self.quad.pieces[numeric] > 1))
+            modes = (f"; {split} with a second mode far from y_i, integrated on its own"
+                     if split else "")
+            how = (f"integrated over {self.quad.response} by quadrature (up to {most} nodes"
+                   f"{modes}; log error estimated at {err:.1g} from the last two levels and "
+                   "the extrapolated tails, far values of y_i checked)")
         return [f"{numeric.size} observation(s) not Gaussian in y_i: p(y_i | y_-i, theta) "
                 f"{how}"]
 
