@@ -23,7 +23,7 @@ DROP = 40.0
 #: Multiples of y_i probed for far modes.
 MULTIPLES = (-10.0, -1.0, 0.5, 2.0, 4.0, 10.0)
 #: Decades of the data's spread probed on each side of y_i.
-DECADES = (10.0, 100.0, 1000.0)
+DECADES = (10.0, 1000.0)
 
 
 @dataclass

@@ -20,6 +20,7 @@ from .conditional_nodes import far_points
 from .conditional_quadrature import MAX_TERMS, NoConditional, QuadratureLogLik
 from .conditional_source import ConditionalSourceBase
 from .observations import Observations
+from .pointwise import run_all
 
 #: Where (in fitted conditional sds from its mode) the Gaussian closed form is checked against
 #: the density: a second mode (a hidden Markov model's other state) or a heavier tail there is
@@ -72,10 +73,16 @@ class NonFactorizedSource(ConditionalSourceBase):
                 return out
         st = _stencil(1)  # the fit in y_i alone, kept for the far check
         try:
-            c, g, h, ok = cl._fit(cl._values(i, unc, np.zeros(0, dtype=int), st, 0.0), st)
+            f = cl._values(i, unc, np.zeros(0, dtype=int), st, 0.0)
         except DataError:
             return None
-        if not np.all(ok) or not np.all(h[:, 0, 0] < 0) or not self._far_ok(i, unc, c, g, h):
+        c, g, h, ok = cl._fit(f, st)
+        t = st.t[:, 0]
+        resid = f - (c[:, None] + g[:, :1] * t + 0.5 * h[:, 0, :1] * t**2)
+        eps = 2.0 * np.maximum(np.nanmax(np.abs(resid), axis=1),
+                               1e-14 * (1.0 + np.nanmax(np.abs(f), axis=1)))
+        if (not np.all(ok) or not np.all(h[:, 0, 0] < 0)
+                or not self._far_ok(i, unc, c, g, h, eps, st.pinv)):
             return None
         den = _log_gauss(c, g, h)
         if not np.all(np.isfinite(den)):
@@ -83,31 +90,41 @@ class NonFactorizedSource(ConditionalSourceBase):
         cl.integrated[i] = False
         return c - den - math.log(cl.h_u)
 
-    def _far_ok(self, i: int, unc: np.ndarray, c: np.ndarray, g: np.ndarray, h: np.ndarray
-                ) -> bool:
+    def _far_ok(self, i: int, unc: np.ndarray, c: np.ndarray, g: np.ndarray, h: np.ndarray,
+                eps: np.ndarray, pinv: np.ndarray) -> bool:
         """Whether the density in y_i agrees with its quadratic fit ``c + g t + h t²/2`` (t in
         stencil steps from y_i) at ``FAR_SDS`` fitted sds from the fitted mode and at the far
         points (:func:`~.conditional_nodes.far_points`: the declared bounds, 0, multiples of
-        y_i, the data's range), for every draw (differences below ``FAR_TOL`` of the mode's
-        height count as agreement)."""
+        y_i, the data's range), for every draw: differences below ``FAR_TOL`` of the mode's
+        height count as agreement, beyond what the fit's own uncertainty explains there (the
+        stencil values known to ``eps`` per draw, carried to t by the fit ``pinv``: a very
+        wide conditional is extrapolated thousands of steps)."""
         cl = self.cl
         assert cl is not None
         curv, slope = h[:, 0, 0], g[:, 0]
         peak = c - 0.5 * slope**2 / curv
-        ts = np.median(-slope / curv) + np.median(1.0 / np.sqrt(-curv)) * np.array(FAR_SDS)
+        mode, sd = np.median(-slope / curv), np.median(1.0 / np.sqrt(-curv))
         lo, hi = self.quad.bounds(i)
-        far = far_points(float(cl.y[i]), cl.y, self.quad.spread, lo, hi, False)
-        ts = np.concatenate([ts, (far - cl.y[i]) / cl.h_u])
-        for t in ts:
+        far = (far_points(float(cl.y[i]), cl.y, self.quad.spread, lo, hi, False) - cl.y[i]) / cl.h_u
+        far = far[np.abs(far - mode) > max(np.abs(FAR_SDS)) * sd]  # inside: the sds points
+        ts = np.concatenate([mode + sd * np.array(FAR_SDS), far])
+        bad = np.zeros(ts.size, dtype=bool)
+
+        def check(j: int) -> None:
+            t = ts[j]
             pred = c + slope * t + 0.5 * curv * t**2
             try:
                 got = cl._build(i, float(cl.y[i] + t * cl.h_u)).log_density_many(unc)
             except StanlogzError:
                 got = np.full(unc.shape[0], -np.inf)
             got = np.where(np.isfinite(got), got, -np.inf)
-            if np.max(np.abs(np.exp(got - peak) - np.exp(pred - peak))) > FAR_TOL:
-                return False
-        return True
+            slack = eps * float(np.sum(np.abs(np.array([1.0, t, t * t]) @ pinv)))
+            dens = np.exp(got - peak)
+            dev = np.maximum(dens - np.exp(pred + slack - peak), np.exp(pred - slack - peak) - dens)
+            bad[j] = np.max(dev) > FAR_TOL
+
+        run_all(check, range(ts.size), unc.shape[0])
+        return not np.any(bad)
 
     def column(self, i: int, unc: np.ndarray) -> np.ndarray:
         """log p(y_i | y₋ᵢ, θ) at unconstrained draws ``unc`` ``(S, dim)``."""
