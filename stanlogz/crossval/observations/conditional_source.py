@@ -1,24 +1,81 @@
 """The pointwise-source interface shared by the conditional log-likelihoods log p(y_i | y₋ᵢ, θ):
 ``columns``, ``chunks`` and ``matrix`` from one ``column(i, unc)``, and the parts of
-:class:`~.pointwise.PointwiseLogLik`'s interface that have nothing to check here."""
+:class:`~.pointwise.PointwiseLogLik`'s interface that have nothing to check here.
+
+The full pass (``chunks``) costs O(N²·S) density terms and can run for minutes: with a
+``progress`` callback set on the source it reports the observations done with the time left
+(:class:`PassClock`: a tqdm bar on a terminal, else a line every ``EVERY_S`` seconds)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
+from ..._util.progress import Progress, steps
 from ...errors import InputError
 from ...stan.program import StanProgram
 from .observations import Observations
 from .pointwise import CHUNK_BYTES, column_chunks
+
+#: Seconds between the plain progress lines of a long pass (the first after ``FIRST_S``).
+EVERY_S = 10.0
+FIRST_S = 3.0
+
+
+def time_left(elapsed: float, done: int, total: int) -> float:
+    """Seconds left when ``done`` of ``total`` equal-cost steps took ``elapsed``."""
+    return elapsed / max(done, 1) * (total - done)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+class PassClock:
+    """Observations of a long pass counted through ``progress``: a bar (tqdm shows the rate
+    and the time left) when the callback draws bars, else a line with the time left every
+    ``EVERY_S`` seconds. ``clock`` is the time source (seconds)."""
+
+    def __init__(self, progress: Progress, total: int, desc: str,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.total, self.desc, self.clock, self.done = total, desc, clock, 0
+        self.steps = steps(progress, total, desc, unit="obs")
+        self.t0 = clock()
+        self.next = self.t0 + FIRST_S
+
+    def update(self, n: int = 1) -> None:
+        """``n`` more observations done."""
+        self.done += n
+        now = self.clock()
+        line = None
+        if not self.steps.drawn and now >= self.next and self.done < self.total:
+            self.next = now + EVERY_S
+            line = self.line(now - self.t0)
+        self.steps.update(line, n)
+
+    def line(self, elapsed: float) -> str:
+        """The plain progress line after ``elapsed`` seconds."""
+        left = time_left(elapsed, self.done, self.total)
+        return (f"{self.desc}: {self.done}/{self.total} observations in {_duration(elapsed)}, "
+                f"about {_duration(left)} left")
+
+    def close(self) -> None:
+        """The pass is over."""
+        self.steps.close()
 
 
 class ColumnsByObservation:
     """``columns`` of an object with ``column(i, unc)`` and a ``model`` with ``dim``."""
 
     model: StanProgram
+    _clock: PassClock | None = None
 
     def column(self, i: int, unc: np.ndarray) -> np.ndarray:
         """log p(y_i | y₋ᵢ, θ) at unconstrained draws ``unc``."""
@@ -31,6 +88,8 @@ class ColumnsByObservation:
         out = np.empty((unc.shape[0], len(idx)))
         for j, i in enumerate(idx):
             out[:, j] = self.column(i, unc)
+            if self._clock is not None:
+                self._clock.update()
         return out
 
 
@@ -39,13 +98,22 @@ class ConditionalSourceBase(ColumnsByObservation):
 
     source = "conditional"
     obs: Observations
+    #: Where the full pass reports its progress (set by the caller; None: nothing).
+    progress: Progress = None
 
     def chunks(self, unc: np.ndarray, constrained: np.ndarray | None = None,
                names: list[str] | None = None, chunk_bytes: int = CHUNK_BYTES,
                index: Sequence[int] | np.ndarray | None = None
                ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """``(index, block)`` over the observations ``index`` (default all)."""
-        return column_chunks(self, unc, chunk_bytes, index)
+        """``(index, block)`` over the observations ``index`` (default all), the progress with
+        the time left reported through ``self.progress``."""
+        n = self.obs.n if index is None else len(np.asarray(index).ravel())
+        self._clock = PassClock(self.progress, n, "conditional log-likelihood")
+        try:
+            yield from column_chunks(self, unc, chunk_bytes, index)
+        finally:
+            self._clock.close()
+            self._clock = None
 
     def matrix(self, unc: np.ndarray, constrained: np.ndarray | None = None,
                names: list[str] | None = None) -> np.ndarray:

@@ -317,6 +317,8 @@ def loo(
             cost = pw.cost_line(unc.shape[0]) if hasattr(pw, "cost_line") else None
             if cost:
                 progress(cost)
+            if hasattr(pw, "cost_line"):  # a conditional pass: O(N² S), report the time left
+                pw.progress = progress
         if not pw.checked:
             pw.check(unc[_check_rows(unc.shape[0])])
         ps = _psis_pass(pw, d, r_eff, None, _keep_above(k_threshold))

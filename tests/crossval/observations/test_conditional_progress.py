@@ -1,0 +1,98 @@
+"""Progress of the conditional pass (issue 37 item 3): the observations done and the time left,
+from the rate so far, as plain lines every ``EVERY_S`` seconds or a tqdm bar. The clock is
+injected, so the arithmetic is checked exactly; how close the estimate comes on a real pass is
+measured by benchmarks/nonfactorized_cost.py."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stanlogz.crossval.observations import conditional_source as cs
+from stanlogz.crossval.observations.conditional_source import PassClock, time_left
+from stanlogz.crossval.observations.nonfactorized import NonFactorizedSource
+from stanlogz.crossval.observations.observations import find_observations
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_time_left_is_the_rate_so_far_times_the_steps_left():
+    assert time_left(30.0, 10, 40) == 90.0
+    assert time_left(0.0, 0, 5) == 0.0
+
+
+def test_plain_lines_every_ten_seconds_with_the_time_left():
+    lines: list[str] = []
+    clock = FakeClock()
+    pc = PassClock(lines.append, 200, "conditional log-likelihood", clock=clock)
+    for _ in range(200):  # 0.5 s per observation: 100 s in all
+        clock.t += 0.5
+        pc.update()
+    pc.close()
+    # the first line after 3 s (6 observations), then every 10 s (20 observations)
+    assert lines[0] == ("conditional log-likelihood: 6/200 observations in 3 s, "
+                        "about 97 s left")
+    assert lines[1] == ("conditional log-likelihood: 26/200 observations in 13 s, "
+                        "about 87 s left")
+    assert len(lines) == 10 and lines[-1].endswith("186/200 observations in 93 s, about 7 s left")
+
+
+def test_long_passes_are_told_in_minutes_and_hours():
+    lines: list[str] = []
+    clock = FakeClock()
+    pc = PassClock(lines.append, 1000, "conditional log-likelihood", clock=clock)
+    clock.t += 36.0
+    pc.update()
+    assert lines == ["conditional log-likelihood: 1/1000 observations in 36 s, about 10.0 h left"]
+
+
+def test_bars_replace_the_lines():
+    class Bars:
+        def __init__(self) -> None:
+            self.lines: list[str] = []
+            self.updates = 0
+
+        def __call__(self, line: str) -> None:
+            self.lines.append(line)
+
+        def bar(self, total, desc, unit):
+            owner = self
+
+            class Bar:
+                def update(self, n: int = 1) -> None:
+                    owner.updates += n
+
+                def close(self) -> None:
+                    pass
+
+            return Bar()
+
+    cb, clock = Bars(), FakeClock()
+    pc = PassClock(cb, 50, "conditional log-likelihood", clock=clock)
+    for _ in range(50):
+        clock.t += 1.0
+        pc.update()
+    assert cb.updates == 50 and cb.lines == []
+
+
+def test_the_full_pass_of_a_source_reports_through_its_progress(compiled, monkeypatch):
+    monkeypatch.setattr(cs, "FIRST_S", 0.0)
+    monkeypatch.setattr(cs, "EVERY_S", 0.0)
+    rng = np.random.default_rng(3)
+    y = np.cumsum(rng.normal(size=12)) * 0.5
+    data = {"K": 2, "T": 12, "y": y.round(3).tolist(), "sigma": 1.0}
+    m = compiled("ark", data)
+    src = NonFactorizedSource(m, data, find_observations(data, "T"))
+    lines: list[str] = []
+    src.progress = lines.append
+    x = rng.normal(size=(20, m.dim)) * 0.1
+    blocks = list(src.chunks(x))
+    assert sum(b.shape[1] for _, b in blocks) == 12
+    assert [ln.split(":")[1].split(" in ")[0] for ln in lines] == [
+        f" {k}/12 observations" for k in range(1, 12)]
+    assert all(ln.endswith(" left") for ln in lines)
