@@ -4,7 +4,9 @@
 
 The full pass (``chunks``) costs O(N²·S) density terms and can run for minutes: with a
 ``progress`` callback set on the source it reports the observations done with the time left
-(:class:`PassClock`: a tqdm bar on a terminal, else a line every ``EVERY_S`` seconds)."""
+(:class:`PassClock`: a tqdm bar on a terminal, else a line every ``EVERY_S`` seconds); with a
+``budget`` (seconds) it stops cleanly once that is spent, saying how far it got
+(:class:`PassBudget`)."""
 
 from __future__ import annotations
 
@@ -38,22 +40,36 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+class PassBudget(InputError):
+    """The conditional pass spent its time budget before the last observation."""
+
+
 class PassClock:
     """Observations of a long pass counted through ``progress``: a bar (tqdm shows the rate
     and the time left) when the callback draws bars, else a line with the time left every
-    ``EVERY_S`` seconds. ``clock`` is the time source (seconds)."""
+    ``EVERY_S`` seconds. ``budget``: seconds after which :meth:`update` raises
+    :class:`PassBudget` (None: no limit). ``clock`` is the time source (seconds)."""
 
     def __init__(self, progress: Progress, total: int, desc: str,
+                 budget: float | None = None,
                  clock: Callable[[], float] = time.perf_counter) -> None:
         self.total, self.desc, self.clock, self.done = total, desc, clock, 0
+        self.budget = budget
         self.steps = steps(progress, total, desc, unit="obs")
         self.t0 = clock()
         self.next = self.t0 + FIRST_S
 
     def update(self, n: int = 1) -> None:
-        """``n`` more observations done."""
+        """``n`` more observations done; :class:`PassBudget` once the budget is spent."""
         self.done += n
         now = self.clock()
+        if self.budget is not None and now - self.t0 > self.budget and self.done < self.total:
+            left = _duration(time_left(now - self.t0, self.done, self.total))
+            raise PassBudget(
+                f"the {self.desc} stopped at its budget of {self.budget:g} s after "
+                f"{self.done}/{self.total} observations (about {left} more at this rate); "
+                "raise the budget (--cond-budget), or estimate elpd_loo from m observations "
+                "drawn at random (--subsample m)")
         line = None
         if not self.steps.drawn and now >= self.next and self.done < self.total:
             self.next = now + EVERY_S
@@ -100,6 +116,8 @@ class ConditionalSourceBase(ColumnsByObservation):
     obs: Observations
     #: Where the full pass reports its progress (set by the caller; None: nothing).
     progress: Progress = None
+    #: Seconds the full pass may take (None: no limit; :class:`PassBudget` beyond).
+    budget: float | None = None
 
     def chunks(self, unc: np.ndarray, constrained: np.ndarray | None = None,
                names: list[str] | None = None, chunk_bytes: int = CHUNK_BYTES,
@@ -108,7 +126,7 @@ class ConditionalSourceBase(ColumnsByObservation):
         """``(index, block)`` over the observations ``index`` (default all), the progress with
         the time left reported through ``self.progress``."""
         n = self.obs.n if index is None else len(np.asarray(index).ravel())
-        self._clock = PassClock(self.progress, n, "conditional log-likelihood")
+        self._clock = PassClock(self.progress, n, "conditional log-likelihood", self.budget)
         try:
             yield from column_chunks(self, unc, chunk_bytes, index)
         finally:

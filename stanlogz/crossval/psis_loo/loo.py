@@ -248,6 +248,7 @@ def loo(
     ups_options: dict[str, Any] | None = None,
     progress: Any = None,
     mm_budget: float | None = None,
+    cond_budget: float | None = None,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> LooResult:
     """PSIS-LOO of a Stan program (a path or :class:`StanModel`) with ``data``, or of a fit
@@ -277,7 +278,9 @@ def loo(
     2020), for large N. ``mm_budget``: seconds of moment matching, after which the remaining
     high-k̂ observations keep their PSIS values (with the k̂ warning); Ctrl-C during moment
     matching likewise returns the observations matched so far with a note
-    (:mod:`.mm_points`).
+    (:mod:`.mm_points`). ``cond_budget``: seconds the conditional log-likelihood's pass may
+    take, after which it stops with a one-line error saying how far it got and how long the
+    rest would take (:class:`~stanlogz.crossval.observations.conditional_source.PassBudget`).
     """
     from .fitloo import is_fit, loo_elsewise
 
@@ -295,6 +298,10 @@ def loo(
     if k_threshold is not None and not 0.0 <= k_threshold <= 1.0:
         raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
     mm_budget = check_budget(mm_budget)
+    if cond_budget is not None and not (isinstance(cond_budget, int | float)
+                                        and cond_budget > 0):
+        raise InputError(f"cond_budget must be a positive number of seconds, got "
+                         f"{cond_budget!r}")
     model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
                                                    progress=progress)
     if subsample is not None and not (isinstance(subsample, int | np.integer)
@@ -307,6 +314,8 @@ def loo(
     unc = d.flat_unconstrained()
     pw = pointwise_source(model, data_dict, observations, log_lik,
                           unc[_check_rows(unc.shape[0])], check=subsample is None)
+    if hasattr(pw, "cost_line"):  # a conditional pass, O(N² S): bounded by its budget
+        pw.budget = cond_budget
     r_eff = relative_efficiency(_posterior_values(d))
     t1 = time.perf_counter()
     notes: list[str] = []

@@ -6,11 +6,14 @@ measured by benchmarks/nonfactorized_cost.py."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from stanlogz.crossval.observations import conditional_source as cs
-from stanlogz.crossval.observations.conditional_source import PassClock, time_left
+from stanlogz.crossval.observations.conditional_source import PassBudget, PassClock, time_left
 from stanlogz.crossval.observations.nonfactorized import NonFactorizedSource
 from stanlogz.crossval.observations.observations import find_observations
+from stanlogz.crossval.psis_loo.loo import loo
+from stanlogz.errors import InputError
 
 
 class FakeClock:
@@ -49,6 +52,30 @@ def test_long_passes_are_told_in_minutes_and_hours():
     clock.t += 36.0
     pc.update()
     assert lines == ["conditional log-likelihood: 1/1000 observations in 36 s, about 10.0 h left"]
+
+
+def test_a_budget_stops_the_pass_saying_how_far_it_got():
+    clock = FakeClock()
+    pc = PassClock(None, 200, "conditional log-likelihood", budget=60.0, clock=clock)
+    for _ in range(119):  # 0.5 s each: 59.5 s, inside the budget
+        clock.t += 0.5
+        pc.update()
+    clock.t += 1.0
+    with pytest.raises(PassBudget, match=r"budget of 60 s after 120/200 observations "
+                       r"\(about 40 s more at this rate\)"):
+        pc.update()
+
+
+def test_loo_passes_its_budget_to_the_conditional_pass(compiled):
+    rng = np.random.default_rng(4)
+    data = {"K": 2, "T": 12, "y": (np.cumsum(rng.normal(size=12)) * 0.5).round(3).tolist(),
+            "sigma": 1.0}
+    m = compiled("ark", data)
+    with pytest.raises(PassBudget, match=r"after 1/12 observations"):
+        loo(m, data, obs="T", log_lik="conditional", seed=2, chains=1, warmup=100, n_draws=40,
+            cond_budget=1e-9)
+    with pytest.raises(InputError, match="cond_budget must be a positive number"):
+        loo(m, data, obs="T", log_lik="conditional", cond_budget=-1.0)
 
 
 def test_bars_replace_the_lines():
