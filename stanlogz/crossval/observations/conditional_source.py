@@ -44,6 +44,30 @@ class PassBudget(InputError):
     """The conditional pass spent its time budget before the last observation."""
 
 
+def check_pass_budget(budget: float | None) -> None:
+    """:class:`InputError` unless ``budget`` is None or a positive number of seconds."""
+    if budget is not None and not (isinstance(budget, int | float) and budget > 0):
+        raise InputError(f"cond_budget must be a positive number of seconds, got {budget!r}")
+
+
+def start_pass(pw: Any, progress: Progress, n_draws: int, budget: float | None = None
+               ) -> None:
+    """Announce the full pass of the pointwise source ``pw`` at ``n_draws`` draws through
+    ``progress`` (with its expected cost where ``pw`` has a ``cost_line``); a conditional
+    pass (O(N² S)) also reports the time left as it goes and stops at ``budget`` seconds
+    (:class:`PassBudget`: how far it got and how long the rest would take)."""
+    conditional = hasattr(pw, "cost_line")
+    if conditional:
+        pw.progress, pw.budget = progress, budget
+    if not progress:
+        return
+    progress(f"pointwise log-likelihood of {pw.obs.n} observations ({pw.source}) at "
+             f"{n_draws} draws")
+    cost = pw.cost_line(n_draws) if conditional else None
+    if cost:
+        progress(cost)
+
+
 class PassClock:
     """Observations of a long pass counted through ``progress``: a bar (tqdm shows the rate
     and the time left) when the callback draws bars, else a line with the time left every

@@ -25,6 +25,7 @@ from ..fixups.mixture_fix import SHARED_SE, fixed_variance, mixture_fixup
 from ..fixups.mm_points import check_budget, moment_match_points
 from ..fixups.moment_match import moment_match_observation
 from ..names import LooNames
+from ..observations.conditional_source import check_pass_budget, start_pass
 from ..observations.observations import Observations, load_observed
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError
@@ -278,9 +279,8 @@ def loo(
     2020), for large N. ``mm_budget``: seconds of moment matching, after which the remaining
     high-k̂ observations keep their PSIS values (with the k̂ warning); Ctrl-C during moment
     matching likewise returns the observations matched so far with a note
-    (:mod:`.mm_points`). ``cond_budget``: seconds the conditional log-likelihood's pass may
-    take, after which it stops with a one-line error saying how far it got and how long the
-    rest would take (:class:`~stanlogz.crossval.observations.conditional_source.PassBudget`).
+    (:mod:`.mm_points`). ``cond_budget``: seconds for the conditional log-likelihood's pass
+    (:func:`~stanlogz.crossval.observations.conditional_source.start_pass`).
     """
     from .fitloo import is_fit, loo_elsewise
 
@@ -298,10 +298,7 @@ def loo(
     if k_threshold is not None and not 0.0 <= k_threshold <= 1.0:
         raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
     mm_budget = check_budget(mm_budget)
-    if cond_budget is not None and not (isinstance(cond_budget, int | float)
-                                        and cond_budget > 0):
-        raise InputError(f"cond_budget must be a positive number of seconds, got "
-                         f"{cond_budget!r}")
+    check_pass_budget(cond_budget)
     model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
                                                    progress=progress)
     if subsample is not None and not (isinstance(subsample, int | np.integer)
@@ -314,20 +311,11 @@ def loo(
     unc = d.flat_unconstrained()
     pw = pointwise_source(model, data_dict, observations, log_lik,
                           unc[_check_rows(unc.shape[0])], check=subsample is None)
-    if hasattr(pw, "cost_line"):  # a conditional pass, O(N² S): bounded by its budget
-        pw.budget = cond_budget
     r_eff = relative_efficiency(_posterior_values(d))
     t1 = time.perf_counter()
     notes: list[str] = []
     if subsample is None:
-        if progress:
-            progress(f"pointwise log-likelihood of {observations.n} observations "
-                     f"({pw.source}) at {unc.shape[0]} draws")
-            cost = pw.cost_line(unc.shape[0]) if hasattr(pw, "cost_line") else None
-            if cost:
-                progress(cost)
-            if hasattr(pw, "cost_line"):  # a conditional pass: O(N² S), report the time left
-                pw.progress = progress
+        start_pass(pw, progress, unc.shape[0], cond_budget)
         if not pw.checked:
             pw.check(unc[_check_rows(unc.shape[0])])
         ps = _psis_pass(pw, d, r_eff, None, _keep_above(k_threshold))
