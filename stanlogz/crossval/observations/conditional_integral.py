@@ -99,8 +99,8 @@ class IntegralMixin:
             u = self._far_density(i, unc, segs, lo, hi)
             if u is None:
                 break
-            k = next(j for j, (a, b, *_) in enumerate(pieces)
-                     if (a is None or u > a) and (b is None or u < b))
+            k = next(j for j, (a, b, *_) in enumerate(pieces)  # u may be a declared bound
+                     if (a is None or u >= a) and (b is None or u <= b))
             a, b, c, sg = pieces[k]
             assert sg is not None
             cut = sg.span[0] if u < sg.span[0] else sg.span[1]
@@ -165,7 +165,7 @@ class IntegralMixin:
         if pts.size == 0:
             return None
         total = special.logsumexp(np.column_stack([sg.cur for sg in segs]), axis=1)
-        width = np.maximum(np.abs(pts - y0), segs[0].mp.s)
+        width = np.maximum(np.abs(pts - y0), max(sg.mp.s for sg in segs))
         score = self._probe(i, pts, unc) + np.log(width)[None, :] - total[:, None]
         best = np.max(score, axis=0)
         j = int(np.argmax(best))
