@@ -155,12 +155,14 @@ class IntegralMixin:
 
     def _far_density(self, i: int, unc: np.ndarray, segs: list[_Segment],
                      lo: float | None, hi: float | None) -> float | None:
-        """The far point outside every piece's nodes with the largest density relative to the
+        """The far point outside every piece with the largest density relative to the
         integral so far, when that density times its distance from y_i (a generous width) is
         within ``DROP`` nats of the integral at some draw; None when there is none."""
         y0 = float(self.y[i])
         pts = far_points(y0, self.y, self.spread, lo, hi, False)
-        pts = np.array([u for u in pts if not any(sg.span[0] <= u <= sg.span[1]
+        # covered: inside a piece's nodes, or a piece's centre (one on a bound that the nodes
+        # approach but never reach)
+        pts = np.array([u for u in pts if not any(sg.span[0] <= u <= sg.span[1] or u == sg.mp.c
                                                   for sg in segs)])
         if pts.size == 0:
             return None

@@ -15,6 +15,7 @@ hundred density terms: the reported error is a claim tested here."""
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
 
 from benchmarks.truths.crossval import truths_nonfactorized as T
 from stanlogz.crossval.observations.conditional_nodes import far_points
@@ -103,3 +104,23 @@ def test_loo_of_the_zip_autoregression_matches_brute_force_at_its_draws(compiled
     want = psis_loo(ll, r.r_eff, chains=2)
     np.testing.assert_allclose(r.elpd_i, want.elpd_i, rtol=0, atol=1e-6)
     assert any("declared bound" in w for w in r.warnings)
+
+
+def test_a_far_mode_on_the_declared_bound_gets_its_own_piece(compiled):
+    # the exponential component sits on the lower bound 0 (a far point that is the bound
+    # itself); the mixture is normalized, so the conditional is its log density in closed form
+    data = {"N": 6, "y": [98.2, 103.5, 0.41, 100.9, 1.7, 96.4]}
+    m = compiled("bounded_far", data)
+    pars = [(4.6, 0.05, 0.2), (4.58, 0.08, 0.4), (4.62, 0.04, 0.05)]
+    unc = np.array([m.unconstrain_dict({"mu": a, "sigma": b, "pi": p}) for a, b, p in pars])
+    src = NonFactorizedSource(m, data, find_observations(data, "N"))
+    for i in range(6):
+        got = src.column(i, unc)
+        y = data["y"][i]
+        want = [np.logaddexp(np.log(p) + stats.expon.logpdf(y),
+                             np.log1p(-p) + stats.lognorm.logpdf(y, b, scale=np.exp(a)))
+                for a, b, p in pars]
+        assert src.method[i] == "quadrature" and src.quad.bounds(i) == (0.0, None)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+        assert np.max(np.abs(got - want)) <= src.quad.error[i] + 1e-9
+    assert src.quad.pieces[0] == 2  # y = 98.2: the piece around 0 added
