@@ -39,7 +39,7 @@ from .conditional import is_integer_valued, response_field
 from .conditional_integral import BATCH, IntegralMixin, NoConditional
 from .conditional_nodes import DROP, far_points, geometric_tail, negligible
 from .observations import Observations
-from .pointwise import n_threads
+from .pointwise import n_threads, run_all
 
 #: Most terms of one sum (integer y_i), both sides together.
 MAX_TERMS = 4000
@@ -309,14 +309,17 @@ class QuadratureLogLik(IntegralMixin):
 
     def _probe(self, i: int, us: np.ndarray, unc: np.ndarray) -> np.ndarray:
         """``(S, len(us))`` log densities at probe values (-inf where refused)."""
-        cols = []
-        for u in us:
+        out = np.full((unc.shape[0], len(us)), -np.inf)
+
+        def one(j: int) -> None:
             try:
-                cols.append(self._eval(i, np.array([u]), unc)[:, 0])
+                out[:, j] = self._eval(i, np.array([us[j]]), unc)[:, 0]
             except StanlogzError:  # includes NoConditional: a refused probe holds no mass
-                cols.append(np.full(unc.shape[0], -np.inf))
-        self.probes[i] = self.probes.get(i, 0) + len(cols)
-        return np.column_stack(cols)
+                pass
+
+        run_all(one, range(len(us)), unc.shape[0])
+        self.probes[i] = self.probes.get(i, 0) + len(us)
+        return out
 
     @staticmethod
     def _ordered(parts: dict[int, np.ndarray]) -> np.ndarray:
