@@ -51,7 +51,32 @@ def test_long_passes_are_told_in_minutes_and_hours():
     pc = PassClock(lines.append, 1000, "conditional log-likelihood", clock=clock)
     clock.t += 36.0
     pc.update()
-    assert lines == ["conditional log-likelihood: 1/1000 observations in 36 s, about 10.0 h left"]
+    assert lines == ["conditional log-likelihood: 1/1000 observations in 36 s, estimating "
+                     "the time left"]
+    for _ in range(9):
+        clock.t += 36.0
+        pc.update()
+    assert pc.line(360.0) == ("conditional log-likelihood: 10/1000 observations in 6 min, "
+                              "about 9.9 h left")
+
+
+def test_one_slow_observation_does_not_inflate_the_time_left():
+    # the N = 1000 AR(5) case: the first observation (one-time costs, a wide conditional on
+    # quadrature) took 18 s, the others 1.3 s each; after three observations the plain rate
+    # says 1.9 h for the remaining 997, the robust one 22 min (997 x 1.3 s)
+    lines: list[str] = []
+    clock = FakeClock()
+    pc = PassClock(lines.append, 1000, "conditional log-likelihood", clock=clock)
+    clock.t += 18.0
+    pc.update()
+    for _ in range(2):
+        clock.t += 1.3
+        pc.update()
+    assert lines == ["conditional log-likelihood: 1/1000 observations in 18 s, estimating "
+                     "the time left"]
+    assert pc.line(20.6) == ("conditional log-likelihood: 3/1000 observations in 21 s, about "
+                             "22 min left")
+    assert abs(time_left(20.6, 3, 1000) / (997 * 1.3) - 5.28) < 0.01  # what it replaced
 
 
 def test_a_budget_stops_the_pass_saying_how_far_it_got():
