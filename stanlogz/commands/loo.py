@@ -75,6 +75,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="stop moment matching after this many seconds: the remaining "
                         "high k-hat observations keep their PSIS values (with the k-hat "
                         "warning); Ctrl-C during moment matching does the same")
+    parser.add_argument("--cond-budget", metavar="SECONDS", type=float, default=None,
+                        help="stop the conditional log-likelihood's pass (programs without a "
+                        "log_lik whose density does not factorize) after this many seconds, "
+                        "saying how far it got and how long the rest would take")
     parser.add_argument("--k-threshold", type=float, default=None,
                         help="fix observations above this k-hat (default min(1 - 1/log10 S, 0.7))")
     parser.add_argument("--log-lik", choices=LOG_LIK_SOURCES, default="auto",
@@ -177,7 +181,8 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
             obs_fields=obs_fields(args.obs_fields), fix=args.fix, log_lik=args.log_lik,
             k_threshold=args.k_threshold, subsample=args.subsample,
             settings=nuts_settings(args), seed=args.seed, n_workers=args.workers or 1,
-            progress=report.progress, mm_budget=args.mm_budget)
+            progress=report.progress, mm_budget=args.mm_budget,
+            cond_budget=args.cond_budget)
     extra: dict[str, Any] = {}
     if jac is not None:
         r = jacobian_adjusted(r, *jac)

@@ -1,5 +1,6 @@
 """Independent numpy/scipy implementations of the non-factorized test programs
-(``stan_models/tests``: ``garch_like``, ``hmm_gauss``, ``poisson_ar``) and exact values for
+(``stan_models/tests``: ``garch_like``, ``hmm_gauss``, ``poisson_ar``, ``zip_ar``,
+``far_mixture``) and exact values for
 tests and benchmarks: log p(y_i | y₋ᵢ, θ) at fixed θ by scipy's adaptive quadrature or an exact
 sum, and the exact leave-one-out values of the Poisson autoregression by grid quadrature over
 its two parameters."""
@@ -121,3 +122,61 @@ def par_exact_loo(data: Mapping[str, Any]) -> np.ndarray:
             parts.append(special.logsumexp(lp))
         out[i] = log_py - special.logsumexp(parts)
     return out
+
+
+def zip_data(t_len: int, rng: np.random.Generator) -> dict[str, Any]:
+    """Counts from the zero-inflated Poisson autoregression ``zip_ar.stan`` (alpha 90, beta
+    0.1, pi 0.3): near 100, about 30% structural zeros."""
+    y = [0 if rng.random() < 0.3 else rng.poisson(100.0)]
+    for _ in range(t_len - 1):
+        y.append(0 if rng.random() < 0.3 else rng.poisson(90.0 + 0.1 * y[-1]))
+    return {"T": t_len, "y": [int(v) for v in y]}
+
+
+def zip_loglik(y: np.ndarray, alpha: float, beta: float, pi: float) -> np.ndarray:
+    """``zip_ar.stan``'s log-likelihood in numpy, of each row of ``y``."""
+    y = np.atleast_2d(y)
+    rate = np.column_stack([np.full(y.shape[0], alpha / (1 - beta)), alpha + beta * y[:, :-1]])
+    lp = _poisson_lpmf(y, rate)
+    zero = np.logaddexp(np.log(pi), np.log1p(-pi) - rate)
+    return np.sum(np.where(y == 0, zero, np.log1p(-pi) + lp), axis=1)
+
+
+def zip_conditional(y: np.ndarray, i: int, p: Mapping[str, float], top: int = 3000) -> float:
+    """log p(y_i | y₋ᵢ, θ) of ``zip_ar.stan`` by the sum over y_i = 0..top − 1 (terms beyond
+    3000 are below e^-5000 at rates near 100)."""
+    ys = np.repeat(np.asarray(y)[None, :], top, axis=0)
+    ys[:, i] = np.arange(top)
+    ll = zip_loglik(ys, p["alpha"], p["beta"], p["pi"])
+    return float(ll[y[i]] - special.logsumexp(ll))
+
+
+def mixture_data(t_len: int, rng: np.random.Generator) -> dict[str, Any]:
+    """A series from ``far_mixture.stan`` (mu 90, phi 0.1, sigma 2, pi 0.1), rounded to 1e-3."""
+    y = [rng.normal(0, 1) if rng.random() < 0.1 else rng.normal(100.0, 2.0)]
+    for _ in range(t_len - 1):
+        y.append(rng.normal(0, 1) if rng.random() < 0.1
+                 else rng.normal(90.0 + 0.1 * y[-1], 2.0))
+    return {"T": t_len, "y": [round(float(v), 3) for v in y]}
+
+
+def mixture_loglik(y: np.ndarray, p: Mapping[str, float]) -> np.ndarray:
+    """``far_mixture.stan``'s log-likelihood in numpy, of each row of ``y``."""
+    y = np.atleast_2d(y)
+    mean = np.column_stack([np.full(y.shape[0], p["mu"] / (1 - p["phi"])),
+                            p["mu"] + p["phi"] * y[:, :-1]])
+    a = np.log(p["pi"]) + stats.norm.logpdf(y, 0.0, 1.0)
+    b = np.log1p(-p["pi"]) + stats.norm.logpdf(y, mean, p["sigma"])
+    return np.sum(np.logaddexp(a, b), axis=1)
+
+
+def mixture_conditional(y: np.ndarray, i: int, p: Mapping[str, float]) -> float:
+    """log p(y_i | y₋ᵢ, θ) of ``far_mixture.stan`` by the trapezoid rule on a uniform grid
+    of spacing 5e-3 over [-60, 400] (the conditional sds are 1 and about 2, so the rule's error
+    exp(-2 pi^2 sd^2 / h^2) is nil, and the mass outside is below e^-1000)."""
+    u = np.arange(-60.0, 400.0, 5e-3)
+    ys = np.repeat(np.asarray(y, dtype=float)[None, :], u.size, axis=0)
+    ys[:, i] = u
+    ll = mixture_loglik(ys, p)
+    return float(mixture_loglik(np.asarray(y, dtype=float), p)[0]
+                 - special.logsumexp(ll) - np.log(5e-3))

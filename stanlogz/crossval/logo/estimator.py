@@ -266,12 +266,12 @@ def logo_from_loo(model: ProgramLike, data: Any = None, *, group: str, fix: str 
     (``loo(..., group=)``):
     ``fix`` "auto" or "exact" refits high-k̂ groups, "none" keeps their PSIS values; loo's
     options that have no meaning for groups (``subsample``, ``log_lik``, ``ups_options``,
-    ``mm_budget``, ``n_workers`` > 1) are refused."""
+    ``mm_budget``, ``cond_budget``, ``n_workers`` > 1) are refused."""
     how = {"auto": "auto", "exact": "refit", "none": "none"}
     if fix not in how:
         raise InputError(f"loo with group: fix must be auto, exact or none, got {fix!r}")
     for name, default in (("subsample", None), ("log_lik", "auto"), ("ups_options", None),
-                          ("mm_budget", None), ("n_workers", 1)):
+                          ("mm_budget", None), ("cond_budget", None), ("n_workers", 1)):
         if options.pop(name, default) != default:
             raise InputError(f"loo with group: {name} does not apply to leave-one-group-out")
     return logo(model, data, group=group, fix=how[fix], **options)

@@ -36,6 +36,7 @@ from ...stan.program import StanProgram
 from .conditional_source import ColumnsByObservation
 from .latents import observation_axes, split_name
 from .observations import Observations
+from .pointwise import run_all
 
 #: Relative tolerance of the quadraticity check (double-precision log densities of programs
 #: with a few hundred terms agree with their quadratic fit to ~1e-10).
@@ -159,14 +160,19 @@ def _log_gauss(c: np.ndarray, g: np.ndarray, h: np.ndarray) -> np.ndarray:
     not positive definite (not integrable)."""
     out = np.full(c.shape, np.nan)
     d = g.shape[1]
-    for s in range(c.size):
-        try:
-            chol = np.linalg.cholesky(-h[s])
-        except np.linalg.LinAlgError:
-            continue
-        w = np.linalg.solve(chol, g[s])
-        out[s] = (c[s] + 0.5 * float(w @ w) + 0.5 * d * math.log(2 * math.pi)
-                  - float(np.sum(np.log(np.diag(chol)))))
+    if d == 1:  # the usual case, in closed form for all draws at once
+        neg = -h[:, 0, 0]
+        pos = neg > 0
+        out[pos] = (c[pos] + 0.5 * g[pos, 0] ** 2 / neg[pos] + 0.5 * math.log(2 * math.pi)
+                    - 0.5 * np.log(neg[pos]))
+        return out
+    pos = np.all(np.linalg.eigvalsh(-h) > 0, axis=1)
+    if not np.any(pos):
+        return out
+    chol = np.linalg.cholesky(-h[pos])
+    w = np.linalg.solve(chol, g[pos][..., None])[..., 0]
+    out[pos] = (c[pos] + 0.5 * np.sum(w * w, axis=1) + 0.5 * d * math.log(2 * math.pi)
+                - np.sum(np.log(np.diagonal(chol, axis1=1, axis2=2)), axis=1))
     return out
 
 
@@ -212,21 +218,39 @@ class ConditionalLogLik(ColumnsByObservation):
 
     def _values(self, i: int, unc: np.ndarray, coords: np.ndarray, st: _Stencil, h_z: float
                 ) -> np.ndarray:
-        """(S, m) log densities at the stencil points around each draw."""
+        """(S, m) log densities at the stencil points around each draw (the data instances
+        evaluated on threads; the observed data's own values computed once per draw set)."""
         out = np.empty((unc.shape[0], len(st.t)))
-        for a in np.unique(st.t[:, 0]):
-            rows = np.flatnonzero(st.t[:, 0] == a)
-            inst = self.model if a == 0 else self._instance(i, self.y[i] + a * self.h_u)
-            for r in rows:
-                x = unc
-                if coords.size:
-                    x = unc.copy()
-                    x[:, coords] += h_z * st.t[r, 1:]
-                try:
+
+        def one(r: int) -> None:
+            a = st.t[r, 0]
+            x = unc
+            if coords.size:
+                x = unc.copy()
+                x[:, coords] += h_z * st.t[r, 1:]
+            try:
+                if a == 0 and not np.any(st.t[r, 1:]):
+                    out[:, r] = self.base(unc)
+                else:
+                    inst = self.model if a == 0 else self._instance(i, self.y[i] + a * self.h_u)
                     out[:, r] = inst.log_density_many(x)
-                except StanlogzError:
-                    out[:, r] = np.nan
+            except StanlogzError:
+                out[:, r] = np.nan
+
+        for a in np.unique(st.t[:, 0]):  # build the instances here: the cache is not shared
+            if a != 0:
+                self._instance(i, self.y[i] + a * self.h_u)
+        run_all(one, range(len(st.t)), unc.shape[0])
         out[~np.isfinite(out)] = np.nan
+        return out
+
+    def base(self, unc: np.ndarray) -> np.ndarray:
+        """log p̃(y, θ) at the draws ``unc`` (kept for the next call with the same draws)."""
+        got = self.__dict__.get("_base")
+        if got is not None and got[0].shape == unc.shape and np.array_equal(got[0], unc):
+            return got[1]
+        out = self.model.log_density_many(unc)
+        self._base = (unc.copy(), out)
         return out
 
     def _fit(self, f: np.ndarray, st: _Stencil) -> tuple[np.ndarray, np.ndarray, np.ndarray,

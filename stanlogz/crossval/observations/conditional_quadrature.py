@@ -8,22 +8,22 @@ With p̃(u) the program's full density (every constant kept) at a draw θ with y
     log p(y_i | y₋ᵢ, θ) = log p̃(y_i) − log Σ_u p̃(u)        (integer y_i).
 
 Every node u is one data instance of the compiled program evaluated at all S draws, so the nodes
-are shared by the draws. Continuous y_i: the declared range of y_i (found from the values the
-program refuses) is mapped to the real line (u = y_i + s·sinh v unbounded, a log map for one
-bound, a logit map for two, s the median conditional scale from the curvature at y_i), the
-trapezoid rule in v (geometrically convergent for smooth integrands decaying at both ends) runs
-on a grid extended until every draw's integrand is ``DROP`` nats below its maximum and falling,
-and the step is halved until two successive levels agree to ``TOL`` for every draw; the reported
-error bound is that disagreement (the error of the coarser level) plus a geometric bound on the
-truncated tails. Integer y_i: the sum runs outward from the observed value to the declared
-bounds or until the terms are negligible, with a geometric bound on the truncated tail.
+are shared by the draws. Continuous y_i (:mod:`.conditional_integral`): the declared range of
+y_i (found from the values the program refuses) is mapped to the real line and integrated by
+the trapezoid rule, the step halved until two levels agree to ``TOL`` for every draw, with one
+more piece around every far point where the density is not negligible (a second mode beyond a
+deep trough). Integer y_i: the sum runs outward from the observed value to a declared bound
+when it lies within ``MAX_TERMS // 2`` values (a zero-inflated count's spike at 0 is summed, not
+cut off at the trough before it), else until the terms are negligible and falling and no far
+point holds a term that is not. The reported error is an estimate, not a proven bound: the
+disagreement of the last two quadrature levels plus the tails beyond open ends extrapolated
+geometrically from the last two terms (nothing at an end reached at a declared bound).
 Where neither applies (the program refuses other values of y_i, the integrand does not fall off,
 the quadrature does not converge) :class:`NoConditional` says why.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -33,66 +33,20 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from ...errors import InputError, StanlogzError
+from ...errors import StanlogzError
 from ...stan.program import StanProgram
 from .conditional import is_integer_valued, response_field
+from .conditional_integral import BATCH, IntegralMixin, NoConditional
+from .conditional_nodes import DROP, far_points, geometric_tail, negligible
 from .observations import Observations
-from .pointwise import n_threads
+from .pointwise import n_threads, run_all
 
-#: Largest relative disagreement of two quadrature levels (≈ log-unit error) accepted per draw.
-TOL = 1e-5
-#: Nats below a draw's maximum where its integrand counts as negligible (e^-40 ≈ 4e-18).
-DROP = 40.0
-#: Most nodes of one quadrature (continuous) and terms of one sum (integer).
-MAX_NODES = 4097
-MAX_TERMS = 4000  # both sides together
-#: Nodes evaluated per step of the outward search.
-BATCH = 8
+#: Most terms of one sum (integer y_i), both sides together.
+MAX_TERMS = 4000
 #: Draws below which the nodes are evaluated without threads.
 SERIAL_BELOW = 16
 #: How far (in units of the data's spread) a declared bound is looked for.
 FAR = 1e8
-
-
-class NoConditional(InputError):
-    """The program's density cannot be normalized over the held-out data value (it refuses
-    other values, is not integrable over them, or the quadrature does not converge)."""
-
-
-@dataclass
-class _Map:
-    """u(v) of the declared range of y_i onto the real line, and log du/dv."""
-
-    lo: float | None
-    hi: float | None
-    c: float
-    s: float
-
-    def u(self, v: np.ndarray) -> np.ndarray:
-        if self.lo is None and self.hi is None:
-            return self.c + self.s * np.sinh(v)
-        if self.hi is None:
-            return self.lo + np.exp(v)
-        if self.lo is None:
-            return self.hi - np.exp(v)
-        return self.lo + (self.hi - self.lo) * special.expit(v)
-
-    def log_jac(self, v: np.ndarray) -> np.ndarray:
-        if self.lo is None and self.hi is None:
-            return math.log(self.s) + np.logaddexp(v, -v) - math.log(2.0)
-        if self.lo is None or self.hi is None:
-            return np.asarray(v, dtype=float)
-        return (math.log(self.hi - self.lo) - np.logaddexp(0.0, -v) - np.logaddexp(0.0, v))
-
-    def v(self, u: float) -> float:
-        if self.lo is None and self.hi is None:
-            return math.asinh((u - self.c) / self.s)
-        if self.hi is None:
-            return math.log(u - self.lo)
-        if self.lo is None:
-            return math.log(self.hi - u)
-        p = (u - self.lo) / (self.hi - self.lo)
-        return math.log(p) - math.log1p(-p)
 
 
 @dataclass
@@ -105,11 +59,13 @@ class _Grid:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class QuadratureLogLik:
+class QuadratureLogLik(IntegralMixin):
     """log p(y_i | y₋ᵢ, θ) of one program and data set at any unconstrained draws, by
-    quadrature over y_i (continuous) or a sum over its support (integer); ``error[i]`` bounds
-    the absolute log error of observation i's last column (max over draws), ``nodes[i]``
-    counts its density instances, ``support[i]`` is the summed range (integer y)."""
+    quadrature over y_i (continuous) or a sum over its support (integer); ``error[i]`` estimates
+    the absolute log error of observation i's last column (max over draws; see the module
+    docstring for what it covers), ``nodes[i]`` counts its density instances, ``support[i]``
+    is the summed range and ``open_ends[i]`` its ends not at a declared bound (integer y),
+    ``pieces[i]`` the separated modes integrated (continuous y)."""
 
     def __init__(self, model: StanProgram, data: Mapping[str, Any], obs: Observations,
                  response: str | None = None) -> None:
@@ -126,6 +82,9 @@ class QuadratureLogLik:
         self.error = np.zeros(obs.n)
         self.nodes = np.zeros(obs.n, dtype=int)
         self.support: dict[int, tuple[float, float]] = {}
+        self.open_ends = np.zeros(obs.n, dtype=int)  # sum ends not at a declared bound
+        self.pieces = np.ones(obs.n, dtype=int)  # quadrature pieces (separated modes)
+        self.probes: dict[int, int] = {}  # far points evaluated
         self._timing: list[tuple[float, float, int]] = []  # (build s, evaluate s, draws)
         self._bounds: tuple[float | None, float | None] | None = None
         self._grid: _Grid | None = None
@@ -135,6 +94,9 @@ class QuadratureLogLik:
 
     def _label(self, i: int) -> str:
         return f"{self.response}[{i + 1}]"
+
+    def _new_grid(self, i: int, segments: list[Any]) -> _Grid:
+        return _Grid(i, np.zeros(0), 0.0, extra={"segments": segments})
 
     def _build(self, i: int, u: float) -> Any:
         arr = self.y.tolist()
@@ -263,47 +225,101 @@ class QuadratureLogLik:
 
     def _sum(self, i: int, unc: np.ndarray, lo: float | None, hi: float | None
              ) -> np.ndarray:
-        """log Σ_u p̃(u) over the support, outward from the observed value."""
+        """log Σ_u p̃(u) over the support, outward from the observed value: to a declared bound
+        within ``MAX_TERMS // 2`` values whatever the terms do there (a spike at 0 beyond a
+        trough), else until the terms are negligible and falling and no far point
+        (:func:`~.conditional_nodes.far_points`) holds a term that is not."""
         y0 = int(self.y[i])
+        reach = {d: b is not None and abs(b - y0) <= MAX_TERMS // 2 for d, b in ((-1, lo),
+                                                                                (1, hi))}
         g = self._grid
         if g is not None:
             us = np.arange(int(g.v[0]), int(g.v[-1]) + 1)
             vals = self._eval(i, us, unc, keep=True)
-            tails = self._tails(vals, lo is not None and us[0] <= lo,
-                                hi is not None and us[-1] >= hi)
-            if tails is not None:
-                return self._finish_sum(i, vals, us, tails)
+            closed = (lo is not None and us[0] <= lo, hi is not None and us[-1] >= hi)
+            tails = self._tails(vals, *closed)
+            if (tails is not None and (closed[0] or not reach[-1])
+                    and (closed[1] or not reach[1])
+                    and not self._far_terms(i, unc, us, vals, lo, hi)):
+                return self._finish_sum(i, vals, us, tails, closed)
         parts = {0: self._eval(i, np.array([y0]), unc)}
-        ends = {-1: y0, 1: y0}
+        ends, target = {-1: y0, 1: y0}, {-1: y0, 1: y0}
         done = {d: (lo is not None and y0 <= lo) if d < 0 else (hi is not None and y0 >= hi)
                 for d in (-1, 1)}
-        while not all(done.values()):
-            for d in (-1, 1):
-                if done[d]:
-                    continue
-                stop = lo if d < 0 else hi
-                k = np.arange(1, BATCH * 2 + 1)
-                us = ends[d] + d * k
-                if stop is not None:
-                    us = us[d * (us - stop) <= 0]
-                parts[d * (abs(ends[d] - y0) + 1)] = self._eval(i, us, unc)
-                ends[d] = int(us[-1])
-                seq = self._ordered(parts)
-                m = np.max(seq, axis=1, keepdims=True)
-                side = seq[:, :2] if d < 0 else seq[:, -2:][:, ::-1]
-                done[d] = bool((stop is not None and ends[d] == stop)
-                               or _negligible(side, m))
-                if abs(ends[d] - y0) > MAX_TERMS // 2 and not done[d]:
+        while True:
+            while not all(done.values()):
+                for d in (-1, 1):
+                    if not done[d]:
+                        done[d] = self._extend(i, unc, parts, ends, d, lo if d < 0 else hi,
+                                               target[d], reach[d])
+            us = np.arange(ends[-1], ends[1] + 1)
+            vals = self._ordered(parts)
+            far = self._far_terms(i, unc, us, vals, lo, hi)
+            if not far:
+                break
+            for u in far:  # sum on past the far term, then until negligible again
+                d = 1 if u > y0 else -1
+                if abs(u - y0) > MAX_TERMS // 2:
                     raise NoConditional(
-                        f"{self.model.name}: the terms of the sum over {self._label(i)} do not "
-                        f"become negligible within {MAX_TERMS // 2} values of the observed one "
-                        "(support unbounded and heavy)")
-        us = np.arange(ends[-1], ends[1] + 1)
-        vals = self._ordered(parts)
-        tails = self._tails(vals, lo is not None and ends[-1] <= lo,
-                            hi is not None and ends[1] >= hi)
+                        f"{self.model.name}: p({self._label(i)} | rest) has a far mode at "
+                        f"{u:.0f}, beyond the {MAX_TERMS // 2} values a sum may take on a side")
+                target[d] = int(u) if d * (u - target[d]) > 0 else target[d]
+                done[d] = False
+        closed = (lo is not None and ends[-1] <= lo, hi is not None and ends[1] >= hi)
+        tails = self._tails(vals, *closed)
         self._grid = _Grid(i, us.astype(float), 1.0)
-        return self._finish_sum(i, vals, us, tails if tails is not None else (0.0, 0.0))
+        return self._finish_sum(i, vals, us, tails if tails is not None else (0.0, 0.0), closed)
+
+    def _extend(self, i: int, unc: np.ndarray, parts: dict[int, np.ndarray],
+                ends: dict[int, int], d: int, stop: float | None, target: int, to_bound: bool
+                ) -> bool:
+        """One block of terms on side ``d``; whether that side is done (at its bound, or past
+        ``target`` with negligible falling terms and no bound to reach)."""
+        y0 = int(self.y[i])
+        us = ends[d] + d * np.arange(1, BATCH * 2 + 1)
+        if stop is not None:
+            us = us[d * (us - stop) <= 0]
+        parts[d * (abs(ends[d] - y0) + 1)] = self._eval(i, us, unc)
+        ends[d] = int(us[-1])
+        if stop is not None and ends[d] == stop:
+            return True
+        seq = self._ordered(parts)
+        m = np.max(seq, axis=1, keepdims=True)
+        side = seq[:, :2] if d < 0 else seq[:, -2:][:, ::-1]
+        done = not to_bound and d * (ends[d] - target) >= 0 and negligible(side, m)
+        if abs(ends[d] - y0) > MAX_TERMS // 2 and not done:
+            raise NoConditional(
+                f"{self.model.name}: the terms of the sum over {self._label(i)} do not "
+                f"become negligible within {MAX_TERMS // 2} values of the observed one "
+                "(support unbounded and heavy)")
+        return done
+
+    def _far_terms(self, i: int, unc: np.ndarray, us: np.ndarray, vals: np.ndarray,
+                   lo: float | None, hi: float | None) -> list[float]:
+        """Far points outside the summed range ``us`` whose term is not negligible (within
+        ``DROP`` nats of the largest summed term) at some draw."""
+        pts = far_points(float(self.y[i]), self.y, self.spread, lo, hi, True)
+        pts = pts[(pts < us[0]) | (pts > us[-1])]
+        if pts.size == 0:
+            return []
+        f = self._probe(i, pts, unc)
+        m = np.max(vals, axis=1, keepdims=True)
+        return [float(u) for u, hit in zip(pts, np.any(f > m - DROP, axis=0), strict=True)
+                if hit]
+
+    def _probe(self, i: int, us: np.ndarray, unc: np.ndarray) -> np.ndarray:
+        """``(S, len(us))`` log densities at probe values (-inf where refused)."""
+        out = np.full((unc.shape[0], len(us)), -np.inf)
+
+        def one(j: int) -> None:
+            try:
+                out[:, j] = self._eval(i, np.array([us[j]]), unc)[:, 0]
+            except StanlogzError:  # includes NoConditional: a refused probe holds no mass
+                pass
+
+        run_all(one, range(len(us)), unc.shape[0])
+        self.probes[i] = self.probes.get(i, 0) + len(us)
+        return out
 
     @staticmethod
     def _ordered(parts: dict[int, np.ndarray]) -> np.ndarray:
@@ -313,17 +329,19 @@ class QuadratureLogLik:
         return np.concatenate([*left, parts[0], *right], axis=1)
 
     def _finish_sum(self, i: int, vals: np.ndarray, us: np.ndarray,
-                    tails: tuple[np.ndarray | float, np.ndarray | float]) -> np.ndarray:
+                    tails: tuple[np.ndarray | float, np.ndarray | float],
+                    closed: tuple[bool, bool]) -> np.ndarray:
         out = special.logsumexp(vals, axis=1)
         err = (np.asarray(tails[0]) + np.asarray(tails[1]))
         self.error[i] = float(np.max(err))
         self.nodes[i] = us.size
         self.support[i] = (float(us[0]), float(us[-1]))
+        self.open_ends[i] = 2 - int(closed[0]) - int(closed[1])
         return out
 
     def _tails(self, vals: np.ndarray, closed_lo: bool, closed_hi: bool
                ) -> tuple[np.ndarray, np.ndarray] | None:
-        """Relative geometric bounds on the mass beyond each end (0 at a declared bound);
+        """Relative geometric estimates of the mass beyond each end (0 at a declared bound);
         None when an open end is not negligible and falling."""
         total = special.logsumexp(vals, axis=1)
         m = np.max(vals, axis=1, keepdims=True)
@@ -332,165 +350,7 @@ class QuadratureLogLik:
             if closed:
                 out.append(np.zeros(vals.shape[0]))
                 continue
-            if side.shape[1] < 2 or not _negligible(side, m):
+            if side.shape[1] < 2 or not negligible(side, m):
                 return None
-            out.append(np.exp(_geometric_tail(side) - total))
+            out.append(np.exp(geometric_tail(side) - total))
         return out[0], out[1]
-
-    # continuous y_i ---------------------------------------------------
-
-    def _map(self, i: int, unc: np.ndarray, lo: float | None, hi: float | None) -> _Map:
-        """The map onto the real line, its scale from the median curvature at y_i."""
-        y0 = float(self.y[i])
-        h = 1e-3 * self.spread
-        room = min(y0 - lo if lo is not None else math.inf, hi - y0 if hi is not None
-                   else math.inf)
-        s = 0.25 * self.spread
-        if room > 2 * h:
-            f = self._eval(i, np.array([y0 - h, y0 + h]), unc)
-            f0 = self.model.log_density_many(unc)
-            curv = (f[:, 0] - 2 * f0 + f[:, 1]) / h**2
-            good = np.isfinite(curv) & (curv < 0)
-            if np.any(good):
-                s = float(np.median(1.0 / np.sqrt(-curv[good])))
-        if lo is not None and hi is not None:
-            s = min(s, hi - lo)
-        return _Map(lo, hi, y0, s)
-
-    def _integral(self, i: int, unc: np.ndarray, lo: float | None, hi: float | None
-                  ) -> np.ndarray:
-        """log ∫ p̃(u) du over the declared range of y_i, per draw."""
-        g = self._grid
-        if g is not None:
-            mp = g.extra["map"]
-            vals = self._g(i, mp, g.v, unc, keep=True)
-            got = self._levels_agree(vals, g.step)
-            if got is not None and self._open_ends(vals):
-                return self._finish(i, got, vals, g.step)
-        mp = self._map(i, unc, lo, hi)
-        y0 = float(self.y[i])
-        inside = (lo is None or y0 > lo) and (hi is None or y0 < hi)
-        if inside:
-            vc = mp.v(y0)
-        else:  # the observed value on a declared bound
-            vc = 0.0 if lo is not None and hi is not None else math.log(mp.s)
-        jac = math.exp(float(mp.log_jac(np.array(vc))))
-        step = min(0.5, 0.5 * mp.s / jac) if jac > 0 else 0.5
-        v, vals = self._bracket(i, mp, vc, step, unc)
-        prev = special.logsumexp(vals, axis=1) + math.log(step)
-        while True:
-            mids = 0.5 * (v[:-1] + v[1:])
-            new = self._g(i, mp, mids, unc)
-            both = np.empty((vals.shape[0], v.size + mids.size))
-            both[:, 0::2], both[:, 1::2] = vals, new
-            grid = np.empty(v.size + mids.size)
-            grid[0::2], grid[1::2] = v, mids
-            v, vals, step = grid, both, 0.5 * step
-            cur = special.logsumexp(vals, axis=1) + math.log(step)
-            if np.max(np.abs(np.expm1(prev - cur))) <= TOL:
-                break
-            if v.size > MAX_NODES:
-                raise NoConditional(
-                    f"{self.model.name}: the integral over {self._label(i)} is not resolved by "
-                    f"quadrature on {v.size} nodes (relative disagreement "
-                    f"{np.max(np.abs(np.expm1(prev - cur))):.2g})")
-            prev = cur
-        self._grid = _Grid(i, v, step, extra={"map": mp})
-        return self._finish(i, (cur, np.abs(np.expm1(prev - cur))), vals, step)
-
-    def _g(self, i: int, mp: _Map, v: np.ndarray, unc: np.ndarray, keep: bool = False
-           ) -> np.ndarray:
-        """Integrand in v: log p̃(u(v)) + log du/dv, ``(S, len(v))``."""
-        return self._eval(i, mp.u(v), unc, keep=keep) + mp.log_jac(v)[None, :]
-
-    def _bracket(self, i: int, mp: _Map, vc: float, step: float, unc: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray]:
-        """Coarse nodes vc + k·step extended on each side until every draw's integrand is
-        negligible and falling there."""
-        ks = {0: self._g(i, mp, np.array([vc]), unc)}
-        reach = {-1: 0, 1: 0}
-        done = {-1: False, 1: False}
-        while not all(done.values()):
-            for d in (-1, 1):
-                if done[d]:
-                    continue
-                k = reach[d] + d * np.arange(1, BATCH + 1)
-                vals = self._g(i, mp, vc + k * step, unc)
-                for j, kk in enumerate(k):
-                    ks[int(kk)] = vals[:, j:j + 1]
-                reach[d] = int(k[-1])
-                order = sorted(ks)
-                allv = np.concatenate([ks[q] for q in order], axis=1)
-                m = np.max(allv, axis=1, keepdims=True)
-                side = allv[:, :2] if d < 0 else allv[:, -2:][:, ::-1]
-                done[d] = _negligible(side, m)
-                if not done[d] and abs(reach[d]) * step > 400:
-                    raise NoConditional(
-                        f"{self.model.name}: the density does not fall off in {self._label(i)} "
-                        "(p(y_i | y_-i, theta) is improper or too heavy-tailed to normalize)")
-        order = sorted(ks)
-        v, vals = vc + np.array(order) * step, np.concatenate([ks[q] for q in order], axis=1)
-        a, b = _trim(vals, order.index(0))
-        return v[a:b], vals[:, a:b]
-
-    def _levels_agree(self, vals: np.ndarray, step: float
-                      ) -> tuple[np.ndarray, np.ndarray] | None:
-        """(log integral, relative disagreement with the every-other-node rule) when it is
-        within TOL for every draw."""
-        if vals.shape[1] < 5 or vals.shape[1] % 2 == 0:
-            return None
-        cur = special.logsumexp(vals, axis=1) + math.log(step)
-        half = special.logsumexp(vals[:, 0::2], axis=1) + math.log(2 * step)
-        rel = np.abs(np.expm1(half - cur))
-        return (cur, rel) if np.max(rel) <= TOL else None
-
-    @staticmethod
-    def _open_ends(vals: np.ndarray) -> bool:
-        m = np.max(vals, axis=1, keepdims=True)
-        return _negligible(vals[:, :2], m) and _negligible(vals[:, -2:][:, ::-1], m)
-
-    def _finish(self, i: int, got: tuple[np.ndarray, np.ndarray], vals: np.ndarray,
-                step: float) -> np.ndarray:
-        cur, rel = got
-        tail = (np.exp(_geometric_tail(vals[:, :2]) + math.log(step) - cur)
-                + np.exp(_geometric_tail(vals[:, -2:][:, ::-1]) + math.log(step) - cur))
-        self.error[i] = float(np.max(rel + tail))
-        self.nodes[i] = vals.shape[1]
-        return cur
-
-
-def _trim(vals: np.ndarray, centre: int) -> tuple[int, int]:
-    """The columns ``[a, b)`` of ``vals`` to keep: on each side, the outer nodes past the
-    innermost pair that is negligible and falling, when every node beyond it is negligible
-    too (the outward search overshoots by up to a batch)."""
-    m = np.max(vals, axis=1, keepdims=True)
-    low = vals < m - DROP
-    a, b = 0, vals.shape[1]
-    for j in range(centre - 1, 0, -1):
-        if _negligible(vals[:, [j - 1, j]], m) and np.all(low[:, :j]):
-            a = j - 1
-            break
-    for j in range(centre + 1, vals.shape[1] - 1):
-        if _negligible(vals[:, [j + 1, j]], m) and np.all(low[:, j + 1:]):
-            b = j + 2
-            break
-    return a, b
-
-
-def _negligible(side: np.ndarray, m: np.ndarray) -> bool:
-    """Whether the two outermost values ``side`` (outermost first, ``(S, 2)``) are below every
-    draw's maximum ``m`` by DROP nats and falling outward."""
-    if side.shape[1] < 2:
-        return False
-    out, inner = side[:, 0], side[:, 1]
-    return bool(np.all((out < m[:, 0] - DROP) & (inner < m[:, 0] - DROP)
-                       & ((out <= inner) | ~np.isfinite(out))))
-
-
-def _geometric_tail(side: np.ndarray) -> np.ndarray:
-    """log of a bound on the terms beyond the outermost value ``side[:, 0]`` if they keep
-    falling at the last ratio (capped at 0.99)."""
-    out, inner = side[:, 0], side[:, 1]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.clip(np.exp(np.nan_to_num(out - inner, nan=-np.inf)), 0.0, 0.99)
-        return out + np.log(r) - np.log1p(-r)

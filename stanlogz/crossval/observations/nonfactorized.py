@@ -16,9 +16,11 @@ import numpy as np
 from ...errors import DataError, StanlogzError
 from ...stan.program import StanProgram
 from .conditional import ConditionalLogLik, NotGaussian, _log_gauss, _stencil
-from .conditional_quadrature import NoConditional, QuadratureLogLik
+from .conditional_nodes import far_points
+from .conditional_quadrature import MAX_TERMS, NoConditional, QuadratureLogLik
 from .conditional_source import ConditionalSourceBase
 from .observations import Observations
+from .pointwise import run_all
 
 #: Where (in fitted conditional sds from its mode) the Gaussian closed form is checked against
 #: the density: a second mode (a hidden Markov model's other state) or a heavier tail there is
@@ -26,6 +28,8 @@ from .observations import Observations
 FAR_SDS = (-12.0, -8.0, -4.0, 4.0, 8.0, 12.0)
 #: Largest gap between the density and its Gaussian fit at those points, relative to the mode.
 FAR_TOL = 1e-7
+#: Largest uncertainty (nats) of the fit's prediction at a far point for it to count there.
+MAX_SLACK = 1e-2
 #: Pointwise evaluations above which the cost line says the pass will take a while (seconds).
 SLOW_SECONDS = 30.0
 
@@ -71,10 +75,19 @@ class NonFactorizedSource(ConditionalSourceBase):
                 return out
         st = _stencil(1)  # the fit in y_i alone, kept for the far check
         try:
-            c, g, h, ok = cl._fit(cl._values(i, unc, np.zeros(0, dtype=int), st, 0.0), st)
+            f = cl._values(i, unc, np.zeros(0, dtype=int), st, 0.0)
         except DataError:
             return None
-        if not np.all(ok) or not np.all(h[:, 0, 0] < 0) or not self._far_ok(i, unc, c, g, h):
+        c, g, h, ok = cl._fit(f, st)
+        t = st.t[:, 0]
+        resid = f - (c[:, None] + g[:, :1] * t + 0.5 * h[:, 0, :1] * t**2)
+        eps = 2.0 * np.maximum(np.nanmax(np.abs(resid), axis=1),
+                               1e-14 * (1.0 + np.nanmax(np.abs(f), axis=1)))
+        # the curvature must stand out of what the stencil's rounding allows (a value that
+        # enters no term has a flat conditional, fitted as a curvature of ~1e-15)
+        h_err = 2.0 * eps * float(np.sum(np.abs(st.pinv[2])))
+        if (not np.all(ok) or not np.all(-h[:, 0, 0] > 10.0 * h_err)
+                or not self._far_ok(i, unc, c, g, h, eps, st.pinv)):
             return None
         den = _log_gauss(c, g, h)
         if not np.all(np.isfinite(den)):
@@ -82,27 +95,46 @@ class NonFactorizedSource(ConditionalSourceBase):
         cl.integrated[i] = False
         return c - den - math.log(cl.h_u)
 
-    def _far_ok(self, i: int, unc: np.ndarray, c: np.ndarray, g: np.ndarray, h: np.ndarray
-                ) -> bool:
+    def _far_ok(self, i: int, unc: np.ndarray, c: np.ndarray, g: np.ndarray, h: np.ndarray,
+                eps: np.ndarray, pinv: np.ndarray) -> bool:
         """Whether the density in y_i agrees with its quadratic fit ``c + g t + h t²/2`` (t in
-        stencil steps from y_i) at ``FAR_SDS`` fitted sds from the fitted mode, for every draw
-        (differences below ``FAR_TOL`` of the mode's height count as agreement)."""
+        stencil steps from y_i) at ``FAR_SDS`` fitted sds from the fitted mode and at the far
+        points (:func:`~.conditional_nodes.far_points`: the declared bounds, 0, multiples of
+        y_i, the data's range), for every draw: differences below ``FAR_TOL`` of the mode's
+        height count as agreement, beyond what the fit's own uncertainty explains there (the
+        stencil values known to ``eps`` per draw, carried to t by the fit ``pinv``: a very
+        wide conditional is extrapolated thousands of steps)."""
         cl = self.cl
         assert cl is not None
         curv, slope = h[:, 0, 0], g[:, 0]
-        mode = -slope / curv
         peak = c - 0.5 * slope**2 / curv
-        ts = np.median(mode) + np.median(1.0 / np.sqrt(-curv)) * np.array(FAR_SDS)
-        for t in ts:
+        mode, sd = np.median(-slope / curv), np.median(1.0 / np.sqrt(-curv))
+        lo, hi = self.quad.bounds(i)
+        far = (far_points(float(cl.y[i]), cl.y, self.quad.spread, lo, hi, False) - cl.y[i]) / cl.h_u
+        far = far[np.abs(far - mode) > max(np.abs(FAR_SDS)) * sd]  # inside: the sds points
+        ts = np.concatenate([mode + sd * np.array(FAR_SDS), far])
+        bad = np.zeros(ts.size, dtype=bool)
+
+        def check(j: int) -> None:
+            t = ts[j]
             pred = c + slope * t + 0.5 * curv * t**2
             try:
                 got = cl._build(i, float(cl.y[i] + t * cl.h_u)).log_density_many(unc)
             except StanlogzError:
                 got = np.full(unc.shape[0], -np.inf)
             got = np.where(np.isfinite(got), got, -np.inf)
-            if np.max(np.abs(np.exp(got - peak) - np.exp(pred - peak))) > FAR_TOL:
-                return False
-        return True
+            slack = eps * float(np.sum(np.abs(np.array([1.0, t, t * t]) @ pinv)))
+            with np.errstate(over="ignore"):
+                dens = np.exp(got - peak)
+                hi, lo = np.exp(pred + slack - peak), np.exp(pred - slack - peak)
+            dev = np.maximum(dens - hi, lo - dens)
+            # where the fit itself is uncertain by more than MAX_SLACK nats it confirms
+            # nothing, unless the point is negligible either way
+            blind = (slack > MAX_SLACK) & ((hi > FAR_TOL) | (dens > FAR_TOL))
+            bad[j] = np.max(dev) > FAR_TOL or bool(np.any(blind))
+
+        run_all(check, range(ts.size), unc.shape[0])
+        return not np.any(bad)
 
     def column(self, i: int, unc: np.ndarray) -> np.ndarray:
         """log p(y_i | y₋ᵢ, θ) at unconstrained draws ``unc`` ``(S, dim)``."""
@@ -139,12 +171,21 @@ class NonFactorizedSource(ConditionalSourceBase):
         if self.discrete:
             lo = min(self.quad.support[i][0] for i in numeric if i in self.quad.support)
             hi = max(self.quad.support[i][1] for i in numeric if i in self.quad.support)
+            n_open = int(np.sum(self.quad.open_ends[numeric]))
+            tails = (f"; the {n_open} end(s) not at a declared bound hold tails estimated at "
+                     f"{err:.1g} relative by geometric extrapolation of the last terms "
+                     "(an estimate, not a bound; far values of y_i were checked)"
+                     if n_open else "")
             how = (f"summed over the support of {self.quad.response} ({lo:.0f}..{hi:.0f} "
-                   f"at most, up to {most} terms; truncated tails bounded by {err:.1g} "
-                   "relative)")
+                   f"at most, up to {most} terms; exact to each declared bound within "
+                   f"{MAX_TERMS // 2} values{tails})")
         else:
-            how = (f"integrated over {self.quad.response} by quadrature (up to {most} nodes; "
-                   f"log error bounded by {err:.1g})")
+            split = int(np.sum(self.quad.pieces[numeric] > 1))
+            modes = (f"; {split} with a second mode far from y_i, integrated on its own"
+                     if split else "")
+            how = (f"integrated over {self.quad.response} by quadrature (up to {most} nodes"
+                   f"{modes}; log error estimated at {err:.1g} from the last two levels and "
+                   "the extrapolated tails, far values of y_i checked)")
         return [f"{numeric.size} observation(s) not Gaussian in y_i: p(y_i | y_-i, theta) "
                 f"{how}"]
 

@@ -22,7 +22,7 @@ one-line reason naming the violated condition.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -84,6 +84,21 @@ def n_threads() -> int:
     """Threads for the native density calls (``STANLOGZ_THREADS``, default: the CPU count)."""
     env = os.environ.get("STANLOGZ_THREADS", "")
     return max(1, int(env)) if env.isdigit() else max(1, os.cpu_count() or 1)
+
+
+def run_all(fn: Callable[[Any], None], items: Iterable[Any], n_draws: int,
+            serial_below: int = 16) -> None:
+    """``fn(item)`` for every item, on ``n_threads()`` threads (the native density calls
+    release the GIL) unless there are fewer than ``serial_below`` draws per call, where the
+    threads cost more than they save."""
+    items = list(items)
+    threads = min(n_threads(), len(items)) if n_draws >= serial_below else 1
+    if threads <= 1:
+        for it in items:
+            fn(it)
+        return
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(fn, items))
 
 
 class _Slicer:

@@ -33,6 +33,7 @@ from ..fixups.mm_points import check_budget, moment_match_points
 from ..fixups.moment_match import moment_match_observation
 from ..fixups.registry import FixMethod, fix_method
 from ..logo.estimator import logo_from_loo
+from ..observations.conditional_source import check_pass_budget, start_pass
 from ..observations.observations import load_observed
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError
@@ -114,6 +115,7 @@ def loo(
     ups_options: dict[str, Any] | None = None,
     progress: Any = None,
     mm_budget: float | None = None,
+    cond_budget: float | None = None,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> Any:
     """PSIS-LOO of a Stan program, with every unreliable observation recomputed.
@@ -179,6 +181,10 @@ def loo(
         Seconds of moment matching; the observations left keep their PSIS values with the k̂
         warning (Ctrl-C during moment matching does the same;
         :mod:`~stanlogz.crossval.fixups.mm_points`).
+    cond_budget : float, optional
+        Seconds for the conditional log-likelihood's pass (``log_lik="conditional"``): it
+        stops cleanly at the budget, saying how far it got
+        (:func:`~stanlogz.crossval.observations.conditional_source.start_pass`).
     **nuts_keywords
         ``chains``, ``warmup``, ``n_draws``, ``adapt_delta``, ``max_treedepth``.
 
@@ -225,7 +231,8 @@ def loo(
                              fix=fix, log_lik=log_lik, k_threshold=k_threshold,
                              subsample=subsample, settings=settings, seed=seed,
                              n_workers=n_workers, ups_options=ups_options, progress=progress,
-                             mm_budget=mm_budget, **nuts_keywords)
+                             mm_budget=mm_budget, cond_budget=cond_budget,
+                             **nuts_keywords)
     check_arguments("loo", draws=draws, progress=progress, obs=obs, obs_fields=obs_fields,
                     fix=fix, log_lik=log_lik, k_threshold=k_threshold, subsample=subsample,
                     n_workers=n_workers, ups_options=ups_options)
@@ -239,6 +246,7 @@ def loo(
     if k_threshold is not None and not 0.0 <= k_threshold <= 1.0:
         raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
     mm_budget = check_budget(mm_budget)
+    check_pass_budget(cond_budget)
     model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
                                                    progress=progress)
     if subsample is not None and not (isinstance(subsample, int | np.integer)
@@ -255,12 +263,7 @@ def loo(
     t1 = time.perf_counter()
     notes: list[str] = []
     if subsample is None:
-        if progress:
-            progress(f"pointwise log-likelihood of {observations.n} observations "
-                     f"({pw.source}) at {unc.shape[0]} draws")
-            cost = pw.cost_line(unc.shape[0]) if hasattr(pw, "cost_line") else None
-            if cost:
-                progress(cost)
+        start_pass(pw, progress, unc.shape[0], cond_budget)
         if not pw.checked:
             pw.check(unc[_check_rows(unc.shape[0])])
         ps = _psis_pass(pw, d, r_eff, None, _keep_above(k_threshold))

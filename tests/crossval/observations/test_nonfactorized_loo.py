@@ -225,6 +225,7 @@ def test_unresolved_quadrature_and_heavy_support_are_refused(compiled, monkeypat
     # The caps on nodes and terms (4097 and 2000 a side by default) lowered so that a GARCH
     # quadrature (~100 nodes) and a count sum (~35 terms) cannot finish: both refuse in one
     # line naming the observation.
+    from stanlogz.crossval.observations import conditional_integral as ci
     from stanlogz.crossval.observations import conditional_quadrature as cq
     from stanlogz.crossval.observations.conditional_quadrature import NoConditional
 
@@ -232,7 +233,7 @@ def test_unresolved_quadrature_and_heavy_support_are_refused(compiled, monkeypat
     data = T.garch_data(20, rng)
     m = compiled("garch_like", data)
     x = np.array([m.unconstrain_dict(p) for p in GARCH_THETA])
-    monkeypatch.setattr(cq, "MAX_NODES", 9)
+    monkeypatch.setattr(ci, "MAX_NODES", 9)
     with pytest.raises(NoConditional, match=r"integral over y\[3\] is not resolved"):
         QuadratureLogLik(m, data, find_observations(data, "T")).column(2, x)
     counts = T.par_data(15, rng)
