@@ -52,7 +52,7 @@ class DrawsSummary(Display):
         >>> x = np.random.default_rng(0).normal(size=(4, 200, 2))
         >>> df = Draws(unconstrained=x).summary().to_dataframe()
         >>> list(df.index), list(df.columns)[:3]
-        (['x.1', 'x.2'], ['mean', 'sd', 'q5'])
+        (['x.1', 'x.2'], ['mean', 'sd', 'mcse_mean'])
         """
         import pandas as pd
 
