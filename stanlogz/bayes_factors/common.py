@@ -20,7 +20,7 @@ from ..crossval.observations.observations import Observations, load_observed
 from ..draws import Draws
 from ..stan.program import ProgramLike, StanProgram
 from ..stan.settings import NutsArgs
-from .prior_density import PriorDensity, find_prior, sample_prior
+from .prior_density import PriorDensity, find_prior, khat, sample_prior
 
 
 @dataclass
@@ -87,17 +87,6 @@ def linearized_se(influence: np.ndarray) -> float:
     """Monte Carlo se of an estimate whose first-order error is the mean of the per-draw
     ``influence`` ``(chains, n)`` (delta method with the MCMC ESS of the influence)."""
     return mean_se(influence)[1]
-
-
-def khat(log_ratios: np.ndarray) -> float:
-    """Pareto k̂ of importance ratios exp(``log_ratios``) (any shape, flattened)."""
-    lr = np.asarray(log_ratios, dtype=float).ravel()
-    if np.ptp(lr) <= 1e-6:
-        # weights within a factor 1 + 1e-6 of each other (a density constant over the draws up
-        # to quadrature error): bounded, so no tail; a Pareto fit to such noise is meaningless
-        return -math.inf
-    _, k = arviz_compat.psislw(lr[None, :])
-    return float(np.asarray(k).ravel()[0])
 
 
 def log_mean_exp_se(log_w: np.ndarray) -> tuple[float, float, float]:

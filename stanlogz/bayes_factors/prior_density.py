@@ -23,11 +23,15 @@ effective-sample-size machinery as NUTS draws.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
+from .. import arviz_compat
+from .._util.seeds import child_sequence
 from ..crossval.observations.observations import Observations
 from ..crossval.observations.pointwise import PointwiseLogLik, has_log_lik, log_lik_columns
 from ..draws import Draws, sample
@@ -259,7 +263,6 @@ def _weighted_quantiles(x: np.ndarray, w: np.ndarray, qs: tuple[float, ...]) -> 
 
 
 def _cauchy(loc: np.ndarray, scale: np.ndarray) -> Any:
-    from scipy import stats
 
     return stats.multivariate_t(loc=loc, shape=np.diag(scale**2), df=1)
 
@@ -276,11 +279,8 @@ def sample_prior(prior: PriorDensity, settings: NutsArgs, anchor: np.ndarray, *,
     Metropolis–Hastings (``settings.chains`` chains of ``settings.draws``) with a Cauchy
     proposal adapted from posterior draws ``anchor`` ``(S, dim)``; its warnings (low acceptance,
     heavy-tailed weights) are in the draws' ``warnings``."""
-    from .._util.seeds import child_sequence
-
     if prior.route == "zero observations":
         return sample(prior.instances[0], settings, seed=seed, progress=progress)
-    from .common import khat
 
     rng = np.random.default_rng(child_sequence(seed, 1))
     anchor = np.atleast_2d(anchor)
@@ -329,3 +329,14 @@ def sample_prior(prior: PriorDensity, settings: NutsArgs, anchor: np.ndarray, *,
     if progress:
         progress(f"prior draws by independence Metropolis-Hastings: acceptance {rate:.2f}")
     return d
+
+
+def khat(log_ratios: np.ndarray) -> float:
+    """Pareto k̂ of importance ratios exp(``log_ratios``) (any shape, flattened)."""
+    lr = np.asarray(log_ratios, dtype=float).ravel()
+    if np.ptp(lr) <= 1e-6:
+        # weights within a factor 1 + 1e-6 of each other (a density constant over the draws up
+        # to quadrature error): bounded, so no tail; a Pareto fit to such noise is meaningless
+        return -math.inf
+    _, k = arviz_compat.psislw(lr[None, :])
+    return float(np.asarray(k).ravel()[0])

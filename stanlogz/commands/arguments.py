@@ -91,3 +91,13 @@ def checks_requested(args: argparse.Namespace) -> bool:
         raise InputError("--pit, --metrics and --crps need --yrep NAME: the generated quantity "
                          "with one posterior-predictive draw per observation")
     return wanted or bool(args.e_loo)
+
+
+def obs_fields(text: str | None) -> list[str] | None:
+    """``"y,x"`` -> ``["y", "x"]``."""
+    if text is None:
+        return None
+    fields = [f.strip() for f in text.split(",") if f.strip()]
+    if not fields:
+        raise InputError("--obs-fields is empty")
+    return fields

@@ -24,7 +24,13 @@ from ..crossval.psis_loo.result import LooResult
 from ..errors import InputError
 from ..report.crossval_plots import plot_pit
 from ..report.output import Reporter, write_atomically
-from .arguments import add_check_arguments, add_closing_arguments, checks_requested, nuts_settings
+from .arguments import (
+    add_check_arguments,
+    add_closing_arguments,
+    checks_requested,
+    nuts_settings,
+    obs_fields,
+)
 from .evidence import PLOT_SUFFIXES
 from .executor import with_executor
 from .sample import check_output, finish
@@ -41,16 +47,6 @@ def add_observation_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--obs-fields", metavar="Y,X", default=None,
                         help="the per-observation data arrays (default: every array whose "
                         "leading dimension is N)")
-
-
-def obs_fields(text: str | None) -> list[str] | None:
-    """``"y,x"`` -> ``["y", "x"]``."""
-    if text is None:
-        return None
-    fields = [f.strip() for f in text.split(",") if f.strip()]
-    if not fields:
-        raise InputError("--obs-fields is empty")
-    return fields
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

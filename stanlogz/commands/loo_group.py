@@ -9,7 +9,7 @@ from ..crossval.logo.estimator import logo
 from ..crossval.logo.result import LogoResult
 from ..errors import InputError
 from ..report.output import Reporter
-from .arguments import checks_requested, nuts_settings
+from .arguments import checks_requested, nuts_settings, obs_fields
 from .sample import finish
 
 #: loo flags with no meaning for groups, checked before anything runs.
@@ -49,8 +49,6 @@ def print_logo(report: Reporter, r: LogoResult) -> None:
 def run_group(args: argparse.Namespace, report: Reporter) -> int:
     """``loo --group``."""
     fix = check_group_arguments(args)
-    from .loo import obs_fields
-
     r = logo(args.model, args.data, group=args.group, obs=args.obs,
              obs_fields=obs_fields(args.obs_fields), fix=fix, k_threshold=args.k_threshold,
              settings=nuts_settings(args), seed=args.seed, progress=report.progress,
