@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import stats
-from stanlogz.crossval.psis_loo.psis import psis_loo
+from stanlogz.crossval.elpd.psis import psis_loo
 
 from benchmarks.truths.crossval import truths_nonfactorized as T
 from stanlogz.crossval.observations.conditional_nodes import far_points
