@@ -15,7 +15,8 @@ integrated likelihood comes from the compiled density on two data instances:
 f_g the program on group g's rows alone and f_∅ on no rows (else the full data and the data
 without group g): every term not involving y_g cancels, and an unnormalized prior of a_g
 cancels too. Both integrals are adaptive Gauss–Hermite on the unconstrained scale
-(:mod:`.integrate`). Then PSIS as for observations (:func:`~stanlogz.crossval.elpd.psis.psis_loo`, its
+(:mod:`.integrate`). Then PSIS as for observations
+(:func:`~stanlogz.crossval.elpd.psis.psis_loo`, its
 Monte Carlo se and the summed draw influence for the total), plus the integration error as a
 bound. Groups whose k̂ stays above the threshold are refit exactly (:func:`heldout_many`).
 """

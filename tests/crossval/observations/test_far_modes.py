@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import stats
-from stanlogz.crossval.elpd.psis import psis_loo
 
 from benchmarks.truths.crossval import truths_nonfactorized as T
+from stanlogz.crossval.elpd.psis import psis_loo
 from stanlogz.crossval.observations.conditional_nodes import far_points
 from stanlogz.crossval.observations.nonfactorized import NonFactorizedSource
 from stanlogz.crossval.observations.observations import find_observations
