@@ -38,6 +38,11 @@ class ElpdResult:
         """The effective number of parameters (p_loo, p_waic)."""
         return float(getattr(self, self._names["p"]))
 
+    @property
+    def n_obs(self) -> int:
+        """Number of observations."""
+        return int(np.asarray(self.elpd_i).size)
+
     def pointwise_mcse(self) -> np.ndarray:
         """Monte Carlo se of each elpd_i (NaN where the method gives none)."""
         values = getattr(self, "mcse_i", None)
