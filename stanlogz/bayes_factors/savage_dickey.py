@@ -30,7 +30,7 @@ from ..errors import EstimationError, InputError
 from ..estimators import lookup
 from ..stan.program import ProgramLike, StanProgram
 from ..stan.settings import NutsArgs
-from .common import chains_of, khat, linearized_se, load_program
+from .common import chains_of, khat, linearized_se, posterior_and_prior
 
 #: Most draws whose conditional density is computed (evenly thinned).
 MAX_DRAWS = 1000
@@ -223,7 +223,7 @@ def savage_dickey(
     progress : callable, optional
         Called with one line of text per step.
     **nuts
-        Sampler keywords (as ``settings``' fields).
+        Single fields of ``settings``, by name.
 
     Returns
     -------
@@ -259,12 +259,9 @@ def savage_dickey(
     if int(n_grid) < 101:
         raise InputError(f"n_grid must be >= 101, got {n_grid}")
     settings = NutsArgs.of(settings, **nuts)
-    prog = load_program(model, data, obs, seed=seed, progress=progress)
+    prog, d_post, d_prior = posterior_and_prior(model, data, obs, settings, seed=seed,
+                                                progress=progress)
     say = progress or (lambda _m: None)
-    say(f"sampling the posterior and the prior of {prog.name}")
-    d_post = sample(prog.model, settings, seed=child_int_seed(seed, 0), progress=progress)
-    d_prior = prog.sample_prior(settings, d_post.flat_unconstrained(),
-                                seed=child_int_seed(seed, 1), progress=progress)
     name, value = next(iter(at.items()))
     k, u0 = _coordinate(prog.model, d_post.flat_unconstrained(), name, value)
     say(f"conditional densities of {name} at {value:g} by quadrature")

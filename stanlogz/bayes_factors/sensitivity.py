@@ -36,7 +36,6 @@ from ..arviz_compat import psislw
 from ..crossval.elpd.psis import k_threshold
 from ..crossval.observations.pointwise import PointwiseLogLik
 from ..densities.target import FunctionTarget
-from ..draws import sample
 from ..draws.checks import normalization_warnings
 from ..errors import InputError
 from ..estimators import lookup
@@ -46,9 +45,9 @@ from .common import (
     Program,
     chains_of,
     linearized_se,
-    load_program,
     log_mean_exp_se,
     mean_se,
+    posterior_and_prior,
     value_se,
 )
 
@@ -230,12 +229,9 @@ def sensitivity(
         raise InputError(f"sensitivity needs at least {MIN_DRAWS} posterior draws (chains x "
                          f"draws) for its importance weights and their k-hat, got "
                          f"{settings.chains} x {settings.draws}")
-    prog = load_program(model, data, obs, seed=seed, progress=progress)
+    prog, d_post, d_prior = posterior_and_prior(model, data, obs, settings, seed=seed,
+                                                progress=progress)
     say = progress or (lambda _m: None)
-    say(f"sampling the posterior and the prior of {prog.name}")
-    d_post = sample(prog.model, settings, seed=child_int_seed(seed, 0), progress=progress)
-    d_prior = prog.sample_prior(settings, d_post.flat_unconstrained(),
-                                seed=child_int_seed(seed, 1), progress=progress)
     chains = d_post.n_chains
     x, z = d_post.flat_unconstrained(), d_prior.flat_unconstrained()
     lp, lik = prog.log_prior(x), prog.log_lik(x)

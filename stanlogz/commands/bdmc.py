@@ -4,22 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from .. import testbed
 from ..errors import InputError
 from ..estimators import METHODS
 from ..estimators.shortcuts import SHORTCUTS
 from ..report.output import Reporter
 from ..report.testbed_plot import plot_testbed
-from ..testbed import (
-    DEFAULT_ESTIMATORS,
-    SHORTCUT_ESTIMATORS,
-    TestbedResult,
-    budget_fractions,
-    run_testbed,
-)
 from .arguments import add_sampler_arguments, nuts_settings
-from .evidence import PLOT_SUFFIXES
 from .executor import add_executor_arguments, with_executor
-from .sample import check_output
+from .sample import check_plot
 
 NAME = "bdmc"
 HELP = ("Sandwich log Z on data simulated from the model (bidirectional Monte Carlo) and score "
@@ -34,8 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sim-data", metavar="SIMDATA.json", default=None,
                         help="data of the simulation program (also passed to MODEL.stan)")
     parser.add_argument("--estimators", default=None,
-                        help=f"comma-separated estimators (default {','.join(DEFAULT_ESTIMATORS)}"
-                             f"; with --prior also the shortcuts {','.join(SHORTCUT_ESTIMATORS)}: "
+                        help="comma-separated estimators (default "
+                             f"{','.join(testbed.DEFAULT_ESTIMATORS)}; with --prior also the "
+                             f"shortcuts {','.join(testbed.SHORTCUT_ESTIMATORS)}: "
                              "BIC, harmonic mean, likelihood weighting and nested sampling, "
                              "the last when dynesty is installed)")
     parser.add_argument("--temps", type=int, default=1000,
@@ -69,7 +63,7 @@ def parse_estimators(text: str) -> list[str]:
     return names
 
 
-def print_result(report: Reporter, res: TestbedResult) -> None:
+def print_result(report: Reporter, res: testbed.TestbedResult) -> None:
     """Sandwich summary, the estimator table and warnings."""
     s = res.sandwich
     if s.inverted:
@@ -84,7 +78,7 @@ def print_result(report: Reporter, res: TestbedResult) -> None:
     title = "estimators on the simulated data (error = estimate - sandwich midpoint)"
     if not s.valid:
         title += "; the sandwich is not valid, so errors are not reliable ('outside': n/a)"
-    report.table(list(TestbedResult.HEADER), res.table_rows(), title=title)
+    report.table(list(testbed.TestbedResult.HEADER), res.table_rows(), title=title)
     for r in res.rows:
         if r.failed:
             report.warn(f"{r.method} failed: {r.failed}")
@@ -103,12 +97,13 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         raise InputError(f"--gap-tol must be >= 0, got {args.gap_tol}")
     if args.budgets < 1:
         raise InputError(f"--budgets must be >= 1, got {args.budgets}")
-    plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
-    res = run_testbed(
+    plot = check_plot(args.plot)
+    res = testbed.run_testbed(
         args.model, args.simulate, args.sim_data, estimators, settings=nuts_settings(args),
         n_chains=args.ais_chains, n_temps=args.temps,
         gap_tol=args.gap_tol or None, seed=args.seed, n_workers=args.workers,
-        prior_path=args.prior, budgets=budget_fractions(args.budgets), progress=report.progress,
+        prior_path=args.prior, budgets=testbed.budget_fractions(args.budgets),
+        progress=report.progress,
     )
     print_result(report, res)
     if plot is not None:

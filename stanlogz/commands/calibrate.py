@@ -12,9 +12,8 @@ from ..estimators import METHODS
 from ..report.output import Reporter
 from ..stan.inputs import check_stan_file
 from .arguments import add_sampler_arguments, nuts_settings
-from .evidence import PLOT_SUFFIXES
 from .executor import add_executor_arguments, with_executor
-from .sample import check_output, finish
+from .sample import check_plot, finish
 
 NAME = "calibrate"
 HELP = ("Calibrate Bayes factors between Stan programs by simulation: the mean posterior "
@@ -65,7 +64,7 @@ def print_calibration(report: Reporter, r: CalibrationResult) -> None:
 
 @with_executor
 def run(args: argparse.Namespace, report: Reporter) -> int:
-    plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
+    plot = check_plot(args.plot)
     for f in [*args.models, *args.sim]:
         check_stan_file(f)
     for f in (args.data, args.sim_data):

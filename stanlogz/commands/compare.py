@@ -23,10 +23,10 @@ from ..errors import InputError
 from ..report.crossval_plots import plot_pit
 from ..report.output import Reporter, write_atomically
 from .arguments import add_check_arguments, checks_requested, nuts_settings
-from .evidence import PLOT_SUFFIXES, add_estimation_arguments, parse_options
+from .evidence import add_estimation_arguments, parse_options
 from .executor import with_executor
 from .loo import add_observation_arguments, obs_fields
-from .sample import check_output
+from .sample import check_output, check_plot
 
 NAME = "compare"
 HELP = "Compare Stan programs by their evidence: log Bayes factors and posterior probabilities."
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     if checks_requested(args) and not args.loo:
         raise InputError("predictive checks (--pit, --metrics, --crps, --e-loo) use the LOO "
                          "weights: add --loo")
-    pit_plot = check_output(args.pit_plot, PLOT_SUFFIXES, "--pit-plot")
+    pit_plot = check_plot(args.pit_plot, "--pit-plot")
     averaged = check_output(args.averaged_draws, (".csv",), "--averaged-draws")
     if (args.score is not None or averaged is not None) and not args.loo:
         raise InputError("--score and --averaged-draws use the LOO comparison: add --loo")

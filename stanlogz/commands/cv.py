@@ -8,10 +8,9 @@ from pathlib import Path
 from ..crossval.refit.unbiased import CRITERIA, cv
 from ..report.output import Reporter
 from .arguments import add_closing_arguments, add_program_arguments, nuts_settings
-from .evidence import PLOT_SUFFIXES
 from .executor import with_executor
 from .loo import add_observation_arguments, obs_fields
-from .sample import check_output, finish
+from .sample import check_plot, finish
 
 NAME = "cv"
 HELP = ("Unbiased leave-n_V-out Bayesian cross-validation (-log p(y_V | y_T), or the squared "
@@ -39,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 @with_executor
 def run(args: argparse.Namespace, report: Reporter) -> int:
-    plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
+    plot = check_plot(args.plot)
     r = cv(args.model, args.data, n_valid=args.n_valid, splits=args.splits, obs=args.obs,
            obs_fields=obs_fields(args.obs_fields), draws=list(args.fit) if args.fit else None,
            settings=nuts_settings(args), seed=args.seed,

@@ -20,12 +20,11 @@ from ..stan.load import load_model
 from ..stan.priors import program_priors
 from .arguments import add_program_arguments, add_sampler_arguments, nuts_settings
 from .executor import add_executor_arguments, with_executor
-from .sample import check_output
+from .sample import check_plot
 
 NAME = "evidence"
 HELP = "Estimate the log evidence (log marginal likelihood) of a Stan program."
 
-PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 #: Methods whose results :func:`stanlogz.report.plots.plot_evidence` draws (they keep their flow and
 #: log weights in ``diagnostics``); ``ups`` has its own plot.
 FLOW_METHODS = ("gbs", "gis", "ghm")
@@ -116,7 +115,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         raise InputError(f"--target-se must be a positive number of nats, got {args.target_se}")
     if args.max_draws is not None and args.max_draws < 1:
         raise InputError(f"--max-draws must be a positive number of draws, got {args.max_draws}")
-    plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
+    plot = check_plot(args.plot)
     if plot is not None and method not in PLOT_METHODS:
         raise InputError(f"--plot is available for {', '.join(PLOT_METHODS)}, not {method}")
     nuts = nuts_settings(args)

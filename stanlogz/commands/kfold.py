@@ -10,10 +10,9 @@ from ..crossval.refit.kfold import KFoldResult, kfold
 from ..errors import InputError
 from ..report.output import Reporter
 from .arguments import add_closing_arguments, add_program_arguments, nuts_settings
-from .evidence import PLOT_SUFFIXES
 from .executor import with_executor
 from .loo import add_observation_arguments, obs_fields
-from .sample import check_output, finish
+from .sample import check_plot, finish
 
 NAME = "kfold"
 HELP = ("K-fold cross-validation (random, stratified, grouped or leave-one-group-out) with "
@@ -60,7 +59,7 @@ def print_kfold(report: Reporter, r: KFoldResult) -> None:
 
 @with_executor
 def run(args: argparse.Namespace, report: Reporter) -> int:
-    plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
+    plot = check_plot(args.plot)
     k = parse_k(args.k)
     if k is None and args.group is None:
         raise InputError("--k groups needs --group VAR")

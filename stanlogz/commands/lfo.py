@@ -9,10 +9,9 @@ from pathlib import Path
 from ..crossval.refit.lfo import LFO_METHODS, LfoResult, lfo
 from ..report.output import Reporter
 from .arguments import add_closing_arguments, add_program_arguments, nuts_settings
-from .evidence import PLOT_SUFFIXES
 from .executor import with_executor
 from .loo import add_observation_arguments, obs_fields
-from .sample import check_output, finish
+from .sample import check_plot, finish
 
 NAME = "lfo"
 HELP = ("Leave-future-out cross-validation of a time series: log p(y[t+1:t+M] | y[1:t]) for "
@@ -49,7 +48,7 @@ def print_lfo(report: Reporter, r: LfoResult) -> None:
 
 @with_executor
 def run(args: argparse.Namespace, report: Reporter) -> int:
-    plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
+    plot = check_plot(args.plot)
     r = lfo(args.model, args.data, min_train=args.min_train, ahead=args.ahead,
             method=args.method, k_threshold=args.k_threshold, obs=args.obs,
             obs_fields=obs_fields(args.obs_fields), settings=nuts_settings(args),

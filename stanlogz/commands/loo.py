@@ -31,9 +31,8 @@ from .arguments import (
     nuts_settings,
     obs_fields,
 )
-from .evidence import PLOT_SUFFIXES
 from .executor import with_executor
-from .sample import check_output, finish
+from .sample import check_plot, finish
 
 NAME = "loo"
 HELP = ("Leave-one-out cross-validation (PSIS-LOO) of a Stan program, recomputing observations "
@@ -151,8 +150,8 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         return run_group(args, report)
     if args.no_obs_values:
         raise InputError("--no-obs-values applies to --group only")
-    plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
-    pit_plot = check_output(args.pit_plot, PLOT_SUFFIXES, "--pit-plot")
+    plot = check_plot(args.plot)
+    pit_plot = check_plot(args.pit_plot, "--pit-plot")
     checks = checks_requested(args)
     if args.model is None:
         if not args.fit:

@@ -18,8 +18,7 @@ from ..pmmh.pseudo_marginal import (
 from ..report.output import Reporter
 from ..report.pmmh_plot import plot_pmmh
 from .arguments import add_sampler_arguments, nuts_settings
-from .evidence import PLOT_SUFFIXES
-from .sample import check_output, finish
+from .sample import check_plot, finish
 
 NAME = "pmmh"
 HELP = ("Pseudo-marginal MCMC for a doubly-intractable posterior: the outer program's target "
@@ -78,7 +77,7 @@ def print_pmmh(report: Reporter, r: PseudoMarginalResult) -> None:
 
 
 def run(args: argparse.Namespace, report: Reporter) -> int:
-    plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
+    plot = check_plot(args.plot)
     r = pmmh(args.outer, args.inner, args.data, estimator=args.estimator, iter=args.iter,
              warmup=args.warmup, seed=args.seed, batch=args.batch, trials=args.trials,
              burn_in=args.burn_in, weights=args.weights, proposal=args.proposal,

@@ -19,6 +19,7 @@ NAME = "sample"
 HELP = "Draw from the posterior with Stan's NUTS; print a summary, diagnostics and warnings."
 
 OUTPUT_SUFFIXES = (".csv", ".nc")
+PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,6 +56,11 @@ def check_output(path: str | None, suffixes: tuple[str, ...], what: str) -> Path
     if not p.parent.resolve().is_dir():
         raise InputError(f"folder of {what} file {p} does not exist")
     return p
+
+
+def check_plot(path: str | None, what: str = "--plot") -> Path | None:
+    """:func:`check_output` of a figure file (``.png``, ``.pdf`` or ``.svg``)."""
+    return check_output(path, PLOT_SUFFIXES, what)
 
 
 def save_draws(d: Draws, path: Path, warmup: int | None = None) -> None:

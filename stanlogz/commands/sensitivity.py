@@ -12,8 +12,7 @@ from ..estimators import METHODS
 from ..report.output import Reporter
 from ..stan.inputs import check_stan_file
 from .arguments import add_program_arguments, add_sampler_arguments, nuts_settings
-from .evidence import PLOT_SUFFIXES
-from .sample import check_output, finish
+from .sample import check_plot, finish
 
 NAME = "sensitivity"
 HELP = ("Power-scaling sensitivity of log Z, elpd_loo and the posterior to the prior "
@@ -65,7 +64,7 @@ def print_sensitivity(report: Reporter, r: SensitivityResult) -> None:
 
 
 def run(args: argparse.Namespace, report: Reporter) -> int:
-    plot = check_output(args.plot, PLOT_SUFFIXES, "--plot")
+    plot = check_plot(args.plot)
     check_stan_file(args.model)
     if args.data is not None and not Path(args.data).is_file():
         raise InputError(f"data file {args.data} does not exist")

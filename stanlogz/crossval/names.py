@@ -132,8 +132,7 @@ class KFoldNames(Display):
 
     kfoldic = alias("elpd_kfold", "−2 elpd_kfold.", scale=-2.0)
 
-    mcse = alias("mc_se", "stanlogz's one name for a result's Monte Carlo se (``mc_se``).",
-                 float)
+    mc_se = alias("mcse", "The former name of ``mcse``, kept for compatibility.", float)
 
     se_elpd_kfold = alias("se_pointwise", "loo's ``kfold()`` se: sqrt(N var(elpd_i)), ddof 1 "
                           "(``se`` beside it is stanlogz's fold-aware, small-N calibrated one).",
@@ -157,6 +156,13 @@ class LfoNames(Display):
     """loo's names on :class:`~stanlogz.crossval.refit.lfo.LfoResult`, and its table."""
 
     se_elpd_lfo = alias("se", "loo's name for ``se``.", float)
+
+    mc_se = alias("mcse", "The former name of ``mcse``, kept for compatibility.", float)
+
+    @property
+    def p_lfo(self) -> float:
+        """Not defined for forecasts; NaN."""
+        return float("nan")
 
     def _display(self) -> View:
         head = (f"{type(self).__name__} of {self.model}: leave-future-out ({self.method}) from "

@@ -164,7 +164,7 @@ def as_draws(obj: Any, model: StanProgram | None) -> Draws:
     Returns
     -------
     Draws
-        The draws.
+        The draws, of the program's dimension when ``model`` is given.
 
     Raises
     ------

@@ -31,14 +31,14 @@ def obtain_draws(
     settings : NutsArgs, optional
         Sampler settings when sampling (default: CmdStan's).
     seed : int, optional
-        Random seed.
+        Random seed of the sampler (unused when ``given``).
     progress : callable, optional
         Called with one line of text per step.
 
     Returns
     -------
     Draws
-        The draws.
+        ``given`` converted, or NUTS's new draws.
 
     Raises
     ------

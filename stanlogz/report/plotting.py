@@ -135,12 +135,12 @@ def plot_loo_pit(checks: Any, *, level: float = 0.99, ax: Axes | None = None,
     ax : matplotlib.axes.Axes, optional
         Axes to draw on; a new figure when omitted.
     path : str or Path, optional
-        Also save the figure there.
+        Also save the figure there (PNG, PDF or SVG by its suffix).
 
     Returns
     -------
     matplotlib.figure.Figure
-        The figure drawn on.
+        The figure of the ECDF difference and its band.
 
     Raises
     ------
@@ -212,17 +212,17 @@ def plot_compare(result: Any, *, ax: Axes | None = None,
     ax : matplotlib.axes.Axes, optional
         Axes to draw on; a new figure when omitted.
     path : str or Path, optional
-        Also save the figure there.
+        Also save it to this file.
 
     Returns
     -------
     matplotlib.figure.Figure
-        The figure drawn on.
+        The figure: one row per program.
 
     Raises
     ------
     InputError
-        When ``result`` is not a comparison.
+        ``result`` is neither a LOO nor an evidence comparison.
 
     See Also
     --------
@@ -280,12 +280,12 @@ def plot_elpd_diff(first: LooResult, second: LooResult, *, names: tuple[str, str
     ax : matplotlib.axes.Axes, optional
         Axes to draw on; a new figure when omitted.
     path : str or Path, optional
-        Also save the figure there.
+        Also write the figure to this path.
 
     Returns
     -------
     matplotlib.figure.Figure
-        The figure drawn on.
+        The figure of the pointwise differences.
 
     Raises
     ------

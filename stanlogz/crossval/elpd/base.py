@@ -1,11 +1,13 @@
 """One interface for the results that estimate an expected log predictive density (PSIS-LOO,
-WAIC, K-fold; LFO to follow): the same names for the same things, whatever the method.
+WAIC, K-fold, LFO): the same names for the same things, whatever the method. (The unbiased
+``cv`` estimate is not one: its ``se`` is that of a mean per held-out observation.)
 
 Subclasses are dataclasses holding the method's own fields under loo's names; this base reads
 them through one set of names: ``kind``, ``elpd``, ``se`` (loo's between-observation se),
 ``mcse`` (the Monte Carlo se of the total), ``elpd_i``, ``mcse_i``, ``p``, ``pareto_k``,
 ``n_obs``, ``n_samples`` and ``warnings``, and :meth:`ElpdResult.elpd_dict` is their one
-serialization, which every ``to_dict`` starts from.
+serialization, which the LOO and WAIC ``to_dict`` start from (K-fold and LFO keep their own
+keys). An LFO result's pointwise values are its forecast origins'.
 """
 
 from __future__ import annotations
@@ -37,6 +39,11 @@ class ElpdResult:
     def p(self) -> float:
         """The effective number of parameters (p_loo, p_waic)."""
         return float(getattr(self, self._names["p"]))
+
+    @property
+    def n_obs(self) -> int:
+        """Number of observations."""
+        return int(np.asarray(self.elpd_i).size)
 
     def pointwise_mcse(self) -> np.ndarray:
         """Monte Carlo se of each elpd_i (NaN where the method gives none)."""

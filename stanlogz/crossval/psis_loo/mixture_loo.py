@@ -35,7 +35,7 @@ def mixture_loo(model: Any, data: Any = None, *, draws: Any = None, settings: An
     model : str, Path or StanModel
         The program.
     data : dict or str, optional
-        Its data.
+        The program's data (a dict or a JSON file).
     draws : Draws, cmdstanpy fit, CSV paths or InferenceData, optional
         Posterior draws to start from (NUTS runs with ``settings`` when omitted).
     settings : NutsArgs, optional

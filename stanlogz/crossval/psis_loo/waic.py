@@ -56,11 +56,6 @@ class WaicResult(ElpdResult):
     warnings: list[str] = field(default_factory=list)
 
     @property
-    def n_obs(self) -> int:
-        """Number of observations."""
-        return int(self.elpd_i.size)
-
-    @property
     def se_elpd_waic(self) -> float:
         """loo's name for ``se``: sqrt(N var(elpd_i)) (ddof 1)."""
         return float(self.se)

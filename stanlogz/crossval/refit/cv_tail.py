@@ -118,6 +118,6 @@ def add_cv_warnings(result: Any, values: np.ndarray, name: str) -> None:
     tail = tail_warning(values, name)
     if tail:
         result.warnings.append(tail)
-    if result.mc_se > 0.1 * max(result.se, 1.0):
-        result.warnings.append(f"Monte Carlo se {result.mc_se:.3f} of {name} is not small "
+    if result.mcse > 0.1 * max(result.se, 1.0):
+        result.warnings.append(f"Monte Carlo se {result.mcse:.3f} of {name} is not small "
                                f"against its se {result.se:.3f}; run more draws (--draws)")

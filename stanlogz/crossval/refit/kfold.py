@@ -55,11 +55,6 @@ class KFoldResult(KFoldNames, ElpdResult):
     warnings: list[str] = field(default_factory=list)
 
     @property
-    def n_obs(self) -> int:
-        """Number of observations."""
-        return int(self.elpd_i.size)
-
-    @property
     def elpd_kfold(self) -> float:
         """Σ_i log p(y_i | y_T(i))."""
         return float(self.elpd_i.sum())
@@ -89,7 +84,7 @@ class KFoldResult(KFoldNames, ElpdResult):
         return sum_se(self.elpd_i)
 
     @property
-    def mc_se(self) -> float:
+    def mcse(self) -> float:
         """Monte Carlo se of elpd_kfold: the folds' own errors are independent; the error of
         the log Z of the full data that evidence-difference folds share moves each fold's sum
         by ∂Σ elpd_i/∂log r times itself, and these parts add linearly."""
@@ -109,9 +104,9 @@ class KFoldResult(KFoldNames, ElpdResult):
     def table(self) -> list[list[Any]]:
         """Summary rows: (quantity, estimate, se, Monte Carlo se)."""
         rows = [["elpd_kfold", round(self.elpd_kfold, 3), round(self.se, 3),
-                 round(self.mc_se, 4)],
+                 round(self.mcse, 4)],
                 ["kfoldic", round(-2 * self.elpd_kfold, 3), round(2 * self.se, 3),
-                 round(2 * self.mc_se, 4)]]
+                 round(2 * self.mcse, 4)]]
         if any(f.index.size > 1 for f in self.folds):
             rows.append(["elpd_joint (sum of log p(y_V | y_T))", round(self.elpd_joint, 3),
                          None, round(self.elpd_joint_mc_se, 4)])
@@ -134,7 +129,7 @@ class KFoldResult(KFoldNames, ElpdResult):
         """A JSON-serializable dict."""
         return {"model": self.model, "scheme": self.scheme, "k": self.k,
                 "group": self.group, "stratify": self.stratify,
-                "elpd_kfold": self.elpd_kfold, "se": self.se, "mc_se": self.mc_se,
+                "elpd_kfold": self.elpd_kfold, "se": self.se, "mc_se": self.mcse,
                 "se_pointwise": self.se_pointwise,
                 "se_between_folds": self.se_between_folds, "kfoldic": -2 * self.elpd_kfold,
                 "elpd_joint": self.elpd_joint, "elpd_joint_mc_se": self.elpd_joint_mc_se,
@@ -247,7 +242,7 @@ def kfold(
     Returns
     -------
     KFoldResult
-        ``elpd_kfold``, ``se`` (over folds), ``mc_se``, the pointwise ``elpd_i``, the folds
+        ``elpd_kfold``, ``se`` (over folds), ``mcse``, the pointwise ``elpd_i``, the folds
         (``folds``, ``fold_of``) and ``warnings``.
 
     Raises

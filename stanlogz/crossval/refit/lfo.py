@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Unpack
+from typing import Any, ClassVar, Unpack
 
 import numpy as np
 from scipy import special
@@ -38,6 +38,7 @@ from ...estimators.common import autocorr_time
 from ...parallel import child_sequence, run_parallel, with_client
 from ...stan.program import ProgramLike, StanProgram
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
+from ..elpd.base import ElpdResult
 from ..names import LfoNames
 from ..observations.observations import Observations, load_observed
 from .cv_se import lfo_se
@@ -48,12 +49,15 @@ LFO_METHODS = ("psis", "exact")
 
 
 @dataclass(repr=False)
-class LfoResult(LfoNames):
+class LfoResult(LfoNames, ElpdResult):
     """Leave-future-out CV: elpd_lfo = Σ_t log p(y_{t+1:t+M} | y_{1:t}) with its se, Monte
-    Carlo se, per-origin values, k̂ and refits."""
+    Carlo se, per-origin values, k̂ and refits. Its pointwise values (``elpd_i``, ``mcse_i``
+    of the common interface) are the origins'."""
 
+    kind: ClassVar[str] = "lfo"
+    _names: ClassVar[dict[str, str]] = {"elpd": "elpd_lfo", "p": "p_lfo"}
     model: str
-    method: str
+    method: str  # one of LFO_METHODS
     min_train: int
     ahead: int
     origins: np.ndarray  # t (number of training observations) per origin
@@ -67,6 +71,16 @@ class LfoResult(LfoNames):
     mc_se_total: float | None = None  # se of the sum when the origins' errors are correlated
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def elpd_i(self) -> np.ndarray:
+        """Each origin's log p(y_{t+1:t+M} | y_{1:t}) (``elpd_t``)."""
+        return self.elpd_t
+
+    @property
+    def mcse_i(self) -> np.ndarray:
+        """Each origin's Monte Carlo se (``mc_se_t``)."""
+        return self.mc_se_t
 
     @property
     def elpd_lfo(self) -> float:
@@ -88,7 +102,7 @@ class LfoResult(LfoNames):
         return sum_se(self.elpd_t)
 
     @property
-    def mc_se(self) -> float:
+    def mcse(self) -> float:
         """Monte Carlo se of elpd_lfo (PSIS: the origins that share one refit's draws share
         their errors, and their sum's se counts that; exact: independent bridges)."""
         if self.mc_se_total is not None:
@@ -98,7 +112,7 @@ class LfoResult(LfoNames):
     def table(self) -> list[list[Any]]:
         """Summary rows: (quantity, estimate, se, Monte Carlo se)."""
         return [[f"elpd_lfo ({self.ahead}-step-ahead)", round(self.elpd_lfo, 3),
-                 round(self.se, 3), round(self.mc_se, 4)]]
+                 round(self.se, 3), round(self.mcse, 4)]]
 
     def pointwise(self) -> list[dict[str, Any]]:
         """One row per forecast origin: t, the predicted observations (from 1), elpd, mc se,
@@ -115,7 +129,7 @@ class LfoResult(LfoNames):
         return {"model": self.model, "method": self.method, "min_train": self.min_train,
                 "ahead": self.ahead, "elpd_lfo": self.elpd_lfo, "se": self.se,
                 "se_naive": self.se_naive,
-                "mc_se": self.mc_se, "k_threshold": self.k_threshold,
+                "mc_se": self.mcse, "k_threshold": self.k_threshold,
                 "refits": list(self.refits), "n_refits": len(self.refits),
                 "n_samples": self.n_samples, "n_gradient_evals": self.n_gradient_evals,
                 "pointwise": self.pointwise(), "seconds": self.seconds,
@@ -165,7 +179,7 @@ def lfo(
     model : str, Path or StanModel
         The program (a ``.stan`` file or a built :class:`~stanlogz.StanModel`).
     data : dict or str, optional
-        Its data (a dict or a Stan JSON file).
+        Its data (a dict or a Stan JSON file), observations in time order.
     min_train : int
         Observations used before the first forecast.
     ahead : int, default 1
@@ -189,12 +203,12 @@ def lfo(
     progress : callable, optional
         Called with one line of text per step.
     **nuts_keywords
-        ``chains``, ``warmup``, ``n_draws``, ``adapt_delta``, ``max_treedepth``.
+        Single NUTS settings over ``settings`` (as in :func:`~stanlogz.kfold`).
 
     Returns
     -------
     LfoResult
-        ``elpd_lfo``, ``se``, ``mc_se``; per origin ``elpd_t``, ``mc_se_t`` and ``khat_t``;
+        ``elpd_lfo``, ``se``, ``mcse``; per origin ``elpd_t``, ``mc_se_t`` and ``khat_t``;
         ``refits`` (the origins where NUTS ran) and ``warnings``.
 
     Raises

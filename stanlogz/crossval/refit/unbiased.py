@@ -185,7 +185,7 @@ def cv(
     progress : callable, optional
         Called with one line of text per step.
     **nuts_keywords
-        ``chains``, ``warmup``, ``n_draws``, ``adapt_delta``, ``max_treedepth``.
+        Single fields of ``settings``, by name (see ``settings``).
 
     Returns
     -------

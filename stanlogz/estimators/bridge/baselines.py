@@ -20,52 +20,38 @@ from ...densities.gaussian import GaussianTarget
 from ...densities.target import CountingTarget, SampleableDensity, Target
 from ...errors import EstimationError
 from ...flows.gaussianize import GaussianizingFlow
+from .. import common
 from ..base import EvidenceResult, FlowDetail
-from ..common import (
-    Seed,
-    as_chains,
-    autocorr_time,
-    eval_log_density,
-    k_warning,
-    log_mean_exp,
-    min_draws,
-    pareto_k,
-    rel_var,
-    require_some_finite,
-    sample_count,
-    spawn_rngs,
-    split_halves,
-)
 from .bridge import bridge_diagnostics, bridge_warnings, solve_bridge
 
 
 def _rel_se(f: np.ndarray, tau: float = 1.0) -> float:
     """sqrt(tau Var(f) / (n E(f)^2)) for positive terms f (the relative error of their mean)."""
-    return math.sqrt(tau * rel_var(f) / f.size)
+    return math.sqrt(tau * common.rel_var(f) / f.size)
 
 
-def gis(target: Target, draws: np.ndarray, *, seed: Seed = None, n_layers: int | None = None,
+def gis(target: Target, draws: np.ndarray, *, seed: common.Seed = None, n_layers: int | None = None,
         n_q: int | None = None, flow_options: dict | None = None) -> EvidenceResult:
     """Importance sampling with a Gaussianizing flow fitted to all draws as the proposal.
 
     ``n_q`` flow samples (default: as many as draws). Error from Jia & Seljak eq. (10).
     """
     t0 = time.perf_counter()
-    chains = as_chains(draws, target.dim)
+    chains = common.as_chains(draws, target.dim)
     d = chains.shape[2]
     x = chains.reshape(-1, d)
-    n_q = sample_count(n_q, x.shape[0])
-    rng_fit, rng_q = spawn_rngs(seed, 2)
+    n_q = common.sample_count(n_q, x.shape[0])
+    rng_fit, rng_q = common.spawn_rngs(seed, 2)
     counting = CountingTarget(target)
     flow = GaussianizingFlow.fit(x, n_layers=n_layers, rng=rng_fit, **(flow_options or {}))
     xq, lq = flow.sample_with_log_density(rng_q, n_q)
-    lp, bad = eval_log_density(counting, xq)
-    require_some_finite(lp, "the flow samples")
+    lp, bad = common.eval_log_density(counting, xq)
+    common.require_some_finite(lp, "the flow samples")
     lw = lp - lq
-    log_z = log_mean_exp(lw)
+    log_z = common.log_mean_exp(lw)
     se = _rel_se(np.exp(lw - lw.max()))
-    k = pareto_k(lw)
-    warnings = [w for w in [k_warning(k, "proposal", 0.5)] if w]
+    k = common.pareto_k(lw)
+    warnings = [w for w in [common.k_warning(k, "proposal", 0.5)] if w]
     if bad:
         warnings.append(f"{bad} of {n_q} flow samples have non-finite log density (weight 0)")
     return EvidenceResult("gis", log_z, se, n_draws=x.shape[0], n_evals=counting.n_evals,
@@ -75,30 +61,30 @@ def gis(target: Target, draws: np.ndarray, *, seed: Seed = None, n_layers: int |
                           warnings=warnings, detail=FlowDetail(flow, log_w_q=lw))
 
 
-def ghm(target: Target, draws: np.ndarray, *, seed: Seed = None, n_layers: int | None = None,
+def ghm(target: Target, draws: np.ndarray, *, seed: common.Seed = None, n_layers: int | None = None,
         flow_options: dict | None = None) -> EvidenceResult:
     """Harmonic-mean estimate ``1/Z = E_p[q/p]`` with a flow fitted to the first half of every
     chain and evaluated on the second half; error from eq. (10) with the autocorrelation time."""
     t0 = time.perf_counter()
-    chains = as_chains(draws, target.dim)
+    chains = common.as_chains(draws, target.dim)
     d = chains.shape[2]
-    fit_half, eval_half = split_halves(chains, min_draws(d))
-    (rng_fit,) = spawn_rngs(seed, 1)
+    fit_half, eval_half = common.split_halves(chains, common.min_draws(d))
+    (rng_fit,) = common.spawn_rngs(seed, 1)
     counting = CountingTarget(target)
     flow = GaussianizingFlow.fit(fit_half.reshape(-1, d), n_layers=n_layers, rng=rng_fit,
                                  **(flow_options or {}))
     xp = eval_half.reshape(-1, d)
-    lp, bad = eval_log_density(counting, xp)
-    require_some_finite(lp, "the posterior draws")
+    lp, bad = common.eval_log_density(counting, xp)
+    common.require_some_finite(lp, "the posterior draws")
     lv = (flow.log_density_many(xp) - lp).reshape(eval_half.shape[:2])  # log q/p
     if not np.all(np.isfinite(lv)):
         raise EstimationError("harmonic mean undefined: log density is -inf at a posterior draw")
     f = np.exp(lv - lv.max())
-    tau = autocorr_time(f)
-    log_z = -log_mean_exp(lv)
+    tau = common.autocorr_time(f)
+    log_z = -common.log_mean_exp(lv)
     se = _rel_se(f, tau)
-    k = pareto_k(lv)
-    warnings = [w for w in [k_warning(k, "posterior", 0.5)] if w]
+    k = common.pareto_k(lv)
+    warnings = [w for w in [common.k_warning(k, "posterior", 0.5)] if w]
     return EvidenceResult("ghm", log_z, se, n_draws=2 * xp.shape[0], n_evals=counting.n_evals,
                           seconds=time.perf_counter() - t0,
                           diagnostics={"pareto_k_p": k, "tau": tau, "n_p": xp.shape[0],
@@ -118,9 +104,9 @@ def _bridge_with(method: str, counting: CountingTarget, log_p_at, proposal: Samp
     every chain fitted the proposal."""
     shape = x_p_half.shape[:2]
     xp = x_p_half.reshape(-1, x_p_half.shape[2])
-    n_q = sample_count(n_q, xp.shape[0])
+    n_q = common.sample_count(n_q, xp.shape[0])
     lp_p = log_p_at(xp)
-    require_some_finite(lp_p, "the posterior draws")
+    common.require_some_finite(lp_p, "the posterior draws")
     bad_p = int(np.sum(~np.isfinite(lp_p)))
     lw_p = (lp_p - proposal.log_density_many(xp)).reshape(shape)
     xq = proposal.sample(rng, n_q)
@@ -128,7 +114,7 @@ def _bridge_with(method: str, counting: CountingTarget, log_p_at, proposal: Samp
     bad_q = int(np.sum(~np.isfinite(lp_q)))
     lw_q = lp_q - proposal.log_density_many(xq)
     sol = solve_bridge(lw_p, lw_q)
-    k_q, k_p = pareto_k(lw_q), pareto_k(-lw_p)
+    k_q, k_p = common.pareto_k(lw_q), common.pareto_k(-lw_p)
     diag = bridge_diagnostics(sol, n_q, xp.shape[0], k_q, k_p, bad_p, bad_q)
     diag.update(_log_w_p=lw_p, _log_w_q=lw_q, bridge_se=sol.se)
     warnings = bridge_warnings(sol, k_q, k_p, bad_p, bad_q, n_q, "Gaussian")
@@ -147,17 +133,17 @@ def _bridge_with(method: str, counting: CountingTarget, log_p_at, proposal: Samp
 
 
 def _split_for_bridge(
-    target: Target, draws: np.ndarray, seed: Seed
+    target: Target, draws: np.ndarray, seed: common.Seed
 ) -> tuple[np.ndarray, np.ndarray, np.random.Generator, CountingTarget]:
     """First halves of the chains (to fit a proposal), second halves (for the bridge), a
     generator and an evaluation-counting wrapper of ``target``."""
-    chains = as_chains(draws, target.dim)
-    fit_half, bridge_half = split_halves(chains, min_draws(chains.shape[2]))
-    (rng,) = spawn_rngs(seed, 1)
+    chains = common.as_chains(draws, target.dim)
+    fit_half, bridge_half = common.split_halves(chains, common.min_draws(chains.shape[2]))
+    (rng,) = common.spawn_rngs(seed, 1)
     return fit_half, bridge_half, rng, CountingTarget(target)
 
 
-def bridge_gaussian(target: Target, draws: np.ndarray, *, seed: Seed = None,
+def bridge_gaussian(target: Target, draws: np.ndarray, *, seed: common.Seed = None,
                     n_q: int | None = None) -> EvidenceResult:
     """Optimal bridge sampling with N(mean, cov) of the first half of every chain as proposal and
     the second half as posterior sample (R bridgesampling's "normal" method); ``n_q`` defaults to
@@ -167,12 +153,12 @@ def bridge_gaussian(target: Target, draws: np.ndarray, *, seed: Seed = None,
     prop = gaussian_from_draws(fit_half)
 
     def log_p(x: np.ndarray) -> np.ndarray:
-        return eval_log_density(counting, x)[0]
+        return common.eval_log_density(counting, x)[0]
 
     return _bridge_with("bridge-gaussian", counting, log_p, prop, br, n_q, rng, t0)
 
 
-def bridge_warp3(target: Target, draws: np.ndarray, *, seed: Seed = None,
+def bridge_warp3(target: Target, draws: np.ndarray, *, seed: common.Seed = None,
                  n_q: int | None = None) -> EvidenceResult:
     """Warp-III bridge sampling: the posterior standardized by the mean and Cholesky factor of
     the first half of every chain and symmetrized, ``p3(z) = |L|/2 [p(m+Lz) + p(m-Lz)]``
@@ -187,26 +173,26 @@ def bridge_warp3(target: Target, draws: np.ndarray, *, seed: Seed = None,
 
     def log_p3(z: np.ndarray) -> np.ndarray:
         lz = z @ chol.T
-        a = eval_log_density(counting, m + lz)[0]
-        b = eval_log_density(counting, m - lz)[0]
+        a = common.eval_log_density(counting, m + lz)[0]
+        b = common.eval_log_density(counting, m - lz)[0]
         return log_det - math.log(2.0) + np.logaddexp(a, b)
 
     return _bridge_with("bridge-warp3", counting, log_p3, GaussianTarget(np.zeros(d)), zp, n_q,
                         rng, t0)
 
 
-def laplace(target: Target, draws: np.ndarray, *, seed: Seed = None) -> EvidenceResult:
+def laplace(target: Target, draws: np.ndarray, *, seed: common.Seed = None) -> EvidenceResult:
     """Laplace approximation at the mode found from the draw with the highest log density.
 
     Not a Monte Carlo estimate: ``log_z_se`` is NaN (its error is a bias that no replicate
     spread measures); compare with a sampling method to judge it.
     """
     t0 = time.perf_counter()
-    chains = as_chains(draws, target.dim)
+    chains = common.as_chains(draws, target.dim)
     x = chains.reshape(-1, chains.shape[2])
     counting = CountingTarget(target)
-    lp, _ = eval_log_density(counting, x)
-    require_some_finite(lp, "the posterior draws")
+    lp, _ = common.eval_log_density(counting, x)
+    common.require_some_finite(lp, "the posterior draws")
     _, log_z = laplace_base(counting, x[int(np.argmax(lp))])
     return EvidenceResult(
         "laplace", float(log_z), float("nan"), n_draws=x.shape[0], n_evals=counting.n_evals,
