@@ -63,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "refits (high k-hat groups are refit with --fix auto or exact)")
     parser.add_argument("--no-obs-values", action="store_true",
                         help="with --group: leave out the per-observation values "
-                        "log p(y_i | y_-g(i)) (one more integral per observation)")
+                        "log p(y[i] | y[-g(i)]) (one more integral per observation)")
     parser.add_argument("--fix", choices=tuple(FIXUPS), default="auto",
                         help=fix_help("recompute observations with high k-hat"))
     parser.add_argument("--mm-budget", metavar="SECONDS", type=float, default=None,
