@@ -43,7 +43,7 @@ class DrawsSummary(Display):
 
     def to_dataframe(self) -> Any:
         """The per-quantity table as a pandas DataFrame indexed by name (as ``arviz.summary``
-        gives it), with the columns ``mean, sd, q5, q50, q95, ess_bulk, ess_tail, r_hat``.
+        gives it), with the columns ``mean, sd, mcse_mean, q5, q50, q95, ess_bulk, ess_tail, r_hat``.
 
         Examples
         --------
@@ -52,7 +52,7 @@ class DrawsSummary(Display):
         >>> x = np.random.default_rng(0).normal(size=(4, 200, 2))
         >>> df = Draws(unconstrained=x).summary().to_dataframe()
         >>> list(df.index), list(df.columns)[:3]
-        (['x.1', 'x.2'], ['mean', 'sd', 'q5'])
+        (['x.1', 'x.2'], ['mean', 'sd', 'mcse_mean'])
         """
         import pandas as pd
 

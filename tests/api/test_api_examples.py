@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: modules whose docstring examples build or run a Stan program (from the repository root)
 WITH_STAN = ["stanlogz.api", "stanlogz.crossval.psis_loo.loo", "stanlogz.draws.sample",
              "stanlogz.draws.stancsv", "stanlogz.draws.obtain",
-             "stanlogz.crossval.fixups.mixture", "stanlogz.crossval.refit.heldout",
+             "stanlogz.crossval.psis_loo.mixture_loo", "stanlogz.crossval.refit.heldout",
              "stanlogz.bayes_factors.sensitivity", "stanlogz.testbed.run"]
 #: modules whose examples need no program
 PURE = ["stanlogz.report.plotting", "stanlogz.draws.summary", "stanlogz.crossval.names",
