@@ -84,7 +84,27 @@ class Scaled:
 
 @dataclass
 class SensitivityResult:
-    """Power-scaling sensitivity of one program (see :func:`sensitivity`)."""
+    """Power-scaling sensitivity of one program (see :func:`sensitivity`).
+
+    Attributes
+    ----------
+    model : str
+        The program's name.
+    log_z, log_z_se, elpd_loo, elpd_loo_se : float
+        The values at α = β = 1 and their se.
+    quantities : dict
+        Per quantity (``"log_z"``, ``"elpd_loo"``) and component (``"prior"``,
+        ``"likelihood"``): the derivative in the log of the power with its se, and the values
+        at each scale.
+    params : list of dict
+        Per parameter: posterior mean and sd, their derivatives, and a diagnosis.
+    curves : dict
+        log Z and elpd_loo over a grid of α.
+    prior_route : str
+        Where the prior density came from.
+    warnings : list of str
+        What to do about problems found.
+    """
 
     model: str
     log_z: float

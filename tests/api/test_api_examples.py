@@ -19,7 +19,8 @@ WITH_STAN = ["stanlogz.api", "stanlogz.crossval.psis_loo.loo", "stanlogz.draws.s
 PURE = ["stanlogz.report.plotting", "stanlogz.draws.summary", "stanlogz.crossval.names",
         "stanlogz.draws.convert", "stanlogz.crossval.observations.jacobian",
         "stanlogz.estimators.ups.ups", "stanlogz.estimators.annealing.ais",
-        "stanlogz.crossval.psis_loo.waic", "stanlogz.crossval.select.compare"]
+        "stanlogz.crossval.psis_loo.waic", "stanlogz.crossval.select.compare",
+        "stanlogz.crossval.psis_loo.result"]
 
 
 def _run(name: str) -> tuple[int, int]:

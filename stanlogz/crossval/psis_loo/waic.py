@@ -38,7 +38,34 @@ P_WAIC_MAX = 0.4
 @dataclass
 class WaicResult(ElpdResult):
     """WAIC of one program or fit: elpd_waic with its between-observation se and Monte Carlo
-    se, p_waic, and the pointwise values."""
+    se, p_waic, and the pointwise values.
+
+    Attributes
+    ----------
+    model : str
+        The program's (or fit's) name.
+    elpd_waic : float
+        lppd − p_waic.
+    se : float
+        Its se over observations.
+    p_waic : float
+        The effective number of parameters (Σ_i of the posterior variance of log p(y_i | θ)).
+    mcse : float
+        The Monte Carlo se of elpd_waic.
+    elpd_i, lppd_i, p_waic_i : ndarray
+        Per observation.
+    n_samples : int
+        The draws used.
+    warnings : list of str
+        What to do about problems found.
+
+    Examples
+    --------
+    >>> import numpy as np, stanlogz
+    >>> w = stanlogz.waic(np.random.default_rng(0).normal(-1.0, 0.1, size=(4, 100, 3)))
+    >>> type(w).__name__, w.n_samples, bool(np.isclose(w.elpd_waic, w.elpd_i.sum()))
+    ('WaicResult', 400, True)
+    """
 
     kind: ClassVar[str] = "waic"
     _names: ClassVar[dict[str, str]] = {"elpd": "elpd_waic", "p": "p_waic"}
