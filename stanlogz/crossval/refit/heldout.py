@@ -157,8 +157,9 @@ def heldout_elpd(
         (:func:`~stanlogz.crossval.observations.observations.find_observations`).
     held_out : sequence of int
         0-based indices of the held-out observations V (at least one, not all).
-    full_draws : Draws or ndarray of shape (chains, n, dim), optional
-        Posterior draws given all of ``data`` (sampled when missing).
+    full_draws : Draws or ndarray, optional
+        Posterior draws given all of ``data`` (an unconstrained array: chains x draws x
+        parameters; sampled when missing).
     train_draws : Draws or ndarray, optional
         Posterior draws given y_T (sampled when missing).
     pointwise : bool, default True
@@ -360,8 +361,9 @@ def heldout_many(
         The observation structure of ``data``.
     held_out_sets : sequence of sequences of int
         The held-out sets (0-based indices), one refit each.
-    full_draws : Draws or ndarray of shape (chains, n, dim)
-        Posterior draws given all of ``data``, shared by every set.
+    full_draws : Draws or ndarray
+        Posterior draws given all of ``data`` (an unconstrained array: chains x draws x
+        parameters), shared by every set.
     settings : NutsArgs, optional
         Settings of every refit.
     seed : int or SeedSequence, optional

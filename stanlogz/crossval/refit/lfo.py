@@ -49,7 +49,7 @@ LFO_METHODS = ("psis", "exact")
 
 @dataclass(repr=False)
 class LfoResult(LfoNames):
-    """Leave-future-out CV: elpd_lfo = Σ_t log p(y_{t+1:t+M} | y_{1:t}) with its se, Monte
+    """Leave-future-out CV: ``elpd_lfo = Σ_t log p(y_{t+1:t+M} | y_{1:t})`` with its se, Monte
     Carlo se, per-origin values, k̂ and refits.
 
     Attributes
@@ -64,9 +64,10 @@ class LfoResult(LfoNames):
     origins : ndarray of int
         The number of training observations t of each origin.
     elpd_t, mc_se_t, khat_t : ndarray
-        Per origin: log p(y_{t+1:t+M} | y_{1:t}), its Monte Carlo se and k̂ (NaN where exact).
+        Per origin: ``log p(y_{t+1:t+M} | y_{1:t})``, its Monte Carlo se and k̂ (NaN where
+        exact).
     refits : list of int
-        The t at which NUTS ran on y_{1:t}.
+        The t at which NUTS ran on ``y_{1:t}``.
     n_gradient_evals : int
         The NUTS cost.
     warnings : list of str

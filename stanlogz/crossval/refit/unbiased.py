@@ -75,8 +75,8 @@ class CVResult(CVNames):
         Held-out observations per split, and all observations.
     replicates : ndarray
         The unbiased replicates.
-    splits : ndarray of shape (S, n_valid)
-        The held-out observations (0-based) of each replicate.
+    splits : ndarray
+        The held-out observations (0-based) of each replicate, one row each.
     criterion : str
         The score (``"log"``: log predictive density).
     warnings : list of str

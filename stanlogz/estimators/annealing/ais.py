@@ -327,8 +327,8 @@ def ais(
         Random seed (pilot and chains).
     tuning : HMCTuning, optional
         HMC step size and metric per β (default: a short pilot).
-    base_draws : ndarray of shape (n, dim), optional
-        Exact draws of ``base`` (when it has no ``sample``).
+    base_draws : ndarray, optional
+        Exact draws of ``base``, one row per draw (when it has no ``sample``).
     base_log_z : float, default 0.0
         log Z of ``base``.
     **keywords
@@ -417,8 +417,8 @@ def reverse_ais(
     ----------
     target, base : Target
         As for :func:`ais`.
-    posterior_samples : ndarray of shape (n, dim)
-        Exact draws of the normalized ``target`` (one is enough).
+    posterior_samples : ndarray
+        Exact draws of the normalized ``target``, one row per draw (one is enough).
     options : AnnealOptions, optional
         All annealing settings at once.
     seed : int or SeedSequence, optional

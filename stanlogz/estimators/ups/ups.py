@@ -327,8 +327,8 @@ def log_ratio(
     target0, target1 : Target
         The two unnormalized densities on the same space (e.g. two posteriors of one
         program's parameters given different data).
-    draws0, draws1 : ndarray of shape (n, dim), optional
-        Draws from each (their mean and covariance start the chains).
+    draws0, draws1 : ndarray, optional
+        Draws from each, one row per draw (their mean and covariance start the chains).
     init0, init1 : object with ``.mean``/``.cov``, optional
         A Gaussian initial distribution for each end instead of its draws.
     **options
