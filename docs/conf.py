@@ -46,6 +46,9 @@ nb_merge_streams = True
 napoleon_numpy_docstring = True
 napoleon_google_docstring = False
 napoleon_use_rtype = False
+# A class's Attributes section as a field list: as ``.. attribute::`` entries they would
+# duplicate the members autodoc documents (dataclass fields, properties).
+napoleon_use_ivar = True
 
 # One page per public function and class (docs/generated/, written at build time), as ArviZ's
 # and SciPy's references are; classes list their documented members.

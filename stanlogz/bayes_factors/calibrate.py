@@ -98,7 +98,21 @@ def calibration_summary(true_model: Sequence[int], log_z: np.ndarray,
 
 @dataclass
 class CalibrationResult:
-    """Simulations and their summary (see :func:`calibrate`)."""
+    """Simulations and their summary (see :func:`calibrate`).
+
+    Attributes
+    ----------
+    models : list of str
+        The programs compared.
+    simulations : list of dict
+        One row per simulated data set (its log Z of each program, the true model, ...).
+    summary : CalibrationSummary
+        How often and how badly the Bayes factor misleads.
+    method : str
+        The evidence estimator.
+    warnings : list of str
+        What to do about problems found.
+    """
 
     models: list[str]
     simulations: list[dict[str, Any]]

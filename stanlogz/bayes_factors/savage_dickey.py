@@ -49,7 +49,23 @@ class DensityAt:
 
 @dataclass
 class SavageDickeyResult:
-    """log BF₀₁ by the Savage–Dickey density ratio (see :func:`savage_dickey`)."""
+    """log BF₀₁ by the Savage–Dickey density ratio (see :func:`savage_dickey`).
+
+    Attributes
+    ----------
+    model : str
+        The full program's name.
+    at : dict
+        The null value.
+    log_bf01, se : float
+        log BF₀₁ and its standard error (NaN where none is trustworthy).
+    posterior, prior : DensityAt
+        The log densities at the null value.
+    evidence_check : dict or None
+        log BF₀₁ by the evidence route, with ``null``.
+    warnings : list of str
+        What to do about problems found.
+    """
 
     model: str
     at: dict[str, float]

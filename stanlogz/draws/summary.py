@@ -43,7 +43,8 @@ class DrawsSummary(Display):
 
     def to_dataframe(self) -> Any:
         """The per-quantity table as a pandas DataFrame indexed by name (as ``arviz.summary``
-        gives it), with the columns ``mean, sd, q5, q50, q95, ess_bulk, ess_tail, r_hat``.
+        gives it), with the columns ``mean, sd, mcse_mean, q5, q50, q95, ess_bulk, ess_tail,
+        r_hat``.
 
         Examples
         --------

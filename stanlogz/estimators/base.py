@@ -24,6 +24,27 @@ class EvidenceResult(EvidenceNames):
     ``detail`` is the method's own typed result for plots and further work (:class:`FlowDetail`
     for gbs, gis and ghm; :class:`~stanlogz.estimators.ups.ups.UPSResult` for ups; None otherwise);
     it is not part of :meth:`to_dict`.
+
+    Attributes
+    ----------
+    method : str
+        The estimator.
+    log_z, log_z_se : float
+        The estimate of log Z and its standard error.
+    log_z_df : float or None
+        Degrees of freedom of ``log_z_se`` (None: large-sample).
+    n_draws, n_evals : int
+        Posterior draws used, and density or gradient evaluations spent.
+    seconds : float
+        Wall time.
+    diagnostics : dict
+        The method's own diagnostics.
+    warnings : list of str
+        What to do about problems found.
+
+    See Also
+    --------
+    stanlogz.evidence : makes it; :doc:`/tutorials/evidence_bayes_factors` shows several.
     """
 
     method: str

@@ -20,6 +20,25 @@ class ComparisonResult(ComparisonNames):
     ``log_bf[i]`` is log Z_i - log Z_best with standard error ``log_bf_se[i]`` (estimates are
     independent, so the variances add). ``post_probs`` are posterior model probabilities
     (softmax of log Z + log prior) with delta-method standard errors ``post_probs_se``.
+
+    Attributes
+    ----------
+    names : list of str
+        The programs.
+    results : list of EvidenceResult
+        Each program's evidence.
+    prior_probs : ndarray
+        The prior model probabilities.
+    log_bf, log_bf_se : ndarray
+        log Z_i − log Z_best and its standard error.
+    post_probs, post_probs_se : ndarray
+        Posterior model probabilities and their standard errors.
+    best : int
+        Index of the program with the largest log Z.
+
+    See Also
+    --------
+    stanlogz.compare : makes it; :doc:`/tutorials/evidence_bayes_factors` shows one.
     """
 
     names: list[str]

@@ -304,6 +304,76 @@ def run_testbed(
     Adams (2015) (BIC with n = the number of values the simulation program generates besides the
     parameters, the harmonic mean, likelihood weighting), which ``estimators=None``
     (:func:`default_estimators`) adds.
+
+    Parameters
+    ----------
+    model_path : str or Path
+        The program whose log Z is estimated (a ``.stan`` file).
+    sim_path : str or Path
+        The simulation program: no parameters; its generated quantities draw the model's
+        parameters from the prior and then its data, with the model's names.
+    sim_data : dict, str or Path, optional
+        The simulation program's data (a dict or a Stan JSON file).
+    estimators : sequence of str, optional
+        The estimators graded (default :func:`default_estimators`).
+    settings : NutsArgs, optional
+        Settings of the NUTS run on the simulated data.
+    n_chains : int, default 16
+        AIS chains of each bound.
+    n_temps : int, default 1000
+        Temperatures of the first schedule (doubled until the gap is below ``gap_tol``).
+    gap_tol : float or None, default 1.0
+        The widest sandwich accepted, in nats (``None``: one round at ``n_temps``).
+    seed : int, optional
+        Random seed (simulation, NUTS, bounds and estimators derive from it).
+    n_workers : int, optional
+        Chains or replicates run at once.
+    estimator_options : dict, optional
+        Per estimator name, its options.
+    prior_path : str or Path, optional
+        The prior program (the model without its observations): anneal from the prior and
+        grade the shortcuts.
+    n_prior_draws : int, default 1000
+        Exact prior draws made by the simulation program (with ``prior_path``).
+    budgets : sequence of float, default (1.0,)
+        Cost fractions in (0, 1] each estimator runs at.
+    progress : callable, optional
+        Called with one line of text per step.
+    **nuts_keywords
+        ``chains``, ``warmup``, ``draws``, ``adapt_delta``, ``max_treedepth``.
+
+    Returns
+    -------
+    TestbedResult
+        The BDMC ``sandwich`` (lower and upper bounds, ``gap``, ``valid``), one row per
+        estimator and budget (``rows``: log Z, se, error against the sandwich's midpoint,
+        ``outside``, cost) and ``n_draws``.
+
+    Raises
+    ------
+    InputError
+        An unknown estimator, one that needs ``prior_path`` without it (or dynesty, not
+        installed), budgets outside (0, 1], or a prior program with other parameters than
+        the model.
+
+    See Also
+    --------
+    stanlogz.ais : the lower bound.
+    stanlogz.reverse_ais : the upper bound.
+
+    Examples
+    --------
+    The guide :doc:`/guide/bdmc` runs it from a shell (``stanlogz bdmc``). gbs graded on
+    the shipped normal-mean testbed, with short runs (from the repository root):
+
+    >>> import stanlogz
+    >>> r = stanlogz.run_testbed("stan_models/bdmc/normal_mean.stan",
+    ...                          "stan_models/bdmc/normal_mean_sim.stan",
+    ...                          "stan_models/bdmc/normal_mean_sim.data.json", ["gbs"],
+    ...                          n_chains=8, n_temps=100, seed=1, n_workers=1,
+    ...                          chains=2, warmup=300, draws=500)
+    >>> r.sandwich.lower.bound, r.sandwich.upper.bound, [row.method for row in r.rows]
+    ('lower', 'upper', ['gbs'])
     """
     from ..draws import obtain_draws
     from ..stan.inputs import check_stan_file, read_data

@@ -13,10 +13,14 @@ ROOT = Path(__file__).resolve().parents[2]
 #: modules whose docstring examples build or run a Stan program (from the repository root)
 WITH_STAN = ["stanlogz.api", "stanlogz.crossval.psis_loo.loo", "stanlogz.draws.sample",
              "stanlogz.draws.stancsv", "stanlogz.draws.obtain",
-             "stanlogz.crossval.psis_loo.mixture_loo"]
+             "stanlogz.crossval.psis_loo.mixture_loo", "stanlogz.crossval.refit.heldout",
+             "stanlogz.bayes_factors.sensitivity", "stanlogz.testbed.run"]
 #: modules whose examples need no program
 PURE = ["stanlogz.report.plotting", "stanlogz.draws.summary", "stanlogz.crossval.names",
-        "stanlogz.draws.convert", "stanlogz.crossval.observations.jacobian"]
+        "stanlogz.draws.convert", "stanlogz.crossval.observations.jacobian",
+        "stanlogz.estimators.ups.ups", "stanlogz.estimators.annealing.ais",
+        "stanlogz.crossval.psis_loo.waic", "stanlogz.crossval.select.compare",
+        "stanlogz.crossval.psis_loo.result"]
 
 
 def _run(name: str) -> tuple[int, int]:

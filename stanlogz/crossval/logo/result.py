@@ -41,7 +41,29 @@ class GroupValue:
 class LogoResult:
     """elpd_logo = Σ_g log p(y_g | y₋g) with its between-group se (loo's definition over
     groups, sqrt(G) sd of the group values, as loo's ``kfold`` of groups reports it) and its
-    Monte Carlo se, and per-group and per-observation values."""
+    Monte Carlo se, and per-group and per-observation values.
+
+    Attributes
+    ----------
+    model : str
+        The program's name.
+    group : str
+        The per-observation group array.
+    elpd_logo, se, mcse_elpd_logo : float
+        Σ_g log p(y_g | y₋g), its se over groups and its Monte Carlo se.
+    groups : list of GroupValue
+        Per group: its value, k̂ and how it was computed.
+    elpd_obs : ndarray or None
+        log p(y_i | y₋g(i)) per observation.
+    threshold : float
+        The k̂ above which a group's PSIS value is not trusted.
+    warnings : list of str
+        What to do about problems found.
+
+    See Also
+    --------
+    stanlogz.loo : with ``group=``, makes it (see :doc:`/guide/logo`).
+    """
 
     model: str
     group: str

@@ -30,7 +30,37 @@ from ..refit.cv_se import ElpdInterval, elpd_interval
 class LooResult(LooNames, ElpdResult):
     """Leave-one-out cross-validation of one program: elpd_loo with its se, its Monte Carlo se,
     p_loo, and the pointwise values (PSIS, or fixed where k̂ was above the threshold). With
-    subsampling the pointwise arrays hold the sampled observations (``sample_index``) only."""
+    subsampling the pointwise arrays hold the sampled observations (``sample_index``) only.
+
+    Attributes
+    ----------
+    model : str
+        The program's (or fit's) name.
+    elpd_loo : float
+        The expected log pointwise predictive density, Σ_i log p(y_i | y₋i).
+    se : float
+        Its se over observations, sqrt(N var(elpd_i)), as loo and ArviZ report it.
+    p_loo : float
+        The effective number of parameters, lppd − elpd_loo.
+    elpd_i, lppd_i, khat : ndarray
+        Per observation: the final values (fixed ones replaced), the in-sample log
+        predictive densities and the Pareto k̂ of the PSIS weights.
+    psis_elpd_i : ndarray
+        The PSIS values before any fix.
+    threshold : float
+        The k̂ above which a PSIS value is not trusted.
+    fixed : list of FixedPoint
+        The observations recomputed (moment matching, mixture, refit, ...).
+    warnings : list of str
+        What to do about problems found.
+
+    Examples
+    --------
+    >>> import numpy as np, stanlogz
+    >>> r = stanlogz.loo(np.random.default_rng(0).normal(-1.0, 0.3, size=(4, 100, 12)))
+    >>> type(r).__name__, r.elpd_i.shape, bool(np.isclose(r.elpd_loo, r.elpd_i.sum()))
+    ('LooResult', (12,), True)
+    """
 
     kind: ClassVar[str] = "loo"
     _names: ClassVar[dict[str, str]] = {"elpd": "elpd_loo", "p": "p_loo"}

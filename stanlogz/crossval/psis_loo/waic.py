@@ -38,7 +38,34 @@ P_WAIC_MAX = 0.4
 @dataclass
 class WaicResult(ElpdResult):
     """WAIC of one program or fit: elpd_waic with its between-observation se and Monte Carlo
-    se, p_waic, and the pointwise values."""
+    se, p_waic, and the pointwise values.
+
+    Attributes
+    ----------
+    model : str
+        The program's (or fit's) name.
+    elpd_waic : float
+        lppd − p_waic.
+    se : float
+        Its se over observations.
+    p_waic : float
+        The effective number of parameters (Σ_i of the posterior variance of log p(y_i | θ)).
+    mcse : float
+        The Monte Carlo se of elpd_waic.
+    elpd_i, lppd_i, p_waic_i : ndarray
+        Per observation.
+    n_samples : int
+        The draws used.
+    warnings : list of str
+        What to do about problems found.
+
+    Examples
+    --------
+    >>> import numpy as np, stanlogz
+    >>> w = stanlogz.waic(np.random.default_rng(0).normal(-1.0, 0.1, size=(4, 100, 3)))
+    >>> type(w).__name__, w.n_samples, bool(np.isclose(w.elpd_waic, w.elpd_i.sum()))
+    ('WaicResult', 400, True)
+    """
 
     kind: ClassVar[str] = "waic"
     _names: ClassVar[dict[str, str]] = {"elpd": "elpd_waic", "p": "p_waic"}
@@ -169,7 +196,60 @@ def waic(model: Any, data: Any = None, *, draws: Any = None, var: str = "log_lik
     :func:`~stanlogz.crossval.psis_loo.fitloo.loo_from_fit` takes: InferenceData, a cmdstanpy fit,
     CSV paths, Draws with ``var`` columns, an array) or of a Stan program with ``data`` (its
     ``log_lik`` or density differences, on ``draws`` or on NUTS draws run with ``settings``,
-    a :class:`~stanlogz.stan.settings.NutsArgs`)."""
+    a :class:`~stanlogz.stan.settings.NutsArgs`).
+
+    Parameters
+    ----------
+    model : fit, array, str, Path or StanModel
+        A fit's pointwise log-likelihood (InferenceData, cmdstanpy fit, CSV paths,
+        :class:`~stanlogz.Draws`, or an array of shape (chains, draws, observations)), or a
+        Stan program (a ``.stan`` file or a built :class:`~stanlogz.StanModel`).
+    data : dict or str, optional
+        The program's data (a dict or a Stan JSON file); not with a fit.
+    draws : Draws, cmdstanpy fit, CSV paths or InferenceData, optional
+        Draws of the program's posterior, instead of a NUTS run.
+    var : str, default "log_lik"
+        The fit's pointwise log-likelihood variable.
+    obs, obs_fields : str, list of str, optional
+        The observation count and the data variables indexed by observation (inferred when
+        omitted).
+    log_lik : str, default "auto"
+        How the program's pointwise log-likelihood is computed: its ``log_lik`` quantity or
+        density differences.
+    settings : NutsArgs, optional
+        Settings of the NUTS run.
+    seed : int, optional
+        Random seed.
+    progress : callable, optional
+        Called with one line of text per step.
+
+    Returns
+    -------
+    WaicResult
+        ``elpd_waic`` with its ``se`` and Monte Carlo ``mcse``, ``p_waic``, the pointwise
+        ``elpd_i``, ``lppd_i`` and ``p_waic_i``, and ``warnings``.
+
+    Raises
+    ------
+    InputError
+        A fit given with ``data`` (or with ``draws``), fewer than two draws, or a
+        log-likelihood that is not finite.
+
+    See Also
+    --------
+    stanlogz.loo : PSIS-LOO, with a diagnostic WAIC lacks.
+    stanlogz.jacobian_adjusted : a WAIC of a transformed outcome on the original scale.
+
+    Examples
+    --------
+    WAIC of a log-likelihood array (4 chains x 100 draws x 3 observations):
+
+    >>> import numpy as np, stanlogz
+    >>> ll = np.random.default_rng(0).normal(-1.0, 0.1, size=(4, 100, 3))
+    >>> w = stanlogz.waic(ll)
+    >>> w.elpd_i.shape, bool(np.isclose(w.elpd_waic, w.lppd_i.sum() - w.p_waic))
+    ((3,), True)
+    """
     t0 = time.perf_counter()
     if is_fit(model) or (model is None and draws is not None):
         if data is not None or (is_fit(model) and draws is not None):

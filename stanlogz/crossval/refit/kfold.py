@@ -37,7 +37,32 @@ from .heldout import HeldOut, heldout_many, shared_sum_se
 @dataclass(repr=False)
 class KFoldResult(KFoldNames, ElpdResult):
     """K-fold cross-validation of one program: elpd_kfold with its between-fold and Monte
-    Carlo se, pointwise values, and every fold's exact held-out result."""
+    Carlo se, pointwise values, and every fold's exact held-out result.
+
+    Attributes
+    ----------
+    model : str
+        The program's name.
+    scheme : str
+        ``"random"``, ``"stratified"``, ``"grouped"``, ``"leave-one-group-out"`` or
+        ``"leave-one-out"``.
+    k : int
+        The number of folds.
+    fold_of : ndarray of int
+        The fold (0-based) of each observation.
+    elpd_i : ndarray
+        log p(y_i | y_T(i)), each observation given the other folds.
+    folds : list of HeldOut
+        Every fold's exact held-out result.
+    group, stratify : str or None
+        The data arrays the folds were made by.
+    warnings : list of str
+        What to do about problems found.
+
+    See Also
+    --------
+    stanlogz.kfold : makes it; :doc:`/tutorials/kfold_lfo` shows one.
+    """
 
     kind: ClassVar[str] = "kfold"
     _names: ClassVar[dict[str, str]] = {"elpd": "elpd_kfold", "p": "p_kfold"}

@@ -50,9 +50,35 @@ LFO_METHODS = ("psis", "exact")
 
 @dataclass(repr=False)
 class LfoResult(LfoNames, ElpdResult):
-    """Leave-future-out CV: elpd_lfo = Σ_t log p(y_{t+1:t+M} | y_{1:t}) with its se, Monte
-    Carlo se, per-origin values, k̂ and refits. Its pointwise values (``elpd_i``, ``mcse_i``
-    of the common interface) are the origins'."""
+    """Leave-future-out CV: ``elpd_lfo = Σ_t log p(y_{t+1:t+M} | y_{1:t})`` with its se, Monte
+    Carlo se, per-origin values, k̂ and refits. Its pointwise values (``elpd_i``, ``mcse_i`` of
+    the common interface) are the origins'.
+
+    Attributes
+    ----------
+    model : str
+        The program's name.
+    method : str
+        ``"psis"`` (PSIS from the last refit, refitting where k̂ is too high) or ``"exact"``
+        (a refit at every origin).
+    min_train, ahead : int
+        The first training size and the steps predicted ahead (M).
+    origins : ndarray of int
+        The number of training observations t of each origin.
+    elpd_t, mc_se_t, khat_t : ndarray
+        Per origin: ``log p(y_{t+1:t+M} | y_{1:t})``, its Monte Carlo se and k̂ (NaN where
+        exact).
+    refits : list of int
+        The t at which NUTS ran on ``y_{1:t}``.
+    n_gradient_evals : int
+        The NUTS cost.
+    warnings : list of str
+        What to do about problems found.
+
+    See Also
+    --------
+    stanlogz.lfo : makes it; :doc:`/tutorials/kfold_lfo` shows one.
+    """
 
     kind: ClassVar[str] = "lfo"
     _names: ClassVar[dict[str, str]] = {"elpd": "elpd_lfo", "p": "p_lfo"}

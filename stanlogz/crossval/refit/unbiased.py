@@ -61,7 +61,31 @@ _SPLITS, _TUNING, _LAMBDAS, _REPLICATES, _SAMPLING = range(5)
 
 @dataclass(repr=False)
 class CVResult(CVNames):
-    """Unbiased estimate of the cross-validation objective mean −log p(y_V | y_T)."""
+    """Unbiased estimate of the cross-validation objective mean −log p(y_V | y_T).
+
+    Attributes
+    ----------
+    model : str
+        The program's name.
+    estimate, se : float
+        The objective and its se over the independent replicates.
+    ci : tuple of float
+        Its confidence interval, at level ``ci_level``.
+    n_valid, n_obs : int
+        Held-out observations per split, and all observations.
+    replicates : ndarray
+        The unbiased replicates.
+    splits : ndarray
+        The held-out observations (0-based) of each replicate, one row each.
+    criterion : str
+        The score (``"log"``: log predictive density).
+    warnings : list of str
+        What to do about problems found.
+
+    See Also
+    --------
+    stanlogz.cv : makes it.
+    """
 
     model: str
     estimate: float
