@@ -17,8 +17,9 @@ GONE = ["stanlogz.model", "stanlogz.target", "stanlogz.targets", "stanlogz.targe
 LONG_MODULES: dict[str, str] = {
     "crossval/psis_loo/loo.py": "loo()'s numpydoc docstring (17 parameters, about 100 lines); "
                                 "the code is under 460 lines",
-    "crossval/refit/heldout.py": "numpydoc docstrings of heldout_elpd and heldout_many (Parameters, "
-                                 "Returns, Examples: about 120 lines); one concept, exact refits",
+    "crossval/refit/heldout.py": "numpydoc docstrings of heldout_elpd and heldout_many "
+                                 "(Parameters, Returns, Examples: about 120 lines); one "
+                                 "concept, exact refits",
     "estimators/annealing/ais.py": "numpydoc docstrings of ais and reverse_ais (about 100 lines) "
                                    "and the folded-in AISResult; one concept, AIS both ways",
 }
