@@ -34,8 +34,8 @@ import numpy as np
 from scipy import stats
 
 from stanlogz.densities.gaussian import HierarchicalNormalTarget
+from stanlogz.estimators.annealing.bracket import bracket
 from stanlogz.estimators.annealing.smc import forward_log_z, smc_estimate
-from stanlogz.estimators.annealing.smc_reverse import bracket
 
 
 def replicate(n_groups: int, rep: int, n_draws: int) -> dict[str, object]:

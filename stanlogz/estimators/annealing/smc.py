@@ -13,7 +13,7 @@ Z/Z_q; choosing the β from the same particles makes it only consistent. So a pi
 the schedule and ``n_runs`` independent runs use it: each run's Ẑ is unbiased, and log Z with
 its standard error comes from the runs' log Ẑ under the lognormal CLT (:func:`lognormal_log_z`)
 — independent replicates, which also run in parallel. Runs of the same schedule backwards from
-posterior draws (:mod:`.smc_reverse`) give an upper bound beside the forward runs' lower one.
+posterior draws (:mod:`.bracket`) give an upper bound beside the forward runs' lower one.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from ...parallel import as_seed_sequence, child_sequence, run_parallel
 from ..base import EvidenceResult
 from ..common import log_mean_exp
 from .ais import DEFAULT_INFLATE, log_mean_exp_with_se
+from .bracket import bracket, reverse_runs
 from .particles import next_beta, systematic_resample
-from .smc_reverse import bracket, reverse_runs
 
 # More tempering steps than this means the path is (numerically) too long for the particles.
 MAX_STEPS = 10_000
@@ -289,7 +289,7 @@ def smc_estimate(
 
     With ``reverse`` (default True) as many runs go back from the second half of the draws
     to a base fitted to the first half; ``diagnostics`` then hold the bracket
-    ``lower_bound`` <= log Z <= ``upper_bound`` (:class:`~.smc_reverse.Bracket`; the upper
+    ``lower_bound`` <= log Z <= ``upper_bound`` (:class:`~.bracket.Bracket`; the upper
     bound only for exact posterior draws), each with its Monte Carlo se. The bracket is
     reported beside log Z, not mixed into it: its middle was high in nearly every replicate
     of ``benchmarks/coverage_smc.py`` (the reverse runs' bound is the looser one).

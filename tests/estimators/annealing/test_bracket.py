@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from stanlogz.densities.gaussian import GaussianTarget
-from stanlogz.estimators.annealing.smc_reverse import bracket, reverse_runs
+from stanlogz.estimators.annealing.bracket import bracket, reverse_runs
 from stanlogz.mcmc.annealing import AnnealingPath, HMCTuning
 
 
