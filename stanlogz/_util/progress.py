@@ -19,6 +19,20 @@ from typing import Any
 Progress = Callable[[str], None] | None
 
 
+def time_left(elapsed: float, done: int, total: int) -> float:
+    """Seconds left when ``done`` of ``total`` equal-cost steps took ``elapsed``."""
+    return elapsed / max(done, 1) * (total - done)
+
+
+def duration(seconds: float) -> str:
+    """``seconds`` as a person reads a time left: "40 s", "12 min", "3.1 h"."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 class Steps:
     """``total`` counted steps reported through ``progress``: a bar when the callback draws
     bars, else the line given to each :meth:`update` (when there is one). Thread-safe; a copy

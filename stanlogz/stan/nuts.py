@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util.progress import Progress, steps
+from .._util.progress import Progress, duration, steps, time_left
 from .._util.seeds import int_seed
 from ..errors import InitializationError, InputError, StanlogzError, ToolchainError
 from .inputs import data_to_json
@@ -71,6 +71,18 @@ def _run_stoppable(call: Callable[[], None], stop: ctypes.c_int, poll: Callable[
         raise
 
 
+def eta_suffix(mark: tuple[float, int] | None, now: float, done: int, total: int) -> str:
+    """`` — about T left`` at the rate since ``mark`` (a time and the iterations done then,
+    all chains together as they share the cores), or nothing until another twentieth of the
+    iterations has passed since it. The mark is set once a twentieth is done: the first warmup
+    iterations, before the step size adapts, take the longest trees and would make the time
+    left up to 2.6 times too long (benchmarks/nuts_eta.py)."""
+    if mark is None or done >= total or done - mark[1] < total / 20:
+        return ""
+    left = time_left(now - mark[0], done - mark[1], total - mark[1])
+    return f" \N{EM DASH} about {duration(left)} left"
+
+
 class _NutsProgress:
     """Per-chain iteration progress lines for a running NUTS call, throttled."""
 
@@ -80,6 +92,7 @@ class _NutsProgress:
         self.warmup = warmup
         self.total = total
         self.last = start
+        self.mark: tuple[float, int] | None = None  # (time, iterations) the time left counts from
         self.reported: list[int] = []
 
     def poll(self, iterations: np.ndarray) -> None:
@@ -94,9 +107,13 @@ class _NutsProgress:
         moved = [c for c, t in enumerate(tenths) if t > self.reported[c]]
         if not moved:
             return
-        self.progress("; ".join(f"chain {c + 1}: iteration {done[c]}/{self.total} "
-                                f"({'warmup' if done[c] <= self.warmup else 'sampling'})"
-                                for c in moved))
+        line = "; ".join(f"chain {c + 1}: iteration {done[c]}/{self.total} "
+                         f"({'warmup' if done[c] <= self.warmup else 'sampling'})"
+                         for c in moved)
+        total = self.total * len(done)
+        if self.mark is None and sum(done) >= total / 20:
+            self.mark = (now, sum(done))
+        self.progress(line + eta_suffix(self.mark, now, sum(done), total))
         for c in moved:
             self.reported[c] = tenths[c]
         self.last = now

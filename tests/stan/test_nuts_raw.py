@@ -169,7 +169,10 @@ def test_progress_lines_are_throttled_and_leave_the_draws_unchanged(compiled, mo
     middle = lines[1:-1]
     assert middle, "no iteration progress for a run of several tenths of a second"
     last = {1: 0, 2: 0}
-    for _, line in middle:
+    for _, full in middle:
+        line, _, eta = full.partition(" \N{EM DASH} ")
+        # the time left is the rate so far, once a twentieth of all iterations is done
+        assert eta == "" or re.fullmatch(r"about \d+(\.\d)? (s|min|h) left", eta), full
         parts = line.split("; ")
         assert 1 <= len(parts) <= 2
         for part in parts:

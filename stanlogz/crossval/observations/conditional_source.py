@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._util.progress import Progress, steps
+from ..._util.progress import Progress, duration, steps, time_left
 from ...errors import InputError
 from ...stan.program import StanProgram
 from .observations import Observations
@@ -29,11 +29,6 @@ FIRST_S = 3.0
 MIN_ESTIMATE = 3
 
 
-def time_left(elapsed: float, done: int, total: int) -> float:
-    """Seconds left when ``done`` of ``total`` equal-cost steps took ``elapsed``."""
-    return elapsed / max(done, 1) * (total - done)
-
-
 def robust_time_left(times: Sequence[float], total: int) -> float:
     """Seconds left after the steps that took ``times`` (seconds each), of ``total``: the
     rate so far with the slowest step counted as a median one (the first observation pays the
@@ -41,14 +36,6 @@ def robust_time_left(times: Sequence[float], total: int) -> float:
     Gaussian ones; at N = 1000 the plain rate after it overestimated the pass 14-fold)."""
     t = np.asarray(times, dtype=float)
     return time_left(float(t.sum() - t.max() + np.median(t)), t.size, total)
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 class PassBudget(InputError):
@@ -102,7 +89,7 @@ class PassClock:
         self.times.extend([(now - self.last) / n] * n)
         self.last = now
         if self.budget is not None and now - self.t0 > self.budget and self.done < self.total:
-            left = _duration(time_left(now - self.t0, self.done, self.total))
+            left = duration(time_left(now - self.t0, self.done, self.total))
             raise PassBudget(
                 f"the {self.desc} stopped at its budget of {self.budget:g} s after "
                 f"{self.done}/{self.total} observations (about {left} more at this rate); "
@@ -117,10 +104,10 @@ class PassClock:
     def line(self, elapsed: float) -> str:
         """The plain progress line after ``elapsed`` seconds (the time left once
         ``MIN_ESTIMATE`` observations are done)."""
-        head = f"{self.desc}: {self.done}/{self.total} observations in {_duration(elapsed)}"
+        head = f"{self.desc}: {self.done}/{self.total} observations in {duration(elapsed)}"
         if self.done < MIN_ESTIMATE:
             return f"{head}, estimating the time left"
-        return f"{head}, about {_duration(robust_time_left(self.times, self.total))} left"
+        return f"{head}, about {duration(robust_time_left(self.times, self.total))} left"
 
     def close(self) -> None:
         """The pass is over."""

@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from stanlogz._util.progress import time_left
 from stanlogz.crossval.observations import conditional_source as cs
-from stanlogz.crossval.observations.conditional_source import PassBudget, PassClock, time_left
+from stanlogz.crossval.observations.conditional_source import PassBudget, PassClock
 from stanlogz.crossval.observations.nonfactorized import NonFactorizedSource
 from stanlogz.crossval.observations.observations import find_observations
 from stanlogz.crossval.psis_loo.loo import loo
