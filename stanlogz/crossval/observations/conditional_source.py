@@ -10,36 +10,17 @@ The full pass (``chunks``) costs O(N²·S) density terms and can run for minutes
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..._util.progress import Progress, duration, steps, time_left
+from ..._util.progress import Progress
 from ...errors import InputError
 from ...stan.program import StanProgram
+from .clock import PassClock
 from .observations import Observations
 from .pointwise import CHUNK_BYTES, column_chunks
-
-#: Seconds between the plain progress lines of a long pass (the first after ``FIRST_S``).
-EVERY_S = 10.0
-FIRST_S = 3.0
-#: Observations done before the time left is estimated.
-MIN_ESTIMATE = 3
-
-
-def robust_time_left(times: Sequence[float], total: int) -> float:
-    """Seconds left after the steps that took ``times`` (seconds each), of ``total``: the
-    rate so far with the slowest step counted as a median one (the first observation pays the
-    one-time costs, and one wide conditional on quadrature can take as long as a dozen
-    Gaussian ones; at N = 1000 the plain rate after it overestimated the pass 14-fold)."""
-    t = np.asarray(times, dtype=float)
-    return time_left(float(t.sum() - t.max() + np.median(t)), t.size, total)
-
-
-class PassBudget(InputError):
-    """The conditional pass spent its time budget before the last observation."""
 
 
 def check_pass_budget(budget: float | None) -> None:
@@ -57,6 +38,8 @@ def start_pass(pw: Any, progress: Progress, n_draws: int, budget: float | None =
     conditional = hasattr(pw, "cost_line")
     if conditional:
         pw.progress, pw.budget = progress, budget
+    elif hasattr(pw, "progress"):
+        pw.progress = progress  # a density-difference pass reports its clock too
     if not progress:
         return
     progress(f"pointwise log-likelihood of {pw.obs.n} observations ({pw.source}) at "
@@ -64,54 +47,6 @@ def start_pass(pw: Any, progress: Progress, n_draws: int, budget: float | None =
     cost = pw.cost_line(n_draws) if conditional else None
     if cost:
         progress(cost)
-
-
-class PassClock:
-    """Observations of a long pass counted through ``progress``: a bar (tqdm shows the rate
-    and the time left) when the callback draws bars, else a line with the time left every
-    ``EVERY_S`` seconds. ``budget``: seconds after which :meth:`update` raises
-    :class:`PassBudget` (None: no limit). ``clock`` is the time source (seconds)."""
-
-    def __init__(self, progress: Progress, total: int, desc: str,
-                 budget: float | None = None,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
-        self.total, self.desc, self.clock, self.done = total, desc, clock, 0
-        self.budget = budget
-        self.steps = steps(progress, total, desc, unit="obs")
-        self.t0 = self.last = clock()
-        self.next = self.t0 + FIRST_S
-        self.times: list[float] = []
-
-    def update(self, n: int = 1) -> None:
-        """``n`` more observations done; :class:`PassBudget` once the budget is spent."""
-        self.done += n
-        now = self.clock()
-        self.times.extend([(now - self.last) / n] * n)
-        self.last = now
-        if self.budget is not None and now - self.t0 > self.budget and self.done < self.total:
-            left = duration(time_left(now - self.t0, self.done, self.total))
-            raise PassBudget(
-                f"the {self.desc} stopped at its budget of {self.budget:g} s after "
-                f"{self.done}/{self.total} observations (about {left} more at this rate); "
-                "raise the budget (--cond-budget), or estimate elpd_loo from m observations "
-                "drawn at random (--subsample m)")
-        line = None
-        if not self.steps.drawn and now >= self.next and self.done < self.total:
-            self.next = now + EVERY_S
-            line = self.line(now - self.t0)
-        self.steps.update(line, n)
-
-    def line(self, elapsed: float) -> str:
-        """The plain progress line after ``elapsed`` seconds (the time left once
-        ``MIN_ESTIMATE`` observations are done)."""
-        head = f"{self.desc}: {self.done}/{self.total} observations in {duration(elapsed)}"
-        if self.done < MIN_ESTIMATE:
-            return f"{head}, estimating the time left"
-        return f"{head}, about {duration(robust_time_left(self.times, self.total))} left"
-
-    def close(self) -> None:
-        """The pass is over."""
-        self.steps.close()
 
 
 class ColumnsByObservation:

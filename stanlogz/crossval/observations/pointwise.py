@@ -28,8 +28,10 @@ from typing import Any
 
 import numpy as np
 
+from ..._util.progress import Progress
 from ...errors import DataError, InputError
 from ...stan.program import StanProgram
+from .clock import PassClock
 from .observations import Observations
 
 LOG_LIK_SOURCES = ("auto", "log_lik", "difference", "conditional", "integrated")
@@ -119,7 +121,16 @@ class _Slicer:
 
 
 class PointwiseLogLik:
-    """``log p(y_i | θ)`` for the observations of one program and data set, at any draws."""
+    """``log p(y_i | θ)`` for the observations of one program and data set, at any draws.
+
+    The density-difference pass evaluates the whole program once per observation and draw;
+    with ``progress`` set (by :func:`~.conditional_source.start_pass`) the full pass reports
+    the observations done and the time left (:class:`~.clock.PassClock`: nothing for a pass
+    of a few seconds)."""
+
+    #: Where a long density-difference pass reports its clock (None: nothing).
+    progress: Progress = None
+    _clock: PassClock | None = None
 
     def __init__(self, model: StanProgram, data: Mapping[str, Any], obs: Observations,
                  source: str = "auto") -> None:
@@ -223,11 +234,14 @@ class PointwiseLogLik:
             return self._gq_columns(np.asarray(index, dtype=int), unc)
         base_lp = [b.log_density_many(unc) for b in self.bases()]
         out = np.empty((unc.shape[0], len(index)))
+        clock = self._clock
 
         def block(js: range) -> None:
             for j in js:
                 obs, b = self._pair(index[j])
                 out[:, j] = self._instance(obs).log_density_many(unc) - base_lp[b]
+                if clock is not None:
+                    clock.update()
 
         threads = min(n_threads(), max(1, len(index) // 8))
         size = -(-len(index) // threads) if index else 1
@@ -260,9 +274,17 @@ class PointwiseLogLik:
             values = np.empty((s, self.obs.n))
             values[:, index] = self._gq_columns(index, unc)
             given = (values, np.arange(self.obs.n))
-        for idx in index_blocks(index, s, chunk_bytes):
-            yield idx, (given[0][:, given[1][idx]] if given is not None
-                        else self.columns(idx, unc))
+        if given is None and self.progress:
+            self._clock = PassClock(self.progress, index.size,
+                                    "density-difference log-likelihood")
+        try:
+            for idx in index_blocks(index, s, chunk_bytes):
+                yield idx, (given[0][:, given[1][idx]] if given is not None
+                            else self.columns(idx, unc))
+        finally:
+            if self._clock is not None:
+                self._clock.close()
+                self._clock = None
 
     def _gq_columns(self, index: np.ndarray, unc: np.ndarray, block_bytes: int = CHUNK_BYTES
                     ) -> np.ndarray:

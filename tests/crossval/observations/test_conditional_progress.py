@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from stanlogz._util.progress import time_left
-from stanlogz.crossval.observations import conditional_source as cs
-from stanlogz.crossval.observations.conditional_source import PassBudget, PassClock
+from stanlogz.crossval.observations import clock as cs
+from stanlogz.crossval.observations.clock import PassBudget, PassClock
 from stanlogz.crossval.observations.nonfactorized import NonFactorizedSource
 from stanlogz.crossval.observations.observations import find_observations
+from stanlogz.crossval.observations.pointwise import PointwiseLogLik
 from stanlogz.crossval.psis_loo.loo import loo
 from stanlogz.errors import InputError
 
@@ -149,3 +150,29 @@ def test_the_full_pass_of_a_source_reports_through_its_progress(compiled, monkey
     assert [ln.split(":")[1].split(" in ")[0] for ln in lines] == [
         f" {k}/12 observations" for k in range(1, 12)]
     assert all(ln.endswith(" left") for ln in lines)
+
+
+def test_the_density_difference_pass_reports_its_clock(compiled, monkeypatch):
+    # The difference pass evaluates the whole program per observation and draw (a 900-parameter
+    # corpus program took minutes); with progress set it counts observations with the time left,
+    # and its values are those of an unclocked pass.
+    monkeypatch.setattr(cs, "FIRST_S", 0.0)
+    monkeypatch.setattr(cs, "EVERY_S", 0.0)
+    rng = np.random.default_rng(4)
+    data = {"N": 40, "y": rng.normal(size=40).round(3).tolist(), "sigma": 1.0, "mu0": 0.0,
+            "tau0": 2.0}
+    m = compiled("normal", data)
+    x = rng.normal(size=(30, m.dim))
+    quiet = PointwiseLogLik(m, data, find_observations(data), "difference").matrix(x)
+    pw = PointwiseLogLik(m, data, find_observations(data), "difference")
+    lines: list[str] = []
+    pw.progress = lines.append
+    np.testing.assert_array_equal(pw.matrix(x), quiet)
+    heads = [ln.split(" in ")[0] for ln in lines]
+    assert heads == [f"density-difference log-likelihood: {k}/40 observations"
+                     for k in range(1, 40)]
+    assert all(ln.endswith("left") for ln in lines[cs.MIN_ESTIMATE - 1:])
+    # closed form: log N(y_i | mu, 1) at the draws' mu
+    mu = x[:, 0:1]
+    y = np.asarray(data["y"])
+    np.testing.assert_allclose(quiet, -0.5 * np.log(2 * np.pi) - 0.5 * (y - mu) ** 2, atol=1e-9)
