@@ -60,7 +60,7 @@ def loo_rows(name: str, model: object, data: object, exact: np.ndarray, seed: in
         t0 = time.perf_counter()
         r = stanlogz.loo(model, data, draws=draws, fix=fix, seed=seed + 1, k_threshold=threshold)
         wall = time.perf_counter() - t0
-        fixed = ", ".join(f"{f.index + 1}: {f.elpd:.3f}±{f.se:.3f} (exact {exact[f.index]:.3f},"
+        fixed = ", ".join(f"{f.index + 1}: {f.elpd:.3f}±{f.mcse:.3f} (exact {exact[f.index]:.3f},"
                           f" PSIS {f.psis_elpd:.3f})" for f in r.fixed) or "-"
         per_fix = (f"{np.mean([f.seconds for f in r.fixed]):.2f} s, "
                    f"{np.mean([f.n_gradient_evals + f.n_evals for f in r.fixed]):.0f} evals"

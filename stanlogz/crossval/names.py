@@ -54,7 +54,7 @@ class LooNames(Display):
 
     def pointwise_dataframe(self) -> Any:
         """The pointwise values as a pandas DataFrame indexed by observation (from 1): ``elpd``
-        (fixed values included), ``mc_se``, ``psis_elpd``, ``khat``, ``method`` (the rows of
+        (fixed values included), ``mcse``, ``psis_elpd``, ``khat``, ``method`` (the rows of
         ``to_dict()["pointwise"]``).
 
         Examples
@@ -62,7 +62,7 @@ class LooNames(Display):
         >>> import numpy as np, stanlogz
         >>> ll = np.random.default_rng(0).normal(-1.0, 0.1, size=(4, 100, 5))
         >>> stanlogz.loo(ll).pointwise_dataframe().columns.tolist()
-        ['elpd', 'mc_se', 'psis_elpd', 'khat', 'method']
+        ['elpd', 'mcse', 'psis_elpd', 'khat', 'method']
         """
         import pandas as pd
 

@@ -175,8 +175,8 @@ def test_fixups_land_on_the_closed_form(normal, fix):
         # Bridge / UPS / moment-matched IS se are asymptotically normal (the last once its
         # k-hat is below 0.7, asserted): |error| < 5 se fails with prob ~6e-7 per point; the
         # se cap (10x the ~0.08 seen for 4x1000 draws) catches an inflated se.
-        assert abs(f.elpd - exact[f.index]) < 5 * f.se, (f, exact[f.index])
-        assert 0 < f.se < 0.8
+        assert abs(f.elpd - exact[f.index]) < 5 * f.mcse, (f, exact[f.index])
+        assert 0 < f.mcse < 0.8
         if fix in ("mm", "auto"):
             # one parameter, Gaussian posterior: an affine map reaches the LOO posterior
             assert f.method == "mm" and f.n_gradient_evals == 0 and f.khat_after < 0.7
@@ -195,10 +195,10 @@ def test_fixups_land_on_the_closed_form(normal, fix):
     assert r.elpd_loo_interval.high - r.elpd_loo == pytest.approx(
         2 * calibration_factor(r.elpd_i) * r.se, rel=1e-12)
     # The Monte Carlo se combines the fixed points' se with PSIS's for the others.
-    assert mc[[f.index for f in r.fixed]] == pytest.approx([f.se for f in r.fixed])
+    assert mc[[f.index for f in r.fixed]] == pytest.approx([f.mcse for f in r.fixed])
     # (the PSIS part from the draws' summed influence, tests/crossval/psis_loo/test_loo_mcse.py)
     assert r.mcse_elpd_loo == pytest.approx(math.sqrt(
-        r.mcse_psis**2 + r.mcse_bias**2 + sum(f.se**2 for f in r.fixed)))
+        r.mcse_psis**2 + r.mcse_bias**2 + sum(f.mcse**2 for f in r.fixed)))
     assert r.mcse_psis > 0
     assert not r.unfixed_bad()
 
@@ -284,7 +284,7 @@ def test_cli_loo_and_cv_on_shipped_examples(capsys, normal, tmp_path):
     assert 10 in [f["observation"] for f in res["fixed"]] and png.stat().st_size > 0
     exact = exact_loo_terms(outlier_data(12.0))
     f10 = next(f for f in res["fixed"] if f["observation"] == 10)
-    assert abs(f10["elpd"] - exact[9]) < 5 * f10["se"]  # as in test_fixups_...: P ~ 6e-7
+    assert abs(f10["elpd"] - exact[9]) < 5 * f10["mcse"]  # as in test_fixups_...: P ~ 6e-7
     rc = main(["--quiet", "--seed", "3", "cv", str(NORMAL), "--data",
                str(EX / "normal_mean.data.json"), "--splits", "10", "--draws", "200",
                "--warmup", "200", "--chains", "2", "--plot", str(tmp_path / "cv.png")])

@@ -54,7 +54,7 @@ class FakeLoo:
         return int(self.elpd_i.size)
 
     @property
-    def mc_se_i(self) -> np.ndarray:
+    def mcse_i(self) -> np.ndarray:
         return np.zeros(self.n_obs)
 
     @property
