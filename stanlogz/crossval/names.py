@@ -173,13 +173,15 @@ class LfoNames(Display):
 
 
 class CVNames(Display):
-    """Display of :class:`~stanlogz.crossval.refit.unbiased.CVResult`."""
+    """Display of :class:`~stanlogz.crossval.refit.unbiased.CVResult`: the objective (a mean
+    per split) and, for leave-one-out with the log score, elpd (the sum), each with its Monte
+    Carlo se over the replicates."""
 
     def _display(self) -> View:
         head = (f"{type(self).__name__} of {self.model}: unbiased leave-{self.n_valid}-out "
                 f"cross-validation, {len(self.replicates)} splits")
         lo = f"{100 * self.ci_level:.0f}% CI low"
-        main = Section("", ["", "Estimate", "SE", lo, "high"], [list(r) for r in self.table()])
+        main = Section("", ["", "Estimate", "MCSE", lo, "high"], [list(r) for r in self.table()])
         return View(head, [main], _notes(self.warnings))
 
 

@@ -226,11 +226,11 @@ def test_unbiased_cv_z_test_against_closed_form(normal):
     # Each replicate is unbiased for the objective (random split, random lambda, coupled
     # chains); the se comes from 120 iid replicates, so z is t with 119 dof under the CLT:
     # |t| > 4.4 has probability 2.4e-5.
-    z = (r.estimate - truth) / r.se
-    assert abs(z) < 4.4, (r.estimate, r.se, truth)
+    z = (r.estimate - truth) / r.estimate_mcse
+    assert abs(z) < 4.4, (r.estimate, r.estimate_mcse, truth)
     # split-to-split spread of -log p(y_V | y_T) alone is ~0.9 here, so se ~ 0.9/sqrt(120)
     # ~ 0.08; 0.5 catches a blown-up estimator without depending on the stream.
-    assert r.se < 0.5
+    assert r.estimate_mcse < 0.5
     assert r.splits.shape == (120, 2) and np.all(r.splits[:, 0] < r.splits[:, 1])
     assert r.ci[0] < r.estimate < r.ci[1] and np.isnan(r.elpd)
     with pytest.raises(InputError, match="n_valid must be an integer in 1..9"):
@@ -361,7 +361,8 @@ def test_unbiased_squared_error_cv_z_test_against_closed_form(normal):
     # unbiased replicates (unbiased MCMC of a test function under p(θ | y_T)): the se comes
     # from 60 of them, so z is t with 59 dof under the CLT and |t| > 4.4 has probability
     # 4.6e-5; the se of ~0.17 at 60 splits is mostly split spread.
-    assert abs(r.estimate - truth) < 4.4 * r.se and r.se < 1.0, (r.estimate, r.se, truth)
+    assert abs(r.estimate - truth) < 4.4 * r.estimate_mcse and r.estimate_mcse < 1.0, (
+        r.estimate, r.estimate_mcse, truth)
     assert r.criterion == "squared_error" and np.isnan(r.elpd) and np.all(r.lambdas == 0)
     with pytest.raises(InputError, match="outcome 'sigma' is not one of the observation arrays"):
         cv(normal, d, criterion="squared_error", outcome="sigma", splits=5)
