@@ -209,9 +209,14 @@ class LooComparisonNames(Display):
 class ChoiceNames(Display):
     """Printed tables of :class:`~stanlogz.crossval.select.choose.ProgramChoice`: the evidence,
     the PSIS-LOO comparison and the weights as three tables, as ``stanlogz compare`` prints
-    them (``table()`` is every column in one row per program)."""
+    them (``table()`` is every column in one row per program); compared by the evidence alone,
+    the evidence comparison's own table."""
 
     def _display(self) -> View:
+        if self.evidence_only:  # the evidence table, as the evidence comparison prints it
+            ev = self.evidence._display()
+            own = [f"warning: {w}" for w in self.warnings if w not in self.evidence.warnings]
+            return View(ev.headline, ev.sections, ev.notes + own)
         what = " and ".join(w for w, on in (("PSIS-LOO", self.loo is not None),
                                            ("evidence", self.evidence is not None)) if on)
         head = f"{type(self).__name__}: {len(self.names)} programs by {what}, best first"
