@@ -277,6 +277,7 @@ def test_compare_loads_a_program_given_twice_once(monkeypatch, tmp_path):
     np.testing.assert_array_equal(c.prior_probs, [0.5, 0.5])
     assert c.warnings == e.warnings and c.unbiased_bf is None and c.unbiased_table() == []
     assert str(c) == str(e) and c.to_dict()["models"] == e.to_dict()["models"]
+    assert c.header == list(e.header) and c.table() == e.table()
     assert c.to_dict()["choice_warnings"] == [] and c.to_dict()["weights"] == {}
 
 

@@ -152,7 +152,10 @@ class ProgramChoice(ChoiceNames):
 
     @property
     def header(self) -> list[str]:
-        """Column names of :meth:`table`."""
+        """Column names of :meth:`table` (the evidence comparison's when it was compared by
+        the evidence alone)."""
+        if self.evidence_only:
+            return list(self.evidence.header)
         cols = ["model"]
         if self.loo is not None:
             cols += ["elpd_loo", "se", "elpd_diff", "diff_se", "p_worse", "diag_diff",
@@ -171,7 +174,10 @@ class ProgramChoice(ChoiceNames):
         return [int(i) for i in np.argsort(-lz, kind="stable")]
 
     def table(self) -> list[list[Any]]:
-        """One row per program (best first) in the order of :attr:`header`."""
+        """One row per program (best first) in the order of :attr:`header`; compared by the
+        evidence alone, the evidence comparison's table (programs in the order given)."""
+        if self.evidence_only:
+            return self.evidence.table()
         rows = []
         for i in self.order():
             row: list[Any] = [self.names[i]]
