@@ -66,3 +66,23 @@ def test_cv_result_off_the_elpd_scale_has_no_sum(n_valid: int, criterion: str) -
     assert math.isnan(r.elpd) and math.isnan(r.mcse) and len(r.table()) == 1
     d = r.to_dict()
     assert d["elpd"] is None and d["mcse"] is None and d["cv_mcse"] == 0.07
+
+
+def test_held_out_and_fixed_points_name_their_monte_carlo_se_mcse() -> None:
+    """A held-out split's and a fixed point's se is a Monte Carlo se: ``mcse`` (the key in
+    JSON too), ``se`` its former name with the same value."""
+    from stanlogz.crossval.fixups.fixups import FixedPoint
+    from stanlogz.crossval.refit.heldout import HeldOut
+
+    h = HeldOut(index=np.array([2, 5]), elpd=-2.5, mcse=0.03, method="bridge",
+                elpd_i=np.array([-1.2, -1.4]), elpd_i_mcse=0.02, khat=(0.2, 0.3), n_latent=0,
+                n_gradient_evals=100, n_evals=400, seconds=0.5, shared_mcse=0.01,
+                elpd_i_shared_mcse=0.005)
+    assert h.se == h.mcse == 0.03
+    d = h.to_dict()
+    assert d["mcse"] == 0.03 and d["elpd_i_mcse"] == 0.02 and d["elpd_i_shared_mcse"] == 0.005
+    assert "se" not in d and d["observations"] == [3, 6]
+    f = FixedPoint(index=4, elpd=-1.1, mcse=0.04, method="mm", khat=0.9, psis_elpd=-1.2,
+                   n_gradient_evals=0, n_evals=50, seconds=0.1)
+    assert f.se == f.mcse == 0.04
+    assert f.to_dict()["mcse"] == 0.04 and "se" not in f.to_dict()
