@@ -15,11 +15,11 @@ power of the LOO-PIT uniformity test. Prints one table per part.
 2. LFO se (``LfoResult.se`` = :func:`stanlogz.crossval.refit.cv_se.lfo_se`): y_t iid N(μ, 1),
    μ ~ N(0, 1); elpd_t = log p(y_{t+1:t+M} | y_{1:t}) exact (M-variate normal); truth:
    Σ_t E log p(ỹ_{1:M} | y_{1:t}) over new futures, closed form.
-3. K-fold Monte Carlo se (``KFoldResult.mc_se``): ``normal.stan`` (compiled once), 5 folds of
+3. K-fold Monte Carlo se (``KFoldResult.mcse``): ``normal.stan`` (compiled once), 5 folds of
    N = 20, each fold's held-out densities by :func:`stanlogz.crossval.refit.heldout.heldout_elpd`
    from exact independent posterior draws (4 x 1000; no NUTS), against the closed-form
    Σ_i log p(y_i | y_T(i)); the full-data draws are shared by the folds, as in ``kfold``.
-   Columns: coverage of ±2 mc_se and sd(error) / rms(mc_se), for the new se and the old one
+   Columns: coverage of ±2 mcse and sd(error) / rms(mcse), for the new se and the old one
    (log r of the bridge treated as known).
 3b. The same on the evidence-difference route (``--parts ed``; forced by ``method=
    "evidence-difference"``) of ``normal_nig.stan`` (unknown mean and variance, conjugate
@@ -27,8 +27,8 @@ power of the LOO-PIT uniformity test. Prints one table per part.
    error, while the posterior draws, 4 x 500, and every held-out density are exact): one gbs
    log Z(full) shared by the folds (``SharedEvidence``) and one per training set; N = 20,
    folds of 4 (K = 5) and 10 (K = 2). (On a Gaussian posterior gbs is exact to ~1e-10 and
-   both se agree.) Columns: coverage of ±2 mc_se,
-   sd(error) / rms(mc_se) and the mean ∂Σ elpd_i/∂log r per fold, for the mc se with log r's
+   both se agree.) Columns: coverage of ±2 mcse,
+   sd(error) / rms(mcse) and the mean ∂Σ elpd_i/∂log r per fold, for the mc se with log r's
    error propagated by the delta method and the old one (log r held fixed).
 4. LOO-PIT uniformity test: exact LOO-PIT Φ((y_i − m_−i) / s_−i) of the regression model
    (p = 1 or 3 coefficients); rejection rate at α = 0.05 of the KS test and the pointwise-order
@@ -175,7 +175,7 @@ def lfo_table(n_sims: int, rng: np.random.Generator) -> list[list]:
     return rows
 
 
-def mc_se_table(n_sims: int, rng: np.random.Generator) -> list[list]:
+def mcse_table(n_sims: int, rng: np.random.Generator) -> list[list]:
     from stanlogz.stan.model import StanModel
 
     n, k, sigma, mu0, tau0, draws = 20, 5, 1.2, 0.0, 2.0, (4, 1000)
@@ -220,7 +220,7 @@ def mc_se_table(n_sims: int, rng: np.random.Generator) -> list[list]:
                                              seed=int(rng.integers(2**31 - 1)))
                     est += float(h.elpd_i.sum())
                     truth += exact(y[keep], y[v])
-                    var += h.elpd_i_se**2
+                    var += h.elpd_i_mcse**2
                 errs.append(est - truth)
                 ses.append(math.sqrt(var))
         finally:
@@ -241,7 +241,7 @@ def _nig_log_z(y: np.ndarray, s0: float, a0: float, b0: float) -> float:
                  - 0.5 * math.log(s0**2 * k) - 0.5 * y.size * math.log(2 * math.pi))
 
 
-def ed_mc_se_table(n_sims: int, rng: np.random.Generator) -> list[list]:
+def ed_mcse_table(n_sims: int, rng: np.random.Generator) -> list[list]:
     """K-fold mc se on the evidence-difference route (forced), ``normal_nig.stan`` (not
     Gaussian on the unconstrained scale, so gbs has a real error; exact draws and closed-form
     held-out densities): per data set one log Z(full) shared by the folds, one per training
@@ -287,16 +287,16 @@ def ed_mc_se_table(n_sims: int, rng: np.random.Generator) -> list[list]:
                 truth += sum(_nig_log_z(np.append(y[keep], y[i]), s0, a0, b0) - base
                              for i in v)
                 hs.append(h)
-            slope = [h.elpd_i_shared_se / h.shared_se for h in hs]
-            fixed = [math.sqrt(max(h.elpd_i_se**2 - (b * h.se) ** 2, 0.0))
+            slope = [h.elpd_i_shared_mcse / h.shared_mcse for h in hs]
+            fixed = [math.sqrt(max(h.elpd_i_mcse**2 - (b * h.mcse) ** 2, 0.0))
                      for h, b in zip(hs, slope, strict=True)]
             errs.append(est - truth)
-            new.append(heldout.shared_sum_se([h.elpd_i_se for h in hs],
-                                             [h.elpd_i_shared_se for h in hs]))
-            old.append(heldout.shared_sum_se(fixed, [h.shared_se for h in hs]))
+            new.append(heldout.shared_sum_se([h.elpd_i_mcse for h in hs],
+                                             [h.elpd_i_shared_mcse for h in hs]))
+            old.append(heldout.shared_sum_se(fixed, [h.shared_mcse for h in hs]))
             slopes.append(np.mean(slope))
             print(f"  K={k}: error {errs[-1]:+.4f} new se {new[-1]:.4f} old se {old[-1]:.4f} "
-                  f"log Z(full) se {hs[0].shared_se:.4f}", file=sys.stderr, flush=True)
+                  f"log Z(full) se {hs[0].shared_mcse:.4f}", file=sys.stderr, flush=True)
         errs, new, old = np.array(errs), np.array(new), np.array(old)
         for label, se in (("new (delta method through log r)", new),
                           ("old (log r held fixed)", old)):
@@ -400,14 +400,14 @@ def main() -> None:
     if "mcse" in parts:
         t = time.perf_counter()
         print(format_table(["mc se", "N", "K", "sims", "±2 se coverage", "sd(err)/rms(se)",
-                            "mean se"], mc_se_table(100 * mult, rng),
+                            "mean se"], mcse_table(100 * mult, rng),
                            title="K-fold Monte Carlo se of elpd_kfold against the exact K-fold "
                            f"value (normal.stan, exact draws) ({time.perf_counter() - t:.0f} s)"))
     if "ed" in parts:
         t = time.perf_counter()
         print(format_table(["mc se", "N", "K", "per fold", "sims", "±2 se coverage",
                             "sd(err)/rms(se)", "mean se", "mean slope in log r"],
-                           ed_mc_se_table(50 * mult, rng),
+                           ed_mcse_table(50 * mult, rng),
                            title="K-fold Monte Carlo se on the evidence-difference route "
                            "against the exact K-fold value (normal_nig.stan, exact draws) "
                            f"({time.perf_counter() - t:.0f} s)"))

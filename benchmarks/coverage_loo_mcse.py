@@ -101,7 +101,7 @@ def main() -> None:
                                                float(np.sqrt(np.sum(a.mcse_i**2)))))
         for f in a.fixed:
             if f.method == "mm":
-                rows["moment matching (per point)"].append((f.elpd - t_infl[f.index], f.se))
+                rows["moment matching (per point)"].append((f.elpd - t_infl[f.index], f.mcse))
         s = loo(m_infl, infl, draws=d, seed=seed, subsample=args.m)
         rows[f"subsampling (m={args.m})"].append(
             (s.elpd_loo - t_infl.sum(), math.hypot(s.subsampling_se, s.mcse_elpd_loo)))

@@ -52,9 +52,9 @@ def eight_schools(seeds: list[int], draws: int) -> list[list]:
         r = kfold(m, d, k=8, n_draws=draws, adapt_delta=0.95, seed=s)
         secs += time.perf_counter() - t0
         errs.extend(r.elpd_i - exact)
-        ses.extend(f.se for f in sorted(r.folds, key=lambda f: f.index[0]))
+        ses.extend(f.mcse for f in sorted(r.folds, key=lambda f: f.index[0]))
         tot_err.append(r.elpd_kfold - exact.sum())
-        tot_se.append(r.mc_se)
+        tot_se.append(r.mcse)
         fit = sample(m, draws=draws, adapt_delta=0.95, seed=s)
         names = fit.constrained_names
         cols = [names.index(f"log_lik.{j + 1}") for j in range(8)]
@@ -100,9 +100,9 @@ def hier(seeds: list[int], draws: int) -> list[list]:
                 t = np.setdiff1d(np.arange(30), f.index)
                 each += sum(truths.gaussian_heldout(y, cov, [i], t) for i in f.index)
                 e_fold.append(f.elpd - truths.gaussian_heldout(y, cov, f.index))
-                s_fold.append(f.se)
+                s_fold.append(f.mcse)
             e_sum.append(r.elpd_kfold - each)
-            s_sum.append(r.mc_se)
+            s_sum.append(r.mcse)
         out.append(row(f"hier. regression {label}: elpd_kfold", np.array(e_sum),
                        np.array(s_sum), secs))
         out.append(row(f"hier. regression {label}: joint per fold", np.array(e_fold),
@@ -131,9 +131,9 @@ def ar(seeds: list[int], draws: int) -> list[list]:
                 secs += time.perf_counter() - t0
                 truth = truths.ar_nig_lfo(d, start, ahead)
                 e_t.extend(r.elpd_t - truth)
-                s_t.extend(r.mc_se_t)
+                s_t.extend(r.mcse_t)
                 e_sum.append(r.elpd_lfo - truth.sum())
-                s_sum.append(r.mc_se)
+                s_sum.append(r.mcse)
                 refits += len(r.refits)
             name = f"AR(2) {method} LFO L={start} M={ahead}"
             out.append(row(f"{name}: per origin", np.array(e_t), np.array(s_t), secs))

@@ -60,7 +60,7 @@ def loo_rows(name: str, model: object, data: object, exact: np.ndarray, seed: in
         t0 = time.perf_counter()
         r = stanlogz.loo(model, data, draws=draws, fix=fix, seed=seed + 1, k_threshold=threshold)
         wall = time.perf_counter() - t0
-        fixed = ", ".join(f"{f.index + 1}: {f.elpd:.3f}±{f.se:.3f} (exact {exact[f.index]:.3f},"
+        fixed = ", ".join(f"{f.index + 1}: {f.elpd:.3f}±{f.mcse:.3f} (exact {exact[f.index]:.3f},"
                           f" PSIS {f.psis_elpd:.3f})" for f in r.fixed) or "-"
         per_fix = (f"{np.mean([f.seconds for f in r.fixed]):.2f} s, "
                    f"{np.mean([f.n_gradient_evals + f.n_evals for f in r.fixed]):.0f} evals"
@@ -77,7 +77,7 @@ def cv_row(name: str, model: object, data: object, n_valid: int, splits: int, tr
     c = stanlogz.cv(model, data, n_valid=n_valid, splits=splits, seed=seed, criterion=criterion)
     wall = time.perf_counter() - t0
     covered = c.ci[0] <= truth <= c.ci[1]
-    return [name, n_valid, splits, c.estimate, c.se, f"[{c.ci[0]:.3f}, {c.ci[1]:.3f}]",
+    return [name, n_valid, splits, c.estimate, c.estimate_mcse, f"[{c.ci[0]:.3f}, {c.ci[1]:.3f}]",
             f"{truth:.4f} ± {truth_se:.4f}", "yes" if covered else "NO",
             round(c.tail_k, 2), f"{(c.n_evals) / splits:.0f}", c.n_evals_tuning, round(wall, 1)]
 
@@ -155,7 +155,7 @@ def main() -> None:
             ref, ref_se = mammals_reference(xm, ym, 31, 20000, args.seed, crit)
             cv_rows.append(cv_row(f"mammals n_T=31 {crit}", mam_model, mam, 31, splits, ref,
                                   ref_se, args.seed, crit))
-    print(format_table(["problem", "n_V", "splits", "cv", "se", "95% CI", "reference",
+    print(format_table(["problem", "n_V", "splits", "cv", "mc se", "95% CI", "reference",
                         "covers", "tail k", "evals/rep", "tuning evals", "s"], cv_rows,
                        title="Unbiased CV against closed forms; Rischard, Jacob & Pillai (2018): "
                        "stack loss CI [2.78, 2.82]; mammals log score 33.97 ± 0.1, squared error "

@@ -86,7 +86,7 @@ def row(name: str, seed: int, refit_groups: int | None) -> str:
     _, c_k = _since(t)
     c_all = c_nuts + c_k * g_all / pick.size  # every group refit, extrapolated if a subset
     diff = np.array([r.groups[j].elpd - f.elpd for j, f in zip(pick, folds, strict=True)])
-    se = np.array([math.hypot(r.groups[j].mcse, f.se) for j, f in zip(pick, folds,
+    se = np.array([math.hypot(r.groups[j].mcse, f.mcse) for j, f in zip(pick, folds,
                                                                         strict=True)])
     z = diff / se
     what = ("all" if pick.size == g_all

@@ -50,7 +50,7 @@ def joint_mcse(model: StanModel, data: dict, res) -> float:
     unc = res.draws.unconstrained
     ll = src.columns(np.flatnonzero(~fixed), unc.reshape(-1, unc.shape[2]))
     psis = sum_mcse(ll.reshape(unc.shape[0], unc.shape[1], -1))
-    return float(np.sqrt(psis**2 + sum(f.se**2 for f in res.fixed)))
+    return float(np.sqrt(psis**2 + sum(f.mcse**2 for f in res.fixed)))
 
 
 def compare(name: str, seed: int, nuts: NutsArgs) -> dict:
@@ -66,14 +66,14 @@ def compare(name: str, seed: int, nuts: NutsArgs) -> dict:
     mc_loo = joint_mcse(model, data, lo) if lo.log_lik_source == "integrated" else np.nan
     se_i = np.zeros(n)
     for f in kf.folds:
-        se_i[f.index] = f.elpd_i_se
+        se_i[f.index] = f.elpd_i_mcse
     z_i = (lo.elpd_i - kf.elpd_i) / np.sqrt(lo.mcse_i**2 + se_i**2)
     worst = int(np.argmax(np.abs(z_i)))
     diff = lo.elpd_loo - kf.elpd_kfold
     return {"name": name, "seed": seed, "source": lo.log_lik_source, "n": n,
             "loo": lo.elpd_loo, "loo_se": lo.se, "mc_sq": lo.mcse_elpd_loo, "mc_joint": mc_loo,
             "kmax": float(np.max(lo.khat)), "kf": kf.elpd_kfold, "kf_se": kf.se,
-            "kf_mc": kf.mc_se, "diff": diff, "z": diff / np.hypot(mc_loo, kf.mc_se),
+            "kf_mc": kf.mcse, "diff": diff, "z": diff / np.hypot(mc_loo, kf.mcse),
             "worst": f"{worst + 1}: {lo.elpd_i[worst]:.3f} vs {kf.elpd_i[worst]:.3f} "
                      f"({z_i[worst]:+.1f})",
             "n_big": int(np.sum(np.abs(z_i) > 3)), "divergent": len(kf.warnings),

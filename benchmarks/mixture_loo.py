@@ -102,7 +102,7 @@ def fixup_table(reps: int, seed: int, cases: list[float]) -> None:
             se.append(res.mcse_elpd_loo)
             n_fixed.append(len(res.fixed))
             refused += bool(res.unfixed_bad())
-            z_fixed += [abs(f.elpd - ex[f.index]) / f.se for f in res.fixed]
+            z_fixed += [abs(f.elpd - ex[f.index]) / f.mcse for f in res.fixed]
         err, se = np.array(err), np.array(se)
         rows.append([y10, reps, round(float(np.mean(n_fixed)), 2), refused,
                      round(float(err.mean()), 3), round(float(se.mean()), 3),

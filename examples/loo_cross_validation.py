@@ -47,12 +47,12 @@ def main() -> None:
     print(f"exact:                  elpd_loo = {exact.sum():.3f}")
     for f in r.fixed:
         print(f"  observation {f.index + 1}: k-hat {f.khat:.2f}, PSIS {f.psis_elpd:.3f}, "
-              f"fixed {f.elpd:.3f} ± {f.se:.3f}, exact {exact[f.index]:.3f}")
+              f"fixed {f.elpd:.3f} ± {f.mcse:.3f}, exact {exact[f.index]:.3f}")
 
     # Unbiased leave-one-out CV objective -mean log p(y_i | y_-i) from random splits.
     c = stanlogz.cv(str(PROGRAM), str(DATA), n_valid=1, splits=100, seed=2)
     lo, hi = c.ci
-    print(f"unbiased CV: {c.estimate:.3f} ± {c.se:.3f}  95% CI [{lo:.3f}, {hi:.3f}]")
+    print(f"unbiased CV: {c.estimate:.3f} ± {c.estimate_mcse:.3f}  95% CI [{lo:.3f}, {hi:.3f}]")
     print(f"exact CV:    {-exact.mean():.3f}   (Rischard, Jacob & Pillai 2018: CI [2.78, 2.82])")
 
 

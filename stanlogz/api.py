@@ -280,13 +280,13 @@ def compare(
     seed: int | None = None,
     progress: Callable[[str], None] | None = None,
     unbiased_bf: bool = False,
-    loo: bool = False,
+    with_loo: bool = False,
     use_evidence: bool = True,
     weights: str | Sequence[str] | None = None,
     loo_options: dict[str, Any] | None = None,
     normalize_prior: bool = False,
     **options: Any,
-) -> ComparisonResult | ProgramChoice:
+) -> ProgramChoice:
     """Compare Stan programs: log Bayes factors and model probabilities, and on request LOO.
 
     Each program's log Z is estimated as by :func:`evidence`, with its own seed derived from
@@ -319,9 +319,10 @@ def compare(
         Also unbiased natural-scale Bayes factors Z_i / Z_best (Ẑ_i times an unbiased 1/Z_best
         by Markov-chain truncation, Wei & Murray 2017;
         :func:`stanlogz.estimators.reciprocal.reciprocal.unbiased_bayes_factors`).
-    loo : bool, default False
+    with_loo : bool, default False
         Also PSIS-LOO of every program on the same draws (``loo_options`` go to
-        :func:`stanlogz.loo`).
+        :func:`stanlogz.loo`). ``loo=`` is its former name (it shadowed :func:`stanlogz.loo`),
+        still accepted.
     use_evidence : bool, default True
         ``False`` compares by LOO only.
     weights : str or list of str, optional
@@ -336,11 +337,13 @@ def compare(
 
     Returns
     -------
-    ComparisonResult or ProgramChoice
-        A :class:`~stanlogz.ComparisonResult` (``log_bf``, ``log_bf_se``, ``post_probs``,
-        ``post_probs_se``, ``best``, ``warnings``); with ``loo=True``, ``weights`` or
-        ``use_evidence=False`` a :class:`~stanlogz.ProgramChoice` holding the LOO comparison,
-        the evidence comparison and the weights, printed as three tables.
+    ProgramChoice
+        A :class:`~stanlogz.ProgramChoice` holding the evidence comparison (``evidence``, a
+        :class:`~stanlogz.ComparisonResult`, whose ``log_bf``, ``log_bf_se``, ``post_probs``,
+        ``post_probs_se``, ``prior_probs``, ``results`` it reads through), with
+        ``with_loo=True`` the LOO comparison (``loo``) and the ``weights`` asked for; printed
+        as the evidence table when only the evidence was compared, else as up to three
+        tables.
 
     Raises
     ------
@@ -370,6 +373,8 @@ def compare(
     from .crossval.psis_loo.fitloo import is_fit
     from .crossval.select import choose as choice
 
+    if "loo" in options:  # with_loo's former name
+        with_loo = bool(options.pop("loo")) or with_loo
     fits = isinstance(models, list | tuple) and any(is_fit(m) for m in models)
     if not fits:  # fits (CSV paths, InferenceData, cmdstanpy) are checked by their reader
         check_arguments("compare", models=models)
@@ -389,10 +394,10 @@ def compare(
         return _compare_fits(list(models), data, draws=draws, unbiased_bf=unbiased_bf,
                              nuts=nuts, weights=weights, loo_options=loo_options, seed=seed,
                              progress=progress)
-    by_choice = loo or weights is not None or not use_evidence
+    by_choice = with_loo or weights is not None or not use_evidence
     methods = choice.parse_weights(weights)
     if by_choice:
-        choice.check_request(methods, loo=loo, evidence=use_evidence)
+        choice.check_request(methods, loo=with_loo, evidence=use_evidence)
     if unbiased_bf and not use_evidence:
         raise InputError("unbiased Bayes factors need the evidence (use_evidence=True)")
     models = list(models)
@@ -413,7 +418,7 @@ def compare(
         if isinstance(m, str | os.PathLike):
             check_stan_file(m)
     datas = [read_data(dt) for dt in datas]
-    if loo:
+    if with_loo:
         choice.check_same_data(datas, _names(models, models), (loo_options or {}).get("obs"),
                                (loo_options or {}).get("obs_fields"))
     loaded: list[Any] = []
@@ -432,7 +437,7 @@ def compare(
         if progress:
             progress(f"model {i + 1}/{len(loaded)}: {names[i]}")
         di = None if draws is None else draws[i]
-        if unbiased_bf or loo:  # the draws are needed again (proposals, LOO)
+        if unbiased_bf or with_loo:  # the draws are needed again (proposals, LOO)
             di = obtain_draws(m, di, nuts, seed=child_int_seed(seed, i), progress=progress)
             kept.append(di)
         if use_evidence:
@@ -450,15 +455,15 @@ def compare(
             progress("unbiased Bayes factors against the best program")
         out.unbiased_bf = unbiased_bayes_factors(loaded, [d.unconstrained for d in kept],
                                                  out.best, seed=child_int_seed(seed, 999))
-    if not by_choice:
-        return out
+    if not by_choice:  # the evidence alone: its warnings are the choice's
+        return choice.ProgramChoice(names=names, evidence=out, warnings=list(out.warnings))
     from .crossval.psis_loo.loo import loo as loo_of
 
     loos = [loo_of(m, datas[i], draws=kept[i], settings=nuts, seed=child_int_seed(seed, i),
                    progress=progress, **(loo_options or {}))
-            for i, m in enumerate(loaded)] if loo else None
+            for i, m in enumerate(loaded)] if with_loo else None
     return choice.choose(names, loo=loos, evidence=out, weights=methods, seed=seed,
-                         fits=list(zip(loaded, datas, kept, strict=True)) if loo else None)
+                         fits=list(zip(loaded, datas, kept, strict=True)) if with_loo else None)
 
 
 def _compare_fits(models: list[Any], data: Any, *, draws: Any, unbiased_bf: bool,

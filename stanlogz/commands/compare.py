@@ -126,12 +126,12 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     loo_options = {"fix": args.fix, "obs": args.obs, "obs_fields": obs_fields(args.obs_fields)}
     c = compare(args.models, data, method=method, prior_probs=probs,
                 settings=nuts_settings(args), seed=args.seed,
-                progress=report.progress, unbiased_bf=args.unbiased_bf, loo=args.loo,
+                progress=report.progress, unbiased_bf=args.unbiased_bf, with_loo=args.loo,
                 use_evidence=use_evidence, weights=args.weights, loo_options=loo_options,
                 normalize_prior=args.normalize_prior, **options)
-    if isinstance(c, ComparisonResult):
-        print_evidence(report, c, method, args.unbiased_bf)
-        report.emit_json(c.to_dict())
+    if c.evidence_only:
+        print_evidence(report, c.evidence, method, args.unbiased_bf)
+        report.emit_json(c.evidence.to_dict())
         return 0
     if c.evidence is not None:
         print_evidence(report, c.evidence, method, args.unbiased_bf)

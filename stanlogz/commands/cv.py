@@ -45,7 +45,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
            criterion=args.criterion, outcome=args.outcome, kernel=args.kernel,
            n_workers=args.workers, progress=report.progress)
     lvl = f"{100 * r.ci_level:.0f}% CI"
-    report.table(["", "estimate", "se", f"{lvl} low", f"{lvl} high"], r.table(),
+    report.table(["", "estimate", "mc se", f"{lvl} low", f"{lvl} high"], r.table(),
                  title=f"{r.model}: unbiased CV over {r.replicates.size} random splits, "
                  f"n_V = {r.n_valid} of {r.n_obs}")
     report.text(f"cost: {r.n_evals} path evaluations in replicates, {r.n_evals_tuning} in "

@@ -41,7 +41,7 @@ def print_lfo(report: Reporter, r: LfoResult) -> None:
                  f"origins from t = {r.min_train}, {len(r.refits)} NUTS fits")
     report.table(["t", "predicts", "elpd", "mc se", "k-hat", "refit"],
                  [[p["t"], f"{p['predicts'][0]}..{p['predicts'][1]}", round(p["elpd"], 4),
-                   round(p["mc_se"], 4), None if p["khat"] is None else round(p["khat"], 2),
+                   round(p["mcse"], 4), None if p["khat"] is None else round(p["khat"], 2),
                    "yes" if p["refit"] else ""] for p in r.pointwise()],
                  title="forecast origins")
 

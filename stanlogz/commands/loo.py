@@ -119,7 +119,7 @@ def print_loo(report: Reporter, r: LooResult) -> None:
     report.text((f"Monte Carlo se of elpd_loo: NA ({why})" if why is not None else
                  f"Monte Carlo se of elpd_loo: {r.mcse_elpd_loo:.3f} (PSIS values "
                  f"{r.mcse_psis:.3f} with their shared draws, their bias {r.mcse_bias:+.3f}, "
-                 f"fixed values {math.sqrt(sum(f.se**2 for f in r.fixed)):.3f})")
+                 f"fixed values {math.sqrt(sum(f.mcse**2 for f in r.fixed)):.3f})")
                 + ("" if r.sample_index is None else
                    f"; subsampling se: {r.subsampling_se:.3f}"))
     for note in r.se_notes():
@@ -137,7 +137,7 @@ def print_loo(report: Reporter, r: LooResult) -> None:
                       "grad evals", "seconds"],
                      [[f.index + 1, round(f.khat, 2),
                        "" if f.khat_after is None else round(f.khat_after, 2), f.psis_elpd,
-                       f.elpd, f.se, f.method, f.n_gradient_evals, round(f.seconds, 2)]
+                       f.elpd, f.mcse, f.method, f.n_gradient_evals, round(f.seconds, 2)]
                       for f in r.fixed],
                      title=f"observations fixed because k-hat > {r.threshold:.2f}")
 

@@ -54,7 +54,7 @@ class LooNames(Display):
 
     def pointwise_dataframe(self) -> Any:
         """The pointwise values as a pandas DataFrame indexed by observation (from 1): ``elpd``
-        (fixed values included), ``mc_se``, ``psis_elpd``, ``khat``, ``method`` (the rows of
+        (fixed values included), ``mcse``, ``psis_elpd``, ``khat``, ``method`` (the rows of
         ``to_dict()["pointwise"]``).
 
         Examples
@@ -62,7 +62,7 @@ class LooNames(Display):
         >>> import numpy as np, stanlogz
         >>> ll = np.random.default_rng(0).normal(-1.0, 0.1, size=(4, 100, 5))
         >>> stanlogz.loo(ll).pointwise_dataframe().columns.tolist()
-        ['elpd', 'mc_se', 'psis_elpd', 'khat', 'method']
+        ['elpd', 'mcse', 'psis_elpd', 'khat', 'method']
         """
         import pandas as pd
 
@@ -173,13 +173,15 @@ class LfoNames(Display):
 
 
 class CVNames(Display):
-    """Display of :class:`~stanlogz.crossval.refit.unbiased.CVResult`."""
+    """Display of :class:`~stanlogz.crossval.refit.unbiased.CVResult`: the objective (a mean
+    per split) and, for leave-one-out with the log score, elpd (the sum), each with its Monte
+    Carlo se over the replicates."""
 
     def _display(self) -> View:
         head = (f"{type(self).__name__} of {self.model}: unbiased leave-{self.n_valid}-out "
                 f"cross-validation, {len(self.replicates)} splits")
         lo = f"{100 * self.ci_level:.0f}% CI low"
-        main = Section("", ["", "Estimate", "SE", lo, "high"], [list(r) for r in self.table()])
+        main = Section("", ["", "Estimate", "MCSE", lo, "high"], [list(r) for r in self.table()])
         return View(head, [main], _notes(self.warnings))
 
 
@@ -207,9 +209,14 @@ class LooComparisonNames(Display):
 class ChoiceNames(Display):
     """Printed tables of :class:`~stanlogz.crossval.select.choose.ProgramChoice`: the evidence,
     the PSIS-LOO comparison and the weights as three tables, as ``stanlogz compare`` prints
-    them (``table()`` is every column in one row per program)."""
+    them (``table()`` is every column in one row per program); compared by the evidence alone,
+    the evidence comparison's own table."""
 
     def _display(self) -> View:
+        if self.evidence_only:  # the evidence table, as the evidence comparison prints it
+            ev = self.evidence._display()
+            own = [f"warning: {w}" for w in self.warnings if w not in self.evidence.warnings]
+            return View(ev.headline, ev.sections, ev.notes + own)
         what = " and ".join(w for w, on in (("PSIS-LOO", self.loo is not None),
                                            ("evidence", self.evidence is not None)) if on)
         head = f"{type(self).__name__}: {len(self.names)} programs by {what}, best first"

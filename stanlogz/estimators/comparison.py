@@ -1,6 +1,6 @@
 """Comparing programs by their evidence: log Bayes factors against the best program and
 posterior model probabilities with delta-method standard errors (:class:`ComparisonResult`,
-made by :func:`stanlogz.compare`)."""
+made by :func:`stanlogz.compare`, which returns it as the ``evidence`` of a ``ProgramChoice``)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ class ComparisonResult(ComparisonNames):
 
     See Also
     --------
-    stanlogz.compare : makes it; :doc:`/tutorials/evidence_bayes_factors` shows one.
+    stanlogz.compare : makes it (its result's ``evidence``, read through);
+        :doc:`/tutorials/evidence_bayes_factors` shows one.
     """
 
     names: list[str]

@@ -40,8 +40,8 @@ def plot_loo(result: LooResult, path: str | Path) -> Path:
     if result.fixed:
         idx = np.array([f.index for f in result.fixed])
         ax_e.errorbar(idx + 1, [f.elpd for f in result.fixed],
-                      yerr=[2 * f.se for f in result.fixed], fmt="o", color="C3", ms=5,
-                      capsize=3, label=f"fixed ({result.fix}), ±2 se")
+                      yerr=[2 * f.mcse for f in result.fixed], fmt="o", color="C3", ms=5,
+                      capsize=3, label=f"fixed ({result.fix}), ±2 mc se")
     ax_e.set_xlabel("observation")
     ax_e.set_ylabel("elpd_i = log p(y_i | y_-i)")
     ax_e.set_title(f"elpd_loo = {result.elpd_loo:.2f} ± {result.se:.2f}")
@@ -79,7 +79,7 @@ def plot_kfold(result: KFoldResult, path: str | Path) -> Path:
     ax_i.set_ylabel("log p(y_i | y_T)")
     ax_i.set_title(f"{result.model}: {result.scheme}, {result.k} folds")
     folds = np.arange(1, result.k + 1)
-    se = np.array([f.elpd_i_se for f in result.folds])
+    se = np.array([f.elpd_i_mcse for f in result.folds])
     ax_f.errorbar(folds, result.fold_elpd, yerr=2 * se, fmt="o", ms=4, capsize=3)
     ax_f.set_xlabel("fold")
     ax_f.set_ylabel("Σ log p(y_i | y_T) over the fold (±2 MC se)")
@@ -93,7 +93,7 @@ def plot_lfo(result: LfoResult, path: str | Path) -> Path:
     plt = _pyplot()
     fig, (ax_e, ax_k) = plt.subplots(1, 2, figsize=(12, 4.2))
     t = result.origins
-    ax_e.errorbar(t, result.elpd_t, yerr=2 * result.mc_se_t, fmt="o", ms=3, capsize=2)
+    ax_e.errorbar(t, result.elpd_t, yerr=2 * result.mcse_t, fmt="o", ms=3, capsize=2)
     for r in result.refits:
         ax_e.axvline(r, color="0.8", lw=0.8, zorder=0)
     ax_e.set_xlabel("forecast origin t (observations used)")

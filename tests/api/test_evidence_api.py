@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 from typing import ClassVar
 
@@ -263,6 +264,21 @@ def test_compare_loads_a_program_given_twice_once(monkeypatch, tmp_path):
     c = ev.compare([prog, prog], [{"z": -1.0}, {"z": -2.0}], method="fake", draws=[d, d])
     assert len(loads) == 1
     assert [r.log_z for r in c.results] == [-1.0, -2.0]
+    # one return type: the evidence comparison read through a ProgramChoice, printed as itself
+    from stanlogz.crossval.select.choose import ProgramChoice
+
+    assert isinstance(c, ProgramChoice) and c.evidence_only and c.loo is None
+    e = c.evidence
+    assert c.best == e.best == 0 and c.names[c.best] == "p#1"
+    np.testing.assert_array_equal(c.log_bf, [0.0, -1.0])
+    assert c.log_bf_se[1] == pytest.approx(math.sqrt(2) * 0.01)
+    np.testing.assert_array_equal(c.post_probs, e.post_probs)
+    np.testing.assert_array_equal(c.post_probs_se, e.post_probs_se)
+    np.testing.assert_array_equal(c.prior_probs, [0.5, 0.5])
+    assert c.warnings == e.warnings and c.unbiased_bf is None and c.unbiased_table() == []
+    assert str(c) == str(e) and c.to_dict()["models"] == e.to_dict()["models"]
+    assert c.header == list(e.header) and c.table() == e.table()
+    assert c.to_dict()["choice_warnings"] == [] and c.to_dict()["weights"] == {}
 
 
 # ------------------------------------------------------------------ end to end (compiled)

@@ -40,7 +40,7 @@ def test_loo_result_names_and_table() -> None:
     elpd_i = rng.normal(-1.0, 0.3, size=50)
     khat = np.full(50, 0.2)
     khat[[3, 7]] = [0.8, 1.3]  # one bad, one very bad
-    fix = FixedPoint(index=7, elpd=-2.0, se=0.04, method="mm", khat=1.3, psis_elpd=-2.2,
+    fix = FixedPoint(index=7, elpd=-2.0, mcse=0.04, method="mm", khat=1.3, psis_elpd=-2.2,
                      n_gradient_evals=0, n_evals=100, seconds=0.01, khat_after=0.2)
     r = _loo(elpd_i, khat, [fix])
     # the aliases are the same numbers under loo's / ArviZ's names

@@ -175,8 +175,8 @@ def test_fixups_land_on_the_closed_form(normal, fix):
         # Bridge / UPS / moment-matched IS se are asymptotically normal (the last once its
         # k-hat is below 0.7, asserted): |error| < 5 se fails with prob ~6e-7 per point; the
         # se cap (10x the ~0.08 seen for 4x1000 draws) catches an inflated se.
-        assert abs(f.elpd - exact[f.index]) < 5 * f.se, (f, exact[f.index])
-        assert 0 < f.se < 0.8
+        assert abs(f.elpd - exact[f.index]) < 5 * f.mcse, (f, exact[f.index])
+        assert 0 < f.mcse < 0.8
         if fix in ("mm", "auto"):
             # one parameter, Gaussian posterior: an affine map reaches the LOO posterior
             assert f.method == "mm" and f.n_gradient_evals == 0 and f.khat_after < 0.7
@@ -195,10 +195,10 @@ def test_fixups_land_on_the_closed_form(normal, fix):
     assert r.elpd_loo_interval.high - r.elpd_loo == pytest.approx(
         2 * calibration_factor(r.elpd_i) * r.se, rel=1e-12)
     # The Monte Carlo se combines the fixed points' se with PSIS's for the others.
-    assert mc[[f.index for f in r.fixed]] == pytest.approx([f.se for f in r.fixed])
+    assert mc[[f.index for f in r.fixed]] == pytest.approx([f.mcse for f in r.fixed])
     # (the PSIS part from the draws' summed influence, tests/crossval/psis_loo/test_loo_mcse.py)
     assert r.mcse_elpd_loo == pytest.approx(math.sqrt(
-        r.mcse_psis**2 + r.mcse_bias**2 + sum(f.se**2 for f in r.fixed)))
+        r.mcse_psis**2 + r.mcse_bias**2 + sum(f.mcse**2 for f in r.fixed)))
     assert r.mcse_psis > 0
     assert not r.unfixed_bad()
 
@@ -226,11 +226,11 @@ def test_unbiased_cv_z_test_against_closed_form(normal):
     # Each replicate is unbiased for the objective (random split, random lambda, coupled
     # chains); the se comes from 120 iid replicates, so z is t with 119 dof under the CLT:
     # |t| > 4.4 has probability 2.4e-5.
-    z = (r.estimate - truth) / r.se
-    assert abs(z) < 4.4, (r.estimate, r.se, truth)
+    z = (r.estimate - truth) / r.estimate_mcse
+    assert abs(z) < 4.4, (r.estimate, r.estimate_mcse, truth)
     # split-to-split spread of -log p(y_V | y_T) alone is ~0.9 here, so se ~ 0.9/sqrt(120)
     # ~ 0.08; 0.5 catches a blown-up estimator without depending on the stream.
-    assert r.se < 0.5
+    assert r.estimate_mcse < 0.5
     assert r.splits.shape == (120, 2) and np.all(r.splits[:, 0] < r.splits[:, 1])
     assert r.ci[0] < r.estimate < r.ci[1] and np.isnan(r.elpd)
     with pytest.raises(InputError, match="n_valid must be an integer in 1..9"):
@@ -284,7 +284,7 @@ def test_cli_loo_and_cv_on_shipped_examples(capsys, normal, tmp_path):
     assert 10 in [f["observation"] for f in res["fixed"]] and png.stat().st_size > 0
     exact = exact_loo_terms(outlier_data(12.0))
     f10 = next(f for f in res["fixed"] if f["observation"] == 10)
-    assert abs(f10["elpd"] - exact[9]) < 5 * f10["se"]  # as in test_fixups_...: P ~ 6e-7
+    assert abs(f10["elpd"] - exact[9]) < 5 * f10["mcse"]  # as in test_fixups_...: P ~ 6e-7
     rc = main(["--quiet", "--seed", "3", "cv", str(NORMAL), "--data",
                str(EX / "normal_mean.data.json"), "--splits", "10", "--draws", "200",
                "--warmup", "200", "--chains", "2", "--plot", str(tmp_path / "cv.png")])
@@ -361,7 +361,8 @@ def test_unbiased_squared_error_cv_z_test_against_closed_form(normal):
     # unbiased replicates (unbiased MCMC of a test function under p(θ | y_T)): the se comes
     # from 60 of them, so z is t with 59 dof under the CLT and |t| > 4.4 has probability
     # 4.6e-5; the se of ~0.17 at 60 splits is mostly split spread.
-    assert abs(r.estimate - truth) < 4.4 * r.se and r.se < 1.0, (r.estimate, r.se, truth)
+    assert abs(r.estimate - truth) < 4.4 * r.estimate_mcse and r.estimate_mcse < 1.0, (
+        r.estimate, r.estimate_mcse, truth)
     assert r.criterion == "squared_error" and np.isnan(r.elpd) and np.all(r.lambdas == 0)
     with pytest.raises(InputError, match="outcome 'sigma' is not one of the observation arrays"):
         cv(normal, d, criterion="squared_error", outcome="sigma", splits=5)

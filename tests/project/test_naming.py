@@ -79,3 +79,21 @@ def test_naming_table_lists_every_alias_beside_its_canonical_name():
         if not listed:
             missing.append(f"{cls}.{name} -> {prop.canonical}")
     assert not missing, missing
+
+
+def test_compare_takes_loo_as_the_former_name_of_with_loo():
+    """``compare(loo=...)`` shadowed :func:`stanlogz.loo`; ``with_loo`` is the name, ``loo=`` is
+    still accepted and means the same, and the naming table lists it."""
+    from stanlogz.errors import InputError
+
+    params = inspect.signature(stanlogz.compare).parameters
+    assert "with_loo" in params and "loo" not in params
+    rows = [r for r in NAMING.read_text().splitlines() if r.startswith("| ") and "`with_loo" in r]
+    assert len(rows) == 1 and "`loo=True` (former name" in rows[0]
+    # by LOO without the evidence, bma weights are refused for want of the evidence ...
+    for kw in ({"loo": True}, {"with_loo": True}):
+        with pytest.raises(InputError, match="bma weights need the evidence"):
+            stanlogz.compare(["a.stan", "b.stan"], use_evidence=False, weights="bma", **kw)
+    # ... and without LOO there is nothing to compare at all
+    with pytest.raises(InputError, match="nothing to compare"):
+        stanlogz.compare(["a.stan", "b.stan"], use_evidence=False, weights="bma", loo=False)

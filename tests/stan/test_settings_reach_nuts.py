@@ -181,7 +181,7 @@ def test_evidence_and_its_continued_chains_get_the_settings(normal_mean, nuts_ca
 def test_compare_programs_and_their_loo_refits_get_the_settings(normal_mean, nuts_calls):
     from stanlogz.api import compare
 
-    compare([PROG, PROG], [DATA, DATA], seed=10, loo=True, settings=S,
+    compare([PROG, PROG], [DATA, DATA], seed=10, with_loo=True, settings=S,
             loo_options={"fix": "exact", "k_threshold": 0.0})
     _all_s(nuts_calls.list, 4)  # two programs, and at least one LOO refit each
 

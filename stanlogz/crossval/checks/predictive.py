@@ -164,12 +164,12 @@ class LooExpectation:
     mean: np.ndarray
     variance: np.ndarray
     quantiles: dict[float, np.ndarray]
-    mean_mc_se: np.ndarray
+    mean_mcse: np.ndarray
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict."""
         return {"mean": self.mean.tolist(), "variance": self.variance.tolist(),
-                "mean_mc_se": self.mean_mc_se.tolist(),
+                "mean_mcse": self.mean_mcse.tolist(),
                 "quantiles": {str(q): v.tolist() for q, v in self.quantiles.items()}}
 
 
@@ -194,10 +194,10 @@ def e_loo(log_w: Any, values: Any, quantiles: tuple[float, ...] = (0.05, 0.5, 0.
         raise InputError(f"quantiles must be in (0, 1), got {quantiles}")
     mean = np.sum(w * x, axis=0)
     var = np.sum(w * (x - mean) ** 2, axis=0)
-    mc_se = np.sqrt(np.sum(w**2 * (x - mean) ** 2, axis=0))
+    mcse = np.sqrt(np.sum(w**2 * (x - mean) ** 2, axis=0))
     qs = {q: np.array([weighted_quantile(x[:, i], w[:, i], q) for i in range(x.shape[1])])
           for q in quantiles}
-    return LooExpectation(mean, var, qs, mc_se)
+    return LooExpectation(mean, var, qs, mcse)
 
 
 @dataclass

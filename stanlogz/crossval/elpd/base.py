@@ -1,13 +1,14 @@
 """One interface for the results that estimate an expected log predictive density (PSIS-LOO,
-WAIC, K-fold, LFO): the same names for the same things, whatever the method. (The unbiased
-``cv`` estimate is not one: its ``se`` is that of a mean per held-out observation.)
+WAIC, K-fold, LFO, unbiased CV): the same names for the same things, whatever the method.
 
 Subclasses are dataclasses holding the method's own fields under loo's names; this base reads
-them through one set of names: ``kind``, ``elpd``, ``se`` (loo's between-observation se),
-``mcse`` (the Monte Carlo se of the total), ``elpd_i``, ``mcse_i``, ``p``, ``pareto_k``,
-``n_obs``, ``n_samples`` and ``warnings``, and :meth:`ElpdResult.elpd_dict` is their one
-serialization, which the LOO and WAIC ``to_dict`` start from (K-fold and LFO keep their own
-keys). An LFO result's pointwise values are its forecast origins'.
+them through one set of names: ``kind``, ``elpd`` (the sum over observations), ``se`` (loo's
+between-observation se of that sum), ``mcse`` (the Monte Carlo se of the sum), ``elpd_i``,
+``mcse_i``, ``p``, ``pareto_k``, ``n_obs``, ``n_samples`` and ``warnings``, and
+:meth:`ElpdResult.elpd_dict` is their one serialization, which the LOO, WAIC and CV
+``to_dict`` start from (K-fold and LFO keep their own keys). An LFO result's pointwise values
+are its forecast origins'; unbiased CV's objective is a mean per split, kept under its own
+names (``estimate``, ``estimate_mcse``) beside the sum's.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class ElpdResult:
 
     def elpd_dict(self) -> dict[str, Any]:
         """The common entries of every elpd result's ``to_dict`` (None for NaN)."""
-        return {"kind": self.kind, "elpd": self.elpd, "se": _number(self.se),
-                "mcse": _number(self.mcse), "p": self.p,
+        return {"kind": self.kind, "elpd": _number(self.elpd), "se": _number(self.se),
+                "mcse": _number(self.mcse), "p": _number(self.p),
                 "n_obs": int(self.n_obs),
                 "n_samples": int(self.n_samples)}

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._util.display import alias
 from ..._util.words import transitions
 from ...estimators.bridge.bridge import solve_bridge
 from ...estimators.common import pareto_k
@@ -36,11 +37,12 @@ SHARED_SE = "shared_log_z_full_se"
 
 @dataclass
 class FixedPoint:
-    """One observation's log p(y_i | y₋ᵢ) computed without PSIS."""
+    """One observation's log p(y_i | y₋ᵢ) computed without PSIS, with its Monte Carlo se
+    ``mcse``."""
 
     index: int  # 0-based
     elpd: float
-    se: float
+    mcse: float
     method: str
     khat: float
     psis_elpd: float
@@ -52,9 +54,12 @@ class FixedPoint:
     khat_after: float | None = None  # moment matching: k̂ of the ratios its estimate uses
     diagnostics: dict[str, Any] = field(default_factory=dict)
 
+    se = alias("mcse", "The former name of ``mcse`` (a Monte Carlo se), kept for "
+               "compatibility.")
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly dict (observation numbered from 1, as in Stan)."""
-        return {"observation": self.index + 1, "elpd": self.elpd, "se": self.se,
+        return {"observation": self.index + 1, "elpd": self.elpd, "mcse": self.mcse,
                 "method": self.method, "khat": self.khat, "khat_after": self.khat_after,
                 "psis_elpd": self.psis_elpd,
                 "n_gradient_evals": self.n_gradient_evals, "n_evals": self.n_evals,
@@ -157,7 +162,7 @@ def fixed_variance(fixed: Sequence[FixedPoint]) -> float:
     plus, once, the squared joint se of the values from the one mixture run."""
     own = [f for f in fixed if SUM_SE not in f.diagnostics]
     shared = [float(f.diagnostics.get(SHARED_SE, 0.0)) for f in own]
-    var = sum(max(f.se**2 - c * c, 0.0) for f, c in zip(own, shared, strict=True))
+    var = sum(max(f.mcse**2 - c * c, 0.0) for f, c in zip(own, shared, strict=True))
     var += sum(shared) ** 2  # one log Z(full) shared by evidence-difference refits
     joint = [f.diagnostics[SUM_SE] for f in fixed if SUM_SE in f.diagnostics]
     return float(var + (joint[0] ** 2 if joint else 0.0))

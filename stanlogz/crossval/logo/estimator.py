@@ -205,7 +205,7 @@ def logo(
                              full_draws=d, settings=settings, seed=child_sequence(seed, 36))
         for g, f in zip(bad, folds, strict=True):
             gv = groups[g]
-            gv.elpd, gv.mcse, gv.method, gv.integration_error = f.elpd, f.se, "refit", 0.0
+            gv.elpd, gv.mcse, gv.method, gv.integration_error = f.elpd, f.mcse, "refit", 0.0
             if elpd_obs is not None and mcse_obs is not None:
                 elpd_obs[f.index] = f.elpd_i
                 mcse_obs[f.index] = np.nan  # a refit gives the se of their sum only

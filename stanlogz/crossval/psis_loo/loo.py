@@ -424,9 +424,9 @@ def _exact_with_latents(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: Psis
     found = heldout_many(pw.model, pw.data, pw.obs, [[int(i)] for i in bad], full_draws=d,
                          settings=nuts, seed=child_sequence(seed, HELDOUT_STREAM),
                          n_workers=n_workers, progress=progress)
-    return [FixedPoint(int(i), h.elpd, h.se, h.method, float(ps.khat[pos[int(i)]]),
+    return [FixedPoint(int(i), h.elpd, h.mcse, h.method, float(ps.khat[pos[int(i)]]),
                        float(ps.elpd_i[pos[int(i)]]), h.n_gradient_evals, h.n_evals, h.seconds,
-                       warnings=list(h.warnings), diagnostics={SHARED_SE: h.shared_se})
+                       warnings=list(h.warnings), diagnostics={SHARED_SE: h.shared_mcse})
             for i, h in zip(bad, found, strict=True)]
 
 

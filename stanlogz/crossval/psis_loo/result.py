@@ -142,7 +142,7 @@ class LooResult(LooNames, ElpdResult):
                else np.array(self.psis_mcse_i, dtype=float))
         pos = {int(o): j for j, o in enumerate(self.index)}
         for f in self.fixed:
-            out[pos[f.index]] = f.se
+            out[pos[f.index]] = f.mcse
         return out
 
     def khat_counts(self) -> dict[str, int]:
@@ -164,7 +164,7 @@ class LooResult(LooNames, ElpdResult):
         method = {f.index: f.method for f in self.fixed}
         se = self.mcse_i
         return [{"observation": int(o) + 1, "elpd": float(self.elpd_i[j]),
-                 "mc_se": float(se[j]), "psis_elpd": float(self.psis_elpd_i[j]),
+                 "mcse": float(se[j]), "psis_elpd": float(self.psis_elpd_i[j]),
                  "khat": float(self.khat[j]), "method": method.get(int(o), "psis")}
                 for j, o in enumerate(self.index)]
 
@@ -250,9 +250,9 @@ def loo_warnings(r: LooResult) -> list[str]:
                    + _integrated_offer(r))
     for f in r.fixed:
         out.extend(f.warnings)
-        if f.se > 0.1:
+        if f.mcse > 0.1:
             out.append(f"observation {f.index + 1}: the fixed value has Monte Carlo se "
-                       f"{f.se:.2f}; run more draws for it")
+                       f"{f.mcse:.2f}; run more draws for it")
     if abs(r.mcse_bias) > 0.5 * r.mcse_psis and abs(r.mcse_bias) > 0.1:
         out.append(f"PSIS values with k-hat above 0.5 bias elpd_loo by about "
                    f"{r.mcse_bias:+.2f} at {r.n_samples} draws (included in its Monte Carlo "

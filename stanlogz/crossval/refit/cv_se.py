@@ -7,7 +7,7 @@ What the se is an se *of*: the data-sampling error of the CV sum as an estimate 
 log score, on new data from the data-generating process, of the predictions it scores — for
 K-fold, Σ_i E_ỹ log p(ỹ_i | y) of the full-data posterior predictive; for LFO, Σ_t E_ỹ log
 p(ỹ_{t+1:t+M} | y_{1:t}) of the forecasts made at the same origins. The Monte Carlo error of
-the CV values themselves is a separate ``mc_se``.
+the CV values themselves is a separate ``mcse``.
 
 Three corrections to loo's sqrt(N var(elpd_i)), each measured in ``benchmarks/coverage_cv.py``:
 

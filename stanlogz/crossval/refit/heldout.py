@@ -42,6 +42,7 @@ from typing import Any, Unpack
 import numpy as np
 from scipy import special
 
+from ..._util.display import alias
 from ..._util.progress import steps
 from ..._util.seeds import child_int_seed
 from ..._util.words import transitions
@@ -67,41 +68,44 @@ HELDOUT_METHODS = ("auto", "bridge", "evidence-difference")
 class HeldOut:
     """log p(y_V | y_T) for one split, with its Monte Carlo se and cost.
 
-    ``index``: the held-out observations (0-based); ``elpd``/``se``: the joint log predictive
-    density and its se; ``elpd_i``: per held-out observation log p(y_i | y_T) (same order as
-    ``index``) and ``elpd_i_se`` the se of their sum; ``method``: ``"bridge"`` (same
-    parameters), ``"augmented-bridge"`` (``n_latent`` per-observation latents integrated out) or
-    ``"evidence-difference"``; ``khat``: Pareto k̂ of the bridge weights (full side, training
-    side); ``n_gradient_evals``: NUTS cost of the training refit; ``n_evals``: density
-    evaluations of the estimators.
+    ``index``: the held-out observations (0-based); ``elpd``/``mcse``: the joint log predictive
+    density and its Monte Carlo se; ``elpd_i``: per held-out observation log p(y_i | y_T) (same
+    order as ``index``) and ``elpd_i_mcse`` the Monte Carlo se of their sum; ``method``:
+    ``"bridge"`` (same parameters), ``"augmented-bridge"`` (``n_latent`` per-observation latents
+    integrated out) or ``"evidence-difference"``; ``khat``: Pareto k̂ of the bridge weights (full
+    side, training side); ``n_gradient_evals``: NUTS cost of the training refit; ``n_evals``:
+    density evaluations of the estimators.
     """
 
     index: np.ndarray
     elpd: float
-    se: float
+    mcse: float
     method: str
     elpd_i: np.ndarray
-    elpd_i_se: float
+    elpd_i_mcse: float
     khat: tuple[float, float]
     n_latent: int
     n_gradient_evals: int
     n_evals: int
     seconds: float
     warnings: list[str] = field(default_factory=list)
-    #: the part of ``se`` shared with every other split of the same full-data draws (the
+    #: the part of ``mcse`` shared with every other split of the same full-data draws (the
     #: evidence difference's log Z(full), estimated once for all of them): it adds linearly,
     #: not in quadrature, over splits
-    shared_se: float = 0.0
-    #: the part of ``elpd_i_se`` shared in the same way: the evidence difference's log r error
+    shared_mcse: float = 0.0
+    #: the part of ``elpd_i_mcse`` shared in the same way: the evidence difference's log r error
     #: moves Σ elpd_i by ∂Σ elpd_i/∂log r times itself (the delta method, :func:`_pointwise`)
-    elpd_i_shared_se: float = 0.0
+    elpd_i_shared_mcse: float = 0.0
+
+    se = alias("mcse", "The former name of ``mcse`` (a Monte Carlo se), kept for "
+               "compatibility.")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly dict (observations numbered from 1, as in Stan)."""
         return {"observations": [int(i) + 1 for i in self.index], "elpd": self.elpd,
-                "se": self.se, "method": self.method,
-                "elpd_i": [float(v) for v in self.elpd_i], "elpd_i_se": self.elpd_i_se,
-                "elpd_i_shared_se": self.elpd_i_shared_se,
+                "mcse": self.mcse, "method": self.method,
+                "elpd_i": [float(v) for v in self.elpd_i], "elpd_i_mcse": self.elpd_i_mcse,
+                "elpd_i_shared_mcse": self.elpd_i_shared_mcse,
                 "khat": [float(k) for k in self.khat], "n_latent": self.n_latent,
                 "n_gradient_evals": self.n_gradient_evals, "n_evals": self.n_evals,
                 "seconds": self.seconds, "warnings": self.warnings}
@@ -181,8 +185,8 @@ def heldout_elpd(
     Returns
     -------
     HeldOut
-        ``elpd`` (log p(y_V | y_T)) with its ``se``, the pointwise ``elpd_i`` with
-        ``elpd_i_se``, the ``method`` used, the bridge's ``khat``, the cost
+        ``elpd`` (log p(y_V | y_T)) with its ``mcse``, the pointwise ``elpd_i`` with
+        ``elpd_i_mcse``, the ``method`` used, the bridge's ``khat``, the cost
         (``n_gradient_evals``, ``n_evals``) and ``warnings``.
 
     Raises
@@ -215,7 +219,7 @@ def heldout_elpd(
     >>> y = np.array(data["y"])
     >>> prec = 1 / 2.0**2 + 9  # the posterior of mu given y_1..y_9 (sigma = 1)
     >>> truth = stats.norm(y[:9].sum() / prec, np.sqrt(1 + 1 / prec)).logpdf(y[9])
-    >>> bool(abs(h.elpd - truth) < 5 * h.se)  # a z-test: fails with P < 1e-6
+    >>> bool(abs(h.elpd - truth) < 5 * h.mcse)  # a z-test: fails with P < 1e-6
     True
     """
     if method not in HELDOUT_METHODS:
@@ -308,7 +312,7 @@ def heldout_elpd(
     elpd_i_shared = shared_se
     if v.size == 1 or not pointwise:
         elpd_i = np.array([elpd]) if v.size == 1 else np.full(v.size, np.nan)
-        elpd_i_se = se if v.size == 1 else float("nan")
+        elpd_i_mcse = se if v.size == 1 else float("nan")
     else:
         sides = [_Side(aug, lp_t_at_t + log_q_t, lp_f_at_t, xt.shape[:2])]
         if not extra.size:  # the full draws join as a second proposal (mixture IS)
@@ -316,7 +320,7 @@ def heldout_elpd(
         inst = [model.with_data(observations.subset(data, np.union1d(keep, [i]))) for i in v]
         pos = [coordinate_map(full, m, everything, np.union1d(keep, [i]))
                for m, i in zip(inst, v, strict=True)]
-        elpd_i, elpd_i_se, slope = _pointwise(inst, pos, extra, q, common, sides, elpd,
+        elpd_i, elpd_i_mcse, slope = _pointwise(inst, pos, extra, q, common, sides, elpd,
                                               kong=used == "bridge")
         n_evals += v.size * sum(len(sd.x) for sd in sides)
         # The evidence difference's log r comes from other estimates (two gbs fits), so its
@@ -325,8 +329,8 @@ def heldout_elpd(
         # in benchmarks/coverage_cv.py --parts ed).
         elpd_i_shared = 0.0
         if used == "evidence-difference":
-            elpd_i_se, elpd_i_shared = propagate_log_r(elpd_i_se, slope, se, shared_se)
-    return HeldOut(v, float(elpd), float(se), used, elpd_i, float(elpd_i_se),
+            elpd_i_mcse, elpd_i_shared = propagate_log_r(elpd_i_mcse, slope, se, shared_se)
+    return HeldOut(v, float(elpd), float(se), used, elpd_i, float(elpd_i_mcse),
                    (float(khat[0]), float(khat[1])), int(extra.size), int(n_grad), int(n_evals),
                    time.perf_counter() - t0, warns, float(shared_se), float(elpd_i_shared))
 
@@ -402,7 +406,7 @@ def heldout_many(
     >>> full = stanlogz.sample(m, chains=2, warmup=300, draws=500, seed=1)
     >>> hs = stanlogz.heldout_many(m, data, find_observations(data), [[0], [1], [2]],
     ...                            full_draws=full, seed=3, chains=2, warmup=300, draws=500)
-    >>> [h.index.tolist() for h in hs], all(h.se > 0 for h in hs)
+    >>> [h.index.tolist() for h in hs], all(h.mcse > 0 for h in hs)
     ([[0], [1], [2]], True)
     """
     nuts = nuts_from_keywords(settings, nuts_keywords, "heldout_many")

@@ -113,8 +113,8 @@ class KFoldResult(KFoldNames, ElpdResult):
         """Monte Carlo se of elpd_kfold: the folds' own errors are independent; the error of
         the log Z of the full data that evidence-difference folds share moves each fold's sum
         by ∂Σ elpd_i/∂log r times itself, and these parts add linearly."""
-        return shared_sum_se([f.elpd_i_se for f in self.folds],
-                             [f.elpd_i_shared_se for f in self.folds])
+        return shared_sum_se([f.elpd_i_mcse for f in self.folds],
+                             [f.elpd_i_shared_mcse for f in self.folds])
 
     @property
     def elpd_joint(self) -> float:
@@ -122,9 +122,9 @@ class KFoldResult(KFoldNames, ElpdResult):
         return float(sum(f.elpd for f in self.folds))
 
     @property
-    def elpd_joint_mc_se(self) -> float:
+    def elpd_joint_mcse(self) -> float:
         """Monte Carlo se of :attr:`elpd_joint`."""
-        return shared_sum_se([f.se for f in self.folds], [f.shared_se for f in self.folds])
+        return shared_sum_se([f.mcse for f in self.folds], [f.shared_mcse for f in self.folds])
 
     def table(self) -> list[list[Any]]:
         """Summary rows: (quantity, estimate, se, Monte Carlo se)."""
@@ -134,14 +134,14 @@ class KFoldResult(KFoldNames, ElpdResult):
                  round(2 * self.mcse, 4)]]
         if any(f.index.size > 1 for f in self.folds):
             rows.append(["elpd_joint (sum of log p(y_V | y_T))", round(self.elpd_joint, 3),
-                         None, round(self.elpd_joint_mc_se, 4)])
+                         None, round(self.elpd_joint_mcse, 4)])
         return rows
 
     def fold_rows(self) -> list[list[Any]]:
         """One row per fold: fold, size, Σ elpd_i, its mc se, joint elpd, its se, method,
         k-hat of the bridge (full side, training side), NUTS gradient evaluations, seconds."""
         return [[j + 1, f.index.size, round(float(self.elpd_i[f.index].sum()), 4),
-                 round(f.elpd_i_se, 4), round(f.elpd, 4), round(f.se, 4), f.method,
+                 round(f.elpd_i_mcse, 4), round(f.elpd, 4), round(f.mcse, 4), f.method,
                  f"{f.khat[0]:.2f}/{f.khat[1]:.2f}", f.n_gradient_evals, round(f.seconds, 2)]
                 for j, f in enumerate(self.folds)]
 
@@ -154,10 +154,10 @@ class KFoldResult(KFoldNames, ElpdResult):
         """A JSON-serializable dict."""
         return {"model": self.model, "scheme": self.scheme, "k": self.k,
                 "group": self.group, "stratify": self.stratify,
-                "elpd_kfold": self.elpd_kfold, "se": self.se, "mc_se": self.mcse,
+                "elpd_kfold": self.elpd_kfold, "se": self.se, "mcse": self.mcse,
                 "se_pointwise": self.se_pointwise,
                 "se_between_folds": self.se_between_folds, "kfoldic": -2 * self.elpd_kfold,
-                "elpd_joint": self.elpd_joint, "elpd_joint_mc_se": self.elpd_joint_mc_se,
+                "elpd_joint": self.elpd_joint, "elpd_joint_mcse": self.elpd_joint_mcse,
                 "n_obs": self.n_obs, "n_samples": self.n_samples,
                 "observations": {"size": self.observations.size_name,
                                  "fields": list(self.observations.fields)},

@@ -65,7 +65,7 @@ class LfoResult(LfoNames, ElpdResult):
         The first training size and the steps predicted ahead (M).
     origins : ndarray of int
         The number of training observations t of each origin.
-    elpd_t, mc_se_t, khat_t : ndarray
+    elpd_t, mcse_t, khat_t : ndarray
         Per origin: ``log p(y_{t+1:t+M} | y_{1:t})``, its Monte Carlo se and k̂ (NaN where
         exact).
     refits : list of int
@@ -88,13 +88,13 @@ class LfoResult(LfoNames, ElpdResult):
     ahead: int
     origins: np.ndarray  # t (number of training observations) per origin
     elpd_t: np.ndarray
-    mc_se_t: np.ndarray
+    mcse_t: np.ndarray
     khat_t: np.ndarray  # NaN where the value is exact (a refit or method exact)
     refits: list[int]  # t at which NUTS ran on y_{1:t}
     k_threshold: float
     n_samples: int
     n_gradient_evals: int
-    mc_se_total: float | None = None  # se of the sum when the origins' errors are correlated
+    mcse_total: float | None = None  # se of the sum when the origins' errors are correlated
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
 
@@ -105,8 +105,8 @@ class LfoResult(LfoNames, ElpdResult):
 
     @property
     def mcse_i(self) -> np.ndarray:
-        """Each origin's Monte Carlo se (``mc_se_t``)."""
-        return self.mc_se_t
+        """Each origin's Monte Carlo se (``mcse_t``)."""
+        return self.mcse_t
 
     @property
     def elpd_lfo(self) -> float:
@@ -131,9 +131,9 @@ class LfoResult(LfoNames, ElpdResult):
     def mcse(self) -> float:
         """Monte Carlo se of elpd_lfo (PSIS: the origins that share one refit's draws share
         their errors, and their sum's se counts that; exact: independent bridges)."""
-        if self.mc_se_total is not None:
-            return float(self.mc_se_total)
-        return float(math.sqrt(np.sum(self.mc_se_t**2)))
+        if self.mcse_total is not None:
+            return float(self.mcse_total)
+        return float(math.sqrt(np.sum(self.mcse_t**2)))
 
     def table(self) -> list[list[Any]]:
         """Summary rows: (quantity, estimate, se, Monte Carlo se)."""
@@ -145,9 +145,9 @@ class LfoResult(LfoNames, ElpdResult):
         k̂ (None when exact) and whether NUTS was refit at t."""
         refit = set(self.refits)
         return [{"t": int(t), "predicts": [int(t) + 1, int(t) + self.ahead],
-                 "elpd": float(e), "mc_se": float(s),
+                 "elpd": float(e), "mcse": float(s),
                  "khat": None if not np.isfinite(k) else float(k), "refit": int(t) in refit}
-                for t, e, s, k in zip(self.origins, self.elpd_t, self.mc_se_t, self.khat_t,
+                for t, e, s, k in zip(self.origins, self.elpd_t, self.mcse_t, self.khat_t,
                                       strict=True)]
 
     def to_dict(self) -> dict[str, Any]:
@@ -155,7 +155,7 @@ class LfoResult(LfoNames, ElpdResult):
         return {"model": self.model, "method": self.method, "min_train": self.min_train,
                 "ahead": self.ahead, "elpd_lfo": self.elpd_lfo, "se": self.se,
                 "se_naive": self.se_naive,
-                "mc_se": self.mcse, "k_threshold": self.k_threshold,
+                "mcse": self.mcse, "k_threshold": self.k_threshold,
                 "refits": list(self.refits), "n_refits": len(self.refits),
                 "n_samples": self.n_samples, "n_gradient_evals": self.n_gradient_evals,
                 "pointwise": self.pointwise(), "seconds": self.seconds,
@@ -234,7 +234,7 @@ def lfo(
     Returns
     -------
     LfoResult
-        ``elpd_lfo``, ``se``, ``mcse``; per origin ``elpd_t``, ``mc_se_t`` and ``khat_t``;
+        ``elpd_lfo``, ``se``, ``mcse``; per origin ``elpd_t``, ``mcse_t`` and ``khat_t``;
         ``refits`` (the origins where NUTS ran) and ``warnings``.
 
     Raises
@@ -337,7 +337,7 @@ def _exact(model: StanProgram, data: dict[str, Any], obs: Observations, origins:
         warns.extend(w for w in h.warnings if w not in warns and "divergent" not in w)
     n_samples = fits[0].n_chains * fits[0].n_draws
     return LfoResult(model.name, "exact", int(origins[0]), ahead, origins,
-                     np.array([h.elpd for h in held]), np.array([h.se for h in held]),
+                     np.array([h.elpd for h in held]), np.array([h.mcse for h in held]),
                      np.full(origins.size, np.nan), list(times), float("nan"), n_samples,
                      int(sum(d.n_gradient_evals for d in fits)), warnings=warns)
 
@@ -362,7 +362,7 @@ def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: 
     base = inst(star)
     d = refit(star)
     n_grad, n_div = d.n_gradient_evals, _divergences(d)
-    elpd, mc_se, khat = [], [], []
+    elpd, mcse, khat = [], [], []
     block: list[np.ndarray] = []  # influence of each draw on the origins of the current refit
     var_total = 0.0
     bar = steps(progress, origins.size, "PSIS-LFO origins", unit="origin")
@@ -397,13 +397,13 @@ def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: 
         khat.append(k)
         influence = np.exp(log_w) * (np.exp(log_lik - e) - 1.0)
         block.append(influence)
-        mc_se.append(math.sqrt(_block_var([influence], d)))
+        mcse.append(math.sqrt(_block_var([influence], d)))
         bar.update()
     bar.close()
     var_total += _block_var(block, d)
     return LfoResult(model.name, "psis", int(origins[0]), ahead, origins, np.array(elpd),
-                     np.array(mc_se), np.array(khat), refits, k_threshold, len(x), int(n_grad),
-                     mc_se_total=math.sqrt(var_total), warnings=_divergence_warning(n_div))
+                     np.array(mcse), np.array(khat), refits, k_threshold, len(x), int(n_grad),
+                     mcse_total=math.sqrt(var_total), warnings=_divergence_warning(n_div))
 
 
 def _block_var(influences: list[np.ndarray], d: Draws) -> float:

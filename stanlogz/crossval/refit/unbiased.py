@@ -23,7 +23,7 @@ import hashlib
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Unpack
+from typing import Any, ClassVar, Unpack
 
 import numpy as np
 from scipy import stats
@@ -42,6 +42,7 @@ from ...mcmc.paths import two_posterior_path
 from ...parallel import as_seed_sequence, child_sequence, with_client
 from ...stan.program import ProgramLike, StanProgram
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
+from ..elpd.base import ElpdResult
 from ..names import CVNames
 from ..observations.observations import Observations, load_observed
 from .cv_routes import PointwisePath, routed_source
@@ -60,25 +61,37 @@ _SPLITS, _TUNING, _LAMBDAS, _REPLICATES, _SAMPLING = range(5)
 
 
 @dataclass(repr=False)
-class CVResult(CVNames):
-    """Unbiased estimate of the cross-validation objective mean −log p(y_V | y_T).
+class CVResult(CVNames, ElpdResult):
+    """Unbiased estimate of the cross-validation objective: the mean over splits of
+    −log p(y_V | y_T) (or of the squared-error score).
+
+    The objective is a mean per split; the names of the elpd interface
+    (:class:`~stanlogz.crossval.elpd.base.ElpdResult`) mean what they mean for LOO, K-fold and
+    LFO, on the scale of the sum over observations: ``elpd`` = −N · ``estimate`` and ``mcse`` =
+    N · ``estimate_mcse`` (leave-one-out with the log score; NaN otherwise).
 
     Attributes
     ----------
     model : str
         The program's name.
-    estimate, se : float
-        The objective and its se over the independent replicates.
+    estimate : float
+        The objective, a mean per split (JSON ``cv``).
+    estimate_mcse : float
+        Its Monte Carlo se over the independent replicates (random splits, random λ, coupled
+        chains): the error against the exact objective over all splits of these data (JSON
+        ``cv_mcse``; it was ``se`` before issue 34).
     ci : tuple of float
-        Its confidence interval, at level ``ci_level``.
-    n_valid, n_obs : int
-        Held-out observations per split, and all observations.
+        The objective's confidence interval, at level ``ci_level``.
+    n_valid : int
+        Held-out observations per split (``n_obs``: all observations).
     replicates : ndarray
         The unbiased replicates.
     splits : ndarray
         The held-out observations (0-based) of each replicate, one row each.
     criterion : str
         The score (``"log"``: log predictive density).
+    n_samples : int
+        Posterior draws given all data (the coupled chains' initial distribution).
     warnings : list of str
         What to do about problems found.
 
@@ -87,13 +100,13 @@ class CVResult(CVNames):
     stanlogz.cv : makes it.
     """
 
+    kind: ClassVar[str] = "cv"
     model: str
     estimate: float
-    se: float
+    estimate_mcse: float
     ci: tuple[float, float]
     ci_level: float
     n_valid: int
-    n_obs: int
     replicates: np.ndarray
     splits: np.ndarray  # (S, n_valid), 0-based observation indices
     lambdas: np.ndarray
@@ -104,32 +117,60 @@ class CVResult(CVNames):
     seconds: float
     observations: Observations
     criterion: str = "log"
+    n_samples: int = 0
     warnings: list[str] = field(default_factory=list)
 
     @property
+    def on_elpd_scale(self) -> bool:
+        """Whether the objective is −elpd_loo / N (n_V = 1 and the log score)."""
+        return self.n_valid == 1 and self.criterion == "log"
+
+    @property
     def elpd(self) -> float:
-        """The objective on the elpd scale for n_V = 1 and the log score: elpd_loo ≈ −N · CV
-        (NaN otherwise)."""
-        if self.n_valid == 1 and self.criterion == "log":
-            return -self.n_obs * self.estimate
+        """The objective on the elpd scale for n_V = 1 and the log score: elpd_loo ≈ −N · CV,
+        the sum over observations (NaN otherwise)."""
+        return -self.n_obs * self.estimate if self.on_elpd_scale else float("nan")
+
+    @property
+    def mcse(self) -> float:
+        """Monte Carlo se of :attr:`elpd`: N · ``estimate_mcse`` (NaN where ``elpd`` is)."""
+        return self.n_obs * self.estimate_mcse if self.on_elpd_scale else float("nan")
+
+    @property
+    def se(self) -> float:
+        """loo's between-observation se of elpd, sqrt(N var(elpd_i)): not estimated (NaN). The
+        replicates' spread mixes the observations' spread with the chains' error; the error
+        of the estimate itself is :attr:`mcse` (:func:`stanlogz.loo` gives ``se``)."""
         return float("nan")
 
+    @property
+    def p(self) -> float:
+        """The effective number of parameters: not estimated (NaN)."""
+        return float("nan")
+
+    @property
+    def elpd_i(self) -> np.ndarray:
+        """Pointwise elpd: not estimated, NaN for each of the N observations (the replicates
+        are of random splits)."""
+        return np.full(self.observations.n, np.nan)
+
     def table(self) -> list[list[Any]]:
-        """Summary rows: (quantity, estimate, se, CI low, CI high)."""
+        """Summary rows: (quantity, estimate, Monte Carlo se, CI low, CI high)."""
         what = CRITERIA[self.criterion]
-        rows = [[f"cv ({what})", self.estimate, self.se, *self.ci]]
-        if self.n_valid == 1 and self.criterion == "log":
-            rows.append(["elpd_loo (= -N cv)", self.elpd, self.n_obs * self.se,
+        rows = [[f"cv ({what})", self.estimate, self.estimate_mcse, *self.ci]]
+        if self.on_elpd_scale:
+            rows.append(["elpd_loo (= -N cv)", self.elpd, self.mcse,
                          -self.n_obs * self.ci[1], -self.n_obs * self.ci[0]])
         return [[r[0], *(round(float(v), 4) for v in r[1:])] for r in rows]
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serializable dict (per-split replicates included)."""
-        return {"model": self.model, "criterion": self.criterion, "cv": self.estimate,
-                "se": self.se, "ci": list(self.ci),
-                "ci_level": self.ci_level, "n_valid": self.n_valid, "n_obs": self.n_obs,
+        """A JSON-serializable dict: the elpd interface's keys (``elpd``, ``se``, ``mcse``: None
+        where not defined), the objective ``cv`` with ``cv_mcse`` and ``ci``, and the per-split
+        replicates."""
+        return {**self.elpd_dict(), "model": self.model, "criterion": self.criterion,
+                "cv": self.estimate, "cv_mcse": self.estimate_mcse, "ci": list(self.ci),
+                "ci_level": self.ci_level, "n_valid": self.n_valid,
                 "n_splits": int(self.replicates.size),
-                "elpd": None if math.isnan(self.elpd) else self.elpd,
                 "replicates": self.replicates.tolist(),
                 "splits": (self.splits + 1).tolist(), "lambdas": self.lambdas.tolist(),
                 "meeting_times": self.meeting_times.tolist(), "tail_k": self.tail_k,
@@ -214,7 +255,8 @@ def cv(
     Returns
     -------
     CVResult
-        ``estimate`` with ``se`` and ``ci``, the ``replicates`` and their ``lambdas``,
+        ``estimate`` with ``estimate_mcse`` and ``ci`` (on the elpd scale ``elpd`` and
+        ``mcse``), the ``replicates`` and their ``lambdas``,
         ``warnings``.
 
     Raises
@@ -320,13 +362,13 @@ def cv(
     if s < 30:
         warns.append("fewer than 30 splits: the CI relies on near-normal replicates")
     return CVResult(
-        model=model.name, estimate=est, se=se, ci=(est - z * se, est + z * se),
-        ci_level=ci_level, n_valid=int(n_valid), n_obs=n, replicates=reps, splits=val,
+        model=model.name, estimate=est, estimate_mcse=se, ci=(est - z * se, est + z * se),
+        ci_level=ci_level, n_valid=int(n_valid), replicates=reps, splits=val,
         lambdas=lams, meeting_times=taus, tail_k=float(tail_k),
         n_evals=int(sum(o[3] for o in out)),
         n_evals_tuning=int(tuned.n_evals + tuned.n_evals_tuning),
         seconds=time.perf_counter() - t0, observations=observations, criterion=criterion,
-        warnings=warns,
+        n_samples=int(d.n_chains * d.n_draws), warnings=warns,
     )
 
 

@@ -2,7 +2,7 @@
 se_diff, p_worse, diagnostics), the evidence comparison (log Z, posterior model probabilities)
 and model weights (stacking, pseudo-BMA(+), BMA), each with its standard error.
 
-:func:`choose` combines results already computed (``stanlogz.compare(..., loo=True,
+:func:`choose` combines results already computed (``stanlogz.compare(..., with_loo=True,
 weights=[...])`` computes them from one NUTS run per program and calls it).
 """
 
@@ -54,10 +54,10 @@ def check_request(weights: Sequence[str], *, loo: bool, evidence: bool) -> None:
     for m in weights:
         if NEEDS[m] == "loo" and not loo:
             raise InputError(f"{m} weights need the LOO comparison (pointwise elpd): add --loo "
-                             "(loo=True)")
+                             "(with_loo=True)")
         if NEEDS[m] == "evidence" and not evidence:
             raise InputError("bma weights need the evidence of every program: add --evidence "
-                             "(evidence=True)")
+                             "(use_evidence=True)")
 
 
 def check_same_data(datas: Sequence[Mapping[str, Any] | None], names: Sequence[str],
@@ -83,13 +83,30 @@ def check_same_data(datas: Sequence[Mapping[str, Any] | None], names: Sequence[s
                                  f"between {names[0]} and {n}")
 
 
+def _through(name: str, doc: str) -> Any:
+    """A read-only property: attribute ``name`` of the evidence comparison (AttributeError when
+    the evidence was not compared)."""
+
+    def get(self: ProgramChoice) -> Any:
+        if self.evidence is None:
+            raise AttributeError(f"{name}: the programs were not compared by their evidence "
+                                 "(compare with use_evidence=True)")
+        return getattr(self.evidence, name)
+
+    return property(get, doc=doc)
+
+
 @dataclass(repr=False)
 class ProgramChoice(ChoiceNames):
-    """Programs compared by PSIS-LOO and/or evidence, with model weights.
+    """Programs compared by PSIS-LOO and/or evidence, with model weights: what
+    :func:`stanlogz.compare` returns.
 
     ``loo``: :class:`~stanlogz.crossval.select.compare.LooComparison` (or None); ``evidence``: the
     evidence comparison (``stanlogz.ComparisonResult``: log Z, log Bayes factors, posterior
-    model probabilities; or None); ``model_weights``: :class:`ModelWeights` by method.
+    model probabilities; or None), whose values it reads through (``log_bf``, ``log_bf_se``,
+    ``post_probs``, ``post_probs_se``, ``prior_probs``, ``results``, ``log_z``, ``log_z_se``,
+    ``unbiased_bf``, ``unbiased_table()``); ``model_weights``: :class:`ModelWeights` by method.
+    Compared by the evidence alone, it prints as the evidence table.
     """
 
     names: list[str]
@@ -99,6 +116,25 @@ class ProgramChoice(ChoiceNames):
     warnings: list[str] = field(default_factory=list)
     #: per program (model, data, draws) behind the LOO results, for predictive checks
     fits: list[tuple[Any, Any, Any]] | None = field(default=None, repr=False)
+
+    log_bf = _through("log_bf", "log Z_i − log Z_best of the evidence comparison.")
+    log_bf_se = _through("log_bf_se", "The se of ``log_bf``.")
+    post_probs = _through("post_probs", "Posterior model probabilities (from the evidence).")
+    post_probs_se = _through("post_probs_se", "The se of ``post_probs``.")
+    prior_probs = _through("prior_probs", "Prior model probabilities of the evidence comparison.")
+    results = _through("results", "Each program's evidence result (``EvidenceResult``).")
+    log_z = _through("log_z", "log Z of each program (in the order given).")
+    log_z_se = _through("log_z_se", "se of each program's log Z (in the order given).")
+    unbiased_bf = _through("unbiased_bf", "Unbiased Z_i / Z_best, when asked for (else None).")
+
+    @property
+    def evidence_only(self) -> bool:
+        """Whether the programs were compared by their evidence alone (no LOO, no weights)."""
+        return self.evidence is not None and self.loo is None and not self.model_weights
+
+    def unbiased_table(self) -> list[list[Any]]:
+        """The evidence comparison's rows of unbiased Bayes factors (empty when not asked for)."""
+        return self.evidence.unbiased_table() if self.evidence is not None else []
 
     def weights(self, method: str = "stacking") -> ModelWeights:
         """The weights of one method (``"stacking"``, ``"pseudo-bma"``, ``"pseudo-bma+"``,
@@ -116,7 +152,10 @@ class ProgramChoice(ChoiceNames):
 
     @property
     def header(self) -> list[str]:
-        """Column names of :meth:`table`."""
+        """Column names of :meth:`table` (the evidence comparison's when it was compared by
+        the evidence alone)."""
+        if self.evidence_only:
+            return list(self.evidence.header)
         cols = ["model"]
         if self.loo is not None:
             cols += ["elpd_loo", "se", "elpd_diff", "diff_se", "p_worse", "diag_diff",
@@ -135,7 +174,10 @@ class ProgramChoice(ChoiceNames):
         return [int(i) for i in np.argsort(-lz, kind="stable")]
 
     def table(self) -> list[list[Any]]:
-        """One row per program (best first) in the order of :attr:`header`."""
+        """One row per program (best first) in the order of :attr:`header`; compared by the
+        evidence alone, the evidence comparison's table (programs in the order given)."""
+        if self.evidence_only:
+            return self.evidence.table()
         rows = []
         for i in self.order():
             row: list[Any] = [self.names[i]]
@@ -163,14 +205,16 @@ class ProgramChoice(ChoiceNames):
                 for i in self.order()]
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serializable dict: the evidence comparison's keys (when computed), ``loo``,
-        ``weights`` by method and ``warnings``."""
+        """A JSON-serializable dict: the evidence comparison's keys (when computed, its
+        ``warnings`` among them), ``loo``, ``weights`` by method and ``choice_warnings`` (the
+        choice's warnings that the evidence comparison's do not hold)."""
         out: dict[str, Any] = dict(self.evidence.to_dict()) if self.evidence is not None else {
             "best": self.names[self.best]}
         if self.loo is not None:
             out["loo"] = self.loo.to_dict()
         out["weights"] = {m: w.to_dict(self.names) for m, w in self.model_weights.items()}
-        out["choice_warnings"] = list(self.warnings)
+        held = self.evidence.warnings if self.evidence is not None else []
+        out["choice_warnings"] = [w for w in self.warnings if w not in held]
         return out
 
     def to_arviz(self, method: str | None = None) -> Any:
@@ -180,7 +224,7 @@ class ProgramChoice(ChoiceNames):
         import pandas as pd
 
         if self.loo is None:
-            raise InputError("to_arviz needs the LOO comparison (compare with loo=True)")
+            raise InputError("to_arviz needs the LOO comparison (compare(..., with_loo=True))")
         if method is None:
             method = next((m for m in ("stacking", "pseudo-bma+", "pseudo-bma", "bma")
                            if m in self.model_weights), None)
@@ -213,7 +257,7 @@ class ProgramChoice(ChoiceNames):
         posterior-predictive quantity ``yrep`` and the observed ``outcome``."""
         if self.loo is None or (score != "elpd" and not self.fits):
             raise InputError(f"comparing on {score} needs the LOO comparison of fitted "
-                             "programs (compare with loo=True / --loo)")
+                             "programs (compare(..., with_loo=True) / --loo)")
         fits = self.fits or [(None, None, None)] * len(self.names)
         vals = [program_pointwise(score, r, *f, yrep, outcome)
                 for r, f in zip(self.loo.results, fits, strict=True)]
@@ -230,7 +274,8 @@ class ProgramChoice(ChoiceNames):
         method = method or ("stacking" if "stacking" in self.model_weights
                             else next(iter(self.model_weights)))
         if not self.fits:
-            raise InputError("averaged draws need the programs' draws (compare with loo=True)")
+            raise InputError("averaged draws need the programs' draws "
+                             "(compare(..., with_loo=True))")
         n = self.loo.results[0].n_obs if self.loo is not None else None
         reps = []
         for (model, data, draws), name in zip(self.fits, self.names, strict=True):

@@ -2,8 +2,8 @@
 log-likelihood (CmdStan CSV files, an ArviZ netCDF/InferenceData, a cmdstanpy fit, Draws, an
 array) or a Stan program with its data (LOO by the same routes and fix-ups as
 :func:`~stanlogz.crossval.psis_loo.loo.loo`). The result is the same
-:class:`~stanlogz.crossval.select.choose.ProgramChoice` as ``compare(..., loo=True)`` of programs:
-elpd differences, their se, p_worse, diagnostics and stacking / pseudo-BMA(+) weights. BMA
+:class:`~stanlogz.crossval.select.choose.ProgramChoice` as ``compare(..., with_loo=True)`` of
+programs: elpd differences, their se, p_worse, diagnostics and stacking / pseudo-BMA(+) weights. BMA
 weights need the evidence, which a fit alone does not give."""
 
 from __future__ import annotations

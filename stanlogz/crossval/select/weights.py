@@ -29,14 +29,14 @@ class ModelWeights:
     """Weights of K programs (summing to one) with a standard error per weight.
 
     ``se`` is the uncertainty from the finite data (Bayesian bootstrap spread for stacking and
-    pseudo-BMA+, delta method for pseudo-BMA and BMA); ``mc_se`` is the Monte Carlo error of a
+    pseudo-BMA+, delta method for pseudo-BMA and BMA); ``mcse`` is the Monte Carlo error of a
     bootstrap average (0 where nothing is simulated).
     """
 
     method: str
     weights: np.ndarray
     se: np.ndarray
-    mc_se: np.ndarray
+    mcse: np.ndarray
     details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self, names: Sequence[str] | None = None) -> dict[str, Any]:
@@ -45,7 +45,7 @@ class ModelWeights:
         return {"method": self.method,
                 "weights": dict(zip(keys, map(float, self.weights), strict=True)),
                 "se": dict(zip(keys, map(float, self.se), strict=True)),
-                "mc_se": dict(zip(keys, map(float, self.mc_se), strict=True)),
+                "mcse": dict(zip(keys, map(float, self.mcse), strict=True)),
                 **{k: v for k, v in self.details.items() if not k.startswith("_")}}
 
 
@@ -138,7 +138,7 @@ def pseudo_bma_weights(elpd_i: Any, *, plus: bool = True, n_boot: int = 1000,
 
     ``dirichlet``: optional ``(B, N)`` bootstrap draws to use instead of fresh ones (to
     reproduce another implementation's draws). Pseudo-BMA+: ``se`` is the bootstrap sd of
-    the per-draw weights and ``mc_se`` = se / sqrt(B) the Monte Carlo error of their mean.
+    the per-draw weights and ``mcse`` = se / sqrt(B) the Monte Carlo error of their mean.
     Pseudo-BMA: ``se`` by the delta method with the paired covariance N cov(elpd_ik, elpd_ij).
     """
     e = check_elpd_matrix(elpd_i)

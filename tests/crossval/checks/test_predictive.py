@@ -54,7 +54,7 @@ def test_loo_pit_and_e_loo_match_the_exact_loo_predictive():
     assert np.max(np.abs(pit - stats.norm.cdf(y, m_i, math.sqrt(v_i)))) < 0.041
     e = e_loo(lw, y_rep)
     # mean: 5 of its own Monte Carlo se per observation (P(fail) < 50 * 6e-7)
-    assert np.all(np.abs(e.mean - m_i) < 5 * e.mean_mc_se)
+    assert np.all(np.abs(e.mean - m_i) < 5 * e.mean_mcse)
     # variance 1.02: relative se sqrt(2 / ESS) <= 2.6%; 13% is 5 se
     assert e.variance == pytest.approx(np.full(50, v_i), rel=0.13)
     # median: se ~ sqrt(0.25 / ESS) / phi(0) * sd = 0.023; 0.115 is 5 se

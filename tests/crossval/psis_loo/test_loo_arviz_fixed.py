@@ -18,7 +18,7 @@ from stanlogz.crossval.psis_loo.result import LooResult, fixed_khat
 
 def _fixed(index: int, method: str, elpd: float, khat: float, after: float | None
            ) -> FixedPoint:
-    return FixedPoint(index=index, elpd=elpd, se=0.05, method=method, khat=khat,
+    return FixedPoint(index=index, elpd=elpd, mcse=0.05, method=method, khat=khat,
                       psis_elpd=elpd - 0.4, n_gradient_evals=0, n_evals=10, seconds=0.0,
                       khat_after=after)
 

@@ -157,8 +157,8 @@ def test_loo_pit_leaves_out_observations_with_unreliable_weights() -> None:
     assert out.to_dict()["pit"][7] is None
 
 
-def test_kfold_pointwise_mc_se_matches_the_error(compiled) -> None:
-    """Σ_i log p(y_i | y_T) of one fold from exact draws: z = error / elpd_i_se over 60 data
+def test_kfold_pointwise_mcse_matches_the_error(compiled) -> None:
+    """Σ_i log p(y_i | y_T) of one fold from exact draws: z = error / elpd_i_mcse over 60 data
     sets. With an honest se Σ z² ~ χ²_60 (a conservative one is smaller): below its 1 − 1e-4
     quantile (107) except with probability 1e-4. The old se (log r taken as known) measured
     sd(error) / se = 1.27 (benchmarks/coverage_cv.py), Σ z² ≈ 97 expected; the new one 1.00
@@ -183,5 +183,5 @@ def test_kfold_pointwise_mc_se_matches_the_error(compiled) -> None:
         h = heldout_elpd(model.with_data(data), data, find_observations(data), v,
                          full_draws=post(y)[0], train_draws=train, seed=rep)
         truth = stats.norm.logpdf(y[v], mean, math.sqrt(sigma**2 + 1 / prec)).sum()
-        z2 += ((h.elpd_i.sum() - truth) / h.elpd_i_se) ** 2
+        z2 += ((h.elpd_i.sum() - truth) / h.elpd_i_mcse) ** 2
     assert 20.0 < z2 < 107.0, z2

@@ -100,11 +100,11 @@ def test_eight_schools_two_schools_joint_and_pointwise(schools) -> None:
     base = truths.eight_schools_log_z(y[keep], s[keep])
     joint = truths.eight_schools_log_z(y, s) - base
     assert r.method == "augmented-bridge" and r.n_latent == 2
-    assert abs(r.elpd - joint) < Z * r.se, (r.elpd, joint, r.se)
-    assert r.se < 0.03  # measured 0.009 on these draws
+    assert abs(r.elpd - joint) < Z * r.mcse, (r.elpd, joint, r.mcse)
+    assert r.mcse < 0.03  # measured 0.009 on these draws
     each = [truths.eight_schools_log_z(y[np.union1d(keep, [j])], s[np.union1d(keep, [j])]) - base
             for j in (0, 6)]
-    assert abs(r.elpd_i.sum() - sum(each)) < Z * r.elpd_i_se, (r.elpd_i, each, r.elpd_i_se)
+    assert abs(r.elpd_i.sum() - sum(each)) < Z * r.elpd_i_mcse, (r.elpd_i, each, r.elpd_i_mcse)
     # the joint density is not the sum of the two (they are dependent given the rest)
     assert abs(joint - sum(each)) > 0.1
 
@@ -123,11 +123,11 @@ def test_gaussian_group_bridge_and_evidence_difference(compiled) -> None:
     b = heldout_elpd(m, d, obs, v, full_draws=full, method="bridge", pointwise=False,
                      warmup=500, seed=6)
     assert b.method == "bridge" and b.n_latent == 0
-    assert abs(b.elpd - truth) < Z * b.se, (b.elpd, truth, b.se)
+    assert abs(b.elpd - truth) < Z * b.mcse, (b.elpd, truth, b.mcse)
     e = heldout_elpd(m, d, obs, v, full_draws=full, method="evidence-difference",
                      pointwise=False, warmup=500, seed=6)
     assert e.method == "evidence-difference"
-    assert abs(e.elpd - truth) < Z * e.se + 1e-8, (e.elpd, truth, e.se)
+    assert abs(e.elpd - truth) < Z * e.mcse + 1e-8, (e.elpd, truth, e.mcse)
 
 
 def test_bad_held_out_sets(schools) -> None:

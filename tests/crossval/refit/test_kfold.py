@@ -95,24 +95,24 @@ def test_kfold_against_closed_form(compiled, k, group, scheme) -> None:
     r = kfold(m, d, k=k, group=group, chains=4, warmup=500, n_draws=1000, seed=21)
     assert r.scheme == scheme
     each, joint = _pointwise_truth(d, r.fold_of)
-    assert abs(r.elpd_kfold - each.sum()) < Z * r.mc_se, (r.elpd_kfold, each.sum(), r.mc_se)
+    assert abs(r.elpd_kfold - each.sum()) < Z * r.mcse, (r.elpd_kfold, each.sum(), r.mcse)
     # the z-tests are informative only when the Monte Carlo se is small next to the data se:
     # below the 0.1 se at which kfold itself warns that the run is too short
-    assert r.mc_se < 0.1 * r.se, (r.mc_se, r.se)
+    assert r.mcse < 0.1 * r.se, (r.mcse, r.se)
     for f, truth in zip(r.folds, joint, strict=True):
-        assert abs(f.elpd - truth) < Z * f.se + 1e-8, (f.index, f.elpd, truth, f.se, f.method)
+        assert abs(f.elpd - truth) < Z * f.mcse + 1e-8, (f.index, f.elpd, truth, f.mcse, f.method)
     # se_between_folds = sqrt(K) sd(fold sums) (ddof 1) against the same of the exact fold
     # sums: |sqrt(K) sd(a) - sqrt(K) sd(b)| <= sqrt(K / (K - 1)) ||a - b||_2 (triangle
     # inequality after centring), and a - b are the folds' independent Monte Carlo errors, so
     # ||a - b||² is
-    # Σ_j s_j² Z_j² with Σ_j s_j² = mc_se². A weighted sum of χ²_1's with weights summing to 1
+    # Σ_j s_j² Z_j² with Σ_j s_j² = mcse². A weighted sum of χ²_1's with weights summing to 1
     # exceeds c >= 1.54 at most as often as one χ²_1 does (Székely & Bakirov 2003), so
-    # ||a - b|| > 4.8 mc_se has probability <= P(|Z| > 4.8) = 1.6e-6.
+    # ||a - b|| > 4.8 mcse has probability <= P(|Z| > 4.8) = 1.6e-6.
     exact_sums = np.array([each[f.index].sum() for f in r.folds])
     exact_between = np.sqrt(exact_sums.size * np.var(exact_sums, ddof=1))
     k_fac = np.sqrt(exact_sums.size / (exact_sums.size - 1))
-    assert abs(r.se_between_folds - exact_between) < 4.8 * k_fac * r.mc_se, (
-        r.se_between_folds, exact_between, r.mc_se)
+    assert abs(r.se_between_folds - exact_between) < 4.8 * k_fac * r.mcse, (
+        r.se_between_folds, exact_between, r.mcse)
     # wiring: the reported se is kfold_se of the run's values (its coverage is measured in
     # benchmarks/coverage_cv.py and tested in tests/crossval/refit/test_cv_se.py)
     assert r.se == pytest.approx(kfold_se(r.elpd_i, r.fold_of))
@@ -136,9 +136,9 @@ def test_cli_kfold_eight_schools_is_exact_loo(compiled, capsys, tmp_path) -> Non
     for f in out["folds"]:
         j = f["observations"][0] - 1
         assert f["method"] in ("augmented-bridge", "evidence-difference")
-        assert abs(f["elpd"] - exact[j]) < Z * f["se"], (j, f["elpd"], exact[j], f["se"])
+        assert abs(f["elpd"] - exact[j]) < Z * f["mcse"], (j, f["elpd"], exact[j], f["mcse"])
     assert abs(out["elpd_kfold"] - exact.sum()) < 0.05
-    assert out["mc_se"] < 0.011  # so that 4.5 se < 0.05; measured 0.009
+    assert out["mcse"] < 0.011  # so that 4.5 se < 0.05; measured 0.009
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -184,4 +184,4 @@ def test_stratified_kfold_from_existing_draws(compiled, tmp_path) -> None:
     for f in r.folds:
         assert sorted(g[f.index].tolist()) == [1, 2, 3, 4, 5, 6]
     each, _ = _pointwise_truth(d, r.fold_of)
-    assert abs(r.elpd_kfold - each.sum()) < Z * r.mc_se, (r.elpd_kfold, each.sum(), r.mc_se)
+    assert abs(r.elpd_kfold - each.sum()) < Z * r.mcse, (r.elpd_kfold, each.sum(), r.mcse)

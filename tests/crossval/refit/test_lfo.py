@@ -50,9 +50,9 @@ def test_exact_lfo_against_conjugate_truth(compiled) -> None:
     truth = truths.ar_nig_lfo(d, 32, 1)
     assert r.origins.tolist() == list(range(32, 40))
     assert r.refits == list(range(32, 41))
-    assert np.all(np.abs(r.elpd_t - truth) < Z * r.mc_se_t), (r.elpd_t - truth, r.mc_se_t)
-    assert abs(r.elpd_lfo - truth.sum()) < Z * r.mc_se
-    assert r.mc_se < 0.05  # measured 0.012
+    assert np.all(np.abs(r.elpd_t - truth) < Z * r.mcse_t), (r.elpd_t - truth, r.mcse_t)
+    assert abs(r.elpd_lfo - truth.sum()) < Z * r.mcse
+    assert r.mcse < 0.05  # measured 0.012
 
 
 def test_psis_lfo_with_refits_against_conjugate_truth(compiled) -> None:
@@ -69,8 +69,8 @@ def test_psis_lfo_with_refits_against_conjugate_truth(compiled) -> None:
     refit = np.isin(r.origins, r.refits)
     assert refit[0] and np.all(np.isnan(r.khat_t[refit]))
     assert np.all(r.khat_t[~refit] <= 0.3)
-    assert abs(r.elpd_lfo - truth.sum()) < Z * r.mc_se + 0.02, (r.elpd_lfo, truth.sum(),
-                                                                 r.mc_se)
+    assert abs(r.elpd_lfo - truth.sum()) < Z * r.mcse + 0.02, (r.elpd_lfo, truth.sum(),
+                                                                 r.mcse)
     a = r.to_arviz()
     assert elpd_of(a) == pytest.approx(r.elpd_lfo)
 
@@ -122,7 +122,7 @@ def test_exact_lfo_with_one_latent_state_per_time(compiled) -> None:
     truth = np.array([truths.gaussian_heldout(y[:t + 2], cov[:t + 2, :t + 2], [t, t + 1])
                       for t in r.origins])
     assert r.origins.tolist() == [25, 26, 27, 28]
-    assert np.all(np.abs(r.elpd_t - truth) < Z * r.mc_se_t), (r.elpd_t - truth, r.mc_se_t)
-    assert abs(r.elpd_lfo - truth.sum()) < Z * r.mc_se
+    assert np.all(np.abs(r.elpd_t - truth) < Z * r.mcse_t), (r.elpd_t - truth, r.mcse_t)
+    assert abs(r.elpd_lfo - truth.sum()) < Z * r.mcse
     with pytest.raises(InputError, match="PSIS-LFO needs a fixed parameter space"):
         lfo(m, d, min_train=25, method="psis", warmup=200, n_draws=200, seed=1)

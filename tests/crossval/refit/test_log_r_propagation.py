@@ -83,10 +83,10 @@ def test_slope_is_the_derivative_in_log_r() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fold_size", [4, 10])
-def test_kfold_mc_se_with_a_noisy_shared_log_z_matches_the_error(fold_size: int) -> None:
+def test_kfold_mcse_with_a_noisy_shared_log_z_matches_the_error(fold_size: int) -> None:
     """K folds whose log r = truth + e_full − e_k (e_full ~ N(0, 0.15²) shared by the folds,
-    e_k ~ N(0, 0.05²) each): z = (Σ_k Σ_i elpd_i − truth) / mc_se over 150 data sets, with
-    mc_se = shared_sum_se of propagate_log_r's two parts, as KFoldResult.mc_se. With an honest
+    e_k ~ N(0, 0.05²) each): z = (Σ_k Σ_i elpd_i − truth) / mcse over 150 data sets, with
+    mcse = shared_sum_se of propagate_log_r's two parts, as KFoldResult.mcse. With an honest
     se Σ z² ~ χ²_150: outside its 1e-4 / 1 − 1e-4 quantiles (92.7, 223.9) with probability
     2e-4 in all (the errors are sums of many draws' terms, close to normal). The old se (log r
     held fixed, its full-data part subtracted and added once) fails the same bound: its Σ z²

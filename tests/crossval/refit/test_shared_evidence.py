@@ -43,16 +43,16 @@ def test_evidence_difference_folds_share_one_full_log_z(compiled, monkeypatch) -
     r = kfold(m, d, k=5, chains=4, warmup=500, n_draws=1000, seed=21)
     assert all(f.method == "evidence-difference" for f in r.folds)
     assert len(calls) == 6
-    shared = {f.shared_se for f in r.folds}
+    shared = {f.shared_mcse for f in r.folds}
     assert len(shared) == 1 and shared.pop() > 0
     # each fold's Σ elpd_i carries its slope in log r times the shared se (delta method)
-    assert all(0 < f.elpd_i_shared_se < f.index.size * f.shared_se for f in r.folds)
-    assert r.mc_se == pytest.approx(shared_sum_se([f.elpd_i_se for f in r.folds],
-                                                  [f.elpd_i_shared_se for f in r.folds]))
+    assert all(0 < f.elpd_i_shared_mcse < f.index.size * f.shared_mcse for f in r.folds)
+    assert r.mcse == pytest.approx(shared_sum_se([f.elpd_i_mcse for f in r.folds],
+                                                  [f.elpd_i_shared_mcse for f in r.folds]))
     # the shared part makes the total's mc se larger than the folds' se in quadrature
-    assert r.mc_se > math.sqrt(sum(f.elpd_i_se**2 for f in r.folds))
+    assert r.mcse > math.sqrt(sum(f.elpd_i_mcse**2 for f in r.folds))
     each, _ = _pointwise_truth(d, r.fold_of)
-    assert abs(r.elpd_kfold - each.sum()) < 4.5 * r.mc_se, (r.elpd_kfold, each.sum(), r.mc_se)
+    assert abs(r.elpd_kfold - each.sum()) < 4.5 * r.mcse, (r.elpd_kfold, each.sum(), r.mcse)
     assert np.isfinite(r.se)
 
 

@@ -54,7 +54,7 @@ class FakeLoo:
         return int(self.elpd_i.size)
 
     @property
-    def mc_se_i(self) -> np.ndarray:
+    def mcse_i(self) -> np.ndarray:
         return np.zeros(self.n_obs)
 
     @property
@@ -309,7 +309,7 @@ def test_api_compare_by_loo_only(compiled):
     from stanlogz.crossval.select.choose import ProgramChoice
 
     models = [compiled(p, DATA) for p in PROGRAMS[:2]]
-    c = stanlogz.compare(models, str(DATA), loo=True, use_evidence=False, weights=["stacking"],
+    c = stanlogz.compare(models, str(DATA), with_loo=True, use_evidence=False, weights=["stacking"],
                          chains=2, warmup=300, n_draws=400, seed=3,
                          loo_options={"fix": "none"})
     assert isinstance(c, ProgramChoice) and c.evidence is None
@@ -322,7 +322,7 @@ def test_api_compare_by_loo_only(compiled):
     for v in ([1.0, 0.0], [0.0, 1.0], [0.5, 0.5]):
         assert stacking_objective(np.array(v), e) <= w.details["log_score"] + 1e-9
     with pytest.raises(InputError, match="unbiased Bayes factors need the evidence"):
-        stanlogz.compare(models, str(DATA), loo=True, use_evidence=False, unbiased_bf=True)
+        stanlogz.compare(models, str(DATA), with_loo=True, use_evidence=False, unbiased_bf=True)
 
 
 def _robust_loo_crps(data: dict, grid: int = 32, pairs: int = 20000) -> float:

@@ -100,9 +100,9 @@ def test_pseudo_bma_plus_agrees_with_arviz_within_monte_carlo_error():
     e = random_elpd(6)
     ours = pseudo_bma_weights(e, n_boot=1000, seed=8)
     theirs = arviz_compat.compare_weights(e, "BB-pseudo-BMA", seed=9)
-    # independent bootstraps of 1000 draws each: the difference has sd sqrt(2) mc_se; 4.5 sd
+    # independent bootstraps of 1000 draws each: the difference has sd sqrt(2) mcse; 4.5 sd
     # has P(fail) ~ 7e-6 per weight
-    tol = 4.5 * math.sqrt(2) * ours.mc_se
+    tol = 4.5 * math.sqrt(2) * ours.mcse
     assert np.all(np.abs(ours.weights - theirs) <= tol + 1e-12)
     assert ours.weights.sum() == pytest.approx(1.0)
 

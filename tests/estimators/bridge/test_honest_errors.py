@@ -279,7 +279,7 @@ def test_exact_fix_up_checks_overlap_and_convergence(monkeypatch):
     # exact log p(y_i | y_-i) = N(0.5 | 0, sqrt 2); within 4.5 se (bridge se from 4000 iid
     # draws: a normal |z| > 4.5 has probability 7e-6)
     exact = stats.norm.logpdf(0.5, 0.0, math.sqrt(2.0))
-    assert abs(fp.elpd - exact) < 4.5 * fp.se, (fp.elpd, fp.se, exact)
+    assert abs(fp.elpd - exact) < 4.5 * fp.mcse, (fp.elpd, fp.mcse, exact)
     d = fp.to_dict()["diagnostics"]
     assert d["converged"] and d["pareto_k_minus"] < 0.7 and d["rhat_minus"] < 1.05
     assert fp.warnings == []
