@@ -9,7 +9,7 @@ actual total at the first such line, and its range over all lines (target: withi
 The load average is printed beside the table: timings on a shared machine are only comparable at
 similar load.
 
-    PYTHONPATH=. python3 -m benchmarks.nuts_eta
+    PYTHONPATH=. python3 -m benchmarks.nuts_eta              # four corpus posteriors
     PYTHONPATH=. python3 -m benchmarks.nuts_eta --only eight_schools-eight_schools_centered
 """
 

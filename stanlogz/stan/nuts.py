@@ -71,15 +71,18 @@ def _run_stoppable(call: Callable[[], None], stop: ctypes.c_int, poll: Callable[
         raise
 
 
-def eta_suffix(mark: tuple[float, int] | None, now: float, done: int, total: int) -> str:
-    """`` — about T left`` at the rate since ``mark`` (a time and the iterations done then,
-    all chains together as they share the cores), or nothing until another twentieth of the
-    iterations has passed since it. The mark is set once a twentieth is done: the first warmup
-    iterations, before the step size adapts, take the longest trees and would make the time
-    left up to 2.6 times too long (benchmarks/nuts_eta.py)."""
-    if mark is None or done >= total or done - mark[1] < total / 20:
+def eta_suffix(history: Sequence[tuple[float, int]], now: float, done: int, total: int) -> str:
+    """`` — about T left`` at the rate over the later half of the iterations done so far
+    (``history``: times and iterations done at earlier lines; all chains together, as they
+    share the cores), or nothing until a tenth is done. Early warmup iterations, before the
+    step size and metric adapt, take the longest trees: counting them made the time left up to
+    2.6 times too long (benchmarks/nuts_eta.py)."""
+    if done >= total or done < total / 10:
         return ""
-    left = time_left(now - mark[0], done - mark[1], total - mark[1])
+    t0, d0 = next((t, d) for t, d in history if d >= done / 2)
+    if done - d0 < total / 20:
+        return ""
+    left = time_left(now - t0, done - d0, total - d0)
     return f" \N{EM DASH} about {duration(left)} left"
 
 
@@ -92,7 +95,7 @@ class _NutsProgress:
         self.warmup = warmup
         self.total = total
         self.last = start
-        self.mark: tuple[float, int] | None = None  # (time, iterations) the time left counts from
+        self.history: list[tuple[float, int]] = []  # (time, iterations done) at each line
         self.reported: list[int] = []
 
     def poll(self, iterations: np.ndarray) -> None:
@@ -110,10 +113,8 @@ class _NutsProgress:
         line = "; ".join(f"chain {c + 1}: iteration {done[c]}/{self.total} "
                          f"({'warmup' if done[c] <= self.warmup else 'sampling'})"
                          for c in moved)
-        total = self.total * len(done)
-        if self.mark is None and sum(done) >= total / 20:
-            self.mark = (now, sum(done))
-        self.progress(line + eta_suffix(self.mark, now, sum(done), total))
+        self.history.append((now, sum(done)))
+        self.progress(line + eta_suffix(self.history, now, sum(done), self.total * len(done)))
         for c in moved:
             self.reported[c] = tenths[c]
         self.last = now
