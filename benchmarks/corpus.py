@@ -247,7 +247,8 @@ def run_one(folder: Path, command: str, limit: float, seed: int,
     record["argv"] = " ".join(["stanlogz"] + argv[3:])
     run = run_command(argv, limit)
     record.update(classify(run), seconds=run["seconds"], rc=run["rc"],
-                  stderr_tail=run["stderr"])
+                  stderr_tail=run["stderr"],
+                  load=round(os.getloadavg()[1], 1))  # 5-min load average at the end
     js = run["json"] if record["status"] == "answered" else None
     record["warnings"] = (js or {}).get("warnings", [])
     if js is not None:
@@ -283,8 +284,8 @@ def table(records: list[dict[str, Any]]) -> str:
                 and z > Z_MAX:
             r["draws_disagree"] = f"sample max abs z {z:.1f}"
             r["result"] = result_text("evidence", r)
-    lines = ["| posterior | command | status | s | result / refusal (route) | warnings |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| posterior | command | status | s | load | result / refusal (route) | warnings |",
+             "|---|---|---|---|---|---|---|"]
     counts: dict[str, int] = {}
     for r in records:
         status = r["status"]
@@ -302,8 +303,10 @@ def table(records: list[dict[str, Any]]) -> str:
             last = re.sub(r"^\[\s*[\d.]+s\]\s*", "", r["stderr_tail"][-1])
             body = f"{body + '; ' if body and body != r['stderr_tail'][-1] else ''}last: {last}"
         body = body.replace("|", "/")
+        load = r.get("load")
         lines.append(f"| {r['posterior']} | {r['command']} | {status} | {r.get('seconds', 0):.0f} "
-                     f"| {body} | {len(r.get('warnings') or [])} |")
+                     f"| {'' if load is None else load} | {body} "
+                     f"| {len(r.get('warnings') or [])} |")
     lines.append("")
     lines.append("counts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     return "\n".join(lines)
