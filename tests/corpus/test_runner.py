@@ -71,13 +71,14 @@ def test_the_table_counts_each_status_and_shows_the_route(tmp_path):
         {"posterior": "a", "command": "loo", "status": "refused", "route": "--obs N",
          "raw": False, "message": "several sizes; use --obs N", "seconds": 3.0, "warnings": []},
         {"posterior": "a", "command": "sample", "status": "answered", "seconds": 12.0,
-         "result": "max|z| 1.00", "warnings": ["w"]},
+         "load": 3.5, "result": "max|z| 1.00", "warnings": ["w"]},
         {"posterior": "b", "command": "loo", "status": "refused", "route": None, "raw": True,
          "message": "Exception: bad", "seconds": 1.0, "warnings": []},
     ]
     text = C.table(records)
     assert "(route: `--obs N`)" in text  # a "|" inside a cell is written "/"
-    assert "| a | sample | answered | 12 | max/z/ 1.00 | 1 |" in text
+    assert "| a | sample | answered | 12 | 3.5 | max/z/ 1.00 | 1 |" in text
+    assert "| b | loo | refused NO ROUTE RAW | 1 |  | Exception: bad | 0 |" in text  # no load
     assert text.splitlines()[-1] == "counts: answered 1, refused 1, refused NO ROUTE RAW 1"
     out = tmp_path / "r.json"
     C.save(out, records)
