@@ -392,3 +392,29 @@ def test_auto_refits_exactly_what_moment_matching_leaves_above_the_threshold(nor
     g10 = next(f for f in mm_only.fixed if f.index == 9)
     assert g10.method == "mm" and g10.khat_after == 1.5
     assert any("still above" in w for w in mm_only.warnings)
+
+
+def test_auto_names_the_refits_it_would_not_finish_in_time(normal, monkeypatch):
+    # fix="auto" starts exact refits only when one sampling run per refit fits within
+    # AUTO_REFIT_SECONDS (a corpus program asked for 34 refits of 216 s each); beyond, it keeps
+    # the values, gives loo's NA mc se and names --fix exact and K-fold with the estimate.
+    import dataclasses
+    import importlib
+
+    loo_module = importlib.import_module("stanlogz.crossval.psis_loo.loo")
+    real = loo_module.moment_match_observation
+
+    def failing(*args, **kwargs):  # moment matching that cannot lower k-hat
+        return dataclasses.replace(real(*args, **kwargs), khat_after=1.5)
+
+    d = outlier_data(12.0)
+    monkeypatch.setattr(loo_module, "moment_match_observation", failing)
+    monkeypatch.setattr(loo_module, "AUTO_REFIT_SECONDS", 0.0)
+    r = loo(normal, d, fix="auto", seed=5, chains=2, warmup=400, n_draws=400)
+    assert not any(f.method == "exact" for f in r.fixed)
+    line = next(w for w in r.warnings if "--fix auto starts on its own" in w)
+    assert "refit them with --fix exact" in line and "stanlogz kfold --k 10" in line
+    assert math.isnan(r.mcse_elpd_loo)
+    # the user's own choice is never capped
+    ex = loo(normal, d, fix="exact", seed=5, chains=2, warmup=400, n_draws=400)
+    assert any(f.method == "exact" for f in ex.fixed)

@@ -12,7 +12,7 @@ from typing import Any, Unpack
 import numpy as np
 
 from ..._util.argcheck import check_arguments
-from ..._util.progress import steps
+from ..._util.progress import duration, steps
 from ..._util.sum_se import sum_se
 from ...draws import Draws, obtain_draws
 from ...errors import InputError
@@ -52,6 +52,11 @@ MM_K_TARGET = 0.3
 
 #: Thinned draws of the PSIS approximation of every observation when subsampling.
 APPROX_DRAWS = 100
+
+#: Seconds of exact refits ``fix="auto"`` starts on its own (estimated as one sampling run per
+#: refit); beyond, it names ``--fix exact`` and K-fold with the estimate instead. A corpus
+#: program (posteriordb hierarchical_gp, 550 observations) asked for 34 refits of 216 s each.
+AUTO_REFIT_SECONDS = 600.0
 
 #: Child of the user's seed that draws the subsampled observations.
 SUBSAMPLE_STREAM = 7901
@@ -381,6 +386,9 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
         if fix.refit is None or not bad.size or any(n.startswith("interrupted") for n in mm_notes):
             return fixed, mm_notes
     method = fix.refit
+    too_long = _auto_refits_too_long(fix, d, bad.size, threshold)
+    if too_long:
+        return fixed, [too_long]
     try:
         for i in bad:
             pw.held_out_model(int(i))  # build data instances (and check dims) before workers
@@ -411,6 +419,23 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
                               backend="thread" if n_workers > 1 else "serial",
                               on_done=bar.update)
     return fixed, []
+
+
+def _auto_refits_too_long(fix: FixMethod, d: Draws, n_refits: int, threshold: float
+                          ) -> str | None:
+    """The line ``fix="auto"`` gives instead of refits that would take longer than
+    ``AUTO_REFIT_SECONDS`` (one sampling run of ``d`` per refit); None when they fit, when the
+    sampling time is unknown, or when the user asked for the refits (``fix="exact"``)."""
+    if fix.name != "auto" or not d.seconds:
+        return None
+    cost = n_refits * d.seconds
+    if cost <= AUTO_REFIT_SECONDS:
+        return None
+    return (f"{n_refits} observation(s) keep Pareto k-hat above {threshold:.2f} after moment "
+            f"matching; refitting each would take about {duration(cost)} ({n_refits} x "
+            f"{d.seconds:.0f} s of sampling), more than --fix auto starts on its own "
+            f"({duration(AUTO_REFIT_SECONDS)}): refit them with --fix exact, or estimate the "
+            "elpd by K-fold (stanlogz kfold --k 10)")
 
 
 def _exact_with_latents(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo,
