@@ -154,6 +154,8 @@ class Stream(IntEnum):
     PMMH_CHAIN = 50
     #: Pseudo-marginal MCMC: the inner proposal fitted at a point (sub-index: the fit's number).
     PMMH_FIT = 51
+    #: Pseudo-marginal MCMC: the inner importance weights and the estimates made from them.
+    PMMH_WEIGHTS = 52
     #: UPS: pilot runs, moment estimates, re-pilot, second moments and replicates.
     UPS_PILOT = 1000
     UPS_MOMENTS = 1001
@@ -231,6 +233,23 @@ def stream_rng(seed: SeedLike, name: Stream, *sub: int) -> np.random.Generator:
         The stream's generator.
     """
     return np.random.default_rng(stream(seed, name, *sub))
+
+
+def drawn_sequence(rng: np.random.Generator) -> np.random.SeedSequence:
+    """A new seed drawn from ``rng``: for a consumer called again and again on one generator
+    (each call advances ``rng``, so each gets its own seed).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The generator the seed is drawn from.
+
+    Returns
+    -------
+    numpy.random.SeedSequence
+        A seed with 63 bits of entropy from ``rng``.
+    """
+    return np.random.SeedSequence(int(rng.integers(2**63)))
 
 
 def generator_seed(rng: np.random.Generator) -> np.random.SeedSequence:
