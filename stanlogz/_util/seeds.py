@@ -156,6 +156,14 @@ class Stream(IntEnum):
     PMMH_FIT = 51
     #: Pseudo-marginal MCMC: the inner importance weights and the estimates made from them.
     PMMH_WEIGHTS = 52
+    #: Randomized LOO-PIT values of the predictive checks.
+    PIT = 60
+    #: The bootstrap of the predictive checks' metrics.
+    METRICS = 61
+    #: The bootstrap behind stacking weights.
+    STACKING = 62
+    #: The Bayesian bootstrap of pseudo-BMA+ weights.
+    PSEUDO_BMA = 63
     #: UPS: pilot runs, moment estimates, re-pilot, second moments and replicates.
     UPS_PILOT = 1000
     UPS_MOMENTS = 1001

@@ -13,10 +13,11 @@ import numpy as np
 
 from ..._util.argcheck import check_arguments
 from ..._util.progress import steps
+from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
 from ...draws import Draws, obtain_draws
 from ...errors import InputError
-from ...parallel import child_sequence, run_parallel, with_client
+from ...parallel import run_parallel, with_client
 from ...stan.program import ProgramLike
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..elpd.psis import PsisLoo, psis_loo, relative_efficiency
@@ -53,10 +54,6 @@ MM_K_TARGET = 0.3
 #: Thinned draws of the PSIS approximation of every observation when subsampling.
 APPROX_DRAWS = 100
 
-#: Child of the user's seed that draws the subsampled observations.
-SUBSAMPLE_STREAM = 7901
-#: Child of the user's seed for the refits of programs with per-observation parameters.
-HELDOUT_STREAM = 7902
 
 
 def _sampler_warnings(d: Draws) -> list[str]:
@@ -247,7 +244,8 @@ def loo(
         raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
     mm_budget = check_budget(mm_budget)
     check_pass_budget(cond_budget)
-    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields,
+                                                   seed=stream_int_seed(seed, Stream.MODEL),
                                                    progress=progress)
     if subsample is not None and not (isinstance(subsample, int | np.integer)
                                       and 2 <= subsample < observations.n):
@@ -255,7 +253,8 @@ def loo(
                          f"{observations.n} observations), got {subsample}")
     if log_lik not in ("conditional", "integrated"):
         PointwiseLogLik(model, data_dict, observations, log_lik)  # bad sources fail early
-    d = obtain_draws(model, draws, nuts, seed=seed, progress=progress)
+    d = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS),
+                     progress=progress)
     unc = d.flat_unconstrained()
     pw = pointwise_source(model, data_dict, observations, log_lik,
                           unc[_check_rows(unc.shape[0])], check=subsample is None)
@@ -350,7 +349,7 @@ def _subsampled(pw: PointwiseLogLik, d: Draws, r_eff: float, m: int, seed: int |
     at_points = np.concatenate([b for _, b in pw.chunks(unc[rows])], axis=1)
     pw.check(unc[rows[_check_rows(rows.size)]], at_points[_check_rows(rows.size)])
     ap = psis_loo(at_points, r_eff)
-    rng = np.random.default_rng(child_sequence(seed, SUBSAMPLE_STREAM))
+    rng = stream_rng(seed, Stream.LOO_SUBSAMPLE)
     index, certain = draw_sample(ap.khat, m, rng)
     ps = _psis_pass(pw, d, r_eff, index, keep_above)
     return index, {"approx": ap.elpd_i, "certain": certain}, ps
@@ -407,7 +406,7 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
     unc = d.unconstrained
     with steps(progress, len(tasks), f"{method} refits", unit="refit") as bar:
         fixed += run_parallel(lambda task, rng: fix_observation(pw, unc, task, rng), tasks,
-                              seed, n_workers=n_workers,
+                              stream(seed, Stream.REFIT), n_workers=n_workers,
                               backend="thread" if n_workers > 1 else "serial",
                               on_done=bar.update)
     return fixed, []
@@ -422,7 +421,7 @@ def _exact_with_latents(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: Psis
         progress(f"refitting {bad.size} observation(s) without their own parameters (exact, "
                  f"augmented bridge): {', '.join(str(i + 1) for i in bad)}")
     found = heldout_many(pw.model, pw.data, pw.obs, [[int(i)] for i in bad], full_draws=d,
-                         settings=nuts, seed=child_sequence(seed, HELDOUT_STREAM),
+                         settings=nuts, seed=stream(seed, Stream.LOO_HELDOUT),
                          n_workers=n_workers, progress=progress)
     return [FixedPoint(int(i), h.elpd, h.se, h.method, float(ps.khat[pos[int(i)]]),
                        float(ps.elpd_i[pos[int(i)]]), h.n_gradient_evals, h.n_evals, h.seconds,
