@@ -144,7 +144,8 @@ def compare_sources(
         else:
             program_seed = stream(seed, Stream.PROGRAM, j)
             results.append(loo(s, d, settings=settings,
-                               seed=stream_int_seed(program_seed, Stream.LOO), progress=progress, **(loo_options or {})))
+                               seed=stream_int_seed(program_seed, Stream.LOO), progress=progress,
+                               **(loo_options or {})))
             results[-1].model = n
     return choose(names, loo=results, weights=methods,
                   seed=stream_int_seed(seed, Stream.CHOICE))
