@@ -104,7 +104,8 @@ class Stream(IntEnum):
     LOO = 16
     #: The choice between programs (stacking, bootstrap of the scores).
     CHOICE = 17
-    #: NUTS draws of the prior (Savage–Dickey, prior sensitivity).
+    #: Draws of the prior (NUTS for Savage–Dickey and prior sensitivity, a simulation program
+    #: for the testbed).
     PRIOR_NUTS = 20
     #: Draws from a fitted or heavy-tailed proposal (prior density, sensitivity).
     PROPOSAL = 21
@@ -164,6 +165,8 @@ class Stream(IntEnum):
     STACKING = 62
     #: The Bayesian bootstrap of pseudo-BMA+ weights.
     PSEUDO_BMA = 63
+    #: The BDMC sandwich that brackets the true log Z (testbed).
+    SANDWICH = 70
     #: UPS: pilot runs, moment estimates, re-pilot, second moments and replicates.
     UPS_PILOT = 1000
     UPS_MOMENTS = 1001
