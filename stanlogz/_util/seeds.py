@@ -20,7 +20,7 @@ was made from (:func:`generator_seed`). ``seed=None`` means fresh entropy everyw
 
 from __future__ import annotations
 
-from enum import IntEnum
+from enum import IntEnum, unique
 
 import numpy as np
 
@@ -73,6 +73,7 @@ def child_int_seed(seed: SeedLike, i: int) -> int | None:
     return None if seed is None else int_seed(child_sequence(seed, i))
 
 
+@unique
 class Stream(IntEnum):
     """The table of named streams: each consumer of a seed and the child index it takes.
 
