@@ -224,6 +224,46 @@ def heldout_elpd(
     >>> bool(abs(h.elpd - truth) < 5 * h.se)  # a z-test: fails with P < 1e-6
     True
     """
+    return heldout_refit(model, data, observations, held_out,
+                         nuts=nuts_from_keywords(settings, nuts_keywords, "heldout_elpd"),
+                         full_draws=full_draws, train_draws=train_draws, pointwise=pointwise,
+                         seed=seed, method=method, progress=progress,
+                         full_evidence=full_evidence)
+
+
+def heldout_refit(
+    model: StanProgram,
+    data: Mapping[str, Any],
+    observations: Observations,
+    held_out: Sequence[int] | np.ndarray,
+    *,
+    nuts: NutsArgs,
+    full_draws: Any = None,
+    train_draws: Any = None,
+    pointwise: bool = True,
+    seed: int | np.random.SeedSequence | None = None,
+    method: str = "auto",
+    progress: Callable[[str], None] | None = None,
+    full_evidence: Callable[[StanProgram, np.ndarray], tuple[Any, bool]] | None = None,
+) -> HeldOut:
+    """:func:`heldout_elpd` with the sampler settings already one validated
+    :class:`~stanlogz.stan.settings.NutsArgs` (``nuts``): what the workflows call, having
+    validated the user's settings once at their own boundary.
+
+    Parameters
+    ----------
+    model, data, observations, held_out
+        As :func:`heldout_elpd`.
+    nuts : NutsArgs
+        The settings of every NUTS run (the full data's, the training set's).
+    full_draws, train_draws, pointwise, seed, method, progress, full_evidence
+        As :func:`heldout_elpd`.
+
+    Returns
+    -------
+    HeldOut
+        As :func:`heldout_elpd`.
+    """
     if method not in HELDOUT_METHODS:
         raise InputError(f"method must be one of {', '.join(HELDOUT_METHODS)}, got {method!r}")
     t0 = time.perf_counter()
@@ -240,7 +280,6 @@ def heldout_elpd(
     common = coordinate_map(full, train, everything, keep)
     extra = np.setdiff1d(np.arange(full.dim), common)
     warns: list[str] = []
-    nuts = nuts_from_keywords(settings, nuts_keywords, "heldout_elpd")
     fd = _draws(full, full_draws, nuts, stream_int_seed(seed, Stream.NUTS), progress, "all data")
     flat0 = fd.unconstrained.reshape(-1, full.dim)
     # the last held-out observation: a trailing block (leave-future-out) is a valid split
@@ -412,7 +451,40 @@ def heldout_many(
     >>> [h.index.tolist() for h in hs], all(h.se > 0 for h in hs)
     ([[0], [1], [2]], True)
     """
-    nuts = nuts_from_keywords(settings, nuts_keywords, "heldout_many")
+    return heldout_refits(model, data, observations, held_out_sets, full_draws=full_draws,
+                          nuts=nuts_from_keywords(settings, nuts_keywords, "heldout_many"),
+                          seed=seed, n_workers=n_workers, progress=progress)
+
+
+def heldout_refits(
+    model: StanProgram,
+    data: Mapping[str, Any],
+    observations: Observations,
+    held_out_sets: Sequence[Sequence[int] | np.ndarray],
+    *,
+    full_draws: Any,
+    nuts: NutsArgs,
+    seed: SeedLike = None,
+    n_workers: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> list[HeldOut]:
+    """:func:`heldout_many` with the sampler settings already one validated
+    :class:`~stanlogz.stan.settings.NutsArgs` (``nuts``): what LOO, LOGO and K-fold call.
+
+    Parameters
+    ----------
+    model, data, observations, held_out_sets, full_draws
+        As :func:`heldout_many`.
+    nuts : NutsArgs
+        The settings of every refit's NUTS runs.
+    seed, n_workers, progress
+        As :func:`heldout_many`.
+
+    Returns
+    -------
+    list of HeldOut
+        As :func:`heldout_many`.
+    """
     total = len(held_out_sets)
     bar = steps(progress, total, "held-out refits", unit="refit")
     # Splits that fall back to the evidence difference share one log Z(full) from the shared
@@ -422,8 +494,8 @@ def heldout_many(
               else SharedEvidence(stream_int_seed(seed, Stream.SHARED_EVIDENCE)))
 
     def one(v: Any, rng: np.random.Generator) -> HeldOut:
-        return heldout_elpd(model, data, observations, v, full_draws=full_draws, settings=nuts,
-                            seed=generator_seed(rng), full_evidence=shared)
+        return heldout_refit(model, data, observations, v, nuts=nuts, full_draws=full_draws,
+                             seed=generator_seed(rng), full_evidence=shared)
 
     with bar:
         return run_parallel(one, [np.asarray(v, dtype=int) for v in held_out_sets],
