@@ -418,8 +418,9 @@ def compare(
     if loo:
         choice.check_same_data(datas, _names(models, models), (loo_options or {}).get("obs"),
                                (loo_options or {}).get("obs_fields"))
-    # program i's seed: evidence() splits it into its own NUTS / estimator streams, and the
-    # draws sampled here for LOO are those evidence() would sample (its NUTS stream)
+    # program i's seed, split by evidence() and loo() into their named streams: both take the
+    # draws of its NUTS stream (sampled here once), so each program's evidence and LOO are
+    # those of evidence(seed=program_seed[i]) and loo(seed=program_seed[i])
     program_seed = [stream_int_seed(seed, Stream.PROGRAM, i) for i in range(len(models))]
     loaded: list[Any] = []
     by_path: dict[Path, Any] = {}  # a program given twice (e.g. with two data sets) loads once
@@ -462,8 +463,7 @@ def compare(
         return out
     from .crossval.psis_loo.loo import loo as loo_of
 
-    loos = [loo_of(m, datas[i], draws=kept[i], settings=nuts,
-                   seed=stream_int_seed(program_seed[i], Stream.LOO),
+    loos = [loo_of(m, datas[i], draws=kept[i], settings=nuts, seed=program_seed[i],
                    progress=progress, **(loo_options or {}))
             for i, m in enumerate(loaded)] if loo else None
     return choice.choose(names, loo=loos, evidence=out, weights=methods,

@@ -101,8 +101,6 @@ class Stream(IntEnum):
     PROGRAM = 14
     #: Unbiased Bayes factors between the programs of a comparison.
     UNBIASED_BF = 15
-    #: A program's PSIS-LOO (or held-out score) inside a larger workflow.
-    LOO = 16
     #: The choice between programs (stacking, bootstrap of the scores).
     CHOICE = 17
     #: Draws of the prior (NUTS for Savage–Dickey and prior sensitivity, a simulation program
