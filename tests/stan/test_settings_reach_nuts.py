@@ -290,9 +290,11 @@ def validations(monkeypatch):
     return count
 
 
-@pytest.mark.parametrize("workflow", ["kfold", "loo", "lfo", "heldout_many", "sample"])
+@pytest.mark.parametrize("workflow", ["kfold", "loo", "lfo", "heldout_many", "sample",
+                                      "evidence", "compare"])
 def test_settings_are_validated_once_at_the_public_function(normal_mean, nuts_calls, validations,
                                                             workflow):
+    from stanlogz.api import compare, evidence
     from stanlogz.crossval.observations.observations import load_observed
     from stanlogz.crossval.psis_loo.loo import loo
     from stanlogz.crossval.refit.heldout import heldout_many
@@ -311,6 +313,10 @@ def test_settings_are_validated_once_at_the_public_function(normal_mean, nuts_ca
                                               **LOOSE), 4),
         "sample": (lambda: sample(normal_mean, seed=13, **{
             k if k != "n_draws" else "draws": v for k, v in LOOSE.items()}), 1),
+        "evidence": (lambda: evidence(normal_mean, seed=9, **LOOSE), 1),
+        # compare passes its one NutsArgs on to evidence() and loo() of each program
+        "compare": (lambda: compare([normal_mean, normal_mean], DATA, seed=10, loo=True,
+                                    loo_options={"fix": "none"}, **LOOSE), 2),
     }[workflow]
     validations.n = 0
     nuts_calls.list.clear()
