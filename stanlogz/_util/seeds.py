@@ -93,37 +93,38 @@ class Stream(IntEnum):
     MODEL = 10
     #: A workflow's NUTS draws of the posterior (its first fit).
     NUTS = 11
-    #: The evidence estimator run on those draws (sub-index: the refinement round).
+    #: The evidence estimator run on those draws (sub-index: the refinement round, or the
+    #: estimator's position in the testbed).
     ESTIMATOR = 12
     #: More draws appended to existing chains (sub-index: the round).
     EXTEND = 13
-    #: One program of a comparison or one setting of a sweep (sub-index: its position).
+    #: One program of a comparison (sub-index: its position); evidence() and loo() split it.
     PROGRAM = 14
     #: Unbiased Bayes factors between the programs of a comparison.
     UNBIASED_BF = 15
-    #: The choice between programs (stacking, bootstrap of the scores).
+    #: The choice between programs (split into ``STACKING`` and ``PSEUDO_BMA``).
     CHOICE = 17
     #: Draws of the prior (NUTS for Savage–Dickey and prior sensitivity, a simulation program
     #: for the testbed).
     PRIOR_NUTS = 20
-    #: Draws from a fitted or heavy-tailed proposal (prior density, sensitivity).
+    #: Draws from a fitted or heavy-tailed proposal (a bridge's proposal draws, importance
+    #: sampling, the prior's Cauchy proposals; sub-index: the fold).
     PROPOSAL = 21
     #: Data simulated from a simulation program.
     SIMULATE = 22
-    #: Evidence routes of a nested or modified program (sub-index: which one).
+    #: Evidence routes of a nested or modified program, or of one program of a calibration
+    #: (sub-index: which one).
     ROUTE = 23
-    #: Points at which a route to the prior density or a split is checked.
-    PROBE = 25
-    #: One replicate of a calibration or a testbed unit (sub-index: its number).
+    #: One simulation of a calibration (sub-index: its number).
     REPLICATE = 24
+    #: Points at which a route to the prior density or a group structure is checked.
+    PROBE = 25
     #: HMC step-size tuning on an annealing path.
     HMC_TUNING = 30
     #: Forward annealing runs (AIS / SMC chains; sub-index: a retry).
     TEMPERED_FWD = 31
     #: Reverse annealing runs (from posterior draws back to the base).
     TEMPERED_REV = 32
-    #: Resampling / rejuvenation moves of SMC.
-    SMC_MOVES = 33
     #: The fit of a normalizing flow or another proposal (sub-index: the fold).
     FLOW_FIT = 34
     #: The per-chain or per-run generators of annealing run in parallel.
@@ -148,8 +149,6 @@ class Stream(IntEnum):
     SHARED_EVIDENCE = 44
     #: The augmenting proposal of a held-out refit's bridge (and its two halves).
     AUGMENT = 45
-    #: Leave-one-group-out probes and fits.
-    LOGO = 46
     #: Pseudo-marginal MCMC: the outer chain.
     PMMH_CHAIN = 50
     #: Pseudo-marginal MCMC: the inner proposal fitted at a point (sub-index: the fit's number).
