@@ -198,11 +198,11 @@ class FixMethod:
         if isinstance(values, self.Options) and not any(
                 v is not None for k, v in keywords.items() if k in self.Options.names()):
             return values
-        given = (dataclasses.asdict(values) if isinstance(values, FixOptions)
-                 else dict(values or {}))
         if not isinstance(values, FixOptions | Mapping | None):
             raise InputError(f"fix_options must be a dict or {self.Options.__name__}, got "
                              f"{type(values).__name__}")
+        given = (dataclasses.asdict(values) if isinstance(values, FixOptions)
+                 else dict(values or {}))
         loose = {k: v for k, v in keywords.items()
                  if v is not None and k in self.Options.names() and k not in given}
         return self.Options.parse({**given, **loose})

@@ -67,9 +67,12 @@ def test_a_bad_option_is_one_line_naming_the_method(name, values, match):
     assert "\n" not in str(e.value)
 
 
-def test_options_of_another_method_are_refused():
+def test_options_of_another_method_or_kind_are_refused():
     with pytest.raises(InputError, match="fix exact takes ExactOptions, not AutoOptions"):
         fix_method("exact").options(AutoOptions())
+    with pytest.raises(InputError, match="fix_options must be a dict or MomentMatchOptions, got "
+                                         "list"):
+        fix_method("mm").options([("mm_budget", 3)])
 
 
 def test_loo_validates_the_options_before_sampling(monkeypatch):
