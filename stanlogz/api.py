@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._util.argcheck import check_arguments, check_draws
-from ._util.seeds import child_int_seed
+from ._util.seeds import Stream, stream_int_seed
 from .draws import Draws, obtain_draws
 from .draws.checks import normalization_warnings
 from .draws.continuation import extend_draws
@@ -146,16 +146,17 @@ def evidence(
     lookup(method).options(options)  # one-line errors before any build or sampling
     if target_se is not None and not target_se > 0:
         raise InputError(f"target_se must be a positive number of nats, got {target_se}")
-    m = load_model(model, data, seed=seed, progress=progress)
+    m = load_model(model, data, seed=stream_int_seed(seed, Stream.MODEL), progress=progress)
     priors = program_priors(m)
     if progress and draws is None:  # named before the sampling
         for w in prior_warnings(priors):
             progress(f"warning: {w}")
-    d = obtain_draws(m, draws, nuts, seed=seed, progress=progress)
+    d = obtain_draws(m, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS), progress=progress)
     if progress:
         progress(f"estimating log Z of {m.name} with {method} from {d.n_chains}x{d.n_draws} draws")
     t0 = time.perf_counter()
-    res = _call_estimator(method, m, d.unconstrained, seed=seed,
+    res = _call_estimator(method, m, d.unconstrained,
+                          seed=stream_int_seed(seed, Stream.ESTIMATOR),
                           n_sampling_evals=d.n_gradient_evals if d.sampling_cost_known else None,
                           progress=progress,
                           options=options)
@@ -218,11 +219,12 @@ def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target
         per_chain = -(-(want - total) // d.n_chains)
         if progress:
             progress(f"se {se:.3g} > target {target_se:g}: {per_chain} more draws per chain")
-        d = extend_draws(m, d, per_chain, settings=nuts, seed=child_int_seed(seed, 1000 + i),
-                         progress=progress)
+        d = extend_draws(m, d, per_chain, settings=nuts,
+                         seed=stream_int_seed(seed, Stream.EXTEND, i), progress=progress)
         total = d.n_chains * d.n_draws
         t0 = time.perf_counter()
-        res = _call_estimator(method, m, d.unconstrained, seed=seed,
+        res = _call_estimator(method, m, d.unconstrained,
+                              seed=stream_int_seed(seed, Stream.ESTIMATOR, i),
                               n_sampling_evals=(d.n_gradient_evals if d.sampling_cost_known
                                                 else None),
                               progress=progress, options=options)
@@ -421,6 +423,10 @@ def compare(
     if with_loo:
         choice.check_same_data(datas, _names(models, models), (loo_options or {}).get("obs"),
                                (loo_options or {}).get("obs_fields"))
+    # program i's seed, split by evidence() and loo() into their named streams: both take the
+    # draws of its NUTS stream (sampled here once), so each program's evidence and LOO are
+    # those of evidence(seed=program_seed[i]) and loo(seed=program_seed[i])
+    program_seed = [stream_int_seed(seed, Stream.PROGRAM, i) for i in range(len(models))]
     loaded: list[Any] = []
     by_path: dict[Path, Any] = {}  # a program given twice (e.g. with two data sets) loads once
     for i, (m, dt) in enumerate(zip(models, datas, strict=True)):
@@ -428,7 +434,8 @@ def compare(
         if key in by_path:
             loaded.append(by_path[key].with_data(dt))
             continue
-        loaded.append(load_model(m, dt, seed=child_int_seed(seed, i), progress=progress))
+        loaded.append(load_model(m, dt, seed=stream_int_seed(program_seed[i], Stream.MODEL),
+                                 progress=progress))
         if key is not None:
             by_path[key] = loaded[-1]
     names = _names(models, loaded)
@@ -438,11 +445,12 @@ def compare(
             progress(f"model {i + 1}/{len(loaded)}: {names[i]}")
         di = None if draws is None else draws[i]
         if unbiased_bf or with_loo:  # the draws are needed again (proposals, LOO)
-            di = obtain_draws(m, di, nuts, seed=child_int_seed(seed, i), progress=progress)
+            di = obtain_draws(m, di, nuts, seed=stream_int_seed(program_seed[i], Stream.NUTS),
+                              progress=progress)
             kept.append(di)
         if use_evidence:
             results.append(evidence(m, method=method, draws=di, settings=nuts,
-                                    seed=child_int_seed(seed, i), progress=progress,
+                                    seed=program_seed[i], progress=progress,
                                     normalize_prior=normalize_prior, **options))
     out = ComparisonResult(names=names, results=results, prior_probs=prior) \
         if use_evidence else None
@@ -454,15 +462,17 @@ def compare(
         if progress:
             progress("unbiased Bayes factors against the best program")
         out.unbiased_bf = unbiased_bayes_factors(loaded, [d.unconstrained for d in kept],
-                                                 out.best, seed=child_int_seed(seed, 999))
+                                                 out.best,
+                                                 seed=stream_int_seed(seed, Stream.UNBIASED_BF))
     if not by_choice:  # the evidence alone: its warnings are the choice's
         return choice.ProgramChoice(names=names, evidence=out, warnings=list(out.warnings))
     from .crossval.psis_loo.loo import loo as loo_of
 
-    loos = [loo_of(m, datas[i], draws=kept[i], settings=nuts, seed=child_int_seed(seed, i),
+    loos = [loo_of(m, datas[i], draws=kept[i], settings=nuts, seed=program_seed[i],
                    progress=progress, **(loo_options or {}))
             for i, m in enumerate(loaded)] if with_loo else None
-    return choice.choose(names, loo=loos, evidence=out, weights=methods, seed=seed,
+    return choice.choose(names, loo=loos, evidence=out, weights=methods,
+                         seed=stream_int_seed(seed, Stream.CHOICE),
                          fits=list(zip(loaded, datas, kept, strict=True)) if with_loo else None)
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .._util.progress import steps
-from .._util.seeds import child_int_seed
+from .._util.seeds import SeedLike, Stream, generator_seed, stream, stream_int_seed
 from ..draws import sample
 from ..errors import InputError
 from ..estimators import lookup
@@ -140,12 +140,13 @@ class CalibrationResult:
                 "warnings": list(self.warnings)}
 
 
-def _log_z(model: StanProgram, settings: NutsArgs, method: str, seed: int) -> tuple[float, float]:
+def _log_z(model: StanProgram, settings: NutsArgs, method: str,
+           seed: SeedLike) -> tuple[float, float]:
     """log Z of ``model`` (exact for a program without parameters) with its se."""
     if model.dim == 0:
         return float(model.log_density(np.zeros(0))), 0.0
-    d = sample(model, settings, seed=child_int_seed(seed, 0))
-    r = lookup(method).run(model, d.unconstrained, seed=child_int_seed(seed, 1))
+    d = sample(model, settings, seed=stream_int_seed(seed, Stream.NUTS))
+    r = lookup(method).run(model, d.unconstrained, seed=stream_int_seed(seed, Stream.ESTIMATOR))
     return float(r.log_z), float(r.log_z_se)
 
 
@@ -153,9 +154,9 @@ def _one(task: tuple[Any, ...], rng: np.random.Generator) -> dict[str, Any]:
     """One simulation: true program, data from its simulation program, every log Z."""
     mains, sims, sim_data, prior, settings, method = task
     k = int(rng.choice(len(mains), p=prior))
-    seed = int(rng.integers(2**31 - 1))
-    s = simulate(mains[k], sims[k], seed=child_int_seed(seed, 0), sim_data=sim_data)
-    out = [_log_z(m.with_data(s.data), settings, method, child_int_seed(seed, 1 + j))
+    seed = generator_seed(rng)  # this simulation's seed (rng itself chose the program)
+    s = simulate(mains[k], sims[k], seed=stream_int_seed(seed, Stream.SIMULATE), sim_data=sim_data)
+    out = [_log_z(m.with_data(s.data), settings, method, stream(seed, Stream.ROUTE, j))
            for j, m in enumerate(mains)]
     return {"true_model": k, "log_z": [v for v, _ in out], "log_z_se": [e for _, e in out],
             "data": s.data}
@@ -257,17 +258,20 @@ def calibrate(
     settings = NutsArgs.of(settings, **nuts)
     data_dict = read_data(data) if data is not None else {}
     sdata = read_data(sim_data) if sim_data is not None else data_dict
-    sim_models = [load_model(s, sdata or None, seed=seed, progress=progress) for s in sims]
+    sim_models = [load_model(s, sdata or None, seed=stream_int_seed(seed, Stream.MODEL),
+                             progress=progress) for s in sims]
     # the programs read the simulated data: build each with one simulated data set
     mains = []
     for m, sm in zip(models, sim_models, strict=True):
-        first = simulate(m, sm, seed=child_int_seed(seed, 2**20), sim_data=sdata)
+        first = simulate(m, sm, seed=stream_int_seed(seed, Stream.SIMULATE),
+                         sim_data=sdata)
         mains.append(first.model)
     if progress:
         progress(f"{n_sims} simulations of {k} programs")
     task = (mains, sim_models, sdata, prior / prior.sum(), settings, method)
     with steps(progress, int(n_sims), "calibration simulations", unit="sim") as bar:
-        out = run_parallel(_one, [task] * int(n_sims), seed, n_workers, on_done=bar.update)
+        out = run_parallel(_one, [task] * int(n_sims), stream(seed, Stream.REPLICATE), n_workers,
+                           on_done=bar.update)
     summary = calibration_summary([o["true_model"] for o in out],
                                   np.array([o["log_z"] for o in out]), prior, decisive_bf)
     warnings = []

@@ -16,7 +16,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .. import arviz_compat
-from .._util.seeds import child_int_seed
+from .._util.seeds import Stream, stream_int_seed
 from ..crossval.observations.observations import Observations, load_observed
 from ..draws import Draws, sample
 from ..stan.program import ProgramLike, StanProgram
@@ -60,21 +60,26 @@ def load_program(model: ProgramLike, data: Any, obs: str | None = None, *, seed:
                  progress: Any = None) -> Program:
     """``model`` (a path or StanModel) with ``data``, its observations and its prior density
     (InputError naming every route to the prior when none works)."""
-    m, data_dict, observations = load_observed(model, data, obs, seed=seed, progress=progress)
-    return Program(m, find_prior(m, data_dict, observations, seed=seed), data_dict, observations)
+    m, data_dict, observations = load_observed(model, data, obs,
+                                               seed=stream_int_seed(seed, Stream.MODEL),
+                                               progress=progress)
+    prior = find_prior(m, data_dict, observations, seed=stream_int_seed(seed, Stream.PROBE))
+    return Program(m, prior, data_dict, observations)
 
 
 def posterior_and_prior(model: ProgramLike, data: Any, obs: str | None, settings: NutsArgs, *,
                         seed: int | None = None, progress: Any = None
                         ) -> tuple[Program, Draws, Draws]:
-    """The program (:func:`load_program`), its posterior draws (seed stream 0) and its prior
-    draws (stream 1, started from the posterior's)."""
+    """The program (:func:`load_program`), its posterior draws (seed stream ``NUTS``) and its
+    prior draws (stream ``PRIOR_NUTS``, started from the posterior's)."""
     prog = load_program(model, data, obs, seed=seed, progress=progress)
     if progress is not None:
         progress(f"sampling the posterior and the prior of {prog.name}")
-    d_post = sample(prog.model, settings, seed=child_int_seed(seed, 0), progress=progress)
+    d_post = sample(prog.model, settings, seed=stream_int_seed(seed, Stream.NUTS),
+                    progress=progress)
     d_prior = prog.sample_prior(settings, d_post.flat_unconstrained(),
-                                seed=child_int_seed(seed, 1), progress=progress)
+                                seed=stream_int_seed(seed, Stream.PRIOR_NUTS),
+                                progress=progress)
     return prog, d_post, d_prior
 
 

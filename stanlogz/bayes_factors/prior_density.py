@@ -31,7 +31,7 @@ import numpy as np
 from scipy import stats
 
 from .. import arviz_compat
-from .._util.seeds import child_sequence
+from .._util.seeds import Stream, stream_rng
 from ..crossval.observations.observations import Observations
 from ..crossval.observations.pointwise import PointwiseLogLik, has_log_lik, log_lik_columns
 from ..draws import Draws, sample
@@ -282,7 +282,7 @@ def sample_prior(prior: PriorDensity, settings: NutsArgs, anchor: np.ndarray, *,
     if prior.route == "zero observations":
         return sample(prior.instances[0], settings, seed=seed, progress=progress)
 
-    rng = np.random.default_rng(child_sequence(seed, 1))
+    rng = stream_rng(seed, Stream.PROPOSAL)
     anchor = np.atleast_2d(anchor)
     loc = np.median(anchor, axis=0)
     q75, q25 = np.percentile(anchor, [75, 25], axis=0)

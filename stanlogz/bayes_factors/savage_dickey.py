@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
-from .._util.seeds import child_int_seed
+from .._util.seeds import Stream, stream, stream_int_seed
 from ..crossval.elpd.psis import k_threshold
 from ..draws import sample
 from ..errors import EstimationError, InputError
@@ -310,12 +310,13 @@ def _evidence_route(prog: Any, null: Any, settings: NutsArgs, method: str, seed:
 
     out = []
     for i, m in enumerate((null, prog.model)):
-        mm = load_model(m, prog.data, seed=seed, progress=progress)
+        route = stream(seed, Stream.ROUTE, i)
+        mm = load_model(m, prog.data, seed=stream_int_seed(route, Stream.MODEL), progress=progress)
         if mm.dim == 0:
             out.append((float(mm.log_density(np.zeros(0))), 0.0))
             continue
-        d = sample(mm, settings, seed=child_int_seed(seed, 5 + i), progress=progress)
-        r = lookup(method).run(mm, d.unconstrained, seed=child_int_seed(seed, 7 + i))
+        d = sample(mm, settings, seed=stream_int_seed(route, Stream.NUTS), progress=progress)
+        r = lookup(method).run(mm, d.unconstrained, seed=stream_int_seed(route, Stream.ESTIMATOR))
         out.append((r.log_z, r.log_z_se))
     value = out[0][0] - out[1][0]
     ese = math.hypot(out[0][1], out[1][1])

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
-from .._util.seeds import child_int_seed, child_sequence
+from .._util.seeds import Stream, stream_int_seed, stream_rng
 from ..arviz_compat import psislw
 from ..crossval.elpd.psis import k_threshold
 from ..crossval.observations.pointwise import PointwiseLogLik
@@ -319,7 +319,8 @@ def sensitivity(
     pw.check(x[:: max(1, x.shape[0] // 20)])
     ll = pw.matrix(x)
     say(f"estimating log Z with {method}")
-    ev = lookup(method).run(prog.model, d_post.unconstrained, seed=child_int_seed(seed, 2),
+    ev = lookup(method).run(prog.model, d_post.unconstrained,
+                            seed=stream_int_seed(seed, Stream.ESTIMATOR),
                             n_sampling_evals=d_post.n_gradient_evals)
     warnings = (list(ev.warnings) + normalization_warnings(prog.model, d_post)
                 + prog.prior.warnings + d_prior.warnings)
@@ -327,7 +328,7 @@ def sensitivity(
     pc, prc = chains_of(lp, chains), chains_of(lp_prior, d_prior.n_chains)
     lc = chains_of(lik, chains)
 
-    q_draws, log_q = cauchy_proposal(z, np.random.default_rng(child_sequence(seed, 3)))
+    q_draws, log_q = cauchy_proposal(z, stream_rng(seed, Stream.PROPOSAL))
     with np.errstate(invalid="ignore", over="ignore"):
         q_lp = prog.log_prior(q_draws)  # once: a generated quantity on some routes
         q_prior = q_lp + prog.log_jacobian(q_draws)
@@ -350,7 +351,7 @@ def sensitivity(
         # runs back from them match the forward runs assumes draws of the scaled target (on
         # normal_mean at beta = 0.5 it withheld the se and the mixed estimate was 0.037 off)
         num = lookup("smc").run(scaled_target(prog, a, b), d_post.unconstrained,
-                                seed=child_int_seed(seed, 10 + 2 * i),
+                                seed=stream_int_seed(seed, Stream.ROUTE, i),
                                 options={"reverse": False})
         if b == 1.0 and a == 1.0:
             return num.log_z, num.log_z_se

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..api import ComparisonResult, compare
 from ..crossval.checks.checks import check_declares, checks_for_loo
-from ..crossval.fixups.registry import FIXUPS
+from ..crossval.fixups.registry import FIXUPS, fix_help
 from ..crossval.refit.cv_se import LEVEL_2SE
 from ..crossval.select.choose import ProgramChoice
 from ..crossval.select.fitcompare import compare_sources
@@ -56,9 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"model weights, comma-separated: {', '.join(WEIGHT_METHODS)} "
                         "(stacking and pseudo-BMA need --loo, bma needs the evidence)")
     parser.add_argument("--fix", choices=tuple(FIXUPS), default="auto",
-                        help="with --loo: how to recompute observations with high k-hat "
-                        "(default auto: moment matching, then exact refits; mis: mixture "
-                        "importance sampling, one run per program)")
+                        help=fix_help("with --loo: how to recompute observations with high "
+                                      "k-hat (mis: one run per program)"))
     add_observation_arguments(parser)
     add_check_arguments(parser)
     parser.add_argument("--score", choices=tuple(SCORES), default=None,

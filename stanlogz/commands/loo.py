@@ -167,7 +167,8 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     if checks and args.yrep:
         check_declares([args.model], args.yrep)
     jac = jacobian_of(args)
-    if args.mm_budget is not None and (args.model is None or not FIXUPS[args.fix].moment_match):
+    if args.mm_budget is not None and (args.model is None
+                                       or "mm_budget" not in FIXUPS[args.fix].Options.names()):
         raise InputError("--mm-budget bounds moment matching: it needs a Stan program and "
                          "--fix auto or mm")
     check_budget(args.mm_budget)

@@ -60,4 +60,4 @@ def obtain_draws(
     """
     if given is not None:
         return as_draws(given, model)
-    return sample(model, NutsArgs.of(settings), seed=seed, progress=progress)
+    return sample(model, settings, seed=seed, progress=progress)

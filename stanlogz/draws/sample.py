@@ -72,13 +72,16 @@ def sample(
     (2, 200, True)
     """
     check_arguments("sample", model=model, progress=progress)
+    # validated once (a workflow's NutsArgs arrives validated); below, only this object travels
+    nuts = settings if isinstance(settings, NutsArgs) and not overrides else NutsArgs.of(
+        settings, **overrides)
     if isinstance(model, str | os.PathLike) or data is not None:
         from ..stan.load import load_model
 
         model = load_model(model, data, seed=seed)
     elif not hasattr(model, "nuts"):
         raise InputError(f"model must be a StanModel or a .stan path, not {type(model).__name__}")
-    out = model.nuts(settings, seed=seed, init=init, progress=progress, **overrides)
+    out = model.nuts(nuts, seed=seed, init=init, progress=progress)
     return Draws(
         unconstrained=out.unconstrained,
         constrained=out.constrained,
@@ -92,7 +95,7 @@ def sample(
         source="stanlogz-nuts",
         sampling_cost_known=True,  # the library counts warmup and sampling leapfrog steps
         max_treedepth=int(out.max_treedepth),
-        adapt_delta=NutsArgs.of(settings, **overrides).adapt_delta,
+        adapt_delta=nuts.adapt_delta,
     )
 
 

@@ -8,14 +8,11 @@ import math
 import numpy as np
 
 from .._util.gpd import gpd_fit
-from .._util.seeds import SeedLike, spawn_generators
+from .._util.seeds import SeedLike
 from ..densities.target import Target, log_density_many
 from ..errors import EstimationError, InputError
 
 Seed = SeedLike
-#: ``n`` generators from a seed, the i-th depending only on the seed and i (the one seed scheme,
-#: :mod:`stanlogz._util.seeds`; without ``SeedSequence.spawn``'s state).
-spawn_rngs = spawn_generators
 
 
 def as_chains(draws: np.ndarray, dim: int | None = None) -> np.ndarray:

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util.seeds import as_seed_sequence
+from .._util.seeds import Stream, as_seed_sequence, stream_rng
 from ..densities.fits import find_mode, gaussian_from_draws
 from ..densities.gaussian import GaussianTarget
 from ..densities.target import CountingTarget, Target, log_density_many
@@ -44,7 +44,6 @@ from .common import (
     log_mean_exp,
     pareto_k,
     rel_var,
-    spawn_rngs,
 )
 
 # Covariance widening of a Gaussian reference prior fitted to draws for nested sampling.
@@ -163,7 +162,7 @@ def likelihood_weighting(target: Target, draws: np.ndarray, *, prior: Target | N
     n = chains.shape[0] * chains.shape[1] if n_samples is None else int(n_samples)
     if n < 2:
         raise InputError(f"lw needs at least 2 prior draws, got n_samples={n}")
-    rng = spawn_rngs(seed, 1)[0]
+    rng = stream_rng(seed, Stream.PROPOSAL)
     notes = []
     if prior_draws is not None:
         pool = np.atleast_2d(np.asarray(prior_draws, dtype=float))

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .._util.progress import Progress, steps
+from .._util.seeds import Stream, as_seed_sequence, stream, stream_int_seed, stream_rng
 from ..draws import Draws, group_flat_names
 from ..draws import sample as nuts_sample
 from ..errors import DataError, EstimationError, InputError
@@ -38,7 +39,6 @@ from ..estimators.reciprocal.reciprocal import (
 )
 from ..estimators.reciprocal.weight_sources import AISWeights, ImportanceWeights, fit_proposal
 from ..mcmc.annealing import AnnealingPath, tune_hmc
-from ..parallel import as_seed_sequence, child_sequence
 from ..stan.model import StanModel
 from ..stan.settings import NutsArgs
 from .batch import MAX_BATCH, MAX_NEGATIVE, TARGET_LOG_SD, choose_batch, probe_points
@@ -191,12 +191,14 @@ class _Estimates:
     def __init__(self, outer: StanModel, inner: InnerProgram, *, source: str, method: str,
                  batch: int, trials: int, truncation: Truncation | None, burn_in: int,
                  proposal: str, inflate: float, n_temps: int, nuts: NutsArgs,
-                 rng: np.random.Generator, progress: Progress) -> None:
+                 seed: np.random.SeedSequence, progress: Progress) -> None:
         self.outer, self.inner, self.source, self.method = outer, inner, source, method
         self.options = {"batch": batch, "trials": trials, "truncation": truncation,
                         "burn_in": burn_in}
         self.proposal_kind, self.inflate, self.n_temps = proposal, inflate, n_temps
-        self.nuts, self.rng, self.progress = nuts, rng, progress
+        self.nuts, self.progress = nuts, progress
+        self.seed, self.n_fits = seed, 0
+        self.rng = stream_rng(seed, Stream.PMMH_WEIGHTS)
         self.n_weights = 0
         self.q: Any = None
         self.tuning: Any = None
@@ -204,11 +206,14 @@ class _Estimates:
     def fit(self, x: np.ndarray) -> None:
         """Fit the proposal to NUTS draws of the inner program at theta(x)."""
         model = self.inner.at(_theta_dict(self.outer, x))
-        draws = nuts_sample(model, self.nuts, seed=int(self.rng.integers(2**31)))
+        fit_seed = stream(self.seed, Stream.PMMH_FIT, self.n_fits)  # this fit's own streams
+        self.n_fits += 1
+        draws = nuts_sample(model, self.nuts, seed=stream_int_seed(fit_seed, Stream.NUTS))
         self.q = fit_proposal(draws.unconstrained, self.proposal_kind, inflate=self.inflate,
-                              seed=int(self.rng.integers(2**31)))
+                              seed=stream_int_seed(fit_seed, Stream.PROPOSAL))
         if self.source == "ais":
-            self.tuning, _ = tune_hmc(AnnealingPath(self.q, model), self.rng, n_leapfrog=5,
+            self.tuning, _ = tune_hmc(AnnealingPath(self.q, model),
+                                      stream_rng(fit_seed, Stream.HMC_TUNING), n_leapfrog=5,
                                       n_iter=40)
         if self.progress:
             self.progress(f"inner proposal ({self.proposal_kind}) fitted at "
@@ -312,11 +317,11 @@ def pmmh(
                                     progress=progress)
     inner_prog = InnerProgram(inner, data, theta0)
     ss = as_seed_sequence(seed)
-    rng = np.random.default_rng(child_sequence(ss, 0))
+    rng = stream_rng(ss, Stream.PMMH_CHAIN)
     est = _Estimates(outer, inner_prog, source=weights, method=estimator, batch=batch or 1,
                      trials=trials, truncation=truncation, burn_in=burn_in, proposal=proposal,
                      inflate=inflate, n_temps=n_temps, nuts=nuts,
-                     rng=np.random.default_rng(child_sequence(ss, 1)), progress=progress)
+                     seed=ss, progress=progress)
     t0 = time.perf_counter()
     est.fit(x)
     batch_log: list[dict[str, Any]] = []

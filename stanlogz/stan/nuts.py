@@ -142,7 +142,9 @@ def run_nuts(
     (KeyboardInterrupt) stops all chains at their next iteration and is re-raised; the draws
     do not depend on either.
     """
-    args = NutsArgs.of(settings, **overrides)
+    # a NutsArgs from a workflow arrives validated; only direct callers' keywords need it
+    args = settings if isinstance(settings, NutsArgs) and not overrides else NutsArgs.of(
+        settings, **overrides)
     chains, warmup, draws, thin = args.chains, args.warmup, args.draws, args.thin
     adapt_delta, max_treedepth, init_radius = args.adapt_delta, args.max_treedepth, args.init_radius
     if not model._has_nuts:

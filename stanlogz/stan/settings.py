@@ -120,6 +120,8 @@ def nuts_from_keywords(settings: NutsArgs | None, keywords: Mapping[str, Any],
     if unknown:
         raise InputError(f"{what}() got unexpected keyword(s) {', '.join(unknown)} (sampler "
                          f"settings: {', '.join(NutsKeywords.__annotations__)})")
+    if isinstance(settings, NutsArgs) and all(v is None for v in kw.values()):
+        return settings  # validated where it was made (a workflow passing its settings on)
     return NutsArgs.of(settings, **kw)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from .._util.jsonable import json_value
 from .._util.progress import Progress
-from .._util.seeds import child_sequence, int_seed
+from .._util.seeds import Stream, stream_int_seed
 from ..densities.fits import as_draw_matrix, gaussian_from_draws
 from ..densities.target import CountingTarget, Target
 from ..errors import InputError
@@ -229,7 +229,7 @@ def testbed(
     if sandwich is None:
         sandwich = bdmc(target, base, posterior_sample, n_chains=n_chains, n_temps=n_temps,
                         gap_tol=gap_tol, base_draws=base_draws,
-                        seed=int_seed(child_sequence(seed, 1)),
+                        seed=stream_int_seed(seed, Stream.SANDWICH),
                         n_workers=n_workers, progress=progress)
     fractions = sorted({float(f) for f in budgets})
     if not fractions or fractions[0] <= 0 or fractions[-1] > 1:
@@ -250,7 +250,7 @@ def testbed(
             counting = CountingTarget(target)
             t0 = time.perf_counter()
             # One seed per estimator at every budget: common random numbers across costs.
-            unit_seed = int_seed(child_sequence(seed, 100 + k))
+            unit_seed = stream_int_seed(seed, Stream.ESTIMATOR, k)
             try:
                 if name in SHORTCUTS:
                     res = SHORTCUTS[name](counting, d_use, prior=prior, prior_draws=prior_draws,
@@ -388,11 +388,12 @@ def run_testbed(
     if progress is not None:
         progress(f"compiling {main_file.name} and {sim_file.name}")
     sim = StanModel.from_file(sim_file, sim_dict or None)
-    s = simulate(main_file, sim, seed=int_seed(child_sequence(seed, 0)), sim_data=sim_dict)
+    s = simulate(main_file, sim, seed=stream_int_seed(seed, Stream.SIMULATE),
+                 sim_data=sim_dict)
     if progress is not None:
         progress(f"simulated data (seed {s.seed}); NUTS {nuts.chains}x{nuts.draws}")
     t0 = time.perf_counter()
-    d = obtain_draws(s.model, None, nuts, seed=int_seed(child_sequence(seed, 2)))
+    d = obtain_draws(s.model, None, nuts, seed=stream_int_seed(seed, Stream.NUTS))
     t_nuts = time.perf_counter() - t0
     base, base_draws = None, None
     if prior_path is not None:
@@ -400,7 +401,7 @@ def run_testbed(
         if base.dim != s.model.dim:
             raise InputError(f"prior program has {base.dim} parameters, the model {s.model.dim}")
         base_draws = prior_draws(s.model, sim, n_prior_draws,
-                                 seed=int_seed(child_sequence(seed, 3)))
+                                 seed=stream_int_seed(seed, Stream.PRIOR_NUTS))
     # The observations: what the simulation program generates besides the parameters.
     n_obs = sum(int(np.asarray(v).size) for k, v in s.data.items() if k not in sim_dict)
     res = testbed(s.model, d.unconstrained, s.x_true, estimators, base=base,

@@ -16,11 +16,12 @@ from typing import Any
 import numpy as np
 
 from .._util.progress import Progress
+from .._util.seeds import Stream, stream
 from ..densities.target import Target
 from ..errors import InputError
 from ..estimators.annealing.ais import LOW_ESS_FRACTION, AISResult, ais, reverse_ais
 from ..mcmc.annealing import HMCTuning
-from ..parallel import as_seed_sequence, child_sequence, with_client
+from ..parallel import as_seed_sequence, with_client
 
 # A lower bound above the upper one by more than this many spreads of the gap (≈ 2.3% one-sided
 # false alarm for Gaussian bound errors) means the stochastic bounds have not converged.
@@ -148,11 +149,11 @@ def bdmc(
     def run(t: int, k: int, round_: int, role: str) -> BDMCResult:
         nonlocal tuning
         t0 = time.perf_counter()
-        lo = ais(target, base, n_temps=t, n_chains=k, seed=child_sequence(ss, 2 * round_),
+        lo = ais(target, base, n_temps=t, n_chains=k, seed=stream(ss, Stream.TEMPERED_FWD, round_),
                  tuning=tuning, **common)
         tuning = lo.tuning
         hi = reverse_ais(target, base, posterior_sample, n_temps=t, n_chains=k, tuning=tuning,
-                         seed=child_sequence(ss, 2 * round_ + 1), **common)
+                         seed=stream(ss, Stream.TEMPERED_REV, round_), **common)
         history.append({
             "role": role, "n_temps": t, "n_chains": k, "lower": lo.log_z,
             "lower_se": lo.log_z_se, "upper": hi.log_z, "upper_se": hi.log_z_se,

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util.seeds import child_sequence, int_seed
+from .._util.seeds import int_seed
 from ..draws.core import group_flat_names
 from ..errors import DataError, InputError
 from ..stan.program import StanProgram
@@ -91,7 +91,7 @@ def simulate(
     StanModel (any data) or a ``.stan`` path.
     """
     bind = _binder(main)
-    seed = int_seed(child_sequence(seed, 0)) if seed is None else int(seed)
+    seed = int_seed(None) if seed is None else int(seed)  # fresh entropy, recorded
     names = sim.param_names(include_gq=True)
     if not names:
         raise DataError("the simulation program generates no quantities")
@@ -122,7 +122,7 @@ def prior_draws(main: Any, sim: Any, n: int, *, seed: int | None = None) -> np.n
     """
     if int(n) < 1:
         raise InputError(f"number of prior draws must be >= 1, got {n}")
-    seed = int_seed(child_sequence(seed, 3)) if seed is None else int(seed)
+    seed = int_seed(None) if seed is None else int(seed)
     names = sim.param_names(include_gq=True)
     flat = sim.constrain_many(np.zeros((int(n), 0)), include_gq=True, seed=seed)
     bases = _param_bases(main)

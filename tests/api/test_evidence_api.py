@@ -13,6 +13,7 @@ import pytest
 from scipy.stats import multivariate_normal
 
 import stanlogz.api as ev
+from stanlogz._util.seeds import Stream, stream_int_seed
 from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.errors import DataError, InputError
 from stanlogz.estimators import METHODS, Method, MethodOptions
@@ -162,7 +163,9 @@ def test_evidence_passes_sampling_cost_and_checks_options(monkeypatch):
     d = Draws(unconstrained=rng.standard_normal((2, 50, 2)), n_gradient_evals=777, seconds=1.5,
               sampling_cost_known=True)
     r = ev.evidence(PyModel(np.zeros(2), log_z=1.5), method="fake", draws=d, seed=4, scale=2.0)
-    assert seen == {"n": 777, "shape": (2, 50, 2), "scale": 2.0, "seed": 4}
+    # the estimator's own named stream of the seed, not the seed NUTS would also take
+    assert seen == {"n": 777, "shape": (2, 50, 2), "scale": 2.0,
+                    "seed": stream_int_seed(4, Stream.ESTIMATOR)}
     assert r.log_z == 1.5
     assert r.diagnostics["n_sampling_evals"] == 777 and r.diagnostics["sampling_seconds"] == 1.5
     # ... an unknown one (CSV counts only post-warmup steps; arrays count nothing) is "no cap",

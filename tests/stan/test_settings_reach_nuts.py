@@ -43,7 +43,8 @@ def nuts_calls(monkeypatch):
 
     def spy(model, settings=None, **kw):
         overrides = {k: kw.pop(k) for k in list(kw) if k in NutsArgs.__dataclass_fields__}
-        calls.append(NutsArgs.of(settings, **overrides))
+        calls.append(settings if isinstance(settings, NutsArgs) and not overrides
+                     else NutsArgs.of(settings, **overrides))
         out = real(model, settings, **kw, **overrides)
         if calls_ns.stop_after is not None and len(calls) >= calls_ns.stop_after:
             raise _Stop
@@ -271,3 +272,55 @@ def test_bad_sampler_flags_are_one_line_before_any_build(nuts_calls, capsys, tmp
     err = capsys.readouterr().err
     assert rc == 2 and len(err.strip().splitlines()) == 1, err
     assert flag.lstrip("-").replace("-", "_") in err and not nuts_calls.list
+
+
+# ---------------------------------------------------------------- validated once, at the boundary
+@pytest.fixture
+def validations(monkeypatch):
+    """How many times the loose sampler keywords are turned into a NutsArgs
+    (:meth:`NutsArgs.of`, which every normalization goes through)."""
+    count = SimpleNamespace(n=0)
+    real = NutsArgs.of.__func__
+
+    def counting(cls, settings=None, **overrides):
+        count.n += 1
+        return real(cls, settings, **overrides)
+
+    monkeypatch.setattr(NutsArgs, "of", classmethod(counting))
+    return count
+
+
+@pytest.mark.parametrize("workflow", ["kfold", "loo", "lfo", "heldout_many", "sample",
+                                      "evidence", "compare"])
+def test_settings_are_validated_once_at_the_public_function(normal_mean, nuts_calls, validations,
+                                                            workflow):
+    from stanlogz.api import compare, evidence
+    from stanlogz.crossval.observations.observations import load_observed
+    from stanlogz.crossval.psis_loo.loo import loo
+    from stanlogz.crossval.refit.heldout import heldout_many
+    from stanlogz.crossval.refit.kfold import kfold
+    from stanlogz.crossval.refit.lfo import lfo
+    from stanlogz.draws import sample
+
+    m, data, obs = load_observed(normal_mean, DATA, None, None)
+    run, runs = {
+        "kfold": (lambda: kfold(normal_mean, DATA, k=2, seed=4, **LOOSE), 3),
+        "loo": (lambda: loo(normal_mean, DATA, fix="exact", k_threshold=0.0, seed=3, **LOOSE),
+                2),
+        "lfo": (lambda: lfo(normal_mean, DATA, min_train=8, method="exact", seed=5, **LOOSE),
+                3),
+        "heldout_many": (lambda: heldout_many(m, data, obs, [[0], [2]], full_draws=None, seed=8,
+                                              **LOOSE), 4),
+        "sample": (lambda: sample(normal_mean, seed=13, **{
+            k if k != "n_draws" else "draws": v for k, v in LOOSE.items()}), 1),
+        "evidence": (lambda: evidence(normal_mean, seed=9, **LOOSE), 1),
+        # compare passes its one NutsArgs on to evidence() and loo() of each program
+        "compare": (lambda: compare([normal_mean, normal_mean], DATA, seed=10, loo=True,
+                                    loo_options={"fix": "none"}, **LOOSE), 2),
+    }[workflow]
+    validations.n = 0
+    nuts_calls.list.clear()
+    run()
+    # every NUTS run below got the loose keywords' values, made into one NutsArgs once
+    _all_s(nuts_calls.list, runs)
+    assert validations.n == 1, validations.n

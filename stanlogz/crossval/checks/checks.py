@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from ..._util.seeds import Stream, stream_int_seed
 from ...errors import InputError
 from ...stan.program import StanProgram
 from .predictive import (
@@ -149,9 +150,8 @@ def predictive_checks(log_lik: Any, y_rep: Any, y: Any, *, r_eff: float = 1.0,
     ``(S, N)`` quantities whose E_loo (mean, variance, 5/50/95% quantiles) to report."""
     lw, khat = loo_log_weights_khat(log_lik, r_eff)
     out = PredictiveChecks(yrep_name=yrep_name, outcome=outcome)
-    seeds = np.random.SeedSequence(seed).spawn(2)
     if pit:
-        out.pit = loo_pit(lw, y, y_rep, seed=int(seeds[0].generate_state(1)[0]))
+        out.pit = loo_pit(lw, y, y_rep, seed=stream_int_seed(seed, Stream.PIT))
         bad = np.flatnonzero(~(khat <= PIT_KHAT))
         out.pit[bad] = np.nan
         if bad.size:
@@ -181,7 +181,7 @@ def predictive_checks(log_lik: Any, y_rep: Any, y: Any, *, r_eff: float = 1.0,
                                 f"{out.uniformity.p_value:.2g}), {shape}; revise the "
                                 "observation model")
     if metrics:
-        out.metrics = loo_metrics(lw, y, y_rep, seed=int(seeds[1].generate_state(1)[0]))
+        out.metrics = loo_metrics(lw, y, y_rep, seed=stream_int_seed(seed, Stream.METRICS))
     if crps:
         out.crps = loo_crps(lw, y, y_rep)
     out.expectations = {k: e_loo(lw, v) for k, v in (expectations or {}).items()}

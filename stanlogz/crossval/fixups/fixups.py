@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..._util.display import alias
+from ..._util.seeds import Stream, generator_seed, stream_int_seed
 from ..._util.words import transitions
 from ...estimators.bridge.bridge import solve_bridge
 from ...estimators.common import pareto_k
@@ -130,7 +131,8 @@ def fix_observation(pw: PointwiseLogLik, full_unc: np.ndarray, task: FixTask,
     t0 = time.perf_counter()
     i = task.index
     held_out = pw.held_out_model(i)
-    fit = held_out.nuts(task.settings, seed=int(rng.integers(2**31 - 1)))
+    seed = generator_seed(rng)  # this refit's seed: its NUTS run and its estimate take streams
+    fit = held_out.nuts(task.settings, seed=stream_int_seed(seed, Stream.REFIT_NUTS))
     minus_unc = fit.unconstrained
     warns: list[str] = []
     n_div = int(np.sum(fit.sampler["divergent__"] > 0))
@@ -149,7 +151,7 @@ def fix_observation(pw: PointwiseLogLik, full_unc: np.ndarray, task: FixTask,
                           warnings=warns + exact_fix_warnings(i, diagnostics),
                           diagnostics=diagnostics)
     res = log_ratio(held_out, pw.model, draws0=minus_unc, draws1=full_unc,
-                    seed=int(rng.integers(2**31 - 1)), **task.ups_options)
+                    seed=stream_int_seed(seed, Stream.REFIT_ESTIMATOR), **task.ups_options)
     return FixedPoint(i, res.estimate, res.se, "ups", task.khat, task.psis_elpd,
                       fit.n_gradient_evals, res.n_evals + res.n_evals_tuning,
                       time.perf_counter() - t0, ci=(float(res.ci[0]), float(res.ci[1])),

@@ -42,14 +42,12 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ... import arviz_compat
-from ..._util.seeds import child_sequence
+from ..._util.seeds import Stream, stream_rng
 from ...errors import InputError
 from ...stan.settings import NutsArgs
 from ..elpd.psis import PsisLoo, influence_mcse
 from .fixups import SUM_SE, FixedPoint
 
-#: Child of the user's seed for the mixture chains.
-MIXTURE_STREAM = 7903
 #: Pareto k̂ of the mixture estimator's terms above which its value and se are unreliable:
 #: the means are not smoothed, so their variance (and the CLT behind the se) needs k < 1/2;
 #: at 0.7 the benchmark's total undercovered (benchmarks/mixture_loo.py).
@@ -219,7 +217,7 @@ def mixture_fixup(pw: Any, d: Any, bad: np.ndarray, ps: PsisLoo, pos: dict[int, 
                       for j, (i, m) in enumerate(zip(bad, minus, strict=True))])
     inv_metric = np.maximum(post.var(axis=0), 1e-12)
     k = settings.chains
-    rng = np.random.default_rng(child_sequence(seed, MIXTURE_STREAM))
+    rng = stream_rng(seed, Stream.LOO_MIXTURE)
     x0 = post[rng.choice(post.shape[0], size=k, replace=post.shape[0] < k)]
     step = float(np.median(d.step_size)) if d.step_size is not None else 0.5
     if progress:

@@ -31,10 +31,10 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ... import arviz_compat
+from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
 from ...draws import obtain_draws
 from ...errors import InputError
-from ...parallel import child_sequence
 from ...stan.program import ProgramLike, StanProgram
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..elpd.psis import (
@@ -45,7 +45,7 @@ from ..elpd.psis import (
 )
 from ..elpd.psis import total_mcse as influence_mcse
 from ..observations.observations import load_observed
-from ..refit.heldout import heldout_many
+from ..refit.heldout import heldout_refits
 from .integrate import integrate
 from .result import GroupValue, LogoResult, total_mcse
 from .structure import GroupStructure, check_structure, find_groups, instance, refuse
@@ -139,15 +139,17 @@ def logo(
                          f"got {fix!r}")
     if k_threshold is not None and not 0.0 <= k_threshold <= 1.0:
         raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
-    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields,
+                                                   seed=stream_int_seed(seed, Stream.MODEL),
                                                    progress=progress)
     st = find_groups(model, data_dict, observations, group)
     ones, none = _pairs(model, data_dict, observations, st)
     # the structure is an identity of the density, checked at any points: before sampling
-    probe = np.random.default_rng(child_sequence(seed, 37)).normal(0, 0.5, (3, model.dim))
+    probe = stream_rng(seed, Stream.PROBE).normal(0, 0.5, (3, model.dim))
     check_structure(model, data_dict, observations, st, probe)
     _check_pairs(model, data_dict, observations, st, ones, none, probe)
-    d = obtain_draws(model, draws, settings, seed=seed, progress=progress)
+    d = obtain_draws(model, draws, settings, seed=stream_int_seed(seed, Stream.NUTS),
+                     progress=progress)
     unc = d.flat_unconstrained()
     if progress:
         progress(f"integrating the latents of {st.n_groups} groups at {unc.shape[0]} draws")
@@ -201,8 +203,8 @@ def logo(
     if bad and fix != "none":
         if progress:
             progress(f"{len(bad)} group(s) with k-hat above {threshold:.2f}: exact refits")
-        folds = heldout_many(model, data_dict, observations, [st.rows[g] for g in bad],
-                             full_draws=d, settings=settings, seed=child_sequence(seed, 36))
+        folds = heldout_refits(model, data_dict, observations, [st.rows[g] for g in bad],
+                             full_draws=d, nuts=settings, seed=stream(seed, Stream.REFIT))
         for g, f in zip(bad, folds, strict=True):
             gv = groups[g]
             gv.elpd, gv.mcse, gv.method, gv.integration_error = f.elpd, f.mcse, "refit", 0.0

@@ -7,16 +7,18 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Mapping
 from typing import Any, Unpack
 
 import numpy as np
 
 from ..._util.argcheck import check_arguments
 from ..._util.progress import duration, steps
+from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
 from ...draws import Draws, obtain_draws
 from ...errors import InputError
-from ...parallel import child_sequence, run_parallel, with_client
+from ...parallel import run_parallel, with_client
 from ...stan.program import ProgramLike
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..elpd.psis import PsisLoo, psis_loo, relative_efficiency
@@ -29,15 +31,15 @@ from ..fixups.fixups import (
     fixed_variance,
 )
 from ..fixups.mixture import mixture_fixup
-from ..fixups.mm_points import check_budget, moment_match_points
+from ..fixups.mm_points import moment_match_points
 from ..fixups.moment_match import moment_match_observation
-from ..fixups.registry import FixMethod, fix_method
+from ..fixups.registry import FixMethod, FixOptions, fix_method
 from ..logo.estimator import logo_from_loo
 from ..observations.conditional_source import check_pass_budget, start_pass
 from ..observations.observations import load_observed
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError
-from ..refit.heldout import heldout_many
+from ..refit.heldout import heldout_refits
 from .fitloo import is_fit, loo_elsewise
 from .result import LooResult, loo_warnings
 from .subsample import draw_sample, subsample_estimates
@@ -58,10 +60,6 @@ APPROX_DRAWS = 100
 #: program (posteriordb hierarchical_gp, 550 observations) asked for 34 refits of 216 s each.
 AUTO_REFIT_SECONDS = 600.0
 
-#: Child of the user's seed that draws the subsampled observations.
-SUBSAMPLE_STREAM = 7901
-#: Child of the user's seed for the refits of programs with per-observation parameters.
-HELDOUT_STREAM = 7902
 
 
 def _sampler_warnings(d: Draws) -> list[str]:
@@ -121,6 +119,7 @@ def loo(
     progress: Any = None,
     mm_budget: float | None = None,
     cond_budget: float | None = None,
+    fix_options: FixOptions | Mapping[str, Any] | None = None,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> Any:
     """PSIS-LOO of a Stan program, with every unreliable observation recomputed.
@@ -190,6 +189,11 @@ def loo(
         Seconds for the conditional log-likelihood's pass (``log_lik="conditional"``): it
         stops cleanly at the budget, saying how far it got
         (:func:`~stanlogz.crossval.observations.conditional_source.start_pass`).
+    fix_options : FixOptions or dict, optional
+        The options of ``fix`` (its class in :mod:`~stanlogz.crossval.fixups.registry`, e.g.
+        ``{"mm_budget": 30}`` for ``"auto"`` and ``"mm"``, ``{"ups_options": {...}}`` for
+        ``"ups"``); ``mm_budget=`` and ``ups_options=`` fill in the same options. An option the
+        method does not take raises.
     **nuts_keywords
         ``chains``, ``warmup``, ``n_draws``, ``adapt_delta``, ``max_treedepth``.
 
@@ -232,6 +236,8 @@ def loo(
     """
     if group is not None:
         check_arguments("loo", group=group)
+        if fix_options is not None:
+            raise InputError("fix_options: leave-one-group-out takes no fix-up options")
         return logo_from_loo(model, data, group=group, draws=draws, obs=obs, obs_fields=obs_fields,
                              fix=fix, log_lik=log_lik, k_threshold=k_threshold,
                              subsample=subsample, settings=settings, seed=seed,
@@ -250,9 +256,11 @@ def loo(
     method = fix_method(fix)
     if k_threshold is not None and not 0.0 <= k_threshold <= 1.0:
         raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
-    mm_budget = check_budget(mm_budget)
+    # the fix-up's options, validated once here; below, only this object travels
+    fix_opts = method.options(fix_options, mm_budget=mm_budget, ups_options=ups_options)
     check_pass_budget(cond_budget)
-    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields,
+                                                   seed=stream_int_seed(seed, Stream.MODEL),
                                                    progress=progress)
     if subsample is not None and not (isinstance(subsample, int | np.integer)
                                       and 2 <= subsample < observations.n):
@@ -260,7 +268,8 @@ def loo(
                          f"{observations.n} observations), got {subsample}")
     if log_lik not in ("conditional", "integrated"):
         PointwiseLogLik(model, data_dict, observations, log_lik)  # bad sources fail early
-    d = obtain_draws(model, draws, nuts, seed=seed, progress=progress)
+    d = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS),
+                     progress=progress)
     unc = d.flat_unconstrained()
     pw = pointwise_source(model, data_dict, observations, log_lik,
                           unc[_check_rows(unc.shape[0])], check=subsample is None)
@@ -290,8 +299,8 @@ def loo(
     bad = index[ps.khat > (min(threshold, 0.5) if method.mixture else threshold)]
     fixed: list[FixedPoint] = []
     if method.acts and bad.size:
-        fixed, why = _fix(pw, d, bad, ps, index, method, threshold, r_eff, nuts, ups_options,
-                          seed, n_workers, progress, mm_budget)
+        fixed, why = _fix(pw, d, bad, ps, index, method, threshold, r_eff, nuts, fix_opts,
+                          seed, n_workers, progress)
         notes.extend(why)
     elpd_i = ps.elpd_i.copy()
     pos = {int(o): j for j, o in enumerate(index)}
@@ -355,7 +364,7 @@ def _subsampled(pw: PointwiseLogLik, d: Draws, r_eff: float, m: int, seed: int |
     at_points = np.concatenate([b for _, b in pw.chunks(unc[rows])], axis=1)
     pw.check(unc[rows[_check_rows(rows.size)]], at_points[_check_rows(rows.size)])
     ap = psis_loo(at_points, r_eff)
-    rng = np.random.default_rng(child_sequence(seed, SUBSAMPLE_STREAM))
+    rng = stream_rng(seed, Stream.LOO_SUBSAMPLE)
     index, certain = draw_sample(ap.khat, m, rng)
     ps = _psis_pass(pw, d, r_eff, index, keep_above)
     return index, {"approx": ap.elpd_i, "certain": certain}, ps
@@ -363,8 +372,8 @@ def _subsampled(pw: PointwiseLogLik, d: Draws, r_eff: float, m: int, seed: int |
 
 def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.ndarray,
          fix: FixMethod, threshold: float, r_eff: float, nuts: NutsArgs,
-         ups_options: dict[str, Any] | None, seed: int | None, n_workers: int, progress: Any,
-         mm_budget: float | None = None) -> tuple[list[FixedPoint], list[str]]:
+         options: FixOptions, seed: int | None, n_workers: int, progress: Any
+         ) -> tuple[list[FixedPoint], list[str]]:
     """Fix-ups of the observations ``bad`` (0-based) by the steps of ``fix``, and warnings for
     those that cannot be. Moment matching alone (``mm``) keeps every matched value; followed by
     a refit (``auto``) it keeps those it brings under the threshold and refits the rest."""
@@ -380,7 +389,7 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
         matched, mm_notes, _ = moment_match_points(
             bad, lambda i, deadline, on_map: _moment_matched(
                 pw, d, log_post, i, ps, pos[i], threshold, r_eff, deadline=deadline,
-                on_map=on_map), progress, mm_budget)
+                on_map=on_map), progress, getattr(options, "mm_budget", None))
         fixed = [f for f in matched if fix.refit is None or f.khat_after <= threshold]
         bad = np.array([f.index for f in matched if f.khat_after > threshold], dtype=int)
         if fix.refit is None or not bad.size or any(n.startswith("interrupted") for n in mm_notes):
@@ -410,12 +419,13 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
         progress(f"refitting {bad.size} observation(s) with k-hat > {threshold:.2f} "
                  f"({method}): {', '.join(str(i + 1) for i in bad)}")
     tasks = [FixTask(int(i), method, float(ps.khat[pos[int(i)]]),
-                     float(ps.elpd_i[pos[int(i)]]), nuts, dict(ups_options or {}))
+                     float(ps.elpd_i[pos[int(i)]]), nuts,
+                     dict(getattr(options, "ups_options", None) or {}))
              for i in bad]
     unc = d.unconstrained
     with steps(progress, len(tasks), f"{method} refits", unit="refit") as bar:
         fixed += run_parallel(lambda task, rng: fix_observation(pw, unc, task, rng), tasks,
-                              seed, n_workers=n_workers,
+                              stream(seed, Stream.REFIT), n_workers=n_workers,
                               backend="thread" if n_workers > 1 else "serial",
                               on_done=bar.update)
     return fixed, []
@@ -446,8 +456,8 @@ def _exact_with_latents(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: Psis
     if progress:
         progress(f"refitting {bad.size} observation(s) without their own parameters (exact, "
                  f"augmented bridge): {', '.join(str(i + 1) for i in bad)}")
-    found = heldout_many(pw.model, pw.data, pw.obs, [[int(i)] for i in bad], full_draws=d,
-                         settings=nuts, seed=child_sequence(seed, HELDOUT_STREAM),
+    found = heldout_refits(pw.model, pw.data, pw.obs, [[int(i)] for i in bad], full_draws=d,
+                         nuts=nuts, seed=stream(seed, Stream.LOO_HELDOUT),
                          n_workers=n_workers, progress=progress)
     return [FixedPoint(int(i), h.elpd, h.mcse, h.method, float(ps.khat[pos[int(i)]]),
                        float(ps.elpd_i[pos[int(i)]]), h.n_gradient_evals, h.n_evals, h.seconds,

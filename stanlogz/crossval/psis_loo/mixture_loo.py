@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from ..._util.seeds import child_sequence
+from ..._util.seeds import Stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
 from ...draws import as_draws, sample
 from ...errors import InputError
 from ...stan.settings import NutsArgs
-from ..fixups.mixture import MIS_ESS_SHARE, MIS_K_MAX, MIXTURE_STREAM, _estimates, _hmc, _Mixture
+from ..fixups.mixture import MIS_ESS_SHARE, MIS_K_MAX, _estimates, _hmc, _Mixture
 from ..observations.observations import load_observed
 from ..observations.pointwise import PointwiseLogLik
 from .result import LooResult
@@ -82,7 +82,8 @@ def mixture_loo(model: Any, data: Any = None, *, draws: Any = None, settings: An
     """
     t0 = time.perf_counter()
     settings = settings if settings is not None else NutsArgs()
-    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields,
+                                                   seed=stream_int_seed(seed, Stream.MODEL),
                                                    progress=progress)
     pw = PointwiseLogLik(model, data_dict, observations, log_lik)
     n_obs = observations.n
@@ -90,12 +91,13 @@ def mixture_loo(model: Any, data: Any = None, *, draws: Any = None, settings: An
         raise InputError("mixture LOO needs at least two observations")
     minus = [pw.held_out_model(i) for i in range(n_obs)]  # refuses per-observation latents
     d = (as_draws(draws, model) if draws is not None
-         else sample(model, settings, seed=seed, progress=progress))
+         else sample(model, settings, seed=stream_int_seed(seed, Stream.NUTS),
+                     progress=progress))
     post = d.flat_unconstrained()
     pw.check(post[np.unique(np.linspace(0, post.shape[0] - 1, 3).astype(int))])
     inv_metric = np.maximum(post.var(axis=0), 1e-12)
     k = settings.chains
-    rng = np.random.default_rng(child_sequence(seed, MIXTURE_STREAM))
+    rng = stream_rng(seed, Stream.LOO_MIXTURE)
     x0 = post[rng.choice(post.shape[0], size=k, replace=False)]
     step = float(np.median(d.step_size)) if d.step_size is not None else 0.5
     if progress:

@@ -22,6 +22,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ... import arviz_compat
+from ..._util.seeds import Stream, stream_int_seed
 from ..._util.sum_se import sum_se
 from ...draws import as_draws, sample
 from ...errors import InputError
@@ -261,11 +262,13 @@ def waic(model: Any, data: Any = None, *, draws: Any = None, var: str = "log_lik
         acc.add(ll.reshape(-1, ll.shape[2]))
         return acc.result(what, t0)
 
-    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields,
+                                                   seed=stream_int_seed(seed, Stream.MODEL),
                                                    progress=progress)
     pw = PointwiseLogLik(model, data_dict, observations, log_lik)
     d = (as_draws(draws, model) if draws is not None
-         else sample(model, settings, seed=seed, progress=progress))
+         else sample(model, settings, seed=stream_int_seed(seed, Stream.NUTS),
+                     progress=progress))
     unc = d.flat_unconstrained()
     pw.check(unc[np.unique(np.linspace(0, unc.shape[0] - 1, min(3, unc.shape[0])).astype(int))])
     con = None if d.constrained is None else d.constrained.reshape(-1, d.constrained.shape[2])

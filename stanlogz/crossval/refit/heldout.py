@@ -44,13 +44,19 @@ from scipy import special
 
 from ..._util.display import alias
 from ..._util.progress import steps
-from ..._util.seeds import child_int_seed
+from ..._util.seeds import (
+    Stream,
+    generator_seed,
+    stream,
+    stream_int_seed,
+    stream_rng,
+)
 from ..._util.words import transitions
 from ...draws import Draws, obtain_draws
 from ...errors import EstimationError, InputError
 from ...estimators.bridge.bridge import solve_bridge
 from ...estimators.common import autocorr_time, pareto_k
-from ...parallel import SeedLike, run_parallel, spawn_generators
+from ...parallel import SeedLike, run_parallel
 from ...stan.program import StanProgram
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..observations.latents import ConditionalGaussian, coordinate_map
@@ -222,6 +228,46 @@ def heldout_elpd(
     >>> bool(abs(h.elpd - truth) < 5 * h.mcse)  # a z-test: fails with P < 1e-6
     True
     """
+    return heldout_refit(model, data, observations, held_out,
+                         nuts=nuts_from_keywords(settings, nuts_keywords, "heldout_elpd"),
+                         full_draws=full_draws, train_draws=train_draws, pointwise=pointwise,
+                         seed=seed, method=method, progress=progress,
+                         full_evidence=full_evidence)
+
+
+def heldout_refit(
+    model: StanProgram,
+    data: Mapping[str, Any],
+    observations: Observations,
+    held_out: Sequence[int] | np.ndarray,
+    *,
+    nuts: NutsArgs,
+    full_draws: Any = None,
+    train_draws: Any = None,
+    pointwise: bool = True,
+    seed: int | np.random.SeedSequence | None = None,
+    method: str = "auto",
+    progress: Callable[[str], None] | None = None,
+    full_evidence: Callable[[StanProgram, np.ndarray], tuple[Any, bool]] | None = None,
+) -> HeldOut:
+    """:func:`heldout_elpd` with the sampler settings already one validated
+    :class:`~stanlogz.stan.settings.NutsArgs` (``nuts``): what the workflows call, having
+    validated the user's settings once at their own boundary.
+
+    Parameters
+    ----------
+    model, data, observations, held_out
+        As :func:`heldout_elpd`.
+    nuts : NutsArgs
+        The settings of every NUTS run (the full data's, the training set's).
+    full_draws, train_draws, pointwise, seed, method, progress, full_evidence
+        As :func:`heldout_elpd`.
+
+    Returns
+    -------
+    HeldOut
+        As :func:`heldout_elpd`.
+    """
     if method not in HELDOUT_METHODS:
         raise InputError(f"method must be one of {', '.join(HELDOUT_METHODS)}, got {method!r}")
     t0 = time.perf_counter()
@@ -237,15 +283,13 @@ def heldout_elpd(
     train = model.with_data(observations.subset(data, keep))
     common = coordinate_map(full, train, everything, keep)
     extra = np.setdiff1d(np.arange(full.dim), common)
-    rng_full, rng_train, rng_q, rng_ev, rng_h0, rng_h1 = spawn_generators(seed, 6)
     warns: list[str] = []
-    nuts = nuts_from_keywords(settings, nuts_keywords, "heldout_elpd")
-    fd = _draws(full, full_draws, nuts, rng_full, progress, "all data")
+    fd = _draws(full, full_draws, nuts, stream_int_seed(seed, Stream.NUTS), progress, "all data")
     flat0 = fd.unconstrained.reshape(-1, full.dim)
     # the last held-out observation: a trailing block (leave-future-out) is a valid split
     check_split(full, data, observations, int(v[-1]),
                 flat0[np.unique(np.linspace(0, len(flat0) - 1, 3).astype(int))])
-    td = _draws(train, train_draws, nuts, rng_train, progress,
+    td = _draws(train, train_draws, nuts, stream_int_seed(seed, Stream.REFIT_NUTS), progress,
                 f"without {_numbers(v)}")
     n_grad = td.n_gradient_evals if train_draws is None else 0
     for what, d in (("all data", fd), (f"the refit without {_numbers(v)}", td)):
@@ -260,7 +304,8 @@ def heldout_elpd(
     lp_t_at_f = _finite(train.log_density_many(flat_f[:, common]))
     lp_f_at_f = _finite(full.log_density_many(flat_f))
     q = ConditionalGaussian.fit(flat_f[:, common], flat_f[:, extra]) if extra.size else None
-    aug, log_q_t = _augment(flat_t, common, extra, full.dim, q, rng_q)
+    aug, log_q_t = _augment(flat_t, common, extra, full.dim, q,
+                              stream_rng(seed, Stream.AUGMENT))
     lp_f_at_t = _finite(full.log_density_many(aug))
     n_evals = 2 * len(flat_f) + 2 * len(flat_t)
     elpd, se, khat = float("nan"), float("inf"), (float("nan"), float("nan"))
@@ -277,7 +322,8 @@ def heldout_elpd(
         halves = (slice(0, n), slice(n, 2 * n))
         lw_full = (lp_f_at_f - lp_t_at_f).reshape(xf.shape[:2])
         pairs = []
-        for use, fit, rng in ((halves[0], halves[1], rng_h0), (halves[1], halves[0], rng_h1)):
+        for use, fit, rng in ((halves[0], halves[1], stream_rng(seed, Stream.AUGMENT, 0)),
+                              (halves[1], halves[0], stream_rng(seed, Stream.AUGMENT, 1))):
             x_fit = xf[:, fit].reshape(-1, full.dim)
             q_k = ConditionalGaussian.fit(x_fit[:, common], x_fit[:, extra])
             x_use = xf[:, use].reshape(-1, full.dim)
@@ -292,7 +338,7 @@ def heldout_elpd(
     used = "augmented-bridge" if extra.size else "bridge"
     poor = not all(np.isfinite(k) and k <= K_POOR for k in khat) or not np.isfinite(se)
     if method == "evidence-difference" or (method == "auto" and poor):
-        diff = _evidence_difference(full, train, xf, xt, rng_ev, full_evidence)
+        diff = _evidence_difference(full, train, xf, xt, seed, full_evidence)
         n_evals += diff[2]
         # A rule fixed in advance (poor bridge overlap -> the evidence difference), not the
         # smaller of two noisy se, which would select the error bars that came out too small.
@@ -352,7 +398,7 @@ def heldout_many(
     """:func:`heldout_elpd` for every held-out set (e.g. each observation for exact
     leave-one-out), sharing ``full_draws``; ``n_workers`` refits at once (threads, or the
     cluster of :func:`stanlogz.parallel.use_executor`). Set i's seed is child i of
-    ``SeedSequence(seed)``, so results do not depend on ``n_workers``. Every refit runs NUTS
+    the seed's ``REFIT`` stream, so results do not depend on ``n_workers``. Every refit runs NUTS
     with ``settings`` and the loose keywords, as :func:`heldout_elpd`.
 
     Parameters
@@ -371,7 +417,7 @@ def heldout_many(
     settings : NutsArgs, optional
         Settings of every refit.
     seed : int or SeedSequence, optional
-        Random seed (set i's is child i of ``SeedSequence(seed)``).
+        Random seed (set i's seed is child i of its ``REFIT`` stream).
     n_workers : int, default 1
         Refits at once.
     progress : callable, optional
@@ -409,20 +455,55 @@ def heldout_many(
     >>> [h.index.tolist() for h in hs], all(h.mcse > 0 for h in hs)
     ([[0], [1], [2]], True)
     """
-    nuts = nuts_from_keywords(settings, nuts_keywords, "heldout_many")
+    return heldout_refits(model, data, observations, held_out_sets, full_draws=full_draws,
+                          nuts=nuts_from_keywords(settings, nuts_keywords, "heldout_many"),
+                          seed=seed, n_workers=n_workers, progress=progress)
+
+
+def heldout_refits(
+    model: StanProgram,
+    data: Mapping[str, Any],
+    observations: Observations,
+    held_out_sets: Sequence[Sequence[int] | np.ndarray],
+    *,
+    full_draws: Any,
+    nuts: NutsArgs,
+    seed: SeedLike = None,
+    n_workers: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> list[HeldOut]:
+    """:func:`heldout_many` with the sampler settings already one validated
+    :class:`~stanlogz.stan.settings.NutsArgs` (``nuts``): what LOO, LOGO and K-fold call.
+
+    Parameters
+    ----------
+    model, data, observations, held_out_sets, full_draws
+        As :func:`heldout_many`.
+    nuts : NutsArgs
+        The settings of every refit's NUTS runs.
+    seed, n_workers, progress
+        As :func:`heldout_many`.
+
+    Returns
+    -------
+    list of HeldOut
+        As :func:`heldout_many`.
+    """
     total = len(held_out_sets)
     bar = steps(progress, total, "held-out refits", unit="refit")
     # Splits that fall back to the evidence difference share one log Z(full) from the shared
     # full draws (estimated once, so its error is common to them and the K-fold mc se adds it
     # linearly); without shared draws every split samples and estimates its own.
-    shared = None if full_draws is None else SharedEvidence(child_int_seed(seed, 1_000_003))
+    shared = (None if full_draws is None
+              else SharedEvidence(stream_int_seed(seed, Stream.SHARED_EVIDENCE)))
 
     def one(v: Any, rng: np.random.Generator) -> HeldOut:
-        return heldout_elpd(model, data, observations, v, full_draws=full_draws, settings=nuts,
-                            seed=int(rng.integers(2**31 - 1)), full_evidence=shared)
+        return heldout_refit(model, data, observations, v, nuts=nuts, full_draws=full_draws,
+                             seed=generator_seed(rng), full_evidence=shared)
 
     with bar:
-        return run_parallel(one, [np.asarray(v, dtype=int) for v in held_out_sets], seed,
+        return run_parallel(one, [np.asarray(v, dtype=int) for v in held_out_sets],
+                            stream(seed, Stream.REFIT),
                             n_workers=n_workers, backend="thread" if n_workers > 1 else "serial",
                             on_done=lambda: bar.update(lambda k: f"held-out set {k}/{total} done"))
 
@@ -551,7 +632,7 @@ class SharedEvidence:
 
 
 def _evidence_difference(full: Any, train: Any, xf: np.ndarray, xt: np.ndarray,
-                         rng: np.random.Generator,
+                         seed: SeedLike,
                          full_evidence: Callable[[StanProgram, np.ndarray], tuple[Any, bool]]
                          | None = None) -> tuple[float, float, int, float]:
     """log Z(full) − log Z(T) from two gbs estimates on the two posteriors' draws, its se,
@@ -559,11 +640,11 @@ def _evidence_difference(full: Any, train: Any, xf: np.ndarray, xt: np.ndarray,
     contributes; (nan, inf, 0, 0) when either estimate fails."""
     from ...estimators.bridge.bridge import gbs
 
-    seed_full = int(rng.integers(2**31 - 1))
+    seed_full = stream_int_seed(seed, Stream.ESTIMATOR)
     try:
         a, counted = (full_evidence(full, xf) if full_evidence
                       else (gbs(full, xf, seed=seed_full), True))
-        b = gbs(train, xt, seed=int(rng.integers(2**31 - 1)))
+        b = gbs(train, xt, seed=stream_int_seed(seed, Stream.REFIT_ESTIMATOR))
     except (EstimationError, InputError):
         return float("nan"), float("inf"), 0, 0.0
     return (a.log_z - b.log_z, math.hypot(a.log_z_se, b.log_z_se),
@@ -571,7 +652,7 @@ def _evidence_difference(full: Any, train: Any, xf: np.ndarray, xt: np.ndarray,
             float(a.log_z_se) if full_evidence else 0.0)
 
 
-def _draws(model: StanProgram, given: Any, nuts: NutsArgs, rng: np.random.Generator,
+def _draws(model: StanProgram, given: Any, nuts: NutsArgs, seed: int | None,
            progress: Callable[[str], None] | None, what: str) -> Draws:
     if isinstance(given, np.ndarray):  # unconstrained values: no constrained columns needed
         arr = np.asarray(given, dtype=float)
@@ -581,7 +662,6 @@ def _draws(model: StanProgram, given: Any, nuts: NutsArgs, rng: np.random.Genera
         return Draws(unconstrained=arr)
     if given is None and progress:
         progress(f"NUTS on {model.name} ({what})")
-    seed = None if given is not None else int(rng.integers(2**31 - 1))
     return obtain_draws(model, given, nuts, seed=seed)
 
 

@@ -20,10 +20,11 @@ import numpy as np
 
 from ... import arviz_compat
 from ..._util.argcheck import check_arguments
+from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
 from ...draws import obtain_draws
 from ...errors import DataError, InputError
-from ...parallel import child_sequence, with_client
+from ...parallel import with_client
 from ...stan.program import ProgramLike
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..elpd.base import ElpdResult
@@ -31,7 +32,7 @@ from ..names import KFoldNames
 from ..observations.observations import Observations, load_observed, observation_labels
 from .cv_se import kfold_se
 from .cv_tail import add_cv_warnings
-from .heldout import HeldOut, heldout_many, shared_sum_se
+from .heldout import HeldOut, heldout_refits, shared_sum_se
 
 
 @dataclass(repr=False)
@@ -294,13 +295,14 @@ def kfold(
     nuts = nuts_from_keywords(settings, nuts_keywords, "kfold")
     if n_workers < 1:
         raise InputError(f"n_workers must be >= 1, got {n_workers}")
-    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields,
+                                                   seed=stream_int_seed(seed, Stream.MODEL),
                                                    progress=progress)
     strata = None if stratify is None else observation_labels(
         data_dict, observations, stratify, "--stratify", integer=False)
     groups = None if group is None else observation_labels(data_dict, observations, group,
                                                            "--group")
-    fold_of = make_folds(observations.n, k, np.random.default_rng(child_sequence(seed, 0)),
+    fold_of = make_folds(observations.n, k, stream_rng(seed, Stream.FOLDS),
                          strata=strata, groups=groups)
     n_folds = int(fold_of.max()) + 1
     if n_folds < 2:
@@ -320,10 +322,10 @@ def kfold(
     if progress:
         progress(f"{scheme} cross-validation: {observations.n} observations in "
                  f"{n_folds} folds" + ("" if draws is not None else "; NUTS on all data"))
-    full = obtain_draws(model, draws, nuts, seed=int(np.random.default_rng(
-        child_sequence(seed, 1)).integers(2**31 - 1)))
-    folds = heldout_many(model, data_dict, observations, held, full_draws=full, settings=nuts,
-                         seed=child_sequence(seed, 2), n_workers=n_workers, progress=progress)
+    full = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS))
+    folds = heldout_refits(model, data_dict, observations, held, full_draws=full, nuts=nuts,
+                         seed=stream(seed, Stream.REFIT), n_workers=n_workers,
+                         progress=progress)
     elpd_i = np.empty(observations.n)
     for f in folds:
         elpd_i[f.index] = f.elpd_i

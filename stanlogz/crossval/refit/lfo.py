@@ -30,12 +30,13 @@ from scipy import special
 from ... import arviz_compat
 from ..._util.argcheck import check_arguments
 from ..._util.progress import steps
+from ..._util.seeds import Stream, generator_seed, stream, stream_int_seed
 from ..._util.sum_se import sum_se
 from ..._util.words import transitions
 from ...draws import Draws, obtain_draws
 from ...errors import DataError, InputError
 from ...estimators.common import autocorr_time
-from ...parallel import child_sequence, run_parallel, with_client
+from ...parallel import run_parallel, with_client
 from ...stan.program import ProgramLike, StanProgram
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..elpd.base import ElpdResult
@@ -43,7 +44,7 @@ from ..names import LfoNames
 from ..observations.observations import Observations, load_observed
 from .cv_se import lfo_se
 from .cv_tail import add_cv_warnings
-from .heldout import heldout_elpd
+from .heldout import heldout_refit
 
 LFO_METHODS = ("psis", "exact")
 
@@ -263,7 +264,8 @@ def lfo(
         raise InputError(f"method must be one of {', '.join(LFO_METHODS)}, got {method!r}")
     if not 0.0 <= k_threshold <= 1.0:
         raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
-    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields,
+                                                   seed=stream_int_seed(seed, Stream.MODEL),
                                                    progress=progress)
     n = observations.n
     for name, value in (("ahead", ahead), ("min_train", min_train)):
@@ -289,10 +291,10 @@ def lfo(
 
 
 def _fit(model: StanProgram, data: dict[str, Any], obs: Observations, t: int, nuts: NutsArgs,
-         rng: np.random.Generator) -> tuple[Any, Draws]:
+         seed: Any) -> tuple[Any, Draws]:
     """The data instance of y_{1:t} and NUTS draws from its posterior."""
     inst = _instance(model, data, obs, t)
-    return inst, obtain_draws(inst, None, nuts, seed=int(rng.integers(2**31 - 1)))
+    return inst, obtain_draws(inst, None, nuts, seed=stream_int_seed(seed, Stream.REFIT_NUTS))
 
 
 def _instance(model: StanProgram, data: dict[str, Any], obs: Observations, t: int) -> Any:
@@ -316,20 +318,20 @@ def _exact(model: StanProgram, data: dict[str, Any], obs: Observations, origins:
     if progress:
         progress(f"exact LFO: NUTS on {len(times)} prefixes of the {obs.n} observations")
     with steps(progress, len(times), "LFO prefixes (NUTS)", unit="fit") as fitted:
-        fits = run_parallel(lambda t, rng: _fit(model, data, obs, t, nuts, rng)[1],
-                            times, child_sequence(seed, 0), n_workers=n_workers,
+        fits = run_parallel(lambda t, rng: _fit(model, data, obs, t, nuts, generator_seed(rng))[1],
+                            times, stream(seed, Stream.REFIT), n_workers=n_workers,
                             backend="thread" if n_workers > 1 else "serial",
                             on_done=fitted.update)
     draws = dict(zip(times, fits, strict=True))
 
     def one(t: int, rng: np.random.Generator) -> Any:
         part, part_obs = _prefix(data, obs, t + ahead)
-        return heldout_elpd(model, part, part_obs, np.arange(t, t + ahead),
-                            full_draws=draws[t + ahead], train_draws=draws[t], pointwise=False,
-                            settings=nuts, seed=int(rng.integers(2**31 - 1)))
+        return heldout_refit(model, part, part_obs, np.arange(t, t + ahead), nuts=nuts,
+                             full_draws=draws[t + ahead], train_draws=draws[t],
+                             pointwise=False, seed=generator_seed(rng))
 
     with steps(progress, origins.size, "LFO origins (bridges)", unit="origin") as bridged:
-        held = run_parallel(one, origins.tolist(), child_sequence(seed, 1),
+        held = run_parallel(one, origins.tolist(), stream(seed, Stream.REFIT_ESTIMATOR),
                             n_workers=n_workers, backend="thread" if n_workers > 1 else "serial",
                             on_done=bridged.update)
     warns = _divergence_warning(sum(_divergences(f) for f in fits))
@@ -353,9 +355,9 @@ def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: 
         return insts[t]
 
     def refit(t: int) -> Draws:
-        rng = np.random.default_rng(child_sequence(seed, len(refits)))
+        refit_seed = stream(seed, Stream.REFIT, len(refits))
         refits.append(t)
-        return _fit(model, data, obs, t, nuts, rng)[1]
+        return _fit(model, data, obs, t, nuts, refit_seed)[1]
 
     refits: list[int] = []
     star = int(origins[0])

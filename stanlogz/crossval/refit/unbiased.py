@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Unpack
 import numpy as np
 from scipy import stats
 
+from ..._util.seeds import Stream, stream, stream_int_seed
 from ...densities.fits import gaussian_from_draws
 from ...draws import obtain_draws
 from ...errors import EstimationError, InputError
@@ -39,7 +40,7 @@ from ...estimators.ups.ups import (
     ups,
 )
 from ...mcmc.paths import two_posterior_path
-from ...parallel import as_seed_sequence, child_sequence, with_client
+from ...parallel import as_seed_sequence, with_client
 from ...stan.program import ProgramLike, StanProgram
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..elpd.base import ElpdResult
@@ -56,8 +57,6 @@ CV_PILOT = 30
 CRITERIA = {"log": "-log p(y_V | y_T)",
             "squared_error": "E[sum_V (y_j - y_rep_j)^2 | y_T]"}
 
-# Seed streams of one cv() call (children of SeedSequence(seed)).
-_SPLITS, _TUNING, _LAMBDAS, _REPLICATES, _SAMPLING = range(5)
 
 
 @dataclass(repr=False)
@@ -284,7 +283,8 @@ def cv(
         raise InputError(f"ci_level must be in (0, 1), got {ci_level}")
     if criterion not in CRITERIA:
         raise InputError(f"criterion must be one of {', '.join(CRITERIA)}, got {criterion!r}")
-    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields,
+                                                   seed=stream_int_seed(seed, Stream.MODEL),
                                                    progress=progress)
     n = observations.n
     if not (isinstance(n_valid, int | np.integer) and 1 <= n_valid < n):
@@ -293,8 +293,8 @@ def cv(
     squared = None if criterion == "log" else _SquaredError(model, data_dict, observations,
                                                              outcome)
     ss = as_seed_sequence(seed)
-    sampling_seed = int(child_sequence(ss, _SAMPLING).generate_state(1)[0] >> 1)
-    d = obtain_draws(model, draws, nuts, seed=sampling_seed, progress=progress)
+    d = obtain_draws(model, draws, nuts, seed=stream_int_seed(ss, Stream.CV_SAMPLING),
+                     progress=progress)
     g = gaussian_from_draws(d.unconstrained)
 
     def held_out(v: np.ndarray) -> Any:
@@ -322,7 +322,7 @@ def cv(
 
     if progress:
         progress(f"tuning on a random split (n_V = {n_valid}, {criterion} criterion)")
-    tune_split = draw_splits(n, n_valid, 1, child_sequence(ss, _TUNING))[0]
+    tune_split = draw_splits(n, n_valid, 1, stream(ss, Stream.CV_TUNING, 0))[0]
     # The initial distribution and proposal come from the full-data posterior at every lambda
     # (each pi_lambda lies between two posteriors that differ by n_V observations), so only k,
     # m and q are tuned (adapt=False: per-lambda moments from few pilots can be worse). The
@@ -330,12 +330,12 @@ def cv(
     options = {"n_pilot": CV_PILOT, "adapt": False, **(ups_options or {})}
     if squared is not None:
         options.update(grid=[0.0, 1.0], q="uniform")
-    tuned = ups(path(tune_split), init=init, n_replicates=2, seed=child_sequence(ss, _TUNING),
+    tuned = ups(path(tune_split), init=init, n_replicates=2, seed=stream(ss, Stream.CV_TUNING, 1),
                 kernel=kernel, n_workers=n_workers, **options)
     tuning = tuned.tuning
-    val = draw_splits(n, n_valid, int(splits), child_sequence(ss, _SPLITS))
+    val = draw_splits(n, n_valid, int(splits), stream(ss, Stream.CV_SPLITS))
     if squared is None:
-        lam_rng = np.random.default_rng(child_sequence(ss, _LAMBDAS))
+        lam_rng = np.random.default_rng(stream(ss, Stream.CV_LAMBDAS))
         lams = np.array([tuning.sample_q(lam_rng) for _ in range(val.shape[0])])
     else:
         lams = np.zeros(val.shape[0])
@@ -344,7 +344,7 @@ def cv(
         tasks += replicate_tasks(path(v), tuning, [lam], tuned.kernel_config)
     if progress:
         progress(f"{len(tasks)} unbiased replicates")
-    out = run_replicates(tasks, child_sequence(ss, _REPLICATES), n_workers)
+    out = run_replicates(tasks, stream(ss, Stream.CV_REPLICATES), n_workers)
     e_hat = np.array([o[0] for o in out], dtype=float)
     reps = -e_hat / tuning.q_density(lams) if squared is None else e_hat
     if not np.all(np.isfinite(reps)):

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ... import arviz_compat
+from ..._util.seeds import Stream, stream_int_seed
 from ...errors import InputError
 from ..checks.checks import generated_quantity
 from ..names import ChoiceNames
@@ -306,19 +307,17 @@ def choose(names: Sequence[str], *, loo: Sequence[Any] | None = None, evidence: 
     lc = loo_compare(list(loo), names) if loo is not None else None
     out = ProgramChoice(names=names, loo=lc, evidence=evidence,
                         fits=list(fits) if fits is not None else None)
-    rng = np.random.SeedSequence(seed)
-    seeds = [int(s.generate_state(1)[0]) for s in rng.spawn(3)]
     if lc is not None:
         out.warnings.extend(lc.warnings())
         elpd_i = np.column_stack([r.elpd_i for r in lc.results])
         if "stacking" in methods:
-            out.model_weights["stacking"] = stacking_weights(elpd_i, n_boot=max(n_boot // 5, 2),
-                                                             seed=seeds[0])
+            out.model_weights["stacking"] = stacking_weights(
+                elpd_i, n_boot=max(n_boot // 5, 2), seed=stream_int_seed(seed, Stream.STACKING))
         if "pseudo-bma" in methods:
             out.model_weights["pseudo-bma"] = pseudo_bma_weights(elpd_i, plus=False)
         if "pseudo-bma+" in methods:
-            out.model_weights["pseudo-bma+"] = pseudo_bma_weights(elpd_i, n_boot=n_boot,
-                                                                  seed=seeds[1])
+            out.model_weights["pseudo-bma+"] = pseudo_bma_weights(
+                elpd_i, n_boot=n_boot, seed=stream_int_seed(seed, Stream.PSEUDO_BMA))
     if evidence is not None and "bma" in methods:
         out.model_weights["bma"] = bma_weights([r.log_z for r in evidence.results],
                                                [r.log_z_se for r in evidence.results],

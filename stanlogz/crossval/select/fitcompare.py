@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._util.seeds import child_int_seed
+from ..._util.seeds import Stream, stream_int_seed
 from ...errors import InputError
 from ...stan.inputs import read_data
 from ...stan.settings import NutsArgs
@@ -142,7 +142,10 @@ def compare_sources(
             r_eff = 1.0 if post is None or post.shape[2] == 0 else relative_efficiency(post)
             results.append(loo_from_fit(ll, r_eff=r_eff, name=n))
         else:
-            results.append(loo(s, d, settings=settings, seed=child_int_seed(seed, j),
-                               progress=progress, **(loo_options or {})))
+            # program j's seed (what compare() gives it): the same as loo(seed=that)
+            results.append(loo(s, d, settings=settings,
+                               seed=stream_int_seed(seed, Stream.PROGRAM, j), progress=progress,
+                               **(loo_options or {})))
             results[-1].model = n
-    return choose(names, loo=results, weights=methods, seed=seed)
+    return choose(names, loo=results, weights=methods,
+                  seed=stream_int_seed(seed, Stream.CHOICE))

@@ -17,12 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from ..._util.seeds import Stream, stream, stream_rng
 from ...densities.fits import as_draw_matrix, gaussian_from_draws
 from ...densities.target import Target
 from ...errors import EstimationError, InputError
 from ...mcmc.annealing import AnnealingPath, HMCTuning, annealed_transition, tune_hmc
 from ...mcmc.schedules import adaptive_schedule, make_schedule
-from ...parallel import as_seed_sequence, child_sequence, run_parallel
+from ...parallel import as_seed_sequence, run_parallel
 from ..base import EvidenceResult
 from ..common import autocorr_time, log_mean_exp
 from ..options import AnnealOptions
@@ -213,7 +214,7 @@ def _prepare(path: AnnealingPath, o: AnnealOptions, *, seed: np.random.SeedSeque
     """Schedule and tuning (a pilot when ``tuning`` is None) and the pilot's evaluations."""
     tune_evals = 0
     if tuning is None:
-        tuning, tune_evals = tune_hmc(path, np.random.default_rng(child_sequence(seed, 0)),
+        tuning, tune_evals = tune_hmc(path, stream_rng(seed, Stream.HMC_TUNING),
                                       n_leapfrog=o.hmc_steps)
     if isinstance(o.schedule, str) and o.schedule == "adaptive":
         if tuning.log_ratio_sd is None:  # e.g. tuning inherited from NUTS: no pilot spreads
@@ -234,7 +235,7 @@ def _anneal(path: AnnealingPath, betas: np.ndarray, starts: list[np.ndarray | No
     n_workers = o.n_workers
     if n_workers is None and work < _PARALLEL_MIN_EVALS:
         n_workers = 1
-    return run_parallel(_run_chain, tasks, child_sequence(seed, 1), n_workers=n_workers,
+    return run_parallel(_run_chain, tasks, stream(seed, Stream.WORKERS), n_workers=n_workers,
                         backend=o.backend)
 
 
@@ -384,7 +385,7 @@ def _forward_starts(path: AnnealingPath, n_chains: int, seed: np.random.SeedSequ
     and the spread too small); a sampleable base is sampled by each chain itself (None)."""
     if path.base_draws is None:
         return [None] * n_chains
-    rng = np.random.default_rng(child_sequence(seed, 3))
+    rng = stream_rng(seed, Stream.ANNEAL_STARTS)
     return list(path.sample_base(rng, n_chains, independent=True))
 
 
@@ -489,9 +490,9 @@ def reverse_ais(
     spacing, pilot_evals = spread_starts, 0
     if spread_starts > 0 and np.bincount(idx).max() > 1:
         spacing, pilot_evals = _start_spacing(path, tuning, hmc_steps, spread_starts,
-                                              np.random.default_rng(child_sequence(ss, 4)))
+                                              stream_rng(ss, Stream.ANNEAL_SPACING))
     starts, spread_evals = _spread_starts(path, samples, idx, tuning, hmc_steps, spacing,
-                                          np.random.default_rng(child_sequence(ss, 2)))
+                                          stream_rng(ss, Stream.ANNEAL_STARTS))
     spread_evals += pilot_evals
     outs = _anneal(path, betas[::-1].copy(), starts, o, seed=ss, tuning=tuning)
     groups = [np.flatnonzero(idx == i) for i in np.unique(idx)]

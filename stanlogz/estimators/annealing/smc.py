@@ -25,12 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from ..._util.seeds import child_int_seed
+from ..._util.seeds import Stream, stream, stream_rng
 from ...densities.fits import as_draw_matrix, gaussian_from_draws
 from ...densities.target import Target
 from ...errors import EstimationError, InputError
 from ...mcmc.annealing import AnnealingPath, HMCTuning, annealed_transition, tune_hmc
-from ...parallel import as_seed_sequence, child_sequence, run_parallel
+from ...parallel import as_seed_sequence, run_parallel
 from ..base import EvidenceResult
 from ..common import log_mean_exp
 from .ais import DEFAULT_INFLATE, log_mean_exp_with_se
@@ -174,13 +174,13 @@ def smc(
     path = AnnealingPath(base, target, base_log_z=base_log_z, base_draws=base_draws)
     tune_evals = 0
     if tuning is None:
-        tuning, tune_evals = tune_hmc(path, np.random.default_rng(child_sequence(ss, 0)),
+        tuning, tune_evals = tune_hmc(path, stream_rng(ss, Stream.HMC_TUNING),
                                       n_leapfrog=hmc_steps)
     pilot_evals, lag = 0, math.nan
     if betas is None:
         pilot = _smc_run(_RunTask(path, None, tuning, n_particles, hmc_steps, n_moves,
                                   ess_fraction, None, max(1, int(max_rounds))),
-                         np.random.default_rng(child_sequence(ss, 1)))
+                         stream_rng(ss, Stream.ANNEAL_PILOT))
         betas, pilot_evals, lag = pilot.betas, pilot.n_evals, pilot.lag_corr
         rounds = pilot.rounds
     else:
@@ -191,7 +191,7 @@ def smc(
     rounds = (np.ones(steps, dtype=int) if rounds is None or len(rounds) < steps
               else np.asarray(rounds, dtype=int))
     task = _RunTask(path, betas, tuning, n_particles, hmc_steps, n_moves, ess_fraction, rounds)
-    outs = run_parallel(_smc_run, [task] * n_runs, child_sequence(ss, 2), n_workers=n_workers,
+    outs = run_parallel(_smc_run, [task] * n_runs, stream(ss, Stream.WORKERS), n_workers=n_workers,
                         backend=backend)
     run_log_z = np.array([o.log_z for o in outs])
     lme, se, ess = log_mean_exp_with_se(run_log_z)
@@ -302,14 +302,15 @@ def smc_estimate(
     check_reverse = bool(options.pop("reverse", True))
     x = as_draw_matrix(draws)
     base = gaussian_from_draws(x, inflate=inflate)
-    out = smc(target, base, seed=seed, n_particles=n, **options)
+    out = smc(target, base, seed=stream(seed, Stream.TEMPERED_FWD, 0), n_particles=n, **options)
     tried = [n]
     evals = int(out["n_evals"])
     while float(np.std(out["run_log_z"], ddof=1)) > GROW_SD and n < cap:
         sd = float(np.std(out["run_log_z"], ddof=1))
         n = min(cap, max(2 * n, math.ceil(n * (sd / AIM_SD) ** 2))) if np.isfinite(sd) else cap
         tried.append(n)
-        out = smc(target, base, seed=child_int_seed(seed, 100 + len(tried)), n_particles=n,
+        out = smc(target, base, seed=stream(seed, Stream.TEMPERED_FWD, len(tried) - 1),
+                  n_particles=n,
                   betas=out["betas"], tuning=out.get("tuning"), rounds=out.get("rounds"),
                   **options)
         evals += int(out["n_evals"])
@@ -338,7 +339,8 @@ def smc_estimate(
                            out["rounds"], x[half:], n_particles=n, n_runs=k,
                            hmc_steps=int(options.get("hmc_steps", 10)),
                            n_moves=int(options.get("n_moves", 2)),
-                           seed=child_int_seed(seed, 99), n_workers=options.get("n_workers"),
+                           seed=stream(seed, Stream.TEMPERED_REV),
+                           n_workers=options.get("n_workers"),
                            backend=options.get("backend", "auto"))
         evals += int(out["n_evals"])  # the reverse runs cost what the forward runs did
         bounds, more = _bounds(runs, rev)

@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from ..._util.seeds import Stream, stream_rng
 from ...densities.fits import gaussian_from_draws, laplace_base
 from ...densities.gaussian import GaussianTarget
 from ...densities.target import CountingTarget, SampleableDensity, Target
@@ -41,7 +42,7 @@ def gis(target: Target, draws: np.ndarray, *, seed: common.Seed = None, n_layers
     d = chains.shape[2]
     x = chains.reshape(-1, d)
     n_q = common.sample_count(n_q, x.shape[0])
-    rng_fit, rng_q = common.spawn_rngs(seed, 2)
+    rng_fit, rng_q = stream_rng(seed, Stream.FLOW_FIT), stream_rng(seed, Stream.PROPOSAL)
     counting = CountingTarget(target)
     flow = GaussianizingFlow.fit(x, n_layers=n_layers, rng=rng_fit, **(flow_options or {}))
     xq, lq = flow.sample_with_log_density(rng_q, n_q)
@@ -69,7 +70,7 @@ def ghm(target: Target, draws: np.ndarray, *, seed: common.Seed = None, n_layers
     chains = common.as_chains(draws, target.dim)
     d = chains.shape[2]
     fit_half, eval_half = common.split_halves(chains, common.min_draws(d))
-    (rng_fit,) = common.spawn_rngs(seed, 1)
+    rng_fit = stream_rng(seed, Stream.FLOW_FIT)
     counting = CountingTarget(target)
     flow = GaussianizingFlow.fit(fit_half.reshape(-1, d), n_layers=n_layers, rng=rng_fit,
                                  **(flow_options or {}))
@@ -139,7 +140,7 @@ def _split_for_bridge(
     generator and an evaluation-counting wrapper of ``target``."""
     chains = common.as_chains(draws, target.dim)
     fit_half, bridge_half = common.split_halves(chains, common.min_draws(chains.shape[2]))
-    (rng,) = common.spawn_rngs(seed, 1)
+    rng = stream_rng(seed, Stream.FLOW_FIT)
     return fit_half, bridge_half, rng, CountingTarget(target)
 
 

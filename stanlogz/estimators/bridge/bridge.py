@@ -16,6 +16,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from ..._util.progress import Progress, steps
+from ..._util.seeds import Stream, stream, stream_rng
 from ...densities.target import CountingTarget, Target
 from ...errors import EstimationError, InputError
 from ...flows.gaussianize import GaussianizingFlow, single_blas_thread
@@ -32,7 +33,6 @@ from ..common import (
     rel_var,
     require_some_finite,
     sample_count,
-    spawn_rngs,
     split_halves,
 )
 
@@ -232,13 +232,13 @@ def gbs(
         orientations = [(first, second), (second, first)] if swap_halves else [(first, second)]
     else:
         raise InputError(f"folds must be an integer >= 2, got {folds}")
-    *rngs, rng_tempered = spawn_rngs(seed, 2 * len(orientations) + 1)
     counting = CountingTarget(target)
     share = None if n_sampling_evals is None else n_sampling_evals / len(orientations)
     runs = []
     with steps(progress, len(orientations), "bridge sampling", unit="bridge") as bar:
         for i, (fit, br) in enumerate(orientations):
-            runs.append(_bridge_once(counting, fit, br, rngs[2 * i], rngs[2 * i + 1],
+            runs.append(_bridge_once(counting, fit, br, stream_rng(seed, Stream.FLOW_FIT, i),
+                                     stream_rng(seed, Stream.PROPOSAL, i),
                                      n_layers=n_layers, flow_options=flow_options,
                                      validate=validate, n_q=n_q, f_err=f_err, f_eva=f_eva,
                                      n_sampling_evals=share, max_n_q_factor=max_n_q_factor))
@@ -291,7 +291,7 @@ def gbs(
     if tempered == "always" or (tempered == "auto" and poor):
         from .tempered import tempered_bridge
 
-        tb = tempered_bridge(target, chains, seed=int(rng_tempered.integers(2**31 - 1)),
+        tb = tempered_bridge(target, chains, seed=stream(seed, Stream.TEMPERED_BRIDGE),
                              proposal=main.flow)
         n_evals += tb.n_evals
         diagnostics["single_bridge"] = {"log_z": log_z, "log_z_se": se}

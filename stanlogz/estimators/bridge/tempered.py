@@ -17,12 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from ..._util.seeds import Stream, stream, stream_rng
 from ...densities.target import CountingTarget, Target
 from ...flows.gaussianize import GaussianizingFlow
 from ...flows.selection import fit_validated_flow, min_fit_draws
 from ..annealing.ais import ais, reverse_ais
 from ..base import EvidenceResult
-from ..common import Seed, as_chains, min_draws, spawn_rngs, split_halves
+from ..common import Seed, as_chains, min_draws, split_halves
 
 
 def sandwich(lower: float, lower_se: float, upper: float, upper_se: float
@@ -63,15 +64,16 @@ def tempered_bridge(target: Target, draws: np.ndarray, *, seed: Seed = None,
     chains = as_chains(draws, target.dim)
     d = chains.shape[2]
     fit_half, bridge_half = split_halves(chains, min(min_draws(d), min_fit_draws(d)))
-    rng_fit, rng_fwd, rng_rev = spawn_rngs(seed, 3)
+    rng_fit = stream_rng(seed, Stream.FLOW_FIT)
     counting = CountingTarget(target)
     if proposal is None:
         proposal, _ = fit_validated_flow(counting, fit_half, rng_fit)
-    seeds = [int(r.integers(2**31 - 1)) for r in (rng_fwd, rng_rev)]
-    fwd = ais(counting, proposal, n_chains=n_chains, n_temps=n_temps, seed=seeds[0],
+    fwd = ais(counting, proposal, n_chains=n_chains, n_temps=n_temps,
+              seed=stream(seed, Stream.TEMPERED_FWD),
               **ais_options)
     rev = reverse_ais(counting, proposal, bridge_half.reshape(-1, d),
-                      n_chains=n_chains, n_temps=n_temps, seed=seeds[1], **ais_options)
+                      n_chains=n_chains, n_temps=n_temps,
+                      seed=stream(seed, Stream.TEMPERED_REV), **ais_options)
     log_z, se = sandwich(fwd.log_z, fwd.log_z_se, rev.log_z, rev.log_z_se)
     warnings = fwd.warnings + rev.warnings
     warnings += sandwich_warnings(fwd.log_z, fwd.log_z_se, rev.log_z, rev.log_z_se, n_temps)

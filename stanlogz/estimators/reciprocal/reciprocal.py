@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._util.seeds import Stream, stream_rng
 from ...densities.target import Target
 from ...errors import EstimationError, InputError
 from ..common import log_mean_exp
@@ -425,13 +426,12 @@ def unbiased_bayes_factors(models: Sequence[Target], draws: Sequence[np.ndarray]
     """Unbiased Z_i / Z_reference for every program ``models[i]`` (None for the reference),
     from importance weights with a Gaussian proposal (covariance x ``inflate``) fitted to each
     program's posterior ``draws`` (unconstrained, (chains, n, dim))."""
-    from ...parallel import spawn_generators
     from .weight_sources import ImportanceWeights, fit_proposal
 
     sources = [ImportanceWeights(m, fit_proposal(d, "gaussian", inflate=inflate))
                for m, d in zip(models, draws, strict=True)]
-    rngs = spawn_generators(seed, len(models))
     return [None if i == reference else
             unbiased_bayes_factor(sources[i], sources[reference], method=method,
-                                  replicates=replicates, n_a=batch, batch=batch, rng=rngs[i])
+                                  replicates=replicates, n_a=batch, batch=batch,
+                                  rng=stream_rng(seed, Stream.PROGRAM, i))
             for i in range(len(models))]

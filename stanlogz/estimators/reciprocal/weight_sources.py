@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._util.seeds import drawn_sequence
 from ...densities.fits import as_draw_matrix, gaussian_from_draws
 from ...densities.student_t import student_t_from_draws
 from ...densities.target import SampleableDensity, Target, log_density_many
@@ -76,7 +77,7 @@ class AISWeights:
         self.tuning = tuning
 
     def __call__(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        seed = np.random.SeedSequence(int(rng.integers(2**63)))
+        seed = drawn_sequence(rng)
         res = ais(self.target, self.base, n_chains=n, n_temps=self.n_temps,
                   schedule=self.schedule, seed=seed, n_workers=1, hmc_steps=self.hmc_steps,
                   tuning=self.tuning, backend="serial")

@@ -21,11 +21,12 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from ..._util.seeds import Stream, stream
 from ...densities.fits import as_draw_matrix, gaussian_from_draws, laplace_base
 from ...densities.target import Target
 from ...errors import EstimationError, InputError
 from ...mcmc.paths import GeometricPath, LambdaPath, base_to_target_path, two_posterior_path
-from ...parallel import as_seed_sequence, child_sequence
+from ...parallel import as_seed_sequence
 from ..base import EvidenceResult
 from ..common import pareto_k
 from ..options import UpsOptions, UpsPathOptions
@@ -45,8 +46,10 @@ __all__ = ["UPSResult", "UPSTuning", "log_ratio", "make_grid", "q_from_sqrt_m2",
            "replicate_tail_k", "replicate_tasks", "run_replicates", "tail_warnings", "ups",
            "ups_estimate"]
 
-# stages of the computation; each has its own child of SeedSequence(seed)
-_STAGE_PILOT, _STAGE_MOMENTS, _STAGE_REPILOT, _STAGE_M2, _STAGE_REPLICATES = range(5)
+# stages of the computation; each has its own named stream of the seed
+_STAGE_PILOT, _STAGE_MOMENTS, _STAGE_REPILOT, _STAGE_M2, _STAGE_REPLICATES = (
+    Stream.UPS_PILOT, Stream.UPS_MOMENTS, Stream.UPS_REPILOT, Stream.UPS_M2,
+    Stream.UPS_REPLICATES)
 
 
 @dataclass
@@ -114,8 +117,8 @@ def _path_options(options: UpsPathOptions | None, keywords: dict[str, Any]) -> U
     return options.updated(keywords)
 
 
-def _stage_seed(ss: np.random.SeedSequence, stage: int) -> np.random.SeedSequence:
-    return child_sequence(ss, 1000 + stage)
+def _stage_seed(ss: np.random.SeedSequence, stage: Stream) -> np.random.SeedSequence:
+    return stream(ss, stage)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,7 +259,7 @@ def ups(
     )
 
     # lambdas come from one generator so that they too are independent of the worker count
-    lam_rng = np.random.default_rng(_stage_seed(ss, _STAGE_REPLICATES + 1))
+    lam_rng = np.random.default_rng(_stage_seed(ss, Stream.UPS_LAMBDAS))
     lams = np.array([tuning.sample_q(lam_rng) for _ in range(n_replicates)])
     tasks = replicate_tasks(path, tuning, lams, cfg)
     ks, ms = [t.k for t in tasks], [t.m for t in tasks]

@@ -13,7 +13,7 @@ import pytest
 from scipy.stats import norm
 
 import stanlogz
-from stanlogz._util.seeds import child_int_seed
+from stanlogz._util.seeds import Stream, stream_int_seed
 from stanlogz.cli import main
 from stanlogz.crossval.observations.observations import find_observations
 from stanlogz.crossval.refit.cv_routes import PointwisePath, routed_source
@@ -35,7 +35,8 @@ def test_compare_loo_of_eight_schools_is_loo(compiled, capsys) -> None:
     models = {m["name"]: m for m in json.loads(out)["loo"]["models"]}
     # compare runs each program with the seed it derives for it: loo with that seed is the
     # same computation, so equal to rounding
-    ref = stanlogz.loo(str(SCHOOLS), str(DATA), seed=child_int_seed(4, 0), n_draws=500)
+    ref = stanlogz.loo(str(SCHOOLS), str(DATA), seed=stream_int_seed(4, Stream.PROGRAM, 0),
+                       n_draws=500)
     assert ref.log_lik_source == "conditional"
     assert abs(models["eight_schools"]["elpd_loo"] - ref.elpd_loo) < 1e-9
     assert abs(models["eight_schools"]["p_loo"] - ref.p_loo) < 1e-9
@@ -82,7 +83,7 @@ def test_compare_passes_fix_mis_to_loo(compiled, capsys) -> None:
     assert rc == 0, err
     models = {m["name"]: m for m in json.loads(out)["loo"]["models"]}
     # the same computation as loo(fix="mis") with the seed compare derives for the program
-    ref = stanlogz.loo(str(POOLED), str(DATA), seed=child_int_seed(4, 1), n_draws=500,
-                       fix="mis")
+    ref = stanlogz.loo(str(POOLED), str(DATA), seed=stream_int_seed(4, Stream.PROGRAM, 1),
+                       n_draws=500, fix="mis")
     assert ref.fix == "mis"
     assert abs(models[ref.model]["elpd_loo"] - ref.elpd_loo) < 1e-9

@@ -49,8 +49,12 @@ def test_evidence_difference_folds_share_one_full_log_z(compiled, monkeypatch) -
     assert all(0 < f.elpd_i_shared_mcse < f.index.size * f.shared_mcse for f in r.folds)
     assert r.mcse == pytest.approx(shared_sum_se([f.elpd_i_mcse for f in r.folds],
                                                   [f.elpd_i_shared_mcse for f in r.folds]))
-    # the shared part makes the total's mc se larger than the folds' se in quadrature
-    assert r.mcse > math.sqrt(sum(f.elpd_i_mcse**2 for f in r.folds))
+    # the shared part never makes the total's mc se smaller than the folds' se in quadrature
+    # (it adds (sum s_j)^2 - sum s_j^2 >= 0). Not strictly larger here: the posterior is
+    # Gaussian, so the full data's gbs se is often ~1e-11 (the Gaussianized proposal fits it
+    # to rounding) and the increase falls below float resolution; the strict increase is
+    # test_shared_sum_se_adds_the_shared_part_linearly's
+    assert r.mcse >= math.sqrt(sum(f.elpd_i_mcse**2 for f in r.folds)) * (1 - 1e-12)
     each, _ = _pointwise_truth(d, r.fold_of)
     assert abs(r.elpd_kfold - each.sum()) < 4.5 * r.mcse, (r.elpd_kfold, each.sum(), r.mcse)
     assert np.isfinite(r.se)

@@ -147,8 +147,9 @@ def test_cli_compare_of_a_program_and_a_fit(compiled, capsys) -> None:
     out, err = capsys.readouterr()
     assert rc == 0, err
     models = {m["name"]: m for m in json.loads(out)["loo"]["models"]}
-    from stanlogz._util.seeds import child_int_seed
+    from stanlogz._util.seeds import Stream, stream_int_seed
 
-    prog = stanlogz.loo(str(POOLED), str(SCHOOLS_DATA), seed=child_int_seed(5, 0), n_draws=400)
+    prog = stanlogz.loo(str(POOLED), str(SCHOOLS_DATA), seed=stream_int_seed(5, Stream.PROGRAM, 0),
+                        n_draws=400)
     assert abs(models["schools_pooled"]["elpd_loo"] - prog.elpd_loo) < 1e-9
     assert abs(models["schools"]["elpd_loo"] - stanlogz.loo(SCHOOLS).elpd_loo) < 1e-9
