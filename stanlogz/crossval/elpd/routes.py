@@ -27,6 +27,15 @@ ROUTES = ("`stanlogz lfo` for time series, `stanlogz kfold --group` over blocks 
           "exchangeable observations")
 
 
+def block_routes(obs: Observations) -> str:
+    """The routes for a program whose observed values have several entries per observation (a
+    row each, e.g. one subject's sequence of trials): K-fold holds out whole observations, and a
+    ``log_lik`` generated quantity with one entry per observation gives PSIS-LOO over them."""
+    return (f"`stanlogz kfold --obs {obs.size_name}` (each fold holds out whole observations, "
+            f"every value of one together), or a log_lik generated quantity with one entry per "
+            f"observation (the sum of its values' terms)")
+
+
 class ConditionalSource(ConditionalSourceBase):
     """The pointwise interface of :class:`PointwiseLogLik` (``columns``, ``column``,
     ``chunks``, ``check``) over :class:`ConditionalLogLik`: log p(y_i | y₋ᵢ, θ) with the
@@ -90,8 +99,9 @@ def _conditional(model: StanProgram, data: Mapping[str, Any], obs: Observations,
         reason = ("its density is not a sum of independent per-observation terms, and "
                   if why is not None else "")
         detail = str(exc).split(": ", 1)[-1]
+        routes = block_routes(obs) if exc.several_values else ROUTES
         raise InputError(f"no valid pointwise LOO for {model.name}: {reason}{detail}; use "
-                         f"{ROUTES}") from None
+                         f"{routes}") from None
     return src
 
 

@@ -49,6 +49,10 @@ class NotGaussian(InputError):
     """The program's density is not quadratic in the held-out data value (or is not integrable
     over it), so the closed-form normalization does not apply."""
 
+    #: the observed values have several entries per observation (a row each): the routes name
+    #: K-fold over whole observations first
+    several_values: bool = False
+
 
 def _sampled(code: str | None, names: list[str]) -> list[str]:
     """The ``names`` that the program's model block uses as observed values (``name ~``,
@@ -190,8 +194,10 @@ class ConditionalLogLik(ColumnsByObservation):
                               "support, which is not implemented")
         y = np.asarray(self.data[self.response], dtype=float)
         if y.ndim != 1:
-            raise NotGaussian(f"{model.name}: {self.response} has several values per "
+            err = NotGaussian(f"{model.name}: {self.response} has several values per "
                               "observation; the normalization handles one real value each")
+            err.several_values = True  # routes.py names K-fold over whole observations first
+            raise err
         self.y = y
         spread = float(np.std(y)) if y.size > 1 else 1.0
         self.h_u = 0.25 * spread if spread > 0 else 0.25

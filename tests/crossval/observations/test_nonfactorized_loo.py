@@ -283,3 +283,20 @@ def test_arma11_keeps_the_gaussian_closed_form(compiled):
         var = 1 / np.diag(prec)
         want = stats.norm.logpdf(var * (prec @ r), 0.0, np.sqrt(var))
         np.testing.assert_allclose(got[s], want, rtol=0, atol=1e-8)
+
+
+def test_rows_of_values_refusal_names_kfold_over_whole_observations(compiled):
+    # Each observation is a row of 3 trials with two latents (the dogs programs): the
+    # refusal names K-fold over the observations (not lfo), in words that can be pasted, and
+    # that route answers on the program.
+    from stanlogz.crossval.refit.kfold import kfold
+
+    rng = np.random.default_rng(3)
+    data = {"N": 6, "T": 3, "y": rng.integers(0, 2, size=(6, 3)).tolist()}
+    m = compiled("block_rows", data)
+    with pytest.raises(InputError, match=r"y has several values per observation.*; use "
+                       r"`stanlogz kfold --obs N`") as err:
+        loo(m, data, seed=1, chains=2, warmup=100, n_draws=50)
+    assert "\n" not in str(err.value) and "lfo" not in str(err.value)
+    r = kfold(m, data, k=3, obs="N", seed=1, chains=2, warmup=100, n_draws=50)
+    assert np.isfinite(r.elpd_kfold)
