@@ -465,6 +465,28 @@ def prior_reach(code: str, data: Mapping[str, Any] | str | None = None) -> dict[
     return out
 
 
+def lprior_expression(code: str, max_len: int = 240) -> str | None:
+    """The program's log prior density as a Stan expression (``normal_lpdf(mu | 0, 5) +
+    ...``), for a refusal to show the ``lprior`` line a user can paste: None unless every
+    parameter has one whole-variable untruncated prior statement (or the sum is longer than
+    ``max_len``)."""
+    code = strip_comments(code)
+    params, model = _block(code, "parameters"), _block(code, "model") or ""
+    if params is None:
+        return None
+    stmts = _statements(model)
+    terms = []
+    for d in _declarations(params, {}):
+        on_it = [st for st in stmts if _mentions(st.lhs, d.name)]
+        if len(on_it) != 1 or on_it[0].lhs != d.name or not on_it[0].simple \
+                or on_it[0].truncated:
+            return None
+        args = " ".join(on_it[0].args.split())
+        terms.append(f"{on_it[0].dist}_lpdf({d.name}{' | ' + args if args else ''})")
+    text = " + ".join(terms)
+    return text if terms and len(text) <= max_len else None
+
+
 def program_priors(model: StanProgram) -> PriorCheck:
     """:func:`check_priors` of a :class:`~stanlogz.stan.model.StanModel` (its code and data),
     with stanc's pedantic list of parameters without a prior."""
