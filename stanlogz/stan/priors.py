@@ -336,6 +336,22 @@ def _mentions(text: str, name: str) -> bool:
     return re.search(rf"\b{re.escape(name)}\b", text) is not None
 
 
+def _priors_through_transformed(tp: str, stmts: list[_Stmt]) -> list[str]:
+    """The right-hand sides of the transformed-parameter assignments whose variable has a prior
+    statement (``theta[1] = theta1;`` with ``target += dirichlet_lpdf(theta[k] | a)``): a
+    parameter they mention has its prior through them, though stanc's pedantic mode lists it
+    as without one."""
+    out = []
+    for stmt in re.split(r"[;{}]", tp):
+        lhs, eq, rhs = stmt.partition("=")
+        if not eq or rhs.startswith("=") or lhs.rstrip().endswith(("<", ">", "!")):
+            continue
+        words = re.findall(r"[A-Za-z_]\w*", re.sub(r"\[[^\]]*\]|<[^>]*>", " ", lhs))
+        if words and any(_mentions(s.lhs, words[-1]) for s in stmts):
+            out.append(rhs)
+    return out
+
+
 def check_priors(code: str, data: Mapping[str, Any] | str | None = None,
                  no_prior: list[str] | None = None) -> PriorCheck:
     """The prior mass inside each bounded parameter's declared range, as far as the code shows.
@@ -356,9 +372,11 @@ def check_priors(code: str, data: Mapping[str, Any] | str | None = None,
         return out
     stmts = _statements(model)
     decls = _declarations(params, data)
+    via_tp = _priors_through_transformed(tp, stmts)
     for d in decls:
         on_it = [s for s in stmts if _mentions(s.lhs, d.name)]
-        if d.name in (no_prior or []) and not on_it:
+        if d.name in (no_prior or []) and not on_it and not any(
+                _mentions(rhs, d.name) for rhs in via_tp):
             out.no_prior.append(d.name)
         if not d.has_bounds:
             continue
