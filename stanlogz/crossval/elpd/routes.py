@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputError, StanlogzError
+from ...errors import DataError, InputError, StanlogzError
 from ...stan.program import StanProgram
 from ..observations.conditional import ConditionalLogLik, NotGaussian
 from ..observations.conditional_source import ConditionalSourceBase
@@ -118,6 +118,29 @@ def _integrated(model: StanProgram, data: Mapping[str, Any], obs: Observations, 
     return src
 
 
+#: What a refit refusal advises: moment matching needs no refit.
+MM_ROUTE = "moment-match them instead (--fix mm; fix=\"mm\" in Python)"
+
+
+def refit_data_error(model: StanProgram, data: Mapping[str, Any], obs: Observations
+                     ) -> str | None:
+    """Why the program refuses its data without one observation (so no refit can run), in one
+    line without Stan's text; None when it accepts them. Arrays of length n left out of the
+    observation fields (``--obs-fields n`` where N, x1, x2 are per-observation too) are named."""
+    try:
+        model.with_data(obs.without(data, [0]))
+    except DataError:
+        whole = [k for k, v in data.items() if k not in obs.fields and np.ndim(v) >= 1
+                 and len(v) == obs.n]
+        why = (f"the per-observation arrays {', '.join(whole)} are not among the observation "
+               f"fields ({', '.join(obs.fields)}), so they keep {obs.n} entries"
+               if whole else f"{obs.size_name} = {obs.n - 1} is refused")
+        return f"the program refuses its data without an observation: {why}"
+    except StanlogzError:
+        return None
+    return None
+
+
 def exact_split_error(pw: Any, unc: np.ndarray, i: int) -> SplitError | None:
     """Why exact refits of ``pw``'s program (leaving out observation ``i``) would not give its
     held-out values (:func:`check_split` at three of the draws ``unc``), or None."""
@@ -129,7 +152,9 @@ def exact_split_error(pw: Any, unc: np.ndarray, i: int) -> SplitError | None:
     return None
 
 
-def refit_refusal(err: SplitError, n_bad: int, threshold: float) -> str:
-    """The warning of a refused refit."""
+def refit_refusal(err: SplitError | str, n_bad: int, threshold: float) -> str:
+    """The warning of a refused refit (a split error, or :func:`refit_data_error`'s line with
+    the moment-matching route)."""
+    tail = f"; {MM_ROUTE}" if isinstance(err, str) else ""
     return (f"{n_bad} observation(s) have Pareto k-hat above {threshold:.2f} and cannot be "
-            f"refitted: {err}")
+            f"refitted: {err}{tail}")

@@ -300,3 +300,23 @@ def test_rows_of_values_refusal_names_kfold_over_whole_observations(compiled):
     assert "\n" not in str(err.value) and "lfo" not in str(err.value)
     r = kfold(m, data, k=3, obs="N", seed=1, chains=2, warmup=100, n_draws=50)
     assert np.isfinite(r.elpd_kfold)
+
+
+def test_khat_advice_names_moment_matching_where_refits_cannot_run(compiled):
+    # posteriordb's seeds_centered_model with --obs-fields n: the trials N (and x1, x2) stay
+    # whole, so no refit can run without an observation; the k-hat warning advised --fix
+    # exact, which then failed with Stan's dimension mismatch. Now both name --fix mm, and
+    # --fix mm answers. (binom_re with --obs-fields y leaves the trials n whole; a low k
+    # threshold makes observations "bad".)
+    data = {"I": 6, "n": [5, 9, 12, 3, 20, 7], "y": [2, 4, 12, 0, 8, 3], "sigma": 0.8}
+    m = compiled("binom_re", data)
+    kw = dict(obs_fields=["y"], seed=2, chains=2, warmup=150, n_draws=100, k_threshold=0.05)
+    r = loo(m, data, fix="none", **kw)
+    (w,) = [w for w in r.warnings if "Pareto k-hat above" in w]
+    assert "--fix mm" in w and "--fix exact" not in w
+    assert "arrays n are not among the observation fields (y)" in w
+    r = loo(m, data, fix="exact", **kw)
+    (w,) = [w for w in r.warnings if "cannot be refitted" in w]
+    assert "--fix mm" in w and "dims declared" not in w and "\n" not in w
+    r = loo(m, data, fix="mm", **kw)
+    assert r.fixed and all(f.method == "mm" for f in r.fixed) and np.isfinite(r.elpd_loo)
