@@ -54,6 +54,15 @@ class NotGaussian(InputError):
     several_values: bool = False
 
 
+class AmbiguousResponse(InputError):
+    """Several observation arrays could hold the observed values; ``example`` is the one the
+    refusal suggests (an array the model block samples)."""
+
+    def __init__(self, message: str, fields: tuple[str, ...] = (), example: str = "") -> None:
+        super().__init__(message)
+        self.fields, self.example = fields, example
+
+
 def _sampled(code: str | None, names: list[str]) -> list[str]:
     """The ``names`` that the program's model block uses as observed values (``name ~``,
     ``name[...] ~`` or ``_lpdf(name |``), in the order given."""
@@ -87,10 +96,12 @@ def response_field(data: Mapping[str, Any], obs: Observations, response: str | N
                              f"({', '.join(sampled)}): the pointwise log-likelihood needs a "
                              "log_lik generated quantity with one entry per observation (the sum "
                              "of its terms)")
-        raise InputError(f"cannot tell which observation array holds the observed values "
-                         f"({', '.join(obs.fields)}); name that array alone with --obs-fields "
-                         f"(e.g. --obs-fields {(sampled or cand)[0]}), call it y "
-                         "in the program and data, or add a log_lik generated quantity")
+        raise AmbiguousResponse(
+            f"cannot tell which observation array holds the observed values "
+            f"({', '.join(obs.fields)}); name that array alone with --obs-fields "
+            f"(e.g. --obs-fields {(sampled or cand)[0]}), call it y "
+            "in the program and data, or add a log_lik generated quantity",
+            fields=tuple(obs.fields), example=(sampled or cand)[0])
     return cand[0]
 
 

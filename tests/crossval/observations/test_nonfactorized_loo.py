@@ -320,3 +320,25 @@ def test_khat_advice_names_moment_matching_where_refits_cannot_run(compiled):
     assert "--fix mm" in w and "dims declared" not in w and "\n" not in w
     r = loo(m, data, fix="mm", **kw)
     assert r.fixed and all(f.method == "mm" for f in r.fixed) and np.isfinite(r.elpd_loo)
+
+
+def test_many_unnamed_observations_refusal_names_kfold_first(compiled):
+    # posteriordb's logearn_interaction_z (1192 observations, a standardized covariate): the
+    # refusal named --obs-fields earn, whose quadrature would take ~30 h; with many observations
+    # it names kfold first (which answers), with few the --obs-fields route stays.
+    from stanlogz.crossval.refit.kfold import kfold
+
+    rng = np.random.default_rng(5)
+    n = 200  # routes.MANY_OBSERVATIONS
+    b = rng.normal(size=n)
+    data = {"N": n, "a": (0.5 * b + rng.normal(size=n)).tolist(), "b": b.tolist()}
+    m = compiled("standardized_x", data)
+    with pytest.raises(InputError, match=r"no array is named as the observed values \(a, b\); "
+                       r"use `stanlogz kfold`.*--obs-fields a would") as err:
+        loo(m, data, seed=1, chains=2, warmup=100, n_draws=50)
+    assert "\n" not in str(err.value)
+    r = kfold(m, data, k=3, seed=1, chains=2, warmup=100, n_draws=50)
+    assert np.isfinite(r.elpd_kfold)
+    few = {"N": 20, "a": data["a"][:20], "b": data["b"][:20]}
+    with pytest.raises(InputError, match=r"^cannot tell which .*--obs-fields a\)"):
+        loo(compiled("standardized_x", few), few, seed=1, chains=2, warmup=100, n_draws=50)
