@@ -116,13 +116,13 @@ def _many_observations(model: StanProgram, obs: Observations, exc: AmbiguousResp
     """The refusal of a program whose observed values are not named, with too many
     observations for the conditional quadrature: the routes that answer in bounded time
     first."""
+    fields = ", ".join(exc.fields)
     return (f"no valid pointwise LOO for {model.name}: its density is not a sum of independent "
-            f"per-observation terms (e.g. data standardized in transformed data) and no array is "
-            f"named as the observed values ({', '.join(exc.fields)}); use `stanlogz kfold` (10 "
-            f"refits, each fold's held-out density exact), or add a log_lik generated quantity "
-            f"with one entry per observation; --obs-fields {exc.example} would normalize the "
-            f"density over each of the {obs.n} values by quadrature, a cost growing as N² "
-            f"(hours at this size)")
+            f"per-observation terms and no array is named as the observed values ({fields}); "
+            f"use `stanlogz kfold` (10 refits, each fold's held-out density exact), or add a "
+            f"log_lik generated quantity with one entry per observation; --obs-fields "
+            f"{exc.example} would normalize the density over each of the {obs.n} values by "
+            f"quadrature, a cost growing as N² (hours for a thousand observations)")
 
 
 def _integrated(model: StanProgram, data: Mapping[str, Any], obs: Observations, rows: np.ndarray
