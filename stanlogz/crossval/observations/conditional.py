@@ -71,6 +71,22 @@ def _sampled(code: str | None, names: list[str]) -> list[str]:
             or re.search(rf"_lp[dm]f\(\s*{re.escape(n)}\s*(\[[^\]]*\])?\s*\|", model)]
 
 
+#: A lagged index in the model block (``gamma[t - 1, j]``, ``y[n-1]``): a recursion over the
+#: observations, i.e. a time series.
+_LAG = re.compile(r"\[\s*[A-Za-z_]\w*\s*-\s*1\s*[\],]")
+
+
+def _block_routes(code: str | None, obs: Observations) -> str:
+    """The refit routes over whole observations, leave-future-out first for a program whose
+    model block recurses over them (``x[t - 1]``), K-fold first otherwise; the first training
+    set of the leave-future-out route is 90% of the observations."""
+    lfo = (f"`stanlogz lfo --obs {obs.size_name} --min-train {max(2, obs.n * 9 // 10)}` for a "
+           "time series")
+    kfold = f"`stanlogz kfold --obs {obs.size_name}` over exchangeable observations"
+    recursive = bool(code) and _LAG.search(model_block(code)) is not None
+    return f"{lfo if recursive else kfold}, or {kfold if recursive else lfo}"
+
+
 def response_field(data: Mapping[str, Any], obs: Observations, response: str | None = None,
                    code: str | None = None) -> str:
     """The per-observation data array that holds the observed values: ``response`` when given,
@@ -93,9 +109,9 @@ def response_field(data: Mapping[str, Any], obs: Observations, response: str | N
         sampled = _sampled(code, cand)
         if len(sampled) > 1:
             raise InputError(f"the program models several values per observation "
-                             f"({', '.join(sampled)}): the pointwise log-likelihood needs a "
-                             "log_lik generated quantity with one entry per observation (the sum "
-                             "of its terms)")
+                             f"({', '.join(sampled)}): use {_block_routes(code, obs)}; PSIS-LOO "
+                             "needs a log_lik generated quantity with one entry per observation "
+                             "(the sum of its terms, where they separate)")
         raise AmbiguousResponse(
             f"cannot tell which observation array holds the observed values "
             f"({', '.join(obs.fields)}); name that array alone with --obs-fields "

@@ -41,6 +41,17 @@ def test_several_sampled_arrays_and_no_scalar_array_need_log_lik():
     with pytest.raises(InputError, match=r"several values per observation \(eCO2mean, eCO2sd\)"
                                          r".*log_lik"):
         response_field(SOIL, find_observations(SOIL), code=two)
+    # the refit routes over whole observations come first: K-fold, or leave-future-out first
+    # where the model block recurses over the observations (posteriordb's bball HMM:
+    # gamma[t - 1, j]); the lfo line's first training set is 90% of the observations
+    with pytest.raises(InputError, match=r"\(eCO2mean, eCO2sd\): use `stanlogz kfold --obs N_t` "
+                                         r"over exchangeable observations, or `stanlogz lfo "
+                                         r"--obs N_t --min-train 2`"):
+        response_field(SOIL, find_observations(SOIL), code=two)
+    lagged = two.replace("eCO2mean[t] ~ normal(k * ts[t]", "eCO2mean[t] ~ normal(k * ts[t - 1]")
+    with pytest.raises(InputError, match=r": use `stanlogz lfo --obs N_t --min-train 2` for a "
+                                         r"time series, or `stanlogz kfold --obs N_t`"):
+        response_field(SOIL, find_observations(SOIL), code=lagged)
     grid = {"n": 2, "X": [[1, 0, 2], [0, 0, 1]]}
     with pytest.raises(InputError) as e:
         response_field(grid, find_observations(grid))
