@@ -286,6 +286,8 @@ def _refit_advice(r: LooResult, i: int) -> str:
             check_split(r.program, r.data, r.observations, i, unc[rows])
         except StanlogzError as err:
             why = str(err).replace(f"; {ROUTE}", "")
+        except Exception:  # the check itself failed: the advice stays exact refits
+            why = None
     return exact if why is None else f"exact refits cannot recompute them ({why}); {MM_ROUTE}"
 
 
