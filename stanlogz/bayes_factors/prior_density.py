@@ -37,7 +37,7 @@ from ..crossval.observations.observations import Observations
 from ..crossval.observations.pointwise import PointwiseLogLik, has_log_lik, log_lik_columns
 from ..draws import Draws, sample
 from ..errors import DataError, InputError, StanlogzError
-from ..stan.priors import lprior_expression
+from ..stan.prior_statements import lprior_expression
 from ..stan.program import StanProgram
 from ..stan.settings import NutsArgs
 

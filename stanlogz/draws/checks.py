@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..stan.code import unused_parameters
-from ..stan.priors import prior_reach
+from ..stan.prior_statements import prior_reach
 from ..stan.program import StanProgram
 from .core import Draws
 

@@ -337,17 +337,12 @@ def _mentions(text: str, name: str) -> bool:
 
 
 def _priors_through_transformed(tp: str, stmts: list[_Stmt]) -> list[str]:
-    """The right-hand sides of the transformed-parameter assignments whose variable has a prior
-    statement (``theta[1] = theta1;`` with ``target += dirichlet_lpdf(theta[k] | a)``): a
-    parameter they mention has its prior through them, though stanc's pedantic mode lists it
-    as without one."""
+    """What is assigned to transformed parameters with a prior statement (``theta[1] = t1;``)."""
     out = []
-    for stmt in re.split(r"[;{}]", tp):
-        lhs, eq, rhs = stmt.partition("=")
-        if not eq or rhs.startswith("=") or lhs.rstrip().endswith(("<", ">", "!")):
-            continue
+    for lhs, eq, rhs in (st.partition("=") for st in re.split(r"[;{}]", tp)):
         words = re.findall(r"[A-Za-z_]\w*", re.sub(r"\[[^\]]*\]|<[^>]*>", " ", lhs))
-        if words and any(_mentions(s.lhs, words[-1]) for s in stmts):
+        if eq and not rhs.startswith("=") and not lhs.rstrip().endswith(("<", ">", "!")) \
+                and words and any(_mentions(s.lhs, words[-1]) for s in stmts):
             out.append(rhs)
     return out
 
@@ -375,8 +370,7 @@ def check_priors(code: str, data: Mapping[str, Any] | str | None = None,
     via_tp = _priors_through_transformed(tp, stmts)
     for d in decls:
         on_it = [s for s in stmts if _mentions(s.lhs, d.name)]
-        if d.name in (no_prior or []) and not on_it and not any(
-                _mentions(rhs, d.name) for rhs in via_tp):
+        if d.name in (no_prior or []) and not (on_it or any(_mentions(r, d.name) for r in via_tp)):
             out.no_prior.append(d.name)
         if not d.has_bounds:
             continue
@@ -439,70 +433,6 @@ def check_priors(code: str, data: Mapping[str, Any] | str | None = None,
         else:
             out.normalized.append(d.name)
     return out
-
-
-#: Tail probability whose quantiles bound where a proper prior puts its draws (a normal's
-#: ±6.4 sd): unconstrained draws beyond them are not a sign of impropriety.
-PRIOR_TAIL = 1e-10
-
-
-def prior_reach(code: str, data: Mapping[str, Any] | str | None = None) -> dict[str, float]:
-    """How far from 0 the draws of each unbounded parameter with a proper prior may reach: the
-    larger |quantile| at :data:`PRIOR_TAIL` and 1 − :data:`PRIOR_TAIL` of its prior, for
-    parameters without bounds whose prior is one whole-variable statement (``alpha ~
-    normal(m, 100)``, ``target += normal_lpdf(alpha | m, 100)``) with arguments known from
-    literals or data. A draw of a parameter with a proper prior is not a runaway however wide
-    that prior is (a regression intercept under N(0, 100)); parameters not listed are unknown."""
-    if isinstance(data, str):
-        data = json.loads(data or "{}")
-    data = dict(data or {})
-    code = strip_comments(code)
-    params, model = _block(code, "parameters"), _block(code, "model") or ""
-    out: dict[str, float] = {}
-    if params is None:
-        return out
-    stmts = _statements(model)
-    for d in _declarations(params, data):
-        if d.has_bounds or d.kind not in _BOX_TYPES:
-            continue
-        on_it = [st for st in stmts if _mentions(st.lhs, d.name)]
-        if len(on_it) != 1 or on_it[0].lhs != d.name or not on_it[0].simple \
-                or on_it[0].truncated:
-            continue
-        args = [evaluate(a, data) for a in _split_top(on_it[0].args)] \
-            if on_it[0].args.strip() else []
-        if any(a is None for a in args):
-            continue
-        dist = _frozen(on_it[0].dist, args)  # type: ignore[arg-type]
-        if dist is None:
-            continue
-        with np.errstate(all="ignore"):
-            reach = max(abs(float(dist.ppf(PRIOR_TAIL))), abs(float(dist.ppf(1 - PRIOR_TAIL))))
-        if math.isfinite(reach):
-            out[d.name] = reach
-    return out
-
-
-def lprior_expression(code: str, max_len: int = 240) -> str | None:
-    """The program's log prior density as a Stan expression (``normal_lpdf(mu | 0, 5) +
-    ...``), for a refusal to show the ``lprior`` line a user can paste: None unless every
-    parameter has one whole-variable untruncated prior statement (or the sum is longer than
-    ``max_len``)."""
-    code = strip_comments(code)
-    params, model = _block(code, "parameters"), _block(code, "model") or ""
-    if params is None:
-        return None
-    stmts = _statements(model)
-    terms = []
-    for d in _declarations(params, {}):
-        on_it = [st for st in stmts if _mentions(st.lhs, d.name)]
-        if len(on_it) != 1 or on_it[0].lhs != d.name or not on_it[0].simple \
-                or on_it[0].truncated:
-            return None
-        args = " ".join(on_it[0].args.split())
-        terms.append(f"{on_it[0].dist}_lpdf({d.name}{' | ' + args if args else ''})")
-    text = " + ".join(terms)
-    return text if terms and len(text) <= max_len else None
 
 
 def program_priors(model: StanProgram) -> PriorCheck:
