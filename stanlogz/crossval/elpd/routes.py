@@ -154,7 +154,7 @@ def refit_data_error(model: StanProgram, data: Mapping[str, Any], obs: Observati
                  and len(v) == obs.n]
         why = (f"the per-observation arrays {', '.join(whole)} are not among the observation "
                f"fields ({', '.join(obs.fields)}), so they keep {obs.n} entries"
-               if whole else f"{obs.size_name} = {obs.n - 1} is refused")
+               if whole else f"its data with {obs.size_name} = {obs.n - 1} are refused")
         return f"the program refuses its data without an observation: {why}"
     except StanlogzError:
         return None
