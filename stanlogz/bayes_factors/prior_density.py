@@ -24,6 +24,7 @@ effective-sample-size machinery as NUTS draws.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,7 @@ from ..crossval.observations.observations import Observations
 from ..crossval.observations.pointwise import PointwiseLogLik, has_log_lik, log_lik_columns
 from ..draws import Draws, sample
 from ..errors import DataError, InputError, StanlogzError
+from ..stan.prior_statements import lprior_expression
 from ..stan.program import StanProgram
 from ..stan.settings import NutsArgs
 
@@ -187,7 +189,7 @@ def find_prior(model: StanProgram, data: dict[str, Any], observations: Observati
     try:
         inst = model.with_data(observations.subset(data, []))
     except DataError as exc:
-        why["zero observations"] = f"it refuses {n_name} = 0 ({_first_line(exc)})"
+        why["zero observations"] = f"it refuses {n_name} = 0 ({_reason(exc)})"
     else:
         if inst.dim == model.dim:
             return PriorDensity(model, "zero observations", instances=(inst,))
@@ -197,7 +199,7 @@ def find_prior(model: StanProgram, data: dict[str, Any], observations: Observati
         try:
             pw = PointwiseLogLik(model, data, observations, "log_lik")
         except InputError as exc:
-            why["log_lik"] = _first_line(exc)
+            why["log_lik"] = _reason(exc)
         else:
             prior = PriorDensity(model, "log_lik", gq_columns=log_lik_columns(names))
             try:
@@ -218,17 +220,37 @@ def find_prior(model: StanProgram, data: dict[str, Any], observations: Observati
         ab = model.with_data(observations.subset(data, [*refs[0], *refs[1]]))
         pw.check(probe)
     except StanlogzError as exc:  # refused data, a failed check, or the program's own error
-        why["one observation"] = _first_line(exc)
+        why["one observation"] = _reason(exc)
     else:
         return PriorDensity(model, "one observation", instances=(a, b, ab))
     detail = "; ".join(f"{k}: {v}" for k, v in why.items())
-    raise InputError(f"{model.name}: no way to its prior density ({detail}); add "
-                     f"`real lprior = ...;` in generated quantities or declare {n_name} with "
-                     "<lower=0>")
+    expr = lprior_expression(getattr(model, "code", "") or "")
+    line = f"`real lprior = {expr};`" if expr else "`real lprior = ...;` (the log prior density)"
+    raise InputError(f"{model.name}: no way to its prior density ({detail}); add {line} in "
+                     f"generated quantities, or, if the program accepts no observations, "
+                     f"declare {n_name} with <lower=0>")
 
 
 def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+#: Stan's refusal of a data value outside its declared bound, with its source location.
+_STAN_BOUND = re.compile(r"(?:data for [^,]*, )?variable '(\w+)': \1 is [^,]*, but must be "
+                         r"(greater|less) than or equal to ([-+0-9.eE]+)(?: \(in '[^']*'[^)]*\))?")
+_STAN_WHERE = re.compile(r"\s*\(in '[^']*', line \d+[^)]*\)")
+
+
+def _reason(exc: BaseException) -> str:
+    """The first line of ``exc`` without Stan's raw text: a refused bound as ``N >= 5``, no
+    source location."""
+    def bound(m: re.Match[str]) -> str:
+        value = float(m.group(3))
+        shown = str(int(value)) if value.is_integer() else f"{value:g}"
+        return f"its declaration needs {m.group(1)} {'>=' if m.group(2) == 'greater' else '<='} " \
+               f"{shown}"
+
+    return _STAN_WHERE.sub("", _STAN_BOUND.sub(bound, _first_line(exc)))
 
 
 def _check_lprior(prior: PriorDensity, data: dict[str, Any], observations: Observations,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..stan.code import unused_parameters
+from ..stan.prior_statements import prior_reach
 from ..stan.program import StanProgram
 from .core import Draws
 
@@ -24,9 +25,10 @@ def normalization_warnings(model: StanProgram, d: Draws) -> list[str]:
     if s is not None:
         out += [w for w in s.warnings if "R-hat" in w or "diverged" in w]
     absmax = np.max(np.abs(d.unconstrained), axis=(0, 1))
-    if np.any(absmax > RUNAWAY_ABS):
-        j = int(np.argmax(absmax))
-        name = d.unc_names[j] if j < len(d.unc_names) else f"x.{j + 1}"
+    limit = _runaway_limits(model, d, absmax.size)
+    if np.any(absmax > limit):
+        j = int(np.argmax(np.where(absmax > limit, absmax, -np.inf)))
+        name = _unc_name(d, j)
         out.append(
             f"unconstrained draws of {name} reach |{absmax[j]:.3g}|: the posterior is probably "
             "improper (a parameter without a proper prior?); log Z is then meaningless"
@@ -37,3 +39,26 @@ def normalization_warnings(model: StanProgram, d: Draws) -> list[str]:
             "(improper, or on a bounded interval unnormalized); give it a proper prior"
         )
     return out
+
+
+def _unc_name(d: Draws, j: int) -> str:
+    return d.unc_names[j] if j < len(d.unc_names) else f"x.{j + 1}"
+
+
+def _runaway_limits(model: StanProgram, d: Draws, dim: int) -> np.ndarray:
+    """Per unconstrained coordinate, the magnitude beyond which its draws ran away:
+    :data:`RUNAWAY_ABS`, or further where the program gives the parameter a proper prior that
+    reaches further (:func:`~stanlogz.stan.priors.prior_reach`: N(0, 100) reaches 636)."""
+    limit = np.full(dim, RUNAWAY_ABS)
+    code = getattr(model, "code", "") or ""
+    if not code:
+        return limit
+    try:
+        reach = prior_reach(code, getattr(model, "data_json", None) or "{}")
+    except Exception:  # an unparsable program: the plain limit
+        return limit
+    for j in range(dim):
+        base = _unc_name(d, j).split(".")[0].split("[")[0]
+        if base in reach:
+            limit[j] = max(RUNAWAY_ABS, reach[base])
+    return limit

@@ -336,6 +336,17 @@ def _mentions(text: str, name: str) -> bool:
     return re.search(rf"\b{re.escape(name)}\b", text) is not None
 
 
+def _priors_through_transformed(tp: str, stmts: list[_Stmt]) -> list[str]:
+    """What is assigned to transformed parameters with a prior statement (``theta[1] = t1;``)."""
+    out = []
+    for lhs, eq, rhs in (st.partition("=") for st in re.split(r"[;{}]", tp)):
+        words = re.findall(r"[A-Za-z_]\w*", re.sub(r"\[[^\]]*\]|<[^>]*>", " ", lhs))
+        if eq and not rhs.startswith("=") and not lhs.rstrip().endswith(("<", ">", "!")) \
+                and words and any(_mentions(s.lhs, words[-1]) for s in stmts):
+            out.append(rhs)
+    return out
+
+
 def check_priors(code: str, data: Mapping[str, Any] | str | None = None,
                  no_prior: list[str] | None = None) -> PriorCheck:
     """The prior mass inside each bounded parameter's declared range, as far as the code shows.
@@ -356,9 +367,10 @@ def check_priors(code: str, data: Mapping[str, Any] | str | None = None,
         return out
     stmts = _statements(model)
     decls = _declarations(params, data)
+    via_tp = _priors_through_transformed(tp, stmts)
     for d in decls:
         on_it = [s for s in stmts if _mentions(s.lhs, d.name)]
-        if d.name in (no_prior or []) and not on_it:
+        if d.name in (no_prior or []) and not (on_it or any(_mentions(r, d.name) for r in via_tp)):
             out.no_prior.append(d.name)
         if not d.has_bounds:
             continue

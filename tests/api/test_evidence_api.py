@@ -344,3 +344,33 @@ def test_readme_truncation_rule_half_cauchy():
     # seeds: error sd 0.0031, floor 0.016; se 0.0031 +- 0.0011, max 0.006).
     assert abs(r.log_z - np.log(0.5)) < max(Z_TOL * r.log_z_se, 0.016)
     assert 0 < r.log_z_se < 0.02
+
+
+def test_runaway_warning_spares_a_wide_proper_prior():
+    # A regression intercept under N(m, 100) (posteriordb's kilpisjarvi) may have draws at
+    # |175|: its prior reaches ±636 (1e-10 tails), so no "improper" warning; a parameter with
+    # no prior statement at 400 still warns, as does one whose draws pass its prior's reach.
+    from stanlogz.draws import Draws
+
+    class Coded(PyModel):
+        code = ("data { real m; } parameters { real alpha; real free; real<lower=0> s; } "
+                "model { alpha ~ normal(m, 100); target += normal_lpdf(s | 0, 1); }")
+        data_json = '{"m": 5}'
+
+    u = np.zeros((2, 20, 3))
+    u[0, :, 0] = np.linspace(-175, 175, 20)
+    names = ["alpha", "free", "s"]
+
+    def runaway(u):
+        ws = ev.normalization_warnings(Coded(np.zeros(3)), Draws(unconstrained=u,
+                                                                 unc_names=names))
+        return [w for w in ws if "reach" in w]
+
+    assert runaway(u) == []
+    u[1, :, 1] = np.linspace(0, 400, 20)
+    ws = runaway(u)
+    assert len(ws) == 1 and "free reach |400|" in ws[0] and "improper" in ws[0]
+    u[1, :, 1] = 0
+    u[0, :, 0] = np.linspace(0, 900, 20)
+    ws = runaway(u)
+    assert len(ws) == 1 and "alpha reach |900|" in ws[0]

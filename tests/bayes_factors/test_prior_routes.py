@@ -168,6 +168,19 @@ def test_no_way_to_the_prior_is_refused_naming_each_route(compiled) -> None:
         assert what in msg, (what, msg)
 
 
+def test_prior_refusal_has_no_raw_stan_text_and_names_the_lprior_line(compiled) -> None:
+    # posteriordb's one_comp_mm_elim_abs (int<lower=1> N_t): the refusal quoted Stan's
+    # "variable 'N_t': N_t is 0, but must be greater than or equal to 1.000000 (in
+    # 'model.stan', line 32, ...)"; now one clean line whose lprior is the program's own prior
+    m = compiled("ar1_n1")
+    with pytest.raises(InputError) as e:
+        load_program(m, json.loads((T / "ar1_n1.json").read_text()))
+    msg = str(e.value)
+    assert "\n" not in msg and "(in '" not in msg and "must be greater" not in msg, msg
+    assert "refuses N = 0 (its declaration needs N >= 1)" in msg
+    assert "add `real lprior = normal_lpdf(phi | 0, 0.5) + normal_lpdf(s | 0, 1);`" in msg
+
+
 def test_dependent_observations_are_refused_not_given_a_wrong_prior(compiled) -> None:
     # AR(1): the one-observation identity would return the prior minus a transition term; the
     # density-difference check finds the per-observation terms do not add up, and with no

@@ -75,6 +75,32 @@ def test_implicit_uniform_on_a_unit_interval_has_mass_one():
     assert c.masses == [] and c.normalized == ["p"] and c.no_prior == ["p"]
 
 
+def test_prior_through_a_transformed_parameter_is_a_prior():
+    # posteriordb's bball_drive_event_0-hmm_drive_0: theta1, theta2 get their Dirichlet priors
+    # through theta (target += dirichlet_lpdf(theta[k] | ...)); stanc's pedantic mode lists
+    # them without a prior, which is not a reason to warn. rho, copied into an unused
+    # transformed parameter, keeps its warning.
+    code = """
+    data { int K; matrix[K, K] alpha; }
+    parameters { simplex[K] theta1; simplex[K] theta2; simplex[K] rho; }
+    transformed parameters {
+      array[K] simplex[K] theta;
+      vector[K] r = rho;
+      theta[1] = theta1;
+      theta[2] = theta2;
+    }
+    model {
+      for (k in 1:K) {
+        target += dirichlet_lpdf(theta[k] | alpha[k, :]');
+      }
+    }
+    """
+    c = check_priors(code, {"K": 2, "alpha": [[1, 1], [1, 1]]},
+                     no_prior=["theta2", "theta1", "rho"])
+    assert c.no_prior == ["rho"]
+    assert len(prior_warnings(c)) == 1 and "parameter rho has no prior" in prior_warnings(c)[0]
+
+
 def test_far_tail_mass_is_accurate():
     # P(X > 40) for X ~ normal(0, 1): the complement 1 - cdf would round to 0.
     c = check_priors("parameters { real<lower=40> a; } model { a ~ normal(0, 1); }")

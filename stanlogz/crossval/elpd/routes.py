@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputError, StanlogzError
+from ...errors import DataError, InputError, StanlogzError
 from ...stan.program import StanProgram
-from ..observations.conditional import ConditionalLogLik, NotGaussian
+from ..observations.conditional import AmbiguousResponse, ConditionalLogLik, NotGaussian
 from ..observations.conditional_source import ConditionalSourceBase
 from ..observations.integrated import IntegratedSource
 from ..observations.nonfactorized import NoConditional, NonFactorizedSource
@@ -23,8 +23,22 @@ from ..observations.observations import Observations
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError, check_split
 
+#: Observations from which the conditional log-likelihood's quadrature (a full-density
+#: evaluation per node, per observation and draw: cost growing as N²) takes too long to be the
+#: route a refusal names first (1192 observations took ~30 h at 4000 draws).
+MANY_OBSERVATIONS = 200
+
 ROUTES = ("`stanlogz lfo` for time series, `stanlogz kfold --group` over blocks of "
           "exchangeable observations")
+
+
+def block_routes(obs: Observations) -> str:
+    """The routes for a program whose observed values have several entries per observation (a
+    row each, e.g. one subject's sequence of trials): K-fold holds out whole observations, and a
+    ``log_lik`` generated quantity with one entry per observation gives PSIS-LOO over them."""
+    return (f"`stanlogz kfold --obs {obs.size_name}` (each fold holds out whole observations, "
+            f"every value of one together), or a log_lik generated quantity with one entry per "
+            f"observation (the sum of its values' terms)")
 
 
 class ConditionalSource(ConditionalSourceBase):
@@ -75,10 +89,12 @@ def _conditional(model: StanProgram, data: Mapping[str, Any], obs: Observations,
     try:
         try:
             src = NonFactorizedSource(model, data, obs)
-        except InputError:  # e.g. no single response array (counts r out of trials n)
+        except InputError as exc:  # e.g. no single response array (counts r out of trials n)
             integ = _integrated(model, data, obs, rows)  # needs none
             if integ is not None:
                 return integ
+            if isinstance(exc, AmbiguousResponse) and obs.n >= MANY_OBSERVATIONS:
+                raise InputError(_many_observations(model, obs, exc)) from None
             raise
         probe = [0, obs.n - 1]
         if not all(src.gaussian(i, rows) for i in probe):
@@ -90,9 +106,23 @@ def _conditional(model: StanProgram, data: Mapping[str, Any], obs: Observations,
         reason = ("its density is not a sum of independent per-observation terms, and "
                   if why is not None else "")
         detail = str(exc).split(": ", 1)[-1]
+        routes = block_routes(obs) if exc.several_values else ROUTES
         raise InputError(f"no valid pointwise LOO for {model.name}: {reason}{detail}; use "
-                         f"{ROUTES}") from None
+                         f"{routes}") from None
     return src
+
+
+def _many_observations(model: StanProgram, obs: Observations, exc: AmbiguousResponse) -> str:
+    """The refusal of a program whose observed values are not named, with too many
+    observations for the conditional quadrature: the routes that answer in bounded time
+    first."""
+    fields = ", ".join(exc.fields)
+    return (f"no valid pointwise LOO for {model.name}: its density is not a sum of independent "
+            f"per-observation terms and no array is named as the observed values ({fields}); "
+            f"use `stanlogz kfold` (10 refits, each fold's held-out density exact), or add a "
+            f"log_lik generated quantity with one entry per observation; --obs-fields "
+            f"{exc.example} would normalize the density over each of the {obs.n} values by "
+            f"quadrature, a cost growing as N² (hours for a thousand observations)")
 
 
 def _integrated(model: StanProgram, data: Mapping[str, Any], obs: Observations, rows: np.ndarray
@@ -108,6 +138,29 @@ def _integrated(model: StanProgram, data: Mapping[str, Any], obs: Observations, 
     return src
 
 
+#: What a refit refusal advises: moment matching needs no refit.
+MM_ROUTE = "moment-match them instead (--fix mm; fix=\"mm\" in Python)"
+
+
+def refit_data_error(model: StanProgram, data: Mapping[str, Any], obs: Observations
+                     ) -> str | None:
+    """Why the program refuses its data without one observation (so no refit can run), in one
+    line without Stan's text; None when it accepts them. Arrays of length n left out of the
+    observation fields (``--obs-fields n`` where N, x1, x2 are per-observation too) are named."""
+    try:
+        model.with_data(obs.without(data, [0]))
+    except DataError:
+        whole = [k for k, v in data.items() if k not in obs.fields and np.ndim(v) >= 1
+                 and len(v) == obs.n]
+        why = (f"the per-observation arrays {', '.join(whole)} are not among the observation "
+               f"fields ({', '.join(obs.fields)}), so they keep {obs.n} entries"
+               if whole else f"its data with {obs.size_name} = {obs.n - 1} are refused")
+        return f"the program refuses its data without an observation: {why}"
+    except StanlogzError:
+        return None
+    return None
+
+
 def exact_split_error(pw: Any, unc: np.ndarray, i: int) -> SplitError | None:
     """Why exact refits of ``pw``'s program (leaving out observation ``i``) would not give its
     held-out values (:func:`check_split` at three of the draws ``unc``), or None."""
@@ -119,7 +172,9 @@ def exact_split_error(pw: Any, unc: np.ndarray, i: int) -> SplitError | None:
     return None
 
 
-def refit_refusal(err: SplitError, n_bad: int, threshold: float) -> str:
-    """The warning of a refused refit."""
+def refit_refusal(err: SplitError | str, n_bad: int, threshold: float) -> str:
+    """The warning of a refused refit (a split error, or :func:`refit_data_error`'s line with
+    the moment-matching route)."""
+    tail = f"; {MM_ROUTE}" if isinstance(err, str) else ""
     return (f"{n_bad} observation(s) have Pareto k-hat above {threshold:.2f} and cannot be "
-            f"refitted: {err}")
+            f"refitted: {err}{tail}")

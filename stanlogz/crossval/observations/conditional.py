@@ -49,6 +49,19 @@ class NotGaussian(InputError):
     """The program's density is not quadratic in the held-out data value (or is not integrable
     over it), so the closed-form normalization does not apply."""
 
+    #: the observed values have several entries per observation (a row each): the routes name
+    #: K-fold over whole observations first
+    several_values: bool = False
+
+
+class AmbiguousResponse(InputError):
+    """Several observation arrays could hold the observed values; ``example`` is the one the
+    refusal suggests (an array the model block samples)."""
+
+    def __init__(self, message: str, fields: tuple[str, ...] = (), example: str = "") -> None:
+        super().__init__(message)
+        self.fields, self.example = fields, example
+
 
 def _sampled(code: str | None, names: list[str]) -> list[str]:
     """The ``names`` that the program's model block uses as observed values (``name ~``,
@@ -56,6 +69,22 @@ def _sampled(code: str | None, names: list[str]) -> list[str]:
     model = model_block(code)
     return [n for n in names if re.search(rf"\b{re.escape(n)}\s*(\[[^\]]*\])?\s*~", model)
             or re.search(rf"_lp[dm]f\(\s*{re.escape(n)}\s*(\[[^\]]*\])?\s*\|", model)]
+
+
+#: A lagged index in the model block (``gamma[t - 1, j]``, ``y[n-1]``): a recursion over the
+#: observations, i.e. a time series.
+_LAG = re.compile(r"\[\s*[A-Za-z_]\w*\s*-\s*1\s*[\],]")
+
+
+def _block_routes(code: str | None, obs: Observations) -> str:
+    """The refit routes over whole observations, leave-future-out first for a program whose
+    model block recurses over them (``x[t - 1]``), K-fold first otherwise; the first training
+    set of the leave-future-out route is 90% of the observations."""
+    lfo = (f"`stanlogz lfo --obs {obs.size_name} --min-train {max(2, obs.n * 9 // 10)}` for a "
+           "time series")
+    kfold = f"`stanlogz kfold --obs {obs.size_name}` over exchangeable observations"
+    recursive = bool(code) and _LAG.search(model_block(code)) is not None
+    return f"{lfo if recursive else kfold}, or {kfold if recursive else lfo}"
 
 
 def response_field(data: Mapping[str, Any], obs: Observations, response: str | None = None,
@@ -80,13 +109,15 @@ def response_field(data: Mapping[str, Any], obs: Observations, response: str | N
         sampled = _sampled(code, cand)
         if len(sampled) > 1:
             raise InputError(f"the program models several values per observation "
-                             f"({', '.join(sampled)}): the pointwise log-likelihood needs a "
-                             "log_lik generated quantity with one entry per observation (the sum "
-                             "of its terms)")
-        raise InputError(f"cannot tell which observation array holds the observed values "
-                         f"({', '.join(obs.fields)}); name that array alone with --obs-fields "
-                         f"(e.g. --obs-fields {(sampled or cand)[0]}), call it y "
-                         "in the program and data, or add a log_lik generated quantity")
+                             f"({', '.join(sampled)}): use {_block_routes(code, obs)}; PSIS-LOO "
+                             "needs a log_lik generated quantity with one entry per observation "
+                             "(the sum of its terms, where they separate)")
+        raise AmbiguousResponse(
+            f"cannot tell which observation array holds the observed values "
+            f"({', '.join(obs.fields)}); name that array alone with --obs-fields "
+            f"(e.g. --obs-fields {(sampled or cand)[0]}), call it y "
+            "in the program and data, or add a log_lik generated quantity",
+            fields=tuple(obs.fields), example=(sampled or cand)[0])
     return cand[0]
 
 
@@ -190,8 +221,10 @@ class ConditionalLogLik(ColumnsByObservation):
                               "support, which is not implemented")
         y = np.asarray(self.data[self.response], dtype=float)
         if y.ndim != 1:
-            raise NotGaussian(f"{model.name}: {self.response} has several values per "
+            err = NotGaussian(f"{model.name}: {self.response} has several values per "
                               "observation; the normalization handles one real value each")
+            err.several_values = True  # routes.py names K-fold over whole observations first
+            raise err
         self.y = y
         spread = float(np.std(y)) if y.size > 1 else 1.0
         self.h_u = 0.25 * spread if spread > 0 else 0.25

@@ -38,6 +38,10 @@ class NoConditional(InputError):
     """The program's density cannot be normalized over the held-out data value (it refuses
     other values, is not integrable over them, or the quadrature does not converge)."""
 
+    #: the observed values have several entries per observation (a row each): the routes name
+    #: K-fold over whole observations first
+    several_values: bool = False
+
 
 class IntegralMixin:
     """Quadrature over a continuous y_i; the host provides ``_eval``, ``_probe``, ``_label``,

@@ -73,8 +73,10 @@ class QuadratureLogLik(IntegralMixin):
         self.response = response_field(self.data, obs, response, getattr(model, "code", None))
         y = np.asarray(self.data[self.response])
         if y.ndim != 1:
-            raise NoConditional(f"{model.name}: {self.response} has several values per "
+            err = NoConditional(f"{model.name}: {self.response} has several values per "
                                 "observation; the normalization handles one value each")
+            err.several_values = True  # routes.py names K-fold over whole observations first
+            raise err
         self.discrete = is_integer_valued(model, self.data, self.response)
         self.y = y.astype(int) if self.discrete else y.astype(float)
         spread = float(np.std(self.y)) if y.size > 1 else 0.0

@@ -8,6 +8,7 @@ set to the subset's size: a new data instance of the same compiled program, neve
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError
+from ...stan.code import model_block
 from ...stan.program import ProgramLike
 
 
@@ -72,11 +74,30 @@ def _prefer_response(data: Mapping[str, Any], lengths: Mapping[str, int | None],
     return hit if len(hit) == 1 else cands
 
 
+def _sampled_first(data: Mapping[str, Any], lengths: Mapping[str, int | None],
+                   cands: list[str], code: str | None) -> list[str]:
+    """``cands`` with the sizes of arrays the program's model block samples (``u ~``,
+    ``u[t] ~``, ``_lpdf(u |``) first: the size a refusal's example names (bball: N of u and v,
+    not K of the prior's alpha)."""
+    if not code:
+        return cands
+    model = model_block(code)
+
+    def sampled(k: str) -> bool:
+        return any(re.search(rf"\b{re.escape(f)}\s*(\[[^\]]*\])?\s*~", model)
+                   or re.search(rf"_lp[dm]f\(\s*{re.escape(f)}\s*(\[[^\]]*\])?\s*\|", model)
+                   for f in data if f != k and lengths[f] == data[k])
+
+    return sorted(cands, key=lambda k: not sampled(k))
+
+
 def find_observations(data: Mapping[str, Any], obs: str | None = None,
-                      obs_fields: Sequence[str] | None = None) -> Observations:
+                      obs_fields: Sequence[str] | None = None,
+                      code: str | None = None) -> Observations:
     """The observations of ``data``: size variable ``obs`` (inferred when exactly one integer
     matches the leading dimension of some array) and the arrays split along it (``obs_fields``,
-    or every array whose leading dimension equals it)."""
+    or every array whose leading dimension equals it). ``code`` (the program) picks the example
+    that a refusal of several possible sizes names."""
     fields = obs_fields
     if not isinstance(data, Mapping) or not data:
         raise InputError("cross-validation needs the program's data (a dict or JSON file)")
@@ -117,6 +138,7 @@ def find_observations(data: Mapping[str, Any], obs: str | None = None,
         if len(cands) > 1:
             cands = _prefer_response(data, lengths, cands)
         if len(cands) > 1:
+            cands = _sampled_first(data, lengths, cands, code)
             detail = "; ".join(
                 f"{k}: {', '.join(f for f in data if f != k and lengths[f] == data[k])}"
                 for k in cands)
@@ -180,4 +202,5 @@ def load_observed(model: ProgramLike, data: Any, obs: str | None = None,
         data_dict = read_data(data)
     else:
         data_dict = json.loads(model.data_json) if getattr(model, "data_json", "") else {}
-    return model, data_dict, find_observations(data_dict, obs, obs_fields)
+    return model, data_dict, find_observations(data_dict, obs, obs_fields,
+                                               getattr(model, "code", None))

@@ -22,7 +22,7 @@ from ...parallel import run_parallel, with_client
 from ...stan.program import ProgramLike
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..elpd.psis import PsisLoo, psis_loo, relative_efficiency
-from ..elpd.routes import exact_split_error, pointwise_source, refit_refusal
+from ..elpd.routes import exact_split_error, pointwise_source, refit_data_error, refit_refusal
 from ..fixups.fixups import (
     SHARED_SE,
     FixedPoint,
@@ -395,6 +395,9 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
         if fix.refit is None or not bad.size or any(n.startswith("interrupted") for n in mm_notes):
             return fixed, mm_notes
     method = fix.refit
+    no_data = refit_data_error(pw.model, pw.data, pw.obs)
+    if no_data is not None:
+        return fixed, [refit_refusal(no_data, bad.size, threshold)]
     too_long = _auto_refits_too_long(fix, d, bad.size, threshold)
     if too_long:
         return fixed, [too_long]

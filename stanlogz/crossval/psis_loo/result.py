@@ -18,11 +18,13 @@ from ... import arviz_compat
 from ...draws import Draws
 from ...errors import InputError, StanlogzError
 from ..elpd.base import ElpdResult
+from ..elpd.routes import MM_ROUTE, refit_data_error
 from ..fixups.fixups import FixedPoint
 from ..fixups.registry import FIX_LABELS
 from ..names import LooNames
 from ..observations.conditional import latent_coordinates
 from ..observations.observations import Observations
+from ..observations.splitcheck import ROUTE, check_split
 from ..refit.cv_se import ElpdInterval, elpd_interval
 
 
@@ -242,8 +244,7 @@ def loo_warnings(r: LooResult) -> list[str]:
     left = r.unfixed_bad()
     if left:
         nums = ", ".join(str(i + 1) for i in left[:10])
-        what = ("recompute them by exact refits (--fix exact; fix=\"exact\" in Python)"
-                if r.fix == "none" else
+        what = (_refit_advice(r, left[0]) if r.fix == "none" else
                 f"the {r.fix} fix-up did not replace them (see the warnings above)")
         out.append(f"{len(left)} observation(s) have Pareto k-hat above {r.threshold:.2f} "
                    f"({nums}): their PSIS values are unreliable; {what}"
@@ -268,6 +269,26 @@ def loo_warnings(r: LooResult) -> list[str]:
         out.append(f"p_loo = {r.p_loo:.1f} is large against {r.n_obs} observations: the model "
                    "may be misspecified or too flexible")
     return out
+
+
+def _refit_advice(r: LooResult, i: int) -> str:
+    """What recomputes the unreliable values: exact refits, or moment matching where the program
+    cannot be refitted without observation ``i`` (0-based): it refuses the shorter data, or
+    deleting the observation would give another model (the split check at a few draws)."""
+    exact = "recompute them by exact refits (--fix exact; fix=\"exact\" in Python)"
+    if r.program is None or r.data is None or r.observations is None or r.sample_index is not None:
+        return exact
+    why = refit_data_error(r.program, r.data, r.observations)
+    if why is None and r.draws is not None:
+        unc = r.draws.flat_unconstrained()
+        rows = np.unique(np.linspace(0, len(unc) - 1, min(3, len(unc))).astype(int))
+        try:
+            check_split(r.program, r.data, r.observations, i, unc[rows])
+        except StanlogzError as err:
+            why = str(err).replace(f"; {ROUTE}", "")
+        except Exception:  # the check itself failed: the advice stays exact refits
+            why = None
+    return exact if why is None else f"exact refits cannot recompute them ({why}); {MM_ROUTE}"
 
 
 def _integrated_offer(r: LooResult) -> str:

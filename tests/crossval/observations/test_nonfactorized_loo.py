@@ -283,3 +283,62 @@ def test_arma11_keeps_the_gaussian_closed_form(compiled):
         var = 1 / np.diag(prec)
         want = stats.norm.logpdf(var * (prec @ r), 0.0, np.sqrt(var))
         np.testing.assert_allclose(got[s], want, rtol=0, atol=1e-8)
+
+
+def test_rows_of_values_refusal_names_kfold_over_whole_observations(compiled):
+    # Each observation is a row of 3 trials with two latents (the dogs programs): the
+    # refusal names K-fold over the observations (not lfo), in words that can be pasted, and
+    # that route answers on the program.
+    from stanlogz.crossval.refit.kfold import kfold
+
+    rng = np.random.default_rng(3)
+    data = {"N": 6, "T": 3, "y": rng.integers(0, 2, size=(6, 3)).tolist()}
+    m = compiled("block_rows", data)
+    with pytest.raises(InputError, match=r"y has several values per observation.*; use "
+                       r"`stanlogz kfold --obs N`") as err:
+        loo(m, data, seed=1, chains=2, warmup=100, n_draws=50)
+    assert "\n" not in str(err.value) and "lfo" not in str(err.value)
+    r = kfold(m, data, k=3, obs="N", seed=1, chains=2, warmup=100, n_draws=50)
+    assert np.isfinite(r.elpd_kfold)
+
+
+def test_khat_advice_names_moment_matching_where_refits_cannot_run(compiled):
+    # posteriordb's seeds_centered_model with --obs-fields n: the trials N (and x1, x2) stay
+    # whole, so no refit can run without an observation; the k-hat warning advised --fix
+    # exact, which then failed with Stan's dimension mismatch. Now both name --fix mm, and
+    # --fix mm answers. (binom_re with --obs-fields y leaves the trials n whole; a low k
+    # threshold makes observations "bad".)
+    data = {"I": 6, "n": [5, 9, 12, 3, 20, 7], "y": [2, 4, 12, 0, 8, 3], "sigma": 0.8}
+    m = compiled("binom_re", data)
+    kw = dict(obs_fields=["y"], seed=2, chains=2, warmup=150, n_draws=100, k_threshold=0.05)
+    r = loo(m, data, fix="none", **kw)
+    (w,) = [w for w in r.warnings if "Pareto k-hat above" in w]
+    assert "--fix mm" in w and "--fix exact" not in w
+    assert "arrays n are not among the observation fields (y)" in w
+    r = loo(m, data, fix="exact", **kw)
+    (w,) = [w for w in r.warnings if "cannot be refitted" in w]
+    assert "--fix mm" in w and "dims declared" not in w and "\n" not in w
+    r = loo(m, data, fix="mm", **kw)
+    assert r.fixed and all(f.method == "mm" for f in r.fixed) and np.isfinite(r.elpd_loo)
+
+
+def test_many_unnamed_observations_refusal_names_kfold_first(compiled):
+    # posteriordb's logearn_interaction_z (1192 observations, a standardized covariate): the
+    # refusal named --obs-fields earn, whose quadrature would take ~30 h; with many observations
+    # it names kfold first (which answers), with few the --obs-fields route stays.
+    from stanlogz.crossval.refit.kfold import kfold
+
+    rng = np.random.default_rng(5)
+    n = 200  # routes.MANY_OBSERVATIONS
+    b = rng.normal(size=n)
+    data = {"N": n, "a": (0.5 * b + rng.normal(size=n)).tolist(), "b": b.tolist()}
+    m = compiled("standardized_x", data)
+    with pytest.raises(InputError, match=r"no array is named as the observed values \(a, b\); "
+                       r"use `stanlogz kfold`.*--obs-fields a would") as err:
+        loo(m, data, seed=1, chains=2, warmup=100, n_draws=50)
+    assert "\n" not in str(err.value)
+    r = kfold(m, data, k=3, seed=1, chains=2, warmup=100, n_draws=50)
+    assert np.isfinite(r.elpd_kfold)
+    few = {"N": 20, "a": data["a"][:20], "b": data["b"][:20]}
+    with pytest.raises(InputError, match=r"^cannot tell which .*--obs-fields a\)"):
+        loo(compiled("standardized_x", few), few, seed=1, chains=2, warmup=100, n_draws=50)

@@ -41,8 +41,34 @@ def test_several_sampled_arrays_and_no_scalar_array_need_log_lik():
     with pytest.raises(InputError, match=r"several values per observation \(eCO2mean, eCO2sd\)"
                                          r".*log_lik"):
         response_field(SOIL, find_observations(SOIL), code=two)
+    # the refit routes over whole observations come first: K-fold, or leave-future-out first
+    # where the model block recurses over the observations (posteriordb's bball HMM:
+    # gamma[t - 1, j]); the lfo line's first training set is 90% of the observations
+    with pytest.raises(InputError, match=r"\(eCO2mean, eCO2sd\): use `stanlogz kfold --obs N_t` "
+                                         r"over exchangeable observations, or `stanlogz lfo "
+                                         r"--obs N_t --min-train 2`"):
+        response_field(SOIL, find_observations(SOIL), code=two)
+    lagged = two.replace("eCO2mean[t] ~ normal(k * ts[t]", "eCO2mean[t] ~ normal(k * ts[t - 1]")
+    with pytest.raises(InputError, match=r": use `stanlogz lfo --obs N_t --min-train 2` for a "
+                                         r"time series, or `stanlogz kfold --obs N_t`"):
+        response_field(SOIL, find_observations(SOIL), code=lagged)
     grid = {"n": 2, "X": [[1, 0, 2], [0, 0, 1]]}
     with pytest.raises(InputError) as e:
         response_field(grid, find_observations(grid))
     assert "no observation array holds one number per observation (X)" in str(e.value)
     assert "--obs-fields" not in str(e.value)
+
+
+def test_several_sizes_example_names_the_sampled_arrays_size():
+    # posteriordb's bball HMM: sizes K (the prior's alpha) and N (u, v); the example named
+    # whichever came first in the data; with the program it names the size of the sampled u, v
+    data = {"K": 2, "alpha": [[1.0, 1.0], [1.0, 1.0]], "N": 3, "u": [0.1, 0.2, 0.3],
+            "v": [1.0, 2.0, 3.0]}
+    code = """data { int K; matrix[K, K] alpha; int N; array[N] real u; array[N] real v; }
+    parameters { real<lower=0> phi; } model { phi ~ normal(0, 1);
+      for (t in 1:N) target += exponential_lpdf(u[t] | phi) + exponential_lpdf(v[t] | phi); }"""
+    with pytest.raises(InputError, match=r"several possible observation sizes .*--obs K\)"):
+        find_observations(data)
+    with pytest.raises(InputError, match=r"\(e\.g\. --obs N\)"):
+        find_observations(data, code=code)
+    assert find_observations(data, obs="N").fields == ("u", "v")
