@@ -228,3 +228,40 @@ def stream_rng(seed: SeedLike, name: Stream, *sub: int) -> np.random.Generator:
     """A generator on ``stream(seed, name, *sub)`` (:func:`stream`'s arguments; fresh entropy
     when ``seed`` is ``None``)."""
     return np.random.default_rng(stream(seed, name, *sub))
+
+
+def drawn_sequence(rng: np.random.Generator) -> np.random.SeedSequence:
+    """A new seed drawn from ``rng``: for a consumer called again and again on one generator
+    (each call advances ``rng``, so each gets its own seed).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The generator the seed is drawn from.
+
+    Returns
+    -------
+    numpy.random.SeedSequence
+        A seed with 63 bits of entropy from ``rng``.
+    """
+    return np.random.SeedSequence(int(rng.integers(2**63)))
+
+
+def generator_seed(rng: np.random.Generator) -> np.random.SeedSequence:
+    """The SeedSequence ``rng`` was made from: the seed of a task of
+    :func:`stanlogz.parallel.run_parallel`, below which the task takes its named streams.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        A generator made from a seed (as :func:`spawn_generators` makes them).
+
+    Returns
+    -------
+    numpy.random.SeedSequence
+        Its seed sequence (the same however far ``rng`` has been drawn from).
+    """
+    ss = rng.bit_generator.seed_seq
+    if not isinstance(ss, np.random.SeedSequence):
+        raise TypeError("the generator was not made from a SeedSequence")
+    return ss
