@@ -33,13 +33,14 @@ CASES = {"normal": ("logo_normal.stan", (8, 4, 11)), "poisson": ("logo_poisson.s
 
 
 def run(kind: str, seeds: int, fix: str, nuts: NutsArgs | None = None,
-        k_threshold: float | None = None) -> list[str]:
+        k_threshold: float | None = None, save: str | None = None) -> list[str]:
     """The coverage rows of one program."""
     stan, (j, n_per, data_seed) = CASES[kind]
     data = simulate(kind, j, n_per, data_seed)
     truth = exact_logo(kind, data)
     m = StanModel.from_file(STAN_MODELS / "tests" / stan, data)
     tot, tot_se, grp, grp_se, secs, refits, khat = [], [], [], [], [], 0, []
+    psis, refit, ierr = [], [], []
     for s in range(seeds):
         t0 = time.perf_counter()
         r = logo(m, data, group="g", seed=1000 + s, fix=fix, pointwise_obs=False,
@@ -51,6 +52,12 @@ def run(kind: str, seeds: int, fix: str, nuts: NutsArgs | None = None,
         grp_se.append([g.mcse for g in r.groups])
         refits += sum(g.method == "refit" for g in r.groups)
         khat.append(r.khat)
+        psis.append([g.psis_elpd for g in r.groups])
+        refit.append([g.method == "refit" for g in r.groups])
+        ierr.append([g.integration_error for g in r.groups])
+    if save:
+        np.savez(f"{save}_{kind}.npz", truth=truth, tot=tot, tot_se=tot_se, grp=grp,
+                 grp_se=grp_se, khat=khat, psis=psis, refit=refit, ierr=ierr, secs=secs)
     tot, tot_se = np.array(tot), np.array(tot_se)
     grp, grp_se = np.array(grp), np.array(grp_se)
     cov_t = np.mean(np.abs(tot - truth.sum()) <= 2 * tot_se)
@@ -75,13 +82,14 @@ def main() -> None:
     ap.add_argument("--cases", default="normal,poisson")
     ap.add_argument("--draws", type=int, default=1000, help="post-warmup draws per chain (4)")
     ap.add_argument("--k-threshold", type=float, default=None, help="refit groups above it")
+    ap.add_argument("--save", default=None, help="write the per-seed values to SAVE_KIND.npz")
     args = ap.parse_args()
     nuts = NutsArgs(draws=args.draws)
     print("| program | what | n | coverage ±2 se | rmse / mean se | mean se | mean error "
           "| seconds per run |")
     print("|---|---|---|---|---|---|---|---|")
     for kind in args.cases.split(","):
-        for row in run(kind, args.seeds, args.fix, nuts, args.k_threshold):
+        for row in run(kind, args.seeds, args.fix, nuts, args.k_threshold, args.save):
             print(row, flush=True)
 
 
