@@ -67,12 +67,24 @@ def run(kind: str, seeds: int, fix: str, nuts: NutsArgs | None = None,
     per = np.mean(np.abs(grp - truth) <= 2 * grp_se, axis=0)
     mk = np.mean(khat, axis=0)
     detail = "; ".join(f"{c:.2f} (k̂ {k:.2f})" for c, k in zip(per, mk, strict=True))
+    bands = []
+    kh, rf = np.array(khat), np.array(refit, dtype=bool)
+    hit = np.abs(grp - truth) <= 2 * grp_se
+    for lo, hi in ((-np.inf, 0.3), (0.3, 0.5), (0.5, 0.7), (0.7, np.inf)):
+        m = (kh > lo) & (kh <= hi) & ~rf
+        if m.any():
+            bands.append(f"k̂ {'' if lo < 0 else f'{lo}'}–{'' if hi > 1 else f'{hi}'}: "
+                         f"{np.mean(hit[m]):.3f} ({m.sum()})")
+    if rf.any():
+        bands.append(f"refit: {np.mean(hit[rf]):.3f} ({rf.sum()})")
     return [f"| {kind} | total | {seeds} | {cov_t:.3f} | {ratio_t:.2f} | {np.mean(tot_se):.4f} "
             f"| {np.mean(tot) - truth.sum():+.4f} | {np.median(secs):.1f} |",
             f"| {kind} | groups ({j} per seed) | {seeds * j} | {cov_g:.3f} | "
             f"{ratio_g.min():.2f}-{ratio_g.max():.2f} | {np.mean(grp_se):.4f} | "
             f"{np.mean(grp - truth):+.4f} | refits: {refits} |",
-            f"| {kind} | each group: coverage (mean k̂) | {seeds} | {detail} | | | | |"]
+            f"| {kind} | each group: coverage (mean k̂) | {seeds} | {detail} | | | | |",
+            f"| {kind} | groups by k̂ band: coverage (n) | {seeds * j} | {'; '.join(bands)} "
+            "| | | | |"]
 
 
 def main() -> None:

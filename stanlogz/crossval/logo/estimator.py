@@ -51,6 +51,10 @@ from .result import GroupValue, LogoResult, total_mcse
 from .structure import GroupStructure, check_structure, find_groups, instance, refuse
 
 FIXES = ("auto", "refit", "none")
+#: Default k̂ above which a group is refit: PSIS values of groups between 0.5 and loo's 0.7
+#: covered 0.86 at ±2 mc se (their error grows with k̂ faster than the ESS-based se:
+#: benchmarks/logo_coverage.py), and groups are few, so refitting them is cheap.
+LOGO_K = 0.5
 
 
 def _pairs(model: StanProgram, data: dict[str, Any], obs: Any, st: GroupStructure
@@ -119,7 +123,8 @@ def logo(
         Groups whose k̂ exceeds the threshold: ``"auto"``/``"refit"`` refit them exactly
         (NUTS without the group, as ``kfold``), ``"none"`` keeps the PSIS value with a warning.
     k_threshold
-        k̂ above which a group is refit (default min(1 − 1/log10 S, 0.7)).
+        k̂ above which a group is refit (default min(1 − 1/log10 S, 0.5): PSIS values of
+        groups with k̂ in 0.5–0.7 undercover; groups are few, so refitting them is cheap).
     pointwise_obs
         Also compute log p(y_i | y₋g(i)) per observation (one more integral per observation).
     settings, seed, progress, nuts_keywords
@@ -175,7 +180,7 @@ def logo(
     r_g = relative_efficiency_pointwise(ll3) if chains > 1 else np.ones(n_g)
     r_eff = float(np.mean(r_g))
     ps = psis_loo(ll, r_eff, chains=chains, keep_above=0.0)
-    threshold = ps.threshold if k_threshold is None else float(k_threshold)
+    threshold = min(ps.threshold, LOGO_K) if k_threshold is None else float(k_threshold)
     lw, _ = arviz_compat.psislw(-ll.T, r_eff=r_eff)  # (G, S) normalized
     # each group's se from its own draw-influence series (the delta method of the
     # self-normalized estimate) and that series' ESS over the chains, as for the total
