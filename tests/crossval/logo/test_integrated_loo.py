@@ -88,3 +88,23 @@ def test_integrated_loo_with_a_hyperparameter_matches_quadrature(compiled):
     r = loo(m, data, seed=2, log_lik="integrated", settings=NUTS)
     assert abs(r.elpd_loo - exact.sum()) < 3.9 * r.mcse_elpd_loo
     assert 0 < r.mcse_elpd_loo < 0.1 and r.khat.max() < 0.7
+
+
+def test_plain_loo_cli_reports_the_integrated_route(capsys, compiled, tmp_path):
+    """The command line without --log-lik: the route in the JSON, the value exact as above."""
+    import json
+
+    from stanlogz.cli import main
+
+    rng = np.random.default_rng(4)
+    sigma = 0.3
+    y = (np.abs(rng.normal(0, 1, 12)) + rng.normal(0, sigma, 12)).round(3)
+    data = {"N": 12, "y": y.tolist(), "sigma": sigma}
+    compiled(TESTS / "latent_pos.stan", data)
+    path = tmp_path / "latent_pos.json"
+    path.write_text(json.dumps(data))
+    rc = main(["loo", str(TESTS / "latent_pos.stan"), "--data", str(path), "--seed", "1",
+               "--chains", "2", "--warmup", "500", "--draws", "500", "--json", "--quiet"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["log_lik_source"] == "integrated"
+    assert abs(out["elpd_loo"] - _half_normal_conv(y, sigma).sum()) < 1e-4
