@@ -76,7 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "saying how far it got and how long the rest would take")
     parser.add_argument("--k-threshold", type=float, default=None,
                         help="fix observations above this k-hat (default min(1 - 1/log10 S, 0.7); "
-                        "with --group, groups above min(1 - 1/log10 S, 0.5) are refit)")
+                        "with --group, groups above min(1 - 1/log10 S, 0.4) are refit)")
     parser.add_argument("--log-lik", choices=LOG_LIK_SOURCES, default="auto",
                         help="pointwise log-likelihood: the log_lik generated quantity, the "
                         "difference of two data instances' densities, the conditional "

@@ -139,7 +139,7 @@ def loo(
         A data variable with one integer group label per observation (e.g. ``"county"``):
         leave-one-group-out without refits instead of leave-one-out. Each group's latents are
         integrated out given the hyperparameters, PSIS runs over the hyperparameter draws, and
-        groups whose k̂ is above 0.5 (or ``k_threshold``) are refit exactly (``fix`` "auto" or
+        groups whose k̂ is above 0.4 (or ``k_threshold``) are refit exactly (``fix`` "auto" or
         "exact"; "none" keeps their PSIS values). Returns a
         :class:`~stanlogz.crossval.logo.result.LogoResult`
         (:func:`~stanlogz.crossval.logo.estimator.logo`).
