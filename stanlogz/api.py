@@ -37,6 +37,7 @@ from .stan.settings import NutsArgs, split_nuts_keywords
 
 if TYPE_CHECKING:
     from .crossval.select.choose import ProgramChoice
+    from .crossval.select.group_compare import LogoComparison
 
 
 def _call_estimator(method: str, target: Any, unc: np.ndarray, *, seed: int | None,
@@ -287,8 +288,9 @@ def compare(
     weights: str | Sequence[str] | None = None,
     loo_options: dict[str, Any] | None = None,
     normalize_prior: bool = False,
+    group: str | None = None,
     **options: Any,
-) -> ProgramChoice:
+) -> ProgramChoice | LogoComparison:
     """Compare Stan programs: log Bayes factors and model probabilities, and on request LOO.
 
     Each program's log Z is estimated as by :func:`evidence`, with its own seed derived from
@@ -334,6 +336,13 @@ def compare(
         Keywords for :func:`stanlogz.loo`.
     normalize_prior : bool, default False
         Compare the prior-normalized log Z (see :func:`evidence`).
+    group : str, optional
+        Compare by leave-one-group-out instead (elpd_logo over the groups of this data
+        variable, each program's :func:`stanlogz.loo` with ``group=``; ``loo_options``'
+        ``fix``, ``obs``, ``obs_fields`` apply): differences to the best with the se over
+        groups, their Monte Carlo se and stacking weights over groups, as a
+        :class:`~stanlogz.crossval.select.group_compare.LogoComparison`. The evidence is not
+        computed.
     **options
         Sampler keywords and the estimator's options.
 
@@ -396,6 +405,11 @@ def compare(
         return _compare_fits(list(models), data, draws=draws, unbiased_bf=unbiased_bf,
                              nuts=nuts, weights=weights, loo_options=loo_options, seed=seed,
                              progress=progress)
+    if group is not None:
+        return _compare_groups(models, data, group=group, draws=draws, nuts=nuts,
+                               weights=weights, loo_options=loo_options, seed=seed,
+                               progress=progress, refused={"with_loo": with_loo, "unbiased_bf":
+                                                           unbiased_bf, "options": options})
     by_choice = with_loo or weights is not None or not use_evidence
     methods = choice.parse_weights(weights)
     if by_choice:
@@ -488,3 +502,60 @@ def _compare_fits(models: list[Any], data: Any, *, draws: Any, unbiased_bf: bool
     datas = list(data) if isinstance(data, list | tuple) else [data] * len(models)
     return compare_sources(models, datas, weights=weights, loo_options=loo_options,
                            settings=nuts, seed=seed, progress=progress)
+
+
+def _compare_groups(models: list[Any], data: Any, *, group: str, draws: Any, nuts: NutsArgs,
+                    weights: Any, loo_options: dict[str, Any] | None, seed: int | None,
+                    progress: Any, refused: dict[str, Any]) -> LogoComparison:
+    """:func:`compare` with ``group``: every program's leave-one-group-out, compared over the
+    groups (:func:`~stanlogz.crossval.select.group_compare.logo_compare`)."""
+    from .crossval.logo.estimator import logo_from_loo
+    from .crossval.select.choose import check_same_data, parse_weights
+    from .crossval.select.group_compare import GROUP_WEIGHTS, logo_compare
+
+    for name, value in refused.items():
+        if value:
+            what = "sampler and estimator options" if name == "options" else name
+            raise InputError(f"compare with group compares by elpd_logo: {what} does not "
+                             "apply (leave out the evidence's options)")
+    if len(models) < 2:
+        raise InputError(f"compare needs at least two programs, got {len(models)}")
+    datas = list(data) if isinstance(data, list | tuple) else [data] * len(models)
+    if len(datas) != len(models):
+        raise InputError(f"{len(datas)} data sets for {len(models)} programs; give one for "
+                         "all or one per program")
+    if draws is not None and len(draws) != len(models):
+        raise InputError(f"{len(draws)} draw sets for {len(models)} programs")
+    methods = parse_weights(weights) or ["stacking"]
+    if any(m not in GROUP_WEIGHTS for m in methods):
+        raise InputError(f"compare with group: weights over groups are "
+                         f"{', '.join(GROUP_WEIGHTS)} (bma needs the evidence)")
+    if "stacking" not in methods:
+        methods = ["stacking", *methods]
+    for m in models:
+        if isinstance(m, str | os.PathLike):
+            check_stan_file(m)
+    datas = [read_data(dt) for dt in datas]
+    opts = dict(loo_options or {})
+    check_same_data(datas, _names(models, models), opts.get("obs"), opts.get("obs_fields"))
+    for i, d in enumerate(datas[1:], 1):
+        if group not in (d or {}) or group not in (datas[0] or {}) or not np.array_equal(
+                np.asarray(d[group]), np.asarray(datas[0][group])):
+            raise InputError(f"compare with group: the programs' {group!r} differ (or one "
+                             f"lacks it): program {i + 1} and program 1")
+    # program i's seed as in compare(): its LOGO is that of loo(group=, seed=program_seed[i])
+    program_seed = [stream_int_seed(seed, Stream.PROGRAM, i) for i in range(len(models))]
+    loaded = [load_model(m, dt, seed=stream_int_seed(program_seed[i], Stream.MODEL),
+                         progress=progress)
+              for i, (m, dt) in enumerate(zip(models, datas, strict=True))]
+    names = _names(models, loaded)
+    results = []
+    for i, m in enumerate(loaded):
+        if progress:
+            progress(f"model {i + 1}/{len(loaded)}: {names[i]}: leave-one-group-out")
+        results.append(logo_from_loo(m, datas[i], group=group,
+                                     draws=None if draws is None else draws[i],
+                                     settings=nuts, seed=program_seed[i],
+                                     progress=progress, **opts))
+    return logo_compare(results, names, weights=methods,
+                        seed=stream_int_seed(seed, Stream.CHOICE))

@@ -59,6 +59,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=fix_help("with --loo: how to recompute observations with high "
                                       "k-hat (mis: one run per program)"))
     add_observation_arguments(parser)
+    parser.add_argument("--group", metavar="VAR", default=None,
+                        help="compare by leave-one-group-out over the groups in data variable "
+                        "VAR (elpd_logo of each program as `loo --group`, differences with the "
+                        "se over groups, stacking weights over groups); no evidence")
     add_check_arguments(parser)
     parser.add_argument("--score", choices=tuple(SCORES), default=None,
                         help="with --loo: also compare on this score with paired se (elpd; "
@@ -91,6 +95,8 @@ def parse_probs(text: str | None, k: int) -> list[float] | None:
 def run(args: argparse.Namespace, report: Reporter) -> int:
     if args.fit or args.names is not None:
         return run_fits(args, report)
+    if args.group is not None:
+        return run_groups(args, report)
     if len(args.models) < 2:
         raise InputError(f"compare needs at least two programs (or --fit groups), got "
                          f"{len(args.models)}")
@@ -300,5 +306,43 @@ def run_fits(args: argparse.Namespace, report: Reporter) -> int:
                         loo_options=loo_options, settings=nuts_settings(args), seed=args.seed,
                         progress=report.progress)
     print_choice(report, c)
+    report.emit_json(c.to_dict())
+    return 0
+
+
+def run_groups(args: argparse.Namespace, report: Reporter) -> int:
+    """``compare --group VAR``: the programs by elpd_logo (:func:`compare` with ``group``)."""
+    from ..crossval.select.group_compare import LogoComparison
+
+    if len(args.models) < 2:
+        raise InputError(f"compare --group needs at least two programs, got {len(args.models)}")
+    if not args.data:
+        raise InputError("--group needs --data (the group labels are a data variable)")
+    for flag, on in (("--loo", args.loo), ("--evidence", args.evidence),
+                     ("--unbiased-bf", args.unbiased_bf), ("--score", args.score is not None),
+                     ("--averaged-draws", args.averaged_draws is not None),
+                     ("--prior-probs", args.prior_probs is not None),
+                     ("--option", bool(args.option)),
+                     ("predictive checks", checks_requested(args))):
+        if on:
+            raise InputError(f"{flag} does not apply to compare --group (it compares by "
+                             "elpd_logo only)")
+    data = args.data[0] if len(args.data) == 1 else args.data
+    c = compare(args.models, data, settings=nuts_settings(args), seed=args.seed,
+                progress=report.progress, weights=args.weights, group=args.group,
+                loo_options={"fix": args.fix, "obs": args.obs,
+                             "obs_fields": obs_fields(args.obs_fields)})
+    assert isinstance(c, LogoComparison)
+    report.table(list(c.header), c.table(),
+                 title=f"leave-one-group-out over {c.n_groups} groups of {args.group}; "
+                 "elpd_diff = elpd_logo - best, diff_se over groups, diff_mcse Monte Carlo")
+    report.table(["model"] + [h for m in c.model_weights for h in (m, "se")],
+                 c.weights_table(), title="model weights over groups (se: Bayesian bootstrap "
+                 "of the groups)")
+    for name, r in zip(c.names, c.results, strict=True):
+        for w in r.warnings:
+            report.warn(f"{name}: {w}")
+    for w in c.warnings():
+        report.warn(w)
     report.emit_json(c.to_dict())
     return 0

@@ -75,13 +75,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "log_lik whose density does not factorize) after this many seconds, "
                         "saying how far it got and how long the rest would take")
     parser.add_argument("--k-threshold", type=float, default=None,
-                        help="fix observations above this k-hat (default min(1 - 1/log10 S, 0.7))")
+                        help="fix observations above this k-hat (default min(1 - 1/log10 S, 0.7); "
+                        "with --group, groups above min(1 - 1/log10 S, 0.4) are refit)")
     parser.add_argument("--log-lik", choices=LOG_LIK_SOURCES, default="auto",
                         help="pointwise log-likelihood: the log_lik generated quantity, the "
-                        "difference of two data instances' densities, or the conditional "
-                        "p(y_i | other y, theta) from the density normalized over y_i (default: "
+                        "difference of two data instances' densities, the conditional "
+                        "p(y_i | other y, theta) from the density normalized over y_i, or "
+                        "integrated (one latent per observation integrated out). Default: "
+                        "integrated when the program has one latent per observation, else "
                         "log_lik when the program has it, else the difference when valid, "
-                        "else the conditional)")
+                        "else the conditional; log_lik forces the generated quantity")
     parser.add_argument("--subsample", metavar="M", type=int, default=None,
                         help="estimate elpd_loo from PSIS on M observations drawn at random "
                         "(difference estimator; for large N), with its subsampling se")

@@ -15,7 +15,12 @@ import numpy as np
 
 from ...errors import DataError, InputError, StanlogzError
 from ...stan.program import StanProgram
-from ..observations.conditional import AmbiguousResponse, ConditionalLogLik, NotGaussian
+from ..observations.conditional import (
+    AmbiguousResponse,
+    ConditionalLogLik,
+    NotGaussian,
+    latent_coordinates,
+)
 from ..observations.conditional_source import ConditionalSourceBase
 from ..observations.integrated import IntegratedSource
 from ..observations.nonfactorized import NoConditional, NonFactorizedSource
@@ -72,6 +77,10 @@ def pointwise_source(model: StanProgram, data: Mapping[str, Any], obs: Observati
         src.check(rows)
         return src
     pw = PointwiseLogLik(model, data, obs, log_lik)
+    if log_lik == "auto" and pw.source == "log_lik":
+        integ = _per_observation_latents(model, data, obs, rows)
+        if integ is not None:
+            return integ
     if pw.source != "difference" or log_lik == "difference" or not check:
         return pw
     try:
@@ -159,6 +168,28 @@ def refit_data_error(model: StanProgram, data: Mapping[str, Any], obs: Observati
     except StanlogzError:
         return None
     return None
+
+
+def _per_observation_latents(model: StanProgram, data: Mapping[str, Any], obs: Observations,
+                             rows: np.ndarray) -> IntegratedSource | None:
+    """The integrated source in place of a ``log_lik`` generated quantity when the program has
+    exactly one latent coordinate per observation (found from the program: the parameters
+    with one entry per observation) and the integrated route applies at ``rows``; None
+    otherwise (the ``log_lik`` route is kept). A ``log_lik`` conditional on such a latent makes
+    heavy-tailed PSIS ratios (each latent is informed by its observation alone); integrated,
+    elpd_loo is the LOO of the marginal predictive p(y_i | y₋ᵢ) either way."""
+    try:
+        lat = latent_coordinates(model, data, obs)
+    except StanlogzError:
+        return None
+    if obs.n < 2 or not all(c.size == 1 for c in lat):
+        return None
+    integ = _integrated(model, data, obs, rows)
+    if integ is not None:
+        integ.chosen = ("log-lik integrated: one latent per observation, integrated out "
+                        "instead of the log_lik conditional on it (--log-lik log_lik keeps "
+                        "the generated quantity)")
+    return integ
 
 
 def exact_split_error(pw: Any, unc: np.ndarray, i: int) -> SplitError | None:

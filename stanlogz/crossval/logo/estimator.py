@@ -51,6 +51,14 @@ from .result import GroupValue, LogoResult, total_mcse
 from .structure import GroupStructure, check_structure, find_groups, instance, refuse
 
 FIXES = ("auto", "refit", "none")
+#: Default k̂ above which a group is refit. PSIS values of groups whose true k is above 0.5
+#: undercover (0.86 at ±2 mc se between 0.5 and loo's 0.7), and k̂ is an estimate with an sd
+#: of about (1 + k) / sqrt(M r_eff) ≈ 0.1 at 4000 draws (M tail draws; the GPD fit's
+#: asymptotic sd): such a group showed k̂ 0.35-0.5 in 15% of runs, its value then about 2 se
+#: too high (the tail unseen), which took the total's coverage to 0.915. Refitting from one sd
+#: below 0.5 leaves few of them; groups are few, so refits are cheap
+#: (benchmarks/logo_coverage.py, docs/guide/logo.md).
+LOGO_K = 0.4
 
 
 def _pairs(model: StanProgram, data: dict[str, Any], obs: Any, st: GroupStructure
@@ -119,7 +127,9 @@ def logo(
         Groups whose k̂ exceeds the threshold: ``"auto"``/``"refit"`` refit them exactly
         (NUTS without the group, as ``kfold``), ``"none"`` keeps the PSIS value with a warning.
     k_threshold
-        k̂ above which a group is refit (default min(1 − 1/log10 S, 0.7)).
+        k̂ above which a group is refit (default min(1 − 1/log10 S, 0.4): PSIS values of
+        groups whose k is above 0.5 undercover, and k̂ estimates k with an sd of about 0.1;
+        groups are few, so refitting them is cheap).
     pointwise_obs
         Also compute log p(y_i | y₋g(i)) per observation (one more integral per observation).
     settings, seed, progress, nuts_keywords
@@ -177,7 +187,7 @@ def logo(
     r_g = relative_efficiency_pointwise(ll3) if chains > 1 else np.ones(n_g)
     r_eff = float(np.mean(r_g))
     ps = psis_loo(ll, r_eff, chains=chains, keep_above=0.0)
-    threshold = ps.threshold if k_threshold is None else float(k_threshold)
+    threshold = min(ps.threshold, LOGO_K) if k_threshold is None else float(k_threshold)
     lw, _ = arviz_compat.psislw(-ll.T, r_eff=r_eff)  # (G, S) normalized
     # each group's se from its own draw-influence series (the delta method of the
     # self-normalized estimate) and that series' ESS over the chains, as for the total

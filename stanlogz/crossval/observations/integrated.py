@@ -62,6 +62,12 @@ class IntegratedSource:
         self.log_mass = np.zeros(obs.n)  # set by check() for real observations
         nodes, weights = np.polynomial.hermite.hermgauss(32)
         self.gh = [(nodes, weights), np.polynomial.hermite.hermgauss(16)]
+        #: why the route was chosen when ``log_lik="auto"`` took it over a ``log_lik``
+        self.chosen: str | None = None
+
+    def notes(self) -> list[str]:
+        """The automatic choice of this route, when it was made (reported with the result)."""
+        return [self.chosen] if self.chosen else []
 
     def _instance(self, i: int) -> tuple[Any, np.ndarray, int]:
         if i not in self._one:

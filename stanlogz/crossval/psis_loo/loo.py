@@ -143,8 +143,9 @@ def loo(
         A data variable with one integer group label per observation (e.g. ``"county"``):
         leave-one-group-out without refits instead of leave-one-out. Each group's latents are
         integrated out given the hyperparameters, PSIS runs over the hyperparameter draws, and
-        groups whose k̂ stays high are refit exactly (``fix`` "auto" or "exact"; "none" keeps
-        their PSIS values). Returns a :class:`~stanlogz.crossval.logo.result.LogoResult`
+        groups whose k̂ is above 0.4 (or ``k_threshold``) are refit exactly (``fix`` "auto" or
+        "exact"; "none" keeps their PSIS values). Returns a
+        :class:`~stanlogz.crossval.logo.result.LogoResult`
         (:func:`~stanlogz.crossval.logo.estimator.logo`).
     draws : Draws, cmdstanpy fit, CSV paths or InferenceData, optional
         Existing posterior draws; without them NUTS runs with ``settings``.
@@ -158,13 +159,18 @@ def loo(
         ``"exact"`` (NUTS without the observation, bridged to the full posterior), ``"ups"``
         (unbiased path sampling), ``"mis"`` (mixture importance sampling from one HMC run, no
         refit; :mod:`~stanlogz.crossval.fixups.mixture`) or ``"none"``.
-    log_lik : {"auto", "log_lik", "difference", "conditional"}, default "auto"
+    log_lik : {"auto", "log_lik", "difference", "conditional", "integrated"}, default "auto"
         Where log p(y_i | θ) comes from: the ``log_lik`` generated quantity, the program's
         density on data instances of one observation (``"difference"``, checked for
-        validity), or log p(y_i | y₋ᵢ, θ) with the observation's latents integrated out
-        (``"conditional"``; what ``"auto"`` uses when the difference is not valid:
-        per-observation or linked latents, non-factorized likelihoods;
-        :mod:`~stanlogz.crossval.elpd.routes`).
+        validity), log p(y_i | y₋ᵢ, θ) with the observation's latents integrated out
+        (``"conditional"``; what ``"auto"`` uses when the difference is not valid: linked
+        latents, non-factorized likelihoods), or log p(y_i | θ) with one latent per
+        observation integrated out over its prior (``"integrated"``). ``"auto"`` takes the
+        integrated route when the program has exactly one latent per observation (found from
+        its parameters) even where it has a ``log_lik`` (reported in ``log_lik_source`` and a
+        note): elpd_loo is the LOO of the marginal predictive p(y_i | y₋ᵢ), whose PSIS over a
+        ``log_lik`` conditional on the latent is heavy-tailed; ``"log_lik"`` forces the
+        generated quantity (:mod:`~stanlogz.crossval.elpd.routes`).
     k_threshold : float, optional
         Fix observations above this k̂ instead of min(1 − 1/log10 S, 0.7) for S draws.
     subsample : int, optional

@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pytest
 from scipy import special, stats
 
 from stanlogz.crossval.psis_loo.loo import loo
@@ -44,10 +45,31 @@ def test_integrated_loo_without_hyperparameters_is_exact(compiled):
     assert abs(r.elpd_loo - exact.sum()) < 1e-4
     # constant over draws: equal weights, no tail to fit (NA, as posterior's pareto_khat)
     assert np.all(np.isnan(r.khat)) and not r.fixed
-    # PSIS on the log_lik conditional on z_i is far off (each z_i is informed by y_i alone)
-    plain = loo(m, data, seed=1, fix="none", settings=NUTS)
-    assert plain.elpd_loo - exact.sum() > 1.0 and plain.khat.max() > 0.7
-    assert any("--log-lik integrated" in w for w in plain.warnings)  # offered in the warning
+    # PSIS on the log_lik conditional on z_i (forced) is far off (each z_i is informed by y_i
+    # alone)
+    forced = loo(m, data, seed=1, fix="none", log_lik="log_lik", settings=NUTS)
+    assert forced.log_lik_source == "log_lik"
+    assert forced.elpd_loo - exact.sum() > 1.0 and forced.khat.max() > 0.7
+    assert any("--log-lik integrated" in w for w in forced.warnings)  # offered in the warning
+
+
+def test_plain_loo_integrates_per_observation_latents(compiled):
+    """No flag: the program has one latent per observation and a log_lik conditional on it;
+    loo finds the latents and takes the integrated route by itself (same tolerance as above:
+    the values are constant over the draws, so only the quadrature errs, < 2e-6 each)."""
+    rng = np.random.default_rng(4)
+    sigma = 0.3
+    y = (np.abs(rng.normal(0, 1, 12)) + rng.normal(0, sigma, 12)).round(3)
+    data = {"N": 12, "y": y.tolist(), "sigma": sigma}
+    m = compiled(TESTS / "latent_pos.stan", data)
+    exact = _half_normal_conv(y, sigma)
+    assert exact.sum() == pytest.approx(-9.938, abs=1e-3)
+    r = loo(m, data, seed=1, settings=NUTS)
+    assert r.log_lik_source == "integrated"
+    assert any("one latent per observation, integrated out" in w for w in r.warnings)
+    np.testing.assert_allclose(r.elpd_i, exact, atol=2e-5)
+    assert abs(r.elpd_loo - exact.sum()) < 1e-4
+    assert r.to_dict()["log_lik_source"] == "integrated"
 
 
 def test_integrated_loo_with_a_hyperparameter_matches_quadrature(compiled):
@@ -66,3 +88,23 @@ def test_integrated_loo_with_a_hyperparameter_matches_quadrature(compiled):
     r = loo(m, data, seed=2, log_lik="integrated", settings=NUTS)
     assert abs(r.elpd_loo - exact.sum()) < 3.9 * r.mcse_elpd_loo
     assert 0 < r.mcse_elpd_loo < 0.1 and r.khat.max() < 0.7
+
+
+def test_plain_loo_cli_reports_the_integrated_route(capsys, compiled, tmp_path):
+    """The command line without --log-lik: the route in the JSON, the value exact as above."""
+    import json
+
+    from stanlogz.cli import main
+
+    rng = np.random.default_rng(4)
+    sigma = 0.3
+    y = (np.abs(rng.normal(0, 1, 12)) + rng.normal(0, sigma, 12)).round(3)
+    data = {"N": 12, "y": y.tolist(), "sigma": sigma}
+    compiled(TESTS / "latent_pos.stan", data)
+    path = tmp_path / "latent_pos.json"
+    path.write_text(json.dumps(data))
+    rc = main(["loo", str(TESTS / "latent_pos.stan"), "--data", str(path), "--seed", "1",
+               "--chains", "2", "--warmup", "500", "--draws", "500", "--json", "--quiet"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["log_lik_source"] == "integrated"
+    assert abs(out["elpd_loo"] - _half_normal_conv(y, sigma).sum()) < 1e-4
