@@ -238,9 +238,10 @@ def kfold(
     Parameters
     ----------
     model : str, Path or StanModel
-        The program (a ``.stan`` file or a built :class:`~stanlogz.StanModel`).
+        The program refit on each fold's training data (a ``.stan`` file or a built
+        :class:`~stanlogz.StanModel`).
     data : dict or str, optional
-        Its data (a dict or a Stan JSON file).
+        Its data (a dict or a Stan JSON file), split into folds by observation.
     k : int or None, default 10
         Number of folds (random, or balanced over ``stratify``); ``None`` with ``group``:
         one fold per group.
