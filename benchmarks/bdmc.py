@@ -31,6 +31,7 @@ from stanlogz.report.output import format_table
 from stanlogz.report.testbed_plot import plot_testbed
 from stanlogz.testbed import (
     SHORTCUT_ESTIMATORS,
+    TestbedOptions,
     TestbedResult,
     bdmc,
     budget_fractions,
@@ -349,10 +350,10 @@ def main(argv: list[str] | None = None) -> int:
         prior = PRIORS[name](sim_data) if name in PRIORS and not args.no_prior else None
         names = estimators + [e for e in SHORTCUT_ESTIMATORS if prior is not None and (
             e != "nested" or dynesty_available()) and e not in estimators]
-        tb: TestbedResult = testbed(target, draws, x_true, names, base=base,
-                                    seed=args.seed, n_workers=args.workers, sandwich=res,
-                                    budgets=budget_fractions(args.budgets), prior=prior,
-                                    n_obs=N_OBS[name](sim_data))
+        opts = TestbedOptions(seed=args.seed, n_workers=args.workers,
+                              budgets=budget_fractions(args.budgets))
+        tb: TestbedResult = testbed(target, draws, x_true, names, options=opts, base=base,
+                                    sandwich=res, prior=prior, n_obs=N_OBS[name](sim_data))
         print(format_table(list(TestbedResult.HEADER), tb.table_rows(),
                            f"testbed ({name}, BDMC base: {base_name}, T={temps[-1]}; "
                            "error = estimate - midpoint; cost excludes the NUTS draws; "

@@ -240,9 +240,10 @@ def sensitivity(
     Parameters
     ----------
     model : str, Path or StanModel
-        The program (a ``.stan`` file or a built :class:`~stanlogz.StanModel`).
+        The program whose prior and likelihood are power-scaled (a ``.stan`` file or a built
+        :class:`~stanlogz.StanModel`).
     data : dict or str, optional
-        Its data (a dict or a Stan JSON file).
+        Its data (a dict or a Stan JSON file), for the posterior and the prior fit.
     settings : NutsArgs, optional
         Settings of the posterior and prior NUTS runs.
     method : str, default "gbs"

@@ -5,7 +5,8 @@
   ``N(mu1, S)``, ``N(mu2, S)`` with a common covariance ``S = scale scale^T``;
 * :func:`coupled_rwmh_step` — RWMH with coupled proposals and a common acceptance uniform;
 * :func:`coupled_hmc_step` — HMC with common random numbers, mixed with probability ``omega`` with
-  a reflection-maximally coupled RWMH step so that the chains can meet exactly (Heng & Jacob 2019).
+  a reflection-maximally coupled RWMH step so that the chains can meet exactly (Heng & Jacob
+  2019); the kernel's settings are one :class:`HMCMixture`.
 
 Each coupled step leaves each chain's marginal law equal to that of the uncoupled kernel, and once
 the two states are equal they stay equal. :class:`CoupledKernel` bundles ``init``/``step``/
@@ -15,6 +16,7 @@ the two states are equal they stay equal. :class:`CoupledKernel` bundles ``init`
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -136,23 +138,39 @@ def _accept_both(state_x: Any, state_y: Any, proposal: np.ndarray, lp: float, lo
     return nx, ny
 
 
+@dataclass(frozen=True, eq=False)
+class HMCMixture:
+    """Settings of the HMC/RWMH mixture kernel: HMC with ``n_steps`` leapfrog steps of size
+    ``step_size`` and inverse metric ``inv_metric``, replaced with probability ``omega`` by an
+    RWMH step with proposal scale ``rwmh_scale``. ``omega`` outside (0, 1] raises
+    :class:`~stanlogz.InputError`."""
+
+    step_size: float
+    n_steps: int
+    inv_metric: np.ndarray | float
+    rwmh_scale: np.ndarray
+    omega: float = 0.1
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.omega <= 1.0:
+            raise InputError(f"omega must be in (0, 1], got {self.omega}")
+
+
 def hmc_mixture_step(
     rng: np.random.Generator,
     state: hmc.HMCState,
     logdensity_grad_fn: LogDensityGrad,
-    step_size: float,
-    n_steps: int,
-    inv_metric: np.ndarray | float,
-    rwmh_scale: np.ndarray,
-    omega: float,
+    mix: HMCMixture,
 ) -> hmc.HMCState:
-    """The uncoupled mixture kernel: RWMH with probability ``omega``, HMC otherwise."""
-    if rng.uniform() < omega:
-        prop = state.position + apply_scale(rwmh_scale, rng.standard_normal(state.position.shape))
+    """The uncoupled mixture kernel: RWMH with probability ``mix.omega``, HMC otherwise."""
+    if rng.uniform() < mix.omega:
+        noise = rng.standard_normal(state.position.shape)
+        prop = state.position + apply_scale(mix.rwmh_scale, noise)
         log_u = float(np.log(rng.uniform()))
         lp, g = logdensity_grad_fn(prop)
         return _accept(state, prop, float(lp), log_u, np.asarray(g, dtype=float))
-    new, _ = hmc.step(rng, state, logdensity_grad_fn, step_size, n_steps, inv_metric)
+    new, _ = hmc.step(rng, state, logdensity_grad_fn, mix.step_size, mix.n_steps,
+                      mix.inv_metric)
     return new
 
 
@@ -161,21 +179,16 @@ def coupled_hmc_step(
     state_x: hmc.HMCState,
     state_y: hmc.HMCState,
     logdensity_grad_fn: LogDensityGrad,
-    step_size: float,
-    n_steps: int,
-    inv_metric: np.ndarray | float,
-    rwmh_scale: np.ndarray,
-    omega: float = 0.1,
+    mix: HMCMixture,
 ) -> tuple[hmc.HMCState, hmc.HMCState]:
-    """Coupled mixture kernel: common-random-number HMC, or (prob. ``omega``) coupled RWMH."""
+    """Coupled mixture kernel: common-random-number HMC, or (prob. ``mix.omega``) coupled
+    RWMH."""
     if np.array_equal(state_x.position, state_y.position):
-        new = hmc_mixture_step(
-            rng, state_x, logdensity_grad_fn, step_size, n_steps, inv_metric, rwmh_scale, omega
-        )
+        new = hmc_mixture_step(rng, state_x, logdensity_grad_fn, mix)
         return new, new
-    if rng.uniform() < omega:
+    if rng.uniform() < mix.omega:
         px, py, same = reflection_maximal_coupling(
-            rng, state_x.position, state_y.position, rwmh_scale
+            rng, state_x.position, state_y.position, mix.rwmh_scale
         )
         log_u = float(np.log(rng.uniform()))
         lx, gx = logdensity_grad_fn(px)
@@ -187,7 +200,7 @@ def coupled_hmc_step(
         return nx, _accept(state_y, py, float(ly), log_u, np.asarray(gy, dtype=float))
     noise = rng.standard_normal(state_x.position.shape)
     log_u = float(np.log(rng.uniform()))
-    args = (logdensity_grad_fn, step_size, n_steps, inv_metric)
+    args = (logdensity_grad_fn, mix.step_size, mix.n_steps, mix.inv_metric)
     nx, _ = hmc.transition(state_x, noise, log_u, *args)
     ny, _ = hmc.transition(state_y, noise, log_u, *args)
     return nx, ny
@@ -215,20 +228,11 @@ def rwmh_kernel(
     )
 
 
-def hmc_kernel(
-    logdensity_grad_fn: LogDensityGrad,
-    step_size: float,
-    n_steps: int,
-    inv_metric: np.ndarray | float,
-    rwmh_scale: np.ndarray,
-    omega: float = 0.1,
-) -> CoupledKernel:
-    """Coupled HMC (common random numbers) mixed with coupled RWMH with probability ``omega``."""
-    if not 0.0 < omega <= 1.0:
-        raise InputError(f"omega must be in (0, 1], got {omega}")
-    args = (logdensity_grad_fn, step_size, n_steps, inv_metric, rwmh_scale, omega)
+def hmc_kernel(logdensity_grad_fn: LogDensityGrad, mix: HMCMixture) -> CoupledKernel:
+    """Coupled HMC (common random numbers) mixed with coupled RWMH with probability
+    ``mix.omega`` (:class:`HMCMixture`)."""
     return CoupledKernel(
         init=lambda x: hmc.init(x, logdensity_grad_fn),
-        step=lambda rng, s: hmc_mixture_step(rng, s, *args),
-        coupled_step=lambda rng, sx, sy: coupled_hmc_step(rng, sx, sy, *args),
+        step=lambda rng, s: hmc_mixture_step(rng, s, logdensity_grad_fn, mix),
+        coupled_step=lambda rng, sx, sy: coupled_hmc_step(rng, sx, sy, logdensity_grad_fn, mix),
     )

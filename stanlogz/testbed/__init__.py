@@ -5,6 +5,7 @@ estimator against it (``run``; its figure is :mod:`stanlogz.report.testbed_plot`
 from .run import (
     DEFAULT_ESTIMATORS,
     SHORTCUT_ESTIMATORS,
+    TestbedOptions,
     TestbedResult,
     TestbedRow,
     budget_fractions,
@@ -17,6 +18,6 @@ from .sandwich import BDMCResult, bdmc, sandwich_band
 from .simulation import Simulation, prior_draws, simulate, split_variables
 
 __all__ = ["DEFAULT_ESTIMATORS", "SHORTCUT_ESTIMATORS", "BDMCResult", "Simulation",
-           "TestbedResult", "TestbedRow", "bdmc", "budget_fractions", "check_estimators",
-           "default_estimators", "prior_draws", "run_testbed", "sandwich_band", "simulate",
-           "split_variables", "testbed"]
+           "TestbedOptions", "TestbedResult", "TestbedRow", "bdmc", "budget_fractions",
+           "check_estimators", "default_estimators", "prior_draws", "run_testbed",
+           "sandwich_band", "simulate", "split_variables", "testbed"]

@@ -181,6 +181,52 @@ def _at_budget(name: str, draws: np.ndarray, options: dict[str, Any], fraction: 
     return draws[:, :m], opts, m
 
 
+@dataclass(frozen=True)
+class TestbedOptions:
+    """How :func:`testbed` grades, one object from :func:`run_testbed` (whose keywords of the
+    same names fill it) or a direct caller.
+
+    Attributes
+    ----------
+    n_chains : int
+        AIS chains of each bound of the BDMC sandwich.
+    n_temps : int
+        Temperatures of the sandwich's first schedule (doubled until the gap is below
+        ``gap_tol``).
+    gap_tol : float or None
+        The widest sandwich accepted, in nats (``None``: one round at ``n_temps``).
+    seed : int or None
+        Random seed (the sandwich's and each estimator's derive from it).
+    n_workers : int or None
+        Chains or replicates run at once.
+    estimator_options : dict or None
+        Per estimator name, its options.
+    budgets : sequence of float
+        Cost fractions in (0, 1] each estimator runs at; others raise
+        :class:`~stanlogz.InputError`.
+    """
+
+    __test__ = False  # not a pytest class
+
+    n_chains: int = 16
+    n_temps: int = 1000
+    gap_tol: float | None = 1.0
+    seed: int | None = None
+    n_workers: int | None = None
+    estimator_options: dict[str, dict[str, Any]] | None = None
+    budgets: Sequence[float] = (1.0,)
+
+    def __post_init__(self) -> None:
+        fractions = self.fractions
+        if not fractions or fractions[0] <= 0 or fractions[-1] > 1:
+            raise InputError(f"budgets must be fractions in (0, 1], got {list(self.budgets)}")
+
+    @property
+    def fractions(self) -> list[float]:
+        """The budgets, each once, in increasing order."""
+        return sorted({float(f) for f in self.budgets})
+
+
 @with_client
 def testbed(
     target: Target,
@@ -188,15 +234,9 @@ def testbed(
     posterior_sample: np.ndarray,
     estimators: Sequence[str] = DEFAULT_ESTIMATORS,
     *,
+    options: TestbedOptions | None = None,
     base: Target | None = None,
     base_draws: np.ndarray | None = None,
-    n_chains: int = 16,
-    n_temps: int = 1000,
-    gap_tol: float | None = 1.0,
-    seed: int | None = None,
-    n_workers: int | None = None,
-    estimator_options: dict[str, dict[str, Any]] | None = None,
-    budgets: Sequence[float] = (1.0,),
     evals_per_draw: float = 0.0,
     sandwich: BDMCResult | None = None,
     progress: Progress | None = None,
@@ -221,23 +261,25 @@ def testbed(
     target's space, so that log L = log target − log prior), likelihood weighting exact prior
     draws (``prior_draws``, or a prior that samples) and BIC the number of observations
     ``n_obs``; nested sampling uses the prior as its reference when it is given.
+
+    ``options`` (:class:`TestbedOptions`, its defaults when omitted) holds the sandwich's AIS
+    settings, the seed, the workers, each estimator's options and the budgets.
     """
+    o = options if options is not None else TestbedOptions()
     check_estimators(estimators, prior is not None)
     x = as_draw_matrix(draws)
     if base is None:
         base = gaussian_from_draws(x, inflate=DEFAULT_INFLATE)
     if sandwich is None:
-        sandwich = bdmc(target, base, posterior_sample, n_chains=n_chains, n_temps=n_temps,
-                        gap_tol=gap_tol, base_draws=base_draws,
-                        seed=stream_int_seed(seed, Stream.SANDWICH),
-                        n_workers=n_workers, progress=progress)
-    fractions = sorted({float(f) for f in budgets})
-    if not fractions or fractions[0] <= 0 or fractions[-1] > 1:
-        raise InputError(f"budgets must be fractions in (0, 1], got {list(budgets)}")
+        sandwich = bdmc(target, base, posterior_sample, n_chains=o.n_chains,
+                        n_temps=o.n_temps, gap_tol=o.gap_tol, base_draws=base_draws,
+                        seed=stream_int_seed(o.seed, Stream.SANDWICH),
+                        n_workers=o.n_workers, progress=progress)
+    fractions = o.fractions
     d3 = np.asarray(draws, dtype=float)
     d3 = d3[None] if d3.ndim == 2 else d3
     rows = []
-    options = estimator_options or {}
+    options = o.estimator_options or {}
     for name in estimators:  # one-line errors for bad options before any work
         if name in METHODS:
             lookup(name).options(options.get(name, {}))
@@ -250,7 +292,7 @@ def testbed(
             counting = CountingTarget(target)
             t0 = time.perf_counter()
             # One seed per estimator at every budget: common random numbers across costs.
-            unit_seed = stream_int_seed(seed, Stream.ESTIMATOR, k)
+            unit_seed = stream_int_seed(o.seed, Stream.ESTIMATOR, k)
             try:
                 if name in SHORTCUTS:
                     res = SHORTCUTS[name](counting, d_use, prior=prior, prior_draws=prior_draws,
@@ -294,8 +336,9 @@ def run_testbed(
     :class:`~stanlogz.stan.settings.NutsArgs` whose fields ``chains``, ``warmup``, ``draws``,
     ``adapt_delta`` and ``max_treedepth`` replace) and run :func:`testbed`.
 
-    ``budgets`` are the cost fractions each estimator runs at (see :func:`testbed`); rows are
-    charged the NUTS gradient evaluations of the draws they use.
+    ``n_chains`` to ``budgets`` make the :class:`TestbedOptions` of :func:`testbed` (the cost
+    fractions each estimator runs at, ...); rows are charged the NUTS gradient evaluations of
+    the draws they use.
 
     With ``prior_path`` (the program with the observations removed, taking the same data; its
     density must integrate to one) BDMC anneals from the prior, started from exact prior draws
@@ -380,6 +423,8 @@ def run_testbed(
     from ..stan.model import StanModel
 
     nuts = nuts_from_keywords(settings, nuts_keywords, "run_testbed")
+    options = TestbedOptions(n_chains, n_temps, gap_tol, seed, n_workers, estimator_options,
+                             budgets)
     main_file, sim_file = check_stan_file(model_path), check_stan_file(sim_path)
     if estimators is None:
         estimators = default_estimators(prior_path is not None)
@@ -404,10 +449,8 @@ def run_testbed(
                                  seed=stream_int_seed(seed, Stream.PRIOR_NUTS))
     # The observations: what the simulation program generates besides the parameters.
     n_obs = sum(int(np.asarray(v).size) for k, v in s.data.items() if k not in sim_dict)
-    res = testbed(s.model, d.unconstrained, s.x_true, estimators, base=base,
-                  base_draws=base_draws, n_chains=n_chains, n_temps=n_temps, gap_tol=gap_tol,
-                  seed=seed, n_workers=n_workers, estimator_options=estimator_options,
-                  budgets=budgets,
+    res = testbed(s.model, d.unconstrained, s.x_true, estimators, options=options, base=base,
+                  base_draws=base_draws,
                   evals_per_draw=d.n_gradient_evals / max(1, d.n_chains * d.n_draws),
                   progress=progress, prior=base, prior_draws=base_draws, n_obs=n_obs)
     res.sampling_seconds = t_nuts

@@ -90,7 +90,8 @@ def test_coupled_rwmh_marginals_equal_rwmh(coupling):
 
 
 def test_coupled_hmc_marginals_equal_mixture_kernel():
-    k = couplings.hmc_kernel(TARGET.log_density_gradient, 0.4, 4, np.array([1.0, 2.0]), SCALE, 0.3)
+    k = couplings.hmc_kernel(TARGET.log_density_gradient,
+                           couplings.HMCMixture(0.4, 4, np.array([1.0, 2.0]), SCALE, 0.3))
     _marginal_check(
         k.step, k.coupled_step, k.init(np.array([2.0, 1.0])), k.init(np.zeros(2)), n=1500
     )
@@ -101,7 +102,8 @@ def test_coupled_chains_meet_and_stay_met(kind):
     if kind == "rwmh":
         k = couplings.rwmh_kernel(TARGET.log_density, SCALE)
     else:
-        k = couplings.hmc_kernel(TARGET.log_density_gradient, 0.4, 4, 1.0, SCALE, 0.1)
+        k = couplings.hmc_kernel(TARGET.log_density_gradient,
+                                 couplings.HMCMixture(0.4, 4, 1.0, SCALE, 0.1))
     rng = np.random.default_rng(3)
     a, b = k.init(np.array([3.0, 3.0])), k.init(np.array([-3.0, -3.0]))
     for _ in range(5000):
@@ -126,7 +128,8 @@ def test_hmc_crn_contracts_chains():
     b = hmc.init(np.array([-3.0, -2.0]), TARGET.log_density_gradient)
     for _ in range(60):
         a, b = couplings.coupled_hmc_step(
-            rng, a, b, TARGET.log_density_gradient, 0.4, 4, 1.0, SCALE, omega=1e-9
+            rng, a, b, TARGET.log_density_gradient,
+            couplings.HMCMixture(0.4, 4, 1.0, SCALE, omega=1e-9)
         )
     assert np.linalg.norm(a.position - b.position) < 1e-3
 
@@ -155,4 +158,4 @@ def test_bad_inputs_raise_typed_errors():
     with pytest.raises(InputError):
         scale_from_cov(np.array([[1.0, 2.0], [2.0, 1.0]]), 2)
     with pytest.raises(InputError):
-        couplings.hmc_kernel(TARGET.log_density_gradient, 0.1, 3, 1.0, SCALE, omega=0.0)
+        couplings.HMCMixture(0.1, 3, 1.0, SCALE, omega=0.0)

@@ -221,8 +221,9 @@ def test_testbed_scores_estimators_and_plots(tmp_path, monkeypatch):
     broken = Method("broken", "stanlogz.testbed.sandwich:no_such_estimator", LaplaceOptions)
     monkeypatch.setitem(METHODS, "broken", broken)
     small = {"n_chains": 8, "n_temps": 100}
-    res = tb.testbed(POST, draws, x_true, ["ais", "rais", "broken"], n_chains=8, n_temps=150,
-                  gap_tol=None, seed=5, estimator_options={"ais": small, "rais": small})
+    opts = tb.TestbedOptions(n_chains=8, n_temps=150, gap_tol=None, seed=5,
+                             estimator_options={"ais": small, "rais": small})
+    res = tb.testbed(POST, draws, x_true, ["ais", "rais", "broken"], options=opts)
     assert isinstance(res, TestbedResult)
     rows = {r.method: r for r in res.rows}
     assert rows["broken"].failed.startswith("AttributeError")
@@ -416,9 +417,10 @@ def test_testbed_grades_the_shortcuts_with_the_prior_likelihood_split(capsys):
     sw = bd.BDMCResult(_bound(truth - 0.05, 0.02), _bound(truth + 0.05, 0.02, "upper"),
                        gap_tol=1.0)
     names = ["bic", "hme", "lw", "nested"]
-    res = tb.testbed(model, draws, m, names, sandwich=sw, prior=model.prior, n_obs=10,
-                     prior_draws=model.prior.sample(rng, 1000), budgets=(0.5, 1.0), seed=2,
-                     estimator_options={"nested": {"nlive": 60}})
+    opts = tb.TestbedOptions(budgets=(0.5, 1.0), seed=2,
+                             estimator_options={"nested": {"nlive": 60}})
+    res = tb.testbed(model, draws, m, names, options=opts, sandwich=sw, prior=model.prior,
+                     n_obs=10, prior_draws=model.prior.sample(rng, 1000))
     rows = {(r.method, r.budget): r for r in res.rows}
     assert sorted(rows) == sorted((n, b) for n in names for b in (0.5, 1.0))
     for r in res.rows:

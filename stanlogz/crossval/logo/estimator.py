@@ -45,7 +45,7 @@ from ..elpd.psis import (
 )
 from ..elpd.psis import total_mcse as influence_mcse
 from ..observations.observations import load_observed
-from ..refit.heldout import heldout_refits
+from ..refit.heldout import heldout_many
 from .integrate import integrate
 from .result import GroupValue, LogoResult, total_mcse
 from .structure import GroupStructure, check_structure, find_groups, instance, refuse
@@ -213,8 +213,8 @@ def logo(
     if bad and fix != "none":
         if progress:
             progress(f"{len(bad)} group(s) with k-hat above {threshold:.2f}: exact refits")
-        folds = heldout_refits(model, data_dict, observations, [st.rows[g] for g in bad],
-                             full_draws=d, nuts=settings, seed=stream(seed, Stream.REFIT))
+        folds = heldout_many(model, data_dict, observations, [st.rows[g] for g in bad],
+                             full_draws=d, settings=settings, seed=stream(seed, Stream.REFIT))
         for g, f in zip(bad, folds, strict=True):
             gv = groups[g]
             gv.elpd, gv.mcse, gv.method, gv.integration_error = f.elpd, f.mcse, "refit", 0.0

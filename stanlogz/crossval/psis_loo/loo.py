@@ -39,7 +39,7 @@ from ..observations.conditional_source import check_pass_budget, start_pass
 from ..observations.observations import load_observed
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError
-from ..refit.heldout import heldout_refits
+from ..refit.heldout import heldout_many
 from .fitloo import is_fit, loo_elsewise
 from .result import LooResult, loo_warnings
 from .subsample import draw_sample, subsample_estimates
@@ -465,8 +465,8 @@ def _exact_with_latents(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: Psis
     if progress:
         progress(f"refitting {bad.size} observation(s) without their own parameters (exact, "
                  f"augmented bridge): {', '.join(str(i + 1) for i in bad)}")
-    found = heldout_refits(pw.model, pw.data, pw.obs, [[int(i)] for i in bad], full_draws=d,
-                         nuts=nuts, seed=stream(seed, Stream.LOO_HELDOUT),
+    found = heldout_many(pw.model, pw.data, pw.obs, [[int(i)] for i in bad], full_draws=d,
+                         settings=nuts, seed=stream(seed, Stream.LOO_HELDOUT),
                          n_workers=n_workers, progress=progress)
     return [FixedPoint(int(i), h.elpd, h.mcse, h.method, float(ps.khat[pos[int(i)]]),
                        float(ps.elpd_i[pos[int(i)]]), h.n_gradient_evals, h.n_evals, h.seconds,

@@ -45,7 +45,8 @@ def mixture_loo(model: Any, data: Any = None, *, draws: Any = None, settings: An
     log_lik : str, default "auto"
         Where log p(y_i | θ) comes from (as in :func:`stanlogz.loo`).
     seed : int, optional
-        Random seed.
+        Random seed of the NUTS run (when ``draws`` are omitted), the chains' starting draws
+        and the mixture's HMC.
     progress : callable, optional
         Called with one line of text per step.
 

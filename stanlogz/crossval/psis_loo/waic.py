@@ -220,7 +220,7 @@ def waic(model: Any, data: Any = None, *, draws: Any = None, var: str = "log_lik
     settings : NutsArgs, optional
         Settings of the NUTS run.
     seed : int, optional
-        Random seed.
+        Random seed of the NUTS run (when ``draws`` are omitted).
     progress : callable, optional
         Called with one line of text per step.
 

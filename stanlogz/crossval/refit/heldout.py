@@ -228,46 +228,7 @@ def heldout_elpd(
     >>> bool(abs(h.elpd - truth) < 5 * h.mcse)  # a z-test: fails with P < 1e-6
     True
     """
-    return heldout_refit(model, data, observations, held_out,
-                         nuts=nuts_from_keywords(settings, nuts_keywords, "heldout_elpd"),
-                         full_draws=full_draws, train_draws=train_draws, pointwise=pointwise,
-                         seed=seed, method=method, progress=progress,
-                         full_evidence=full_evidence)
-
-
-def heldout_refit(
-    model: StanProgram,
-    data: Mapping[str, Any],
-    observations: Observations,
-    held_out: Sequence[int] | np.ndarray,
-    *,
-    nuts: NutsArgs,
-    full_draws: Any = None,
-    train_draws: Any = None,
-    pointwise: bool = True,
-    seed: int | np.random.SeedSequence | None = None,
-    method: str = "auto",
-    progress: Callable[[str], None] | None = None,
-    full_evidence: Callable[[StanProgram, np.ndarray], tuple[Any, bool]] | None = None,
-) -> HeldOut:
-    """:func:`heldout_elpd` with the sampler settings already one validated
-    :class:`~stanlogz.stan.settings.NutsArgs` (``nuts``): what the workflows call, having
-    validated the user's settings once at their own boundary.
-
-    Parameters
-    ----------
-    model, data, observations, held_out
-        As :func:`heldout_elpd`.
-    nuts : NutsArgs
-        The settings of every NUTS run (the full data's, the training set's).
-    full_draws, train_draws, pointwise, seed, method, progress, full_evidence
-        As :func:`heldout_elpd`.
-
-    Returns
-    -------
-    HeldOut
-        As :func:`heldout_elpd`.
-    """
+    nuts = nuts_from_keywords(settings, nuts_keywords, "heldout_elpd")
     if method not in HELDOUT_METHODS:
         raise InputError(f"method must be one of {', '.join(HELDOUT_METHODS)}, got {method!r}")
     t0 = time.perf_counter()
@@ -404,18 +365,19 @@ def heldout_many(
     Parameters
     ----------
     model : StanModel
-        The program, built with any data.
+        The program, built with any data; every refit builds its own training instance.
     data : dict
-        All of its data.
+        All of its data, the same for every set.
     observations : Observations
-        The observation structure of ``data``.
+        The observation structure of ``data``, which every set's indices refer to.
     held_out_sets : sequence of sequences of int
         The held-out sets (0-based indices), one refit each.
     full_draws : Draws or ndarray
         Posterior draws given all of ``data`` (an unconstrained array: chains x draws x
         parameters), shared by every set.
     settings : NutsArgs, optional
-        Settings of every refit.
+        Settings of every refit (a workflow's own, passed on as they are when no loose
+        keyword is given).
     seed : int or SeedSequence, optional
         Random seed (set i's seed is child i of its ``REFIT`` stream).
     n_workers : int, default 1
@@ -455,40 +417,7 @@ def heldout_many(
     >>> [h.index.tolist() for h in hs], all(h.mcse > 0 for h in hs)
     ([[0], [1], [2]], True)
     """
-    return heldout_refits(model, data, observations, held_out_sets, full_draws=full_draws,
-                          nuts=nuts_from_keywords(settings, nuts_keywords, "heldout_many"),
-                          seed=seed, n_workers=n_workers, progress=progress)
-
-
-def heldout_refits(
-    model: StanProgram,
-    data: Mapping[str, Any],
-    observations: Observations,
-    held_out_sets: Sequence[Sequence[int] | np.ndarray],
-    *,
-    full_draws: Any,
-    nuts: NutsArgs,
-    seed: SeedLike = None,
-    n_workers: int = 1,
-    progress: Callable[[str], None] | None = None,
-) -> list[HeldOut]:
-    """:func:`heldout_many` with the sampler settings already one validated
-    :class:`~stanlogz.stan.settings.NutsArgs` (``nuts``): what LOO, LOGO and K-fold call.
-
-    Parameters
-    ----------
-    model, data, observations, held_out_sets, full_draws
-        As :func:`heldout_many`.
-    nuts : NutsArgs
-        The settings of every refit's NUTS runs.
-    seed, n_workers, progress
-        As :func:`heldout_many`.
-
-    Returns
-    -------
-    list of HeldOut
-        As :func:`heldout_many`.
-    """
+    nuts = nuts_from_keywords(settings, nuts_keywords, "heldout_many")
     total = len(held_out_sets)
     bar = steps(progress, total, "held-out refits", unit="refit")
     # Splits that fall back to the evidence difference share one log Z(full) from the shared
@@ -498,8 +427,8 @@ def heldout_refits(
               else SharedEvidence(stream_int_seed(seed, Stream.SHARED_EVIDENCE)))
 
     def one(v: Any, rng: np.random.Generator) -> HeldOut:
-        return heldout_refit(model, data, observations, v, nuts=nuts, full_draws=full_draws,
-                             seed=generator_seed(rng), full_evidence=shared)
+        return heldout_elpd(model, data, observations, v, full_draws=full_draws, settings=nuts,
+                            seed=generator_seed(rng), full_evidence=shared)
 
     with bar:
         return run_parallel(one, [np.asarray(v, dtype=int) for v in held_out_sets],

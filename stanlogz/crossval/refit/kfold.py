@@ -32,7 +32,7 @@ from ..names import KFoldNames
 from ..observations.observations import Observations, load_observed, observation_labels
 from .cv_se import kfold_se
 from .cv_tail import add_cv_warnings
-from .heldout import HeldOut, heldout_refits, shared_sum_se
+from .heldout import HeldOut, heldout_many, shared_sum_se
 
 
 @dataclass(repr=False)
@@ -238,9 +238,10 @@ def kfold(
     Parameters
     ----------
     model : str, Path or StanModel
-        The program (a ``.stan`` file or a built :class:`~stanlogz.StanModel`).
+        The program refit on each fold's training data (a ``.stan`` file or a built
+        :class:`~stanlogz.StanModel`).
     data : dict or str, optional
-        Its data (a dict or a Stan JSON file).
+        Its data (a dict or a Stan JSON file), split into folds by observation.
     k : int or None, default 10
         Number of folds (random, or balanced over ``stratify``); ``None`` with ``group``:
         one fold per group.
@@ -323,8 +324,8 @@ def kfold(
         progress(f"{scheme} cross-validation: {observations.n} observations in "
                  f"{n_folds} folds" + ("" if draws is not None else "; NUTS on all data"))
     full = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS))
-    folds = heldout_refits(model, data_dict, observations, held, full_draws=full, nuts=nuts,
-                         seed=stream(seed, Stream.REFIT), n_workers=n_workers,
+    folds = heldout_many(model, data_dict, observations, held, full_draws=full,
+                         settings=nuts, seed=stream(seed, Stream.REFIT), n_workers=n_workers,
                          progress=progress)
     elpd_i = np.empty(observations.n)
     for f in folds:

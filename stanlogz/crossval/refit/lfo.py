@@ -44,7 +44,7 @@ from ..names import LfoNames
 from ..observations.observations import Observations, load_observed
 from .cv_se import lfo_se
 from .cv_tail import add_cv_warnings
-from .heldout import heldout_refit
+from .heldout import heldout_elpd
 
 LFO_METHODS = ("psis", "exact")
 
@@ -326,9 +326,9 @@ def _exact(model: StanProgram, data: dict[str, Any], obs: Observations, origins:
 
     def one(t: int, rng: np.random.Generator) -> Any:
         part, part_obs = _prefix(data, obs, t + ahead)
-        return heldout_refit(model, part, part_obs, np.arange(t, t + ahead), nuts=nuts,
-                             full_draws=draws[t + ahead], train_draws=draws[t],
-                             pointwise=False, seed=generator_seed(rng))
+        return heldout_elpd(model, part, part_obs, np.arange(t, t + ahead), settings=nuts,
+                            full_draws=draws[t + ahead], train_draws=draws[t],
+                            pointwise=False, seed=generator_seed(rng))
 
     with steps(progress, origins.size, "LFO origins (bridges)", unit="origin") as bridged:
         held = run_parallel(one, origins.tolist(), stream(seed, Stream.REFIT_ESTIMATOR),

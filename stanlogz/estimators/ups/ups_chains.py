@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..._util.seeds import SeedLike, as_seed_sequence
-from ...mcmc.couplings import CoupledKernel, hmc_kernel, rwmh_kernel
+from ...mcmc.couplings import CoupledKernel, HMCMixture, hmc_kernel, rwmh_kernel
 from ...mcmc.paths import LambdaPath
 from ...mcmc.rwmh import scale_from_cov
 from ...mcmc.unbiased import DEFAULT_MAX_ITER, h_estimate, sample_coupled_chains
@@ -90,7 +90,7 @@ def _build_kernel(
         g = _Counted(ug)
     step = cfg.step_size if cfg.step_size is not None else 0.5 * d**-0.25
     inv_metric = np.clip(np.diag(cov), 1e-300, None)
-    return hmc_kernel(g, step, cfg.n_steps, inv_metric, scale, cfg.omega), [g], cache
+    return hmc_kernel(g, HMCMixture(step, cfg.n_steps, inv_metric, scale, cfg.omega)), [g], cache
 
 
 def _moment_h(x: np.ndarray) -> np.ndarray:
