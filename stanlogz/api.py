@@ -29,7 +29,7 @@ from .estimators.comparison import ComparisonResult, posterior_probs  # noqa: F4
 from .parallel import with_client
 from .stan.code import unused_parameters  # noqa: F401 - re-exported
 from .stan.inputs import check_stan_file, read_data
-from .stan.load import load_model
+from .stan.load import load_model, program_names
 from .stan.priors import add_prior_check as _add_prior_check
 from .stan.priors import mass_warnings, prior_warnings, program_priors
 from .stan.program import ProgramLike
@@ -246,17 +246,6 @@ def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target
 
 
 # ---------------------------------------------------------------------- comparison
-def _names(models: Sequence[Any], loaded: Sequence[Any]) -> list[str]:
-    names = []
-    for src, m in zip(models, loaded, strict=True):
-        n = Path(src).stem if isinstance(src, str | os.PathLike) else str(getattr(m, "name", "m"))
-        names.append(n)
-    for i, n in enumerate(names):
-        if names.count(n) > 1:
-            names[i] = f"{n}#{i + 1}"
-    return names
-
-
 def check_prior_probs(prior_probs: Sequence[float] | None, k: int) -> np.ndarray:
     """Prior model probabilities as an array (uniform when ``None``); must be positive, sum 1."""
     if prior_probs is None:
@@ -406,7 +395,9 @@ def compare(
                              nuts=nuts, weights=weights, loo_options=loo_options, seed=seed,
                              progress=progress)
     if group is not None:
-        return _compare_groups(models, data, group=group, draws=draws, nuts=nuts,
+        from .crossval.select.group_programs import compare_by_group
+
+        return compare_by_group(models, data, group=group, draws=draws, nuts=nuts,
                                weights=weights, loo_options=loo_options, seed=seed,
                                progress=progress, refused={"with_loo": with_loo, "unbiased_bf":
                                                            unbiased_bf, "options": options})
@@ -435,7 +426,7 @@ def compare(
             check_stan_file(m)
     datas = [read_data(dt) for dt in datas]
     if with_loo:
-        choice.check_same_data(datas, _names(models, models), (loo_options or {}).get("obs"),
+        choice.check_same_data(datas, program_names(models, models), (loo_options or {}).get("obs"),
                                (loo_options or {}).get("obs_fields"))
     # program i's seed, split by evidence() and loo() into their named streams: both take the
     # draws of its NUTS stream (sampled here once), so each program's evidence and LOO are
@@ -452,7 +443,7 @@ def compare(
                                  progress=progress))
         if key is not None:
             by_path[key] = loaded[-1]
-    names = _names(models, loaded)
+    names = program_names(models, loaded)
     results, kept = [], []
     for i, m in enumerate(loaded):
         if progress:
@@ -503,59 +494,3 @@ def _compare_fits(models: list[Any], data: Any, *, draws: Any, unbiased_bf: bool
     return compare_sources(models, datas, weights=weights, loo_options=loo_options,
                            settings=nuts, seed=seed, progress=progress)
 
-
-def _compare_groups(models: list[Any], data: Any, *, group: str, draws: Any, nuts: NutsArgs,
-                    weights: Any, loo_options: dict[str, Any] | None, seed: int | None,
-                    progress: Any, refused: dict[str, Any]) -> LogoComparison:
-    """:func:`compare` with ``group``: every program's leave-one-group-out, compared over the
-    groups (:func:`~stanlogz.crossval.select.group_compare.logo_compare`)."""
-    from .crossval.logo.estimator import logo_from_loo
-    from .crossval.select.choose import check_same_data, parse_weights
-    from .crossval.select.group_compare import GROUP_WEIGHTS, logo_compare
-
-    for name, value in refused.items():
-        if value:
-            what = "sampler and estimator options" if name == "options" else name
-            raise InputError(f"compare with group compares by elpd_logo: {what} does not "
-                             "apply (leave out the evidence's options)")
-    if len(models) < 2:
-        raise InputError(f"compare needs at least two programs, got {len(models)}")
-    datas = list(data) if isinstance(data, list | tuple) else [data] * len(models)
-    if len(datas) != len(models):
-        raise InputError(f"{len(datas)} data sets for {len(models)} programs; give one for "
-                         "all or one per program")
-    if draws is not None and len(draws) != len(models):
-        raise InputError(f"{len(draws)} draw sets for {len(models)} programs")
-    methods = parse_weights(weights) or ["stacking"]
-    if any(m not in GROUP_WEIGHTS for m in methods):
-        raise InputError(f"compare with group: weights over groups are "
-                         f"{', '.join(GROUP_WEIGHTS)} (bma needs the evidence)")
-    if "stacking" not in methods:
-        methods = ["stacking", *methods]
-    for m in models:
-        if isinstance(m, str | os.PathLike):
-            check_stan_file(m)
-    datas = [read_data(dt) for dt in datas]
-    opts = dict(loo_options or {})
-    check_same_data(datas, _names(models, models), opts.get("obs"), opts.get("obs_fields"))
-    for i, d in enumerate(datas[1:], 1):
-        if group not in (d or {}) or group not in (datas[0] or {}) or not np.array_equal(
-                np.asarray(d[group]), np.asarray(datas[0][group])):
-            raise InputError(f"compare with group: the programs' {group!r} differ (or one "
-                             f"lacks it): program {i + 1} and program 1")
-    # program i's seed as in compare(): its LOGO is that of loo(group=, seed=program_seed[i])
-    program_seed = [stream_int_seed(seed, Stream.PROGRAM, i) for i in range(len(models))]
-    loaded = [load_model(m, dt, seed=stream_int_seed(program_seed[i], Stream.MODEL),
-                         progress=progress)
-              for i, (m, dt) in enumerate(zip(models, datas, strict=True))]
-    names = _names(models, loaded)
-    results = []
-    for i, m in enumerate(loaded):
-        if progress:
-            progress(f"model {i + 1}/{len(loaded)}: {names[i]}: leave-one-group-out")
-        results.append(logo_from_loo(m, datas[i], group=group,
-                                     draws=None if draws is None else draws[i],
-                                     settings=nuts, seed=program_seed[i],
-                                     progress=progress, **opts))
-    return logo_compare(results, names, weights=methods,
-                        seed=stream_int_seed(seed, Stream.CHOICE))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
@@ -23,3 +24,16 @@ def load_model(model: ProgramLike, data: Any = None, *, seed: int | None = None,
     if data is not None:
         return model.with_data(read_data(data))
     return model
+
+
+def program_names(models: Sequence[Any], loaded: Sequence[Any]) -> list[str]:
+    """The programs' display names: a path's stem, else the built program's name; repeats get
+    ``#i`` (their position, from 1)."""
+    names = []
+    for src, m in zip(models, loaded, strict=True):
+        n = Path(src).stem if isinstance(src, str | os.PathLike) else str(getattr(m, "name", "m"))
+        names.append(n)
+    for i, n in enumerate(names):
+        if names.count(n) > 1:
+            names[i] = f"{n}#{i + 1}"
+    return names
