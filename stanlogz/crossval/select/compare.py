@@ -47,6 +47,28 @@ from ..psis_loo.result import LooResult
 from ..refit.cv_se import elpd_interval
 
 
+def difference_warnings(names: list[str], diag_diff: list[str], diag_elpd: list[str],
+                        khat_diff: Any, *, unit: str, elpd_name: str, rerun: str) -> list[str]:
+    """The lines that explain each program's ``diag_diff`` and ``diag_elpd`` flags, for a
+    comparison over ``unit`` (observations, or groups for leave-one-group-out)."""
+    out = []
+    for i, (d, e) in enumerate(zip(diag_diff, diag_elpd, strict=True)):
+        n = names[i]
+        if d == "|elpd_diff| < 4":
+            out.append(f"{n}: |elpd_diff| < 4: the programs predict almost alike; no se of "
+                       "so small a difference covers its error (nested programs: +-1 se "
+                       "covered 0.62-0.89), so p_worse and diff_interval are not given "
+                       "(diff_se is loo's, for reference); the choice matters little: "
+                       "weigh the programs by stacking (weights) or choose on other grounds")
+        elif d.startswith("khat_diff"):
+            out.append(f"{n}: the differences to the best, one per {unit[:-1]}, have a heavy "
+                       f"tail (k-hat {khat_diff[i]:.2f}); look at the outlying {unit} before "
+                       "trusting diff_se")
+        if e:
+            out.append(f"{n}: {e}: its {elpd_name} is unreliable; {rerun}")
+    return out
+
+
 @dataclass(repr=False)
 class LooComparison(LooComparisonNames):
     """elpd_loo per program, differences to the best and their standard errors."""
@@ -101,22 +123,10 @@ class LooComparison(LooComparisonNames):
         elif "N < 100" in (self.diag_diff or []):
             out.append(f"only {n_obs} observations: loo's diff_se is too optimistic at this N "
                        "(diag_diff 'N < 100'); diff_interval carries the small-N factor")
-        for i, (d, e) in enumerate(zip(self.diag_diff or [], self.diag_elpd or [],
-                                       strict=True)):
-            n = self.names[i]
-            if d == "|elpd_diff| < 4":
-                out.append(f"{n}: |elpd_diff| < 4: the programs predict almost alike; no se of "
-                           "so small a difference covers its error (nested programs: +-1 se "
-                           "covered 0.62-0.89), so p_worse and diff_interval are not given "
-                           "(diff_se is loo's, for reference); the choice matters little: "
-                           "weigh the programs by stacking (weights) or choose on other grounds")
-            elif d.startswith("khat_diff"):
-                out.append(f"{n}: the pointwise differences to the best have a heavy tail "
-                           f"(k-hat {self.khat_diff[i]:.2f}); look at the outlying observations "
-                           "before trusting diff_se")
-            if e:
-                out.append(f"{n}: {e}: its elpd_loo is unreliable; rerun with "
-                           "--fix exact (fix=\"exact\" in Python)")
+        out.extend(difference_warnings(self.names, self.diag_diff or [], self.diag_elpd or [],
+                                       self.khat_diff, unit="observations",
+                                       elpd_name="elpd_loo",
+                                       rerun="rerun with --fix exact (fix=\"exact\" in Python)"))
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -29,7 +29,14 @@ from ..._util.sum_se import sum_se
 from ...errors import InputError
 from ..logo.result import LogoResult
 from ..refit.cv_se import elpd_interval
-from .compare import MIN_OBS, SMALL_DIFF, difference_diagnostics, p_worse, tail_khat
+from .compare import (
+    MIN_OBS,
+    SMALL_DIFF,
+    difference_diagnostics,
+    difference_warnings,
+    p_worse,
+    tail_khat,
+)
 from .weights import ModelWeights, pseudo_bma_weights, stacking_weights
 
 #: Weight methods over groups (``bma`` needs the evidence, which a group comparison does not
@@ -109,19 +116,10 @@ class LogoComparison:
         elif "N < 100" in self.diag_diff:
             out.append(f"only {g} groups: loo's diff_se is too optimistic at this many units "
                        "(diag_diff 'N < 100'); diff_interval carries the small-N factor")
-        for i, (d, e) in enumerate(zip(self.diag_diff, self.diag_elpd, strict=True)):
-            n = self.names[i]
-            if d == "|elpd_diff| < 4":
-                out.append(f"{n}: |elpd_diff| < 4: the programs predict new groups almost "
-                           "alike; p_worse and diff_interval are not given (diff_se is loo's, "
-                           "for reference); weigh the programs by stacking")
-            elif d.startswith("khat_diff"):
-                out.append(f"{n}: the per-group differences to the best have a heavy tail "
-                           f"(k-hat {self.khat_diff[i]:.2f}); look at the outlying groups "
-                           "before trusting diff_se")
-            if e:
-                out.append(f"{n}: {e}: its elpd_logo is unreliable; rerun with fix='auto' "
-                           "(--fix auto) to refit those groups")
+        out.extend(difference_warnings(self.names, self.diag_diff, self.diag_elpd,
+                                       self.khat_diff, unit="groups", elpd_name="elpd_logo",
+                                       rerun="rerun with fix='auto' (--fix auto) to refit "
+                                             "those groups"))
         return out
 
     def to_dict(self) -> dict[str, Any]:
