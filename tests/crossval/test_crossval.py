@@ -370,20 +370,25 @@ def test_unbiased_squared_error_cv_z_test_against_closed_form(normal):
         cv(normal, d, criterion="mse", splits=5)
 
 
-def test_auto_refits_exactly_what_moment_matching_leaves_above_the_threshold(normal,
-                                                                              monkeypatch):
+def _failing_moment_matching(monkeypatch):
+    """loo's module with moment matching that cannot lower k-hat (1.5 after every match)."""
     import dataclasses
     import importlib
 
     loo_module = importlib.import_module("stanlogz.crossval.psis_loo.loo")
-
     real = loo_module.moment_match_observation
 
-    def failing(*args, **kwargs):  # moment matching that cannot lower k-hat
+    def failing(*args, **kwargs):
         return dataclasses.replace(real(*args, **kwargs), khat_after=1.5)
 
-    d = outlier_data(12.0)
     monkeypatch.setattr(loo_module, "moment_match_observation", failing)
+    return loo_module
+
+
+def test_auto_refits_exactly_what_moment_matching_leaves_above_the_threshold(normal,
+                                                                              monkeypatch):
+    _failing_moment_matching(monkeypatch)
+    d = outlier_data(12.0)
     r = loo(normal, d, fix="auto", seed=5, chains=2, warmup=400, n_draws=400)
     f10 = next(f for f in r.fixed if f.index == 9)
     assert f10.method == "exact" and f10.n_gradient_evals > 0  # refitted, not matched
@@ -398,18 +403,9 @@ def test_auto_names_the_refits_it_would_not_finish_in_time(normal, monkeypatch):
     # fix="auto" starts exact refits only when one sampling run per refit fits within
     # AUTO_REFIT_SECONDS (a corpus program asked for 34 refits of 216 s each); beyond, it keeps
     # the values, gives loo's NA mc se and names --fix exact and K-fold with the estimate.
-    import dataclasses
-    import importlib
-
-    loo_module = importlib.import_module("stanlogz.crossval.psis_loo.loo")
-    real = loo_module.moment_match_observation
-
-    def failing(*args, **kwargs):  # moment matching that cannot lower k-hat
-        return dataclasses.replace(real(*args, **kwargs), khat_after=1.5)
-
-    d = outlier_data(12.0)
-    monkeypatch.setattr(loo_module, "moment_match_observation", failing)
+    loo_module = _failing_moment_matching(monkeypatch)
     monkeypatch.setattr(loo_module, "AUTO_REFIT_SECONDS", 0.0)
+    d = outlier_data(12.0)
     r = loo(normal, d, fix="auto", seed=5, chains=2, warmup=400, n_draws=400)
     assert not any(f.method == "exact" for f in r.fixed)
     line = next(w for w in r.warnings if "--fix auto starts on its own" in w)

@@ -32,13 +32,18 @@ def _half_normal_conv(r: np.ndarray, sigma: float) -> np.ndarray:
     return np.log(2 * stats.norm.pdf(r, 0, s) * stats.norm.cdf(r / (sigma * s)))
 
 
-def test_integrated_loo_without_hyperparameters_is_exact(compiled):
+def _latent_pos(compiled):
+    """latent_pos.stan on 12 observations (z_i ~ half-normal, y_i ~ N(z_i, 0.3)): the program,
+    its data and the exact log p(y_i | y_-i) (the z_i are independent given nothing else)."""
     rng = np.random.default_rng(4)
     sigma = 0.3
     y = (np.abs(rng.normal(0, 1, 12)) + rng.normal(0, sigma, 12)).round(3)
     data = {"N": 12, "y": y.tolist(), "sigma": sigma}
-    m = compiled(TESTS / "latent_pos.stan", data)
-    exact = _half_normal_conv(y, sigma)
+    return compiled(TESTS / "latent_pos.stan", data), data, _half_normal_conv(y, sigma)
+
+
+def test_integrated_loo_without_hyperparameters_is_exact(compiled):
+    m, data, exact = _latent_pos(compiled)
     r = loo(m, data, seed=1, log_lik="integrated", settings=NUTS)
     assert r.log_lik_source == "integrated"
     np.testing.assert_allclose(r.elpd_i, exact, atol=2e-5)
@@ -57,12 +62,7 @@ def test_plain_loo_integrates_per_observation_latents(compiled):
     """No flag: the program has one latent per observation and a log_lik conditional on it;
     loo finds the latents and takes the integrated route by itself (same tolerance as above:
     the values are constant over the draws, so only the quadrature errs, < 2e-6 each)."""
-    rng = np.random.default_rng(4)
-    sigma = 0.3
-    y = (np.abs(rng.normal(0, 1, 12)) + rng.normal(0, sigma, 12)).round(3)
-    data = {"N": 12, "y": y.tolist(), "sigma": sigma}
-    m = compiled(TESTS / "latent_pos.stan", data)
-    exact = _half_normal_conv(y, sigma)
+    m, data, exact = _latent_pos(compiled)
     assert exact.sum() == pytest.approx(-9.938, abs=1e-3)
     r = loo(m, data, seed=1, settings=NUTS)
     assert r.log_lik_source == "integrated"
