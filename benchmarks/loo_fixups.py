@@ -109,14 +109,14 @@ def main(argv: list[str] | None = None) -> None:
         def z(v: float, se: float) -> float:
             return (v - b) / math.hypot(se, b_se)  # noqa: B023
 
-        row = {"PSIS": z(loo.elpd_i[i], psis_se[i]), "mm to 0.7": z(mms[0].elpd, mms[0].se),
-               f"mm to {args.k_target}": z(mms[1].elpd, mms[1].se), "exact": z(ex.elpd, ex.mcse),
+        row = {"PSIS": z(loo.elpd_i[i], psis_se[i]), "mm to 0.7": z(mms[0].elpd, mms[0].mcse),
+               f"mm to {args.k_target}": z(mms[1].elpd, mms[1].mcse), "exact": z(ex.elpd, ex.mcse),
                "ref_ok": b_k < 0.7, "seconds": [m.seconds for m in mms] + [ex.seconds, b_s],
                "evals": [m.n_evals for m in mms], "ok": [m.khat_after < 0.7 for m in mms]}
         rows.append(row)
         cells = [f"{i + 1:>4} {loo.khat[i]:>5.2f}",
                  f"{loo.elpd_i[i]:>7.3f} ± {psis_se[i]:<5.3f} {row['PSIS']:>5.1f}"]
-        cells += [f"{' ' * 11}{m.elpd:>7.3f} ± {m.se:<5.3f} {m.khat_after:>5.2f} {m.n_evals:>6} "
+        cells += [f"{' ' * 11}{m.elpd:>7.3f} ± {m.mcse:<5.3f} {m.khat_after:>5.2f} {m.n_evals:>6} "
                   f"{m.seconds:>5.2f} {zz:>5.1f}"
                   for m, zz in zip(mms, (row["mm to 0.7"], row[f"mm to {args.k_target}"]),
                                    strict=True)]

@@ -45,7 +45,7 @@ class MomentMatched:
 
     index: int  # 0-based
     elpd: float
-    se: float  # Monte Carlo se: the final weights' draw influence with its ESS (total_mcse)
+    mcse: float  # Monte Carlo se: the final weights' draw influence with its ESS (total_mcse)
     khat_before: float
     khat_after: float  # of the ratios the estimate uses (the split proposal's when split)
     khat_transformed: float  # after the last accepted map, before the split
@@ -58,7 +58,7 @@ class MomentMatched:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly dict (observation numbered from 1, as in Stan)."""
-        return {"observation": self.index + 1, "elpd": self.elpd, "se": self.se,
+        return {"observation": self.index + 1, "elpd": self.elpd, "mcse": self.mcse,
                 "method": "mm", "khat_before": self.khat_before, "khat_after": self.khat_after,
                 "khat_transformed": self.khat_transformed, "psis_elpd": self.psis_elpd,
                 "n_evals": self.n_evals, "seconds": self.seconds,

@@ -487,5 +487,5 @@ def _moment_matched(pw: PointwiseLogLik, d: Draws, log_post: np.ndarray, i: int,
         warns.append(f"observation {i + 1}: moment matching lowered k-hat from "
                      f"{mm.khat_before:.2f} to {mm.khat_after:.2f}, still above "
                      f"{threshold:.2f}")
-    return FixedPoint(i, mm.elpd, mm.se, "mm", float(ps.khat[j]), float(ps.elpd_i[j]), 0,
+    return FixedPoint(i, mm.elpd, mm.mcse, "mm", float(ps.khat[j]), float(ps.elpd_i[j]), 0,
                       mm.n_evals, mm.seconds, warnings=warns, khat_after=mm.khat_after)
