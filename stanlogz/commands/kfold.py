@@ -53,7 +53,7 @@ def print_kfold(report: Reporter, r: KFoldResult) -> None:
     report.table(["", "estimate", "se", "mc se"], r.table(),
                  title=f"{r.model}: {r.scheme} cross-validation{what}, {r.n_obs} observations "
                  f"in {r.k} folds, {r.n_samples} draws per fit")
-    report.table(["fold", "n", "sum elpd_i", "mc se", "log p(y_V|y_T)", "se", "method",
+    report.table(["fold", "n", "sum elpd_i", "mc se", "log p(y_V|y_T)", "mc se", "method",
                   "k-hat", "grad evals", "seconds"], r.fold_rows(), title="folds")
 
 
