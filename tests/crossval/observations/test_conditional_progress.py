@@ -62,6 +62,27 @@ def test_long_passes_are_told_in_minutes_and_hours():
                               "about 9.9 h left")
 
 
+def test_a_long_pass_over_many_observations_names_subsampling_once():
+    # sat-hier_2pl: 19,200 observations took 13 minutes; beyond HINT_S left, over at least
+    # 2 x SUBSAMPLE_HINT observations, the line names --subsample once (and never for short
+    # passes or few observations)
+    clock = FakeClock()
+    pc = PassClock(None, 19200, "density-difference log-likelihood", clock=clock)
+    for _ in range(10):
+        clock.t += 0.03
+        pc.update()
+    first = pc.line(0.3)
+    assert first.endswith("about 10 min left (--subsample 1000 would estimate elpd_loo from "
+                          "1000 observations drawn at random, with its se, in a fraction of "
+                          "the time)")
+    assert "--subsample" not in pc.line(0.3)  # once
+    few = PassClock(None, 1500, "conditional log-likelihood", clock=clock)
+    for _ in range(10):
+        clock.t += 10.0
+        few.update()
+    assert "--subsample" not in few.line(100.0)  # 4 h left, but too few observations
+
+
 def test_one_slow_observation_does_not_inflate_the_time_left():
     # the N = 1000 AR(5) case: the first observation (one-time costs, a wide conditional on
     # quadrature) took 18 s, the others 1.3 s each; after three observations the plain rate
