@@ -50,7 +50,8 @@ Z_MAX = 4.0
 #: Text that marks a line as Stan's (or C++'s) own error rather than stanlogz's.
 RAW_PATTERNS = re.compile(r"stan::|std::|what\(\)|Exception:|Unrecoverable|Error in '|"
                           r"line \d+, column \d+|Rejecting initial value|bridgestan|RuntimeError")
-ROUTE_PATTERN = re.compile(r"(--[a-z][a-z0-9-]+(?:[ =][A-Za-z0-9_][^\s,;)]*)?|stanlogz [a-z-]+|"
+_OPTION = r"--[a-z][a-z0-9-]+(?:[ =][A-Za-z0-9_][^\s,;)]*)?"
+ROUTE_PATTERN = re.compile(rf"({_OPTION}(?: {_OPTION})*|stanlogz [a-z-]+|"
                            r"log_lik generated quantity)")
 
 
@@ -75,13 +76,41 @@ def has_pointwise_or_lprior(program: Path) -> bool:
     return re.search(r"\b(lprior|log_lik)\b", src) is not None
 
 
-def command_line(command: str, folder: Path, seed: int) -> list[str]:
-    """The ``stanlogz`` command a user would type for ``command`` on the posterior."""
-    argv = [sys.executable, "-m", "stanlogz", "--json", "--seed", str(seed), command,
-            str(folder / "model.stan")]
+#: Seconds of the limit kept outside ``--time-budget``: the interpreter's start and imports
+#: before the budget begins, the JSON and the exit after it.
+BUDGET_MARGIN_S = 45.0
+
+
+def command_line(command: str, folder: Path, seed: int, budget: float | None = None,
+                 extra: list[str] | None = None) -> list[str]:
+    """The ``stanlogz`` command a user would type for ``command`` on the posterior (under
+    ``--time-budget budget`` seconds when given, with the options ``extra`` after it)."""
+    argv = [sys.executable, "-m", "stanlogz", "--json", "--seed", str(seed)]
+    if budget is not None:
+        argv += ["--time-budget", f"{budget:g}"]
+    argv += [command, str(folder / "model.stan")]
     if (folder / "data.json").is_file():
         argv += ["--data", str(folder / "data.json")]
-    return argv
+    return argv + list(extra or [])
+
+
+def route_of(message: str, command: str) -> tuple[str, list[str]] | None:
+    """The command and options of the route a refusal names, as a user would follow it
+    (``(command, extra options)``), or None when the route is not a command line (e.g. "add
+    a log_lik generated quantity")."""
+    named = re.search(r"`stanlogz ([a-z_]+)((?: [^`]*)?)`", message)
+    if named:
+        return named.group(1), named.group(2).split()
+    example = re.search(r"\(e\.g\. ((?:--[a-z-]+ [^\s)]+ ?)+)\)", message)
+    if example:
+        return command, example.group(1).split()
+    budget = re.search(r"run with ((?:--(?:warmup|draws|subsample) \d+ ?)+)", message)
+    if budget:
+        return command, budget.group(1).split()
+    other = re.search(r"\(stanlogz ([a-z_]+) for ", message)
+    if other:
+        return other.group(1), []
+    return None
 
 
 def run_command(argv: list[str], limit: float) -> dict[str, Any]:
@@ -237,13 +266,15 @@ def _fmt(v: Any, digits: int) -> str:
 
 
 def run_one(folder: Path, command: str, limit: float, seed: int,
-            sample_record: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One command on one posterior: the record written to the results file."""
-    record: dict[str, Any] = {"posterior": folder.name, "command": command}
+            sample_record: dict[str, Any] | None = None, extra: list[str] | None = None,
+            label: str | None = None) -> dict[str, Any]:
+    """One command on one posterior (with the options ``extra``; recorded under ``label``,
+    default the command): the record written to the results file."""
+    record: dict[str, Any] = {"posterior": folder.name, "command": label or command}
     if command == "sensitivity" and not has_pointwise_or_lprior(folder / "model.stan"):
         record.update(status="n/a", seconds=0.0, message="no lprior or log_lik")
         return record
-    argv = command_line(command, folder, seed)
+    argv = command_line(command, folder, seed, max(limit - BUDGET_MARGIN_S, 1.0), extra)
     record["argv"] = " ".join(["stanlogz"] + argv[3:])
     run = run_command(argv, limit)
     record.update(classify(run), seconds=run["seconds"], rc=run["rc"],
@@ -261,7 +292,22 @@ def run_one(folder: Path, command: str, limit: float, seed: int,
         if z is not None and z > Z_MAX:
             record["draws_disagree"] = f"sample max abs z {z:.1f}"
     record["result"] = result_text(command, record) if js is not None else ""
+    record["ran"] = command
     return record
+
+
+def follow_route(folder: Path, refused: dict[str, Any], limit: float, seed: int
+                 ) -> dict[str, Any] | None:
+    """Run the route a refusal names (None when it names no command line): the record of
+    ``<command> → route``."""
+    route = route_of(refused.get("message", ""), refused["command"])
+    if route is None:
+        return None
+    command, extra = route
+    rec = run_one(folder, command, limit, seed, extra=extra,
+                  label=f"{refused['command']} → route")
+    rec["route_argv"] = " ".join(["stanlogz", command] + extra)
+    return rec
 
 
 def _slim(command: str, js: dict[str, Any]) -> dict[str, Any]:
@@ -278,7 +324,7 @@ def table(records: list[dict[str, Any]]) -> str:
                 for r in records if r["command"] == "sample"}
     for r in records:  # the sample run may be in another results file or after this one
         if r["status"] == "answered" and r.get("json"):  # in this version's words
-            r["result"] = result_text(r["command"], r)
+            r["result"] = result_text(r.get("ran", r["command"]), r)
         z = disagree.get(r["posterior"])
         if r["command"] == "evidence" and r["status"] == "answered" and z is not None \
                 and z > Z_MAX:
@@ -297,6 +343,8 @@ def table(records: list[dict[str, Any]]) -> str:
             status += " RAW" if r.get("raw") else ""
         counts[status] = counts.get(status, 0) + 1
         body = r.get("result") or r.get("message", "")
+        if r.get("route_argv"):
+            body = f"`{r['route_argv']}`: {body}"
         if r["status"] == "refused" and r.get("route"):
             body = f"{r['message']} (route: `{r['route']}`)"
         if r["status"] in ("timeout", "crashed") and r.get("stderr_tail"):
@@ -353,6 +401,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="more results files whose records join the table (read only; where "
                         "two files ran the same command on a posterior, the later file's run "
                         "wins)")
+    parser.add_argument("--follow-routes", action="store_true",
+                        help="run the route each refusal names (recorded as '<command> → "
+                        "route') where it is a command line")
     parser.add_argument("--table-only", action="store_true",
                         help="print the table of the --out file and run nothing")
     args = parser.parse_args(argv)
@@ -383,6 +434,19 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{folder.name} {command}: {rec['status']} in {rec.get('seconds', 0):.0f} s"
                       f" {rec.get('result') or rec.get('message', '')}", file=sys.stderr,
                       flush=True)
+    if args.follow_routes and not args.table_only:
+        done = {(r["posterior"], r["command"]) for r in records}
+        for r in [r for r in records if r["status"] == "refused"]:
+            if (r["posterior"], f"{r['command']} → route") in done:
+                continue
+            rec = follow_route(args.corpus / r["posterior"], r, args.limit, args.seed)
+            if rec is None:
+                continue
+            records.append(rec)
+            save(args.out, records)
+            print(f"{r['posterior']} {rec['command']}: {rec['status']} in "
+                  f"{rec.get('seconds', 0):.0f} s {rec.get('result') or rec.get('message', '')}",
+                  file=sys.stderr, flush=True)
     latest: dict[tuple[str, str], dict[str, Any]] = {}
     for r in records + [r for f in args.also for r in load(f)]:  # a later file's run wins
         latest.pop((r["posterior"], r["command"]), None)

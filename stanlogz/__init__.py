@@ -67,6 +67,8 @@ _LAZY = {
     "SavageDickeyResult": "stanlogz.bayes_factors.savage_dickey",
     "calibrate": "stanlogz.bayes_factors.calibrate",
     "CalibrationResult": "stanlogz.bayes_factors.calibrate",
+    "time_budget": "stanlogz._util.deadline",
+    "OverBudget": "stanlogz._util.deadline",
 }
 
 
@@ -98,6 +100,7 @@ __all__ = [
     "KFoldResult",
     "LfoResult",
     "LooResult",
+    "OverBudget",
     "NutsArgs",
     "ProgramChoice",
     "SavageDickeyResult",
@@ -132,6 +135,7 @@ __all__ = [
     "sample",
     "savage_dickey",
     "sensitivity",
+    "time_budget",
     "ups",
     "waic",
 ]

@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
+from ._util.deadline import time_budget
 from .errors import InputError, StanlogzError
 
 COMMANDS = ["compile", "sample", "evidence", "compare", "loo", "kfold", "lfo", "cv", "bdmc",
@@ -32,6 +33,21 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+TIME_BUDGET_HELP = ("the longest the command may run (600, 10m, 1.5h): a sampler or "
+                    "pointwise pass that would end later stops early with a line naming what "
+                    "fits (fewer iterations, a subsample) (default: no limit)")
+
+
+def _duration(text: str) -> float:
+    """``--time-budget``'s value in seconds (argparse's one-line error otherwise)."""
+    from ._util.deadline import parse_duration
+
+    try:
+        return parse_duration(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     parser.add_argument("--verbose", action="store_true",
                         help="on an error, also print the full log behind it (e.g. Stan's)")
+    parser.add_argument("--time-budget", metavar="DURATION", type=_duration, default=None,
+                        help=TIME_BUDGET_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         mod = importlib.import_module(f"stanlogz.commands.{name}")
@@ -59,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="no progress messages on stderr")
         p.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
                        help="on an error, also print the full log behind it")
+        p.add_argument("--time-budget", metavar="DURATION", type=_duration,
+                       default=argparse.SUPPRESS, help=TIME_BUDGET_HELP)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser
@@ -146,7 +166,8 @@ def _main(argv: Sequence[str] | None, held: list[int], *, restore_default: bool)
             raise KeyboardInterrupt
         check_output_paths(args)
         report = Reporter(json_mode=args.json, quiet=args.quiet)
-        status = int(args._run(args, report) or 0)
+        with time_budget(args.time_budget):
+            status = int(args._run(args, report) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return status
     except BrokenPipeError:  # stdout closed by the reader (``| head``): stop quietly

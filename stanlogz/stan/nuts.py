@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util import deadline
 from .._util.progress import Progress, duration, steps, time_left
 from .._util.seeds import int_seed
 from ..errors import InitializationError, InputError, StanlogzError, ToolchainError
@@ -118,6 +119,73 @@ class _NutsProgress:
         for c in moved:
             self.reported[c] = tenths[c]
         self.last = now
+#: Until a tenth of the iterations is done, the rate still counts the early warmup's long trees
+#: (up to 2.6 times the rate of the rest: benchmarks/nuts_eta.py): a run is stopped then only
+#: when it would take this many times the budget left.
+EARLY_MARGIN = 3.0
+#: Iterations per chain named as the smallest route (half warmup, half draws).
+MIN_ROUTE_ITERATIONS = 200
+#: Seconds between two checks of the budget.
+CHECK_S = 0.5
+
+
+class _BudgetWatch:
+    """Stops a NUTS run that would end after the run's time budget
+    (:mod:`stanlogz._util.deadline`): once the time left at the rate so far exceeds the budget
+    left (or the budget is spent), :meth:`check` raises :class:`~stanlogz._util.deadline.
+    OverBudget` naming fewer iterations that fit, or the budget the whole run needs."""
+
+    def __init__(self, name: str, chains: int, warmup: int, draws: int) -> None:
+        self.name, self.chains, self.warmup, self.draws = name, chains, warmup, draws
+        self.total = chains * (warmup + draws)
+        self.start = deadline.clock()
+        self.history: list[tuple[float, int]] = [(self.start, 0)]
+
+    def check(self, iterations: np.ndarray) -> None:
+        left_budget = deadline.remaining()
+        if left_budget is None:
+            return
+        now = deadline.clock()
+        if now - self.history[-1][0] < CHECK_S and left_budget > 0:
+            return
+        done = int(iterations.sum())
+        self.history.append((now, done))
+        if left_budget <= 0 and done < self.total:
+            raise deadline.OverBudget(self._message(now, done, None))
+        if done < self.total / 40 or done >= self.total:
+            return
+        if done < self.total / 10:
+            left = time_left(now - self.start, done, self.total)
+            if left > EARLY_MARGIN * left_budget:
+                raise deadline.OverBudget(self._message(now, done, left))
+            return
+        t0, d0 = next((t, d) for t, d in self.history if d >= done / 2)
+        if done - d0 < self.total / 20:
+            return
+        left = time_left(now - t0, done - d0, self.total - d0)
+        if left > left_budget:
+            raise deadline.OverBudget(self._message(now, done, left))
+
+    def _message(self, now: float, done: int, left: float | None) -> str:
+        """The refusal: how far the run got, its whole time here, and what fits."""
+        elapsed = now - self.start
+        per_iteration = elapsed / max(done, 1)  # seconds per iteration, all chains together
+        whole = elapsed + (left if left is not None else per_iteration * (self.total - done))
+        available = elapsed + max(deadline.remaining() or 0.0, 0.0)
+        fit = int(0.5 * available / per_iteration / self.chains) // 100 * 100
+        routes = []
+        if fit >= MIN_ROUTE_ITERATIONS and fit < self.warmup + self.draws:
+            half = fit // 2
+            routes.append(f"--warmup {half} --draws {half} (about "
+                          f"{duration(per_iteration * self.chains * fit)} here)")
+        routes.append(f"{deadline.as_option(1.3 * whole + 60)} for the whole run")
+        budget = deadline.budget_seconds() or available
+        return (f"sampling {self.name} would take about {duration(whole)} here "
+                f"({self.chains} chains x {self.warmup + self.draws} iterations; {done} of "
+                f"{self.total} done in {duration(elapsed)}), more than the time budget of "
+                f"{duration(budget)} allows; run with " + ", or ".join(routes))
+
+
 def run_nuts(
     model: StanProgram,
     settings: NutsArgs | None = None,
@@ -180,8 +248,10 @@ def run_nuts(
     bar = steps(progress, chains * rows, f"NUTS {model.name}", unit="it")
     ticker = (_NutsProgress(progress, warmup, rows, start) if progress and not bar.drawn
               else None)
+    watch = _BudgetWatch(model.name, chains, warmup, draws)
 
     def poll() -> None:
+        watch.check(iterations)
         if ticker is not None:
             ticker.poll(iterations)
         elif bar.drawn:

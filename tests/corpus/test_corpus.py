@@ -91,3 +91,22 @@ def test_response_refusal_names_obs_fields_and_obs_fields_answers():
     assert sum(js["khat_counts"].values()) == 21
     # 21 binomial counts of up to 94 trials: elpd_loo of a few nats per observation
     assert -80 < js["elpd_loo"] < -40 and 1 < js["se"] < 10
+
+
+def test_over_the_time_budget_refusal_names_fewer_iterations_and_they_answer():
+    # radon's varying intercepts and slopes sample in 20-45 s here, by the load (its first warmup
+    # iterations at twice that rate): under a 12 s budget NUTS stops early and names fewer
+    # iterations that fit in half the budget at the rate it measured. The route runs under
+    # twice the budget (4x its own estimate: room for a load that changes between the two
+    # runs). A machine fast enough to sample within 12 s answers instead, which is what the
+    # budget asks for too.
+    folder = _folder("radon_variable_intercept_slope_noncentered")
+    rec = C.run_one(folder, "sample", limit=12 + C.BUDGET_MARGIN_S, seed=1)
+    assert rec["status"] in ("answered", "refused"), rec
+    if rec["status"] == "answered":
+        return
+    assert rec["message"].startswith("sampling model would take about ") and not rec["raw"]
+    route = C.route_of(rec["message"], "sample")
+    assert route is not None and route[1][0] == "--warmup", rec["message"]
+    again = C.run_one(folder, "sample", limit=24 + C.BUDGET_MARGIN_S, seed=1, extra=route[1])
+    assert again["status"] == "answered", again.get("message")

@@ -103,3 +103,34 @@ def test_evidence_is_marked_where_the_same_posteriors_draws_disagree():
     assert "log Z -3.500 ± 0.010 (gbs)" in p_line and "sample max abs z 6.2" in p_line
     assert "1 parameter(s) without a prior" in p_line
     assert "disagree" not in q_line and "prior" not in q_line
+
+
+def test_the_route_of_a_refusal_as_a_command_line():
+    assert C.route_of("choose the size of the observed values with --obs (e.g. --obs n1)",
+                      "loo") == ("loo", ["--obs", "n1"])
+    assert C.route_of("use `stanlogz kfold --obs n_dogs` (each fold holds out whole dogs)",
+                      "loo") == ("kfold", ["--obs", "n_dogs"])
+    assert C.route_of("use `stanlogz lfo --obs N_t --min-train 18` for a time series",
+                      "loo") == ("lfo", ["--obs", "N_t", "--min-train", "18"])
+    assert C.route_of("compare such programs by their evidence (stanlogz evidence for one "
+                      "program's log Z, stanlogz compare for several)", "loo") == ("evidence", [])
+    budget = ("sampling model would take about 20 min here (4 chains x 2000 iterations; 800 of "
+              "8000 done in 2 min), more than the time budget of 10 min allows; run with "
+              "--warmup 250 --draws 250 (about 5 min here), or --time-budget 27m for the whole "
+              "run")
+    assert C.route_of(budget, "sample") == ("sample", ["--warmup", "250", "--draws", "250"])
+    assert C.classify(_run(2, [f"stanlogz: error: {budget}"]))["route"] == \
+        "--warmup 250 --draws 250"
+    assert C.route_of("the conditional log-likelihood of 5000 observations would take about "
+                      "4.0 h here (3 done in 9 s), more than the time budget of 8 min allows; "
+                      "run with --subsample 100 (elpd_loo from 100 observations drawn at "
+                      "random)", "loo") == ("loo", ["--subsample", "100"])
+    assert C.route_of("the pointwise log-likelihood needs a log_lik generated quantity with one "
+                      "entry per observation", "loo") is None
+
+
+def test_every_command_runs_under_a_time_budget_inside_the_limit():
+    argv = C.command_line("loo", C.CORPUS / "x", seed=3, budget=555.0, extra=["--obs", "N"])
+    i = argv.index("--time-budget")
+    assert argv[i + 1] == "555" and argv.index("loo") > i and argv[-2:] == ["--obs", "N"]
+    assert C.BUDGET_MARGIN_S < 60

@@ -287,6 +287,48 @@ def test_cli_sample_shows_progress_and_exits_130_on_sigint(compiled):
     assert rest.strip().endswith("stanlogz: interrupted")
 
 
+def test_nuts_over_the_time_budget_stops_with_what_fits(compiled):
+    # SLOW_RUN takes 15+ minutes: under a 5 s budget the watch stops it (early, at the rate
+    # of its first iterations, or once the budget is spent) and the error names the budget the
+    # whole run needs; the arithmetic of each decision is in tests/util/test_deadline.py.
+    from stanlogz import OverBudget, time_budget
+
+    model = compiled("slow")
+    start = time.perf_counter()
+    with time_budget(5), pytest.raises(OverBudget) as info:
+        model.nuts(**SLOW_RUN)
+    assert time.perf_counter() - start < 5 + STOP_BOUND_S
+    assert re.fullmatch(r"sampling slow would take about .+ here \(2 chains x 100010 "
+                        r"iterations; \d+ of 200020 done in .+\), more than the time budget "
+                        r"of 5 s allows; run with .*--time-budget \d+[mh] for the whole run",
+                        str(info.value))
+    assert not [t for t in threading.enumerate() if t.name.startswith("stanlogz-nuts")]
+
+
+def test_a_run_within_its_time_budget_is_bit_identical(normal):
+    # the budget's checks only read the clock
+    from stanlogz import time_budget
+
+    plain = normal.nuts(chains=2, warmup=200, draws=200, seed=5)
+    with time_budget("1h"):
+        budgeted = normal.nuts(chains=2, warmup=200, draws=200, seed=5)
+    assert np.array_equal(plain.constrained, budgeted.constrained)
+
+
+def test_cli_time_budget_refuses_in_one_line_with_json(compiled):
+    compiled("slow")  # the subprocess finds the library in the same cache
+    cmd = [sys.executable, "-m", "stanlogz", "--json", "--time-budget", "5", "sample",
+           str(MODELS / "slow.stan"), "--data", str(MODELS / "slow.json"), "--chains", "2",
+           "--warmup", str(SLOW_RUN["warmup"]), "--draws", "10", "--seed", "1"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=5 + 2 * STOP_BOUND_S)
+    assert proc.returncode == 2
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("stanlogz: error: sampling slow would take about ")
+    assert "Traceback" not in proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["kind"] == "error" and out["error"] == last.removeprefix("stanlogz: error: ")
+
+
 # A real log of Stan's NUTS on an improper posterior (4 chains), as the library returns it.
 IMPROPER_LOG = " | ".join(
     ["chain 1 stopped early: Exception initializing step size.",

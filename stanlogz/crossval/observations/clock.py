@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..._util import deadline
 from ..._util.progress import Progress, duration, steps, time_left
 from ...errors import InputError
 
@@ -23,6 +24,10 @@ MIN_ESTIMATE = 3
 #: names subsampling once (posteriordb sat-hier_2pl: 19,200 observations, 13 minutes).
 HINT_S = 300.0
 SUBSAMPLE_HINT = 1000
+#: The smallest subsample a refusal over the time budget names.
+SUBSAMPLE_MIN = 100
+#: Draws per chain a refusal over the time budget may name, fewest last.
+ROUTE_DRAWS = (500, 250)
 
 
 def robust_time_left(times: Sequence[float], total: int) -> float:
@@ -42,13 +47,17 @@ class PassClock:
     """Observations of a long pass counted through ``progress``: a bar (tqdm shows the rate
     and the time left) when the callback draws bars, else a line with the time left every
     ``EVERY_S`` seconds. ``budget``: seconds after which :meth:`update` raises
-    :class:`PassBudget` (None: no limit). ``clock`` is the time source (seconds). Threads
-    that share the pass may call :meth:`update` at once."""
+    :class:`PassBudget` (None: no limit). ``clock`` is the time source (seconds). ``draws``:
+    (chains, draws per chain) of the pass, when known, so that a refusal over the run's time
+    budget can name fewer draws. Threads that share the pass may call :meth:`update` at
+    once."""
 
     def __init__(self, progress: Progress, total: int, desc: str,
                  budget: float | None = None,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter,
+                 draws: tuple[int, int] | None = None) -> None:
         self.total, self.desc, self.clock, self.done = total, desc, clock, 0
+        self.draws = draws  # (chains, draws per chain) of the pass, for the routes it names
         self.budget = budget
         self.steps = steps(progress, total, desc, unit="obs")
         self.t0 = self.last = clock()
@@ -74,11 +83,55 @@ class PassClock:
                 f"{self.done}/{self.total} observations (about {left} more at this rate); "
                 "raise the budget (--cond-budget), or estimate elpd_loo from m observations "
                 "drawn at random (--subsample m)")
+        self._check_time_budget(now)
         line = None
         if not self.steps.drawn and now >= self.next and self.done < self.total:
             self.next = now + EVERY_S
             line = self.line(now - self.t0)
         self.steps.update(line, n)
+
+    def _check_time_budget(self, now: float) -> None:
+        """:class:`~stanlogz._util.deadline.OverBudget` when the pass would end after the
+        run's time budget (``--time-budget``) at its rate so far, naming a subsample that fits
+        (or the budget the whole pass needs)."""
+        left_budget = deadline.remaining()
+        if left_budget is None or self.done >= self.total:
+            return
+        if left_budget > 0 and self.done < MIN_ESTIMATE:
+            return
+        elapsed = now - self.t0
+        left = (robust_time_left(self.times, self.total) if self.done >= MIN_ESTIMATE
+                else time_left(elapsed, self.done, self.total))
+        if left <= left_budget:
+            return
+        per_obs = (elapsed + left) / self.total
+        available = elapsed + max(left_budget, 0.0)
+        routes = [r for r in [self._route(per_obs, available)] if r]
+        routes.append(f"{deadline.as_option(1.3 * (elapsed + left) + 120)} for the whole pass")
+        raise deadline.OverBudget(
+            f"the {self.desc} of {self.total} observations would take about "
+            f"{duration(elapsed + left)} here ({self.done} done in {duration(elapsed)}), more "
+            f"than the time budget of {duration(deadline.budget_seconds() or available)} "
+            "allows; run with " + ", or ".join(routes))
+
+    def _route(self, per_obs: float, available: float) -> str | None:
+        """Options under which the pass fits in 60% of ``available`` seconds at ``per_obs``
+        seconds per observation (its cost grows with the draws): fewer draws per chain, a
+        subsample of the observations drawn at random, or both; None when none fits."""
+        chains, per_chain = self.draws if self.draws else (1, 0)
+        fewer = [d for d in ROUTE_DRAWS if d < per_chain]
+        for d in fewer:  # every observation at fewer draws first: no subsampling error
+            cost = self.total * per_obs * d / per_chain
+            if cost <= 0.6 * available:
+                return f"--draws {d} ({chains * d} draws; about {duration(cost)} for this pass)"
+        for d in [per_chain] + fewer:
+            cost = per_obs * (d / per_chain if per_chain else 1.0)
+            fewer_text = f"--draws {d} " if d < per_chain else ""
+            m = int(0.6 * available / cost) // 50 * 50
+            if SUBSAMPLE_MIN <= m < self.total:
+                return (f"--subsample {m} {fewer_text}(elpd_loo from {m} observations drawn at "
+                        f"random, with its se; about {duration(cost * m)} for this pass)")
+        return None
 
     def line(self, elapsed: float) -> str:
         """The plain progress line after ``elapsed`` seconds (the time left once

@@ -29,12 +29,16 @@ def check_pass_budget(budget: float | None) -> None:
         raise InputError(f"cond_budget must be a positive number of seconds, got {budget!r}")
 
 
-def start_pass(pw: Any, progress: Progress, n_draws: int, budget: float | None = None
-               ) -> None:
+def start_pass(pw: Any, progress: Progress, n_draws: int, budget: float | None = None,
+               chains: int | None = None) -> None:
     """Announce the full pass of the pointwise source ``pw`` at ``n_draws`` draws through
     ``progress`` (with its expected cost where ``pw`` has a ``cost_line``); a conditional
     pass (O(N² S)) also reports the time left as it goes and stops at ``budget`` seconds
-    (:class:`PassBudget`: how far it got and how long the rest would take)."""
+    (:class:`PassBudget`: how far it got and how long the rest would take). ``chains``: the
+    chains behind the ``n_draws`` draws, so that a pass over the run's time budget can name
+    fewer draws per chain."""
+    if chains:
+        pw.draw_shape = (chains, n_draws // chains)
     conditional = hasattr(pw, "cost_line")
     if conditional:
         pw.progress, pw.budget = progress, budget
@@ -80,6 +84,8 @@ class ConditionalSourceBase(ColumnsByObservation):
     progress: Progress = None
     #: Seconds the full pass may take (None: no limit; :class:`PassBudget` beyond).
     budget: float | None = None
+    #: (chains, draws per chain) of the pass (set by :func:`start_pass`).
+    draw_shape: tuple[int, int] | None = None
 
     def chunks(self, unc: np.ndarray, constrained: np.ndarray | None = None,
                names: list[str] | None = None, chunk_bytes: int = CHUNK_BYTES,
@@ -88,7 +94,8 @@ class ConditionalSourceBase(ColumnsByObservation):
         """``(index, block)`` over the observations ``index`` (default all), the progress with
         the time left reported through ``self.progress``."""
         n = self.obs.n if index is None else len(np.asarray(index).ravel())
-        self._clock = PassClock(self.progress, n, "conditional log-likelihood", self.budget)
+        self._clock = PassClock(self.progress, n, "conditional log-likelihood", self.budget,
+                                draws=self.draw_shape)
         try:
             yield from column_chunks(self, unc, chunk_bytes, index)
         finally:

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._util import deadline
 from ..._util.progress import Progress
 from ...errors import DataError, InputError
 from ...stan.program import StanProgram
@@ -131,6 +132,8 @@ class PointwiseLogLik:
     #: Where a long density-difference pass reports its clock (None: nothing).
     progress: Progress = None
     _clock: PassClock | None = None
+    #: (chains, draws per chain) of the pass (set by ``start_pass``).
+    draw_shape: tuple[int, int] | None = None
 
     def __init__(self, model: StanProgram, data: Mapping[str, Any], obs: Observations,
                  source: str = "auto") -> None:
@@ -275,9 +278,10 @@ class PointwiseLogLik:
             values = np.empty((s, self.obs.n))
             values[:, index] = self._gq_columns(index, unc)
             given = (values, np.arange(self.obs.n))
-        if given is None and self.progress:
+        if given is None and (self.progress or deadline.remaining() is not None):
             self._clock = PassClock(self.progress, index.size,
-                                    "density-difference log-likelihood")
+                                    "density-difference log-likelihood",
+                                    draws=self.draw_shape)
         try:
             for idx in index_blocks(index, s, chunk_bytes):
                 yield idx, (given[0][:, given[1][idx]] if given is not None

@@ -12,6 +12,7 @@ from typing import Any, Unpack
 
 import numpy as np
 
+from ..._util import deadline as run_budget
 from ..._util.argcheck import check_arguments
 from ..._util.progress import duration, steps
 from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
@@ -283,7 +284,7 @@ def loo(
     t1 = time.perf_counter()
     notes: list[str] = []
     if subsample is None:
-        start_pass(pw, progress, unc.shape[0], cond_budget)
+        start_pass(pw, progress, unc.shape[0], cond_budget, chains=d.n_chains)
         if not pw.checked:
             pw.check(unc[_check_rows(unc.shape[0])])
         ps = _psis_pass(pw, d, r_eff, None, _keep_above(k_threshold))
@@ -448,13 +449,16 @@ def _auto_refits_too_long(fix: FixMethod, d: Draws, n_refits: int, threshold: fl
     if fix.name != "auto" or not d.seconds:
         return None
     cost = n_refits * d.seconds
-    if cost <= AUTO_REFIT_SECONDS:
+    left = run_budget.remaining()
+    if cost <= AUTO_REFIT_SECONDS and (left is None or cost <= left):
         return None
+    limit = (f"more than --fix auto starts on its own ({duration(AUTO_REFIT_SECONDS)})"
+             if left is None or left >= AUTO_REFIT_SECONDS else
+             f"more than the time budget has left ({duration(max(left, 0.0))})")
     return (f"{n_refits} observation(s) keep Pareto k-hat above {threshold:.2f} after moment "
             f"matching; refitting each would take about {duration(cost)} ({n_refits} x "
-            f"{d.seconds:.0f} s of sampling), more than --fix auto starts on its own "
-            f"({duration(AUTO_REFIT_SECONDS)}): refit them with --fix exact, or estimate the "
-            "elpd by K-fold (stanlogz kfold --k 10)")
+            f"{d.seconds:.0f} s of sampling), {limit}: refit them with --fix exact, or "
+            "estimate the elpd by K-fold (stanlogz kfold --k 10)")
 
 
 def _exact_with_latents(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo,

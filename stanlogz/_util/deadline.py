@@ -1,0 +1,89 @@
+"""One time budget for a whole run: ``stanlogz --time-budget 10m ...`` on the command line,
+:func:`time_budget` in Python. The long steps (Stan's NUTS, the pointwise log-likelihood passes)
+check it while they run; one that would end after it stops early, cleanly, with one line that
+says how far it got, how long the whole would take here, and what fits in the budget (fewer
+iterations, a subsample of the observations) or what budget the whole needs.
+
+The budget is process-wide (threads of the same run share it) and the tighter of two nested
+budgets holds. Without one, nothing is checked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import threading
+import time
+from collections.abc import Iterator
+
+from ..errors import InputError
+
+#: The time source of every budget check (seconds; replaced in tests).
+clock = time.monotonic
+
+_lock = threading.Lock()
+_state: dict[str, float | None] = {"deadline": None, "seconds": None}
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(s|sec|m|min|h)?\s*$")
+_UNIT = {None: 1.0, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+class OverBudget(InputError):
+    """A step would end after the run's time budget, so it stopped early (the message says
+    how far it got and what fits in the budget)."""
+
+
+def parse_duration(text: str | float) -> float:
+    """Seconds of a duration written ``600``, ``600s``, ``10m`` or ``1.5h`` (a number alone is
+    seconds); :class:`~stanlogz.errors.InputError` for anything else or a duration of 0."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        seconds = float(text)
+    else:
+        match = _DURATION.match(str(text))
+        if match is None:
+            raise InputError(f"time budget {text!r} is not a duration: write seconds (600), "
+                             "minutes (10m) or hours (1.5h)")
+        seconds = float(match.group(1)) * _UNIT[match.group(2)]
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise InputError(f"time budget must be a positive duration, got {text!r}")
+    return seconds
+
+
+@contextlib.contextmanager
+def time_budget(seconds: str | float | None) -> Iterator[None]:
+    """Run the block under a time budget of ``seconds`` (a number or a duration such as
+    ``"10m"``; None: no budget of its own). Inside an enclosing budget the tighter holds."""
+    if seconds is None:
+        yield
+        return
+    total = parse_duration(seconds)
+    with _lock:
+        saved = dict(_state)
+        deadline = clock() + total
+        if saved["deadline"] is None or deadline < saved["deadline"]:
+            _state.update(deadline=deadline, seconds=total)
+    try:
+        yield
+    finally:
+        with _lock:
+            _state.update(saved)
+
+
+def remaining() -> float | None:
+    """Seconds left of the run's time budget (negative once it is spent); None without one."""
+    deadline = _state["deadline"]
+    return None if deadline is None else deadline - clock()
+
+
+def budget_seconds() -> float | None:
+    """The whole time budget in force, in seconds (None without one)."""
+    return _state["seconds"]
+
+
+def as_option(seconds: float) -> str:
+    """``--time-budget`` with ``seconds`` rounded up to whole minutes (hours past 3 h)."""
+    minutes = math.ceil(seconds / 60.0)
+    if minutes > 180:
+        return f"--time-budget {math.ceil(minutes / 60)}h"
+    return f"--time-budget {minutes}m"

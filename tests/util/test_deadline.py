@@ -1,0 +1,185 @@
+"""The run's time budget (``--time-budget``, :func:`stanlogz.time_budget`; issue 37 item 3):
+durations, nesting, and the two long steps that check it — NUTS and the pointwise passes —
+stopping early with what fits. The clock is injected, so each decision is checked exactly;
+the routes' real times on corpus programs are in docs/benchmarks.md."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from stanlogz._util import deadline
+from stanlogz._util.deadline import OverBudget, parse_duration, time_budget
+from stanlogz.crossval.observations.clock import PassClock
+from stanlogz.errors import InputError
+from stanlogz.stan import nuts
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(deadline, "clock", fake)
+    return fake
+
+
+@pytest.mark.parametrize("text, seconds", [("600", 600.0), ("600s", 600.0), ("10m", 600.0),
+                                           ("1.5h", 5400.0), (" 2 min ", 120.0), (45, 45.0)])
+def test_durations(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["10x", "", "-5", "0", "m", "1e3"])
+def test_a_bad_duration_is_one_line(text):
+    with pytest.raises(InputError, match="time budget") as info:
+        parse_duration(text)
+    assert "\n" not in str(info.value)
+
+
+def test_no_budget_no_check(clock):
+    assert deadline.remaining() is None
+    with time_budget(None):
+        assert deadline.remaining() is None
+
+
+def test_the_tighter_of_nested_budgets_holds_and_is_restored(clock):
+    with time_budget("10m"):
+        clock.t += 60
+        assert deadline.remaining() == 540.0
+        with time_budget(3600):  # looser: the outer one still holds
+            assert deadline.remaining() == 540.0
+        with time_budget(100):
+            assert deadline.remaining() == 100.0
+            assert deadline.budget_seconds() == 100.0
+        assert deadline.remaining() == 540.0 and deadline.budget_seconds() == 600.0
+    assert deadline.remaining() is None
+
+
+def test_budget_options_round_up():
+    assert deadline.as_option(601) == "--time-budget 11m"
+    assert deadline.as_option(4 * 3600 + 1) == "--time-budget 5h"
+
+
+def _watch_run(clock: FakeClock, seconds_per_iteration: float, chains: int = 4,
+               warmup: int = 1000, draws: int = 1000) -> tuple[int, str | None]:
+    """Drive a budget watch as NUTS's poll does, ``seconds_per_iteration`` (all chains
+    together) per iteration: the iterations done when it stopped the run (and its line)."""
+    watch = nuts._BudgetWatch("model", chains, warmup, draws)
+    total = chains * (warmup + draws)
+    done = 0
+    while done < total:
+        done = min(total, done + 40)
+        clock.t += 40 * seconds_per_iteration
+        try:
+            watch.check(np.full(chains, done // chains))
+        except OverBudget as exc:
+            return done, str(exc)
+    return done, None
+
+
+def test_nuts_that_fits_runs_to_the_end(clock):
+    # 8000 iterations at 0.07 s: 560 s in a 600 s budget
+    with time_budget(600):
+        done, line = _watch_run(clock, 0.07)
+    assert line is None and done == 8000
+
+
+def test_nuts_that_would_overrun_stops_at_a_tenth_with_fewer_iterations_named(clock):
+    # 8000 iterations at 0.15 s: 1200 s, in a 600 s budget. Before a tenth is done the run
+    # stops only beyond EARLY_MARGIN times the budget left (early warmup is the slowest); at a
+    # tenth the rate of the later half says 1080 s more, with 480 s left.
+    with time_budget(600):
+        done, line = _watch_run(clock, 0.15)
+    assert done == 800
+    assert line == ("sampling model would take about 20 min here (4 chains x 2000 iterations; "
+                    "800 of 8000 done in 2 min), more than the time budget of 10 min allows; "
+                    "run with --warmup 250 --draws 250 (about 5 min here), or "
+                    "--time-budget 27m for the whole run")
+    # the iterations named fit in half the budget at the rate measured
+    warmup, draws = map(int, re.search(r"--warmup (\d+) --draws (\d+)", line).groups())
+    assert 4 * (warmup + draws) * 0.15 <= 0.5 * 600
+
+
+def test_nuts_far_over_the_budget_stops_early(clock):
+    # 8000 iterations at 2 s (4.4 h) in 600 s: stopped at 1/40 of the iterations (200), as
+    # 16,000 s is beyond EARLY_MARGIN x the budget left; no iteration count fits
+    with time_budget(600):
+        done, line = _watch_run(clock, 2.0)
+    assert done == 200
+    assert "--warmup" not in line and line.endswith("run with --time-budget 6h for the whole run")
+
+
+def test_nuts_stops_once_the_budget_is_spent(clock):
+    with time_budget(100):
+        clock.t += 101  # spent before NUTS began (e.g. by a compile)
+        done, line = _watch_run(clock, 0.001)
+    assert done == 40 and line.startswith("sampling model would take")
+
+
+def test_a_pass_that_would_overrun_names_a_subsample_that_fits(clock):
+    # 5000 observations at 2.9 s each (diamonds' conditional pass: 4 h) with 500 s left
+    with time_budget(500):
+        pc = PassClock(None, 5000, "conditional log-likelihood", clock=clock)
+        with pytest.raises(OverBudget) as info:
+            for _ in range(5000):
+                clock.t += 2.9
+                pc.update()
+    assert pc.done == 3  # decided once the time left can be estimated
+    line = str(info.value)
+    assert line == ("the conditional log-likelihood of 5000 observations would take about 4.0 h"
+                    " here (3 done in 9 s), more than the time budget of 8 min allows; run with "
+                    "--subsample 100 (elpd_loo from 100 observations drawn at random, with its "
+                    "se; about 5 min for this pass), or --time-budget 6h for the whole pass")
+
+
+def test_a_pass_that_fits_is_not_stopped(clock):
+    with time_budget(500):
+        pc = PassClock(None, 5000, "density-difference log-likelihood", clock=clock)
+        for _ in range(5000):
+            clock.t += 0.09  # 450 s
+            pc.update()
+    assert pc.done == 5000
+
+
+def test_too_few_observations_fit_names_only_the_budget(clock):
+    with time_budget(60):
+        pc = PassClock(None, 500, "conditional log-likelihood", clock=clock)
+        with pytest.raises(OverBudget, match=r"run with --time-budget 57m for the whole pass$"):
+            for _ in range(500):
+                clock.t += 5.0
+                pc.update()
+
+
+def _pass_refusal(clock: FakeClock, budget: float, total: int, per_obs: float,
+                  draws: tuple[int, int]) -> str:
+    with time_budget(budget):
+        pc = PassClock(None, total, "conditional log-likelihood", clock=clock, draws=draws)
+        with pytest.raises(OverBudget) as info:
+            for _ in range(total):
+                clock.t += per_obs
+                pc.update()
+    return str(info.value)
+
+
+def test_a_pass_names_fewer_draws_first_when_every_observation_then_fits(clock):
+    # 400 observations at 0.5 s (4 chains x 1000 draws) in 100 s: at 250 draws per chain the
+    # pass takes 50 s, within 60% of the budget; no subsampling error is added
+    line = _pass_refusal(clock, 100, 400, 0.5, (4, 1000))
+    assert "run with --draws 250 (1000 draws; about 50 s for this pass), or" in line
+
+
+def test_a_pass_names_a_subsample_at_fewer_draws_when_neither_alone_fits(clock):
+    # diamonds under the corpus budget: 5000 observations at 5.6 s (4000 draws) with 330 s for
+    # the pass; 100 observations fit only at 250 draws per chain (1.4 s each)
+    line = _pass_refusal(clock, 330, 5000, 5.6, (4, 1000))
+    assert ("run with --subsample 100 --draws 250 (elpd_loo from 100 observations drawn at "
+            "random, with its se; about 2 min for this pass), or") in line
