@@ -79,6 +79,9 @@ def has_pointwise_or_lprior(program: Path) -> bool:
 #: Seconds of the limit kept outside ``--time-budget``: the interpreter's start and imports
 #: before the budget begins, the JSON and the exit after it.
 BUDGET_MARGIN_S = 45.0
+#: Routes followed in a row (a route may be refused with a route of its own: an observation
+#: size, then fewer iterations).
+ROUTE_DEPTH = 2
 
 
 def command_line(command: str, folder: Path, seed: int, budget: float | None = None,
@@ -300,12 +303,16 @@ def follow_route(folder: Path, refused: dict[str, Any], limit: float, seed: int
                  ) -> dict[str, Any] | None:
     """Run the route a refusal names (None when it names no command line): the record of
     ``<command> → route``."""
-    route = route_of(refused.get("message", ""), refused["command"])
+    ran = refused.get("ran", refused["command"])
+    route = route_of(refused.get("message", ""), ran)
     if route is None:
         return None
     command, extra = route
+    if command == ran:  # options added to the command that was refused
+        extra = list(refused.get("extra", [])) + extra
     rec = run_one(folder, command, limit, seed, extra=extra,
                   label=f"{refused['command']} → route")
+    rec["extra"] = extra
     rec["route_argv"] = " ".join(["stanlogz", command] + extra)
     return rec
 
@@ -434,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{folder.name} {command}: {rec['status']} in {rec.get('seconds', 0):.0f} s"
                       f" {rec.get('result') or rec.get('message', '')}", file=sys.stderr,
                       flush=True)
-    if args.follow_routes and not args.table_only:
+    for _ in range(ROUTE_DEPTH if args.follow_routes and not args.table_only else 0):
         done = {(r["posterior"], r["command"]) for r in records}
         for r in [r for r in records if r["status"] == "refused"]:
             if (r["posterior"], f"{r['command']} → route") in done:

@@ -52,8 +52,42 @@ def parse_duration(text: str | float) -> float:
 
 @contextlib.contextmanager
 def time_budget(seconds: str | float | None) -> Iterator[None]:
-    """Run the block under a time budget of ``seconds`` (a number or a duration such as
-    ``"10m"``; None: no budget of its own). Inside an enclosing budget the tighter holds."""
+    """Run a block of stanlogz calls under a time budget.
+
+    Stan's NUTS and the pointwise log-likelihood passes check the budget as they run. One that
+    would end after it stops early with :class:`OverBudget`, whose one-line message says how
+    far it got, how long the whole would take on this machine, and what fits (fewer
+    iterations, fewer draws or a subsample of the observations) or the budget the whole needs.
+    Moment matching and the exact refits of ``fix="auto"`` keep within what is left. The
+    command line's ``--time-budget`` is this budget around the whole command.
+
+    Parameters
+    ----------
+    seconds : float or str or None
+        The budget: seconds, or a duration written ``"600s"``, ``"10m"`` or ``"1.5h"``. None
+        sets no budget of its own. Inside an enclosing budget the tighter one holds. The
+        budget is process-wide, so threads of the run share it.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        A context manager; the budget holds inside its ``with`` block and is lifted on exit.
+
+    Raises
+    ------
+    InputError
+        ``seconds`` is not a positive duration (raised on entering the block).
+
+    See Also
+    --------
+    OverBudget : what a step raises when it would overrun the budget.
+
+    Examples
+    --------
+    >>> import stanlogz
+    >>> with stanlogz.time_budget("10m"):  # doctest: +SKIP
+    ...     r = stanlogz.loo("model.stan", "data.json", seed=1)
+    """
     if seconds is None:
         yield
         return

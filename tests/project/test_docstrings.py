@@ -18,7 +18,8 @@ NUMPYDOC = ["evidence", "compare", "loo", "kfold", "lfo", "sample", "as_draws", 
             "report.plot_elpd_diff", "report.plot_evidence", "savage_dickey",
             "calibrate", "obtain_draws", "cv",
             "jacobian_adjusted", "mixture_loo", "loo_compare", "heldout_elpd", "heldout_many",
-            "ups", "log_ratio", "ais", "reverse_ais", "run_testbed", "waic", "sensitivity"]
+            "ups", "log_ratio", "ais", "reverse_ais", "run_testbed", "waic", "sensitivity",
+            "time_budget"]
 
 #: public functions whose docstrings are still prose (to convert; remove a name once done)
 TODO: list[str] = []

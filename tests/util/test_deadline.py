@@ -177,9 +177,18 @@ def test_a_pass_names_fewer_draws_first_when_every_observation_then_fits(clock):
     assert "run with --draws 250 (1000 draws; about 50 s for this pass), or" in line
 
 
-def test_a_pass_names_a_subsample_at_fewer_draws_when_neither_alone_fits(clock):
-    # diamonds under the corpus budget: 5000 observations at 5.6 s (4000 draws) with 330 s for
-    # the pass; 100 observations fit only at 250 draws per chain (1.4 s each)
+def test_a_pass_names_a_subsample_with_the_cost_of_its_approximations(clock):
+    # 19,200 observations at 0.1 s (4 chains x 1000 draws) with 330 s: 250 draws per chain
+    # would still take 480 s; a subsample also approximates every observation at 100 thinned
+    # draws (48 s), and 1450 observations at 0.1 s fit in the rest of 60% of the budget (150 s,
+    # less the rounding of the floating-point seconds: multiples of 50 are named)
+    line = _pass_refusal(clock, 330, 19200, 0.1, (4, 1000))
+    assert ("run with --subsample 1450 (elpd_loo from 1450 observations drawn at random, with "
+            "its se; about 3 min for this pass), or") in line
+
+
+def test_a_pass_whose_approximations_alone_overrun_names_the_budget_only(clock):
+    # diamonds under the corpus budget: 5000 observations at 5.6 s (4000 draws) with 330 s
+    # for the pass; approximating every observation at 100 draws alone takes 700 s
     line = _pass_refusal(clock, 330, 5000, 5.6, (4, 1000))
-    assert ("run with --subsample 100 --draws 250 (elpd_loo from 100 observations drawn at "
-            "random, with its se; about 2 min for this pass), or") in line
+    assert line.endswith("allows; run with --time-budget 11h for the whole pass")

@@ -28,6 +28,10 @@ SUBSAMPLE_HINT = 1000
 SUBSAMPLE_MIN = 100
 #: Draws per chain a refusal over the time budget may name, fewest last.
 ROUTE_DRAWS = (500, 250)
+#: Thinned draws at which ``loo(subsample=m)`` approximates every observation (the PSIS
+#: approximation the m observations drawn at random correct): its cost is part of a
+#: subsample's.
+SUBSAMPLE_APPROX_DRAWS = 100
 
 
 def robust_time_left(times: Sequence[float], total: int) -> float:
@@ -124,13 +128,17 @@ class PassClock:
             cost = self.total * per_obs * d / per_chain
             if cost <= 0.6 * available:
                 return f"--draws {d} ({chains * d} draws; about {duration(cost)} for this pass)"
+        # every observation is also approximated at SUBSAMPLE_APPROX_DRAWS thinned draws
+        approx = self.total * per_obs * (min(1.0, SUBSAMPLE_APPROX_DRAWS / (chains * per_chain))
+                                          if per_chain else 0.0)
         for d in [per_chain] + fewer:
             cost = per_obs * (d / per_chain if per_chain else 1.0)
             fewer_text = f"--draws {d} " if d < per_chain else ""
-            m = int(0.6 * available / cost) // 50 * 50
+            m = int((0.6 * available - approx) / cost) // 50 * 50
             if SUBSAMPLE_MIN <= m < self.total:
                 return (f"--subsample {m} {fewer_text}(elpd_loo from {m} observations drawn at "
-                        f"random, with its se; about {duration(cost * m)} for this pass)")
+                        f"random, with its se; about {duration(cost * m + approx)} for this "
+                        "pass)")
         return None
 
     def line(self, elapsed: float) -> str:

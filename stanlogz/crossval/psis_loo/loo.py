@@ -36,6 +36,7 @@ from ..fixups.mm_points import moment_match_points
 from ..fixups.moment_match import moment_match_observation
 from ..fixups.registry import FixMethod, FixOptions, fix_method
 from ..logo.estimator import logo_from_loo
+from ..observations.clock import SUBSAMPLE_APPROX_DRAWS
 from ..observations.conditional_source import check_pass_budget, start_pass
 from ..observations.observations import load_observed
 from ..observations.pointwise import PointwiseLogLik
@@ -53,8 +54,9 @@ BANDS = ("good", "bad", "very bad")
 #: for about twice the density evaluations, still ~5x cheaper than a refit.
 MM_K_TARGET = 0.3
 
-#: Thinned draws of the PSIS approximation of every observation when subsampling.
-APPROX_DRAWS = 100
+#: Thinned draws of the PSIS approximation of every observation when subsampling (the pass
+#: clock counts them when it names a subsample that fits a time budget).
+APPROX_DRAWS = SUBSAMPLE_APPROX_DRAWS
 
 #: Seconds of exact refits ``fix="auto"`` starts on its own (estimated as one sampling run per
 #: refit); beyond, it names ``--fix exact`` and K-fold with the estimate instead. A corpus
