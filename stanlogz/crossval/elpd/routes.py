@@ -90,6 +90,13 @@ def pointwise_source(model: StanProgram, data: Mapping[str, Any], obs: Observati
         return _conditional(model, data, obs, rows, exc)
 
 
+def conditional_instead(pw: PointwiseLogLik, rows: np.ndarray, why: Exception) -> Any:
+    """The conditional source in place of the density difference ``pw`` whose check failed
+    with ``why`` (a subsampled LOO checks the difference on its own points, after the source
+    was chosen), tried at ``rows``."""
+    return _conditional(pw.model, pw.data, pw.obs, rows, why)
+
+
 def _conditional(model: StanProgram, data: Mapping[str, Any], obs: Observations, rows: np.ndarray,
                  why: Exception | None) -> Any:
     """The conditional source (Gaussian closed form, else quadrature over y_i or a sum over

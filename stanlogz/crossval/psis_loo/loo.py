@@ -18,12 +18,18 @@ from ..._util.progress import duration, steps
 from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
 from ...draws import Draws, obtain_draws
-from ...errors import InputError
+from ...errors import InputError, StanlogzError
 from ...parallel import run_parallel, with_client
 from ...stan.program import ProgramLike
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..elpd.psis import PsisLoo, psis_loo, relative_efficiency
-from ..elpd.routes import exact_split_error, pointwise_source, refit_data_error, refit_refusal
+from ..elpd.routes import (
+    conditional_instead,
+    exact_split_error,
+    pointwise_source,
+    refit_data_error,
+    refit_refusal,
+)
 from ..fixups.fixups import (
     SHARED_SE,
     FixedPoint,
@@ -293,8 +299,9 @@ def loo(
         sample_index = None
         est = _full_estimates(ps)
     else:
-        sample_index, est, ps = _subsampled(pw, d, r_eff, subsample, seed, progress,
-                                            _keep_above(k_threshold))
+        pw, sample_index, est, ps = _subsampled(pw, d, r_eff, subsample, seed, progress,
+                                                _keep_above(k_threshold),
+                                                fallback=log_lik == "auto")
     notes.extend(pw.notes() if hasattr(pw, "notes") else [])  # quadrature / sums over y_i
     if pw.source == "log_lik":
         warn = pw.compare_log_lik(unc[_check_rows(unc.shape[0], 2)])
@@ -357,10 +364,12 @@ def _keep_above(k_threshold: float | None) -> float:
 
 
 def _subsampled(pw: PointwiseLogLik, d: Draws, r_eff: float, m: int, seed: int | None,
-                progress: Any, keep_above: float = 0.5
-                ) -> tuple[np.ndarray, dict[str, Any], PsisLoo]:
+                progress: Any, keep_above: float = 0.5, fallback: bool = True
+                ) -> tuple[Any, np.ndarray, dict[str, Any], PsisLoo]:
     """PSIS on ``m`` observations drawn without replacement, and the approximation of every
-    observation: PSIS-LOO on ``APPROX_DRAWS`` evenly thinned draws. (The point estimate
+    observation: PSIS-LOO on ``APPROX_DRAWS`` evenly thinned draws. The source it used comes
+    first: a density difference that fails its check on these draws gives way to the
+    conditional log-likelihood (``fallback``, as the full pass chooses). (The point estimate
     log p(y_i | θ̄) left heavy-tailed differences on influential observations, whose sample
     variance underestimated the subsampling variance: its ±2 se covered 39–77%.)"""
     n = pw.obs.n
@@ -370,13 +379,24 @@ def _subsampled(pw: PointwiseLogLik, d: Draws, r_eff: float, m: int, seed: int |
     if progress:
         progress(f"approximate PSIS-LOO of {n} observations on {rows.size} thinned draws; "
                  f"PSIS on {m} observations drawn at random")
-    at_points = np.concatenate([b for _, b in pw.chunks(unc[rows])], axis=1)
-    pw.check(unc[rows[_check_rows(rows.size)]], at_points[_check_rows(rows.size)])
+    check_rows = unc[rows[_check_rows(rows.size)]]
+    try:
+        at_points = np.concatenate([b for _, b in pw.chunks(unc[rows])], axis=1)
+        pw.check(check_rows, at_points[_check_rows(rows.size)])
+    except StanlogzError as exc:  # what the full pass would have found before choosing
+        if not (fallback and getattr(pw, "source", None) == "difference"):
+            raise
+        pw = conditional_instead(pw, check_rows, exc)
+        if progress:
+            progress(f"the density difference is not a pointwise log-likelihood here; "
+                     f"approximating every observation with the conditional one on "
+                     f"{rows.size} thinned draws")
+        at_points = np.concatenate([b for _, b in pw.chunks(unc[rows])], axis=1)
     ap = psis_loo(at_points, r_eff)
     rng = stream_rng(seed, Stream.LOO_SUBSAMPLE)
     index, certain = draw_sample(ap.khat, m, rng)
     ps = _psis_pass(pw, d, r_eff, index, keep_above)
-    return index, {"approx": ap.elpd_i, "certain": certain}, ps
+    return pw, index, {"approx": ap.elpd_i, "certain": certain}, ps
 
 
 def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.ndarray,
