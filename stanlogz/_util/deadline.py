@@ -121,3 +121,49 @@ def as_option(seconds: float) -> str:
     if minutes > 180:
         return f"--time-budget {math.ceil(minutes / 60)}h"
     return f"--time-budget {minutes}m"
+
+
+class StepsClock:
+    """The time budget of ``total`` equal steps (refits, folds) that each run ``iterations``
+    NUTS iterations per chain: :meth:`done` after each one raises :class:`OverBudget` once
+    the steps left, at the rate so far, would end after the budget, naming fewer iterations
+    per chain that fit in half of it (at least ``min_iterations``), or the budget all the
+    steps need."""
+
+    def __init__(self, desc: str, total: int, iterations: int | None = None,
+                 min_iterations: int = 200) -> None:
+        self.desc, self.total, self.iterations = desc, total, iterations
+        self.min_iterations = min_iterations
+        self.start = clock()
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def done(self) -> None:
+        """One more step done; :class:`OverBudget` when the rest would overrun."""
+        with self._lock:
+            self.count += 1
+            done = self.count
+        left_budget = remaining()
+        if left_budget is None or done >= self.total:
+            return
+        elapsed = clock() - self.start
+        per_step = elapsed / done
+        left = per_step * (self.total - done)
+        if left <= left_budget:
+            return
+        from .progress import duration
+
+        available = elapsed + max(left_budget, 0.0)
+        routes = []
+        if self.iterations:
+            fit = int(0.5 * available / self.total / per_step * self.iterations) // 100 * 100
+            if self.min_iterations <= fit < self.iterations:
+                routes.append(f"--warmup {fit // 2} --draws {fit // 2} (about "
+                              f"{duration(per_step * self.total * fit / self.iterations)} "
+                              "here)")
+        routes.append(f"{as_option(1.3 * (elapsed + left) + 60)} for all of them")
+        raise OverBudget(
+            f"the {self.total} {self.desc} would take about {duration(elapsed + left)} here "
+            f"({done} done in {duration(elapsed)}), more than the time budget of "
+            f"{duration(budget_seconds() or available)} allows; run with "
+            + ", or ".join(routes))

@@ -192,3 +192,26 @@ def test_a_pass_whose_approximations_alone_overrun_names_the_budget_only(clock):
     # for the pass; approximating every observation at 100 draws alone takes 700 s
     line = _pass_refusal(clock, 330, 5000, 5.6, (4, 1000))
     assert line.endswith("allows; run with --time-budget 11h for the whole pass")
+
+
+def test_refits_that_would_overrun_stop_after_the_first_with_fewer_iterations(clock):
+    # 10 refits of 2000 iterations per chain at 100 s each, in 600 s: after the first, 900 s
+    # more; 300 s for all ten leaves 30 s each, 600 iterations per chain at the rate seen
+    with time_budget(600):
+        steps_clock = deadline.StepsClock("held-out refits", 10, iterations=2000)
+        clock.t += 100
+        with pytest.raises(OverBudget) as info:
+            steps_clock.done()
+    assert str(info.value) == (
+        "the 10 held-out refits would take about 17 min here (1 done in 100 s), more than the "
+        "time budget of 10 min allows; run with --warmup 300 --draws 300 (about 5 min here), "
+        "or --time-budget 23m for all of them")
+
+
+def test_refits_that_fit_go_on(clock):
+    with time_budget(600):
+        steps_clock = deadline.StepsClock("held-out refits", 10, iterations=2000)
+        for _ in range(10):
+            clock.t += 55
+            steps_clock.done()
+    assert steps_clock.count == 10

@@ -42,6 +42,7 @@ from typing import Any, Unpack
 import numpy as np
 from scipy import special
 
+from ..._util.deadline import StepsClock
 from ..._util.display import alias
 from ..._util.progress import steps
 from ..._util.seeds import (
@@ -430,11 +431,17 @@ def heldout_many(
         return heldout_elpd(model, data, observations, v, full_draws=full_draws, settings=nuts,
                             seed=generator_seed(rng), full_evidence=shared)
 
+    clock = StepsClock("held-out refits", total, nuts.warmup + nuts.draws)
+
+    def done() -> None:
+        bar.update(lambda k: f"held-out set {k}/{total} done")
+        clock.done()  # the run's --time-budget: the refits left at the rate so far
+
     with bar:
         return run_parallel(one, [np.asarray(v, dtype=int) for v in held_out_sets],
                             stream(seed, Stream.REFIT),
                             n_workers=n_workers, backend="thread" if n_workers > 1 else "serial",
-                            on_done=lambda: bar.update(lambda k: f"held-out set {k}/{total} done"))
+                            on_done=done)
 
 def _augment(x_train: np.ndarray, common: np.ndarray, extra: np.ndarray, dim: int,
              q: ConditionalGaussian | None, rng: np.random.Generator

@@ -29,6 +29,7 @@ from scipy import special
 
 from ... import arviz_compat
 from ..._util.argcheck import check_arguments
+from ..._util.deadline import StepsClock
 from ..._util.progress import steps
 from ..._util.seeds import Stream, generator_seed, stream, stream_int_seed
 from ..._util.sum_se import sum_se
@@ -317,11 +318,17 @@ def _exact(model: StanProgram, data: dict[str, Any], obs: Observations, origins:
     _instance(model, data, obs, times[0])  # a too-short prefix fails here, with one line
     if progress:
         progress(f"exact LFO: NUTS on {len(times)} prefixes of the {obs.n} observations")
+    clock = StepsClock("LFO prefix fits", len(times), nuts.warmup + nuts.draws)
+
     with steps(progress, len(times), "LFO prefixes (NUTS)", unit="fit") as fitted:
+        def done() -> None:
+            fitted.update()
+            clock.done()  # the run's --time-budget: the fits left at the rate so far
+
         fits = run_parallel(lambda t, rng: _fit(model, data, obs, t, nuts, generator_seed(rng))[1],
                             times, stream(seed, Stream.REFIT), n_workers=n_workers,
                             backend="thread" if n_workers > 1 else "serial",
-                            on_done=fitted.update)
+                            on_done=done)
     draws = dict(zip(times, fits, strict=True))
 
     def one(t: int, rng: np.random.Generator) -> Any:
