@@ -127,6 +127,8 @@ EARLY_MARGIN = 3.0
 MIN_ROUTE_ITERATIONS = 200
 #: Seconds between two checks of the budget.
 CHECK_S = 0.5
+#: The part of the time budget a run must leave for what follows its draws.
+RESERVE = 0.1
 
 
 class _BudgetWatch:
@@ -163,7 +165,8 @@ class _BudgetWatch:
         if done - d0 < self.total / 20:
             return
         left = time_left(now - t0, done - d0, self.total - d0)
-        if left > left_budget:
+        # what follows the draws (loo's pass, evidence's bridge) keeps RESERVE of the budget
+        if left > left_budget - RESERVE * (deadline.budget_seconds() or 0.0):
             raise deadline.OverBudget(self._message(now, done, left))
 
     def _message(self, now: float, done: int, left: float | None) -> str:

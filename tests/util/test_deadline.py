@@ -87,9 +87,10 @@ def _watch_run(clock: FakeClock, seconds_per_iteration: float, chains: int = 4,
 
 
 def test_nuts_that_fits_runs_to_the_end(clock):
-    # 8000 iterations at 0.07 s: 560 s in a 600 s budget
+    # 8000 iterations at 0.065 s: 520 s in a 600 s budget, over a tenth of it left for what
+    # follows the draws
     with time_budget(600):
-        done, line = _watch_run(clock, 0.07)
+        done, line = _watch_run(clock, 0.065)
     assert line is None and done == 8000
 
 
@@ -107,6 +108,13 @@ def test_nuts_that_would_overrun_stops_at_a_tenth_with_fewer_iterations_named(cl
     # the iterations named fit in half the budget at the rate measured
     warmup, draws = map(int, re.search(r"--warmup (\d+) --draws (\d+)", line).groups())
     assert 4 * (warmup + draws) * 0.15 <= 0.5 * 600
+
+
+def test_nuts_that_would_leave_less_than_a_tenth_of_the_budget_stops(clock):
+    # 8000 iterations at 0.07 s: 560 s, which leaves 40 s of 600 for loo's pass or the bridge
+    with time_budget(600):
+        done, line = _watch_run(clock, 0.07)
+    assert line is not None and done == 800
 
 
 def test_nuts_far_over_the_budget_stops_early(clock):
