@@ -115,6 +115,18 @@ def budget_seconds() -> float | None:
     return _state["seconds"]
 
 
+def left_text(available: float) -> str:
+    """``"the 6 min left of the time budget (10 min)"``: what a step had (``available``
+    seconds from its start) of the run's budget; ``"the time budget of 10 min"`` when that
+    was all of it."""
+    from .progress import duration
+
+    total = budget_seconds()
+    if total is None or available >= 0.95 * total:
+        return f"the time budget of {duration(total or available)} allows"
+    return f"the {duration(available)} left of the time budget ({duration(total)})"
+
+
 def as_option(seconds: float) -> str:
     """``--time-budget`` with ``seconds`` rounded up to whole minutes (hours past 3 h)."""
     minutes = math.ceil(seconds / 60.0)
@@ -164,6 +176,5 @@ class StepsClock:
         routes.append(f"{as_option(1.3 * (elapsed + left) + 60)} for all of them")
         raise OverBudget(
             f"the {self.total} {self.desc} would take about {duration(elapsed + left)} here "
-            f"({done} done in {duration(elapsed)}), more than the time budget of "
-            f"{duration(budget_seconds() or available)} allows; run with "
+            f"({done} done in {duration(elapsed)}), more than {left_text(available)}; run with "
             + ", or ".join(routes))

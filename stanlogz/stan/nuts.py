@@ -182,11 +182,10 @@ class _BudgetWatch:
             routes.append(f"--warmup {half} --draws {half} (about "
                           f"{duration(per_iteration * self.chains * fit)} here)")
         routes.append(f"{deadline.as_option(1.3 * whole + 60)} for the whole run")
-        budget = deadline.budget_seconds() or available
         return (f"sampling {self.name} would take about {duration(whole)} here "
                 f"({self.chains} chains x {self.warmup + self.draws} iterations; {done} of "
-                f"{self.total} done in {duration(elapsed)}), more than the time budget of "
-                f"{duration(budget)} allows; run with " + ", or ".join(routes))
+                f"{self.total} done in {duration(elapsed)}), more than "
+                f"{deadline.left_text(available)}; run with " + ", or ".join(routes))
 
 
 def run_nuts(

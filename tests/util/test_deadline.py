@@ -223,3 +223,25 @@ def test_refits_that_fit_go_on(clock):
             clock.t += 55
             steps_clock.done()
     assert steps_clock.count == 10
+
+
+def test_a_step_that_starts_late_says_what_was_left_of_the_budget(clock):
+    # half the budget went to a compile and loading: the line says what the step had
+    with time_budget(600):
+        clock.t += 300
+        done, line = _watch_run(clock, 0.15)
+    assert "more than the 5 min left of the time budget (10 min); run with" in line
+
+
+def test_a_fast_pass_is_judged_on_a_few_seconds_not_three_observations(clock):
+    # 19,200 observations at 0.04 s (768 s) with 500 s: the first three, one of them slow,
+    # would judge it on 0.5 s; it is judged after DECIDE_S seconds (about 110 observations)
+    with time_budget(500):
+        pc = PassClock(None, 19200, "density-difference log-likelihood", clock=clock,
+                       draws=(4, 1000))
+        clock.t += 0.5
+        pc.update()
+        with pytest.raises(OverBudget, match=r"\(11[0-9] done in 5 s\)"):
+            for _ in range(19199):
+                clock.t += 0.04
+                pc.update()

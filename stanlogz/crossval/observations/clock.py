@@ -20,6 +20,8 @@ EVERY_S = 10.0
 FIRST_S = 3.0
 #: Observations done before the time left is estimated.
 MIN_ESTIMATE = 3
+#: Seconds (or a hundredth of the observations) a pass runs before the time budget judges it.
+DECIDE_S = 5.0
 #: A pass with more time left than this, over at least twice ``SUBSAMPLE_HINT`` observations,
 #: names subsampling once (posteriordb sat-hier_2pl: 19,200 observations, 13 minutes).
 HINT_S = 300.0
@@ -101,9 +103,10 @@ class PassClock:
         left_budget = deadline.remaining()
         if left_budget is None or self.done >= self.total:
             return
-        if left_budget > 0 and self.done < MIN_ESTIMATE:
-            return
         elapsed = now - self.t0
+        if left_budget > 0 and (self.done < MIN_ESTIMATE or (
+                elapsed < DECIDE_S and self.done < self.total / 100)):
+            return  # a fast pass is judged on a few seconds or a hundredth of it
         left = (robust_time_left(self.times, self.total) if self.done >= MIN_ESTIMATE
                 else time_left(elapsed, self.done, self.total))
         if left <= left_budget:
@@ -115,8 +118,7 @@ class PassClock:
         raise deadline.OverBudget(
             f"the {self.desc} of {self.total} observations would take about "
             f"{duration(elapsed + left)} here ({self.done} done in {duration(elapsed)}), more "
-            f"than the time budget of {duration(deadline.budget_seconds() or available)} "
-            "allows; run with " + ", or ".join(routes))
+            f"than {deadline.left_text(available)}; run with " + ", or ".join(routes))
 
     def _route(self, per_obs: float, available: float) -> str | None:
         """Options under which the pass fits in 60% of ``available`` seconds at ``per_obs``
