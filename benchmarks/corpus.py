@@ -98,22 +98,23 @@ def command_line(command: str, folder: Path, seed: int, budget: float | None = N
 
 
 def route_of(message: str, command: str) -> tuple[str, list[str]] | None:
-    """The command and options of the route a refusal names, as a user would follow it
-    (``(command, extra options)``), or None when the route is not a command line (e.g. "add
-    a log_lik generated quantity")."""
+    """The command and options of the first route a refusal names, as a user would follow it
+    (``(command, extra options)``), or None when no route is a command line (e.g. "add a
+    log_lik generated quantity")."""
+    found: list[tuple[int, tuple[str, list[str]]]] = []
     named = re.search(r"`stanlogz ([a-z_]+)((?: [^`]*)?)`", message)
     if named:
-        return named.group(1), named.group(2).split()
+        found.append((named.start(), (named.group(1), named.group(2).split())))
     example = re.search(r"\(e\.g\. ((?:--[a-z-]+ [^\s)]+ ?)+)\)", message)
     if example:
-        return command, example.group(1).split()
+        found.append((example.start(), (command, example.group(1).split())))
     budget = re.search(r"run with ((?:--(?:warmup|draws|subsample) \d+ ?)+)", message)
     if budget:
-        return command, budget.group(1).split()
+        found.append((budget.start(), (command, budget.group(1).split())))
     other = re.search(r"\(stanlogz ([a-z_]+) for ", message)
     if other:
-        return other.group(1), []
-    return None
+        found.append((other.start(), (other.group(1), [])))
+    return min(found, key=lambda f: f[0])[1] if found else None
 
 
 def run_command(argv: list[str], limit: float) -> dict[str, Any]:

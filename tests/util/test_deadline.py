@@ -245,3 +245,16 @@ def test_a_fast_pass_is_judged_on_a_few_seconds_not_three_observations(clock):
             for _ in range(19199):
                 clock.t += 0.04
                 pc.update()
+
+
+def test_a_pass_names_kfold_where_its_refits_cost_less(clock):
+    # diamonds: the pass would take 7.8 h, a sampling run 117 s: ten refits take 20 min
+    with time_budget(330):
+        pc = PassClock(None, 5000, "conditional log-likelihood", clock=clock, draws=(4, 1000),
+                       refit_seconds=117.0)
+        with pytest.raises(OverBudget) as info:
+            for _ in range(5000):
+                clock.t += 5.6
+                pc.update()
+    assert str(info.value).endswith("allows; run with `stanlogz kfold` (10 refits of about 117 s "
+                                    "each), or --time-budget 11h for the whole pass")

@@ -28,6 +28,8 @@ HINT_S = 300.0
 SUBSAMPLE_HINT = 1000
 #: The smallest subsample a refusal over the time budget names.
 SUBSAMPLE_MIN = 100
+#: Refits of the K-fold a refusal over the time budget names where they cost less than the pass.
+KFOLD_REFITS = 10
 #: Draws per chain a refusal over the time budget may name, fewest last.
 ROUTE_DRAWS = (500, 250)
 #: Thinned draws at which ``loo(subsample=m)`` approximates every observation (the PSIS
@@ -55,15 +57,18 @@ class PassClock:
     ``EVERY_S`` seconds. ``budget``: seconds after which :meth:`update` raises
     :class:`PassBudget` (None: no limit). ``clock`` is the time source (seconds). ``draws``:
     (chains, draws per chain) of the pass, when known, so that a refusal over the run's time
-    budget can name fewer draws. Threads that share the pass may call :meth:`update` at
-    once."""
+    budget can name fewer draws; ``refit_seconds``: one sampling run of the program, so that
+    it can name K-fold where its refits cost less than the pass. Threads that share the pass
+    may call :meth:`update` at once."""
 
     def __init__(self, progress: Progress, total: int, desc: str,
                  budget: float | None = None,
                  clock: Callable[[], float] = time.perf_counter,
-                 draws: tuple[int, int] | None = None) -> None:
+                 draws: tuple[int, int] | None = None,
+                 refit_seconds: float | None = None) -> None:
         self.total, self.desc, self.clock, self.done = total, desc, clock, 0
         self.draws = draws  # (chains, draws per chain) of the pass, for the routes it names
+        self.refit_seconds = refit_seconds  # one sampling run: K-fold's refits, when cheaper
         self.budget = budget
         self.steps = steps(progress, total, desc, unit="obs")
         self.t0 = self.last = clock()
@@ -114,6 +119,9 @@ class PassClock:
         per_obs = (elapsed + left) / self.total
         available = elapsed + max(left_budget, 0.0)
         routes = [r for r in [self._route(per_obs, available)] if r]
+        if self.refit_seconds and KFOLD_REFITS * self.refit_seconds < elapsed + left:
+            routes.append(f"`stanlogz kfold` ({KFOLD_REFITS} refits of about "
+                          f"{duration(self.refit_seconds)} each)")
         routes.append(f"{deadline.as_option(1.3 * (elapsed + left) + 120)} for the whole pass")
         raise deadline.OverBudget(
             f"the {self.desc} of {self.total} observations would take about "

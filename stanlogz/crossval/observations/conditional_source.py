@@ -30,15 +30,18 @@ def check_pass_budget(budget: float | None) -> None:
 
 
 def start_pass(pw: Any, progress: Progress, n_draws: int, budget: float | None = None,
-               chains: int | None = None) -> None:
+               chains: int | None = None, refit_seconds: float | None = None) -> None:
     """Announce the full pass of the pointwise source ``pw`` at ``n_draws`` draws through
     ``progress`` (with its expected cost where ``pw`` has a ``cost_line``); a conditional
     pass (O(N² S)) also reports the time left as it goes and stops at ``budget`` seconds
     (:class:`PassBudget`: how far it got and how long the rest would take). ``chains``: the
     chains behind the ``n_draws`` draws, so that a pass over the run's time budget can name
-    fewer draws per chain."""
+    fewer draws per chain; ``refit_seconds``: the seconds of one sampling run, so that it can
+    name K-fold where ten refits would take less than the pass."""
     if chains:
         pw.draw_shape = (chains, n_draws // chains)
+    if refit_seconds:
+        pw.refit_seconds = refit_seconds
     conditional = hasattr(pw, "cost_line")
     if conditional:
         pw.progress, pw.budget = progress, budget
@@ -86,6 +89,8 @@ class ConditionalSourceBase(ColumnsByObservation):
     budget: float | None = None
     #: (chains, draws per chain) of the pass (set by :func:`start_pass`).
     draw_shape: tuple[int, int] | None = None
+    #: Seconds of one sampling run of the program (set by :func:`start_pass`).
+    refit_seconds: float | None = None
 
     def chunks(self, unc: np.ndarray, constrained: np.ndarray | None = None,
                names: list[str] | None = None, chunk_bytes: int = CHUNK_BYTES,
@@ -95,7 +100,7 @@ class ConditionalSourceBase(ColumnsByObservation):
         the time left reported through ``self.progress``."""
         n = self.obs.n if index is None else len(np.asarray(index).ravel())
         self._clock = PassClock(self.progress, n, "conditional log-likelihood", self.budget,
-                                draws=self.draw_shape)
+                                draws=self.draw_shape, refit_seconds=self.refit_seconds)
         try:
             yield from column_chunks(self, unc, chunk_bytes, index)
         finally:

@@ -134,6 +134,8 @@ class PointwiseLogLik:
     _clock: PassClock | None = None
     #: (chains, draws per chain) of the pass (set by ``start_pass``).
     draw_shape: tuple[int, int] | None = None
+    #: Seconds of one sampling run of the program (set by ``start_pass``).
+    refit_seconds: float | None = None
 
     def __init__(self, model: StanProgram, data: Mapping[str, Any], obs: Observations,
                  source: str = "auto") -> None:
@@ -281,7 +283,7 @@ class PointwiseLogLik:
         if given is None and (self.progress or deadline.remaining() is not None):
             self._clock = PassClock(self.progress, index.size,
                                     "density-difference log-likelihood",
-                                    draws=self.draw_shape)
+                                    draws=self.draw_shape, refit_seconds=self.refit_seconds)
         try:
             for idx in index_blocks(index, s, chunk_bytes):
                 yield idx, (given[0][:, given[1][idx]] if given is not None

@@ -292,7 +292,8 @@ def loo(
     t1 = time.perf_counter()
     notes: list[str] = []
     if subsample is None:
-        start_pass(pw, progress, unc.shape[0], cond_budget, chains=d.n_chains)
+        start_pass(pw, progress, unc.shape[0], cond_budget, chains=d.n_chains,
+                   refit_seconds=d.seconds)
         if not pw.checked:
             pw.check(unc[_check_rows(unc.shape[0])])
         ps = _psis_pass(pw, d, r_eff, None, _keep_above(k_threshold))
