@@ -341,6 +341,10 @@ def table(records: list[dict[str, Any]]) -> str:
     lines = ["| posterior | command | status | s | load | result / refusal (route) | warnings |",
              "|---|---|---|---|---|---|---|"]
     counts: dict[str, int] = {}
+    route_counts: dict[str, int] = {}
+    order = {c: i for i, c in enumerate(COMMANDS)}
+    records = sorted(records, key=lambda r: (r["posterior"], order.get(r["command"].split()[0], 9),
+                                             r["command"]))
     for r in records:
         status = r["status"]
         if status == "refused":  # classified again: results files of older runs
@@ -349,15 +353,16 @@ def table(records: list[dict[str, Any]]) -> str:
             r["raw"] = bool(RAW_PATTERNS.search(r.get("message", "")))
             status += "" if r.get("route") else " NO ROUTE"
             status += " RAW" if r.get("raw") else ""
-        counts[status] = counts.get(status, 0) + 1
+        tally = route_counts if "→" in r["command"] else counts
+        tally[status] = tally.get(status, 0) + 1
         body = r.get("result") or r.get("message", "")
-        if r.get("route_argv"):
-            body = f"`{r['route_argv']}`: {body}"
         if r["status"] == "refused" and r.get("route"):
             body = f"{r['message']} (route: `{r['route']}`)"
         if r["status"] in ("timeout", "crashed") and r.get("stderr_tail"):
             last = re.sub(r"^\[\s*[\d.]+s\]\s*", "", r["stderr_tail"][-1])
             body = f"{body + '; ' if body and body != r['stderr_tail'][-1] else ''}last: {last}"
+        if r.get("route_argv"):
+            body = f"`{r['route_argv']}`: {body}"
         body = body.replace("|", "/")
         load = r.get("load")
         lines.append(f"| {r['posterior']} | {r['command']} | {status} | {r.get('seconds', 0):.0f} "
@@ -365,6 +370,9 @@ def table(records: list[dict[str, Any]]) -> str:
                      f"| {len(r.get('warnings') or [])} |")
     lines.append("")
     lines.append("counts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    if route_counts:
+        lines.append("routes followed: " + ", ".join(f"{k} {v}" for k, v in
+                                                     sorted(route_counts.items())))
     return "\n".join(lines)
 
 

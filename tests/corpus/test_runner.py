@@ -134,3 +134,22 @@ def test_every_command_runs_under_a_time_budget_inside_the_limit():
     i = argv.index("--time-budget")
     assert argv[i + 1] == "555" and argv.index("loo") > i and argv[-2:] == ["--obs", "N"]
     assert C.BUDGET_MARGIN_S < 60
+
+
+def test_route_rows_follow_their_posterior_and_are_counted_apart():
+    records = [
+        {"posterior": "a", "command": "loo → route", "status": "answered", "seconds": 9.0,
+         "route_argv": "stanlogz loo --obs N", "result": "elpd_loo -1.00", "warnings": []},
+        {"posterior": "b", "command": "sample", "status": "answered", "seconds": 2.0,
+         "result": "ok", "warnings": []},
+        {"posterior": "a", "command": "loo", "status": "refused", "message": "use --obs N",
+         "seconds": 3.0, "warnings": []},
+        {"posterior": "a", "command": "sample", "status": "answered", "seconds": 2.0,
+         "result": "ok", "warnings": []},
+    ]
+    rows = [ln for ln in C.table(records).splitlines() if ln.startswith("| a") or
+            ln.startswith("| b")]
+    assert [r.split(" | ")[1] for r in rows] == ["sample", "loo", "loo → route", "sample"]
+    assert "| `stanlogz loo --obs N`: elpd_loo -1.00 |" in rows[2]
+    lines = C.table(records).splitlines()
+    assert lines[-2:] == ["counts: answered 2, refused 1", "routes followed: answered 1"]
