@@ -258,3 +258,34 @@ def test_a_pass_names_kfold_where_its_refits_cost_less(clock):
                 pc.update()
     assert str(info.value).endswith("allows; run with `stanlogz kfold` (10 refits of about 117 s "
                                     "each), or --time-budget 11h for the whole pass")
+
+
+def test_moment_matching_keeps_within_the_run_budget(clock):
+    # a budget already spent: no point is matched, and the note names the run's budget
+    from stanlogz.crossval.fixups.mm_points import moment_match_points
+
+    def never(i, deadline_s, on_map):
+        raise AssertionError("no point should be matched")
+
+    with time_budget(60):
+        clock.t += 61
+        matched, notes, left = moment_match_points(np.array([4, 7]), never, None)
+    assert matched == [] and left == [4, 7]
+    assert notes == ["the run's time budget (--time-budget) ran out during moment matching "
+                     "after 0 of 2 observation(s); the others (5, 8) keep their PSIS values "
+                     "(raise --time-budget, or fix them with --fix exact)"]
+
+
+def test_auto_refits_keep_within_what_is_left_of_the_budget(clock):
+    from types import SimpleNamespace
+
+    from stanlogz.crossval.psis_loo.loo import _auto_refits_too_long
+
+    auto, d = SimpleNamespace(name="auto"), SimpleNamespace(seconds=30.0)
+    assert _auto_refits_too_long(auto, d, 10, 0.7) is None  # 300 s: no budget, under 10 min
+    with time_budget(200):
+        line = _auto_refits_too_long(auto, d, 10, 0.7)
+    assert line == ("10 observation(s) keep Pareto k-hat above 0.70 after moment matching; "
+                    "refitting each would take about 5 min (10 x 30 s of sampling), more than "
+                    "the time budget has left (3 min): refit them with --fix exact, or estimate "
+                    "the elpd by K-fold (stanlogz kfold --k 10)")
