@@ -5,7 +5,9 @@ each command is a subprocess of the ``stanlogz`` command line with ``--json`` an
 - ``loo`` answers, or refuses with one line that names a route; the kinds of refusal met in
   the corpus whose route is an argument or a command have a test that runs the named route on
   that program and gets an answer: scalar data (``stanlogz evidence``), several observation
-  sizes (``--obs``), no array named as the observed values (``--obs-fields``; ``slow``).
+  sizes (``--obs``), no array named as the observed values (``--obs-fields``; ``slow``),
+  over the time budget (fewer iterations), no array with one number per observation (the
+  program with a ``log_lik``; ``slow``).
 
 The corpus lives beside the repository (``../shared/corpus``); without it the module skips.
 Seeds are fixed; each stochastic bound states its failure probability under a right answer.
@@ -110,3 +112,23 @@ def test_over_the_time_budget_refusal_names_fewer_iterations_and_they_answer():
     assert route is not None and route[1][0] == "--warmup", rec["message"]
     again = C.run_one(folder, "sample", limit=24 + C.BUDGET_MARGIN_S, seed=1, extra=route[1])
     assert again["status"] == "answered", again.get("message")
+
+
+@pytest.mark.slow
+def test_log_lik_refusal_and_the_program_with_a_log_lik_answers():
+    # butterfly-multi_occupancy: species x sites counts, no array with one number per
+    # observation; the refusal's route is a log_lik generated quantity. The same program with
+    # one (stan_models/corpus_routes/multi_occupancy_log_lik.stan) answers; --fix none and
+    # short chains keep the run short (the species-level latents leave high k-hats, warned).
+    folder = _folder("multi_occupancy")
+    rec = C.run_one(folder, "loo", limit=600, seed=1)
+    assert rec["status"] == "refused" and rec["route"] == "log_lik generated quantity"
+    program = C.ROOT / "stan_models" / "corpus_routes" / "multi_occupancy_log_lik.stan"
+    argv = [C.sys.executable, "-m", "stanlogz", "--json", "--seed", "1", "loo", str(program),
+            "--data", str(folder / "data.json"), "--fix", "none", "--warmup", "300",
+            "--draws", "300"]
+    run = C.run_command(argv, limit=600)
+    assert C.classify(run)["status"] == "answered", run["stderr"][-3:]
+    js = run["json"]
+    assert js["log_lik_source"] == "log_lik" and js["n_obs"] == 28
+    assert math.isfinite(js["elpd_loo"]) and js["se"] > 0
