@@ -34,6 +34,18 @@ class OverBudget(InputError):
     how far it got and what fits in the budget)."""
 
 
+class BudgetSpent(OverBudget):
+    """The run's time budget ran out inside a step that cannot say more (a pass's single
+    observation): the step that can, catches it and says what fits."""
+
+
+def check_spent(what: str) -> None:
+    """:class:`BudgetSpent` once the run's time budget is spent (nothing without one)."""
+    left = remaining()
+    if left is not None and left <= 0:
+        raise BudgetSpent(f"the time budget ran out during {what}")
+
+
 def parse_duration(text: str | float) -> float:
     """Seconds of a duration written ``600``, ``600s``, ``10m`` or ``1.5h`` (a number alone is
     seconds); :class:`~stanlogz.errors.InputError` for anything else or a duration of 0."""

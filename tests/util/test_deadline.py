@@ -289,3 +289,29 @@ def test_auto_refits_keep_within_what_is_left_of_the_budget(clock):
                     "refitting each would take about 5 min (10 x 30 s of sampling), more than "
                     "the time budget has left (3 min): refit them with --fix exact, or estimate "
                     "the elpd by K-fold (stanlogz kfold --k 10)")
+
+
+def test_a_pass_far_beyond_the_budget_by_its_cost_estimate_stops_before_it_starts(clock):
+    # iohmm_reg's quadrature pass: estimated at 13,929 s with 430 s left (beyond 3 x)
+    with time_budget(430):
+        pc = PassClock(None, 500, "conditional log-likelihood", clock=clock, draws=(4, 100))
+        pc.check_expected(1000.0)  # within 3 x the budget left: the pass starts and is judged
+        with pytest.raises(OverBudget, match=r"would take about 3\.9 h here \(by its cost "
+                                             r"estimate\), more than the time budget of 7 min"):
+            pc.check_expected(13929.0)
+
+
+def test_a_budget_spent_inside_an_observation_stops_the_pass_with_a_lower_bound(clock):
+    # two observations took 35 s and 127 s; the budget runs out inside the third: the pass
+    # would take at least 500 x 252 s / 3 (11.7 h)
+    with time_budget(250):
+        pc = PassClock(None, 500, "conditional log-likelihood", clock=clock)
+        for step in (35.0, 127.0):
+            clock.t += step
+            pc.update()
+        clock.t += 90.0
+        with pytest.raises(deadline.BudgetSpent, match="during the conditional"):
+            deadline.check_spent("the conditional log-likelihood of observation 3")
+        with pytest.raises(OverBudget,
+                           match=r"would take at least 11\.7 h here \(2 done in 4 min\)"):
+            pc.spent()

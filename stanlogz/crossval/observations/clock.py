@@ -22,6 +22,9 @@ FIRST_S = 3.0
 MIN_ESTIMATE = 3
 #: Seconds (or a hundredth of the observations) a pass runs before the time budget judges it.
 DECIDE_S = 5.0
+#: Before ``MIN_ESTIMATE`` observations (or before the pass, on its cost estimate) a pass is
+#: stopped only when it would take this many times the budget left.
+EARLY_MARGIN = 3.0
 #: A pass with more time left than this, over at least twice ``SUBSAMPLE_HINT`` observations,
 #: names subsampling once (posteriordb sat-hier_2pl: 19,200 observations, 13 minutes).
 HINT_S = 300.0
@@ -111,11 +114,34 @@ class PassClock:
         elapsed = now - self.t0
         if left_budget > 0 and (self.done < MIN_ESTIMATE or (
                 elapsed < DECIDE_S and self.done < self.total / 100)):
-            return  # a fast pass is judged on a few seconds or a hundredth of it
+            return  # judged on three observations and a few seconds (or a hundredth of them)
         left = (robust_time_left(self.times, self.total) if self.done >= MIN_ESTIMATE
                 else time_left(elapsed, self.done, self.total))
-        if left <= left_budget:
+        if left > left_budget:
+            self._refuse(elapsed, left, left_budget)
+
+    def spent(self) -> None:
+        """The run's budget ran out inside an observation (its quadrature checks the budget
+        at every node): the refusal, with the whole pass at least as long as the observations
+        begun so far took."""
+        with self._lock:
+            elapsed = self.clock() - self.t0
+            begun = self.done + 1
+            self._refuse(elapsed, elapsed / begun * (self.total - begun),
+                         deadline.remaining() or 0.0, least=True)
+
+    def check_expected(self, seconds: float | None) -> None:
+        """:class:`~stanlogz._util.deadline.OverBudget` before the pass starts when its cost
+        estimate (``seconds``) is beyond ``EARLY_MARGIN`` times the run's budget left."""
+        left_budget = deadline.remaining()
+        if seconds is None or left_budget is None:
             return
+        if seconds > EARLY_MARGIN * max(left_budget, 0.0):
+            self._refuse(0.0, seconds, left_budget, estimated=True)
+
+    def _refuse(self, elapsed: float, left: float, left_budget: float,
+                estimated: bool = False, least: bool = False) -> None:
+        """Raise the refusal of a pass that would take ``elapsed + left`` seconds."""
         per_obs = (elapsed + left) / self.total
         available = elapsed + max(left_budget, 0.0)
         routes = [r for r in [self._route(per_obs, available)] if r]
@@ -123,10 +149,12 @@ class PassClock:
             routes.append(f"`stanlogz kfold` ({KFOLD_REFITS} refits of about "
                           f"{duration(self.refit_seconds)} each)")
         routes.append(f"{deadline.as_option(1.3 * (elapsed + left) + 120)} for the whole pass")
+        done = ("by its cost estimate" if estimated else
+                f"{self.done} done in {duration(elapsed)}")
         raise deadline.OverBudget(
-            f"the {self.desc} of {self.total} observations would take about "
-            f"{duration(elapsed + left)} here ({self.done} done in {duration(elapsed)}), more "
-            f"than {deadline.left_text(available)}; run with " + ", or ".join(routes))
+            f"the {self.desc} of {self.total} observations would take "
+            f"{'at least' if least else 'about'} {duration(elapsed + left)} here ({done}), "
+            f"more than {deadline.left_text(available)}; run with " + ", or ".join(routes))
 
     def _route(self, per_obs: float, available: float) -> str | None:
         """Options under which the pass fits in 60% of ``available`` seconds at ``per_obs``

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from ..._util import deadline
 from ...errors import StanlogzError
 from ...stan.program import StanProgram
 from .conditional import is_integer_valued, response_field
@@ -117,6 +118,7 @@ class QuadratureLogLik(IntegralMixin):
         """``(S, len(us))`` log densities with y_i = each of ``us`` (threads over nodes);
         ``keep`` holds the instances for the next call on the same observation."""
         def one(u: float) -> np.ndarray:
+            deadline.check_spent(f"the conditional log-likelihood of {self._label(i)}")
             t0 = time.perf_counter()
             inst = self._inst.get(u)
             if inst is None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._util.deadline import BudgetSpent
 from ..._util.progress import Progress
 from ...errors import InputError
 from ...stan.program import StanProgram
@@ -101,8 +102,14 @@ class ConditionalSourceBase(ColumnsByObservation):
         n = self.obs.n if index is None else len(np.asarray(index).ravel())
         self._clock = PassClock(self.progress, n, "conditional log-likelihood", self.budget,
                                 draws=self.draw_shape, refit_seconds=self.refit_seconds)
+        expected = getattr(self, "expected_seconds", None)
+        if expected is not None:  # a pass far beyond the run's time budget stops before it starts
+            self._clock.check_expected(expected(len(unc), n))
         try:
             yield from column_chunks(self, unc, chunk_bytes, index)
+        except BudgetSpent:  # inside an observation: the clock says how far, and what fits
+            self._clock.spent()
+            raise
         finally:
             self._clock.close()
             self._clock = None

@@ -148,14 +148,24 @@ class NonFactorizedSource(ConditionalSourceBase):
         self.method[i] = "sum" if self.discrete else "quadrature"
         return out
 
-    def cost_line(self, n_draws: int) -> str | None:
-        """A progress line with the expected time of the full pass when observations need
-        quadrature or sums (None when the probe found none)."""
+    def expected_seconds(self, n_draws: int, n_obs: int | None = None) -> float | None:
+        """The expected seconds of a pass over ``n_obs`` observations (default all) at
+        ``n_draws`` draws when observations need quadrature or sums (None when the probe found
+        none: the Gaussian closed form is cheap)."""
         numeric = [i for i in range(self.obs.n) if self.method[i] in ("quadrature", "sum")]
         if not numeric:
             return None
         nodes = float(np.mean(self.quad.nodes[numeric]))
-        secs = self.obs.n * self.quad.seconds(nodes, n_draws)
+        return (self.obs.n if n_obs is None else n_obs) * self.quad.seconds(nodes, n_draws)
+
+    def cost_line(self, n_draws: int) -> str | None:
+        """A progress line with the expected time of the full pass when observations need
+        quadrature or sums (None when the probe found none)."""
+        secs = self.expected_seconds(n_draws)
+        if secs is None:
+            return None
+        numeric = [i for i in range(self.obs.n) if self.method[i] in ("quadrature", "sum")]
+        nodes = float(np.mean(self.quad.nodes[numeric]))
         what = "sum over the support" if self.discrete else "quadrature over y_i"
         slow = " (set STANLOGZ_THREADS to use more cores)" if secs > SLOW_SECONDS else ""
         return (f"conditional log-likelihood by {what}: ~{nodes:.0f} density instances per "
