@@ -260,6 +260,10 @@ def result_text(command: str, record: dict[str, Any]) -> str:
         if record.get("draws_disagree"):
             text += f"; draws disagree with the reference ({record['draws_disagree']})"
         return text
+    if command in ("kfold", "lfo"):
+        what = f"{js.get('k')} folds" if command == "kfold" else f"{js.get('method')} method"
+        return (f"elpd_{command} {_fmt(js.get(f'elpd_{command}'), 2)} ± {_fmt(js.get('se'), 2)} "
+                f"(mc se {_fmt(js.get('mcse'), 2)}); {what}")
     if command == "sensitivity":
         return "answered"
     return ""

@@ -153,3 +153,10 @@ def test_route_rows_follow_their_posterior_and_are_counted_apart():
     assert "| `stanlogz loo --obs N`: elpd_loo -1.00 |" in rows[2]
     lines = C.table(records).splitlines()
     assert lines[-2:] == ["counts: answered 2, refused 1", "routes followed: answered 1"]
+
+
+def test_kfold_and_lfo_routes_show_their_elpd():
+    rec = {"json": {"elpd_kfold": -275.94, "se": 21.77, "mcse": 0.058, "k": 10}}
+    assert C.result_text("kfold", rec) == "elpd_kfold -275.94 ± 21.77 (mc se 0.06); 10 folds"
+    rec = {"json": {"elpd_lfo": -10.5, "se": 2.0, "mcse": 0.1, "method": "exact"}}
+    assert C.result_text("lfo", rec) == "elpd_lfo -10.50 ± 2.00 (mc se 0.10); exact method"
