@@ -304,6 +304,24 @@ def run_one(folder: Path, command: str, limit: float, seed: int,
     return record
 
 
+def merge_options(before: list[str], after: list[str]) -> list[str]:
+    """The options ``before`` with those of ``after`` added, an option given in both taking
+    its value from ``after`` (``--warmup 150 --draws 150`` then ``--warmup 100 --draws 100``
+    is ``--warmup 100 --draws 100``)."""
+    def pairs(tokens: list[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for tok in tokens:
+            if tok.startswith("--") or not out:
+                out[tok] = []
+            else:
+                out[list(out)[-1]].append(tok)
+        return out
+
+    merged = pairs(before)
+    merged.update(pairs(after))
+    return [t for flag, values in merged.items() for t in [flag, *values]]
+
+
 def follow_route(folder: Path, refused: dict[str, Any], limit: float, seed: int
                  ) -> dict[str, Any] | None:
     """Run the route a refusal names (None when it names no command line): the record of
@@ -314,7 +332,7 @@ def follow_route(folder: Path, refused: dict[str, Any], limit: float, seed: int
         return None
     command, extra = route
     if command == ran:  # options added to the command that was refused
-        extra = list(refused.get("extra", [])) + extra
+        extra = merge_options(list(refused.get("extra", [])), extra)
     rec = run_one(folder, command, limit, seed, extra=extra,
                   label=f"{refused['command']} → route")
     rec["extra"] = extra

@@ -40,10 +40,15 @@ class BudgetSpent(OverBudget):
 
 
 def check_spent(what: str) -> None:
-    """:class:`BudgetSpent` once the run's time budget is spent (nothing without one)."""
+    """:class:`BudgetSpent` once the run's time budget is spent (nothing without one); its
+    line names twice the budget (the step cannot tell how much more it needs)."""
     left = remaining()
     if left is not None and left <= 0:
-        raise BudgetSpent(f"the time budget ran out during {what}")
+        from .progress import duration
+
+        total = budget_seconds() or 0.0
+        raise BudgetSpent(f"the time budget of {duration(total)} ran out during {what}; run "
+                          f"with {as_option(2 * total)}")
 
 
 def parse_duration(text: str | float) -> float:

@@ -19,6 +19,7 @@ import numpy as np
 from scipy import special
 from threadpoolctl import threadpool_limits
 
+from .._util import deadline
 from ..errors import InputError
 from .splines import RQSpline
 from .whitening import sample_gaussian
@@ -275,6 +276,7 @@ class GaussianizingFlow:
             flow.validation_log_q.append(_mean_log_q(zv, ldv))
             best, since_best = 0, 0
         for _ in range(n_layers):
+            deadline.check_spent("the fit of the bridge's flow")  # the run's --time-budget
             a = _sw_directions(z, k, rng) if d > 1 else np.ones((1, 1))
             y = z @ a
             # keep only directions whose W2 distance to N(0,1) stands out of sampling noise

@@ -160,3 +160,10 @@ def test_kfold_and_lfo_routes_show_their_elpd():
     assert C.result_text("kfold", rec) == "elpd_kfold -275.94 ± 21.77 (mc se 0.06); 10 folds"
     rec = {"json": {"elpd_lfo": -10.5, "se": 2.0, "mcse": 0.1, "method": "exact"}}
     assert C.result_text("lfo", rec) == "elpd_lfo -10.50 ± 2.00 (mc se 0.10); exact method"
+
+
+def test_a_second_route_replaces_the_options_it_names_again():
+    assert C.merge_options(["--obs", "n1", "--warmup", "150", "--draws", "150"],
+                           ["--warmup", "100", "--draws", "100"]) == \
+        ["--obs", "n1", "--warmup", "100", "--draws", "100"]
+    assert C.merge_options([], ["--subsample", "100"]) == ["--subsample", "100"]

@@ -315,3 +315,17 @@ def test_a_budget_spent_inside_an_observation_stops_the_pass_with_a_lower_bound(
         with pytest.raises(OverBudget,
                            match=r"would take at least 11\.7 h here \(2 done in 4 min\)"):
             pc.spent()
+
+
+def test_the_bridge_flow_stops_once_the_budget_is_spent(clock):
+    # election88_full's evidence: NUTS ended within its budget, the bridge ran past it
+    from stanlogz.flows.gaussianize import GaussianizingFlow
+
+    x = np.random.default_rng(1).normal(size=(400, 3))
+    GaussianizingFlow.fit(x, n_layers=2, rng=np.random.default_rng(2))  # no budget: fits
+    with time_budget(600):
+        clock.t += 601
+        with pytest.raises(deadline.BudgetSpent) as info:
+            GaussianizingFlow.fit(x, n_layers=2, rng=np.random.default_rng(2))
+    assert str(info.value) == ("the time budget of 10 min ran out during the fit of the "
+                               "bridge's flow; run with --time-budget 20m")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special, stats
 
+from ..._util import deadline
 from ..._util.progress import Progress, steps
 from ..._util.seeds import Stream, stream, stream_rng
 from ...densities.target import CountingTarget, Target
@@ -144,6 +145,7 @@ def _bridge_once(counting: CountingTarget, fit_half: np.ndarray, bridge_half: np
         info = {"whitening": "sample", "validated": False}
     t_fit = time.perf_counter() - t_fit
 
+    deadline.check_spent("the bridge estimate")  # the run's --time-budget
     lp_p, bad_p = eval_log_density(counting, x_p)
     require_some_finite(lp_p, "the posterior draws")
     lw_p = (lp_p - flow.log_density_many(x_p)).reshape(bridge_half.shape[:2])
