@@ -24,8 +24,9 @@ from .draws.continuation import extend_draws
 from .errors import ArgumentTypeError, InputError
 from .estimators import lookup
 from .estimators.base import EvidenceResult
-from .estimators.common import draws_needed
+from .estimators.common import check_half_size, draws_needed, min_draws
 from .estimators.comparison import ComparisonResult, posterior_probs  # noqa: F401 - re-exported
+from .flows.selection import min_fit_draws
 from .parallel import with_client
 from .stan.code import unused_parameters  # noqa: F401 - re-exported
 from .stan.inputs import check_stan_file, read_data
@@ -152,6 +153,9 @@ def evidence(
     if progress and draws is None:  # named before the sampling
         for w in prior_warnings(priors):
             progress(f"warning: {w}")
+    if draws is None and method == "gbs":  # the draws gbs's halves need, before sampling
+        check_half_size(nuts.chains, -(-nuts.draws // nuts.thin), m.dim,
+                        min(min_draws(m.dim), min_fit_draws(m.dim)))
     d = obtain_draws(m, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS), progress=progress)
     if progress:
         progress(f"estimating log Z of {m.name} with {method} from {d.n_chains}x{d.n_draws} draws")

@@ -44,13 +44,22 @@ def split_halves(chains: np.ndarray, min_per_half: int) -> tuple[np.ndarray, np.
     """
     half = chains.shape[1] // 2
     fit, bridge = chains[:, :half], chains[:, half : 2 * half]
-    n_half = fit.shape[0] * half
+    check_half_size(chains.shape[0], chains.shape[1], chains.shape[2], min_per_half)
+    return fit, bridge
+
+
+def check_half_size(n_chains: int, n_draws: int, dim: int, min_per_half: int) -> None:
+    """:class:`InputError` when the halves of ``n_chains`` chains of ``n_draws`` draws hold
+    fewer than ``min_per_half`` draws each, naming the draws per chain (``--draws``) that
+    would do; callers check it before sampling too."""
+    n_half = n_chains * (n_draws // 2)
     if n_half < min_per_half:
+        per_chain = 2 * math.ceil(min_per_half / n_chains)
+        per_chain = math.ceil(per_chain / 50) * 50
         raise InputError(
             f"too few draws: each half has {n_half}, need at least {min_per_half} "
-            f"for dimension {chains.shape[2]}"
+            f"for dimension {dim}; run with --draws {per_chain} ({n_chains} chains)"
         )
-    return fit, bridge
 
 
 def sample_count(n: int | None, default: int, name: str = "n_q") -> int:
