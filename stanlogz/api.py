@@ -50,6 +50,14 @@ def _call_estimator(method: str, target: Any, unc: np.ndarray, *, seed: int | No
 
 
 @with_client
+def check_evidence_draws(model: Any, method: str, nuts: NutsArgs) -> None:
+    """Before sampling: :class:`InputError` when the draws ``nuts`` keeps are too few for the
+    halves ``gbs`` splits each chain into (naming the ``--draws`` per chain that do)."""
+    if method == "gbs":
+        check_half_size(nuts.chains, -(-nuts.draws // nuts.thin), model.dim,
+                        min(min_draws(model.dim), min_fit_draws(model.dim)))
+
+
 def evidence(
     model: ProgramLike,
     data: Any = None,
@@ -153,9 +161,8 @@ def evidence(
     if progress and draws is None:  # named before the sampling
         for w in prior_warnings(priors):
             progress(f"warning: {w}")
-    if draws is None and method == "gbs":  # the draws gbs's halves need, before sampling
-        check_half_size(nuts.chains, -(-nuts.draws // nuts.thin), m.dim,
-                        min(min_draws(m.dim), min_fit_draws(m.dim)))
+    if draws is None:
+        check_evidence_draws(m, method, nuts)
     d = obtain_draws(m, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS), progress=progress)
     if progress:
         progress(f"estimating log Z of {m.name} with {method} from {d.n_chains}x{d.n_draws} draws")

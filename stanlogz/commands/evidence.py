@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..api import evidence, prior_warnings
+from ..api import check_evidence_draws, evidence, prior_warnings
 from ..draws import obtain_draws
 from ..errors import InputError
 from ..estimators import METHODS, lookup
@@ -123,6 +123,8 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     early = prior_warnings(program_priors(model))  # named before the sampling
     for w in early:
         report.warn(w)
+    if not args.fit:
+        check_evidence_draws(model, method, nuts)  # gbs's halves, before the sampling
     draws = obtain_draws(model, list(args.fit) if args.fit else None, nuts, seed=args.seed,
                          progress=report.progress)
     r = evidence(model, method=method, draws=draws, settings=nuts, seed=args.seed,

@@ -29,3 +29,19 @@ def test_evidence_refuses_too_few_draws_before_sampling(compiled, monkeypatch):
     with pytest.raises(InputError, match=r"too few draws: each half has 10, .*--draws \d+"):
         stanlogz.evidence(m, chains=2, warmup=50, n_draws=10, seed=1)
     assert not sampled and time.perf_counter() - start < 60
+
+
+def test_cli_evidence_refuses_too_few_draws_before_sampling(compiled):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    compiled("eight_schools")  # the subprocess finds the library in the same cache
+    tests = Path(__file__).resolve().parents[2] / "stan_models" / "tests"
+    proc = subprocess.run([sys.executable, "-m", "stanlogz", "evidence",
+                           str(tests / "eight_schools.stan"), "--data",
+                           str(tests / "eight_schools.json"), "--chains", "2", "--draws", "10"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert "sampling" not in proc.stderr  # refused before NUTS started
+    assert proc.stderr.strip().splitlines()[-1].endswith("run with --draws 50 (2 chains)")
