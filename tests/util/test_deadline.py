@@ -146,7 +146,9 @@ def test_a_pass_that_would_overrun_names_a_subsample_that_fits(clock):
     assert line == ("the conditional log-likelihood of 5000 observations would take about 4.0 h"
                     " here (3 done in 9 s), more than the time budget of 8 min allows; run with "
                     "--subsample 100 (elpd_loo from 100 observations drawn at random, with its "
-                    "se; about 5 min for this pass), or --time-budget 6h for the whole pass")
+                    "se; about 5 min for this pass), or a log_lik generated quantity where the "
+                    "observations are independent given the parameters (a pass linear in N), or "
+                    "--time-budget 6h for the whole pass")
 
 
 def test_a_pass_that_fits_is_not_stopped(clock):
@@ -161,7 +163,8 @@ def test_a_pass_that_fits_is_not_stopped(clock):
 def test_too_few_observations_fit_names_only_the_budget(clock):
     with time_budget(60):
         pc = PassClock(None, 500, "conditional log-likelihood", clock=clock)
-        with pytest.raises(OverBudget, match=r"run with --time-budget 57m for the whole pass$"):
+        with pytest.raises(OverBudget, match=r"run with a log_lik generated quantity .*, or "
+                                             r"--time-budget 57m for the whole pass$"):
             for _ in range(500):
                 clock.t += 5.0
                 pc.update()
@@ -199,7 +202,9 @@ def test_a_pass_whose_approximations_alone_overrun_names_the_budget_only(clock):
     # diamonds under the corpus budget: 5000 observations at 5.6 s (4000 draws) with 330 s
     # for the pass; approximating every observation at 100 draws alone takes 700 s
     line = _pass_refusal(clock, 330, 5000, 5.6, (4, 1000))
-    assert line.endswith("allows; run with --time-budget 11h for the whole pass")
+    assert line.endswith("allows; run with a log_lik generated quantity where the observations "
+                         "are independent given the parameters (a pass linear in N), or "
+                         "--time-budget 11h for the whole pass")
 
 
 def test_refits_that_would_overrun_stop_after_the_first_with_fewer_iterations(clock):
@@ -247,8 +252,22 @@ def test_a_fast_pass_is_judged_on_a_few_seconds_not_three_observations(clock):
                 pc.update()
 
 
-def test_a_pass_names_kfold_where_its_refits_cost_less(clock):
-    # diamonds: the pass would take 7.8 h, a sampling run 117 s: ten refits take 20 min
+def test_a_difference_pass_names_kfold_where_its_refits_cost_less(clock):
+    # 19,200 observations at 0.4 s (2.1 h), a sampling run 117 s: ten refits take 20 min
+    with time_budget(330):
+        pc = PassClock(None, 19200, "density-difference log-likelihood", clock=clock,
+                       draws=(4, 1000), refit_seconds=117.0)
+        with pytest.raises(OverBudget) as info:
+            for _ in range(19200):
+                clock.t += 0.4
+                pc.update()
+    assert "run with `stanlogz kfold` (10 refits of about 117 s each), or --time-budget" in \
+        str(info.value)
+
+
+def test_a_conditional_pass_names_a_log_lik_not_kfold(clock):
+    # diamonds: the conditional pass is taken because leaving observations out changes the
+    # others (predictors centred in transformed data), so kfold's refits would be refused
     with time_budget(330):
         pc = PassClock(None, 5000, "conditional log-likelihood", clock=clock, draws=(4, 1000),
                        refit_seconds=117.0)
@@ -256,8 +275,9 @@ def test_a_pass_names_kfold_where_its_refits_cost_less(clock):
             for _ in range(5000):
                 clock.t += 5.6
                 pc.update()
-    assert str(info.value).endswith("allows; run with `stanlogz kfold` (10 refits of about 117 s "
-                                    "each), or --time-budget 11h for the whole pass")
+    assert str(info.value).endswith(
+        "allows; run with a log_lik generated quantity where the observations are independent "
+        "given the parameters (a pass linear in N), or --time-budget 11h for the whole pass")
 
 
 def test_moment_matching_keeps_within_the_run_budget(clock):
