@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from .._util import deadline
 from .._util.gpd import gpd_fit
 from .._util.seeds import SeedLike
 from ..densities.target import Target, log_density_many
@@ -81,10 +82,23 @@ def draws_needed(n_draws: int, se: float, target_se: float) -> int:
     return int(math.ceil(n_draws * (se / target_se) ** 2))
 
 
+#: Rows of one call of the target density between two checks of the run's time budget.
+BUDGET_ROWS = 512
+
+
 def eval_log_density(target: Target, xs: np.ndarray) -> tuple[np.ndarray, int]:
     """Log densities at the rows of ``xs`` with NaN/+inf turned into -inf (weight zero), and
-    how many are not finite."""
-    lp, _ = finite_or_neg_inf(log_density_many(target, xs))
+    how many are not finite. Under a run's time budget the rows go in blocks, and a spent
+    budget stops them (:func:`stanlogz._util.deadline.check_spent`)."""
+    xs = np.asarray(xs)
+    if deadline.remaining() is None or xs.shape[0] <= BUDGET_ROWS:
+        lp, _ = finite_or_neg_inf(log_density_many(target, xs))
+        return lp, int(np.sum(~np.isfinite(lp)))
+    parts = []
+    for a in range(0, xs.shape[0], BUDGET_ROWS):
+        deadline.check_spent("the estimator's evaluations of the log density")
+        parts.append(finite_or_neg_inf(log_density_many(target, xs[a:a + BUDGET_ROWS]))[0])
+    lp = np.concatenate(parts)
     return lp, int(np.sum(~np.isfinite(lp)))
 
 

@@ -349,3 +349,25 @@ def test_the_bridge_flow_stops_once_the_budget_is_spent(clock):
             GaussianizingFlow.fit(x, n_layers=2, rng=np.random.default_rng(2))
     assert str(info.value) == ("the time budget of 10 min ran out during the fit of the "
                                "bridge's flow; run with --time-budget 20m")
+
+
+def test_an_estimators_density_evaluations_stop_once_the_budget_is_spent(clock):
+    from stanlogz.estimators.common import BUDGET_ROWS, eval_log_density
+
+    calls = []
+
+    class Target:
+        dim = 1
+
+        def log_density_many(self, xs):
+            calls.append(len(xs))
+            clock.t += 100.0  # each block of rows takes 100 s
+            return -0.5 * np.sum(xs**2, axis=1)
+
+    xs = np.zeros((3 * BUDGET_ROWS, 1))
+    lp, bad = eval_log_density(Target(), xs)  # no budget: one call
+    assert calls == [3 * BUDGET_ROWS] and bad == 0 and np.all(lp == 0)
+    calls.clear()
+    with time_budget(150), pytest.raises(deadline.BudgetSpent, match="evaluations of the log"):
+        eval_log_density(Target(), xs)
+    assert calls == [BUDGET_ROWS, BUDGET_ROWS]  # the third block never started
