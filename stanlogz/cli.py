@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
+from ._util import deadline
 from ._util.deadline import time_budget
 from .errors import InputError, StanlogzError
 
@@ -34,6 +35,9 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
+
+#: Seconds after a spent --time-budget before its watchdog interrupts a step that checks none.
+WATCHDOG_GRACE_S = 15.0
 
 TIME_BUDGET_HELP = ("the longest the command may run (600, 10m, 1.5h): a sampler or "
                     "pointwise pass that would end later stops early with a line naming what "
@@ -166,7 +170,7 @@ def _main(argv: Sequence[str] | None, held: list[int], *, restore_default: bool)
             raise KeyboardInterrupt
         check_output_paths(args)
         report = Reporter(json_mode=args.json, quiet=args.quiet)
-        with time_budget(args.time_budget):
+        with time_budget(args.time_budget), deadline.watchdog(WATCHDOG_GRACE_S):
             status = int(args._run(args, report) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return status
@@ -180,6 +184,13 @@ def _main(argv: Sequence[str] | None, held: list[int], *, restore_default: bool)
             print(exc.log, file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        if deadline.expired():  # the watchdog of --time-budget, not the user
+            total = args.time_budget or 0.0
+            message = (f"the time budget of {deadline.duration_text(total)} ran out in a step "
+                       f"that does not check it; run with {deadline.as_option(2 * total)}")
+            print(f"stanlogz: error: {message}", file=sys.stderr)
+            _json_error(args, "error", message)
+            return 2
         print("stanlogz: interrupted", file=sys.stderr)
         _json_error(args, "interrupted", "interrupted")
         return 130

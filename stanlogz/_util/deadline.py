@@ -23,7 +23,7 @@ from ..errors import InputError
 clock = time.monotonic
 
 _lock = threading.Lock()
-_state: dict[str, float | None] = {"deadline": None, "seconds": None}
+_state: dict[str, float | None] = {"deadline": None, "seconds": None, "expired": None}
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(s|sec|m|min|h)?\s*$")
 _UNIT = {None: 1.0, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
@@ -110,7 +110,8 @@ def time_budget(seconds: str | float | None) -> Iterator[None]:
         return
     total = parse_duration(seconds)
     with _lock:
-        saved = dict(_state)
+        saved = {k: _state[k] for k in ("deadline", "seconds")}  # "expired" outlives the block
+        _state["expired"] = None
         deadline = clock() + total
         if saved["deadline"] is None or deadline < saved["deadline"]:
             _state.update(deadline=deadline, seconds=total)
@@ -142,6 +143,13 @@ def left_text(available: float) -> str:
     if total is None or available >= 0.95 * total:
         return f"the time budget of {duration(total or available)} allows"
     return f"the {duration(available)} left of the time budget ({duration(total)})"
+
+
+def duration_text(seconds: float) -> str:
+    """``seconds`` as a person reads a duration ("40 s", "12 min", "3.1 h")."""
+    from .progress import duration
+
+    return duration(seconds)
 
 
 def as_option(seconds: float) -> str:
@@ -195,3 +203,42 @@ class StepsClock:
             f"the {self.total} {self.desc} would take about {duration(elapsed + left)} here "
             f"({done} done in {duration(elapsed)}), more than {left_text(available)}; run with "
             + ", or ".join(routes))
+
+
+def expired() -> bool:
+    """Whether :func:`watchdog` stopped the run (the budget ran out in a step that does not
+    check it)."""
+    return bool(_state["expired"])
+
+
+@contextlib.contextmanager
+def watchdog(grace: float) -> Iterator[None]:
+    """The backstop of a run's time budget: ``grace`` seconds after the budget is spent, a
+    step that checks no budget (or checked it too late) is interrupted in the main thread
+    (``KeyboardInterrupt``, again every few seconds until the run ends), and :func:`expired`
+    says it was the budget. Nothing without a budget."""
+    import _thread
+
+    left = remaining()
+    if left is None:
+        yield
+        return
+    timers: list[threading.Timer] = []
+
+    def fire() -> None:
+        _state["expired"] = 1.0
+        _thread.interrupt_main()
+        again = threading.Timer(5.0, fire)  # a step that caught the first one
+        again.daemon = True
+        timers.append(again)
+        again.start()
+
+    first = threading.Timer(max(left, 0.0) + grace, fire)
+    first.daemon = True
+    timers.append(first)
+    first.start()
+    try:
+        yield
+    finally:
+        for t in timers:
+            t.cancel()

@@ -371,3 +371,19 @@ def test_an_estimators_density_evaluations_stop_once_the_budget_is_spent(clock):
     with time_budget(150), pytest.raises(deadline.BudgetSpent, match="evaluations of the log"):
         eval_log_density(Target(), xs)
     assert calls == [BUDGET_ROWS, BUDGET_ROWS]  # the third block never started
+
+
+def test_the_watchdog_interrupts_a_step_that_checks_no_budget():
+    # real time: a 0.2 s budget and 0.1 s of grace interrupt a busy loop that checks nothing
+    import time
+
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        with time_budget(0.2), deadline.watchdog(0.1):
+            while time.monotonic() - start < 30:
+                pass
+    assert deadline.expired() and time.monotonic() - start < 20
+    deadline._state["expired"] = None
+    with deadline.watchdog(0.1):  # no budget: nothing armed
+        pass
+    assert not deadline.expired()

@@ -1,0 +1,43 @@
+"""The backstop of ``--time-budget``: a step that checks no budget is interrupted
+``WATCHDOG_GRACE_S`` seconds after the budget is spent, and the command ends in one line with
+exit status 2 (not "interrupted", not a time-out of the caller)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from stanlogz.cli import WATCHDOG_GRACE_S
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# a command whose step is a busy loop of 120 s that never checks the budget
+CODE = r"""
+import sys, time
+import stanlogz.commands.compile as c
+def run(args, report):
+    t = time.monotonic()
+    while time.monotonic() - t < 120:
+        pass
+    return 0
+c.run = run
+from stanlogz.cli import main
+sys.exit(main(["--json", "--time-budget", "1", "compile", "x.stan"]))
+"""
+
+
+def test_a_step_that_checks_no_budget_is_stopped_in_one_line():
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True,
+                          timeout=110, cwd=ROOT)
+    took = time.monotonic() - start
+    assert proc.returncode == 2
+    line = "the time budget of 1 s ran out in a step that does not check it; run with " \
+           "--time-budget 1m"
+    assert proc.stderr.strip().splitlines()[-1] == f"stanlogz: error: {line}"
+    assert json.loads(proc.stdout) == {"error": line, "kind": "error", "exit_status": 2}
+    # stopped after the grace, long before the 120 s loop would end (imports included)
+    assert WATCHDOG_GRACE_S < took < 100
