@@ -24,9 +24,8 @@ from .draws.continuation import extend_draws
 from .errors import ArgumentTypeError, InputError
 from .estimators import lookup
 from .estimators.base import EvidenceResult
-from .estimators.common import check_half_size, draws_needed, min_draws
+from .estimators.common import check_evidence_draws, draws_needed
 from .estimators.comparison import ComparisonResult, posterior_probs  # noqa: F401 - re-exported
-from .flows.selection import min_fit_draws
 from .parallel import with_client
 from .stan.code import unused_parameters  # noqa: F401 - re-exported
 from .stan.inputs import check_stan_file, read_data
@@ -50,14 +49,6 @@ def _call_estimator(method: str, target: Any, unc: np.ndarray, *, seed: int | No
 
 
 @with_client
-def check_evidence_draws(model: Any, method: str, nuts: NutsArgs) -> None:
-    """Before sampling: :class:`InputError` when the draws ``nuts`` keeps are too few for the
-    halves ``gbs`` splits each chain into (naming the ``--draws`` per chain that do)."""
-    if method == "gbs":
-        check_half_size(nuts.chains, -(-nuts.draws // nuts.thin), model.dim,
-                        min(min_draws(model.dim), min_fit_draws(model.dim)))
-
-
 def evidence(
     model: ProgramLike,
     data: Any = None,

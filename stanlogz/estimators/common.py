@@ -4,6 +4,7 @@ integrated autocorrelation time, Pareto k-hat, seeds and warnings."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -61,6 +62,17 @@ def check_half_size(n_chains: int, n_draws: int, dim: int, min_per_half: int) ->
             f"too few draws: each half has {n_half}, need at least {min_per_half} "
             f"for dimension {dim}; run with --draws {per_chain} ({n_chains} chains)"
         )
+
+
+def check_evidence_draws(model: Any, method: str, nuts: Any) -> None:
+    """Before sampling: :class:`InputError` when the draws the sampler settings ``nuts`` (a
+    :class:`~stanlogz.stan.settings.NutsArgs`) keep are too few for the halves ``gbs`` splits
+    each chain into (naming the ``--draws`` per chain that do)."""
+    if method == "gbs":
+        from ..flows.selection import min_fit_draws
+
+        check_half_size(nuts.chains, -(-nuts.draws // nuts.thin), model.dim,
+                        min(min_draws(model.dim), min_fit_draws(model.dim)))
 
 
 def sample_count(n: int | None, default: int, name: str = "n_q") -> int:
