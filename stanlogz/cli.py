@@ -23,6 +23,7 @@ from typing import NoReturn
 
 from ._util import deadline
 from ._util.deadline import time_budget
+from ._util.progress import duration
 from .errors import InputError, StanlogzError
 
 COMMANDS = ["compile", "sample", "evidence", "compare", "loo", "kfold", "lfo", "cv", "bdmc",
@@ -186,7 +187,7 @@ def _main(argv: Sequence[str] | None, held: list[int], *, restore_default: bool)
     except KeyboardInterrupt:
         if deadline.expired():  # the watchdog of --time-budget, not the user
             total = args.time_budget or 0.0
-            message = (f"the time budget of {deadline.duration_text(total)} ran out in a step "
+            message = (f"the time budget of {duration(total)} ran out in a step "
                        f"that does not check it; run with {deadline.as_option(2 * total)}")
             print(f"stanlogz: error: {message}", file=sys.stderr)
             _json_error(args, "error", message)

@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 
 from ..errors import InputError
+from .progress import duration
 
 #: The time source of every budget check (seconds; replaced in tests).
 clock = time.monotonic
@@ -44,8 +45,6 @@ def check_spent(what: str) -> None:
     line names twice the budget (the step cannot tell how much more it needs)."""
     left = remaining()
     if left is not None and left <= 0:
-        from .progress import duration
-
         total = budget_seconds() or 0.0
         raise BudgetSpent(f"the time budget of {duration(total)} ran out during {what}; run "
                           f"with {as_option(2 * total)}")
@@ -137,19 +136,23 @@ def left_text(available: float) -> str:
     """``"the 6 min left of the time budget (10 min)"``: what a step had (``available``
     seconds from its start) of the run's budget; ``"the time budget of 10 min"`` when that
     was all of it."""
-    from .progress import duration
-
     total = budget_seconds()
     if total is None or available >= 0.95 * total:
         return f"the time budget of {duration(total or available)} allows"
     return f"the {duration(available)} left of the time budget ({duration(total)})"
 
 
-def duration_text(seconds: float) -> str:
-    """``seconds`` as a person reads a duration ("40 s", "12 min", "3.1 h")."""
-    from .progress import duration
-
-    return duration(seconds)
+def fewer_iterations(seconds_per_iteration: float, available: float, iterations: int,
+                     least: int = 200) -> str | None:
+    """``--warmup W --draws W`` with the iterations per chain (``2W``, whole hundreds, at least
+    ``least`` and fewer than ``iterations``) that fit in half of ``available`` seconds when
+    each iteration per chain costs ``seconds_per_iteration`` (all chains, or all refits,
+    together); None when none fits."""
+    fit = int(0.5 * available / seconds_per_iteration) // 100 * 100
+    if not least <= fit < iterations:
+        return None
+    return (f"--warmup {fit // 2} --draws {fit // 2} (about "
+            f"{duration(seconds_per_iteration * fit)} here)")
 
 
 def as_option(seconds: float) -> str:
@@ -188,16 +191,11 @@ class StepsClock:
         left = per_step * (self.total - done)
         if left <= left_budget:
             return
-        from .progress import duration
-
         available = elapsed + max(left_budget, 0.0)
-        routes = []
-        if self.iterations:
-            fit = int(0.5 * available / self.total / per_step * self.iterations) // 100 * 100
-            if self.min_iterations <= fit < self.iterations:
-                routes.append(f"--warmup {fit // 2} --draws {fit // 2} (about "
-                              f"{duration(per_step * self.total * fit / self.iterations)} "
-                              "here)")
+        fewer = (fewer_iterations(per_step * self.total / self.iterations, available,
+                                  self.iterations, self.min_iterations)
+                 if self.iterations else None)
+        routes = [fewer] if fewer else []
         routes.append(f"{as_option(1.3 * (elapsed + left) + 60)} for all of them")
         raise OverBudget(
             f"the {self.total} {self.desc} would take about {duration(elapsed + left)} here "

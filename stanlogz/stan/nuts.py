@@ -175,12 +175,9 @@ class _BudgetWatch:
         per_iteration = elapsed / max(done, 1)  # seconds per iteration, all chains together
         whole = elapsed + (left if left is not None else per_iteration * (self.total - done))
         available = elapsed + max(deadline.remaining() or 0.0, 0.0)
-        fit = int(0.5 * available / per_iteration / self.chains) // 100 * 100
-        routes = []
-        if fit >= MIN_ROUTE_ITERATIONS and fit < self.warmup + self.draws:
-            half = fit // 2
-            routes.append(f"--warmup {half} --draws {half} (about "
-                          f"{duration(per_iteration * self.chains * fit)} here)")
+        fewer = deadline.fewer_iterations(per_iteration * self.chains, available,
+                                          self.warmup + self.draws, MIN_ROUTE_ITERATIONS)
+        routes = [fewer] if fewer else []
         routes.append(f"{deadline.as_option(1.3 * whole + 60)} for the whole run")
         return (f"sampling {self.name} would take about {duration(whole)} here "
                 f"({self.chains} chains x {self.warmup + self.draws} iterations; {done} of "
