@@ -2,8 +2,10 @@
 
 Each command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
 ``run(args, report) -> int``. Errors that stanlogz raises on purpose (:class:`StanlogzError`)
-print one line to stderr and exit with status 2; any other exception is a bug and prints one
-line ``stanlogz: internal error: ...`` (exit status 1), with the traceback under ``--verbose``.
+and usage errors (a mistyped flag or choice gets a "did you mean") print one line to stderr
+(with ``--json`` also one JSON error object on stdout) and exit with status 2; any other
+exception is a bug and prints one line ``stanlogz: internal error: ...`` (exit status 1), with
+the traceback under ``--verbose``.
 A stdout closed by its reader (``stanlogz loo ... | head -1``) ends the run quietly with exit
 status 141, as a Unix tool killed by SIGPIPE.
 """
@@ -11,6 +13,7 @@ status 141, as a Unix tool killed by SIGPIPE.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import json
 import os
@@ -18,7 +21,7 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
 from ._util import deadline
@@ -31,10 +34,69 @@ COMMANDS = ["compile", "sample", "evidence", "compare", "loo", "kfold", "lfo", "
 
 
 class _Parser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line on stderr (exit status 2)."""
+    """An argument parser whose usage errors are one line on stderr (exit status 2), with a
+    "did you mean" for a mistyped flag, sub-command or choice. The :class:`SystemExit` it raises
+    carries the line as ``usage_error`` (the JSON error object of ``--json`` repeats it)."""
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        self._argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        if action.choices is not None and value not in action.choices:
+            choices = ", ".join(map(str, action.choices))
+            raise argparse.ArgumentError(action, f"invalid choice: {str(value)!r} (choose from "
+                                         f"{choices}){did_you_mean(str(value), action.choices)}")
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        if "; did you mean" not in message:
+            message += self._unknown_hint()
+        line = f"{message} (see {self.prog} --help)"
+        self._print_message(f"{self.prog}: error: {line}\n", sys.stderr)
+        exc = SystemExit(2)
+        exc.usage_error = line  # type: ignore[attr-defined]
+        raise exc
+
+    def _unknown_hint(self) -> str:
+        """"did you mean" for the first flag on the command line that no parser knows, over the
+        options of this parser and of the sub-command given (an unknown flag before the
+        sub-command makes argparse take its value for the command)."""
+        options = {o for a in self._actions for o in a.option_strings}
+        argv = getattr(self, "_argv", [])
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                given = next((a for a in argv if a in action.choices), None)
+                if given is not None:
+                    options |= {o for a in action.choices[given]._actions
+                                for o in a.option_strings}
+        for word in argv:
+            flag = word.split("=", 1)[0]
+            if not flag.startswith("--") or any(o.startswith(flag) for o in options):
+                continue  # a value, a known flag or an abbreviation argparse accepts
+            hint = did_you_mean(flag, sorted(options))
+            if hint:
+                return hint
+        return ""
+
+
+def did_you_mean(word: str, candidates: Iterable[object]) -> str:
+    """``"; did you mean X?"`` for the closest of ``candidates`` to a mistyped ``word``
+    (:func:`difflib.get_close_matches`), or ``""`` when none is close."""
+    close = difflib.get_close_matches(word, [str(c) for c in candidates], n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def _wants_json(argv: Sequence[str]) -> bool:
+    """Whether a command line asks for ``--json`` (read from the words when the parser
+    refused it; argparse takes a prefix such as ``--js`` too)."""
+    for word in argv:
+        if word == "--":
+            return False
+        if len(word) >= 4 and "--json".startswith(word):
+            return True
+    return False
 
 
 #: Seconds after a spent --time-budget before its watchdog interrupts a step that checks none.
@@ -163,6 +225,9 @@ def _main(argv: Sequence[str] | None, held: list[int], *, restore_default: bool)
         parser = build_parser()
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error already printed on one line
+        usage = getattr(exc, "usage_error", None)
+        if usage is not None and _wants_json(sys.argv[1:] if argv is None else argv):
+            _json_error(argparse.Namespace(json=True), "error", usage)
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
     if restore_default:
         signal.signal(signal.SIGINT, signal.default_int_handler)
