@@ -68,7 +68,7 @@ _LAZY = {
     "calibrate": "stanlogz.bayes_factors.calibrate",
     "CalibrationResult": "stanlogz.bayes_factors.calibrate",
     "time_budget": "stanlogz._util.deadline",
-    "OverBudget": "stanlogz._util.deadline",
+    "OverBudget": "stanlogz.errors",
 }
 
 

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from ..errors import InputError
+from ..errors import BudgetSpent, InputError, OverBudget
 from .progress import duration
 
 #: The time source of every budget check (seconds; replaced in tests).
@@ -28,16 +28,6 @@ _state: dict[str, float | None] = {"deadline": None, "seconds": None, "expired":
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(s|sec|m|min|h)?\s*$")
 _UNIT = {None: 1.0, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
-
-
-class OverBudget(InputError):
-    """A step would end after the run's time budget, so it stopped early (the message says
-    how far it got and what fits in the budget)."""
-
-
-class BudgetSpent(OverBudget):
-    """The run's time budget ran out inside a step that cannot say more (a pass's single
-    observation): the step that can, catches it and says what fits."""
 
 
 def check_spent(what: str) -> None:

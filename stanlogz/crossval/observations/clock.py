@@ -13,7 +13,7 @@ import numpy as np
 
 from ..._util import deadline
 from ..._util.progress import Progress, duration, steps, time_left
-from ...errors import InputError
+from ...errors import PassBudget
 
 #: Seconds between the plain progress lines of a long pass (the first after ``FIRST_S``).
 EVERY_S = 10.0
@@ -48,10 +48,6 @@ def robust_time_left(times: Sequence[float], total: int) -> float:
     Gaussian ones; at N = 1000 the plain rate after it overestimated the pass 14-fold)."""
     t = np.asarray(times, dtype=float)
     return time_left(float(t.sum() - t.max() + np.median(t)), t.size, total)
-
-
-class PassBudget(InputError):
-    """The conditional pass spent its time budget before the last observation."""
 
 
 class PassClock:
@@ -105,7 +101,7 @@ class PassClock:
         self.steps.update(line, n)
 
     def _check_time_budget(self, now: float) -> None:
-        """:class:`~stanlogz._util.deadline.OverBudget` when the pass would end after the
+        """:class:`~stanlogz.errors.OverBudget` when the pass would end after the
         run's time budget (``--time-budget``) at its rate so far, naming a subsample that fits
         (or the budget the whole pass needs)."""
         left_budget = deadline.remaining()
@@ -131,7 +127,7 @@ class PassClock:
                          deadline.remaining() or 0.0, least=True)
 
     def check_expected(self, seconds: float | None) -> None:
-        """:class:`~stanlogz._util.deadline.OverBudget` before the pass starts when its cost
+        """:class:`~stanlogz.errors.OverBudget` before the pass starts when its cost
         estimate (``seconds``) is beyond ``EARLY_MARGIN`` times the run's budget left."""
         left_budget = deadline.remaining()
         if seconds is None or left_budget is None:

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import DataError, InputError, StanlogzError
+from ...errors import AmbiguousResponse, DataError, InputError, NotGaussian, StanlogzError
 from ...stan.code import model_block
 from ...stan.program import StanProgram
 from .conditional_source import ColumnsByObservation
@@ -43,24 +43,6 @@ from .pointwise import run_all
 QUAD_TOL = 1e-7
 #: Most latent coordinates per observation integrated out in closed form.
 MAX_LATENT = 3
-
-
-class NotGaussian(InputError):
-    """The program's density is not quadratic in the held-out data value (or is not integrable
-    over it), so the closed-form normalization does not apply."""
-
-    #: the observed values have several entries per observation (a row each): the routes name
-    #: K-fold over whole observations first
-    several_values: bool = False
-
-
-class AmbiguousResponse(InputError):
-    """Several observation arrays could hold the observed values; ``example`` is the one the
-    refusal suggests (an array the model block samples)."""
-
-    def __init__(self, message: str, fields: tuple[str, ...] = (), example: str = "") -> None:
-        super().__init__(message)
-        self.fields, self.example = fields, example
 
 
 def _sampled(code: str | None, names: list[str]) -> list[str]:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from ...errors import InputError
+from ...errors import NoConditional
 from .conditional_nodes import DROP, Map, far_points, geometric_tail, negligible, trim
 
 #: Relative disagreement of two quadrature levels (≈ log-unit error) accepted per draw.
@@ -32,15 +32,6 @@ MAX_NODES = 4097
 BATCH = 8
 #: Most pieces of the range of a continuous y_i (one per separated mode found).
 MAX_SEGMENTS = 6
-
-
-class NoConditional(InputError):
-    """The program's density cannot be normalized over the held-out data value (it refuses
-    other values, is not integrable over them, or the quadrature does not converge)."""
-
-    #: the observed values have several entries per observation (a row each): the routes name
-    #: K-fold over whole observations first
-    several_values: bool = False
 
 
 class IntegralMixin:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from ...errors import InputError, StanlogzError
+from ...errors import InputError, SplitError, StanlogzError
 from ...stan.program import StanProgram
 from .conditional import ConditionalLogLik, NotGaussian, latent_coordinates, response_field
 from .latents import coordinate_map
@@ -42,10 +42,6 @@ NEGLIGIBLE = 1e4
 ROUTE = ("`stanlogz loo` without --fix exact gives PSIS-LOO on p(y_i | y_-i, theta) from the "
          "program's own density (latents integrated out), and `stanlogz lfo` is valid for "
          "time series")
-
-
-class SplitError(InputError):
-    """Deleting the held-out observations does not give the program's held-out model."""
 
 
 def check_split(model: StanProgram, data: Mapping[str, Any], obs: Observations, i: int,
