@@ -134,8 +134,8 @@ class KFoldNames(Display):
 
     mc_se = alias("mcse", "The former name of ``mcse``, kept for compatibility.", float)
 
-    se_elpd_kfold = alias("se_pointwise", "loo's ``kfold()`` se: sqrt(N var(elpd_i)), ddof 1 "
-                          "(``se`` beside it is stanlogz's fold-aware, small-N calibrated one).",
+    se_elpd_kfold = alias("se", "loo's name for ``se`` (loo's ``kfold()`` se: sqrt(N "
+                          "var(elpd_i)), ddof 1; ``se_fold_aware`` is the calibrated one).",
                           float)
 
     @property
@@ -148,8 +148,9 @@ class KFoldNames(Display):
                 f"cross-validation of {self.n_obs} observations")
         main = Section("", ["", "Estimate", "SE", "MCSE"],
                        [[r[0], *r[1:]] for r in self.table()])
-        return View(head, [main], [f"SE over folds; loo's pointwise SE is "
-                                   f"{self.se_pointwise:.1f}."] + _notes(self.warnings))
+        return View(head, [main], ["SE is loo's sqrt(N var(elpd_i)); it undercovers at few "
+                                   "folds or observations, where +-2 se_fold_aware is the "
+                                   "calibrated interval."] + _notes(self.warnings))
 
 
 class LfoNames(Display):

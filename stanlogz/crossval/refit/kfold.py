@@ -37,8 +37,9 @@ from .heldout import HeldOut, heldout_many, shared_sum_se
 
 @dataclass(repr=False)
 class KFoldResult(KFoldNames, ElpdResult):
-    """K-fold cross-validation of one program: elpd_kfold with its between-fold and Monte
-    Carlo se, pointwise values, and every fold's exact held-out result.
+    """K-fold cross-validation of one program: elpd_kfold with loo's se (sqrt(N var(elpd_i))),
+    the fold-aware calibrated ``se_fold_aware`` beside it, its Monte Carlo se, pointwise values,
+    and every fold's exact held-out result.
 
     Attributes
     ----------
@@ -90,11 +91,20 @@ class KFoldResult(KFoldNames, ElpdResult):
         """Each fold's contribution Σ_{i in fold} log p(y_i | y_T)."""
         return np.array([self.elpd_i[f.index].sum() for f in self.folds])
 
-    @cached_property
+    @property
     def se(self) -> float:
+        """loo's se of elpd_kfold (R loo's ``kfold`` and ArviZ's): sqrt(N var(elpd_i)), ddof 1,
+        over the N observations of ``elpd_i``. At few folds or few observations it
+        undercovers; :attr:`se_fold_aware` is the calibrated spread beside it."""
+        return sum_se(self.elpd_i)
+
+    @cached_property
+    def se_fold_aware(self) -> float:
         """se of elpd_kfold as an estimate of the full-data posterior's expected log score on
-        N new observations: the pointwise variance with a small-N bootstrap-t calibration plus
-        the between-fold excess (:func:`stanlogz.crossval.refit.cv_se.kfold_se`)."""
+        N new observations, at least :attr:`se`: the pointwise variance with a small-N
+        bootstrap-t calibration plus the between-fold excess
+        (:func:`stanlogz.crossval.refit.cv_se.kfold_se`); elpd_kfold ± 2 se_fold_aware is the
+        interval whose coverage ``benchmarks/coverage_cv.py`` measures."""
         return kfold_se(self.elpd_i, self.fold_of)
 
     @property
@@ -106,8 +116,8 @@ class KFoldResult(KFoldNames, ElpdResult):
 
     @property
     def se_pointwise(self) -> float:
-        """loo's se: sqrt(N var(elpd_i)), ddof 1."""
-        return sum_se(self.elpd_i)
+        """The former name of :attr:`se` (loo's sqrt(N var(elpd_i)), ddof 1)."""
+        return self.se
 
     @property
     def mcse(self) -> float:
@@ -132,7 +142,9 @@ class KFoldResult(KFoldNames, ElpdResult):
         rows = [["elpd_kfold", round(self.elpd_kfold, 3), round(self.se, 3),
                  round(self.mcse, 4)],
                 ["kfoldic", round(-2 * self.elpd_kfold, 3), round(2 * self.se, 3),
-                 round(2 * self.mcse, 4)]]
+                 round(2 * self.mcse, 4)],
+                ["elpd_kfold (se: se_fold_aware)",
+                 round(self.elpd_kfold, 3), round(self.se_fold_aware, 3), None]]
         if any(f.index.size > 1 for f in self.folds):
             rows.append(["elpd_joint (sum of log p(y_V | y_T))", round(self.elpd_joint, 3),
                          None, round(self.elpd_joint_mcse, 4)])
@@ -156,7 +168,7 @@ class KFoldResult(KFoldNames, ElpdResult):
         return {"model": self.model, "scheme": self.scheme, "k": self.k,
                 "group": self.group, "stratify": self.stratify,
                 "elpd_kfold": self.elpd_kfold, "se": self.se, "mcse": self.mcse,
-                "se_pointwise": self.se_pointwise,
+                "se_fold_aware": self.se_fold_aware, "se_pointwise": self.se_pointwise,
                 "se_between_folds": self.se_between_folds, "kfoldic": -2 * self.elpd_kfold,
                 "elpd_joint": self.elpd_joint, "elpd_joint_mcse": self.elpd_joint_mcse,
                 "n_obs": self.n_obs, "n_samples": self.n_samples,
@@ -167,9 +179,9 @@ class KFoldResult(KFoldNames, ElpdResult):
 
     def to_arviz(self) -> Any:
         """ArviZ's K-fold ELPD object (``ELPDDataLOOKFold`` in 1.x, ``ELPDData`` in 0.x) with
-        ArviZ's se, sqrt(N var(elpd_i)) (``se_pointwise``; stanlogz's fold-aware ``se`` is not
-        ArviZ's number); ``p`` is NaN (stanlogz does not compute p_kfold)."""
-        return arviz_compat.elpd_object("kfold", elpd=self.elpd_kfold, se=self.se_pointwise,
+        ArviZ's se, sqrt(N var(elpd_i)) (:attr:`se`); ``p`` is NaN (stanlogz does not compute
+        p_kfold)."""
+        return arviz_compat.elpd_object("kfold", elpd=self.elpd_kfold, se=self.se,
                                         p=float("nan"), n_samples=self.n_samples,
                                         elpd_i=self.elpd_i, warning=bool(self.warnings),
                                         extra={"n_folds": self.k})
@@ -269,8 +281,8 @@ def kfold(
     Returns
     -------
     KFoldResult
-        ``elpd_kfold``, ``se`` (over folds), ``mcse``, the pointwise ``elpd_i``, the folds
-        (``folds``, ``fold_of``) and ``warnings``.
+        ``elpd_kfold``, ``se`` (loo's), ``se_fold_aware``, ``mcse``, the pointwise
+        ``elpd_i``, the folds (``folds``, ``fold_of``) and ``warnings``.
 
     Raises
     ------

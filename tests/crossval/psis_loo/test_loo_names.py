@@ -102,8 +102,8 @@ def test_compare_se_diff_is_loos_and_always_given(n: int) -> None:
 
 
 def test_kfold_names_hold_loos_values() -> None:
-    """loo's ``kfold()`` se (``se_elpd_kfold``) and ArviZ's K-fold ``se`` are sqrt(N) sd(elpd_i);
-    stanlogz's fold-aware, calibrated ``se`` stays under its own name beside them."""
+    """loo's ``kfold()`` se (``se``, ``se_elpd_kfold``) and ArviZ's K-fold ``se`` are sqrt(N)
+    sd(elpd_i); stanlogz's fold-aware, calibrated se stays under its own name beside them."""
     from stanlogz.crossval.observations.observations import Observations
     from stanlogz.crossval.refit.cv_se import kfold_se
     from stanlogz.crossval.refit.kfold import KFoldResult
@@ -114,10 +114,13 @@ def test_kfold_names_hold_loos_values() -> None:
                     observations=Observations(size_name="N", fields=("y",), n=15),
                     n_samples=1000)
     se = math.sqrt(15) * _r_sd(e)
-    assert abs(r.se_elpd_kfold - se) < 1e-6 and abs(r.se_pointwise - se) < 1e-6
+    assert abs(r.se - se) < 1e-6 and abs(r.se_elpd_kfold - se) < 1e-6
+    assert abs(r.se_pointwise - se) < 1e-6 and abs(r.to_dict()["se"] - se) < 1e-6
     a = r.to_arviz()
     assert abs((float(a.se) if hasattr(a, "se") else float(a["se"])) - se) < 1e-6
-    assert r.se == pytest.approx(kfold_se(e, fold_of)) and r.se >= se
+    assert r.se_fold_aware == pytest.approx(kfold_se(e, fold_of)) and r.se_fold_aware >= se
+    assert r.to_dict()["se_fold_aware"] == r.se_fold_aware
+    assert r.table()[0] == ["elpd_kfold", round(e.sum(), 3), round(se, 3), 0.0]
     # K-fold reads through the elpd interface too (issue 34)
     assert r.kind == "kfold" and r.elpd == pytest.approx(e.sum()) and math.isnan(r.p)
     assert r.elpd_dict()["kind"] == "kfold" and r.elpd_dict()["n_obs"] == 15

@@ -113,9 +113,11 @@ def test_kfold_against_closed_form(compiled, k, group, scheme) -> None:
     k_fac = np.sqrt(exact_sums.size / (exact_sums.size - 1))
     assert abs(r.se_between_folds - exact_between) < 4.8 * k_fac * r.mcse, (
         r.se_between_folds, exact_between, r.mcse)
-    # wiring: the reported se is kfold_se of the run's values (its coverage is measured in
-    # benchmarks/coverage_cv.py and tested in tests/crossval/refit/test_cv_se.py)
-    assert r.se == pytest.approx(kfold_se(r.elpd_i, r.fold_of))
+    # wiring: the headline se is loo's sqrt(N var(elpd_i)); the fold-aware one beside it is
+    # kfold_se of the run's values (its coverage is measured in benchmarks/coverage_cv.py and
+    # tested in tests/crossval/refit/test_cv_se.py)
+    assert r.se == pytest.approx(np.sqrt(r.n_obs * np.var(r.elpd_i, ddof=1)), rel=1e-12)
+    assert r.se_fold_aware == pytest.approx(kfold_se(r.elpd_i, r.fold_of))
     a = r.to_arviz()
     assert elpd_of(a) == pytest.approx(r.elpd_kfold)
 
@@ -139,6 +141,11 @@ def test_cli_kfold_eight_schools_is_exact_loo(compiled, capsys, tmp_path) -> Non
         assert abs(f["elpd"] - exact[j]) < Z * f["mcse"], (j, f["elpd"], exact[j], f["mcse"])
     assert abs(out["elpd_kfold"] - exact.sum()) < 0.05
     assert out["mcse"] < 0.011  # so that 4.5 se < 0.05; measured 0.009
+    # the headline se is loo's (as `loo` prints it), the fold-aware one beside it
+    e = np.array([p["elpd"] for p in out["pointwise"]])
+    assert out["se"] == pytest.approx(np.sqrt(8 * np.var(e, ddof=1)), rel=1e-12)
+    assert out["se_fold_aware"] == pytest.approx(kfold_se(e, np.arange(8)), rel=1e-12)
+    assert out["se_fold_aware"] >= out["se"]
 
 
 @pytest.mark.parametrize(("args", "message"), [
