@@ -128,7 +128,9 @@ def elpd_data(elpd_i: np.ndarray, *, p_loo: float = 0.0, n_samples: int = 1000,
               pareto_k: np.ndarray | None = None, good_k: float = 0.7,
               warning: bool = False) -> Any:
     """ArviZ's ELPD object (``ELPDData`` in 0.x, ``ELPDDataLOO`` in 1.x) from pointwise LOO
-    values, so that ArviZ's ``compare`` and plots take them (:func:`elpd_object`)."""
+    values, so that ArviZ's ``compare`` and plots take them (:func:`elpd_object`). ``good_k``
+    defaults to ArviZ's 0.7 (``stanlogz._util.gpd.KHAT_BAD``; this module sits beside
+    ``_util``, so it does not import it)."""
     e = np.asarray(elpd_i, dtype=float).ravel()
     n = e.size
     # the ddof-1 se of stanlogz._util.sum_se (a sibling layer, so not imported)

@@ -4,6 +4,10 @@
 
 The fit is the profile-posterior mean of Zhang & Stephens (2009) with the weakly informative
 prior of Vehtari et al. (2024): k̂ shrunk towards 0.5 with the weight of 10 observations.
+
+The k̂ thresholds every layer reads are named here, once: :data:`KHAT_BAD` (0.7) and
+:data:`KHAT_HEAVY` (0.5). A step with a tuned threshold of its own (LOGO's refit
+threshold, loo's draw-count-dependent one) says why beside it.
 """
 
 from __future__ import annotations
@@ -12,6 +16,14 @@ import math
 
 import numpy as np
 from scipy import special
+
+#: k̂ above which (Pareto-smoothed) importance sampling is unreliable (Vehtari et al. 2024):
+#: loo's and ArviZ's threshold from 2,200 draws on (min(1 − 1/log10 S, 0.7) for S draws), the
+#: refit threshold of leave-future-out, and the level at which a heavy tail is warned about.
+KHAT_BAD = 0.7
+#: k̂ above which the weights' (or values') variance is infinite: a plain average's CLT, and
+#: the se built on it, fail, and PSIS's own bias is no longer small against its Monte Carlo se.
+KHAT_HEAVY = 0.5
 
 
 def gpd_fit(exceed: np.ndarray) -> tuple[float, float]:

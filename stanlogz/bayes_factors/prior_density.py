@@ -32,6 +32,7 @@ import numpy as np
 from scipy import stats
 
 from .. import arviz_compat
+from .._util.gpd import KHAT_BAD
 from .._util.seeds import Stream, stream_rng
 from ..crossval.observations.observations import Observations
 from ..crossval.observations.pointwise import PointwiseLogLik, has_log_lik, log_lik_columns
@@ -343,7 +344,7 @@ def sample_prior(prior: PriorDensity, settings: NutsArgs, anchor: np.ndarray, *,
     rate = accepted / (chains * n)
     d = Draws(unconstrained=out, source="array")
     k = khat(lw[np.isfinite(lw)])
-    if rate < MIN_ACCEPTANCE or k > 0.7:
+    if rate < MIN_ACCEPTANCE or k > KHAT_BAD:
         d.warnings.append(f"prior draws by independence Metropolis-Hastings ({prior.route} "
                           f"route): acceptance {rate:.2f}, weight k-hat {k:.2f}; the prior may "
                           "be improper, multimodal or far from a product of Cauchys; add an "

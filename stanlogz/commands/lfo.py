@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .._util.gpd import KHAT_BAD
 from ..crossval.refit.lfo import LFO_METHODS, LfoResult, lfo
 from ..report.output import Reporter
 from .arguments import add_closing_arguments, add_program_arguments, nuts_settings
@@ -28,8 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="psis: importance sampling from the last fit, refitting when k-hat "
                         "exceeds --k-threshold; exact: a fit per origin and bridge sampling "
                         "(default psis)")
-    parser.add_argument("--k-threshold", type=float, default=0.7,
-                        help="refit when PSIS k-hat exceeds this (default 0.7)")
+    parser.add_argument("--k-threshold", type=float, default=KHAT_BAD,
+                        help=f"refit when PSIS k-hat exceeds this (default {KHAT_BAD})")
     add_observation_arguments(parser)
     add_closing_arguments(parser, "save elpd and k-hat per forecast origin")
 

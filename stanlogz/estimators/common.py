@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .._util import deadline
-from .._util.gpd import gpd_fit
+from .._util.gpd import KHAT_BAD, gpd_fit
 from .._util.seeds import SeedLike
 from ..densities.target import Target, log_density_many
 from ..errors import EstimationError, InputError
@@ -204,7 +204,7 @@ def require_some_finite(a: np.ndarray, what: str) -> None:
         raise EstimationError(f"all log densities at {what} are non-finite")
 
 
-def k_warning(k: float, side: str, threshold: float = 0.7) -> str | None:
+def k_warning(k: float, side: str, threshold: float = KHAT_BAD) -> str | None:
     """A one-line warning when a Pareto k-hat exceeds ``threshold``, else None.
 
     Plain importance-sampling and harmonic-mean averages need ``k < 0.5`` for their variance,

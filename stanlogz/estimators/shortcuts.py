@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util.gpd import KHAT_HEAVY
 from .._util.seeds import Stream, as_seed_sequence, stream_rng
 from ..densities.fits import find_mode, gaussian_from_draws
 from ..densities.gaussian import GaussianTarget
@@ -141,8 +142,8 @@ def harmonic_mean(target: Target, draws: np.ndarray, *, prior: Target | None = N
     k = pareto_k(neg)
     warnings = ["the harmonic mean of the likelihood overestimates log Z unless the posterior "
                 "draws reach the prior's tails; its se is unreliable: use gbs or ais"]
-    if k_warning(k, "prior", 0.5):
-        warnings.append(f"hme: 1/L has Pareto k = {k:.2f} > 0.5: its variance is likely "
+    if k_warning(k, "prior", KHAT_HEAVY):
+        warnings.append(f"hme: 1/L has Pareto k = {k:.2f} > {KHAT_HEAVY}: its variance is likely "
                         "infinite")
     return _result("hme", log_z, se, w.size, counting, t0,
                    {"pareto_k": k, "tau": tau, "max_log_lik": float(ll.max())}, warnings)
@@ -186,9 +187,9 @@ def likelihood_weighting(target: Target, draws: np.ndarray, *, prior: Target | N
     k = pareto_k(ll)
     warnings = notes + ["likelihood weighting underestimates log Z unless the prior draws "
                         "reach the posterior; use gbs or ais"]
-    if k_warning(k, "posterior", 0.5):
-        warnings.append(f"lw: the likelihood over prior draws has Pareto k = {k:.2f} > 0.5: "
-                        "a few draws carry the estimate and its se is unreliable")
+    if k_warning(k, "posterior", KHAT_HEAVY):
+        warnings.append(f"lw: the likelihood over prior draws has Pareto k = {k:.2f} > "
+                        f"{KHAT_HEAVY}: a few draws carry the estimate and its se is unreliable")
     return _result("lw", log_z, se, n, counting, t0,
                    {"pareto_k": k, "n_prior_draws": n, "ess": ess,
                     "max_log_lik": float(ll.max())}, warnings)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from ..._util.gpd import KHAT_BAD
 from ..._util.seeds import Stream, stream_int_seed
 from ...errors import InputError
 from ...stan.program import StanProgram
@@ -36,10 +37,6 @@ from .predictive import (
     loo_pit,
     pit_uniformity,
 )
-
-#: Pareto k̂ above which an observation's PSIS weights are unreliable: its LOO-PIT value is
-#: left out of the uniformity test (and reported as missing).
-PIT_KHAT = 0.7
 
 #: Suffixes stripped from a posterior-predictive quantity's name to find the observed outcome.
 REP_SUFFIXES = ("_rep", "_pred", "_sim", "_new", "_tilde", "_hat")
@@ -152,17 +149,17 @@ def predictive_checks(log_lik: Any, y_rep: Any, y: Any, *, r_eff: float = 1.0,
     out = PredictiveChecks(yrep_name=yrep_name, outcome=outcome)
     if pit:
         out.pit = loo_pit(lw, y, y_rep, seed=stream_int_seed(seed, Stream.PIT))
-        bad = np.flatnonzero(~(khat <= PIT_KHAT))
+        bad = np.flatnonzero(~(khat <= KHAT_BAD))
         out.pit[bad] = np.nan
         if bad.size:
             shown = ", ".join(str(i + 1) for i in bad[:8]) + (", ..." if bad.size > 8 else "")
             out.warnings.append(f"{bad.size} observation(s) ({shown}) have Pareto k-hat > "
-                                f"{PIT_KHAT}: their LOO-PIT values are unreliable and left out "
+                                f"{KHAT_BAD}: their LOO-PIT values are unreliable and left out "
                                 "of the uniformity test; check them with exact LOO (kfold with "
                                 "one observation per fold)")
         if bad.size > khat.size - 2:
             raise InputError(f"{bad.size} of {khat.size} observations have Pareto k-hat > "
-                             f"{PIT_KHAT}: too few reliable LOO-PIT values for a uniformity "
+                             f"{KHAT_BAD}: too few reliable LOO-PIT values for a uniformity "
                              "test; use K-fold cross-validation")
         ll = np.asarray(log_lik, dtype=float)
         ll = ll.reshape(-1, ll.shape[-1])

@@ -15,12 +15,13 @@ from scipy.special import logsumexp, polygamma
 
 from ... import arviz_compat
 from ..._util.arrays import finite_array
+from ..._util.gpd import KHAT_BAD, KHAT_HEAVY
 from ...errors import InputError
 
 
 def k_threshold(n_samples: int) -> float:
     """The draw-count-dependent k̂ above which PSIS is unreliable: min(1 − 1/log10 S, 0.7)."""
-    return float(min(1.0 - 1.0 / math.log10(max(n_samples, 11)), 0.7))
+    return float(min(1.0 - 1.0 / math.log10(max(n_samples, 11)), KHAT_BAD))
 
 
 def relative_efficiency(posterior: np.ndarray) -> float:
@@ -114,7 +115,7 @@ class PsisLoo:
     #: of ``influence`` when their values are replaced by fix-ups
     influence_i: dict[int, np.ndarray] = field(default_factory=dict)
     chains: int = 1
-    #: estimated bias of each elpd_i (nonzero for k̂ above ``BIAS_K``; :func:`half_bias`)
+    #: estimated bias of each elpd_i (nonzero for k̂ above ``KHAT_HEAVY``; :func:`half_bias`)
     bias_i: np.ndarray | None = None
 
     @classmethod
@@ -209,8 +210,6 @@ def influence_mcse(h: np.ndarray, chains: int = 1) -> np.ndarray:
     return np.where(ms > 0, np.sqrt(ms / ess), 0.0)
 
 
-#: k̂ above which PSIS's bias is estimated (below it, it is small against the Monte Carlo se).
-BIAS_K = 0.5
 #: PSIS's bias at k̂ 0.5–0.8 falls about as S^-0.6 (S draws; measured on a normal model with
 #: outliers, 1000 vs 4000 exact draws), so the half-sample estimates' bias is 2^0.6 ≈ 1.5
 #: times the full one and bias ≈ (mean of the halves − full) / 0.5.
@@ -278,7 +277,7 @@ def psis_loo(log_lik: np.ndarray, r_eff: float = 1.0, chains: int | None = None,
     rel_var = np.einsum("ij,ij->i", g, g) / float(r_eff)  # Var(E_i) / E_i², as elpd_mcse
     mcse_i = log_mean_mcse(rel_var)
     bias_i = np.zeros(khat.size)
-    heavy = np.nonzero(khat > BIAS_K)[0]
+    heavy = np.nonzero(khat > KHAT_HEAVY)[0]  # below, the bias is small against the mc se
     bias_i[heavy] = half_bias(llt[heavy], elpd_i[heavy], r_eff)
     return PsisLoo(elpd_i=elpd_i, lppd_i=lppd_i, khat=khat, bias_i=bias_i,
                    r_eff=float(r_eff), n_samples=s, mcse_i=mcse_i,

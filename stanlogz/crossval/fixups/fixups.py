@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..._util.display import alias
+from ..._util.gpd import KHAT_BAD
 from ..._util.seeds import Stream, generator_seed, stream_int_seed
 from ..._util.words import transitions
 from ...estimators.bridge.bridge import solve_bridge
@@ -111,7 +112,7 @@ def exact_fix_warnings(i: int, d: dict[str, Any]) -> list[str]:
     """What to do when an exact fix-up's bridge overlaps poorly or its draws did not mix."""
     out = []
     k_min = min(d["pareto_k_minus"], d["pareto_k_full"])
-    if np.isfinite(k_min) and k_min > 0.7:
+    if np.isfinite(k_min) and k_min > KHAT_BAD:
         out.append(f"observation {i + 1}: the exact fix-up's bridge overlaps poorly (Pareto k "
                    f"{d['pareto_k_minus']:.2f} and {d['pareto_k_full']:.2f}); its se may not "
                    "hold: run more draws or use --fix ups")

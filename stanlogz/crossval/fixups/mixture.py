@@ -42,16 +42,13 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ... import arviz_compat
+from ..._util.gpd import KHAT_HEAVY
 from ..._util.seeds import Stream, stream_rng
 from ...errors import InputError
 from ...stan.settings import NutsArgs
 from ..elpd.psis import PsisLoo, influence_mcse
 from .fixups import SUM_SE, FixedPoint
 
-#: Pareto k̂ of the mixture estimator's terms above which its value and se are unreliable:
-#: the means are not smoothed, so their variance (and the CLT behind the se) needs k < 1/2;
-#: at 0.7 the benchmark's total undercovered (benchmarks/mixture_loo.py).
-MIS_K_MAX = 0.5
 #: Smallest importance-sampling ESS (share of the draws, at least 100) of either mean's terms
 #: for an se: below it an observation's estimate rests on a few rare draws; at y10 = 8 in
 #: benchmarks/mixture_loo.py they had 1-5% and undercovered, at y10 = 5 12-32% and covered.
@@ -234,11 +231,13 @@ def mixture_fixup(pw: Any, d: Any, bad: np.ndarray, ps: PsisLoo, pos: dict[int, 
     est = estimates_from_weights(lps[:, 0] - log_q, ll, k)
     khat, ess_is = est["khat"][:bad.size], est["ess_is"][:bad.size]
     s_all = ll.shape[0]
-    unreliable = (khat > MIS_K_MAX) | (ess_is < max(100.0, MIS_ESS_SHARE * s_all))
+    # the means are not smoothed, so their variance (and the CLT behind the se) needs k < 1/2;
+    # at 0.7 the benchmark's total undercovered (benchmarks/mixture_loo.py)
+    unreliable = (khat > KHAT_HEAVY) | (ess_is < max(100.0, MIS_ESS_SHARE * s_all))
     if unreliable.any():
         nums = ", ".join(str(int(bad[j]) + 1) for j in np.nonzero(unreliable)[0][:10])
         return [], [f"mixture importance sampling could not fix observation(s) {nums}: the "
-                    f"mixture terms have Pareto k-hat above {MIS_K_MAX} or rest on under "
+                    f"mixture terms have Pareto k-hat above {KHAT_HEAVY} or rest on under "
                     f"{MIS_ESS_SHARE:.0%} of the draws (too influential for one mixture run); "
                     "their PSIS values are kept; use --fix exact"]
     seconds = (time.perf_counter() - t0) / bad.size

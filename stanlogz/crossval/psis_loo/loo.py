@@ -14,6 +14,7 @@ import numpy as np
 
 from ..._util import deadline as run_budget
 from ..._util.argcheck import check_arguments
+from ..._util.gpd import KHAT_HEAVY
 from ..._util.progress import duration, steps
 from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
@@ -313,7 +314,7 @@ def loo(
     index = np.arange(observations.n) if sample_index is None else sample_index
     # mis re-estimates from k-hat 0.5 up: PSIS values kept between 0.5 and 0.7 undercovered
     # (benchmarks/mixture_loo.py), and one mixture run serves them all
-    bad = index[ps.khat > (min(threshold, 0.5) if method.mixture else threshold)]
+    bad = index[ps.khat > (min(threshold, KHAT_HEAVY) if method.mixture else threshold)]
     fixed: list[FixedPoint] = []
     if method.acts and bad.size:
         fixed, why = _fix(pw, d, bad, ps, index, method, threshold, r_eff, nuts, fix_opts,
@@ -361,11 +362,11 @@ def _full_estimates(ps: PsisLoo, elpd_i: np.ndarray | None = None) -> dict[str, 
 
 def _keep_above(k_threshold: float | None) -> float:
     """k̂ above which a PSIS value may be replaced by a fix-up (its influence is kept)."""
-    return 0.5 if k_threshold is None else min(0.5, float(k_threshold))
+    return KHAT_HEAVY if k_threshold is None else min(KHAT_HEAVY, float(k_threshold))
 
 
 def _subsampled(pw: PointwiseLogLik, d: Draws, r_eff: float, m: int, seed: int | None,
-                progress: Any, keep_above: float = 0.5, fallback: bool = True
+                progress: Any, keep_above: float = KHAT_HEAVY, fallback: bool = True
                 ) -> tuple[Any, np.ndarray, dict[str, Any], PsisLoo]:
     """PSIS on ``m`` observations drawn without replacement, and the approximation of every
     observation: PSIS-LOO on ``APPROX_DRAWS`` evenly thinned draws. The source it used comes

@@ -9,12 +9,13 @@ from typing import Any
 
 import numpy as np
 
+from ..._util.gpd import KHAT_HEAVY
 from ..._util.seeds import Stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
 from ...draws import as_draws, sample
 from ...errors import InputError
 from ...stan.settings import NutsArgs
-from ..fixups.mixture import MIS_ESS_SHARE, MIS_K_MAX, _estimates, _hmc, _Mixture
+from ..fixups.mixture import MIS_ESS_SHARE, _estimates, _hmc, _Mixture
 from ..observations.observations import load_observed
 from ..observations.pointwise import PointwiseLogLik
 from .result import LooResult
@@ -116,7 +117,7 @@ def mixture_loo(model: Any, data: Any = None, *, draws: Any = None, settings: An
         warns.append(f"mixture HMC accepted {acc:.2f} of its proposals (target "
                      f"{settings.adapt_delta:.2f}); run more warmup")
     s_all = ll.shape[0]
-    unreliable = (est["khat"] > MIS_K_MAX) | (est["ess_is"] < max(100.0, MIS_ESS_SHARE * s_all))
+    unreliable = (est["khat"] > KHAT_HEAVY) | (est["ess_is"] < max(100.0, MIS_ESS_SHARE * s_all))
     bad = np.nonzero(unreliable)[0]
     # one such observation distorts the mixture for all (its component takes the mass), so
     # then no value gets an se (benchmarks/mixture_loo.py: pointwise se's kept for the others
@@ -126,7 +127,7 @@ def mixture_loo(model: Any, data: Any = None, *, draws: Any = None, settings: An
     if bad.size:
         nums = ", ".join(str(i + 1) for i in bad[:10])
         warns.append(f"{bad.size} observation(s) ({nums}): the mixture terms have Pareto k-hat "
-                     f"above {MIS_K_MAX} or their weight rests on under "
+                     f"above {KHAT_HEAVY} or their weight rests on under "
                      f"{MIS_ESS_SHARE:.0%} of the draws (an observation too influential for one "
                      "mixture run), so their values are unreliable and, as they distort the "
                      "mixture for every observation, no se is given; use loo with "
@@ -139,7 +140,7 @@ def mixture_loo(model: Any, data: Any = None, *, draws: Any = None, settings: An
     res = LooResult(
         model=model.name, elpd_loo=float(elpd_i.sum()),
         se=sum_se(elpd_i), p_loo=float(p_i.sum()), elpd_i=elpd_i,
-        psis_elpd_i=elpd_i, lppd_i=est["lppd_i"], khat=est["khat"], threshold=MIS_K_MAX,
+        psis_elpd_i=elpd_i, lppd_i=est["lppd_i"], khat=est["khat"], threshold=KHAT_HEAVY,
         n_samples=int(ll.shape[0]), r_eff=1.0, fix="mis", log_lik_source=pw.source,
         observations=observations, seconds=0.0, warnings=warns, psis_mcse_i=mcse_i,
         p_loo_se=sum_se(p_i), program=model, data=data_dict,

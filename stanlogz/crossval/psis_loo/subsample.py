@@ -14,24 +14,22 @@ import math
 
 import numpy as np
 
+from ..._util.gpd import KHAT_BAD
 from ..elpd.psis import PsisLoo
 from ..fixups.fixups import FixedPoint
 from ..refit.cv_se import calibration_factor
 
-#: Observations whose approximation's k̂ is above this are taken with certainty (at most
-#: half the sample): their approximation is poor, and left to chance their heavy-tailed
-#: differences made the sample variance, and so the subsampling se, unstable.
-CERTAIN_K = 0.7
-
 
 def draw_sample(approx_khat: np.ndarray, m: int, rng: np.random.Generator
                 ) -> tuple[np.ndarray, np.ndarray]:
-    """``m`` observations: those with the highest approximation k̂ above ``CERTAIN_K`` (at
+    """``m`` observations: those with the highest approximation k̂ above ``KHAT_BAD`` (at
     most m // 2) with certainty, the rest a simple random sample of the others; returns the
     sorted indices and which of them are certain."""
     k = np.asarray(approx_khat, dtype=float)
     order = np.argsort(-k, kind="stable")
-    certain = order[: min(int(np.sum(k > CERTAIN_K)), m // 2, max(m - 2, 0))]
+    # their approximation is poor, and left to chance their heavy-tailed differences made the
+    # sample variance, and so the subsampling se, unstable
+    certain = order[: min(int(np.sum(k > KHAT_BAD)), m // 2, max(m - 2, 0))]
     rest = np.setdiff1d(np.arange(k.size), certain)
     index = np.sort(np.concatenate([certain, rng.choice(rest, size=m - certain.size,
                                                        replace=False)]))

@@ -22,14 +22,12 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ..._util.gpd import gpd_fit
+from ..._util.gpd import KHAT_BAD, gpd_fit
 
 #: Resamples and the fixed seed of the Pareto-tail bootstrap (the factor is a deterministic
 #: function of the values).
 N_BOOT = 2000
 TAIL_SEED = 20251126
-#: Above this k̂ the se of a sum of the values is flagged as unreliable.
-KHAT_WARN = 0.7
 #: Fewest values for that warning: below 50 the tail is fitted to fewer than 10 values and k̂
 #: exceeded 0.7 for 12–14% of data sets from a right model (2–3% at N = 50).
 MIN_WARN_N = 50
@@ -105,9 +103,9 @@ def tail_warning(values: np.ndarray, what: str) -> str | None:
     if np.asarray(values).size < MIN_WARN_N:
         return None
     k = tail_khat(values)
-    if not k > KHAT_WARN:
+    if not k > KHAT_BAD:  # the se of a sum of the values is unreliable above
         return None
-    return (f"the pointwise values' lower tail has Pareto k-hat {k:.2f} > {KHAT_WARN}: their "
+    return (f"the pointwise values' lower tail has Pareto k-hat {k:.2f} > {KHAT_BAD}: their "
             f"variance may not exist and the se of {what} may be too small; look for outliers "
             "or a model that fits them (heavier-tailed likelihood)")
 

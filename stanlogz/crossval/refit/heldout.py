@@ -44,6 +44,7 @@ from scipy import special
 
 from ..._util.deadline import StepsClock
 from ..._util.display import alias
+from ..._util.gpd import KHAT_HEAVY
 from ..._util.progress import steps
 from ..._util.seeds import (
     Stream,
@@ -64,10 +65,6 @@ from ..observations.latents import ConditionalGaussian, coordinate_map
 from ..observations.observations import Observations
 from ..observations.splitcheck import check_split
 
-#: Pareto k̂ above which the bridge's overlap is poor and the evidence difference is tried
-#: (above 0.5 the weights' variance may be infinite, and the bridge's se unreliable: a Gaussian
-#: group held out at k̂ 0.67 was 2.5 se off in benchmarks/crossval_beyond.py).
-K_POOR = 0.5
 HELDOUT_METHODS = ("auto", "bridge", "evidence-difference")
 
 
@@ -298,7 +295,7 @@ def heldout_elpd(
         elpd, se = _bridge(pairs)
         khat = (max(pareto_k(-p[0]) for p in pairs), max(pareto_k(p[1]) for p in pairs))
     used = "augmented-bridge" if extra.size else "bridge"
-    poor = not all(np.isfinite(k) and k <= K_POOR for k in khat) or not np.isfinite(se)
+    poor = not all(np.isfinite(k) and k <= KHAT_HEAVY for k in khat) or not np.isfinite(se)
     if method == "evidence-difference" or (method == "auto" and poor):
         diff = _evidence_difference(full, train, xf, xt, seed, full_evidence)
         n_evals += diff[2]

@@ -30,6 +30,7 @@ from scipy import special
 from ... import arviz_compat
 from ..._util.argcheck import check_arguments
 from ..._util.deadline import StepsClock
+from ..._util.gpd import KHAT_BAD
 from ..._util.progress import steps
 from ..._util.seeds import Stream, generator_seed, stream, stream_int_seed
 from ..._util.sum_se import sum_se
@@ -187,7 +188,7 @@ def lfo(
     min_train: int,
     ahead: int = 1,
     method: str = "psis",
-    k_threshold: float = 0.7,
+    k_threshold: float = KHAT_BAD,
     obs: str | None = None,
     obs_fields: list[str] | None = None,
     settings: NutsArgs | None = None,

@@ -40,6 +40,7 @@ import numpy as np
 from scipy.stats import norm
 
 from ... import arviz_compat
+from ..._util.gpd import KHAT_HEAVY
 from ..._util.sum_se import sum_se
 from ...errors import InputError
 from ..names import FEW_OBS, LooComparisonNames
@@ -197,8 +198,8 @@ def difference_diagnostics(n_obs: int, elpd_diff: float, khat: float) -> str:
         return "|elpd_diff| < 4"
     if n_obs < 100:
         return "N < 100"
-    if khat > 0.5:
-        return "khat_diff > 0.5"
+    if khat > KHAT_HEAVY:
+        return f"khat_diff > {KHAT_HEAVY}"
     return ""
 
 

@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from ..._util.gpd import KHAT_BAD, KHAT_HEAVY
 from ..._util.seeds import Stream, stream_rng
 from ...densities.fits import gaussian_from_draws, laplace_base
 from ...densities.gaussian import GaussianTarget
@@ -52,7 +53,7 @@ def gis(target: Target, draws: np.ndarray, *, seed: common.Seed = None, n_layers
     log_z = common.log_mean_exp(lw)
     se = _rel_se(np.exp(lw - lw.max()))
     k = common.pareto_k(lw)
-    warnings = [w for w in [common.k_warning(k, "proposal", 0.5)] if w]
+    warnings = [w for w in [common.k_warning(k, "proposal", KHAT_HEAVY)] if w]
     if bad:
         warnings.append(f"{bad} of {n_q} flow samples have non-finite log density (weight 0)")
     return EvidenceResult("gis", log_z, se, n_draws=x.shape[0], n_evals=counting.n_evals,
@@ -85,15 +86,12 @@ def ghm(target: Target, draws: np.ndarray, *, seed: common.Seed = None, n_layers
     log_z = -common.log_mean_exp(lv)
     se = _rel_se(f, tau)
     k = common.pareto_k(lv)
-    warnings = [w for w in [common.k_warning(k, "posterior", 0.5)] if w]
+    warnings = [w for w in [common.k_warning(k, "posterior", KHAT_HEAVY)] if w]
     return EvidenceResult("ghm", log_z, se, n_draws=2 * xp.shape[0], n_evals=counting.n_evals,
                           seconds=time.perf_counter() - t0,
                           diagnostics={"pareto_k_p": k, "tau": tau, "n_p": xp.shape[0],
                                        "flow_layers": len(flow.layers)},
                           warnings=warnings, detail=FlowDetail(flow, log_w_p=-lv))
-
-
-NO_OVERLAP_K = 0.7  # Pareto k-hat above which, on both sides, a bridge reports no se
 
 
 def _bridge_with(method: str, counting: CountingTarget, log_p_at, proposal: SampleableDensity,
@@ -120,7 +118,7 @@ def _bridge_with(method: str, counting: CountingTarget, log_p_at, proposal: Samp
     diag.update(_log_w_p=lw_p, _log_w_q=lw_q, bridge_se=sol.se)
     warnings = bridge_warnings(sol, k_q, k_p, bad_p, bad_q, n_q, "Gaussian")
     se = sol.se
-    if min(k_q, k_p) > NO_OVERLAP_K:
+    if min(k_q, k_p) > KHAT_BAD:  # on both sides: the bridge reports no se
         # Overlap this poor on both sides: eq. (9) no longer bounds the error (issue 21:
         # bridge-warp3 was 11 se off on posteriordb's Mh_model), so no se is given.
         se = math.nan

@@ -16,6 +16,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from ..._util import deadline
+from ..._util.gpd import KHAT_BAD
 from ..._util.progress import Progress, steps
 from ..._util.seeds import Stream, stream, stream_rng
 from ...densities.target import CountingTarget, Target
@@ -289,7 +290,7 @@ def gbs(
     diagnostics.update(consistency)
     warnings += consistency_warnings(consistency)
     n_evals = counting.n_evals
-    poor = min(k_q, k_p) > 0.7 and abs(swap_z) > SWAP_ALARM_Z
+    poor = min(k_q, k_p) > KHAT_BAD and abs(swap_z) > SWAP_ALARM_Z
     if tempered == "always" or (tempered == "auto" and poor):
         from .tempered import tempered_bridge
 
@@ -384,7 +385,7 @@ def bridge_warnings(sol: BridgeSolution, k_q: float, k_p: float, bad_p: int, bad
                        f"the bridge (below {OVERLAP_MIN_SHARE:.0%} on a side): raise the flow's "
                        "layer cap (default 8, chosen on held-out draws), n_layers=16 in Python "
                        "or --option n_layers=16 on the command line, or run more draws")
-    elif np.isfinite(k_q) and np.isfinite(k_p) and min(k_q, k_p) > 0.7:
+    elif np.isfinite(k_q) and np.isfinite(k_p) and min(k_q, k_p) > KHAT_BAD:
         out.append(f"poor overlap between {proposal} and posterior (Pareto k = {k_q:.2f} on the "
                    f"proposal side, {k_p:.2f} on the posterior side): run more draws")
     if bad_q:

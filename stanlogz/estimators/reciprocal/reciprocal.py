@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._util.gpd import KHAT_HEAVY
 from ..._util.seeds import Stream, stream_rng
 from ...densities.target import Target
 from ...errors import EstimationError, InputError
@@ -375,10 +376,10 @@ class BayesFactorEstimate:
     def warnings(self) -> list[str]:
         """What to do when the replicates' tail or signs make the se unreliable."""
         out = []
-        if math.isfinite(self.tail_k) and self.tail_k > 0.5:
+        if math.isfinite(self.tail_k) and self.tail_k > KHAT_HEAVY:
             out.append(f"the Bayes factor replicates are heavy-tailed (Pareto k-hat "
-                       f"{self.tail_k:.2f} > 0.5): their variance may be infinite and the se "
-                       "unreliable; use larger batches or trust the log-scale column")
+                       f"{self.tail_k:.2f} > {KHAT_HEAVY}): their variance may be infinite and "
+                       "the se unreliable; use larger batches or trust the log-scale column")
         return out
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from ..._util.gpd import KHAT_HEAVY
 from ..._util.seeds import Stream, stream
 from ...densities.fits import as_draw_matrix, gaussian_from_draws, laplace_base
 from ...densities.target import Target
@@ -302,9 +303,9 @@ def replicate_tail_k(reps: np.ndarray) -> float:
 
 def tail_warnings(tail_k: float) -> list[str]:
     """The warning for heavy-tailed replicates, if ``tail_k`` says so."""
-    if np.isfinite(tail_k) and tail_k > 0.5:
-        return [f"the replicates are heavy-tailed (Pareto k-hat {tail_k:.2f} > 0.5): their "
-                "variance may be infinite and the CI unreliable; use kernel='hmc', a base "
+    if np.isfinite(tail_k) and tail_k > KHAT_HEAVY:
+        return [f"the replicates are heavy-tailed (Pareto k-hat {tail_k:.2f} > {KHAT_HEAVY}): "
+                "their variance may be infinite and the CI unreliable; use kernel='hmc', a base "
                 "closer to the target or a path with lighter-tailed dU/dlambda"]
     return []
 

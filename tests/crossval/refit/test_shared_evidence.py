@@ -29,7 +29,7 @@ def test_evidence_difference_folds_share_one_full_log_z(compiled, monkeypatch) -
     per training set) instead of 10, every fold carries the same shared se, and the K-fold
     total still agrees with the Gaussian closed form within 4.5 of its (now shared-aware) mc
     se: one z-test, failure probability 6.8e-6 for an honest se."""
-    monkeypatch.setattr(heldout, "K_POOR", -1.0)  # every bridge counts as poor
+    monkeypatch.setattr(heldout, "KHAT_HEAVY", -1.0)  # every bridge counts as poor
     calls: list[int] = []
     real = bridge.gbs
 
