@@ -1,6 +1,6 @@
 """The result of a leave-one-out cross-validation of one program (:class:`LooResult`): its
-estimates, pointwise values and fixed points, its ArviZ object with loo's k̂ after fix-ups, and
-the warnings its values call for. PSIS-LOO of a program
+estimates, pointwise values and fixed points, its ArviZ object with the table's k̂ (loo's k̂
+after fix-ups beside it), and the warnings its values call for. PSIS-LOO of a program
 (:func:`~stanlogz.crossval.psis_loo.loo.loo`), of a fit
 (:func:`~stanlogz.crossval.psis_loo.fitloo.loo_from_fit`) and mixture LOO
 (:func:`~stanlogz.crossval.psis_loo.mixture_loo.mixture_loo`) all return one."""
@@ -199,23 +199,28 @@ class LooResult(LooNames, ElpdResult):
                 "warnings": self.warnings}
 
     def to_arviz(self) -> Any:
-        """ArviZ's ELPD object (0.x ``ELPDData``, 1.x ``ELPDDataLOO``) with the fixed values. As
-        loo after its fix-ups: ``pareto_k`` a moment-matched point's k̂ after matching, 0 for a
-        refit (brms' ``reloo``); ``influence_pareto_k`` every PSIS k̂; ``fixed``, ``fix_method``."""
+        """ArviZ's ELPD object (0.x ``ELPDData``, 1.x ``ELPDDataLOO``) with the fixed values.
+        ``pareto_k`` is the table's k̂ (every PSIS k̂, before fix-ups: ``khat``), so ArviZ's
+        diagnostic counts are those of ``print(result)``; beside it the before/after pair:
+        ``influence_pareto_k`` (the same PSIS k̂, loo's name for it after moment matching) and
+        ``pareto_k_after`` (loo's k̂ after fix-ups: a moment-matched point's k̂ after matching,
+        0 for a refit as brms' ``reloo``); ``fixed``, ``fix_method``."""
         import xarray as xr
 
         if self.sample_index is not None:
             raise InputError("a subsampled LOO has pointwise values for the sampled "
                              "observations only; run without subsample for an ArviZ object")
         k_after, methods = fixed_khat(self.khat, self.index, self.fixed)
-        extra = {"influence_pareto_k": xr.DataArray(np.asarray(self.khat, dtype=float),
-                                                    dims=["obs"], name="influence_pareto_k"),
+        khat = np.asarray(self.khat, dtype=float)
+        extra = {"influence_pareto_k": xr.DataArray(khat, dims=["obs"],
+                                                    name="influence_pareto_k"),
+                 "pareto_k_after": xr.DataArray(k_after, dims=["obs"], name="pareto_k_after"),
                  "fixed": xr.DataArray(methods != "", dims=["obs"], name="fixed"),
                  "fix_method": xr.DataArray(methods, dims=["obs"], name="fix_method")}
         return arviz_compat.elpd_object(
             "loo", elpd=self.elpd_loo, se=self.se, p=self.p_loo, n_samples=self.n_samples,
             elpd_i=self.elpd_i, warning=bool(self.unfixed_bad()), good_k=self.threshold,
-            extra=extra, pareto_k=k_after, p_i=self.lppd_i - self.elpd_i)
+            extra=extra, pareto_k=khat, p_i=self.lppd_i - self.elpd_i)
 
 
 def fixed_khat(khat: np.ndarray, index: np.ndarray, fixed: Sequence[FixedPoint]

@@ -1,7 +1,9 @@
-"""``LooResult.to_arviz()`` after fix-ups carries loo's convention: the fixed pointwise elpd,
-``pareto_k`` = k̂ after moment matching / 0 after an exact refit, the PSIS k̂ kept as
-``influence_pareto_k``, and which observations were fixed (and how). All values are exact
-(built from a hand-made result), nothing is sampled."""
+"""``LooResult.to_arviz()`` after fix-ups: the fixed pointwise elpd, ``pareto_k`` = the k̂ of
+stanlogz's own table (PSIS, before fix-ups; issue 43: ArviZ said "all good" where the table
+said one was very bad), beside it the pair ``influence_pareto_k`` (the same, loo's name) and
+``pareto_k_after`` (loo's convention: k̂ after moment matching / 0 after an exact refit), and
+which observations were fixed (and how). All values are exact (built from a hand-made result),
+nothing is sampled."""
 
 from __future__ import annotations
 
@@ -45,9 +47,12 @@ def _get(obj, name):
 def test_to_arviz_carries_the_fixed_values_and_khat():
     r = _result()
     a = r.to_arviz()
-    k = np.ravel(_get(a, "pareto_k"))
+    # the table's k-hat, as r.pareto_k (loo's and ArviZ's name on the result) reads it
+    np.testing.assert_array_equal(np.ravel(_get(a, "pareto_k")), r.khat)
+    np.testing.assert_array_equal(np.ravel(_get(a, "pareto_k")), r.pareto_k)
     # loo: after moment matching the k-hat of the matched ratios, 0 after an exact refit
-    np.testing.assert_array_equal(k, [0.1, 0.2, 0.35, 0.3, 0.0, 0.2, 0.75, 0.1])
+    np.testing.assert_array_equal(np.ravel(_get(a, "pareto_k_after")),
+                                  [0.1, 0.2, 0.35, 0.3, 0.0, 0.2, 0.75, 0.1])
     np.testing.assert_array_equal(np.ravel(_get(a, "influence_pareto_k")), r.khat)
     np.testing.assert_array_equal(np.ravel(_get(a, "fixed")),
                                   [False, False, True, False, True, False, False, False])
@@ -80,3 +85,17 @@ def test_fixed_khat_follows_the_observation_index():
                              _fixed(5, "exact", -1.0, 0.9, None)])  # not in the arrays
     np.testing.assert_array_equal(k, [0.0, 0.2, 0.0])
     assert list(methods) == ["ups", "", "mm"]
+
+
+def test_arviz_counts_equal_the_tables():
+    """ArviZ's k̂ bands (good <= good_k < bad <= 1 < very bad) over the object's ``pareto_k``
+    give the counts of stanlogz's table: 0.9 and 0.75 bad, 1.4 very bad, 5 good."""
+    r = _result()
+    a = r.to_arviz()
+    k = np.ravel(_get(a, "pareto_k"))
+    good_k = float(_get(a, "good_k"))
+    assert good_k == r.threshold
+    counts = {"good": int(np.sum(k <= good_k)), "bad": int(np.sum((k > good_k) & (k <= 1))),
+              "very bad": int(np.sum(k > 1))}
+    assert counts == r.khat_counts() == {"good": 5, "bad": 2, "very bad": 1}
+    assert "very bad" in str(r)
