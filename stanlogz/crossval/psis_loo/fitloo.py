@@ -9,6 +9,7 @@ elpd_loo, its se (loo's), p_loo and k̂ equal ``arviz.loo`` on the same log-like
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -167,16 +168,35 @@ def loo_from_fit(fit: Any, *, var: str = "log_lik", r_eff: float | None = None,
 def loo_elsewise(model: Any, data: Any, *, draws: Any, obs: str | None,
                  obs_fields: list[str] | None, fix: str, log_lik: str,
                  k_threshold: float | None, subsample: int | None, settings: NutsArgs,
-                 seed: int | None, progress: Any
+                 seed: int | None, progress: Any, n_workers: int = 1,
+                 ups_options: Any = None, mm_budget: float | None = None,
+                 cond_budget: float | None = None, fix_options: Any = None
                  ) -> LooResult:
-    """What :func:`~stanlogz.crossval.psis_loo.loo.loo` does for a fit without its program."""
+    """What :func:`~stanlogz.crossval.psis_loo.loo.loo` does for a fit without its program:
+    PSIS-LOO of its log_lik with ``k_threshold``; ``progress`` gets one line; ``seed`` is
+    accepted (PSIS draws no random numbers, so every seed gives the same result). Every other
+    argument needs the program (sampling, fix-ups, the data's observations): given (not at its
+    default), it is refused with an :class:`~stanlogz.errors.InputError` that names it."""
     if is_fit(model) and draws is not None:
         raise InputError("give either a Stan program with draws=..., or a fit, not both")
+    default = NutsArgs()
+    nuts = [f"{f.name}={getattr(settings, f.name)!r}" for f in dataclasses.fields(NutsArgs)
+            if getattr(settings, f.name) != getattr(default, f.name)]
     need = [what for what, used in (("data", data is not None),
+                                    ("obs", obs is not None),
+                                    ("obs_fields", obs_fields is not None),
                                     (f"fix={fix!r}", fix not in ("auto", "none")),
                                     (f"log_lik={log_lik!r}", log_lik not in ("auto", "log_lik")),
-                                    ("subsample", subsample is not None)) if used]
+                                    ("subsample", subsample is not None),
+                                    (f"sampler settings ({', '.join(nuts)})", bool(nuts)),
+                                    (f"n_workers={n_workers!r}", n_workers != 1),
+                                    ("ups_options", ups_options is not None),
+                                    ("mm_budget", mm_budget is not None),
+                                    ("cond_budget", cond_budget is not None),
+                                    ("fix_options", fix_options is not None)) if used]
     if need:
         raise InputError(f"{', '.join(need)} need(s) the Stan program; a fit alone gives "
                          "PSIS-LOO of its log_lik")
+    if progress:
+        progress("PSIS-LOO of the fit's log_lik (without the program: no fix-ups)")
     return loo_from_fit(model if draws is None else draws, k_threshold=k_threshold)

@@ -146,7 +146,8 @@ def loo(
         A ``.stan`` file or a built :class:`~stanlogz.StanModel`; or a fit without its
         program (InferenceData, a cmdstanpy fit, CmdStan CSV paths, a log-likelihood array
         ``(chains, draws, observations)``, or ``None`` with ``draws``): then PSIS only, see
-        :func:`~stanlogz.crossval.psis_loo.fitloo.loo_from_fit`.
+        :func:`~stanlogz.crossval.psis_loo.fitloo.loo_from_fit`; an argument that needs the
+        program (sampler settings, fix-ups, ``obs``, budgets) is refused by name.
     data : dict or str, optional
         The program's data (a dict or a Stan JSON file).
     group : str, optional
@@ -267,7 +268,9 @@ def loo(
     if is_fit(model) or (model is None and draws is not None):
         return loo_elsewise(model, data, draws=draws, obs=obs, obs_fields=obs_fields, fix=fix,
                             log_lik=log_lik, k_threshold=k_threshold, subsample=subsample,
-                            settings=nuts, seed=seed, progress=progress)
+                            settings=nuts, seed=seed, progress=progress, n_workers=n_workers,
+                            ups_options=ups_options, mm_budget=mm_budget,
+                            cond_budget=cond_budget, fix_options=fix_options)
     t0 = time.perf_counter()
     method = fix_method(fix)
     if k_threshold is not None and not 0.0 <= k_threshold <= 1.0:
