@@ -1,7 +1,8 @@
 """Coverage of the cross-validation standard errors against exact truths, and the level and
 power of the LOO-PIT uniformity test. Prints one table per part.
 
-1. K-fold se (``KFoldResult.se`` = :func:`stanlogz.crossval.refit.cv_se.kfold_se`): Bayesian linear
+1. K-fold se (``KFoldResult.se``, loo's sqrt(N var(elpd_i)), and ``KFoldResult.se_fold_aware``
+   = :func:`stanlogz.crossval.refit.cv_se.kfold_se` beside it): Bayesian linear
    regression with known noise (y = a + b x + e, e ~ N(0, 1), x ~ N(0, 1), (a, b) ~ N(0, I);
    also the intercept-only conjugate normal; and, misspecified, that normal model fitted to
    μ + 1.5 t_5 and μ + 1.5 t_3 data). "tail warned": the share of data sets whose pointwise
@@ -10,8 +11,9 @@ power of the LOO-PIT uniformity test. Prints one table per part.
    (conjugate posteriors). Truth: the full-data posterior predictive's expected log score on
    N new (x, y) from the data-generating process, Σ E log p(ỹ | x̃, y), by 40-point
    Gauss–Hermite quadrature over x̃ (exact to rounding). Columns: ±2 se coverage of the old
-   between-fold se, loo's pointwise se (both ddof 1) and the new se. Each coverage has Monte
-   Carlo sd sqrt(c (1 − c) / sims): ±0.009 at 0.90 for the quick run's 1,000 sims.
+   between-fold se, loo's pointwise se (both ddof 1; the latter is ``se``) and se_fold_aware.
+   Each coverage has Monte Carlo sd sqrt(c (1 − c) / sims): ±0.009 at 0.90 for the quick run's
+   1,000 sims.
 2. LFO se (``LfoResult.se`` = :func:`stanlogz.crossval.refit.cv_se.lfo_se`): y_t iid N(μ, 1),
    μ ~ N(0, 1); elpd_t = log p(y_{t+1:t+M} | y_{1:t}) exact (M-variate normal); truth:
    Σ_t E log p(ỹ_{1:M} | y_{1:t}) over new futures, closed form.
@@ -54,12 +56,13 @@ import numpy as np
 from scipy import special, stats
 
 from benchmarks.truths.crossval.truths import normal_mean_kfold_data
+from stanlogz._util.gpd import KHAT_BAD
 from stanlogz._util.tables import format_table
 from stanlogz.crossval.checks.predictive import pit_uniformity
 from stanlogz.crossval.observations.observations import find_observations
 from stanlogz.crossval.refit import heldout
 from stanlogz.crossval.refit.cv_se import kfold_se, lfo_se
-from stanlogz.crossval.refit.cv_tail import KHAT_WARN, tail_khat
+from stanlogz.crossval.refit.cv_tail import tail_khat
 
 ROOT = Path(__file__).resolve().parents[1]
 GH_X, GH_W = np.polynomial.hermite_e.hermegauss(40)
@@ -109,7 +112,7 @@ def kfold_table(n_sims: int, rng: np.random.Generator) -> list[list]:
                 sums = np.bincount(fold, weights=e)
                 ses = {"between": math.sqrt(k * np.var(sums, ddof=1)),
                        "pointwise": math.sqrt(n * np.var(e, ddof=1)), "new": kfold_se(e, fold)}
-                warned += tail_khat(e) > KHAT_WARN
+                warned += tail_khat(e) > KHAT_BAD
                 for name, se in ses.items():
                     hit[name] += abs(err) <= 2 * se
                 err_all.append(err)
@@ -133,7 +136,7 @@ def kfold_table(n_sims: int, rng: np.random.Generator) -> list[list]:
             for name, se in ses.items():
                 hit[name] += abs(err) <= 2 * se
             err_all.append(err)
-            warned += tail_khat(e) > KHAT_WARN
+            warned += tail_khat(e) > KHAT_BAD
         rows.append([f"p=1 t{df} noise", n, k, n_sims] + [round(hit[h] / n_sims, 3) for h in hit]
                     + [round(float(np.mean(err_all)), 2), round(warned / n_sims, 3)])
     return rows
@@ -386,8 +389,8 @@ def main() -> None:
     if "kfold" in parts:
         t = time.perf_counter()
         rows = kfold_table(1000 * mult, rng)
-        print(format_table(["model", "N", "K", "sims", "between-fold se", "loo pointwise se",
-                            "new se", "mean error", "tail warned"], rows,
+        print(format_table(["model", "N", "K", "sims", "between-fold se", "se (loo's)",
+                            "se_fold_aware", "mean error", "tail warned"], rows,
                            title="K-fold: coverage of ±2 se of the full-data posterior's "
                            "expected log score on N new observations "
                            f"({time.perf_counter() - t:.0f} s)"))
