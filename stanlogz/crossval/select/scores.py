@@ -321,7 +321,7 @@ def compare_measures(per_program: Sequence[Sequence[Measure]], names: Sequence[s
     sign = np.where(loss, -1.0, 1.0)
     j = meas.index(rank_by)
     best = int(np.argmax(sign[j] * est[:, j]))
-    diff = sign[None, :] * (est - est[best])
+    diff = sign[None, :] * (est - est[best]) + 0.0  # + 0.0: no -0.0 at the top
     diff_se = np.array([[0.0 if i == best else float(
         np.std(ms[k].influence - per_program[best][k].influence, ddof=1) / math.sqrt(n_obs))
         for k in range(len(meas))] for i, ms in enumerate(per_program)])
