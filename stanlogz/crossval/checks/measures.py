@@ -177,15 +177,30 @@ def _class_probs(y: np.ndarray, w: np.ndarray, y_rep: np.ndarray | None,
     return cats, np.einsum("sn,snk->nk", w, p), p
 
 
-def _accuracy(name: str, y: np.ndarray, hit: np.ndarray, flip: np.ndarray
-              ) -> tuple[float, float, float, np.ndarray, np.ndarray]:
-    """Accuracy or balanced accuracy from hits ``(N,)`` and each prediction's flip
-    probability: estimate, se, mcse, pointwise, influence."""
+def _accuracy(name: str, y: np.ndarray, hit: np.ndarray, margin: np.ndarray,
+              m_infl: np.ndarray, chains: int) -> Measure:
+    """Accuracy or balanced accuracy from hits ``(N,)``, the margins of the predicted class
+    (``(N,)``, positive) and their draw influence ``(S, N)``.
+
+    Monte Carlo se: observation i's prediction flips with probability q_i = Φ(−margin_i / σ_i)
+    (σ_i the margin's Monte Carlo se), a Bernoulli error of sd √(q_i(1 − q_i)). The flips of
+    observations that share draws are correlated (those with the same LOO predictive flip
+    together), so the errors are summed as one draw-influence series: each margin's influence
+    scaled to that sd, signed (a hit flips to a miss, a miss to a hit), through
+    :func:`~stanlogz.crossval.elpd.psis.total_mcse`: Σ_i q_i(1 − q_i) for independent flips,
+    (Σ_i √(q_i(1 − q_i)))² for flips in lockstep."""
     n = y.size
+    sd = np.sqrt(np.sum(m_infl**2, axis=0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(sd > 0, np.abs(margin) / np.where(sd > 0, sd, 1.0), np.inf)
+    q = stats.norm.sf(z)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        coef = np.where(sd > 0, np.sqrt(q * (1 - q)) / np.where(sd > 0, sd, 1.0), 0.0)
+    coef *= np.where(hit > 0, 1.0, -1.0)
     if name == "acc":
         a = float(hit.mean())
-        return (a, math.sqrt(a * (1 - a) / n), math.sqrt(float(np.sum(flip * (1 - flip)))) / n,
-                hit, hit - a)
+        return Measure(name, a, math.sqrt(a * (1 - a) / n), _mcse(m_infl @ (coef / n), chains),
+                       hit, hit - a, False)
     classes, idx, n_c = np.unique(y, return_inverse=True, return_counts=True)
     k = classes.size
     if k < 2:
@@ -193,14 +208,8 @@ def _accuracy(name: str, y: np.ndarray, hit: np.ndarray, flip: np.ndarray
     acc_c = np.bincount(idx, weights=hit) / n_c
     se = math.sqrt(float(np.sum(acc_c * (1 - acc_c) / n_c))) / k
     per = k * n_c[idx]
-    mcse = math.sqrt(float(np.sum(flip * (1 - flip) / per**2)))
-    return float(acc_c.mean()), se, mcse, hit / per, (hit - acc_c[idx]) * n / per
-
-
-def _flip(margin: np.ndarray, sd: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(sd > 0, np.abs(margin) / np.where(sd > 0, sd, 1.0), np.inf)
-    return stats.norm.sf(z)
+    return Measure(name, float(acc_c.mean()), se, _mcse(m_infl @ (coef / per), chains),
+                   hit / per, (hit - acc_c[idx]) * n / per, False)
 
 
 def _classify(name: str, y: np.ndarray, w: np.ndarray, y_rep: np.ndarray | None,
@@ -221,7 +230,7 @@ def _classify(name: str, y: np.ndarray, w: np.ndarray, y_rep: np.ndarray | None,
             return Measure(name, float(v.mean()), _se(v - v.mean()), _mcse(g, chains), v,
                            v - v.mean(), True)
         hit = ((p > 0.5).astype(float) == y).astype(float)
-        flip = _flip(p - 0.5, np.sqrt(np.sum(w**2 * (m - p) ** 2, axis=0)))
+        margin, m_infl = np.abs(p - 0.5), np.sign(p - 0.5) * w * (m - p)
     else:
         cats, pk, draws = _class_probs(y, w, y_rep, probs, first)
         onehot = (y[:, None] == cats[None, :]).astype(float)
@@ -236,9 +245,8 @@ def _classify(name: str, y: np.ndarray, w: np.ndarray, y_rep: np.ndarray | None,
         diff = (np.take_along_axis(draws, top2[None, :, :1], axis=2)[..., 0]
                 - np.take_along_axis(draws, top2[None, :, 1:], axis=2)[..., 0])
         margin = pk[rows, top2[:, 0]] - pk[rows, top2[:, 1]]
-        flip = _flip(margin, np.sqrt(np.sum(w**2 * (diff - margin) ** 2, axis=0)))
-    est, se, mcse, pw, infl = _accuracy(name, y, hit, flip)
-    return Measure(name, est, se, mcse, pw, infl, False)
+        m_infl = w * (diff - margin)
+    return _accuracy(name, y, hit, margin, m_infl, chains)
 
 
 def _point(name: str, y: np.ndarray, w: np.ndarray, m: np.ndarray, chains: int) -> Measure:
