@@ -322,6 +322,46 @@ def loo_measures(log_w: Any, y: Any, y_rep: Any = None,
     class probabilities of a categorical outcome whose categories are ``first_category`` ...
     (without them the classes come from ``y_rep``). ``chains``: the draws are that many
     chains, chain-major (their autocorrelation enters the Monte Carlo se).
+
+    Parameters
+    ----------
+    log_w : array_like
+        PSIS log weights ``(S, N)`` of the leave-one-out posteriors (need not be normalized).
+    y : array_like
+        The observations ``(N,)``.
+    y_rep : array_like, optional
+        Posterior-predictive draws ``(S, N)``.
+    measures : sequence of str or CustomMeasure
+        Names among :data:`MEASURES` and custom measures, each at most once.
+    mu, probs : array_like, optional
+        Draws of the point prediction ``(S, N)``; class probabilities ``(S, N, K)``.
+    first_category : int
+        The label of the first category of ``probs`` (1 as in Stan's ``categorical``).
+    chains : int
+        The number of chains the draws are made of (chain-major).
+
+    Returns
+    -------
+    list of Measure
+        One per measure, in the order asked.
+
+    Raises
+    ------
+    InputError
+        An unknown measure, arrays of the wrong shape or not finite, a measure without the
+        inputs it needs (e.g. rps without ``y_rep``), an undefined value (R² of a constant
+        outcome, balanced accuracy with one observed class).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from stanlogz.crossval.checks.measures import loo_measures
+    >>> pmf = np.array([0.1, 0.2, 0.3, 0.4])          # one observation's LOO predictive
+    >>> draws = np.arange(1.0, 5.0)[:, None] * np.ones((1, 2))
+    >>> lw = np.log(pmf)[:, None] * np.ones((1, 2))
+    >>> crps = loo_measures(lw, [3.0, 4.0], draws, ["crps"])[0]
+    >>> [round(float(v), 4) for v in crps.pointwise]   # −Σ_k (F(k) − 1[y ≤ k])²
+    [-0.26, -0.46]
     """
     yv = np.asarray(y, dtype=float).ravel()
     w = _weights(log_w, yv.size)

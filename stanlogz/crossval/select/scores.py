@@ -297,7 +297,29 @@ def compare_measures(per_program: Sequence[Sequence[Measure]], names: Sequence[s
     order, on the same N observations). Programs are ranked by ``rank_by`` (default elpd when
     present, else the first measure); every measure's diff is the program's value minus the
     top-ranked program's on the utility scale (signs of losses flipped), its se
-    sd(influence − top's influence)/√N over the paired observations."""
+    sd(influence − top's influence)/√N over the paired observations.
+
+    Parameters
+    ----------
+    per_program : sequence of sequences of Measure
+        Each program's measures (:func:`~stanlogz.crossval.checks.measures.loo_measures`,
+        :func:`~stanlogz.crossval.checks.measures.elpd_measure`).
+    names : sequence of str
+        The programs' names.
+    rank_by : str, optional
+        The measure that ranks the programs.
+
+    Returns
+    -------
+    MeasureComparison
+        ``table()`` (one row per measure and program), ``to_dict()``, the arrays.
+
+    Raises
+    ------
+    InputError
+        Fewer than two programs, programs scored on different measures or observations, or a
+        ``rank_by`` that is not among the measures.
+    """
     if len(per_program) < 2 or len(names) != len(per_program):
         raise InputError(f"a comparison needs at least two programs with names, got "
                          f"{len(per_program)} measure sets and {len(names)} names")
