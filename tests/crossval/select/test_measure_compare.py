@@ -93,9 +93,11 @@ def test_paired_se_of_brier_and_rps_differences_covers_the_truth() -> None:
                               loo_measures(lw_b, yo, draws, ["rps"])], ["a", "b"])
         d = r.diff[1, 0] if r.best == 0 else -r.diff[0, 0]
         hits_r += abs(d - true_rps) <= 2 * max(r.diff_se[:, 0])
-    # nominal 0.954 for a normal mean; binomial sd of a coverage over 600 sims <= 0.0086, so
-    # 0.90 is > 5 sd below a true coverage of 0.945 (P < 1e-6 each)
-    assert hits_b / sims >= 0.90 and hits_r / sims >= 0.90, (hits_b, hits_r)
+    # measured here: 0.922 (Brier) and 0.908 (RPS), below the nominal 0.954 at N = 40 with
+    # skewed 0/1 and 1..4 outcomes; a coverage of ~0.91 over 600 sims has binomial sd 0.012,
+    # so 0.86 is > 4 sd below it (P < 1e-4 each); a lost pairing (unpaired se, 2-3x larger)
+    # would push both to ~1, and the upper bound catches it
+    assert 0.86 <= hits_b / sims <= 0.985 and 0.86 <= hits_r / sims <= 0.985, (hits_b, hits_r)
 
 
 def test_bad_measure_lists_and_mismatches() -> None:
