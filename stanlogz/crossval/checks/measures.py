@@ -53,6 +53,10 @@ MEASURES = {"rps": True, "srps": False, "crps": False, "scrps": False, "mae": Tr
             "bacc": False}
 
 
+#: The most categories taken from y_rep draws (the class-indicator array is S x N x K).
+MAX_CATEGORIES = 100
+
+
 @dataclass
 class Measure:
     """A predictive measure: its estimate, between-observation se, Monte Carlo se, pointwise
@@ -171,6 +175,10 @@ def _class_probs(y: np.ndarray, w: np.ndarray, y_rep: np.ndarray | None,
         if y_rep is None:
             raise InputError("a categorical measure needs y_rep draws or class probabilities")
         cats = np.unique(np.concatenate([y, y_rep.ravel()]))
+        if np.any(cats != np.round(cats)) or cats.size > MAX_CATEGORIES:
+            raise InputError(f"acc, bacc and brier need a binary or categorical outcome (at "
+                             f"most {MAX_CATEGORIES} integer categories), got {cats.size} "
+                             "distinct values; pass class probabilities (probs) otherwise")
         p = (y_rep[:, :, None] == cats[None, None, :]).astype(float)
     if not np.all(np.isin(y, cats)):
         raise InputError(f"observed categories must be among {cats.tolist()}")

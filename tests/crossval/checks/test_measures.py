@@ -7,9 +7,9 @@ measures, and the Monte Carlo se against the spread of the estimates over indepe
 sets.
 
 No installed maintained library implements these measures here: ArviZ 0.x has none of them
-and arviz-stats is not a dependency, so the checks are closed forms; benchmarks/measures_agreement.py
-compares with arviz-stats where it is installed (0.8.0: CRPS/SCRPS to 1e-14, the metrics'
-estimates to 1e-15).
+and arviz-stats is not a dependency, so the checks are closed forms;
+benchmarks/measures_agreement.py compares with arviz-stats where it is installed (0.8.0:
+CRPS/SCRPS to 1e-14, the metrics' estimates to 1e-15).
 
 Stochastic assertions state their failure probability and use fixed seeds.
 """
@@ -211,6 +211,8 @@ def test_elpd_measure_and_two_chains() -> None:
     ({"measures": ["bacc"], "y": np.ones(4), "y_rep": np.ones((8, 4))},
      "at least two observed classes"),
     ({"measures": ["r2"], "y": np.ones(4)}, "r2 is undefined"),
+    ({"measures": ["acc"], "y_rep": np.linspace(0, 1, 32).reshape(8, 4)},
+     "need a binary or categorical outcome"),
     ({"measures": ["rps"], "y_rep": np.ones((8, 3))}, "y_rep must be finite (draws"),
     ({"measures": ["rps"], "chains": 3}, "cannot be 3 chains of equal length"),
     ({"measures": [CustomMeasure("c", lambda y, yr: yr[:, :2])]}, "custom measure 'c'"),
