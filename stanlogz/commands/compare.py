@@ -17,7 +17,7 @@ from ..crossval.fixups.registry import FIXUPS, fix_help
 from ..crossval.refit.cv_se import LEVEL_2SE
 from ..crossval.select.choose import ProgramChoice
 from ..crossval.select.fitcompare import compare_sources
-from ..crossval.select.scores import SCORES
+from ..crossval.select.scores import SCORES, parse_measures
 from ..crossval.select.weights import WEIGHT_METHODS
 from ..errors import InputError
 from ..report.crossval_plots import plot_pit
@@ -64,9 +64,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "VAR (elpd_logo of each program as `loo --group`, differences with the "
                         "se over groups, stacking weights over groups); no evidence")
     add_check_arguments(parser)
-    parser.add_argument("--score", choices=tuple(SCORES), default=None,
-                        help="with --loo: also compare on this score with paired se (elpd; "
-                        "rmse, mae, crps, scrps need --yrep)")
+    parser.add_argument("--score", "--measure", dest="score", metavar="NAMES", default=None,
+                        help="with --loo: also compare on these measures, comma-separated, "
+                        "with paired se: elpd, rps, srps, crps, scrps, mae, mse, rmse, r2, "
+                        "brier, acc, bacc (all but elpd need --yrep); two or more, or one "
+                        "beyond elpd/rmse/mae/crps/scrps, give one table ranked by --rank-by "
+                        "with losses' diffs on the utility scale")
+    parser.add_argument("--rank-by", metavar="NAME", default=None,
+                        help="with --measure: the measure that ranks the programs (default "
+                        "elpd when listed, else the first)")
     parser.add_argument("--averaged-draws", metavar="FILE.csv", default=None,
                         help="with --loo, --weights and --yrep: write model-averaged "
                         "posterior-predictive draws of the --yrep quantity (each program "
@@ -116,16 +122,20 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
                          "weights: add --loo")
     pit_plot = check_plot(args.pit_plot, "--pit-plot")
     averaged = check_output(args.averaged_draws, (".csv",), "--averaged-draws")
+    measures = parse_measures(args.score) if args.score is not None else None
+    if args.rank_by is not None and (measures is None or args.rank_by not in measures):
+        raise InputError(f"--rank-by {args.rank_by} must be one of the --measure names")
     if (args.score is not None or averaged is not None) and not args.loo:
         raise InputError("--score and --averaged-draws use the LOO comparison: add --loo")
     if averaged is not None and (args.yrep is None or not args.weights):
         raise InputError("--averaged-draws needs --yrep NAME (the quantity to average) and "
                          "--weights (e.g. stacking)")
-    if args.score not in (None, "elpd") and args.yrep is None:
+    beyond_elpd = measures is not None and measures != ["elpd"]
+    if beyond_elpd and args.yrep is None:
         raise InputError(f"--score {args.score} needs --yrep NAME: the posterior-predictive "
                          "quantity with one draw per observation")
     if args.yrep is not None and (checks_requested(args) or averaged is not None
-                                  or args.score not in (None, "elpd")):
+                                  or beyond_elpd):
         check_declares(args.models, args.yrep)
     use_evidence = args.evidence or not args.loo
     loo_options = {"fix": args.fix, "obs": args.obs, "obs_fields": obs_fields(args.obs_fields)}
@@ -142,8 +152,19 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         print_evidence(report, c.evidence, method, args.unbiased_bf)
     print_choice(report, c)
     out = c.to_dict()
-    if args.score is not None:
-        sc = c.compare_score(args.score, args.yrep, args.outcome)
+    if measures is not None and (len(measures) > 1 or measures[0] not in SCORES):
+        mc = c.compare_measures(measures, args.yrep, args.outcome, args.rank_by)
+        report.table(list(mc.header), mc.table(),
+                     title=f"comparison on {', '.join(mc.measures)}, ranked by {mc.rank_by}; "
+                     "diff = value - top's on the utility scale (sign of losses "
+                     f"{', '.join(m for m, lo in zip(mc.measures, mc.loss, strict=True) if lo)}"
+                     " flipped: negative is worse), diff_se of paired differences")
+        for w in mc.warnings:
+            if w not in c.warnings:
+                report.warn(w)
+        out["measure_comparison"] = mc.to_dict()
+    elif measures is not None:
+        sc = c.compare_score(measures[0], args.yrep, args.outcome)
         better = "higher" if sc.higher_is_better else "lower"
         report.table(list(sc.header), sc.table(),
                      title=f"comparison on {sc.score} ({better} is better); diff = score - "
@@ -268,7 +289,7 @@ def _refuse_program_only(args: argparse.Namespace) -> None:
         ("--prior-probs", args.prior_probs is not None),
         ("--normalize-prior", args.normalize_prior),
         ("--averaged-draws", args.averaged_draws is not None),
-        (f"--score {args.score}", args.score not in (None, "elpd")),
+        (f"--measure {args.score}", args.score not in (None, "elpd")),
         ("--yrep", args.yrep is not None), ("--e-loo", bool(args.e_loo))) if used]
     if needs or checks_requested(args):
         what = ", ".join(needs) or "predictive checks"

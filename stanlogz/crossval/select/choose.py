@@ -21,7 +21,16 @@ from ..checks.checks import generated_quantity
 from ..names import ChoiceNames
 from ..observations.observations import find_observations
 from .compare import LooComparison, loo_compare
-from .scores import ScoreComparison, compare_scores, mix_draws, program_pointwise, selection_warning
+from .scores import (
+    MeasureComparison,
+    ScoreComparison,
+    compare_measures,
+    compare_scores,
+    mix_draws,
+    program_measures,
+    program_pointwise,
+    selection_warning,
+)
 from .weights import WEIGHT_METHODS, ModelWeights, bma_weights, pseudo_bma_weights, stacking_weights
 
 #: What each weight method needs: the LOO comparison or the evidence.
@@ -263,6 +272,24 @@ class ProgramChoice(ChoiceNames):
         vals = [program_pointwise(score, r, *f, yrep, outcome)
                 for r, f in zip(self.loo.results, fits, strict=True)]
         return compare_scores(vals, self.names, score)
+
+    def compare_measures(self, measures: Sequence[Any], yrep: str | None = None,
+                         outcome: str | None = None, rank_by: str | None = None
+                         ) -> MeasureComparison:
+        """The programs compared on several measures at once (names of
+        :data:`stanlogz.crossval.checks.measures.MEASURES`, ``"elpd"``, or
+        :class:`~stanlogz.crossval.checks.measures.CustomMeasure`), ranked by ``rank_by``, with
+        paired differences on the utility scale
+        (:func:`stanlogz.crossval.select.scores.compare_measures`); measures other than elpd
+        need the posterior-predictive quantity ``yrep`` and the observed ``outcome``."""
+        wanted = list(measures)
+        if self.loo is None or (any(m != "elpd" for m in wanted) and not self.fits):
+            raise InputError("comparing on measures needs the LOO comparison of fitted "
+                             "programs (compare(..., with_loo=True) / --loo)")
+        fits = self.fits or [(None, None, None)] * len(self.names)
+        per = [program_measures(wanted, r, *f, yrep, outcome)
+               for r, f in zip(self.loo.results, fits, strict=True)]
+        return compare_measures(per, self.names, rank_by)
 
     def averaged_draws(self, yrep: str, method: str | None = None, *,
                        n_draws: int | None = None, seed: int | None = None) -> np.ndarray:

@@ -5,6 +5,10 @@ selection-induced bias when many programs are compared, and model-averaged predi
   predictive mean, CRPS and SCRPS (means of pointwise scores), each program against the best
   with the se of the *paired* pointwise differences (the programs are scored on the same
   observations, so the shared difficulty of each observation cancels);
+* :func:`compare_measures`: several measures at once (loo 3.0's multi-measure ``loo_compare``):
+  programs ranked by one of them (``rank_by``), every measure's difference to the top-ranked
+  program on the utility scale (losses' signs flipped, so a worse program's diff is negative)
+  with the se of the paired pointwise influences;
 * :func:`selection_warning`: with many programs the best-looking one is partly the luckiest
   (Sivula et al. 2022; McLatchie & Vehtari 2023): even if all predicted equally well, the best
   would lead by about E[max of K standard normals] × the typical se of the differences;
@@ -29,6 +33,7 @@ from scipy import integrate, stats
 from ...errors import InputError
 from ...stan.program import StanProgram
 from ..checks.checks import generated_quantity, outcome_name
+from ..checks.measures import MEASURES, CustomMeasure, Measure, elpd_measure, loo_measures
 from ..checks.predictive import e_loo, loo_crps, loo_log_weights
 from ..observations.pointwise import PointwiseLogLik
 
@@ -237,3 +242,156 @@ def program_pointwise(score: str, result: Any, model: StanProgram, data: Mapping
     y_rep = generated_quantity(model, draws, yrep, n)
     return pointwise_values(score, loo_log_weights(ll, result.r_eff),
                             np.asarray(data[name], dtype=float).ravel(), y_rep)
+
+
+@dataclass
+class MeasureComparison:
+    """Programs compared on several measures (:func:`compare_measures`): per program (rows of
+    the arrays, in input order) and measure (columns): estimate, se, Monte Carlo se, and the
+    difference to the top-ranked program on the utility scale (−(loss − top's) for a loss:
+    negative is worse for every measure) with its paired se."""
+
+    names: list[str]
+    measures: list[str]
+    rank_by: str
+    estimate: np.ndarray
+    se: np.ndarray
+    mcse: np.ndarray
+    diff: np.ndarray
+    diff_se: np.ndarray
+    loss: list[bool]
+    best: int
+    n_obs: int
+    warnings: list[str] = field(default_factory=list)
+
+    header = ("model", "measure", "estimate", "se", "mcse", "diff", "diff_se")
+
+    def order(self) -> list[int]:
+        """Program indices, best first by ``rank_by``."""
+        j = self.measures.index(self.rank_by)
+        u = -1.0 if self.loss[j] else 1.0
+        return [int(i) for i in np.argsort(-u * self.estimate[:, j], kind="stable")]
+
+    def table(self) -> list[list[Any]]:
+        """One row per measure and program: measures in the order asked, programs ranked."""
+        return [[self.names[i], m, float(self.estimate[i, j]), float(self.se[i, j]),
+                 float(self.mcse[i, j]), float(self.diff[i, j]), float(self.diff_se[i, j])]
+                for j, m in enumerate(self.measures) for i in self.order()]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serializable dict."""
+        return {"rank_by": self.rank_by, "best": self.names[self.best], "n_obs": self.n_obs,
+                "sign_converted": [m for m, lo in zip(self.measures, self.loss, strict=True)
+                                   if lo],
+                "measures": {m: [{"name": self.names[i], "estimate": float(self.estimate[i, j]),
+                                  "se": float(self.se[i, j]), "mcse": float(self.mcse[i, j]),
+                                  "diff": float(self.diff[i, j]),
+                                  "diff_se": float(self.diff_se[i, j])} for i in self.order()]
+                             for j, m in enumerate(self.measures)},
+                "warnings": list(self.warnings)}
+
+
+def compare_measures(per_program: Sequence[Sequence[Measure]], names: Sequence[str],
+                     rank_by: str | None = None) -> MeasureComparison:
+    """Compare programs on the measures each was scored on (the same measures, in the same
+    order, on the same N observations). Programs are ranked by ``rank_by`` (default elpd when
+    present, else the first measure); every measure's diff is the program's value minus the
+    top-ranked program's on the utility scale (signs of losses flipped), its se
+    sd(influence − top's influence)/√N over the paired observations.
+
+    Parameters
+    ----------
+    per_program : sequence of sequences of Measure
+        Each program's measures (:func:`~stanlogz.crossval.checks.measures.loo_measures`,
+        :func:`~stanlogz.crossval.checks.measures.elpd_measure`).
+    names : sequence of str
+        The programs' names.
+    rank_by : str, optional
+        The measure that ranks the programs.
+
+    Returns
+    -------
+    MeasureComparison
+        ``table()`` (one row per measure and program), ``to_dict()``, the arrays.
+
+    Raises
+    ------
+    InputError
+        Fewer than two programs, programs scored on different measures or observations, or a
+        ``rank_by`` that is not among the measures.
+    """
+    if len(per_program) < 2 or len(names) != len(per_program):
+        raise InputError(f"a comparison needs at least two programs with names, got "
+                         f"{len(per_program)} measure sets and {len(names)} names")
+    meas = [m.name for m in per_program[0]]
+    if not meas or len(set(meas)) != len(meas):
+        raise InputError(f"each program needs distinct measures, got {meas}")
+    for name, ms in zip(names, per_program, strict=True):
+        if [m.name for m in ms] != meas:
+            raise InputError(f"{name} was scored on {[m.name for m in ms]}, not {meas}")
+    sizes = {m.influence.size for ms in per_program for m in ms}
+    if len(sizes) != 1:
+        raise InputError(f"every program needs the same observations; got sizes {sorted(sizes)}")
+    rank_by = rank_by or ("elpd" if "elpd" in meas else meas[0])
+    if rank_by not in meas:
+        raise InputError(f"rank_by {rank_by!r} is not among the measures {', '.join(meas)}")
+    n_obs = sizes.pop()
+    loss = [m.loss for m in per_program[0]]
+    grid = lambda attr: np.array([[getattr(m, attr) for m in ms]  # noqa: E731
+                                  for ms in per_program], dtype=float)
+    est, se, mcse = grid("estimate"), grid("se"), grid("mcse")
+    sign = np.where(loss, -1.0, 1.0)
+    j = meas.index(rank_by)
+    best = int(np.argmax(sign[j] * est[:, j]))
+    diff = sign[None, :] * (est - est[best]) + 0.0  # + 0.0: no -0.0 at the top
+    diff_se = np.array([[0.0 if i == best else float(
+        np.std(ms[k].influence - per_program[best][k].influence, ddof=1) / math.sqrt(n_obs))
+        for k in range(len(meas))] for i, ms in enumerate(per_program)])
+    out = MeasureComparison(list(names), meas, rank_by, est, se, mcse, diff, diff_se, loss,
+                            best, n_obs)
+    w = selection_warning(len(names), np.delete(diff_se[:, j], best), rank_by)
+    if w:
+        out.warnings.append(w)
+    return out
+
+
+def parse_measures(text: str | Sequence[str]) -> list[str]:
+    """Measure names from ``"elpd,rps,acc"`` or a list, checked against elpd and
+    :data:`~stanlogz.crossval.checks.measures.MEASURES`."""
+    items = [t.strip() for t in (text.split(",") if isinstance(text, str) else text)]
+    known = ("elpd", *MEASURES)
+    bad = [t for t in items if t not in known]
+    if not items or bad or len(set(items)) != len(items):
+        raise InputError(f"measures must be distinct names among {', '.join(known)}, got "
+                         f"{','.join(items) if items else 'none'}")
+    return items
+
+
+def program_measures(measures: Sequence[str | CustomMeasure], result: Any,
+                     model: StanProgram | None, data: Mapping[str, Any] | None, draws: Any,
+                     yrep: str | None, outcome: str | None) -> list[Measure]:
+    """The ``measures`` of one program from its LOO result (elpd: its elpd_i and Monte Carlo
+    se) and, for the others, its draws' ``yrep`` quantity against the observed ``outcome``
+    under the PSIS weights of the result's pointwise log-likelihood."""
+    others = [m for m in measures if m != "elpd"]
+    scored: dict[str, Measure] = {}
+    if others:
+        if yrep is None or model is None or data is None:
+            raise InputError(f"measures other than elpd ({', '.join(map(str, others))}) need "
+                             "the program's draws and the posterior-predictive quantity: "
+                             "--yrep NAME (yrep=...)")
+        n = result.n_obs
+        name = outcome or outcome_name(yrep, data, n)
+        if name not in data or np.size(data[name]) != n:
+            raise InputError(f"outcome {name!r} is not a data array with {n} entries")
+        pw = PointwiseLogLik(model, data, result.observations, result.log_lik_source)
+        c = draws.constrained
+        ll = pw.matrix(draws.flat_unconstrained(),
+                       None if c is None else c.reshape(-1, c.shape[2]), draws.constrained_names)
+        chains = int(draws.n_chains) if ll.shape[0] % int(draws.n_chains) == 0 else 1
+        got = loo_measures(loo_log_weights(ll, result.r_eff),
+                           np.asarray(data[name], dtype=float).ravel(),
+                           generated_quantity(model, draws, yrep, n), others, chains=chains)
+        scored = {m.name: m for m in got}
+    return [elpd_measure(result.elpd_i, float(getattr(result, "mcse", float("nan"))))
+            if m == "elpd" else scored[m if isinstance(m, str) else m.name] for m in measures]
