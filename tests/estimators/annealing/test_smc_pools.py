@@ -67,7 +67,7 @@ def test_reverse_runs_from_a_small_pool_have_an_honest_spread():
     (8 draws each, used twice). Runs from disjoint parts are independent, so the variance of
     the upper bound over replicates matches its mean squared se (ratio 1; over 120 replicates
     the ratio's sd is about 0.14, so outside [0.45, 2.2] has probability < 1e-4; 1.36 here).
-    Runs that shared the pool had a ratio of 3.8² (issue 44; 2.9 here). The upper end of the interval
+    Runs that shared the pool had a ratio of 3.8² (issue 44; 2.9 here). The interval's upper end
     (upper + t_7 se) misses the truth in at most 2.5% of replicates (less: E upper > log Z):
     12 or more misses of 120 has probability 5e-5 at 2.5%."""
     post = GaussianTarget(np.ones(1), np.array([[0.25]]), log_z=0.7)
