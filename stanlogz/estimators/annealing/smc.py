@@ -301,13 +301,16 @@ def smc_estimate(
     """Registry adapter "smc": adaptive-tempering SMC from a Gaussian fitted to ``draws``
     (covariance inflated by ``inflate``). Other options are those of :func:`smc`.
 
-    log Z and its se come from the forward runs' log Ẑ by :func:`forward_log_z`. When the
+    log Z and its se come from the forward runs' log Ẑ by :func:`forward_log_z` (the se
+    carries the runs' t quantile, so no degrees of freedom are reported). When the
     runs' log Ẑ spread by more than ``GROW_SD`` nats the runs are repeated with more particles
     (same schedule), up to ``max_particles`` (default 8 times ``n_particles``); a spread still
     above ``REFUSE_SD`` gives no se (NaN) and a warning: Ẑ is then carried by rare runs.
 
     With ``reverse`` (default True) as many runs go back from the second half of the draws
-    to a base fitted to the first half; ``diagnostics`` then hold the bracket
+    to a base fitted to the first half, each from its own disjoint part of that half
+    (:func:`~.bracket.split_pool`: independent runs, whose spread counts the draws' error);
+    ``diagnostics`` then hold the bracket
     ``lower_bound`` <= log Z <= ``upper_bound`` (:class:`~.bracket.Bracket`; the upper
     bound only for exact posterior draws), each with its Monte Carlo se. The bracket is
     reported beside log Z, not mixed into it: its middle was high in nearly every replicate
