@@ -71,7 +71,8 @@ def summarize(rows: list[dict[str, object]]) -> None:
         se = np.array([e[1] for e in est])
         df = np.array([len(r["run_log_z"]) - 1 for r in rs])
         fin = np.isfinite(se)
-        q = stats.t.ppf(0.975, df)
+        # forward_log_z's se carries the t_{k-1} quantile (±1.96 se is the t 95% interval)
+        q = np.full(df.shape, stats.norm.ppf(0.975))
         bs = [bracket(np.array(r["run_log_z"]), np.array(r["reverse_run_log_z"])) for r in rs]
         lo = np.array([b.lower for b in bs])
         hi = np.array([b.upper for b in bs])

@@ -241,9 +241,11 @@ class SmcOptions(MethodOptions):
 
     method: ClassVar[str] = "smc"
     inflate: float = 1.5
-    n_particles: int = 128
+    n_particles: int = 64
     max_particles: int | None = None
-    n_runs: int = 8
+    n_runs: int = 16
+    #: particles of the pilot run (None: max(n_particles, 128))
+    pilot_particles: int | None = None
     ess_fraction: float = 0.5
     hmc_steps: int = 10
     n_moves: int = 2
@@ -253,7 +255,7 @@ class SmcOptions(MethodOptions):
     n_workers: int | None = None
     backend: str = "auto"
     positive_options = ("inflate", "n_particles", "max_particles", "n_runs", "hmc_steps",
-                        "n_moves", "max_rounds", "n_workers")
+                        "n_moves", "max_rounds", "n_workers", "pilot_particles")
 
     def check(self) -> None:
         self.require("ess_fraction", 0.0 < self.ess_fraction < 1.0, "in (0, 1)")

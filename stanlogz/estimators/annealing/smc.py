@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from ..._util.seeds import Stream, stream, stream_rng
 from ...densities.fits import as_draw_matrix, gaussian_from_draws
@@ -69,6 +70,10 @@ class _RunOut:
 #: ratio log p~ - log q before and after the moves is below this (particles that lag behind
 #: f_beta make a run's estimate typically low: unbiased only through rare high runs).
 DECORRELATED = 0.1
+
+#: The pilot's least number of particles: the sd of a correlation of N pairs is about
+#: 1/sqrt(N), 0.09 for 128, so fewer could stop the rounds below DECORRELATED by chance.
+PILOT_PARTICLES = 128
 
 
 def _smc_run(task: _RunTask, rng: np.random.Generator) -> _RunOut:
@@ -140,8 +145,9 @@ def smc(
     target: Target,
     base: Target,
     *,
-    n_particles: int = 128,
-    n_runs: int = 8,
+    n_particles: int = 64,
+    n_runs: int = 16,
+    pilot_particles: int | None = None,
     ess_fraction: float = 0.5,
     hmc_steps: int = 10,
     n_moves: int = 2,
@@ -159,7 +165,9 @@ def smc(
 
     A pilot run picks the schedule and, per step, how many rounds of ``n_moves`` HMC moves
     (at most ``max_rounds``) decorrelate the particles' log ratio (below
-    :data:`DECORRELATED`); or give ``betas`` (and ``rounds``, default one per step).
+    :data:`DECORRELATED`), with ``pilot_particles`` particles (default
+    ``max(n_particles, PILOT_PARTICLES)``: the correlation of fewer particles is too noisy to
+    judge); or give ``betas`` (and ``rounds``, default one per step).
     ``n_runs`` independent runs with that schedule give unbiased estimates of Z. Returns log Z,
     its se, the per-run log Z, the schedule, the rounds, the pilot's largest correlation left
     (``lag_corr``) and cost counters.
@@ -178,7 +186,9 @@ def smc(
                                       n_leapfrog=hmc_steps)
     pilot_evals, lag = 0, math.nan
     if betas is None:
-        pilot = _smc_run(_RunTask(path, None, tuning, n_particles, hmc_steps, n_moves,
+        n_pilot = max(n_particles, PILOT_PARTICLES) if pilot_particles is None else int(
+            pilot_particles)
+        pilot = _smc_run(_RunTask(path, None, tuning, max(n_pilot, 2), hmc_steps, n_moves,
                                   ess_fraction, None, max(1, int(max_rounds))),
                          stream_rng(ss, Stream.ANNEAL_PILOT))
         betas, pilot_evals, lag = pilot.betas, pilot.n_evals, pilot.lag_corr
@@ -222,10 +232,18 @@ def lognormal_log_z(run_log_z: np.ndarray) -> tuple[float, float]:
     return float(np.mean(r) + 0.5 * s2), math.sqrt(s2 / k + s2 * s2 / (2 * (k - 1)))
 
 
+def t_calibrated(se: float, k: int) -> float:
+    """``se`` of a mean of ``k`` runs widened by t_{k−1}(0.975) / z(0.975), so that ±1.96 of it
+    is the Student-t 95% interval: with k runs the se itself is uncertain, and ±2 raw se cover
+    only 0.914 of t_7 errors (8 runs) — an se is read as ±2 se for 95% (docs/error-bars.md)."""
+    return se * float(stats.t.ppf(0.975, k - 1) / stats.norm.ppf(0.975))
+
+
 def forward_log_z(run_log_z: np.ndarray) -> tuple[float, float, list[str]]:
     """log Z, its se and warnings from the forward runs' log Ẑ (the value ``smc`` reports).
 
-    :func:`lognormal_log_z`; no se (NaN) when the runs spread by more than ``REFUSE_SD``
+    :func:`lognormal_log_z`, its se :func:`t_calibrated` for the k runs (±1.96 se is the
+    t_{k−1} 95% interval); no se (NaN) when the runs spread by more than ``REFUSE_SD``
     nats (Ẑ is then carried by rare runs), and at least the runs' sd when the mean of their
     Ẑ rests on one or two of them (weight ESS below half the runs); an infinite se when a
     run ended with zero weight.
@@ -243,6 +261,7 @@ def forward_log_z(run_log_z: np.ndarray) -> tuple[float, float, list[str]]:
             "rare runs and the mean of a few runs falls short of it by an unknown amount, so "
             "no standard error is given; use more particles (max_particles, n_particles) or "
             "gbs"]
+    se = t_calibrated(se, k)
     if ess < 0.5 * k:
         # The mean of Z is carried by one or two runs, so it is known no better than a single
         # run: the se is at least the runs' spread in log Z.
@@ -282,13 +301,16 @@ def smc_estimate(
     """Registry adapter "smc": adaptive-tempering SMC from a Gaussian fitted to ``draws``
     (covariance inflated by ``inflate``). Other options are those of :func:`smc`.
 
-    log Z and its se come from the forward runs' log Ẑ by :func:`forward_log_z`. When the
+    log Z and its se come from the forward runs' log Ẑ by :func:`forward_log_z` (the se
+    carries the runs' t quantile, so no degrees of freedom are reported). When the
     runs' log Ẑ spread by more than ``GROW_SD`` nats the runs are repeated with more particles
     (same schedule), up to ``max_particles`` (default 8 times ``n_particles``); a spread still
     above ``REFUSE_SD`` gives no se (NaN) and a warning: Ẑ is then carried by rare runs.
 
     With ``reverse`` (default True) as many runs go back from the second half of the draws
-    to a base fitted to the first half; ``diagnostics`` then hold the bracket
+    to a base fitted to the first half, each from its own disjoint part of that half
+    (:func:`~.bracket.split_pool`: independent runs, whose spread counts the draws' error);
+    ``diagnostics`` then hold the bracket
     ``lower_bound`` <= log Z <= ``upper_bound`` (:class:`~.bracket.Bracket`; the upper
     bound only for exact posterior draws), each with its Monte Carlo se. The bracket is
     reported beside log Z, not mixed into it: its middle was high in nearly every replicate
@@ -296,7 +318,7 @@ def smc_estimate(
     """
     t0 = time.perf_counter()
     inflate = float(options.pop("inflate", DEFAULT_INFLATE))
-    n = int(options.pop("n_particles", 128))
+    n = int(options.pop("n_particles", 64))
     cap = options.pop("max_particles", None)
     cap = 8 * n if cap is None else max(int(cap), n)
     check_reverse = bool(options.pop("reverse", True))
@@ -329,10 +351,12 @@ def smc_estimate(
     # the reverse runs low): the reverse path's base is fitted to the first half of the draws
     # (the first chains) and its runs start at the second half.
     half = x.shape[0] // 2
-    if check_reverse and half < x.shape[1] + 2:
+    # Each reverse run starts from its own part of the second half (independent runs).
+    need = max(x.shape[1] + 2, k)
+    if check_reverse and half < need:
         check_reverse = False
         warnings.append(f"SMC: {x.shape[0]} draws are too few to run backwards (it needs "
-                        f"2 x (dim + 2) = {2 * (x.shape[1] + 2)}); no upper bound is given")
+                        f"2 x max(dim + 2, runs) = {2 * need}); no upper bound is given")
     if check_reverse:
         base_back = gaussian_from_draws(x[:half], inflate=inflate)
         rev = reverse_runs(AnnealingPath(base_back, target), out["betas"], out["tuning"],
@@ -366,10 +390,11 @@ def smc_estimate(
         "acceptance": out["acceptance"], "base": f"Gaussian from draws, covariance x{inflate:g}",
         "se": "independent forward runs, each unbiased for Z (schedule from a pilot): log Z = "
               "mean log Z + sd^2/2 under the lognormal CLT, se^2 = sd^2/k + sd^4/(2(k-1)), "
-              "k-1 degrees of freedom",
+              "times t_{k-1}(0.975)/1.96 so that +-1.96 se is the t 95% interval",
+        "se_untransformed": lognormal_log_z(runs)[1] if np.all(np.isfinite(runs)) else math.inf,
         **bounds,
     }
     return EvidenceResult(method="smc", log_z=float(log_z), log_z_se=se,
                           n_draws=x.shape[0], n_evals=evals,
                           seconds=time.perf_counter() - t0, diagnostics=diagnostics,
-                          warnings=warnings, log_z_df=k - 1)
+                          warnings=warnings)

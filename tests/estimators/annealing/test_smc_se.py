@@ -33,7 +33,7 @@ def _fake_smc(spreads):
     """An ``smc`` stand-in whose runs' log Z spread by spreads[i] on its i-th call."""
     calls = []
 
-    def fake(target, base, *, seed=None, n_particles=128, **kw):
+    def fake(target, base, *, seed=None, n_particles=64, **kw):
         sd = spreads[min(len(calls), len(spreads) - 1)]
         calls.append(n_particles)
         runs = np.array([-1.0, 1.0] * 4) * sd / np.std([-1.0, 1.0] * 4, ddof=1)
@@ -52,7 +52,7 @@ def test_spread_runs_are_rerun_with_more_particles(monkeypatch):
     r = smc_module.smc_estimate(t, t.sample(np.random.default_rng(0), 200), seed=1,
                                 reverse=False)
     # 1.4 nats > 1: particles grow by (1.4 / 0.5)^2 ~ 7.8 (at least 2x, at most 8x).
-    assert calls == [128, math.ceil(128 * (1.4 / 0.5) ** 2)]
+    assert calls == [64, math.ceil(64 * (1.4 / 0.5) ** 2)]
     assert r.diagnostics["particles_tried"] == calls and r.diagnostics["n_particles"] == calls[1]
     assert r.log_z == pytest.approx(lognormal_log_z(np.array(r.diagnostics["run_log_z"]))[0])
     assert math.isfinite(r.log_z_se) and any("rerun with" in w for w in r.warnings)
@@ -64,7 +64,7 @@ def test_no_se_when_the_runs_still_spread(monkeypatch):
     t = GaussianTarget(np.zeros(2))
     r = smc_module.smc_estimate(t, t.sample(np.random.default_rng(0), 200), seed=1,
                                 max_particles=512, reverse=False)
-    assert calls == [128, 512] and math.isnan(r.log_z_se)
+    assert calls == [64, 512] and math.isnan(r.log_z_se)
     assert any("no standard error" in w for w in r.warnings)
 
 
