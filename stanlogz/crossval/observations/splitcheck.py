@@ -37,7 +37,7 @@ from .observations import Observations
 #: Tolerance of the identity in log units (the quadratures are accurate to ~1e-8).
 TOL = 1e-5
 #: Grid points whose log density is this far below the peak carry no mass (:func:`_grid_mass`).
-NEGLIGIBLE = 1e4
+NEGLIGIBLE = 1e8
 
 ROUTE = ("`stanlogz loo` without --fix exact gives PSIS-LOO on p(y_i | y_-i, theta) from the "
          "program's own density (latents integrated out), and `stanlogz lfo` is valid for "
