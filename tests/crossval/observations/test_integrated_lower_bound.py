@@ -106,6 +106,22 @@ def test_reference_baseline_gives_the_empty_baseline_values(compiled):
     np.testing.assert_allclose(a, want, atol=1e-5)
 
 
+
+def test_latent_prior_mass_is_found_at_a_noise_scale_near_zero(compiled):
+    # Deterministic: the latent's prior is normalized (T[0, ]), so its log mass is 0 at any
+    # sigma. The grid mass once dropped the points whose density was e^-1e4 below the peak,
+    # which at sigma = 0.02 cut a percent of the prior and refused the route ("a mass that
+    # changes with the other parameters"); now 0 to the grid's error (3e-7 measured).
+    data = _data("latent_trunc_lower1")
+    m = compiled(TESTS / "latent_trunc_lower1.stan", data)
+    x = sample(m, chains=1, warmup=200, draws=10, seed=8).flat_unconstrained()[:4].copy()
+    x[:, 0] = np.log([0.002, 0.02, 0.05, 0.5])
+    src = IntegratedSource(m, data, find_observations(data, "N"))
+    src.check(x)
+    np.testing.assert_allclose(src.log_mass, 0.0, atol=1e-5)
+    want = _trunc_p(np.array(data["y"])[None, :], np.exp(x[:, :1]))
+    np.testing.assert_allclose(src.columns(range(12), x), want, atol=1e-5)
+
 def test_default_loo_integrates_the_latents_with_n_at_least_one(compiled):
     data = _data("latent_trunc_lower1")
     m = compiled(TESTS / "latent_trunc_lower1.stan", data)
