@@ -81,7 +81,7 @@ class IntegratedSource:
     def _baselines(self) -> tuple[list[list[int]], list[tuple[Any, np.ndarray]]]:
         """The empty instance, else two disjoint reference sets of the fewest observations
         (r ≤ MAX_REFERENCE, 2r < N) the program accepts; a one-line refusal otherwise."""
-        why = ""
+        why, tried = "", 0
         for r in range(MAX_REFERENCE + 1):
             refs = [[]] if r == 0 else [list(range(r)), list(range(r, 2 * r))]
             if r and 2 * r >= self.obs.n:
@@ -89,11 +89,11 @@ class IntegratedSource:
             try:
                 return refs, [self._bound(ref) for ref in refs]
             except StanlogzError as exc:
-                why = why or str(exc).split("\n")[0]
+                why, tried = why or str(exc).split("\n")[0], r
         raise InputError(f"{self.model.name}: the integrated log-likelihood needs the program "
-                         f"on data with no observation, or with a few ({MAX_REFERENCE} at "
-                         f"most, two disjoint sets among the {self.obs.n}), and it refuses "
-                         f"them ({why})")
+                         f"on data with no observation, or with a few (two disjoint sets of "
+                         f"up to {MAX_REFERENCE}), and it refuses {self.obs.size_name} = 0 to "
+                         f"{tried} ({why})")
 
     def _instance(self, i: int) -> tuple[Any, np.ndarray, int, int]:
         """Observation i's instance (its baseline's observations and i, in the data's

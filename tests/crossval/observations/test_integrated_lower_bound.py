@@ -158,7 +158,7 @@ def test_integrated_route_refused_in_one_line_without_small_instances(compiled):
     m = compiled(TESTS / "latent_trunc_lower4.stan", data)
     d = sample(m, chains=2, warmup=200, draws=100, seed=6)
     with pytest.raises(InputError, match=r"integrated log-likelihood needs the program on data "
-                                         r"with no observation.*refuses them") as err:
+                                         r"with no observation.*refuses N = 0 to 3") as err:
         loo(m, data, draws=d, log_lik="integrated", fix="none")
     assert "\n" not in str(err.value)
     r = loo(m, data, draws=d, fix="none")
