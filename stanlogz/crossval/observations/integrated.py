@@ -119,7 +119,12 @@ class IntegratedSource:
         """Refuse when the per-observation terms do not add up to the full density difference
         from each baseline (a latent linked to others, a term shared by observations)."""
         unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
-        terms = {i: self.term(i, unc) for i in range(self.obs.n)}
+        try:
+            terms = {i: self.term(i, unc) for i in range(self.obs.n)}
+        except StanlogzError as exc:  # e.g. x[2:N] of a random walk on one observation
+            raise InputError(f"{self.model.name} fails on the data instances of one or two "
+                             "observations that the integrated log-likelihood reads each term "
+                             f"off ({str(exc).splitlines()[0]})") from None
         full = self.model.log_density_many(unc)
         for b, ref in enumerate(self.refs):
             total = sum(terms[i] for i in range(self.obs.n) if i not in ref)

@@ -25,7 +25,7 @@ from stanlogz.crossval.observations.integrated import IntegratedSource
 from stanlogz.crossval.observations.observations import find_observations
 from stanlogz.crossval.psis_loo.loo import loo
 from stanlogz.draws import sample
-from stanlogz.errors import InputError
+from stanlogz.errors import DataError, InputError
 
 pytestmark = pytest.mark.stan
 
@@ -180,3 +180,39 @@ def test_forced_log_lik_says_its_bias_estimate_understates(compiled):
     said = [w for w in r.warnings if "two halves" in w]
     assert len(said) == 1 and "understates a heavier one" in said[0]
     assert "--log-lik integrated" in said[0]
+
+
+class _NoEmpty:
+    """A program that refuses data with no observation (as int<lower=1> N would), else the
+    wrapped one."""
+
+    def __init__(self, model):
+        self._m = model
+
+    def __getattr__(self, name):
+        return getattr(self._m, name)
+
+    def with_data(self, data):
+        if data["N"] == 0:
+            raise DataError("N is 0, but must be greater than or equal to 1")
+        return self._m.with_data(data)
+
+
+def test_reference_baselines_still_refuse_linked_latents(compiled):
+    # Deterministic: a latent field on a ring, each site observed once, made to refuse N = 0:
+    # the terms read off the reference instances do not add up to the program's density (each
+    # site's prior holds its neighbours), so the integrated route is refused, not taken. A
+    # random walk's x[2:N] fails on one observation: refused in one line too.
+    rng = np.random.default_rng(9)
+    y = rng.normal(size=10).round(3).tolist()
+    ring = {"N": 10, "y": y, "tau": 2.0, "alpha": 0.9, "sigma_y": 1.0}
+    walk = {"N": 10, "y": y, "sigma_x": 0.5, "sigma_y": 1.0}
+    for name, data, why in (("car_ring", ring, "do not add up to the program's density"),
+                            ("rw_states", walk, "fails on the data instances of one or two")):
+        m = compiled(TESTS / f"{name}.stan", data)
+        x = sample(m, chains=1, warmup=150, draws=10, seed=9).flat_unconstrained()[:3]
+        src = IntegratedSource(_NoEmpty(m), data, find_observations(data, "N"))
+        assert src.refs == [[0], [1]]
+        with pytest.raises(InputError, match=why) as err:
+            src.check(x)
+        assert "\n" not in str(err.value)
