@@ -4,8 +4,15 @@ random effects per unit in a binomial or Poisson model), where the Gaussian norm
 y_i of :mod:`.conditional` does not apply.
 
 The term of observation i is read off the program itself: ℓ_i(θ, z_i) = log p̃(θ, z_i; {y_i}) −
-log p̃(θ; ∅) on data instances with one and with no observation, checked to sum to the full
-density difference at a few draws (no latent linked to another, no cross-observation term).
+log p̃(θ; ∅) on data instances with one and with no observation. A program that refuses data
+with no observation (``int<lower=1> N``, as real programs declare it) gets a reference set R of
+r observations instead (the fewest it accepts, r ≤ ``MAX_REFERENCE``): ℓ_i = log p̃(θ, z_R, z_i;
+R ∪ {i}) − log p̃(θ, z_R; R), the terms of R (and their latents, held at the draw's values)
+cancelling, and a second, disjoint set R' for the observations of R (the baselines of the
+density difference, :class:`~.pointwise.PointwiseLogLik`). Either way the terms are checked to
+sum to the full density difference at a few draws, for each baseline (no latent linked to
+another, no cross-observation term), and a program that refuses every such instance is refused
+in one line.
 The integral over the unconstrained latent is adaptive Gauss–Hermite around the per-draw mode
 (Newton steps on finite differences), with 32 nodes checked against 16 (a trapezoid rule on a
 wide grid where they disagree). For real observations
@@ -31,7 +38,7 @@ from ...stan.program import StanProgram
 from .conditional import latent_coordinates
 from .latents import coordinate_map
 from .observations import Observations
-from .pointwise import CHUNK_BYTES, column_chunks
+from .pointwise import CHUNK_BYTES, MAX_REFERENCE, column_chunks
 
 #: Largest disagreement (log units) between the 32- and 16-node rules.
 GH_TOL = 1e-4
@@ -50,14 +57,10 @@ class IntegratedSource:
             raise InputError(f"{model.name}: integrating the latents out needs exactly one "
                              "latent coordinate per observation")
         self.coord = np.array([int(c[0]) for c in lat])
-        everything = np.arange(obs.n)
-        try:
-            self.empty = model.with_data(obs.subset(self.data, []))
-        except StanlogzError as exc:
-            raise InputError(f"{model.name} rejects data with no observation, which the "
-                             f"integrated log-likelihood needs ({exc})") from None
-        self.pos0 = coordinate_map(model, self.empty, everything, np.zeros(0, dtype=int))
-        self._one: dict[int, tuple[Any, np.ndarray, int]] = {}
+        #: observations of each baseline instance (``[[]]``: the empty one) and, per baseline,
+        #: the instance and the positions of its coordinates in the full vector
+        self.refs, self.bases = self._baselines()
+        self._one: dict[int, tuple[Any, np.ndarray, int, int]] = {}
         self.checked = False
         self.log_mass = np.zeros(obs.n)  # set by check() for real observations
         nodes, weights = np.polynomial.hermite.hermgauss(32)
@@ -69,30 +72,67 @@ class IntegratedSource:
         """The automatic choice of this route, when it was made (reported with the result)."""
         return [self.chosen] if self.chosen else []
 
-    def _instance(self, i: int) -> tuple[Any, np.ndarray, int]:
+    def _bound(self, index: list[int]) -> tuple[Any, np.ndarray]:
+        """The program on the observations ``index`` and the position in the full vector of
+        each of its coordinates."""
+        m = self.model.with_data(self.obs.subset(self.data, index))
+        return m, coordinate_map(self.model, m, np.arange(self.obs.n), np.asarray(index, int))
+
+    def _baselines(self) -> tuple[list[list[int]], list[tuple[Any, np.ndarray]]]:
+        """The empty instance, else two disjoint reference sets of the fewest observations
+        (r ≤ MAX_REFERENCE, 2r < N) the program accepts; a one-line refusal otherwise."""
+        why, tried = "", 0
+        for r in range(MAX_REFERENCE + 1):
+            refs = [[]] if r == 0 else [list(range(r)), list(range(r, 2 * r))]
+            if r and 2 * r >= self.obs.n:
+                break
+            try:
+                return refs, [self._bound(ref) for ref in refs]
+            except StanlogzError as exc:
+                why, tried = why or str(exc).split("\n")[0], r
+        raise InputError(f"{self.model.name}: the integrated log-likelihood needs the program "
+                         f"on data with no observation, or with a few (two disjoint sets of "
+                         f"up to {MAX_REFERENCE}), and it refuses {self.obs.size_name} = 0 to "
+                         f"{tried} ({why})")
+
+    def _instance(self, i: int) -> tuple[Any, np.ndarray, int, int]:
+        """Observation i's instance (its baseline's observations and i, in the data's
+        order), its coordinates' positions, the position of i's latent in it, its baseline."""
         if i not in self._one:
-            m = self.model.with_data(self.obs.subset(self.data, [i]))
-            pos = coordinate_map(self.model, m, np.arange(self.obs.n), np.array([i]))
+            b = 1 if i in self.refs[0] else 0
+            m, pos = self._bound(sorted([*self.refs[b], i]))
             own = int(np.flatnonzero(pos == self.coord[i])[0])
-            self._one[i] = (m, pos, own)
+            self._one[i] = (m, pos, own, b)
         return self._one[i]
+
+    def _base_lp(self, b: int, unc: np.ndarray) -> np.ndarray:
+        """log p̃ of baseline ``b`` at full-program draws ``unc``."""
+        m, pos = self.bases[b]
+        return m.log_density_many(unc[:, pos])
 
     def term(self, i: int, unc: np.ndarray) -> np.ndarray:
         """ℓ_i at full-program draws ``unc``: log p(y_i | z_i, θ) + log p(z_i | θ) + Jacobian."""
-        m, pos, _ = self._instance(i)
-        return m.log_density_many(unc[:, pos]) - self.empty.log_density_many(unc[:, self.pos0])
+        m, pos, _, b = self._instance(i)
+        return m.log_density_many(unc[:, pos]) - self._base_lp(b, unc)
 
     def check(self, unc: np.ndarray, ll: np.ndarray | None = None) -> None:
         """Refuse when the per-observation terms do not add up to the full density difference
-        (a latent linked to others, a term shared by observations)."""
+        from each baseline (a latent linked to others, a term shared by observations)."""
         unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
-        total = sum(self.term(i, unc) for i in range(self.obs.n))
-        want = (self.model.log_density_many(unc)
-                - self.empty.log_density_many(unc[:, self.pos0]))
-        if np.max(np.abs(total - want)) > 1e-8 * (1 + np.max(np.abs(want))):
-            raise InputError(f"{self.model.name}: the per-observation terms do not add up to "
-                             "the program's density (latents linked across observations or "
-                             "terms shared by observations)")
+        try:
+            terms = {i: self.term(i, unc) for i in range(self.obs.n)}
+        except StanlogzError as exc:  # e.g. x[2:N] of a random walk on one observation
+            raise InputError(f"{self.model.name} fails on the data instances of one or two "
+                             "observations that the integrated log-likelihood reads each term "
+                             f"off ({str(exc).splitlines()[0]})") from None
+        full = self.model.log_density_many(unc)
+        for b, ref in enumerate(self.refs):
+            total = sum(terms[i] for i in range(self.obs.n) if i not in ref)
+            want = full - self._base_lp(b, unc)
+            if not np.max(np.abs(total - want)) <= 1e-8 * (1 + np.max(np.abs(want))):
+                raise InputError(f"{self.model.name}: the per-observation terms do not add up "
+                                 "to the program's density (latents linked across "
+                                 "observations or terms shared by observations)")
         self.log_mass = self._log_mass(unc)
         self.checked = True
 
@@ -120,9 +160,9 @@ class IntegratedSource:
     def column(self, i: int, unc: np.ndarray) -> np.ndarray:
         """log ∫ exp ℓ_i(θ, v) dv over observation i's unconstrained latent, per draw."""
         unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
-        m, pos, own = self._instance(i)
+        m, pos, own, b = self._instance(i)
         base = unc[:, pos].copy()
-        lp0 = self.empty.log_density_many(unc[:, self.pos0])
+        lp0 = self._base_lp(b, unc)
 
         def f(v: np.ndarray) -> np.ndarray:  # (S, k) latent values -> (S, k) log terms
             k = v.shape[1]

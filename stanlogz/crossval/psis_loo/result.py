@@ -22,7 +22,7 @@ from ..elpd.routes import MM_ROUTE, refit_data_error
 from ..fixups.fixups import FixedPoint
 from ..fixups.registry import FIX_LABELS
 from ..names import LooNames
-from ..observations.conditional import latent_coordinates
+from ..observations.integrated import IntegratedSource
 from ..observations.observations import Observations
 from ..observations.splitcheck import ROUTE, check_split
 from ..refit.cv_se import ElpdInterval, elpd_interval
@@ -259,10 +259,14 @@ def loo_warnings(r: LooResult) -> list[str]:
         if f.mcse > 0.1:
             out.append(f"observation {f.index + 1}: the fixed value has Monte Carlo se "
                        f"{f.mcse:.2f}; run more draws for it")
-    if abs(r.mcse_bias) > 0.5 * r.mcse_psis and abs(r.mcse_bias) > 0.1:
-        out.append(f"PSIS values with k-hat above 0.5 bias elpd_loo by about "
-                   f"{r.mcse_bias:+.2f} at {r.n_samples} draws (included in its Monte Carlo "
-                   "se): k_threshold=0.5 moment-matches them, or more draws shrink it")
+    offer = _integrated_offer(r) if np.any(_psis_khat(r) > 0.5) else ""
+    if (abs(r.mcse_bias) > 0.5 * r.mcse_psis and abs(r.mcse_bias) > 0.1) or offer:
+        out.append(f"PSIS values with k-hat above 0.5: their bias on elpd_loo, estimated from "
+                   f"the draws' two halves, is {r.mcse_bias:+.2f} at {r.n_samples} draws "
+                   "(included in its Monte Carlo se), an estimate that takes the ratios' tail "
+                   "to be as light as k-hat says and understates a heavier one (tenfold for a "
+                   "log_lik conditional on a latent per observation); k_threshold=0.5 "
+                   "moment-matches them, or more draws shrink it" + offer)
     if r.mcse_elpd_loo > 0.5:
         out.append(f"the Monte Carlo se of elpd_loo is {r.mcse_elpd_loo:.2f}: run more draws "
                    "(it falls as 1/sqrt(draws))")
@@ -296,16 +300,23 @@ def _refit_advice(r: LooResult, i: int) -> str:
     return exact if why is None else f"exact refits cannot recompute them ({why}); {MM_ROUTE}"
 
 
+def _psis_khat(r: LooResult) -> np.ndarray:
+    """k̂ of the values left on PSIS (the fixed ones taken out)."""
+    done = {f.index for f in r.fixed}
+    k = np.asarray(r.khat, dtype=float)
+    left = np.array([int(o) not in done for o in r.index], dtype=bool)
+    return np.where(left & np.isfinite(k), k, -np.inf)
+
+
 def _integrated_offer(r: LooResult) -> str:
     """The integrated route, offered when the log-likelihood is conditional on one latent per
-    observation (:mod:`~stanlogz.crossval.observations.integrated`)."""
+    observation (:mod:`~stanlogz.crossval.observations.integrated`) and the program accepts
+    the data instances that route needs."""
     if r.log_lik_source != "log_lik" or r.program is None or r.data is None:
         return ""
     try:
-        lat = latent_coordinates(r.program, r.data, r.observations)
+        IntegratedSource(r.program, r.data, r.observations)  # one latent each, its baselines
     except StanlogzError:
-        return ""
-    if not all(c.size == 1 for c in lat):
         return ""
     return ("; the program has one latent per observation: --log-lik integrated "
             "(log_lik=\"integrated\") integrates it out instead of conditioning on it")

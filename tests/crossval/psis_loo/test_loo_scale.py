@@ -117,13 +117,15 @@ def test_per_observation_latents_with_log_lik_get_psis_loo_as_arviz(compiled):
     data = {"N": 20, "y": (1.0 + 1.5 * rng.normal(size=20)).round(3).tolist()}
     model = compiled(TESTS / "per_obs_loglik.stan", data)
     d = sample(model, chains=2, warmup=300, draws=300, seed=6)
-    r = loo(model, data, draws=d, fix="none")
+    # the log_lik route asked for: by default loo integrates each z out (log_lik_source
+    # "integrated", tests/crossval/observations/test_integrated_lower_bound.py)
+    r = loo(model, data, draws=d, fix="none", log_lik="log_lik")
     ref = arviz_compat.loo(d.to_inference_data())
     assert r.elpd_loo == pytest.approx(ref["elpd"], rel=1e-9)
     assert r.log_lik_source == "log_lik" and r.n_obs == 20
     # k_threshold=0 marks every point for a fix-up: UPS needs a program with the same
     # parameters without the observation, so it says so and points to exact.
-    r0 = loo(model, data, draws=d, fix="ups", k_threshold=0.0)
+    r0 = loo(model, data, draws=d, fix="ups", k_threshold=0.0, log_lik="log_lik")
     assert not r0.fixed and any("use --fix exact" in w for w in r0.warnings)
 
 
@@ -133,7 +135,9 @@ def test_loo_of_eight_schools_is_exact_per_school(compiled):
     data = json.loads((EX / "eight_schools.data.json").read_text())
     model = compiled(EX / "eight_schools.stan", data)
     d = sample(model, chains=4, warmup=1000, draws=1000, seed=9, adapt_delta=0.95)
-    r = loo(model, data, draws=d, fix="exact", k_threshold=0.0, seed=9)
+    # the log_lik route, so that every school (k-hat > 0) is refitted; by default loo
+    # integrates each eta out and PSIS over (mu, tau) leaves few points above 0
+    r = loo(model, data, draws=d, fix="exact", k_threshold=0.0, seed=9, log_lik="log_lik")
     exact = truths.eight_schools_loo(data)  # 2-D quadrature over (mu, tau)
     assert sorted(f.index for f in r.fixed) == list(range(8))
     assert {f.method for f in r.fixed} <= {"augmented-bridge", "evidence-difference"}
