@@ -200,17 +200,20 @@ class _BudgetWatch:
         return False
 
     def _warmup_left(self, now: float, its: np.ndarray) -> float | None:
-        """Seconds until the slowest chain has ``MIN_DRAWS`` draws, at its rate over the later
-        half of its iterations (None before it has done 20)."""
-        c = int(np.argmin(its))
-        done = int(its[c])
-        if done < 20:
+        """Seconds until every chain has ``MIN_DRAWS`` draws, at the rate of all chains
+        together over the later half of their iterations (None before the slowest chain has
+        done 20). The chains share the cores: a chain that lags while the others run gets
+        their share once they are done, so the iterations left of all chains count, at the
+        rate of all (the lagging chain's own rate made a 2 s run look 4 times longer)."""
+        if int(its.min()) < 20:
             return None
-        t0, d0 = next((t, int(h[c])) for t, h in self.history if h[c] >= done / 2)
+        done = int(its.sum())
+        t0, d0 = next((t, int(h.sum())) for t, h in self.history if h.sum() >= done / 2)
         if done - d0 < 10 or now <= t0:
             t0, d0 = self.start, 0
         rate = (done - d0) / max(now - t0, 1e-9)
-        return (self.warmup + min(MIN_DRAWS, self.draws) - done) / rate
+        need = np.maximum(self.warmup + min(MIN_DRAWS, self.draws) - its, 0).sum()
+        return float(need) / rate
 
     def _message(self, now: float, its: np.ndarray, left: float | None) -> str:
         """The refusal in warmup: how far the run got, its whole time here, and what fits."""
