@@ -89,6 +89,9 @@ class PassClock:
         #: stop at the run's time budget instead of refusing, keeping the observations done
         #: (:attr:`stopped`, :attr:`done_obs`) once ``ANYTIME_MIN`` are
         self.anytime, self.stopped = anytime, False
+        #: whether an anytime pass kept time to approximate the observations it leaves (None
+        #: until decided)
+        self.approximate: bool | None = None
         self.checked = checked  # False: the run's time budget is not checked (a pass the
         # caller has kept time for: the approximation of an anytime pass stopped)
         self.done_obs: list[int] = []
@@ -149,9 +152,11 @@ class PassClock:
 
     def _check_anytime(self, now: float, left_budget: float) -> None:
         """Stop the pass (:attr:`stopped`) once ``ANYTIME_MIN`` observations are done and the
-        budget left is what the approximation of every observation at
-        ``SUBSAMPLE_APPROX_DRAWS`` draws and ``ANYTIME_MARGIN_S`` need; refuse when the
-        budget is spent before ``ANYTIME_MIN`` are done."""
+        budget left is what the approximation of those left at ``SUBSAMPLE_APPROX_DRAWS``
+        draws, the PSIS of those done and ``ANYTIME_MARGIN_S`` need. Where the approximation
+        does not fit once ``ANYTIME_MIN`` are done, the pass goes on without it
+        (:attr:`approximate` False: the rest is estimated from those done alone). Refuses
+        when the budget is spent before ``ANYTIME_MIN`` are done."""
         if self.stopped:
             return
         per_obs = (robust_time_left(self.times, self.done + 1) if self.done >= MIN_ESTIMATE
@@ -159,11 +164,14 @@ class PassClock:
         chains, per_chain = self.draws if self.draws else (1, 0)
         share = min(1.0, max(SUBSAMPLE_APPROX_DRAWS / (chains * per_chain), APPROX_SHARE)
                     if per_chain else 1.0)
-        psis = self.done * chains * per_chain * PSIS_VALUE_S  # the kept ones, smoothed after
-        keep = per_obs * share * (self.total - self.done) + psis + ANYTIME_MARGIN_S
-        if left_budget > keep:
+        keep = self.done * chains * per_chain * PSIS_VALUE_S + ANYTIME_MARGIN_S  # PSIS after
+        approx = per_obs * share * (self.total - self.done)
+        enough = self.done >= min(ANYTIME_MIN, self.total)
+        if enough and self.approximate is None:  # decided once, when enough are done
+            self.approximate = left_budget > keep + approx
+        if left_budget > keep + (approx if self.approximate is not False else 0.0):
             return
-        if self.done >= min(ANYTIME_MIN, self.total):
+        if enough:
             self.stopped = True
         elif left_budget <= 0:
             elapsed = now - self.t0

@@ -98,6 +98,8 @@ class ConditionalSourceBase(ColumnsByObservation):
     anytime: bool = False
     #: False while a pass the caller kept time for runs (its clock checks no budget)
     budget_checked: bool = True
+    #: The clock of the last pass (what an anytime pass decided)
+    last_clock: PassClock | None = None
 
     def chunks(self, unc: np.ndarray, constrained: np.ndarray | None = None,
                names: list[str] | None = None, chunk_bytes: int = CHUNK_BYTES,
@@ -128,8 +130,8 @@ class ConditionalSourceBase(ColumnsByObservation):
             clock.spent()
             raise
         finally:
-            self._clock.close()
-            self._clock = None
+            clock.close()
+            self.last_clock, self._clock = clock, None
 
     def matrix(self, unc: np.ndarray, constrained: np.ndarray | None = None,
                names: list[str] | None = None) -> np.ndarray:

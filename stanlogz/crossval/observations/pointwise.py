@@ -141,6 +141,8 @@ class PointwiseLogLik:
     anytime: bool = False
     #: False while a pass the caller kept time for runs (its clock checks no budget)
     budget_checked: bool = True
+    #: The clock of the last pass (what an anytime pass decided)
+    last_clock: PassClock | None = None
 
     def __init__(self, model: StanProgram, data: Mapping[str, Any], obs: Observations,
                  source: str = "auto") -> None:
@@ -308,7 +310,7 @@ class PointwiseLogLik:
         finally:
             if self._clock is not None:
                 self._clock.close()
-                self._clock = None
+                self.last_clock, self._clock = self._clock, None
 
     def _gq_columns(self, index: np.ndarray, unc: np.ndarray, block_bytes: int = CHUNK_BYTES
                     ) -> np.ndarray:

@@ -90,7 +90,12 @@ def anytime_pass(pw: Any, d: Draws, r_eff: float, keep_above: float, seed: Any,
     if done.size == n:
         return ps, None, None
     index = done[sort]
-    approx, how = _approximation(pw, d, r_eff, done, np.concatenate(approx_parts), progress)
+    clock = getattr(pw, "last_clock", None)
+    if clock is not None and clock.approximate is False:  # no time was left for it
+        approx, how = np.zeros(n), "none"
+    else:
+        approx, how = _approximation(pw, d, r_eff, done, np.concatenate(approx_parts),
+                                     progress)
     est: dict[str, Any] = subsample_estimates(approx, index, ps.elpd_i, ps, [], None)
     est.update(approx=approx, certain=None, approximation=how, budget_pass=(int(index.size), n))
     if progress:

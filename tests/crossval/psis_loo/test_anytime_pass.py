@@ -79,6 +79,7 @@ class FakeSource:
                 self.fake.t += self.per_obs * rows.size / (CHAINS * PER_CHAIN)
                 out[:, j] = self.ll[rows, i]
                 clock.update(obs=(i,))
+            self.last_clock = clock
             if clock.stopped:
                 idx, out = clock.trim(idx, out)
                 if idx.size:
@@ -144,6 +145,19 @@ def test_without_time_for_the_approximation_the_rest_is_the_mean_of_those_done(c
     assert est["subsampling_se"] == pytest.approx(plain * est["subsampling_factor"], rel=1e-9)
 
 
+def test_where_the_approximation_cannot_fit_the_pass_goes_on_without_it(clock):
+    # 200 observations at 0.01 s in 0.6 s: once ANYTIME_MIN = 20 are done, 0.4 s are left,
+    # less than the approximation of the 180 left (0.36 s) with PSIS and the margin
+    # (0.254 s); so the pass goes on to the margin alone, 0.6 - 0.01 d <= 0.0002 d + 0.25:
+    # d = 35, and the rest is N times the mean of those done
+    ll = log_lik(200)
+    with time_budget(0.6):
+        ps, index, est = anytime_pass(FakeSource(ll, clock, 0.01), draws(), 1.0, 0.5, 3)
+    assert index.size == 35 and est["approximation"] == "none"
+    assert est["elpd"] == pytest.approx(200 * ps.elpd_i.mean(), rel=1e-12)
+    assert clock.t - 1000.0 == pytest.approx(0.35)  # nothing evaluated after the stop
+
+
 def test_the_budget_spent_before_enough_observations_is_refused(clock):
     pc = PassClock(None, 1000, "fake log-likelihood", clock=clock, draws=(4, 250),
                    anytime=True)
@@ -169,15 +183,16 @@ def test_a_clock_that_checks_no_budget_neither_stops_nor_refuses(clock):
 
 @pytest.mark.slow
 def test_the_stopped_pass_covers_the_full_value(clock):
-    # 300 budgets ending the pass of 400 observations at 0.01 s after 30 to 330 of them (each
+    # 120 budgets ending the pass of 400 observations at 0.01 s after 20 to 300 of them (each
     # seed its own order): |estimate - full pass| <= 2 subsampling se. The estimator is the
-    # calibrated difference estimator (coverage 95% by design); 300 runs, the band 0.89-1
-    # holds with probability above 1 - 1e-5 at a true coverage of 0.95 (binomial sd 0.0126).
+    # calibrated difference estimator (coverage 95% by design); over 120 runs the band
+    # 0.85-1 holds with probability above 1 - 1e-6 at a true coverage of 0.95 (binomial sd
+    # 0.02).
     ll = log_lik(400, seed=5)
     full = psis_loo(ll, 1.0, chains=CHAINS).elpd_i.sum()
     rng = np.random.default_rng(11)
     hits, errors = [], []
-    for seed in range(300):
+    for seed in range(120):
         clock.t = 1000.0
         budget = float(rng.uniform(0.6, 3.6))
         with time_budget(budget):
@@ -186,6 +201,6 @@ def test_the_stopped_pass_covers_the_full_value(clock):
         assert index is not None and 20 <= index.size < 400
         errors.append(est["elpd"] - full)
         hits.append(abs(est["elpd"] - full) <= 2 * est["subsampling_se"])
-    assert 0.89 <= np.mean(hits) <= 1.0
+    assert 0.85 <= np.mean(hits) <= 1.0
     # and no bias beyond 4 se of the mean error
     assert abs(np.mean(errors)) <= 4 * np.std(errors) / np.sqrt(len(errors))
