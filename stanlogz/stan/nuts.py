@@ -149,7 +149,8 @@ class _BudgetWatch:
     """Keeps a NUTS run within the run's time budget (:mod:`stanlogz._util.deadline`).
 
     The run goes on while it can end before the point where the reserve for what follows
-    starts (``reserve`` seconds, or ``RESERVE`` of the budget). Once every chain is past its
+    starts (``reserve`` seconds, or ``RESERVE`` of the budget and what the caller reserved:
+    :func:`~stanlogz._util.deadline.reserving`). Once every chain is past its
     warmup and that point is reached, :meth:`check` returns True: the caller stops the chains
     and keeps the draws so far. While a chain is still in warmup, :meth:`check` raises
     :class:`~stanlogz._util.deadline.OverBudget` when the warmup (and ``MIN_DRAWS`` draws)
@@ -167,10 +168,11 @@ class _BudgetWatch:
         self.history: list[tuple[float, np.ndarray]] = [(self.start, np.zeros(chains, int))]
         self.stopped = False
 
-    def _reserve(self) -> float:
+    def _reserve(self, kept: int) -> float:
+        """Seconds kept for what follows ``kept`` draws (all chains)."""
         if self.reserve is not None:
             return self.reserve
-        return RESERVE * (deadline.budget_seconds() or 0.0)
+        return RESERVE * (deadline.budget_seconds() or 0.0) + deadline.reserved(kept)
 
     def check(self, iterations: np.ndarray) -> bool:
         """Whether to stop the chains now and keep their draws (every chain past warmup at
@@ -179,11 +181,14 @@ class _BudgetWatch:
         if left_budget is None or self.stopped:
             return self.stopped
         now = deadline.clock()
-        usable = left_budget - self._reserve()  # seconds before the reserve point
+        its = np.array(iterations, dtype=np.int64)  # read once: the sampler keeps counting
+        kept = self.chains * max(int(its.min()) - self.warmup, 0)  # the same for every chain
+        least = self.chains * min(MIN_DRAWS, self.draws)
+        # seconds before the reserve point (what follows the draws kept, at least MIN_DRAWS)
+        usable = left_budget - self._reserve(max(kept, least))
         if now - self.last < CHECK_S and usable > 2 * CHECK_S:
             return False
         self.last = now
-        its = np.array(iterations, dtype=np.int64)  # read once: the sampler keeps counting
         self.history.append((now, its))
         if int(its.sum()) >= self.total:
             return False
@@ -222,9 +227,13 @@ class _BudgetWatch:
         per_iteration = elapsed / max(done, 1)  # seconds per iteration, all chains together
         whole = per_iteration * self.total
         available = elapsed + max(deadline.remaining() or 0.0, 0.0)
-        # half of the budget for sampling, the rest for what follows its draws
-        fewer = deadline.fewer_iterations(per_iteration * self.chains, available,
-                                          self.warmup + self.draws, MIN_ROUTE_ITERATIONS)
+        # half of the budget for sampling, the rest for what follows its draws; where the
+        # caller estimated that (per draw kept), each iteration counts its share of it too
+        rate = per_iteration * self.chains + deadline.reserved(self.chains) / 2 - \
+            deadline.reserved(0) / 2
+        room = available - deadline.reserved(0)
+        fewer = deadline.fewer_iterations(rate, room, self.warmup + self.draws,
+                                          MIN_ROUTE_ITERATIONS)
         routes = [fewer] if fewer else []
         routes.append(f"{deadline.as_option(1.3 * whole + 60)} for the whole run")
         return (f"sampling {self.name} would take about {duration(whole)} here "

@@ -16,6 +16,7 @@ an observation's cost does not track its elpd."""
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 import numpy as np
@@ -24,8 +25,40 @@ from ..._util import deadline
 from ..._util.seeds import Stream, stream_rng
 from ...draws import Draws
 from ..elpd.psis import PsisLoo, psis_loo
-from ..observations.clock import SUBSAMPLE_APPROX_DRAWS
+from ..observations.clock import PSIS_VALUE_S, SUBSAMPLE_APPROX_DRAWS
 from .subsample import subsample_estimates
+
+#: The density-difference pass's costs that do not shrink with the draws, in data instances
+#: per observation: its validity check, the pass and the approximation of the observations
+#: left when the budget ends it.
+INSTANCES_PER_OBSERVATION = 2.2
+
+
+def pass_reserve(pw: Any) -> tuple[float | None, float]:
+    """What the pointwise pass of ``pw`` will take, for a sampling run under a time budget to
+    keep (:func:`~stanlogz._util.deadline.reserving`): ``(seconds, seconds per draw)``. For a
+    density-difference pass, ``INSTANCES_PER_OBSERVATION`` data instances per observation and
+    each observation's density and PSIS at each draw, timed here on three observations at 1
+    and 513 points; ``(None, 0)`` without a budget or for another source."""
+    if deadline.remaining() is None or getattr(pw, "source", None) != "difference":
+        return None, 0.0
+    n = pw.obs.n
+    if n < 7:
+        return None, 0.0
+    # other observations in each call: an instance built once is not built again
+    first, at_one, at_more = (np.arange(k, n, n // 3)[:3] for k in (0, 1, 2))
+    x = np.zeros((513, pw.model.dim))
+    try:
+        pw.columns(first[:1], x[:1])  # builds the baseline instances once
+        start = time.perf_counter()
+        pw.columns(at_one, x[:1])
+        one = time.perf_counter() - start
+        pw.columns(at_more, x)
+        more = time.perf_counter() - start - one
+    except Exception:  # noqa: BLE001 - no estimate: the pass reports its own trouble later
+        return None, 0.0
+    per_draw = max(more - one, 0.0) / 512 / at_one.size + PSIS_VALUE_S
+    return INSTANCES_PER_OBSERVATION * n * one / at_one.size, n * per_draw
 
 
 def budget_pass_warning(m: int, n: int, approximation: str) -> str:

@@ -49,7 +49,7 @@ from ..observations.observations import load_observed
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError
 from ..refit.heldout import heldout_many
-from .anytime import anytime_pass, budget_flags, budget_pass_warning
+from .anytime import anytime_pass, budget_flags, budget_pass_warning, pass_reserve
 from .fitloo import is_fit, loo_elsewise
 from .result import LooResult, loo_warnings
 from .subsample import draw_sample, subsample_estimates
@@ -283,12 +283,14 @@ def loo(
                                       and 2 <= subsample < observations.n):
         raise InputError(f"subsample must be an integer in 2..{observations.n - 1} (there are "
                          f"{observations.n} observations), got {subsample}")
+    early = None
     if log_lik not in ("conditional", "integrated"):
-        PointwiseLogLik(model, data_dict, observations, log_lik)  # bad sources fail early
+        early = PointwiseLogLik(model, data_dict, observations, log_lik)  # bad ones fail early
     if run_budget.remaining() is not None:
         arviz_compat.arviz()  # its import (seconds) after NUTS would eat the pass's reserve
-    d = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS),
-                     progress=progress)
+    with run_budget.reserving(*(pass_reserve(early) if early is not None else (None,))):
+        d = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS),
+                         progress=progress)
     unc = d.flat_unconstrained()
     pw = pointwise_source(model, data_dict, observations, log_lik,
                           unc[_check_rows(unc.shape[0])], check=subsample is None)
