@@ -38,27 +38,31 @@ def pass_reserve(pw: Any) -> tuple[float | None, float]:
     """What the pointwise pass of ``pw`` will take, for a sampling run under a time budget to
     keep (:func:`~stanlogz._util.deadline.reserving`): ``(seconds, seconds per draw)``. For a
     density-difference pass, ``INSTANCES_PER_OBSERVATION`` data instances per observation and
-    each observation's density and PSIS at each draw, timed here on three observations at 1
-    and 513 points; ``(None, 0)`` without a budget or for another source."""
+    each observation's density and PSIS at each draw, timed here on observations at 1 and 513
+    points; ``(None, 0)`` without a budget or for another source."""
     if deadline.remaining() is None or getattr(pw, "source", None) != "difference":
         return None, 0.0
     n = pw.obs.n
-    if n < 7:
+    if n < 8:
         return None, 0.0
-    # other observations in each call: an instance built once is not built again
-    first, at_one, at_more = (np.arange(k, n, n // 3)[:3] for k in (0, 1, 2))
     x = np.zeros((513, pw.model.dim))
+    ones, mores = [], []
     try:
-        pw.columns(first[:1], x[:1])  # builds the baseline instances once
-        start = time.perf_counter()
-        pw.columns(at_one, x[:1])
-        one = time.perf_counter() - start
-        pw.columns(at_more, x)
-        more = time.perf_counter() - start - one
+        pw.columns([0], x[:1])  # builds the baseline instances once
+        # other observations in each call (an instance is built anew for each), the least
+        # of three (a loaded machine preempts a call of milliseconds)
+        for k in range(3):
+            start = time.perf_counter()
+            pw.columns([1 + 2 * k], x[:1])
+            ones.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            pw.columns([2 + 2 * k], x)
+            mores.append(time.perf_counter() - start)
     except Exception:  # noqa: BLE001 - no estimate: the pass reports its own trouble later
         return None, 0.0
-    per_draw = max(more - one, 0.0) / 512 / at_one.size + PSIS_VALUE_S
-    return INSTANCES_PER_OBSERVATION * n * one / at_one.size, n * per_draw
+    one = min(ones)
+    per_draw = max(min(mores) - one, 0.0) / 512 + PSIS_VALUE_S
+    return INSTANCES_PER_OBSERVATION * n * one, n * per_draw
 
 
 def budget_pass_warning(m: int, n: int, approximation: str) -> str:
