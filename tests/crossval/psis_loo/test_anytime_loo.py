@@ -64,11 +64,11 @@ def test_a_pass_the_budget_ends_answers_with_the_rest_estimated(compiled, data_f
 
 def test_cli_loo_under_a_short_budget_answers_with_the_flag(compiled, data_file):
     compiled(EXAMPLES / "regression.stan", data=data_file)  # built once, in the cache
-    # the pass alone (3000 data instances, each at 4000 draws) takes longer than 7 s on 2
+    # the pass alone (3000 data instances, each at 12000 draws) takes longer than 12 s on 2
     # cores; a short warmup leaves time for it on a loaded machine too
-    cmd = [sys.executable, "-m", "stanlogz", "--json", "--time-budget", "7", "loo",
+    cmd = [sys.executable, "-m", "stanlogz", "--json", "--time-budget", "12", "loo",
            str(EXAMPLES / "regression.stan"), "--data", str(data_file), "--log-lik",
-           "difference", "--warmup", "200", "--seed", "1"]
+           "difference", "--warmup", "200", "--draws", "3000", "--seed", "1"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
@@ -79,7 +79,7 @@ def test_cli_loo_under_a_short_budget_answers_with_the_flag(compiled, data_file)
         assert "stanlogz: warning: the time budget ended the pointwise pass" in proc.stderr
     if stop["sampling"]:
         kept = stop["sampling"]["draws_kept"]
-        assert f"the time budget ended sampling after {kept} of 1000 draws per chain" \
+        assert f"the time budget ended sampling after {kept} of 3000 draws per chain" \
             in proc.stderr
 
 
