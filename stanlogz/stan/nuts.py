@@ -194,8 +194,14 @@ class _BudgetWatch:
             return False
         slowest = int(its.min())
         if slowest > self.warmup:  # every chain has draws: keep them from the reserve point on
-            self.stopped = usable <= 0
-            return self.stopped
+            # (into the reserve while fewer than MIN_DRAWS, up to the end of the budget)
+            few = slowest - self.warmup < min(MIN_DRAWS, self.draws)
+            if usable > 0 or (few and left_budget > 0):
+                return False
+            if slowest - self.warmup < 2:
+                raise deadline.OverBudget(self._message(now, its, None))
+            self.stopped = True
+            return True
         if usable <= 0:
             raise deadline.OverBudget(self._message(now, its, None))
         need = self._warmup_left(now, its)
@@ -238,7 +244,8 @@ class _BudgetWatch:
         routes.append(f"{deadline.as_option(1.3 * whole + 60)} for the whole run")
         return (f"sampling {self.name} would take about {duration(whole)} here "
                 f"({self.chains} chains x {self.warmup + self.draws} iterations; {done} of "
-                f"{self.total} done in {duration(elapsed)}, still in warmup), more than "
+                f"{self.total} done in {duration(elapsed)}, "
+                f"{'still in warmup' if its.min() <= self.warmup else 'too few draws'}), more than "
                 f"{deadline.left_text(available)}; run with " + ", or ".join(routes))
 
 

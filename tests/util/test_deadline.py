@@ -170,6 +170,20 @@ def test_nuts_budget_spent_after_warmup_keeps_the_draws(clock):
         assert watch.check(np.array([151, 170]))  # and it stays stopped
 
 
+def test_nuts_past_warmup_with_few_draws_goes_into_the_reserve_for_them(clock):
+    watch = nuts._BudgetWatch("model", 2, 100, 100)
+    with time_budget(100):
+        clock.t += 95  # past the reserve point (10 s before the end)
+        assert not watch.check(np.array([110, 120]))  # 10 draws: fewer than MIN_DRAWS
+        clock.t += 1
+        assert watch.check(np.array([125, 130]))  # 25: kept
+    watch = nuts._BudgetWatch("model", 2, 100, 100)
+    with time_budget(100):
+        clock.t += 101  # the budget spent with one draw in a chain: nothing estimable
+        with pytest.raises(OverBudget, match="sampling model would take"):
+            watch.check(np.array([101, 130]))
+
+
 def test_a_stopped_chains_metric_is_estimated_from_its_draws():
     # Stan's regularization of a window's variances: n/(n+5) var + 1e-3 * 5/(n+5)
     x = np.random.default_rng(1).normal(0.0, [1.0, 3.0], size=(2, 95, 2))
