@@ -24,7 +24,8 @@ from .progress import duration
 clock = time.monotonic
 
 _lock = threading.Lock()
-_state: dict[str, float | None] = {"deadline": None, "seconds": None, "expired": None}
+_state: dict[str, float | None] = {"deadline": None, "seconds": None, "expired": None,
+                                   "reserved": None, "per_draw": None}
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(s|sec|m|min|h)?\s*$")
 _UNIT = {None: 1.0, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
@@ -115,6 +116,26 @@ def remaining() -> float | None:
     """Seconds left of the run's time budget (negative once it is spent); None without one."""
     deadline = _state["deadline"]
     return None if deadline is None else deadline - clock()
+
+
+@contextlib.contextmanager
+def reserving(seconds: float | None, per_draw: float = 0.0) -> Iterator[None]:
+    """Inside the block, a sampling run keeps more of the budget for what follows its draws,
+    beyond its own share: ``seconds``, and ``per_draw`` seconds for each draw it keeps (the
+    caller's estimate of its pass). None adds nothing."""
+    saved = _state["reserved"], _state["per_draw"]
+    _state["reserved"], _state["per_draw"] = (None, None) if seconds is None else (
+        float(seconds), float(per_draw))
+    try:
+        yield
+    finally:
+        _state["reserved"], _state["per_draw"] = saved
+
+
+def reserved(draws: int = 0) -> float:
+    """Seconds of the budget a sampling run that keeps ``draws`` draws (all chains) keeps
+    beyond its share for what follows them (:func:`reserving`)."""
+    return (_state["reserved"] or 0.0) + (_state["per_draw"] or 0.0) * draws
 
 
 def budget_seconds() -> float | None:

@@ -77,6 +77,9 @@ class Draws:
     warnings: list[str] = field(default_factory=list)
     #: the target acceptance NUTS adapted to (None when the draws do not say)
     adapt_delta: float | None = None
+    #: (draws kept, draws asked) per chain when the time budget ended sampling after the
+    #: warmup (a warning says so); None when sampling went to its end
+    budget_stop: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         u = np.asarray(self.unconstrained, dtype=float)
@@ -189,6 +192,9 @@ class Draws:
             "n_gradient_evals": self.n_gradient_evals,
             "sampling_cost_known": self.sampling_cost_known,
         }
+        if self.budget_stop is not None:
+            diag["budget_stop"] = {"draws_kept": self.budget_stop[0],
+                                   "draws_asked": self.budget_stop[1]}
         msgs = list(self.warnings)
         if "divergent__" in self.sampler:
             n_div = int(np.sum(self.sampler["divergent__"] > 0))

@@ -10,6 +10,7 @@ import numpy as np
 
 from .._util.argcheck import check_arguments
 from ..errors import InputError, ToolchainError
+from ..stan.nuts import budget_stop_warning
 from ..stan.program import StanProgram
 from ..stan.settings import NutsArgs
 from .convert import from_cmdstanpy
@@ -82,6 +83,7 @@ def sample(
     elif not hasattr(model, "nuts"):
         raise InputError(f"model must be a StanModel or a .stan path, not {type(model).__name__}")
     out = model.nuts(nuts, seed=seed, init=init, progress=progress)
+    stop = getattr(out, "budget_stop", None)
     return Draws(
         unconstrained=out.unconstrained,
         constrained=out.constrained,
@@ -96,6 +98,8 @@ def sample(
         sampling_cost_known=True,  # the library counts warmup and sampling leapfrog steps
         max_treedepth=int(out.max_treedepth),
         adapt_delta=nuts.adapt_delta,
+        budget_stop=stop,
+        warnings=[budget_stop_warning(*stop)] if stop else [],
     )
 
 

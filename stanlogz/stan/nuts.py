@@ -48,6 +48,9 @@ class NutsOutput:
     n_gradient_evals: int  # total leapfrog steps, warmup included
     max_treedepth: int
     seed: int
+    #: (draws kept, draws asked) per chain when the time budget ended sampling after the
+    #: warmup (:class:`_BudgetWatch`); None when the run went to its end
+    budget_stop: tuple[int, int] | None = None
 
 
 def _run_stoppable(call: Callable[[], None], stop: ctypes.c_int, poll: Callable[[], None],
@@ -119,69 +122,130 @@ class _NutsProgress:
         for c in moved:
             self.reported[c] = tenths[c]
         self.last = now
-#: Until a tenth of the iterations is done, the rate still counts the early warmup's long trees
-#: (up to 2.6 times the rate of the rest: benchmarks/nuts_eta.py): a run is stopped then only
-#: when it would take this many times the budget left.
+#: Until a tenth of the warmup is done, its rate still counts the early warmup's long trees
+#: (up to 2.6 times the rate of the rest: benchmarks/nuts_eta.py): a run is refused then only
+#: when its warmup would take this many times the time it has.
 EARLY_MARGIN = 3.0
 #: Iterations per chain named as the smallest route (half warmup, half draws).
 MIN_ROUTE_ITERATIONS = 200
-#: Seconds between two checks of the budget.
+#: Seconds between two checks of the budget (closer to the stop point, every poll).
 CHECK_S = 0.5
-#: The part of the time budget a run must leave for what follows its draws.
+#: The part of the time budget a run must leave for what follows its draws (loo's pass,
+#: evidence's bridge), when the caller gives no estimate of it.
 RESERVE = 0.1
+#: Draws per chain after the warmup that a run must be able to reach before the point where
+#: the reserve starts; a run that cannot is refused while still in warmup.
+MIN_DRAWS = 25
+
+
+def budget_stop_warning(kept: int, asked: int) -> str:
+    """The warning of a run that the time budget ended after ``kept`` of ``asked`` draws
+    per chain."""
+    return (f"the time budget ended sampling after {kept} of {asked} draws per chain; "
+            "ESS and mcse count only these")
 
 
 class _BudgetWatch:
-    """Stops a NUTS run that would end after the run's time budget
-    (:mod:`stanlogz._util.deadline`): once the time left at the rate so far exceeds the budget
-    left (or the budget is spent), :meth:`check` raises :class:`~stanlogz._util.deadline.
-    OverBudget` naming fewer iterations that fit, or the budget the whole run needs."""
+    """Keeps a NUTS run within the run's time budget (:mod:`stanlogz._util.deadline`).
 
-    def __init__(self, name: str, chains: int, warmup: int, draws: int) -> None:
+    The run goes on while it can end before the point where the reserve for what follows
+    starts (``reserve`` seconds, or ``RESERVE`` of the budget and what the caller reserved:
+    :func:`~stanlogz._util.deadline.reserving`). Once every chain is past its
+    warmup and that point is reached, :meth:`check` returns True: the caller stops the chains
+    and keeps the draws so far. While a chain is still in warmup, :meth:`check` raises
+    :class:`~stanlogz._util.deadline.OverBudget` when the warmup (and ``MIN_DRAWS`` draws)
+    cannot end before that point, naming fewer iterations that fit, or the budget the whole
+    run needs."""
+
+    def __init__(self, name: str, chains: int, warmup: int, draws: int,
+                 reserve: float | None = None) -> None:
         self.name, self.chains, self.warmup, self.draws = name, chains, warmup, draws
         self.total = chains * (warmup + draws)
+        self.reserve = reserve
         self.start = deadline.clock()
-        self.history: list[tuple[float, int]] = [(self.start, 0)]
+        self.last = self.start
+        #: (time, iterations of each chain) at each check
+        self.history: list[tuple[float, np.ndarray]] = [(self.start, np.zeros(chains, int))]
+        self.stopped = False
 
-    def check(self, iterations: np.ndarray) -> None:
+    def _reserve(self, kept: int) -> float:
+        """Seconds kept for what follows ``kept`` draws (all chains)."""
+        if self.reserve is not None:
+            return self.reserve
+        return RESERVE * (deadline.budget_seconds() or 0.0) + deadline.reserved(kept)
+
+    def check(self, iterations: np.ndarray) -> bool:
+        """Whether to stop the chains now and keep their draws (every chain past warmup at
+        the reserve point); :class:`OverBudget` while in a warmup that cannot end in time."""
         left_budget = deadline.remaining()
-        if left_budget is None:
-            return
+        if left_budget is None or self.stopped:
+            return self.stopped
         now = deadline.clock()
-        if now - self.history[-1][0] < CHECK_S and left_budget > 0:
-            return
-        done = int(iterations.sum())
-        self.history.append((now, done))
-        if left_budget <= 0 and done < self.total:
-            raise deadline.OverBudget(self._message(now, done, None))
-        if done < self.total / 40 or done >= self.total:
-            return
-        if done < self.total / 10:
-            left = time_left(now - self.start, done, self.total)
-            if left > EARLY_MARGIN * left_budget:
-                raise deadline.OverBudget(self._message(now, done, left))
-            return
-        t0, d0 = next((t, d) for t, d in self.history if d >= done / 2)
-        if done - d0 < self.total / 20:
-            return
-        left = time_left(now - t0, done - d0, self.total - d0)
-        # what follows the draws (loo's pass, evidence's bridge) keeps RESERVE of the budget
-        if left > left_budget - RESERVE * (deadline.budget_seconds() or 0.0):
-            raise deadline.OverBudget(self._message(now, done, left))
+        its = np.array(iterations, dtype=np.int64)  # read once: the sampler keeps counting
+        kept = self.chains * max(int(its.min()) - self.warmup, 0)  # the same for every chain
+        least = self.chains * min(MIN_DRAWS, self.draws)
+        # seconds before the reserve point (what follows the draws kept, at least MIN_DRAWS)
+        usable = left_budget - self._reserve(max(kept, least))
+        if now - self.last < CHECK_S and usable > 2 * CHECK_S:
+            return False
+        self.last = now
+        self.history.append((now, its))
+        if int(its.sum()) >= self.total:
+            return False
+        slowest = int(its.min())
+        if slowest > self.warmup:  # every chain has draws: keep them from the reserve point on
+            # (into the reserve while fewer than MIN_DRAWS, up to the end of the budget)
+            few = slowest - self.warmup < min(MIN_DRAWS, self.draws)
+            if usable > 0 or (few and left_budget > 0):
+                return False
+            if slowest - self.warmup < 2:
+                raise deadline.OverBudget(self._message(now, its, None))
+            self.stopped = True
+            return True
+        if usable <= 0:
+            raise deadline.OverBudget(self._message(now, its, None))
+        need = self._warmup_left(now, its)
+        margin = EARLY_MARGIN if slowest < self.warmup / 10 else 1.0
+        if need is not None and need > margin * usable:
+            raise deadline.OverBudget(self._message(now, its, need))
+        return False
 
-    def _message(self, now: float, done: int, left: float | None) -> str:
-        """The refusal: how far the run got, its whole time here, and what fits."""
+    def _warmup_left(self, now: float, its: np.ndarray) -> float | None:
+        """Seconds until every chain has ``MIN_DRAWS`` draws, at the rate of all chains
+        together over the later half of their iterations (None before the slowest chain has
+        done 20). The chains share the cores: a chain that lags while the others run gets
+        their share once they are done, so the iterations left of all chains count, at the
+        rate of all (the lagging chain's own rate made a 2 s run look 4 times longer)."""
+        if int(its.min()) < 20:
+            return None
+        done = int(its.sum())
+        t0, d0 = next((t, int(h.sum())) for t, h in self.history if h.sum() >= done / 2)
+        if done - d0 < 10 or now <= t0:
+            t0, d0 = self.start, 0
+        rate = (done - d0) / max(now - t0, 1e-9)
+        need = np.maximum(self.warmup + min(MIN_DRAWS, self.draws) - its, 0).sum()
+        return float(need) / rate
+
+    def _message(self, now: float, its: np.ndarray, left: float | None) -> str:
+        """The refusal in warmup: how far the run got, its whole time here, and what fits."""
         elapsed = now - self.start
+        done = int(its.sum())
         per_iteration = elapsed / max(done, 1)  # seconds per iteration, all chains together
-        whole = elapsed + (left if left is not None else per_iteration * (self.total - done))
+        whole = per_iteration * self.total
         available = elapsed + max(deadline.remaining() or 0.0, 0.0)
-        fewer = deadline.fewer_iterations(per_iteration * self.chains, available,
-                                          self.warmup + self.draws, MIN_ROUTE_ITERATIONS)
+        # half of the budget for sampling, the rest for what follows its draws; where the
+        # caller estimated that (per draw kept), each iteration counts its share of it too
+        rate = per_iteration * self.chains + deadline.reserved(self.chains) / 2 - \
+            deadline.reserved(0) / 2
+        room = available - deadline.reserved(0)
+        fewer = deadline.fewer_iterations(rate, room, self.warmup + self.draws,
+                                          MIN_ROUTE_ITERATIONS)
         routes = [fewer] if fewer else []
         routes.append(f"{deadline.as_option(1.3 * whole + 60)} for the whole run")
         return (f"sampling {self.name} would take about {duration(whole)} here "
                 f"({self.chains} chains x {self.warmup + self.draws} iterations; {done} of "
-                f"{self.total} done in {duration(elapsed)}), more than "
+                f"{self.total} done in {duration(elapsed)}, "
+                f"{'still in warmup' if its.min() <= self.warmup else 'too few draws'}), more than "
                 f"{deadline.left_text(available)}; run with " + ", or ".join(routes))
 
 
@@ -193,6 +257,7 @@ def run_nuts(
     init: None | Mapping[str, Any] | Sequence[Mapping[str, Any]] = None,
     save_warmup: bool = False,
     progress: Progress = None,
+    reserve: float | None = None,
     **overrides: Any,
 ) -> NutsOutput:
     """Stan's NUTS with diagonal-metric adaptation (CmdStan defaults), chains in parallel, on
@@ -208,6 +273,14 @@ def run_nuts(
     iterations, when it draws bars: :mod:`stanlogz._util.progress`). Ctrl-C
     (KeyboardInterrupt) stops all chains at their next iteration and is re-raised; the draws
     do not depend on either.
+
+    Under a run's time budget (:func:`stanlogz.time_budget`) the run keeps ``reserve``
+    seconds (default ``RESERVE`` of the budget) for what follows its draws: past the warmup,
+    the chains stop at that point and the draws so far are returned (the same number per
+    chain), with ``budget_stop`` set; the step size is the adapted one and the inverse metric
+    is estimated from the kept draws (as Stan regularizes its windows' variances). A run still
+    in warmup that cannot end it in time raises
+    :class:`~stanlogz._util.deadline.OverBudget` naming fewer iterations that fit.
     """
     # a NutsArgs from a workflow arrives validated; only direct callers' keywords need it
     args = settings if isinstance(settings, NutsArgs) and not overrides else NutsArgs.of(
@@ -247,10 +320,11 @@ def run_nuts(
     bar = steps(progress, chains * rows, f"NUTS {model.name}", unit="it")
     ticker = (_NutsProgress(progress, warmup, rows, start) if progress and not bar.drawn
               else None)
-    watch = _BudgetWatch(model.name, chains, warmup, draws)
+    watch = _BudgetWatch(model.name, chains, warmup, draws, reserve)
 
     def poll() -> None:
-        watch.check(iterations)
+        if watch.check(iterations):
+            stop.value = 1  # past warmup at the reserve point: keep the draws so far
         if ticker is not None:
             ticker.poll(iterations)
         elif bar.drawn:
@@ -266,6 +340,17 @@ def run_nuts(
         raise
     seconds = time.perf_counter() - start
     rc = status[0] if status else 2
+    budget_stop = None
+    if rc == 3 and watch.stopped:
+        if err.value:
+            model._take_error(err)  # "interrupted": the flag this run set
+        kept = max(0, int(iterations.min()) - warmup)
+        rows, rc = warmup + kept, 0
+        budget_stop = (len(range(0, kept, thin)), len(range(0, draws, thin)))
+        step = raw[:, rows - 1, SAMPLER_COLUMNS.index("stepsize__")].copy()
+        inv_metric = _metric_from_draws(unc[:, warmup:rows])
+        if progress:
+            progress(budget_stop_warning(*budget_stop))
     if rc == 1:
         log = model._take_error(err)
         raise InitializationError(_init_failure(model, log), log=log.replace(" | ", "\n"))
@@ -291,7 +376,19 @@ def run_nuts(
         n_gradient_evals=n_grad,
         max_treedepth=max_treedepth,
         seed=seed,
+        budget_stop=budget_stop,
     )
+
+
+def _metric_from_draws(unc: np.ndarray) -> np.ndarray:
+    """The diagonal inverse metric of each chain from its draws ``(chains, n, dim)``: their
+    variances, regularized toward 1e-3 as Stan regularizes its adaptation windows' (NaN with
+    fewer than two draws). Stan returns no metric for a chain stopped by the flag."""
+    n = unc.shape[1]
+    if n < 2:
+        return np.full((unc.shape[0], unc.shape[2]), np.nan)
+    var = unc.var(axis=1, ddof=1)
+    return (n / (n + 5.0)) * var + 1e-3 * (5.0 / (n + 5.0))
 
 
 def _init_jsons(init: Any, chains: int) -> list[bytes] | None:

@@ -305,6 +305,45 @@ def test_nuts_over_the_time_budget_stops_with_what_fits(compiled):
     assert not [t for t in threading.enumerate() if t.name.startswith("stanlogz-nuts")]
 
 
+def test_nuts_past_warmup_under_a_short_budget_keeps_the_draws_so_far(compiled):
+    # slow.stan with K = 1000: about 8,000 iterations a second, so 400,000 draws per chain
+    # take about a minute; under a 3 s budget the chains stop at the reserve (0.3 s before
+    # the end) and the draws so far come back, the same number per chain
+    from stanlogz import time_budget
+
+    model = compiled("slow", data={"K": 1000})
+    start = time.perf_counter()
+    with time_budget(3):
+        out = model.nuts(chains=2, warmup=200, draws=400_000, seed=1)
+    assert time.perf_counter() - start < 3.0
+    kept, asked = out.budget_stop
+    assert asked == 400_000 and 500 < kept < asked
+    assert out.constrained.shape == (2, kept, 1) and out.unconstrained.shape == (2, kept, 1)
+    assert np.all(out.sampler["lp__"] != 0.0)  # every row kept was written by the sampler
+    # mu ~ N(0, 1): the draws are posterior draws (5 se of the mean at an ESS of at least
+    # 500, and of the variance; a failure probability below 1e-6 each)
+    mu = out.constrained[:, :, 0]
+    assert abs(mu.mean()) < 5 / np.sqrt(500) and abs(mu.var() - 1.0) < 5 * np.sqrt(2 / 500)
+    # the adapted step size from the draws' column; the metric estimated from the draws
+    assert np.array_equal(out.step_size, out.sampler["stepsize__"][:, -1])
+    assert np.allclose(out.inv_metric[:, 0], 1.0, atol=5 * np.sqrt(2 / 500))
+    assert not [t for t in threading.enumerate() if t.name.startswith("stanlogz-nuts")]
+
+
+def test_sample_under_a_short_budget_says_the_budget_ended_it(compiled):
+    from stanlogz import sample, time_budget
+
+    with time_budget(2):
+        d = sample(compiled("slow", data={"K": 1000}), chains=2, warmup=200, draws=400_000,
+                   seed=2)
+    kept, asked = d.budget_stop
+    assert d.n_draws == kept < asked
+    summary = d.summary()
+    assert summary.diagnostics["budget_stop"] == {"draws_kept": kept, "draws_asked": asked}
+    assert (f"the time budget ended sampling after {kept} of 400000 draws per chain; ESS and "
+            "mcse count only these") in summary.warnings
+
+
 def test_a_run_within_its_time_budget_is_bit_identical(normal):
     # the budget's checks only read the clock
     from stanlogz import time_budget

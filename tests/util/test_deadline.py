@@ -70,17 +70,20 @@ def test_budget_options_round_up():
 
 
 def _watch_run(clock: FakeClock, seconds_per_iteration: float, chains: int = 4,
-               warmup: int = 1000, draws: int = 1000) -> tuple[int, str | None]:
+               warmup: int = 1000, draws: int = 1000, reserve: float | None = None
+               ) -> tuple[int, str | None]:
     """Drive a budget watch as NUTS's poll does, ``seconds_per_iteration`` (all chains
-    together) per iteration: the iterations done when it stopped the run (and its line)."""
-    watch = nuts._BudgetWatch("model", chains, warmup, draws)
+    together) per iteration: the iterations done when it refused the run (and its line), or
+    stopped it to keep the draws so far (line ``"stopped"``), or when the run ended."""
+    watch = nuts._BudgetWatch("model", chains, warmup, draws, reserve)
     total = chains * (warmup + draws)
     done = 0
     while done < total:
         done = min(total, done + 40)
         clock.t += 40 * seconds_per_iteration
         try:
-            watch.check(np.full(chains, done // chains))
+            if watch.check(np.full(chains, done // chains)):
+                return done, "stopped"
         except OverBudget as exc:
             return done, str(exc)
     return done, None
@@ -94,43 +97,100 @@ def test_nuts_that_fits_runs_to_the_end(clock):
     assert line is None and done == 8000
 
 
-def test_nuts_that_would_overrun_stops_at_a_tenth_with_fewer_iterations_named(clock):
-    # 8000 iterations at 0.15 s: 1200 s, in a 600 s budget. Before a tenth is done the run
-    # stops only beyond EARLY_MARGIN times the budget left (early warmup is the slowest); at a
-    # tenth the rate of the later half says 1080 s more, with 480 s left.
+def test_nuts_past_warmup_keeps_its_draws_at_the_reserve_point(clock):
+    # 8000 iterations at 0.07 s: 560 s, which would leave 40 s of 600 for loo's pass or the
+    # bridge. The warmup (4000 iterations, 280 s) ends in time, so the run goes on to the
+    # point where the reserve (a tenth: 60 s) starts, 540 s in, and keeps the draws so far:
+    # 540 / 0.07 = 7714 iterations, checked every 40 (2.8 s).
+    with time_budget(600):
+        done, line = _watch_run(clock, 0.07)
+    assert line == "stopped"
+    assert done == 7720  # the first multiple of 40 past 7714.3
+    assert clock.t - 1000.0 == pytest.approx(540.4)
+
+
+def test_a_reserve_estimated_by_the_caller_replaces_the_share(clock):
+    # the same run, with 100 s kept for what follows: stopped at 500 s (7160 iterations)
+    with time_budget(600):
+        done, line = _watch_run(clock, 0.07, reserve=100.0)
+    assert line == "stopped" and done == 7160
+
+
+def test_nuts_whose_warmup_cannot_end_in_time_is_refused_with_iterations_that_fit(clock):
+    # 8000 iterations at 0.15 s: the warmup alone (4000 iterations) takes 600 s, more than the
+    # 540 s before the reserve. Until a tenth of the warmup is done the run is refused only
+    # beyond EARLY_MARGIN; at a tenth (100 per chain, 60 s in) the rest of the warmup and
+    # MIN_DRAWS draws (925 iterations per chain, 555 s) exceed the 480 s left before it.
     with time_budget(600):
         done, line = _watch_run(clock, 0.15)
-    assert done == 800
+    assert done == 400
     assert line == ("sampling model would take about 20 min here (4 chains x 2000 iterations; "
-                    "800 of 8000 done in 2 min), more than the time budget of 10 min allows; "
-                    "run with --warmup 250 --draws 250 (about 5 min here), or "
-                    "--time-budget 27m for the whole run")
-    # the iterations named fit in half the budget at the rate measured
+                    "400 of 8000 done in 60 s, still in warmup), more than the time budget "
+                    "of 10 min allows; run with --warmup 250 --draws 250 (about 5 min here), "
+                    "or --time-budget 27m for the whole run")
+    # the iterations named fit in half the budget at the rate measured: the other half is
+    # for what follows the draws
     warmup, draws = map(int, re.search(r"--warmup (\d+) --draws (\d+)", line).groups())
     assert 4 * (warmup + draws) * 0.15 <= 0.5 * 600
 
 
-def test_nuts_that_would_leave_less_than_a_tenth_of_the_budget_stops(clock):
-    # 8000 iterations at 0.07 s: 560 s, which leaves 40 s of 600 for loo's pass or the bridge
+def test_the_route_of_a_refusal_ends_in_an_answer_within_the_same_budget(clock):
+    # following the route above at the same rate: the run ends (no refusal, nothing stopped)
+    # in 300 s, half of the budget
     with time_budget(600):
-        done, line = _watch_run(clock, 0.07)
-    assert line is not None and done == 800
+        done, line = _watch_run(clock, 0.15, warmup=250, draws=250)
+    assert line is None and done == 2000 and clock.t - 1000.0 == pytest.approx(300.0)
 
 
-def test_nuts_far_over_the_budget_stops_early(clock):
-    # 8000 iterations at 2 s (4.4 h) in 600 s: stopped at 1/40 of the iterations (200), as
-    # 16,000 s is beyond EARLY_MARGIN x the budget left; no iteration count fits
+def test_nuts_far_over_the_budget_is_refused_early(clock):
+    # 8000 iterations at 2 s (4.4 h) in 600 s: refused once the slowest chain has 20
+    # iterations (80 in all), as the rest of its warmup, 8040 s, is beyond EARLY_MARGIN x the
+    # 440 s left before the reserve; no iteration count fits
     with time_budget(600):
         done, line = _watch_run(clock, 2.0)
-    assert done == 200
+    assert done == 80
     assert "--warmup" not in line and line.endswith("run with --time-budget 6h for the whole run")
 
 
-def test_nuts_stops_once_the_budget_is_spent(clock):
+def test_nuts_is_refused_once_the_budget_is_spent_in_warmup(clock):
     with time_budget(100):
         clock.t += 101  # spent before NUTS began (e.g. by a compile)
         done, line = _watch_run(clock, 0.001)
     assert done == 40 and line.startswith("sampling model would take")
+
+
+def test_nuts_budget_spent_after_warmup_keeps_the_draws(clock):
+    # the warmup ended when the budget is suddenly spent (e.g. the machine got slower)
+    watch = nuts._BudgetWatch("model", 2, 100, 100)
+    with time_budget(100):
+        clock.t += 10
+        assert not watch.check(np.array([150, 160]))
+        clock.t += 95
+        assert watch.check(np.array([151, 170]))
+        assert watch.check(np.array([151, 170]))  # and it stays stopped
+
+
+def test_nuts_past_warmup_with_few_draws_goes_into_the_reserve_for_them(clock):
+    watch = nuts._BudgetWatch("model", 2, 100, 100)
+    with time_budget(100):
+        clock.t += 95  # past the reserve point (10 s before the end)
+        assert not watch.check(np.array([110, 120]))  # 10 draws: fewer than MIN_DRAWS
+        clock.t += 1
+        assert watch.check(np.array([125, 130]))  # 25: kept
+    watch = nuts._BudgetWatch("model", 2, 100, 100)
+    with time_budget(100):
+        clock.t += 101  # the budget spent with one draw in a chain: nothing estimable
+        with pytest.raises(OverBudget, match="sampling model would take"):
+            watch.check(np.array([101, 130]))
+
+
+def test_a_stopped_chains_metric_is_estimated_from_its_draws():
+    # Stan's regularization of a window's variances: n/(n+5) var + 1e-3 * 5/(n+5)
+    x = np.random.default_rng(1).normal(0.0, [1.0, 3.0], size=(2, 95, 2))
+    got = nuts._metric_from_draws(x)
+    want = 95 / 100 * x.var(axis=1, ddof=1) + 1e-3 * 5 / 100
+    assert np.allclose(got, want)
+    assert np.isnan(nuts._metric_from_draws(x[:, :1])).all()
 
 
 def test_a_pass_that_would_overrun_names_a_subsample_that_fits(clock):

@@ -19,7 +19,7 @@ from ..._util.deadline import BudgetSpent
 from ..._util.progress import Progress
 from ...errors import InputError
 from ...stan.program import StanProgram
-from .clock import PassClock
+from .clock import ANYTIME_MIN, PassClock
 from .observations import Observations
 from .pointwise import CHUNK_BYTES, column_chunks
 
@@ -73,9 +73,11 @@ class ColumnsByObservation:
         unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
         out = np.empty((unc.shape[0], len(idx)))
         for j, i in enumerate(idx):
+            if self._clock is not None and self._clock.stopped:
+                break  # an anytime pass stopped at the budget: the rest is estimated
             out[:, j] = self.column(i, unc)
             if self._clock is not None:
-                self._clock.update()
+                self._clock.update(obs=(i,))
         return out
 
 
@@ -92,6 +94,12 @@ class ConditionalSourceBase(ColumnsByObservation):
     draw_shape: tuple[int, int] | None = None
     #: Seconds of one sampling run of the program (set by :func:`start_pass`).
     refit_seconds: float | None = None
+    #: Whether the next pass stops at the run's time budget keeping the observations done
+    anytime: bool = False
+    #: False while a pass the caller kept time for runs (its clock checks no budget)
+    budget_checked: bool = True
+    #: The clock of the last pass (what an anytime pass decided)
+    last_clock: PassClock | None = None
 
     def chunks(self, unc: np.ndarray, constrained: np.ndarray | None = None,
                names: list[str] | None = None, chunk_bytes: int = CHUNK_BYTES,
@@ -100,19 +108,30 @@ class ConditionalSourceBase(ColumnsByObservation):
         """``(index, block)`` over the observations ``index`` (default all), the progress with
         the time left reported through ``self.progress``."""
         n = self.obs.n if index is None else len(np.asarray(index).ravel())
-        self._clock = PassClock(self.progress, n, "conditional log-likelihood", self.budget,
-                                draws=self.draw_shape, refit_seconds=self.refit_seconds)
+        clock = self._clock = PassClock(self.progress, n, "conditional log-likelihood",
+                                        self.budget, draws=self.draw_shape,
+                                        refit_seconds=self.refit_seconds, anytime=self.anytime,
+                                        checked=self.budget_checked)
         expected = getattr(self, "expected_seconds", None)
-        if expected is not None:  # a pass far beyond the run's time budget stops before it starts
-            self._clock.check_expected(expected(len(unc), n))
+        if expected is not None and not self.anytime:  # far beyond the run's time budget
+            clock.check_expected(expected(len(unc), n))
         try:
-            yield from column_chunks(self, unc, chunk_bytes, index)
+            for idx, block in column_chunks(self, unc, chunk_bytes, index):
+                if clock.stopped:  # an anytime pass: the observations done, then no more
+                    idx, block = clock.trim(idx, block)
+                    if idx.size:
+                        yield idx, block
+                    return
+                yield idx, block
         except BudgetSpent:  # inside an observation: the clock says how far, and what fits
-            self._clock.spent()
+            if clock.anytime and clock.done >= min(ANYTIME_MIN, clock.total):
+                clock.stopped = True  # the observations done are kept; the rest estimated
+                return
+            clock.spent()
             raise
         finally:
-            self._clock.close()
-            self._clock = None
+            clock.close()
+            self.last_clock, self._clock = clock, None
 
     def matrix(self, unc: np.ndarray, constrained: np.ndarray | None = None,
                names: list[str] | None = None) -> np.ndarray:

@@ -136,6 +136,13 @@ class PointwiseLogLik:
     draw_shape: tuple[int, int] | None = None
     #: Seconds of one sampling run of the program (set by ``start_pass``).
     refit_seconds: float | None = None
+    #: Whether the next pass stops at the run's time budget keeping the observations done
+    #: (:class:`~.clock.PassClock`'s ``anytime``; set by the caller that estimates the rest)
+    anytime: bool = False
+    #: False while a pass the caller kept time for runs (its clock checks no budget)
+    budget_checked: bool = True
+    #: The clock of the last pass (what an anytime pass decided)
+    last_clock: PassClock | None = None
 
     def __init__(self, model: StanProgram, data: Mapping[str, Any], obs: Observations,
                  source: str = "auto") -> None:
@@ -243,11 +250,13 @@ class PointwiseLogLik:
 
         def block(js: range) -> None:
             for j in js:
+                if clock is not None and clock.stopped:
+                    return  # an anytime pass stopped at the budget: the rest is estimated
                 obs, b = self._pair(index[j])
                 with np.errstate(invalid="ignore"):  # inf - inf: the check reports it
                     out[:, j] = self._instance(obs).log_density_many(unc) - base_lp[b]
                 if clock is not None:
-                    clock.update()
+                    clock.update(obs=(index[j],))
 
         threads = min(n_threads(), max(1, len(index) // 8))
         size = -(-len(index) // threads) if index else 1
@@ -283,15 +292,25 @@ class PointwiseLogLik:
         if given is None and (self.progress or deadline.remaining() is not None):
             self._clock = PassClock(self.progress, index.size,
                                     "density-difference log-likelihood",
-                                    draws=self.draw_shape, refit_seconds=self.refit_seconds)
+                                    draws=self.draw_shape, refit_seconds=self.refit_seconds,
+                                    anytime=self.anytime, checked=self.budget_checked)
         try:
             for idx in index_blocks(index, s, chunk_bytes):
-                yield idx, (given[0][:, given[1][idx]] if given is not None
-                            else self.columns(idx, unc))
+                if given is not None:
+                    yield idx, given[0][:, given[1][idx]]
+                    continue
+                block = self.columns(idx, unc)
+                clock = self._clock
+                if clock is not None and clock.stopped:  # the observations done, then no more
+                    idx, block = clock.trim(idx, block)
+                    if idx.size:
+                        yield idx, block
+                    return
+                yield idx, block
         finally:
             if self._clock is not None:
                 self._clock.close()
-                self._clock = None
+                self.last_clock, self._clock = self._clock, None
 
     def _gq_columns(self, index: np.ndarray, unc: np.ndarray, block_bytes: int = CHUNK_BYTES
                     ) -> np.ndarray:

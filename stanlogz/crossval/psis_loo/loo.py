@@ -12,6 +12,7 @@ from typing import Any, Unpack
 
 import numpy as np
 
+from ... import arviz_compat
 from ..._util import deadline as run_budget
 from ..._util.argcheck import check_arguments
 from ..._util.gpd import KHAT_HEAVY
@@ -49,6 +50,7 @@ from ..observations.observations import load_observed
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError
 from ..refit.heldout import heldout_many
+from .anytime import anytime_pass, budget_flags, budget_pass_warning, pass_reserve
 from .fitloo import is_fit, loo_elsewise
 from .result import LooResult, loo_warnings
 from .subsample import draw_sample, subsample_estimates
@@ -285,10 +287,14 @@ def loo(
                                       and 2 <= subsample < observations.n):
         raise InputError(f"subsample must be an integer in 2..{observations.n - 1} (there are "
                          f"{observations.n} observations), got {subsample}")
+    early = None
     if log_lik not in ("conditional", "integrated"):
-        PointwiseLogLik(model, data_dict, observations, log_lik)  # bad sources fail early
-    d = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS),
-                     progress=progress)
+        early = PointwiseLogLik(model, data_dict, observations, log_lik)  # bad ones fail early
+    if run_budget.remaining() is not None:
+        arviz_compat.arviz()  # its import (seconds) after NUTS would eat the pass's reserve
+    with run_budget.reserving(*(pass_reserve(early) if early is not None else (None,))):
+        d = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS),
+                         progress=progress)
     unc = d.flat_unconstrained()
     pw = pointwise_source(model, data_dict, observations, log_lik,
                           unc[_check_rows(unc.shape[0])], check=subsample is None)
@@ -300,13 +306,19 @@ def loo(
                    refit_seconds=d.seconds)
         if not pw.checked:
             pw.check(unc[_check_rows(unc.shape[0])])
-        ps = _psis_pass(pw, d, r_eff, None, _keep_above(k_threshold))
-        sample_index = None
-        est = _full_estimates(ps)
+        # under a time budget: in random order, the rest estimated if the budget ends it
+        ps, sample_index, est = anytime_pass(pw, d, r_eff, _keep_above(k_threshold), seed,
+                                             progress)
+        if est is None:
+            est = _full_estimates(ps)
+        else:
+            notes.append(budget_pass_warning(*est["budget_pass"], est["approximation"]))
     else:
         pw, sample_index, est, ps = _subsampled(pw, d, r_eff, subsample, seed, progress,
                                                 _keep_above(k_threshold),
                                                 fallback=log_lik == "auto")
+    budget_stop = budget_flags(d, est)  # what the time budget ended, if anything
+    approximation = est.get("approximation", f"psis{APPROX_DRAWS}")
     notes.extend(pw.notes() if hasattr(pw, "notes") else [])  # quadrature / sums over y_i
     if pw.source == "log_lik":
         warn = pw.compare_log_lik(unc[_check_rows(unc.shape[0], 2)])
@@ -340,7 +352,7 @@ def loo(
         p_loo_se=est["p_loo_se"], sample_index=sample_index,
         subsampling_se=est.get("subsampling_se", 0.0),
         subsampling_factor=est.get("subsampling_factor", 1.0),
-        approximation=None if sample_index is None else f"psis{APPROX_DRAWS}",
+        approximation=None if sample_index is None else approximation,
         pointwise_seconds=t_pointwise,
         program=model, data=data_dict, draws=d)
     grow, replaced = est.get("expansion", 1.0), [pos[f.index] for f in fixed]
@@ -350,6 +362,7 @@ def loo(
                                   + fixed_variance(fixed) * grow**2)
     if res.unfixed_bad():
         res.mcse_elpd_loo = float("nan")  # as loo: NA while a point stays above the threshold
+    res.budget_stop = budget_stop
     res.warnings.extend(loo_warnings(res))
     res.warnings = list(dict.fromkeys(res.warnings))  # refits sharing the draws repeat theirs
     return res

@@ -102,6 +102,9 @@ class LooResult(LooNames, ElpdResult):
     subsampling_factor: float = 1.0
     approximation: str | None = None  # the cheap pointwise approximation used to subsample
     pointwise_seconds: float = 0.0  # building and smoothing the pointwise values
+    #: what the time budget ended (:func:`~.anytime.budget_flags`): sampling after some
+    #: draws, the pointwise pass after some observations; None when it ended nothing
+    budget_stop: dict[str, Any] | None = None
     # What the result was computed from (not serialized): for predictive checks and refits.
     program: Any = field(default=None, repr=False)
     data: dict[str, Any] | None = field(default=None, repr=False)
@@ -196,7 +199,7 @@ class LooResult(LooNames, ElpdResult):
                     "subsampling_factor": self.subsampling_factor},
                 "fixed": [f.to_dict() for f in self.fixed], "pointwise": self.pointwise(),
                 "seconds": self.seconds, "pointwise_seconds": self.pointwise_seconds,
-                "warnings": self.warnings}
+                "budget_stop": self.budget_stop, "warnings": self.warnings}
 
     def to_arviz(self) -> Any:
         """ArviZ's ELPD object (0.x ``ELPDData``, 1.x ``ELPDDataLOO``) with the fixed values.

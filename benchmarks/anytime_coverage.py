@@ -1,0 +1,111 @@
+"""Coverage of loo's answers when the time budget stops it (issue 45): NUTS past warmup keeps
+the draws so far, a pointwise pass keeps the observations done and estimates the rest.
+
+A linear regression (regression.stan, N observations simulated once) with the
+density-difference log-likelihood (``log_lik="difference"``: a pass of N data instances at
+every draw, the part of the run a budget most often ends). The unstopped value is loo of the
+same program and data at 4 x 5000 draws from the log_lik generated quantity (the same values,
+all observations). Each run samples anew (its own seed) under a budget drawn uniformly from
+``--budgets``; the runs the budget stopped (sampling, the pass, or both) are scored:
+|elpd_loo - reference| against its error bar sqrt(mcse² + subsampling se² + mcse_ref²).
+
+    python -m benchmarks.anytime_coverage --runs 120 --n 1000 --budgets 1.5 4.5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=120)
+    ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--budgets", type=float, nargs=2, default=(1.5, 4.5))
+    ap.add_argument("--minutes", type=float, default=15.0, help="stop after this wall time")
+    ap.add_argument("--out", default=None, help="JSON lines of every run")
+    args = ap.parse_args()
+
+    import stanlogz
+    from stanlogz import OverBudget, time_budget
+    from stanlogz.stan.model import StanModel
+
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=args.n)
+    y = 0.5 + 1.2 * x + 0.8 * rng.standard_t(5, size=args.n)
+    data = {"N": args.n, "x": x.round(4).tolist(), "y": y.round(4).tolist()}
+    model = StanModel.from_file(ROOT / "stan_models" / "examples" / "regression.stan", data)
+    ref = stanlogz.loo(model, data, log_lik="log_lik", draws=stanlogz.sample(
+        model, chains=4, warmup=1000, draws=5000, seed=12345), seed=1)
+    print(f"reference: elpd_loo {ref.elpd_loo:.3f}, mcse {ref.mcse_elpd_loo:.3f}")
+    budgets = np.random.default_rng(99).uniform(*args.budgets, size=args.runs)
+    rows = []
+    t_end = time.perf_counter() + 60 * args.minutes
+    sink = open(args.out, "w") if args.out else None  # noqa: SIM115
+    for run, budget in enumerate(budgets):
+        if time.perf_counter() > t_end:
+            break
+        t0 = time.perf_counter()
+        try:
+            with time_budget(float(budget)):
+                r = stanlogz.loo(model, data, log_lik="difference", seed=1000 + run)
+        except OverBudget as exc:
+            row = {"budget": budget, "status": "refused", "message": str(exc)}
+        else:
+            stop = r.budget_stop or {}
+            err = math.sqrt(np.nan_to_num(r.mcse_elpd_loo) ** 2 + r.subsampling_se ** 2
+                            + ref.mcse_elpd_loo ** 2)
+            row = {"budget": budget, "status": "stopped" if stop else "answered",
+                   "sampling": bool(stop.get("sampling")), "pass": bool(stop.get("pass")),
+                   "m": None if r.sample_index is None else int(r.sample_index.size),
+                   "draws": r.n_samples, "elpd": r.elpd_loo, "mcse": r.mcse_elpd_loo,
+                   "subsampling_se": r.subsampling_se, "err": err,
+                   "z": (r.elpd_loo - ref.elpd_loo) / err}
+        row["seconds"] = time.perf_counter() - t0
+        rows.append(row)
+        if sink:
+            sink.write(json.dumps(row) + "\n")
+            sink.flush()
+    report(rows, ref)
+
+
+def report(rows: list[dict], ref) -> None:
+    """The coverage table."""
+    print(f"{len(rows)} runs; reference elpd_loo {ref.elpd_loo:.3f} (mcse "
+          f"{ref.mcse_elpd_loo:.3f})")
+    groups = {
+        "stopped (any)": [r for r in rows if r["status"] == "stopped"],
+        "sampling stopped": [r for r in rows if r.get("sampling")],
+        "pass stopped": [r for r in rows if r.get("pass")],
+        "both stopped": [r for r in rows if r.get("sampling") and r.get("pass")],
+        "not stopped": [r for r in rows if r["status"] == "answered"],
+    }
+    print("| runs | n | refused | ±1 err | ±2 err | mean z | sd z | median err | "
+          "median m | median draws | median s over budget |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    refused = sum(r["status"] == "refused" for r in rows)
+    for name, g in groups.items():
+        if not g:
+            print(f"| {name} | 0 | | | | | | | | | |")
+            continue
+        z = np.array([r["z"] for r in g])
+        ms = [r["m"] for r in g if r["m"] is not None]
+        over = np.median([r["seconds"] - r["budget"] for r in g])
+        print(f"| {name} | {len(g)} | {refused if name.startswith('stopped') else ''} | "
+              f"{np.mean(np.abs(z) <= 1):.2f} | {np.mean(np.abs(z) <= 2):.2f} | "
+              f"{z.mean():+.2f} | {z.std(ddof=1) if len(z) > 1 else float('nan'):.2f} | "
+              f"{np.median([r['err'] for r in g]):.3f} | "
+              f"{np.median(ms) if ms else float('nan'):.0f} | "
+              f"{np.median([r['draws'] for r in g]):.0f} | {over:+.2f} |")
+
+
+if __name__ == "__main__":
+    main()

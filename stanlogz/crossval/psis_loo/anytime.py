@@ -1,0 +1,186 @@
+"""elpd_loo when the run's time budget (``--time-budget``) ends its pointwise pass part-way:
+the observations done are kept and the rest estimated, with the error of that estimate in the
+error bar.
+
+Under a budget the pass visits the observations in a seeded random order, so the m of N done
+when the budget ends it (:class:`~stanlogz.crossval.observations.clock.PassClock`'s anytime
+mode) are a simple random sample of them. The total is then the difference estimator of
+``loo(subsample=m)`` (Magnusson, Andersen, Jonasson & Vehtari 2020;
+:func:`~.subsample.subsample_estimates`) around the PSIS approximation of every observation on
+``APPROX_DRAWS`` thinned draws, with its subsampling se; where that approximation does not fit
+in what is left of the budget, around zero (N times the mean of the m done, the plain
+expansion estimator), and the result says which (:func:`anytime_pass`). Which observations get
+done depends on the time they take, not on their values, so the sample stays random as far as
+an observation's cost does not track its elpd."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import numpy as np
+
+from ..._util import deadline
+from ..._util.seeds import Stream, stream_rng
+from ...draws import Draws
+from ..elpd.psis import PsisLoo, psis_loo
+from ..observations.clock import PSIS_VALUE_S, SUBSAMPLE_APPROX_DRAWS
+from .subsample import subsample_estimates
+
+#: The density-difference pass's costs that do not shrink with the draws, in data instances
+#: per observation: its validity check, the pass and the approximation of the observations
+#: left when the budget ends it.
+INSTANCES_PER_OBSERVATION = 2.2
+
+
+def pass_reserve(pw: Any) -> tuple[float | None, float]:
+    """What the pointwise pass of ``pw`` will take, for a sampling run under a time budget to
+    keep (:func:`~stanlogz._util.deadline.reserving`): ``(seconds, seconds per draw)``. For a
+    density-difference pass, ``INSTANCES_PER_OBSERVATION`` data instances per observation and
+    each observation's density and PSIS at each draw, timed here on observations at 1 and 513
+    points; ``(None, 0)`` without a budget or for another source."""
+    if deadline.remaining() is None or getattr(pw, "source", None) != "difference":
+        return None, 0.0
+    n = pw.obs.n
+    if n < 8:
+        return None, 0.0
+    x = np.zeros((513, pw.model.dim))
+    ones, mores = [], []
+    try:
+        pw.columns([0], x[:1])  # builds the baseline instances once
+        # other observations in each call (an instance is built anew for each), the least
+        # of three (a loaded machine preempts a call of milliseconds)
+        for k in range(3):
+            start = time.perf_counter()
+            pw.columns([1 + 2 * k], x[:1])
+            ones.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            pw.columns([2 + 2 * k], x)
+            mores.append(time.perf_counter() - start)
+    except Exception:  # noqa: BLE001 - no estimate: the pass reports its own trouble later
+        return None, 0.0
+    one = min(ones)
+    per_draw = max(min(mores) - one, 0.0) / 512 + PSIS_VALUE_S
+    return INSTANCES_PER_OBSERVATION * n * one, n * per_draw
+
+
+def budget_pass_warning(m: int, n: int, approximation: str) -> str:
+    """The warning of a pass that the time budget ended after ``m`` of ``n`` observations."""
+    how = (f"the difference estimator around PSIS on {SUBSAMPLE_APPROX_DRAWS} thinned draws "
+           "(as --subsample)" if approximation != "none" else
+           f"{n} times the mean of those done (no approximation of the rest fitted in the "
+           "budget)")
+    return (f"the time budget ended the pointwise pass after {m} of {n} observations (visited "
+            f"in random order); elpd_loo estimates the rest by {how}, and its subsampling se "
+            "counts that error")
+
+
+def take(ps: PsisLoo, order: np.ndarray) -> PsisLoo:
+    """The pointwise values of ``ps`` at positions ``order`` (a permutation of them)."""
+    new = {int(old): j for j, old in enumerate(order)}
+    pick = (lambda a: None if a is None else np.asarray(a)[order])  # noqa: E731
+    return dataclasses.replace(
+        ps, elpd_i=ps.elpd_i[order], lppd_i=ps.lppd_i[order], khat=ps.khat[order],
+        mcse_i=pick(ps.mcse_i), bias_i=pick(ps.bias_i),
+        influence_i={new[j]: g for j, g in ps.influence_i.items()})
+
+
+def anytime_pass(pw: Any, d: Draws, r_eff: float, keep_above: float, seed: Any,
+                 progress: Any = None
+                 ) -> tuple[PsisLoo, np.ndarray | None, dict[str, Any] | None]:
+    """PSIS-LOO of every observation, or, when the run's time budget ends the pass, of those
+    done: ``(ps, sample_index, estimates)`` with ``sample_index`` the observations done
+    (sorted; None when all were) and ``estimates`` those of :func:`subsample_estimates` with
+    the approximation (``"approx"``, ``"approximation"``: ``"psis100"`` or ``"none"``) and
+    ``"budget_pass"`` (m, N), or None when all were done. Without a budget, or for a source
+    that cannot stop part-way, the pass is the plain one in the observations' order."""
+    n = pw.obs.n
+    unc = d.flat_unconstrained()
+    con = None if d.constrained is None else d.constrained.reshape(-1, d.constrained.shape[2])
+    budgeted = deadline.remaining() is not None and hasattr(pw, "anytime")
+    order = (stream_rng(seed, Stream.LOO_SUBSAMPLE).permutation(n) if budgeted
+             else np.arange(n))
+    rows = _approx_rows(unc.shape[0])
+    done_parts: list[np.ndarray] = []
+    parts: list[PsisLoo] = []
+    approx_parts: list[np.ndarray] = []  # the approximation of those done, from their columns
+    if budgeted:
+        pw.anytime = True
+    try:
+        for idx, ll in pw.chunks(unc, con, d.constrained_names, index=order):
+            done_parts.append(np.asarray(idx, dtype=int))
+            parts.append(psis_loo(ll, r_eff, chains=d.n_chains, keep_above=keep_above))
+            if budgeted:
+                approx_parts.append(psis_loo(ll[rows], r_eff).elpd_i)
+    finally:
+        if budgeted:
+            pw.anytime = False
+    done = np.concatenate(done_parts) if done_parts else np.zeros(0, dtype=int)
+    if done.size < 2:
+        twice = deadline.as_option(2 * (deadline.budget_seconds() or 60.0))
+        raise deadline.OverBudget(
+            f"the time budget ended the pointwise pass after {done.size} of {n} observations, "
+            f"too few to estimate elpd_loo; run with {twice}")
+    sort = np.argsort(done, kind="stable")
+    ps = take(PsisLoo.concatenate(parts), sort)
+    if done.size == n:
+        return ps, None, None
+    index = done[sort]
+    clock = getattr(pw, "last_clock", None)
+    if clock is not None and clock.approximate is False:  # no time was left for it
+        approx, how = np.zeros(n), "none"
+    else:
+        approx, how = _approximation(pw, d, r_eff, done, np.concatenate(approx_parts),
+                                     progress)
+    est: dict[str, Any] = subsample_estimates(approx, index, ps.elpd_i, ps, [], None)
+    est.update(approx=approx, certain=None, approximation=how, budget_pass=(int(index.size), n))
+    if progress:
+        progress(budget_pass_warning(int(index.size), n, how))
+    return ps, index, est
+
+
+def _approx_rows(n_draws: int) -> np.ndarray:
+    """The ``SUBSAMPLE_APPROX_DRAWS`` evenly thinned draws of the approximation."""
+    return np.unique(np.linspace(0, n_draws - 1,
+                                 min(SUBSAMPLE_APPROX_DRAWS, n_draws)).astype(int))
+
+
+def _approximation(pw: Any, d: Draws, r_eff: float, done: np.ndarray,
+                   done_approx: np.ndarray, progress: Any) -> tuple[np.ndarray, str]:
+    """PSIS-LOO of every observation on ``SUBSAMPLE_APPROX_DRAWS`` evenly thinned draws (what
+    ``loo(subsample=m)`` corrects): ``done_approx`` for the observations ``done`` (from their
+    columns), the others evaluated; or zeros (``"none"``) where the budget ends that too."""
+    n = pw.obs.n
+    approx = np.zeros(n)
+    approx[done] = done_approx
+    rest = np.setdiff1d(np.arange(n), done)
+    unc = d.flat_unconstrained()[_approx_rows(d.n_chains * d.n_draws)]
+    if progress:
+        progress(f"approximate PSIS-LOO of the {rest.size} observations left on "
+                 f"{unc.shape[0]} thinned draws")
+    checked = getattr(pw, "budget_checked", True)
+    pw.budget_checked = False  # the pass kept time for it
+    try:
+        for idx, block in pw.chunks(unc, index=rest):
+            approx[idx] = psis_loo(block, r_eff).elpd_i
+    except deadline.OverBudget:  # a conditional quadrature past the budget
+        return np.zeros(n), "none"
+    finally:
+        pw.budget_checked = checked
+    return approx, f"psis{SUBSAMPLE_APPROX_DRAWS}"
+
+
+def budget_flags(d: Draws, est: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the time budget ended, for the result's JSON: ``{"sampling": {draws_kept,
+    draws_asked} or None, "pass": {observations_done, observations, approximation} or
+    None}``; None when it ended nothing."""
+    stop = getattr(d, "budget_stop", None)
+    passed = None if est is None else est.get("budget_pass")
+    if stop is None and passed is None:
+        return None
+    return {"sampling": None if stop is None else {"draws_kept": int(stop[0]),
+                                                   "draws_asked": int(stop[1])},
+            "pass": None if passed is None else {"observations_done": int(passed[0]),
+                                                 "observations": int(passed[1]),
+                                                 "approximation": est["approximation"]}}
