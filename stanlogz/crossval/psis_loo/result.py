@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ... import arviz_compat
+from ..._util.gpd import KHAT_HEAVY
 from ...draws import Draws
 from ...errors import InputError, StanlogzError
 from ..elpd.base import ElpdResult
@@ -262,7 +263,7 @@ def loo_warnings(r: LooResult) -> list[str]:
         if f.mcse > 0.1:
             out.append(f"observation {f.index + 1}: the fixed value has Monte Carlo se "
                        f"{f.mcse:.2f}; run more draws for it")
-    offer = _integrated_offer(r) if np.any(_psis_khat(r) > 0.5) else ""
+    offer = _integrated_offer(r) if np.any(_psis_khat(r) > KHAT_HEAVY) else ""
     if (abs(r.mcse_bias) > 0.5 * r.mcse_psis and abs(r.mcse_bias) > 0.1) or offer:
         out.append(f"PSIS values with k-hat above 0.5: their bias on elpd_loo, estimated from "
                    f"the draws' two halves, is {r.mcse_bias:+.2f} at {r.n_samples} draws "
