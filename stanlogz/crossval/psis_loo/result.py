@@ -22,6 +22,7 @@ from ..elpd.routes import MM_ROUTE, refit_data_error
 from ..fixups.fixups import FixedPoint
 from ..fixups.registry import FIX_LABELS
 from ..names import LooNames
+from ..observations.checked import Verification
 from ..observations.conditional import latent_coordinates
 from ..observations.observations import Observations
 from ..observations.splitcheck import ROUTE, check_split
@@ -102,6 +103,8 @@ class LooResult(LooNames, ElpdResult):
     subsampling_factor: float = 1.0
     approximation: str | None = None  # the cheap pointwise approximation used to subsample
     pointwise_seconds: float = 0.0  # building and smoothing the pointwise values
+    #: the self-check's outcome (``loo(verify=...)``; :mod:`.verify`), None when off
+    verification: Verification | None = None
     # What the result was computed from (not serialized): for predictive checks and refits.
     program: Any = field(default=None, repr=False)
     data: dict[str, Any] | None = field(default=None, repr=False)
@@ -135,6 +138,11 @@ class LooResult(LooNames, ElpdResult):
                     f"{self.threshold:.2f} after the fix-ups: PSIS's error on them is not "
                     "estimable from the draws (their own mc se understates it), so the total "
                     "has none")
+        v = self.verification
+        if v is not None and v.status == "withheld":
+            bad = ", ".join(f"{p.index + 1} (z = {p.z:+.1f})" for p in v.failed)
+            return (f"the self-check found value(s) {bad} outside their error bars: PSIS's "
+                    "Monte Carlo se does not hold here")
         return None if np.isfinite(self.mcse_elpd_loo) else "unreliable fix-ups (see warnings)"
 
     @property
@@ -196,6 +204,7 @@ class LooResult(LooNames, ElpdResult):
                     "subsampling_factor": self.subsampling_factor},
                 "fixed": [f.to_dict() for f in self.fixed], "pointwise": self.pointwise(),
                 "seconds": self.seconds, "pointwise_seconds": self.pointwise_seconds,
+                "verification": None if self.verification is None else self.verification.to_dict(),
                 "warnings": self.warnings}
 
     def to_arviz(self) -> Any:
