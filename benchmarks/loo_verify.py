@@ -84,6 +84,7 @@ def one(program: Path, data: dict[str, Any], kw: dict[str, Any], truth: float | 
     out = {"seed": seed, "seconds": time.perf_counter() - t0,
            "status": "off" if v is None else v.status,
            "share": float("nan") if v is None else v.share,
+           "repair_share": float("nan") if v is None else v.repair_seconds / r.seconds,
            "z": [] if v is None else [round(p.z, 2) for p in v.points],
            "khat": [] if v is None else [round(p.khat, 2) for p in v.points],
            "elpd": r.elpd_loo, "mcse": r.mcse_elpd_loo,
@@ -118,15 +119,19 @@ def main(argv: list[str] | None = None) -> None:
         flagged = np.mean([r["status"] in ("repaired", "withheld") for r in runs])
         skipped = np.mean([r["status"] in ("skipped", "off") for r in runs])
         ok = (f"{np.mean([r['final_ok'] for r in runs]):.2f}" if truth is not None else "-")
-        share = np.nanmedian([r["share"] for r in runs])
+        check = np.nanmedian([r["share"] - r.get("repair_share", 0.0) for r in runs])
+        repair = [r.get("repair_share", np.nan) for r in runs
+                  if r["status"] in ("repaired", "withheld")]
         err = (f"{np.mean([r['before_error'] for r in runs]):+.2f} -> "
                f"{np.mean([r['error'] for r in runs]):+.2f}" if truth is not None else "-")
-        rows.append((name, len(runs), flagged, skipped, ok, err, share))
+        rows.append((name, len(runs), flagged, skipped, ok, err, check,
+                     f"{np.nanmedian(repair):.2f}" if repair else "-"))
     print()
     print(f"{'program':12s} {'runs':>4s} {'flagged':>8s} {'skipped':>8s} {'final ok':>9s} "
-          f"{'mean error before -> after':>27s} {'cost share':>10s}")
-    for name, n, fl, sk, ok, err, share in rows:
-        print(f"{name:12s} {n:4d} {fl:8.2f} {sk:8.2f} {ok:>9s} {err:>27s} {share:10.2f}")
+          f"{'mean error before -> after':>27s} {'check share':>11s} {'repair share':>12s}")
+    for name, n, fl, sk, ok, err, check, repair in rows:
+        print(f"{name:12s} {n:4d} {fl:8.2f} {sk:8.2f} {ok:>9s} {err:>27s} {check:11.2f} "
+              f"{repair:>12s}")
 
 
 if __name__ == "__main__":

@@ -120,7 +120,7 @@ class Verification:
     alpha : float
         The family-wise false-alarm rate the critical value holds.
     seconds : float
-        What the check cost (its refits, and a repair's).
+        What the check cost (its refits, and a repair's: ``repair_seconds`` of them).
     share : float
         ``seconds`` as a share of the whole run.
     note : str
@@ -140,6 +140,7 @@ class Verification:
     note: str = ""
     repaired: list[int] = field(default_factory=list)
     elpd_before: float = float("nan")
+    repair_seconds: float = 0.0
 
     @property
     def failed(self) -> list[CheckedPoint]:
@@ -151,7 +152,8 @@ class Verification:
         """JSON-friendly dict."""
         return {"status": self.status, "points": [p.to_dict() for p in self.points],
                 "critical_z": _finite(self.critical_z), "alpha": self.alpha,
-                "seconds": self.seconds, "share": self.share, "note": self.note,
+                "seconds": self.seconds, "repair_seconds": self.repair_seconds,
+                "share": self.share, "note": self.note,
                 "repaired": [i + 1 for i in self.repaired],
                 "elpd_before": _finite(self.elpd_before)}
 

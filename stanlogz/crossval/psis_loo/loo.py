@@ -349,7 +349,7 @@ def loo(
                                     n_workers, progress),
             refit_seconds=d.seconds or None, elapsed=time.perf_counter() - t0,
             can_repair=method.refit is not None, rng=stream_rng(seed, Stream.LOO_VERIFY, 0),
-            progress=progress)
+            progress=progress, replace=method.acts)
         keep_influence(ps, pw, d, r_eff, [pos_of(index, f.index) for f in fixed])
     elpd_i = ps.elpd_i.copy()
     pos = {int(o): j for j, o in enumerate(index)}

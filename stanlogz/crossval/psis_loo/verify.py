@@ -33,6 +33,7 @@ The power and false-alarm rate are measured in ``benchmarks/loo_verify.py``
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -65,12 +66,16 @@ CHECKABLE = ("psis", "mm", "mis")
 REPAIR_SECONDS = 600.0
 #: Values just below a repair's k̂ bound refit as checks of the bound.
 FRONTIER = 2
+#: An environment variable that replaces ``verify="auto"``: ``0`` (off, e.g. in a test suite),
+#: a number of points, or ``auto``.
+ENV = "STANLOGZ_VERIFY"
 
 Refit = Callable[[np.ndarray, int], tuple[list[FixedPoint], list[str]]]
 
 
 def parse_verify(verify: Any) -> int | None:
-    """The number of points of ``verify`` (``"auto"``: None, decided by cost; an integer ≥ 0).
+    """The number of points of ``verify`` (``"auto"``: None, decided by cost; an integer ≥ 0);
+    ``"auto"`` reads ``STANLOGZ_VERIFY`` first, where it is set.
 
     Raises
     ------
@@ -78,7 +83,8 @@ def parse_verify(verify: Any) -> int | None:
         Anything else.
     """
     if isinstance(verify, str) and verify.strip().lower() == "auto":
-        return None
+        env = os.environ.get(ENV, "").strip()
+        return None if env in ("", "auto") else parse_verify(env)
     try:
         k = int(verify) if not isinstance(verify, bool | float) else None
     except (TypeError, ValueError):
@@ -143,7 +149,7 @@ def choose(cands: Sequence[Candidate], k: int, rng: np.random.Generator
 
 def self_check(verify: Any, cands: Sequence[Candidate], fixed: list[FixedPoint], refit: Refit,
                *, refit_seconds: float | None, elapsed: float, can_repair: bool,
-               rng: np.random.Generator, progress: Any = None
+               rng: np.random.Generator, progress: Any = None, replace: bool = True
                ) -> tuple[list[FixedPoint], Verification | None]:
     """Run the self-check on ``cands`` and return the fixed points (with the checked and
     repaired values when a point failed) and the outcome.
@@ -165,6 +171,9 @@ def self_check(verify: Any, cands: Sequence[Candidate], fixed: list[FixedPoint],
         Seconds of the run so far.
     can_repair : bool
         Whether the fix-up allows refits of the band after a failure.
+    replace : bool, default True
+        Whether a failure may replace values (``fix="none"``: no, the values stay PSIS's, as
+        loo's; the Monte Carlo se is withheld).
     rng : numpy.random.Generator
         Chooses the random points.
     progress : callable, optional
@@ -209,9 +218,17 @@ def self_check(verify: Any, cands: Sequence[Candidate], fixed: list[FixedPoint],
                     f"their error bars (|z| <= {crit:.2f}; "
                     f"{', '.join(f'{p.index + 1}: {p.z:+.1f}' for p in points)})")
         return fixed, ver
+    if not replace:
+        ver.status, ver.seconds = "withheld", time.perf_counter() - t0
+        ver.note = (f"self-check: observation(s) {_told(ver.failed)} are further from their "
+                    f"exact refits than their Monte Carlo se allows (|z| > {crit:.2f}); the "
+                    "values are kept as PSIS gives them (--fix none) and the Monte Carlo se of "
+                    f"elpd_loo is withheld: recompute with {repair_advice(_low(ver))}")
+        return fixed, ver
     fixed = [f for f in fixed if f.index not in got] + list(got.values())
+    t1 = time.perf_counter()
     fixed, ver = _repair(ver, cands, fixed, refit, refit_seconds, can_repair, progress)
-    ver.seconds = time.perf_counter() - t0
+    ver.seconds, ver.repair_seconds = time.perf_counter() - t0, time.perf_counter() - t1
     return fixed, ver
 
 
@@ -249,13 +266,11 @@ def _repair(ver: Verification, cands: Sequence[Candidate], fixed: list[FixedPoin
     one (and at least the band's), with the ``FRONTIER`` values just below as checks; while a
     frontier value fails, go on down to it. Withhold the total's mc se when the refits are not
     allowed, cost more than ``REPAIR_SECONDS``, or fail."""
-    bad = ver.failed
-    told = ", ".join(f"{p.index + 1} (z = {p.z:+.1f}, k-hat {p.khat:.2f})" for p in bad)
-    head = (f"self-check: observation(s) {told} are further from their exact refits than "
-            f"their Monte Carlo se allows (|z| > {ver.critical_z:.2f}); their exact values "
-            "replace them")
+    head = (f"self-check: observation(s) {_told(ver.failed)} are further from their exact "
+            f"refits than their Monte Carlo se allows (|z| > {ver.critical_z:.2f}); their "
+            "exact values replace them")
     done = {p.index for p in ver.points}
-    low = min(BAND_LOW, min(p.khat for p in bad))
+    low = _low(ver)
     why, spent, stage = None, 0.0, 1
     left = run_budget.remaining()
     while True:
@@ -308,6 +323,16 @@ def _repair(ver: Verification, cands: Sequence[Candidate], fixed: list[FixedPoin
         ver.note = (f"{head}; the Monte Carlo se of elpd_loo is withheld ({why}): recompute "
                     f"with {advice}")
     return fixed, ver
+
+
+def _told(points: Sequence[CheckedPoint]) -> str:
+    """The failed points as the warnings name them."""
+    return ", ".join(f"{p.index + 1} (z = {p.z:+.1f}, k-hat {p.khat:.2f})" for p in points)
+
+
+def _low(ver: Verification) -> float:
+    """The k̂ down to which a failure makes values suspect: the band's, or the lowest failed."""
+    return min(BAND_LOW, min(p.khat for p in ver.failed))
 
 
 def repair_advice(low: float) -> str:

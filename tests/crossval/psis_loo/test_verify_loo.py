@@ -41,6 +41,7 @@ def _case1_truth() -> float:
 
 
 @pytest.mark.stan
+@pytest.mark.slow  # about 15 exact refits (the repair), ~20 s
 def test_case1_is_flagged_and_repaired_to_the_exact_answer(compiled):
     m = compiled(CASE1)
     r = stanlogz.loo(m, seed=1, log_lik="log_lik", verify=4)  # auto's K
@@ -59,7 +60,9 @@ def test_case1_is_flagged_and_repaired_to_the_exact_answer(compiled):
 @pytest.mark.stan
 def test_case1_without_refits_withholds_the_mcse(compiled):
     m = compiled(CASE1)
-    r = stanlogz.loo(m, seed=1, log_lik="log_lik", verify=4, fix="mm")
+    # fewer draws to keep it short: this seed's z are 5.8, 8.5 and 7.1 against 2.50
+    r = stanlogz.loo(m, seed=2, log_lik="log_lik", verify=4, fix="mm", chains=2, warmup=300,
+                     n_draws=500)
     v = r.verification
     assert v.status == "withheld" and np.isnan(r.mcse_elpd_loo)
     assert "self-check" in r.mcse_na_reason() and "MCSE of elpd_loo is NA" in repr(r)

@@ -49,8 +49,16 @@ def test_bad_verify_is_one_line(bad):
         parse_verify(bad)
 
 
-def test_verify_values():
+def test_verify_values(monkeypatch):
+    monkeypatch.delenv("STANLOGZ_VERIFY")  # tests/conftest.py turns auto off
     assert parse_verify("auto") is None and parse_verify(0) == 0 and parse_verify("3") == 3
+    # the environment variable replaces "auto", not an explicit number
+    for env, k in (("0", 0), ("5", 5), ("auto", None)):
+        monkeypatch.setenv("STANLOGZ_VERIFY", env)
+        assert parse_verify("auto") == k and parse_verify(2) == 2
+    monkeypatch.setenv("STANLOGZ_VERIFY", "many")
+    with pytest.raises(InputError, match="verify must be"):
+        parse_verify("auto")
 
 
 def _cands() -> list[Candidate]:
@@ -143,6 +151,14 @@ def test_a_failure_below_the_band_refits_down_to_its_k_hat():
     assert repair_advice(low) in ver.note
 
 
+def test_fix_none_keeps_the_values_and_withholds_the_mcse():
+    cands = _cands()
+    refit, calls = _refit({c.index: c.estimate - 1.0 for c in cands})
+    fixed, ver = _check(cands, refit, can_repair=False, replace=False)
+    assert ver.status == "withheld" and fixed == [] and len(calls) == 1
+    assert "kept as PSIS gives them" in ver.note
+
+
 def test_without_refits_a_failure_withholds_the_mcse():
     cands = _cands()
     values = {c.index: c.estimate - 1.0 for c in cands}
@@ -153,7 +169,8 @@ def test_without_refits_a_failure_withholds_the_mcse():
     assert "withheld" in ver.note and "--fix exact" in ver.note
 
 
-def test_auto_skips_a_check_that_is_not_cheap_and_zero_turns_it_off():
+def test_auto_skips_a_check_that_is_not_cheap_and_zero_turns_it_off(monkeypatch):
+    monkeypatch.delenv("STANLOGZ_VERIFY")
     refit, calls = _refit({})
     fixed, ver = _check(_cands(), refit, verify="auto", refit_seconds=60.0, elapsed=100.0)
     assert ver.status == "skipped" and calls == [] and "--verify 4" in ver.note
@@ -173,8 +190,8 @@ def test_records_serialize():
     p = CheckedPoint(4, "psis", -1.2, 0.05, -1.6, 0.02, 7.4, False, "exact", 0.66, "worst k-hat")
     v = Verification("withheld", [p], critical_z(1), note="n")
     d = v.to_dict()
-    assert set(d) == {"status", "points", "critical_z", "alpha", "seconds", "share", "note",
-                      "repaired", "elpd_before"}
+    assert set(d) == {"status", "points", "critical_z", "alpha", "seconds", "repair_seconds",
+                      "share", "note", "repaired", "elpd_before"}
     assert d["points"][0]["observation"] == 5 and d["points"][0]["passed"] is False
     assert set(d["points"][0]) == {"observation", "route", "estimate", "mcse", "reference",
                                    "reference_se", "reference_route", "z", "passed", "khat",
