@@ -11,6 +11,9 @@ Programs, each over ``--seeds`` seeds (the data fixed, the draws new):
   closer to the PSIS mc se.
 * ``normal_mean`` (normal_outlier data: the outlier is moment matched) and ``regression``
   (stan_models/examples): PSIS's error bars are right; a flag is a false alarm.
+* ``normal_band``: normal_mean with the outlier at 8.5 instead of 12: its PSIS k̂ is in the band
+  (0.5–0.8 over seeds), the value PSIS's own where k̂ is at most the threshold. Whether its
+  error bar is right there is what the check tests ("before ok" says whether it was).
 
 For the case-1 programs log p(y_i | y₋ᵢ) = log p(y_i) in closed form; for ``normal_mean`` it is
 the conjugate normal predictive. "final ok" counts runs whose final elpd_loo is within 3 of its
@@ -18,6 +21,7 @@ Monte Carlo se of the truth, or whose Monte Carlo se is withheld (NA); "before o
 the answer before the check.
 
     python -m benchmarks.loo_verify [--seeds 20] [--programs case1,normal_mean,...] [--verify 3]
+                                    [--out runs.jsonl] [--table runs.jsonl ...]
 """
 
 from __future__ import annotations
@@ -68,11 +72,13 @@ def programs() -> dict[str, tuple[Path, dict[str, Any], dict[str, Any], float | 
     mild = mild_data()
     nm = json.loads((EXAMPLES / "normal_outlier.data.json").read_text())
     reg = json.loads((EXAMPLES / "regression.data.json").read_text())
+    band = {**nm, "y": [*nm["y"][:-1], 8.5]}
     latent = {"log_lik": "log_lik"}
     return {"case1": (TESTS / "selfcheck_latent.stan", case1, latent, latent_truth(case1)),
             "case1-mild": (TESTS / "selfcheck_latent.stan", mild, latent, latent_truth(mild)),
             "normal_mean": (EXAMPLES / "normal_mean.stan", nm, {}, normal_mean_truth(nm)),
-            "regression": (EXAMPLES / "regression.stan", reg, {}, None)}
+            "regression": (EXAMPLES / "regression.stan", reg, {}, None),
+            "normal_band": (EXAMPLES / "normal_mean.stan", band, {}, normal_mean_truth(band))}
 
 
 def one(program: Path, data: dict[str, Any], kw: dict[str, Any], truth: float | None,
@@ -94,17 +100,53 @@ def one(program: Path, data: dict[str, Any], kw: dict[str, Any], truth: float | 
         out["final_ok"] = bool(not np.isfinite(m) or abs(r.elpd_loo - truth) <= 3 * m)
         out["error"] = r.elpd_loo - truth
         out["before_error"] = out["before"] - truth
+        out["before_ok"] = bool(not np.isfinite(m) or abs(out["before"] - truth) <= 3 * m)
     return out
+
+
+def summary(name: str, runs: list[dict[str, Any]]) -> tuple[Any, ...]:
+    """One row of the table: runs, share flagged, share skipped, final ok, mean error before
+    and after, median check share, median repair share."""
+    has_truth = "final_ok" in runs[0]
+    flagged = np.mean([r["status"] in ("repaired", "withheld") for r in runs])
+    skipped = np.mean([r["status"] in ("skipped", "off") for r in runs])
+    ok = f"{np.mean([r['final_ok'] for r in runs]):.2f}" if has_truth else "-"
+    check = np.nanmedian([r["share"] - r.get("repair_share", 0.0) for r in runs])
+    repair = [r["repair_share"] for r in runs
+              if r["status"] in ("repaired", "withheld") and "repair_share" in r]
+    err = (f"{np.mean([r['before_error'] for r in runs]):+.2f} -> "
+           f"{np.mean([r['error'] for r in runs]):+.2f}" if has_truth else "-")
+    return (name, len(runs), flagged, skipped, ok, err, check,
+            f"{np.nanmedian(repair):.2f}" if repair else "-")
+
+
+def print_table(rows: list[tuple[Any, ...]]) -> None:
+    """The power / false-alarm / cost table."""
+    print(f"{'program':12s} {'runs':>4s} {'flagged':>8s} {'skipped':>8s} {'final ok':>9s} "
+          f"{'mean error before -> after':>27s} {'check share':>11s} {'repair share':>12s}")
+    for name, n, fl, sk, ok, err, check, repair in rows:
+        print(f"{name:12s} {n:4d} {fl:8.2f} {sk:8.2f} {ok:>9s} {err:>27s} {check:11.2f} "
+              f"{repair:>12s}")
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--first-seed", type=int, default=1)
-    ap.add_argument("--programs", default="case1,case1-mild,normal_mean,regression")
+    ap.add_argument("--programs", default="case1,case1-mild,normal_mean,normal_band,regression")
     ap.add_argument("--verify", default="auto", help="loo's verify (default auto: 4 points)")
     ap.add_argument("--out", default=None, help="write every run as JSON lines here")
+    ap.add_argument("--table", nargs="+", default=None, metavar="FILE",
+                    help="print the table of runs saved by --out (no new runs)")
     args = ap.parse_args(argv)
+    if args.table:
+        saved: dict[str, list[dict[str, Any]]] = {}
+        for path in args.table:
+            for line in Path(path).read_text().splitlines():
+                r = json.loads(line)
+                saved.setdefault(r.pop("program"), []).append(r)
+        print_table([summary(name, runs) for name, runs in saved.items()])
+        return
     table = programs()
     rows = []
     for name in args.programs.split(","):
@@ -116,22 +158,9 @@ def main(argv: list[str] | None = None) -> None:
             if args.out:
                 with open(args.out, "a") as f:
                     f.write(json.dumps({"program": name, **runs[-1]}) + "\n")
-        flagged = np.mean([r["status"] in ("repaired", "withheld") for r in runs])
-        skipped = np.mean([r["status"] in ("skipped", "off") for r in runs])
-        ok = (f"{np.mean([r['final_ok'] for r in runs]):.2f}" if truth is not None else "-")
-        check = np.nanmedian([r["share"] - r.get("repair_share", 0.0) for r in runs])
-        repair = [r.get("repair_share", np.nan) for r in runs
-                  if r["status"] in ("repaired", "withheld")]
-        err = (f"{np.mean([r['before_error'] for r in runs]):+.2f} -> "
-               f"{np.mean([r['error'] for r in runs]):+.2f}" if truth is not None else "-")
-        rows.append((name, len(runs), flagged, skipped, ok, err, check,
-                     f"{np.nanmedian(repair):.2f}" if repair else "-"))
+        rows.append(summary(name, runs))
     print()
-    print(f"{'program':12s} {'runs':>4s} {'flagged':>8s} {'skipped':>8s} {'final ok':>9s} "
-          f"{'mean error before -> after':>27s} {'check share':>11s} {'repair share':>12s}")
-    for name, n, fl, sk, ok, err, check, repair in rows:
-        print(f"{name:12s} {n:4d} {fl:8.2f} {sk:8.2f} {ok:>9s} {err:>27s} {check:11.2f} "
-              f"{repair:>12s}")
+    print_table(rows)
 
 
 if __name__ == "__main__":

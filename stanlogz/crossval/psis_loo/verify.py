@@ -14,7 +14,9 @@ them. A point fails when |z| exceeds the Bonferroni-normal critical value
 (:func:`~stanlogz.crossval.observations.checked.critical_z`): at most a 5% chance that any point
 fails when every error bar is right.
 
-On a failure the checked values are replaced by their exact ones and the repair steps down:
+On a failure the checked values are replaced by their exact ones. Where refitting every other
+value still estimated from the draws costs at most ``REPAIR_ALL_SECONDS``, all are refit (the
+check has just shown that their error bars do not hold). Otherwise the repair steps down:
 every value with k̂ at least the band's (or the lowest failed one's, if lower) is refit, as
 ``--fix exact --k-threshold 0.5`` would, together with the two values just below as checks of
 that bound; while one of those fails, the repair goes on down to it. Where the fix-up takes no
@@ -66,6 +68,10 @@ CHECKABLE = ("psis", "mm", "mis")
 REPAIR_SECONDS = 600.0
 #: Values just below a repair's k̂ bound refit as checks of the bound.
 FRONTIER = 2
+#: A repair refits every value left on the draws when that costs at most this many seconds
+#: (case 1 of issue 44 had biased PSIS values down to k̂ 0.3, below what the step-down's
+#: frontier checks caught in 1 run of 10).
+REPAIR_ALL_SECONDS = 120.0
 #: An environment variable that replaces ``verify="auto"``: ``0`` (off, e.g. in a test suite),
 #: a number of points, or ``auto``.
 ENV = "STANLOGZ_VERIFY"
@@ -273,6 +279,11 @@ def _repair(ver: Verification, cands: Sequence[Candidate], fixed: list[FixedPoin
     low = _low(ver)
     why, spent, stage = None, 0.0, 1
     left = run_budget.remaining()
+    others = [c for c in cands if c.index not in done]
+    whole = (can_repair and bool(others) and refit_seconds is not None
+             and len(others) * refit_seconds <= min(REPAIR_ALL_SECONDS, left or np.inf))
+    if whole:  # cheap enough to leave no value on the draws whose error bars just failed
+        low = min(low, min(c.khat for c in others))
     while True:
         rest = [c for c in cands if c.khat >= low and c.index not in done]
         front = sorted((c for c in cands if c.khat < low and c.index not in done),
@@ -315,9 +326,11 @@ def _repair(ver: Verification, cands: Sequence[Candidate], fixed: list[FixedPoin
     advice = repair_advice(low)
     if why is None:
         ver.status = "repaired"
-        ver.note = (f"{head}, and the {len(ver.repaired)} other value(s) down to k-hat "
-                    f"{low:.2f} were refit (as {advice} would; the values just below agree "
-                    "with their refits): elpd_loo and its Monte Carlo se include them")
+        ver.note = (f"{head}, and the {len(ver.repaired)} other value(s) "
+                    + ("estimated from the draws were refit too" if whole else
+                       f"down to k-hat {low:.2f} were refit (as {advice} would; the values just "
+                       "below agree with their refits)")
+                    + ": elpd_loo and its Monte Carlo se include them")
     else:
         ver.status = "withheld"
         ver.note = (f"{head}; the Monte Carlo se of elpd_loo is withheld ({why}): recompute "

@@ -113,7 +113,8 @@ def test_a_failed_band_point_refits_the_band_and_checks_the_two_values_below():
     values = {c.index: c.estimate for c in cands}
     values[2] = cands[2].estimate - 0.5  # the worst k-hat: 9 se too high
     refit, calls = _refit(values)
-    fixed, ver = _check(cands, refit)
+    # 30 s a refit: all 5 others would take more than REPAIR_ALL_SECONDS, so it steps down
+    fixed, ver = _check(cands, refit, refit_seconds=30.0)
     assert ver.status == "repaired" and len(calls) == 2
     band = {c.index for c in cands if c.khat >= 0.5}
     checked = {c.index for c, _ in choose(cands, 3, np.random.default_rng(0))}
@@ -128,11 +129,22 @@ def test_a_failed_band_point_refits_the_band_and_checks_the_two_values_below():
     assert {p.why for p in ver.points[3:]} <= {"repair", "frontier"}
 
 
+def test_a_cheap_repair_refits_every_value_left():
+    cands = _cands()
+    values = {c.index: c.estimate for c in cands}
+    values[2] = cands[2].estimate - 0.5
+    refit, calls = _refit(values)
+    fixed, ver = _check(cands, refit, refit_seconds=1.0)  # 5 x 1 s: cheap
+    assert ver.status == "repaired" and len(calls) == 2
+    assert {f.index for f in fixed} == {c.index for c in cands}
+    assert "estimated from the draws were refit too" in ver.note
+
+
 def test_a_failing_frontier_steps_the_repair_down():
     cands = _cands()
     values = {c.index: c.estimate - 0.5 for c in cands}  # every value is 9 se too high
     refit, calls = _refit(values)
-    fixed, ver = _check(cands, refit)
+    fixed, ver = _check(cands, refit, refit_seconds=30.0)
     # rounds go down two values at a time until every value is refit
     assert ver.status == "repaired" and {f.index for f in fixed} == {c.index for c in cands}
     assert len(calls) >= 3 and repair_advice(min(c.khat for c in cands)) in ver.note
@@ -144,7 +156,7 @@ def test_a_failure_below_the_band_refits_down_to_its_k_hat():
     values = {c.index: c.estimate for c in cands}
     values[random_pick.index] += 1.0
     refit, calls = _refit(values)
-    fixed, ver = _check(cands, refit)
+    fixed, ver = _check(cands, refit, refit_seconds=30.0)
     low = random_pick.khat
     assert ver.status == "repaired"
     assert {f.index for f in fixed} >= {c.index for c in cands if c.khat >= low}
