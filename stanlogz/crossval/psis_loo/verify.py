@@ -147,7 +147,8 @@ def choose(cands: Sequence[Candidate], k: int, rng: np.random.Generator
         take = min(max(k - 2, 0), len(rest))
         for j in rng.permutation(len(rest))[:take]:
             out.append((rest[int(j)], "k-hat band"))
-    left = [c for c in cands if c not in {x for x, _ in out}]
+    taken = {c.index for c, _ in out}
+    left = [c for c in cands if c.index not in taken]
     for j in rng.permutation(len(left))[:max(k - len(out), 0)]:
         out.append((left[int(j)], "random"))
     return out
@@ -170,20 +171,21 @@ def self_check(verify: Any, cands: Sequence[Candidate], fixed: list[FixedPoint],
         The fix-ups so far.
     refit : callable
         ``refit(indices, stage)``: exact values of the 0-based observations and the notes of
-        any that could not be refit (stage 0 the check, 1 the repair; each its own seed).
+        any that could not be refit (stage 0 the check, 1, 2, ... a repair's rounds; each its
+        own seed).
     refit_seconds : float or None
         The estimated seconds of one refit (one sampling run), None when unknown.
     elapsed : float
         Seconds of the run so far.
     can_repair : bool
         Whether the fix-up allows refits of the band after a failure.
-    replace : bool, default True
-        Whether a failure may replace values (``fix="none"``: no, the values stay PSIS's, as
-        loo's; the Monte Carlo se is withheld).
     rng : numpy.random.Generator
         Chooses the random points.
     progress : callable, optional
         Called with one line per step.
+    replace : bool, default True
+        Whether a failure may replace values (``fix="none"``: no, the values stay PSIS's, as
+        loo's; the Monte Carlo se is withheld).
 
     Returns
     -------
