@@ -111,7 +111,8 @@ def summary(name: str, runs: list[dict[str, Any]]) -> tuple[Any, ...]:
     flagged = np.mean([r["status"] in ("repaired", "withheld") for r in runs])
     skipped = np.mean([r["status"] in ("skipped", "off") for r in runs])
     ok = f"{np.mean([r['final_ok'] for r in runs]):.2f}" if has_truth else "-"
-    check = np.nanmedian([r["share"] - r.get("repair_share", 0.0) for r in runs])
+    check = np.nanmedian([r["share"] - r.get("repair_share", 0.0) for r in runs
+                          if "repair_share" in r or r["status"] == "passed"] or [np.nan])
     repair = [r["repair_share"] for r in runs
               if r["status"] in ("repaired", "withheld") and "repair_share" in r]
     err = (f"{np.mean([r['before_error'] for r in runs]):+.2f} -> "
