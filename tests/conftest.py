@@ -129,6 +129,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(autouse=True)
+def _no_auto_self_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """loo's self-check off unless a test asks for it (``verify=K``): on by default it adds up
+    to four refits to every loo of a small program, and the tests that pin loo's numbers would
+    pin the check's too (tests/crossval/psis_loo/test_verify_*.py test it)."""
+    monkeypatch.setenv("STANLOGZ_VERIFY", "0")
+
+
+@pytest.fixture(autouse=True)
 def _no_stan_unless_marked(request: pytest.FixtureRequest,
                            monkeypatch: pytest.MonkeyPatch) -> None:
     """A test not marked ``stan`` may neither build nor load a Stan program."""

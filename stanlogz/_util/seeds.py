@@ -176,6 +176,9 @@ class Stream(IntEnum):
     LOO_SUBSAMPLE = 7901
     LOO_HELDOUT = 7902
     LOO_MIXTURE = 7903
+    #: LOO's self-check: its random points (sub-index 0), its refits (1) and a repair's rounds
+    #: (2, 3, ...).
+    LOO_VERIFY = 7904
 
 
 def stream(seed: SeedLike, name: Stream, *sub: int) -> np.random.SeedSequence:

@@ -88,6 +88,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--subsample", metavar="M", type=int, default=None,
                         help="estimate elpd_loo from PSIS on M observations drawn at random "
                         "(difference estimator; for large N), with its subsampling se")
+    parser.add_argument("--verify", metavar="K", default="auto",
+                        help="self-check: recompute K values still estimated from the draws "
+                        "(the worst k-hat in [0.5, threshold], others of that band, one at "
+                        "random) by exact refits and test each against its Monte Carlo se; on "
+                        "a failure the band is refit or the Monte Carlo se withheld, with a "
+                        "warning. Default auto: 4 where the refits cost at most half the run "
+                        "so far (or 10 s); 0 turns it off")
     add_jacobian_argument(parser)
     add_check_arguments(parser)
     add_closing_arguments(parser, "save k-hat and pointwise elpd per observation")
@@ -99,6 +106,19 @@ def add_jacobian_argument(parser: argparse.ArgumentParser) -> None:
                         help="the program models g(y) (TRANSFORM: log, log1p, sqrt, logit): add "
                         "log|g'(y_i)| to each pointwise elpd so that it is on the scale of y, "
                         "the data variable VAR (original scale, in --data)")
+
+
+def verify_argument(args: argparse.Namespace) -> dict[str, Any]:
+    """``loo``'s ``verify`` from ``--verify`` (left to its default without a program, where
+    only an explicit K is refused)."""
+    if args.verify == "auto":
+        return {}
+    try:
+        k = int(args.verify)
+    except ValueError:
+        raise InputError(f"--verify takes auto or a number of points >= 0, got "
+                         f"{args.verify!r}") from None
+    return {"verify": k}
 
 
 def jacobian_of(args: argparse.Namespace) -> tuple[str, Any] | None:
@@ -143,6 +163,13 @@ def print_loo(report: Reporter, r: LooResult) -> None:
                        f.elpd, f.mcse, f.method, f.n_gradient_evals, round(f.seconds, 2)]
                       for f in r.fixed],
                      title=f"observations fixed because k-hat > {r.threshold:.2f}")
+    v = r.verification
+    if v is not None and v.points:
+        report.table(list(v.HEADER), v.rows(),
+                     title=f"self-check against exact refits ({v.status}; fails at |z| > "
+                     f"{v.critical_z:.2f}; {v.seconds:.1f} s, {100 * v.share:.0f}% of the run)")
+    if v is not None and v.status in ("passed", "skipped"):
+        report.text(v.note)
 
 
 @with_executor
@@ -181,7 +208,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
             k_threshold=args.k_threshold, subsample=args.subsample,
             settings=nuts_settings(args), seed=args.seed, n_workers=args.workers or 1,
             progress=report.progress, mm_budget=args.mm_budget,
-            cond_budget=args.cond_budget)
+            cond_budget=args.cond_budget, **verify_argument(args))
     extra: dict[str, Any] = {}
     if jac is not None:
         r = jacobian_adjusted(r, *jac)

@@ -124,7 +124,16 @@ class LooNames(Display):
             notes.append(f"{len(left)} observation(s) still above the threshold: "
                          f"{', '.join(str(i + 1) for i in left[:10])}"
                          + (" ..." if len(left) > 10 else ""))
-        return View(head, [main, ktab], notes + _notes(self.warnings))
+        sections = [main, ktab]
+        ver = getattr(self, "verification", None)
+        if ver is not None:
+            if ver.points:
+                sections.append(Section(f"Self-check ({ver.status}; {ver.seconds:.1f} s, "
+                                        f"{100 * ver.share:.0f}% of the run):",
+                                        list(ver.HEADER), ver.rows()))
+            if ver.status in ("passed", "skipped"):  # a failure's note is among the warnings
+                notes.append(ver.note + ".")
+        return View(head, sections, notes + _notes(self.warnings))
 
 
 class KFoldNames(Display):

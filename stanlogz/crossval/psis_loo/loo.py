@@ -54,6 +54,10 @@ from .anytime import anytime_pass, budget_flags, budget_pass_warning, pass_reser
 from .fitloo import is_fit, loo_elsewise
 from .result import LooResult, loo_warnings
 from .subsample import draw_sample, subsample_estimates
+from .verify import candidates, keep_influence, parse_verify, pos_of, self_check
+
+#: The exact refits of the self-check.
+EXACT = fix_method("exact")
 
 #: k̂ bands of the loo table (the first bound is the draw-count-dependent threshold).
 BANDS = ("good", "bad", "very bad")
@@ -132,6 +136,7 @@ def loo(
     mm_budget: float | None = None,
     cond_budget: float | None = None,
     fix_options: FixOptions | Mapping[str, Any] | None = None,
+    verify: int | str = "auto",
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> Any:
     """PSIS-LOO of a Stan program, with every unreliable observation recomputed.
@@ -213,6 +218,14 @@ def loo(
         ``{"mm_budget": 30}`` for ``"auto"`` and ``"mm"``, ``{"ups_options": {...}}`` for
         ``"ups"``); ``mm_budget=`` and ``ups_options=`` fill in the same options. An option the
         method does not take raises.
+    verify : int or "auto", default "auto"
+        The self-check (:mod:`~stanlogz.crossval.psis_loo.verify`): recompute this many values
+        still estimated from the draws (the worst k̂ in [0.5, threshold], others of that band,
+        one at random) by exact refits and test each against its Monte Carlo se; on a failure
+        the band (and below, while values there fail) is refit, or the Monte Carlo se of
+        elpd_loo withheld, with a warning. ``"auto"``: 4 points when their refits cost at most
+        half the run so far (or 10 s);
+        ``0``: off. The outcome is ``verification`` on the result.
     **nuts_keywords
         ``chains``, ``warmup``, ``n_draws``, ``adapt_delta``, ``max_treedepth``.
 
@@ -253,6 +266,10 @@ def loo(
     >>> [(f.index + 1, f.method) for f in r.fixed]
     [(10, 'mm')]
     """
+    n_verify = parse_verify(verify)
+    if n_verify and (group is not None or is_fit(model) or model is None):
+        raise InputError("verify refits observations of a Stan program: it does not apply to "
+                         "a fit without its program or with group (use verify=0)")
     if group is not None:
         check_arguments("loo", group=group)
         if fix_options is not None:
@@ -275,6 +292,9 @@ def loo(
                             cond_budget=cond_budget, fix_options=fix_options)
     t0 = time.perf_counter()
     method = fix_method(fix)
+    if n_verify and subsample is not None:
+        raise InputError("verify checks PSIS values against exact refits of every observation's "
+                         "own value; it does not apply with subsample (use verify=0)")
     if k_threshold is not None and not 0.0 <= k_threshold <= 1.0:
         raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
     # the fix-up's options, validated once here; below, only this object travels
@@ -335,6 +355,18 @@ def loo(
         fixed, why = _fix(pw, d, bad, ps, index, method, threshold, r_eff, nuts, fix_opts,
                           seed, n_workers, progress)
         notes.extend(why)
+    verification, before = None, ps.elpd_i.copy()
+    if sample_index is None:
+        before[[pos_of(index, f.index) for f in fixed]] = [f.elpd for f in fixed]
+        fixed, verification = self_check(
+            verify, candidates(ps, index, fixed, threshold), fixed,
+            lambda idx, stage: _fix(pw, d, idx, ps, index, EXACT, threshold, r_eff, nuts,
+                                    EXACT.options(None), stream(seed, Stream.LOO_VERIFY, 1 + stage),
+                                    n_workers, progress),
+            refit_seconds=d.seconds or None, elapsed=time.perf_counter() - t0,
+            can_repair=method.refit is not None, rng=stream_rng(seed, Stream.LOO_VERIFY, 0),
+            progress=progress, replace=method.acts)
+        keep_influence(ps, pw, d, r_eff, [pos_of(index, f.index) for f in fixed])
     elpd_i = ps.elpd_i.copy()
     pos = {int(o): j for j, o in enumerate(index)}
     for f in fixed:
@@ -354,15 +386,20 @@ def loo(
         subsampling_factor=est.get("subsampling_factor", 1.0),
         approximation=None if sample_index is None else approximation,
         pointwise_seconds=t_pointwise,
-        program=model, data=data_dict, draws=d)
+        program=model, data=data_dict, draws=d, verification=verification)
     grow, replaced = est.get("expansion", 1.0), [pos[f.index] for f in fixed]
     res.mcse_psis = ps.total_mcse(replaced) * grow
     res.mcse_bias = ps.total_bias(replaced) * grow
     res.mcse_elpd_loo = math.sqrt(res.mcse_psis**2 + res.mcse_bias**2
                                   + fixed_variance(fixed) * grow**2)
-    if res.unfixed_bad():
+    if res.unfixed_bad() or (verification and verification.status == "withheld"):
         res.mcse_elpd_loo = float("nan")  # as loo: NA while a point stays above the threshold
     res.budget_stop = budget_stop
+    if verification is not None:
+        verification.share = verification.seconds / max(res.seconds, 1e-9)
+        verification.elpd_before = float(before.sum())
+        if verification.status in ("repaired", "withheld"):
+            res.warnings.append(verification.note)
     res.warnings.extend(loo_warnings(res))
     res.warnings = list(dict.fromkeys(res.warnings))  # refits sharing the draws repeat theirs
     return res

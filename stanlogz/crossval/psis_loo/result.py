@@ -23,6 +23,7 @@ from ..elpd.routes import MM_ROUTE, refit_data_error
 from ..fixups.fixups import FixedPoint
 from ..fixups.registry import FIX_LABELS
 from ..names import LooNames
+from ..observations.checked import Verification
 from ..observations.integrated import IntegratedSource
 from ..observations.observations import Observations
 from ..observations.splitcheck import ROUTE, check_split
@@ -106,6 +107,8 @@ class LooResult(LooNames, ElpdResult):
     #: what the time budget ended (:func:`~.anytime.budget_flags`): sampling after some
     #: draws, the pointwise pass after some observations; None when it ended nothing
     budget_stop: dict[str, Any] | None = None
+    #: the self-check's outcome (``loo(verify=...)``; :mod:`.verify`), None when off
+    verification: Verification | None = None
     # What the result was computed from (not serialized): for predictive checks and refits.
     program: Any = field(default=None, repr=False)
     data: dict[str, Any] | None = field(default=None, repr=False)
@@ -139,6 +142,11 @@ class LooResult(LooNames, ElpdResult):
                     f"{self.threshold:.2f} after the fix-ups: PSIS's error on them is not "
                     "estimable from the draws (their own mc se understates it), so the total "
                     "has none")
+        v = self.verification
+        if v is not None and v.status == "withheld":
+            bad = ", ".join(f"{p.index + 1} (z = {p.z:+.1f})" for p in v.failed)
+            return (f"the self-check found value(s) {bad} outside their error bars: PSIS's "
+                    "Monte Carlo se does not hold here")
         return None if np.isfinite(self.mcse_elpd_loo) else "unreliable fix-ups (see warnings)"
 
     @property
@@ -200,7 +208,9 @@ class LooResult(LooNames, ElpdResult):
                     "subsampling_factor": self.subsampling_factor},
                 "fixed": [f.to_dict() for f in self.fixed], "pointwise": self.pointwise(),
                 "seconds": self.seconds, "pointwise_seconds": self.pointwise_seconds,
-                "budget_stop": self.budget_stop, "warnings": self.warnings}
+                "budget_stop": self.budget_stop,
+                "verification": None if self.verification is None else self.verification.to_dict(),
+                "warnings": self.warnings}
 
     def to_arviz(self) -> Any:
         """ArviZ's ELPD object (0.x ``ELPDData``, 1.x ``ELPDDataLOO``) with the fixed values.
