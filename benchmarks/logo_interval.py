@@ -21,8 +21,8 @@ variance (τ misspecified). Columns: ``±2 se`` (loo's se, nominal 0.954), the i
 coverage (nominal 0.954) and its mean factor. Monte Carlo sd of a cell ≈ sqrt(c (1 − c) /
 sims) (±0.005 at 0.95 for 2,000 sims).
 
-    PYTHONPATH=$PWD nice python3 -m benchmarks.logo_interval            # 2,000 sims per row
-    PYTHONPATH=$PWD nice python3 -m benchmarks.logo_interval --sims 500 --groups 8
+    PYTHONPATH=$PWD nice python3 -m benchmarks.logo_interval --tau known     # ~3 min
+    PYTHONPATH=$PWD nice python3 -m benchmarks.logo_interval --tau unknown --sims 1000
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import math
 import time
 
 import numpy as np
+from scipy import special, stats
 
 from stanlogz._util.sum_se import sum_se
 from stanlogz._util.tables import format_table
@@ -39,6 +40,9 @@ from stanlogz.crossval.refit.cv_se import elpd_interval
 
 MU0, TAU, SIGMA, S_MU = 0.5, 0.8, 1.0, 5.0
 CASES = ("model right", "effects t_3", "effects var x2")
+#: τ unknown (half-N(0, 1) prior, integrated on a grid): the normal cases only (the expected
+#: score over a new group's mean is then a Gauss–Hermite integral)
+TAU_CASES = ("tau unknown, model right", "tau unknown, effects var x2")
 
 
 def group_sizes(g: int) -> np.ndarray:
@@ -114,21 +118,108 @@ def averaged_target(case: str, g: int, rng: np.random.Generator, sims: int = 20_
     return total / sims
 
 
-def table(sims: int, groups: list[int], seed: int = 44) -> list[list]:
+# ----------------------------------------------------------------- τ unknown (half-N(0, 1))
+
+#: log τ grid of the τ-unknown model (τ ~ half-N(0, 1), as logo_normal.stan): the posterior
+#: of τ is integrated on it (μ analytically given τ); 241 points from 1e-3 to 8.
+LOG_TAU = np.linspace(math.log(1e-3), math.log(8.0), 241)
+#: Gauss–Hermite nodes (probabilists') for the expectation over a new group's mean.
+GH_Z, GH_W = np.polynomial.hermite_e.hermegauss(60)
+GH_W = GH_W / GH_W.sum()
+
+
+def _tau_terms(ybar: np.ndarray) -> tuple[np.ndarray, ...]:
+    """On the τ grid (rows) and per group (columns): v = τ² + σ²/n, each group mean's log
+    density term given μ = 0 scale, and the full-data precision and shift of μ | τ."""
+    n = group_sizes(ybar.size)
+    tau = np.exp(LOG_TAU)
+    lp = np.log(2.0) + stats.norm.logpdf(tau) + LOG_TAU  # half-normal, on the log-τ grid
+    v = tau[:, None] ** 2 + SIGMA**2 / n[None, :]
+    term = -0.5 * np.log(2 * math.pi * v) - 0.5 * ybar**2 / v
+    a = 1 / S_MU**2 + np.sum(1 / v, axis=1)
+    b = np.sum(ybar / v, axis=1)
+    return n, lp, v, term, a, b
+
+
+def _log_marginal(term_sum: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """log p(ȳ_S | τ) with μ ~ N(0, S_MU²) integrated out."""
+    return term_sum - 0.5 * np.log(S_MU**2 * a) + b**2 / (2 * a)
+
+
+def _leave_out(ybar: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per left-out group (columns): normalized log weights of the τ grid given the others,
+    and μ's precision and mean given τ and the others."""
+    n, lp, v, term, a, b = _tau_terms(ybar)
+    a_m, b_m = a[:, None] - 1 / v, b[:, None] - ybar / v
+    lw = lp[:, None] + _log_marginal(term.sum(axis=1)[:, None] - term, a_m, b_m)
+    return n, v, lw - special.logsumexp(lw, axis=0), a_m, b_m / a_m
+
+
+def exact_logo_tau(ybar: np.ndarray, ss: np.ndarray) -> np.ndarray:
+    """log p(y_g | y₋g) of every group with τ unknown (τ grid, μ analytic)."""
+    n, v, lw, a_m, mean = _leave_out(ybar)
+    s2 = v + 1 / a_m
+    lpred = special.logsumexp(lw - 0.5 * np.log(2 * math.pi * s2)
+                              - (ybar - mean) ** 2 / (2 * s2), axis=0)
+    return _resid(n, ss) + lpred
+
+
+def _score_tau(case: str, n: np.ndarray, lw: np.ndarray, a: np.ndarray, mean: np.ndarray
+               ) -> np.ndarray:
+    """E log p(ỹ | y) of a new group of each size ``n`` (columns) under the predictive with τ
+    on the grid (log weights ``lw``, rows) and μ | τ ~ N(mean, 1/a): Gauss–Hermite over the
+    new group's mean (normal under these cases)."""
+    tau2 = np.exp(2 * LOG_TAU)[:, None]
+    s2 = tau2 + SIGMA**2 / n[None, :] + 1 / a  # (T, G)
+    true_sd = np.sqrt(effect_var(case) + SIGMA**2 / n)  # (G,)
+    yt = MU0 + true_sd[None, :] * GH_Z[:, None]  # (Z, G)
+    dens = special.logsumexp(lw[None] - 0.5 * np.log(2 * math.pi * s2[None])
+                             - (yt[:, None, :] - mean[None]) ** 2 / (2 * s2[None]), axis=1)
+    e_resid = (-(n - 1) / 2 * math.log(2 * math.pi * SIGMA**2) - 0.5 * np.log(n)
+               - (n - 1) / 2)
+    return e_resid + GH_W @ dens
+
+
+def conditional_target_tau(case: str, ybar: np.ndarray) -> float:
+    """Σ_g E log p(ỹ_g | y) with τ unknown."""
+    n, lp, _v, term, a, b = _tau_terms(ybar)
+    lw = lp + _log_marginal(term.sum(axis=1), a, b)
+    lw = (lw - special.logsumexp(lw))[:, None]
+    return float(np.sum(_score_tau(case, n, lw, a[:, None], (b / a)[:, None])))
+
+
+def averaged_target_tau(case: str, g: int, rng: np.random.Generator, sims: int = 4000
+                        ) -> float:
+    """G × E[score per group at G − 1 training groups] with τ unknown."""
+    total = 0.0
+    for _ in range(sims):
+        ybar, _ss = simulate(case, g, rng)
+        n, _v, lw, a_m, mean = _leave_out(ybar)
+        total += float(np.sum(_score_tau(case, n, lw, a_m, mean)))
+    return total / sims
+
+
+def table(sims: int, groups: list[int], seed: int = 44,
+          cases: tuple[str, ...] = CASES + TAU_CASES) -> list[list]:
     rows = []
-    for case in CASES:
+    for case in cases:
+        known = case in CASES
+        base = case if known else case.removeprefix("tau unknown, ")
         for g in groups:
-            rng = np.random.default_rng([seed, g, CASES.index(case)])
-            avg = averaged_target(case, g, rng)
+            rng = np.random.default_rng([seed, g, (CASES + TAU_CASES).index(case)])
+            avg = (averaged_target(base, g, rng) if known
+                   else averaged_target_tau(base, g, rng))
             hit = {"cond 2se": 0, "cond iv": 0, "avg 2se": 0, "avg iv": 0}
             factors = []
             for _ in range(sims):
-                ybar, ss = simulate(case, g, rng)
-                e = exact_logo(ybar, ss)
+                ybar, ss = simulate(base, g, rng)
+                e = exact_logo(ybar, ss) if known else exact_logo_tau(ybar, ss)
                 total, se = float(e.sum()), sum_se(e)
                 iv = elpd_interval(e, total)
                 factors.append(iv.factor)
-                for name, target in (("cond", conditional_target(case, ybar)), ("avg", avg)):
+                cond = (conditional_target(base, ybar) if known
+                        else conditional_target_tau(base, ybar))
+                for name, target in (("cond", cond), ("avg", avg)):
                     hit[f"{name} 2se"] += abs(total - target) <= 2 * se
                     hit[f"{name} iv"] += iv.low <= target <= iv.high
             rows.append([case, g, sims, *(round(hit[k] / sims, 3) for k in hit),
@@ -140,9 +231,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sims", type=int, default=2000)
     ap.add_argument("--groups", type=int, nargs="+", default=[5, 8, 12, 20, 40])
+    ap.add_argument("--tau", choices=["known", "unknown", "both"], default="both")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    rows = table(args.sims, args.groups)
+    cases = {"known": CASES, "unknown": TAU_CASES, "both": CASES + TAU_CASES}[args.tau]
+    rows = table(args.sims, args.groups, cases=cases)
     print(format_table(["case", "G", "sims", "cond ±2se", "cond interval", "avg ±2se",
                         "avg interval", "factor"], rows))
     print(f"({time.perf_counter() - t0:.0f} s)")
