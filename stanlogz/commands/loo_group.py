@@ -42,6 +42,9 @@ def print_logo(report: Reporter, r: LogoResult) -> None:
                  title=f"{r.model}: leave-one-group-out over {len(r.groups)} groups of "
                  f"{r.group} ({r.observations.n} observations), latents integrated out, PSIS "
                  f"on {r.n_samples} draws")
+    report.text(r.mcse_note())
+    for note in r.se_notes():
+        report.text(note)
     report.table(["group", "n", "elpd", "mc se", "k-hat", "method", "integration error"],
                  r.group_rows(), title=f"per group (refit where k-hat > {r.threshold:.2f})")
 

@@ -34,6 +34,23 @@ def parameter_statements(code: str | None) -> list[str]:
     return [] if block is None else block.split(";")
 
 
+def data_names(code: str | None) -> list[str]:
+    """The variables the data block of ``code`` declares, in order (comments blanked; empty when
+    there is no data block): the last name of each declaration once its bounds ``<...>`` and
+    sizes ``[...]`` are removed (``array[N] real x``, ``vector<lower=0>[N] y``, ``int y[N]``)."""
+    block = _block(strip_comments(code), "data")
+    if block is None:
+        return []
+    names = []
+    for stmt in block.split(";"):
+        stmt = re.sub(r"<[^<>]*(<[^<>]*>[^<>]*)*>", " ", stmt)
+        stmt = re.sub(r"\[[^\]]*\]", " ", stmt)
+        words = re.findall(r"[A-Za-z_]\w*", stmt)
+        if words:
+            names.append(words[-1])
+    return names
+
+
 def unused_parameters(code: str) -> list[str]:
     """Parameters declared in ``code`` that neither the transformed parameters nor the model
     block mention (a cheap textual check; empty when the program cannot be parsed this way)."""

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import DataError, InputError, StanlogzError
+from ...stan.code import data_names
 from ...stan.program import StanProgram
 from ..observations.conditional import (
     AmbiguousResponse,
@@ -166,8 +167,9 @@ def refit_data_error(model: StanProgram, data: Mapping[str, Any], obs: Observati
     try:
         model.with_data(obs.without(data, [0]))
     except DataError:
+        declared = set(data_names(getattr(model, "code", None)))  # a data file may hold more
         whole = [k for k, v in data.items() if k not in obs.fields and np.ndim(v) >= 1
-                 and len(v) == obs.n]
+                 and len(v) == obs.n and (not declared or k in declared)]
         why = (f"the per-observation arrays {', '.join(whole)} are not among the observation "
                f"fields ({', '.join(obs.fields)}), so they keep {obs.n} entries"
                if whole else f"its data with {obs.size_name} = {obs.n - 1} are refused")

@@ -1,11 +1,12 @@
 """Moment matching of the observations with high k̂, one after another, keeping what is done:
 a progress line per point and per accepted map, a time budget after which the remaining points
 keep their PSIS values (with the k̂ warning), and Ctrl-C, which stops the loop and returns the
-points already matched with a note instead of losing them."""
+points already matched with a note instead of losing them. A point whose matching the budget
+cut short while its k̂ was still above the threshold is not a moment-matched value: it keeps
+its PSIS value and label too, and the note counts it among those left."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -13,6 +14,10 @@ import numpy as np
 from ..._util import deadline as run_budget
 from ...errors import InputError
 from .fixups import FixedPoint
+
+#: Key of a moment-matched FixedPoint's diagnostics set when the time budget stopped its maps
+#: while its k̂ was still above the threshold (:attr:`MomentMatched.unfinished`).
+UNFINISHED = "mm_unfinished"
 
 
 def check_budget(mm_budget: float | None) -> float | None:
@@ -35,10 +40,12 @@ def moment_match_points(bad: np.ndarray,
                         mm_budget: float | None = None
                         ) -> tuple[list[FixedPoint], list[str], list[int]]:
     """Moment-matched :class:`FixedPoint` s of the observations ``bad`` (0-based), in order
-    (``match_one(i, deadline, on_map)`` matches one), warnings, and the observations left
-    unmatched because the budget ran out or the user interrupted (they keep their PSIS values
-    and are not refitted either)."""
-    t0 = time.perf_counter()
+    (``match_one(i, deadline, on_map)`` matches one; ``deadline`` is a value of the run
+    budget's clock, :data:`stanlogz._util.deadline.clock`), warnings, and the observations left
+    unmatched because the budget ran out (before their matching started, or during it with k̂
+    still above the threshold: :data:`UNFINISHED`) or the user interrupted; they keep their
+    PSIS values and are not refitted either."""
+    t0 = run_budget.clock()
     deadline = None if mm_budget is None else t0 + float(mm_budget)
     run_left = run_budget.remaining()  # the run's --time-budget: a tenth is kept for the rest
     by_run = run_left is not None and (deadline is None or t0 + 0.9 * run_left < deadline)
@@ -48,7 +55,7 @@ def moment_match_points(bad: np.ndarray,
     notes: list[str] = []
     try:
         for n_done, i in enumerate(int(v) for v in bad):
-            if deadline is not None and time.perf_counter() >= deadline:
+            if deadline is not None and run_budget.clock() >= deadline:
                 break
 
             def step(msg: str, i: int = i) -> None:
@@ -56,6 +63,11 @@ def moment_match_points(bad: np.ndarray,
                     progress(f"observation {i + 1}: {msg}")
 
             f = match_one(i, deadline, step)
+            if f.diagnostics.get(UNFINISHED):  # cut short above the threshold: not matched
+                if progress:
+                    progress(f"the budget stopped moment matching of observation {i + 1} at "
+                             f"k-hat {f.khat_after:.2f}; it keeps its PSIS value")
+                break
             matched.append(f)
             if progress:
                 progress(f"moment matched observation {i + 1} ({n_done + 1}/{bad.size}): "

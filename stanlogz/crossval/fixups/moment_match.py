@@ -25,6 +25,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ... import arviz_compat
+from ..._util import deadline as run_budget
 from ...errors import InputError, StanlogzError
 from ..elpd.psis import draw_influence, total_mcse
 from ..observations.pointwise import PointwiseLogLik
@@ -55,6 +56,9 @@ class MomentMatched:
     transformations: list[str] = field(default_factory=list)  # accepted, in order
     split_used: bool = False
     warnings: list[str] = field(default_factory=list)
+    #: the deadline stopped the maps while the final k̂ was still at or above ``k_threshold``:
+    #: the matching did not finish (:mod:`.mm_points` keeps the PSIS value for it)
+    unfinished: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly dict (observation numbered from 1, as in Stan)."""
@@ -63,7 +67,7 @@ class MomentMatched:
                 "khat_transformed": self.khat_transformed, "psis_elpd": self.psis_elpd,
                 "n_evals": self.n_evals, "seconds": self.seconds,
                 "transformations": list(self.transformations), "split_used": self.split_used,
-                "warnings": list(self.warnings)}
+                "warnings": list(self.warnings), "unfinished": self.unfinished}
 
 
 @dataclass
@@ -204,9 +208,10 @@ def moment_match(draws: np.ndarray, log_post: LogDensity, log_lik_i: LogDensity,
     is the delta-method se of the self-normalized estimate with the ESS of its per-draw
     influence series (chains' autocorrelation and antithetic NUTS draws included).
     ``split=False`` uses the transformed draws alone, whose maps were fitted to the same
-    draws: the estimate is then not consistent, and a warning says so. ``deadline`` (a
-    ``time.perf_counter()`` value): no further map is tried after it (the estimate uses the
-    maps accepted so far); ``on_map`` receives a progress line per accepted map.
+    draws: the estimate is then not consistent, and a warning says so. ``deadline`` (a value
+    of the run budget's clock, :data:`stanlogz._util.deadline.clock`): no further map is tried
+    after it (the estimate uses the maps accepted so far, and ``unfinished`` says when k̂ was
+    still at or above ``k_threshold``); ``on_map`` receives a progress line per accepted map.
     """
     t0 = time.perf_counter()
     x0 = _check_inputs(draws, index, r_eff, k_threshold, max_iters)
@@ -277,8 +282,12 @@ def moment_match(draws: np.ndarray, log_post: LogDensity, log_lik_i: LogDensity,
     if cov is None:
         cov = x0.shape[1] <= min(COV_MAX_DIM, x0.shape[0] // 10)
     names = TRANSFORMATIONS if cov else TRANSFORMATIONS[:2]
+    stopped = False  # the deadline, not k-hat or max_iters, ended the maps
+
     def late() -> bool:
-        return deadline is not None and time.perf_counter() >= deadline
+        nonlocal stopped
+        stopped = stopped or (deadline is not None and run_budget.clock() >= deadline)
+        return stopped
 
     while khat >= target and len(accepted) < max_iters and not late() and improve():
         pass
@@ -310,7 +319,8 @@ def moment_match(draws: np.ndarray, log_post: LogDensity, log_lik_i: LogDensity,
                      "unreliable; refit without the observation (--fix exact; fix=\"exact\" in "
                      "Python) or draw more")
     return MomentMatched(index, elpd, se, khat_before, khat, khat_transformed, psis_elpd,
-                         n_evals, time.perf_counter() - t0, accepted, split_used, warns)
+                         n_evals, time.perf_counter() - t0, accepted, split_used, warns,
+                         unfinished=stopped and khat >= k_threshold)
 
 
 def _split(x0: np.ndarray, lp0: np.ndarray, ll0: np.ndarray, x: np.ndarray, lp: np.ndarray,

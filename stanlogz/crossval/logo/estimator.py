@@ -231,6 +231,8 @@ def logo(
     psis_part = float(np.hypot(ps.total_mcse(refit), ps.total_bias(refit)))
     mcse = total_mcse(psis_part, [groups[g].mcse for g in refit],
                       [float(int_err[g]) for g in range(n_g) if g not in refit])
+    if bad and not refit:
+        mcse = float("nan")  # as loo: NA while a PSIS value above the threshold is kept
     elpd_g = np.array([gv.elpd for gv in groups])
     if d.source == "stanlogz-nuts":
         warns = list(d.summary().warnings) + warns

@@ -8,7 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from ..names import FEW_OBS
 from ..observations.observations import Observations
+from ..refit.cv_se import ElpdInterval, elpd_interval
 
 
 @dataclass
@@ -40,8 +42,10 @@ class GroupValue:
 @dataclass(repr=False)
 class LogoResult:
     """elpd_logo = Σ_g log p(y_g | y₋g) with its between-group se (loo's definition over
-    groups, sqrt(G) sd of the group values, as loo's ``kfold`` of groups reports it) and its
-    Monte Carlo se, and per-group and per-observation values.
+    groups, sqrt(G) sd of the group values, as loo's ``kfold`` of groups reports it), the
+    calibrated interval beside it (:attr:`elpd_logo_interval`, as ``loo``'s for few
+    observations) and its Monte Carlo se (NaN, loo's NA, while a group's PSIS value above the
+    k̂ threshold is kept: :meth:`mcse_na_reason`), and per-group and per-observation values.
 
     Attributes
     ----------
@@ -50,7 +54,8 @@ class LogoResult:
     group : str
         The per-observation group array.
     elpd_logo, se, mcse_elpd_logo : float
-        Σ_g log p(y_g | y₋g), its se over groups and its Monte Carlo se.
+        Σ_g log p(y_g | y₋g), its se over groups (ddof 1) and its Monte Carlo se (NaN while a
+        group above the k̂ threshold keeps its PSIS value).
     groups : list of GroupValue
         Per group: its value, k̂ and how it was computed.
     elpd_obs : ndarray or None
@@ -92,6 +97,46 @@ class LogoResult:
         """Per-group k̂."""
         return np.array([g.khat for g in self.groups])
 
+    @property
+    def elpd_logo_interval(self) -> ElpdInterval:
+        """The calibrated interval beside ``se``: elpd_logo ± 2 c se, c the small-count
+        bootstrap-t factor of the group values (the interval ``loo`` gives beside its se,
+        :func:`~stanlogz.crossval.refit.cv_se.elpd_interval`; coverage at few groups:
+        ``benchmarks/logo_interval.py``)."""
+        return elpd_interval(self.elpd_g, self.elpd_logo)
+
+    def bad_groups(self) -> list[int]:
+        """Labels of the groups above the k̂ threshold that keep their PSIS value."""
+        return [g.label for g in self.groups if g.method == "psis" and g.khat > self.threshold]
+
+    def mcse_na_reason(self) -> str | None:
+        """Why ``mcse_elpd_logo`` is NaN (loo's NA), or None when it is given."""
+        if left := self.bad_groups():
+            return (f"{len(left)} group(s) still have Pareto k-hat above {self.threshold:.2f}: "
+                    "PSIS's error on them is not estimable from the draws (their own mc se "
+                    "understates it), so the total has none")
+        return None if np.isfinite(self.mcse_elpd_logo) else "unreliable values (see warnings)"
+
+    def se_notes(self) -> list[str]:
+        """The calibrated interval beside the se, and when the se over groups is too small
+        (fewer than 20 groups, as ``loo``'s note for observations)."""
+        iv = self.elpd_logo_interval
+        if not np.isfinite(iv.low):
+            return []
+        notes = [f"{100 * iv.level:.1f}% interval for elpd_logo: [{iv.low:.1f}, {iv.high:.1f}] "
+                 f"(+-2 SE times the small-count factor {iv.factor:.2f}; elpd_logo_interval)."]
+        if len(self.groups) < FEW_OBS:
+            notes.append(f"Only {len(self.groups)} groups: the SE over groups understates the "
+                         "error; use the interval.")
+        return notes
+
+    def mcse_note(self) -> str:
+        """The line on the Monte Carlo se of elpd_logo (NA with the reason when withheld)."""
+        why = self.mcse_na_reason()
+        if why is not None:
+            return f"MCSE of elpd_logo is NA: {why}."
+        return f"MCSE of elpd_logo is {self.mcse_elpd_logo:.3f}."
+
     def table(self) -> list[list[Any]]:
         """Summary rows: quantity, estimate, se, Monte Carlo se."""
         return [["elpd_logo", round(self.elpd_logo, 3), round(self.se, 3),
@@ -123,9 +168,13 @@ class LogoResult:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict."""
+        iv = self.elpd_logo_interval
         return {"model": self.model, "scheme": "leave-one-group-out", "group": self.group,
                 "method": "integrated-psis", "elpd_logo": self.elpd_logo, "se": self.se,
-                "mcse_elpd_logo": self.mcse_elpd_logo, "mcse_psis": self.mcse_psis,
+                "elpd_logo_interval": iv.to_dict() if np.isfinite(iv.low) else None,
+                "mcse_elpd_logo": (self.mcse_elpd_logo if np.isfinite(self.mcse_elpd_logo)
+                                   else None),
+                "mcse_elpd_logo_na": self.mcse_na_reason(), "mcse_psis": self.mcse_psis,
                 "logoic": -2 * self.elpd_logo, "n_groups": len(self.groups),
                 "n_obs": self.observations.n, "n_samples": self.n_samples,
                 "threshold": self.threshold, "pointwise": self.pointwise(),

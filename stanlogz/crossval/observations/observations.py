@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError
-from ...stan.code import model_block
+from ...stan.code import data_names, model_block
 from ...stan.program import ProgramLike
 
 
@@ -91,16 +91,36 @@ def _sampled_first(data: Mapping[str, Any], lengths: Mapping[str, int | None],
     return sorted(cands, key=lambda k: not sampled(k))
 
 
+def _declared(data: Mapping[str, Any], obs: str | None, obs_fields: Sequence[str] | None,
+              code: str | None) -> Mapping[str, Any]:
+    """The entries of ``data`` that the program's data block declares (a data file may carry
+    more: posteriordb's gp_pois_regr data hold a ``y`` that its program, whose outcome is ``k``,
+    never reads); all of ``data`` when the code is not known or shows no data block. An
+    ``obs`` or ``obs_fields`` the program does not declare is refused in one line."""
+    declared = set(data_names(code))
+    if not declared or not declared & set(data):
+        return data
+    named = ([obs] if obs is not None else []) + list(obs_fields or [])
+    stray = [n for n in named if n in data and n not in declared]
+    if stray:
+        flag = "--obs" if stray[0] == obs else "--obs-fields"
+        raise InputError(f"{flag} {stray[0]}: the program's data block does not declare "
+                         f"{stray[0]} (it declares {', '.join(sorted(declared))})")
+    return {k: v for k, v in data.items() if k in declared}
+
+
 def find_observations(data: Mapping[str, Any], obs: str | None = None,
                       obs_fields: Sequence[str] | None = None,
                       code: str | None = None) -> Observations:
     """The observations of ``data``: size variable ``obs`` (inferred when exactly one integer
     matches the leading dimension of some array) and the arrays split along it (``obs_fields``,
-    or every array whose leading dimension equals it). ``code`` (the program) picks the example
-    that a refusal of several possible sizes names."""
+    or every array whose leading dimension equals it). ``code`` (the program) limits both to the
+    variables its data block declares, and picks the example that a refusal of several possible
+    sizes names."""
     fields = obs_fields
     if not isinstance(data, Mapping) or not data:
         raise InputError("cross-validation needs the program's data (a dict or JSON file)")
+    data = _declared(data, obs, obs_fields, code)
     lengths = {k: _leading(v) for k, v in data.items()}
     if fields:
         missing = [f for f in fields if f not in data]

@@ -40,7 +40,7 @@ from ..fixups.fixups import (
     fixed_variance,
 )
 from ..fixups.mixture import mixture_fixup
-from ..fixups.mm_points import moment_match_points
+from ..fixups.mm_points import UNFINISHED, moment_match_points
 from ..fixups.moment_match import moment_match_observation
 from ..fixups.registry import FixMethod, FixOptions, fix_method
 from ..logo.estimator import logo_from_loo
@@ -392,8 +392,8 @@ def loo(
     res.mcse_bias = ps.total_bias(replaced) * grow
     res.mcse_elpd_loo = math.sqrt(res.mcse_psis**2 + res.mcse_bias**2
                                   + fixed_variance(fixed) * grow**2)
-    if res.unfixed_bad() or (verification and verification.status == "withheld"):
-        res.mcse_elpd_loo = float("nan")  # as loo: NA while a point stays above the threshold
+    if res.still_bad() or (verification and verification.status == "withheld"):
+        res.mcse_elpd_loo = float("nan")  # as loo: NA while a k-hat stays above the threshold
     res.budget_stop = budget_stop
     if verification is not None:
         verification.share = verification.seconds / max(res.seconds, 1e-9)
@@ -569,4 +569,5 @@ def _moment_matched(pw: PointwiseLogLik, d: Draws, log_post: np.ndarray, i: int,
                      f"{mm.khat_before:.2f} to {mm.khat_after:.2f}, still above "
                      f"{threshold:.2f}")
     return FixedPoint(i, mm.elpd, mm.mcse, "mm", float(ps.khat[j]), float(ps.elpd_i[j]), 0,
-                      mm.n_evals, mm.seconds, warnings=warns, khat_after=mm.khat_after)
+                      mm.n_evals, mm.seconds, warnings=warns, khat_after=mm.khat_after,
+                      diagnostics={UNFINISHED: True} if mm.unfinished else {})

@@ -89,7 +89,8 @@ class LooResult(LooNames, ElpdResult):
     psis_mcse_i: np.ndarray | None = None  # Monte Carlo se of each PSIS value
     p_loo_se: float = float("nan")
     #: complete Monte Carlo se: sqrt(mcse_psis² + mcse_bias² + Σ fixed points' se²); NaN (loo's
-    #: NA) while any observation stays above the k̂ threshold (:meth:`mcse_na_reason`)
+    #: NA) while any observation's k̂ after the fix-ups stays above the threshold
+    #: (:meth:`still_bad`, :meth:`mcse_na_reason`)
     mcse_elpd_loo: float = 0.0
     #: Monte Carlo se of the PSIS values' part of elpd_loo, from the draws' summed influence
     #: (accounts for the observations sharing the draws; :meth:`PsisLoo.total_mcse`)
@@ -137,7 +138,7 @@ class LooResult(LooNames, ElpdResult):
 
     def mcse_na_reason(self) -> str | None:
         """Why ``mcse_elpd_loo`` is NaN (loo prints NA), or None when it is given."""
-        if left := self.unfixed_bad():
+        if left := self.still_bad():
             return (f"{len(left)} observation(s) still have Pareto k-hat above "
                     f"{self.threshold:.2f} after the fix-ups: PSIS's error on them is not "
                     "estimable from the draws (their own mc se understates it), so the total "
@@ -171,6 +172,14 @@ class LooResult(LooNames, ElpdResult):
         done = {f.index for f in self.fixed}
         return [int(self.index[j]) for j in np.nonzero(self.khat > self.threshold)[0]
                 if int(self.index[j]) not in done]
+
+    def still_bad(self) -> list[int]:
+        """0-based indices of observations whose k̂ after the fix-ups (loo's: a moment-matched
+        point's k̂ after matching, 0 for a refit; :func:`fixed_khat`) is above the threshold:
+        the unfixed ones and those moment matching left above it. While there are any, loo's
+        ``mcse_loo`` is NA and ``mcse_elpd_loo`` NaN."""
+        k_after, _ = fixed_khat(self.khat, self.index, self.fixed)
+        return [int(self.index[j]) for j in np.nonzero(k_after > self.threshold)[0]]
 
     def pointwise(self) -> list[dict[str, Any]]:
         """One row per (sampled) observation: number (from 1), elpd, its Monte Carlo se, k̂,
@@ -233,7 +242,7 @@ class LooResult(LooNames, ElpdResult):
                  "fix_method": xr.DataArray(methods, dims=["obs"], name="fix_method")}
         return arviz_compat.elpd_object(
             "loo", elpd=self.elpd_loo, se=self.se, p=self.p_loo, n_samples=self.n_samples,
-            elpd_i=self.elpd_i, warning=bool(self.unfixed_bad()), good_k=self.threshold,
+            elpd_i=self.elpd_i, warning=bool(self.still_bad()), good_k=self.threshold,
             extra=extra, pareto_k=khat, p_i=self.lppd_i - self.elpd_i)
 
 

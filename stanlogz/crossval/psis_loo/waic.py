@@ -2,12 +2,16 @@
 log-likelihood or of a Stan program: :func:`waic`, :class:`WaicResult`.
 
 elpd_waic = Σ_i (lppd_i − p_waic_i) with lppd_i = log (1/S) Σ_s p(y_i | θ_s) and p_waic_i the
-variance over draws of log p(y_i | θ_s) (divided by S, as ArviZ; loo divides by S − 1).
-``se`` is the between-observation se sqrt(N var(elpd_waic_i)) that loo and ArviZ report;
-``mcse`` is the Monte Carlo se of elpd_waic from the draws (delta method: the per-draw influence
-Σ_i [p(y_i | θ_s) / mean_s p(y_i | θ) − (log p(y_i | θ_s) − mean)²], divided by the square
-root of its ESS). As loo warns, p_waic_i above 0.4 means WAIC is unreliable for that
-observation and PSIS-LOO is the better estimate.
+sample variance over the S draws of log p(y_i | θ_s). Every field under loo's names is R loo's
+number: p_waic_i with S − 1 degrees of freedom (loo's ``colVars``), and ``se``
+(``se_elpd_waic``) = sqrt(N var(elpd_waic_i)) with N − 1 (loo's ``sqrt(n * var(pointwise))``).
+ArviZ 0.x's ``waic`` (the only ArviZ with a WAIC; arviz-stats 1.x has none) takes both
+variances with ddof 0, so its p_waic is (S − 1)/S of loo's, its elpd_waic higher by the
+difference, and its se about sqrt((N − 1)/N) of loo's; :meth:`WaicResult.arviz0` gives its
+three numbers. ``mcse`` is the Monte Carlo se of elpd_waic from the draws (delta method: the
+per-draw influence Σ_i [p(y_i | θ_s) / mean_s p(y_i | θ) − (log p(y_i | θ_s) − mean)²],
+divided by the square root of its ESS). As loo warns, p_waic_i above 0.4 means WAIC is
+unreliable for that observation and PSIS-LOO is the better estimate.
 """
 
 from __future__ import annotations
@@ -48,9 +52,11 @@ class WaicResult(ElpdResult):
     elpd_waic : float
         lppd − p_waic.
     se : float
-        Its se over observations.
+        Its se over observations, R loo's sqrt(N var(elpd_i)) with ddof 1 (ArviZ 0.x's
+        ``waic`` takes ddof 0: :meth:`arviz0`).
     p_waic : float
-        The effective number of parameters (Σ_i of the posterior variance of log p(y_i | θ)).
+        The effective number of parameters: Σ_i of the variance over draws of log p(y_i | θ),
+        with S − 1 degrees of freedom as R loo (ArviZ 0.x divides by S: :meth:`arviz0`).
     mcse : float
         The Monte Carlo se of elpd_waic.
     elpd_i, lppd_i, p_waic_i : ndarray
@@ -87,6 +93,23 @@ class WaicResult(ElpdResult):
     def se_elpd_waic(self) -> float:
         """loo's name for ``se``: sqrt(N var(elpd_i)) (ddof 1)."""
         return float(self.se)
+
+    def arviz0(self) -> dict[str, float]:
+        """ArviZ 0.x's ``waic`` numbers on the same draws, which differ from loo's (the fields):
+        its p_waic_i divide by S instead of S − 1 and its se takes the ddof-0 variance over
+        observations.
+
+        Returns
+        -------
+        dict
+            ``elpd_waic``, ``se`` and ``p_waic`` as ``arviz.waic(..., scale="log")`` reports
+            them.
+        """
+        s = self.n_samples
+        p_i = self.p_waic_i * (s - 1) / s
+        e = self.lppd_i - p_i
+        return {"elpd_waic": float(e.sum()), "se": float(math.sqrt(e.size * np.var(e))),
+                "p_waic": float(p_i.sum())}
 
     @property
     def mcse_elpd_waic(self) -> float:
@@ -152,13 +175,15 @@ class _Accumulator:
     def add(self, ll: np.ndarray) -> None:
         """``ll``: (draws, block of observations)."""
         s = ll.shape[0]
+        if s < 2:
+            raise InputError("WAIC needs at least two draws")
         if not np.all(np.isfinite(ll)):
             d, i = np.argwhere(~np.isfinite(ll))[0]
             raise InputError(f"log-likelihood is not finite at draw {d + 1} (block column "
                              f"{i + 1})")
         lppd = logsumexp(ll, axis=0) - math.log(s)
         mean = ll.mean(axis=0)
-        var = ll.var(axis=0)  # ArviZ's p_waic (loo's divides by S - 1)
+        var = ll.var(axis=0, ddof=1)  # loo's p_waic (colVars; ArviZ 0.x divides by S)
         self.lppd.append(lppd)
         self.pw.append(var)
         self.influence += np.sum(np.exp(ll - lppd) - (ll - mean) ** 2, axis=1)

@@ -254,13 +254,16 @@ def test_cli_subsample_bad_values_and_wrong_log_lik_length_are_one_line_errors(
                "--subsample", "12"])
     err = capsys.readouterr().err
     assert rc == 2 and "subsample must be an integer in 2..11" in err and "Traceback" not in err
-    # log_lik has N entries; naming another size variable makes its length wrong.
+    # naming a size variable the program does not declare (so log_lik's length would not
+    # match) is refused in one line before sampling (issue 44 item 5; the log_lik length
+    # refusal itself: tests/crossval/test_crossval.py)
     bad = dict(data, M=11, w=list(range(11)))
     path.write_text(json.dumps(bad))
     rc = main(["--quiet", "loo", str(TESTS / "poisson_reg.stan"), "--data", str(path),
                "--obs", "M", "--obs-fields", "w"])
     err = capsys.readouterr().err
-    assert rc == 2 and "log_lik has 12 entries but there are 11 observations" in err
+    assert rc == 2 and err == ("stanlogz: error: --obs M: the program's data block does not "
+                               "declare M (it declares N, x, y)\n")
 
 
 def _robust_loo_mean_errors(data: dict, grid: int = 32) -> tuple[float, float]:

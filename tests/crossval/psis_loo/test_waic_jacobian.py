@@ -1,6 +1,6 @@
-"""WAIC (against ArviZ's waic and the closed form of a conjugate normal model, with its Monte
-Carlo se) and the Jacobian adjustment (a lognormal model of y and a normal model of log y give
-elpd differing by exactly Σ log y_i) — issue 26 item 5."""
+"""WAIC (against R loo's and ArviZ 0.x's waic and the closed form of a conjugate normal model,
+with its Monte Carlo se) and the Jacobian adjustment (a lognormal model of y and a normal model
+of log y give elpd differing by exactly Σ log y_i) — issue 26 item 5."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from scipy import special
 from scipy.stats import norm
 
 import stanlogz
-from stanlogz._util.sum_se import arviz0_factor
 from stanlogz.cli import main
 from stanlogz.crossval.observations.jacobian import jacobian_adjusted, log_jacobian
 from stanlogz.crossval.psis_loo.waic import waic
@@ -44,37 +43,44 @@ def _conjugate(seed: int, s: int, y: np.ndarray, tau0: float = 2.0):
     return ll, float(np.sum(lppd - p_waic))
 
 
-def test_waic_equals_arviz_and_the_closed_form() -> None:
+def test_waic_equals_loo_and_arviz0_and_the_closed_form() -> None:
+    """The fields are R loo's ``waic`` numbers (issue 44 item 4): p_waic_i the variance over
+    draws with S − 1 (``matrixStats::colVars``), se = sqrt(N var(elpd_waic_i)) with N − 1
+    (``table_of_estimates``); ``arviz0()`` is ArviZ 0.x's ``waic`` (ddof 0 both times)."""
     import arviz as az
 
     from tests.conftest import arviz_from_csv
 
     idata = arviz_from_csv(SCHOOLS)
     ll_s = np.asarray(idata.log_likelihood["log_lik"]).reshape(-1, 8)
+    s, n = ll_s.shape
+    lppd_i = special.logsumexp(ll_s, axis=0) - np.log(s)
+    p_i = np.var(ll_s, axis=0, ddof=1)  # loo's colVars
+    ref_i = lppd_i - p_i
+    ref_elpd, ref_p = ref_i.sum(), p_i.sum()
+    ref_se = np.sqrt(n * np.var(ref_i, ddof=1))  # loo's sqrt(n * var(pointwise))
     if hasattr(az, "waic"):  # ArviZ 0.x
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ref = az.waic(idata, pointwise=True)
-        ref_elpd, ref_p = ref.elpd_waic, ref.p_waic
-        ref_i = np.asarray(ref.waic_i)
-        # ArviZ 0.x's se uses the ddof-0 variance; stanlogz's the ddof-1 one (as R's loo):
-        # larger by sqrt(N / (N - 1))
-        ref_se = ref.se * arviz0_factor(ref_i.size)
-    else:  # ArviZ 1.x has no WAIC: ArviZ 0.x's p_waic (variance over draws with ddof 0) on
-        # the draws, and the ddof-1 variance over observations for the se (R's loo's waic)
-        lppd_i = special.logsumexp(ll_s, axis=0) - np.log(ll_s.shape[0])
-        p_i = np.var(ll_s, axis=0)
-        ref_i = lppd_i - p_i
-        ref_elpd, ref_p = ref_i.sum(), p_i.sum()
-        ref_se = np.sqrt(ref_i.size * np.var(ref_i, ddof=1))
+            a = az.waic(idata, pointwise=True)
+        az0 = {"elpd_waic": a.elpd_waic, "se": a.se, "p_waic": a.p_waic}
+    else:  # ArviZ 1.x has no WAIC: ArviZ 0.x's formulas (ddof 0 over draws and observations)
+        a_i = lppd_i - np.var(ll_s, axis=0)
+        az0 = {"elpd_waic": a_i.sum(), "se": np.sqrt(n * np.var(a_i)),
+               "p_waic": np.var(ll_s, axis=0).sum()}
     for fit in (idata, SCHOOLS):
         w = waic(fit)
         assert abs(w.elpd_waic - ref_elpd) < 1e-9 and abs(w.se - ref_se) < 1e-9
+        assert abs(w.p_waic - ref_p) < 1e-9 and abs(w.p_waic_se - np.sqrt(
+            n * np.var(p_i, ddof=1))) < 1e-9
         assert w.se_elpd_waic == w.se and w.se_waic == 2 * w.se
         iv = w.elpd_waic_interval
         assert iv.high - w.elpd_waic == pytest.approx(
             2 * calibration_factor(w.elpd_i) * ref_se, rel=1e-9)
-        assert abs(w.p_waic - ref_p) < 1e-9
+        for k, v in w.arviz0().items():
+            assert abs(v - az0[k]) < 1e-9, k
+        # the two conventions differ: ArviZ 0.x's p_waic is (S - 1)/S of loo's
+        assert w.arviz0()["p_waic"] == pytest.approx(w.p_waic * (s - 1) / s, rel=1e-12)
     np.testing.assert_allclose(w.elpd_i, ref_i, atol=1e-9)
     y = np.random.default_rng(4).normal(0.3, 1.0, 20)
     ll, truth = _conjugate(7, 4000, y)
