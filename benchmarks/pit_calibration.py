@@ -46,8 +46,9 @@ def _p_loo(ll: np.ndarray, lw: np.ndarray) -> float:
 
 def normal_fit(rng: np.random.Generator, n: int = 50, s: int = 1000,
                sd_true: float = 1.0) -> tuple[np.ndarray, float, float]:
-    """LOO-PIT values, p_loo and the PIT's floor (:func:`pit_floor`) of one fit of y ~ N(μ, 1), μ ~ N(0, 1) to n values of
-    N(μ, sd_true²) (μ from the prior), from S exact posterior draws and PSIS weights."""
+    """LOO-PIT values, p_loo and the PIT's floor (:func:`pit_floor`) of one fit of
+    y ~ N(μ, 1), μ ~ N(0, 1) to n values of N(μ, sd_true²) (μ from the prior), from S exact
+    posterior draws and PSIS weights."""
     mu = rng.normal()
     y = mu + sd_true * rng.normal(size=n)
     v = 1.0 / (1.0 + n)
@@ -60,9 +61,9 @@ def normal_fit(rng: np.random.Generator, n: int = 50, s: int = 1000,
 
 def poisson_fit(rng: np.random.Generator, n: int = 50, s: int = 1000, r: float | None = None,
                 seed: int = 0) -> tuple[np.ndarray, float, float]:
-    """Randomized LOO-PIT values, p_loo and floor (0) of one fit of y ~ Poisson(λ), λ ~ Gamma(2, rate 0.5)
-    to n counts (Poisson, or negative binomial with size ``r`` and mean λ when ``r`` is given),
-    from S exact posterior draws and PSIS weights."""
+    """Randomized LOO-PIT values, p_loo and floor (0) of one fit of y ~ Poisson(λ),
+    λ ~ Gamma(2, rate 0.5) to n counts (Poisson, or negative binomial with size ``r`` and
+    mean λ when ``r`` is given), from S exact posterior draws and PSIS weights."""
     lam = rng.gamma(2.0, 2.0)
     if r is None:
         y = rng.poisson(lam, size=n).astype(float)

@@ -31,8 +31,8 @@ simulation for that dependence (``p_value_calibrated``).
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np

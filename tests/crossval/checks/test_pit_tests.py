@@ -139,3 +139,37 @@ def test_calibrated_level_on_loo_pit_of_well_specified_fits(kind: str) -> None:
         assert at05 <= stats.binom.isf(5e-5, reps, 0.085), (name, at05)
         assert (stats.binom.ppf(5e-5, reps, 0.18) <= at25
                 <= stats.binom.isf(5e-5, reps, 0.32)), (name, at25)
+
+
+def test_predictive_checks_report_the_tests_and_the_plot_marks_their_drivers() -> None:
+    """Data with sd 2 fitted with sd 1 (exact posterior draws of μ): LOO-PIT piles up at 0 and
+    1; every calibrated test rejects (p ≈ 1e-3 or below at N = 40) and the POT drivers are the
+    observations nearest 0 and 1, drawn as the plot's red points."""
+    import json
+
+    import matplotlib.pyplot as plt
+
+    from stanlogz.crossval.checks.checks import predictive_checks
+    from stanlogz.report import plot_loo_pit
+
+    rng = np.random.default_rng(0)
+    n, s = 40, 1000
+    y = 2.0 * rng.normal(size=n)
+    mu = y.mean() + rng.normal(size=s) / math.sqrt(n + 1)
+    ll = -0.5 * (y[None] - mu[:, None]) ** 2
+    ch = predictive_checks(ll, mu[:, None] + rng.normal(size=(s, n)), y, metrics=False,
+                           crps=False)
+    d = json.loads(json.dumps(ch.to_dict()))["pit_tests"]
+    assert set(d) == {"pot", "piet", "prit"} and len(d["pot"]["contributions"]) == n
+    rows = {r[0]: r[1] for r in ch.table()}
+    for name in ("pot", "piet", "prit"):
+        assert rows[f"pit_{name}_c_p_value_calibrated"] < 0.01
+        assert rows[f"pit_{name}_c_p_value"] == ch.pit_tests[name].p_value
+    drivers = ch.pit_tests["pot"].drivers(alpha=0.01)
+    extreme = np.minimum(ch.pit, 1 - ch.pit)
+    assert drivers.size and np.max(extreme[drivers]) < np.median(extreme)
+    assert any("drive it most" in w for w in ch.warnings)
+    fig, ax = plt.subplots()
+    plot_loo_pit(ch, ax=ax)
+    assert len(ax.collections[-1].get_offsets()) == drivers.size
+    plt.close(fig)
