@@ -31,7 +31,7 @@ import numpy as np
 from scipy import special, stats
 
 from stanlogz._util.tables import format_table
-from stanlogz.crossval.checks.pit_tests import pit_floor, pit_tests
+from stanlogz.crossval.checks.pit_tests import pit_floor, pit_tests, randomization_widths
 from stanlogz.crossval.checks.predictive import loo_log_weights, loo_pit, pit_uniformity
 
 ALPHA = 0.05
@@ -45,8 +45,8 @@ def _p_loo(ll: np.ndarray, lw: np.ndarray) -> float:
 
 
 def normal_fit(rng: np.random.Generator, n: int = 50, s: int = 1000,
-               sd_true: float = 1.0) -> tuple[np.ndarray, float, float]:
-    """LOO-PIT values, p_loo and the PIT's floor (:func:`pit_floor`) of one fit of
+               sd_true: float = 1.0) -> tuple[np.ndarray, float, float, None]:
+    """LOO-PIT values, p_loo, the PIT's floor (:func:`pit_floor`) and None of one fit of
     y ~ N(μ, 1), μ ~ N(0, 1) to n values of N(μ, sd_true²) (μ from the prior), from S exact
     posterior draws and PSIS weights."""
     mu = rng.normal()
@@ -56,12 +56,12 @@ def normal_fit(rng: np.random.Generator, n: int = 50, s: int = 1000,
     ll = -0.5 * (y[None, :] - draws[:, None]) ** 2 - 0.5 * np.log(2 * np.pi)
     y_rep = draws[:, None] + rng.normal(size=(s, n))
     lw = loo_log_weights(ll)
-    return loo_pit(lw, y, y_rep, discrete=False), _p_loo(ll, lw), pit_floor(lw, False)
+    return loo_pit(lw, y, y_rep, discrete=False), _p_loo(ll, lw), pit_floor(lw), None
 
 
 def poisson_fit(rng: np.random.Generator, n: int = 50, s: int = 1000, r: float | None = None,
-                seed: int = 0) -> tuple[np.ndarray, float, float]:
-    """Randomized LOO-PIT values, p_loo and floor (0) of one fit of y ~ Poisson(λ),
+                seed: int = 0) -> tuple[np.ndarray, float, float, np.ndarray]:
+    """Randomized LOO-PIT values, p_loo, floor and bar widths of one fit of y ~ Poisson(λ),
     λ ~ Gamma(2, rate 0.5) to n counts (Poisson, or negative binomial with size ``r`` and
     mean λ when ``r`` is given), from S exact posterior draws and PSIS weights."""
     lam = rng.gamma(2.0, 2.0)
@@ -73,13 +73,15 @@ def poisson_fit(rng: np.random.Generator, n: int = 50, s: int = 1000, r: float |
     ll = stats.poisson.logpmf(y[None, :], draws[:, None])
     y_rep = rng.poisson(np.broadcast_to(draws[:, None], (s, n))).astype(float)
     lw = loo_log_weights(ll)
-    return loo_pit(lw, y, y_rep, seed=seed, discrete=True), _p_loo(ll, lw), 0.0
+    return (loo_pit(lw, y, y_rep, seed=seed, discrete=True), _p_loo(ll, lw), pit_floor(lw),
+            randomization_widths(lw, y, y_rep))
 
 
-def rejections(pit: np.ndarray, p_loo: float, floor: float = 0.0) -> dict[str, bool]:
+def rejections(pit: np.ndarray, p_loo: float, floor: float = 0.0,
+               widths: np.ndarray | None = None) -> dict[str, bool]:
     """Whether each test of :data:`COLUMNS` rejects uniformity at :data:`ALPHA`."""
     out: dict[str, bool] = {}
-    for name, t in pit_tests(pit, p_loo=p_loo, calibrate=True, floor=floor).items():
+    for name, t in pit_tests(pit, p_loo=p_loo, calibrate=True, floor=floor, widths=widths).items():
         out[name] = t.p_value < ALPHA
         out[f"{name}_cal"] = t.p_value_calibrated is not None and t.p_value_calibrated < ALPHA
     out["pot_untrunc_cal"] = pit_uniformity(pit, p_loo=p_loo).p_value < ALPHA

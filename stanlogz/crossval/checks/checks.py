@@ -25,7 +25,7 @@ from ..._util.gpd import KHAT_BAD
 from ..._util.seeds import Stream, stream_int_seed
 from ...errors import InputError
 from ...stan.program import StanProgram
-from .pit_tests import PitTest, pit_floor, pit_tests
+from .pit_tests import PitTest, pit_floor, pit_tests, randomization_widths
 from .predictive import (
     CrpsResult,
     LooExpectation,
@@ -179,9 +179,10 @@ def predictive_checks(log_lik: Any, y_rep: Any, y: Any, *, r_eff: float = 1.0,
         p_loo = float(np.sum((lppd - elpd)[ok]))
         out.uniformity = pit_uniformity(out.pit, p_loo=p_loo)
         out.uniformity.excluded = bad.tolist()
-        yv = np.asarray(y, dtype=float).ravel()
-        floor = pit_floor(lw[:, ok], is_discrete(yv, np.asarray(y_rep, dtype=float)))
-        out.pit_tests = pit_tests(out.pit, p_loo=p_loo, floor=floor)
+        yv, yr = np.asarray(y, dtype=float).ravel(), np.asarray(y_rep, dtype=float)
+        widths = randomization_widths(lw, yv, yr) if is_discrete(yv, yr) else None
+        out.pit_tests = pit_tests(out.pit, p_loo=p_loo, floor=pit_floor(lw[:, ok]),
+                                  widths=widths)
         if out.uniformity.p_value < 0.01:
             p = out.pit[np.isfinite(out.pit)]
             shape = ("U-shaped: the predictive distributions are too narrow (overconfident)"

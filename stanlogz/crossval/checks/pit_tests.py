@@ -67,8 +67,13 @@ def _pointwise(u: np.ndarray, test: str) -> np.ndarray:
         cdf = special.betainc(i, n - i + 1, s)
         p_sorted = 2.0 * np.minimum(cdf, 1.0 - cdf)
     else:  # prit: k = #{u_j <= u_i}, mid-p under Binomial(n, u_i)
-        k = np.stack([np.searchsorted(row, row, side="right") for row in s])
-        mid = stats.binom.cdf(k, n, s) - 0.5 * stats.binom.pmf(k, n, s)
+        # k at sorted position j: 1 + the last position of s_j's run of equal values
+        j = np.arange(n)
+        ends = np.where(np.concatenate([s[:, 1:] != s[:, :-1], np.ones((len(s), 1), bool)],
+                                       axis=1), j, n)
+        k = np.minimum.accumulate(ends[:, ::-1], axis=1)[:, ::-1] + 1
+        # mid-p P(K < k) + ½ P(K = k) = ½ (P(K ≤ k) + P(K ≤ k − 1))
+        mid = 0.5 * (stats.binom.cdf(k, n, s) + stats.binom.cdf(k - 1, n, s))
         p_sorted = 2.0 * np.minimum(mid, 1.0 - mid)
     out = np.empty_like(p_sorted)
     np.put_along_axis(out, order, p_sorted, axis=1)
@@ -94,9 +99,11 @@ def prit_pvalues(pit: Any) -> np.ndarray:
 _PVALUES = {"pot": pot_pvalues, "piet": piet_pvalues, "prit": prit_pvalues}
 
 
-def combined_statistics(u: np.ndarray, test: str, truncate: bool) -> np.ndarray:
-    """The combined Cauchy statistic of each row of PIT values ``u`` ``(m, n)``."""
-    p = _pointwise(np.atleast_2d(np.asarray(u, dtype=float)), test)
+def combined_statistics(u: np.ndarray, test: str, truncate: bool, cap: float = 1.0
+                        ) -> np.ndarray:
+    """The combined Cauchy statistic of each row of PIT values ``u`` ``(m, n)``, the pointwise
+    p-values capped at ``cap``."""
+    p = np.minimum(_pointwise(np.atleast_2d(np.asarray(u, dtype=float)), test), cap)
     c = cauchy_values(np.clip(p, 1e-300, 1.0))
     if truncate:
         c = np.where(p < 0.5, c, 0.0)
@@ -178,7 +185,7 @@ class PitTest:
 
 def uniformity_test(pit: Any, test: str = "pot", truncate: bool | None = None,
                     p_loo: float | None = None, calibrate: bool = False,
-                    floor: float = 0.0) -> PitTest:
+                    floor: float = 0.0, widths: Any = None) -> PitTest:
     """One of the dependence-aware tests ``"pot"``, ``"piet"``, ``"prit"`` (module docstring)
     of the PIT values (NaN values are left out, their entries NaN).
 
@@ -200,6 +207,9 @@ def uniformity_test(pit: Any, test: str = "pot", truncate: bool | None = None,
     floor : float, default 0
         With ``calibrate``: the PIT values' resolution (a PIT estimated from draws lies within
         half the largest weight of 0 and 1; :func:`pit_floor`).
+    widths : array_like, optional
+        With ``calibrate``, for a randomized PIT: each observation's P(ỹ_i = y_i)
+        (:func:`randomization_widths`), NaN entries where the PIT is NaN.
 
     Returns
     -------
@@ -225,24 +235,32 @@ def uniformity_test(pit: Any, test: str = "pot", truncate: bool | None = None,
     if calibrate:
         from .pit_null import calibrated_test_p_value
 
-        out.p_value_calibrated = calibrated_test_p_value(name, trunc, u, p_loo, floor)
+        wv = None if widths is None else np.asarray(widths, dtype=float).ravel()[ok]
+        out.p_value_calibrated = calibrated_test_p_value(name, trunc, u, p_loo, floor, wv)
     return out
 
 
 def pit_tests(pit: Any, p_loo: float | None = None, calibrate: bool = True,
-              floor: float = 0.0) -> dict[str, PitTest]:
+              floor: float = 0.0, widths: Any = None) -> dict[str, PitTest]:
     """POT, PIET and PRIT of the same PIT values, each with its default truncation."""
-    return {t: uniformity_test(pit, t, p_loo=p_loo, calibrate=calibrate, floor=floor)
+    return {t: uniformity_test(pit, t, p_loo=p_loo, calibrate=calibrate, floor=floor,
+                               widths=widths)
             for t in DEPENDENCE_AWARE_TESTS}
 
 
-def pit_floor(log_w: Any, discrete: bool) -> float:
+def randomization_widths(log_w: Any, y: Any, y_rep: Any) -> np.ndarray:
+    """Each observation's LOO predictive probability of its observed value, Σ_s w_is
+    1[y_rep_si = y_i]: the width of the bar a randomized PIT is drawn on."""
+    lw = np.asarray(log_w, dtype=float)
+    w = np.exp(lw - special.logsumexp(lw, axis=0, keepdims=True))
+    yv = np.asarray(y, dtype=float).ravel()
+    return np.sum(w * (np.asarray(y_rep, dtype=float) == yv), axis=0)
+
+
+def pit_floor(log_w: Any) -> float:
     """The resolution of LOO-PIT values estimated from PSIS log weights ``(S, N)``: the largest
     over observations of half the largest normalized weight (where
-    :func:`~stanlogz.crossval.checks.predictive.loo_pit` keeps a continuous PIT away from 0
-    and 1); 0 for a randomized (discrete) PIT."""
-    if discrete:
-        return 0.0
+    :func:`~stanlogz.crossval.checks.predictive.loo_pit` keeps a PIT away from 0 and 1)."""
     lw = np.asarray(log_w, dtype=float)
     w_max = np.exp(np.max(lw, axis=0) - special.logsumexp(lw, axis=0))
     return float(0.5 * np.max(w_max))

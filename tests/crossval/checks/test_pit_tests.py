@@ -121,24 +121,26 @@ def test_simultaneous_band_covers_at_its_level() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["continuous", "discrete"])
 def test_calibrated_level_on_loo_pit_of_well_specified_fits(kind: str) -> None:
-    """300 fits (N = 30, S = 400, PSIS weights of exact draws; benchmarks/pit_calibration.py has
-    1,000 per row). Each calibrated test rejects at α = 0.05 at most binom.isf(5e-5, 300,
-    0.085) times, and at α = 0.25 between binom.ppf(5e-5, 300, 0.18) and binom.isf(5e-5, 300,
-    0.32) times (at α = 0.05 a lower bound of 300 fits would be 0): each bound fails with
-    probability < 5e-5 for a level within 0.035 (α = 0.05) or 0.07 (α = 0.25) of α."""
+    """200 continuous or 150 discrete fits (N = 30, S = 400, PSIS weights of exact draws;
+    benchmarks/pit_calibration.py has 1,000 per row and N = 50). Each calibrated test rejects
+    at α = 0.05 at most binom.isf(5e-5, reps, 0.09) times, and at α = 0.25 between
+    binom.ppf(5e-5, reps, 0.17) and binom.isf(5e-5, reps, 0.33) times (at α = 0.05 a lower
+    bound for so few fits would be 0): each bound fails with probability < 5e-5 for a level
+    within 0.04 (α = 0.05) or 0.08 (α = 0.25) of α. The analytic p-values reject 0–2% at
+    α = 0.05 and would fail the α = 0.25 lower bound."""
     rng = np.random.default_rng(11 if kind == "continuous" else 12)
-    reps = 300
+    reps = 200 if kind == "continuous" else 150
     p = {name: [] for name in ("pot", "piet", "prit")}
     for k in range(reps):
         fit = (normal_fit(rng, 30, 400) if kind == "continuous"
                else poisson_fit(rng, 30, 400, seed=k))
-        for name, t in pit_tests(fit[0], p_loo=fit[1], floor=fit[2]).items():
+        for name, t in pit_tests(fit[0], p_loo=fit[1], floor=fit[2], widths=fit[3]).items():
             p[name].append(t.p_value_calibrated)
     for name, v in p.items():
         at05, at25 = int(np.sum(np.array(v) < 0.05)), int(np.sum(np.array(v) < 0.25))
-        assert at05 <= stats.binom.isf(5e-5, reps, 0.085), (name, at05)
-        assert (stats.binom.ppf(5e-5, reps, 0.18) <= at25
-                <= stats.binom.isf(5e-5, reps, 0.32)), (name, at25)
+        assert at05 <= stats.binom.isf(5e-5, reps, 0.09), (name, at05)
+        assert (stats.binom.ppf(5e-5, reps, 0.17) <= at25
+                <= stats.binom.isf(5e-5, reps, 0.33)), (name, at25)
 
 
 def test_predictive_checks_report_the_tests_and_the_plot_marks_their_drivers() -> None:
@@ -173,3 +175,17 @@ def test_predictive_checks_report_the_tests_and_the_plot_marks_their_drivers() -
     plot_loo_pit(ch, ax=ax)
     assert len(ax.collections[-1].get_offsets()) == drivers.size
     plt.close(fig)
+
+
+def test_randomized_null_keeps_uniforms_uniform() -> None:
+    """Bars of width w tiling [0, 1] from a random offset, a uniform draw on the bar that holds
+    each value: uniform in, uniform out (KS at level 2e-5 per column, 1e-4 in all); width 0
+    leaves the values, width 1 forgets them, width 0.3 keeps them within one bar."""
+    from stanlogz.crossval.checks.pit_null import randomized_null
+
+    u = np.random.default_rng(13).random((4000, 5))
+    z = randomized_null(u, np.array([0.0, 0.1, 0.3, 0.7, 1.0]))
+    assert all(stats.kstest(z[:, j], "uniform").pvalue > 2e-5 for j in range(5))
+    np.testing.assert_array_equal(z[:, 0], u[:, 0])
+    assert abs(np.corrcoef(z[:, 4], u[:, 4])[0, 1]) < 0.07  # sd 1/sqrt(4000) = 0.016
+    assert np.max(np.abs(z[:, 2] - u[:, 2])) <= 0.3
