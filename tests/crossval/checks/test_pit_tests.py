@@ -189,3 +189,17 @@ def test_randomized_null_keeps_uniforms_uniform() -> None:
     np.testing.assert_array_equal(z[:, 0], u[:, 0])
     assert np.all(np.abs(z - u) <= np.array([0.0, 0.1, 0.3, 0.7, 1.0]))
     assert np.corrcoef(z[:, 1], u[:, 1])[0, 1] > 0.98  # narrow bars keep the values' order
+
+
+def test_floor_widths_and_drivers_on_constructed_cases() -> None:
+    from stanlogz.crossval.checks.pit_tests import pit_floor, randomization_widths
+
+    lw = np.log(np.array([[1.0, 1.0], [1.0, 2.0], [1.0, 1.0], [1.0, 4.0]]))
+    # normalized weights: (1/4, 1/4, 1/4, 1/4) and (1/8, 2/8, 1/8, 4/8): half the largest is
+    # 1/8 and 1/4; the floor is the coarser
+    assert pit_floor(lw) == pytest.approx(0.25, rel=1e-14)
+    y_rep = np.array([[2.0, 0.0], [2.0, 1.0], [3.0, 1.0], [1.0, 1.0]])
+    np.testing.assert_allclose(randomization_widths(lw, [2.0, 1.0], y_rep), [0.5, 7 / 8],
+                               rtol=1e-14)
+    calm = uniformity_test(np.linspace(0.05, 0.95, 19), "pot", calibrate=True)
+    assert calm.p_value_calibrated > 0.5 and calm.drivers().size == 0
