@@ -108,25 +108,18 @@ def plot_lfo(result: LfoResult, path: str | Path) -> Path:
 
 
 def plot_pit(checks: PredictiveChecks, path: str | Path) -> Path:
-    """ECDF of the LOO-PIT values of ``checks`` minus the uniform CDF with the 99%
-    Kolmogorov–Smirnov band (outside it: miscalibrated) and their histogram."""
-    from scipy.stats import kstwo
+    """ECDF of the LOO-PIT values of ``checks`` minus the uniform CDF with the 99% simultaneous
+    band and the observations that drive a POT rejection marked
+    (:func:`stanlogz.report.plotting.plot_loo_pit`), and their histogram."""
+    from .plotting import plot_loo_pit
 
     if checks.pit is None:
         raise InputError("no LOO-PIT values to plot (ask for the PIT check)")
     p = np.sort(checks.pit[np.isfinite(checks.pit)])  # NaN: k-hat too high, left out
     n = p.size
-    ecdf = np.arange(1, n + 1) / n
-    band = float(kstwo.ppf(0.99, n))
     plt = _pyplot()
     fig, (ax_e, ax_h) = plt.subplots(1, 2, figsize=(11, 4))
-    ax_e.step(p, ecdf - p, where="post", color="C0", label="ECDF − uniform")
-    ax_e.axhspan(-band, band, color="0.85", label="99% KS band")
-    ax_e.axhline(0, color="0.4", lw=0.8)
-    ax_e.set_xlabel("LOO-PIT")
-    ax_e.set_ylabel("ECDF difference")
-    ax_e.legend(fontsize=8)
-    ax_e.set_title(f"LOO-PIT of {checks.outcome} ({checks.yrep_name})")
+    plot_loo_pit(checks, ax=ax_e)
     ax_h.hist(p, bins=min(20, max(5, n // 5)), range=(0, 1), density=True, color="C0")
     ax_h.axhline(1.0, color="C3", ls="--", lw=1)
     ax_h.set_xlabel("LOO-PIT")

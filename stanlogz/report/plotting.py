@@ -118,20 +118,42 @@ def _pit_values(checks: Any) -> np.ndarray:
     return np.sort(pit[np.isfinite(pit)])  # NaN: k-hat too high, left out
 
 
-def plot_loo_pit(checks: Any, *, level: float = 0.99, ax: Axes | None = None,
+def _pit_test(checks: Any, test: str) -> Any:
+    """The dependence-aware test ``test`` of ``checks`` (computed for a bare array of values,
+    calibrated as for independent values)."""
+    from ..crossval.checks.pit_tests import uniformity_test
+
+    have = getattr(checks, "pit_tests", None)
+    if have and test in have:
+        return have[test]
+    pit = np.asarray(getattr(checks, "pit", checks), dtype=float)
+    return uniformity_test(pit, test, calibrate=True)
+
+
+def plot_loo_pit(checks: Any, *, level: float = 0.99, test: str = "pot", ax: Axes | None = None,
                  path: str | Path | None = None) -> Figure:
-    """The LOO-PIT ECDF minus the uniform CDF, with a simultaneous Kolmogorov–Smirnov band.
+    """The LOO-PIT ECDF minus the uniform CDF, with a simultaneous band and the observations
+    that drive a rejection marked.
 
     A calibrated program's LOO-PIT values are uniform: the curve stays inside the band. A
-    ∪ shape means predictions too narrow, ∩ too wide; a slope, a shifted location.
+    ∪ shape means predictions too narrow, ∩ too wide; a slope, a shifted location. The band
+    is simultaneous at ``level`` for independent uniforms (the order statistics' Beta
+    intervals at an adjusted pointwise level,
+    :func:`stanlogz.crossval.checks.pit_tests.simultaneous_band`); LOO-PIT values are
+    dependent and stay inside it more often. When the dependence-aware ``test`` rejects at
+    α = 1 − ``level`` (its calibrated p-value), the observations with a positive Shapley
+    contribution are marked in red.
 
     Parameters
     ----------
     checks : PredictiveChecks or array_like
-        What :func:`stanlogz.crossval.checks.predictive_checks` returns (its ``pit``), or the
-        LOO-PIT values themselves. NaN values (k̂ too high) are left out.
+        What :func:`stanlogz.crossval.checks.predictive_checks` returns (its ``pit`` and
+        ``pit_tests``), or the LOO-PIT values themselves. NaN values (k̂ too high) are left
+        out.
     level : float, default 0.99
-        Coverage of the band under uniformity.
+        Coverage of the band under uniformity, and 1 − the level of the test that marks points.
+    test : {"pot", "piet", "prit"}, default "pot"
+        The test whose contributions mark the points.
     ax : matplotlib.axes.Axes, optional
         Axes to draw on; a new figure when omitted.
     path : str or Path, optional
@@ -140,7 +162,7 @@ def plot_loo_pit(checks: Any, *, level: float = 0.99, ax: Axes | None = None,
     Returns
     -------
     matplotlib.figure.Figure
-        The figure of the ECDF difference and its band.
+        The figure of the ECDF difference, its band and the marked points.
 
     Raises
     ------
@@ -159,24 +181,39 @@ def plot_loo_pit(checks: Any, *, level: float = 0.99, ax: Axes | None = None,
     >>> fig.axes[0].get_xlabel()
     'LOO-PIT'
     """
-    from scipy.stats import kstwo
+    from ..crossval.checks.pit_tests import simultaneous_band
 
     p = _pit_values(checks)
     n = p.size
     if n == 0:
         raise InputError("no finite LOO-PIT values to plot")
-    band = float(kstwo.ppf(level, n))
+    lo, hi = simultaneous_band(n, level)
+    # the band's edges jump at the interval ends: evaluate just before and at each of them
+    ends = np.concatenate([lo, hi])
+    x = np.unique(np.concatenate([np.linspace(0.0, 1.0, 201), ends,
+                                  np.clip(ends - 1e-9, 0.0, 1.0)]))
     ax = _axes(ax, (6, 3.6))
-    ax.axhspan(-band, band, color="0.88", label=f"{100 * level:g}% KS band")
+    ax.fill_between(x, np.searchsorted(hi, x, side="right") / n - x,
+                    np.searchsorted(lo, x, side="right") / n - x, color="0.88", lw=0,
+                    label=f"{100 * level:g}% simultaneous band")
     ax.step(np.concatenate([[0.0], p, [1.0]]),
             np.concatenate([[0.0], np.arange(1, n + 1) / n - p, [0.0]]),
             where="post", color="C0", label="ECDF − uniform")
     ax.axhline(0, color="0.4", lw=0.8)
+    r = _pit_test(checks, test)
+    pit_all = np.asarray(getattr(checks, "pit", checks), dtype=float).ravel()
+    marked = r.drivers(alpha=1.0 - level)
+    p_shown = r.p_value if r.p_value_calibrated is None else r.p_value_calibrated
+    if marked.size:
+        u = pit_all[marked]
+        ax.scatter(u, np.searchsorted(p, u, side="right") / n - u, s=22, color="C3", zorder=3,
+                   label=f"drive the {test.upper()} rejection")
     ax.set_xlim(0, 1)
     ax.set_xlabel("LOO-PIT")
     ax.set_ylabel("ECDF difference")
     name = getattr(checks, "outcome", None)
-    ax.set_title(f"LOO-PIT of {name}" if name else f"LOO-PIT of {n} observations")
+    ax.set_title((f"LOO-PIT of {name}" if name else f"LOO-PIT of {n} observations")
+                 + f" ({test.upper()} p = {p_shown:.2g})")
     ax.legend(fontsize=8)
     return _done(ax.figure, path)
 

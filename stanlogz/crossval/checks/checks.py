@@ -25,12 +25,14 @@ from ..._util.gpd import KHAT_BAD
 from ..._util.seeds import Stream, stream_int_seed
 from ...errors import InputError
 from ...stan.program import StanProgram
+from .pit_tests import PitTest, pit_floor, pit_tests, randomization_widths
 from .predictive import (
     CrpsResult,
     LooExpectation,
     Metric,
     UniformityTest,
     e_loo,
+    is_discrete,
     loo_crps,
     loo_log_weights_khat,
     loo_metrics,
@@ -107,6 +109,8 @@ class PredictiveChecks:
     outcome: str
     pit: np.ndarray | None = None
     uniformity: UniformityTest | None = None
+    #: the dependence-aware tests POT, PIET, PRIT (:mod:`.pit_tests`), by lower-case name
+    pit_tests: dict[str, PitTest] | None = None
     metrics: list[Metric] | None = None
     crps: CrpsResult | None = None
     expectations: dict[str, LooExpectation] = field(default_factory=dict)
@@ -118,6 +122,8 @@ class PredictiveChecks:
                 "pit": None if self.pit is None else [
                     float(v) if np.isfinite(v) else None for v in self.pit],
                 "pit_uniformity": None if self.uniformity is None else self.uniformity.to_dict(),
+                "pit_tests": None if self.pit_tests is None else {
+                    k: v.to_dict() for k, v in self.pit_tests.items()},
                 "metrics": None if self.metrics is None else [m.to_dict() for m in self.metrics],
                 "crps": None if self.crps is None else self.crps.to_dict(),
                 "e_loo": {k: v.to_dict() for k, v in self.expectations.items()},
@@ -130,6 +136,10 @@ class PredictiveChecks:
             t = self.uniformity.test
             rows.append([f"pit_{t}_statistic", self.uniformity.statistic, None])
             rows.append([f"pit_{t}_p_value", self.uniformity.p_value, None])
+        for name, r in (self.pit_tests or {}).items():
+            rows.append([f"pit_{name}_c_statistic", r.statistic, None])
+            rows.append([f"pit_{name}_c_p_value", r.p_value, None])
+            rows.append([f"pit_{name}_c_p_value_calibrated", r.p_value_calibrated, None])
         for m in self.metrics or []:
             rows.append([m.name, m.estimate, m.se])
         if self.crps is not None:
@@ -166,8 +176,13 @@ def predictive_checks(log_lik: Any, y_rep: Any, y: Any, *, r_eff: float = 1.0,
         lppd = special.logsumexp(ll, axis=0) - math.log(ll.shape[0])
         elpd = special.logsumexp(ll + lw, axis=0) - special.logsumexp(lw, axis=0)
         ok = np.isfinite(out.pit)
-        out.uniformity = pit_uniformity(out.pit, p_loo=float(np.sum((lppd - elpd)[ok])))
+        p_loo = float(np.sum((lppd - elpd)[ok]))
+        out.uniformity = pit_uniformity(out.pit, p_loo=p_loo)
         out.uniformity.excluded = bad.tolist()
+        yv, yr = np.asarray(y, dtype=float).ravel(), np.asarray(y_rep, dtype=float)
+        widths = randomization_widths(lw, yv, yr) if is_discrete(yv, yr) else None
+        out.pit_tests = pit_tests(out.pit, p_loo=p_loo, floor=pit_floor(lw[:, ok]),
+                                  widths=widths)
         if out.uniformity.p_value < 0.01:
             p = out.pit[np.isfinite(out.pit)]
             shape = ("U-shaped: the predictive distributions are too narrow (overconfident)"
@@ -177,6 +192,14 @@ def predictive_checks(log_lik: Any, y_rep: Any, y: Any, *, r_eff: float = 1.0,
             out.warnings.append(f"LOO-PIT of {outcome} is not uniform (p = "
                                 f"{out.uniformity.p_value:.2g}), {shape}; revise the "
                                 "observation model")
+        pot = out.pit_tests["pot"]
+        drivers = pot.drivers(alpha=0.01)
+        if drivers.size:
+            top = drivers[np.argsort(-pot.contributions[drivers], kind="stable")][:8]
+            out.warnings.append(f"LOO-PIT POT test rejects (calibrated p = "
+                                f"{pot.p_value_calibrated:.2g}); the observations that drive "
+                                "it most (Shapley contribution): "
+                                + ", ".join(str(i + 1) for i in top))
     if metrics:
         out.metrics = loo_metrics(lw, y, y_rep, seed=stream_int_seed(seed, Stream.METRICS))
     if crps:

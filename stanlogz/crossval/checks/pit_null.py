@@ -78,3 +78,99 @@ def calibrated_p_value(statistic: float, n: int, p_loo: float | None = None) -> 
     t_q = float(null[null.size - MIN_TAIL])
     ratio = (MIN_TAIL + 1) / (null.size + 1) / float(stats.cauchy.sf(t_q))
     return float(min(1.0, analytic * ratio))
+
+
+@lru_cache(maxsize=4)
+def null_pit(n: int, p: int) -> np.ndarray:
+    """The simulated null LOO-PIT values ``(N_NULL, n)`` of a model with ``p`` parameters
+    (module docstring; its own seed stream, apart from :func:`null_statistics`')."""
+    rng = np.random.default_rng([NULL_SEED, n, p, 1])
+    return _null_pit(rng, n, p, N_NULL)
+
+
+def grid_floor(floor: float) -> float:
+    """``floor`` rounded up to a grid of 8 steps per decade (0 stays 0), so that nearby floors
+    share one simulated null."""
+    if not floor > 0:
+        return 0.0
+    return float(min(0.25, 10.0 ** (math.ceil(math.log10(floor) * 8 - 1e-9) / 8)))
+
+
+@lru_cache(maxsize=256)
+def null_test_statistics(test: str, truncate: bool, n: int, p: int,
+                         floor: float = 0.0) -> np.ndarray:
+    """Sorted null statistics of a dependence-aware test
+    (:func:`stanlogz.crossval.checks.pit_tests.uniformity_test`) for ``n`` LOO-PIT values of a
+    model with ``p`` parameters, the values clipped to [``floor``, 1 − ``floor``]."""
+    from .pit_tests import combined_statistics
+
+    u = np.clip(null_pit(n, p), floor, 1.0 - floor)
+    return np.sort(combined_statistics(u, test, truncate, cap=1.0 - 2.0 * floor))
+
+
+def _tail_p_value(statistic: float, null: np.ndarray) -> float:
+    """Simulated upper-tail probability of ``statistic`` with the analytic Cauchy tail
+    extrapolated beyond the :data:`MIN_TAIL` largest null values (module docstring)."""
+    analytic = float(stats.cauchy.sf(statistic))
+    above = int(null.size - np.searchsorted(null, statistic, side="left"))
+    if above >= MIN_TAIL:
+        return (above + 1) / (null.size + 1)
+    t_q = float(null[null.size - MIN_TAIL])
+    ratio = (MIN_TAIL + 1) / (null.size + 1) / float(stats.cauchy.sf(t_q))
+    return float(min(1.0, analytic * ratio))
+
+
+def randomized_null(u: np.ndarray, widths: np.ndarray, seed: int = 0) -> np.ndarray:
+    """Null values ``u`` ``(m, n)`` as a randomized PIT with the observed bar widths
+    ``widths`` ``(n,)`` (P(ỹ_i = y_i), 0 for a continuous outcome): each value is replaced by a
+    uniform draw on the bar of width w_i that holds it, the bars tiling [0, 1] from a random
+    offset. Uniform values stay uniform; the randomization weakens their dependence as a
+    discrete outcome's randomized LOO-PIT is weakened (seeded)."""
+    rng = np.random.default_rng([NULL_SEED, 2, seed])
+    w = np.broadcast_to(np.clip(np.asarray(widths, dtype=float), 0.0, 1.0), u.shape)
+    safe = np.where(w > 0, w, 1.0)
+    off = rng.random(u.shape) * safe
+    lo = np.floor((u + off) / safe) * safe - off
+    a, b = np.maximum(lo, 0.0), np.minimum(lo + safe, 1.0)
+    return np.where(w > 0, a + rng.random(u.shape) * (b - a), u)
+
+
+@lru_cache(maxsize=8)
+def _randomized_null_cached(n: int, p: int, widths: tuple[float, ...]) -> np.ndarray:
+    return randomized_null(null_pit(n, p), np.array(widths))
+
+
+@lru_cache(maxsize=32)
+def _randomized_statistics(test: str, truncate: bool, n: int, p: int, floor: float,
+                           widths: tuple[float, ...]) -> np.ndarray:
+    from .pit_tests import combined_statistics
+
+    z = np.clip(_randomized_null_cached(n, p, widths), floor, 1.0 - floor)
+    return np.sort(combined_statistics(z, test, truncate, cap=1.0 - 2.0 * floor))
+
+
+def calibrated_test_p_value(test: str, truncate: bool, pit: np.ndarray,
+                            p_loo: float | None = None, floor: float = 0.0,
+                            widths: np.ndarray | None = None) -> float:
+    """The p-value of a dependence-aware test of the PIT values ``pit`` under the simulated null
+    of LOO-PIT values of a model with round(``p_loo``) parameters. ``floor``: the PIT's
+    resolution (a PIT estimated from draws is kept within half the largest weight of 0 and 1);
+    observed and null values are both clipped to [f, 1 − f], f = ``floor`` rounded up by
+    :func:`grid_floor`, and the pointwise p-values capped at 1 − 2f (a value within f of ½ is
+    as near as the draws resolve), since the tests, PIET above all, weigh the values nearest 0,
+    ½ and 1 most. ``widths``: for a randomized PIT, each observation's P(ỹ_i = y_i); the null
+    is then randomized alike (:func:`randomized_null`, simulated anew for each call)."""
+    from .pit_tests import combined_statistics
+
+    u = np.asarray(pit, dtype=float).ravel()
+    f = grid_floor(floor)
+    n = int(u.size)
+    p = effective_params(n, p_loo)
+    if widths is not None and np.any(np.asarray(widths) > 0):
+        key = tuple(np.asarray(widths, dtype=float).ravel().tolist())
+        null = _randomized_statistics(test, bool(truncate), n, p, f, key)
+    else:
+        null = null_test_statistics(test, bool(truncate), n, p, f)
+    stat = float(combined_statistics(np.clip(u, f, 1.0 - f)[None, :], test, truncate,
+                                     cap=1.0 - 2.0 * f)[0])
+    return _tail_p_value(stat, null)

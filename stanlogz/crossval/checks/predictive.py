@@ -74,8 +74,7 @@ def loo_pit(log_w: Any, y: Any, y_rep: Any, *, seed: int | None = None,
 
     For discrete outcomes (``discrete=None``: integer data and draws) the randomized PIT
     P(ỹ < y_i) + u · P(ỹ = y_i) with u ~ U(0, 1) (seeded), which is uniform under the model.
-    Continuous PIT values are kept within half the largest weight of 0 and 1 (the draws'
-    resolution).
+    PIT values are kept within half the largest weight of 0 and 1 (the draws' resolution).
     """
     yv, yr = _check(y, y_rep)
     w = _weights(log_w, yv.size)
@@ -85,13 +84,13 @@ def loo_pit(log_w: Any, y: Any, y_rep: Any, *, seed: int | None = None,
     equal = np.sum(w * (yr == yv), axis=0)
     if discrete is None:
         discrete = is_discrete(yv, yr)
-    if discrete:
-        u = np.random.default_rng(seed).uniform(size=yv.size)
-        return np.clip(below + u * equal, 0.0, 1.0)
     # an observation beyond every draw gets half the largest weight, not exactly 0 or 1: the
     # draws resolve the PIT only to that step (an exact 0 or 1 would be an infinitely strong
-    # rejection of uniformity)
+    # rejection of uniformity); likewise a randomized PIT whose observed value no draw hit
     half = 0.5 * np.max(w, axis=0)
+    if discrete:
+        u = np.random.default_rng(seed).uniform(size=yv.size)
+        return np.clip(below + u * equal, half, 1.0 - half)
     return np.clip(below + equal, half, 1.0 - half)
 
 
