@@ -327,7 +327,9 @@ def kfold(
     -------
     KFoldResult
         ``elpd_kfold``, ``se`` (over folds), ``mcse``, the pointwise ``elpd_i``, the folds
-        (``folds``, ``fold_of``) and ``warnings``.
+        (``folds``, ``fold_of``) and ``warnings``; leave-one-group-out (``k=None``) headlines
+        ``elpd_logo`` (Σ_g log p(y_g | y₋g), as ``loo`` with ``group=``) with
+        ``elpd_logo_se``, ``elpd_logo_interval`` and ``mcse_elpd_logo``.
 
     Raises
     ------
