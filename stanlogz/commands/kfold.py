@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..crossval.logo.result import group_se_notes
 from ..crossval.refit.kfold import KFoldResult, kfold
 from ..errors import InputError
 from ..report.output import Reporter
@@ -53,6 +54,12 @@ def print_kfold(report: Reporter, r: KFoldResult) -> None:
     report.table(["", "estimate", "se", "mc se"], r.table(),
                  title=f"{r.model}: {r.scheme} cross-validation{what}, {r.n_obs} observations "
                  f"in {r.k} folds, {r.n_samples} draws per fit")
+    if r.is_logo:
+        report.text("elpd_logo: sum over groups of log p(y_g | y_-g), each held-out group's "
+                    "joint density (loo --group's headline); elpd_kfold beside it sums "
+                    "log p(y_i | y_-g(i)) over observations.")
+        for note in group_se_notes(r.elpd_logo_interval, r.k):
+            report.text(note)
     report.table(["fold", "n", "sum elpd_i", "mc se", "log p(y_V|y_T)", "mc se", "method",
                   "k-hat", "grad evals", "seconds"], r.fold_rows(), title="folds")
 

@@ -4,7 +4,8 @@ WAIC, K-fold, LFO, unbiased CV): the same names for the same things, whatever th
 Subclasses are dataclasses holding the method's own fields under loo's names; this base reads
 them through one set of names: ``kind``, ``elpd`` (the sum over observations), ``se`` (loo's
 between-observation se of that sum), ``mcse`` (the Monte Carlo se of the sum), ``elpd_i``,
-``mcse_i``, ``p``, ``pareto_k``, ``n_obs``, ``n_samples`` and ``warnings``, and
+``mcse_i``, ``p``, ``pareto_k``, ``n_obs``, ``n_samples`` and ``warnings`` (``unit`` says what
+``elpd_i`` runs over: observations, or groups for leave-one-group-out), and
 :meth:`ElpdResult.elpd_dict` is their one serialization, which the LOO, WAIC and CV
 ``to_dict`` start from (K-fold and LFO keep their own keys). An LFO result's pointwise values
 are its forecast origins'; unbiased CV's objective is a mean per split, kept under its own
@@ -29,6 +30,9 @@ class ElpdResult:
     ``kind`` and ``_names``: the names of its own fields for ``elpd`` and ``p``."""
 
     kind: ClassVar[str] = "elpd"
+    #: what ``elpd_i`` and ``se`` run over: observations (forecast origins for LFO, groups
+    #: for leave-one-group-out, kind ``"logo"``)
+    unit: ClassVar[str] = "observations"
     _names: ClassVar[dict[str, str]] = {}
 
     @property

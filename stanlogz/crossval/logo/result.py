@@ -1,13 +1,16 @@
-"""The result of leave-one-group-out cross-validation without refits: :class:`LogoResult`."""
+"""The result of leave-one-group-out cross-validation without refits: :class:`LogoResult`, an
+elpd result (:class:`~stanlogz.crossval.elpd.base.ElpdResult`) of kind ``"logo"`` whose units
+are the groups."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from ..elpd.base import ElpdResult
 from ..names import FEW_OBS
 from ..observations.observations import Observations
 from ..refit.cv_se import ElpdInterval, elpd_interval
@@ -40,7 +43,7 @@ class GroupValue:
 
 
 @dataclass(repr=False)
-class LogoResult:
+class LogoResult(ElpdResult):
     """elpd_logo = Σ_g log p(y_g | y₋g) with its between-group se (loo's definition over
     groups, sqrt(G) sd of the group values, as loo's ``kfold`` of groups reports it), the
     calibrated interval beside it (:attr:`elpd_logo_interval`, as ``loo``'s for few
@@ -68,7 +71,17 @@ class LogoResult:
     See Also
     --------
     stanlogz.loo : with ``group=``, makes it (see :doc:`/guide/logo`).
+
+    Notes
+    -----
+    Read through the elpd interface its units are the groups: ``elpd`` is ``elpd_logo``,
+    ``elpd_i`` and ``mcse_i`` are per group, ``p`` is NaN (no in-sample lppd of the groups is
+    computed) and ``n_obs`` counts observations (``n_groups`` the groups).
     """
+
+    kind: ClassVar[str] = "logo"
+    unit: ClassVar[str] = "groups"
+    _names: ClassVar[dict[str, str]] = {"elpd": "elpd_logo", "p": "p_logo"}
 
     model: str
     group: str
@@ -86,6 +99,42 @@ class LogoResult:
     mcse_psis: float = 0.0
     #: Monte Carlo se of each observation-level value (NaN in refit groups), or None
     mcse_obs: np.ndarray | None = None
+
+    @property
+    def p_logo(self) -> float:
+        """Not computed (it needs the groups' in-sample lppd); NaN."""
+        return math.nan
+
+    @property
+    def mcse(self) -> float:
+        """The elpd interface's name of ``mcse_elpd_logo``."""
+        return float(self.mcse_elpd_logo)
+
+    @property
+    def elpd_i(self) -> np.ndarray:
+        """The elpd interface's pointwise values: per group, log p(y_g | y₋g)."""
+        return self.elpd_g
+
+    @property
+    def mcse_i(self) -> np.ndarray:
+        """Monte Carlo se of each group's value."""
+        return np.array([g.mcse for g in self.groups])
+
+    @property
+    def n_obs(self) -> int:
+        """Number of observations (the groups hold them all)."""
+        return int(self.observations.n)
+
+    @property
+    def n_groups(self) -> int:
+        """Number of groups, the units of ``elpd_i`` and of ``se``."""
+        return len(self.groups)
+
+    @property
+    def elpd_logo_obs(self) -> float:
+        """Σ_i log p(y_i | y₋g(i)), the per-observation sum beside the headline (``kfold``'s
+        elpd_kfold of the same folds); NaN when the observation values were not computed."""
+        return math.nan if self.elpd_obs is None else float(np.sum(self.elpd_obs))
 
     @property
     def elpd_g(self) -> np.ndarray:
@@ -120,15 +169,7 @@ class LogoResult:
     def se_notes(self) -> list[str]:
         """The calibrated interval beside the se, and when the se over groups is too small
         (fewer than 20 groups, as ``loo``'s note for observations)."""
-        iv = self.elpd_logo_interval
-        if not np.isfinite(iv.low):
-            return []
-        notes = [f"{100 * iv.level:.1f}% interval for elpd_logo: [{iv.low:.1f}, {iv.high:.1f}] "
-                 f"(+-2 SE times the small-count factor {iv.factor:.2f}; elpd_logo_interval)."]
-        if len(self.groups) < FEW_OBS:
-            notes.append(f"Only {len(self.groups)} groups: the SE over groups understates the "
-                         "error; use the interval.")
-        return notes
+        return group_se_notes(self.elpd_logo_interval, len(self.groups))
 
     def mcse_note(self) -> str:
         """The line on the Monte Carlo se of elpd_logo (NA with the reason when withheld)."""
@@ -169,12 +210,14 @@ class LogoResult:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict."""
         iv = self.elpd_logo_interval
-        return {"model": self.model, "scheme": "leave-one-group-out", "group": self.group,
-                "method": "integrated-psis", "elpd_logo": self.elpd_logo, "se": self.se,
+        return {**self.elpd_dict(), "model": self.model, "scheme": "leave-one-group-out",
+                "group": self.group, "method": "integrated-psis", "elpd_logo": self.elpd_logo,
+                "se": self.se,
                 "elpd_logo_interval": iv.to_dict() if np.isfinite(iv.low) else None,
                 "mcse_elpd_logo": (self.mcse_elpd_logo if np.isfinite(self.mcse_elpd_logo)
                                    else None),
                 "mcse_elpd_logo_na": self.mcse_na_reason(), "mcse_psis": self.mcse_psis,
+                "elpd_logo_obs": None if self.elpd_obs is None else self.elpd_logo_obs,
                 "logoic": -2 * self.elpd_logo, "n_groups": len(self.groups),
                 "n_obs": self.observations.n, "n_samples": self.n_samples,
                 "threshold": self.threshold, "pointwise": self.pointwise(),
@@ -185,6 +228,20 @@ class LogoResult:
         return (f"LogoResult({self.model}: elpd_logo {self.elpd_logo:.3f} (se {self.se:.3f}, "
                 f"mc se {self.mcse_elpd_logo:.3f}) over {len(self.groups)} groups of "
                 f"{self.group})")
+
+
+def group_se_notes(interval: ElpdInterval, n_groups: int) -> list[str]:
+    """The lines beside elpd_logo's se over groups: its calibrated interval, and the note that
+    the se understates the error with fewer than 20 groups (``loo``'s note for observations)."""
+    if not np.isfinite(interval.low):
+        return []
+    notes = [f"{100 * interval.level:.1f}% interval for elpd_logo: [{interval.low:.1f}, "
+             f"{interval.high:.1f}] (+-2 SE times the small-count factor "
+             f"{interval.factor:.2f}; elpd_logo_interval)."]
+    if n_groups < FEW_OBS:
+        notes.append(f"Only {n_groups} groups: the SE over groups understates the error; use "
+                     "the interval.")
+    return notes
 
 
 def total_mcse(psis_part: float, refit_se: list[float], integration: list[float]) -> float:

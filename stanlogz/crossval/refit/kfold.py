@@ -5,11 +5,15 @@ Every fold is refit with NUTS on the training data; log p(y_V | y_T) (the fold's
 predictive density) and every held-out observation's log p(y_i | y_T) come from
 :func:`stanlogz.crossval.refit.heldout.heldout_elpd`, so programs with per-observation latent
 parameters are handled too. elpd_kfold = Σ_i log p(y_i | y_T(i)) (loo's ``kfold``
-convention); with one observation per fold it is exact leave-one-out.
+convention); with one observation per fold it is exact leave-one-out. Leave-one-group-out
+(``group`` with ``k=None``) headlines elpd_logo = Σ_g log p(y_g | y₋g), the joint density of
+each held-out group, as ``loo --group`` does, with elpd_kfold (the per-observation sum) beside
+it.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,7 +34,7 @@ from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..elpd.base import ElpdResult
 from ..names import KFoldNames
 from ..observations.observations import Observations, load_observed, observation_labels
-from .cv_se import kfold_se
+from .cv_se import ElpdInterval, elpd_interval, kfold_se
 from .cv_tail import add_cv_warnings
 from .heldout import HeldOut, heldout_many, shared_sum_se
 
@@ -137,8 +141,52 @@ class KFoldResult(KFoldNames, ElpdResult):
         """Monte Carlo se of :attr:`elpd_joint`."""
         return shared_sum_se([f.mcse for f in self.folds], [f.shared_mcse for f in self.folds])
 
+    @property
+    def is_logo(self) -> bool:
+        """Whether the folds are the groups (leave-one-group-out, ``k=None`` with ``group``)."""
+        return self.scheme == "leave-one-group-out"
+
+    @property
+    def elpd_logo(self) -> float:
+        """Leave-one-group-out's headline, Σ_g log p(y_g | y₋g): each held-out group's joint
+        predictive density (:attr:`elpd_joint`), the quantity ``loo --group`` estimates without
+        refits; NaN unless the folds are the groups."""
+        return self.elpd_joint if self.is_logo else math.nan
+
+    @property
+    def elpd_logo_se(self) -> float:
+        """se of :attr:`elpd_logo` over groups: sqrt(G var(log p(y_g | y₋g))), ddof 1 (loo's
+        definition with groups as the units, as ``loo --group``'s ``se``); NaN unless LOGO."""
+        return sum_se(self.group_elpd) if self.is_logo else math.nan
+
+    @property
+    def mcse_elpd_logo(self) -> float:
+        """Monte Carlo se of :attr:`elpd_logo` (:attr:`elpd_joint_mcse`); NaN unless LOGO."""
+        return self.elpd_joint_mcse if self.is_logo else math.nan
+
+    @property
+    def group_elpd(self) -> np.ndarray:
+        """Each fold's joint log p(y_V | y_T) (one per group under leave-one-group-out)."""
+        return np.array([f.elpd for f in self.folds])
+
+    @property
+    def elpd_logo_interval(self) -> ElpdInterval:
+        """The calibrated interval beside :attr:`elpd_logo_se` (±2 se times the small-count
+        factor of the group values, as ``loo --group``'s); NaN bounds unless LOGO."""
+        if not self.is_logo:
+            return ElpdInterval(math.nan, math.nan, math.nan, math.nan)
+        return elpd_interval(self.group_elpd, self.elpd_logo)
+
     def table(self) -> list[list[Any]]:
-        """Summary rows: (quantity, estimate, se, Monte Carlo se)."""
+        """Summary rows: (quantity, estimate, se, Monte Carlo se); leave-one-group-out leads
+        with elpd_logo and logoic, elpd_kfold (the per-observation sum) beside them."""
+        if self.is_logo:
+            return [["elpd_logo", round(self.elpd_logo, 3), round(self.elpd_logo_se, 3),
+                     round(self.mcse_elpd_logo, 4)],
+                    ["logoic", round(-2 * self.elpd_logo, 3), round(2 * self.elpd_logo_se, 3),
+                     round(2 * self.mcse_elpd_logo, 4)],
+                    ["elpd_kfold (sum of log p(y_i | y_-g(i)))", round(self.elpd_kfold, 3),
+                     round(self.se, 3), round(self.mcse, 4)]]
         rows = [["elpd_kfold", round(self.elpd_kfold, 3), round(self.se, 3),
                  round(self.mcse, 4)],
                 ["kfoldic", round(-2 * self.elpd_kfold, 3), round(2 * self.se, 3),
@@ -175,7 +223,16 @@ class KFoldResult(KFoldNames, ElpdResult):
                 "observations": {"size": self.observations.size_name,
                                  "fields": list(self.observations.fields)},
                 "folds": [f.to_dict() for f in self.folds], "pointwise": self.pointwise(),
-                "seconds": self.seconds, "warnings": self.warnings}
+                "seconds": self.seconds, "warnings": self.warnings, **self._logo_dict()}
+
+    def _logo_dict(self) -> dict[str, Any]:
+        """The elpd_logo keys of ``to_dict`` under leave-one-group-out (none otherwise)."""
+        if not self.is_logo:
+            return {}
+        iv = self.elpd_logo_interval
+        return {"elpd_logo": self.elpd_logo, "elpd_logo_se": self.elpd_logo_se,
+                "mcse_elpd_logo": self.mcse_elpd_logo, "logoic": -2 * self.elpd_logo,
+                "elpd_logo_interval": iv.to_dict() if np.isfinite(iv.low) else None}
 
     def to_arviz(self) -> Any:
         """ArviZ's K-fold ELPD object (``ELPDDataLOOKFold`` in 1.x, ``ELPDData`` in 0.x) with
@@ -282,7 +339,9 @@ def kfold(
     -------
     KFoldResult
         ``elpd_kfold``, ``se`` (loo's), ``se_fold_aware``, ``mcse``, the pointwise
-        ``elpd_i``, the folds (``folds``, ``fold_of``) and ``warnings``.
+        ``elpd_i``, the folds (``folds``, ``fold_of``) and ``warnings``; leave-one-group-out
+        (``k=None``) headlines ``elpd_logo`` (Σ_g log p(y_g | y₋g), as ``loo`` with ``group=``)
+        with ``elpd_logo_se``, ``elpd_logo_interval`` and ``mcse_elpd_logo``.
 
     Raises
     ------

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from ... import arviz_compat
-from ..._util.seeds import Stream, stream_int_seed
 from ...errors import InputError
 from ..checks.checks import generated_quantity
 from ..names import ChoiceNames
@@ -31,7 +30,7 @@ from .scores import (
     program_pointwise,
     selection_warning,
 )
-from .weights import WEIGHT_METHODS, ModelWeights, bma_weights, pseudo_bma_weights, stacking_weights
+from .weights import WEIGHT_METHODS, ModelWeights, bma_weights, pointwise_weights
 
 #: What each weight method needs: the LOO comparison or the evidence.
 NEEDS = {"stacking": "loo", "pseudo-bma": "loo", "pseudo-bma+": "loo", "bma": "evidence"}
@@ -337,14 +336,7 @@ def choose(names: Sequence[str], *, loo: Sequence[Any] | None = None, evidence: 
     if lc is not None:
         out.warnings.extend(lc.warnings())
         elpd_i = np.column_stack([r.elpd_i for r in lc.results])
-        if "stacking" in methods:
-            out.model_weights["stacking"] = stacking_weights(
-                elpd_i, n_boot=max(n_boot // 5, 2), seed=stream_int_seed(seed, Stream.STACKING))
-        if "pseudo-bma" in methods:
-            out.model_weights["pseudo-bma"] = pseudo_bma_weights(elpd_i, plus=False)
-        if "pseudo-bma+" in methods:
-            out.model_weights["pseudo-bma+"] = pseudo_bma_weights(
-                elpd_i, n_boot=n_boot, seed=stream_int_seed(seed, Stream.PSEUDO_BMA))
+        out.model_weights.update(pointwise_weights(elpd_i, methods, n_boot=n_boot, seed=seed))
     if evidence is not None and "bma" in methods:
         out.model_weights["bma"] = bma_weights([r.log_z for r in evidence.results],
                                                [r.log_z_se for r in evidence.results],

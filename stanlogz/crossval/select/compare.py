@@ -43,6 +43,7 @@ from ... import arviz_compat
 from ..._util.gpd import KHAT_HEAVY
 from ..._util.sum_se import sum_se
 from ...errors import InputError
+from ..elpd.base import ElpdResult
 from ..names import FEW_OBS, LooComparisonNames
 from ..psis_loo.result import LooResult
 from ..refit.cv_se import elpd_interval
@@ -108,7 +109,7 @@ class LooComparison(LooComparisonNames):
         dd = self.diag_diff or [""] * len(self.names)
         de = self.diag_elpd or [""] * len(self.names)
         return [[self.names[i], self.results[i].elpd_loo, self.results[i].se,
-                 float(self.elpd_diff[i]), _num(self.diff_se, i), self.results[i].p_loo,
+                 float(self.elpd_diff[i]), json_number(self.diff_se, i), self.results[i].p_loo,
                  len(self.results[i].fixed), None if np.isnan(pw[i]) else float(pw[i]),
                  dd[i], de[i]] for i in self.order()]
 
@@ -134,11 +135,12 @@ class LooComparison(LooComparisonNames):
         """A JSON-serializable dict."""
         return {"best": self.names[self.best],
                 "models": [{"name": n, "elpd_loo": r.elpd_loo, "se": r.se,
-                            "elpd_diff": float(d), "diff_se": _num(self.diff_se, j),
-                            "diff_interval": _pair(self.diff_interval, j),
-                            "diff_mcse": _num(self.diff_mcse, j), "p_loo": r.p_loo,
+                            "elpd_diff": float(d), "diff_se": json_number(self.diff_se, j),
+                            "diff_interval": json_pair(self.diff_interval, j),
+                            "diff_mcse": json_number(self.diff_mcse, j), "p_loo": r.p_loo,
                             "fixed": [f.index + 1 for f in r.fixed], "warnings": r.warnings,
-                            "p_worse": _num(self.p_worse, j), "khat_diff": _num(self.khat_diff, j),
+                            "p_worse": json_number(self.p_worse, j),
+                            "khat_diff": json_number(self.khat_diff, j),
                             "diag_diff": (self.diag_diff or [""] * len(self.names))[j],
                             "diag_elpd": (self.diag_elpd or [""] * len(self.names))[j]}
                            for j, (n, r, d, s) in enumerate(zip(
@@ -146,13 +148,16 @@ class LooComparison(LooComparisonNames):
                                strict=True))]}
 
 
-def _num(values: np.ndarray | None, j: int) -> float | None:
+def json_number(values: np.ndarray | None, j: int) -> float | None:
+    """``values[j]`` as a JSON number: None where there is no array or the value is not
+    finite."""
     if values is None or not np.isfinite(values[j]):
         return None
     return float(values[j])
 
 
-def _pair(values: np.ndarray | None, j: int) -> list[float] | None:
+def json_pair(values: np.ndarray | None, j: int) -> list[float] | None:
+    """Row ``j`` of an interval array as ``[low, high]``; None unless both are finite."""
     if values is None or not np.all(np.isfinite(values[j])):
         return None
     return [float(values[j][0]), float(values[j][1])]
@@ -207,6 +212,53 @@ def elpd_diagnostic(result: LooResult) -> str:
     """loo's ``diag_elpd``: observations whose k̂ is above the threshold and were not fixed."""
     bad = result.unfixed_bad()
     return f"{len(bad)} k_psis > {result.threshold:.2f}" if bad else ""
+
+
+@dataclass
+class PairedDifferences:
+    """Each program against the best (0, NaN or "" for the best itself): ``elpd_diff``,
+    ``diff_se`` (loo's sqrt(n var(d)) of the paired pointwise differences d, scaled to the
+    units when the values are a subsample), ``diff_mcse`` (the Monte Carlo se of both in
+    quadrature), ``diff_interval`` (the calibrated one, where |elpd_diff| >= 4 and there are
+    at least 20 units), ``khat_diff``, ``diag_diff`` and ``p_worse`` (NaN below
+    |elpd_diff| = 4)."""
+
+    best: int
+    elpd_diff: np.ndarray
+    diff_se: np.ndarray
+    diff_mcse: np.ndarray
+    diff_interval: np.ndarray
+    khat_diff: np.ndarray
+    diag_diff: list[str]
+    p_worse: np.ndarray
+
+
+def paired_differences(results: Sequence[ElpdResult], n_units: int) -> PairedDifferences:
+    """The differences to the best of elpd results over the same units (module docstring):
+    the one comparison of :func:`loo_compare` (``elpd_i`` per observation) and of
+    :func:`~stanlogz.crossval.select.group_compare.logo_compare` (per group); ``n_units`` is
+    the number of units the sum runs over (more than ``elpd_i`` holds when subsampled)."""
+    k = len(results)
+    best = int(np.argmax([r.elpd for r in results]))
+    b = results[best]
+    diff = np.array([r.elpd - b.elpd for r in results])
+    se, mcse = np.zeros(k), np.zeros(k)
+    interval = np.full((k, 2), np.nan)
+    khat = np.full(k, np.nan)
+    diag = [""] * k
+    for j, r in enumerate(results):
+        if j == best:
+            continue
+        d_i = np.asarray(r.elpd_i) - np.asarray(b.elpd_i)
+        mcse[j] = math.hypot(r.mcse, b.mcse)
+        se[j] = sum_se(d_i) * math.sqrt(n_units / d_i.size)
+        if abs(diff[j]) >= SMALL_DIFF and n_units >= MIN_OBS:
+            interval[j] = tuple(elpd_interval(d_i, float(diff[j]), n_units))
+        khat[j] = tail_khat(d_i)
+        diag[j] = difference_diagnostics(n_units, float(diff[j]), float(khat[j]))
+    pw = p_worse(diff, se)
+    pw[np.abs(diff) < SMALL_DIFF] = np.nan  # miscalibrated there (module docstring)
+    return PairedDifferences(best, diff, se, mcse, interval, khat, diag, pw)
 
 
 def loo_compare(results: Sequence[LooResult], names: Sequence[str] | None = None
@@ -273,26 +325,9 @@ def loo_compare(results: Sequence[LooResult], names: Sequence[str] | None = None
         raise InputError("subsampled LOO results can be compared only when every program used "
                          "the same sampled observations (same seed and subsample size); "
                          "otherwise the pointwise differences pair unrelated observations")
-    best = int(np.argmax([r.elpd_loo for r in results]))
-    b = results[best]
-    diff = np.array([r.elpd_loo - b.elpd_loo for r in results])
-    se = np.zeros(len(results))
-    interval = np.full((len(results), 2), np.nan)
-    mcse = np.zeros(len(results))
-    khat = np.full(len(results), np.nan)
-    diag = [""] * len(results)
-    for j, r in enumerate(results):
-        if j != best:
-            d_i = r.elpd_i - b.elpd_i
-            mcse[j] = math.hypot(r.mcse_elpd_loo, b.mcse_elpd_loo)
-            se[j] = sum_se(d_i) * math.sqrt(r.n_obs / d_i.size)
-            if abs(diff[j]) >= SMALL_DIFF and r.n_obs >= MIN_OBS:
-                interval[j] = tuple(elpd_interval(d_i, float(diff[j]), r.n_obs))
-            khat[j] = tail_khat(d_i)
-            diag[j] = difference_diagnostics(r.n_obs, float(diff[j]), float(khat[j]))
-    pw = p_worse(diff, se)
-    pw[np.abs(diff) < SMALL_DIFF] = np.nan  # miscalibrated there (module docstring)
-    return LooComparison(names=names, results=results, elpd_diff=diff, diff_se=se, best=best,
-                         p_worse=pw, khat_diff=khat, diag_diff=diag,
-                         diag_elpd=[elpd_diagnostic(r) for r in results], diff_mcse=mcse,
-                         diff_interval=interval)
+    d = paired_differences(results, results[0].n_obs)
+    return LooComparison(names=names, results=results, elpd_diff=d.elpd_diff,
+                         diff_se=d.diff_se, best=d.best, p_worse=d.p_worse,
+                         khat_diff=d.khat_diff, diag_diff=d.diag_diff,
+                         diag_elpd=[elpd_diagnostic(r) for r in results],
+                         diff_mcse=d.diff_mcse, diff_interval=d.diff_interval)

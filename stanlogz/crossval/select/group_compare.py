@@ -1,5 +1,7 @@
 """Programs compared by leave-one-group-out (elpd_logo), as :func:`.compare.loo_compare` compares
-them by elpd_loo, with the groups in the place of the observations.
+them by elpd_loo, with the groups in the place of the observations: the differences come from
+the same :func:`.compare.paired_differences` (a :class:`LogoResult` is an elpd result whose
+units are the groups) and the weights from the same :func:`.weights.pointwise_weights`.
 
 Each program's :class:`~stanlogz.crossval.logo.result.LogoResult` gives one value per group,
 log p(y_g | y₋g); the pointwise differences to the best program are per group, so
@@ -18,26 +20,17 @@ log p(y_g | y₋g); the pointwise differences to the best program are per group,
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..._util.sum_se import sum_se
+from ..._util.seeds import SeedLike
 from ...errors import InputError
 from ..logo.result import LogoResult
-from ..refit.cv_se import elpd_interval
-from .compare import (
-    MIN_OBS,
-    SMALL_DIFF,
-    difference_diagnostics,
-    difference_warnings,
-    p_worse,
-    tail_khat,
-)
-from .weights import ModelWeights, pseudo_bma_weights, stacking_weights
+from .compare import MIN_OBS, difference_warnings, json_number, json_pair, paired_differences
+from .weights import ModelWeights, pointwise_weights
 
 #: Weight methods over groups (``bma`` needs the evidence, which a group comparison does not
 #: compute).
@@ -97,7 +90,8 @@ class LogoComparison:
         """One row per program, best first, in the order of :attr:`header`."""
         return [[self.names[i], self.results[i].elpd_logo, self.results[i].se,
                  self.results[i].mcse_elpd_logo, float(self.elpd_diff[i]),
-                 _num(self.diff_se, i), _num(self.diff_mcse, i), _num(self.p_worse, i),
+                 json_number(self.diff_se, i), json_number(self.diff_mcse, i),
+                 json_number(self.p_worse, i),
                  self.diag_diff[i], self.diag_elpd[i]] for i in self.order()]
 
     def weights_table(self) -> list[list[Any]]:
@@ -130,11 +124,12 @@ class LogoComparison:
             models.append({
                 "name": n, "elpd_logo": r.elpd_logo, "se": r.se,
                 "mcse_elpd_logo": r.mcse_elpd_logo, "elpd_diff": float(self.elpd_diff[j]),
-                "diff_se": _num(self.diff_se, j), "diff_interval": _pair(self.diff_interval, j),
-                "diff_mcse": _num(self.diff_mcse, j),
+                "diff_se": json_number(self.diff_se, j),
+                "diff_interval": json_pair(self.diff_interval, j),
+                "diff_mcse": json_number(self.diff_mcse, j),
                 "fixed": [g.label for g in r.groups if g.method == "refit"],
-                "warnings": r.warnings, "p_worse": _num(self.p_worse, j),
-                "khat_diff": _num(self.khat_diff, j), "diag_diff": self.diag_diff[j],
+                "warnings": r.warnings, "p_worse": json_number(self.p_worse, j),
+                "khat_diff": json_number(self.khat_diff, j), "diag_diff": self.diag_diff[j],
                 "diag_elpd": self.diag_elpd[j],
                 "elpd_g": [float(v) for v in r.elpd_g],
                 "mcse_g": [g.mcse for g in r.groups]})
@@ -150,23 +145,13 @@ class LogoComparison:
                f"{self.n_groups} groups: {rows})"
 
 
-def _num(values: np.ndarray, j: int) -> float | None:
-    return float(values[j]) if np.isfinite(values[j]) else None
-
-
-def _pair(values: np.ndarray, j: int) -> list[float] | None:
-    if not np.all(np.isfinite(values[j])):
-        return None
-    return [float(values[j][0]), float(values[j][1])]
-
-
 def _labels(r: LogoResult) -> list[int]:
     return [g.label for g in r.groups]
 
 
 def logo_compare(results: Sequence[LogoResult], names: Sequence[str] | None = None, *,
                  weights: Sequence[str] = ("stacking",), n_boot: int = 1000,
-                 seed: int | None = None) -> LogoComparison:
+                 seed: SeedLike = None) -> LogoComparison:
     """Compare programs' leave-one-group-out results over the same groups (module docstring).
 
     Parameters
@@ -180,7 +165,7 @@ def logo_compare(results: Sequence[LogoResult], names: Sequence[str] | None = No
     n_boot : int, default 1000
         Bayesian-bootstrap draws of pseudo-BMA+ (stacking's se re-solves n_boot // 5).
     seed : int, optional
-        Seed of the bootstraps.
+        Seed of the bootstraps (their streams as in :func:`stanlogz.compare`'s weights).
 
     Returns
     -------
@@ -211,40 +196,13 @@ def logo_compare(results: Sequence[LogoResult], names: Sequence[str] | None = No
     if bad:
         raise InputError(f"weights over groups: {', '.join(bad)} not among "
                          f"{', '.join(GROUP_WEIGHTS)} (bma needs the evidence)")
-    k, n_g = len(results), len(first.groups)
-    best = int(np.argmax([r.elpd_logo for r in results]))
-    b = results[best]
-    diff = np.array([r.elpd_logo - b.elpd_logo for r in results])
-    se, mcse = np.zeros(k), np.zeros(k)
-    interval = np.full((k, 2), np.nan)
-    khat = np.full(k, np.nan)
-    diag = [""] * k
-    for j, r in enumerate(results):
-        if j == best:
-            continue
-        d_g = r.elpd_g - b.elpd_g
-        se[j] = sum_se(d_g)
-        mcse[j] = math.hypot(r.mcse_elpd_logo, b.mcse_elpd_logo)
-        if abs(diff[j]) >= SMALL_DIFF and n_g >= MIN_OBS:
-            interval[j] = tuple(elpd_interval(d_g, float(diff[j]), n_g))
-        khat[j] = tail_khat(d_g)
-        diag[j] = difference_diagnostics(n_g, float(diff[j]), float(khat[j]))
-    pw = p_worse(diff, se)
-    pw[np.abs(diff) < SMALL_DIFF] = np.nan
+    d = paired_differences(results, len(first.groups))
     diag_elpd = []
     for r in results:
-        left = [g for g in r.groups if g.method == "psis" and g.khat > r.threshold]
+        left = r.bad_groups()
         diag_elpd.append(f"{len(left)} k_psis > {r.threshold:.2f}" if left else "")
-    out = LogoComparison(names, results, diff, se, best, pw, khat, diag, diag_elpd, mcse,
-                         interval)
-    elpd_g = np.column_stack([r.elpd_g for r in results])
-    seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(2)]
-    if "stacking" in weights:
-        out.model_weights["stacking"] = stacking_weights(elpd_g, n_boot=max(n_boot // 5, 2),
-                                                         seed=seeds[0])
-    if "pseudo-bma" in weights:
-        out.model_weights["pseudo-bma"] = pseudo_bma_weights(elpd_g, plus=False)
-    if "pseudo-bma+" in weights:
-        out.model_weights["pseudo-bma+"] = pseudo_bma_weights(elpd_g, n_boot=n_boot,
-                                                              seed=seeds[1])
+    out = LogoComparison(names, results, d.elpd_diff, d.diff_se, d.best, d.p_worse,
+                         d.khat_diff, d.diag_diff, diag_elpd, d.diff_mcse, d.diff_interval)
+    out.model_weights.update(pointwise_weights(np.column_stack([r.elpd_g for r in results]),
+                                               weights, n_boot=n_boot, seed=seed))
     return out

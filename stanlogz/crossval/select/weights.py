@@ -17,6 +17,7 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp, softmax
 
 from ..._util.arrays import finite_array
+from ..._util.seeds import SeedLike, Stream, stream_int_seed
 from ...errors import InputError
 from ...estimators.comparison import probs_se
 
@@ -164,6 +165,25 @@ def pseudo_bma_weights(elpd_i: Any, *, plus: bool = True, n_boot: int = 1000,
     sd = per_draw.std(axis=0, ddof=1)
     return ModelWeights("pseudo-bma+", w, sd, sd / math.sqrt(b.shape[0]),
                         {"n_boot": int(b.shape[0]), "elpd_boot_sd": z.std(axis=0).tolist()})
+
+
+def pointwise_weights(elpd_i: Any, methods: Sequence[str], *, n_boot: int = 1000,
+                      seed: SeedLike = None) -> dict[str, ModelWeights]:
+    """The weights among ``methods`` (``stacking``, ``pseudo-bma``, ``pseudo-bma+``; others
+    are skipped) from the ``(units, K)`` pointwise values of K programs (observations, or
+    groups for leave-one-group-out): stacking's se from ``n_boot // 5`` re-solved bootstrap
+    draws, pseudo-BMA+ from ``n_boot``, each on its own named stream of ``seed``
+    (:class:`~stanlogz._util.seeds.Stream`: ``STACKING``, ``PSEUDO_BMA``)."""
+    out: dict[str, ModelWeights] = {}
+    if "stacking" in methods:
+        out["stacking"] = stacking_weights(elpd_i, n_boot=max(n_boot // 5, 2),
+                                           seed=stream_int_seed(seed, Stream.STACKING))
+    if "pseudo-bma" in methods:
+        out["pseudo-bma"] = pseudo_bma_weights(elpd_i, plus=False)
+    if "pseudo-bma+" in methods:
+        out["pseudo-bma+"] = pseudo_bma_weights(elpd_i, n_boot=n_boot,
+                                                seed=stream_int_seed(seed, Stream.PSEUDO_BMA))
+    return out
 
 
 def bma_weights(log_z: Any, log_z_se: Any, prior_probs: Any = None) -> ModelWeights:

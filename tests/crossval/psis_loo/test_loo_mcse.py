@@ -109,13 +109,14 @@ def test_half_sample_bias_estimate_tracks_the_psis_bias() -> None:
 
 
 class _Sub:
-    """What loo_compare reads from a (subsampled) LooResult."""
+    """What loo_compare reads from a (subsampled) LooResult (its elpd interface)."""
 
     def __init__(self, elpd_j: np.ndarray, index: np.ndarray | None, mcse: float) -> None:
         self.elpd_i, self.sample_index, self.mcse_elpd_loo = elpd_j, index, mcse
         self.model, self.threshold, self.fixed = "m", 0.7, []
         self.n_obs = 400
         self.elpd_loo = float(elpd_j.sum() * (self.n_obs / elpd_j.size))
+        self.elpd, self.mcse = self.elpd_loo, mcse  # the elpd interface's names of both
 
     def unfixed_bad(self) -> list[int]:
         return []

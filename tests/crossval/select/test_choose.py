@@ -8,6 +8,7 @@ import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from stanlogz import arviz_compat
 from stanlogz._util.sum_se import arviz0_factor, sum_se
 from stanlogz.cli import main
+from stanlogz.crossval.elpd.base import ElpdResult
 from stanlogz.crossval.select.choose import check_request, check_same_data, choose, parse_weights
 from stanlogz.crossval.select.compare import loo_compare, tail_khat
 from stanlogz.errors import InputError
@@ -28,8 +30,11 @@ EXACT_LOG_Z = np.array([-29.477367, -35.416101, -30.238090])
 
 
 @dataclass
-class FakeLoo:
-    """What loo_compare and ProgramChoice read from a LooResult."""
+class FakeLoo(ElpdResult):
+    """What loo_compare and ProgramChoice read from a LooResult (through the elpd interface:
+    ``elpd`` is ``elpd_loo``, ``mcse`` is ``mcse_elpd_loo``)."""
+
+    _names: ClassVar[dict[str, str]] = {"elpd": "elpd_loo", "p": "p_loo"}
 
     elpd_i: np.ndarray
     model: str = "m"
@@ -44,6 +49,10 @@ class FakeLoo:
     @property
     def elpd_loo(self) -> float:
         return float(self.elpd_i.sum())
+
+    @property
+    def mcse(self) -> float:
+        return self.mcse_elpd_loo
 
     @property
     def se(self) -> float:
