@@ -23,6 +23,7 @@ from scipy import special
 
 from ...errors import InputError
 from .conditional_nodes import DROP, Map, far_points, geometric_tail, negligible, trim
+from .conditional_search import SearchRecord, climb, search_rows
 
 #: Relative disagreement of two quadrature levels (≈ log-unit error) accepted per draw.
 TOL = 1e-5
@@ -53,7 +54,10 @@ class IntegralMixin:
     error: np.ndarray
     nodes: np.ndarray
     pieces: np.ndarray
+    discrete: bool
+    search: dict[int, SearchRecord]
     _grid: Any
+    _cands: tuple[int, np.ndarray] | None
 
     def _eval(self, i: int, us: np.ndarray, unc: np.ndarray, keep: bool = False) -> np.ndarray:
         raise NotImplementedError
@@ -63,6 +67,29 @@ class IntegralMixin:
 
     def _label(self, i: int) -> str:
         raise NotImplementedError
+
+    def far_candidates(self, i: int, unc: np.ndarray, lo: float | None, hi: float | None
+                       ) -> np.ndarray:
+        """Where a far mode of observation ``i`` is looked for at every draw: the far points
+        (:func:`~.conditional_nodes.far_points`, the ladder included) and, for a continuous
+        y_i, the far modes that Newton climbs from them reach
+        (:func:`~.conditional_search.climb`, at a few of the draws ``unc``); what was probed is
+        kept in ``search[i]``. Kept for further calls on the same observation."""
+        if self._cands is not None and self._cands[0] == i:
+            return self._cands[1]
+        y0 = float(self.y[i])
+        pts = far_points(y0, self.y, self.spread, lo, hi, self.discrete)
+        reach = (float(min(pts.min(), y0)), float(max(pts.max(), y0))) if pts.size else (y0, y0)
+        rec = SearchRecord(int(pts.size), reach, 0)
+        if not self.discrete and pts.size:
+            rows = search_rows(unc.shape[0])
+            modes, n = climb(lambda us: self._probe(i, us, unc[rows]), pts, y0, self.spread,
+                             lo, hi)
+            rec.draws, rec.evaluations, rec.modes = int(rows.size), n, modes
+            pts = np.unique(np.concatenate([pts, modes]))
+        self.search[i] = rec
+        self._cands = (i, pts)
+        return pts
 
     def _map(self, i: int, unc: np.ndarray, lo: float | None, hi: float | None, c: float
              ) -> Map:
@@ -163,7 +190,7 @@ class IntegralMixin:
         integral so far, when that density times its distance from y_i (a generous width) is
         within ``DROP`` nats of the integral at some draw; None when there is none."""
         y0 = float(self.y[i])
-        pts = far_points(y0, self.y, self.spread, lo, hi, False)
+        pts = self.far_candidates(i, unc, lo, hi)
         # covered: inside a piece's nodes, or a piece's centre (one on a bound that the nodes
         # approach but never reach)
         pts = np.array([u for u in pts if not any(sg.span[0] <= u <= sg.span[1] or u == sg.mp.c

@@ -44,6 +44,7 @@ from ..fixups.registry import FixMethod, FixOptions, fix_method
 from ..logo.estimator import logo_from_loo
 from ..observations.clock import SUBSAMPLE_APPROX_DRAWS
 from ..observations.conditional_source import check_pass_budget, start_pass
+from ..observations.conditional_verify import self_check
 from ..observations.observations import load_observed
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError
@@ -304,6 +305,8 @@ def loo(
                                                 _keep_above(k_threshold),
                                                 fallback=log_lik == "auto")
     notes.extend(pw.notes() if hasattr(pw, "notes") else [])  # quadrature / sums over y_i
+    checked, na_note = self_check(pw, unc, stream_int_seed(seed, Stream.NUTS))
+    notes.extend(checked)
     if pw.source == "log_lik":
         warn = pw.compare_log_lik(unc[_check_rows(unc.shape[0], 2)])
         if warn:
@@ -346,6 +349,8 @@ def loo(
                                   + fixed_variance(fixed) * grow**2)
     if res.unfixed_bad():
         res.mcse_elpd_loo = float("nan")  # as loo: NA while a point stays above the threshold
+    if na_note is not None:  # the conditional route's values failed their self-check
+        res.mcse_elpd_loo, res.mcse_na_note = float("nan"), na_note
     res.warnings.extend(loo_warnings(res))
     res.warnings = list(dict.fromkeys(res.warnings))  # refits sharing the draws repeat theirs
     return res

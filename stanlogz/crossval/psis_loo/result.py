@@ -96,6 +96,8 @@ class LooResult(LooNames, ElpdResult):
     #: :func:`~stanlogz.crossval.elpd.psis.half_bias`), included in mcse_elpd_loo (elpd_loo is
     #: left as PSIS gives it, as loo and ArviZ do)
     mcse_bias: float = 0.0
+    #: why mcse_elpd_loo is NaN when a self-check of the pointwise values failed (None: none)
+    mcse_na_note: str | None = None
     sample_index: np.ndarray | None = None  # subsampled observations (0-based), or None
     subsampling_se: float = 0.0  # se of the subsampling (difference) estimator
     #: the small-sample (bootstrap-t) factor included in subsampling_se (1 when not subsampled)
@@ -135,6 +137,8 @@ class LooResult(LooNames, ElpdResult):
                     f"{self.threshold:.2f} after the fix-ups: PSIS's error on them is not "
                     "estimable from the draws (their own mc se understates it), so the total "
                     "has none")
+        if self.mcse_na_note is not None:
+            return self.mcse_na_note
         return None if np.isfinite(self.mcse_elpd_loo) else "unreliable fix-ups (see warnings)"
 
     @property
