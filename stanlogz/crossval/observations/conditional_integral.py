@@ -23,7 +23,7 @@ from scipy import special
 
 from ...errors import InputError
 from .conditional_nodes import DROP, Map, far_points, geometric_tail, negligible, trim
-from .conditional_search import SearchRecord, climb, search_rows
+from .conditional_search import RUNG_DROP, SearchRecord, climb, search_rows
 
 #: Relative disagreement of two quadrature levels (≈ log-unit error) accepted per draw.
 TOL = 1e-5
@@ -83,10 +83,12 @@ class IntegralMixin:
         rec = SearchRecord(int(pts.size), reach, 0)
         if not self.discrete and pts.size:
             rows = search_rows(unc.shape[0])
-            modes, n = climb(lambda us: self._probe(i, us, unc[rows]), pts, y0, self.spread,
-                             lo, hi)
+            modes, n, f = climb(lambda us: self._probe(i, us, unc[rows]), pts, y0, self.spread,
+                                lo, hi)
             rec.draws, rec.evaluations, rec.modes = int(rows.size), n, modes
-            pts = np.unique(np.concatenate([pts, modes]))
+            fixed = far_points(y0, self.y, self.spread, lo, hi, False, rungs=False)
+            live = f + np.log(np.maximum(np.abs(pts - y0) / self.spread, 1.0)) > -RUNG_DROP
+            pts = np.unique(np.concatenate([fixed, pts[live], modes]))
         self.search[i] = rec
         self._cands = (i, pts)
         return pts

@@ -71,16 +71,18 @@ class Map:
 
 
 def far_points(y0: float, values: np.ndarray, spread: float, lo: float | None,
-               hi: float | None, discrete: bool) -> np.ndarray:
+               hi: float | None, discrete: bool, rungs: bool = True) -> np.ndarray:
     """Sorted distinct values of y_i (other than ``y0``, inside [lo, hi]) where a far mode of
     p(y_i | y₋ᵢ, θ) is looked for: the declared bounds, 0, the ``MULTIPLES`` of ``y0``, the
     range and quartiles of the observed ``values``, ``y0`` ± ``DECADES`` × ``spread``, and the
-    ladder ``y0 ± spread · 2^k`` (:func:`~.conditional_search.ladder`; integers rounded)."""
+    ladder ``y0 ± spread · 2^k`` (:func:`~.conditional_search.ladder`; left out when not
+    ``rungs``; integers rounded)."""
     v = np.asarray(values, dtype=float)
     cands = [0.0, *(k * y0 for k in MULTIPLES), *np.quantile(v, [0.0, 0.25, 0.5, 0.75, 1.0]),
              *(y0 + d * k * spread for k in DECADES for d in (-1, 1))]
     cands += [b for b in (lo, hi) if b is not None]
-    cands += ladder(y0, spread, lo, hi).tolist()
+    if rungs:
+        cands += ladder(y0, spread, lo, hi).tolist()
     out = np.asarray(cands, dtype=float)
     if discrete:
         out = np.round(out)

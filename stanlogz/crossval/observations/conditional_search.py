@@ -12,7 +12,8 @@ from y_i) Newton steps climb the mean over a few draws of the density (each draw
 its value at y_i), with the curvature and slope from finite differences and backtracking where
 a step does not climb; the points where the climbs end, merged when within three local sds, are
 the modes found. Each far mode is then handed to the callers as one more far point, where they
-evaluate the density at every draw.
+evaluate the density at every draw, together with the fixed far points and the rungs that are
+not hopeless at the search draws (within ``RUNG_DROP`` nats, their distance counted).
 
 The program is a black box: its separate terms (each factor in which y_i appears) cannot be
 evaluated one by one, so the modes climbed are those of the whole conditional. A mode whose
@@ -38,6 +39,9 @@ SEARCH_DRAWS = 12
 MAX_STEPS = 16
 #: Most far modes kept (the highest).
 MAX_MODES = 8
+#: Rungs whose mean density at the search draws, times their distance in spreads, is this many
+#: nats below y_i's are not evaluated again at every draw (their climbs have been run).
+RUNG_DROP = 80.0
 
 
 @dataclass
@@ -71,9 +75,10 @@ def search_rows(n_draws: int) -> np.ndarray:
 
 
 def climb(f: Callable[[np.ndarray], np.ndarray], starts: np.ndarray, y0: float, spread: float,
-          lo: float | None, hi: float | None) -> tuple[list[float], int]:
-    """The far modes reached by Newton climbs from ``starts`` on the draws' mean density, and
-    the number of density instances evaluated.
+          lo: float | None, hi: float | None) -> tuple[list[float], int, np.ndarray]:
+    """The far modes reached by Newton climbs from ``starts`` on the draws' mean density, the
+    number of density instances evaluated, and the mean log density at ``starts`` relative to
+    ``y0`` (where each climb began).
 
     ``f(us)`` is the ``(R, len(us))`` log density at R draws (−inf where refused). The climb
     from ``y0`` runs first and reaches the main mode; a climb whose next step heads within
@@ -103,13 +108,14 @@ def climb(f: Callable[[np.ndarray], np.ndarray], starts: np.ndarray, y0: float, 
     main_w = st.sd[0] if np.isfinite(st.sd[0]) else 1e-3 * spread
     rest = np.arange(1, st.u.size)
     st.fu[rest] = mean_density(st.u[rest])
+    at_start = st.fu[rest].copy()
     st.active[rest] = np.isfinite(st.fu[rest])
     for _ in range(MAX_STEPS):
         j = np.flatnonzero(st.active)
         if j.size == 0:
             break
         st.step(j, mean_density, main_u, main_w)
-    return _separated(st.u, st.fu, st.sd, spread), n_eval
+    return _separated(st.u, st.fu, st.sd, spread), n_eval, at_start
 
 
 class _Climbs:
@@ -200,3 +206,32 @@ def _separated(u: np.ndarray, fu: np.ndarray, sd: np.ndarray, spread: float) -> 
             continue
         keep.append((float(u[j]), float(fu[j]), float(width[j])))
     return [m for m, _, _ in keep[:MAX_MODES]]
+
+
+def search_note(records: dict[int, SearchRecord], label: Callable[[int], str], spread: float,
+                discrete: bool) -> str | None:
+    """One line saying what the far-mode search probed over the observations ``records``
+    (None when none was searched): the probes and their range, the climbs and the modes
+    found, not a claim that nothing is there."""
+    if not records:
+        return None
+    recs = list(records.values())
+    lo, hi = min(r.reach[0] for r in recs), max(r.reach[1] for r in recs)
+    n_probes = max(r.n_probes for r in recs)
+    what = (f"far modes of p(y_i | y_-i, theta) looked for in {len(recs)} observation(s) at up "
+            f"to {n_probes} probes each over {lo:.3g}..{hi:.3g} (declared bounds, 0, multiples "
+            f"of y_i, the data's quartiles, y_i ± {spread:.3g}·2^k for k = 0..{LADDER - 1})")
+    if discrete:
+        return what + "; terms there summed where not negligible"
+    found = {i: r.modes for i, r in records.items() if r.modes}
+    evals = int(np.mean([r.evaluations for r in recs]))
+    draws = max(r.draws for r in recs)
+    climbs = (f", each followed uphill by Newton steps on the mean density of {draws} draws "
+              f"(~{evals} evaluations per observation)")
+    if not found:
+        return what + climbs + ": no far mode found (one away from every probe's basin would "\
+            "stay unseen)"
+    i, modes = next(iter(found.items()))
+    return (what + climbs + f": far modes found in {len(found)} observation(s) (e.g. "
+            f"{label(i)} at {', '.join(f'{m:.4g}' for m in modes[:3])}), each evaluated at "
+            "every draw and integrated where not negligible")

@@ -2,15 +2,18 @@
 at a few draws normalized again by brute force, independently of the route's quadrature, sum,
 Gaussian closed form and far-mode search, and compared with the route's value.
 
-The brute force integrates the program's density over the whole range of y_i on one fixed,
-dense grid, with no search and no stopping rule: a continuous y_i on the substitution
+The brute force integrates the program's density over the whole range of y_i on a fixed,
+dense grid, with no search and no cut-off: a continuous y_i on the substitution
 u = y_i + s·tan(v) (a declared bound b: u = b ± s·tan(v), v in (0, π/2); two bounds:
-u = lo + (hi − lo)(1 − cos v)/2), ``nodes`` nodes of the trapezoid rule in v, s the data's sd,
-so that the grid reaches every finite value and resolves a mode of width w at distance D from
-y_i when s·(π/nodes)·(1 + D²/s²) ≲ w (with 2^14 nodes and w = s: D up to about 70 s); its own
-error is the disagreement with every other node. An integer y_i is summed over every value
-within ``nodes`` of y_i (to the declared bounds when they are nearer). Where the two differ by
-more than the route's error estimate plus the reference's plus 1e-6, the observation fails:
+u = lo + (hi − lo)(1 − cos v)/2), s the data's sd, by the trapezoid rule in v on 2^10 nodes
+doubled until two levels agree to 1e-8 (at most ``nodes``), so that the grid reaches every
+finite value and resolves a mode of width w at distance D from y_i when
+s·(π/nodes)·(1 + D²/s²) ≲ w (2^14 nodes, w = s: D up to about 70 s); its own error is the
+two levels' disagreement. A narrow far mode that no node of the first levels touches leaves
+them agreeing: the check's reach is that of the levels it ran. An integer y_i is summed over
+every value within ``nodes // 4`` of y_i (to the declared bounds when they are nearer).
+Where the two differ by more than the route's error estimate plus twice the reference's plus
+1e-6, the observation fails:
 :func:`self_check` then says which and by how much, and the caller makes the total's Monte
 Carlo se NA with that reason (the error bar does not hold when a value is wrong by more than
 its claimed error)."""
@@ -27,8 +30,10 @@ from scipy import special
 
 from ...errors import InputError, StanlogzError
 
-#: Nodes of the brute-force grid (per observation, evaluated at the checked draws).
+#: Most nodes of the brute-force grid (per observation, evaluated at the checked draws).
 NODES = 2**14
+#: Nodes of its first level (doubled until two levels agree).
+START = 2**10
 #: Observations checked by the self-check at the end of a pass.
 K_OBS = 2
 #: Draws checked per observation.
@@ -59,46 +64,59 @@ class VerifyRecord:
     resolved: bool
 
 
-def _grid(y0: float, s: float, lo: float | None, hi: float | None, nodes: int
-          ) -> tuple[np.ndarray, np.ndarray]:
-    """Interior nodes u and log du/dv of the trapezoid rule over the range (module docstring);
-    the end nodes, where the substitution reaches infinity or a bound, are left out."""
+def _nodes(t: np.ndarray, y0: float, s: float, lo: float | None, hi: float | None
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """u(t) and log du/dt of the substitution (module docstring) at t in (0, 1)."""
     if lo is not None and hi is not None:
-        v = np.linspace(0.0, math.pi, nodes + 1)[1:-1]
-        return lo + 0.5 * (hi - lo) * (1 - np.cos(v)), np.log(0.5 * (hi - lo) * np.sin(v)) \
-            + math.log(math.pi / nodes)
+        v = math.pi * t
+        return lo + 0.5 * (hi - lo) * (1 - np.cos(v)), np.log(0.5 * math.pi * (hi - lo)
+                                                              * np.sin(v))
     if lo is None and hi is None:
-        v = np.linspace(-0.5 * math.pi, 0.5 * math.pi, nodes + 1)[1:-1]
-        return y0 + s * np.tan(v), math.log(s) - 2 * np.log(np.cos(v)) + math.log(math.pi / nodes)
-    v = np.linspace(0.0, 0.5 * math.pi, nodes + 1)[1:-1]
+        v = math.pi * (t - 0.5)
+        return y0 + s * np.tan(v), math.log(math.pi * s) - 2 * np.log(np.cos(v))
+    v = 0.5 * math.pi * t
     b, d = (lo, 1.0) if lo is not None else (hi, -1.0)
-    return b + d * s * np.tan(v), (math.log(s) - 2 * np.log(np.cos(v))
-                                   + math.log(0.5 * math.pi / nodes))
+    return b + d * s * np.tan(v), math.log(0.5 * math.pi * s) - 2 * np.log(np.cos(v))
 
 
 def reference(src: Any, i: int, unc: np.ndarray, nodes: int = NODES
               ) -> tuple[np.ndarray, np.ndarray]:
-    """log p(y_i | y₋ᵢ, θ) at draws ``unc`` by brute force over a fixed grid (module
-    docstring), and its error estimate per draw (the disagreement with every other node)."""
+    """log p(y_i | y₋ᵢ, θ) at draws ``unc`` by brute force (module docstring), and its error
+    estimate per draw: the trapezoid rule in t on 2^10 nodes, doubled until it agrees with the
+    level before to 1e-8 at every draw or reaches ``nodes``; the estimate is that agreement."""
     quad = src.quad
     y0 = float(quad.y[i])
     lo, hi = quad.bounds(i)
     num = src.model.log_density_many(unc)
     if quad.discrete:
-        a = int(lo) if lo is not None and y0 - lo <= nodes else int(y0) - nodes
-        b = int(hi) if hi is not None and hi - y0 <= nodes else int(y0) + nodes
+        half = nodes // 4
+        a = int(lo) if lo is not None and y0 - lo <= half else int(y0) - half
+        b = int(hi) if hi is not None and hi - y0 <= half else int(y0) + half
         vals = quad._probe(i, np.arange(a, b + 1), unc)
         total = special.logsumexp(vals, axis=1)
-        m = np.max(vals, axis=1)
         ends = np.logaddexp(vals[:, 0], vals[:, -1])
         open_ends = (lo is None or a > lo) or (hi is None or b < hi)
         err = np.exp(ends - total) if open_ends else np.zeros(unc.shape[0])
-        return num - total, np.where(np.isfinite(m), err, np.inf)
-    u, jac = _grid(y0, quad.spread, lo, hi, nodes)
+        return num - total, np.where(np.isfinite(total), err, np.inf)
+    n = min(START, nodes)
+    t = np.arange(1, n) / n
+    u, jac = _nodes(t, y0, quad.spread, lo, hi)
     vals = quad._probe(i, u, unc) + jac[None, :]
-    full = special.logsumexp(vals, axis=1)
-    half = special.logsumexp(vals[:, 1::2], axis=1) + math.log(2.0)  # the nodes of odd index
-    return num - full, np.abs(full - half)
+    prev = special.logsumexp(vals, axis=1) - math.log(n)
+    while True:
+        t_new = (2 * np.arange(n) + 1) / (2 * n)  # the midpoints: level 2n
+        u, jac = _nodes(t_new, y0, quad.spread, lo, hi)
+        new = quad._probe(i, u, unc) + jac[None, :]
+        n *= 2
+        cur = np.logaddexp(special.logsumexp(vals, axis=1), special.logsumexp(new, axis=1)) \
+            - math.log(n)
+        vals = np.concatenate([vals, new], axis=1)
+        with np.errstate(invalid="ignore"):
+            err = np.abs(cur - prev)
+        err = np.where(np.isfinite(err), err, np.inf)
+        if np.max(err) <= 1e-8 or n >= nodes:
+            return num - cur, err
+        prev = cur
 
 
 def pick(src: Any, k: int, rng: np.random.Generator) -> list[int]:
@@ -186,7 +204,8 @@ def self_check(pw: Any, unc: np.ndarray, seed: int | None = 0) -> tuple[list[str
     bad = [r for r in recs if not r.passed]
     unresolved = [r for r in recs if not r.resolved]
     notes = [f"self-check of the conditional route: {what} normalized again by brute force "
-             f"(a fixed grid of {NODES} nodes over the whole range) at {K_DRAWS} draws: "
+             f"(the trapezoid rule over the whole range, {START} nodes doubled until two "
+             f"levels agree, at most {NODES}) at {K_DRAWS} draws: "
              + ("agree within the error estimates" if not bad else
                 f"{len(bad)} disagree")
              + (f" ({len(unresolved)} reference(s) not resolved, confirming nothing)"

@@ -17,6 +17,7 @@ from ...errors import DataError, StanlogzError
 from ...stan.program import StanProgram
 from .conditional import ConditionalLogLik, NotGaussian, _log_gauss, _stencil
 from .conditional_quadrature import MAX_TERMS, NoConditional, QuadratureLogLik
+from .conditional_search import search_note
 from .conditional_source import ConditionalSourceBase
 from .observations import Observations
 from .pointwise import run_all
@@ -178,8 +179,10 @@ class NonFactorizedSource(ConditionalSourceBase):
     def notes(self) -> list[str]:
         """What the numerical normalization did: observations, nodes, the error bound."""
         numeric = np.flatnonzero([m in ("quadrature", "sum") for m in self.method])
+        q = self.quad
+        searched = search_note(q.search, q._label, q.spread, q.discrete)
         if numeric.size == 0:
-            return []
+            return [searched] if searched else []
         err = float(np.max(self.quad.error[numeric]))
         most = int(np.max(self.quad.nodes[numeric]))
         if self.discrete:
@@ -188,7 +191,7 @@ class NonFactorizedSource(ConditionalSourceBase):
             n_open = int(np.sum(self.quad.open_ends[numeric]))
             tails = (f"; the {n_open} end(s) not at a declared bound hold tails estimated at "
                      f"{err:.1g} relative by geometric extrapolation of the last terms "
-                     "(an estimate, not a bound; far values of y_i were checked)"
+                     "(an estimate, not a bound)"
                      if n_open else "")
             how = (f"summed over the support of {self.quad.response} ({lo:.0f}..{hi:.0f} "
                    f"at most, up to {most} terms; exact to each declared bound within "
@@ -199,9 +202,9 @@ class NonFactorizedSource(ConditionalSourceBase):
                      if split else "")
             how = (f"integrated over {self.quad.response} by quadrature (up to {most} nodes"
                    f"{modes}; log error estimated at {err:.1g} from the last two levels and "
-                   "the extrapolated tails, far values of y_i checked)")
+                   "the extrapolated tails)")
         return [f"{numeric.size} observation(s) not Gaussian in y_i: p(y_i | y_-i, theta) "
-                f"{how}"]
+                f"{how}", *([searched] if searched else [])]
 
 
 __all__ = ["NoConditional", "NonFactorizedSource"]
