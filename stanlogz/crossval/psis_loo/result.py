@@ -132,13 +132,13 @@ class LooResult(LooNames, ElpdResult):
 
     def mcse_na_reason(self) -> str | None:
         """Why ``mcse_elpd_loo`` is NaN (loo prints NA), or None when it is given."""
+        if self.mcse_na_note is not None:  # values wrong beyond their error: first
+            return self.mcse_na_note
         if left := self.unfixed_bad():
             return (f"{len(left)} observation(s) still have Pareto k-hat above "
                     f"{self.threshold:.2f} after the fix-ups: PSIS's error on them is not "
                     "estimable from the draws (their own mc se understates it), so the total "
                     "has none")
-        if self.mcse_na_note is not None:
-            return self.mcse_na_note
         return None if np.isfinite(self.mcse_elpd_loo) else "unreliable fix-ups (see warnings)"
 
     @property
