@@ -2,21 +2,20 @@
 at a few draws normalized again by brute force, independently of the route's quadrature, sum,
 Gaussian closed form and far-mode search, and compared with the route's value.
 
-The brute force integrates the program's density over the whole range of y_i on a fixed,
-dense grid, with no search and no cut-off: a continuous y_i on the substitution
-u = y_i + s·tan(v) (a declared bound b: u = b ± s·tan(v), v in (0, π/2); two bounds:
-u = lo + (hi − lo)(1 − cos v)/2), s the data's sd, by the trapezoid rule in v on 2^10 nodes
-doubled until two levels agree to 1e-8 (at most ``nodes``), so that the grid reaches every
-finite value and resolves a mode of width w at distance D from y_i when
-s·(π/nodes)·(1 + D²/s²) ≲ w (2^14 nodes, w = s: D up to about 70 s); its own error is the
-two levels' disagreement. A narrow far mode that no node of the first levels touches leaves
-them agreeing: the check's reach is that of the levels it ran. An integer y_i is summed over
-every value within ``nodes // 4`` of y_i (to the declared bounds when they are nearer).
-Where the two differ by more than the route's error estimate plus twice the reference's plus
-1e-6, the observation fails:
-:func:`self_check` then says which and by how much, and the caller makes the total's Monte
-Carlo se NA with that reason (the error bar does not hold when a value is wrong by more than
-its claimed error)."""
+The brute force integrates the program's density over the whole range of y_i on a fixed, dense
+grid, with no search and no cut-off: a continuous y_i on the substitution u = y_i + s·tan(v) (a
+declared bound b: u = b ± s·tan(v), v in (0, π/2); two bounds: u = lo + (hi − lo)(1 − cos v)/2;
+the node on a single bound counts half), s the data's sd, by the trapezoid rule in v on 2^10
+nodes doubled until two levels agree to 1e-8 (at most ``nodes``), so that the grid reaches
+every finite value and resolves a mode of width w at distance D from y_i when s·(π/nodes)·(1 +
+D²/s²) ≲ w (2^14 nodes, w = s: D up to about 70 s); its own error is the two levels'
+disagreement. A narrow far mode that no node of the first levels touches leaves them agreeing:
+the check's reach is that of the levels it ran. An integer y_i is summed over every value
+within ``nodes // 16`` of y_i (to the declared bounds when they are nearer). Where the two
+differ by more than the route's error estimate plus twice the reference's plus 1e-6, the
+observation fails: :func:`self_check` then says which and by how much, and the caller makes the
+total's Monte Carlo se NA with that reason (the error bar does not hold when a value is wrong
+by more than its claimed error)."""
 
 from __future__ import annotations
 
@@ -89,19 +88,24 @@ def reference(src: Any, i: int, unc: np.ndarray, nodes: int = NODES
     lo, hi = quad.bounds(i)
     num = src.model.log_density_many(unc)
     if quad.discrete:
-        half = nodes // 4
+        half = nodes // 16
         a = int(lo) if lo is not None and y0 - lo <= half else int(y0) - half
         b = int(hi) if hi is not None and hi - y0 <= half else int(y0) + half
         vals = quad._probe(i, np.arange(a, b + 1), unc)
         total = special.logsumexp(vals, axis=1)
-        ends = np.logaddexp(vals[:, 0], vals[:, -1])
-        open_ends = (lo is None or a > lo) or (hi is None or b < hi)
-        err = np.exp(ends - total) if open_ends else np.zeros(unc.shape[0])
+        err = np.zeros(unc.shape[0])  # the last term at each open end, relative
+        for col, closed in ((0, lo is not None and a <= lo), (-1, hi is not None and b >= hi)):
+            if not closed:
+                err += np.exp(vals[:, col] - total)
         return num - total, np.where(np.isfinite(total), err, np.inf)
     n = min(START, nodes)
     t = np.arange(1, n) / n
     u, jac = _nodes(t, y0, quad.spread, lo, hi)
     vals = quad._probe(i, u, unc) + jac[None, :]
+    if (lo is None) != (hi is None):  # the end at the bound, where du/dt is finite: half weight
+        b = lo if lo is not None else hi
+        edge = quad._probe(i, np.array([b]), unc) + math.log(0.25 * math.pi * quad.spread)
+        vals = np.concatenate([vals, edge], axis=1)
     prev = special.logsumexp(vals, axis=1) - math.log(n)
     while True:
         t_new = (2 * np.arange(n) + 1) / (2 * n)  # the midpoints: level 2n
@@ -203,9 +207,11 @@ def self_check(pw: Any, unc: np.ndarray, seed: int | None = 0) -> tuple[list[str
     what = ", ".join(f"{label(r.index)} ({r.method})" for r in recs)
     bad = [r for r in recs if not r.passed]
     unresolved = [r for r in recs if not r.resolved]
+    how = (f"summed over every value within {NODES // 16} of y_i" if pw.quad.discrete else
+           f"the trapezoid rule over the whole range, {START} nodes doubled until two levels "
+           f"agree, at most {NODES}")
     notes = [f"self-check of the conditional route: {what} normalized again by brute force "
-             f"(the trapezoid rule over the whole range, {START} nodes doubled until two "
-             f"levels agree, at most {NODES}) at {K_DRAWS} draws: "
+             f"({how}) at {K_DRAWS} draws: "
              + ("agree within the error estimates" if not bad else
                 f"{len(bad)} disagree")
              + (f" ({len(unresolved)} reference(s) not resolved, confirming nothing)"

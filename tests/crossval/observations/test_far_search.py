@@ -158,3 +158,36 @@ def test_loo_of_case_two_is_right_and_a_failed_self_check_makes_the_mcse_na(comp
     assert math.isnan(r.mcse_elpd_loo)
     assert "self-check of the conditional route failed" in (r.mcse_na_reason() or "")
     assert r.to_dict()["mcse_elpd_loo"] is None
+
+
+def test_the_brute_force_of_a_count_and_of_a_bounded_value_matches_their_exact_values(compiled):
+    # an integer y_i: every value from the declared bound 0 to y_i + 1024 (the ZIP terms beyond
+    # are below e^-1000); a value bounded below: the tan substitution from the bound. Both are
+    # exact to rounding, so they agree with the exact values to 1e-9 and pass the route.
+    from scipy import stats
+
+    from benchmarks.truths.crossval import truths_nonfactorized as T
+    data = T.zip_data(20, np.random.default_rng(11))
+    m = compiled("zip_ar", data)
+    pars = [{"alpha": 90.0, "beta": 0.1, "pi": 0.3}, {"alpha": 60.0, "beta": 0.35, "pi": 0.2}]
+    unc = np.array([m.unconstrain_dict(p) for p in pars])
+    src = NonFactorizedSource(m, data, find_observations(data, "T"))
+    src.columns(np.array([14]), unc)
+    (rec,) = verify_conditional(src, unc, n_draws=2, index=[14])
+    assert rec.passed and rec.resolved and rec.method == "sum"
+    want = [T.zip_conditional(np.array(data["y"]), 14, p) for p in pars]
+    assert min(abs(rec.reference - w) for w in want) <= 1e-9
+    data = {"N": 6, "y": [98.2, 103.5, 0.41, 100.9, 1.7, 96.4]}
+    m = compiled("bounded_far", data)
+    pars3 = [(4.6, 0.05, 0.2), (4.58, 0.08, 0.4)]
+    unc = np.array([m.unconstrain_dict({"mu": a, "sigma": b, "pi": p}) for a, b, p in pars3])
+    src = NonFactorizedSource(m, data, find_observations(data, "N"))
+    src.columns(np.arange(6), unc)
+    recs = verify_conditional(src, unc, n_draws=2, index=[0, 2])
+    for r in recs:
+        y = data["y"][r.index]
+        want = [np.logaddexp(np.log(p) + stats.expon.logpdf(y),
+                             np.log1p(-p) + stats.lognorm.logpdf(y, b, scale=np.exp(a)))
+                for a, b, p in pars3]
+        assert r.passed and r.resolved
+        assert min(abs(r.reference - w) for w in want) <= 1e-6
