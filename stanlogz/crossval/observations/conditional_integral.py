@@ -3,13 +3,15 @@ over the declared range of y_i by the trapezoid rule in v on u = u(v) (:class:`~
 Map`), one piece per separated mode.
 
 The first piece is centred on the observed value; after it converges, the density is looked up
-at the far points (:func:`~.conditional_nodes.far_points`), and where it is not negligible there
+at the far candidates (:meth:`IntegralMixin.far_candidates`: the far points of
+:func:`~.conditional_nodes.far_points` and the far modes that Newton climbs from them reach,
+:mod:`.conditional_search`), and where it is not negligible there
 (a mixture component or a state far from y_i) the range is cut at the end of the piece's nodes
 (where its integrand is ``DROP`` nats down) and the far side gets its own quadrature centred on
 that point, so each mode is resolved on its own scale. The pieces meet at the cut, so nothing is
 truncated there; what is reported is an estimate (levels' disagreement plus the tails
-extrapolated geometrically), not a proven bound: a mode away from every far point and beyond a
-trough deeper than ``DROP`` stays unseen.
+extrapolated geometrically), not a proven bound: a mode whose basin holds no far point and
+beyond a trough deeper than ``DROP`` stays unseen.
 """
 
 from __future__ import annotations

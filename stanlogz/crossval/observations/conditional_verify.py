@@ -36,7 +36,7 @@ START = 2**10
 #: Observations checked by the self-check at the end of a pass.
 K_OBS = 2
 #: Draws checked per observation.
-K_DRAWS = 4
+K_DRAWS = 16
 #: Disagreement (log units) beyond the two error estimates that fails an observation.
 SLACK = 1e-6
 #: A reference whose own error estimate exceeds this is not resolved: it confirms nothing.
