@@ -37,6 +37,8 @@ LADDER = 21
 SEARCH_DRAWS = 12
 #: Most Newton steps per climb.
 MAX_STEPS = 16
+#: Nats above the main mode's Gaussian tail that a start must be to be climbed.
+TAIL_MARGIN = 1.0
 #: Most far modes kept (the highest).
 MAX_MODES = 8
 #: Rungs whose mean density at the search draws, times their distance in spreads, is this many
@@ -82,8 +84,9 @@ def climb(f: Callable[[np.ndarray], np.ndarray], starts: np.ndarray, y0: float, 
 
     ``f(us)`` is the ``(R, len(us))`` log density at R draws (−inf where refused). The climb
     from ``y0`` runs first and reaches the main mode; a climb whose next step heads within
-    three local sds of it (or of another climb's target) stops there, so that a probe in the
-    main mode's tail costs the three evaluations of one Newton step."""
+    three local sds of it (or of another climb's target) stops there, and a start no more than
+    ``TAIL_MARGIN`` nats above the main mode's Gaussian tail is not climbed (a probe in that
+    tail costs one evaluation)."""
     f0 = f(np.array([y0]))[:, 0]
     n_eval = 1
 
@@ -110,6 +113,11 @@ def climb(f: Callable[[np.ndarray], np.ndarray], starts: np.ndarray, y0: float, 
     st.fu[rest] = mean_density(st.u[rest])
     at_start = st.fu[rest].copy()
     st.active[rest] = np.isfinite(st.fu[rest])
+    if np.isfinite(st.sd[0]):  # a start no higher than the main mode's Gaussian tail there:
+        # its Newton step leads back to the main mode, so it is not climbed
+        tail = st.fu[0] - 0.5 * ((st.u[rest] - main_u) / st.sd[0]) ** 2 + TAIL_MARGIN
+        st.active[rest] &= st.fu[rest] > tail
+        st.fu[rest[st.fu[rest] <= tail]] = -np.inf
     for _ in range(MAX_STEPS):
         j = np.flatnonzero(st.active)
         if j.size == 0:
