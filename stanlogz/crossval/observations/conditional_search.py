@@ -13,7 +13,8 @@ its value at y_i), with the curvature and slope from finite differences and back
 a step does not climb; the points where the climbs end, merged when within three local sds, are
 the modes found. Each far mode is then handed to the callers as one more far point, where they
 evaluate the density at every draw, together with the fixed far points and the rungs that are
-not hopeless at the search draws (within ``RUNG_DROP`` nats, their distance counted).
+neither hopeless at the search draws (within ``RUNG_DROP`` nats, their distance counted) nor in
+the main mode's Gaussian tail there.
 
 The program is a black box: its separate terms (each factor in which y_i appears) cannot be
 evaluated one by one, so the modes climbed are those of the whole conditional. A mode whose
@@ -80,7 +81,7 @@ def climb(f: Callable[[np.ndarray], np.ndarray], starts: np.ndarray, y0: float, 
           lo: float | None, hi: float | None) -> tuple[list[float], int, np.ndarray]:
     """The far modes reached by Newton climbs from ``starts`` on the draws' mean density, the
     number of density instances evaluated, and the mean log density at ``starts`` relative to
-    ``y0`` (where each climb began).
+    ``y0`` (where each climb began; −inf where no higher than the main mode's Gaussian tail).
 
     ``f(us)`` is the ``(R, len(us))`` log density at R draws (−inf where refused). The climb
     from ``y0`` runs first and reaches the main mode; a climb whose next step heads within
@@ -90,6 +91,8 @@ def climb(f: Callable[[np.ndarray], np.ndarray], starts: np.ndarray, y0: float, 
     f0 = f(np.array([y0]))[:, 0]
     n_eval = 1
 
+    last: list[np.ndarray] = []  # the per-draw values of the last call
+
     def mean_density(us: np.ndarray) -> np.ndarray:
         nonlocal n_eval
         n_eval += us.size
@@ -98,6 +101,7 @@ def climb(f: Callable[[np.ndarray], np.ndarray], starts: np.ndarray, y0: float, 
         with np.errstate(invalid="ignore"):
             v = f(us) - f0[:, None]
         v = np.where(np.isfinite(v), v, -np.inf)
+        last[:] = [v]
         return special.logsumexp(v, axis=0) - math.log(v.shape[0])
 
     st = _Climbs(np.concatenate([[y0], np.asarray(starts, dtype=float)]), y0, spread, lo, hi)
@@ -113,17 +117,35 @@ def climb(f: Callable[[np.ndarray], np.ndarray], starts: np.ndarray, y0: float, 
     st.fu[rest] = mean_density(st.u[rest])
     at_start = st.fu[rest].copy()
     st.active[rest] = np.isfinite(st.fu[rest])
-    if np.isfinite(st.sd[0]):  # a start no higher than the main mode's Gaussian tail there:
-        # its Newton step leads back to the main mode, so it is not climbed
-        tail = st.fu[0] - 0.5 * ((st.u[rest] - main_u) / st.sd[0]) ** 2 + TAIL_MARGIN
-        st.active[rest] &= st.fu[rest] > tail
-        st.fu[rest[st.fu[rest] <= tail]] = -np.inf
+    v_starts = last[0] if rest.size else np.zeros((f0.size, 0))
+    h = 0.25 * spread
+    mean_density(np.array([y0 - h, y0 + h]))
+    tail = _in_tail(v_starts, last[0], st.u[rest], y0, h)
+    at_start[tail] = -np.inf  # in the main mode's Gaussian tail: nothing to look at there
+    st.active[rest] &= ~tail
+    st.fu[rest[tail]] = -np.inf
     for _ in range(MAX_STEPS):
         j = np.flatnonzero(st.active)
         if j.size == 0:
             break
         st.step(j, mean_density, main_u, main_w)
     return _separated(st.u, st.fu, st.sd, spread), n_eval, at_start
+
+
+def _in_tail(v: np.ndarray, side: np.ndarray, us: np.ndarray, y0: float, h: float
+             ) -> np.ndarray:
+    """Which of ``us`` (log densities ``v`` relative to y0's, per draw) are, at every draw, no
+    more than ``TAIL_MARGIN`` nats (plus 1e-3 of the drop, for rounding) above that draw's
+    quadratic through y0 and y0 ± h (``side``, relative): a start there leads back to the main
+    mode (none is when a draw's quadratic is not concave)."""
+    g = (side[:, 1] - side[:, 0]) / (2 * h)
+    c = (side[:, 1] + side[:, 0]) / h**2
+    if not np.all(np.isfinite(c) & (c < 0)):
+        return np.zeros(us.size, dtype=bool)
+    x = us[None, :] - y0
+    with np.errstate(invalid="ignore", over="ignore"):
+        pred = g[:, None] * x + 0.5 * c[:, None] * x**2
+        return np.all(~(v > pred + TAIL_MARGIN + 1e-3 * np.abs(pred)), axis=0)
 
 
 class _Climbs:
