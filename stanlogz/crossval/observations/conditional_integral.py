@@ -3,13 +3,15 @@ over the declared range of y_i by the trapezoid rule in v on u = u(v) (:class:`~
 Map`), one piece per separated mode.
 
 The first piece is centred on the observed value; after it converges, the density is looked up
-at the far points (:func:`~.conditional_nodes.far_points`), and where it is not negligible there
+at the far candidates (:meth:`IntegralMixin.far_candidates`: the far points of
+:func:`~.conditional_nodes.far_points` and the far modes that Newton climbs from them reach,
+:mod:`.conditional_search`), and where it is not negligible there
 (a mixture component or a state far from y_i) the range is cut at the end of the piece's nodes
 (where its integrand is ``DROP`` nats down) and the far side gets its own quadrature centred on
 that point, so each mode is resolved on its own scale. The pieces meet at the cut, so nothing is
 truncated there; what is reported is an estimate (levels' disagreement plus the tails
-extrapolated geometrically), not a proven bound: a mode away from every far point and beyond a
-trough deeper than ``DROP`` stays unseen.
+extrapolated geometrically), not a proven bound: a mode whose basin holds no far point and
+beyond a trough deeper than ``DROP`` stays unseen.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from scipy import special
 
 from ...errors import NoConditional
 from .conditional_nodes import DROP, Map, far_points, geometric_tail, negligible, trim
+from .conditional_search import RUNG_DROP, SearchRecord, climb, search_rows
 
 #: Relative disagreement of two quadrature levels (≈ log-unit error) accepted per draw.
 TOL = 1e-5
@@ -44,7 +47,10 @@ class IntegralMixin:
     error: np.ndarray
     nodes: np.ndarray
     pieces: np.ndarray
+    discrete: bool
+    search: dict[int, SearchRecord]
     _grid: Any
+    _cands: tuple[int, np.ndarray] | None
 
     def _eval(self, i: int, us: np.ndarray, unc: np.ndarray, keep: bool = False) -> np.ndarray:
         raise NotImplementedError
@@ -54,6 +60,31 @@ class IntegralMixin:
 
     def _label(self, i: int) -> str:
         raise NotImplementedError
+
+    def far_candidates(self, i: int, unc: np.ndarray, lo: float | None, hi: float | None
+                       ) -> np.ndarray:
+        """Where a far mode of observation ``i`` is looked for at every draw: the far points
+        (:func:`~.conditional_nodes.far_points`, the ladder included) and, for a continuous
+        y_i, the far modes that Newton climbs from them reach
+        (:func:`~.conditional_search.climb`, at a few of the draws ``unc``); what was probed is
+        kept in ``search[i]``. Kept for further calls on the same observation."""
+        if self._cands is not None and self._cands[0] == i:
+            return self._cands[1]
+        y0 = float(self.y[i])
+        pts = far_points(y0, self.y, self.spread, lo, hi, self.discrete)
+        reach = (float(min(pts.min(), y0)), float(max(pts.max(), y0))) if pts.size else (y0, y0)
+        rec = SearchRecord(int(pts.size), reach, 0)
+        if not self.discrete and pts.size:
+            rows = search_rows(unc.shape[0])
+            modes, n, f = climb(lambda us: self._probe(i, us, unc[rows]), pts, y0, self.spread,
+                                lo, hi)
+            rec.draws, rec.evaluations, rec.modes = int(rows.size), n, modes
+            fixed = far_points(y0, self.y, self.spread, lo, hi, False, rungs=False)
+            live = f + np.log(np.maximum(np.abs(pts - y0) / self.spread, 1.0)) > -RUNG_DROP
+            pts = np.unique(np.concatenate([fixed, pts[live], modes]))
+        self.search[i] = rec
+        self._cands = (i, pts)
+        return pts
 
     def _map(self, i: int, unc: np.ndarray, lo: float | None, hi: float | None, c: float
              ) -> Map:
@@ -154,7 +185,7 @@ class IntegralMixin:
         integral so far, when that density times its distance from y_i (a generous width) is
         within ``DROP`` nats of the integral at some draw; None when there is none."""
         y0 = float(self.y[i])
-        pts = far_points(y0, self.y, self.spread, lo, hi, False)
+        pts = self.far_candidates(i, unc, lo, hi)
         # covered: inside a piece's nodes, or a piece's centre (one on a bound that the nodes
         # approach but never reach)
         pts = np.array([u for u in pts if not any(sg.span[0] <= u <= sg.span[1] or u == sg.mp.c

@@ -7,7 +7,9 @@ the maximum and falling cannot see a second mode beyond the trough (a zero-infla
 spike at 0 lies 40 nats below the mode at y_i ≈ 100; a contamination component far away). No
 finite number of evaluations proves that there is none; :func:`far_points` lists the places
 where such modes sit in practice (the declared bounds, 0, multiples of y_i, the range of the
-observed values, decades of the data's spread away), and the callers look there, draw by draw.
+observed values, a scale-free ladder y_i ± spread·2^k), and the callers look there, draw by
+draw, and at the modes that Newton climbs from those points reach
+(:mod:`.conditional_search`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
+
+from .conditional_search import ladder
 
 #: Nats below a draw's maximum where its integrand counts as negligible (e^-40 ≈ 4e-18).
 DROP = 40.0
@@ -67,15 +71,18 @@ class Map:
 
 
 def far_points(y0: float, values: np.ndarray, spread: float, lo: float | None,
-               hi: float | None, discrete: bool) -> np.ndarray:
+               hi: float | None, discrete: bool, rungs: bool = True) -> np.ndarray:
     """Sorted distinct values of y_i (other than ``y0``, inside [lo, hi]) where a far mode of
     p(y_i | y₋ᵢ, θ) is looked for: the declared bounds, 0, the ``MULTIPLES`` of ``y0``, the
-    range and quartiles of the observed ``values``, and ``y0`` ± ``DECADES`` × ``spread``
-    (integers rounded)."""
+    range and quartiles of the observed ``values``, ``y0`` ± ``DECADES`` × ``spread``, and the
+    ladder ``y0 ± spread · 2^k`` (:func:`~.conditional_search.ladder`; left out when not
+    ``rungs``; integers rounded)."""
     v = np.asarray(values, dtype=float)
     cands = [0.0, *(k * y0 for k in MULTIPLES), *np.quantile(v, [0.0, 0.25, 0.5, 0.75, 1.0]),
              *(y0 + d * k * spread for k in DECADES for d in (-1, 1))]
     cands += [b for b in (lo, hi) if b is not None]
+    if rungs:
+        cands += ladder(y0, spread, lo, hi).tolist()
     out = np.asarray(cands, dtype=float)
     if discrete:
         out = np.round(out)

@@ -38,7 +38,8 @@ from ...errors import StanlogzError
 from ...stan.program import StanProgram
 from .conditional import is_integer_valued, response_field
 from .conditional_integral import BATCH, IntegralMixin, NoConditional
-from .conditional_nodes import DROP, far_points, geometric_tail, negligible
+from .conditional_nodes import DROP, geometric_tail, negligible
+from .conditional_search import SearchRecord
 from .observations import Observations
 from .pointwise import n_threads, run_all
 
@@ -88,6 +89,8 @@ class QuadratureLogLik(IntegralMixin):
         self.open_ends = np.zeros(obs.n, dtype=int)  # sum ends not at a declared bound
         self.pieces = np.ones(obs.n, dtype=int)  # quadrature pieces (separated modes)
         self.probes: dict[int, int] = {}  # far points evaluated
+        self.search: dict[int, SearchRecord] = {}  # what the far-mode search probed
+        self._cands: tuple[int, np.ndarray] | None = None  # far_candidates of one observation
         self._timing: list[tuple[float, float, int]] = []  # (build s, evaluate s, draws)
         self._bounds: tuple[float | None, float | None] | None = None
         self._grid: _Grid | None = None
@@ -302,7 +305,7 @@ class QuadratureLogLik(IntegralMixin):
                    lo: float | None, hi: float | None) -> list[float]:
         """Far points outside the summed range ``us`` whose term is not negligible (within
         ``DROP`` nats of the largest summed term) at some draw."""
-        pts = far_points(float(self.y[i]), self.y, self.spread, lo, hi, True)
+        pts = self.far_candidates(i, unc, lo, hi)
         pts = pts[(pts < us[0]) | (pts > us[-1])]
         if pts.size == 0:
             return []

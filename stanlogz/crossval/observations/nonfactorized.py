@@ -16,8 +16,8 @@ import numpy as np
 from ...errors import DataError, StanlogzError
 from ...stan.program import StanProgram
 from .conditional import ConditionalLogLik, NotGaussian, _log_gauss, _stencil
-from .conditional_nodes import far_points
 from .conditional_quadrature import MAX_TERMS, NoConditional, QuadratureLogLik
+from .conditional_search import search_note
 from .conditional_source import ConditionalSourceBase
 from .observations import Observations
 from .pointwise import run_all
@@ -99,9 +99,11 @@ class NonFactorizedSource(ConditionalSourceBase):
                 eps: np.ndarray, pinv: np.ndarray) -> bool:
         """Whether the density in y_i agrees with its quadratic fit ``c + g t + h t²/2`` (t in
         stencil steps from y_i) at ``FAR_SDS`` fitted sds from the fitted mode and at the far
-        points (:func:`~.conditional_nodes.far_points`: the declared bounds, 0, multiples of
-        y_i, the data's range), for every draw: differences below ``FAR_TOL`` of the mode's
-        height count as agreement, beyond what the fit's own uncertainty explains there (the
+        candidates (:meth:`~.conditional_integral.IntegralMixin.far_candidates`: the declared
+        bounds, 0, multiples of y_i, the data's range, the ladder y_i ± spread·2^k and the far
+        modes climbed from them), for every draw: differences below ``FAR_TOL`` of the
+        Gaussian's mass (an excess weighted by its distance from the mode) count as agreement,
+        beyond what the fit's own uncertainty explains there (the
         stencil values known to ``eps`` per draw, carried to t by the fit ``pinv``: a very
         wide conditional is extrapolated thousands of steps)."""
         cl = self.cl
@@ -110,7 +112,7 @@ class NonFactorizedSource(ConditionalSourceBase):
         peak = c - 0.5 * slope**2 / curv
         mode, sd = np.median(-slope / curv), np.median(1.0 / np.sqrt(-curv))
         lo, hi = self.quad.bounds(i)
-        far = (far_points(float(cl.y[i]), cl.y, self.quad.spread, lo, hi, False) - cl.y[i]) / cl.h_u
+        far = (self.quad.far_candidates(i, unc, lo, hi) - cl.y[i]) / cl.h_u
         far = far[np.abs(far - mode) > max(np.abs(FAR_SDS)) * sd]  # inside: the sds points
         ts = np.concatenate([mode + sd * np.array(FAR_SDS), far])
         bad = np.zeros(ts.size, dtype=bool)
@@ -127,7 +129,10 @@ class NonFactorizedSource(ConditionalSourceBase):
             with np.errstate(over="ignore"):
                 dens = np.exp(got - peak)
                 hi, lo = np.exp(pred + slack - peak), np.exp(pred - slack - peak)
-            dev = np.maximum(dens - hi, lo - dens)
+            # an excess far out counts by the mass it may hold: its density times its distance
+            # from the mode (a generous width), relative to the Gaussian's mass
+            width = max(abs(t - mode) / (sd * math.sqrt(2 * math.pi)), 1.0)
+            dev = np.maximum((dens - hi) * width, lo - dens)
             # where the fit itself is uncertain by more than MAX_SLACK nats it confirms
             # nothing, unless the point is negligible either way
             blind = (slack > MAX_SLACK) & ((hi > FAR_TOL) | (dens > FAR_TOL))
@@ -174,8 +179,10 @@ class NonFactorizedSource(ConditionalSourceBase):
     def notes(self) -> list[str]:
         """What the numerical normalization did: observations, nodes, the error bound."""
         numeric = np.flatnonzero([m in ("quadrature", "sum") for m in self.method])
+        q = self.quad
+        searched = search_note(q.search, q._label, q.spread, q.discrete)
         if numeric.size == 0:
-            return []
+            return [searched] if searched else []
         err = float(np.max(self.quad.error[numeric]))
         most = int(np.max(self.quad.nodes[numeric]))
         if self.discrete:
@@ -184,7 +191,7 @@ class NonFactorizedSource(ConditionalSourceBase):
             n_open = int(np.sum(self.quad.open_ends[numeric]))
             tails = (f"; the {n_open} end(s) not at a declared bound hold tails estimated at "
                      f"{err:.1g} relative by geometric extrapolation of the last terms "
-                     "(an estimate, not a bound; far values of y_i were checked)"
+                     "(an estimate, not a bound)"
                      if n_open else "")
             how = (f"summed over the support of {self.quad.response} ({lo:.0f}..{hi:.0f} "
                    f"at most, up to {most} terms; exact to each declared bound within "
@@ -195,9 +202,9 @@ class NonFactorizedSource(ConditionalSourceBase):
                      if split else "")
             how = (f"integrated over {self.quad.response} by quadrature (up to {most} nodes"
                    f"{modes}; log error estimated at {err:.1g} from the last two levels and "
-                   "the extrapolated tails, far values of y_i checked)")
+                   "the extrapolated tails)")
         return [f"{numeric.size} observation(s) not Gaussian in y_i: p(y_i | y_-i, theta) "
-                f"{how}"]
+                f"{how}", *([searched] if searched else [])]
 
 
 __all__ = ["NoConditional", "NonFactorizedSource"]

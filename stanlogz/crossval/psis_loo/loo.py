@@ -46,6 +46,7 @@ from ..fixups.registry import FixMethod, FixOptions, fix_method
 from ..logo.estimator import logo_from_loo
 from ..observations.clock import SUBSAMPLE_APPROX_DRAWS
 from ..observations.conditional_source import check_pass_budget, start_pass
+from ..observations.conditional_verify import self_check as conditional_self_check
 from ..observations.observations import load_observed
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError
@@ -340,6 +341,8 @@ def loo(
     budget_stop = budget_flags(d, est)  # what the time budget ended, if anything
     approximation = est.get("approximation", f"psis{APPROX_DRAWS}")
     notes.extend(pw.notes() if hasattr(pw, "notes") else [])  # quadrature / sums over y_i
+    checked, na_note = conditional_self_check(pw, unc, stream_int_seed(seed, Stream.NUTS))
+    notes.extend(checked)
     if pw.source == "log_lik":
         warn = pw.compare_log_lik(unc[_check_rows(unc.shape[0], 2)])
         if warn:
@@ -400,6 +403,8 @@ def loo(
         verification.elpd_before = float(before.sum())
         if verification.status in ("repaired", "withheld"):
             res.warnings.append(verification.note)
+    if na_note is not None:  # the conditional route's values failed their self-check
+        res.mcse_elpd_loo, res.mcse_na_note = float("nan"), na_note
     res.warnings.extend(loo_warnings(res))
     res.warnings = list(dict.fromkeys(res.warnings))  # refits sharing the draws repeat theirs
     return res

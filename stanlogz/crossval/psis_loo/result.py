@@ -99,6 +99,8 @@ class LooResult(LooNames, ElpdResult):
     #: :func:`~stanlogz.crossval.elpd.psis.half_bias`), included in mcse_elpd_loo (elpd_loo is
     #: left as PSIS gives it, as loo and ArviZ do)
     mcse_bias: float = 0.0
+    #: why mcse_elpd_loo is NaN when a self-check of the pointwise values failed (None: none)
+    mcse_na_note: str | None = None
     sample_index: np.ndarray | None = None  # subsampled observations (0-based), or None
     subsampling_se: float = 0.0  # se of the subsampling (difference) estimator
     #: the small-sample (bootstrap-t) factor included in subsampling_se (1 when not subsampled)
@@ -138,6 +140,8 @@ class LooResult(LooNames, ElpdResult):
 
     def mcse_na_reason(self) -> str | None:
         """Why ``mcse_elpd_loo`` is NaN (loo prints NA), or None when it is given."""
+        if self.mcse_na_note is not None:  # values wrong beyond their error: first
+            return self.mcse_na_note
         if left := self.still_bad():
             return (f"{len(left)} observation(s) still have Pareto k-hat above "
                     f"{self.threshold:.2f} after the fix-ups: PSIS's error on them is not "
