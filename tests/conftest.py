@@ -42,6 +42,7 @@ import pytest
 from stanlogz.stan.inputs import data_to_json
 from stanlogz.stan.model import StanModel
 from stanlogz.toolchain import cache_root, ensure_base, find_toolchain
+from tests.helpers import FakeClock
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "stan_models"
@@ -171,3 +172,13 @@ def arviz_from_csv(files: list[str]) -> Any:
         import cmdstanpy
 
         return az.from_cmdstanpy(cmdstanpy.from_csv(files), log_likelihood="log_lik")
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """An injected clock for the time budget: ``clock.t`` is the time the budget reads."""
+    from stanlogz._util import deadline
+
+    fake = FakeClock()
+    monkeypatch.setattr(deadline, "clock", fake)
+    return fake

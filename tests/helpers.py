@@ -89,3 +89,14 @@ def robust_regression_loo_grid(data: dict, grid: int = 32
     lw = lp[:, None] - ll  # leave-one-out posterior, one column per observation
     w = np.exp(lw - lw.max(axis=0))
     return w / w.sum(axis=0), mu, s, y
+
+
+class FakeClock:
+    """A clock for :mod:`stanlogz._util.deadline` that moves only when a test sets ``t``
+    (the ``clock`` fixture of ``tests/conftest.py`` installs one)."""
+
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t

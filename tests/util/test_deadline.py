@@ -15,21 +15,7 @@ from stanlogz._util.deadline import OverBudget, parse_duration, time_budget
 from stanlogz.crossval.observations.clock import PassClock
 from stanlogz.errors import InputError
 from stanlogz.stan import nuts
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = FakeClock()
-    monkeypatch.setattr(deadline, "clock", fake)
-    return fake
+from tests.helpers import FakeClock
 
 
 @pytest.mark.parametrize("text, seconds", [("600", 600.0), ("600s", 600.0), ("10m", 600.0),

@@ -16,28 +16,13 @@ import numpy as np
 import pytest
 
 import stanlogz
-from stanlogz._util import deadline
 from stanlogz.crossval.fixups.moment_match import moment_match
 from stanlogz.draws import sample
+from tests.helpers import FakeClock
 
 EX = Path(__file__).resolve().parents[3] / "stan_models" / "examples"
 DATA = json.loads((EX / "normal_outlier.data.json").read_text())  # y[10] = 12: k-hat ~ 1
 loo_module = importlib.import_module("stanlogz.crossval.psis_loo.loo")
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = FakeClock()
-    monkeypatch.setattr(deadline, "clock", fake)
-    return fake
 
 
 @pytest.fixture(scope="module")

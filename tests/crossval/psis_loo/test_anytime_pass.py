@@ -11,7 +11,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from stanlogz._util import deadline
 from stanlogz._util.deadline import OverBudget, time_budget
 from stanlogz._util.seeds import Stream, stream_rng
 from stanlogz.crossval.elpd.psis import psis_loo
@@ -20,22 +19,7 @@ from stanlogz.crossval.observations.clock import PassClock
 from stanlogz.crossval.psis_loo.anytime import anytime_pass, budget_flags
 from stanlogz.crossval.psis_loo.subsample import subsample_estimates
 from stanlogz.draws import Draws
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = FakeClock()
-    monkeypatch.setattr(deadline, "clock", fake)
-    return fake
-
+from tests.helpers import FakeClock
 
 CHAINS, PER_CHAIN = 4, 250
 
