@@ -70,14 +70,7 @@ def effective_params(n: int, p_loo: float | None) -> int:
 def calibrated_p_value(statistic: float, n: int, p_loo: float | None = None) -> float:
     """The p-value of the pointwise-order Cauchy ``statistic`` of ``n`` PIT values under the
     simulated null (module docstring)."""
-    null = null_statistics(int(n), effective_params(int(n), p_loo))
-    analytic = float(stats.cauchy.sf(statistic))
-    above = int(null.size - np.searchsorted(null, statistic, side="left"))
-    if above >= MIN_TAIL:
-        return (above + 1) / (null.size + 1)
-    t_q = float(null[null.size - MIN_TAIL])
-    ratio = (MIN_TAIL + 1) / (null.size + 1) / float(stats.cauchy.sf(t_q))
-    return float(min(1.0, analytic * ratio))
+    return _tail_p_value(statistic, null_statistics(int(n), effective_params(int(n), p_loo)))
 
 
 @lru_cache(maxsize=4)

@@ -230,7 +230,15 @@ def program_pointwise(score: str, result: Any, model: StanProgram, data: Mapping
     if yrep is None:
         raise InputError(f"comparing on {score} needs the posterior-predictive quantity: "
                          "--yrep NAME (yrep=...)")
+    y, ll, y_rep = _predictive_arrays(result, model, data, draws, yrep, outcome)
+    return pointwise_values(score, loo_log_weights(ll, result.r_eff), y, y_rep)
 
+
+def _predictive_arrays(result: Any, model: StanProgram, data: Mapping[str, Any], draws: Any,
+                       yrep: str, outcome: str | None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The observed ``outcome`` (default: ``yrep`` without its _rep suffix), the pointwise
+    log-likelihood (draws × observations) on the result's route, and the draws of ``yrep``."""
     n = result.n_obs
     name = outcome or outcome_name(yrep, data, n)
     if name not in data or np.size(data[name]) != n:
@@ -239,9 +247,8 @@ def program_pointwise(score: str, result: Any, model: StanProgram, data: Mapping
     c = draws.constrained
     ll = pw.matrix(draws.flat_unconstrained(), None if c is None else c.reshape(-1, c.shape[2]),
                    draws.constrained_names)
-    y_rep = generated_quantity(model, draws, yrep, n)
-    return pointwise_values(score, loo_log_weights(ll, result.r_eff),
-                            np.asarray(data[name], dtype=float).ravel(), y_rep)
+    return (np.asarray(data[name], dtype=float).ravel(), ll,
+            generated_quantity(model, draws, yrep, n))
 
 
 @dataclass
@@ -380,18 +387,9 @@ def program_measures(measures: Sequence[str | CustomMeasure], result: Any,
             raise InputError(f"measures other than elpd ({', '.join(map(str, others))}) need "
                              "the program's draws and the posterior-predictive quantity: "
                              "--yrep NAME (yrep=...)")
-        n = result.n_obs
-        name = outcome or outcome_name(yrep, data, n)
-        if name not in data or np.size(data[name]) != n:
-            raise InputError(f"outcome {name!r} is not a data array with {n} entries")
-        pw = PointwiseLogLik(model, data, result.observations, result.log_lik_source)
-        c = draws.constrained
-        ll = pw.matrix(draws.flat_unconstrained(),
-                       None if c is None else c.reshape(-1, c.shape[2]), draws.constrained_names)
+        y, ll, y_rep = _predictive_arrays(result, model, data, draws, yrep, outcome)
         chains = int(draws.n_chains) if ll.shape[0] % int(draws.n_chains) == 0 else 1
-        got = loo_measures(loo_log_weights(ll, result.r_eff),
-                           np.asarray(data[name], dtype=float).ravel(),
-                           generated_quantity(model, draws, yrep, n), others, chains=chains)
+        got = loo_measures(loo_log_weights(ll, result.r_eff), y, y_rep, others, chains=chains)
         scored = {m.name: m for m in got}
     return [elpd_measure(result.elpd_i, float(getattr(result, "mcse", float("nan"))))
             if m == "elpd" else scored[m if isinstance(m, str) else m.name] for m in measures]
