@@ -104,6 +104,9 @@ def print_result(report: Reporter, r: EvidenceResult, name: str) -> None:
         ["sampling gradient evaluations", n_samp],
         ["sampling seconds", round(float(r.diagnostics.get("sampling_seconds", 0.0)), 3)],
     ]
+    if "proposal" in r.diagnostics:  # gbs: which whitening ran, and why
+        d = r.diagnostics
+        rows.append(["proposal", f"{d['proposal']} ({d['proposal_route']})"])
     report.table(["cost", "value"], rows)
 
 
