@@ -20,6 +20,7 @@ the diagonal alone are returned; callers pick one by held-out log density.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -172,15 +173,22 @@ def low_rank_candidates(x: np.ndarray, ranks: tuple[int, ...] = RANK_GRID
     """The diagonal fit and diagonal-plus-rank-``r`` fits to draws ``x`` (n, d) for each ``r`` of
     ``ranks`` up to ``n / 4`` and ``d - 1`` (see the module docstring); fits whose low-rank
     part vanishes (every eigenvalue inside the noise bulk) are left out."""
+    return list(iter_low_rank_candidates(x, ranks))
+
+
+def iter_low_rank_candidates(x: np.ndarray, ranks: tuple[int, ...] = RANK_GRID
+                             ) -> Iterator[DiagLowRank]:
+    """:func:`low_rank_candidates` one at a time, by increasing rank (a caller may stop early:
+    each costs ``O(n d r)``)."""
     x = np.asarray(x, dtype=float)
     n, d = x.shape
     mean = x.mean(axis=0)
     sd = x.std(axis=0, ddof=1)
     sd = np.where(sd > 0, sd, 1.0)
-    out = [DiagLowRank("diagonal", mean, sd**2, np.zeros((d, 0)))]
+    yield DiagLowRank("diagonal", mean, sd**2, np.zeros((d, 0)))
     rs = [r for r in ranks if r <= min(max_rank(n), d - 1)]
     if not rs:
-        return out
+        return
     zs = (x - mean) / sd
     lam, u = _top_components(zs, max(rs))
     gamma = d / n
@@ -198,5 +206,4 @@ def low_rank_candidates(x: np.ndarray, ranks: tuple[int, ...] = RANK_GRID
         wz = u[:, :r][:, keep] * np.sqrt(extra[keep])
         psi = np.maximum(1.0 - np.sum(wz * wz, axis=1), MIN_DIAGONAL_SHARE)
         wz, psi = factor_analysis_em(zs, wz, psi)
-        out.append(DiagLowRank(f"diagonal+rank-{k}", mean, sd**2 * psi, wz * sd[:, None]))
-    return out
+        yield DiagLowRank(f"diagonal+rank-{k}", mean, sd**2 * psi, wz * sd[:, None])
