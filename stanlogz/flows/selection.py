@@ -90,20 +90,22 @@ def fit_validated_flow(target: Target, chains: np.ndarray, rng: np.random.Genera
         if val.shape[0] < MIN_VALIDATION:
             raise InputError(f"too few draws for the structured proposal: {val.shape[0]} held "
                              f"out, need {MIN_VALIDATION}")
-        lr_scores: dict[str, float] = {}
-        pick, worse = None, 0
         with one_blas_thread():
-            # ranks in increasing order, stopping once RANK_PATIENCE in a row score below the
-            # best (at d = 10,002 the ranks past the best cost most of the fit)
-            for c in iter_low_rank_candidates(train):
+            # ranks in increasing order (the diagonal first), stopping once RANK_PATIENCE in a
+            # row score below the best (at d = 10,002 the ranks past the best cost most of the
+            # fit)
+            cands = iter_low_rank_candidates(train)
+            pick = next(cands)
+            lr_scores = {pick.name: float(np.mean(pick.log_density_many(val)))}
+            worse = 0
+            for c in cands:
                 lr_scores[c.name] = float(np.mean(c.log_density_many(val)))
-                if pick is None or lr_scores[c.name] > lr_scores[pick.name]:
+                if lr_scores[c.name] > lr_scores[pick.name]:
                     pick, worse = c, 0
                 else:
                     worse += 1
                     if worse >= RANK_PATIENCE:
                         break
-        assert pick is not None  # the diagonal candidate always comes first
         flow = GaussianizingFlow.fit(train, n_layers=n_layers, rng=rng, whitening=pick,
                                      validation=val, **flow_options)
         return flow, {"whitening": pick.name, "whitening_scores": lr_scores, "validated": True,
