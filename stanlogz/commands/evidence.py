@@ -127,7 +127,8 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     for w in early:
         report.warn(w)
     if not args.fit:
-        check_evidence_draws(model, method, nuts)  # gbs's halves, before the sampling
+        # gbs's halves, before the sampling
+        check_evidence_draws(model, method, nuts, options.get("proposal", "auto"))
     draws = obtain_draws(model, list(args.fit) if args.fit else None, nuts, seed=args.seed,
                          progress=report.progress)
     r = evidence(model, method=method, draws=draws, settings=nuts, seed=args.seed,
