@@ -270,7 +270,7 @@ def gbs(
 
         log_z, se, swap_z, df = combine_folds(estimates, ses)
     else:
-        log_z, se, swap_z = combine_orientations(estimates, ses)
+        log_z, se, swap_z = combine_orientations(estimates, ses, correlated=route.structured)
     diagnostics = bridge_diagnostics(main.sol, main.lw_q.size, n_p, k_q, k_p, bad_p, bad_q)
     diagnostics["n_q_total"] = n_q_total
     diagnostics.update(
@@ -324,7 +324,7 @@ def gbs(
     )
 
 
-def combine_orientations(estimates: list[float], ses: list[float]
+def combine_orientations(estimates: list[float], ses: list[float], correlated: bool = False
                          ) -> tuple[float, float, float]:
     """log Z, its standard error and the z-score of the difference from the estimates of one or
     two orientations (fit and bridge halves swapped).
@@ -332,12 +332,16 @@ def combine_orientations(estimates: list[float], ses: list[float]
     The two are nearly independent: when each se is right, Var(mean) = (se_a^2 + se_b^2) / 4,
     and in any case E (a - b)^2 = se_a^2 + se_b^2 + twice the variance each fit adds; the
     larger of the two estimates of Var(mean) keeps a fit-dependent error inside the error bar.
+    ``correlated`` (the structured route) takes the bridges' errors as fully correlated,
+    Var(mean) = ((se_a + se_b) / 2)^2: with more dimensions than draws both orientations carry
+    the same sum over coordinates of the two halves' squared discrepancy (at d = 3,002 the two
+    halves' errors agreed in sign and size, and the independent rule's RMS error / se was 1.4).
     """
     if len(estimates) == 1:
         return float(estimates[0]), float(ses[0]), math.nan
     a, b = estimates
     comb = math.hypot(*ses)
-    se = 0.5 * max(comb, abs(a - b))
+    se = 0.5 * max(sum(ses) if correlated else comb, abs(a - b))
     z = (b - a) / comb if comb > 0 else (0.0 if a == b else math.inf)
     return 0.5 * (a + b), se, z
 

@@ -8,7 +8,7 @@ import pytest
 
 from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.errors import InputError
-from stanlogz.estimators.bridge.bridge import gbs
+from stanlogz.estimators.bridge.bridge import combine_orientations, gbs
 from stanlogz.estimators.bridge.route import choose_route, least_draws
 from stanlogz.estimators.common import check_evidence_draws
 from stanlogz.flows.selection import STRUCTURED_MIN_DRAWS
@@ -58,6 +58,16 @@ def test_structured_gbs_covers_the_exact_log_z_with_more_dimensions_than_draws()
     assert "fewer than the 764 a dense covariance needs" in r.diagnostics["proposal_route"]
     assert abs(r.log_z - t.log_z) <= 4 * r.log_z_se
     assert r.log_z_se < 0.3
+    # the two orientations' errors taken as fully correlated (see combine_orientations)
+    assert r.log_z_se >= 0.5 * sum(r.diagnostics["half_swap_se"]) * (1 - 1e-12)
+
+
+def test_correlated_orientations_average_their_ses():
+    # independent: sqrt(0.1^2 + 0.3^2) / 2 = 0.158; fully correlated: (0.1 + 0.3) / 2 = 0.2;
+    # either way at least half the two estimates' difference
+    assert combine_orientations([1.0, 1.01], [0.1, 0.3])[1] == pytest.approx(0.1581139, 1e-6)
+    assert combine_orientations([1.0, 1.01], [0.1, 0.3], correlated=True)[1] == pytest.approx(0.2)
+    assert combine_orientations([1.0, 2.0], [0.1, 0.3], correlated=True)[1] == pytest.approx(0.5)
 
 
 def test_structured_route_forced_at_small_dimension_agrees_with_the_truth():
