@@ -74,6 +74,7 @@ def one_cost(j: int, draws_dir: str | None, seed: int = 1) -> dict:
     return {"dim": j + 2, "nuts_s": round(nuts_s, 1), "nuts_grad": n_grad,
             "gbs_s": round(time.perf_counter() - t0, 1), "gbs_evals": r.n_evals,
             "peak_mb": round(peak_mb()), "proposal": r.diagnostics["proposal"],
+            "layers": "/".join(str(v) for v in r.diagnostics["flow_layers"]),
             "err": round(r.log_z - truth, 4), "se": round(r.log_z_se, 4),
             "err_over_se": round((r.log_z - truth) / r.log_z_se, 2),
             "load": round(os.getloadavg()[0], 1)}
@@ -90,11 +91,11 @@ def cost(dims: list[int], draws_dir: str | None) -> None:
         print(f"# {row}", file=sys.stderr, flush=True)
         rows.append(list(row.values()))
     print(format_table(["dim", "NUTS s", "NUTS grads", "gbs s", "gbs evals", "peak MB",
-                        "proposal", "err", "se", "err/se", "load"], rows))
+                        "proposal", "layers", "err", "se", "err/se", "load"], rows))
 
 
 def coverage(dims: list[int], reps: int, routes: list[str], chains: int = 4,
-             n: int = 1000) -> None:
+             n: int = 1000, start: int = 0) -> None:
     from stanlogz.estimators.bridge.bridge import gbs
 
     rows = []
@@ -102,7 +103,7 @@ def coverage(dims: list[int], reps: int, routes: list[str], chains: int = 4,
         t = exact_target(dim - 2)
         for route in routes:
             res = []
-            for s in range(reps):
+            for s in range(start, start + reps):
                 x = t.sample(np.random.default_rng(10_000 + s), chains * n)
                 t0 = time.perf_counter()
                 r = gbs(t, x.reshape(chains, n, -1), seed=s, proposal=route)
@@ -135,6 +136,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--routes", default="auto,structured")
     ap.add_argument("--draws-dir", default=None)
+    ap.add_argument("--start", type=int, default=0, help="coverage: first replicate's number")
     args = ap.parse_args()
     if args.part == "one-cost":
         print(json.dumps(one_cost(args.j, args.draws_dir)))
@@ -143,7 +145,7 @@ def main() -> None:
         cost(dims + ([3002, 10002] if args.big else []), args.draws_dir)
     else:
         dims = [int(v) for v in (args.dims or "10,102,1002").split(",")]
-        coverage(dims, args.reps, args.routes.split(","))
+        coverage(dims, args.reps, args.routes.split(","), start=args.start)
 
 
 if __name__ == "__main__":
