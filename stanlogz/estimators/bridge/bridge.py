@@ -336,7 +336,8 @@ def combine_orientations(estimates: list[float], ses: list[float], correlated: b
     ``correlated`` (the structured route) takes the bridges' errors as fully correlated,
     Var(mean) = ((se_a + se_b) / 2)^2: with more dimensions than draws both orientations carry
     the same sum over coordinates of the two halves' squared discrepancy (at d = 3,002 the two
-    halves' errors agreed in sign and size, and the independent rule's RMS error / se was 1.4).
+    halves' errors agreed in sign and size; the independent rule's RMS error / se was 1.2 over 50
+    exact-draw replicates, and its ±2 se covered 0.90).
     """
     if len(estimates) == 1:
         return float(estimates[0]), float(ses[0]), math.nan
