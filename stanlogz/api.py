@@ -153,7 +153,7 @@ def evidence(
         for w in prior_warnings(priors):
             progress(f"warning: {w}")
     if draws is None:
-        check_evidence_draws(m, method, nuts)
+        check_evidence_draws(m, method, nuts, options.get("proposal", "auto"))
     d = obtain_draws(m, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS), progress=progress)
     if progress:
         progress(f"estimating log Z of {m.name} with {method} from {d.n_chains}x{d.n_draws} draws")

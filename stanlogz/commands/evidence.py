@@ -104,6 +104,9 @@ def print_result(report: Reporter, r: EvidenceResult, name: str) -> None:
         ["sampling gradient evaluations", n_samp],
         ["sampling seconds", round(float(r.diagnostics.get("sampling_seconds", 0.0)), 3)],
     ]
+    if "proposal" in r.diagnostics:  # gbs: which whitening ran, and why
+        d = r.diagnostics
+        rows.append(["proposal", f"{d['proposal']} ({d['proposal_route']})"])
     report.table(["cost", "value"], rows)
 
 
@@ -124,7 +127,8 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     for w in early:
         report.warn(w)
     if not args.fit:
-        check_evidence_draws(model, method, nuts)  # gbs's halves, before the sampling
+        # gbs's halves, before the sampling
+        check_evidence_draws(model, method, nuts, options.get("proposal", "auto"))
     draws = obtain_draws(model, list(args.fit) if args.fit else None, nuts, seed=args.seed,
                          progress=report.progress)
     r = evidence(model, method=method, draws=draws, settings=nuts, seed=args.seed,

@@ -32,7 +32,8 @@ class GaussianTarget:
 
     def log_density_many(self, xs: np.ndarray) -> np.ndarray:
         r = np.atleast_2d(xs) - self.mean
-        return self.log_z + self._norm - 0.5 * np.einsum("ni,ij,nj->n", r, self.prec, r)
+        # a matrix product, not einsum's unblocked triple loop (40 s for 8000 rows at d = 600)
+        return self.log_z + self._norm - 0.5 * np.sum((r @ self.prec) * r, axis=1)
 
     def log_density(self, x: np.ndarray) -> float:
         return float(self.log_density_many(np.asarray(x)[None, :])[0])
@@ -66,7 +67,9 @@ class HierarchicalNormalTarget:
             raise InputError("y and sigma must be vectors of the same length, sigma > 0")
         self.mu_sd, self.tau_sd = float(mu_sd), float(tau_sd)
         self._grid = np.linspace(1e-6, 10 * self.tau_sd + 5 * float(np.std(self.y)), 40001)
-        lm = self.log_marginal(self._grid)
+        # in blocks of the grid: 40001 x J at once would hold gigabytes at J = 10,000
+        lm = np.concatenate([self.log_marginal(self._grid[a:a + 1000])
+                             for a in range(0, self._grid.size, 1000)])
         self.log_z = self._integrate(lm)
         self._log_post = lm
 

@@ -64,15 +64,20 @@ def check_half_size(n_chains: int, n_draws: int, dim: int, min_per_half: int) ->
         )
 
 
-def check_evidence_draws(model: Any, method: str, nuts: Any) -> None:
+def check_evidence_draws(model: Any, method: str, nuts: Any, proposal: str = "auto") -> None:
     """Before sampling: :class:`InputError` when the draws the sampler settings ``nuts`` (a
     :class:`~stanlogz.stan.settings.NutsArgs`) keep are too few for the halves ``gbs`` splits
-    each chain into (naming the ``--draws`` per chain that do)."""
+    each chain into (naming the ``--draws`` per chain that do). Halves with fewer draws than a
+    dense covariance needs are not refused: gbs then whitens with a diagonal plus low-rank
+    covariance (:mod:`stanlogz.estimators.bridge.route`); ``proposal`` (gbs's option) "dense" or
+    "structured" asks for that route's own minimum."""
     if method == "gbs":
-        from ..flows.selection import min_fit_draws
+        from ..flows.selection import STRUCTURED_MIN_DRAWS
+        from .bridge.route import dense_least, least_draws
 
-        check_half_size(nuts.chains, -(-nuts.draws // nuts.thin), model.dim,
-                        min(min_draws(model.dim), min_fit_draws(model.dim)))
+        need = {"dense": dense_least(model.dim), "structured": STRUCTURED_MIN_DRAWS}.get(
+            proposal, least_draws(model.dim))
+        check_half_size(nuts.chains, -(-nuts.draws // nuts.thin), model.dim, need)
 
 
 def sample_count(n: int | None, default: int, name: str = "n_q") -> int:

@@ -132,11 +132,13 @@ class GbsOptions(MethodOptions):
     swap_halves: bool = True
     tempered: str = "auto"
     folds: int = 2
+    proposal: str = "auto"
 
     positive_options = ("n_layers", "f_err", "f_eva", "n_q", "max_n_q_factor")
 
     def check(self) -> None:
         self.choice("tempered", ("auto", "always", "never"))
+        self.choice("proposal", ("auto", "dense", "structured"))
         if self.folds != 2 and self.folds < 3:
             raise InputError(f"option folds of method gbs must be 2 (two orientations) or at "
                              f"least 3 (cross-fitting), got {self.folds}")

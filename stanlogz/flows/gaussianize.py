@@ -21,6 +21,7 @@ from threadpoolctl import threadpool_limits
 
 from .._util import deadline
 from ..errors import InputError
+from .lowrank import DiagLowRank
 from .splines import RQSpline
 from .whitening import sample_gaussian
 
@@ -192,6 +193,18 @@ def _sw_directions(z: np.ndarray, k: int, rng: np.random.Generator, n_iter: int 
     return _sw_ascent(zs, b1 if o1 > o0 else b0, g, n_iter - n0)[0]
 
 
+def _axis_directions(z: np.ndarray, k: int, g: np.ndarray) -> np.ndarray:
+    """The ``k`` coordinate axes of ``z`` (n, d) with the largest marginal W2 distance to
+    N(0,1), as columns of the identity (no ascent: with a structured whitening in thousands of
+    dimensions a search over rotations costs ``n d K`` per step and finds spurious
+    non-Gaussian directions in the span of the draws)."""
+    n, d = z.shape
+    w2 = np.mean((np.sort(z, axis=0) - g) ** 2, axis=0)
+    a = np.zeros((d, k))
+    a[np.argsort(w2)[::-1][:k], np.arange(k)] = 1.0
+    return a
+
+
 def _mean_log_q(z: np.ndarray, logdet: np.ndarray) -> float:
     """Mean normalized log density of points mapped to ``z`` with log-Jacobians ``logdet``."""
     d = z.shape[1]
@@ -204,12 +217,19 @@ class GaussianizingFlow:
     Satisfies :class:`stanlogz.densities.target.SampleableDensity`.
     """
 
-    def __init__(self, mean: np.ndarray, chol: np.ndarray, layers: list[Layer]) -> None:
+    def __init__(self, mean: np.ndarray, chol: np.ndarray | DiagLowRank, layers: list[Layer]
+                 ) -> None:
         self.mean = np.asarray(mean, dtype=float)
-        self.chol = np.asarray(chol, dtype=float)
         self.layers = layers
-        self._inv_chol = np.linalg.inv(self.chol)
-        self._logdet0 = -float(np.sum(np.log(np.diag(self.chol))))
+        #: the structured whitening (diagonal plus low rank), or None for a dense Cholesky one
+        self.affine = chol if isinstance(chol, DiagLowRank) else None
+        if self.affine is not None:
+            self.chol = None
+            self._logdet0 = -0.5 * self.affine.log_det()
+        else:
+            self.chol = np.asarray(chol, dtype=float)
+            self._inv_chol = np.linalg.inv(self.chol)
+            self._logdet0 = -float(np.sum(np.log(np.diag(self.chol))))
         #: mean held-out log density after 0, 1, ... layers when fitted with ``validation``
         self.validation_log_q: list[float] = []
 
@@ -217,11 +237,21 @@ class GaussianizingFlow:
     def dim(self) -> int:
         return self.mean.size
 
+    def _whiten(self, x: np.ndarray) -> np.ndarray:
+        if self.affine is not None:
+            return self.affine.whiten(x)
+        return (x - self.mean) @ self._inv_chol.T
+
+    def _unwhiten(self, z: np.ndarray) -> np.ndarray:
+        if self.affine is not None:
+            return self.affine.unwhiten(z)
+        return self.mean + z @ self.chol.T
+
     @classmethod
     def fit(cls, x: np.ndarray, n_layers: int | None = None, rng: np.random.Generator | int
             | None = None, n_directions: int | None = None, n_knots: int | None = None,
             bw_factor: float = 1.0, min_w2: float = 25.0,
-            whitening: tuple[np.ndarray, np.ndarray] | None = None,
+            whitening: tuple[np.ndarray, np.ndarray] | DiagLowRank | None = None,
             validation: np.ndarray | None = None, patience: int = 1) -> GaussianizingFlow:
         """Fit the flow to draws ``x`` shaped ``(n, dim)``; deterministic given ``rng``.
 
@@ -230,7 +260,9 @@ class GaussianizingFlow:
         ``clip(sqrt(n), 20, 60)``. A layer maps only directions with ``n * W2^2 > min_w2``
         (distinguishable from Gaussian noise); fitting stops early when none is left.
         ``whitening`` is a ``(mean, cholesky factor)`` for the affine first map (default: the
-        draws' mean and covariance). With ``validation`` draws (held out from ``x``) the flow
+        draws' mean and covariance), or a :class:`~stanlogz.flows.lowrank.DiagLowRank` (then
+        the layers' directions are coordinate axes, see :func:`_axis_directions`, and fewer
+        draws than dimensions will do). With ``validation`` draws (held out from ``x``) the flow
         keeps the number of layers with the highest mean held-out log density, and stops once
         ``patience`` layers in a row have not raised it (early stopping).
         """
@@ -238,7 +270,9 @@ class GaussianizingFlow:
         if x.ndim != 2:
             raise InputError(f"flow needs draws shaped (n, dim), got {x.shape}")
         n, d = x.shape
-        if n < (max(2 * d + 2, 20) if whitening is None else max(d + 2, 20)):
+        least = (max(2 * d + 2, 20) if whitening is None else 20
+                 if isinstance(whitening, DiagLowRank) else max(d + 2, 20))
+        if n < least:
             raise InputError(f"too few draws to fit a flow in {d} dimensions: {n}")
         if not np.all(np.isfinite(x)):
             raise InputError("draws contain NaN or infinite values")
@@ -253,7 +287,7 @@ class GaussianizingFlow:
     @classmethod
     def _fit(cls, x: np.ndarray, n_layers: int | None, rng: np.random.Generator | int | None,
              n_directions: int | None, n_knots: int | None, bw_factor: float, min_w2: float,
-             whitening: tuple[np.ndarray, np.ndarray] | None = None,
+             whitening: tuple[np.ndarray, np.ndarray] | DiagLowRank | None = None,
              validation: np.ndarray | None = None, patience: int = 1) -> GaussianizingFlow:
         n, d = x.shape
         rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
@@ -266,10 +300,12 @@ class GaussianizingFlow:
             if fit is None:
                 raise InputError("draws do not vary: their covariance is singular")
             mean, chol = fit.mean, fit.chol
+        elif isinstance(whitening, DiagLowRank):
+            mean, chol = whitening.mean, whitening
         else:
             mean, chol = (np.asarray(a, dtype=float) for a in whitening)
         flow = cls(mean, chol, [])
-        z = (x - mean) @ flow._inv_chol.T
+        z = flow._whiten(x)
         g = special.ndtri((np.arange(n) + 0.5) / n)[:, None]
         if validation is not None:
             zv, ldv = flow.forward(validation)
@@ -277,7 +313,10 @@ class GaussianizingFlow:
             best, since_best = 0, 0
         for _ in range(n_layers):
             deadline.check_spent("the fit of the bridge's flow")  # the run's --time-budget
-            a = _sw_directions(z, k, rng) if d > 1 else np.ones((1, 1))
+            if flow.affine is not None:
+                a = _axis_directions(z, k, g)
+            else:
+                a = _sw_directions(z, k, rng) if d > 1 else np.ones((1, 1))
             y = z @ a
             # keep only directions whose W2 distance to N(0,1) stands out of sampling noise
             # (n * W2^2 of Gaussian data, maximized over directions, stays below ~20 up to 64-d)
@@ -305,7 +344,7 @@ class GaussianizingFlow:
     def forward(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Map draws ``(n, dim)`` to latent ``z`` and return ``(z, log|det dz/dx|)``."""
         x = np.atleast_2d(np.asarray(x, dtype=float))
-        z = (x - self.mean) @ self._inv_chol.T
+        z = self._whiten(x)
         logdet = np.full(x.shape[0], self._logdet0)
         for layer in self.layers:
             z, ld = layer.forward(z)
@@ -317,7 +356,7 @@ class GaussianizingFlow:
         z = np.atleast_2d(np.asarray(z, dtype=float))
         for layer in reversed(self.layers):
             z = layer.inverse(z)
-        return self.mean + z @ self.chol.T
+        return self._unwhiten(z)
 
     def log_density_many(self, xs: np.ndarray) -> np.ndarray:
         """Normalized log density at each row of ``xs``."""
@@ -330,7 +369,7 @@ class GaussianizingFlow:
     def log_density_gradient_many(self, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Log density and its analytic gradient at each row of ``xs``."""
         x = np.atleast_2d(np.asarray(xs, dtype=float))
-        z = (x - self.mean) @ self._inv_chol.T
+        z = self._whiten(x)
         logq = np.full(x.shape[0], self._logdet0 - 0.5 * self.dim * _LOG2PI)
         cache = []
         for layer in self.layers:
@@ -344,6 +383,8 @@ class GaussianizingFlow:
         for layer, (du, d2u) in zip(reversed(self.layers), reversed(cache), strict=True):
             ga = g @ layer.A
             g = g + ((du - 1.0) * ga + d2u / du) @ layer.A.T
+        if self.affine is not None:
+            return logq, self.affine.whiten_transpose(g)
         return logq, g @ self._inv_chol
 
     def log_density_gradient(self, x: np.ndarray) -> tuple[float, np.ndarray]:
@@ -362,4 +403,4 @@ class GaussianizingFlow:
         for layer in reversed(self.layers):
             z, ld = layer.inverse_logdet(z)
             logq = logq + ld
-        return self.mean + z @ self.chol.T, logq
+        return self._unwhiten(z), logq

@@ -22,7 +22,7 @@ from ..._util.seeds import Stream, stream, stream_rng
 from ...densities.target import CountingTarget, Target
 from ...errors import EstimationError, InputError
 from ...flows.gaussianize import GaussianizingFlow, single_blas_thread
-from ...flows.selection import fit_validated_flow, min_fit_draws
+from ...flows.selection import fit_validated_flow
 from ..base import EvidenceResult, FlowDetail
 from ..common import (
     Seed,
@@ -30,13 +30,13 @@ from ..common import (
     autocorr_time,
     draws_needed,
     eval_log_density,
-    min_draws,
     pareto_k,
     rel_var,
     require_some_finite,
     sample_count,
     split_halves,
 )
+from .route import choose_route, flow_log_weights
 
 
 @dataclass
@@ -131,15 +131,15 @@ def _bridge_once(counting: CountingTarget, fit_half: np.ndarray, bridge_half: np
                  rng_fit: np.random.Generator, rng_q: np.random.Generator, *,
                  n_layers: int | None, flow_options: dict | None, validate: bool,
                  n_q: int | None, f_err: float, f_eva: float, n_sampling_evals: float | None,
-                 max_n_q_factor: float) -> _OneBridge:
+                 max_n_q_factor: float, structured: bool = False) -> _OneBridge:
     d = fit_half.shape[2]
     x_p = bridge_half.reshape(-1, d)
     n_p = x_p.shape[0]
     n_q0 = sample_count(n_q, n_p)
     t_fit = time.perf_counter()
-    if validate:
+    if validate or structured:
         flow, info = fit_validated_flow(counting, fit_half, rng_fit, n_layers=n_layers,
-                                        **(flow_options or {}))
+                                        structured=structured, **(flow_options or {}))
     else:
         flow = GaussianizingFlow.fit(fit_half.reshape(-1, d), n_layers=n_layers, rng=rng_fit,
                                      **(flow_options or {}))
@@ -151,9 +151,7 @@ def _bridge_once(counting: CountingTarget, fit_half: np.ndarray, bridge_half: np
     require_some_finite(lp_p, "the posterior draws")
     lw_p = (lp_p - flow.log_density_many(x_p)).reshape(bridge_half.shape[:2])
 
-    x_q, lq_q = flow.sample_with_log_density(rng_q, n_q0)
-    lp_q, bad_q = eval_log_density(counting, x_q)
-    lw_q = lp_q - lq_q
+    lw_q, bad_q = flow_log_weights(counting, flow, rng_q, n_q0)
     sol = solve_bridge(lw_p, lw_q)
     capped = False
     max_n_q = int(max_n_q_factor * n_p)
@@ -161,10 +159,9 @@ def _bridge_once(counting: CountingTarget, fit_half: np.ndarray, bridge_half: np
         evals = None if n_sampling_evals is None else int(n_sampling_evals)
         n_q_new = adaptive_n_q(sol, n_q0, f_err, f_eva, evals, max_n_q)
         if n_q_new > n_q0:
-            x_more, lq_more = flow.sample_with_log_density(rng_q, n_q_new - n_q0)
-            lp_more, bad_more = eval_log_density(counting, x_more)
+            lw_more, bad_more = flow_log_weights(counting, flow, rng_q, n_q_new - n_q0)
             bad_q += bad_more
-            lw_q = np.concatenate([lw_q, lp_more - lq_more])
+            lw_q = np.concatenate([lw_q, lw_more])
             sol = solve_bridge(lw_p, lw_q)
         capped = n_q_new >= max_n_q and sol.re2_q > 0.5 * (sol.re2_q + sol.re2_p)
     return _OneBridge(sol, lw_p, lw_q, flow, info, t_fit, bad_p, bad_q, capped)
@@ -193,6 +190,7 @@ def gbs(
     swap_halves: bool = True,
     tempered: str = "auto",
     folds: int = 2,
+    proposal: str = "auto",
     progress: Progress = None,
 ) -> EvidenceResult:
     """Log evidence of ``target`` by Gaussianized bridge sampling from posterior ``draws``.
@@ -215,7 +213,11 @@ def gbs(
     cross-fits instead of swapping halves (:mod:`stanlogz.estimators.bridge.crossfit`): K blocks of
     every chain, each bridged with a flow fitted to the others, and an se with K - 1 degrees of
     freedom when the folds' spread decides it. ``progress`` counts the bridges (a bar where
-    it draws one, :mod:`stanlogz._util.progress`).
+    it draws one, :mod:`stanlogz._util.progress`). ``proposal``: "auto" (default) whitens
+    with a dense covariance where each half holds the draws it needs, else with a diagonal
+    plus low-rank one (:mod:`stanlogz.flows.lowrank`, layers on single coordinates), whose
+    draws and memory grow with the dimension only; "dense" or "structured" force one.
+    ``diagnostics["proposal"]`` names the whitening that ran and ``proposal_route`` says why.
     """
     if tempered not in ("auto", "always", "never"):
         raise InputError(f"tempered must be 'auto', 'always' or 'never', got {tempered!r}")
@@ -225,7 +227,9 @@ def gbs(
             raise InputError(f"{name} must be a fraction strictly between 0 and 1, got {frac}")
     chains = as_chains(draws, target.dim)
     d = chains.shape[2]
-    least = min(min_draws(d), min_fit_draws(d)) if validate else min_draws(d)
+    n_fit = chains.shape[1] - chains.shape[1] // folds if folds > 2 else chains.shape[1] // 2
+    route = choose_route(chains.shape[0] * n_fit, d, proposal, validate)
+    least = route.least
     if folds > 2:
         from .crossfit import fold_orientations
 
@@ -244,7 +248,8 @@ def gbs(
                                      stream_rng(seed, Stream.PROPOSAL, i),
                                      n_layers=n_layers, flow_options=flow_options,
                                      validate=validate, n_q=n_q, f_err=f_err, f_eva=f_eva,
-                                     n_sampling_evals=share, max_n_q_factor=max_n_q_factor))
+                                     n_sampling_evals=share, max_n_q_factor=max_n_q_factor,
+                                     structured=route.structured))
             bar.update()
     main = runs[0]
     n_p = main.lw_p.size
@@ -265,12 +270,15 @@ def gbs(
 
         log_z, se, swap_z, df = combine_folds(estimates, ses)
     else:
-        log_z, se, swap_z = combine_orientations(estimates, ses)
+        log_z, se, swap_z = (combine_orientations(estimates, ses, correlated=True)
+                             if route.structured else combine_orientations(estimates, ses))
     diagnostics = bridge_diagnostics(main.sol, main.lw_q.size, n_p, k_q, k_p, bad_p, bad_q)
     diagnostics["n_q_total"] = n_q_total
     diagnostics.update(
         flow_layers=[len(r.flow.layers) for r in runs],
         whitening=[r.fit_info.get("whitening") for r in runs],
+        proposal=(" / ".join(dict.fromkeys(str(r.fit_info.get("whitening")) for r in runs))
+                  if route.structured else "dense"), proposal_route=route.reason,
         fit_seconds=sum(r.fit_seconds for r in runs),
         half_swap_log_z=estimates, half_swap_se=ses, swap_z=swap_z,
         validation=[{k: v for k, v in r.fit_info.items() if k != "whitening"} for r in runs])
@@ -317,7 +325,7 @@ def gbs(
     )
 
 
-def combine_orientations(estimates: list[float], ses: list[float]
+def combine_orientations(estimates: list[float], ses: list[float], correlated: bool = False
                          ) -> tuple[float, float, float]:
     """log Z, its standard error and the z-score of the difference from the estimates of one or
     two orientations (fit and bridge halves swapped).
@@ -325,12 +333,17 @@ def combine_orientations(estimates: list[float], ses: list[float]
     The two are nearly independent: when each se is right, Var(mean) = (se_a^2 + se_b^2) / 4,
     and in any case E (a - b)^2 = se_a^2 + se_b^2 + twice the variance each fit adds; the
     larger of the two estimates of Var(mean) keeps a fit-dependent error inside the error bar.
+    ``correlated`` (the structured route) takes the bridges' errors as fully correlated,
+    Var(mean) = ((se_a + se_b) / 2)^2: with more dimensions than draws both orientations carry
+    the same sum over coordinates of the two halves' squared discrepancy (at d = 3,002 the two
+    halves' errors agreed in sign and size; the independent rule's RMS error / se was 1.2 over 50
+    exact-draw replicates, and its ±2 se covered 0.90).
     """
     if len(estimates) == 1:
         return float(estimates[0]), float(ses[0]), math.nan
     a, b = estimates
     comb = math.hypot(*ses)
-    se = 0.5 * max(comb, abs(a - b))
+    se = 0.5 * max(sum(ses) if correlated else comb, abs(a - b))
     z = (b - a) / comb if comb > 0 else (0.0 if a == b else math.inf)
     return 0.5 * (a + b), se, z
 

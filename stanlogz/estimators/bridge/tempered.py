@@ -63,7 +63,10 @@ def tempered_bridge(target: Target, draws: np.ndarray, *, seed: Seed = None,
     t0 = time.perf_counter()
     chains = as_chains(draws, target.dim)
     d = chains.shape[2]
-    fit_half, bridge_half = split_halves(chains, min(min_draws(d), min_fit_draws(d)))
+    # a given proposal needs no fitting half of any size (the structured route's has fewer
+    # draws than dimensions)
+    fit_half, bridge_half = split_halves(chains, 2 if proposal is not None
+                                         else min(min_draws(d), min_fit_draws(d)))
     rng_fit = stream_rng(seed, Stream.FLOW_FIT)
     counting = CountingTarget(target)
     if proposal is None:

@@ -1,0 +1,152 @@
+"""gbs's cost and error bar as the dimension grows, on the non-centred hierarchical normal
+(stan_models/highdim/hier_normal_nc.stan, J groups, J + 2 parameters) whose log Z is known by
+quadrature over tau (stanlogz.densities.gaussian.HierarchicalNormalTarget).
+
+    nice -n 10 python3 -m benchmarks.evidence_scaling cost [--dims 100,300,1000] [--big]
+    nice -n 10 python3 -m benchmarks.evidence_scaling coverage [--dims 10,100,1000]
+        [--reps 50] [--routes auto,structured]
+
+``cost``: for each dimension, in a fresh process (so that the peak resident memory,
+``resource.getrusage``, is that size's own): NUTS at default settings (4 chains, 1000 warmup,
+1000 draws) and gbs at defaults on its draws; a row of NUTS seconds and gradient evaluations,
+gbs seconds and density evaluations, peak memory, the proposal that ran, the error against the
+exact log Z and the reported se. ``--big`` adds d = 3,002 and 10,002 (10,002: tens of minutes
+of NUTS on two shared cores). ``--draws-dir`` reuses ``draws_ncJ.npz`` files (arrays ``x``,
+``seconds``, ``n_grad``) written by an earlier run instead of sampling.
+
+``coverage``: replicates of gbs on exact, independent posterior draws (4 x 1000; the target's
+own sampler, so the seconds are the estimator's alone) with a fresh data-free seed each: the
+fraction whose ±2 se interval covers the exact log Z, the mean error, the RMS of error / se.
+``--routes`` picks the default route ("auto": dense where the draws are enough) and the
+structured route forced ("structured"). Beside the reported se's coverage, the coverage the
+se would have with the two orientations taken as independent (the dense route's rule).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # shared box: one BLAS thread
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import resource  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from benchmarks.high_dim import HIGHDIM, hier_data  # noqa: E402
+from stanlogz.densities.gaussian import HierarchicalNormalTarget  # noqa: E402
+from stanlogz.report.output import format_table  # noqa: E402
+
+
+def exact_target(j: int) -> HierarchicalNormalTarget:
+    data = hier_data(j)
+    return HierarchicalNormalTarget(np.array(data["y"]), np.array(data["sigma"]))
+
+
+def peak_mb() -> float:
+    """Peak resident memory of this process so far, in MB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def one_cost(j: int, draws_dir: str | None, seed: int = 1) -> dict:
+    """One row of the cost table (run in its own process)."""
+    from stanlogz.draws import sample
+    from stanlogz.estimators.bridge.bridge import gbs
+    from stanlogz.stan.load import load_model
+
+    truth = exact_target(j).log_z
+    model = load_model(HIGHDIM / "hier_normal_nc.stan", hier_data(j))
+    saved = Path(draws_dir) / f"draws_nc{j}.npz" if draws_dir else None
+    if saved is not None and saved.exists():
+        f = np.load(saved)
+        x, nuts_s, n_grad = f["x"], float(f["seconds"]), int(f["n_grad"])
+    else:
+        d = sample(model, seed=seed)
+        x, nuts_s, n_grad = d.unconstrained, d.seconds, d.n_gradient_evals
+    t0 = time.perf_counter()
+    r = gbs(model, x, seed=seed, n_sampling_evals=n_grad)
+    return {"dim": j + 2, "nuts_s": round(nuts_s, 1), "nuts_grad": n_grad,
+            "gbs_s": round(time.perf_counter() - t0, 1), "gbs_evals": r.n_evals,
+            "peak_mb": round(peak_mb()), "proposal": r.diagnostics["proposal"],
+            "layers": "/".join(str(v) for v in r.diagnostics["flow_layers"]),
+            "err": round(r.log_z - truth, 4), "se": round(r.log_z_se, 4),
+            "err_over_se": round((r.log_z - truth) / r.log_z_se, 2),
+            "load": round(os.getloadavg()[0], 1)}
+
+
+def cost(dims: list[int], draws_dir: str | None) -> None:
+    rows = []
+    for dim in dims:
+        cmd = [sys.executable, "-m", "benchmarks.evidence_scaling", "one-cost", str(dim - 2)]
+        if draws_dir:
+            cmd += ["--draws-dir", draws_dir]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        row = json.loads(out.strip().splitlines()[-1])
+        print(f"# {row}", file=sys.stderr, flush=True)
+        rows.append(list(row.values()))
+    print(format_table(["dim", "NUTS s", "NUTS grads", "gbs s", "gbs evals", "peak MB",
+                        "proposal", "layers", "err", "se", "err/se", "load"], rows))
+
+
+def coverage(dims: list[int], reps: int, routes: list[str], chains: int = 4,
+             n: int = 1000, start: int = 0) -> None:
+    from stanlogz.estimators.bridge.bridge import gbs
+
+    rows = []
+    for dim in dims:
+        t = exact_target(dim - 2)
+        for route in routes:
+            res = []
+            for s in range(start, start + reps):
+                x = t.sample(np.random.default_rng(10_000 + s), chains * n)
+                t0 = time.perf_counter()
+                r = gbs(t, x.reshape(chains, n, -1), seed=s, proposal=route)
+                h, hs = r.diagnostics["half_swap_log_z"], r.diagnostics["half_swap_se"]
+                indep = 0.5 * max(math.hypot(*hs), abs(h[0] - h[1]))  # independent halves
+                res.append((r.log_z - t.log_z, r.log_z_se, time.perf_counter() - t0,
+                            (r.log_z - t.log_z) / indep))
+                print(f"# d {dim} {route} rep {s}: err {res[-1][0]:+.4f} se {res[-1][1]:.4f} "
+                      f"{r.diagnostics['proposal']} ({res[-1][2]:.1f} s)", file=sys.stderr,
+                      flush=True)
+            a = np.array(res)
+            z = a[:, 0] / a[:, 1]
+            rows.append([dim, route, len(a), round(float(np.mean(np.abs(z) <= 2)), 3),
+                         round(float(np.mean(a[:, 0])), 4), round(float(np.mean(a[:, 1])), 4),
+                         round(float(np.sqrt(np.mean(a[:, 0] ** 2))), 4),
+                         round(float(np.sqrt(np.mean(z**2))), 2),
+                         round(float(np.mean(np.abs(a[:, 3]) <= 2)), 3),
+                         round(float(np.sqrt(np.mean(a[:, 3] ** 2))), 2),
+                         round(float(a[:, 2].mean()), 1)])
+    print(format_table(["dim", "route", "reps", "cover ±2se", "mean err", "mean se", "rmse",
+                        "RMS err/se", "cover (indep. halves)", "RMS (indep.)", "gbs s"], rows))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("part", choices=("cost", "coverage", "one-cost"))
+    ap.add_argument("j", nargs="?", type=int, help="groups (one-cost only)")
+    ap.add_argument("--dims", default=None)
+    ap.add_argument("--big", action="store_true", help="cost: add d = 3,002 and 10,002")
+    ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--routes", default="auto,structured")
+    ap.add_argument("--draws-dir", default=None)
+    ap.add_argument("--start", type=int, default=0, help="coverage: first replicate's number")
+    args = ap.parse_args()
+    if args.part == "one-cost":
+        print(json.dumps(one_cost(args.j, args.draws_dir)))
+    elif args.part == "cost":
+        dims = [int(v) for v in (args.dims or "102,302,1002").split(",")]
+        cost(dims + ([3002, 10002] if args.big else []), args.draws_dir)
+    else:
+        dims = [int(v) for v in (args.dims or "10,102,1002").split(",")]
+        coverage(dims, args.reps, args.routes.split(","), start=args.start)
+
+
+if __name__ == "__main__":
+    main()

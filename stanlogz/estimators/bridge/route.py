@@ -1,0 +1,74 @@
+"""Which proposal gbs fits: a dense whitening where the draws are enough for one, else the
+structured (diagonal plus low rank) whitening whose draws and memory grow with the dimension
+only; and the flow's log weights computed in blocks, so that ``n_q`` flow samples in ``d``
+dimensions never sit in memory at once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...densities.target import Target
+from ...errors import InputError
+from ...flows.gaussianize import GaussianizingFlow
+from ...flows.selection import STRUCTURED_MIN_DRAWS, min_fit_draws
+from ..common import eval_log_density, min_draws
+
+PROPOSALS = ("auto", "dense", "structured")
+#: flow samples drawn, mapped and evaluated per block
+SAMPLE_BLOCK = 2048
+
+
+@dataclass(frozen=True)
+class Route:
+    """The proposal gbs fits: ``structured`` or not, the fewest draws per half it needs, and why
+    it was chosen (one line)."""
+
+    structured: bool
+    least: int
+    reason: str
+
+
+def least_draws(dim: int, validate: bool = True) -> int:
+    """The fewest draws per half gbs accepts in ``dim`` dimensions (either route)."""
+    return min(dense_least(dim, validate), STRUCTURED_MIN_DRAWS)
+
+
+def dense_least(dim: int, validate: bool = True) -> int:
+    """The fewest draws per half the dense (validated) whitening needs in ``dim`` dimensions."""
+    return min(min_draws(dim), min_fit_draws(dim)) if validate else min_draws(dim)
+
+
+def choose_route(n_half: int, dim: int, proposal: str = "auto", validate: bool = True
+                 ) -> Route:
+    """The :class:`Route` for halves of ``n_half`` draws in ``dim`` dimensions; ``proposal``
+    "auto" (dense where the draws are enough for it, or where it needs no more than the
+    structured whitening), "dense" or "structured"."""
+    if proposal not in PROPOSALS:
+        raise InputError(f"proposal must be one of {', '.join(PROPOSALS)}, got {proposal!r}")
+    need = dense_least(dim, validate)
+    if proposal == "dense":
+        return Route(False, need, "dense covariance (asked for)")
+    if proposal == "structured":
+        return Route(True, STRUCTURED_MIN_DRAWS, "diagonal plus low rank (asked for)")
+    if n_half >= need or need <= STRUCTURED_MIN_DRAWS:
+        return Route(False, need, f"dense covariance: each half has {n_half} draws, at least "
+                                  f"the {need} it needs in {dim} dimensions")
+    return Route(True, STRUCTURED_MIN_DRAWS,
+                 f"diagonal plus low rank: each half has {n_half} draws, fewer than the {need} "
+                 f"a dense covariance needs in {dim} dimensions")
+
+
+def flow_log_weights(target: Target, flow: GaussianizingFlow, rng: np.random.Generator,
+                     n: int) -> tuple[np.ndarray, int]:
+    """``log p - log q`` at ``n`` fresh flow samples, and how many had a non-finite log
+    density; in blocks of :data:`SAMPLE_BLOCK` rows (the same samples as one call of
+    ``flow.sample_with_log_density(rng, n)``: the normals are drawn row by row)."""
+    out, bad = [], 0
+    for a in range(0, n, SAMPLE_BLOCK):
+        x, lq = flow.sample_with_log_density(rng, min(SAMPLE_BLOCK, n - a))
+        lp, b = eval_log_density(target, x)
+        out.append(lp - lq)
+        bad += b
+    return (np.concatenate(out) if out else np.zeros(0)), bad

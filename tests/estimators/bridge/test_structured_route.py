@@ -1,0 +1,81 @@
+"""gbs with fewer draws per half than dimensions: the structured (diagonal plus low rank)
+proposal runs instead of a refusal, says so, and its log Z covers the exact one."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from stanlogz.densities.gaussian import GaussianTarget
+from stanlogz.errors import InputError
+from stanlogz.estimators.bridge.bridge import combine_orientations, gbs
+from stanlogz.estimators.bridge.route import choose_route, least_draws
+from stanlogz.estimators.common import check_evidence_draws
+from stanlogz.flows.selection import STRUCTURED_MIN_DRAWS
+from stanlogz.stan.settings import NutsArgs
+
+
+def test_route_is_dense_where_the_draws_are_enough_else_structured():
+    assert not choose_route(2000, 1002).structured  # the 1,002-parameter case of issue 46
+    r = choose_route(2000, 3002)
+    assert r.structured and r.least == STRUCTURED_MIN_DRAWS
+    assert "fewer than the 3766 a dense covariance needs in 3002 dimensions" in r.reason
+    assert not choose_route(10, 10).structured  # small d: the dense minimum is the lower one
+    assert choose_route(10**6, 10, proposal="structured").structured
+    assert not choose_route(10, 10**4, proposal="dense").structured
+    with pytest.raises(InputError, match="proposal must be one of auto, dense, structured"):
+        choose_route(100, 10, proposal="sparse")
+
+
+def test_draws_check_no_longer_refuses_at_more_dimensions_than_draws():
+    defaults = NutsArgs()  # 4 chains x 1000 draws: halves of 2000
+    for dim in (3002, 10002):  # issue 46 was refused here before sampling
+        check_evidence_draws(SimpleNamespace(dim=dim), "gbs", defaults)
+    assert least_draws(10002) == STRUCTURED_MIN_DRAWS
+    with pytest.raises(InputError, match=r"each half has 200, need at least 250 for dimension "
+                                         r"10002; run with --draws 150 \(4 chains\)"):
+        check_evidence_draws(SimpleNamespace(dim=10002), "gbs", NutsArgs(draws=100))
+    with pytest.raises(InputError, match=r"need at least 3766 for dimension 3002"):
+        check_evidence_draws(SimpleNamespace(dim=3002), "gbs", defaults, proposal="dense")
+
+
+def spiked_gaussian(d, seed=0):
+    """N(m, diag(s^2) + w w^T) with a rank-2 w, its log Z set to -3.7."""
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((d, 2)) * rng.uniform(0.2, 1.0, (d, 1))
+    cov = np.diag(rng.uniform(0.5, 2.0, d) ** 2) + w @ w.T
+    return GaussianTarget(rng.standard_normal(d), cov, log_z=-3.7)
+
+
+def test_structured_gbs_covers_the_exact_log_z_with_more_dimensions_than_draws():
+    # d = 600 with halves of 4 x 100 = 400 exact draws: a dense fit needs 764, so "auto" takes
+    # the structured route. Failure probability: an honest se puts |err| > 4 se at 6e-5; the
+    # se bound (measured ~0.06 here) only checks the route is not uselessly vague.
+    t = spiked_gaussian(600)
+    x = t.sample(np.random.default_rng(1), 800).reshape(4, 200, 600)
+    r = gbs(t, x, seed=2)
+    assert r.diagnostics["proposal"] == "diagonal+rank-2"  # the held-out draws find the rank
+    assert "fewer than the 764 a dense covariance needs" in r.diagnostics["proposal_route"]
+    assert abs(r.log_z - t.log_z) <= 4 * r.log_z_se
+    assert r.log_z_se < 0.3
+    # the two orientations' errors taken as fully correlated (see combine_orientations)
+    assert r.log_z_se >= 0.5 * sum(r.diagnostics["half_swap_se"]) * (1 - 1e-12)
+
+
+def test_correlated_orientations_average_their_ses():
+    # independent: sqrt(0.1^2 + 0.3^2) / 2 = 0.158; fully correlated: (0.1 + 0.3) / 2 = 0.2;
+    # either way at least half the two estimates' difference
+    assert combine_orientations([1.0, 1.01], [0.1, 0.3])[1] == pytest.approx(0.1581139, 1e-6)
+    assert combine_orientations([1.0, 1.01], [0.1, 0.3], correlated=True)[1] == pytest.approx(0.2)
+    assert combine_orientations([1.0, 2.0], [0.1, 0.3], correlated=True)[1] == pytest.approx(0.5)
+
+
+def test_structured_route_forced_at_small_dimension_agrees_with_the_truth():
+    # d = 12 with plenty of draws, structured forced: same 4-se criterion (failure prob 6e-5)
+    t = spiked_gaussian(12, seed=5)
+    x = t.sample(np.random.default_rng(6), 2000).reshape(4, 500, 12)
+    r = gbs(t, x, seed=7, proposal="structured")
+    assert r.diagnostics["proposal"].startswith("diagonal")
+    assert r.diagnostics["proposal_route"] == "diagonal plus low rank (asked for)"
+    assert abs(r.log_z - t.log_z) <= 4 * r.log_z_se
+    assert r.log_z_se < 0.1
