@@ -13,6 +13,7 @@ from .._util.gpd import KHAT_BAD, gpd_fit
 from .._util.seeds import SeedLike
 from ..densities.target import Target, log_density_many
 from ..errors import EstimationError, InputError
+from ..flows.selection import STRUCTURED_MIN_DRAWS, min_fit_draws
 
 Seed = SeedLike
 
@@ -72,9 +73,6 @@ def check_evidence_draws(model: Any, method: str, nuts: Any, proposal: str = "au
     covariance (:mod:`stanlogz.estimators.bridge.route`); ``proposal`` (gbs's option) "dense" or
     "structured" asks for that route's own minimum."""
     if method == "gbs":
-        from ..flows.selection import STRUCTURED_MIN_DRAWS
-        from .bridge.route import dense_least, least_draws
-
         need = {"dense": dense_least(model.dim), "structured": STRUCTURED_MIN_DRAWS}.get(
             proposal, least_draws(model.dim))
         check_half_size(nuts.chains, -(-nuts.draws // nuts.thin), model.dim, need)
@@ -86,6 +84,16 @@ def sample_count(n: int | None, default: int, name: str = "n_q") -> int:
     if n < 1:
         raise InputError(f"{name} must be a positive number of samples, got {n}")
     return n
+
+
+def least_draws(dim: int, validate: bool = True) -> int:
+    """The fewest draws per half gbs accepts in ``dim`` dimensions (either route)."""
+    return min(dense_least(dim, validate), STRUCTURED_MIN_DRAWS)
+
+
+def dense_least(dim: int, validate: bool = True) -> int:
+    """The fewest draws per half the dense (validated) whitening needs in ``dim`` dimensions."""
+    return min(min_draws(dim), min_fit_draws(dim)) if validate else min_draws(dim)
 
 
 def min_draws(dim: int) -> int:

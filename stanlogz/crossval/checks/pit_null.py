@@ -70,7 +70,7 @@ def effective_params(n: int, p_loo: float | None) -> int:
 def calibrated_p_value(statistic: float, n: int, p_loo: float | None = None) -> float:
     """The p-value of the pointwise-order Cauchy ``statistic`` of ``n`` PIT values under the
     simulated null (module docstring)."""
-    return _tail_p_value(statistic, null_statistics(int(n), effective_params(int(n), p_loo)))
+    return tail_p_value(statistic, null_statistics(int(n), effective_params(int(n), p_loo)))
 
 
 @lru_cache(maxsize=4)
@@ -89,19 +89,7 @@ def grid_floor(floor: float) -> float:
     return float(min(0.25, 10.0 ** (math.ceil(math.log10(floor) * 8 - 1e-9) / 8)))
 
 
-@lru_cache(maxsize=256)
-def null_test_statistics(test: str, truncate: bool, n: int, p: int,
-                         floor: float = 0.0) -> np.ndarray:
-    """Sorted null statistics of a dependence-aware test
-    (:func:`stanlogz.crossval.checks.pit_tests.uniformity_test`) for ``n`` LOO-PIT values of a
-    model with ``p`` parameters, the values clipped to [``floor``, 1 − ``floor``]."""
-    from .pit_tests import combined_statistics
-
-    u = np.clip(null_pit(n, p), floor, 1.0 - floor)
-    return np.sort(combined_statistics(u, test, truncate, cap=1.0 - 2.0 * floor))
-
-
-def _tail_p_value(statistic: float, null: np.ndarray) -> float:
+def tail_p_value(statistic: float, null: np.ndarray) -> float:
     """Simulated upper-tail probability of ``statistic`` with the analytic Cauchy tail
     extrapolated beyond the :data:`MIN_TAIL` largest null values (module docstring)."""
     analytic = float(stats.cauchy.sf(statistic))
@@ -129,41 +117,6 @@ def randomized_null(u: np.ndarray, widths: np.ndarray, seed: int = 0) -> np.ndar
 
 
 @lru_cache(maxsize=8)
-def _randomized_null_cached(n: int, p: int, widths: tuple[float, ...]) -> np.ndarray:
+def randomized_null_pit(n: int, p: int, widths: tuple[float, ...]) -> np.ndarray:
+    """The simulated null LOO-PIT values randomized with the bar ``widths`` (cached)."""
     return randomized_null(null_pit(n, p), np.array(widths))
-
-
-@lru_cache(maxsize=32)
-def _randomized_statistics(test: str, truncate: bool, n: int, p: int, floor: float,
-                           widths: tuple[float, ...]) -> np.ndarray:
-    from .pit_tests import combined_statistics
-
-    z = np.clip(_randomized_null_cached(n, p, widths), floor, 1.0 - floor)
-    return np.sort(combined_statistics(z, test, truncate, cap=1.0 - 2.0 * floor))
-
-
-def calibrated_test_p_value(test: str, truncate: bool, pit: np.ndarray,
-                            p_loo: float | None = None, floor: float = 0.0,
-                            widths: np.ndarray | None = None) -> float:
-    """The p-value of a dependence-aware test of the PIT values ``pit`` under the simulated null
-    of LOO-PIT values of a model with round(``p_loo``) parameters. ``floor``: the PIT's
-    resolution (a PIT estimated from draws is kept within half the largest weight of 0 and 1);
-    observed and null values are both clipped to [f, 1 − f], f = ``floor`` rounded up by
-    :func:`grid_floor`, and the pointwise p-values capped at 1 − 2f (a value within f of ½ is
-    as near as the draws resolve), since the tests, PIET above all, weigh the values nearest 0,
-    ½ and 1 most. ``widths``: for a randomized PIT, each observation's P(ỹ_i = y_i); the null
-    is then randomized alike (:func:`randomized_null`, simulated anew for each call)."""
-    from .pit_tests import combined_statistics
-
-    u = np.asarray(pit, dtype=float).ravel()
-    f = grid_floor(floor)
-    n = int(u.size)
-    p = effective_params(n, p_loo)
-    if widths is not None and np.any(np.asarray(widths) > 0):
-        key = tuple(np.asarray(widths, dtype=float).ravel().tolist())
-        null = _randomized_statistics(test, bool(truncate), n, p, f, key)
-    else:
-        null = null_test_statistics(test, bool(truncate), n, p, f)
-    stat = float(combined_statistics(np.clip(u, f, 1.0 - f)[None, :], test, truncate,
-                                     cap=1.0 - 2.0 * f)[0])
-    return _tail_p_value(stat, null)

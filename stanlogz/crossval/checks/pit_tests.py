@@ -39,6 +39,7 @@ import numpy as np
 from scipy import special, stats
 
 from ...errors import InputError
+from .pit_null import effective_params, grid_floor, null_pit, randomized_null_pit, tail_p_value
 
 #: The dependence-aware tests by their lower-case names, and whether each truncates by default.
 DEPENDENCE_AWARE_TESTS = {"pot": True, "piet": False, "prit": True}
@@ -233,7 +234,6 @@ def uniformity_test(pit: Any, test: str = "pot", truncate: bool | None = None,
     contrib[ok] = shapley_contributions(cauchy_values(np.clip(p, 1e-300, 1.0 - 1e-16)))
     out = PitTest(name, stat, pval, int(u.size), trunc, pointwise, contrib)
     if calibrate:
-        from .pit_null import calibrated_test_p_value
 
         wv = None if widths is None else np.asarray(widths, dtype=float).ravel()[ok]
         out.p_value_calibrated = calibrated_test_p_value(name, trunc, u, p_loo, floor, wv)
@@ -297,3 +297,46 @@ def simultaneous_band(n: int, level: float = 0.99) -> tuple[np.ndarray, np.ndarr
     i = np.arange(1, n + 1)
     return (special.betaincinv(i, n - i + 1, g / 2),
             special.betaincinv(i, n - i + 1, 1.0 - g / 2))
+
+
+# The simulated null of the tests (:mod:`.pit_null` simulates the LOO-PIT values).
+@lru_cache(maxsize=256)
+def null_test_statistics(test: str, truncate: bool, n: int, p: int,
+                         floor: float = 0.0) -> np.ndarray:
+    """Sorted null statistics of a dependence-aware test
+    (:func:`stanlogz.crossval.checks.pit_tests.uniformity_test`) for ``n`` LOO-PIT values of a
+    model with ``p`` parameters, the values clipped to [``floor``, 1 − ``floor``]."""
+    u = np.clip(null_pit(n, p), floor, 1.0 - floor)
+    return np.sort(combined_statistics(u, test, truncate, cap=1.0 - 2.0 * floor))
+
+
+@lru_cache(maxsize=32)
+def _randomized_statistics(test: str, truncate: bool, n: int, p: int, floor: float,
+                           widths: tuple[float, ...]) -> np.ndarray:
+    z = np.clip(randomized_null_pit(n, p, widths), floor, 1.0 - floor)
+    return np.sort(combined_statistics(z, test, truncate, cap=1.0 - 2.0 * floor))
+
+
+def calibrated_test_p_value(test: str, truncate: bool, pit: np.ndarray,
+                            p_loo: float | None = None, floor: float = 0.0,
+                            widths: np.ndarray | None = None) -> float:
+    """The p-value of a dependence-aware test of the PIT values ``pit`` under the simulated null
+    of LOO-PIT values of a model with round(``p_loo``) parameters. ``floor``: the PIT's
+    resolution (a PIT estimated from draws is kept within half the largest weight of 0 and 1);
+    observed and null values are both clipped to [f, 1 − f], f = ``floor`` rounded up by
+    :func:`grid_floor`, and the pointwise p-values capped at 1 − 2f (a value within f of ½ is
+    as near as the draws resolve), since the tests, PIET above all, weigh the values nearest 0,
+    ½ and 1 most. ``widths``: for a randomized PIT, each observation's P(ỹ_i = y_i); the null
+    is then randomized alike (:func:`randomized_null`, simulated anew for each call)."""
+    u = np.asarray(pit, dtype=float).ravel()
+    f = grid_floor(floor)
+    n = int(u.size)
+    p = effective_params(n, p_loo)
+    if widths is not None and np.any(np.asarray(widths) > 0):
+        key = tuple(np.asarray(widths, dtype=float).ravel().tolist())
+        null = _randomized_statistics(test, bool(truncate), n, p, f, key)
+    else:
+        null = null_test_statistics(test, bool(truncate), n, p, f)
+    stat = float(combined_statistics(np.clip(u, f, 1.0 - f)[None, :], test, truncate,
+                                     cap=1.0 - 2.0 * f)[0])
+    return tail_p_value(stat, null)

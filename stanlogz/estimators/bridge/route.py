@@ -12,8 +12,8 @@ import numpy as np
 from ...densities.target import Target
 from ...errors import InputError
 from ...flows.gaussianize import GaussianizingFlow
-from ...flows.selection import STRUCTURED_MIN_DRAWS, min_fit_draws
-from ..common import eval_log_density, min_draws
+from ...flows.selection import STRUCTURED_MIN_DRAWS
+from ..common import dense_least, eval_log_density
 
 PROPOSALS = ("auto", "dense", "structured")
 #: flow samples drawn, mapped and evaluated per block
@@ -28,16 +28,6 @@ class Route:
     structured: bool
     least: int
     reason: str
-
-
-def least_draws(dim: int, validate: bool = True) -> int:
-    """The fewest draws per half gbs accepts in ``dim`` dimensions (either route)."""
-    return min(dense_least(dim, validate), STRUCTURED_MIN_DRAWS)
-
-
-def dense_least(dim: int, validate: bool = True) -> int:
-    """The fewest draws per half the dense (validated) whitening needs in ``dim`` dimensions."""
-    return min(min_draws(dim), min_fit_draws(dim)) if validate else min_draws(dim)
 
 
 def choose_route(n_half: int, dim: int, proposal: str = "auto", validate: bool = True

@@ -9,8 +9,8 @@ import pytest
 from stanlogz.densities.gaussian import GaussianTarget
 from stanlogz.errors import InputError
 from stanlogz.estimators.bridge.bridge import combine_orientations, gbs
-from stanlogz.estimators.bridge.route import choose_route, least_draws
-from stanlogz.estimators.common import check_evidence_draws
+from stanlogz.estimators.bridge.route import choose_route
+from stanlogz.estimators.common import check_evidence_draws, least_draws
 from stanlogz.flows.selection import STRUCTURED_MIN_DRAWS
 from stanlogz.stan.settings import NutsArgs
 
