@@ -508,8 +508,10 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
     if refused is not None:
         return fixed, [refit_refusal(refused, bad.size, threshold)]
     if progress:
-        progress(f"refitting {bad.size} observation(s) with k-hat > {threshold:.2f} "
-                 f"({method}): {', '.join(str(i + 1) for i in bad)}")
+        above = bool(np.all(ps.khat[[pos[int(i)] for i in bad]] > threshold))
+        why = f" with k-hat > {threshold:.2f}" if above else ""  # the self-check's are below
+        progress(f"refitting {bad.size} observation(s){why} ({method}): "
+                 f"{', '.join(str(i + 1) for i in bad)}")
     tasks = [FixTask(int(i), method, float(ps.khat[pos[int(i)]]),
                      float(ps.elpd_i[pos[int(i)]]), nuts,
                      dict(getattr(options, "ups_options", None) or {}))
