@@ -14,6 +14,10 @@ exact log Z and the reported se. ``--big`` adds d = 3,002 and 10,002 (10,002: te
 of NUTS on two shared cores). ``--draws-dir`` reuses ``draws_ncJ.npz`` files (arrays ``x``,
 ``seconds``, ``n_grad``) written by an earlier run instead of sampling.
 
+``plot``: the cost-growth figure of the docs (seconds, peak memory, error ± 2 se against d)
+from the rows a ``cost`` run saved with ``--out`` (default: the measured rows in
+``benchmarks/data/evidence_scaling_cost.json``), written to ``docs/_static/evidence_scaling.png``.
+
 ``coverage``: replicates of gbs on exact, independent posterior draws (4 x 1000; the target's
 own sampler, so the seconds are the estimator's alone) with a fresh data-free seed each: the
 fraction whose ±2 se interval covers the exact log Z, the mean error, the RMS of error / se.
@@ -42,6 +46,8 @@ import numpy as np  # noqa: E402
 from benchmarks.high_dim import HIGHDIM, hier_data  # noqa: E402
 from stanlogz.densities.gaussian import HierarchicalNormalTarget  # noqa: E402
 from stanlogz.report.output import format_table  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def exact_target(j: int) -> HierarchicalNormalTarget:
@@ -80,8 +86,8 @@ def one_cost(j: int, draws_dir: str | None, seed: int = 1) -> dict:
             "load": round(os.getloadavg()[0], 1)}
 
 
-def cost(dims: list[int], draws_dir: str | None) -> None:
-    rows = []
+def cost(dims: list[int], draws_dir: str | None, out: str | None = None) -> None:
+    rows, saved = [], []
     for dim in dims:
         cmd = [sys.executable, "-m", "benchmarks.evidence_scaling", "one-cost", str(dim - 2)]
         if draws_dir:
@@ -90,8 +96,41 @@ def cost(dims: list[int], draws_dir: str | None) -> None:
         row = json.loads(out.strip().splitlines()[-1])
         print(f"# {row}", file=sys.stderr, flush=True)
         rows.append(list(row.values()))
+        saved.append(row)
+    if out:
+        Path(out).write_text(json.dumps(saved, indent=1) + "\n")
     print(format_table(["dim", "NUTS s", "NUTS grads", "gbs s", "gbs evals", "peak MB",
                         "proposal", "layers", "err", "se", "err/se", "load"], rows))
+
+
+def plot(rows_file: str, path: str) -> None:
+    """The cost-growth figure from saved ``cost`` rows (module docstring)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = json.loads(Path(rows_file).read_text())
+    d = np.array([r["dim"] for r in rows], dtype=float)
+    fig, ax = plt.subplots(1, 3, figsize=(12, 3.6))
+    ax[0].loglog(d, [r["nuts_s"] for r in rows], "o-", label="NUTS")
+    ax[0].loglog(d, [r["gbs_s"] for r in rows], "s-", label="gbs")
+    ax[0].set(xlabel="parameters d", ylabel="seconds (2 shared cores)", title="time")
+    ax[0].legend()
+    ax[1].loglog(d, [r["peak_mb"] for r in rows], "o-")
+    ax[1].set(xlabel="parameters d", ylabel="peak resident MB", title="memory")
+    err = np.array([r["err"] for r in rows])
+    se = np.array([r["se"] for r in rows])
+    dense = np.array([r["proposal"] == "dense" for r in rows])
+    for mask, mark, name in ((dense, "o", "dense route"), (~dense, "s", "diagonal + low rank")):
+        ax[2].errorbar(d[mask], err[mask], yerr=2 * se[mask], fmt=mark, capsize=3, label=name)
+    ax[2].axhline(0.0, color="grey", lw=0.8)
+    ax[2].set_xscale("log")
+    ax[2].set(xlabel="parameters d", ylabel="log Z error (± 2 se)", title="error vs exact")
+    ax[2].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(path)
 
 
 def coverage(dims: list[int], reps: int, routes: list[str], chains: int = 4,
@@ -129,7 +168,7 @@ def coverage(dims: list[int], reps: int, routes: list[str], chains: int = 4,
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("part", choices=("cost", "coverage", "one-cost"))
+    ap.add_argument("part", choices=("cost", "coverage", "one-cost", "plot"))
     ap.add_argument("j", nargs="?", type=int, help="groups (one-cost only)")
     ap.add_argument("--dims", default=None)
     ap.add_argument("--big", action="store_true", help="cost: add d = 3,002 and 10,002")
@@ -137,12 +176,17 @@ def main() -> None:
     ap.add_argument("--routes", default="auto,structured")
     ap.add_argument("--draws-dir", default=None)
     ap.add_argument("--start", type=int, default=0, help="coverage: first replicate's number")
+    ap.add_argument("--out", default=None, help="cost: save the rows (JSON) for plot")
+    ap.add_argument("--rows", default=str(ROOT / "benchmarks/data/evidence_scaling_cost.json"),
+                    help="plot: the saved cost rows")
     args = ap.parse_args()
     if args.part == "one-cost":
         print(json.dumps(one_cost(args.j, args.draws_dir)))
     elif args.part == "cost":
         dims = [int(v) for v in (args.dims or "102,302,1002").split(",")]
-        cost(dims + ([3002, 10002] if args.big else []), args.draws_dir)
+        cost(dims + ([3002, 10002] if args.big else []), args.draws_dir, args.out)
+    elif args.part == "plot":
+        plot(args.rows, str(ROOT / "docs/_static/evidence_scaling.png"))
     else:
         dims = [int(v) for v in (args.dims or "10,102,1002").split(",")]
         coverage(dims, args.reps, args.routes.split(","), start=args.start)
