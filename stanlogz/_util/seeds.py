@@ -179,6 +179,8 @@ class Stream(IntEnum):
     #: LOO's self-check: its random points (sub-index 0), its refits (1) and a repair's rounds
     #: (2, 3, ...).
     LOO_VERIFY = 7904
+    #: The conditional route's brute-force self-check: its observations and draws.
+    LOO_VERIFY_CONDITIONAL = 7905
 
 
 def stream(seed: SeedLike, name: Stream, *sub: int) -> np.random.SeedSequence:

@@ -341,7 +341,8 @@ def loo(
     budget_stop = budget_flags(d, est)  # what the time budget ended, if anything
     approximation = est.get("approximation", f"psis{APPROX_DRAWS}")
     notes.extend(pw.notes() if hasattr(pw, "notes") else [])  # quadrature / sums over y_i
-    checked, na_note = conditional_self_check(pw, unc, stream_int_seed(seed, Stream.NUTS))
+    checked, na_note = conditional_self_check(pw, unc,
+                                              stream_int_seed(seed, Stream.LOO_VERIFY_CONDITIONAL))
     notes.extend(checked)
     if pw.source == "log_lik":
         warn = pw.compare_log_lik(unc[_check_rows(unc.shape[0], 2)])
