@@ -154,25 +154,17 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     out = c.to_dict()
     if measures is not None and (len(measures) > 1 or measures[0] not in SCORES):
         mc = c.compare_measures(measures, args.yrep, args.outcome, args.rank_by)
-        report.table(list(mc.header), mc.table(),
-                     title=f"comparison on {', '.join(mc.measures)}, ranked by {mc.rank_by}; "
-                     "diff = value - top's on the utility scale (sign of losses "
-                     f"{', '.join(m for m, lo in zip(mc.measures, mc.loss, strict=True) if lo)}"
-                     " flipped: negative is worse), diff_se of paired differences")
-        for w in mc.warnings:
-            if w not in c.warnings:
-                report.warn(w)
-        out["measure_comparison"] = mc.to_dict()
+        out["measure_comparison"] = _scored_table(
+            report, c, mc, f"comparison on {', '.join(mc.measures)}, ranked by {mc.rank_by}; "
+            "diff = value - top's on the utility scale (sign of losses "
+            f"{', '.join(m for m, lo in zip(mc.measures, mc.loss, strict=True) if lo)}"
+            " flipped: negative is worse), diff_se of paired differences")
     elif measures is not None:
         sc = c.compare_score(measures[0], args.yrep, args.outcome)
         better = "higher" if sc.higher_is_better else "lower"
-        report.table(list(sc.header), sc.table(),
-                     title=f"comparison on {sc.score} ({better} is better); diff = score - "
-                     "best's, diff_se of paired differences")
-        for w in sc.warnings:
-            if w not in c.warnings:
-                report.warn(w)
-        out["score_comparison"] = sc.to_dict()
+        out["score_comparison"] = _scored_table(
+            report, c, sc, f"comparison on {sc.score} ({better} is better); diff = score - "
+            "best's, diff_se of paired differences")
     if averaged is not None:
         mixed = c.averaged_draws(args.yrep, seed=args.seed)
         header = ",".join(f"{args.yrep}.{i + 1}" for i in range(mixed.shape[1]))
@@ -367,3 +359,13 @@ def run_groups(args: argparse.Namespace, report: Reporter) -> int:
         report.warn(w)
     report.emit_json(c.to_dict())
     return 0
+
+
+def _scored_table(report: Any, choice: Any, comparison: Any, title: str) -> dict[str, Any]:
+    """Print a score or measure comparison's table and the warnings the choice has not given
+    already; its JSON entry."""
+    report.table(list(comparison.header), comparison.table(), title=title)
+    for w in comparison.warnings:
+        if w not in choice.warnings:
+            report.warn(w)
+    return comparison.to_dict()
