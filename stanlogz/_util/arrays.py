@@ -29,3 +29,8 @@ def dimension(dim: Any, what: str) -> int:
     if int(dim) < 1:
         raise InputError(f"{what} dimension must be >= 1, got {dim}")
     return int(dim)
+
+
+def even_rows(n: int, k: int) -> np.ndarray:
+    """Up to ``k`` row indices spread evenly over ``n`` rows, first and last included."""
+    return np.unique(np.linspace(0, n - 1, min(k, n)).astype(int))

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._util.arrays import even_rows
 from ...errors import DataError, InputError, StanlogzError
 from ...stan.code import data_names
 from ...stan.program import StanProgram
@@ -204,7 +205,7 @@ def _per_observation_latents(model: StanProgram, data: Mapping[str, Any], obs: O
 def exact_split_error(pw: Any, unc: np.ndarray, i: int) -> SplitError | None:
     """Why exact refits of ``pw``'s program (leaving out observation ``i``) would not give its
     held-out values (:func:`check_split` at three of the draws ``unc``), or None."""
-    rows = np.unique(np.linspace(0, len(unc) - 1, min(3, len(unc))).astype(int))
+    rows = even_rows(len(unc), 3)
     try:
         check_split(pw.model, pw.data, pw.obs, i, unc[rows])
     except SplitError as err:

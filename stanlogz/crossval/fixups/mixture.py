@@ -42,6 +42,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ... import arviz_compat
+from ..._util.arrays import even_rows
 from ..._util.gpd import KHAT_HEAVY
 from ..._util.seeds import Stream, stream_rng
 from ...errors import InputError
@@ -206,7 +207,7 @@ def mixture_fixup(pw: Any, d: Any, bad: np.ndarray, ps: PsisLoo, pos: dict[int, 
     post = d.flat_unconstrained()
     # equal mass for the posterior and each leave-one-out component: weight c_j =
     # p(y_j | y₋ⱼ) (its PSIS estimate) times the constant the programs' densities drop
-    rows = post[np.unique(np.linspace(0, post.shape[0] - 1, min(20, post.shape[0])).astype(int))]
+    rows = post[even_rows(post.shape[0], 20)]
     lp_rows = model.log_density_many(rows)
     ll_rows = pw.columns(bad, rows)
     log_c = np.array([float(np.median(lp_rows - m.log_density_many(rows) - ll_rows[:, j]))

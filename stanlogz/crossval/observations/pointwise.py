@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..._util import deadline
+from ..._util.arrays import even_rows
 from ..._util.progress import Progress
 from ...errors import DataError, InputError
 from ...stan.program import StanProgram
@@ -400,7 +401,7 @@ class PointwiseLogLik:
         if self.source != "log_lik":
             return None
         unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
-        idx = np.unique(np.linspace(0, self.obs.n - 1, min(n_obs, self.obs.n)).astype(int))
+        idx = even_rows(self.obs.n, n_obs)
         diff = PointwiseLogLik(self.model, self.data, self.obs, "difference")
         try:
             other = diff.columns(idx, unc)

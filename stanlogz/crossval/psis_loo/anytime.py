@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..._util import deadline
+from ..._util.arrays import even_rows
 from ..._util.seeds import Stream, stream_rng
 from ...draws import Draws
 from ..elpd.psis import PsisLoo, psis_loo
@@ -142,8 +143,7 @@ def anytime_pass(pw: Any, d: Draws, r_eff: float, keep_above: float, seed: Any,
 
 def _approx_rows(n_draws: int) -> np.ndarray:
     """The ``SUBSAMPLE_APPROX_DRAWS`` evenly thinned draws of the approximation."""
-    return np.unique(np.linspace(0, n_draws - 1,
-                                 min(SUBSAMPLE_APPROX_DRAWS, n_draws)).astype(int))
+    return even_rows(n_draws, SUBSAMPLE_APPROX_DRAWS)
 
 
 def _approximation(pw: Any, d: Draws, r_eff: float, done: np.ndarray,

@@ -15,6 +15,7 @@ import numpy as np
 from ... import arviz_compat
 from ..._util import deadline as run_budget
 from ..._util.argcheck import check_arguments
+from ..._util.arrays import even_rows
 from ..._util.gpd import KHAT_HEAVY
 from ..._util.progress import duration, steps
 from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
@@ -101,7 +102,7 @@ def _posterior_values(d: Draws) -> np.ndarray:
 
 def _check_rows(n_draws: int, k: int = 3) -> np.ndarray:
     """The draws the validity check of the density difference looks at."""
-    return np.unique(np.linspace(0, n_draws - 1, min(k, n_draws)).astype(int))
+    return even_rows(n_draws, k)
 
 
 def _psis_pass(pw: PointwiseLogLik, d: Draws, r_eff: float, index: np.ndarray | None,
@@ -435,8 +436,7 @@ def _subsampled(pw: PointwiseLogLik, d: Draws, r_eff: float, m: int, seed: int |
     variance underestimated the subsampling variance: its ±2 se covered 39–77%.)"""
     n = pw.obs.n
     unc = d.flat_unconstrained()
-    rows = np.unique(np.linspace(0, unc.shape[0] - 1, min(APPROX_DRAWS, unc.shape[0]))
-                     .astype(int))
+    rows = even_rows(unc.shape[0], APPROX_DRAWS)
     if progress:
         progress(f"approximate PSIS-LOO of {n} observations on {rows.size} thinned draws; "
                  f"PSIS on {m} observations drawn at random")

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._util.arrays import even_rows
 from ..._util.gpd import KHAT_HEAVY
 from ..._util.seeds import Stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
@@ -96,7 +97,7 @@ def mixture_loo(model: Any, data: Any = None, *, draws: Any = None, settings: An
          else sample(model, settings, seed=stream_int_seed(seed, Stream.NUTS),
                      progress=progress))
     post = d.flat_unconstrained()
-    pw.check(post[np.unique(np.linspace(0, post.shape[0] - 1, 3).astype(int))])
+    pw.check(post[even_rows(post.shape[0], 3)])
     inv_metric = np.maximum(post.var(axis=0), 1e-12)
     k = settings.chains
     rng = stream_rng(seed, Stream.LOO_MIXTURE)

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ... import arviz_compat
+from ..._util.arrays import even_rows
 from ..._util.gpd import KHAT_HEAVY
 from ...draws import Draws
 from ...errors import InputError, StanlogzError
@@ -317,7 +318,7 @@ def _refit_advice(r: LooResult, i: int) -> str:
     why = refit_data_error(r.program, r.data, r.observations)
     if why is None and r.draws is not None:
         unc = r.draws.flat_unconstrained()
-        rows = np.unique(np.linspace(0, len(unc) - 1, min(3, len(unc))).astype(int))
+        rows = even_rows(len(unc), 3)
         try:
             check_split(r.program, r.data, r.observations, i, unc[rows])
         except StanlogzError as err:

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from ..._util import deadline as run_budget
+from ..._util.gpd import KHAT_HEAVY
 from ..._util.progress import duration
 from ...draws import Draws
 from ...errors import InputError
@@ -59,8 +60,6 @@ VERIFY_DEFAULT = 4
 VERIFY_SHARE = 0.5
 #: ... or at most this many seconds (a check that costs seconds is cheap whatever the share).
 VERIFY_FLOOR_SECONDS = 10.0
-#: The lower end of the k̂ band whose PSIS values the check looks at first.
-BAND_LOW = 0.5
 #: Values estimated from the full posterior's draws, which the check may recompute (an exact
 #: refit's value is what it would compare against).
 CHECKABLE = ("psis", "mm", "mis")
@@ -139,7 +138,7 @@ def choose(cands: Sequence[Candidate], k: int, rng: np.random.Generator
            ) -> list[tuple[Candidate, str]]:
     """Up to ``k`` candidates: the worst k̂ in the band, others of the band at random (all but
     the last slot), then the rest at random among all."""
-    band = sorted((c for c in cands if c.khat >= BAND_LOW), key=lambda c: -c.khat)
+    band = sorted((c for c in cands if c.khat >= KHAT_HEAVY), key=lambda c: -c.khat)
     out: list[tuple[Candidate, str]] = []
     if band and k >= 1:
         out.append((band[0], "worst k-hat"))
@@ -347,7 +346,7 @@ def _told(points: Sequence[CheckedPoint]) -> str:
 
 def _low(ver: Verification) -> float:
     """The k̂ down to which a failure makes values suspect: the band's, or the lowest failed."""
-    return min(BAND_LOW, min(p.khat for p in ver.failed))
+    return min(KHAT_HEAVY, min(p.khat for p in ver.failed))
 
 
 def repair_advice(low: float) -> str:

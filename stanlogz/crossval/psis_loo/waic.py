@@ -26,6 +26,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ... import arviz_compat
+from ..._util.arrays import even_rows
 from ..._util.seeds import Stream, stream_int_seed
 from ..._util.sum_se import sum_se
 from ...draws import as_draws, sample
@@ -295,7 +296,7 @@ def waic(model: Any, data: Any = None, *, draws: Any = None, var: str = "log_lik
          else sample(model, settings, seed=stream_int_seed(seed, Stream.NUTS),
                      progress=progress))
     unc = d.flat_unconstrained()
-    pw.check(unc[np.unique(np.linspace(0, unc.shape[0] - 1, min(3, unc.shape[0])).astype(int))])
+    pw.check(unc[even_rows(unc.shape[0], 3)])
     con = None if d.constrained is None else d.constrained.reshape(-1, d.constrained.shape[2])
     acc = _Accumulator(d.n_chains, d.n_draws)
     for _, block in pw.chunks(unc, con, d.constrained_names):

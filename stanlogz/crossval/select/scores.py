@@ -380,6 +380,9 @@ def program_measures(measures: Sequence[str | CustomMeasure], result: Any,
     """The ``measures`` of one program from its LOO result (elpd: its elpd_i and Monte Carlo
     se) and, for the others, its draws' ``yrep`` quantity against the observed ``outcome``
     under the PSIS weights of the result's pointwise log-likelihood."""
+    if getattr(result, "sample_index", None) is not None:
+        raise InputError("measures need every observation's LOO value: the LOO result is "
+                         "subsampled; run loo without --subsample to compare on measures")
     others = [m for m in measures if m != "elpd"]
     scored: dict[str, Measure] = {}
     if others:
@@ -391,5 +394,5 @@ def program_measures(measures: Sequence[str | CustomMeasure], result: Any,
         chains = int(draws.n_chains) if ll.shape[0] % int(draws.n_chains) == 0 else 1
         got = loo_measures(loo_log_weights(ll, result.r_eff), y, y_rep, others, chains=chains)
         scored = {m.name: m for m in got}
-    return [elpd_measure(result.elpd_i, float(getattr(result, "mcse", float("nan"))))
+    return [elpd_measure(result.elpd_i, float(result.mcse))
             if m == "elpd" else scored[m if isinstance(m, str) else m.name] for m in measures]

@@ -270,8 +270,8 @@ def gbs(
 
         log_z, se, swap_z, df = combine_folds(estimates, ses)
     else:
-        log_z, se, swap_z = (combine_orientations(estimates, ses, correlated=True)
-                             if route.structured else combine_orientations(estimates, ses))
+        log_z, se, swap_z = combine_orientations(estimates, ses,
+                                                   correlated=route.structured)
     diagnostics = bridge_diagnostics(main.sol, main.lw_q.size, n_p, k_q, k_p, bad_p, bad_q)
     diagnostics["n_q_total"] = n_q_total
     diagnostics.update(
