@@ -157,9 +157,12 @@ class KFoldNames(Display):
                 f"cross-validation of {self.n_obs} observations")
         main = Section("", ["", "Estimate", "SE", "MCSE"],
                        [[r[0], *r[1:]] for r in self.table()])
-        return View(head, [main], ["SE is loo's sqrt(N var(elpd_i)); it undercovers at few "
-                                   "folds or observations, where +-2 se_fold_aware is the "
-                                   "calibrated interval."] + _notes(self.warnings))
+        note = ("elpd_logo's SE is sqrt(G var) over the groups' log p(y_g | y_-g) (use "
+                "elpd_logo_interval with few groups); elpd_kfold's is loo's sqrt(N var(elpd_i))."
+                if getattr(self, "is_logo", False) else
+                "SE is loo's sqrt(N var(elpd_i)); it undercovers at few folds or observations, "
+                "where +-2 se_fold_aware is the calibrated interval.")
+        return View(head, [main], [note] + _notes(self.warnings))
 
 
 class LfoNames(Display):

@@ -104,7 +104,7 @@ def test_gbs_reports_the_tempered_bridge_whenever_it_runs(monkeypatch):
     draws = t.sample(np.random.default_rng(3), 1600).reshape(4, 400, 2)
     monkeypatch.setattr(bridge_module, "pareto_k", lambda lw: 0.9)
     monkeypatch.setattr(bridge_module, "combine_orientations",
-                        lambda est, ses: (float(np.mean(est)), 0.01, 10.0))
+                        lambda est, ses, correlated=False: (float(np.mean(est)), 0.01, 10.0))
     seen = []
 
     def fake_tempered(target, chains, **kw):
