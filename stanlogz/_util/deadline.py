@@ -1,8 +1,9 @@
-"""One time budget for a whole run: ``stanlogz --time-budget 10m ...`` on the command line,
-:func:`time_budget` in Python. The long steps (Stan's NUTS, the pointwise log-likelihood passes)
-check it while they run; one that would end after it stops early, cleanly, with one line that
-says how far it got, how long the whole would take here, and what fits in the budget (fewer
-iterations, a subsample of the observations) or what budget the whole needs.
+"""One time budget for a whole run: :func:`time_budget` in Python, the time-budget option
+around the whole command on the command line. The long steps (Stan's NUTS, the pointwise
+log-likelihood passes) check it while they run; one that would end after it stops early,
+cleanly, with one line that says how far it got, how long the whole would take here, and
+what fits in the budget (fewer iterations, a subsample of the observations) or what budget
+the whole needs.
 
 The budget is process-wide (threads of the same run share it) and the tighter of two nested
 budgets holds. Without one, nothing is checked.
@@ -17,7 +18,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from ..errors import BudgetSpent, InputError, OverBudget
+from ..errors import BudgetSpent, InputError, OverBudget, Route
 from .progress import duration
 
 #: The time source of every budget check (seconds; replaced in tests).
@@ -37,8 +38,9 @@ def check_spent(what: str) -> None:
     left = remaining()
     if left is not None and left <= 0:
         total = budget_seconds() or 0.0
+        route = as_option(2 * total)
         raise BudgetSpent(f"the time budget of {duration(total)} ran out during {what}; run "
-                          f"with {as_option(2 * total)}")
+                          f"with {route}", routes=route)
 
 
 def parse_duration(text: str | float) -> float:
@@ -66,7 +68,7 @@ def time_budget(seconds: str | float | None) -> Iterator[None]:
     far it got, how long the whole would take on this machine, and what fits (fewer
     iterations, fewer draws or a subsample of the observations) or the budget the whole needs.
     Moment matching and the exact refits of ``fix="auto"`` keep within what is left. The
-    command line's ``--time-budget`` is this budget around the whole command.
+    command line's time-budget option is this budget around the whole command.
 
     Parameters
     ----------
@@ -154,24 +156,24 @@ def left_text(available: float) -> str:
 
 
 def fewer_iterations(seconds_per_iteration: float, available: float, iterations: int,
-                     least: int = 200) -> str | None:
-    """``--warmup W --draws W`` with the iterations per chain (``2W``, whole hundreds, at least
-    ``least`` and fewer than ``iterations``) that fit in half of ``available`` seconds when
+                     least: int = 200) -> Route | None:
+    """The route ``warmup=W, draws=W`` with the iterations per chain (``2W``, whole hundreds,
+    at least ``least`` and fewer than ``iterations``) that fit in half of ``available`` seconds when
     each iteration per chain costs ``seconds_per_iteration`` (all chains, or all refits,
     together); None when none fits."""
     fit = int(0.5 * available / seconds_per_iteration) // 100 * 100
     if not least <= fit < iterations:
         return None
-    return (f"--warmup {fit // 2} --draws {fit // 2} (about "
-            f"{duration(seconds_per_iteration * fit)} here)")
+    return Route(options={"warmup": fit // 2, "draws": fit // 2},
+                 note=f"(about {duration(seconds_per_iteration * fit)} here)")
 
 
-def as_option(seconds: float) -> str:
-    """``--time-budget`` with ``seconds`` rounded up to whole minutes (hours past 3 h)."""
+def as_option(seconds: float, note: str = "") -> Route:
+    """The route of a time budget of ``seconds`` rounded up to whole minutes (hours past 3 h),
+    with ``note`` said after it."""
     minutes = math.ceil(seconds / 60.0)
-    if minutes > 180:
-        return f"--time-budget {math.ceil(minutes / 60)}h"
-    return f"--time-budget {minutes}m"
+    text = f"{math.ceil(minutes / 60)}h" if minutes > 180 else f"{minutes}m"
+    return Route(options={"time_budget": text}, note=note)
 
 
 class StepsClock:
@@ -207,11 +209,11 @@ class StepsClock:
                                   self.iterations, self.min_iterations)
                  if self.iterations else None)
         routes = [fewer] if fewer else []
-        routes.append(f"{as_option(1.3 * (elapsed + left) + 60)} for all of them")
+        routes.append(as_option(1.3 * (elapsed + left) + 60, "for all of them"))
         raise OverBudget(
             f"the {self.total} {self.desc} would take about {duration(elapsed + left)} here "
             f"({done} done in {duration(elapsed)}), more than {left_text(available)}; run with "
-            + ", or ".join(routes))
+            + ", or ".join(map(str, routes)), routes=tuple(routes))
 
 
 def expired() -> bool:

@@ -199,15 +199,15 @@ class _BudgetWatch:
             if usable > 0 or (few and left_budget > 0):
                 return False
             if slowest - self.warmup < 2:
-                raise deadline.OverBudget(self._message(now, its, None))
+                raise self._refusal(now, its, None)
             self.stopped = True
             return True
         if usable <= 0:
-            raise deadline.OverBudget(self._message(now, its, None))
+            raise self._refusal(now, its, None)
         need = self._warmup_left(now, its)
         margin = EARLY_MARGIN if slowest < self.warmup / 10 else 1.0
         if need is not None and need > margin * usable:
-            raise deadline.OverBudget(self._message(now, its, need))
+            raise self._refusal(now, its, need)
         return False
 
     def _warmup_left(self, now: float, its: np.ndarray) -> float | None:
@@ -226,7 +226,7 @@ class _BudgetWatch:
         need = np.maximum(self.warmup + min(MIN_DRAWS, self.draws) - its, 0).sum()
         return float(need) / rate
 
-    def _message(self, now: float, its: np.ndarray, left: float | None) -> str:
+    def _refusal(self, now: float, its: np.ndarray, left: float | None) -> deadline.OverBudget:
         """The refusal in warmup: how far the run got, its whole time here, and what fits."""
         elapsed = now - self.start
         done = int(its.sum())
@@ -241,12 +241,14 @@ class _BudgetWatch:
         fewer = deadline.fewer_iterations(rate, room, self.warmup + self.draws,
                                           MIN_ROUTE_ITERATIONS)
         routes = [fewer] if fewer else []
-        routes.append(f"{deadline.as_option(1.3 * whole + 60)} for the whole run")
-        return (f"sampling {self.name} would take about {duration(whole)} here "
+        routes.append(deadline.as_option(1.3 * whole + 60, "for the whole run"))
+        return deadline.OverBudget(
+            f"sampling {self.name} would take about {duration(whole)} here "
                 f"({self.chains} chains x {self.warmup + self.draws} iterations; {done} of "
                 f"{self.total} done in {duration(elapsed)}, "
                 f"{'still in warmup' if its.min() <= self.warmup else 'too few draws'}), more than "
-                f"{deadline.left_text(available)}; run with " + ", or ".join(routes))
+                f"{deadline.left_text(available)}; run with " + ", or ".join(map(str, routes)),
+                routes=tuple(routes))
 
 
 def run_nuts(
