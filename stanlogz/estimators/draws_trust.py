@@ -14,8 +14,8 @@ import math
 from typing import Any
 
 from ..draws import ESS_PER_CHAIN_MIN, RHAT_MAX, DrawsSummary
+from ..errors import Route
 from .base import EvidenceResult
-from .errors import Route
 
 
 def sampler_trouble(summary: DrawsSummary) -> list[str]:
