@@ -115,6 +115,12 @@ class Route:
         return f"{text} {self.note}" if self.note else text
 
 
+def option(name: str, cli: str | None = None) -> Route:
+    """The argument ``name`` alone, as a message names it (``--obs-fields`` on the command
+    line, ``obs_fields`` in Python); ``cli`` is a placeholder value said after the flag."""
+    return Route(options={name: ...}, cli_values={name: cli} if cli else {})
+
+
 class StanlogzError(Exception):
     """Base class of every error stanlogz raises on purpose.
 
