@@ -112,6 +112,7 @@ class Route:
 
     def __str__(self) -> str:
         text = self.cli() if voice() == "cli" else self.api()
+        text = f"`{text}`" if self.command else text  # a whole command is quoted as code
         return f"{text} {self.note}" if self.note else text
 
 

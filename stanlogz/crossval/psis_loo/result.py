@@ -20,7 +20,7 @@ from ..._util.gpd import KHAT_HEAVY
 from ...draws import Draws
 from ...errors import InputError, StanlogzError
 from ..elpd.base import ElpdResult
-from ..elpd.routes import MM_ROUTE, refit_data_error
+from ..elpd.routes import mm_route, refit_data_error
 from ..fixups.fixups import FixedPoint
 from ..fixups.registry import FIX_LABELS
 from ..names import LooNames
@@ -325,7 +325,7 @@ def _refit_advice(r: LooResult, i: int) -> str:
             why = str(err).replace(f"; {ROUTE}", "")
         except Exception:  # the check itself failed: the advice stays exact refits
             why = None
-    return exact if why is None else f"exact refits cannot recompute them ({why}); {MM_ROUTE}"
+    return exact if why is None else f"exact refits cannot recompute them ({why}); {mm_route()}"
 
 
 def _psis_khat(r: LooResult) -> np.ndarray:
