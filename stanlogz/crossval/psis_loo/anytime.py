@@ -1,6 +1,6 @@
-"""elpd_loo when the run's time budget (:func:`~stanlogz.time_budget`) ends its pointwise pass part-way:
-the observations done are kept and the rest estimated, with the error of that estimate in the
-error bar.
+"""elpd_loo when the run's time budget (:func:`~stanlogz.time_budget`) ends its pointwise pass
+part-way: the observations done are kept and the rest estimated, with the error of that
+estimate in the error bar.
 
 Under a budget the pass visits the observations in a seeded random order, so the m of N done
 when the budget ends it (:class:`~stanlogz.crossval.observations.clock.PassClock`'s anytime
