@@ -53,7 +53,9 @@ class Route:
     An option's value ``...`` names the option alone (``raise adapt_delta``); True is a switch.
     ``cli_values`` gives the command-line text of a value that differs from the Python one
     (``k=None`` is ``--k groups``); ``note`` is prose said after the route in either voice
-    (``"(about 3 min here)"``). ``str(route)`` renders in the voice in force.
+    (``"(about 3 min here)"``); ``api_text`` replaces the Python rendering where the command
+    line's option has no keyword (the verbose switch: the error's ``log``). ``str(route)``
+    renders in the voice in force.
 
     Examples
     --------
@@ -66,6 +68,7 @@ class Route:
     options: Mapping[str, Any] = field(default_factory=dict)
     cli_values: Mapping[str, str] = field(default_factory=dict)
     note: str = ""
+    api_text: str = ""
 
     def argv(self) -> list[str]:
         """The command-line words: the command (when named) and each option's flag and value."""
@@ -87,6 +90,8 @@ class Route:
     def api(self) -> str:
         """The route as a Python caller writes it (``stanlogz.kfold(..., k=10)`` or
         ``fix='exact'``; sampler settings inside ``settings=NutsArgs(...)``)."""
+        if self.api_text:
+            return self.api_text
         def kw(key: str, value: Any) -> str:
             return key if value is ... else f"{key}={value!r}"
 
@@ -100,8 +105,9 @@ class Route:
         text = ", ".join(plain)
         if self.command:
             text = f"stanlogz.{self.command.replace('-', '_')}(...{', ' + text if text else ''})"
-        context = [f"with stanlogz.time_budget({self.options[k]!r})" for k in _CONTEXT
-                   if k in self.options]
+        context = [f"with stanlogz.time_budget({self.options[k]!r})"
+                   if self.options[k] is not ... else "stanlogz.time_budget"
+                   for k in _CONTEXT if k in self.options]
         return " ".join(([text] if text else []) + ([f"under {c}" for c in context] if text
                                                        else context))
 

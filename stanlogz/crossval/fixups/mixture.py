@@ -45,7 +45,7 @@ from ... import arviz_compat
 from ..._util.arrays import even_rows
 from ..._util.gpd import KHAT_HEAVY
 from ..._util.seeds import Stream, stream_rng
-from ...errors import InputError
+from ...errors import InputError, Route
 from ...stan.settings import NutsArgs
 from ..elpd.psis import PsisLoo, influence_mcse
 from .fixups import SUM_SE, FixedPoint
@@ -202,7 +202,7 @@ def mixture_fixup(pw: Any, d: Any, bad: np.ndarray, ps: PsisLoo, pos: dict[int, 
     except InputError as exc:
         return [], [f"{bad.size} observation(s) have Pareto k-hat above the threshold; mixture "
                     f"importance sampling needs the program without each of them ({exc}); use "
-                    "--fix exact"]
+                    f"{Route(options={'fix': 'exact'})}"]
     model = pw.model
     post = d.flat_unconstrained()
     # equal mass for the posterior and each leave-one-out component: weight c_j =
@@ -240,7 +240,7 @@ def mixture_fixup(pw: Any, d: Any, bad: np.ndarray, ps: PsisLoo, pos: dict[int, 
         return [], [f"mixture importance sampling could not fix observation(s) {nums}: the "
                     f"mixture terms have Pareto k-hat above {KHAT_HEAVY} or rest on under "
                     f"{MIS_ESS_SHARE:.0%} of the draws (too influential for one mixture run); "
-                    "their PSIS values are kept; use --fix exact"]
+                    f"their PSIS values are kept; use {Route(options={'fix': 'exact'})}"]
     seconds = (time.perf_counter() - t0) / bad.size
     evals = int(target.n_evals // bad.size)
     warns = ([f"mixture HMC accepted {acc:.2f} of its proposals (target "
