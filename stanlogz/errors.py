@@ -93,23 +93,20 @@ class Route:
         if self.api_text:
             return self.api_text
         def kw(key: str, value: Any) -> str:
-            return key if value is ... else f"{key}={value!r}"
+            return f"{key}=..." if value is ... else f"{key}={value!r}"
 
         plain = [kw(k, v) for k, v in self.options.items()
                  if k not in _SAMPLER and k not in _CONTEXT]
         nuts = [kw(k, v) for k, v in self.options.items() if k in _SAMPLER]
         if nuts:
-            plain.append(f"settings=NutsArgs({', '.join(nuts)})" if all(
-                self.options[k] is not ... for k in self.options if k in _SAMPLER)
-                else f"{', '.join(nuts)} in settings=NutsArgs(...)")
+            plain.append(f"settings=NutsArgs({', '.join(nuts)})")
         text = ", ".join(plain)
         if self.command:
             text = f"stanlogz.{self.command.replace('-', '_')}(...{', ' + text if text else ''})"
-        context = [f"with stanlogz.time_budget({self.options[k]!r})"
+        context = [f"stanlogz.time_budget({self.options[k]!r})"
                    if self.options[k] is not ... else "stanlogz.time_budget"
                    for k in _CONTEXT if k in self.options]
-        return " ".join(([text] if text else []) + ([f"under {c}" for c in context] if text
-                                                       else context))
+        return " under ".join(([text] if text else []) + context)
 
     def to_dict(self) -> dict[str, Any]:
         """The route as JSON: command, options (API keywords), argv and both renderings."""
