@@ -93,7 +93,9 @@ class Route:
         if self.api_text:
             return self.api_text
         def kw(key: str, value: Any) -> str:
-            return f"{key}=..." if value is ... else f"{key}={value!r}"
+            if value is ...:  # the argument alone: its name (a setting: where it goes)
+                return f"{key}=..." if key in _SAMPLER else key
+            return f"{key}={value!r}"
 
         plain = [kw(k, v) for k, v in self.options.items()
                  if k not in _SAMPLER and k not in _CONTEXT]

@@ -15,7 +15,15 @@ from stanlogz.crossval.observations.nonfactorized import NonFactorizedSource
 from stanlogz.crossval.observations.observations import find_observations
 from stanlogz.crossval.observations.pointwise import PointwiseLogLik
 from stanlogz.crossval.psis_loo.loo import loo
-from stanlogz.errors import InputError
+from stanlogz.errors import InputError, speaking
+
+
+@pytest.fixture(autouse=True)
+def _cli_voice():
+    """The refusals here are checked as the command line says them (flags); the API's
+    keywords are checked in tests/util/test_routes.py."""
+    with speaking("cli"):
+        yield
 
 
 class FakeClock:
