@@ -50,7 +50,9 @@ class Route:
     """A way forward that a refusal or a piece of advice names: a stanlogz command (``""``: the
     same command again) with options by their API keyword names.
 
-    An option's value ``...`` names the option alone (``raise adapt_delta``); True is a switch.
+    A route with neither command nor options is a change to the program, said in ``note``
+    (``Route(note="a log_lik generated quantity")``). An option's value ``...`` names the
+    option alone (``raise adapt_delta``); True is a switch.
     ``cli_values`` gives the command-line text of a value that differs from the Python one
     (``k=None`` is ``--k groups``); ``note`` is prose said after the route in either voice
     (``"(about 3 min here)"``); ``api_text`` replaces the Python rendering where the command
@@ -110,12 +112,23 @@ class Route:
                    for k in _CONTEXT if k in self.options]
         return " under ".join(([text] if text else []) + context)
 
+    def followable(self) -> bool:
+        """Whether the route is a command line that can be run as it stands (a command or
+        options, each with its value)."""
+        return bool(self.command or self.options) and all(
+            v is not ... for v in self.options.values())
+
     def to_dict(self) -> dict[str, Any]:
-        """The route as JSON: command, options (API keywords), argv and both renderings."""
-        return {"command": self.command, "options": dict(self.options), "argv": self.argv(),
-                "cli": self.cli(), "api": self.api(), "note": self.note}
+        """The route as JSON: command, options (API keywords; an option named alone is
+        null), argv, both renderings, the note and whether it can be run as it stands."""
+        return {"command": self.command,
+                "options": {k: None if v is ... else v for k, v in self.options.items()},
+                "argv": self.argv(), "cli": self.cli(), "api": self.api(), "note": self.note,
+                "followable": self.followable()}
 
     def __str__(self) -> str:
+        if not (self.command or self.options):
+            return self.note
         text = self.cli() if voice() == "cli" else self.api()
         text = f"`{text}`" if self.command else text  # a whole command is quoted as code
         return f"{text} {self.note}" if self.note else text

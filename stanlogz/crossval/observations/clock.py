@@ -218,8 +218,8 @@ class PassClock:
             routes.append(Route("kfold", note=f"({KFOLD_REFITS} refits of about "
                                 f"{duration(self.refit_seconds)} each)"))
         if not difference:
-            routes.append("a log_lik generated quantity where the observations are independent "
-                          "given the parameters (a pass linear in N)")
+            routes.append(Route(note="a log_lik generated quantity where the observations are "
+                                "independent given the parameters (a pass linear in N)"))
         routes.append(deadline.as_option(1.3 * (elapsed + left) + 120, "for the whole pass"))
         done = ("by its cost estimate" if estimated else
                 f"{self.done} done in {duration(elapsed)}")

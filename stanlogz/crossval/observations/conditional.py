@@ -95,7 +95,8 @@ def response_field(data: Mapping[str, Any], obs: Observations, response: str | N
         if not cand:
             raise InputError(f"no observation array holds one number per observation "
                              f"({', '.join(obs.fields)}): the pointwise log-likelihood needs a "
-                             "log_lik generated quantity with one entry per observation")
+                             "log_lik generated quantity with one entry per observation",
+                             routes=Route(note="a log_lik generated quantity"))
         sampled = _sampled(code, cand)
         if len(sampled) > 1:
             first, other = _block_routes(code, obs)
