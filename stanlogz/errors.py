@@ -21,14 +21,28 @@ _FLAGS = {"with_loo": "loo", "use_evidence": "evidence"}
 #: Keywords that are a context manager in Python, not an argument.
 _CONTEXT = ("time_budget",)
 #: The voice routes speak in: "api" (Python keywords) or "cli" (flags); process-wide, so the
-#: threads of a run share it (the command line sets it for the whole command).
+#: threads of a run share it (the command line sets it for the whole command). A unit of work
+#: run elsewhere (a Dask worker's thread) speaks in its run's voice: ``_HERE`` (this thread).
 _VOICE = {"voice": "api"}
+_HERE = threading.local()
 _lock = threading.Lock()
 
 
 def voice() -> str:
     """The voice routes render in now: ``"cli"`` or ``"api"``."""
-    return _VOICE["voice"]
+    return getattr(_HERE, "voice", None) or _VOICE["voice"]
+
+
+@contextlib.contextmanager
+def speaking_here(name: str | None) -> Iterator[None]:
+    """In this thread only, routes render in the voice ``name`` (a unit of work on a worker,
+    in its run's voice); None keeps the voice in force."""
+    saved = getattr(_HERE, "voice", None)
+    _HERE.voice = name or saved
+    try:
+        yield
+    finally:
+        _HERE.voice = saved
 
 
 @contextlib.contextmanager

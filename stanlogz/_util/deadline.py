@@ -114,10 +114,48 @@ def time_budget(seconds: str | float | None) -> Iterator[None]:
             _state.update(saved)
 
 
+#: Budgets carried into this process by units of work of a run elsewhere (:func:`carried`):
+#: token -> (deadline on this process's clock, the whole budget); the tightest holds.
+_carried: dict[int, tuple[float, float]] = {}
+
+
 def remaining() -> float | None:
     """Seconds left of the run's time budget (negative once it is spent); None without one."""
     deadline = _state["deadline"]
+    if _carried:
+        deadline = min([d for d, _ in list(_carried.values())]
+                       + ([] if deadline is None else [deadline]))
     return None if deadline is None else deadline - clock()
+
+
+def ambient() -> dict[str, float] | None:
+    """The run's budget as a unit of work sent elsewhere (a Dask worker: another process or
+    machine, with its own monotonic clock) carries it: the wall-clock time it ends
+    (``time.time()``) and the whole budget in seconds; None without one."""
+    left = remaining()
+    if left is None:
+        return None
+    return {"until": time.time() + left, "seconds": float(budget_seconds() or left)}
+
+
+@contextlib.contextmanager
+def carried(budget: dict[str, float] | None) -> Iterator[None]:
+    """Inside the block the budget :func:`ambient` took elsewhere holds here too (its end
+    read again on this machine's wall clock), together with any of this process's own; the
+    tighter holds. Units running at once in one worker each carry theirs. None: nothing."""
+    if budget is None:
+        yield
+        return
+    token = id(object())
+    with _lock:
+        while token in _carried:
+            token += 1
+        _carried[token] = (clock() + (budget["until"] - time.time()), budget["seconds"])
+    try:
+        yield
+    finally:
+        with _lock:
+            _carried.pop(token, None)
 
 
 @contextlib.contextmanager
@@ -142,6 +180,8 @@ def reserved(draws: int = 0) -> float:
 
 def budget_seconds() -> float | None:
     """The whole time budget in force, in seconds (None without one)."""
+    if _carried and _state["seconds"] is None:
+        return min(list(_carried.values()))[1]
     return _state["seconds"]
 
 
