@@ -5,9 +5,8 @@ prior density has mass outside its bounds (``real<lower=0> tau; tau ~ cauchy(0, 
 ``T[0, ]``: mass 1/2) or that has no prior statement at all (``real<lower=0, upper=10> s;``:
 implicit density 1, mass 10) shifts log Z by the log of that mass. Where a parameter's prior is
 one whole-variable statement with arguments known from literals or data, :func:`check_priors`
-computes the mass inside the declared bounds in closed form (scipy CDFs); other parameters are
-listed as unchecked, with the reason. stanc's pedantic mode names parameters with no prior.
-"""
+computes the mass inside the declared bounds in closed form (scipy CDFs); others are listed as
+unchecked, with the reason. stanc's pedantic mode names parameters with no prior."""
 
 from __future__ import annotations
 
