@@ -46,6 +46,7 @@ from ..._util.arrays import even_rows
 from ..._util.gpd import KHAT_HEAVY
 from ..._util.seeds import Stream, stream_rng
 from ...errors import InputError, Route
+from ...mcmc.hmc import DualAveraging
 from ...stan.settings import NutsArgs
 from ..elpd.psis import PsisLoo, influence_mcse
 from .fixups import SUM_SE, FixedPoint
@@ -91,7 +92,7 @@ def _hmc(target: _Mixture, x0: np.ndarray, inv_metric: np.ndarray, step: float, 
     k, dim = x0.shape
     x = x0.copy()
     lp, g = target(x)
-    mu, h_bar, log_eps_bar, eps = math.log(10 * step), 0.0, math.log(step), step
+    adapt, eps = DualAveraging(step, adapt_delta), step
     out = np.empty((k, n, dim))
     acc_sum = 0.0
     for it in range(warmup + n):
@@ -117,14 +118,9 @@ def _hmc(target: _Mixture, x0: np.ndarray, inv_metric: np.ndarray, step: float, 
         x = np.where(take[:, None], xn, x)
         lp = np.where(take, lpn, lp)
         g = np.where(take[:, None], gn, g)
-        if it < warmup:  # Hoffman & Gelman's dual averaging toward acceptance adapt_delta
-            t = it + 1
-            h_bar = ((1 - 1 / (t + 10)) * h_bar
-                     + (adapt_delta - float(accept.mean())) / (t + 10))
-            log_eps = mu - math.sqrt(t) / 0.05 * h_bar
-            w = t**-0.75
-            log_eps_bar = w * log_eps + (1 - w) * log_eps_bar
-            eps = math.exp(log_eps) if it < warmup - 1 else math.exp(log_eps_bar)
+        if it < warmup:  # dual averaging toward acceptance adapt_delta
+            eps = adapt.update(float(accept.mean()))
+            eps = eps if it < warmup - 1 else adapt.final
         else:
             out[:, it - warmup] = x
             acc_sum += float(accept.mean())
