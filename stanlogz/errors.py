@@ -66,12 +66,12 @@ class Route:
 
     A route with neither command nor options is a change to the program, said in ``note``
     (``Route(note="a log_lik generated quantity")``). An option's value ``...`` names the
-    option alone (``raise adapt_delta``); True is a switch.
-    ``cli_values`` gives the command-line text of a value that differs from the Python one
-    (``k=None`` is ``--k groups``); ``note`` is prose said after the route in either voice
-    (``"(about 3 min here)"``); ``api_text`` replaces the Python rendering where the command
-    line's option has no keyword (the verbose switch: the error's ``log``). ``str(route)``
-    renders in the voice in force.
+    option alone (``raise adapt_delta``); True is a switch. ``cli_values`` gives the
+    command-line text of a value that differs from the Python one (``k=None`` is ``--k
+    groups``); ``note`` is prose said after the route in either voice (``"(about 3 min
+    here)"``); ``api_text`` replaces the Python rendering where the command line's option has
+    no keyword (the verbose switch: the error's ``log``). ``str(route)`` renders in the voice
+    in force.
 
     Examples
     --------
@@ -93,9 +93,10 @@ class Route:
             out.append("--" + _FLAGS.get(key, key.replace("_", "-")))
             if key in self.cli_values:
                 out.append(str(self.cli_values[key]))
+            elif isinstance(value, (list, tuple)):
+                out.extend(str(v) for v in value)
             elif value is not ... and value is not True:
-                out.extend(str(v) for v in value) if isinstance(value, (list, tuple)) \
-                    else out.append(f"{value:g}" if isinstance(value, float) else str(value))
+                out.append(f"{value:g}" if isinstance(value, float) else str(value))
         return out
 
     def cli(self) -> str:
@@ -108,6 +109,7 @@ class Route:
         ``fix='exact'``; sampler settings inside ``settings=NutsArgs(...)``)."""
         if self.api_text:
             return self.api_text
+
         def kw(key: str, value: Any) -> str:
             if value is ...:  # the argument alone: its name (a setting: where it goes)
                 return f"{key}=..." if key in _SAMPLER else key
