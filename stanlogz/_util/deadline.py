@@ -23,6 +23,10 @@ from .progress import duration
 
 #: The time source of every budget check (seconds; replaced in tests).
 clock = time.monotonic
+#: A step judged early, on a rate that still counts its slow start (NUTS before a tenth of its
+#: warmup: up to 2.6 times the later rate, benchmarks/nuts_eta.py) or on a cost estimate (a
+#: pass before it starts), is refused only when it would take this many times the time left.
+EARLY_MARGIN = 3.0
 
 _lock = threading.Lock()
 _state: dict[str, float | None] = {"deadline": None, "seconds": None, "expired": None,

@@ -122,10 +122,9 @@ class _NutsProgress:
         for c in moved:
             self.reported[c] = tenths[c]
         self.last = now
-#: Until a tenth of the warmup is done, its rate still counts the early warmup's long trees
-#: (up to 2.6 times the rate of the rest: benchmarks/nuts_eta.py): a run is refused then only
-#: when its warmup would take this many times the time it has.
-EARLY_MARGIN = 3.0
+#: Until a tenth of the warmup is done, a run is refused only when its warmup would take
+#: EARLY_MARGIN times the time it has (the one margin of every early judgement).
+EARLY_MARGIN = deadline.EARLY_MARGIN
 #: Iterations per chain named as the smallest route (half warmup, half draws).
 MIN_ROUTE_ITERATIONS = 200
 #: Seconds between two checks of the budget (closer to the stop point, every poll).

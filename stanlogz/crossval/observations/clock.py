@@ -23,8 +23,8 @@ MIN_ESTIMATE = 3
 #: Seconds (or a hundredth of the observations) a pass runs before the time budget judges it.
 DECIDE_S = 5.0
 #: Before ``MIN_ESTIMATE`` observations (or before the pass, on its cost estimate) a pass is
-#: stopped only when it would take this many times the budget left.
-EARLY_MARGIN = 3.0
+#: stopped only when it would take this many times the budget left (the run's one margin).
+EARLY_MARGIN = deadline.EARLY_MARGIN
 #: A pass with more time left than this, over at least twice ``SUBSAMPLE_HINT`` observations,
 #: names subsampling once (posteriordb sat-hier_2pl: 19,200 observations, 13 minutes).
 HINT_S = 300.0
