@@ -47,6 +47,21 @@ def check_spent(what: str) -> None:
                           f"with {route}", routes=route)
 
 
+def positive_seconds(name: str, value: object) -> float | None:
+    """``value`` as positive, finite seconds (None stays None): the one check of every time
+    limit a caller gives (the pass's ``cond_budget``, moment matching's ``mm_budget``);
+    :class:`~stanlogz.errors.InputError` naming ``name`` otherwise."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if isinstance(value, bool) or not (math.isfinite(seconds) and seconds > 0):
+        raise InputError(f"{name} must be positive (a number of seconds), got {value!r}")
+    return seconds
+
+
 def parse_duration(text: str | float) -> float:
     """Seconds of a duration written ``600``, ``600s``, ``10m`` or ``1.5h`` (a number alone is
     seconds); :class:`~stanlogz.errors.InputError` for anything else or a duration of 0."""

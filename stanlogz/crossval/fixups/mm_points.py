@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..._util import deadline as run_budget
-from ...errors import InputError, Route, option
+from ...errors import Route, option
 from .fixups import FixedPoint
 
 #: Key of a moment-matched FixedPoint's diagnostics set when the time budget stopped its maps
@@ -22,15 +22,7 @@ UNFINISHED = "mm_unfinished"
 
 def check_budget(mm_budget: float | None) -> float | None:
     """``mm_budget`` as a positive float (or None); :class:`InputError` otherwise."""
-    if mm_budget is None:
-        return None
-    try:
-        b = float(mm_budget)
-    except (TypeError, ValueError):
-        raise InputError(f"mm_budget must be a number of seconds, got {mm_budget!r}") from None
-    if not b > 0:
-        raise InputError(f"mm_budget must be positive (seconds), got {mm_budget}")
-    return b
+    return run_budget.positive_seconds("mm_budget", mm_budget)
 
 
 def moment_match_points(bad: np.ndarray,
