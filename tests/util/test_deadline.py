@@ -12,7 +12,10 @@ import pytest
 
 from stanlogz._util import deadline
 from stanlogz._util.deadline import OverBudget, parse_duration, time_budget
-from stanlogz.errors import speaking
+from stanlogz.crossval.observations.clock import PassClock
+from stanlogz.errors import InputError, speaking
+from stanlogz.stan import nuts
+from tests.helpers import FakeClock
 
 
 @pytest.fixture(autouse=True)
@@ -21,10 +24,6 @@ def _cli_voice():
     keywords are checked in tests/util/test_routes.py."""
     with speaking("cli"):
         yield
-from stanlogz.crossval.observations.clock import PassClock
-from stanlogz.errors import InputError
-from stanlogz.stan import nuts
-from tests.helpers import FakeClock
 
 
 @pytest.mark.parametrize("text, seconds", [("600", 600.0), ("600s", 600.0), ("10m", 600.0),
