@@ -34,7 +34,7 @@ from ... import arviz_compat
 from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
 from ...draws import ESS_PER_CHAIN_MIN, RHAT_MAX, obtain_draws
-from ...errors import InputError
+from ...errors import InputError, Route
 from ...stan.program import ProgramLike, StanProgram
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..elpd.psis import (
@@ -48,7 +48,7 @@ from ..observations.observations import load_observed
 from ..refit.heldout import heldout_many
 from .integrate import integrate
 from .result import GroupValue, LogoResult, total_mcse
-from .structure import GroupStructure, check_structure, find_groups, instance, refuse
+from .structure import GroupStructure, check_structure, find_groups, instance, logo_route, refuse
 
 FIXES = ("auto", "refit", "none")
 #: Default k̂ above which a group is refit. PSIS values of groups whose true k is above 0.5
@@ -226,8 +226,8 @@ def logo(
     elif bad:
         labels = ", ".join(str(int(st.labels[g])) for g in bad[:10])
         warns.append(f"{len(bad)} group(s) have Pareto k-hat above {threshold:.2f} ({labels}): "
-                     "their PSIS values are unreliable; refit them (fix='auto', or `stanlogz "
-                     f"kfold --group {group} --k groups`)")
+                     "their PSIS values are unreliable; refit them "
+                     f"({Route(options={'fix': 'auto'})}, or {logo_route(group)})")
     psis_part = float(np.hypot(ps.total_mcse(refit), ps.total_bias(refit)))
     mcse = total_mcse(psis_part, [groups[g].mcse for g in refit],
                       [float(int_err[g]) for g in range(n_g) if g not in refit])
