@@ -24,6 +24,9 @@ coverage of ±2 se:
   balanced accuracy the population analogue: √E[e²], 1 − E[e²]/Var(y), the mean of the
   class-wise accuracies); computed in closed form (normal model, binomial enumeration) or by a
   Monte Carlo of 200,000 training sets (ordinal, se of the truth < 0.001);
+* ``se_binomial`` (accuracies): the same with loo's se alone, without the term for flipping
+  predictions (:func:`stanlogz.crossval.checks.measures._accuracy`): the before/after of that
+  term; other measures repeat their se;
 * ``mcse``: the Monte Carlo se against the same measure of the exact LOO predictives of that
   data set (the error of PSIS with S draws).
 
@@ -209,21 +212,24 @@ def run(n_sets: int, s: int, seed: int) -> list[list]:
              Ordinal(((0.4, 0.3, 0.2, 0.1), (0.1, 0.2, 0.3, 0.4)), "ordinal, near ties"))
     for case in cases:
         rng = np.random.default_rng(seed)
-        rec = {m: {"est": [], "se": [], "mcse": [], "exact": []} for m in case.measures}
+        rec = {m: {"est": [], "se": [], "se_b": [], "mcse": [], "exact": []}
+               for m in case.measures}
         for _ in range(n_sets):
             got, ex = case.simulate(rng, s)
             for m in case.measures:
                 rec[m]["est"].append(got[m].estimate)
                 rec[m]["se"].append(got[m].se)
+                rec[m]["se_b"].append(got[m].se_parts.get("se_binomial", got[m].se))
                 rec[m]["mcse"].append(got[m].mcse)
                 rec[m]["exact"].append(ex[m])
         for m in case.measures:
             r = {k: np.array(v) for k, v in rec[m].items()}
             t = case.truth[m]
             cov_se = np.mean(np.abs(r["est"] - t) <= 2 * r["se"])
+            cov_b = np.mean(np.abs(r["est"] - t) <= 2 * r["se_b"])
             cov_mc = np.mean(np.abs(r["est"] - r["exact"]) <= 2 * r["mcse"])
             rows.append([case.name, m, t, float(r["est"].mean()), float(r["est"].std(ddof=1)),
-                         float(r["se"].mean()), float(cov_se),
+                         float(r["se"].mean()), float(cov_se), float(cov_b),
                          float((r["est"] - r["exact"]).std(ddof=1)), float(r["mcse"].mean()),
                          float(cov_mc)])
     return rows
@@ -238,6 +244,7 @@ def main() -> None:
     t0 = time.time()
     rows = run(a.datasets, a.draws, a.seed)
     head = ["case", "measure", "truth", "mean est", "sd est", "mean se", "cov ±2se",
+            "cov ±2se_binomial",
             "sd(est-exact)", "mean mcse", "cov ±2mcse"]
     print(f"{a.datasets} data sets per case, S = {a.draws} exact posterior draws, PSIS weights "
           f"({time.time() - t0:.0f} s)")

@@ -1,66 +1,111 @@
-"""Agreement of stanlogz's LOO predictive measures with arviz-stats on shared inputs.
+"""Reference values from arviz-stats for stanlogz's LOO predictive measures and LOO-PIT tests,
+on shared inputs, stored as a JSON fixture that ``tests/crossval/checks/test_arviz_agreement.py``
+checks to 1e-10.
 
-arviz-stats is not a dependency of stanlogz (ArviZ 0.x on Python 3.11 does not bring it), so
-this check is a script, not a test: install arviz-stats (``pip install arviz-stats``, or unpack
-its wheel onto PYTHONPATH) and run
+arviz-stats (the ArviZ 1.x line) needs Python ≥ 3.12 and does not install beside ArviZ 0.x,
+which stanlogz's 3.11 environment carries; so its numbers are computed once, in a separate
+Python 3.12 environment with arviz-stats, by this script, which imports only numpy and
+arviz-stats (not stanlogz):
 
-    python3 -m benchmarks.measures_agreement
+    python3.12 -m venv /tmp/azs && /tmp/azs/bin/pip install arviz-stats
+    /tmp/azs/bin/python benchmarks/measures_agreement.py \
+        --write benchmarks/data/arviz_stats_reference.json
 
-It prints the largest difference per quantity between ``arviz_stats.base.array_stats``
-(``loo_score`` for CRPS/SCRPS pointwise; ``metrics`` for MAE, MSE, RMSE, accuracy and balanced
-accuracy of the LOO predictive mean) and :func:`stanlogz.crossval.checks.measures.loo_measures`
-on the same PSIS log weights. Estimates agree to rounding; se's differ by convention where
-noted (arviz-stats divides by N, loo and stanlogz by N − 1; arviz-stats' balanced-accuracy se
-is its own formula).
+The inputs are regenerated from fixed seeds by :func:`shared_inputs` (the test recomputes
+them and checks their checksums against the fixture, so a change of numpy's generators is
+caught rather than mistaken for a disagreement). The fixture in the repository was written
+with arviz-stats 1.3.3 (numpy 2.5.5, Python 3.12).
+
+Compared: ``loo_score`` (CRPS and SCRPS, pointwise); ``metrics`` of the LOO predictive mean
+(MAE, MSE, RMSE, accuracy, balanced accuracy: estimates, and the se's of MAE, MSE, RMSE and
+accuracy, whose formulas stanlogz shares); ``uniformity_test`` (POT and PIET p-values and
+per-observation Shapley values). arviz-stats' PRIT p-values are stored too but are not
+stanlogz's: arviz-stats 1.3.3 takes 2 min(P(K ≤ k), P(K ≥ k)) where R posterior 1.7, whose
+definition stanlogz follows, takes the mid-p value 2 min(m, 1 − m), m = P(K < k) + ½ P(K = k).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
+
 import numpy as np
 
-from stanlogz.crossval.checks.measures import loo_measures
-from stanlogz.crossval.checks.predictive import loo_log_weights
+
+def shared_inputs() -> dict[str, np.ndarray]:
+    """The inputs of the comparison, from fixed seeds (numpy only).
+
+    ``lw`` and ``lwb`` are the raw leave-one-out importance log ratios −log p(y_i | θ_s) (any
+    log weights define the measures; raw ones keep the script free of a PSIS implementation).
+    """
+    rng = np.random.default_rng(8)
+    s, n = 400, 24
+    theta = rng.normal(0.4, 0.3, size=s)
+    y = rng.normal(0.5, 1.2, size=n) + 5.0
+    ll = -0.5 * (y[None] - 5.0 - theta[:, None]) ** 2 - 0.5 * np.log(2 * np.pi)
+    yr = 5.0 + theta[:, None] + rng.normal(size=(s, n))
+    yb = (rng.uniform(size=n) < 0.5).astype(float)
+    lin = rng.normal(0.8 * (2 * yb - 1), 1.5, size=n)
+    p = 1 / (1 + np.exp(-(lin[None, :] + rng.normal(0, 0.5, size=(s, n)))))
+    llb = np.where(yb[None] == 1, np.log(p), np.log1p(-p))
+    pit = rng.beta(1.4, 1.0, size=40)
+    return {"y": y, "yr": yr, "lw": -ll, "yb": yb, "p": p, "lwb": -llb, "pit": pit}
+
+
+def checksums(inputs: dict[str, np.ndarray]) -> dict[str, float]:
+    """Sum of each input array (the fixture records them)."""
+    return {k: float(np.sum(v)) for k, v in inputs.items()}
+
+
+def loo_mean(lw: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The self-normalized weighted mean of each column of ``x`` with log weights ``lw``."""
+    w = np.exp(lw - lw.max(axis=0))
+    return np.sum(w * x, axis=0) / w.sum(axis=0)
+
+
+def reference() -> dict:
+    """arviz-stats' values on :func:`shared_inputs`."""
+    import arviz_stats
+    from arviz_stats.base import array_stats
+
+    d = shared_inputs()
+    out: dict = {"arviz_stats": arviz_stats.__version__, "numpy": np.__version__,
+                 "python": sys.version.split()[0], "checksums": checksums(d)}
+    n = d["y"].size
+    for kind in ("crps", "scrps"):
+        out[kind] = [float(np.asarray(array_stats.loo_score(
+            d["yr"][:, i][None, :], d["y"][i], d["lw"][:, i][None, :], kind=kind)).ravel()[0])
+            for i in range(n)]
+    mu = loo_mean(d["lw"], d["yr"])
+    for kind in ("mae", "mse", "rmse"):
+        est, se = array_stats.metrics(d["y"], mu, kind=kind)
+        out[kind] = {"estimate": float(est), "se": float(se)}
+    pb = loo_mean(d["lwb"], d["p"])
+    for ours, kind in (("acc", "acc"), ("bacc", "acc_balanced")):
+        est, se = array_stats.metrics(d["yb"], pb, kind=kind)
+        out[ours] = {"estimate": float(est), "se": float(se)}
+    for test in ("pot", "piet", "prit"):
+        pval, _, shap = array_stats.uniformity_test(d["pit"], method=f"{test}_c")
+        out[test] = {"p_value": float(pval), "shapley": np.asarray(shap, float).tolist()}
+    return out
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", help="write the reference values to this JSON file")
+    a = ap.parse_args()
     try:
-        from arviz_stats import __version__
-        from arviz_stats.base import array_stats
+        ref = reference()
     except ImportError:
-        raise SystemExit("arviz-stats is not importable: pip install arviz-stats (or put its "
-                         "unpacked wheel on PYTHONPATH)") from None
-    rng = np.random.default_rng(8)
-    s, n = 800, 30
-    theta = rng.normal(0.4, 0.3, size=s)
-    y = rng.normal(0.5, 1.2, size=n) + 5.0          # positive: see the note on CRPS below
-    ll = -0.5 * (y[None] - 5.0 - theta[:, None]) ** 2
-    lw = loo_log_weights(ll)
-    yr = 5.0 + theta[:, None] + rng.normal(size=(s, n))
-    ms = {m.name: m for m in loo_measures(lw, y, yr, ["crps", "scrps", "mae", "mse", "rmse"])}
-    print(f"arviz-stats {__version__}; N = {n}, S = {s}")
-    for kind in ("crps", "scrps"):
-        az = np.array([float(np.asarray(array_stats.loo_score(
-            yr[:, i][None, :], y[i], lw[:, i][None, :], kind=kind)).ravel()[0])
-            for i in range(n)])
-        print(f"{kind:6s} pointwise max |diff| {np.max(np.abs(az - ms[kind].pointwise)):.2e}")
-    w = np.exp(lw - lw.max(axis=0))
-    mu = np.sum(w * yr, axis=0) / w.sum(axis=0)
-    for kind in ("mae", "mse", "rmse"):
-        est, se = array_stats.metrics(y, mu, kind=kind)
-        print(f"{kind:6s} estimate |diff| {abs(float(est) - ms[kind].estimate):.2e}; se ratio "
-              f"stanlogz/arviz {ms[kind].se / float(se):.6f} (sqrt(N/(N-1)) = "
-              f"{np.sqrt(n / (n - 1)):.6f})")
-    yb = (rng.uniform(size=n) < 0.5).astype(float)
-    lin = rng.normal(0.8 * (2 * yb - 1), 1.5, size=n)          # informative, imperfect
-    p = 1 / (1 + np.exp(-(lin[None, :] + rng.normal(0, 0.5, size=(s, n)))))
-    lwb = loo_log_weights(np.where(yb[None] == 1, np.log(p), np.log1p(-p)))
-    mb = {m.name: m for m in loo_measures(lwb, yb, None, ["acc", "bacc"], mu=p)}
-    wb = np.exp(lwb - lwb.max(axis=0))
-    pb = np.sum(wb * p, axis=0) / wb.sum(axis=0)
-    for ours, kind in (("acc", "acc"), ("bacc", "acc_balanced")):
-        est, se = array_stats.metrics(yb, pb, kind=kind)
-        print(f"{ours:6s} estimate |diff| {abs(float(est) - mb[ours].estimate):.2e}; se "
-              f"stanlogz {mb[ours].se:.4f}, arviz {float(se):.4f}")
+        raise SystemExit("arviz-stats is not importable here: run this under a Python 3.12 "
+                         "environment with arviz-stats (module docstring)") from None
+    text = json.dumps(ref, indent=1)
+    if a.write:
+        with open(a.write, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    else:
+        print(text)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from ..crossval.fixups.registry import FIXUPS, fix_help
 from ..crossval.refit.cv_se import LEVEL_2SE
 from ..crossval.select.choose import ProgramChoice
 from ..crossval.select.fitcompare import compare_sources
-from ..crossval.select.scores import SCORES, parse_measures
+from ..crossval.select.scores import parse_measures
 from ..crossval.select.weights import WEIGHT_METHODS
 from ..errors import InputError
 from ..report.crossval_plots import plot_pit
@@ -152,19 +152,16 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         print_evidence(report, c.evidence, method, args.unbiased_bf)
     print_choice(report, c)
     out = c.to_dict()
-    if measures is not None and (len(measures) > 1 or measures[0] not in SCORES):
+    if measures is not None:
+        # one table and sign convention for one measure or several (loo 3.0's utility scale)
         mc = c.compare_measures(measures, args.yrep, args.outcome, args.rank_by)
         out["measure_comparison"] = _scored_table(
             report, c, mc, f"comparison on {', '.join(mc.measures)}, ranked by {mc.rank_by}; "
-            "diff = value - top's on the utility scale (sign of losses "
-            f"{', '.join(m for m, lo in zip(mc.measures, mc.loss, strict=True) if lo)}"
-            " flipped: negative is worse), diff_se of paired differences")
-    elif measures is not None:
-        sc = c.compare_score(measures[0], args.yrep, args.outcome)
-        better = "higher" if sc.higher_is_better else "lower"
-        out["score_comparison"] = _scored_table(
-            report, c, sc, f"comparison on {sc.score} ({better} is better); diff = score - "
-            "best's, diff_se of paired differences")
+            "diff = value - top's on the utility scale"
+            + (" (sign of losses " + ", ".join(m for m, lo in zip(mc.measures, mc.loss,
+                                                                   strict=True) if lo)
+               + " flipped: negative is worse)" if any(mc.loss) else "")
+            + ", diff_se of paired differences")
     if averaged is not None:
         mixed = c.averaged_draws(args.yrep, seed=args.seed)
         header = ",".join(f"{args.yrep}.{i + 1}" for i in range(mixed.shape[1]))

@@ -20,6 +20,7 @@ from ..crossval.observations.jacobian import (
 from ..crossval.observations.pointwise import LOG_LIK_SOURCES
 from ..crossval.psis_loo.loo import loo
 from ..crossval.psis_loo.result import LooResult
+from ..crossval.select.scores import parse_measures, program_measures
 from ..errors import InputError
 from ..report.crossval_plots import plot_pit
 from ..report.output import Reporter, write_atomically
@@ -96,6 +97,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "so far (or 10 s); 0 turns it off")
     add_jacobian_argument(parser)
     add_check_arguments(parser)
+    parser.add_argument("--measure", metavar="NAMES", default=None,
+                        help="predictive measures beside elpd by the LOO weights, "
+                        "comma-separated: rps, srps, crps, scrps, mae, mse, rmse, r2, brier, "
+                        "acc, bacc (each with se and Monte Carlo se; needs --yrep)")
     add_closing_arguments(parser, "save k-hat and pointwise elpd per observation")
 
 
@@ -158,7 +163,8 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     if checks and args.subsample is not None:
         raise InputError("predictive checks (--pit, --metrics, --crps, --e-loo) need every "
                          "observation's LOO weights; drop --subsample")
-    if checks and args.yrep:
+    measures = loo_measures_wanted(args)
+    if (checks or measures) and args.yrep:
         check_declares([args.model], args.yrep)
     jac = jacobian_of(args)
     if args.mm_budget is not None and (args.model is None
@@ -190,6 +196,13 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         if pit_plot is not None:
             write_atomically(pit_plot, lambda tmp: plot_pit(ch, tmp))
             report.progress(f"LOO-PIT plot written to {pit_plot}")
+    if measures:
+        ms = program_measures(measures, r, r.program, r.data, r.draws, args.yrep, args.outcome)
+        report.table(["measure", "estimate", "se", "mcse", "loss"],
+                     [[m.name, m.estimate, m.se, m.mcse, m.loss] for m in ms],
+                     title=f"predictive measures of {args.yrep} by LOO weights (loss: lower "
+                     "is better)")
+        extra["measures"] = {m.name: m.to_dict() for m in ms}
 
     def draw(tmp: Path) -> None:
         from ..report.crossval_plots import plot_loo
@@ -198,6 +211,18 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
 
     # the warnings stand in the table already (stdout); stderr gets them only under --json
     return finish(report, r, plot, draw, warned=not report.json_mode, **extra)
+
+
+def loo_measures_wanted(args: argparse.Namespace) -> list[str]:
+    """``--measure``'s names (elpd dropped: loo reports it), checked before any sampling."""
+    if args.measure is None:
+        return []
+    names = [m for m in parse_measures(args.measure) if m != "elpd"]
+    if names and (args.model is None or args.yrep is None or args.subsample is not None):
+        raise InputError("--measure needs the Stan program, --yrep NAME (its "
+                         "posterior-predictive quantity) and every observation (no "
+                         "--subsample)")
+    return names
 
 
 def report_checks(report: Any, checks: PredictiveChecks) -> None:

@@ -37,7 +37,7 @@ from .predictive import (
     loo_log_weights_khat,
     loo_metrics,
     loo_pit,
-    pit_uniformity,
+    pot_from_pointwise,
 )
 
 #: Suffixes stripped from a posterior-predictive quantity's name to find the observed outcome.
@@ -177,12 +177,13 @@ def predictive_checks(log_lik: Any, y_rep: Any, y: Any, *, r_eff: float = 1.0,
         elpd = special.logsumexp(ll + lw, axis=0) - special.logsumexp(lw, axis=0)
         ok = np.isfinite(out.pit)
         p_loo = float(np.sum((lppd - elpd)[ok]))
-        out.uniformity = pit_uniformity(out.pit, p_loo=p_loo)
-        out.uniformity.excluded = bad.tolist()
         yv, yr = np.asarray(y, dtype=float).ravel(), np.asarray(y_rep, dtype=float)
         widths = randomization_widths(lw, yv, yr) if is_discrete(yv, yr) else None
         out.pit_tests = pit_tests(out.pit, p_loo=p_loo, floor=pit_floor(lw[:, ok]),
                                   widths=widths)
+        # the untruncated pointwise-order test from POT's pointwise p-values (computed once)
+        out.uniformity = pot_from_pointwise(out.pit_tests["pot"].pointwise_p[ok], p_loo)
+        out.uniformity.excluded = bad.tolist()
         if out.uniformity.p_value < 0.01:
             p = out.pit[np.isfinite(out.pit)]
             shape = ("U-shaped: the predictive distributions are too narrow (overconfident)"

@@ -24,10 +24,11 @@ Definitions (w_s the normalized LOO weights of observation i, x_s = y_rep_si):
 * ``acc``: share of observations whose predicted class (μ_i > 0.5, or the most probable
   category) is the observed one; ``bacc``: the mean over the observed classes of that share.
 
-se: sd / √N for the means; √(a(1 − a)/N) for accuracy and loo's per-class formula for
-balanced accuracy; the delta method for RMSE and R² (loo's). Monte Carlo se: each measure is a
-smooth function of PSIS-weighted expectations, so its Monte Carlo error is the average over
-draws of one influence series (the delta method), whose se is
+se: sd / √N for the means; the delta method for RMSE and R² (loo's); for accuracy loo's
+√(a(1 − a)/N) (per class for balanced accuracy) with a term for the predicted classes' own
+uncertainty added in quadrature (:func:`_accuracy`; it vanishes away from class boundaries).
+Monte Carlo se: each measure is a smooth function of PSIS-weighted expectations, so its Monte
+Carlo error is the average over draws of one influence series (the delta method), whose se is
 :func:`stanlogz.crossval.elpd.psis.total_mcse` (the one formula of PSIS sums' Monte Carlo se,
 chains' autocorrelation included). Accuracies are step functions: their Monte Carlo se counts
 each observation's chance of its predicted class flipping, Φ(−margin / mcse(margin)).
@@ -37,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -70,11 +71,14 @@ class Measure:
     pointwise: np.ndarray
     influence: np.ndarray
     loss: bool
+    #: parts of the se where it has several (acc, bacc: ``se_binomial``, ``se_flip``)
+    se_parts: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict."""
         return {"measure": self.name, "estimate": self.estimate, "se": self.se,
-                "mcse": self.mcse, "loss": self.loss, "pointwise": self.pointwise.tolist()}
+                "mcse": self.mcse, "loss": self.loss, **self.se_parts,
+                "pointwise": self.pointwise.tolist()}
 
 
 @dataclass
@@ -185,39 +189,64 @@ def _class_probs(y: np.ndarray, w: np.ndarray, y_rep: np.ndarray | None,
     return cats, np.einsum("sn,snk->nk", w, p), p
 
 
-def _accuracy(name: str, y: np.ndarray, hit: np.ndarray, margin: np.ndarray,
-              m_infl: np.ndarray, chains: int) -> Measure:
-    """Accuracy or balanced accuracy from hits ``(N,)``, the margins of the predicted class
-    (``(N,)``, positive) and their draw influence ``(S, N)``.
+def _flip_series(margin: np.ndarray, dev: np.ndarray, coef: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Flip probabilities q_i = Φ(−margin_i / sd_i) ``(N,)`` of margins with draw deviations
+    ``dev`` ``(S, N)`` (sd_i² = Σ_s dev_si²), and the draw series ``(S,)`` that sums each
+    observation's flip error √(q_i(1 − q_i)) · ``coef_i`` along its standardized deviations
+    (its sum of squares is Σ_i (…)² for independent flips, (Σ_i …)² for flips in lockstep)."""
+    sd = np.sqrt(np.sum(dev**2, axis=0))
+    pos = sd > 0
+    safe = np.where(pos, sd, 1.0)
+    q = np.where(pos, stats.norm.sf(np.abs(margin) / safe), 0.0)
+    scale = np.where(pos, np.sqrt(q * (1 - q)) / safe, 0.0)
+    return q, dev @ (scale * coef)
 
-    Monte Carlo se: observation i's prediction flips with probability q_i = Φ(−margin_i / σ_i)
-    (σ_i the margin's Monte Carlo se), a Bernoulli error of sd √(q_i(1 − q_i)). The flips of
-    observations that share draws are correlated (those with the same LOO predictive flip
-    together), so the errors are summed as one draw-influence series: each margin's influence
-    scaled to that sd, signed (a hit flips to a miss, a miss to a hit), through
-    :func:`~stanlogz.crossval.elpd.psis.total_mcse`: Σ_i q_i(1 − q_i) for independent flips,
-    (Σ_i √(q_i(1 − q_i)))² for flips in lockstep."""
+
+def _accuracy(name: str, y: np.ndarray, hit: np.ndarray, flip: np.ndarray,
+              margin: np.ndarray, m_infl: np.ndarray, m_post: np.ndarray, chains: int
+              ) -> Measure:
+    """Accuracy or balanced accuracy from hits ``(N,)``, each hit's change when its predicted
+    class flips to the runner-up (``flip``: −1 a hit lost, +1 a miss won, 0 a miss that stays
+    one), the margins of the predicted class over the runner-up ``(N,)``, their Monte Carlo
+    draw influence ``m_infl`` and their LOO posterior deviations ``m_post`` (√w_s (m_s − m),
+    ``(S, N)``).
+
+    se: the between-observation se of loo (√(a(1 − a)/N); per class for bacc) counts the
+    outcomes' noise given the predicted classes, not the classes' own uncertainty: a
+    prediction near the class boundary flips under new data (and leave-one-out flips a whole
+    group's prediction against each left-out observation at the boundary), and the hits of
+    observations that share parameters flip together. So a flip term is added in quadrature:
+    observation i's prediction flips with probability q_i = Φ(−margin_i / sd_i), sd_i its LOO
+    posterior sd (the sampling sd of the margin, Bernstein–von Mises), a change of ``flip_i``
+    with sd √(q_i(1 − q_i)); the changes are summed as one series over posterior draws, so
+    observations whose margins move together flip together. It vanishes where every margin
+    is far from 0 (then se is loo's and arviz-stats'; ``se_binomial`` keeps that value).
+
+    Monte Carlo se: the same construction with each margin's Monte Carlo sd (its draw
+    influence), through :func:`~stanlogz.crossval.elpd.psis.total_mcse`."""
     n = y.size
-    sd = np.sqrt(np.sum(m_infl**2, axis=0))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(sd > 0, np.abs(margin) / np.where(sd > 0, sd, 1.0), np.inf)
-    q = stats.norm.sf(z)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        coef = np.where(sd > 0, np.sqrt(q * (1 - q)) / np.where(sd > 0, sd, 1.0), 0.0)
-    coef *= np.where(hit > 0, 1.0, -1.0)
+    _, g_mc = _flip_series(margin, m_infl, flip)
+    _, g_post = _flip_series(margin, m_post, flip)
     if name == "acc":
         a = float(hit.mean())
-        return Measure(name, a, math.sqrt(a * (1 - a) / n), _mcse(m_infl @ (coef / n), chains),
-                       hit, hit - a, False)
+        se_b = math.sqrt(a * (1 - a) / n)
+        se_f = float(np.sqrt(np.sum(g_post**2))) / n
+        return Measure(name, a, math.hypot(se_b, se_f), _mcse(g_mc / n, chains), hit, hit - a,
+                       False, {"se_binomial": se_b, "se_flip": se_f})
     classes, idx, n_c = np.unique(y, return_inverse=True, return_counts=True)
     k = classes.size
     if k < 2:
         raise InputError("balanced accuracy needs at least two observed classes")
     acc_c = np.bincount(idx, weights=hit) / n_c
-    se = math.sqrt(float(np.sum(acc_c * (1 - acc_c) / n_c))) / k
+    se_b = math.sqrt(float(np.sum(acc_c * (1 - acc_c) / n_c))) / k
     per = k * n_c[idx]
-    return Measure(name, float(acc_c.mean()), se, _mcse(m_infl @ (coef / per), chains),
-                   hit / per, (hit - acc_c[idx]) * n / per, False)
+    _, g_mc = _flip_series(margin, m_infl, flip / per)
+    _, g_post = _flip_series(margin, m_post, flip / per)
+    se_f = float(np.sqrt(np.sum(g_post**2)))
+    return Measure(name, float(acc_c.mean()), math.hypot(se_b, se_f), _mcse(g_mc, chains),
+                   hit / per, (hit - acc_c[idx]) * n / per, False,
+                   {"se_binomial": se_b, "se_flip": se_f})
 
 
 def _classify(name: str, y: np.ndarray, w: np.ndarray, y_rep: np.ndarray | None,
@@ -238,7 +267,9 @@ def _classify(name: str, y: np.ndarray, w: np.ndarray, y_rep: np.ndarray | None,
             return Measure(name, float(v.mean()), _se(v - v.mean()), _mcse(g, chains), v,
                            v - v.mean(), True)
         hit = ((p > 0.5).astype(float) == y).astype(float)
-        margin, m_infl = np.abs(p - 0.5), np.sign(p - 0.5) * w * (m - p)
+        margin, dev = np.abs(p - 0.5), np.sign(p - 0.5) * (m - p)
+        flip = 1.0 - 2.0 * hit                       # binary: a miss flips to a hit
+        return _accuracy(name, y, hit, flip, margin, w * dev, np.sqrt(w) * dev, chains)
     else:
         cats, pk, draws = _class_probs(y, w, y_rep, probs, first)
         onehot = (y[:, None] == cats[None, :]).astype(float)
@@ -253,8 +284,9 @@ def _classify(name: str, y: np.ndarray, w: np.ndarray, y_rep: np.ndarray | None,
         diff = (np.take_along_axis(draws, top2[None, :, :1], axis=2)[..., 0]
                 - np.take_along_axis(draws, top2[None, :, 1:], axis=2)[..., 0])
         margin = pk[rows, top2[:, 0]] - pk[rows, top2[:, 1]]
-        m_infl = w * (diff - margin)
-    return _accuracy(name, y, hit, margin, m_infl, chains)
+        flip = np.where(hit > 0, -1.0, (cats[top2[:, 1]] == y).astype(float))
+        return _accuracy(name, y, hit, flip, margin, w * (diff - margin),
+                         np.sqrt(w) * (diff - margin), chains)
 
 
 def _point(name: str, y: np.ndarray, w: np.ndarray, m: np.ndarray, chains: int) -> Measure:

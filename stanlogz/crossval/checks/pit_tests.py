@@ -36,7 +36,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from ...errors import InputError
 from .pit_null import effective_params, grid_floor, null_pit, randomized_null_pit, tail_p_value
@@ -73,8 +73,13 @@ def _pointwise(u: np.ndarray, test: str) -> np.ndarray:
         ends = np.where(np.concatenate([s[:, 1:] != s[:, :-1], np.ones((len(s), 1), bool)],
                                        axis=1), j, n)
         k = np.minimum.accumulate(ends[:, ::-1], axis=1)[:, ::-1] + 1
-        # mid-p P(K < k) + ½ P(K = k) = ½ (P(K ≤ k) + P(K ≤ k − 1))
-        mid = 0.5 * (stats.binom.cdf(k, n, s) + stats.binom.cdf(k - 1, n, s))
+        # mid-p P(K < k) + ½ P(K = k) = P(K ≤ k) − ½ P(K = k), with P(K ≤ k) =
+        # I_{1−u}(n − k, k + 1) (1 at k = n) and the pmf from log-gamma (faster than
+        # scipy.stats.binom's cdf twice, which dominated the simulated nulls' cost)
+        cdf = np.where(k >= n, 1.0, special.betainc(np.maximum(n - k, 1), k + 1, 1.0 - s))
+        log_pmf = (special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
+                   + special.xlogy(k, s) + special.xlog1py(n - k, -s))
+        mid = cdf - 0.5 * np.exp(log_pmf)
         p_sorted = 2.0 * np.minimum(mid, 1.0 - mid)
     out = np.empty_like(p_sorted)
     np.put_along_axis(out, order, p_sorted, axis=1)

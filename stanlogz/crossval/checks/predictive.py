@@ -151,8 +151,17 @@ def pit_uniformity(pit: Any, test: str = "pot", p_loo: float | None = None) -> U
     u = np.sort(p)
     i = np.arange(1, u.size + 1)
     cdf = stats.beta.cdf(u, i, u.size - i + 1)
-    stat, _ = cauchy_combination(2.0 * np.minimum(cdf, 1.0 - cdf))
-    return UniformityTest(stat, calibrated_p_value(stat, u.size, p_loo), int(p.size), "pot")
+    return pot_from_pointwise(2.0 * np.minimum(cdf, 1.0 - cdf), p_loo)
+
+
+def pot_from_pointwise(p_values: Any, p_loo: float | None = None) -> UniformityTest:
+    """The ``"pot"`` test of :func:`pit_uniformity` from the order statistics' pointwise
+    p-values, in any order (e.g. ``pit_tests(...)["pot"].pointwise_p`` without its NaNs, so
+    that the order statistics' Beta p-values are computed once): their untruncated Cauchy
+    combination, calibrated for LOO-PIT dependence."""
+    pv = np.asarray(p_values, dtype=float).ravel()
+    stat, _ = cauchy_combination(pv)
+    return UniformityTest(stat, calibrated_p_value(stat, pv.size, p_loo), int(pv.size), "pot")
 
 
 @dataclass

@@ -16,7 +16,7 @@ import numpy as np
 
 from ... import arviz_compat
 from ...errors import InputError, Route
-from ..checks.checks import generated_quantity
+from ..checks.checks import generated_quantity, predictive_checks
 from ..names import ChoiceNames
 from ..observations.observations import find_observations
 from .compare import LooComparison, loo_compare
@@ -26,6 +26,7 @@ from .scores import (
     compare_measures,
     compare_scores,
     mix_draws,
+    predictive_inputs,
     program_measures,
     program_pointwise,
     selection_warning,
@@ -125,6 +126,8 @@ class ProgramChoice(ChoiceNames):
     warnings: list[str] = field(default_factory=list)
     #: per program (model, data, draws) behind the LOO results, for predictive checks
     fits: list[tuple[Any, Any, Any]] | None = field(default=None, repr=False)
+    _predictive: dict[tuple[Any, ...], tuple[np.ndarray, ...]] = field(
+        default_factory=dict, repr=False)
 
     log_bf = _through("log_bf", "log Z_i − log Z_best of the evidence comparison.")
     log_bf_se = _through("log_bf_se", "The se of ``log_bf``.")
@@ -286,9 +289,38 @@ class ProgramChoice(ChoiceNames):
             raise InputError("comparing on measures needs the LOO comparison of fitted "
                              f"programs ({Route('compare', {'with_loo': True})})")
         fits = self.fits or [(None, None, None)] * len(self.names)
-        per = [program_measures(wanted, r, *f, yrep, outcome)
-               for r, f in zip(self.loo.results, fits, strict=True)]
+        beyond = any(m != "elpd" for m in wanted) and yrep is not None
+        per = [program_measures(wanted, r, *f, yrep, outcome,
+                                self._inputs(i, yrep, outcome) if beyond else None)
+               for i, (r, f) in enumerate(zip(self.loo.results, fits, strict=True))]
         return compare_measures(per, self.names, rank_by)
+
+    def _inputs(self, i: int, yrep: str, outcome: str | None) -> tuple[np.ndarray, ...]:
+        """Program i's outcome, log-likelihood, PSIS log weights and ``yrep`` draws, computed
+        once per (program, yrep, outcome) and kept for later measures and checks."""
+        key = (i, yrep, outcome)
+        if key not in self._predictive:
+            self._predictive[key] = predictive_inputs(self.loo.results[i], *self.fits[i], yrep,
+                                                      outcome)
+        return self._predictive[key]
+
+    def pit_checks(self, yrep: str, outcome: str | None = None, seed: int | None = None
+                   ) -> dict[str, Any]:
+        """Each program's LOO-PIT checks of ``outcome`` (default: ``yrep`` without _rep) by
+        its ``yrep`` draws: the LOO-PIT values, the pointwise-order test and the
+        dependence-aware POT, PIET and PRIT with calibrated p-values and per-observation
+        contributions (:func:`stanlogz.crossval.checks.checks.predictive_checks`), by name."""
+        if self.loo is None or not self.fits:
+            raise InputError("LOO-PIT checks need the LOO comparison of fitted programs "
+                             "(compare(..., with_loo=True))")
+        out = {}
+        for i, (name, r) in enumerate(zip(self.names, self.loo.results, strict=True)):
+            y, ll, _, y_rep = self._inputs(i, yrep, outcome)
+            out[name] = predictive_checks(ll, y_rep, y, r_eff=r.r_eff, metrics=False,
+                                          crps=False, yrep_name=yrep,
+                                          outcome=outcome or yrep.removesuffix("_rep"),
+                                          seed=seed)
+        return out
 
     def averaged_draws(self, yrep: str, method: str | None = None, *,
                        n_draws: int | None = None, seed: int | None = None) -> np.ndarray:

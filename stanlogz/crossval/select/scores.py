@@ -73,8 +73,9 @@ def selection_warning(k: int, diff_se: Sequence[float] | np.ndarray, score: str 
 
 @dataclass
 class ScoreComparison:
-    """Programs compared on one score: estimate and se per program, difference to the best
-    (estimate − best's; ≤ 0 when higher is better, ≥ 0 when lower is) and its paired se."""
+    """Programs compared on one score: estimate and se per program, difference to the best on
+    the utility scale (as :class:`MeasureComparison`: −(estimate − best's) for a score where
+    lower is better, so diff ≤ 0 for every score) and its paired se."""
 
     score: str
     names: list[str]
@@ -113,24 +114,28 @@ class ScoreComparison:
                 "warnings": list(self.warnings)}
 
 
-def _aggregate(score: str, v: np.ndarray) -> tuple[float, np.ndarray]:
-    """The score from pointwise values ``v`` (squared errors for RMSE) and each observation's
-    influence on it (its first-order contribution, for the se)."""
-    n = v.size
+def _score_measure(score: str, v: np.ndarray) -> Measure:
+    """The score from pointwise values ``v`` (squared errors for RMSE) as a :class:`Measure`
+    with each observation's influence on it (its first-order contribution, for the se)."""
     if score == "elpd":
-        return float(v.sum()), n * (v - v.mean())
+        return elpd_measure(v)
+    n = v.size
     if score == "rmse":
         r = math.sqrt(float(v.mean()))
-        return r, (v - v.mean()) / (2.0 * r) if r > 0 else np.zeros(n)
-    return float(v.mean()), v - v.mean()
+        est, infl = r, (v - v.mean()) / (2.0 * r) if r > 0 else np.zeros(n)
+    else:
+        est, infl = float(v.mean()), v - v.mean()
+    se = float(np.std(infl, ddof=1) / math.sqrt(n))
+    return Measure(score, est, se, float("nan"), v, infl, not SCORES[score])
 
 
 def compare_scores(pointwise: Sequence[Any], names: Sequence[str], score: str = "elpd"
                    ) -> ScoreComparison:
     """Compare programs on ``score`` from their pointwise values on the same N observations
     (``elpd``: log predictive densities; ``rmse``: squared errors of the LOO predictive mean;
-    ``mae``: absolute errors; ``crps``/``scrps``: pointwise scores, higher better). The se of a
-    score, and of a difference from the paired pointwise differences, is sd(influence) /
+    ``mae``: absolute errors; ``crps``/``scrps``: pointwise scores, higher better), through
+    :func:`compare_measures` (one table, one sign convention: diff on the utility scale). The se
+    of a score, and of a difference from the paired pointwise differences, is sd(influence) /
     sqrt(N): sqrt(N var(d_i)) for the elpd sum, sd(d_i) / sqrt(N) for means, the delta method
     for RMSE."""
     if score not in SCORES:
@@ -145,24 +150,9 @@ def compare_scores(pointwise: Sequence[Any], names: Sequence[str], score: str = 
                          f"on {score}; got sizes {sorted(n)}")
     if not all(np.all(np.isfinite(v)) for v in vals):
         raise InputError(f"pointwise {score} values must be finite")
-    n_obs = vals[0].size
-    agg = [_aggregate(score, v) for v in vals]
-    est = np.array([a[0] for a in agg])
-    infl = [a[1] for a in agg]
-
-    def se_of(g: np.ndarray) -> float:
-        return float(np.std(g, ddof=1) / math.sqrt(n_obs))
-
-    best = int(np.argmax(est) if SCORES[score] else np.argmin(est))
-    diff = est - est[best]
-    diff_se = np.array([0.0 if j == best else se_of(infl[j] - infl[best])
-                        for j in range(len(vals))])
-    out = ScoreComparison(score, list(names), est, np.array([se_of(g) for g in infl]), diff,
-                          diff_se, best, n_obs)
-    w = selection_warning(len(vals), diff_se[np.arange(len(vals)) != best], score)
-    if w:
-        out.warnings.append(w)
-    return out
+    mc = compare_measures([[_score_measure(score, v)] for v in vals], names, score)
+    return ScoreComparison(score, list(names), mc.estimate[:, 0], mc.se[:, 0], mc.diff[:, 0],
+                           mc.diff_se[:, 0], mc.best, vals[0].size, list(mc.warnings))
 
 
 def pointwise_values(score: str, log_w: np.ndarray, y: np.ndarray, y_rep: np.ndarray
@@ -374,12 +364,25 @@ def parse_measures(text: str | Sequence[str]) -> list[str]:
     return items
 
 
+def predictive_inputs(result: Any, model: StanProgram, data: Mapping[str, Any], draws: Any,
+                      yrep: str, outcome: str | None
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One program's observed ``outcome``, pointwise log-likelihood ``(S, N)`` on the LOO
+    result's route, PSIS log weights from it (with the result's r_eff) and the draws of
+    ``yrep``: what its measures and LOO-PIT checks share (compute once, pass to
+    :func:`program_measures`)."""
+    y, ll, y_rep = _predictive_arrays(result, model, data, draws, yrep, outcome)
+    return y, ll, loo_log_weights(ll, result.r_eff), y_rep
+
+
 def program_measures(measures: Sequence[str | CustomMeasure], result: Any,
                      model: StanProgram | None, data: Mapping[str, Any] | None, draws: Any,
-                     yrep: str | None, outcome: str | None) -> list[Measure]:
+                     yrep: str | None, outcome: str | None,
+                     inputs: tuple[np.ndarray, ...] | None = None) -> list[Measure]:
     """The ``measures`` of one program from its LOO result (elpd: its elpd_i and Monte Carlo
     se) and, for the others, its draws' ``yrep`` quantity against the observed ``outcome``
-    under the PSIS weights of the result's pointwise log-likelihood."""
+    under the PSIS weights of the result's pointwise log-likelihood (``inputs``: those arrays
+    from :func:`predictive_inputs`, when already computed)."""
     if getattr(result, "sample_index", None) is not None:
         raise InputError("measures need every observation's LOO value: the LOO result is "
                          f"subsampled; run loo without {option('subsample')} to compare on "
@@ -387,13 +390,14 @@ def program_measures(measures: Sequence[str | CustomMeasure], result: Any,
     others = [m for m in measures if m != "elpd"]
     scored: dict[str, Measure] = {}
     if others:
-        if yrep is None or model is None or data is None:
+        if inputs is None and (yrep is None or model is None or data is None):
             raise InputError(f"measures other than elpd ({', '.join(map(str, others))}) need "
                              "the program's draws and the posterior-predictive quantity: "
                              f"{option('yrep', 'NAME')}")
-        y, ll, y_rep = _predictive_arrays(result, model, data, draws, yrep, outcome)
+        y, ll, lw, y_rep = inputs or predictive_inputs(result, model, data, draws, yrep,
+                                                       outcome)
         chains = int(draws.n_chains) if ll.shape[0] % int(draws.n_chains) == 0 else 1
-        got = loo_measures(loo_log_weights(ll, result.r_eff), y, y_rep, others, chains=chains)
+        got = loo_measures(lw, y, y_rep, others, chains=chains)
         scored = {m.name: m for m in got}
     return [elpd_measure(result.elpd_i, float(result.mcse))
             if m == "elpd" else scored[m if isinstance(m, str) else m.name] for m in measures]

@@ -171,6 +171,12 @@ def test_predictive_checks_report_the_tests_and_the_plot_marks_their_drivers() -
     extreme = np.minimum(ch.pit, 1 - ch.pit)
     assert drivers.size and np.max(extreme[drivers]) < np.median(extreme)
     assert any("drive it most" in w for w in ch.warnings)
+    # the untruncated pointwise-order test reuses POT's pointwise p-values: the same numbers
+    # as pit_uniformity computes from the PIT values themselves
+    from stanlogz.crossval.checks.predictive import pit_uniformity
+    direct = pit_uniformity(ch.pit)
+    assert ch.uniformity.n == direct.n == n
+    assert abs(ch.uniformity.statistic - direct.statistic) < 1e-9 * abs(direct.statistic)
     fig, ax = plt.subplots()
     plot_loo_pit(ch, ax=ax)
     assert len(ax.collections[-1].get_offsets()) == drivers.size

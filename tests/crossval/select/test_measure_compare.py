@@ -153,3 +153,35 @@ def test_cli_measure_bad_input(capsys, argv, message) -> None:
     rc = main(["--quiet", "compare", str(ROBUST), str(ROBUST), "--data", str(DATA), *argv])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and message in err, err
+
+
+@pytest.mark.stan
+def test_cli_loo_reports_measures_beside_elpd(compiled, capsys) -> None:
+    robust = str(ROBUST)
+    compiled(ROBUST, DATA)
+    rc = main(["--json", "--quiet", "--seed", "5", "loo", robust, "--data", str(DATA),
+               "--yrep", "y_rep", "--metrics", "--crps", "--measure", "crps,mse,rps",
+               "--chains", "2", "--warmup", "200", "--draws", "200"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    res = json.loads(out)
+    ms, ch = res["measures"], res["checks"]
+    assert list(ms) == ["crps", "mse", "rps"] and ms["rps"]["loss"] and not ms["crps"]["loss"]
+    # the same LOO weights as the predictive checks: CRPS equal, MSE = RMSE², RPS = −CRPS here
+    # (a continuous outcome: loo's RPS is CRPS with the bias-corrected E|X − X'|, a relative
+    # difference of about 1/S' for S' effective draws)
+    assert ms["crps"]["estimate"] == pytest.approx(ch["crps"]["crps"], rel=1e-10)
+    rmse = next(m["estimate"] for m in ch["metrics"] if m["metric"] == "rmse")
+    assert ms["mse"]["estimate"] == pytest.approx(rmse**2, rel=1e-10)
+    assert ms["rps"]["estimate"] == pytest.approx(-ms["crps"]["estimate"], rel=0.05)
+    assert all(m["se"] > 0 and m["mcse"] > 0 for m in ms.values())
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--measure", "rps"], "--measure needs the Stan program, --yrep NAME"),
+    (["--yrep", "y_rep", "--measure", "rps,nope"], "measures must be distinct names"),
+])
+def test_cli_loo_measure_bad_input(capsys, argv, message) -> None:
+    rc = main(["--quiet", "loo", str(ROBUST), "--data", str(DATA), *argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and message in err, err

@@ -83,6 +83,8 @@ def test_elpd_score_is_the_sum_with_paired_se() -> None:
     assert c.se[0] == pytest.approx(math.sqrt(30 * np.var(a, ddof=1)))
     r = compare_scores([np.array([1.0, 4.0]), np.array([4.0, 9.0])], ["x", "y"], "rmse")
     assert r.best == 0 and r.estimate == pytest.approx([math.sqrt(2.5), math.sqrt(6.5)])
+    # utility scale, as compare_measures: the worse program's diff is negative for a loss too
+    assert r.diff[1] == pytest.approx(math.sqrt(2.5) - math.sqrt(6.5))
     assert [row[0] for row in r.table()] == ["x", "y"] and r.to_dict()["best"] == "x"
     with pytest.raises(InputError, match="unknown score"):
         compare_scores([a, b], ["a", "b"], "brier")
@@ -136,9 +138,10 @@ def test_cli_compare_on_a_score_with_averaged_draws(compiled, capsys, tmp_path) 
     out, err = capsys.readouterr()
     assert rc == 0, err
     res = json.loads(out)
-    sc = res["score_comparison"]
-    assert sc["score"] == "crps" and sc["higher_is_better"]
-    by_name = {m["name"]: m for m in sc["models"]}
+    # one measure takes the same table as several (one sign convention)
+    sc = res["measure_comparison"]
+    assert sc["rank_by"] == "crps" and sc["sign_converted"] == [] and "score_comparison" not in res
+    by_name = {m["name"]: m for m in sc["measures"]["crps"]}
     # the same pointwise CRPS as the predictive checks of each program
     for name, ch in res["checks"].items():
         assert by_name[name]["estimate"] == pytest.approx(ch["crps"]["crps"])

@@ -1,0 +1,21 @@
+// Ordinal outcome y in 1..K: ordered logistic regression on one predictor.
+// Paired with ordinal_probit.stan and ordinal_null.stan in docs/tutorials/ordinal_measures.md.
+data {
+  int<lower=1> N;
+  int<lower=2> K;
+  vector[N] x;
+  array[N] int<lower=1, upper=K> y;
+}
+parameters {
+  real beta;
+  ordered[K - 1] c;
+}
+model {
+  beta ~ normal(0, 2);
+  c ~ normal(0, 3);
+  y ~ ordered_logistic(beta * x, c);
+}
+generated quantities {
+  array[N] int y_rep;
+  for (n in 1:N) y_rep[n] = ordered_logistic_rng(beta * x[n], c);
+}
