@@ -92,3 +92,9 @@ class AmbiguousResponse(InputError):
     def __init__(self, message: str, fields: tuple[str, ...] = (), example: str = "") -> None:
         super().__init__(message)
         self.fields, self.example = fields, example
+
+
+class BackendUnsupported(InputError):
+    """The chosen density backend cannot do what was asked (the interpreter offers no
+    ``jacobian=False``, say): the message names the missing capability and the backend that
+    has it."""

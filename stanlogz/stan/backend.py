@@ -1,0 +1,136 @@
+"""Which density backend serves a program: compiled (C++ through BridgeStan's ABI) or
+interpreted (stanli, no build), and the interpreter's density with every constant.
+
+``backend="auto"`` runs the interpreter where the program parses there and each operation
+needs only what it offers; otherwise (a parse failure, ``jacobian=False``, a time budget on
+NUTS, a rewrite that does not keep the constants) the compiled program serves, with one note
+naming why. ``"interpreted"`` refuses what the interpreter lacks in one line
+(:class:`~stanlogz.errors.BackendUnsupported`); ``"compiled"`` is stanlogz's original path.
+
+:func:`constants_kept` gives the interpreter's ``propto=False``: the program rewritten so that
+``propto=True`` keeps every constant (:func:`~stanlogz.stan.constants.keep_constants`). Where
+the build cache already holds the compiled library, the two are compared once at a few points
+(1e-10 relative) and the verdict is cached per program text and interpreter build id; a
+rewrite that disagrees or does not run is refused (or falls back to compiled under auto),
+never a silent ``-inf``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import BackendUnsupported, InputError, StanCompileError, ToolchainError
+from ..toolchain.interpreter import STANLI_VERSION, cached_library, interpreter_id
+from .constants import keep_constants
+from .interpreted import InterpretedModel
+from .model import StanModel
+from .settings import BACKENDS, default_backend
+
+#: Relative agreement asked of the rewritten program against the compiled ``propto=False``.
+RTOL = 1e-10
+
+#: Unconstrained points of the check: the origin and two fixed draws in (-1, 1)^dim.
+_CHECK_SEED = 20261128
+
+
+def resolve_backend(backend: str | None) -> str:
+    """``backend`` checked (None: ``$STANLOGZ_BACKEND``, else auto)."""
+    backend = default_backend() if backend is None else backend
+    if backend not in BACKENDS:
+        raise InputError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    return backend
+
+
+def load_program(path: Path, data: Any, *, backend: str | None, seed: int | None,
+                 progress: Callable[[str], None] | None) -> StanModel:
+    """The ``.stan`` file at ``path`` with ``data`` on the chosen backend (one note on
+    ``progress`` saying which served and, under auto, why it fell back)."""
+    backend = resolve_backend(backend)
+    if backend == "compiled":
+        return StanModel.from_file(path, data, seed=seed, progress=progress)
+    try:
+        model = InterpretedModel(path.read_text(), data, name=path.stem, stan_file=path.resolve(),
+                                 seed=seed, auto=backend == "auto", progress=progress)
+    except (StanCompileError, ToolchainError) as exc:
+        if backend == "interpreted":
+            raise
+        if progress:
+            progress(f"note: {path.stem}: compiled backend ({exc})")
+        return StanModel.from_file(path, data, seed=seed, progress=progress)
+    if progress:
+        progress(f"{model.name}: interpreted backend (stanli {STANLI_VERSION}, no C++ build)")
+    return model
+
+
+def _record_path(code: str) -> Path:
+    from ..toolchain import cache_root
+
+    key = hashlib.sha256(f"{code}\0{interpreter_id()}".encode()).hexdigest()[:24]
+    folder = cache_root() / "interpreter"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{key}.json"
+
+
+def check_points(dim: int) -> np.ndarray:
+    """The unconstrained points where the two backends are compared."""
+    rng = np.random.default_rng(_CHECK_SEED)
+    return np.vstack([np.zeros(dim), rng.uniform(-1, 1, (2, dim))])
+
+
+def disagreement(full: StanModel, compiled: StanModel) -> str | None:
+    """Why the interpreter's constants-kept density differs from the compiled ``propto=False``
+    one at :func:`check_points` (None where they agree to ``RTOL`` at every point both
+    evaluate)."""
+    xs = check_points(full.dim)
+    mine = full.log_density_many(xs, propto=True)
+    ref = compiled.log_density_many(xs, propto=False)
+    for a, b in zip(mine, ref, strict=True):
+        if np.isfinite(a) != np.isfinite(b) or (
+                np.isfinite(b) and abs(a - b) > RTOL * max(1.0, abs(b))):
+            return (f"its density with every constant is {a:.12g} where the compiled "
+                    f"program's is {b:.12g}")
+    return None
+
+
+def constants_kept(model: InterpretedModel) -> StanModel:
+    """The model serving ``model``'s ``propto=False`` densities: the rewritten program on the
+    interpreter (called with ``propto=True``), or the compiled program under auto when the
+    rewrite fails or disagrees; :class:`~stanlogz.errors.BackendUnsupported` otherwise."""
+    record_file = _record_path(model.code)
+    record = None
+    with contextlib.suppress(OSError, ValueError):
+        record = json.loads(record_file.read_text())
+    reason = record.get("reason") if isinstance(record, dict) else None
+    full: StanModel | None = None
+    if reason is None:
+        try:
+            full = InterpretedModel(keep_constants(model.code), json.loads(model.data_json),
+                                    name=model.name, stan_file=model.stan_file,
+                                    seed=model.seed)
+        except (InputError, StanCompileError) as exc:
+            reason = f"the program rewritten to keep them does not run ({exc})"
+    if full is not None and record is None:
+        lib = cached_library(model.code, model.name, model.include_paths)
+        if lib is not None:
+            compiled = StanModel(lib, json.loads(model.data_json), name=model.name,
+                                 code=model.code, seed=model.seed)
+            reason = disagreement(full, compiled)
+            with contextlib.suppress(OSError):
+                tmp = record_file.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_text(json.dumps({"reason": reason, "interpreter": interpreter_id()}))
+                os.replace(tmp, record_file)
+    if reason is None and full is not None:
+        return full
+    if model.auto:
+        return model.compiled(f"the density with every constant (propto=False: {reason})")
+    raise BackendUnsupported(
+        f"{model.name}: the interpreted backend cannot give the density with every constant "
+        f"(propto=False, which evidence needs): {reason}; run with --backend compiled")
