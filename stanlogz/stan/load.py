@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .inputs import check_stan_file, read_data
 from .backend import load_program
+from .inputs import check_stan_file, read_data
 from .program import ProgramLike
 
 
