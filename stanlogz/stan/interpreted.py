@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .._util.seeds import int_seed
-from ..errors import BackendUnsupported, DataError
+from ..errors import BackendUnsupported, DataError, StanCompileError
 from ..toolchain.interpreter import STANLI_VERSION, program_mir, runtime_library
 from .ffi import _load_library
 from .inputs import DataLike, data_to_json
@@ -90,7 +90,11 @@ class InterpretedModel(StanModel):
         ptr = self._lib.bs_model_construct(self._payload().encode(), self.seed,
                                            ctypes.byref(err))
         if not ptr:
-            raise DataError(_data_error_message(self.name, self._take_error(err), code))
+            text = self._take_error(err)
+            if "stanli compile" in text:  # the program, not the data: lowering refused it
+                raise StanCompileError("the interpreter cannot run this program: "
+                                       + " ".join(text.split()).replace("stanli compile: ", ""))
+            raise DataError(_data_error_message(self.name, text, code))
         self._ptr = ptr
         self._dim = int(self._lib.bs_param_unc_num(ptr))
         self._has_nuts = False
