@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -126,8 +127,8 @@ COMMAND = ["loo", "stan_models/examples/wells_logistic.stan", "--data",
 def first_answer(args: argparse.Namespace) -> None:
     """Wall seconds of the README's loo from a fresh process, per backend."""
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print("| backend | cache | verify | wall s | seconds to first sampling line |")
-    print("|---|---|---|---|---|")
+    print("| backend | cache | verify | wall s | CPU s (user+sys) | s to first sampling line |")
+    print("|---|---|---|---|---|---|")
     for backend in args.backends:
         with tempfile.TemporaryDirectory() as empty:
             env = dict(os.environ, STANLOGZ_VERIFY=str(args.verify))
@@ -135,6 +136,7 @@ def first_answer(args: argparse.Namespace) -> None:
             if backend == "compiled":
                 env["STANLOGZ_CACHE"] = empty
             t0 = time.perf_counter()
+            ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             proc = subprocess.Popen([args.python, "-m", "stanlogz", *COMMAND, "--backend",
                                      backend], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.PIPE, text=True)
@@ -145,8 +147,10 @@ def first_answer(args: argparse.Namespace) -> None:
                     first = time.perf_counter() - t0
             proc.wait()
             wall = time.perf_counter() - t0
+            ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = ru.ru_utime + ru.ru_stime - ru0.ru_utime - ru0.ru_stime
             cache = "empty" if backend == "compiled" else "none needed"
-            print(f"| {backend} | {cache} | {args.verify} | {wall:.1f} | "
+            print(f"| {backend} | {cache} | {args.verify} | {wall:.1f} | {cpu:.1f} | "
                   f"{_fmt(first)} |", flush=True)
 
 
