@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import InputError
-from ..stan.settings import BACKENDS, NutsArgs
+from ..stan.settings import BACKENDS, DEFAULT_BACKEND, NutsArgs
 from .executor import add_executor_arguments
 
 _NUTS_DEFAULTS = NutsArgs()
@@ -55,7 +55,7 @@ def add_sampler_arguments(parser: argparse.ArgumentParser, *, prefix: str = "",
         parser.add_argument("--backend", choices=BACKENDS, default=None,
                             help="density backend: compiled (C++ build), interpreted (stanli, "
                             "no build) or auto (interpreted where it can, else compiled, with "
-                            "a note) (default $STANLOGZ_BACKEND, else auto)")
+                            "a note) (default $STANLOGZ_BACKEND, else " + DEFAULT_BACKEND + ")")
 
 
 def nuts_settings(args: argparse.Namespace, *, prefix: str = "",

@@ -42,7 +42,7 @@ _CHECK_SEED = 20261128
 
 
 def resolve_backend(backend: str | None) -> str:
-    """``backend`` checked (None: ``$STANLOGZ_BACKEND``, else auto)."""
+    """``backend`` checked (None: ``$STANLOGZ_BACKEND``, else ``DEFAULT_BACKEND``)."""
     backend = default_backend() if backend is None else backend
     if backend not in BACKENDS:
         raise InputError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")

@@ -17,7 +17,7 @@ def load_model(model: ProgramLike, data: Any = None, *, seed: int | None = None,
                progress: Callable[[str], None] | None = None, backend: str | None = None) -> Any:
     """A :class:`stanlogz.stan.model.StanModel` from a model or a ``.stan`` path, with ``data``;
     a path is loaded on ``backend`` (auto, compiled or interpreted; None: ``$STANLOGZ_BACKEND``,
-    else auto: :mod:`stanlogz.stan.backend`)."""
+    else ``DEFAULT_BACKEND``: :mod:`stanlogz.stan.backend`)."""
     if isinstance(model, str | os.PathLike):
         path, data = check_stan_file(model), read_data(data)
         return load_program(path, data, backend=backend, seed=seed, progress=progress)

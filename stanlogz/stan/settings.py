@@ -26,9 +26,15 @@ NUTS_FIELDS = ("chains", "warmup", "draws", "adapt_delta", "max_treedepth", "ini
 BACKENDS = ("auto", "compiled", "interpreted")
 
 
+#: The backend when neither ``backend=`` / ``--backend`` nor ``$STANLOGZ_BACKEND`` names one:
+#: compiled, because auto did not meet the 15 s first answer of the README's loo on the
+#: measuring machine (docs/features/backends.md has the table).
+DEFAULT_BACKEND = "compiled"
+
+
 def default_backend() -> str:
-    """``$STANLOGZ_BACKEND`` when set (the test suite pins ``compiled``), else ``auto``."""
-    return os.environ.get("STANLOGZ_BACKEND", "").strip().lower() or "auto"
+    """``$STANLOGZ_BACKEND`` when set, else :data:`DEFAULT_BACKEND`."""
+    return os.environ.get("STANLOGZ_BACKEND", "").strip().lower() or DEFAULT_BACKEND
 
 
 #: cmdstanpy's / CmdStan's names of the sampler settings -> the keyword stanlogz takes
