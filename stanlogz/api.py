@@ -443,7 +443,7 @@ def compare(
             loaded.append(by_path[key].with_data(dt))
             continue
         loaded.append(load_model(m, dt, seed=stream_int_seed(program_seed[i], Stream.MODEL),
-                                 progress=progress))
+                                 progress=progress, backend=nuts.backend))
         if key is not None:
             by_path[key] = loaded[-1]
     names = program_names(models, loaded)
