@@ -21,6 +21,7 @@ import contextlib
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -100,24 +101,29 @@ def disagreement(full: StanModel, compiled: StanModel) -> str | None:
     return None
 
 
-def constants_kept(model: InterpretedModel) -> StanModel:
-    """The model serving ``model``'s ``propto=False`` densities: the rewritten program on the
-    interpreter (called with ``propto=True``), or the compiled program under auto when the
-    rewrite fails or disagrees; :class:`~stanlogz.errors.BackendUnsupported` otherwise."""
+#: Per program text: the constants-kept program's MIR (None where it does not run) and the
+#: reason it cannot serve (None where it can), so that data instances (loo's thousands of
+#: single-observation instances) rewrite, parse and check once per process.
+_kept: dict[str, tuple[str | None, str | None]] = {}
+
+_kept_lock = threading.Lock()
+
+
+def _kept_program(model: InterpretedModel) -> tuple[str | None, str | None]:
+    """The constants-kept program of ``model``'s text: (its MIR, why it cannot serve)."""
     record_file = _record_path(model.code)
     record = None
     with contextlib.suppress(OSError, ValueError):
         record = json.loads(record_file.read_text())
     reason = record.get("reason") if isinstance(record, dict) else None
-    full: StanModel | None = None
-    if reason is None:
-        try:
-            full = InterpretedModel(keep_constants(model.code), json.loads(model.data_json),
-                                    name=model.name, stan_file=model.stan_file,
-                                    seed=model.seed)
-        except (InputError, StanCompileError) as exc:
-            reason = f"the program rewritten to keep them does not run ({exc})"
-    if full is not None and record is None:
+    if reason is not None:
+        return None, reason
+    try:
+        full = InterpretedModel(keep_constants(model.code), json.loads(model.data_json),
+                                name=model.name, stan_file=model.stan_file, seed=model.seed)
+    except (InputError, StanCompileError) as exc:
+        return None, f"the program rewritten to keep them does not run ({exc})"
+    if record is None:
         lib = cached_library(model.code, model.name, model.include_paths)
         if lib is not None:
             compiled = StanModel(lib, json.loads(model.data_json), name=model.name,
@@ -127,8 +133,24 @@ def constants_kept(model: InterpretedModel) -> StanModel:
                 tmp = record_file.with_suffix(f".{os.getpid()}.tmp")
                 tmp.write_text(json.dumps({"reason": reason, "interpreter": interpreter_id()}))
                 os.replace(tmp, record_file)
-    if reason is None and full is not None:
-        return full
+    return full.mir, reason
+
+
+def constants_kept(model: InterpretedModel) -> StanModel:
+    """The model serving ``model``'s ``propto=False`` densities: the rewritten program on the
+    interpreter (called with ``propto=True``), or the compiled program under auto when the
+    rewrite fails or disagrees; :class:`~stanlogz.errors.BackendUnsupported` otherwise."""
+    with _kept_lock:
+        known = _kept.get(model.code)
+    if known is None:
+        known = _kept_program(model)
+        with _kept_lock:
+            _kept[model.code] = known
+    mir, reason = known
+    if reason is None and mir is not None:
+        return InterpretedModel(keep_constants(model.code), json.loads(model.data_json),
+                                name=model.name, stan_file=model.stan_file, seed=model.seed,
+                                mir=mir)
     if model.auto:
         return model.compiled(f"the density with every constant (propto=False: {reason})")
     raise BackendUnsupported(

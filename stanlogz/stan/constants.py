@@ -14,6 +14,7 @@ statement may span lines and error positions keep their line numbers.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ..errors import InputError
@@ -142,6 +143,7 @@ def _distribution_kind(name: str, user_pmf: set[str], user_pdf: set[str]) -> str
     return "lpmf" if name in DISCRETE else "lpdf"
 
 
+@functools.lru_cache(maxsize=64)
 def keep_constants(code: str) -> str:
     """``code`` rewritten so its ``propto=True`` log density keeps every constant (see the
     module's docstring); :class:`~stanlogz.InputError` on a ``~`` statement it cannot read."""

@@ -69,6 +69,7 @@ class InterpretedModel(StanModel):
         auto: bool = False,
         progress: Callable[[str], None] | None = None,
         mir: str | None = None,
+        lineage: dict[str, Any] | None = None,
     ) -> None:
         from ..toolchain import sanitize_name
 
@@ -104,6 +105,8 @@ class InterpretedModel(StanModel):
         self._local = threading.local()
         self._full: StanModel | None = None  # the constants-kept program (propto=False)
         self._compiled_model: StanModel | None = None  # auto's fallback, built on first need
+        #: shared by this program's data instances (with_data): the compiled fallback
+        self._lineage: dict[str, Any] = {} if lineage is None else lineage
 
     def _payload(self) -> str:
         """The data with the program under stanli's reserved key (how its runtime is told
@@ -121,7 +124,7 @@ class InterpretedModel(StanModel):
         """The same program with other data (no new parse)."""
         other = InterpretedModel(self.code, data, name=self.name, stan_file=self.stan_file,
                                  seed=self.seed, auto=self.auto, progress=self.progress,
-                                 mir=self.mir)
+                                 mir=self.mir, lineage=self._lineage)
         return other
 
     def bridgestan_model(self) -> Any:
@@ -144,22 +147,28 @@ class InterpretedModel(StanModel):
 
     def compiled(self, why: str) -> StanModel:
         """The compiled program for an operation the interpreter lacks (``why`` names it):
-        built once under ``auto`` with one note, else :class:`BackendUnsupported`."""
-        if self._compiled_model is None:
-            if not self.auto:
-                raise BackendUnsupported(
-                    f"{self.name}: the interpreted backend (stanli {STANLI_VERSION}) offers no "
-                    f"{why}; run with --backend compiled (backend='compiled') or auto")
+        built once per program under ``auto`` (its data instances share it) with one note,
+        else :class:`BackendUnsupported`."""
+        if self._compiled_model is not None:
+            return self._compiled_model
+        if not self.auto:
+            raise BackendUnsupported(
+                f"{self.name}: the interpreted backend (stanli {STANLI_VERSION}) offers no "
+                f"{why}; run with --backend compiled (backend='compiled') or auto")
+        data = json.loads(self.data_json)
+        base = self._lineage.get("compiled")
+        if base is None:
             if self.progress:
                 self.progress(f"note: {self.name}: compiled backend for {why}, which the "
                               "interpreter lacks")
-            source = self.stan_file if self.stan_file is not None else self.code
-            model = (StanModel.from_file(source, json.loads(self.data_json), seed=self.seed,
-                                         progress=self.progress)
-                     if self.stan_file is not None else
-                     StanModel.from_code(self.code, json.loads(self.data_json), name=self.name,
-                                         seed=self.seed, progress=self.progress))
-            self._compiled_model = model
+            base = (StanModel.from_file(self.stan_file, data, seed=self.seed,
+                                        progress=self.progress)
+                    if self.stan_file is not None else
+                    StanModel.from_code(self.code, data, name=self.name, seed=self.seed,
+                                        progress=self.progress))
+            self._lineage["compiled"] = base
+        self._compiled_model = (base if base.data_json == self.data_json
+                                else base.with_data(data))
         return self._compiled_model
 
     def _serving(self, propto: bool, jacobian: bool) -> tuple[StanModel, bool]:
