@@ -4,9 +4,12 @@
 ``../shared/corpus/posteriordb`` through the interpreted backend (stanli) and, where the build
 cache holds its compiled library (or with ``--build``, after building it), the compiled one,
 and prints one row per program: whether the interpreter parses it (else its one-line
-refusal), the worst relative difference of the log density at three unconstrained points with
-``propto=True`` and with every constant (``propto=False``: the interpreter's constants-kept
-rewrite), the worst relative gradient difference, and the seconds to the first gradient of
+refusal), whether both backends map unconstrained points to the same parameter values (the
+interpreter's newer Stan has another simplex transform), the worst relative difference of the
+log density at three unconstrained points with ``propto=True`` and with every constant
+(``propto=False``: the interpreter's constants-kept rewrite) and of the gradient (where the
+transforms agree), the difference of the constants the two add to ``propto=True`` relative to
+the density (any transform), and the seconds to the first gradient of
 each backend in this process (interpreted: parse, bind data, one gradient; compiled: build
 when not cached, load, bind data, one gradient).
 
@@ -53,7 +56,7 @@ def _rel(a: np.ndarray, b: np.ndarray) -> float:
 
 def compare_program(folder: Path, build: bool) -> dict[str, object]:
     """One corpus program through both backends (see the module docstring)."""
-    from stanlogz.stan.backend import check_points
+    from stanlogz.stan.backend import check_points, same_transform
     from stanlogz.stan.inputs import read_data
     from stanlogz.stan.interpreted import InterpretedModel
     from stanlogz.stan.model import StanModel
@@ -85,15 +88,26 @@ def compare_program(folder: Path, build: bool) -> dict[str, object]:
     compiled.log_density_gradient(xs[0], propto=True)
     row["t_compiled"] = time.perf_counter() - t0
     row["compiled"] = "built" if row["t_compiled"] > 2 else "cached"
-    lp_i, g_i = interp.log_density_gradient_many(xs, propto=True)
-    lp_c, g_c = compiled.log_density_gradient_many(xs, propto=True)
-    row["lp_propto"] = _rel(lp_i, lp_c)
-    row["grad"] = _rel(g_i, g_c)
+    row["transform"] = "same" if same_transform(interp, compiled) else "differs"
     try:
-        row["lp_full"] = _rel(interp.log_density_many(xs, propto=False),
-                              compiled.log_density_many(xs, propto=False))
+        full_i = interp.log_density_many(xs, propto=False)
+        full_c = compiled.log_density_many(xs, propto=False)
+        c_i = full_i - interp.log_density_many(xs, propto=True)
+        c_c = full_c - compiled.log_density_many(xs, propto=True)
+        ok = np.isfinite(c_i) & np.isfinite(c_c)
+        row["constant"] = (float(np.max(np.abs(c_i[ok] - c_c[ok])
+                                        / np.maximum(1.0, np.abs(full_c[ok]))))
+                           if ok.any() else float("nan"))
     except Exception as exc:  # noqa: BLE001
-        row["lp_full"] = f"refused: {' '.join(str(exc).split())[:60]}"
+        row["constant"] = f"refused: {' '.join(str(exc).split())[:60]}"
+        full_i = full_c = None
+    if row["transform"] == "same":
+        lp_i, g_i = interp.log_density_gradient_many(xs, propto=True)
+        lp_c, g_c = compiled.log_density_gradient_many(xs, propto=True)
+        row["lp_propto"] = _rel(lp_i, lp_c)
+        row["grad"] = _rel(g_i, g_c)
+        if full_i is not None:
+            row["lp_full"] = _rel(full_i, full_c)
     return row
 
 
@@ -107,8 +121,8 @@ def corpus(args: argparse.Namespace) -> None:
     folders = sorted(p for p in CORPUS.iterdir() if (p / "model.stan").is_file())
     if args.only:
         folders = [p for p in folders if p.name in args.only]
-    cols = ("program", "parses", "compiled", "lp_propto", "lp_full", "grad", "t_interp",
-            "t_compiled")
+    cols = ("program", "parses", "compiled", "transform", "lp_propto", "lp_full", "grad",
+            "constant", "t_interp", "t_compiled")
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))

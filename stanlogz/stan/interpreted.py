@@ -186,6 +186,24 @@ class InterpretedModel(StanModel):
             return full, isinstance(full, InterpretedModel)
         return self, True
 
+    def _compiled_points(self, model: StanModel, xs: np.ndarray, gradient: bool) -> np.ndarray:
+        """This interpreter's unconstrained points ``xs`` as the compiled ``model``'s: the same
+        where the two transforms agree (checked once per program), else mapped through the
+        constrained values (densities only: a gradient on the other scale is refused)."""
+        from .backend import same_transform
+
+        same = self._lineage.get("same_transform")
+        if same is None:
+            same = self._lineage["same_transform"] = same_transform(self, model)
+        if same:
+            return xs
+        if gradient:
+            raise BackendUnsupported(
+                f"{self.name}: the interpreter's parameter transform (Stan's newer simplex) "
+                "differs from the compiled build's, so the compiled gradient cannot serve the "
+                "interpreter's points; run with --backend compiled")
+        return model.unconstrain_many(self.constrain_many(xs)[:, :self.param_num()])
+
     # ------------------------------------------------------------ densities
 
     def log_density(self, x: np.ndarray, *, propto: bool = False, jacobian: bool = True) -> float:
@@ -208,7 +226,8 @@ class InterpretedModel(StanModel):
         xs = self._points(xs)
         model, mine = self._serving(propto, jacobian)
         if not mine:
-            return model.log_density_many(xs, propto=propto, jacobian=jacobian)
+            return model.log_density_many(self._compiled_points(model, xs, False),
+                                          propto=propto, jacobian=jacobian)
         assert isinstance(model, InterpretedModel)
         return model._native_many(xs)
 
@@ -219,7 +238,8 @@ class InterpretedModel(StanModel):
         xs = self._points(xs)
         model, mine = self._serving(propto, jacobian)
         if not mine:
-            return model.log_density_gradient_many(xs, propto=propto, jacobian=jacobian)
+            return model.log_density_gradient_many(self._compiled_points(model, xs, True),
+                                                   propto=propto, jacobian=jacobian)
         assert isinstance(model, InterpretedModel)
         return model._native_gradient_many(xs)
 
