@@ -147,7 +147,8 @@ def evidence(
     lookup(method).options(options)  # one-line errors before any build or sampling
     if target_se is not None and not target_se > 0:
         raise InputError(f"target_se must be a positive number of nats, got {target_se}")
-    m = load_model(model, data, seed=stream_int_seed(seed, Stream.MODEL), progress=progress)
+    m = load_model(model, data, seed=stream_int_seed(seed, Stream.MODEL), progress=progress,
+                   backend=nuts.backend)
     priors = program_priors(m)
     if progress and draws is None:  # named before the sampling
         for w in prior_warnings(priors):
@@ -442,7 +443,7 @@ def compare(
             loaded.append(by_path[key].with_data(dt))
             continue
         loaded.append(load_model(m, dt, seed=stream_int_seed(program_seed[i], Stream.MODEL),
-                                 progress=progress))
+                                 progress=progress, backend=nuts.backend))
         if key is not None:
             by_path[key] = loaded[-1]
     names = program_names(models, loaded)

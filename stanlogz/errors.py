@@ -249,3 +249,9 @@ class AmbiguousResponse(InputError):
                  routes: Route | tuple[Route, ...] = ()) -> None:
         super().__init__(message, routes=routes)
         self.fields, self.example = fields, example
+
+
+class BackendUnsupported(InputError):
+    """The chosen density backend cannot do what was asked (the interpreter offers no
+    ``jacobian=False``, say): the message names the missing capability and the backend that
+    has it."""

@@ -44,6 +44,10 @@ from stanlogz.stan.model import StanModel
 from stanlogz.toolchain import cache_root, ensure_base, find_toolchain
 from tests.helpers import FakeClock
 
+# The suite runs on the compiled backend (tests/stan/test_backends.py compares the interpreted
+# one with it): its numbers were pinned there. STANLOGZ_BACKEND=auto pytest ... overrides.
+os.environ.setdefault("STANLOGZ_BACKEND", "compiled")
+
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "stan_models"
 
@@ -153,6 +157,8 @@ def _no_stan_unless_marked(request: pytest.FixtureRequest,
                              "stan (pytest.mark.stan) or teach conftest._USES_STAN its name")
 
     monkeypatch.setattr(stan_model, "_load_library", refuse)
+    monkeypatch.setattr(importlib.import_module("stanlogz.stan.interpreted"), "_load_library",
+                        refuse)
     monkeypatch.setattr(toolchain_build, "run_stanc", refuse)
     monkeypatch.setattr(toolchain_build, "_run", refuse)
 

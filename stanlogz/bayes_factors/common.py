@@ -57,12 +57,12 @@ class Program:
 
 
 def load_program(model: ProgramLike, data: Any, obs: str | None = None, *, seed: int | None = None,
-                 progress: Any = None) -> Program:
+                 progress: Any = None, backend: str | None = None) -> Program:
     """``model`` (a path or StanModel) with ``data``, its observations and its prior density
     (InputError naming every route to the prior when none works)."""
     m, data_dict, observations = load_observed(model, data, obs,
                                                seed=stream_int_seed(seed, Stream.MODEL),
-                                               progress=progress)
+                                               progress=progress, backend=backend)
     prior = find_prior(m, data_dict, observations, seed=stream_int_seed(seed, Stream.PROBE))
     return Program(m, prior, data_dict, observations)
 
@@ -72,7 +72,8 @@ def posterior_and_prior(model: ProgramLike, data: Any, obs: str | None, settings
                         ) -> tuple[Program, Draws, Draws]:
     """The program (:func:`load_program`), its posterior draws (seed stream ``NUTS``) and its
     prior draws (stream ``PRIOR_NUTS``, started from the posterior's)."""
-    prog = load_program(model, data, obs, seed=seed, progress=progress)
+    prog = load_program(model, data, obs, seed=seed, progress=progress,
+                        backend=settings.backend)
     if progress is not None:
         progress(f"sampling the posterior and the prior of {prog.name}")
     d_post = sample(prog.model, settings, seed=stream_int_seed(seed, Stream.NUTS),

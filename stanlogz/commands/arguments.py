@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import InputError
-from ..stan.settings import NutsArgs
+from ..stan.settings import BACKENDS, DEFAULT_BACKEND, NutsArgs
 from .executor import add_executor_arguments
 
 _NUTS_DEFAULTS = NutsArgs()
@@ -51,6 +51,11 @@ def add_sampler_arguments(parser: argparse.ArgumentParser, *, prefix: str = "",
         parser.add_argument(f"--{prefix}{name}", type=kind,
                             default=default if defaults is not None else None,
                             help=f"{what}{text} (default {default})")
+    if not prefix:
+        parser.add_argument("--backend", choices=BACKENDS, default=None,
+                            help="density backend: compiled (C++ build), interpreted (stanli, "
+                            "no build) or auto (interpreted where it can, else compiled, with "
+                            "a note) (default $STANLOGZ_BACKEND, else " + DEFAULT_BACKEND + ")")
 
 
 def nuts_settings(args: argparse.Namespace, *, prefix: str = "",
@@ -59,8 +64,9 @@ def nuts_settings(args: argparse.Namespace, *, prefix: str = "",
     :func:`add_sampler_arguments` added (``base`` with the given flags applied; invalid values
     raise :class:`~stanlogz.errors.InputError` before anything runs)."""
     p = prefix.replace("-", "_")
-    return NutsArgs.of(base, **{f: getattr(args, p + f) for f in
-                                ("chains", "warmup", "draws", "adapt_delta", "max_treedepth")})
+    return NutsArgs.of(base, backend=getattr(args, "backend", None) if not p else None,
+                       **{f: getattr(args, p + f) for f in
+                          ("chains", "warmup", "draws", "adapt_delta", "max_treedepth")})
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:

@@ -122,7 +122,8 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     if plot is not None and method not in PLOT_METHODS:
         raise InputError(f"--plot is available for {', '.join(PLOT_METHODS)}, not {method}")
     nuts = nuts_settings(args)
-    model = load_model(args.model, args.data, seed=args.seed, progress=report.progress)
+    model = load_model(args.model, args.data, seed=args.seed, progress=report.progress,
+                       backend=nuts.backend)
     early = prior_warnings(program_priors(model))  # named before the sampling
     for w in early:
         report.warn(w)

@@ -83,7 +83,8 @@ def save_draws(d: Draws, path: Path, warmup: int | None = None) -> None:
 def run(args: argparse.Namespace, report: Reporter) -> int:
     out = check_output(args.output, OUTPUT_SUFFIXES, "--output")
     nuts = nuts_settings(args)
-    model = load_model(args.model, args.data, seed=args.seed, progress=report.progress)
+    model = load_model(args.model, args.data, seed=args.seed, progress=report.progress,
+                       backend=nuts.backend)
     d = sample(model, nuts, seed=args.seed, progress=report.progress)
     s = d.summary(None if args.all_quantities else model.param_names())
     report.table(s.header, s.table_rows(), title=f"posterior of {model.name}")

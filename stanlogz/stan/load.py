@@ -8,17 +8,19 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from .backend import load_program
 from .inputs import check_stan_file, read_data
-from .model import StanModel
 from .program import ProgramLike
 
 
 def load_model(model: ProgramLike, data: Any = None, *, seed: int | None = None,
-               progress: Callable[[str], None] | None = None) -> Any:
-    """A :class:`stanlogz.stan.model.StanModel` from a model or a ``.stan`` path, with ``data``."""
+               progress: Callable[[str], None] | None = None, backend: str | None = None) -> Any:
+    """A :class:`stanlogz.stan.model.StanModel` from a model or a ``.stan`` path, with ``data``;
+    a path is loaded on ``backend`` (auto, compiled or interpreted; None: ``$STANLOGZ_BACKEND``,
+    else ``DEFAULT_BACKEND``: :mod:`stanlogz.stan.backend`)."""
     if isinstance(model, str | os.PathLike):
         path, data = check_stan_file(model), read_data(data)
-        return StanModel.from_file(path, data, seed=seed, progress=progress)
+        return load_program(path, data, backend=backend, seed=seed, progress=progress)
     if not hasattr(model, "log_density_gradient"):
         raise InputError(f"model must be a StanModel or a .stan path, not {type(model).__name__}")
     if data is not None:

@@ -10,14 +10,31 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from ..errors import InputError
 
 #: The keyword names that a :class:`NutsArgs` holds (API functions accept each of them).
-NUTS_FIELDS = ("chains", "warmup", "draws", "adapt_delta", "max_treedepth", "init_radius", "thin")
+NUTS_FIELDS = ("chains", "warmup", "draws", "adapt_delta", "max_treedepth", "init_radius", "thin",
+               "backend")
+
+#: The density backends (:mod:`stanlogz.stan.backend`): compiled C++ (BridgeStan ABI),
+#: interpreted (stanli, no build), or auto (interpreted where it can, else compiled).
+BACKENDS = ("auto", "compiled", "interpreted")
+
+
+#: The backend when neither ``backend=`` / ``--backend`` nor ``$STANLOGZ_BACKEND`` names one:
+#: compiled, because auto did not meet the 15 s first answer of the README's loo on the
+#: measuring machine (docs/features/backends.md has the table).
+DEFAULT_BACKEND = "compiled"
+
+
+def default_backend() -> str:
+    """``$STANLOGZ_BACKEND`` when set, else :data:`DEFAULT_BACKEND`."""
+    return os.environ.get("STANLOGZ_BACKEND", "").strip().lower() or DEFAULT_BACKEND
 
 
 #: cmdstanpy's / CmdStan's names of the sampler settings -> the keyword stanlogz takes
@@ -46,7 +63,8 @@ def _integer(label: str, v: Any, lo: int) -> None:
 class NutsArgs:
     """Settings of Stan's NUTS (CmdStan's defaults): chains, warmup and kept draws per chain,
     target acceptance ``adapt_delta``, ``max_treedepth``, the uniform initialization radius on
-    the unconstrained scale and thinning. Invalid values raise :class:`~stanlogz.InputError`."""
+    the unconstrained scale and thinning, and the density ``backend`` that serves the run (one
+    of :data:`BACKENDS`). Invalid values raise :class:`~stanlogz.InputError`."""
 
     chains: int = 4
     warmup: int = 1000
@@ -55,6 +73,7 @@ class NutsArgs:
     max_treedepth: int = 10
     init_radius: float = 2.0
     thin: int = 1
+    backend: str = field(default_factory=default_backend)
 
     def __post_init__(self) -> None:
         for label, lo in (("chains", 1), ("warmup", 0), ("draws", 1), ("max_treedepth", 1),
@@ -66,6 +85,9 @@ class NutsArgs:
             raise InputError(f"adapt_delta must be in (0, 1), got {ad!r}")
         if not (isinstance(self.init_radius, numbers.Real) and self.init_radius >= 0.0):
             raise InputError(f"init_radius must be >= 0, got {self.init_radius!r}")
+        if self.backend not in BACKENDS:
+            raise InputError(f"backend must be one of {', '.join(BACKENDS)}, got "
+                             f"{self.backend!r}")
         object.__setattr__(self, "adapt_delta", float(ad))
         object.__setattr__(self, "init_radius", float(self.init_radius))
 
@@ -105,6 +127,7 @@ class NutsKeywords(TypedDict, total=False):
     n_draws: int | None
     adapt_delta: float | None
     max_treedepth: int | None
+    backend: str | None
 
 
 def nuts_from_keywords(settings: NutsArgs | None, keywords: Mapping[str, Any],

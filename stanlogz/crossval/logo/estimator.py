@@ -151,7 +151,8 @@ def logo(
         raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
     model, data_dict, observations = load_observed(model, data, obs, obs_fields,
                                                    seed=stream_int_seed(seed, Stream.MODEL),
-                                                   progress=progress)
+                                                   progress=progress,
+                                                   backend=settings.backend)
     st = find_groups(model, data_dict, observations, group)
     ones, none = _pairs(model, data_dict, observations, st)
     # the structure is an identity of the density, checked at any points: before sampling

@@ -216,15 +216,17 @@ def observation_labels(data: Mapping[str, Any], observations: Observations, name
 
 def load_observed(model: ProgramLike, data: Any, obs: str | None = None,
                   obs_fields: Sequence[str] | None = None, *, seed: int | None = None,
-                  progress: Any = None) -> tuple[Any, dict[str, Any], Observations]:
-    """The program (a path or :class:`~stanlogz.stan.model.StanModel`) bound to ``data``, the
-    data as a dict (the model's own when ``data`` is None) and its observations."""
+                  progress: Any = None, backend: str | None = None
+                  ) -> tuple[Any, dict[str, Any], Observations]:
+    """The program (a path or :class:`~stanlogz.stan.model.StanModel`, loaded on ``backend``)
+    bound to ``data``, the data as a dict (the model's own when ``data`` is None) and its
+    observations."""
     import json
 
     from ...stan.inputs import read_data
     from ...stan.load import load_model
 
-    model = load_model(model, data, seed=seed, progress=progress)
+    model = load_model(model, data, seed=seed, progress=progress, backend=backend)
     if data is not None:
         data_dict = read_data(data)
     else:

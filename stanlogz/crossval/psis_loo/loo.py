@@ -304,7 +304,8 @@ def loo(
     check_pass_budget(cond_budget)
     model, data_dict, observations = load_observed(model, data, obs, obs_fields,
                                                    seed=stream_int_seed(seed, Stream.MODEL),
-                                                   progress=progress)
+                                                   progress=progress,
+                                                   backend=nuts.backend)
     if subsample is not None and not (isinstance(subsample, int | np.integer)
                                       and 2 <= subsample < observations.n):
         raise InputError(f"subsample must be an integer in 2..{observations.n - 1} (there are "

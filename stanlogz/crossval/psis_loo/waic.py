@@ -290,7 +290,8 @@ def waic(model: Any, data: Any = None, *, draws: Any = None, var: str = "log_lik
 
     model, data_dict, observations = load_observed(model, data, obs, obs_fields,
                                                    seed=stream_int_seed(seed, Stream.MODEL),
-                                                   progress=progress)
+                                                   progress=progress,
+                                                   backend=getattr(settings, "backend", None))
     pw = PointwiseLogLik(model, data_dict, observations, log_lik)
     d = (as_draws(draws, model) if draws is not None
          else sample(model, settings, seed=stream_int_seed(seed, Stream.NUTS),

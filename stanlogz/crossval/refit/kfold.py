@@ -371,7 +371,8 @@ def kfold(
         raise InputError(f"n_workers must be >= 1, got {n_workers}")
     model, data_dict, observations = load_observed(model, data, obs, obs_fields,
                                                    seed=stream_int_seed(seed, Stream.MODEL),
-                                                   progress=progress)
+                                                   progress=progress,
+                                                   backend=nuts.backend)
     strata = None if stratify is None else observation_labels(
         data_dict, observations, stratify, str(option("stratify")), integer=False)
     groups = None if group is None else observation_labels(data_dict, observations, group,

@@ -268,7 +268,8 @@ def lfo(
         raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
     model, data_dict, observations = load_observed(model, data, obs, obs_fields,
                                                    seed=stream_int_seed(seed, Stream.MODEL),
-                                                   progress=progress)
+                                                   progress=progress,
+                                                   backend=nuts.backend)
     n = observations.n
     for name, value in (("ahead", ahead), ("min_train", min_train)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:

@@ -285,7 +285,8 @@ def cv(
         raise InputError(f"criterion must be one of {', '.join(CRITERIA)}, got {criterion!r}")
     model, data_dict, observations = load_observed(model, data, obs, obs_fields,
                                                    seed=stream_int_seed(seed, Stream.MODEL),
-                                                   progress=progress)
+                                                   progress=progress,
+                                                   backend=nuts.backend)
     n = observations.n
     if not (isinstance(n_valid, int | np.integer) and 1 <= n_valid < n):
         raise InputError(f"n_valid must be an integer in 1..{n - 1} (there are {n} "

@@ -57,7 +57,7 @@ def compare_by_group(models: list[Any], data: Any, *, group: str, draws: Any, nu
     # program i's seed as in compare(): its LOGO is that of loo(group=, seed=program_seed[i])
     program_seed = [stream_int_seed(seed, Stream.PROGRAM, i) for i in range(len(models))]
     loaded = [load_model(m, dt, seed=stream_int_seed(program_seed[i], Stream.MODEL),
-                         progress=progress)
+                         progress=progress, backend=nuts.backend)
               for i, (m, dt) in enumerate(zip(models, datas, strict=True))]
     names = program_names(models, loaded)
     results = []

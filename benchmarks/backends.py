@@ -1,0 +1,190 @@
+"""The two density backends on every corpus program, and the first answer of a fresh venv.
+
+``python3 -m benchmarks.backends corpus [--build] [--only NAME ...]`` runs every program of
+``../shared/corpus/posteriordb`` through the interpreted backend (stanli) and, where the build
+cache holds its compiled library (or with ``--build``, after building it), the compiled one,
+and prints one row per program: whether the interpreter parses it (else its one-line
+refusal), whether both backends map unconstrained points to the same parameter values (the
+interpreter's newer Stan has another simplex transform), the worst relative difference of the
+log density at three unconstrained points with ``propto=True`` and with every constant
+(``propto=False``: the interpreter's constants-kept rewrite) and of the gradient (where the
+transforms agree), the difference of the constants the two add to ``propto=True`` relative to
+the density (any transform), and the seconds to the first gradient of
+each backend in this process (interpreted: parse, bind data, one gradient; compiled: build
+when not cached, load, bind data, one gradient).
+
+``python3 -m benchmarks.backends first-answer --python VENV/bin/python`` times the README's
+``stanlogz loo`` (wells) from a fresh process of that interpreter, ``--backend interpreted``
+with the user's cache and ``--backend compiled`` with an empty ``STANLOGZ_CACHE`` that shares
+nothing (the runtime and the program are built; ``compiled:warm``: the user's cache, program
+built), and prints the wall and CPU seconds of each.
+
+Times depend on the machine's load; the load average is printed with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus" / "posteriordb"
+if not CORPUS.is_dir():
+    CORPUS = Path("/work/shared/corpus/posteriordb")
+
+
+def _rel(a: np.ndarray, b: np.ndarray) -> float:
+    """Worst relative difference (|a - b| / max(1, |b|)) where both are finite; inf where
+    only one is."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if np.any(np.isfinite(a) != np.isfinite(b)):
+        return float("inf")
+    ok = np.isfinite(b)
+    if not ok.any():
+        return float("nan")
+    return float(np.max(np.abs(a[ok] - b[ok]) / np.maximum(1.0, np.abs(b[ok]))))
+
+
+def compare_program(folder: Path, build: bool) -> dict[str, object]:
+    """One corpus program through both backends (see the module docstring)."""
+    from stanlogz.stan.backend import check_points, same_transform
+    from stanlogz.stan.inputs import read_data
+    from stanlogz.stan.interpreted import InterpretedModel
+    from stanlogz.stan.model import StanModel
+    from stanlogz.toolchain import build as build_program
+    from stanlogz.toolchain.interpreter import cached_library
+
+    stan = folder / "model.stan"
+    code = stan.read_text()
+    data = read_data(folder / "data.json")
+    row: dict[str, object] = {"program": folder.name}
+    t0 = time.perf_counter()
+    try:
+        interp = InterpretedModel(code, data, name="model", stan_file=stan, seed=1)
+        xs = check_points(interp.dim)
+        interp.log_density_gradient(xs[0], propto=True)
+        row["t_interp"] = time.perf_counter() - t0
+        row["parses"] = "yes"
+    except Exception as exc:  # noqa: BLE001 - a row names any refusal
+        row["parses"] = f"no: {' '.join(str(exc).split())[:90]}"
+        return row
+    lib = cached_library(code, "model", [folder])
+    t0 = time.perf_counter()
+    if lib is None and build:
+        lib = build_program(stan).lib_path
+    if lib is None:
+        row["compiled"] = "not cached"
+        return row
+    compiled = StanModel(lib, data, name="model", code=code, seed=1)
+    compiled.log_density_gradient(xs[0], propto=True)
+    row["t_compiled"] = time.perf_counter() - t0
+    row["compiled"] = "built" if row["t_compiled"] > 2 else "cached"
+    row["transform"] = "same" if same_transform(interp, compiled) else "differs"
+    try:
+        full_i = interp.log_density_many(xs, propto=False)
+        full_c = compiled.log_density_many(xs, propto=False)
+        c_i = full_i - interp.log_density_many(xs, propto=True)
+        c_c = full_c - compiled.log_density_many(xs, propto=True)
+        ok = np.isfinite(c_i) & np.isfinite(c_c)
+        row["constant"] = (float(np.max(np.abs(c_i[ok] - c_c[ok])
+                                        / np.maximum(1.0, np.abs(full_c[ok]))))
+                           if ok.any() else float("nan"))
+    except Exception as exc:  # noqa: BLE001
+        row["constant"] = f"refused: {' '.join(str(exc).split())[:60]}"
+        full_i = full_c = None
+    if row["transform"] == "same":
+        lp_i, g_i = interp.log_density_gradient_many(xs, propto=True)
+        lp_c, g_c = compiled.log_density_gradient_many(xs, propto=True)
+        row["lp_propto"] = _rel(lp_i, lp_c)
+        row["grad"] = _rel(g_i, g_c)
+        if full_i is not None:
+            row["lp_full"] = _rel(full_i, full_c)
+    return row
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.1e}" if not (0.01 <= v < 1000) else f"{v:.2f}"
+    return "-" if v is None else str(v)
+
+
+def corpus(args: argparse.Namespace) -> None:
+    folders = sorted(p for p in CORPUS.iterdir() if (p / "model.stan").is_file())
+    if args.only:
+        folders = [p for p in folders if p.name in args.only]
+    cols = ("program", "parses", "compiled", "transform", "lp_propto", "lp_full", "grad",
+            "constant", "t_interp", "t_compiled")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+    rows = []
+    for folder in folders:
+        row = compare_program(folder, args.build)
+        rows.append(row)
+        print("| " + " | ".join(_fmt(row.get(c)) for c in cols) + " |", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
+
+
+COMMAND = ["loo", "stan_models/examples/wells_logistic.stan", "--data",
+           "stan_models/examples/wells.data.json", "--seed", "1"]
+
+
+def first_answer(args: argparse.Namespace) -> None:
+    """Wall seconds of the README's loo from a fresh process, per backend."""
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print("| backend | cache | verify | wall s | CPU s (user+sys) | s to first sampling line |")
+    print("|---|---|---|---|---|---|")
+    for spec in args.backends:
+        backend, _, state = spec.partition(":")  # compiled:warm keeps the user's cache
+        with tempfile.TemporaryDirectory() as empty:
+            env = dict(os.environ, STANLOGZ_VERIFY=str(args.verify))
+            env.pop("STANLOGZ_BACKEND", None)
+            if backend == "compiled" and state != "warm":
+                env["STANLOGZ_CACHE"] = empty
+            t0 = time.perf_counter()
+            ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            proc = subprocess.Popen([args.python, "-m", "stanlogz", *COMMAND, "--backend",
+                                     backend], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, text=True)
+            first = None
+            assert proc.stderr is not None
+            for line in proc.stderr:
+                if first is None and "sampling" in line:
+                    first = time.perf_counter() - t0
+            proc.wait()
+            wall = time.perf_counter() - t0
+            ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = ru.ru_utime + ru.ru_stime - ru0.ru_utime - ru0.ru_stime
+            cache = ("none needed" if backend != "compiled" else
+                     "user's (program built)" if state == "warm" else "empty")
+            print(f"| {backend} | {cache} | {args.verify} | {wall:.1f} | {cpu:.1f} | "
+                  f"{_fmt(first)} |", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    c = sub.add_parser("corpus")
+    c.add_argument("--build", action="store_true", help="build uncached compiled programs")
+    c.add_argument("--only", nargs="*", help="corpus folder names")
+    c.add_argument("--json", help="write the rows here")
+    f = sub.add_parser("first-answer")
+    f.add_argument("--python", default=sys.executable)
+    f.add_argument("--backends", nargs="*", default=["interpreted", "compiled"])
+    f.add_argument("--verify", type=int, default=0, help="loo's self-check refits")
+    args = parser.parse_args()
+    corpus(args) if args.what == "corpus" else first_answer(args)
+
+
+if __name__ == "__main__":
+    main()
