@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import BackendUnsupported, InputError, StanCompileError, ToolchainError
+from ..errors import BackendUnsupported, InputError, Route, StanCompileError, ToolchainError
 from ..toolchain.interpreter import STANLI_VERSION, cached_library, interpreter_id
 from .constants import keep_constants
 from .interpreted import InterpretedModel
@@ -179,6 +179,7 @@ def constants_kept(model: InterpretedModel) -> StanModel:
                                 mir=mir)
     if model.auto:
         return model.compiled(f"the density with every constant (propto=False: {reason})")
+    route = Route(options={"backend": "compiled"})
     raise BackendUnsupported(
         f"{model.name}: the interpreted backend cannot give the density with every constant "
-        f"(propto=False, which evidence needs): {reason}; run with --backend compiled")
+        f"(propto=False, which evidence needs): {reason}; run with {route}", routes=(route,))

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .._util.seeds import int_seed
-from ..errors import BackendUnsupported, DataError, StanCompileError
+from ..errors import BackendUnsupported, DataError, Route, StanCompileError
 from ..toolchain.interpreter import STANLI_VERSION, program_mir, runtime_library
 from .ffi import _load_library
 from .inputs import DataLike, data_to_json
@@ -152,9 +152,10 @@ class InterpretedModel(StanModel):
         if self._compiled_model is not None:
             return self._compiled_model
         if not self.auto:
+            route = Route(options={"backend": "compiled"})
             raise BackendUnsupported(
                 f"{self.name}: the interpreted backend (stanli {STANLI_VERSION}) offers no "
-                f"{why}; run with --backend compiled (backend='compiled') or auto")
+                f"{why}; run with {route} or auto", routes=(route,))
         data = json.loads(self.data_json)
         base = self._lineage.get("compiled")
         if base is None:
@@ -198,10 +199,11 @@ class InterpretedModel(StanModel):
         if same:
             return xs
         if gradient:
+            route = Route(options={"backend": "compiled"})
             raise BackendUnsupported(
                 f"{self.name}: the interpreter's parameter transform (Stan's newer simplex) "
                 "differs from the compiled build's, so the compiled gradient cannot serve the "
-                "interpreter's points; run with --backend compiled")
+                f"interpreter's points; run with {route}", routes=(route,))
         return model.unconstrain_many(self.constrain_many(xs)[:, :self.param_num()])
 
     # ------------------------------------------------------------ densities

@@ -26,9 +26,9 @@ NUTS_FIELDS = ("chains", "warmup", "draws", "adapt_delta", "max_treedepth", "ini
 BACKENDS = ("auto", "compiled", "interpreted")
 
 
-#: The backend when neither ``backend=`` / ``--backend`` nor ``$STANLOGZ_BACKEND`` names one:
-#: compiled, because auto did not meet the 15 s first answer of the README's loo on the
-#: measuring machine (docs/features/backends.md has the table).
+#: The backend when neither ``backend=`` (on the command line its option) nor
+#: ``$STANLOGZ_BACKEND`` names one: compiled, because auto did not meet the 15 s first answer
+#: of the README's loo on the measuring machine (docs/features/backends.md has the table).
 DEFAULT_BACKEND = "compiled"
 
 

@@ -75,8 +75,9 @@ def test_missing_capabilities_are_refused_in_one_line_and_auto_builds_for_them()
     data = EX / "normal_mean.data.json"
     m = load_model(path, data, backend="interpreted")
     x = np.array([0.4])
-    with pytest.raises(BackendUnsupported, match=r"jacobian=False.*--backend compiled"):
+    with pytest.raises(BackendUnsupported, match=r"jacobian=False.*backend='compiled'") as err:
         m.log_density(x, jacobian=False)
+    assert err.value.routes[0].options == {"backend": "compiled"}
     notes: list[str] = []
     auto = load_model(path, data, backend="auto", progress=notes.append)
     compiled = load_model(path, data, backend="compiled")
