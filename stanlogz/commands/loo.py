@@ -88,6 +88,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--subsample", metavar="M", type=int, default=None,
                         help="estimate elpd_loo from PSIS on M observations drawn at random "
                         "(difference estimator; for large N), with its subsampling se")
+    parser.add_argument("--mcse", metavar="TARGET", type=float, default=None,
+                        help="precision target: continue the chains (adapted step size and "
+                        "metric, no new warmup) until the Monte Carlo se of elpd_loo is at "
+                        "most TARGET or the time budget ends; the output says which")
     parser.add_argument("--verify", metavar="K", default="auto",
                         help="self-check: recompute K values still estimated from the draws "
                         "(the worst k-hat in [0.5, threshold], others of that band, one at "
@@ -131,6 +135,17 @@ def jacobian_of(args: argparse.Namespace) -> tuple[str, Any] | None:
     return transform, y
 
 
+def precision_line(p: dict[str, Any]) -> str:
+    """The line of a precision-targeted run: what ended it, the draws and the rounds."""
+    why = {"target": "the target was met", "budget": "the time budget ended it",
+           "max_draws": "the draws reached their cap", "mcse_na": "mcse_elpd_loo is NA"}
+    trail = ", ".join(f"{r['draws']}: {r['mcse_elpd_loo']:.3g}" if r["mcse_elpd_loo"] is not None
+                      else f"{r['draws']}: NA" for r in p["rounds"])
+    return (f"mcse target {p['mcse_target']:g}: {why[p['ended_by']]} with {p['draws']} draws "
+            f"(chains continued from {p['draws_first']}, no new warmup; mcse by draws: "
+            f"{trail})")
+
+
 def print_loo(report: Reporter, r: LooResult) -> None:
     """The loo-style table: estimates, k-hat bands and the fixed points."""
     sub = ("" if r.sample_index is None else
@@ -147,6 +162,8 @@ def print_loo(report: Reporter, r: LooResult) -> None:
                    f"; subsampling se: {r.subsampling_se:.3f}"))
     for note in r.se_notes():
         report.text(note)
+    if r.precision is not None:
+        report.text(precision_line(r.precision))
     counts = r.khat_counts()
     n = r.elpd_i.size
     report.table(["Pareto k-hat", "count", "pct"],
@@ -208,7 +225,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
             k_threshold=args.k_threshold, subsample=args.subsample,
             settings=nuts_settings(args), seed=args.seed, n_workers=args.workers or 1,
             progress=report.progress, mm_budget=args.mm_budget,
-            cond_budget=args.cond_budget, **verify_argument(args))
+            cond_budget=args.cond_budget, mcse_target=args.mcse, **verify_argument(args))
     extra: dict[str, Any] = {}
     if jac is not None:
         r = jacobian_adjusted(r, *jac)

@@ -111,6 +111,9 @@ class LooResult(LooNames, ElpdResult):
     #: what the time budget ended (:func:`~.anytime.budget_flags`): sampling after some
     #: draws, the pointwise pass after some observations; None when it ended nothing
     budget_stop: dict[str, Any] | None = None
+    #: a precision target's run (``loo(mcse_target=...)``, :mod:`.target`): the target, what
+    #: ended it (``ended_by``) and each round's draws and mcse; None without a target
+    precision: dict[str, Any] | None = None
     #: the self-check's outcome (``loo(verify=...)``; :mod:`.verify`), None when off
     verification: Verification | None = None
     # What the result was computed from (not serialized): for predictive checks and refits.
@@ -222,7 +225,7 @@ class LooResult(LooNames, ElpdResult):
                     "subsampling_factor": self.subsampling_factor},
                 "fixed": [f.to_dict() for f in self.fixed], "pointwise": self.pointwise(),
                 "seconds": self.seconds, "pointwise_seconds": self.pointwise_seconds,
-                "budget_stop": self.budget_stop,
+                "budget_stop": self.budget_stop, "precision": self.precision,
                 "verification": None if self.verification is None else self.verification.to_dict(),
                 "warnings": self.warnings}
 
