@@ -17,7 +17,6 @@ import json
 import time
 from pathlib import Path
 
-
 from benchmarks.loo_truth import exact_loo
 
 ROOT = Path(__file__).resolve().parents[1]
