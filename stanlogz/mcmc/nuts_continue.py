@@ -142,7 +142,8 @@ class NutsKernel:
         n = max(self.n_leapfrog, 1)
         return Transition(q=sample.q, lp=sample.lp, grad=sample.grad,
                           accept_stat=self.sum_metro / n, treedepth=depth,
-                          n_leapfrog=self.n_leapfrog, divergent=self.divergent, energy=self._hamiltonian(sample))
+                          n_leapfrog=self.n_leapfrog, divergent=self.divergent,
+                          energy=self._hamiltonian(sample))
 
     def _build(self, depth: int, z: _Point, sign: float, h0: float) -> tuple:
         """A subtree of ``2**depth`` leapfrog steps from ``z`` in direction ``sign``: whether
