@@ -42,6 +42,7 @@ from typing import Any, Unpack
 import numpy as np
 from scipy import special
 
+from ..._util import deadline
 from ..._util.deadline import StepsClock
 from ..._util.display import alias
 from ..._util.gpd import KHAT_HEAVY
@@ -55,7 +56,7 @@ from ..._util.seeds import (
 )
 from ..._util.words import transitions
 from ...draws import Draws, obtain_draws
-from ...errors import EstimationError, InputError
+from ...errors import EstimationError, InputError, OverBudget
 from ...estimators.bridge.bridge import solve_bridge
 from ...estimators.common import autocorr_time, pareto_k
 from ...parallel import SeedLike, run_parallel
@@ -352,6 +353,7 @@ def heldout_many(
     seed: SeedLike = None,
     n_workers: int = 1,
     progress: Callable[[str], None] | None = None,
+    anytime: bool = False,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> list[HeldOut]:
     """:func:`heldout_elpd` for every held-out set (e.g. each observation for exact
@@ -424,21 +426,58 @@ def heldout_many(
     shared = (None if full_draws is None
               else SharedEvidence(stream_int_seed(seed, Stream.SHARED_EVIDENCE)))
 
-    def one(v: Any, rng: np.random.Generator) -> HeldOut:
-        return heldout_elpd(model, data, observations, v, full_draws=full_draws, settings=nuts,
-                            seed=generator_seed(rng), full_evidence=shared)
+    watch = RefitWatch() if anytime else None
+
+    def one(v: Any, rng: np.random.Generator) -> HeldOut | None:
+        if watch is not None and watch.stopped:
+            return None  # the budget ended the refits: the caller estimates this set
+        try:
+            return heldout_elpd(model, data, observations, v, full_draws=full_draws,
+                                settings=nuts, seed=generator_seed(rng), full_evidence=shared)
+        except OverBudget:
+            if watch is None:
+                raise
+            watch.stopped = True
+            return None
 
     clock = StepsClock("held-out refits", total, nuts.warmup + nuts.draws)
 
     def done() -> None:
         bar.update(lambda k: f"held-out set {k}/{total} done")
-        clock.done()  # the run's --time-budget: the refits left at the rate so far
+        if watch is not None:
+            watch.done()  # anytime: stop where the next refit would not fit
+        else:
+            clock.done()  # the run's --time-budget: the refits left at the rate so far
 
     with bar:
         return run_parallel(one, [np.asarray(v, dtype=int) for v in held_out_sets],
                             stream(seed, Stream.REFIT),
                             n_workers=n_workers, backend="thread" if n_workers > 1 else "serial",
                             on_done=done)
+
+class RefitWatch:
+    """The anytime mode of :func:`heldout_many` under a time budget: after each refit,
+    ``stopped`` once another refit (at the slowest so far, with a fifth more) would end after
+    the budget less ``RESERVE_SHARE`` of it; the sets not started then come back as None."""
+
+    #: the part of the budget kept for what follows the refits (the sets left, estimated)
+    RESERVE_SHARE = 0.05
+
+    def __init__(self) -> None:
+        self.start = deadline.clock()
+        self.last = self.start
+        self.slowest = 0.0
+        self.stopped = False
+
+    def done(self) -> None:
+        """One refit ended; decide whether another fits."""
+        now = deadline.clock()
+        self.slowest, self.last = max(self.slowest, now - self.last), now
+        left = deadline.remaining()
+        total = deadline.budget_seconds() or 0.0
+        if left is not None and left - self.RESERVE_SHARE * total < 1.2 * self.slowest:
+            self.stopped = True
+
 
 def _augment(x_train: np.ndarray, common: np.ndarray, extra: np.ndarray, dim: int,
              q: ConditionalGaussian | None, rng: np.random.Generator
