@@ -354,6 +354,7 @@ def heldout_many(
     n_workers: int = 1,
     progress: Callable[[str], None] | None = None,
     anytime: bool = False,
+    expected: float | None = None,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> list[HeldOut]:
     """:func:`heldout_elpd` for every held-out set (e.g. each observation for exact
@@ -384,6 +385,11 @@ def heldout_many(
         Refits at once.
     progress : callable, optional
         Called with one line of text per step.
+    anytime : bool, default False
+        Under a time budget, skip the refits that would not fit (:class:`RefitWatch`;
+        their entries are None) instead of refusing the run.
+    expected : float, optional
+        Seconds one refit should take, for the first :class:`RefitWatch` check.
     **nuts_keywords
         ``chains``, ``warmup``, ``draws``, ``adapt_delta``, ``max_treedepth``.
 
@@ -426,10 +432,10 @@ def heldout_many(
     shared = (None if full_draws is None
               else SharedEvidence(stream_int_seed(seed, Stream.SHARED_EVIDENCE)))
 
-    watch = RefitWatch() if anytime else None
+    watch = RefitWatch(expected) if anytime else None
 
     def one(v: Any, rng: np.random.Generator) -> HeldOut | None:
-        if watch is not None and watch.stopped:
+        if watch is not None and not watch.next_fits():
             return None  # the budget ended the refits: the caller estimates this set
         try:
             return heldout_elpd(model, data, observations, v, full_draws=full_draws,
@@ -456,27 +462,34 @@ def heldout_many(
                             on_done=done)
 
 class RefitWatch:
-    """The anytime mode of :func:`heldout_many` under a time budget: after each refit,
-    ``stopped`` once another refit (at the slowest so far, with a fifth more) would end after
-    the budget less ``RESERVE_SHARE`` of it; the sets not started then come back as None."""
+    """The anytime mode of :func:`heldout_many` under a time budget: before each refit,
+    ``stopped`` once it would end (at the slowest refit so far, or ``expected`` seconds
+    before the first, with a fifth more) after the budget less ``RESERVE_SHARE`` of it; the
+    sets not started then come back as None."""
 
     #: the part of the budget kept for what follows the refits (the sets left, estimated)
-    RESERVE_SHARE = 0.05
+    RESERVE_SHARE = 0.1
 
-    def __init__(self) -> None:
-        self.start = deadline.clock()
-        self.last = self.start
-        self.slowest = 0.0
+    def __init__(self, expected: float | None = None) -> None:
+        self.last = deadline.clock()
+        self.slowest = float(expected or 0.0)
+        self.measured = False
         self.stopped = False
 
     def done(self) -> None:
-        """One refit ended; decide whether another fits."""
+        """One refit ended: its time counts."""
         now = deadline.clock()
-        self.slowest, self.last = max(self.slowest, now - self.last), now
+        took = now - self.last
+        self.slowest = took if not self.measured else max(self.slowest, took)
+        self.last, self.measured = now, True
+
+    def next_fits(self) -> bool:
+        """Whether another refit fits (False from the first that does not on)."""
         left = deadline.remaining()
         total = deadline.budget_seconds() or 0.0
         if left is not None and left - self.RESERVE_SHARE * total < 1.2 * self.slowest:
             self.stopped = True
+        return not self.stopped
 
 
 def _augment(x_train: np.ndarray, common: np.ndarray, extra: np.ndarray, dim: int,

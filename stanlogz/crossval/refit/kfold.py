@@ -410,7 +410,9 @@ def kfold(
     anytime = deadline.remaining() is not None  # a budget ends the refits, not the command
     folds = heldout_many(model, data_dict, observations, held, full_draws=full,
                          settings=nuts, seed=stream(seed, Stream.REFIT), n_workers=n_workers,
-                         progress=progress, anytime=anytime)
+                         progress=progress, anytime=anytime,
+                         expected=None if estimate is None else
+                         estimate * min(n_workers, n_folds) / n_folds)
     folds, budget_stop = fill_by_psis(model, data_dict, observations, held, folds, full,
                                       progress)
     elpd_i = np.empty(observations.n)
