@@ -222,9 +222,13 @@ def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target
         per_chain = -(-(want - total) // d.n_chains)
         if progress:
             progress(f"se {se:.3g} > target {target_se:g}: {per_chain} more draws per chain")
-        d = extend_draws(m, d, per_chain, settings=nuts,
-                         seed=stream_int_seed(seed, Stream.EXTEND, i), progress=progress)
+        before = total
+        d = _more_draws(m, d, per_chain, nuts, stream_int_seed(seed, Stream.EXTEND, i),
+                        progress, 1.5 * res.seconds * want / total)
         total = d.n_chains * d.n_draws
+        if total == before:  # the time budget left no room for more draws
+            res.diagnostics["target_se_ended_by"] = "budget"
+            break
         t0 = time.perf_counter()
         res = _call_estimator(method, m, d.unconstrained,
                               seed=stream_int_seed(seed, Stream.ESTIMATOR, i),
@@ -235,6 +239,8 @@ def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target
             res.seconds = time.perf_counter() - t0
         rounds.append({"draws": total, "log_z": res.log_z, "se": res.log_z_se})
     res.diagnostics["target_se_rounds"] = rounds
+    res.diagnostics.setdefault("target_se_ended_by", "target" if res.log_z_se <= target_se
+                               else "max_draws" if total >= cap else "last_round")
     res.diagnostics["draws_used"] = total
     if not res.log_z_se <= target_se:
         need = draws_needed(total, res.log_z_se, target_se) if np.isfinite(res.log_z_se) else 0
@@ -245,6 +251,27 @@ def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target
                                if need and total >= cap else
                                f"; about {need} draws would reach it" if need else ""))
     return res, d
+
+
+def _more_draws(m: Any, d: Draws, per_chain: int, nuts: NutsArgs | None, seed: int | None,
+                progress: Callable[[str], None] | None, reserve: float) -> Draws:
+    """``d`` with up to ``per_chain`` more draws per chain: its chains continued with their
+    adapted step size and metric where the draws carry them (no new warmup,
+    :func:`~stanlogz.mcmc.nuts_continue.continue_chains`; under a time budget it stops
+    ``reserve`` seconds before the end), else new chains from the last draws."""
+    from ._util import deadline
+    from .mcmc.nuts_continue import continue_chains
+
+    step, inv = d.step_size, d.inv_metric
+    if (step is None or inv is None or np.shape(step) != (d.n_chains,)
+            or np.shape(inv) != (d.n_chains, d.dim) or not np.all(np.isfinite(inv))):
+        return extend_draws(m, d, per_chain, settings=nuts, seed=seed, progress=progress)
+
+    def stop() -> bool:
+        left = deadline.remaining()
+        return left is not None and left < reserve
+
+    return continue_chains(m, d, per_chain, seed=seed, progress=progress, stop=stop)[0]
 
 
 # ---------------------------------------------------------------------- comparison
