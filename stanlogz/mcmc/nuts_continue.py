@@ -18,11 +18,15 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from .._util import deadline
 from ..draws import SAMPLER_COLUMNS, Draws
+from ..draws.continuation import extend_draws
 from ..errors import InputError, StanlogzError
+from ..stan.settings import NutsArgs
 
 #: An energy error above this ends a trajectory as divergent (Stan's ``max_deltaH``).
 MAX_DELTA_H = 1000.0
@@ -282,3 +286,24 @@ def continue_chains(
     if progress:
         progress(f"continued the chains by {done} draws each in {seconds:.2f} s")
     return out, done
+
+
+def more_draws(model: Any, draws: Draws, per_chain: int, settings: NutsArgs | None,
+               seed: int | None, progress: Callable[[str], None] | None = None, *,
+               reserve: float = 0.0) -> Draws:
+    """``draws`` with up to ``per_chain`` more draws per chain: the chains continued with
+    their adapted step size and metric where the draws carry them (:func:`continue_chains`;
+    under a time budget it stops ``reserve`` seconds before its end), else new NUTS chains
+    started at the last draws with a short warmup
+    (:func:`~stanlogz.draws.continuation.extend_draws`, e.g. for CmdStan CSV draws)."""
+    step, inv = draws.step_size, draws.inv_metric
+    if (step is None or inv is None or np.shape(step) != (draws.n_chains,)
+            or np.shape(inv) != (draws.n_chains, draws.dim) or not np.all(np.isfinite(inv))):
+        return extend_draws(model, draws, per_chain, settings=settings, seed=seed,
+                            progress=progress)
+
+    def stop() -> bool:
+        left = deadline.remaining()
+        return left is not None and left < reserve
+
+    return continue_chains(model, draws, per_chain, seed=seed, progress=progress, stop=stop)[0]
