@@ -74,3 +74,4 @@ def test_cli_mcse_is_the_target_se(compiled, capsys):
                "4", "--chains", "4", "--warmup", "300", "--draws", "200", "--mcse", "1e-13"])
     out = capsys.readouterr().out
     assert rc == 0 and '"target_se_rounds"' in out and '"target_se_ended_by"' in out
+

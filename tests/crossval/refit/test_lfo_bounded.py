@@ -5,12 +5,14 @@ a NaN Monte Carlo se (loo's NA); the origins before them are the unbudgeted run'
 from __future__ import annotations
 
 import json
+import re
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from stanlogz import time_budget
+from stanlogz import OverBudget, time_budget
 from stanlogz._util import deadline
 from stanlogz.crossval.refit import lfo as lfo_module
 from stanlogz.crossval.refit.lfo import lfo
@@ -52,3 +54,23 @@ def test_a_budget_leaves_refits_out_and_flags_their_origins(compiled, monkeypatc
     # the origins before the first skipped refit share the unbudgeted run's draws and values
     before = r.origins < flagged[0]
     np.testing.assert_allclose(r.elpd_t[before], free.elpd_t[before])
+
+
+def test_the_route_of_a_refusal_in_warmup_answers_within_the_same_budget(compiled):
+    # 300,000 warmup iterations per chain of the first fit cannot end in 4 s; the refusal
+    # names fewer iterations, which, followed on the same machine under the same budget,
+    # answer (the refits that then do not fit are left out and flagged)
+    d = json.loads((EXAMPLES / "ar_nig.data.json").read_text())
+    model = compiled(AR, d)
+    lfo(model, d, min_train=36, ahead=1, chains=2, warmup=100, n_draws=100, seed=3)  # warm
+    with time_budget(4), pytest.raises(OverBudget) as info:
+        lfo(model, d, min_train=36, ahead=1, chains=2, warmup=300_000, n_draws=1000, seed=3)
+    line = str(info.value)
+    assert "still in warmup" in line
+    warmup, draws = map(int, re.search(r"--warmup (\d+) --draws (\d+)", line).groups())
+    start = time.perf_counter()
+    with time_budget(4):
+        r = lfo(model, d, min_train=36, ahead=1, chains=2, warmup=warmup, n_draws=draws,
+                seed=3)
+    assert time.perf_counter() - start < 4.0
+    assert np.isfinite(r.elpd_lfo) and r.elpd_t.size == 4
