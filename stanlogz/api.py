@@ -176,7 +176,7 @@ def evidence(
     for w in normalization_warnings(m, d):
         if w not in res.warnings:
             res.warnings.append(w)
-    _add_draws_trust(res, d, list(m.param_names()))  # the parameters: seconds fewer
+    _add_draws_trust(res, d, list(m.param_names()) if hasattr(m, "param_names") else None)
     _add_prior_check(res, priors, normalize_prior)
     return res
 
