@@ -6,8 +6,6 @@ still fits and the result says the budget ended it."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +15,7 @@ from scipy.stats import norm
 import stanlogz
 from stanlogz import time_budget
 from stanlogz._util import deadline
+from stanlogz.cli import main
 from stanlogz.crossval.psis_loo import target as target_module
 from stanlogz.errors import InputError
 
@@ -88,15 +87,14 @@ def test_a_budget_ends_the_continuation_and_says_so(compiled, plain, monkeypatch
     assert abs(r.elpd_loo - exact_elpd()) <= 4.5 * r.mcse_elpd_loo  # as above
 
 
-def test_cli_mcse_reports_what_ended_it(plain):
+def test_cli_mcse_reports_what_ended_it(plain, capsys):
     goal = plain.mcse_elpd_loo / 2
-    cmd = [sys.executable, "-m", "stanlogz", "--json", "loo", str(PROGRAM), "--data", str(DATA),
-           "--seed", "3", "--chains", "4", "--warmup", "300", "--draws", "300", "--verify", "0",
-           "--mcse", repr(goal)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
-    assert out["precision"]["ended_by"] == "target" and out["mcse_elpd_loo"] <= goal
+    rc = main(["--json", "--quiet", "loo", str(PROGRAM), "--data", str(DATA), "--seed", "3",
+               "--chains", "4", "--warmup", "300", "--draws", "300", "--verify", "0",
+               "--mcse", repr(goal)])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["precision"]["ended_by"] == "target"
+    assert out["mcse_elpd_loo"] <= goal
 
 
 @pytest.mark.parametrize("keywords, message", [
