@@ -19,8 +19,9 @@ Per command the table shows:
   row had |z| > 4;
 - ``sensitivity``: run only where the program has ``lprior`` or a ``log_lik``.
 
-A refusal (exit status 2, ``stanlogz: error: ...``) counts as ``refused`` when its line names a
-route (an option ``--...`` or a command ``stanlogz ...``), ``refused NO ROUTE`` otherwise, and is
+A refusal (exit status 2, ``stanlogz: error: ...``) counts as ``refused`` when its JSON error
+object carries a route (``routes``: typed :class:`stanlogz.errors.Route` objects, an option,
+a command or a change to the program), ``refused NO ROUTE`` otherwise, and is
 flagged ``RAW`` when the line looks like Stan's own error text. An internal error (exit status 1)
 or a Python traceback on stderr is ``failed``/``traceback``.
 """
@@ -50,9 +51,6 @@ Z_MAX = 4.0
 #: Text that marks a line as Stan's (or C++'s) own error rather than stanlogz's.
 RAW_PATTERNS = re.compile(r"stan::|std::|what\(\)|Exception:|Unrecoverable|Error in '|"
                           r"line \d+, column \d+|Rejecting initial value|bridgestan|RuntimeError")
-_OPTION = r"--[a-z][a-z0-9-]+(?:[ =][A-Za-z0-9_][^\s,;)]*)?"
-ROUTE_PATTERN = re.compile(rf"({_OPTION}(?: {_OPTION})*|stanlogz [a-z-]+|"
-                           r"log_lik generated quantity)")
 
 
 def posteriors(corpus: Path = CORPUS, only: list[str] | None = None) -> list[Path]:
@@ -97,24 +95,26 @@ def command_line(command: str, folder: Path, seed: int, budget: float | None = N
     return argv + list(extra or [])
 
 
-def route_of(message: str, command: str) -> tuple[str, list[str]] | None:
-    """The command and options of the first route a refusal names, as a user would follow it
-    (``(command, extra options)``), or None when no route is a command line (e.g. "add a
-    log_lik generated quantity")."""
-    found: list[tuple[int, tuple[str, list[str]]]] = []
-    named = re.search(r"`stanlogz ([a-z_]+)((?: [^`]*)?)`", message)
-    if named:
-        found.append((named.start(), (named.group(1), named.group(2).split())))
-    example = re.search(r"\(e\.g\. ((?:--[a-z-]+ [^\s)]+ ?)+)\)", message)
-    if example:
-        found.append((example.start(), (command, example.group(1).split())))
-    budget = re.search(r"run with ((?:--(?:warmup|draws|subsample) \d+ ?)+)", message)
-    if budget:
-        found.append((budget.start(), (command, budget.group(1).split())))
-    other = re.search(r"\(stanlogz ([a-z_]+) for ", message)
-    if other:
-        found.append((other.start(), (other.group(1), [])))
-    return min(found, key=lambda f: f[0])[1] if found else None
+def route_of(routes: list[dict[str, Any]], command: str) -> tuple[str, list[str]] | None:
+    """The command and options of the first route a refusal carries (the ``routes`` of its
+    JSON error object, :class:`stanlogz.errors.Route`) that runs as it stands, as a user would
+    follow it (``(command, extra options)``); None when none does (e.g. "add a log_lik
+    generated quantity", or an option named without its value). A time budget is the runner's
+    own, so a route that only raises it is not followed."""
+    for route in routes:
+        if not route.get("followable") or "time_budget" in route.get("options", {}):
+            continue
+        argv = list(route.get("argv", []))
+        return (route["command"], argv[1:]) if route.get("command") else (command, argv)
+    return None
+
+
+def first_route(routes: list[dict[str, Any]] | None) -> str | None:
+    """The first route a refusal carries, as the command line says it (a change to the
+    program: its note); None when it carries none."""
+    for route in routes or []:
+        return route.get("cli") or route.get("note") or None
+    return None
 
 
 def run_command(argv: list[str], limit: float) -> dict[str, Any]:
@@ -189,8 +189,8 @@ def classify(run: dict[str, Any]) -> dict[str, Any]:
         out["status"] = "answered"
     elif run["rc"] == 2 and line.startswith("stanlogz: error:"):
         out["status"] = "refused"
-        routes = ROUTE_PATTERN.findall(out["message"])
-        out["route"] = routes[0] if routes else None
+        out["routes"] = list((run["json"] or {}).get("routes") or [])
+        out["route"] = first_route(out["routes"])
         out["raw"] = bool(RAW_PATTERNS.search(out["message"]))
     elif run["rc"] == 1 and line.startswith("stanlogz: internal error:"):
         out["status"] = "failed"
@@ -327,7 +327,7 @@ def follow_route(folder: Path, refused: dict[str, Any], limit: float, seed: int
     """Run the route a refusal names (None when it names no command line): the record of
     ``<command> → route``."""
     ran = refused.get("ran", refused["command"])
-    route = route_of(refused.get("message", ""), ran)
+    route = route_of(refused.get("routes", []), ran)
     if route is None:
         return None
     command, extra = route
@@ -369,9 +369,7 @@ def table(records: list[dict[str, Any]]) -> str:
                                              r["command"]))
     for r in records:
         status = r["status"]
-        if status == "refused":  # classified again: results files of older runs
-            routes = ROUTE_PATTERN.findall(r.get("message", ""))
-            r["route"] = routes[0] if routes else None
+        if status == "refused":
             r["raw"] = bool(RAW_PATTERNS.search(r.get("message", "")))
             status += "" if r.get("route") else " NO ROUTE"
             status += " RAW" if r.get("raw") else ""

@@ -79,7 +79,7 @@ def evidence(
     method : str, default "gbs"
         The estimator: ``"gbs"`` (Gaussianized bridge sampling), ``"bridge-gaussian"``,
         ``"bridge-warp3"``, ``"gis"``, ``"ghm"``, ``"laplace"``, ``"ais"``, ``"smc"``,
-        ``"ups"`` ... (``stanlogz evidence --help`` lists them).
+        ``"ups"`` ... (the evidence command's help lists them).
     draws : Draws, cmdstanpy fit, CSV paths, InferenceData or array, optional
         Posterior draws you already have (anything :func:`stanlogz.as_draws` takes); without
         them stanlogz's NUTS runs.

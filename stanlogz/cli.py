@@ -27,7 +27,7 @@ from typing import NoReturn
 from ._util import deadline
 from ._util.deadline import time_budget
 from ._util.progress import duration
-from .errors import InputError, StanlogzError
+from .errors import InputError, Route, StanlogzError, speaking
 
 COMMANDS = ["compile", "sample", "evidence", "compare", "loo", "kfold", "lfo", "cv", "bdmc",
             "pmmh", "sensitivity", "savage_dickey", "calibrate", "waic", "cache"]
@@ -193,11 +193,15 @@ def installed_version() -> str:
         return __version__
 
 
-def _json_error(args: argparse.Namespace, kind: str, message: str) -> None:
-    """With ``--json``, a failure is one JSON object on stdout too, so a script gets a value."""
+def _json_error(args: argparse.Namespace, kind: str, message: str,
+                routes: Sequence[Route] = ()) -> None:
+    """With ``--json``, a failure is one JSON object on stdout too, so a script gets a value;
+    a refusal's routes (:class:`~stanlogz.errors.Route`) are its list ``routes``."""
     if getattr(args, "json", False):
+        routes = [r.to_dict() for r in routes]
         print(json.dumps({"error": message, "kind": kind, "exit_status": 2 if kind == "error"
-                          else 1 if kind == "internal error" else 130}))
+                          else 1 if kind == "internal error" else 130, "routes": routes},
+                         default=str))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -236,7 +240,8 @@ def _main(argv: Sequence[str] | None, held: list[int], *, restore_default: bool)
             raise KeyboardInterrupt
         check_output_paths(args)
         report = Reporter(json_mode=args.json, quiet=args.quiet)
-        with time_budget(args.time_budget), deadline.watchdog(WATCHDOG_GRACE_S):
+        with speaking("cli"), time_budget(args.time_budget), \
+                deadline.watchdog(WATCHDOG_GRACE_S):
             status = int(args._run(args, report) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return status
@@ -245,17 +250,18 @@ def _main(argv: Sequence[str] | None, held: list[int], *, restore_default: bool)
         return 141  # 128 + SIGPIPE, what a Unix tool killed by the closed pipe returns
     except StanlogzError as exc:
         print(f"stanlogz: error: {exc}", file=sys.stderr)
-        _json_error(args, "error", str(exc))
+        _json_error(args, "error", str(exc), exc.routes)
         if args.verbose and exc.log:
             print(exc.log, file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         if deadline.expired():  # the watchdog of --time-budget, not the user
             total = args.time_budget or 0.0
+            route = deadline.as_option(2 * total)
             message = (f"the time budget of {duration(total)} ran out in a step "
-                       f"that does not check it; run with {deadline.as_option(2 * total)}")
+                       f"that does not check it; run with {route.cli()}")
             print(f"stanlogz: error: {message}", file=sys.stderr)
-            _json_error(args, "error", message)
+            _json_error(args, "error", message, (route,))
             return 2
         print("stanlogz: interrupted", file=sys.stderr)
         _json_error(args, "interrupted", "interrupted")

@@ -1,8 +1,9 @@
-"""One time budget for a whole run: ``stanlogz --time-budget 10m ...`` on the command line,
-:func:`time_budget` in Python. The long steps (Stan's NUTS, the pointwise log-likelihood passes)
-check it while they run; one that would end after it stops early, cleanly, with one line that
-says how far it got, how long the whole would take here, and what fits in the budget (fewer
-iterations, a subsample of the observations) or what budget the whole needs.
+"""One time budget for a whole run: :func:`time_budget` in Python, the time-budget option
+around the whole command on the command line. The long steps (Stan's NUTS, the pointwise
+log-likelihood passes) check it while they run; one that would end after it stops early,
+cleanly, with one line that says how far it got, how long the whole would take here, and
+what fits in the budget (fewer iterations, a subsample of the observations) or what budget
+the whole needs.
 
 The budget is process-wide (threads of the same run share it) and the tighter of two nested
 budgets holds. Without one, nothing is checked.
@@ -17,11 +18,15 @@ import threading
 import time
 from collections.abc import Iterator
 
-from ..errors import BudgetSpent, InputError, OverBudget
+from ..errors import BudgetSpent, InputError, OverBudget, Route
 from .progress import duration
 
 #: The time source of every budget check (seconds; replaced in tests).
 clock = time.monotonic
+#: A step judged early, on a rate that still counts its slow start (NUTS before a tenth of its
+#: warmup: up to 2.6 times the later rate, benchmarks/nuts_eta.py) or on a cost estimate (a
+#: pass before it starts), is refused only when it would take this many times the time left.
+EARLY_MARGIN = 3.0
 
 _lock = threading.Lock()
 _state: dict[str, float | None] = {"deadline": None, "seconds": None, "expired": None,
@@ -37,8 +42,24 @@ def check_spent(what: str) -> None:
     left = remaining()
     if left is not None and left <= 0:
         total = budget_seconds() or 0.0
+        route = as_option(2 * total)
         raise BudgetSpent(f"the time budget of {duration(total)} ran out during {what}; run "
-                          f"with {as_option(2 * total)}")
+                          f"with {route}", routes=route)
+
+
+def positive_seconds(name: str, value: object) -> float | None:
+    """``value`` as positive, finite seconds (None stays None): the one check of every time
+    limit a caller gives (the pass's ``cond_budget``, moment matching's ``mm_budget``);
+    :class:`~stanlogz.errors.InputError` naming ``name`` otherwise."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if isinstance(value, bool) or not (math.isfinite(seconds) and seconds > 0):
+        raise InputError(f"{name} must be positive (a number of seconds), got {value!r}")
+    return seconds
 
 
 def parse_duration(text: str | float) -> float:
@@ -66,7 +87,7 @@ def time_budget(seconds: str | float | None) -> Iterator[None]:
     far it got, how long the whole would take on this machine, and what fits (fewer
     iterations, fewer draws or a subsample of the observations) or the budget the whole needs.
     Moment matching and the exact refits of ``fix="auto"`` keep within what is left. The
-    command line's ``--time-budget`` is this budget around the whole command.
+    command line's time-budget option is this budget around the whole command.
 
     Parameters
     ----------
@@ -112,10 +133,48 @@ def time_budget(seconds: str | float | None) -> Iterator[None]:
             _state.update(saved)
 
 
+#: Budgets carried into this process by units of work of a run elsewhere (:func:`carried`):
+#: token -> (deadline on this process's clock, the whole budget); the tightest holds.
+_carried: dict[int, tuple[float, float]] = {}
+
+
 def remaining() -> float | None:
     """Seconds left of the run's time budget (negative once it is spent); None without one."""
     deadline = _state["deadline"]
+    if _carried:
+        deadline = min([d for d, _ in list(_carried.values())]
+                       + ([] if deadline is None else [deadline]))
     return None if deadline is None else deadline - clock()
+
+
+def ambient() -> dict[str, float] | None:
+    """The run's budget as a unit of work sent elsewhere (a Dask worker: another process or
+    machine, with its own monotonic clock) carries it: the wall-clock time it ends
+    (``time.time()``) and the whole budget in seconds; None without one."""
+    left = remaining()
+    if left is None:
+        return None
+    return {"until": time.time() + left, "seconds": float(budget_seconds() or left)}
+
+
+@contextlib.contextmanager
+def carried(budget: dict[str, float] | None) -> Iterator[None]:
+    """Inside the block the budget :func:`ambient` took elsewhere holds here too (its end
+    read again on this machine's wall clock), together with any of this process's own; the
+    tighter holds. Units running at once in one worker each carry theirs. None: nothing."""
+    if budget is None:
+        yield
+        return
+    token = id(object())
+    with _lock:
+        while token in _carried:
+            token += 1
+        _carried[token] = (clock() + (budget["until"] - time.time()), budget["seconds"])
+    try:
+        yield
+    finally:
+        with _lock:
+            _carried.pop(token, None)
 
 
 @contextlib.contextmanager
@@ -140,6 +199,8 @@ def reserved(draws: int = 0) -> float:
 
 def budget_seconds() -> float | None:
     """The whole time budget in force, in seconds (None without one)."""
+    if _carried and _state["seconds"] is None:
+        return min(list(_carried.values()))[1]
     return _state["seconds"]
 
 
@@ -154,24 +215,24 @@ def left_text(available: float) -> str:
 
 
 def fewer_iterations(seconds_per_iteration: float, available: float, iterations: int,
-                     least: int = 200) -> str | None:
-    """``--warmup W --draws W`` with the iterations per chain (``2W``, whole hundreds, at least
-    ``least`` and fewer than ``iterations``) that fit in half of ``available`` seconds when
+                     least: int = 200) -> Route | None:
+    """The route ``warmup=W, draws=W`` with the iterations per chain (``2W``, whole hundreds,
+    at least ``least`` and fewer than ``iterations``) that fit in half of ``available`` seconds when
     each iteration per chain costs ``seconds_per_iteration`` (all chains, or all refits,
     together); None when none fits."""
     fit = int(0.5 * available / seconds_per_iteration) // 100 * 100
     if not least <= fit < iterations:
         return None
-    return (f"--warmup {fit // 2} --draws {fit // 2} (about "
-            f"{duration(seconds_per_iteration * fit)} here)")
+    return Route(options={"warmup": fit // 2, "draws": fit // 2},
+                 note=f"(about {duration(seconds_per_iteration * fit)} here)")
 
 
-def as_option(seconds: float) -> str:
-    """``--time-budget`` with ``seconds`` rounded up to whole minutes (hours past 3 h)."""
+def as_option(seconds: float, note: str = "") -> Route:
+    """The route of a time budget of ``seconds`` rounded up to whole minutes (hours past 3 h),
+    with ``note`` said after it."""
     minutes = math.ceil(seconds / 60.0)
-    if minutes > 180:
-        return f"--time-budget {math.ceil(minutes / 60)}h"
-    return f"--time-budget {minutes}m"
+    text = f"{math.ceil(minutes / 60)}h" if minutes > 180 else f"{minutes}m"
+    return Route(options={"time_budget": text}, note=note)
 
 
 class StepsClock:
@@ -207,11 +268,11 @@ class StepsClock:
                                   self.iterations, self.min_iterations)
                  if self.iterations else None)
         routes = [fewer] if fewer else []
-        routes.append(f"{as_option(1.3 * (elapsed + left) + 60)} for all of them")
+        routes.append(as_option(1.3 * (elapsed + left) + 60, "for all of them"))
         raise OverBudget(
             f"the {self.total} {self.desc} would take about {duration(elapsed + left)} here "
             f"({done} done in {duration(elapsed)}), more than {left_text(available)}; run with "
-            + ", or ".join(routes))
+            + ", or ".join(map(str, routes)), routes=tuple(routes))
 
 
 def expired() -> bool:

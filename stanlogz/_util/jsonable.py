@@ -1,4 +1,4 @@
-"""Python values for JSON output (``--json``, ``to_dict``): NumPy scalars and arrays become
+"""Python values for JSON output (the JSON mode, ``to_dict``): NumPy scalars and arrays become
 Python numbers and lists, NaN becomes null and an infinity +-1e308 (JSON has neither). Stan's
 own JSON data format, which spells them "NaN" and "Infinity", is
 :func:`stanlogz.stan.inputs.data_to_json`."""

@@ -5,7 +5,7 @@ read as ``SeedSequence(seed)``. Every independent part of a computation takes a 
 index (:func:`child_sequence`: the i-th child as ``spawn`` would make it on a fresh sequence, but
 without ``spawn``'s state, so asking twice gives the same child). Generators come from those
 children (:func:`spawn_generators`); code that needs a plain integer seed (Stan's C++ sampler,
-cmdstanpy, dynesty) takes :func:`int_seed`. So the same ``--seed`` gives the same streams in
+cmdstanpy, dynesty) takes :func:`int_seed`. So the same ``seed`` gives the same streams in
 every command, whatever the number of workers.
 
 Every consumer of a seed takes its own **named stream** (:class:`Stream`): :func:`stream` is the

@@ -26,7 +26,7 @@ from scipy.special import logsumexp
 from .._util.seeds import Stream, stream, stream_int_seed
 from ..crossval.elpd.psis import k_threshold
 from ..draws import sample
-from ..errors import EstimationError, InputError
+from ..errors import EstimationError, InputError, option
 from ..estimators import lookup
 from ..stan.program import ProgramLike, StanProgram
 from ..stan.settings import NutsArgs
@@ -109,11 +109,12 @@ def parse_at(text: str) -> dict[str, float]:
         try:
             out[name] = float(value)
         except ValueError:
-            raise InputError(f"--at {item!r} is not NAME=VALUE with a number VALUE") from None
+            raise InputError(f"{option('at')} {item!r} is not NAME=VALUE with a number VALUE"
+                             ) from None
         if not sep or not name:
-            raise InputError(f"--at {item!r} is not NAME=VALUE")
+            raise InputError(f"{option('at')} {item!r} is not NAME=VALUE")
     if not out:
-        raise InputError("--at is empty")
+        raise InputError(f"{option('at')} is empty")
     return out
 
 
@@ -122,7 +123,7 @@ def _coordinate(model: StanProgram, x: np.ndarray, name: str, value: float) -> t
     ``value`` (InputError unless one coordinate moves, the same way at two draws)."""
     names = model.param_names()
     if name not in names:
-        raise InputError(f"--at {name}: no parameter named {name} (parameters: "
+        raise InputError(f"{option('at')} {name}: no parameter named {name} (parameters: "
                          f"{', '.join(names[:10])})")
     j = names.index(name)
     found = []
@@ -132,19 +133,23 @@ def _coordinate(model: StanProgram, x: np.ndarray, name: str, value: float) -> t
         try:
             u = model.unconstrain(theta)
         except InputError as exc:
-            raise InputError(f"--at {name}={value:g} is outside {name}'s support ({exc})"
+            raise InputError(f"{option('at')} {name}={value:g} is outside {name}'s support ({exc})"
                              ) from None
         moved = np.flatnonzero(~np.isclose(u, row, rtol=1e-12, atol=1e-12))
         if moved.size > 1 or not np.all(np.isfinite(u)):
-            raise InputError(f"--at {name}: fixing {name} moves {moved.size} unconstrained "
-                             "coordinates (not an elementwise transform) or lies on its "
-                             "bound; use the evidence route (--null with the nested program)")
+            null = option("null", "NULL.stan")
+            raise InputError(f"{option('at')} {name}: fixing {name} moves {moved.size} "
+                             "unconstrained coordinates (not an elementwise transform) or lies "
+                             f"on its bound; use the evidence route ({null} with the nested "
+                             "program)", routes=null)
         k = int(moved[0]) if moved.size else int(np.argmin(np.abs(u - row)))
         found.append((k, float(u[k])))
     if found[0][0] != found[1][0] or not math.isclose(found[0][1], found[1][1], rel_tol=1e-9,
                                                       abs_tol=1e-12):
-        raise InputError(f"--at {name}: its unconstrained value depends on other parameters "
-                         "(a bound that depends on a parameter); use --null instead")
+        null = option("null", "NULL.stan")
+        raise InputError(f"{option('at')} {name}: its unconstrained value depends on other "
+                         f"parameters (a bound that depends on a parameter); use {null} instead",
+                         routes=null)
     return found[0]
 
 
@@ -261,17 +266,18 @@ def savage_dickey(
     Examples
     --------
     The executed tutorial :doc:`/tutorials/defensible_bayes_factor` tests ``beta = 0`` in a
-    regression, against the evidence route; ``stanlogz savage-dickey PROGRAM --data DATA
-    --at beta=0`` is the same from a shell.
+    regression, against the evidence route; the ``savage-dickey`` command is the same from a
+    shell.
     """
     import time
 
     t0 = time.perf_counter()
     at = parse_at(at) if isinstance(at, str) else {str(k): float(v) for k, v in at.items()}
     if len(at) != 1:
+        null = option("null", "NULL.stan")
         raise InputError(f"Savage-Dickey here tests one parameter at a time, got {len(at)}; "
-                         "for a joint null give the nested program with --null (evidence "
-                         "route)")
+                         f"for a joint null give the nested program with {null} (evidence "
+                         "route)", routes=null)
     if int(n_grid) < 101:
         raise InputError(f"n_grid must be >= 101, got {n_grid}")
     settings = NutsArgs.of(settings, **nuts)
@@ -290,7 +296,7 @@ def savage_dickey(
         if dd.khat > thr:
             warnings.append(f"the {what} conditional densities at {name}={value:g} are heavy-"
                             f"tailed over the draws (k-hat {dd.khat:.2f}): the se is not "
-                            "trustworthy; use the evidence route (--null)")
+                            f"trustworthy; use the evidence route ({option('null', 'NULL.stan')})")
             se = math.nan
     check = None
     if null is not None:

@@ -38,7 +38,7 @@ from ..crossval.elpd.psis import k_threshold
 from ..crossval.observations.pointwise import PointwiseLogLik
 from ..densities.target import FunctionTarget
 from ..draws.checks import normalization_warnings
-from ..errors import InputError
+from ..errors import InputError, Route
 from ..estimators import lookup
 from ..stan.program import ProgramLike
 from ..stan.settings import NutsArgs
@@ -390,8 +390,8 @@ def sensitivity(
     base_elpd, base_se, base_k = _loo_scaled(ll, np.zeros_like(ll), chains)
     if base_k > thr:
         warnings.append(f"PSIS-LOO has Pareto k-hat up to {base_k:.2f} > {thr:.2f}: elpd_loo "
-                        "and its sensitivities are unreliable; see stanlogz loo, which fixes "
-                        "such observations")
+                        f"and its sensitivities are unreliable; see {Route('loo')}, which "
+                        "fixes such observations")
     g_lik = lik[:, None] - ll
     elpd: dict[str, Scaled] = {
         "prior": Scaled(*_loo_derivative(ll, np.broadcast_to(lp[:, None], ll.shape), chains)),
@@ -411,12 +411,12 @@ def sensitivity(
                 entry.update(value=math.nan, se=math.nan, how="refused")
                 warnings.append(f"elpd_loo at likelihood power {a:g}: reweighting has infinite "
                                 "variance for powers <= 1/2; fit the scaled program and run "
-                                "stanlogz loo")
+                                f"{Route('loo')}")
             elif k > min(thr, KHAT_HEAVY):  # the benchmark: 82% at ±2 se above
                 entry.update(value=math.nan, se=math.nan, how="refused")
                 warnings.append(f"elpd_loo at {power} power {a:g}: Pareto k-hat {k:.2f} > "
                                 f"{min(thr, KHAT_HEAVY):.2f}; no reliable value by reweighting "
-                                "(fit the scaled program and run stanlogz loo)")
+                                f"(fit the scaled program and run {Route('loo')})")
             elpd[power].at[_key(a)] = entry
     curves = _curves(ev.log_z, ev.log_z_se, pc, prior_norm, ll, lp, chains, thr)
     names = prog.model.param_names()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 from typing import Any
 
@@ -135,58 +134,10 @@ def jacobian_of(args: argparse.Namespace) -> tuple[str, Any] | None:
     return transform, y
 
 
-def precision_line(p: dict[str, Any]) -> str:
-    """The line of a precision-targeted run: what ended it, the draws and the rounds."""
-    why = {"target": "the target was met", "budget": "the time budget ended it",
-           "max_draws": "the draws reached their cap", "mcse_na": "mcse_elpd_loo is NA"}
-    trail = ", ".join(f"{r['draws']}: {r['mcse_elpd_loo']:.3g}" if r["mcse_elpd_loo"] is not None
-                      else f"{r['draws']}: NA" for r in p["rounds"])
-    return (f"mcse target {p['mcse_target']:g}: {why[p['ended_by']]} with {p['draws']} draws "
-            f"(chains continued from {p['draws_first']}, no new warmup; mcse by draws: "
-            f"{trail})")
-
-
 def print_loo(report: Reporter, r: LooResult) -> None:
-    """The loo-style table: estimates, k-hat bands and the fixed points."""
-    sub = ("" if r.sample_index is None else
-           f", {r.sample_index.size} of them subsampled")
-    report.table(["", "estimate", "se"], r.table(),
-                 title=f"{r.model}: PSIS-LOO on {r.n_samples} draws and {r.n_obs} observations"
-                 f"{sub} (log-lik from {r.log_lik_source})")
-    why = r.mcse_na_reason()
-    report.text((f"Monte Carlo se of elpd_loo: NA ({why})" if why is not None else
-                 f"Monte Carlo se of elpd_loo: {r.mcse_elpd_loo:.3f} (PSIS values "
-                 f"{r.mcse_psis:.3f} with their shared draws, their bias {r.mcse_bias:+.3f}, "
-                 f"fixed values {math.sqrt(sum(f.mcse**2 for f in r.fixed)):.3f})")
-                + ("" if r.sample_index is None else
-                   f"; subsampling se: {r.subsampling_se:.3f}"))
-    for note in r.se_notes():
-        report.text(note)
-    if r.precision is not None:
-        report.text(precision_line(r.precision))
-    counts = r.khat_counts()
-    n = r.elpd_i.size
-    report.table(["Pareto k-hat", "count", "pct"],
-                 [[f"(-inf, {r.threshold:.2f}] good", counts["good"],
-                   round(100 * counts["good"] / n, 1)],
-                  [f"({r.threshold:.2f}, 1] bad", counts["bad"], round(100 * counts["bad"] / n, 1)],
-                  ["(1, inf) very bad", counts["very bad"],
-                   round(100 * counts["very bad"] / n, 1)]])
-    if r.fixed:
-        report.table(["obs", "k-hat", "after", "psis elpd", "fixed elpd", "mc se", "method",
-                      "grad evals", "seconds"],
-                     [[f.index + 1, round(f.khat, 2),
-                       "" if f.khat_after is None else round(f.khat_after, 2), f.psis_elpd,
-                       f.elpd, f.mcse, f.method, f.n_gradient_evals, round(f.seconds, 2)]
-                      for f in r.fixed],
-                     title=f"observations fixed because k-hat > {r.threshold:.2f}")
-    v = r.verification
-    if v is not None and v.points:
-        report.table(list(v.HEADER), v.rows(),
-                     title=f"self-check against exact refits ({v.status}; fails at |z| > "
-                     f"{v.critical_z:.2f}; {v.seconds:.1f} s, {100 * v.share:.0f}% of the run)")
-    if v is not None and v.status in ("passed", "skipped"):
-        report.text(v.note)
+    """The result's table, exactly as ``print(r)`` shows it (estimates, k-hat bands, the
+    fixed points, the self-check, its notes and warnings)."""
+    report.text(repr(r))
 
 
 @with_executor
@@ -249,7 +200,8 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
 
         plot_loo(r, tmp)
 
-    return finish(report, r, plot, draw, **extra)
+    # the warnings stand in the table already (stdout); stderr gets them only under --json
+    return finish(report, r, plot, draw, warned=not report.json_mode, **extra)
 
 
 def report_checks(report: Any, checks: PredictiveChecks) -> None:

@@ -34,11 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def finish(report: Any, result: Any, plot: Path | None, draw: Callable[[Path], None],
-           **extra: Any) -> int:
-    """The common end of a command: the result's warnings, its plot written atomically to
-    ``plot`` by ``draw(tmp_path)`` (when asked for), and the JSON object with ``extra`` keys."""
-    for w in result.warnings:
-        report.warn(w)
+           warned: bool = False, **extra: Any) -> int:
+    """The common end of a command: the result's warnings (unless ``warned``: the printed
+    result showed them), its plot written atomically to ``plot`` by ``draw(tmp_path)`` (when
+    asked for), and the JSON object with ``extra`` keys."""
+    if not warned:
+        for w in result.warnings:
+            report.warn(w)
     if plot is not None:
         write_atomically(plot, draw)
         report.progress(f"plot written to {plot}")

@@ -108,6 +108,8 @@ class LooNames(Display):
                        ["", "Count", "Pct."],
                        [[f"{b:13s} {lab}", c, f"{100.0 * c / n:.1f}%"] for b, lab, c in bands])
         notes = [self.mcse_note(), *self.se_notes()]
+        if getattr(self, "precision", None) is not None:  # loo(mcse_target=...)
+            notes.append(self.precision_note())  # type: ignore[attr-defined]
         if self.sample_index is not None:
             notes.append(f"Subsampling se of elpd_loo is {self.subsampling_se:.2f}.")
         if self.fixed:
@@ -125,6 +127,15 @@ class LooNames(Display):
                          f"{', '.join(str(i + 1) for i in left[:10])}"
                          + (" ..." if len(left) > 10 else ""))
         sections = [main, ktab]
+        if self.fixed:
+            sections.append(Section(
+                f"Observations recomputed because k-hat > {t:.2f}:",
+                ["obs", "k-hat", "after", "psis elpd", "fixed elpd", "mc se", "method",
+                 "grad evals", "seconds"],
+                [[f.index + 1, round(f.khat, 2),
+                  "" if f.khat_after is None else round(f.khat_after, 2), f.psis_elpd, f.elpd,
+                  f.mcse, f.method, f.n_gradient_evals, round(f.seconds, 2)]
+                 for f in self.fixed]))
         ver = getattr(self, "verification", None)
         if ver is not None:
             if ver.points:

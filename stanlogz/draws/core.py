@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import arviz_compat
-from ..errors import DataError, InputError
+from ..errors import DataError, InputError, Route
 from ..stan.nuts import SAMPLER_COLUMNS  # noqa: F401 - the draws' sampler columns
 from ..stan.program import StanProgram
 from .project import project_rounded
@@ -209,7 +209,8 @@ class Draws:
             if hits:
                 msgs.append(
                     f"{hits} of {chains * n} transitions hit the maximum tree depth "
-                    f"{self.max_treedepth}: increase --max-treedepth or reparameterize"
+                    f"{self.max_treedepth}: increase {Route(options={'max_treedepth': ...})} or "
+                    "reparameterize"
                 )
         if self.step_size is not None:
             diag["step_size"] = [float(s) for s in np.atleast_1d(self.step_size)]
@@ -220,7 +221,8 @@ class Draws:
             msgs.append(
                 f"R-hat of {bad} quantit{'y' if bad == 1 else 'ies'} exceeds {RHAT_MAX} "
                 f"(worst: {names[j]} {rhat[j]:.3f}): the chains disagree; run longer "
-                "(more --warmup and --draws) or check for multimodality"
+                f"(more {Route(options={'warmup': ..., 'draws': ...})}) or check for "
+                "multimodality"
             )
         ess_min = np.nanmin(np.minimum(ess_bulk, ess_tail)) if k and n >= 4 else np.nan
         diag["max_r_hat"] = float(np.nanmax(rhat)) if np.any(np.isfinite(rhat)) else None
@@ -290,16 +292,17 @@ def group_flat_names(names: Sequence[str]) -> dict[str, tuple[tuple[int, ...], l
 
 def divergence_advice(adapt_delta: float | None) -> str:
     """What to do about divergences, given the ``adapt_delta`` the draws were adapted to (the
-    API keyword and the commands' ``--adapt-delta``)."""
+    sampler setting); the setting is named as a :class:`~stanlogz.errors.Route`."""
     reparam = "reparameterize the program (e.g. non-centred)"
+    ad = Route(options={"adapt_delta": ...})
     if adapt_delta is None:
-        return ("raise adapt_delta (--adapt-delta) above the value used, e.g. to 0.95 or 0.99, "
+        return (f"raise {ad} above the value used, e.g. to 0.95 or 0.99, "
                 f"or {reparam}")
     if adapt_delta < 0.95:
-        return f"raise adapt_delta (--adapt-delta) from {adapt_delta:g} to 0.95, or {reparam}"
+        return f"raise {ad} from {adapt_delta:g} to 0.95, or {reparam}"
     if adapt_delta < 0.99:
-        return f"raise adapt_delta (--adapt-delta) from {adapt_delta:g} to 0.99, or {reparam}"
-    return (f"adapt_delta (--adapt-delta) is already {adapt_delta:g}, so raising it further "
+        return f"raise {ad} from {adapt_delta:g} to 0.99, or {reparam}"
+    return (f"{ad} is already {adapt_delta:g}, so raising it further "
             f"seldom helps: {reparam}")
 
 

@@ -174,7 +174,7 @@ def from_csv(paths: str | os.PathLike | Sequence[str | os.PathLike],
              model: StanProgram | None) -> Draws:
     """Draws from CmdStan CSV files (one chain each; a glob pattern or a directory also works).
 
-    A file written by ``stanlogz sample --output draws.csv`` holds all chains in one file with
+    A file written by the sample command's output option holds all chains in one file with
     a ``chain__`` column; it is split back into chains.
 
     Parameters

@@ -12,7 +12,7 @@ from .._util import deadline
 from .._util.gpd import KHAT_BAD, gpd_fit
 from .._util.seeds import SeedLike
 from ..densities.target import Target, log_density_many
-from ..errors import EstimationError, InputError
+from ..errors import EstimationError, InputError, Route
 from ..flows.selection import STRUCTURED_MIN_DRAWS, min_fit_draws
 
 Seed = SeedLike
@@ -53,22 +53,23 @@ def split_halves(chains: np.ndarray, min_per_half: int) -> tuple[np.ndarray, np.
 
 def check_half_size(n_chains: int, n_draws: int, dim: int, min_per_half: int) -> None:
     """:class:`InputError` when the halves of ``n_chains`` chains of ``n_draws`` draws hold
-    fewer than ``min_per_half`` draws each, naming the draws per chain (``--draws``) that
+    fewer than ``min_per_half`` draws each, naming the draws per chain (a route) that
     would do; callers check it before sampling too."""
     n_half = n_chains * (n_draws // 2)
     if n_half < min_per_half:
         per_chain = 2 * math.ceil(min_per_half / n_chains)
         per_chain = math.ceil(per_chain / 50) * 50
+        route = Route(options={"draws": per_chain}, note=f"({n_chains} chains)")
         raise InputError(
             f"too few draws: each half has {n_half}, need at least {min_per_half} "
-            f"for dimension {dim}; run with --draws {per_chain} ({n_chains} chains)"
+            f"for dimension {dim}; run with {route}", routes=route
         )
 
 
 def check_evidence_draws(model: Any, method: str, nuts: Any, proposal: str = "auto") -> None:
     """Before sampling: :class:`InputError` when the draws the sampler settings ``nuts`` (a
     :class:`~stanlogz.stan.settings.NutsArgs`) keep are too few for the halves ``gbs`` splits
-    each chain into (naming the ``--draws`` per chain that do). Halves with fewer draws than a
+    each chain into (naming the draws per chain that do). Halves with fewer draws than a
     dense covariance needs are not refused: gbs then whitens with a diagonal plus low-rank
     covariance (:mod:`stanlogz.estimators.bridge.route`); ``proposal`` (gbs's option) "dense" or
     "structured" asks for that route's own minimum."""

@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 from ..draws import ESS_PER_CHAIN_MIN, RHAT_MAX, DrawsSummary
+from ..errors import Route
 from .base import EvidenceResult
 
 
@@ -62,12 +63,13 @@ def draws_trust(summary: DrawsSummary, res: EvidenceResult, adapt_delta: float |
 
 def _rerun_advice(adapt_delta: float | None) -> str:
     """What to rerun with, given the ``adapt_delta`` the draws were adapted to."""
+    ad, warmup = Route(options={"adapt_delta": ...}), Route(options={"warmup": ...})
     if adapt_delta is None:
-        return ("a higher --adapt-delta than the one used (e.g. 0.95 or 0.99), longer --warmup, "
+        return (f"a higher {ad} than the one used (e.g. 0.95 or 0.99), longer {warmup}, "
                 "or a reparameterized program")
     if adapt_delta < 0.99:
-        return (f"a higher --adapt-delta (it was {adapt_delta:g}; e.g. "
-                f"{0.95 if adapt_delta < 0.95 else 0.99:g}), longer --warmup, or a "
+        return (f"a higher {ad} (it was {adapt_delta:g}; e.g. "
+                f"{0.95 if adapt_delta < 0.95 else 0.99:g}), longer {warmup}, or a "
                 "reparameterized program")
-    return (f"longer --warmup or a reparameterized program (--adapt-delta was already "
+    return (f"longer {warmup} or a reparameterized program ({ad} was already "
             f"{adapt_delta:g})")

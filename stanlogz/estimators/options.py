@@ -1,9 +1,9 @@
-"""One frozen, validated options class per evidence estimator (``--option KEY=VALUE``).
+"""One frozen, validated options class per evidence estimator (``**options``).
 
 Each class lists exactly the options its estimator takes, with the estimator's defaults;
 constructing one checks every value's type and range and raises a one-line
 :class:`~stanlogz.errors.InputError` that names the method. ``seed`` is not an option: it is an
-argument of :func:`stanlogz.evidence` itself (the CLI's ``--seed``).
+argument of :func:`stanlogz.evidence` itself (the command line's seed).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The evidence estimators users choose by name (``--method``), each with its options class.
+"""The evidence estimators users choose by name (``method``), each with its options class.
 
 Every estimator function has the signature
 ``fn(target, draws, *, seed=None, **options) -> EvidenceResult``, where ``target`` follows

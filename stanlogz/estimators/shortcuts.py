@@ -1,7 +1,7 @@
 """The popular shortcuts to log Z that Grosse, Ghahramani & Adams 2015 grades, for the BDMC testbed.
 
 Each needs the split of the target into a normalized prior and a likelihood, which the testbed
-knows when it is given the prior program (``stanlogz bdmc --prior``): on the unconstrained
+knows when it is given the prior program (the bdmc command's prior program): on the unconstrained
 space both carry the same Jacobian, so log L(x) = log p̃(x) − log prior(x).
 
 * ``bic``: the Bayesian information criterion, log Z ≈ log L(θ̂) − (k/2) log n at the maximum
@@ -34,7 +34,7 @@ from .._util.seeds import Stream, as_seed_sequence, stream_rng
 from ..densities.fits import find_mode, gaussian_from_draws
 from ..densities.gaussian import GaussianTarget
 from ..densities.target import CountingTarget, Target, log_density_many
-from ..errors import EstimationError, InputError
+from ..errors import EstimationError, InputError, option
 from .base import EvidenceResult
 from .common import (
     Seed,
@@ -82,7 +82,7 @@ class Likelihood:
 def _need_prior(prior: Target | None, name: str) -> Target:
     if prior is None:
         raise InputError(f"{name} needs the prior/likelihood split: give the prior program "
-                         "(stanlogz bdmc --prior PRIOR.stan)")
+                         f"({option('prior', 'PRIOR.stan')})")
     return prior
 
 

@@ -312,7 +312,7 @@ class GaussianizingFlow:
             flow.validation_log_q.append(_mean_log_q(zv, ldv))
             best, since_best = 0, 0
         for _ in range(n_layers):
-            deadline.check_spent("the fit of the bridge's flow")  # the run's --time-budget
+            deadline.check_spent("the fit of the bridge's flow")  # the run's time budget
             if flow.affine is not None:
                 a = _axis_directions(z, k, g)
             else:

@@ -233,32 +233,6 @@ def annealed_transition(
     return point, info, ann.n_target_evals
 
 
-class _DualAveraging:
-    """Nesterov dual averaging of log step size toward a target acceptance (Hoffman & Gelman)."""
-
-    def __init__(self, step_size: float, target: float) -> None:
-        self.mu = np.log(10.0 * step_size)
-        self.target = target
-        self.h_bar = 0.0
-        self.log_eps = np.log(step_size)
-        self.log_eps_bar = np.log(step_size)
-        self.t = 0
-
-    def update(self, accept_prob: float) -> float:
-        # Standard constants gamma=0.05, t0=10, kappa=0.75 (as in Stan).
-        self.t += 1
-        eta = 1.0 / (self.t + 10.0)
-        self.h_bar = (1 - eta) * self.h_bar + eta * (self.target - accept_prob)
-        self.log_eps = self.mu - np.sqrt(self.t) / 0.05 * self.h_bar
-        w = self.t ** -0.75
-        self.log_eps_bar = w * self.log_eps + (1 - w) * self.log_eps_bar
-        return float(np.exp(self.log_eps))
-
-    @property
-    def final(self) -> float:
-        return float(np.exp(self.log_eps_bar))
-
-
 # Log-spaced near β=0: with a base far from the target, log p̃ − log q spreads over thousands of
 # nats under the base and over a few under the target, so f_β changes fastest at small β.
 DEFAULT_TUNING_GRID = (0.0, 1e-4, 1e-3, 0.01, 0.05, 0.2, 0.5, 1.0)
@@ -301,7 +275,7 @@ def _tune(path: AnnealingPath, rng: np.random.Generator, grid: tuple[float, ...]
     half = max(1, n_iter // 2)
     for beta in grid:
         for phase in range(2):
-            da = _DualAveraging(step, target_accept)
+            da = hmc.DualAveraging(step, target_accept)
             draws, ratios = [], []
             for it in range(half):
                 eps = float(np.exp(da.log_eps))

@@ -32,6 +32,36 @@ def init(position: np.ndarray, logdensity_grad_fn: LogDensityGrad) -> HMCState:
     return HMCState(x, float(lp), np.asarray(g, dtype=float))
 
 
+class DualAveraging:
+    """Nesterov dual averaging of the log step size toward a target acceptance (Hoffman &
+    Gelman 2014, with Stan's constants γ = 0.05, t0 = 10, κ = 0.75): :meth:`update` after each
+    warmup iteration gives the next step size, :attr:`final` the one to sample with. The one
+    home of step-size adaptation (annealing's tuning, the mixture fix-up's HMC)."""
+
+    def __init__(self, step_size: float, target: float) -> None:
+        self.mu = np.log(10.0 * step_size)
+        self.target = target
+        self.h_bar = 0.0
+        self.log_eps = np.log(step_size)
+        self.log_eps_bar = np.log(step_size)
+        self.t = 0
+
+    def update(self, accept_prob: float) -> float:
+        """One more iteration with mean acceptance ``accept_prob``: the next step size."""
+        self.t += 1
+        eta = 1.0 / (self.t + 10.0)
+        self.h_bar = (1 - eta) * self.h_bar + eta * (self.target - accept_prob)
+        self.log_eps = self.mu - np.sqrt(self.t) / 0.05 * self.h_bar
+        w = self.t ** -0.75
+        self.log_eps_bar = w * self.log_eps + (1 - w) * self.log_eps_bar
+        return float(np.exp(self.log_eps))
+
+    @property
+    def final(self) -> float:
+        """The step size after adaptation (the iterates' weighted average)."""
+        return float(np.exp(self.log_eps_bar))
+
+
 def leapfrog(
     state: HMCState,
     momentum: np.ndarray,

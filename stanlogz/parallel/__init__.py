@@ -5,9 +5,9 @@ task, where ``rng`` is spawned from ``SeedSequence(seed)`` by the task's index, 
 not depend on how many workers run them, where, or in which order they finish.
 
 One executor runs the units: the local one (serial, threads or processes; the default), or a
-Dask cluster chosen with :func:`use_executor` (``client=`` on the public API, ``--scheduler`` /
-``--workers`` on the command line). Modules: :mod:`.local` (cores of this machine), :mod:`.dask`
-(a ``dask.distributed.Client``), :mod:`.shipping` (compiled libraries sent to workers).
+Dask cluster chosen with :func:`use_executor` (``client=`` on the public API, the scheduler
+and workers options on the command line). Modules: :mod:`.local` (cores of this machine),
+:mod:`.dask` (a ``dask.distributed.Client``), :mod:`.shipping` (compiled libraries sent to workers).
 """
 
 from __future__ import annotations

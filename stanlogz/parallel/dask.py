@@ -28,7 +28,7 @@ from .._util.progress import steps
 from .._util.seeds import child_sequence
 from ..errors import InputError
 from .shipping import Fetch, LibraryRef, collecting, fetching
-from .state import _INSIDE_UNIT
+from .state import _INSIDE_UNIT, ambient, carrying
 
 R = TypeVar("R")
 
@@ -171,12 +171,14 @@ def _unpickled(payload: bytes, digest: str, lib_keys: dict[str, str]
 
 
 def run_unit(payload: bytes, digest: str, i: int, ss: np.random.SeedSequence,
-             lib_keys: dict[str, str]) -> Any:
-    """Unit ``i`` of a payload, on a worker: ``fn(tasks[i], rng_i)``."""
+             lib_keys: dict[str, str], carry: dict[str, Any] | None = None) -> Any:
+    """Unit ``i`` of a payload, on a worker: ``fn(tasks[i], rng_i)``, under the time budget
+    and in the voice of the run that sent it (``carry``: :func:`.state.ambient`)."""
     fn, tasks = _unpickled(payload, digest, lib_keys)
     token = _INSIDE_UNIT.set(True)
     try:
-        return fn(tasks[i], np.random.default_rng(child_sequence(ss, i)))
+        with carrying(carry):
+            return fn(tasks[i], np.random.default_rng(child_sequence(ss, i)))
     finally:
         _INSIDE_UNIT.reset(token)
 
@@ -218,7 +220,8 @@ class DaskExecutor:
         for fut in lib_futures:
             client.publish_dataset(fut, name=fut.key)
         blob = client.submit(_literal, payload, key=f"stanlogz-payload-{digest}", pure=False)
-        futures = [client.submit(run_unit, blob, digest, i, ss, lib_keys,
+        carry = ambient()
+        futures = [client.submit(run_unit, blob, digest, i, ss, lib_keys, carry,
                                  key=f"stanlogz-unit-{run}-{i}", pure=False)
                    for i in range(len(tasks))]
         results: list[Any] = [None] * len(futures)

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..errors import InputError
+from .state import ambient, carrying
 
 R = TypeVar("R")
 
@@ -28,6 +29,13 @@ def picklable(obj: Any) -> bool:
 def _call(unit: tuple[Callable[[Any, np.random.Generator], R], Any, np.random.Generator]) -> R:
     fn, task, rng = unit
     return fn(task, rng)
+
+
+def _call_carrying(unit: tuple[Any, ...]) -> Any:
+    """A unit in a worker process, under its run's budget and voice (:func:`.state.ambient`)."""
+    *rest, carry = unit
+    with carrying(carry):
+        return _call(tuple(rest))
 
 
 def run_local(
@@ -58,7 +66,11 @@ def run_local(
         return out
     pool_type = ProcessPoolExecutor if backend == "process" else ThreadPoolExecutor
     with pool_type(max_workers=workers) as pool:
-        futures = [pool.submit(_call, u) for u in units]
+        if backend == "process":  # another process: the run's budget and voice go with it
+            carry = ambient()
+            futures = [pool.submit(_call_carrying, (*u, carry)) for u in units]
+        else:
+            futures = [pool.submit(_call, u) for u in units]
         if on_done is not None:
             for f in as_completed(futures):
                 if f.exception() is not None:

@@ -29,7 +29,7 @@ from .._util.progress import Progress, steps
 from .._util.seeds import Stream, as_seed_sequence, stream, stream_int_seed, stream_rng
 from ..draws import Draws, group_flat_names
 from ..draws import sample as nuts_sample
-from ..errors import DataError, EstimationError, InputError
+from ..errors import DataError, EstimationError, InputError, Route, option
 from ..estimators.common import autocorr_time
 from ..estimators.reciprocal.reciprocal import (
     Truncation,
@@ -441,13 +441,16 @@ def check_tamed(tuning: Mapping[str, Any], proposal: str) -> None:
     sampling reached its cap with the log batch weights still spread beyond the target: the
     1/Z estimates, and so the sign-corrected means, would be noise."""
     if tuning["batch"] >= MAX_BATCH and not tuning["log_weight_sd"] <= TARGET_LOG_SD:
-        other = "--proposal t, " if proposal != "t" else ""
+        routes = ((Route(options={"proposal": "t"}),) if proposal != "t" else ()) + (
+            Route(options={"weights": "ais"}), Route(options={"proposal": "flow"}),
+            option("batch"))
         raise EstimationError(
             f"pmmh: the largest automatic batch ({MAX_BATCH}) leaves the log batch weights "
             f"spread by sd {tuning['log_weight_sd']:.2f} (target {TARGET_LOG_SD}): the "
             f"{proposal} proposal's importance weights likely have infinite variance at some "
-            f"theta, so the 1/Z estimates and posterior means would be noise; use {other}"
-            "--weights ais or --proposal flow, or a fixed --batch to accept the risk")
+            f"theta, so the 1/Z estimates and posterior means would be noise; use "
+            f"{', '.join(map(str, routes[:-2]))} or {routes[-2]}, or a fixed {routes[-1]} to "
+            "accept the risk", routes=routes)
 
 
 def _warnings(r: PseudoMarginalResult) -> list[str]:
@@ -456,22 +459,25 @@ def _warnings(r: PseudoMarginalResult) -> list[str]:
         out.append(f"{r.diagnostics['failed_estimates']} proposal(s) after warmup were rejected "
                    "because their 1/Z estimate could not be formed (a batch of zero weights, or "
                    "weights spread beyond floating point): the chain then targets a slightly "
-                   "different posterior; increase --batch or widen the proposal")
+                   f"different posterior; increase {option('batch')} or widen the proposal")
     if r.fraction_positive < 0.95:
         out.append(f"{100 * (1 - r.fraction_positive):.1f}% of the 1/Z estimates are negative: "
-                   "the sign-corrected expectations have high variance; increase --batch or "
-                   "--trials, or use rbbce (or fce with a burn-in)")
+                   f"the sign-corrected expectations have high variance; increase "
+                   f"{option('batch')} or {option('trials')}, or use rbbce (or fce with a "
+                   "burn-in)")
     if r.acceptance < 0.05:
         out.append(f"acceptance rate {r.acceptance:.3f} is low (the chain sticks on large "
-                   "estimates): increase --batch or --trials to reduce the variance of 1/Z")
+                   f"estimates): increase {option('batch')} or {option('trials')} to reduce the "
+                   "variance of 1/Z")
     if r.log_weight_sd > 1.5:
         out.append(f"log batch weights spread by sd {r.log_weight_sd:.2f} at the posterior "
-                   "mean: increase --batch, or use AIS weights or a flow proposal")
+                   f"mean: increase {option('batch')}, or use AIS weights or a flow proposal")
     if r.batch_auto and r.batch >= MAX_BATCH:
         out.append(f"the automatic batch reached its cap {MAX_BATCH} without taming the 1/Z "
                    "estimates: the importance proposal is too far from the inner density at "
-                   "some theta (weights of infinite variance); use --weights ais or "
-                   "--proposal flow")
+                   f"some theta (weights of infinite variance); use "
+                   f"{Route(options={'weights': 'ais'})} or "
+                   f"{Route(options={'proposal': 'flow'})}")
     if r.n_iter < 1000:
         out.append(f"only {r.n_iter} iterations: the MCSEs from batch means are rough")
     return out

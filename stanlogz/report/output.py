@@ -22,8 +22,8 @@ class Reporter:
         self.quiet = quiet
         self._t0 = time.perf_counter()
         #: The ``progress`` callback handed to the workflows: ``report.progress(message)`` is
-        #: a timed line on stderr (none under ``--quiet``); on a terminal, and not under
-        #: ``--json``, it also draws tqdm bars for counted steps (:mod:`.progress`).
+        #: a timed line on stderr (none when quiet); on a terminal, and not in JSON mode,
+        #: it also draws tqdm bars for counted steps (:mod:`.progress`).
         self.progress = TerminalProgress(quiet=quiet, bars=False if json_mode else None,
                                          start=self._t0)
 

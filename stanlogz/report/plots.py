@@ -15,7 +15,7 @@ from .figures import pyplot, user_pyplot
 
 def plot_evidence(result: EvidenceResult, draws: np.ndarray, path: str | Path,
                   max_dims: int = 4, seed: int = 0, names: list[str] | None = None) -> Path:
-    """Write :func:`evidence_figure` to ``path`` (the ``--plot`` file of ``stanlogz evidence``;
+    """Write :func:`evidence_figure` to ``path`` (the plot file of the evidence command;
     :func:`stanlogz.report.plot_evidence` is the public plot)."""
     plt = pyplot()
     fig = evidence_figure(result, draws, max_dims=max_dims, seed=seed, names=names)

@@ -2,7 +2,7 @@
 
 Single-panel plots draw on ``ax`` when one is given (to compose figures); every plot saves to
 ``path`` when one is given. Matplotlib chooses its backend as usual (inline in a notebook, a
-window where there is a display, Agg otherwise); the command line's ``--plot`` files are drawn
+window where there is a display, Agg otherwise); the command line's plot files are drawn
 by :mod:`stanlogz.report.crossval_plots` and :mod:`stanlogz.report.plots`.
 """
 

@@ -3,7 +3,7 @@
 :class:`TerminalProgress` is the ``progress`` callback the commands pass down (as
 ``report.progress``): called with a message it prints ``[  12.3s] message`` on stderr; its
 ``bar`` and ``spinner`` (see :mod:`stanlogz._util.progress`) draw tqdm bars when stderr is a
-terminal and the output is neither ``--quiet`` nor ``--json``, and return nothing otherwise, so
+terminal and the output is neither quiet nor JSON, and return nothing otherwise, so
 logs, pipes and captured stderr keep the plain lines.
 """
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import InputError
+from ..errors import InputError, Route
 
 
 def _one_line(text: str) -> str:
@@ -69,4 +69,5 @@ def stan_failure_cause(log: str) -> str:
     context = [e.rstrip(".") for e in seen if e.startswith("Exception")]
     head = "; ".join(causes or context)
     tail = f" ({'; '.join(context)})" if causes and context else ""
-    return head + tail + " [--verbose shows Stan's log]"
+    verbose = Route(options={"verbose": True}, api_text="the error's log")
+    return head + tail + f" [{verbose} shows Stan's log]"

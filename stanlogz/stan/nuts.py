@@ -122,10 +122,9 @@ class _NutsProgress:
         for c in moved:
             self.reported[c] = tenths[c]
         self.last = now
-#: Until a tenth of the warmup is done, its rate still counts the early warmup's long trees
-#: (up to 2.6 times the rate of the rest: benchmarks/nuts_eta.py): a run is refused then only
-#: when its warmup would take this many times the time it has.
-EARLY_MARGIN = 3.0
+#: Until a tenth of the warmup is done, a run is refused only when its warmup would take
+#: EARLY_MARGIN times the time it has (the one margin of every early judgement).
+EARLY_MARGIN = deadline.EARLY_MARGIN
 #: Iterations per chain named as the smallest route (half warmup, half draws).
 MIN_ROUTE_ITERATIONS = 200
 #: Seconds between two checks of the budget (closer to the stop point, every poll).
@@ -199,15 +198,15 @@ class _BudgetWatch:
             if usable > 0 or (few and left_budget > 0):
                 return False
             if slowest - self.warmup < 2:
-                raise deadline.OverBudget(self._message(now, its, None))
+                raise self._refusal(now, its, None)
             self.stopped = True
             return True
         if usable <= 0:
-            raise deadline.OverBudget(self._message(now, its, None))
+            raise self._refusal(now, its, None)
         need = self._warmup_left(now, its)
         margin = EARLY_MARGIN if slowest < self.warmup / 10 else 1.0
         if need is not None and need > margin * usable:
-            raise deadline.OverBudget(self._message(now, its, need))
+            raise self._refusal(now, its, need)
         return False
 
     def _warmup_left(self, now: float, its: np.ndarray) -> float | None:
@@ -226,7 +225,7 @@ class _BudgetWatch:
         need = np.maximum(self.warmup + min(MIN_DRAWS, self.draws) - its, 0).sum()
         return float(need) / rate
 
-    def _message(self, now: float, its: np.ndarray, left: float | None) -> str:
+    def _refusal(self, now: float, its: np.ndarray, left: float | None) -> deadline.OverBudget:
         """The refusal in warmup: how far the run got, its whole time here, and what fits."""
         elapsed = now - self.start
         done = int(its.sum())
@@ -241,12 +240,14 @@ class _BudgetWatch:
         fewer = deadline.fewer_iterations(rate, room, self.warmup + self.draws,
                                           MIN_ROUTE_ITERATIONS)
         routes = [fewer] if fewer else []
-        routes.append(f"{deadline.as_option(1.3 * whole + 60)} for the whole run")
-        return (f"sampling {self.name} would take about {duration(whole)} here "
+        routes.append(deadline.as_option(1.3 * whole + 60, "for the whole run"))
+        return deadline.OverBudget(
+            f"sampling {self.name} would take about {duration(whole)} here "
                 f"({self.chains} chains x {self.warmup + self.draws} iterations; {done} of "
                 f"{self.total} done in {duration(elapsed)}, "
                 f"{'still in warmup' if its.min() <= self.warmup else 'too few draws'}), more than "
-                f"{deadline.left_text(available)}; run with " + ", or ".join(routes))
+                f"{deadline.left_text(available)}; run with " + ", or ".join(map(str, routes)),
+                routes=tuple(routes))
 
 
 def run_nuts(

@@ -5,9 +5,8 @@ prior density has mass outside its bounds (``real<lower=0> tau; tau ~ cauchy(0, 
 ``T[0, ]``: mass 1/2) or that has no prior statement at all (``real<lower=0, upper=10> s;``:
 implicit density 1, mass 10) shifts log Z by the log of that mass. Where a parameter's prior is
 one whole-variable statement with arguments known from literals or data, :func:`check_priors`
-computes the mass inside the declared bounds in closed form (scipy CDFs); other parameters are
-listed as unchecked, with the reason. stanc's pedantic mode names parameters with no prior.
-"""
+computes the mass inside the declared bounds in closed form (scipy CDFs); others are listed as
+unchecked, with the reason. stanc's pedantic mode names parameters with no prior."""
 
 from __future__ import annotations
 
@@ -21,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import Route
 from .code import _block, strip_comments
 from .program import StanProgram
 
@@ -458,7 +458,7 @@ def prior_warnings(priors: PriorCheck) -> list[str]:
     known = {m.name for m in priors.masses} | set(priors.normalized)
     for name in priors.no_prior:
         if name not in known:
-            out.append(f"parameter {name} has no prior (stanc --warn-pedantic): its implicit "
+            out.append(f"parameter {name} has no prior (stanc's pedantic mode): its implicit "
                        "prior is flat, improper on an unbounded range (log Z does not exist) "
                        "and of arbitrary scale on a bounded one; give it a proper prior")
     return out
@@ -485,7 +485,7 @@ def add_prior_check(res: Any, priors: PriorCheck, normalize: bool) -> None:
     else:
         res.warnings.append(f"the prior has log mass {lm:.4g}, not 0: with the priors above "
                             f"normalized, log Z = {fixed:.4f} ± {res.log_z_se:.4f} "
-                            "(normalize_prior=True, --normalize-prior, reports that)")
+                            f"({Route(options={'normalize_prior': True})} reports that)")
 
 
 def mass_warnings(names: Sequence[str], results: Sequence[Any]) -> list[str]:
@@ -496,5 +496,5 @@ def mass_warnings(names: Sequence[str], results: Sequence[Any]) -> list[str]:
         return []
     shown = ", ".join(f"{n} {v:.4g}" for n, v in zip(names, lm, strict=True))
     return [f"the programs' priors have different log masses ({shown}): each log Bayes factor "
-            "is off by the difference; normalize_prior=True (--normalize-prior) compares the "
+            f"is off by the difference; {Route(options={'normalize_prior': True})} compares the "
             "prior-normalized log Z"]

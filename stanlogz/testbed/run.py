@@ -18,7 +18,7 @@ from .._util.progress import Progress
 from .._util.seeds import Stream, stream_int_seed
 from ..densities.fits import as_draw_matrix, gaussian_from_draws
 from ..densities.target import CountingTarget, Target
-from ..errors import InputError
+from ..errors import InputError, option
 from ..estimators import METHODS, lookup
 from ..estimators.annealing.ais import DEFAULT_INFLATE
 from ..estimators.base import EvidenceResult
@@ -55,7 +55,7 @@ def check_estimators(names: Sequence[str], prior_known: bool) -> None:
                              f"{', '.join([*METHODS, *SHORTCUTS])}")
         if e in NEEDS_PRIOR and not prior_known:
             raise InputError(f"estimator {e!r} needs the prior/likelihood split: give the prior "
-                             "program (--prior PRIOR.stan)")
+                             f"program ({option('prior', 'PRIOR.stan')})")
         if e == "nested" and not dynesty_available():
             raise InputError("estimator 'nested' needs dynesty: pip install dynesty (or the "
                              "'bench' extra)")

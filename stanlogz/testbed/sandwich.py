@@ -18,7 +18,7 @@ import numpy as np
 from .._util.progress import Progress
 from .._util.seeds import Stream, stream
 from ..densities.target import Target
-from ..errors import InputError
+from ..errors import InputError, option
 from ..estimators.annealing.ais import LOW_ESS_FRACTION, AISResult, ais, reverse_ais
 from ..mcmc.annealing import HMCTuning
 from ..parallel import as_seed_sequence, with_client
@@ -202,7 +202,7 @@ def bdmc(
     elif not res.valid and not res.inverted:
         res.notes.append(f"BDMC gap {res.gap:.2f} nats of the fresh run is at or above the "
                          f"tolerance {gap_tol:g} (the selection round's was {last_gap:.2f}): "
-                         "the sandwich is not valid; raise the temperatures (--temps)")
+                         f"the sandwich is not valid; raise the temperatures ({option('temps')})")
     return res
 
 

@@ -9,8 +9,16 @@ import time
 import pytest
 
 import stanlogz
-from stanlogz.errors import InputError
+from stanlogz.errors import InputError, speaking
 from stanlogz.estimators.common import check_half_size
+
+
+@pytest.fixture(autouse=True)
+def _cli_voice():
+    """The refusals here are checked as the command line says them (flags); the API's
+    keywords are checked in tests/util/test_routes.py."""
+    with speaking("cli"):
+        yield
 
 
 def test_the_draws_a_half_needs_are_named_per_chain():

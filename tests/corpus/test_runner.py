@@ -9,6 +9,13 @@ import math
 import pytest
 
 from benchmarks import corpus as C
+from stanlogz.errors import Route
+
+
+def _err(*routes: Route) -> dict:
+    """The JSON error object of a refusal carrying ``routes``, as ``stanlogz --json`` prints."""
+    return {"error": "x", "kind": "error", "exit_status": 2,
+            "routes": [r.to_dict() for r in routes]}
 
 
 def _run(rc: int, stderr: list[str], js: dict | None = None, timed_out: bool = False) -> dict:
@@ -19,12 +26,15 @@ def test_classify_answered_refused_failed_timeout_traceback():
     assert C.classify(_run(0, ["[ 1.0s] sampling"], {"parameters": []}))["status"] == "answered"
     refused = C.classify(_run(2, ["stanlogz: error: several possible observation sizes (N: y; "
                                   "K: a); choose the size with --obs (e.g. --obs N)"],
-                              {"error": "x", "kind": "error"}))
-    assert refused["status"] == "refused" and refused["route"] == "--obs"
+                              _err(Route(options={"obs": "N"}))))
+    assert refused["status"] == "refused" and refused["route"] == "--obs N"
     assert not refused["raw"]
-    assert C.classify(_run(2, ["stanlogz: error: x; use --obs-fields Y,X"]))["route"] == \
-        "--obs-fields Y"
-    no_route = C.classify(_run(2, ["stanlogz: error: the model failed"]))
+    # the route is read from the error object, never from the text
+    assert C.classify(_run(2, ["stanlogz: error: x; use --obs-fields Y,X"],
+                           _err(Route(options={"obs_fields": ["Y", "X"]}))))["route"] == \
+        "--obs-fields Y X"
+    assert C.classify(_run(2, ["stanlogz: error: x; use --obs-fields Y"]))["route"] is None
+    no_route = C.classify(_run(2, ["stanlogz: error: the model failed"], _err()))
     assert no_route["status"] == "refused" and no_route["route"] is None
     raw = C.classify(_run(2, ["stanlogz: error: Exception: normal_lpdf: Scale parameter is 0, "
                               "but must be positive! (in 'model.stan', line 12, column 2)"]))
@@ -42,12 +52,14 @@ def test_classify_answered_refused_failed_timeout_traceback():
 
 def test_route_names_an_option_or_a_command():
     r = C.classify(_run(2, ["stanlogz: error: the data hold only scalars (k, n): compare such "
-                            "programs by their evidence (stanlogz evidence for one program)"]))
+                            "programs by their evidence (stanlogz evidence for one program)"],
+                        _err(Route("evidence"), Route("compare"))))
     assert r["route"] == "stanlogz evidence"
     r = C.classify(_run(2, ["stanlogz: error: no observation array holds one number per "
                             "observation (X): the pointwise log-likelihood needs a log_lik "
-                            "generated quantity with one entry per observation"]))
-    assert r["route"] == "log_lik generated quantity"
+                            "generated quantity with one entry per observation"],
+                        _err(Route(note="a log_lik generated quantity"))))
+    assert r["route"] == "a log_lik generated quantity"
 
 
 def test_flat_names_and_the_z_of_a_reference_mean():
@@ -106,27 +118,26 @@ def test_evidence_is_marked_where_the_same_posteriors_draws_disagree():
 
 
 def test_the_route_of_a_refusal_as_a_command_line():
-    assert C.route_of("choose the size of the observed values with --obs (e.g. --obs n1)",
-                      "loo") == ("loo", ["--obs", "n1"])
-    assert C.route_of("use `stanlogz kfold --obs n_dogs` (each fold holds out whole dogs)",
-                      "loo") == ("kfold", ["--obs", "n_dogs"])
-    assert C.route_of("use `stanlogz lfo --obs N_t --min-train 18` for a time series",
-                      "loo") == ("lfo", ["--obs", "N_t", "--min-train", "18"])
-    assert C.route_of("compare such programs by their evidence (stanlogz evidence for one "
-                      "program's log Z, stanlogz compare for several)", "loo") == ("evidence", [])
-    budget = ("sampling model would take about 20 min here (4 chains x 2000 iterations; 800 of "
-              "8000 done in 2 min), more than the time budget of 10 min allows; run with "
-              "--warmup 250 --draws 250 (about 5 min here), or --time-budget 27m for the whole "
-              "run")
-    assert C.route_of(budget, "sample") == ("sample", ["--warmup", "250", "--draws", "250"])
-    assert C.classify(_run(2, [f"stanlogz: error: {budget}"]))["route"] == \
+    def route_of(*routes: Route, command: str = "loo") -> tuple[str, list[str]] | None:
+        return C.route_of(_err(*routes)["routes"], command)
+
+    assert route_of(Route(options={"obs": "n1"})) == ("loo", ["--obs", "n1"])
+    assert route_of(Route("kfold", {"obs": "n_dogs"})) == ("kfold", ["--obs", "n_dogs"])
+    assert route_of(Route("lfo", {"obs": "N_t", "min_train": 18}, note="for a time series")) \
+        == ("lfo", ["--obs", "N_t", "--min-train", "18"])
+    assert route_of(Route("evidence"), Route("compare")) == ("evidence", [])
+    budget = (Route(options={"warmup": 250, "draws": 250}, note="(about 5 min here)"),
+              Route(options={"time_budget": "27m"}, note="for the whole run"))
+    assert route_of(*budget, command="sample") == ("sample",
+                                                   ["--warmup", "250", "--draws", "250"])
+    assert C.classify(_run(2, ["stanlogz: error: x"], _err(*budget)))["route"] == \
         "--warmup 250 --draws 250"
-    assert C.route_of("the conditional log-likelihood of 5000 observations would take about "
-                      "4.0 h here (3 done in 9 s), more than the time budget of 8 min allows; "
-                      "run with --subsample 100 (elpd_loo from 100 observations drawn at "
-                      "random)", "loo") == ("loo", ["--subsample", "100"])
-    assert C.route_of("the pointwise log-likelihood needs a log_lik generated quantity with one "
-                      "entry per observation", "loo") is None
+    assert route_of(Route(options={"subsample": 100})) == ("loo", ["--subsample", "100"])
+    # a change to the program, an option without its value and the runner's own budget are
+    # not command lines to follow
+    assert route_of(Route(note="a log_lik generated quantity")) is None
+    assert route_of(Route(options={"cond_budget": ...})) is None
+    assert route_of(budget[1]) is None
 
 
 def test_every_command_runs_under_a_time_budget_inside_the_limit():
@@ -143,7 +154,7 @@ def test_route_rows_follow_their_posterior_and_are_counted_apart():
         {"posterior": "b", "command": "sample", "status": "answered", "seconds": 2.0,
          "result": "ok", "warnings": []},
         {"posterior": "a", "command": "loo", "status": "refused", "message": "use --obs N",
-         "seconds": 3.0, "warnings": []},
+         "route": "--obs N", "seconds": 3.0, "warnings": []},
         {"posterior": "a", "command": "sample", "status": "answered", "seconds": 2.0,
          "result": "ok", "warnings": []},
     ]

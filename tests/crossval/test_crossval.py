@@ -66,8 +66,8 @@ def test_observations_are_inferred_and_subsets_cut_every_per_observation_array()
 @pytest.mark.parametrize("data, kwargs, message", [
     ({"sigma": 1.0, "y": [1.0, 2.0]}, {}, "no observation dimension found"),
     ({"N": 2, "M": 3, "w": [1.0, 2.0], "z": [1, 2, 3]}, {},
-     r"several possible observation sizes \(N: w; M: z\).*--obs N"),
-    ({"n": 4, "k": 2}, {}, r"only scalars \(n, k\).*stanlogz compare"),
+     r"several possible observation sizes \(N: w; M: z\).*obs='N'"),  # the API's keyword
+    ({"n": 4, "k": 2}, {}, r"only scalars \(n, k\).*stanlogz.compare"),
     (dict(NORMAL_DATA), {"obs": "sigma"}, "sigma is not an integer size variable"),
     (dict(NORMAL_DATA), {"obs": "nope"}, "no data variable named nope"),
     (dict(STACK_DATA), {"obs": "K"}, "no data array has leading dimension K = 4"),
@@ -402,14 +402,14 @@ def test_auto_refits_exactly_what_moment_matching_leaves_above_the_threshold(nor
 def test_auto_names_the_refits_it_would_not_finish_in_time(normal, monkeypatch):
     # fix="auto" starts exact refits only when one sampling run per refit fits within
     # AUTO_REFIT_SECONDS (a corpus program asked for 34 refits of 216 s each); beyond, it keeps
-    # the values, gives loo's NA mc se and names --fix exact and K-fold with the estimate.
+    # the values, gives loo's NA mc se and names fix="exact" and K-fold with the estimate.
     loo_module = _failing_moment_matching(monkeypatch)
     monkeypatch.setattr(loo_module, "AUTO_REFIT_SECONDS", 0.0)
     d = outlier_data(12.0)
     r = loo(normal, d, fix="auto", seed=5, chains=2, warmup=400, n_draws=400)
     assert not any(f.method == "exact" for f in r.fixed)
-    line = next(w for w in r.warnings if "--fix auto starts on its own" in w)
-    assert "refit them with --fix exact" in line and "stanlogz kfold --k 10" in line
+    line = next(w for w in r.warnings if "fix='auto' starts on its own" in w)
+    assert "refit them with fix='exact'" in line and "stanlogz.kfold(..., k=10)" in line
     assert math.isnan(r.mcse_elpd_loo)
     # the user's own choice is never capped
     ex = loo(normal, d, fix="exact", seed=5, chains=2, warmup=400, n_draws=400)

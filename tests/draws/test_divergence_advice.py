@@ -7,6 +7,7 @@ from stanlogz.cli import build_parser
 from stanlogz.draws import sample
 from stanlogz.draws.core import Draws, divergence_advice
 from stanlogz.draws.stancsv import from_csv, write_csv
+from stanlogz.errors import speaking
 from tests.conftest import MODELS
 
 
@@ -26,7 +27,9 @@ def test_advice_follows_the_adapt_delta_used():
     assert "already 0.99" in w and "reparameterize" in w and "to 0.9" not in w
     assert "above the value used" in divergence_advice(None)
     for a in (None, 0.8, 0.95, 0.99):
-        assert "--adapt-delta" in divergence_advice(a)
+        assert "settings=NutsArgs(adapt_delta=...)" in divergence_advice(a)  # the API's name
+        with speaking("cli"):
+            assert "--adapt-delta" in divergence_advice(a)  # the commands' flag
 
 
 def test_every_nuts_command_has_the_flag():

@@ -60,6 +60,7 @@ def test_t_proposal_tames_weights_a_gaussian_cannot() -> None:
     assert b_g == MAX_BATCH and sd_cap > TARGET_LOG_SD, (b_g, sd_cap)
     with pytest.raises(EstimationError, match="infinite variance") as e:
         check_tamed({"batch": b_g, "log_weight_sd": sd_cap}, "gaussian")
-    assert "\n" not in str(e.value) and "--proposal t" in str(e.value)
+    assert e.value.routes[0].cli() == "--proposal t"
+    assert "\n" not in str(e.value) and "proposal='t'" in str(e.value)
     check_tamed({"batch": 600, "log_weight_sd": 0.18}, "t")  # a tamed batch: no refusal
     check_tamed({"batch": MAX_BATCH, "log_weight_sd": 0.19}, "t")  # tamed at the cap

@@ -300,8 +300,9 @@ def test_nuts_over_the_time_budget_stops_with_what_fits(compiled):
     assert time.perf_counter() - start < 5 + STOP_BOUND_S
     assert re.fullmatch(r"sampling slow would take about .+ here \(2 chains x 100010 "
                         r"iterations; \d+ of 200020 done in .+\), more than the time budget "
-                        r"of 5 s allows; run with .*--time-budget \d+[mh] for the whole run",
-                        str(info.value))
+                        r"of 5 s allows; run with .*stanlogz\.time_budget\('\d+[mh]'\) for "
+                        r"the whole run", str(info.value))  # the Python caller's budget, not a flag
+    assert info.value.routes[-1].options["time_budget"][-1] in "mh"
     assert not [t for t in threading.enumerate() if t.name.startswith("stanlogz-nuts")]
 
 

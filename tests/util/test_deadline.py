@@ -13,9 +13,17 @@ import pytest
 from stanlogz._util import deadline
 from stanlogz._util.deadline import OverBudget, parse_duration, time_budget
 from stanlogz.crossval.observations.clock import PassClock
-from stanlogz.errors import InputError
+from stanlogz.errors import InputError, speaking
 from stanlogz.stan import nuts
 from tests.helpers import FakeClock
+
+
+@pytest.fixture(autouse=True)
+def _cli_voice():
+    """The refusals here are checked as the command line says them (flags); the API's
+    keywords are checked in tests/util/test_routes.py."""
+    with speaking("cli"):
+        yield
 
 
 @pytest.mark.parametrize("text, seconds", [("600", 600.0), ("600s", 600.0), ("10m", 600.0),
@@ -51,8 +59,8 @@ def test_the_tighter_of_nested_budgets_holds_and_is_restored(clock):
 
 
 def test_budget_options_round_up():
-    assert deadline.as_option(601) == "--time-budget 11m"
-    assert deadline.as_option(4 * 3600 + 1) == "--time-budget 5h"
+    assert deadline.as_option(601).cli() == "--time-budget 11m"
+    assert deadline.as_option(4 * 3600 + 1).cli() == "--time-budget 5h"
 
 
 def _watch_run(clock: FakeClock, seconds_per_iteration: float, chains: int = 4,
@@ -337,7 +345,7 @@ def test_moment_matching_keeps_within_the_run_budget(clock):
         clock.t += 61
         matched, notes, left = moment_match_points(np.array([4, 7]), never, None)
     assert matched == [] and left == [4, 7]
-    assert notes == ["the run's time budget (--time-budget) ran out during moment matching "
+    assert notes == ["the run's time budget ran out during moment matching "
                      "after 0 of 2 observation(s); the others (5, 8) keep their PSIS values "
                      "(raise --time-budget, or fix them with --fix exact)"]
 
@@ -354,7 +362,7 @@ def test_auto_refits_keep_within_what_is_left_of_the_budget(clock):
     assert line == ("10 observation(s) keep Pareto k-hat above 0.70 after moment matching; "
                     "refitting each would take about 5 min (10 x 30 s of sampling), more than "
                     "the time budget has left (3 min): refit them with --fix exact, or estimate "
-                    "the elpd by K-fold (stanlogz kfold --k 10)")
+                    "the elpd by K-fold (`stanlogz kfold --k 10`)")
 
 
 def test_a_pass_far_beyond_the_budget_by_its_cost_estimate_stops_before_it_starts(clock):

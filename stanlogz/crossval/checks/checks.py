@@ -23,7 +23,7 @@ from scipy import special
 
 from ..._util.gpd import KHAT_BAD
 from ..._util.seeds import Stream, stream_int_seed
-from ...errors import InputError
+from ...errors import InputError, option
 from ...stan.program import StanProgram
 from .pit_tests import PitTest, pit_floor, pit_tests, randomization_widths
 from .predictive import (
@@ -97,8 +97,8 @@ def outcome_name(yrep_name: str, data: Mapping[str, Any], n: int) -> str:
             base = yrep_name[: -len(suf)]
             if base in data and np.size(data[base]) == n:
                 return base
-    raise InputError(f"no observed outcome for {yrep_name!r}: name it (--outcome NAME), a data "
-                     f"array with {n} entries")
+    raise InputError(f"no observed outcome for {yrep_name!r}: name it "
+                     f"({option('outcome', 'NAME')}), a data array with {n} entries")
 
 
 @dataclass
@@ -223,7 +223,8 @@ def run_checks(model: StanProgram, draws: Any, data: Mapping[str, Any], log_lik:
                                  metrics=False, crps=False, expectations=exps, seed=seed)
     outcome = args.outcome or outcome_name(args.yrep, data, n)
     if outcome not in data or np.size(data[outcome]) != n:
-        raise InputError(f"--outcome {outcome!r} is not a data array with {n} entries")
+        raise InputError(f"{option('outcome')} {outcome!r} is not a data array with {n} "
+                         "entries")
     y_rep = generated_quantity(model, draws, args.yrep, n)
     return predictive_checks(ll, y_rep, np.asarray(data[outcome], dtype=float).ravel(),
                              r_eff=r_eff, pit=args.pit or args.pit_plot is not None,

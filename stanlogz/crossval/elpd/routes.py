@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..._util.arrays import even_rows
-from ...errors import DataError, InputError, StanlogzError
+from ...errors import DataError, InputError, Route, StanlogzError
 from ...stan.code import data_names
 from ...stan.program import StanProgram
 from ..observations.conditional import (
@@ -35,17 +35,24 @@ from ..observations.splitcheck import SplitError, check_split
 #: route a refusal names first (1192 observations took ~30 h at 4000 draws).
 MANY_OBSERVATIONS = 200
 
-ROUTES = ("`stanlogz lfo` for time series, `stanlogz kfold --group` over blocks of "
-          "exchangeable observations")
+def general_routes() -> tuple[Route, ...]:
+    """The refit routes of a program without a pointwise LOO: leave-future-out for time
+    series, K-fold over groups for blocks of exchangeable observations."""
+    return (Route("lfo", note="for time series"),
+            Route("kfold", {"group": ...}, note="over blocks of exchangeable observations"))
 
 
-def block_routes(obs: Observations) -> str:
-    """The routes for a program whose observed values have several entries per observation (a
-    row each, e.g. one subject's sequence of trials): K-fold holds out whole observations, and a
-    ``log_lik`` generated quantity with one entry per observation gives PSIS-LOO over them."""
-    return (f"`stanlogz kfold --obs {obs.size_name}` (each fold holds out whole observations, "
-            f"every value of one together), or a log_lik generated quantity with one entry per "
-            f"observation (the sum of its values' terms)")
+#: The route besides :func:`block_routes` that needs no command: a per-observation log_lik.
+BLOCK_LOG_LIK = ("a log_lik generated quantity with one entry per observation (the sum of its "
+                 "values' terms)")
+
+
+def block_routes(obs: Observations) -> tuple[Route, ...]:
+    """The refit route for a program whose observed values have several entries per
+    observation (a row each, e.g. one subject's sequence of trials): K-fold holds out whole
+    observations (and :data:`BLOCK_LOG_LIK` gives PSIS-LOO over them)."""
+    return (Route("kfold", {"obs": obs.size_name}, note="(each fold holds out whole "
+                  "observations, every value of one together)"),)
 
 
 class ConditionalSource(ConditionalSourceBase):
@@ -112,7 +119,8 @@ def _conditional(model: StanProgram, data: Mapping[str, Any], obs: Observations,
             if integ is not None:
                 return integ
             if isinstance(exc, AmbiguousResponse) and obs.n >= MANY_OBSERVATIONS:
-                raise InputError(_many_observations(model, obs, exc)) from None
+                raise InputError(_many_observations(model, obs, exc),
+                                 routes=Route("kfold")) from None
             raise
         probe = [0, obs.n - 1]
         if not all(src.gaussian(i, rows) for i in probe):
@@ -124,10 +132,15 @@ def _conditional(model: StanProgram, data: Mapping[str, Any], obs: Observations,
         reason = ("its density is not a sum of independent per-observation terms, and "
                   if why is not None else "")
         detail = str(exc).split(": ", 1)[-1]
-        routes = block_routes(obs) if exc.several_values else ROUTES
+        routes = block_routes(obs) if exc.several_values else general_routes()
+        text = ", ".join(map(str, routes)) + (f", or {BLOCK_LOG_LIK}" if exc.several_values
+                                              else "")
         raise InputError(f"no valid pointwise LOO for {model.name}: {reason}{detail}; use "
-                         f"{routes}") from None
+                         f"{text}", routes=routes) from None
     return src
+
+
+KFOLD_NOTE = "(10 refits, each fold's held-out density exact)"
 
 
 def _many_observations(model: StanProgram, obs: Observations, exc: AmbiguousResponse) -> str:
@@ -137,10 +150,11 @@ def _many_observations(model: StanProgram, obs: Observations, exc: AmbiguousResp
     fields = ", ".join(exc.fields)
     return (f"no valid pointwise LOO for {model.name}: its density is not a sum of independent "
             f"per-observation terms and no array is named as the observed values ({fields}); "
-            f"use `stanlogz kfold` (10 refits, each fold's held-out density exact), or add a "
-            f"log_lik generated quantity with one entry per observation; --obs-fields "
-            f"{exc.example} would normalize the density over each of the {obs.n} values by "
-            f"quadrature, a cost growing as N² (hours for a thousand observations)")
+            f"use {Route('kfold', note=KFOLD_NOTE)}, or add a log_lik generated quantity with "
+            "one entry per observation; "
+            f"{Route(options={'obs_fields': [exc.example]})} would normalize the density over "
+            f"each of the {obs.n} values by quadrature, a cost growing as N² (hours for a "
+            "thousand observations)")
 
 
 def _integrated(model: StanProgram, data: Mapping[str, Any], obs: Observations, rows: np.ndarray
@@ -156,15 +170,17 @@ def _integrated(model: StanProgram, data: Mapping[str, Any], obs: Observations, 
     return src
 
 
-#: What a refit refusal advises: moment matching needs no refit.
-MM_ROUTE = "moment-match them instead (--fix mm; fix=\"mm\" in Python)"
+def mm_route() -> str:
+    """What a refit refusal advises: moment matching needs no refit."""
+    return f"moment-match them instead ({Route(options={'fix': 'mm'})})"
 
 
 def refit_data_error(model: StanProgram, data: Mapping[str, Any], obs: Observations
                      ) -> str | None:
     """Why the program refuses its data without one observation (so no refit can run), in one
     line without Stan's text; None when it accepts them. Arrays of length n left out of the
-    observation fields (``--obs-fields n`` where N, x1, x2 are per-observation too) are named."""
+    observation fields (``obs_fields=["n"]`` where N, x1, x2 are per-observation too) are
+    named."""
     try:
         model.with_data(obs.without(data, [0]))
     except DataError:
@@ -197,8 +213,9 @@ def _per_observation_latents(model: StanProgram, data: Mapping[str, Any], obs: O
     integ = _integrated(model, data, obs, rows)
     if integ is not None:
         integ.chosen = ("log-lik integrated: one latent per observation, integrated out "
-                        "instead of the log_lik conditional on it (--log-lik log_lik keeps "
-                        "the generated quantity)")
+                        "instead of the log_lik conditional on it "
+                        f"({Route(options={'log_lik': 'log_lik'})} keeps the generated "
+                        "quantity)")
     return integ
 
 
@@ -216,6 +233,6 @@ def exact_split_error(pw: Any, unc: np.ndarray, i: int) -> SplitError | None:
 def refit_refusal(err: SplitError | str, n_bad: int, threshold: float) -> str:
     """The warning of a refused refit (a split error, or :func:`refit_data_error`'s line with
     the moment-matching route)."""
-    tail = f"; {MM_ROUTE}" if isinstance(err, str) else ""
+    tail = f"; {mm_route()}" if isinstance(err, str) else ""
     return (f"{n_bad} observation(s) have Pareto k-hat above {threshold:.2f} and cannot be "
             f"refitted: {err}{tail}")

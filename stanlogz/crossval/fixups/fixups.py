@@ -25,6 +25,7 @@ from ..._util.display import alias
 from ..._util.gpd import KHAT_BAD
 from ..._util.seeds import Stream, generator_seed, stream_int_seed
 from ..._util.words import transitions
+from ...errors import Route, option
 from ...estimators.bridge.bridge import solve_bridge
 from ...estimators.common import pareto_k
 from ...estimators.ups.ups import log_ratio
@@ -115,7 +116,7 @@ def exact_fix_warnings(i: int, d: dict[str, Any]) -> list[str]:
     if np.isfinite(k_min) and k_min > KHAT_BAD:
         out.append(f"observation {i + 1}: the exact fix-up's bridge overlaps poorly (Pareto k "
                    f"{d['pareto_k_minus']:.2f} and {d['pareto_k_full']:.2f}); its se may not "
-                   "hold: run more draws or use --fix ups")
+                   f"hold: run more draws or use {Route(options={'fix': 'ups'})}")
     if not d["converged"]:
         out.append(f"observation {i + 1}: the exact fix-up's bridge did not converge")
     rhat = max(d["rhat_minus"], d["rhat_full"])
@@ -139,7 +140,7 @@ def fix_observation(pw: PointwiseLogLik, full_unc: np.ndarray, task: FixTask,
     n_div = int(np.sum(fit.sampler["divergent__"] > 0))
     if n_div:
         warns.append(f"observation {i + 1}: {transitions(n_div)} in the refit without "
-                     "it; its value may be biased (raise --adapt-delta)")
+                     f"it; its value may be biased (raise {option('adapt_delta')})")
     if task.method == "exact":
         c_full, n_full, dim = full_unc.shape
         ll_full = pw.column(i, full_unc.reshape(-1, dim)).reshape(c_full, n_full)

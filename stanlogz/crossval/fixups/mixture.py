@@ -45,7 +45,8 @@ from ... import arviz_compat
 from ..._util.arrays import even_rows
 from ..._util.gpd import KHAT_HEAVY
 from ..._util.seeds import Stream, stream_rng
-from ...errors import InputError
+from ...errors import InputError, Route
+from ...mcmc.hmc import DualAveraging
 from ...stan.settings import NutsArgs
 from ..elpd.psis import PsisLoo, influence_mcse
 from .fixups import SUM_SE, FixedPoint
@@ -91,7 +92,7 @@ def _hmc(target: _Mixture, x0: np.ndarray, inv_metric: np.ndarray, step: float, 
     k, dim = x0.shape
     x = x0.copy()
     lp, g = target(x)
-    mu, h_bar, log_eps_bar, eps = math.log(10 * step), 0.0, math.log(step), step
+    adapt, eps = DualAveraging(step, adapt_delta), step
     out = np.empty((k, n, dim))
     acc_sum = 0.0
     for it in range(warmup + n):
@@ -117,14 +118,9 @@ def _hmc(target: _Mixture, x0: np.ndarray, inv_metric: np.ndarray, step: float, 
         x = np.where(take[:, None], xn, x)
         lp = np.where(take, lpn, lp)
         g = np.where(take[:, None], gn, g)
-        if it < warmup:  # Hoffman & Gelman's dual averaging toward acceptance adapt_delta
-            t = it + 1
-            h_bar = ((1 - 1 / (t + 10)) * h_bar
-                     + (adapt_delta - float(accept.mean())) / (t + 10))
-            log_eps = mu - math.sqrt(t) / 0.05 * h_bar
-            w = t**-0.75
-            log_eps_bar = w * log_eps + (1 - w) * log_eps_bar
-            eps = math.exp(log_eps) if it < warmup - 1 else math.exp(log_eps_bar)
+        if it < warmup:  # dual averaging toward acceptance adapt_delta
+            eps = adapt.update(float(accept.mean()))
+            eps = eps if it < warmup - 1 else adapt.final
         else:
             out[:, it - warmup] = x
             acc_sum += float(accept.mean())
@@ -202,7 +198,7 @@ def mixture_fixup(pw: Any, d: Any, bad: np.ndarray, ps: PsisLoo, pos: dict[int, 
     except InputError as exc:
         return [], [f"{bad.size} observation(s) have Pareto k-hat above the threshold; mixture "
                     f"importance sampling needs the program without each of them ({exc}); use "
-                    "--fix exact"]
+                    f"{Route(options={'fix': 'exact'})}"]
     model = pw.model
     post = d.flat_unconstrained()
     # equal mass for the posterior and each leave-one-out component: weight c_j =
@@ -240,7 +236,7 @@ def mixture_fixup(pw: Any, d: Any, bad: np.ndarray, ps: PsisLoo, pos: dict[int, 
         return [], [f"mixture importance sampling could not fix observation(s) {nums}: the "
                     f"mixture terms have Pareto k-hat above {KHAT_HEAVY} or rest on under "
                     f"{MIS_ESS_SHARE:.0%} of the draws (too influential for one mixture run); "
-                    "their PSIS values are kept; use --fix exact"]
+                    f"their PSIS values are kept; use {Route(options={'fix': 'exact'})}"]
     seconds = (time.perf_counter() - t0) / bad.size
     evals = int(target.n_evals // bad.size)
     warns = ([f"mixture HMC accepted {acc:.2f} of its proposals (target "

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..._util import deadline as run_budget
-from ...errors import InputError
+from ...errors import Route, option
 from .fixups import FixedPoint
 
 #: Key of a moment-matched FixedPoint's diagnostics set when the time budget stopped its maps
@@ -22,15 +22,7 @@ UNFINISHED = "mm_unfinished"
 
 def check_budget(mm_budget: float | None) -> float | None:
     """``mm_budget`` as a positive float (or None); :class:`InputError` otherwise."""
-    if mm_budget is None:
-        return None
-    try:
-        b = float(mm_budget)
-    except (TypeError, ValueError):
-        raise InputError(f"mm_budget must be a number of seconds, got {mm_budget!r}") from None
-    if not b > 0:
-        raise InputError(f"mm_budget must be positive (seconds), got {mm_budget}")
-    return b
+    return run_budget.positive_seconds("mm_budget", mm_budget)
 
 
 def moment_match_points(bad: np.ndarray,
@@ -47,7 +39,7 @@ def moment_match_points(bad: np.ndarray,
     PSIS values and are not refitted either."""
     t0 = run_budget.clock()
     deadline = None if mm_budget is None else t0 + float(mm_budget)
-    run_left = run_budget.remaining()  # the run's --time-budget: a tenth is kept for the rest
+    run_left = run_budget.remaining()  # the run's time budget: a tenth is kept for the rest
     by_run = run_left is not None and (deadline is None or t0 + 0.9 * run_left < deadline)
     if by_run:
         deadline = t0 + 0.9 * run_left
@@ -81,13 +73,15 @@ def moment_match_points(bad: np.ndarray,
         return matched, notes, left
     left = [int(v) for v in bad[len(matched):]]
     if left and by_run:
-        notes.append("the run's time budget (--time-budget) ran out during moment matching "
+        notes.append("the run's time budget ran out during moment matching "
                      f"after {len(matched)} of {bad.size} observation(s); the others "
                      f"({', '.join(str(v + 1) for v in left[:10])}) keep their PSIS values "
-                     "(raise --time-budget, or fix them with --fix exact)")
+                     f"(raise {option('time_budget')}, or fix them with "
+                     f"{Route(options={'fix': 'exact'})})")
     elif left:
         notes.append(f"the moment-matching budget of {mm_budget:g} s ran out after "
                      f"{len(matched)} of {bad.size} observation(s); the others "
                      f"({', '.join(str(v + 1) for v in left[:10])}) keep their PSIS values "
-                     "(raise --mm-budget / mm_budget, or fix them with --fix exact)")
+                     f"(raise {option('mm_budget')}, or fix them with "
+                     f"{Route(options={'fix': 'exact'})})")
     return matched, notes, left

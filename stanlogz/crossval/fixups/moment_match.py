@@ -26,7 +26,7 @@ from scipy.special import logsumexp
 
 from ... import arviz_compat
 from ..._util import deadline as run_budget
-from ...errors import InputError, StanlogzError
+from ...errors import InputError, Route, StanlogzError
 from ..elpd.psis import draw_influence, total_mcse
 from ..observations.pointwise import PointwiseLogLik
 
@@ -316,8 +316,8 @@ def moment_match(draws: np.ndarray, log_post: LogDensity, log_lik_i: LogDensity,
     if khat >= k_threshold:
         warns.append(f"observation {index + 1}: Pareto k-hat is {khat:.2f} (>= "
                      f"{k_threshold:.2f}) after moment matching, so its elpd and se are "
-                     "unreliable; refit without the observation (--fix exact; fix=\"exact\" in "
-                     "Python) or draw more")
+                     "unreliable; refit without the observation "
+                     f"({Route(options={'fix': 'exact'})}) or draw more")
     return MomentMatched(index, elpd, se, khat_before, khat, khat_transformed, psis_elpd,
                          n_evals, time.perf_counter() - t0, accepted, split_used, warns,
                          unfinished=stopped and khat >= k_threshold)

@@ -1,11 +1,11 @@
-"""The fix-ups users choose by name (``loo(fix=...)``, ``--fix``), each with its options class.
+"""The fix-ups users choose by name (``loo(fix=...)``), each with its options class.
 
 One :class:`FixMethod` row per method says what it does to the observations whose Pareto k̂ is
 above the threshold and names its :class:`FixOptions` class: the knobs that method reads (moment
 matching's time budget, unbiased path sampling's options), validated once at the public
 :func:`~stanlogz.crossval.psis_loo.loo.loo` boundary, with an unknown option refused by one
 line that names the method and the options it takes. The LOO workflow, the command line (the
-``--fix`` choices and help) and the loo table read the choices, their help and their names from
+fix-up choices and help) and the loo table read the choices, their help and their names from
 here, as :mod:`stanlogz.estimators.registry` does for the evidence estimators."""
 
 from __future__ import annotations
@@ -252,7 +252,7 @@ def fix_method(name: str) -> FixMethod:
 
 
 def fix_help(intro: str) -> str:
-    """``--fix`` help: ``intro`` and each method's one-line summary.
+    """The fix option's help: ``intro`` and each method's one-line summary.
 
     Parameters
     ----------

@@ -99,6 +99,8 @@ class LogoResult(ElpdResult):
     mcse_psis: float = 0.0
     #: Monte Carlo se of each observation-level value (NaN in refit groups), or None
     mcse_obs: np.ndarray | None = None
+    #: The sampler's signs that the draws miss part of the posterior (mc se then NaN)
+    draws_flags: list[str] = field(default_factory=list)
 
     @property
     def p_logo(self) -> float:
@@ -164,6 +166,12 @@ class LogoResult(ElpdResult):
             return (f"{len(left)} group(s) still have Pareto k-hat above {self.threshold:.2f}: "
                     "PSIS's error on them is not estimable from the draws (their own mc se "
                     "understates it), so the total has none")
+        if self.draws_flags:
+            return (f"the sampler flagged the draws ({', '.join(self.draws_flags)}): they may "
+                    "miss part of the posterior (e.g. a centred hierarchy's funnel), which "
+                    "biases every group alike and no Monte Carlo se given the draws covers; "
+                    "reparameterize (non-centred) or sample with a higher adapt_delta and "
+                    "longer warmup")
         return None if np.isfinite(self.mcse_elpd_logo) else "unreliable values (see warnings)"
 
     def se_notes(self) -> list[str]:
@@ -217,6 +225,7 @@ class LogoResult(ElpdResult):
                 "mcse_elpd_logo": (self.mcse_elpd_logo if np.isfinite(self.mcse_elpd_logo)
                                    else None),
                 "mcse_elpd_logo_na": self.mcse_na_reason(), "mcse_psis": self.mcse_psis,
+                "draws_flags": self.draws_flags,
                 "elpd_logo_obs": None if self.elpd_obs is None else self.elpd_logo_obs,
                 "logoic": -2 * self.elpd_logo, "n_groups": len(self.groups),
                 "n_obs": self.observations.n, "n_samples": self.n_samples,

@@ -17,7 +17,7 @@ posterior draws, from the program's density on data instances with group rows de
 * the mixed difference of f between block g and the other blocks is zero (no CAR field or
   random walk over groups linking the blocks' priors).
 
-Anything else is refused by name with the route that works (``kfold --group``).
+Anything else is refused by name with the route that works (``kfold(group=..., k=None)``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputError, StanlogzError
+from ...errors import InputError, Route, StanlogzError, option
 from ...stan.program import StanProgram
 from ..observations.latents import _shapes, split_name
 from ..observations.observations import Observations, observation_labels
@@ -36,7 +36,9 @@ from ..observations.observations import Observations, observation_labels
 #: Relative tolerance of the numerical structure checks (density sums are exact to ~1e-12).
 TOL = 1e-7
 
-ROUTE = "`stanlogz kfold --group {g} --k groups` (exact refits, one per group) works instead"
+def logo_route(group: str, note: str = "") -> Route:
+    """Leave-one-group-out by exact refits: ``kfold`` over the groups of ``group``."""
+    return Route("kfold", {"group": group, "k": None}, cli_values={"k": "groups"}, note=note)
 
 
 @dataclass
@@ -63,19 +65,19 @@ class GroupStructure:
 
 def refuse(group: str, text: str) -> InputError:
     """The one-line refusal: what is wrong and the route that works."""
-    return InputError(f"leave-one-group-out without refits: {text}; "
-                      + ROUTE.format(g=group))
+    route = logo_route(group, "(exact refits, one per group) works instead")
+    return InputError(f"leave-one-group-out without refits: {text}; {route}", routes=route)
 
 
 def find_groups(model: StanProgram, data: Mapping[str, Any], obs: Observations,
                 group: str) -> GroupStructure:
     """The group structure of ``model`` (bound to ``data``) along the per-observation integer
     labels in data variable ``group``; :class:`InputError` naming what is not found."""
-    lab = observation_labels(data, obs, group, "--group")
+    lab = observation_labels(data, obs, group, str(option("group")))
     labels, inverse = np.unique(lab, return_inverse=True)
     if labels.size < 2:
-        raise InputError(f"--group {group}: every observation is in one group; nothing to "
-                         "hold out")
+        raise InputError(f"{option('group')} {group}: every observation is in one group; "
+                         "nothing to hold out")
     if labels.min() < 1:
         raise refuse(group, f"the labels of {group} must be the 1-based indices of the group "
                      f"parameters, found {int(labels.min())}")

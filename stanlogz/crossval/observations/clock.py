@@ -13,7 +13,7 @@ import numpy as np
 
 from ..._util import deadline
 from ..._util.progress import Progress, duration, steps, time_left
-from ...errors import PassBudget
+from ...errors import PassBudget, Route
 
 #: Seconds between the plain progress lines of a long pass (the first after ``FIRST_S``).
 EVERY_S = 10.0
@@ -23,8 +23,8 @@ MIN_ESTIMATE = 3
 #: Seconds (or a hundredth of the observations) a pass runs before the time budget judges it.
 DECIDE_S = 5.0
 #: Before ``MIN_ESTIMATE`` observations (or before the pass, on its cost estimate) a pass is
-#: stopped only when it would take this many times the budget left.
-EARLY_MARGIN = 3.0
+#: stopped only when it would take this many times the budget left (the run's one margin).
+EARLY_MARGIN = deadline.EARLY_MARGIN
 #: A pass with more time left than this, over at least twice ``SUBSAMPLE_HINT`` observations,
 #: names subsampling once (posteriordb sat-hier_2pl: 19,200 observations, 13 minutes).
 HINT_S = 300.0
@@ -115,11 +115,13 @@ class PassClock:
         self.last = now
         if self.budget is not None and now - self.t0 > self.budget and self.done < self.total:
             left = duration(time_left(now - self.t0, self.done, self.total))
+            routes = (Route(options={"cond_budget": ...}),
+                      Route(options={"subsample": ...}, cli_values={"subsample": "M"}))
             raise PassBudget(
                 f"the {self.desc} stopped at its budget of {self.budget:g} s after "
                 f"{self.done}/{self.total} observations (about {left} more at this rate); "
-                "raise the budget (--cond-budget), or estimate elpd_loo from m observations "
-                "drawn at random (--subsample m)")
+                f"raise the budget ({routes[0]}), or estimate elpd_loo from M observations "
+                f"drawn at random ({routes[1]})", routes=routes)
         self._check_time_budget(now)
         line = None
         if not self.steps.drawn and now >= self.next and self.done < self.total:
@@ -129,8 +131,8 @@ class PassClock:
 
     def _check_time_budget(self, now: float) -> None:
         """:class:`~stanlogz.errors.OverBudget` when the pass would end after the
-        run's time budget (``--time-budget``) at its rate so far, naming a subsample that fits
-        (or the budget the whole pass needs)."""
+        run's time budget (:func:`~stanlogz.time_budget`) at its rate so far, naming a
+        subsample that fits (or the budget the whole pass needs)."""
         left_budget = deadline.remaining()
         if left_budget is None or self.done >= self.total or not self.checked:
             return
@@ -213,20 +215,22 @@ class PassClock:
             # refits leave observations out, which the difference pass has shown is valid; a
             # conditional pass is taken where it is not (diamonds: predictors centred in
             # transformed data), and kfold's split check refuses it
-            routes.append(f"`stanlogz kfold` ({KFOLD_REFITS} refits of about "
-                          f"{duration(self.refit_seconds)} each)")
+            routes.append(Route("kfold", note=f"({KFOLD_REFITS} refits of about "
+                                f"{duration(self.refit_seconds)} each)"))
         if not difference:
-            routes.append("a log_lik generated quantity where the observations are independent "
-                          "given the parameters (a pass linear in N)")
-        routes.append(f"{deadline.as_option(1.3 * (elapsed + left) + 120)} for the whole pass")
+            routes.append(Route(note="a log_lik generated quantity where the observations are "
+                                "independent given the parameters (a pass linear in N)"))
+        routes.append(deadline.as_option(1.3 * (elapsed + left) + 120, "for the whole pass"))
         done = ("by its cost estimate" if estimated else
                 f"{self.done} done in {duration(elapsed)}")
         raise deadline.OverBudget(
             f"the {self.desc} of {self.total} observations would take "
             f"{'at least' if least else 'about'} {duration(elapsed + left)} here ({done}), "
-            f"more than {deadline.left_text(available)}; run with " + ", or ".join(routes))
+            f"more than {deadline.left_text(available)}; run with "
+            + ", or ".join(map(str, routes)),
+            routes=tuple(r for r in routes if isinstance(r, Route)))
 
-    def _route(self, per_obs: float, available: float) -> str | None:
+    def _route(self, per_obs: float, available: float) -> Route | None:
         """Options under which the pass fits in 60% of ``available`` seconds at ``per_obs``
         seconds per observation (its cost grows with the draws): fewer draws per chain, a
         subsample of the observations drawn at random, or both; None when none fits."""
@@ -235,18 +239,19 @@ class PassClock:
         for d in fewer:  # every observation at fewer draws first: no subsampling error
             cost = self.total * per_obs * d / per_chain
             if cost <= 0.6 * available:
-                return f"--draws {d} ({chains * d} draws; about {duration(cost)} for this pass)"
+                return Route(options={"draws": d}, note=f"({chains * d} draws; about "
+                             f"{duration(cost)} for this pass)")
         # every observation is also approximated at SUBSAMPLE_APPROX_DRAWS thinned draws
         approx = self.total * per_obs * (min(1.0, SUBSAMPLE_APPROX_DRAWS / (chains * per_chain))
                                           if per_chain else 0.0)
         for d in [per_chain] + fewer:
             cost = per_obs * (d / per_chain if per_chain else 1.0)
-            fewer_text = f"--draws {d} " if d < per_chain else ""
+            fewer_draws = {"draws": d} if d < per_chain else {}
             m = int((0.6 * available - approx) / cost) // 50 * 50
             if SUBSAMPLE_MIN <= m < self.total:
-                return (f"--subsample {m} {fewer_text}(elpd_loo from {m} observations drawn at "
-                        f"random, with its se; about {duration(cost * m + approx)} for this "
-                        "pass)")
+                return Route(options={"subsample": m, **fewer_draws},
+                             note=f"(elpd_loo from {m} observations drawn at random, with its "
+                             f"se; about {duration(cost * m + approx)} for this pass)")
         return None
 
     def line(self, elapsed: float) -> str:
@@ -259,9 +264,9 @@ class PassClock:
         line = f"{head}, about {duration(left)} left"
         if not self.hinted and left > HINT_S and self.total >= 2 * SUBSAMPLE_HINT:
             self.hinted = True
-            line += (f" (--subsample {SUBSAMPLE_HINT} would estimate elpd_loo from "
-                     f"{SUBSAMPLE_HINT} observations drawn at random, with its se, in a "
-                     "fraction of the time)")
+            hint = Route(options={"subsample": SUBSAMPLE_HINT})
+            line += (f" ({hint} would estimate elpd_loo from {SUBSAMPLE_HINT} observations "
+                     "drawn at random, with its se, in a fraction of the time)")
         return line
 
     def close(self) -> None:

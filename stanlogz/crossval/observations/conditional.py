@@ -30,7 +30,15 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import AmbiguousResponse, DataError, InputError, NotGaussian, StanlogzError
+from ...errors import (
+    AmbiguousResponse,
+    DataError,
+    InputError,
+    NotGaussian,
+    Route,
+    StanlogzError,
+    option,
+)
 from ...stan.code import model_block
 from ...stan.program import StanProgram
 from .conditional_source import ColumnsByObservation
@@ -58,15 +66,15 @@ def _sampled(code: str | None, names: list[str]) -> list[str]:
 _LAG = re.compile(r"\[\s*[A-Za-z_]\w*\s*-\s*1\s*[\],]")
 
 
-def _block_routes(code: str | None, obs: Observations) -> str:
+def _block_routes(code: str | None, obs: Observations) -> tuple[Route, Route]:
     """The refit routes over whole observations, leave-future-out first for a program whose
     model block recurses over them (``x[t - 1]``), K-fold first otherwise; the first training
     set of the leave-future-out route is 90% of the observations."""
-    lfo = (f"`stanlogz lfo --obs {obs.size_name} --min-train {max(2, obs.n * 9 // 10)}` for a "
-           "time series")
-    kfold = f"`stanlogz kfold --obs {obs.size_name}` over exchangeable observations"
+    lfo = Route("lfo", {"obs": obs.size_name, "min_train": max(2, obs.n * 9 // 10)},
+                note="for a time series")
+    kfold = Route("kfold", {"obs": obs.size_name}, note="over exchangeable observations")
     recursive = bool(code) and _LAG.search(model_block(code)) is not None
-    return f"{lfo if recursive else kfold}, or {kfold if recursive else lfo}"
+    return (lfo, kfold) if recursive else (kfold, lfo)
 
 
 def response_field(data: Mapping[str, Any], obs: Observations, response: str | None = None,
@@ -87,19 +95,22 @@ def response_field(data: Mapping[str, Any], obs: Observations, response: str | N
         if not cand:
             raise InputError(f"no observation array holds one number per observation "
                              f"({', '.join(obs.fields)}): the pointwise log-likelihood needs a "
-                             "log_lik generated quantity with one entry per observation")
+                             "log_lik generated quantity with one entry per observation",
+                             routes=Route(note="a log_lik generated quantity"))
         sampled = _sampled(code, cand)
         if len(sampled) > 1:
+            first, other = _block_routes(code, obs)
             raise InputError(f"the program models several values per observation "
-                             f"({', '.join(sampled)}): use {_block_routes(code, obs)}; PSIS-LOO "
+                             f"({', '.join(sampled)}): use {first}, or {other}; PSIS-LOO "
                              "needs a log_lik generated quantity with one entry per observation "
-                             "(the sum of its terms, where they separate)")
+                             "(the sum of its terms, where they separate)", routes=(first, other))
+        example = Route(options={"obs_fields": [(sampled or cand)[0]]})
         raise AmbiguousResponse(
             f"cannot tell which observation array holds the observed values "
-            f"({', '.join(obs.fields)}); name that array alone with --obs-fields "
-            f"(e.g. --obs-fields {(sampled or cand)[0]}), call it y "
+            f"({', '.join(obs.fields)}); name that array alone with {option('obs_fields')} "
+            f"(e.g. {example}), call it y "
             "in the program and data, or add a log_lik generated quantity",
-            fields=tuple(obs.fields), example=(sampled or cand)[0])
+            fields=tuple(obs.fields), example=(sampled or cand)[0], routes=example)
     return cand[0]
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._util.deadline import BudgetSpent
+from ..._util.deadline import BudgetSpent, positive_seconds
 from ..._util.progress import Progress
 from ...errors import InputError
 from ...stan.program import StanProgram
@@ -26,8 +26,9 @@ from .pointwise import CHUNK_BYTES, column_chunks
 
 def check_pass_budget(budget: float | None) -> None:
     """:class:`InputError` unless ``budget`` is None or a positive number of seconds."""
-    if budget is not None and not (isinstance(budget, int | float) and budget > 0):
-        raise InputError(f"cond_budget must be a positive number of seconds, got {budget!r}")
+    if budget is not None and not isinstance(budget, int | float):
+        raise InputError(f"cond_budget must be a number of seconds, got {budget!r}")
+    positive_seconds("cond_budget", budget)
 
 
 def start_pass(pw: Any, progress: Progress, n_draws: int, budget: float | None = None,

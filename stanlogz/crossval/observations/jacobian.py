@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..._util.sum_se import sum_se
-from ...errors import InputError
+from ...errors import InputError, option
 
 #: transform name -> (log |g'(y)|, the support of y it needs).
 TRANSFORMS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
@@ -127,10 +127,10 @@ def jacobian_adjusted(result: Any, transform: str, y: Any) -> Any:
 
 
 def parse_jacobian(text: str) -> tuple[str, str]:
-    """``"log:y"`` -> ``("log", "y")`` (the CLI's ``--jacobian TRANSFORM:VAR``)."""
+    """``"log:y"`` -> ``("log", "y")`` (the command line's jacobian option)."""
     transform, sep, var = text.partition(":")
     if not sep or not var.strip() or transform.strip() not in TRANSFORMS:
-        raise InputError(f"--jacobian must be TRANSFORM:VAR with TRANSFORM one of "
+        raise InputError(f"{option('jacobian')} must be TRANSFORM:VAR with TRANSFORM one of "
                          f"{', '.join(TRANSFORMS)} and VAR the data variable holding the "
                          f"outcome on its original scale, got {text!r}")
     return transform.strip(), var.strip()
@@ -142,7 +142,8 @@ def outcome_from_data(data: Any, var: str) -> np.ndarray:
 
     d = read_data(data)
     if not d:
-        raise InputError("--jacobian needs --data with the outcome on its original scale")
+        raise InputError(f"{option('jacobian')} needs {option('data')} with the outcome on its "
+                         "original scale")
     if var not in d:
-        raise InputError(f"--jacobian: no data variable named {var!r}")
+        raise InputError(f"{option('jacobian')}: no data variable named {var!r}")
     return np.asarray(d[var], dtype=float)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputError
+from ...errors import InputError, Route, option
 from ...stan.code import data_names, model_block
 from ...stan.program import ProgramLike
 
@@ -103,7 +103,7 @@ def _declared(data: Mapping[str, Any], obs: str | None, obs_fields: Sequence[str
     named = ([obs] if obs is not None else []) + list(obs_fields or [])
     stray = [n for n in named if n in data and n not in declared]
     if stray:
-        flag = "--obs" if stray[0] == obs else "--obs-fields"
+        flag = option("obs" if stray[0] == obs else "obs_fields")
         raise InputError(f"{flag} {stray[0]}: the program's data block does not declare "
                          f"{stray[0]} (it declares {', '.join(sorted(declared))})")
     return {k: v for k, v in data.items() if k in declared}
@@ -125,10 +125,11 @@ def find_observations(data: Mapping[str, Any], obs: str | None = None,
     if fields:
         missing = [f for f in fields if f not in data]
         if missing:
-            raise InputError(f"--obs-fields: no data variable named {', '.join(missing)}")
+            raise InputError(f"{option('obs_fields')}: no data variable named {', '.join(missing)}")
         scalar = [f for f in fields if lengths[f] is None]
         if scalar:
-            raise InputError(f"--obs-fields: {', '.join(scalar)} is not an array")
+            raise InputError(f"{option('obs_fields')}: {', '.join(scalar)} is not an "
+                             "array")
         sizes = {lengths[f] for f in fields}
         if len(sizes) > 1:
             detail = ", ".join(f"{f}: {lengths[f]}" for f in fields)
@@ -139,22 +140,24 @@ def find_observations(data: Mapping[str, Any], obs: str | None = None,
             if len(names) != 1:
                 what = "no integer" if not names else f"several integers ({', '.join(names)})"
                 raise InputError(f"{what} in the data equal {n}, the length of the observation "
-                                 "arrays; name the size variable with --obs")
+                                 f"arrays; name the size variable with {option('obs')}",
+                                 routes=option("obs"))
             obs = names[0]
     if obs is None:
         if not any(v is not None for v in lengths.values()):
             scalars = ", ".join(list(data)[:6])
             raise InputError(f"the data hold only scalars ({scalars}): there are no "
                              "observations to leave out one at a time; compare such programs "
-                             "by their evidence (stanlogz evidence for one program's log Z, "
-                             "stanlogz compare for several), or pass the data as arrays with "
-                             "one entry per observation")
+                             f"by their evidence ({Route('evidence')} for one program's log Z, "
+                             f"{Route('compare')} for several), or pass the data as arrays with "
+                             "one entry per observation", routes=(Route("evidence"),
+                                                                  Route("compare")))
         cands = [k for k, v in data.items()
                  if _is_int_scalar(v) and v > 0 and any(lengths[f] == v for f in data if f != k)]
         if not cands:
             raise InputError("no observation dimension found: no integer in the data is the "
-                             "leading size of an array; name it with --obs and the arrays "
-                             "with --obs-fields")
+                             f"leading size of an array; name it with {option('obs')} and the "
+                             f"arrays with {option('obs_fields')}")
         if len(cands) > 1:
             cands = _prefer_response(data, lengths, cands)
         if len(cands) > 1:
@@ -162,22 +165,26 @@ def find_observations(data: Mapping[str, Any], obs: str | None = None,
             detail = "; ".join(
                 f"{k}: {', '.join(f for f in data if f != k and lengths[f] == data[k])}"
                 for k in cands)
+            example = Route(options={"obs": cands[0]})
             raise InputError(f"several possible observation sizes ({detail}); choose the size "
-                             f"of the observed values with --obs (e.g. --obs {cands[0]})")
+                             f"of the observed values with {option('obs')} (e.g. {example})",
+                             routes=example)
         obs = cands[0]
     if obs not in data:
-        raise InputError(f"--obs {obs}: no data variable named {obs}")
+        raise InputError(f"{option('obs')} {obs}: no data variable named {obs}")
     if not _is_int_scalar(data[obs]):
-        raise InputError(f"--obs {obs}: {obs} is not an integer size variable")
+        raise InputError(f"{option('obs')} {obs}: {obs} is not an integer size variable")
     n = int(data[obs])
     if fields:
         if lengths[fields[0]] != n:
-            raise InputError(f"--obs-fields have {lengths[fields[0]]} entries but {obs} = {n}")
+            raise InputError(f"{option('obs_fields')} have {lengths[fields[0]]} entries but "
+                             f"{obs} = {n}")
         chosen = tuple(fields)
     else:
         chosen = tuple(f for f in data if f != obs and lengths[f] == n)
         if not chosen:
-            raise InputError(f"--obs {obs}: no data array has leading dimension {obs} = {n}")
+            raise InputError(f"{option('obs')} {obs}: no data array has leading dimension "
+                             f"{obs} = {n}")
     if n < 2:
         raise InputError(f"cross-validation needs at least 2 observations, {obs} = {n}")
     return Observations(obs, chosen, n)

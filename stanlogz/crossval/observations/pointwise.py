@@ -31,7 +31,7 @@ import numpy as np
 from ..._util import deadline
 from ..._util.arrays import even_rows
 from ..._util.progress import Progress
-from ...errors import DataError, InputError
+from ...errors import DataError, InputError, Route
 from ...stan.program import StanProgram
 from .clock import PassClock
 from .observations import Observations
@@ -416,4 +416,4 @@ class PointwiseLogLik:
         return (f"the log_lik generated quantity differs from the program's density difference "
                 f"by up to {np.max(gap):.3g} at observation {idx[j] + 1}: if log_lik drops "
                 "constants (_lupmf/_lupdf) or another likelihood is meant, elpd_loo is off; "
-                "use --log-lik difference to use the density itself")
+                f"use {Route(options={'log_lik': 'difference'})} to use the density itself")

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from ...errors import InputError, SplitError, StanlogzError
+from ...errors import InputError, Route, SplitError, StanlogzError
 from ...stan.program import StanProgram
 from .conditional import ConditionalLogLik, NotGaussian, latent_coordinates, response_field
 from .latents import coordinate_map
@@ -39,9 +39,11 @@ TOL = 1e-5
 #: Grid points whose log density is this far below the peak carry no mass (:func:`_grid_mass`).
 NEGLIGIBLE = 1e8
 
-ROUTE = ("`stanlogz loo` without --fix exact gives PSIS-LOO on p(y_i | y_-i, theta) from the "
-         "program's own density (latents integrated out), and `stanlogz lfo` is valid for "
-         "time series")
+def split_route() -> str:
+    """The routes of a refused split: PSIS-LOO from the program's own density, or LFO."""
+    return (f"{Route('loo')} without exact refits gives PSIS-LOO on p(y_i | y_-i, theta) from "
+            f"the program's own density (latents integrated out), and {Route('lfo')} is valid "
+            "for time series")
 
 
 def check_split(model: StanProgram, data: Mapping[str, Any], obs: Observations, i: int,
@@ -69,7 +71,8 @@ def check_split(model: StanProgram, data: Mapping[str, Any], obs: Observations, 
         # observations' latents is refused on its own (conservatively: a trailing state, valid
         # to delete, is refused too)
         if linked:
-            raise SplitError(f"{what} may be another model: {LINKED}; {ROUTE}")
+            raise SplitError(f"{what} may be another model: {LINKED}; {split_route()}",
+                             routes=(Route("loo"), Route("lfo")))
         return
     gap = mass - lp_s
     if np.max(np.abs(gap)) > TOL * (1 + np.max(np.abs(lp_s))):
@@ -87,7 +90,9 @@ def check_split(model: StanProgram, data: Mapping[str, Any], obs: Observations, 
                      "them, by an amount that varies between draws")
         raise SplitError(
             f"{what} is not the program with y_{i + 1} integrated out (they differ by "
-            f"{g:+.4g} in log density): {cause}; exact held-out values would be off; {ROUTE}")
+            f"{g:+.4g} in log density): {cause}; exact held-out values would be off; "
+            f"{split_route()}",
+            routes=(Route("loo"), Route("lfo")))
 
 
 LINKED = ("the latent parameters of the observation are linked to other observations' latents "

@@ -1,6 +1,6 @@
-"""elpd_loo when the run's time budget (``--time-budget``) ends its pointwise pass part-way:
-the observations done are kept and the rest estimated, with the error of that estimate in the
-error bar.
+"""elpd_loo when the run's time budget (:func:`~stanlogz.time_budget`) ends its pointwise pass
+part-way: the observations done are kept and the rest estimated, with the error of that
+estimate in the error bar.
 
 Under a budget the pass visits the observations in a seeded random order, so the m of N done
 when the budget ends it (:class:`~stanlogz.crossval.observations.clock.PassClock`'s anytime
@@ -69,7 +69,7 @@ def pass_reserve(pw: Any) -> tuple[float | None, float]:
 def budget_pass_warning(m: int, n: int, approximation: str) -> str:
     """The warning of a pass that the time budget ended after ``m`` of ``n`` observations."""
     how = (f"the difference estimator around PSIS on {SUBSAMPLE_APPROX_DRAWS} thinned draws "
-           "(as --subsample)" if approximation != "none" else
+           "(as subsampling)" if approximation != "none" else
            f"{n} times the mean of those done (no approximation of the rest fitted in the "
            "budget)")
     return (f"the time budget ended the pointwise pass after {m} of {n} observations (visited "
@@ -122,7 +122,7 @@ def anytime_pass(pw: Any, d: Draws, r_eff: float, keep_above: float, seed: Any,
         twice = deadline.as_option(2 * (deadline.budget_seconds() or 60.0))
         raise deadline.OverBudget(
             f"the time budget ended the pointwise pass after {done.size} of {n} observations, "
-            f"too few to estimate elpd_loo; run with {twice}")
+            f"too few to estimate elpd_loo; run with {twice}", routes=twice)
     sort = np.argsort(done, kind="stable")
     ps = take(PsisLoo.concatenate(parts), sort)
     if done.size == n:

@@ -21,7 +21,7 @@ from ..._util.progress import duration, steps
 from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
 from ...draws import Draws, obtain_draws
-from ...errors import InputError, StanlogzError
+from ...errors import InputError, Route, StanlogzError
 from ...parallel import run_parallel, with_client
 from ...stan.program import ProgramLike
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
@@ -74,7 +74,7 @@ MM_K_TARGET = 0.3
 APPROX_DRAWS = SUBSAMPLE_APPROX_DRAWS
 
 #: Seconds of exact refits ``fix="auto"`` starts on its own (estimated as one sampling run per
-#: refit); beyond, it names ``--fix exact`` and K-fold with the estimate instead. A corpus
+#: refit); beyond, it names ``fix="exact"`` and K-fold with the estimate instead. A corpus
 #: program (posteriordb hierarchical_gp, 550 observations) asked for 34 refits of 216 s each.
 AUTO_REFIT_SECONDS = 600.0
 
@@ -518,7 +518,7 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
         if method != "exact":
             return fixed, [f"{bad.size} observation(s) have Pareto k-hat above "
                            f"{threshold:.2f}; {method} cannot refit them one at a time ({exc}); "
-                           "use --fix exact"]
+                           f"use {Route(options={'fix': 'exact'})}"]
         try:
             return fixed + _exact_with_latents(pw, d, bad, ps, pos, nuts, seed, n_workers,
                                                progress), []
@@ -557,13 +557,15 @@ def _auto_refits_too_long(fix: FixMethod, d: Draws, n_refits: int, threshold: fl
     left = run_budget.remaining()
     if cost <= AUTO_REFIT_SECONDS and (left is None or cost <= left):
         return None
-    limit = (f"more than --fix auto starts on its own ({duration(AUTO_REFIT_SECONDS)})"
+    limit = (f"more than {Route(options={'fix': 'auto'})} starts on its own "
+             f"({duration(AUTO_REFIT_SECONDS)})"
              if left is None or left >= AUTO_REFIT_SECONDS else
              f"more than the time budget has left ({duration(max(left, 0.0))})")
     return (f"{n_refits} observation(s) keep Pareto k-hat above {threshold:.2f} after moment "
             f"matching; refitting each would take about {duration(cost)} ({n_refits} x "
-            f"{d.seconds:.0f} s of sampling), {limit}: refit them with --fix exact, or "
-            "estimate the elpd by K-fold (stanlogz kfold --k 10)")
+            f"{d.seconds:.0f} s of sampling), {limit}: refit them with "
+            f"{Route(options={'fix': 'exact'})}, or estimate the elpd by K-fold "
+            f"({Route('kfold', {'k': 10})})")
 
 
 def _exact_with_latents(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo,

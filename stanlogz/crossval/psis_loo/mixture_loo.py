@@ -14,7 +14,7 @@ from ..._util.gpd import KHAT_HEAVY
 from ..._util.seeds import Stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
 from ...draws import as_draws, sample
-from ...errors import InputError
+from ...errors import InputError, Route
 from ...stan.settings import NutsArgs
 from ..fixups.mixture import MIS_ESS_SHARE, _estimates, _hmc, _Mixture
 from ..observations.observations import load_observed
@@ -74,7 +74,7 @@ def mixture_loo(model: Any, data: Any = None, *, draws: Any = None, settings: An
     Examples
     --------
     Every observation's elpd_i, the outlier's included, from one HMC run (from the
-    repository root); ``stanlogz loo PROGRAM --data DATA --fix mis`` uses it for the high-k̂
+    repository root); ``loo(..., fix="mis")`` uses it for the high-k̂
     observations only:
 
     >>> import stanlogz
@@ -132,7 +132,7 @@ def mixture_loo(model: Any, data: Any = None, *, draws: Any = None, settings: An
                      f"{MIS_ESS_SHARE:.0%} of the draws (an observation too influential for one "
                      "mixture run), so their values are unreliable and, as they distort the "
                      "mixture for every observation, no se is given; use loo with "
-                     "fix='exact' (--fix exact)")
+                     f"{Route(options={'fix': 'exact'})}")
     elif est["mcse"] > 0.5:
         warns.append(f"the Monte Carlo se of elpd_loo is {est['mcse']:.2f}: run more draws")
     if est["ess"] < 100 and not bad.size:

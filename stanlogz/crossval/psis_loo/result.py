@@ -18,16 +18,16 @@ from ... import arviz_compat
 from ..._util.arrays import even_rows
 from ..._util.gpd import KHAT_HEAVY
 from ...draws import Draws
-from ...errors import InputError, StanlogzError
+from ...errors import InputError, Route, StanlogzError
 from ..elpd.base import ElpdResult
-from ..elpd.routes import MM_ROUTE, refit_data_error
+from ..elpd.routes import mm_route, refit_data_error
 from ..fixups.fixups import FixedPoint
 from ..fixups.registry import FIX_LABELS
 from ..names import LooNames
 from ..observations.checked import Verification
 from ..observations.integrated import IntegratedSource
 from ..observations.observations import Observations
-from ..observations.splitcheck import ROUTE, check_split
+from ..observations.splitcheck import check_split, split_route
 from ..refit.cv_se import ElpdInterval, elpd_interval
 
 
@@ -205,6 +205,19 @@ class LooResult(LooNames, ElpdResult):
                 ["p_loo", round(self.p_loo, 3), round(self.p_loo_se, 3)],
                 ["looic", round(-2 * self.elpd_loo, 3), round(2 * self.se, 3)]]
 
+    def precision_note(self) -> str:
+        """The line of a precision-targeted run: what ended it, the draws and the rounds."""
+        p = self.precision or {}
+        why = {"target": "the target was met", "budget": "the time budget ended it",
+               "max_draws": "the draws reached their cap", "mcse_na": "mcse_elpd_loo is NA"}
+        trail = ", ".join(f"{r['draws']}: " + ("NA" if r["mcse_elpd_loo"] is None
+                                                 else f"{r['mcse_elpd_loo']:.3g}")
+                          for r in p.get("rounds", []))
+        return (f"mcse target {p.get('mcse_target', float('nan')):g}: "
+                f"{why.get(p.get('ended_by'), p.get('ended_by'))} with {p.get('draws')} draws "
+                f"(chains continued from {p.get('draws_first')}, no new warmup; mcse by "
+                f"draws: {trail}).")
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict (pointwise rows included)."""
         iv = self.elpd_loo_interval
@@ -303,7 +316,7 @@ def loo_warnings(r: LooResult) -> list[str]:
                    "(it falls as 1/sqrt(draws))")
     if r.sample_index is None and r.pointwise_seconds > 30 and r.n_obs > 5000:
         out.append(f"the pointwise log-likelihood of {r.n_obs} observations took "
-                   f"{r.pointwise_seconds:.0f} s: --subsample 1000 (subsample=1000 in Python) "
+                   f"{r.pointwise_seconds:.0f} s: {Route(options={'subsample': 1000})} "
                    "estimates elpd_loo from 1000 of them with a subsampling se")
     if r.p_loo > 0.4 * r.n_obs and r.n_obs > 10:
         out.append(f"p_loo = {r.p_loo:.1f} is large against {r.n_obs} observations: the model "
@@ -315,7 +328,7 @@ def _refit_advice(r: LooResult, i: int) -> str:
     """What recomputes the unreliable values: exact refits, or moment matching where the program
     cannot be refitted without observation ``i`` (0-based): it refuses the shorter data, or
     deleting the observation would give another model (the split check at a few draws)."""
-    exact = "recompute them by exact refits (--fix exact; fix=\"exact\" in Python)"
+    exact = f"recompute them by exact refits ({Route(options={'fix': 'exact'})})"
     if r.program is None or r.data is None or r.observations is None or r.sample_index is not None:
         return exact
     why = refit_data_error(r.program, r.data, r.observations)
@@ -325,10 +338,10 @@ def _refit_advice(r: LooResult, i: int) -> str:
         try:
             check_split(r.program, r.data, r.observations, i, unc[rows])
         except StanlogzError as err:
-            why = str(err).replace(f"; {ROUTE}", "")
+            why = str(err).replace(f"; {split_route()}", "")
         except Exception:  # the check itself failed: the advice stays exact refits
             why = None
-    return exact if why is None else f"exact refits cannot recompute them ({why}); {MM_ROUTE}"
+    return exact if why is None else f"exact refits cannot recompute them ({why}); {mm_route()}"
 
 
 def _psis_khat(r: LooResult) -> np.ndarray:
@@ -349,5 +362,6 @@ def _integrated_offer(r: LooResult) -> str:
         IntegratedSource(r.program, r.data, r.observations)  # one latent each, its baselines
     except StanlogzError:
         return ""
-    return ("; the program has one latent per observation: --log-lik integrated "
-            "(log_lik=\"integrated\") integrates it out instead of conditioning on it")
+    return (f"; the program has one latent per observation: "
+            f"{Route(options={'log_lik': 'integrated'})} integrates it out instead of "
+            "conditioning on it")

@@ -1,4 +1,4 @@
-"""LOO's self-check (``loo(verify=K)``, ``--verify K``): after the answer, a few pointwise values
+"""LOO's self-check (``loo(verify=K)``): after the answer, a few pointwise values
 still estimated from the posterior draws (PSIS, or moment matching) are recomputed by exact
 refits, and each difference is measured in units of the error bars both claim.
 
@@ -18,7 +18,7 @@ On a failure the checked values are replaced by their exact ones. Where refittin
 value still estimated from the draws costs at most ``REPAIR_ALL_SECONDS``, all are refit (the
 check has just shown that their error bars do not hold). Otherwise the repair steps down:
 every value with k̂ at least the band's (or the lowest failed one's, if lower) is refit, as
-``--fix exact --k-threshold 0.5`` would, together with the two values just below as checks of
+``fix="exact", k_threshold=0.5`` would, together with the two values just below as checks of
 that bound; while one of those fails, the repair goes on down to it. Where the fix-up takes no
 refits (``fix="none"`` or ``"mm"``) or the refits would cost more than ``REPAIR_SECONDS`` (as
 much as ``fix="auto"`` starts on its own) or the time budget's rest, the Monte Carlo se of
@@ -47,7 +47,7 @@ from ..._util import deadline as run_budget
 from ..._util.gpd import KHAT_HEAVY
 from ..._util.progress import duration
 from ...draws import Draws
-from ...errors import InputError
+from ...errors import InputError, Route, option
 from ..elpd.psis import PsisLoo, psis_loo
 from ..fixups.fixups import FixedPoint
 from ..observations.checked import CheckedPoint, Verification, critical_z, z_score
@@ -229,8 +229,9 @@ def self_check(verify: Any, cands: Sequence[Candidate], fixed: list[FixedPoint],
         ver.status, ver.seconds = "withheld", time.perf_counter() - t0
         ver.note = (f"self-check: observation(s) {_told(ver.failed)} are further from their "
                     f"exact refits than their Monte Carlo se allows (|z| > {crit:.2f}); the "
-                    "values are kept as PSIS gives them (--fix none) and the Monte Carlo se of "
-                    f"elpd_loo is withheld: recompute with {repair_advice(_low(ver))}")
+                    f"values are kept as PSIS gives them ({Route(options={'fix': 'none'})}) and "
+                    "the Monte Carlo se of elpd_loo is withheld: recompute with "
+                    f"{repair_advice(_low(ver))}")
         return fixed, ver
     fixed = [f for f in fixed if f.index not in got] + list(got.values())
     t1 = time.perf_counter()
@@ -242,7 +243,7 @@ def self_check(verify: Any, cands: Sequence[Candidate], fixed: list[FixedPoint],
 def _skip_reason(cost: float | None, elapsed: float, n: int, auto: bool) -> str | None:
     """Why the check does not run (None: it runs): over the time budget's rest, or (auto) more
     than cheap, or of unknown cost."""
-    ask = f"--verify {n} (verify={n} in Python)"
+    ask = Route(options={"verify": n})
     left = run_budget.remaining()
     if cost is not None and left is not None and cost > left:
         return (f"self-check skipped: {n} refit(s) would take about {duration(cost)}, more than "
@@ -294,7 +295,7 @@ def _repair(ver: Verification, cands: Sequence[Candidate], fixed: list[FixedPoin
             break
         cost = None if refit_seconds is None else len(todo) * refit_seconds
         if not can_repair:
-            why = "the fix-up takes no refits (--fix none or mm)"
+            why = f"the fix-up takes no refits ({option('fix')} none or mm)"
         elif cost is None:
             why = "the cost of the refits is unknown"
         elif spent + cost > REPAIR_SECONDS or (left is not None and spent + cost > left):
@@ -352,7 +353,7 @@ def _low(ver: Verification) -> float:
 def repair_advice(low: float) -> str:
     """The command that refits every value with k̂ from ``low`` up."""
     k = max(0.0, np.floor(10 * low) / 10)
-    return f"--fix exact --k-threshold {k:.1f} (fix=\"exact\", k_threshold={k:.1f} in Python)"
+    return str(Route(options={"fix": "exact", "k_threshold": float(f"{k:.1f}")}))
 
 
 def pos_of(index: np.ndarray, o: int) -> int:

@@ -30,7 +30,7 @@ from ..._util.arrays import even_rows
 from ..._util.seeds import Stream, stream_int_seed
 from ..._util.sum_se import sum_se
 from ...draws import as_draws, sample
-from ...errors import InputError
+from ...errors import InputError, Route
 from ..elpd.base import ElpdResult
 from ..observations.observations import Observations, load_observed
 from ..observations.pointwise import PointwiseLogLik
@@ -208,7 +208,7 @@ class _Accumulator:
             nums = ", ".join(str(i + 1) for i in high[:10])
             res.warnings.append(f"{high.size} of {n} observations have p_waic above "
                                 f"{P_WAIC_MAX} ({nums}): WAIC is unreliable for them; use "
-                                "PSIS-LOO (stanlogz loo), which also says how reliable it is")
+                                f"PSIS-LOO ({Route('loo')}), which also says how reliable it is")
         if mcse > 0.5:
             res.warnings.append(f"the Monte Carlo se of elpd_waic is {mcse:.2f}: run more "
                                 "draws")

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputError
+from ...errors import InputError, Route
 from ...stan.program import StanProgram
 from ..elpd.routes import pointwise_source
 from ..observations.observations import Observations
@@ -65,9 +65,11 @@ def routed_source(model: StanProgram, data: dict[str, Any], obs: Observations, u
     if criterion != "log" or n_valid != 1:
         raise InputError(f"{why}: unbiased CV then needs n_valid = 1 and the log criterion "
                          "(the leave-one-out path of loo's pointwise log-likelihood); or "
-                         "cross-validate over groups (stanlogz kfold --group)")
+                         f"cross-validate over groups ({Route('kfold', {'group': ...})})",
+                         routes=Route("kfold", {"group": ...}))
     if kernel != "rwmh":
         raise InputError(f"{why}: its leave-one-out path uses loo's pointwise log-likelihood, "
-                         "which has no gradient; use --kernel rwmh")
+                         f"which has no gradient; use {Route(options={'kernel': 'rwmh'})}",
+                         routes=Route(options={"kernel": "rwmh"}))
     rows = np.unique(np.linspace(0, unc.shape[0] - 1, min(4, unc.shape[0])).astype(int))
     return pointwise_source(model, data, obs, "auto", unc[rows])

@@ -23,6 +23,7 @@ import numpy as np
 from scipy import stats
 
 from ..._util.gpd import KHAT_BAD, gpd_fit
+from ...errors import option
 
 #: Resamples and the fixed seed of the Pareto-tail bootstrap (the factor is a deterministic
 #: function of the values).
@@ -118,4 +119,5 @@ def add_cv_warnings(result: Any, values: np.ndarray, name: str) -> None:
         result.warnings.append(tail)
     if result.mcse > 0.1 * max(result.se, 1.0):
         result.warnings.append(f"Monte Carlo se {result.mcse:.3f} of {name} is not small "
-                               f"against its se {result.se:.3f}; run more draws (--draws)")
+                               f"against its se {result.se:.3f}; run more draws "
+                               f"({option('draws')})")

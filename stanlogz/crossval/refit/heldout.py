@@ -56,7 +56,7 @@ from ..._util.seeds import (
 )
 from ..._util.words import transitions
 from ...draws import Draws, obtain_draws
-from ...errors import EstimationError, InputError, OverBudget
+from ...errors import EstimationError, InputError, OverBudget, option
 from ...estimators.bridge.bridge import solve_bridge
 from ...estimators.common import autocorr_time, pareto_k
 from ...parallel import SeedLike, run_parallel
@@ -256,7 +256,7 @@ def heldout_elpd(
         n_div = int(np.sum(d.sampler.get("divergent__", np.zeros(1)) > 0))
         if n_div:
             warns.append(f"{transitions(n_div)} in NUTS on {what}: the held-out value "
-                         "may be biased; raise --adapt-delta or reparameterize")
+                         f"may be biased; raise {option('adapt_delta')} or reparameterize")
     xf = fd.unconstrained  # (c, n, dim_full)
     xt = td.unconstrained  # (c, n, dim_train)
     flat_f, flat_t = xf.reshape(-1, full.dim), xt.reshape(-1, train.dim)
@@ -332,7 +332,7 @@ def heldout_elpd(
         # The evidence difference's log r comes from other estimates (two gbs fits), so its
         # error reaches Σ elpd_i through the mixture density, ∂Σ elpd_i/∂log r = slope; it
         # is taken as independent of the importance-sampling error (the delta method; coverage
-        # in benchmarks/coverage_cv.py --parts ed).
+        # in benchmarks/coverage_cv.py, parts ed).
         elpd_i_shared = 0.0
         if used == "evidence-difference":
             elpd_i_mcse, elpd_i_shared = propagate_log_r(elpd_i_mcse, slope, se, shared_se)
@@ -453,7 +453,7 @@ def heldout_many(
         if watch is not None:
             watch.done()  # anytime: stop where the next refit would not fit
         else:
-            clock.done()  # the run's --time-budget: the refits left at the rate so far
+            clock.done()  # the run's time budget: the refits left at the rate so far
 
     with bar:
         return run_parallel(one, [np.asarray(v, dtype=int) for v in held_out_sets],

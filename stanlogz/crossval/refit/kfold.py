@@ -7,7 +7,7 @@ predictive density) and every held-out observation's log p(y_i | y_T) come from
 parameters are handled too. elpd_kfold = Σ_i log p(y_i | y_T(i)) (loo's ``kfold``
 convention); with one observation per fold it is exact leave-one-out. Leave-one-group-out
 (``group`` with ``k=None``) headlines elpd_logo = Σ_g log p(y_g | y₋g), the joint density of
-each held-out group, as ``loo --group`` does, with elpd_kfold (the per-observation sum) beside
+each held-out group, as ``loo(group=...)`` does, with elpd_kfold (the per-observation sum) beside
 it.
 """
 
@@ -28,7 +28,7 @@ from ..._util.argcheck import check_arguments
 from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
 from ...draws import obtain_draws
-from ...errors import DataError, InputError
+from ...errors import DataError, InputError, Route, option
 from ...parallel import with_client
 from ...stan.program import ProgramLike
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
@@ -156,14 +156,14 @@ class KFoldResult(KFoldNames, ElpdResult):
     @property
     def elpd_logo(self) -> float:
         """Leave-one-group-out's headline, Σ_g log p(y_g | y₋g): each held-out group's joint
-        predictive density (:attr:`elpd_joint`), the quantity ``loo --group`` estimates without
+        predictive density (:attr:`elpd_joint`), the quantity ``loo(group=...)`` estimates without
         refits; NaN unless the folds are the groups."""
         return self.elpd_joint if self.is_logo else math.nan
 
     @property
     def elpd_logo_se(self) -> float:
         """se of :attr:`elpd_logo` over groups: sqrt(G var(log p(y_g | y₋g))), ddof 1 (loo's
-        definition with groups as the units, as ``loo --group``'s ``se``); NaN unless LOGO."""
+        definition with groups as the units, as ``loo(group=...)``'s ``se``); NaN unless LOGO."""
         return sum_se(self.group_elpd) if self.is_logo else math.nan
 
     @property
@@ -179,7 +179,7 @@ class KFoldResult(KFoldNames, ElpdResult):
     @property
     def elpd_logo_interval(self) -> ElpdInterval:
         """The calibrated interval beside :attr:`elpd_logo_se` (±2 se times the small-count
-        factor of the group values, as ``loo --group``'s); NaN bounds unless LOGO."""
+        factor of the group values, as ``loo(group=...)``'s); NaN bounds unless LOGO."""
         if not self.is_logo:
             return ElpdInterval(math.nan, math.nan, math.nan, math.nan)
         return elpd_interval(self.group_elpd, self.elpd_logo)
@@ -260,17 +260,19 @@ def make_folds(n: int, k: int | None, rng: np.random.Generator, *,
     each stratum is spread evenly over the folds; with ``groups`` whole groups are dealt to
     folds (``k=None``: one fold per group, leave-one-group-out)."""
     if strata is not None and groups is not None:
-        raise InputError("choose --stratify or --group, not both")
+        raise InputError(f"choose {option('stratify')} or {option('group')}, not both")
     if groups is not None:
         labels, inverse = np.unique(groups, return_inverse=True)
         if k is None:
             return inverse.astype(int)
-        _check_k(k, labels.size, "groups (--k groups holds out one group per fold)")
+        logo = Route(options={"k": None}, cli_values={"k": "groups"})
+        _check_k(k, labels.size, f"groups ({logo} holds out one group per fold)")
         fold_of_group = np.empty(labels.size, dtype=int)
         fold_of_group[rng.permutation(labels.size)] = np.arange(labels.size) % k
         return fold_of_group[inverse]
     if k is None:
-        raise InputError("the number of folds k is needed unless folds are groups (--group)")
+        raise InputError("the number of folds k is needed unless folds are groups "
+                         f"({option('group')})")
     _check_k(k, n, "observations")
     fold = np.empty(n, dtype=int)
     if strata is None:
@@ -366,8 +368,8 @@ def kfold(
     Examples
     --------
     The executed tutorial :doc:`/tutorials/kfold_lfo` runs leave-one-group-out
-    (``group="g", k=None``); ``stanlogz kfold PROGRAM --data DATA --group g --k groups`` is the
-    same from a shell.
+    (``group="g", k=None``); the ``kfold`` command with the group option and ``k`` groups is
+    the same from a shell.
     """
     t0 = time.perf_counter()
     check_arguments("kfold", model=model, draws=draws, progress=progress, k=k,
@@ -380,15 +382,15 @@ def kfold(
                                                    seed=stream_int_seed(seed, Stream.MODEL),
                                                    progress=progress)
     strata = None if stratify is None else observation_labels(
-        data_dict, observations, stratify, "--stratify", integer=False)
+        data_dict, observations, stratify, str(option("stratify")), integer=False)
     groups = None if group is None else observation_labels(data_dict, observations, group,
-                                                           "--group")
+                                                           str(option("group")))
     fold_of = make_folds(observations.n, k, stream_rng(seed, Stream.FOLDS),
                          strata=strata, groups=groups)
     n_folds = int(fold_of.max()) + 1
     if n_folds < 2:
-        raise InputError(f"--group {group}: every observation is in one group; nothing to "
-                         "hold out")
+        raise InputError(f"{option('group')} {group}: every observation is in one group; "
+                         "nothing to hold out")
     scheme = ("leave-one-out" if n_folds == observations.n and groups is None and strata is None
               else "leave-one-group-out" if groups is not None and k is None
               else "grouped" if groups is not None

@@ -37,7 +37,7 @@ from ..._util.seeds import Stream, generator_seed, stream, stream_int_seed
 from ..._util.sum_se import sum_se
 from ..._util.words import transitions
 from ...draws import Draws, obtain_draws
-from ...errors import DataError, InputError, OverBudget
+from ...errors import DataError, InputError, OverBudget, Route, option
 from ...estimators.common import autocorr_time
 from ...parallel import run_parallel, with_client
 from ...stan.program import ProgramLike, StanProgram
@@ -258,8 +258,8 @@ def lfo(
     Examples
     --------
     The executed tutorial :doc:`/tutorials/kfold_lfo` runs ``lfo`` on an autoregression and
-    compares it with the exact value; ``stanlogz lfo PROGRAM --data DATA --min-train 20`` is
-    the same from a shell.
+    compares it with the exact value; the ``lfo`` command with ``min_train`` 20 is the same
+    from a shell.
     """
     t0 = time.perf_counter()
     check_arguments("lfo", model=model, progress=progress, min_train=min_train, ahead=ahead,
@@ -291,7 +291,7 @@ def lfo(
     if not math.isfinite(res.se):
         res.warnings.append(f"{res.elpd_t.size} origins with {ahead}-step windows are worth "
                             "fewer than two independent forecasts: elpd_lfo has no se; lower "
-                            "--ahead or --min-train")
+                            f"{option('ahead')} or {option('min_train')}")
     add_cv_warnings(res, res.elpd_t, "elpd_lfo")
     return res
 
@@ -309,7 +309,7 @@ def _instance(model: StanProgram, data: dict[str, Any], obs: Observations, t: in
         return model.with_data(_prefix(data, obs, t)[0])
     except DataError as exc:
         raise InputError(f"the program rejects its first {t} observations as data ({exc}); "
-                         "raise --min-train") from None
+                         f"raise {option('min_train')}", routes=option("min_train")) from None
 
 
 def _divergences(d: Draws) -> int:
@@ -328,7 +328,7 @@ def _exact(model: StanProgram, data: dict[str, Any], obs: Observations, origins:
     with steps(progress, len(times), "LFO prefixes (NUTS)", unit="fit") as fitted:
         def done() -> None:
             fitted.update()
-            clock.done()  # the run's --time-budget: the fits left at the rate so far
+            clock.done()  # the run's time budget: the fits left at the rate so far
 
         fits = run_parallel(lambda t, rng: _fit(model, data, obs, t, nuts, generator_seed(rng))[1],
                             times, stream(seed, Stream.REFIT), n_workers=n_workers,
@@ -395,9 +395,10 @@ def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: 
     bar = steps(progress, origins.size, "PSIS-LFO origins", unit="origin")
     for t in origins.tolist():
         if inst(t).dim != base.dim or inst(t + ahead).dim != base.dim:
+            exact = Route(options={"method": "exact"})
             raise InputError(f"the number of parameters of {model.name} changes with the "
                              "number of observations: PSIS-LFO needs a fixed parameter "
-                             "space; use --method exact (method=\"exact\" in Python)")
+                             f"space; use {exact}", routes=exact)
         x = d.flat_unconstrained()
         k = float("nan")
         if t == star:
@@ -465,6 +466,6 @@ def _block_var(influences: list[np.ndarray], d: Draws) -> float:
 
 def _divergence_warning(n_div: int) -> list[str]:
     return [f"{transitions(n_div)} in the NUTS fits: values may be biased; "
-            "raise --adapt-delta or reparameterize the program"] if n_div else []
+            f"raise {option('adapt_delta')} or reparameterize the program"] if n_div else []
 
 

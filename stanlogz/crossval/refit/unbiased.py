@@ -273,7 +273,7 @@ def cv(
     Examples
     --------
     The executed tutorial :doc:`/tutorials/dask` runs ``cv`` with 20 splits on a Dask cluster;
-    ``stanlogz cv PROGRAM --data DATA --splits 20`` is the same from a shell.
+    the ``cv`` command with 20 splits is the same from a shell.
     """
     t0 = time.perf_counter()
     nuts = nuts_from_keywords(settings, nuts_keywords, "cv")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ... import arviz_compat
-from ...errors import InputError
+from ...errors import InputError, Route
 from ..checks.checks import generated_quantity
 from ..names import ChoiceNames
 from ..observations.observations import find_observations
@@ -62,11 +62,11 @@ def check_request(weights: Sequence[str], *, loo: bool, evidence: bool) -> None:
         raise InputError("nothing to compare: ask for the LOO comparison, the evidence, or both")
     for m in weights:
         if NEEDS[m] == "loo" and not loo:
-            raise InputError(f"{m} weights need the LOO comparison (pointwise elpd): add --loo "
-                             "(with_loo=True)")
+            raise InputError(f"{m} weights need the LOO comparison (pointwise elpd): add "
+                             f"{Route(options={'with_loo': True})}")
         if NEEDS[m] == "evidence" and not evidence:
-            raise InputError("bma weights need the evidence of every program: add --evidence "
-                             "(use_evidence=True)")
+            raise InputError("bma weights need the evidence of every program: add "
+                             f"{Route(options={'use_evidence': True})}")
 
 
 def check_same_data(datas: Sequence[Mapping[str, Any] | None], names: Sequence[str],
@@ -266,7 +266,7 @@ class ProgramChoice(ChoiceNames):
         posterior-predictive quantity ``yrep`` and the observed ``outcome``."""
         if self.loo is None or (score != "elpd" and not self.fits):
             raise InputError(f"comparing on {score} needs the LOO comparison of fitted "
-                             "programs (compare(..., with_loo=True) / --loo)")
+                             f"programs ({Route('compare', {'with_loo': True})})")
         fits = self.fits or [(None, None, None)] * len(self.names)
         vals = [program_pointwise(score, r, *f, yrep, outcome)
                 for r, f in zip(self.loo.results, fits, strict=True)]
@@ -284,7 +284,7 @@ class ProgramChoice(ChoiceNames):
         wanted = list(measures)
         if self.loo is None or (any(m != "elpd" for m in wanted) and not self.fits):
             raise InputError("comparing on measures needs the LOO comparison of fitted "
-                             "programs (compare(..., with_loo=True) / --loo)")
+                             f"programs ({Route('compare', {'with_loo': True})})")
         fits = self.fits or [(None, None, None)] * len(self.names)
         per = [program_measures(wanted, r, *f, yrep, outcome)
                for r, f in zip(self.loo.results, fits, strict=True)]
@@ -296,8 +296,8 @@ class ProgramChoice(ChoiceNames):
         each program supplies its weight's share of the draws (``method``: a computed weight
         method, default stacking or the first computed)."""
         if not self.model_weights:
-            raise InputError("averaged draws need model weights: add weights='stacking' "
-                             "(--weights stacking)")
+            raise InputError("averaged draws need model weights: add "
+                             f"{Route(options={'weights': 'stacking'})}")
         method = method or ("stacking" if "stacking" in self.model_weights
                             else next(iter(self.model_weights)))
         if not self.fits:

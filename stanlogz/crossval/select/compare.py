@@ -42,7 +42,7 @@ from scipy.stats import norm
 from ... import arviz_compat
 from ..._util.gpd import KHAT_HEAVY
 from ..._util.sum_se import sum_se
-from ...errors import InputError
+from ...errors import InputError, Route
 from ..elpd.base import ElpdResult
 from ..names import FEW_OBS, LooComparisonNames
 from ..psis_loo.result import LooResult
@@ -121,14 +121,15 @@ class LooComparison(LooComparisonNames):
             out.append(f"only {n_obs} observations: diff_se is loo's, but no calibrated "
                        "diff_interval is given (with so few, +-2 se covered 84% of the errors "
                        "at N = 10 even with a right model); compare the programs' evidence "
-                       "instead (compare --evidence), which needs no average over observations")
+                       f"instead ({Route('compare', {'use_evidence': True})}), which needs no "
+                       "average over observations")
         elif "N < 100" in (self.diag_diff or []):
             out.append(f"only {n_obs} observations: loo's diff_se is too optimistic at this N "
                        "(diag_diff 'N < 100'); diff_interval carries the small-N factor")
         out.extend(difference_warnings(self.names, self.diag_diff or [], self.diag_elpd or [],
                                        self.khat_diff, unit="observations",
                                        elpd_name="elpd_loo",
-                                       rerun="rerun with --fix exact (fix=\"exact\" in Python)"))
+                                       rerun=f"rerun with {Route(options={'fix': 'exact'})}"))
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..._util.seeds import Stream, stream_int_seed
-from ...errors import InputError
+from ...errors import InputError, option
 from ...stan.inputs import read_data
 from ...stan.settings import NutsArgs
 from ..elpd.psis import relative_efficiency
@@ -112,7 +112,7 @@ def compare_sources(
                          for j, (s, f) in enumerate(zip(sources, fits, strict=True))])
     names = list(names)
     if len(names) != len(sources) or len(set(names)) != len(names):
-        raise InputError(f"--names needs {len(sources)} distinct names, got "
+        raise InputError(f"{option('names')} needs {len(sources)} distinct names, got "
                          f"{', '.join(names) or 'none'}")
     # read every fit's log-likelihood and every program's observations, then check N
     read: list[tuple[np.ndarray, np.ndarray | None] | None] = []

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..._util.seeds import SeedLike
-from ...errors import InputError
+from ...errors import InputError, Route
 from ..logo.result import LogoResult
 from .compare import MIN_OBS, difference_warnings, json_number, json_pair, paired_differences
 from .weights import ModelWeights, pointwise_weights
@@ -112,8 +112,8 @@ class LogoComparison:
                        "(diag_diff 'N < 100'); diff_interval carries the small-N factor")
         out.extend(difference_warnings(self.names, self.diag_diff, self.diag_elpd,
                                        self.khat_diff, unit="groups", elpd_name="elpd_logo",
-                                       rerun="rerun with fix='auto' (--fix auto) to refit "
-                                             "those groups"))
+                                       rerun=f"rerun with {Route(options={'fix': 'auto'})} "
+                                             "to refit those groups"))
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""``compare(..., group=VAR)`` and ``stanlogz compare --group VAR``: Stan programs compared by
+"""``compare(..., group=VAR)`` (and the compare command's group option): Stan programs compared by
 leave-one-group-out, each program's LOGO from its program alone (:mod:`..logo`), compared over
 the groups (:func:`.group_compare.logo_compare`)."""
 

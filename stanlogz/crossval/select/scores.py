@@ -30,14 +30,14 @@ from typing import Any
 import numpy as np
 from scipy import integrate, stats
 
-from ...errors import InputError
+from ...errors import InputError, option
 from ...stan.program import StanProgram
 from ..checks.checks import generated_quantity, outcome_name
 from ..checks.measures import MEASURES, CustomMeasure, Measure, elpd_measure, loo_measures
 from ..checks.predictive import e_loo, loo_crps, loo_log_weights
 from ..observations.pointwise import PointwiseLogLik
 
-#: Scores by the names ``--score`` takes; True where higher is better.
+#: Scores by the names ``score`` takes; True where higher is better.
 SCORES = {"elpd": True, "rmse": False, "mae": False, "crps": True, "scrps": True}
 
 #: More programs than this and the comparison warns about selection-induced bias.
@@ -229,7 +229,7 @@ def program_pointwise(score: str, result: Any, model: StanProgram, data: Mapping
         return np.asarray(result.elpd_i, dtype=float)
     if yrep is None:
         raise InputError(f"comparing on {score} needs the posterior-predictive quantity: "
-                         "--yrep NAME (yrep=...)")
+                         f"{option('yrep', 'NAME')}")
     y, ll, y_rep = _predictive_arrays(result, model, data, draws, yrep, outcome)
     return pointwise_values(score, loo_log_weights(ll, result.r_eff), y, y_rep)
 
@@ -382,14 +382,15 @@ def program_measures(measures: Sequence[str | CustomMeasure], result: Any,
     under the PSIS weights of the result's pointwise log-likelihood."""
     if getattr(result, "sample_index", None) is not None:
         raise InputError("measures need every observation's LOO value: the LOO result is "
-                         "subsampled; run loo without --subsample to compare on measures")
+                         f"subsampled; run loo without {option('subsample')} to compare on "
+                         "measures")
     others = [m for m in measures if m != "elpd"]
     scored: dict[str, Measure] = {}
     if others:
         if yrep is None or model is None or data is None:
             raise InputError(f"measures other than elpd ({', '.join(map(str, others))}) need "
                              "the program's draws and the posterior-predictive quantity: "
-                             "--yrep NAME (yrep=...)")
+                             f"{option('yrep', 'NAME')}")
         y, ll, y_rep = _predictive_arrays(result, model, data, draws, yrep, outcome)
         chains = int(draws.n_chains) if ll.shape[0] % int(draws.n_chains) == 0 else 1
         got = loo_measures(loo_log_weights(ll, result.r_eff), y, y_rep, others, chains=chains)

@@ -21,7 +21,7 @@ from ..._util.seeds import SeedLike, Stream, stream_int_seed
 from ...errors import InputError
 from ...estimators.comparison import probs_se
 
-#: Weight methods by the names ``--weights`` takes.
+#: Weight methods by the names ``weights`` takes.
 WEIGHT_METHODS = ("stacking", "pseudo-bma", "pseudo-bma+", "bma")
 
 

@@ -20,7 +20,7 @@ from ..._util.gpd import KHAT_BAD
 from ..._util.progress import Progress, steps
 from ..._util.seeds import Stream, stream, stream_rng
 from ...densities.target import CountingTarget, Target
-from ...errors import EstimationError, InputError
+from ...errors import EstimationError, InputError, Route
 from ...flows.gaussianize import GaussianizingFlow, single_blas_thread
 from ...flows.selection import fit_validated_flow
 from ..base import EvidenceResult, FlowDetail
@@ -146,7 +146,7 @@ def _bridge_once(counting: CountingTarget, fit_half: np.ndarray, bridge_half: np
         info = {"whitening": "sample", "validated": False}
     t_fit = time.perf_counter() - t_fit
 
-    deadline.check_spent("the bridge estimate")  # the run's --time-budget
+    deadline.check_spent("the bridge estimate")  # the run's time budget
     lp_p, bad_p = eval_log_density(counting, x_p)
     require_some_finite(lp_p, "the posterior draws")
     lw_p = (lp_p - flow.log_density_many(x_p)).reshape(bridge_half.shape[:2])
@@ -396,8 +396,9 @@ def bridge_warnings(sol: BridgeSolution, k_q: float, k_p: float, bad_p: int, bad
             out.append(f"poor overlap between {proposal} and posterior: {overlap[0]:.1%} of the "
                        f"{proposal} samples and {overlap[1]:.1%} of the posterior draws carry "
                        f"the bridge (below {OVERLAP_MIN_SHARE:.0%} on a side): raise the flow's "
-                       "layer cap (default 8, chosen on held-out draws), n_layers=16 in Python "
-                       "or --option n_layers=16 on the command line, or run more draws")
+                       "layer cap (default 8, chosen on held-out draws): "
+                       f"{Route(options={'option': 'n_layers=16'}, api_text='n_layers=16')}, or "
+                       "run more draws")
     elif np.isfinite(k_q) and np.isfinite(k_p) and min(k_q, k_p) > KHAT_BAD:
         out.append(f"poor overlap between {proposal} and posterior (Pareto k = {k_q:.2f} on the "
                    f"proposal side, {k_p:.2f} on the posterior side): run more draws")

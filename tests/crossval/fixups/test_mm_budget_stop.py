@@ -72,7 +72,7 @@ def test_run_budget_spent_mid_match_keeps_the_psis_value(fit, clock, monkeypatch
     with stanlogz.time_budget(100):
         r = stanlogz.loo(m, DATA, draws=d, fix="mm", seed=1)
     assert started == [9]  # its matching did start: the budget ran out inside it
-    _assert_psis_kept(r, "the run's time budget (--time-budget) ran out during moment matching "
+    _assert_psis_kept(r, "the run's time budget ran out during moment matching "
                          "after 0 of 1 observation(s); the others (10) keep their PSIS values")
 
 

@@ -125,7 +125,7 @@ def test_reports_failure_when_no_affine_map_can_help() -> None:
     draws = (y + np.random.default_rng(11).standard_cauchy(4000)).reshape(4, 1000, 1)
     res = moment_match(draws, log_post, log_post, index=0, r_eff=1.0, k_threshold=0.7)
     assert res.khat_after > 0.7
-    assert any("after moment matching" in w and "--fix exact" in w for w in res.warnings)
+    assert any("after moment matching" in w and "fix='exact'" in w for w in res.warnings)
     assert res.to_dict()["observation"] == 1
 
 

@@ -55,7 +55,7 @@ def test_integrated_loo_without_hyperparameters_is_exact(compiled):
     forced = loo(m, data, seed=1, fix="none", log_lik="log_lik", settings=NUTS)
     assert forced.log_lik_source == "log_lik"
     assert forced.elpd_loo - exact.sum() > 1.0 and forced.khat.max() > 0.7
-    assert any("--log-lik integrated" in w for w in forced.warnings)  # offered in the warning
+    assert any("log_lik='integrated'" in w for w in forced.warnings)  # offered in the warning
 
 
 def test_plain_loo_integrates_per_observation_latents(compiled):

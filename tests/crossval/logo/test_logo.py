@@ -19,7 +19,16 @@ import pytest
 from benchmarks.truths.crossval.truths import gaussian_heldout, hier_regression_cov
 from benchmarks.truths.crossval.truths_logo import exact_logo, simulate
 from stanlogz.crossval.logo.estimator import logo
-from stanlogz.errors import InputError
+from stanlogz.errors import InputError, speaking
+
+
+@pytest.fixture(autouse=True)
+def _cli_voice():
+    """The refusals here are checked as the command line says them (flags); the API's
+    keywords are checked in tests/util/test_routes.py."""
+    with speaking("cli"):
+        yield
+
 
 ROOT = Path(__file__).resolve().parents[3] / "stan_models"
 TESTS = ROOT / "tests"

@@ -14,8 +14,17 @@ import pytest
 import stanlogz
 from stanlogz.crossval.elpd.routes import refit_data_error
 from stanlogz.crossval.observations.observations import Observations, find_observations
-from stanlogz.errors import InputError
+from stanlogz.errors import InputError, speaking
 from stanlogz.stan.code import data_names
+
+
+@pytest.fixture(autouse=True)
+def _cli_voice():
+    """The refusals here are checked as the command line says them (flags); the API's
+    keywords are checked in tests/util/test_routes.py."""
+    with speaking("cli"):
+        yield
+
 
 TESTS = Path(__file__).resolve().parents[3] / "stan_models" / "tests"
 GP = TESTS / "gp_pois_regr.stan"

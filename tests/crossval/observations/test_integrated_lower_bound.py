@@ -162,7 +162,7 @@ def test_integrated_route_refused_in_one_line_without_small_instances(compiled):
     assert "\n" not in str(err.value)
     r = loo(m, data, draws=d, fix="none")
     assert r.log_lik_source == "log_lik"
-    assert not any("--log-lik integrated" in w for w in r.warnings)  # not offered: it refuses
+    assert not any("log_lik='integrated'" in w for w in r.warnings)  # not offered: it refuses
 
 
 def test_forced_log_lik_says_its_bias_estimate_understates(compiled):
@@ -178,7 +178,7 @@ def test_forced_log_lik_says_its_bias_estimate_understates(compiled):
     assert r.log_lik_source == "log_lik" and np.any((r.khat > 0.5) & (r.khat <= 0.7))
     said = [w for w in r.warnings if "two halves" in w]
     assert len(said) == 1 and "understates a heavier one" in said[0]
-    assert "--log-lik integrated" in said[0]
+    assert "log_lik='integrated'" in said[0]
 
 
 class _NoEmpty:

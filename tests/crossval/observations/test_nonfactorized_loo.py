@@ -27,9 +27,17 @@ from stanlogz.crossval.observations.nonfactorized import NonFactorizedSource
 from stanlogz.crossval.observations.observations import find_observations
 from stanlogz.crossval.psis_loo.loo import loo
 from stanlogz.crossval.psis_loo.sum_mcse import sum_mcse
-from stanlogz.errors import InputError
+from stanlogz.errors import InputError, speaking
 
 # ----------------------------------------------------------------- GARCH(1,1)
+
+
+@pytest.fixture(autouse=True)
+def _cli_voice():
+    """The refusals here are checked as the command line says them (flags); the API's
+    keywords are checked in tests/util/test_routes.py."""
+    with speaking("cli"):
+        yield
 
 
 GARCH_THETA = [{"mu": 0.3, "alpha0": 0.2, "alpha1": 0.4, "beta1": 0.3},

@@ -9,7 +9,16 @@ import pytest
 
 from stanlogz.crossval.observations.conditional import response_field
 from stanlogz.crossval.observations.observations import find_observations
-from stanlogz.errors import InputError
+from stanlogz.errors import InputError, speaking
+
+
+@pytest.fixture(autouse=True)
+def _cli_voice():
+    """The refusals here are checked as the command line says them (flags); the API's
+    keywords are checked in tests/util/test_routes.py."""
+    with speaking("cli"):
+        yield
+
 
 SOIL = {"N_t": 3, "ts": [1.0, 2.0, 3.0], "eCO2mean": [4.0, 5.0, 6.5], "eCO2sd": [0.1, 0.2, 0.1]}
 SOIL_CODE = """

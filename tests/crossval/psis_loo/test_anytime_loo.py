@@ -6,7 +6,6 @@ warmup names iterations that, followed on the same machine, answer within the sa
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import time
@@ -92,7 +91,9 @@ def test_the_route_of_a_refusal_in_warmup_answers_within_the_same_budget(compile
         model.nuts(chains=2, warmup=200_000, draws=1000, seed=1)
     line = str(info.value)
     assert "still in warmup" in line
-    warmup, draws = map(int, re.search(r"--warmup (\d+) --draws (\d+)", line).groups())
+    route = info.value.routes[0]  # the typed route, as the Python caller is told it
+    assert f"run with settings=NutsArgs(warmup={route.options['warmup']}," in line
+    warmup, draws = route.options["warmup"], route.options["draws"]
     start = time.perf_counter()
     with time_budget(3):
         out = model.nuts(chains=2, warmup=warmup, draws=draws, seed=1)

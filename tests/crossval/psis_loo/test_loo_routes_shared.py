@@ -71,7 +71,7 @@ def test_cv_refusals_for_changing_parameters(compiled) -> None:
     unc = np.zeros((2, m.dim))
     with pytest.raises(InputError, match="n_valid = 1"):
         routed_source(m, data, obs, unc, 2, "log", "rwmh")
-    with pytest.raises(InputError, match="--kernel rwmh"):
+    with pytest.raises(InputError, match="kernel='rwmh'"):
         routed_source(m, data, obs, unc, 1, "log", "hmc")
 
 

@@ -126,7 +126,7 @@ def test_per_observation_latents_with_log_lik_get_psis_loo_as_arviz(compiled):
     # k_threshold=0 marks every point for a fix-up: UPS needs a program with the same
     # parameters without the observation, so it says so and points to exact.
     r0 = loo(model, data, draws=d, fix="ups", k_threshold=0.0, log_lik="log_lik")
-    assert not r0.fixed and any("use --fix exact" in w for w in r0.warnings)
+    assert not r0.fixed and any("use fix='exact'" in w for w in r0.warnings)
 
 
 def test_loo_of_eight_schools_is_exact_per_school(compiled):

@@ -48,6 +48,7 @@ def test_the_target_is_met_by_continuing_the_chains(compiled, plain):
     assert p["ended_by"] == "target" and r.mcse_elpd_loo <= goal
     assert p["restarts"] == 0 and p["draws_first"] == 1200 and p["draws"] >= 2400
     assert r.to_dict()["precision"]["ended_by"] == "target"
+    assert f"mcse target {goal:g}: the target was met with {p['draws']} draws" in repr(r)
     # not restarted: the first draws are the plain run's (same seed), the step size its own
     np.testing.assert_array_equal(r.draws.unconstrained[:, :300], plain.draws.unconstrained)
     np.testing.assert_array_equal(r.draws.step_size, plain.draws.step_size)

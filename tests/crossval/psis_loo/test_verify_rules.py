@@ -26,7 +26,15 @@ from stanlogz.crossval.psis_loo.verify import (
     repair_advice,
     self_check,
 )
-from stanlogz.errors import InputError
+from stanlogz.errors import InputError, speaking
+
+
+@pytest.fixture(autouse=True)
+def _cli_voice():
+    """The refusals here are checked as the command line says them (flags); the API's
+    keywords are checked in tests/util/test_routes.py."""
+    with speaking("cli"):
+        yield
 
 
 def test_critical_z_is_bonferroni_on_the_normal_tail():

@@ -5,7 +5,6 @@ a NaN Monte Carlo se (loo's NA); the origins before them are the unbudgeted run'
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 
@@ -67,7 +66,8 @@ def test_the_route_of_a_refusal_in_warmup_answers_within_the_same_budget(compile
         lfo(model, d, min_train=36, ahead=1, chains=2, warmup=300_000, n_draws=1000, seed=3)
     line = str(info.value)
     assert "still in warmup" in line
-    warmup, draws = map(int, re.search(r"--warmup (\d+) --draws (\d+)", line).groups())
+    route = info.value.routes[0]  # the typed route, as the Python caller is told it
+    warmup, draws = route.options["warmup"], route.options["draws"]
     start = time.perf_counter()
     with time_budget(4):
         r = lfo(model, d, min_train=36, ahead=1, chains=2, warmup=warmup, n_draws=draws,

@@ -294,7 +294,7 @@ def test_exact_fix_up_checks_overlap_and_convergence(monkeypatch):
     # no overlap on either side (forced): the se is flagged
     monkeypatch.setattr(fixups, "pareto_k", lambda lw: 0.95)
     fp = fixups.fix_observation(_NormalLoo(minus), full, task, rng)
-    assert any("overlaps poorly" in w and "--fix ups" in w for w in fp.warnings)
+    assert any("overlaps poorly" in w and "fix='ups'" in w for w in fp.warnings)
 
 
 def test_split_rhat():
