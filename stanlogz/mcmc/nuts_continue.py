@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .._util import deadline
+from .._util.seeds import drawn_sequence, int_seed
 from ..draws import SAMPLER_COLUMNS, Draws
 from ..draws.continuation import extend_draws
 from ..errors import InputError, StanlogzError
@@ -270,7 +271,7 @@ def continue_chains(
     constrained = None
     if draws.constrained is not None:
         flat = model.constrain_many(unc.reshape(-1, dim), include_tp=True,  # type: ignore[attr-defined]
-                                    include_gq=True, seed=int(rng.integers(2**31)))
+                                    include_gq=True, seed=int_seed(drawn_sequence(rng)))
         constrained = np.concatenate([draws.constrained,
                                       flat.reshape(chains, done, -1)], axis=1)
     sampler = dict(draws.sampler)
