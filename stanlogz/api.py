@@ -20,12 +20,12 @@ from ._util.argcheck import check_arguments, check_draws
 from ._util.seeds import Stream, stream_int_seed
 from .draws import Draws, obtain_draws
 from .draws.checks import normalization_warnings
-from .draws.continuation import extend_draws
 from .errors import ArgumentTypeError, InputError
 from .estimators import lookup
 from .estimators.base import EvidenceResult
 from .estimators.common import check_evidence_draws, draws_needed
 from .estimators.comparison import ComparisonResult, posterior_probs  # noqa: F401 - re-exported
+from .mcmc.nuts_continue import more_draws
 from .parallel import with_client
 from .stan.code import unused_parameters  # noqa: F401 - re-exported
 from .stan.inputs import check_stan_file, read_data
@@ -177,18 +177,18 @@ def evidence(
     for w in normalization_warnings(m, d):
         if w not in res.warnings:
             res.warnings.append(w)
-    _add_draws_trust(res, d)
+    _add_draws_trust(res, d, list(m.param_names()) if hasattr(m, "param_names") else None)
     _add_prior_check(res, priors, normalize_prior)
     return res
 
 
-def _add_draws_trust(res: EvidenceResult, d: Draws) -> None:
+def _add_draws_trust(res: EvidenceResult, d: Draws, names: list[str] | None = None) -> None:
     """Say when the sampler's flags mean log Z may be off beyond its se (diagnostics and a
     warning; see :mod:`stanlogz.estimators.draws_trust`)."""
     from .estimators.draws_trust import draws_trust
 
     try:
-        summary = d.summary()
+        summary = d.summary(names)
     except Exception:  # summary needs >= 4 draws per chain; estimating needs no summary
         return
     diag, warning = draws_trust(summary, res, getattr(d, "adapt_delta", None))
@@ -204,13 +204,11 @@ def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target
                       max_draws: int | None, seed: int | None,
                       progress: Callable[[str], None] | None, options: dict[str, Any],
                       nuts: NutsArgs | None = None) -> tuple[EvidenceResult, Draws]:
-    """More draws and a new estimate until the standard error reaches ``target_se``.
-
-    Each round is sized from the previous round's se (aiming at 0.9 ``target_se``), and the
-    sized round is reported even when its own noisy se lands a little above the target:
-    stopping at the first se that dips below it would bias the reported se low. Another round
-    runs only when the se misses the target by more than ``TARGET_SE_SLACK``.
-    """
+    """More draws (the chains continued: :func:`~stanlogz.mcmc.nuts_continue.more_draws`) and
+    a new estimate until the se reaches ``target_se``. Each round is sized from the last se
+    (aiming at 0.9 ``target_se``) and reported even when its own noisy se lands a little above
+    the target (stopping at the first dip below it would bias the se low); another runs only
+    when the se misses it by more than ``TARGET_SE_SLACK``, or not once the budget ends."""
     total = d.n_chains * d.n_draws
     cap = 16 * total if max_draws is None else int(max_draws)
     rounds = [{"draws": total, "log_z": res.log_z, "se": res.log_z_se}]
@@ -223,20 +221,24 @@ def _refine_to_target(m: Any, d: Draws, res: EvidenceResult, method: str, target
         per_chain = -(-(want - total) // d.n_chains)
         if progress:
             progress(f"se {se:.3g} > target {target_se:g}: {per_chain} more draws per chain")
-        d = extend_draws(m, d, per_chain, settings=nuts,
-                         seed=stream_int_seed(seed, Stream.EXTEND, i), progress=progress)
+        d = more_draws(m, d, per_chain, nuts, stream_int_seed(seed, Stream.EXTEND, i),
+                       progress, reserve=1.5 * res.seconds * want / total)
+        if d.n_chains * d.n_draws == total:  # the time budget left no room for more draws
+            res.diagnostics["target_se_ended_by"] = "budget"
+            break
         total = d.n_chains * d.n_draws
         t0 = time.perf_counter()
-        res = _call_estimator(method, m, d.unconstrained,
+        res = _call_estimator(method, m, d.unconstrained, progress=progress, options=options,
                               seed=stream_int_seed(seed, Stream.ESTIMATOR, i),
-                              n_sampling_evals=(d.n_gradient_evals if d.sampling_cost_known
-                                                else None),
-                              progress=progress, options=options)
+                              n_sampling_evals=d.n_gradient_evals if d.sampling_cost_known
+                              else None)
         if not res.seconds:
             res.seconds = time.perf_counter() - t0
         rounds.append({"draws": total, "log_z": res.log_z, "se": res.log_z_se})
     res.diagnostics["target_se_rounds"] = rounds
     res.diagnostics["draws_used"] = total
+    res.diagnostics.setdefault("target_se_ended_by", "target" if res.log_z_se <= target_se
+                               else "max_draws" if total >= cap else "last_round")
     if not res.log_z_se <= target_se:
         need = draws_needed(total, res.log_z_se, target_se) if np.isfinite(res.log_z_se) else 0
         why = "(the cap)" if total >= cap else "(the last round, sized from the one before)"

@@ -39,9 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "stanlogz sample --output (.csv or .nc)")
     parser.add_argument("--plot", metavar="FILE.png", default=None,
                         help="save the method's diagnostic plot")
-    parser.add_argument("--target-se", metavar="S", type=float, default=None,
-                        help="continue the chains and re-estimate until the standard error is "
-                        "at most S nats")
+    parser.add_argument("--target-se", "--mcse", metavar="S", type=float, default=None,
+                        dest="target_se",
+                        help="continue the chains (their adapted step size and metric, no new "
+                        "warmup) and re-estimate until the standard error is at most S nats "
+                        "or the time budget ends")
     parser.add_argument("--max-draws", metavar="N", type=int, default=None,
                         help="with --target-se: at most N draws in all (default 16 times the "
                         "first draws)")

@@ -88,6 +88,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--subsample", metavar="M", type=int, default=None,
                         help="estimate elpd_loo from PSIS on M observations drawn at random "
                         "(difference estimator; for large N), with its subsampling se")
+    parser.add_argument("--mcse", metavar="TARGET", type=float, default=None,
+                        help="precision target: continue the chains (adapted step size and "
+                        "metric, no new warmup) until the Monte Carlo se of elpd_loo is at "
+                        "most TARGET or the time budget ends; the output says which")
     parser.add_argument("--verify", metavar="K", default="auto",
                         help="self-check: recompute K values still estimated from the draws "
                         "(the worst k-hat in [0.5, threshold], others of that band, one at "
@@ -178,7 +182,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
             k_threshold=args.k_threshold, subsample=args.subsample,
             settings=nuts_settings(args), seed=args.seed, n_workers=args.workers or 1,
             progress=report.progress, mm_budget=args.mm_budget,
-            cond_budget=args.cond_budget, **verify_argument(args))
+            cond_budget=args.cond_budget, mcse_target=args.mcse, **verify_argument(args))
     extra: dict[str, Any] = {}
     if jac is not None:
         r = jacobian_adjusted(r, *jac)

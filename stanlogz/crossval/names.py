@@ -108,6 +108,8 @@ class LooNames(Display):
                        ["", "Count", "Pct."],
                        [[f"{b:13s} {lab}", c, f"{100.0 * c / n:.1f}%"] for b, lab, c in bands])
         notes = [self.mcse_note(), *self.se_notes()]
+        if getattr(self, "precision", None) is not None:  # loo(mcse_target=...)
+            notes.append(self.precision_note())  # type: ignore[attr-defined]
         if self.sample_index is not None:
             notes.append(f"Subsampling se of elpd_loo is {self.subsampling_se:.2f}.")
         if self.fixed:

@@ -19,7 +19,8 @@ def normalization_warnings(model: StanProgram, d: Draws) -> list[str]:
     """Warnings that the posterior may be improper or badly explored, so log Z means little."""
     out: list[str] = []
     try:
-        s = d.summary()
+        # the parameters' diagnostics (every generated quantity's cost seconds at many draws)
+        s = d.summary(list(model.param_names()) if hasattr(model, "param_names") else None)
     except Exception:  # summary needs >= 4 draws per chain; estimating needs no summary
         s = None
     if s is not None:

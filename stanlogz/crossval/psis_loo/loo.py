@@ -139,6 +139,7 @@ def loo(
     cond_budget: float | None = None,
     fix_options: FixOptions | Mapping[str, Any] | None = None,
     verify: int | str = "auto",
+    mcse_target: float | None = None,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> Any:
     """PSIS-LOO of a Stan program, with every unreliable observation recomputed.
@@ -228,6 +229,11 @@ def loo(
         elpd_loo withheld, with a warning. ``"auto"``: 4 points when their refits cost at most
         half the run so far (or 10 s);
         ``0``: off. The outcome is ``verification`` on the result.
+    mcse_target : float, optional
+        A precision target: while ``mcse_elpd_loo`` is above it, the chains are continued
+        (their adapted step size and metric, no new warmup) and elpd_loo computed again, until
+        it is met, the time budget ends, or the draws reach 64 times the first; ``precision``
+        on the result says which (:mod:`~stanlogz.crossval.psis_loo.target`).
     **nuts_keywords
         ``chains``, ``warmup``, ``n_draws``, ``adapt_delta``, ``max_treedepth``.
 
@@ -268,6 +274,20 @@ def loo(
     >>> [(f.index + 1, f.method) for f in r.fixed]
     [(10, 'mm')]
     """
+    if mcse_target is not None:  # rounds of loo() on continued chains (target.py)
+        if group is not None or subsample is not None or is_fit(model) or model is None:
+            raise InputError("mcse_target continues the chains of a Stan program: it does not "
+                             "apply to a fit without its program, group or subsample")
+        from .target import loo_to_target
+
+        def again(m: Any, _: Any, dr: Any) -> Any:
+            return loo(model if m is None else m, data if m is None else None,
+                       draws=draws if dr is None else dr, obs=obs, obs_fields=obs_fields,
+                       fix=fix, log_lik=log_lik, k_threshold=k_threshold, settings=settings,
+                       seed=seed, n_workers=n_workers, ups_options=ups_options,
+                       progress=progress, mm_budget=mm_budget, cond_budget=cond_budget,
+                       fix_options=fix_options, verify=verify, **nuts_keywords)
+        return loo_to_target(again, mcse_target, seed=seed, progress=progress)
     n_verify = parse_verify(verify)
     if n_verify and (group is not None or is_fit(model) or model is None):
         raise InputError("verify refits observations of a Stan program: it does not apply to "

@@ -111,6 +111,9 @@ class LooResult(LooNames, ElpdResult):
     #: what the time budget ended (:func:`~.anytime.budget_flags`): sampling after some
     #: draws, the pointwise pass after some observations; None when it ended nothing
     budget_stop: dict[str, Any] | None = None
+    #: a precision target's run (``loo(mcse_target=...)``, :mod:`.target`): the target, what
+    #: ended it (``ended_by``) and each round's draws and mcse; None without a target
+    precision: dict[str, Any] | None = None
     #: the self-check's outcome (``loo(verify=...)``; :mod:`.verify`), None when off
     verification: Verification | None = None
     # What the result was computed from (not serialized): for predictive checks and refits.
@@ -202,6 +205,19 @@ class LooResult(LooNames, ElpdResult):
                 ["p_loo", round(self.p_loo, 3), round(self.p_loo_se, 3)],
                 ["looic", round(-2 * self.elpd_loo, 3), round(2 * self.se, 3)]]
 
+    def precision_note(self) -> str:
+        """The line of a precision-targeted run: what ended it, the draws and the rounds."""
+        p = self.precision or {}
+        why = {"target": "the target was met", "budget": "the time budget ended it",
+               "max_draws": "the draws reached their cap", "mcse_na": "mcse_elpd_loo is NA"}
+        trail = ", ".join(f"{r['draws']}: " + ("NA" if r["mcse_elpd_loo"] is None
+                                                 else f"{r['mcse_elpd_loo']:.3g}")
+                          for r in p.get("rounds", []))
+        return (f"mcse target {p.get('mcse_target', float('nan')):g}: "
+                f"{why.get(p.get('ended_by'), p.get('ended_by'))} with {p.get('draws')} draws "
+                f"(chains continued from {p.get('draws_first')}, no new warmup; mcse by "
+                f"draws: {trail}).")
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict (pointwise rows included)."""
         iv = self.elpd_loo_interval
@@ -222,7 +238,7 @@ class LooResult(LooNames, ElpdResult):
                     "subsampling_factor": self.subsampling_factor},
                 "fixed": [f.to_dict() for f in self.fixed], "pointwise": self.pointwise(),
                 "seconds": self.seconds, "pointwise_seconds": self.pointwise_seconds,
-                "budget_stop": self.budget_stop,
+                "budget_stop": self.budget_stop, "precision": self.precision,
                 "verification": None if self.verification is None else self.verification.to_dict(),
                 "warnings": self.warnings}
 

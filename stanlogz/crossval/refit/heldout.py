@@ -42,6 +42,7 @@ from typing import Any, Unpack
 import numpy as np
 from scipy import special
 
+from ..._util import deadline
 from ..._util.deadline import StepsClock
 from ..._util.display import alias
 from ..._util.gpd import KHAT_HEAVY
@@ -55,7 +56,7 @@ from ..._util.seeds import (
 )
 from ..._util.words import transitions
 from ...draws import Draws, obtain_draws
-from ...errors import EstimationError, InputError, option
+from ...errors import EstimationError, InputError, OverBudget, option
 from ...estimators.bridge.bridge import solve_bridge
 from ...estimators.common import autocorr_time, pareto_k
 from ...parallel import SeedLike, run_parallel
@@ -352,6 +353,8 @@ def heldout_many(
     seed: SeedLike = None,
     n_workers: int = 1,
     progress: Callable[[str], None] | None = None,
+    anytime: bool = False,
+    expected: float | None = None,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> list[HeldOut]:
     """:func:`heldout_elpd` for every held-out set (e.g. each observation for exact
@@ -382,6 +385,11 @@ def heldout_many(
         Refits at once.
     progress : callable, optional
         Called with one line of text per step.
+    anytime : bool, default False
+        Under a time budget, skip the refits that would not fit (:class:`RefitWatch`;
+        their entries are None) instead of refusing the run.
+    expected : float, optional
+        Seconds one refit should take, for the first :class:`RefitWatch` check.
     **nuts_keywords
         ``chains``, ``warmup``, ``draws``, ``adapt_delta``, ``max_treedepth``.
 
@@ -424,21 +432,65 @@ def heldout_many(
     shared = (None if full_draws is None
               else SharedEvidence(stream_int_seed(seed, Stream.SHARED_EVIDENCE)))
 
-    def one(v: Any, rng: np.random.Generator) -> HeldOut:
-        return heldout_elpd(model, data, observations, v, full_draws=full_draws, settings=nuts,
-                            seed=generator_seed(rng), full_evidence=shared)
+    watch = RefitWatch(expected) if anytime else None
+
+    def one(v: Any, rng: np.random.Generator) -> HeldOut | None:
+        if watch is not None and not watch.next_fits():
+            return None  # the budget ended the refits: the caller estimates this set
+        try:
+            return heldout_elpd(model, data, observations, v, full_draws=full_draws,
+                                settings=nuts, seed=generator_seed(rng), full_evidence=shared)
+        except OverBudget:
+            if watch is None:
+                raise
+            watch.stopped = True
+            return None
 
     clock = StepsClock("held-out refits", total, nuts.warmup + nuts.draws)
 
     def done() -> None:
         bar.update(lambda k: f"held-out set {k}/{total} done")
-        clock.done()  # the run's time budget: the refits left at the rate so far
+        if watch is not None:
+            watch.done()  # anytime: stop where the next refit would not fit
+        else:
+            clock.done()  # the run's time budget: the refits left at the rate so far
 
     with bar:
         return run_parallel(one, [np.asarray(v, dtype=int) for v in held_out_sets],
                             stream(seed, Stream.REFIT),
                             n_workers=n_workers, backend="thread" if n_workers > 1 else "serial",
                             on_done=done)
+
+class RefitWatch:
+    """The anytime mode of :func:`heldout_many` under a time budget: before each refit,
+    ``stopped`` once it would end (at the slowest refit so far, or ``expected`` seconds
+    before the first, with a fifth more) after the budget less ``RESERVE_SHARE`` of it; the
+    sets not started then come back as None."""
+
+    #: the part of the budget kept for what follows the refits (the sets left, estimated)
+    RESERVE_SHARE = 0.1
+
+    def __init__(self, expected: float | None = None) -> None:
+        self.last = deadline.clock()
+        self.slowest = float(expected or 0.0)
+        self.measured = False
+        self.stopped = False
+
+    def done(self) -> None:
+        """One refit ended: its time counts."""
+        now = deadline.clock()
+        took = now - self.last
+        self.slowest = took if not self.measured else max(self.slowest, took)
+        self.last, self.measured = now, True
+
+    def next_fits(self) -> bool:
+        """Whether another refit fits (False from the first that does not on)."""
+        left = deadline.remaining()
+        total = deadline.budget_seconds() or 0.0
+        if left is not None and left - self.RESERVE_SHARE * total < 1.2 * self.slowest:
+            self.stopped = True
+        return not self.stopped
+
 
 def _augment(x_train: np.ndarray, common: np.ndarray, extra: np.ndarray, dim: int,
              q: ConditionalGaussian | None, rng: np.random.Generator

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Unpack
 import numpy as np
 
 from ... import arviz_compat
+from ..._util import deadline
 from ..._util.argcheck import check_arguments
 from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
@@ -37,6 +38,7 @@ from ..observations.observations import Observations, load_observed, observation
 from .cv_se import ElpdInterval, elpd_interval, kfold_se
 from .cv_tail import add_cv_warnings
 from .heldout import HeldOut, heldout_many, shared_sum_se
+from .kfold_time import budget_warning, estimate_line, fill_by_psis, refit_seconds
 
 
 @dataclass(repr=False)
@@ -84,6 +86,11 @@ class KFoldResult(KFoldNames, ElpdResult):
     stratify: str | None = None
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    #: the refits' seconds estimated before the first (:mod:`.kfold_time`; None: unknown)
+    estimated_seconds: float | None = None
+    #: what the time budget ended: ``{"folds_refit", "folds", "estimated_by": "psis", "khat":
+    #: {fold: k-hat}, "unreliable": [folds]}``; None when every fold was refit
+    budget_stop: dict[str, Any] | None = None
 
     @property
     def elpd_kfold(self) -> float:
@@ -223,7 +230,9 @@ class KFoldResult(KFoldNames, ElpdResult):
                 "observations": {"size": self.observations.size_name,
                                  "fields": list(self.observations.fields)},
                 "folds": [f.to_dict() for f in self.folds], "pointwise": self.pointwise(),
-                "seconds": self.seconds, "warnings": self.warnings, **self._logo_dict()}
+                "seconds": self.seconds, "estimated_seconds": self.estimated_seconds,
+                "budget_stop": self.budget_stop, "warnings": self.warnings,
+                **self._logo_dict()}
 
     def _logo_dict(self) -> dict[str, Any]:
         """The elpd_logo keys of ``to_dict`` under leave-one-group-out (none otherwise)."""
@@ -398,18 +407,32 @@ def kfold(
         progress(f"{scheme} cross-validation: {observations.n} observations in "
                  f"{n_folds} folds" + ("" if draws is not None else "; NUTS on all data"))
     full = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS))
+    estimate = refit_seconds(full, observations.n, held, n_workers)
+    if progress:
+        progress(estimate_line(estimate, n_folds, full))
+    anytime = deadline.remaining() is not None  # a budget ends the refits, not the command
     folds = heldout_many(model, data_dict, observations, held, full_draws=full,
                          settings=nuts, seed=stream(seed, Stream.REFIT), n_workers=n_workers,
-                         progress=progress)
+                         progress=progress, anytime=anytime,
+                         expected=None if estimate is None else
+                         estimate * min(n_workers, n_folds) / n_folds)
+    folds, budget_stop = fill_by_psis(model, data_dict, observations, held, folds, full,
+                                      progress)
     elpd_i = np.empty(observations.n)
     for f in folds:
         elpd_i[f.index] = f.elpd_i
-    warns = list(full.summary().warnings) if full.source == "stanlogz-nuts" else []
+    # under a budget, the sampler's diagnostics of the parameters alone (not of every
+    # generated quantity: seconds at many draws)
+    only = list(model.param_names()) if anytime else None
+    warns = list(full.summary(only).warnings) if full.source == "stanlogz-nuts" else []
     for f in folds:
         warns.extend(w for w in f.warnings if w not in warns)
     res = KFoldResult(model.name, scheme, n_folds, fold_of, elpd_i, folds, observations,
                       full.n_chains * full.n_draws, group=group, stratify=stratify,
-                      seconds=time.perf_counter() - t0, warnings=warns)
+                      seconds=time.perf_counter() - t0, warnings=warns,
+                      estimated_seconds=estimate, budget_stop=budget_stop)
+    if budget_stop is not None:
+        res.warnings.append(budget_warning(budget_stop))
     add_cv_warnings(res, res.elpd_i, "elpd_kfold")
     return res
 

@@ -28,6 +28,7 @@ import numpy as np
 from scipy import special
 
 from ... import arviz_compat
+from ..._util import deadline
 from ..._util.argcheck import check_arguments
 from ..._util.deadline import StepsClock
 from ..._util.gpd import KHAT_BAD
@@ -36,7 +37,7 @@ from ..._util.seeds import Stream, generator_seed, stream, stream_int_seed
 from ..._util.sum_se import sum_se
 from ..._util.words import transitions
 from ...draws import Draws, obtain_draws
-from ...errors import DataError, InputError, Route, option
+from ...errors import DataError, InputError, OverBudget, Route, option
 from ...estimators.common import autocorr_time
 from ...parallel import run_parallel, with_client
 from ...stan.program import ProgramLike, StanProgram
@@ -100,6 +101,9 @@ class LfoResult(LfoNames, ElpdResult):
     mcse_total: float | None = None  # se of the sum when the origins' errors are correlated
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    #: what the time budget ended (PSIS: the refits that did not fit, the origins kept on
+    #: the last refit's draws above the k̂ threshold, whose mcse is NaN); None otherwise
+    budget_stop: dict[str, Any] | None = None
 
     @property
     def elpd_i(self) -> np.ndarray:
@@ -162,7 +166,7 @@ class LfoResult(LfoNames, ElpdResult):
                 "refits": list(self.refits), "n_refits": len(self.refits),
                 "n_samples": self.n_samples, "n_gradient_evals": self.n_gradient_evals,
                 "pointwise": self.pointwise(), "seconds": self.seconds,
-                "warnings": self.warnings}
+                "budget_stop": self.budget_stop, "warnings": self.warnings}
 
     def to_arviz(self) -> Any:
         """ArviZ's LFO ELPD object (``ELPDDataLFO`` in arviz-stats, ``ELPDData`` in 0.x)."""
@@ -368,10 +372,23 @@ def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: 
         refits.append(t)
         return _fit(model, data, obs, t, nuts, refit_seed)[1]
 
+    def fits(t: int) -> bool:
+        """Under a time budget, whether a refit on y_{1:t} fits (at the first fit's seconds
+        per observation, a fifth more, a tenth of the budget kept); a refit that its own NUTS
+        refuses in warmup does not either (anytime: the origin stays on the old draws)."""
+        left = deadline.remaining()
+        if left is None:
+            return True
+        need = 1.2 * first_seconds * t / int(origins[0])
+        return left - 0.1 * (deadline.budget_seconds() or 0.0) >= need
+
     refits: list[int] = []
+    skipped: list[int] = []  # origins whose refit the budget left out
     star = int(origins[0])
     base = inst(star)
+    t_first = deadline.clock()  # the budget's clock (a step-count clock in tests)
     d = refit(star)
+    first_seconds = deadline.clock() - t_first
     n_grad, n_div = d.n_gradient_evals, _divergences(d)
     elpd, mcse, khat = [], [], []
     block: list[np.ndarray] = []  # influence of each draw on the origins of the current refit
@@ -391,13 +408,21 @@ def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: 
             ratio = inst(t).log_density_many(x) - inst(star).log_density_many(x)
             log_w, k_arr = arviz_compat.psislw(ratio[None, :])
             log_w, k = log_w[0], float(k_arr.ravel()[0])
-            if k > k_threshold:
+            new = None
+            if k > k_threshold and fits(t):
                 if progress:
                     progress(f"k-hat {k:.2f} > {k_threshold:.2f} at t = {t}: refit on "
                              f"y[1:{t}]")
+                try:
+                    new = refit(t)
+                except OverBudget:  # its warmup would not end in time
+                    refits.pop()
+            if k > k_threshold and new is None:
+                skipped.append(t)  # anytime: kept on the old draws, flagged, mcse NaN
+            elif new is not None:
                 var_total += _block_var(block, d)
                 block = []
-                d = refit(t)
+                d = new
                 star, k = t, float("nan")
                 n_grad += d.n_gradient_evals
                 n_div += _divergences(d)
@@ -413,9 +438,19 @@ def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: 
         bar.update()
     bar.close()
     var_total += _block_var(block, d)
+    mcse_t = np.array(mcse)
+    stop = None
+    warns = _divergence_warning(n_div)
+    if skipped:
+        mcse_t[np.isin(origins, skipped)] = np.nan
+        var_total = float("nan")  # as loo's NA: values above the k̂ threshold stay unfixed
+        stop = {"refits_skipped": len(skipped), "origins_flagged": skipped}
+        warns.append(f"the time budget left {len(skipped)} refit(s) out: origins "
+                     f"{', '.join(map(str, skipped[:8]))}{', ...' if len(skipped) > 8 else ''} "
+                     f"keep PSIS values above k-hat {k_threshold:.2f} (Monte Carlo se NA)")
     return LfoResult(model.name, "psis", int(origins[0]), ahead, origins, np.array(elpd),
-                     np.array(mcse), np.array(khat), refits, k_threshold, len(x), int(n_grad),
-                     mcse_total=math.sqrt(var_total), warnings=_divergence_warning(n_div))
+                     mcse_t, np.array(khat), refits, k_threshold, len(x), int(n_grad),
+                     mcse_total=math.sqrt(var_total), warnings=warns, budget_stop=stop)
 
 
 def _block_var(influences: list[np.ndarray], d: Draws) -> float:

@@ -216,7 +216,7 @@ def test_target_se_reports_the_sized_round_instead_of_waiting_for_a_lucky_se(mon
     import stanlogz.api as api
 
     readings = iter([0.0105, 0.0095, 0.0095])
-    monkeypatch.setattr(api, "extend_draws", lambda m, d, per_chain, **kw: SimpleNamespace(
+    monkeypatch.setattr(api, "more_draws", lambda m, d, per_chain, *a, **kw: SimpleNamespace(
         n_chains=d.n_chains, n_draws=d.n_draws + per_chain, unconstrained=None,
         n_gradient_evals=0, sampling_cost_known=False))
     monkeypatch.setattr(api, "_call_estimator", lambda *a, **k: EvidenceResult(

@@ -1,0 +1,48 @@
+"""How close kfold's up-front time estimate (stanlogz.crossval.refit.kfold_time.refit_seconds:
+the full fit's seconds times each refit's share of the data, plus HELDOUT_SHARE for the
+held-out densities) comes to the refits' actual time, on programs of several sizes, at
+stanlogz's default sampler settings (4 chains x 1000 + 1000), serial refits.
+
+    nice -n 10 python3 -m benchmarks.kfold_time_estimate
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import stanlogz
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = [
+    ("normal_mean (N = 10)", "stan_models/examples/normal_mean.stan",
+     "stan_models/examples/normal_mean.data.json", 5),
+    ("regression (N = 25)", "stan_models/examples/regression.stan",
+     "stan_models/examples/regression.data.json", 5),
+    ("roaches Poisson (N = 262)", "stan_models/tests/roaches_poisson.stan",
+     "stan_models/tests/roaches.json", 10),
+]
+
+
+def main() -> None:
+    print("| program | K | rest of the run s | estimate s | refits s | actual / estimate |")
+    print("|---|---|---|---|---|---|")
+    for name, program, data, k in CASES:
+        model = stanlogz.StanModel.from_file(ROOT / program, ROOT / data)
+        marks: dict[str, float] = {}
+
+        def progress(line: str, marks: dict[str, float] = marks) -> None:
+            if " refits: about " in line or "no time estimate" in line:
+                marks["start"] = time.perf_counter()
+            if line.startswith(f"held-out set {k}/{k} done"):
+                marks["end"] = time.perf_counter()
+
+        r = stanlogz.kfold(model, k=k, seed=1, progress=progress)
+        actual = marks["end"] - marks["start"]
+        full = r.to_dict()["seconds"] - actual
+        print(f"| {name} | {k} | {full:.1f} | {r.estimated_seconds:.1f} | {actual:.1f} | "
+              f"{actual / r.estimated_seconds:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

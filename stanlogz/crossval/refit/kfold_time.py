@@ -1,0 +1,133 @@
+"""K-fold in bounded time: the refits' time estimated from the full fit before the first one,
+and the folds a time budget leaves without a refit estimated by PSIS from the full fit.
+
+**Estimate.** Every refit is a NUTS run with the full fit's settings on the training data, so
+it costs about the full fit's seconds times the share of the data it keeps (the gradient's
+cost grows with the observations; the number of leapfrog steps per iteration is about the
+same for a posterior that changes little), plus the held-out densities
+(``HELDOUT_SHARE`` of that, measured: benchmarks/kfold_time_estimate.py). Folds run
+``n_workers`` at a time.
+
+**Anytime.** Under a time budget (:func:`stanlogz.time_budget`), the refits stop once another
+would not fit (:class:`~.heldout.RefitWatch`); each fold left is estimated by Pareto-smoothed
+importance sampling from the full-data draws, the weights of a draw being
+1 / p(y_V | θ) for the fold's observations V jointly:
+log p(y_i | y_T) ≈ log Σ_s w_s p(y_i | θ_s) for i in V, with loo's Monte Carlo se of each
+(:func:`~stanlogz.crossval.elpd.psis.elpd_mcse`) and the fold's Pareto k̂. A fold whose k̂
+exceeds the threshold (min(1 - 1/log10 S, 0.7)) is flagged and its Monte Carlo se NaN: the
+estimate is not reliable, as loo's NA says.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ..._util.progress import duration
+from ...arviz_compat import psislw
+from ...draws import Draws
+from ..elpd.psis import elpd_mcse, k_threshold, relative_efficiency
+from ..elpd.routes import pointwise_source
+from .heldout import HeldOut
+
+#: A refit's held-out densities (the bridge between the full and the training draws) cost
+#: about this share of its NUTS run: the bridge about 0.8 of it, a fold that falls back to
+#: the evidence difference about 3 times (benchmarks/kfold_time_estimate.py: with 0.15 the
+#: refits took 1.8-2.7 times the estimate on three programs; 1.5 is fitted to them)
+HELDOUT_SHARE = 1.5
+
+
+def refit_seconds(full: Draws, n: int, held: Sequence[np.ndarray], n_workers: int
+                  ) -> float | None:
+    """Seconds the refits of ``held`` should take, from the full fit's ``full.seconds`` on
+    ``n`` observations; None when the draws were given (their cost unknown)."""
+    if not full.sampling_cost_known or full.seconds <= 0:
+        return None
+    each = [(1.0 + HELDOUT_SHARE) * full.seconds * (n - len(v)) / n for v in held]
+    return float(sum(each)) / max(1, min(int(n_workers), len(held)))
+
+
+def estimate_line(seconds: float | None, k: int, full: Draws) -> str:
+    """The line printed before the first refit."""
+    if seconds is None:
+        return f"{k} refits: no time estimate (the full-data draws were given, their cost unknown)"
+    return (f"{k} refits: about {duration(seconds)} (the full fit took "
+            f"{duration(full.seconds)}; each refit samples the training data with its settings)")
+
+
+def fill_by_psis(model: Any, data: dict[str, Any], observations: Any,
+                 held: Sequence[np.ndarray], folds: list[HeldOut | None], full: Draws,
+                 progress: Callable[[str], None] | None = None
+                 ) -> tuple[list[HeldOut], dict[str, Any] | None]:
+    """``folds`` with every None (a fold the budget left without a refit) estimated by PSIS
+    from ``full``, and the result's ``budget_stop`` flag (None when every fold was refit)."""
+    missing = [j for j, f in enumerate(folds) if f is None]
+    if not missing:
+        return list(folds), None  # type: ignore[arg-type]
+    if progress:
+        progress(f"the time budget ended the refits after {len(folds) - len(missing)} of "
+                 f"{len(folds)} folds: the {len(missing)} left estimated by PSIS from the "
+                 "full fit")
+    unc = full.flat_unconstrained()
+    pw = pointwise_source(model, data, observations, "auto", unc[:: max(1, len(unc) // 3)][:3])
+    r_eff = relative_efficiency(full.unconstrained)
+    threshold = k_threshold(unc.shape[0])
+    # one pass over the draws for every fold left (a log_lik quantity is read, not recomputed)
+    rest = np.concatenate([np.asarray(held[j], dtype=int) for j in missing])
+    constrained = None if full.constrained is None else full.constrained.reshape(
+        unc.shape[0], -1)
+    ll = np.empty((unc.shape[0], observations.n))
+    for idx, block in pw.chunks(unc, constrained, list(full.constrained_names), index=rest):
+        ll[:, idx] = block
+    out: list[HeldOut] = []
+    flagged: dict[int, float] = {}
+    for j, f in enumerate(folds):
+        if f is None:
+            index = np.asarray(held[j], dtype=int)
+            f = psis_fold(ll[:, index], index, r_eff, threshold)
+            flagged[j + 1] = float(f.khat[0])
+        out.append(f)
+    unreliable = [j for j, k in flagged.items() if not k <= threshold]
+    stop = {"folds_refit": len(folds) - len(missing), "folds": len(folds),
+            "estimated_by": "psis", "khat": flagged, "unreliable": unreliable}
+    return out, stop
+
+
+def psis_fold(ll: np.ndarray, index: np.ndarray, r_eff: float, threshold: float) -> HeldOut:
+    """One fold held out by PSIS from the full-data draws, at which its observations ``index``
+    have the log-likelihood ``ll`` ``(S, m)`` (see the module's text)."""
+    t0 = time.perf_counter()
+    lw, khat = psislw(-ll.sum(axis=1)[None], r_eff)
+    lw = lw[0]
+    k = float(np.asarray(khat).reshape(-1)[0])
+    elpd_i = logsumexp(lw[:, None] + ll, axis=0)
+    mcse_i = elpd_mcse(np.broadcast_to(lw, ll.T.shape), ll.T, r_eff)
+    joint = float(logsumexp(lw + ll.sum(axis=1)))
+    joint_mcse = float(elpd_mcse(lw, ll.sum(axis=1), r_eff))
+    bad = not k <= threshold
+    warns = ([f"fold of observations {', '.join(str(i + 1) for i in index[:5])}"
+              f"{', ...' if index.size > 5 else ''}: PSIS k-hat {k:.2f} > {threshold:.2f}, "
+              "its estimate is unreliable (Monte Carlo se NA)"] if bad else [])
+    nan = float("nan")
+    # the fold's values share its draws (their errors add linearly: an upper bound), and the
+    # folds estimated so share the full fit's draws: all of it counts as shared, so these
+    # folds' errors add linearly too (KFoldResult.mcse)
+    sum_mcse = nan if bad else float(np.sum(mcse_i))
+    return HeldOut(index=index, elpd=joint, mcse=nan if bad else joint_mcse, method="psis",
+                   elpd_i=elpd_i, elpd_i_mcse=sum_mcse, khat=(k, nan), n_latent=0,
+                   n_gradient_evals=0, n_evals=int(ll.size), seconds=time.perf_counter() - t0,
+                   warnings=warns, shared_mcse=nan if bad else joint_mcse,
+                   elpd_i_shared_mcse=sum_mcse)
+
+
+def budget_warning(stop: dict[str, Any]) -> str:
+    """The warning of a K-fold run the time budget ended."""
+    bad = stop["unreliable"]
+    return (f"the time budget ended the refits after {stop['folds_refit']} of {stop['folds']} "
+            f"folds; the other {stop['folds'] - stop['folds_refit']} are PSIS estimates from "
+            "the full fit" + (f" (folds {', '.join(map(str, bad))} have k-hat above the "
+                              "threshold: Monte Carlo se NA)" if bad else ""))

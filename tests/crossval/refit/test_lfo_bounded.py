@@ -1,0 +1,76 @@
+"""PSIS-LFO under a time budget (issue 45): the refits that do not fit are left out, their
+origins keep PSIS values from the last refit's draws, flagged in the result and its JSON with
+a NaN Monte Carlo se (loo's NA); the origins before them are the unbudgeted run's values."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stanlogz import OverBudget, time_budget
+from stanlogz._util import deadline
+from stanlogz.crossval.refit import lfo as lfo_module
+from stanlogz.crossval.refit.lfo import lfo
+
+pytestmark = pytest.mark.stan
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "stan_models" / "examples"
+AR = EXAMPLES / "ar_nig.stan"
+SETTINGS = {"min_train": 30, "ahead": 2, "method": "psis", "k_threshold": 0.0, "chains": 4,
+            "warmup": 300, "n_draws": 500, "seed": 8}
+
+
+def test_a_budget_leaves_refits_out_and_flags_their_origins(compiled, monkeypatch):
+    d = json.loads((EXAMPLES / "ar_nig.data.json").read_text())
+    model = compiled(AR, d)
+    free = lfo(model, d, **SETTINGS)
+    # k-hat 0 makes later origins refit (at 32, 34, 37) without a budget
+    assert len(free.refits) >= 2
+    # a step-count budget: the clock moves one second per NUTS fit and at nothing else. The
+    # first fit (t = 30) takes 1 s of 2.5; a refit on y[1:t] would take 1.2 t/30 s > 1.25 s
+    # (the 1.5 s left less a tenth of the budget), so none fits
+    now = [0.0]
+    monkeypatch.setattr(deadline, "clock", lambda: now[0])
+    real = lfo_module._fit
+
+    def fit(*args, **kwargs):
+        now[0] += 1.0
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lfo_module, "_fit", fit)
+    with time_budget(2.5):
+        r = lfo(model, d, **SETTINGS)
+    flagged = r.budget_stop["origins_flagged"]
+    assert r.refits == [30] and r.budget_stop["refits_skipped"] == len(flagged) >= 1
+    late = np.isin(r.origins, flagged)
+    assert np.all(r.khat_t[late] > 0.0) and np.all(np.isnan(r.mcse_t[late]))
+    assert np.isnan(r.mcse) and r.to_dict()["budget_stop"]["origins_flagged"] == flagged
+    assert any(w.startswith("the time budget left") for w in r.warnings)
+    # the origins before the first skipped refit share the unbudgeted run's draws and values
+    before = r.origins < flagged[0]
+    np.testing.assert_allclose(r.elpd_t[before], free.elpd_t[before])
+
+
+def test_the_route_of_a_refusal_in_warmup_answers_within_the_same_budget(compiled):
+    # 300,000 warmup iterations per chain of the first fit cannot end in 4 s; the refusal
+    # names fewer iterations, which, followed on the same machine under the same budget,
+    # answer (the refits that then do not fit are left out and flagged)
+    d = json.loads((EXAMPLES / "ar_nig.data.json").read_text())
+    model = compiled(AR, d)
+    lfo(model, d, min_train=36, ahead=1, chains=2, warmup=100, n_draws=100, seed=3)  # warm
+    with time_budget(4), pytest.raises(OverBudget) as info:
+        lfo(model, d, min_train=36, ahead=1, chains=2, warmup=300_000, n_draws=1000, seed=3)
+    line = str(info.value)
+    assert "still in warmup" in line
+    route = info.value.routes[0]  # the typed route, as the Python caller is told it
+    warmup, draws = route.options["warmup"], route.options["draws"]
+    start = time.perf_counter()
+    with time_budget(4):
+        r = lfo(model, d, min_train=36, ahead=1, chains=2, warmup=warmup, n_draws=draws,
+                seed=3)
+    assert time.perf_counter() - start < 4.0
+    assert np.isfinite(r.elpd_lfo) and r.elpd_t.size == 4
