@@ -31,7 +31,7 @@ def main() -> None:
         model = stanlogz.StanModel.from_file(ROOT / program, ROOT / data)
         marks: dict[str, float] = {}
 
-        def progress(line: str, marks: dict[str, float] = marks) -> None:
+        def progress(line: str, marks: dict[str, float] = marks, k: int = k) -> None:
             if " refits: about " in line or "no time estimate" in line:
                 marks["start"] = time.perf_counter()
             if line.startswith(f"held-out set {k}/{k} done"):

@@ -1,5 +1,6 @@
-"""elpd_loo to a precision target (``loo(mcse_target=...)``, ``--mcse``): more draws, by
-continuing the chains, until the Monte Carlo se of elpd_loo is at most the target.
+"""elpd_loo to a precision target (``loo(mcse_target=...)``, the command line's mcse
+option): more draws, by continuing the chains, until the Monte Carlo se of elpd_loo is at
+most the target.
 
 The first round is :func:`~.loo.loo` as usual. While its ``mcse_elpd_loo`` is above the
 target, every chain is continued from its last draw with its adapted step size and metric
