@@ -331,7 +331,7 @@ def test_flagged_draws_say_log_z_may_be_off_beyond_its_se(compiled):
     trust = r.diagnostics["draws_trust"]
     assert trust["flags"] == ["3 divergences"] and math.isfinite(trust["split_shift"])
     (w,) = [w for w in r.warnings if "may be off by more than its se" in w]
-    assert "3 divergences" in w and "adapt-delta" in w and "moved" in w
+    assert "3 divergences" in w and "adapt_delta" in w and "moved" in w
     clean = Draws(unconstrained=mu, constrained=mu, constrained_names=["mu"],
                   unc_names=["mu"], sampler={"divergent__": np.zeros((4, 500))}, source="array")
     r = stanlogz.evidence(model, draws=clean, seed=2)
