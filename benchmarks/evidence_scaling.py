@@ -103,6 +103,9 @@ def one_cost(j: int, draws_dir: str | None, seed: int = 1, name: str = "normal")
             "layers": "/".join(str(v) for v in r.diagnostics["flow_layers"]),
             "err": round(r.log_z - truth, 4), "se": round(r.log_z_se, 4),
             "err_over_se": round((r.log_z - truth) / r.log_z_se, 2),
+            "half_log_z": r.diagnostics["half_swap_log_z"],
+            "half_se": r.diagnostics["half_swap_se"],
+            "rho": round(r.diagnostics["orientation_correlation"], 3),
             "load": round(os.getloadavg()[0], 1)}
 
 
@@ -117,12 +120,16 @@ def cost(dims: list[int], draws_dir: str | None, out: str | None = None,
         res = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
         row = json.loads(res.strip().splitlines()[-1])
         print(f"# {row}", file=sys.stderr, flush=True)
-        rows.append(list(row.values()))
+        rows.append([row[k] for k in COLUMNS])
         saved.append(row)
     if out:
         Path(out).write_text(json.dumps(saved, indent=1) + "\n")
     print(format_table(["program", "dim", "NUTS s", "NUTS grads", "gbs s", "gbs evals", "peak MB",
                         "proposal", "layers", "err", "se", "err/se", "load"], rows))
+
+
+COLUMNS = ("program", "dim", "nuts_s", "nuts_grad", "gbs_s", "gbs_evals", "peak_mb", "proposal",
+           "layers", "err", "se", "err_over_se", "load")
 
 
 def plot(rows_file: str, path: str) -> None:
