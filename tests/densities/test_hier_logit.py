@@ -46,28 +46,6 @@ def test_log_z_matches_a_brute_force_rule_over_every_parameter(n, y, nodes, z_no
     assert abs(HierarchicalLogitTarget(n, y).log_z - brute_log_z(n, y, nodes, z_nodes)) < 1e-5
 
 
-def test_many_groups_with_equal_counts_add_their_log_likelihoods():
-    # Groups (n, y) repeated k times: as tau -> its fixed value the same pairs share L_j, so
-    # log_outer is the one-group term times k plus the priors: check on a grid point directly.
-    t1 = HierarchicalLogitTarget([5, 10], [1, 7])
-    t3 = HierarchicalLogitTarget([5, 10] * 3, [1, 7] * 3)
-    prior = HierarchicalLogitTarget([5], [0])  # any data: log_outer minus its likelihood
-    mu, s = np.array([0.3]), np.array([-0.2])
-    lik1 = t1.log_outer(mu, s) - (prior.log_outer(mu, s) - _log_l(prior, mu, s))
-    lik3 = t3.log_outer(mu, s) - (prior.log_outer(mu, s) - _log_l(prior, mu, s))
-    assert np.allclose(lik3, 3 * lik1, rtol=0, atol=1e-10)
-
-
-def _log_l(t, mu, s):
-    """The one-group likelihood term of ``t`` (J = 1) at (mu, s) by a fine trapezoid rule."""
-    z = np.linspace(-9, 9, 20001)
-    a = mu[:, None] + np.exp(s)[:, None] * z
-    n, y = t.n[0], t.y[0]
-    ll = (special.gammaln(n + 1) - special.gammaln(y + 1) - special.gammaln(n - y + 1)
-          + y * a - n * np.logaddexp(0.0, a) - 0.5 * z * z - 0.5 * math.log(2 * math.pi))
-    return special.logsumexp(ll + math.log(z[1] - z[0]), axis=1)
-
-
 def test_gradient_matches_finite_differences():
     d = hier_logit_data(6, seed=2)
     t = HierarchicalLogitTarget(d["n"], d["y"])
