@@ -75,9 +75,9 @@ DECORRELATED = 0.1
 #: 1/sqrt(N), 0.09 for 128, so fewer could stop the rounds below DECORRELATED by chance.
 PILOT_PARTICLES = 128
 #: The largest number of parameters at which the forward se's coverage has been measured
-#: (docs/features/smc-standard-error.md: ~100 with the current defaults, 252 before); above it
-#: a warning says so.
-MEASURED_DIM = 300
+#: (docs/features/smc-standard-error.md: 102 with the current defaults, 252 with the earlier
+#: ones); above it a warning says so.
+MEASURED_DIM = 252
 
 
 def _smc_run(task: _RunTask, rng: np.random.Generator) -> _RunOut:
@@ -388,7 +388,7 @@ def smc_estimate(
         warnings.append(f"SMC: the coverage of its se is measured up to {MEASURED_DIM} "
                         f"parameters, not at {x.shape[1]} (particles that lag the path make "
                         "every run low, beyond the se): check log Z against the bracket "
-                        "interval, or use gbs, whose se is measured to 10,002")
+                        "interval, or use gbs, whose se is measured up to 10,002")
     diagnostics = {
         "n_runs": k, "n_particles": n, "particles_tried": tried,
         "move_rounds": np.asarray(out.get("rounds", [])).tolist(),
