@@ -18,12 +18,12 @@ from ..common import dense_least, eval_log_density
 PROPOSALS = ("auto", "dense", "structured")
 #: The dense route's orientations correlate as rho = d / (d + ORIENTATION_C n_half): both carry
 #: the two halves' discrepancy summed over the d coordinates, a share of each one's error that
-#: grows with d / n. Measured on exact draws (4 x 1000, halves of 2,000;
-#: benchmarks/evidence_scaling.py coverage): the orientations' errors correlated -0.03 (150
-#: replicates) at d = 10 and 0.14 +- 0.09 (112) at 102 on the hierarchical normal, 0.00 and
-#: 0.08 on correlated Gaussians (60 each); 0.2 puts rho(102) = 0.20 at the upper end of that
-#: (docs/features/high-dim-evidence.md).
-ORIENTATION_C = 0.2
+#: grows with d / n (and is whole on the structured route, d > n). Measured on exact draws of
+#: the hierarchical normal (4 x 1000, halves of 2,000; benchmarks/evidence_scaling.py
+#: coverage): the orientations' errors correlated -0.03 at d = 10 and +0.10 at 102 (150
+#: replicates each); 0.5 gives rho(102) = 0.09. At 1,002 (rho 0.50) the rule is conservative
+#: on exact draws (docs/features/high-dim-evidence.md).
+ORIENTATION_C = 0.5
 #: flow samples drawn, mapped and evaluated per block
 SAMPLE_BLOCK = 2048
 
