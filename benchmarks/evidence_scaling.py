@@ -10,9 +10,13 @@ quadrature over tau (stanlogz.densities.gaussian.HierarchicalNormalTarget).
 ``resource.getrusage``, is that size's own): NUTS at default settings (4 chains, 1000 warmup,
 1000 draws) and gbs at defaults on its draws; a row of NUTS seconds and gradient evaluations,
 gbs seconds and density evaluations, peak memory, the proposal that ran, the error against the
-exact log Z and the reported se. ``--big`` adds d = 3,002 and 10,002 (10,002: tens of minutes
+exact log Z and the reported se. ``--program logit`` runs the non-Gaussian program instead:
+the non-centred hierarchical logistic of binomial counts
+(stan_models/highdim/hier_logit_nc.stan, log Z by a 2-D quadrature of products of 1-D ones,
+stanlogz.densities.hier_logit). ``--big`` adds d = 3,002 and 10,002 (10,002: tens of minutes
 of NUTS on two shared cores). ``--draws-dir`` reuses ``draws_ncJ.npz`` files (arrays ``x``,
-``seconds``, ``n_grad``) written by an earlier run instead of sampling.
+``seconds``, ``n_grad``) written by an earlier run instead of sampling (and saves them there
+when sampling).
 
 ``plot``: the cost-growth figure of the docs (seconds, peak memory, error ± 2 se against d)
 from the rows a ``cost`` run saved with ``--out`` (default: the measured rows in
@@ -60,47 +64,72 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def one_cost(j: int, draws_dir: str | None, seed: int = 1) -> dict:
+def program(name: str, j: int) -> tuple[Path, dict, float]:
+    """The Stan program, its data and its exact log Z: "normal" (the hierarchical normal) or
+    "logit" (the hierarchical logistic of binomial counts, log Z by nested quadrature)."""
+    if name == "logit":
+        from stanlogz.densities.hier_logit import HierarchicalLogitTarget, hier_logit_data
+
+        data = hier_logit_data(j)
+        truth = HierarchicalLogitTarget(data["n"], data["y"]).log_z
+        return HIGHDIM / "hier_logit_nc.stan", data, truth
+    return HIGHDIM / "hier_normal_nc.stan", hier_data(j), exact_target(j).log_z
+
+
+def one_cost(j: int, draws_dir: str | None, seed: int = 1, name: str = "normal") -> dict:
     """One row of the cost table (run in its own process)."""
     from stanlogz.draws import sample
     from stanlogz.estimators.bridge.bridge import gbs
     from stanlogz.stan.load import load_model
 
-    truth = exact_target(j).log_z
-    model = load_model(HIGHDIM / "hier_normal_nc.stan", hier_data(j))
-    saved = Path(draws_dir) / f"draws_nc{j}.npz" if draws_dir else None
+    path, data, truth = program(name, j)
+    model = load_model(path, data)
+    tag = "nc" if name == "normal" else name
+    saved = Path(draws_dir) / f"draws_{tag}{j}.npz" if draws_dir else None
     if saved is not None and saved.exists():
         f = np.load(saved)
         x, nuts_s, n_grad = f["x"], float(f["seconds"]), int(f["n_grad"])
     else:
         d = sample(model, seed=seed)
         x, nuts_s, n_grad = d.unconstrained, d.seconds, d.n_gradient_evals
+        if saved is not None:  # for a later run with another estimator setting
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            np.savez(saved, x=x, seconds=nuts_s, n_grad=n_grad)
     t0 = time.perf_counter()
     r = gbs(model, x, seed=seed, n_sampling_evals=n_grad)
-    return {"dim": j + 2, "nuts_s": round(nuts_s, 1), "nuts_grad": n_grad,
+    return {"program": name, "dim": j + 2, "nuts_s": round(nuts_s, 1), "nuts_grad": n_grad,
             "gbs_s": round(time.perf_counter() - t0, 1), "gbs_evals": r.n_evals,
             "peak_mb": round(peak_mb()), "proposal": r.diagnostics["proposal"],
             "layers": "/".join(str(v) for v in r.diagnostics["flow_layers"]),
             "err": round(r.log_z - truth, 4), "se": round(r.log_z_se, 4),
             "err_over_se": round((r.log_z - truth) / r.log_z_se, 2),
+            "half_log_z": r.diagnostics["half_swap_log_z"],
+            "half_se": r.diagnostics["half_swap_se"],
+            "rho": round(r.diagnostics["orientation_correlation"], 3),
             "load": round(os.getloadavg()[0], 1)}
 
 
-def cost(dims: list[int], draws_dir: str | None, out: str | None = None) -> None:
+def cost(dims: list[int], draws_dir: str | None, out: str | None = None,
+         name: str = "normal") -> None:
     rows, saved = [], []
     for dim in dims:
-        cmd = [sys.executable, "-m", "benchmarks.evidence_scaling", "one-cost", str(dim - 2)]
+        cmd = [sys.executable, "-m", "benchmarks.evidence_scaling", "one-cost", str(dim - 2),
+               "--program", name]
         if draws_dir:
             cmd += ["--draws-dir", draws_dir]
-        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-        row = json.loads(out.strip().splitlines()[-1])
+        res = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        row = json.loads(res.strip().splitlines()[-1])
         print(f"# {row}", file=sys.stderr, flush=True)
-        rows.append(list(row.values()))
+        rows.append([row[k] for k in COLUMNS])
         saved.append(row)
     if out:
         Path(out).write_text(json.dumps(saved, indent=1) + "\n")
-    print(format_table(["dim", "NUTS s", "NUTS grads", "gbs s", "gbs evals", "peak MB",
+    print(format_table(["program", "dim", "NUTS s", "NUTS grads", "gbs s", "gbs evals", "peak MB",
                         "proposal", "layers", "err", "se", "err/se", "load"], rows))
+
+
+COLUMNS = ("program", "dim", "nuts_s", "nuts_grad", "gbs_s", "gbs_evals", "peak_mb", "proposal",
+           "layers", "err", "se", "err_over_se", "load")
 
 
 def plot(rows_file: str, path: str) -> None:
@@ -134,7 +163,9 @@ def plot(rows_file: str, path: str) -> None:
 
 
 def coverage(dims: list[int], reps: int, routes: list[str], chains: int = 4,
-             n: int = 1000, start: int = 0) -> None:
+             n: int = 1000, start: int = 0, out: str | None = None,
+             kind: str = "normal") -> None:
+    from benchmarks.coverage_smc_pools import make_target
     from stanlogz.estimators.bridge.bridge import gbs
 
     rows = []
@@ -143,6 +174,8 @@ def coverage(dims: list[int], reps: int, routes: list[str], chains: int = 4,
         for route in routes:
             res = []
             for s in range(start, start + reps):
+                if kind == "gauss":  # a new correlated Gaussian per replicate
+                    t = make_target("gauss", dim, s)[0]
                 x = t.sample(np.random.default_rng(10_000 + s), chains * n)
                 t0 = time.perf_counter()
                 r = gbs(t, x.reshape(chains, n, -1), seed=s, proposal=route)
@@ -150,6 +183,14 @@ def coverage(dims: list[int], reps: int, routes: list[str], chains: int = 4,
                 indep = 0.5 * max(math.hypot(*hs), abs(h[0] - h[1]))  # independent halves
                 res.append((r.log_z - t.log_z, r.log_z_se, time.perf_counter() - t0,
                             (r.log_z - t.log_z) / indep))
+                if out:  # every replicate, so other se rules can be scored on the same runs
+                    with open(out, "a") as fh:
+                        fh.write(json.dumps({"target": kind, "dim": dim, "route": route, "rep": s,
+                                             "truth": t.log_z, "log_z": r.log_z,
+                                             "se": r.log_z_se, "half_log_z": h,
+                                             "half_se": hs,
+                                             "proposal": r.diagnostics["proposal"],
+                                             "seconds": res[-1][2]}) + "\n")
                 print(f"# d {dim} {route} rep {s}: err {res[-1][0]:+.4f} se {res[-1][1]:.4f} "
                       f"{r.diagnostics['proposal']} ({res[-1][2]:.1f} s)", file=sys.stderr,
                       flush=True)
@@ -171,25 +212,33 @@ def main() -> None:
     ap.add_argument("part", choices=("cost", "coverage", "one-cost", "plot"))
     ap.add_argument("j", nargs="?", type=int, help="groups (one-cost only)")
     ap.add_argument("--dims", default=None)
+    ap.add_argument("--program", choices=("normal", "logit"), default="normal",
+                    help="cost: the hierarchical normal or the hierarchical logistic")
+    ap.add_argument("--target", choices=("normal", "gauss"), default="normal",
+                    help="coverage: the hierarchical normal, or a new correlated Gaussian "
+                    "N(m, 0.5 (A A'/d + I/2)) per replicate (benchmarks.coverage_smc_pools)")
     ap.add_argument("--big", action="store_true", help="cost: add d = 3,002 and 10,002")
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--routes", default="auto,structured")
     ap.add_argument("--draws-dir", default=None)
     ap.add_argument("--start", type=int, default=0, help="coverage: first replicate's number")
-    ap.add_argument("--out", default=None, help="cost: save the rows (JSON) for plot")
+    ap.add_argument("--out", default=None, help="cost: save the rows (JSON) for plot; "
+                    "coverage: append every replicate (JSON lines)")
     ap.add_argument("--rows", default=str(ROOT / "benchmarks/data/evidence_scaling_cost.json"),
                     help="plot: the saved cost rows")
     args = ap.parse_args()
     if args.part == "one-cost":
-        print(json.dumps(one_cost(args.j, args.draws_dir)))
+        print(json.dumps(one_cost(args.j, args.draws_dir, name=args.program)))
     elif args.part == "cost":
         dims = [int(v) for v in (args.dims or "102,302,1002").split(",")]
-        cost(dims + ([3002, 10002] if args.big else []), args.draws_dir, args.out)
+        cost(dims + ([3002, 10002] if args.big else []), args.draws_dir, args.out,
+             args.program)
     elif args.part == "plot":
         plot(args.rows, str(ROOT / "docs/_static/evidence_scaling.png"))
     else:
         dims = [int(v) for v in (args.dims or "10,102,1002").split(",")]
-        coverage(dims, args.reps, args.routes.split(","), start=args.start)
+        coverage(dims, args.reps, args.routes.split(","), start=args.start, out=args.out,
+                 kind=args.target)
 
 
 if __name__ == "__main__":

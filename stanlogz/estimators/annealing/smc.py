@@ -74,6 +74,10 @@ DECORRELATED = 0.1
 #: The pilot's least number of particles: the sd of a correlation of N pairs is about
 #: 1/sqrt(N), 0.09 for 128, so fewer could stop the rounds below DECORRELATED by chance.
 PILOT_PARTICLES = 128
+#: The largest number of parameters at which the forward se's coverage has been measured
+#: (docs/features/smc-standard-error.md: 102 with the current defaults, 252 with the earlier
+#: ones); above it a warning says so.
+MEASURED_DIM = 252
 
 
 def _smc_run(task: _RunTask, rng: np.random.Generator) -> _RunOut:
@@ -380,6 +384,11 @@ def smc_estimate(
                         "hmc_steps or n_moves")
     if se > 0.5:
         warnings.append(f"large standard error ({se:.2f} nats): use more particles")
+    if x.shape[1] > MEASURED_DIM:
+        warnings.append(f"SMC: the coverage of its se is measured up to {MEASURED_DIM} "
+                        f"parameters, not at {x.shape[1]} (particles that lag the path make "
+                        "every run low, beyond the se): check log Z against the bracket "
+                        "interval, or use gbs, whose se is measured up to 10,002")
     diagnostics = {
         "n_runs": k, "n_particles": n, "particles_tried": tried,
         "move_rounds": np.asarray(out.get("rounds", [])).tolist(),

@@ -85,3 +85,15 @@ def test_pilot_rounds_decorrelate_and_are_reused():
     with_cap_one = smc(post, base, n_particles=64, n_runs=2, hmc_steps=3, n_moves=1,
                        max_rounds=1, seed=4, n_workers=1)
     assert np.all(np.asarray(with_cap_one["rounds"]) == 1)
+
+
+def test_a_warning_beyond_the_measured_dimension(monkeypatch):
+    # The se's coverage is measured up to MEASURED_DIM parameters; above it the result says so
+    # (deterministic: the runs are the stand-in's).
+    fake, _ = _fake_smc([0.3])
+    monkeypatch.setattr(smc_module, "smc", fake)
+    for d, warned in ((smc_module.MEASURED_DIM, False), (smc_module.MEASURED_DIM + 1, True)):
+        t = GaussianTarget(np.zeros(d))
+        r = smc_module.smc_estimate(t, t.sample(np.random.default_rng(0), 2 * d + 8), seed=1,
+                                    reverse=False)
+        assert any("measured up to" in w for w in r.warnings) is warned
