@@ -7,7 +7,8 @@ tests (:func:`~stanlogz.crossval.psis_loo.verify.judge`) to the recorded values,
 the check's random choices per run. To save refits a run refits every value in the k̂ band
 [0.5, threshold] and ``LOW`` of the others at random: a uniform pick among those is a uniform
 pick among all the others, which is how the check picks its random point. A row's "flagged"
-is the mean over runs of the share of those choices that flag; its binomial se, sqrt(p (1 − p) / runs), is an upper bound (the
+is the mean over runs of the share of those choices that flag; its binomial se,
+sqrt(p (1 − p) / runs), is an upper bound (the
 choices averaged within a run only lower the variance). The exact values of a run are those
 the live check would get for the same observations (the same refits), so the replay is the
 live check's outcome in distribution.
@@ -24,7 +25,7 @@ where the error bars are right. The cost share of a check of K points is K refit
 mean refit time) over the run without the check plus those refits.
 
     python -m benchmarks.loo_verify_power record --program case1-mild --seeds 40 --out DIR
-    python -m benchmarks.loo_verify_power table DIR [--k 4]
+    python -m benchmarks.loo_verify_power table DIR [DIR ...] [--k 4] [--full]
 """
 
 from __future__ import annotations
@@ -161,17 +162,22 @@ def _stand_in(picked: list[tuple[Candidate, str]], cands: list[Candidate],
     return out
 
 
-def table(folder: Path, k: int, seed: int = 0) -> list[dict[str, Any]]:
+def table(folders: list[Path], k: int, seed: int = 0, full: bool = False
+          ) -> list[dict[str, Any]]:
     """One row per program: runs, flagged (both tests) with its binomial se, flagged by the
-    old rule (max test at 5%), total z rms, cost share of the check."""
-    runs: dict[str, list[dict[str, Any]]] = {}
-    for line in (folder / "runs.jsonl").read_text().splitlines():
-        rec = json.loads(line)
-        runs.setdefault(rec["program"], []).append(rec)
+    old rule (max test at 5%), total z rms, cost share of the check. ``full``: only the runs
+    that refit every value (needed for ``k`` above 4 where the band is small)."""
+    runs: dict[str, list[tuple[dict[str, Any], Path]]] = {}
+    for folder in folders:
+        for line in (folder / "runs.jsonl").read_text().splitlines():
+            rec = json.loads(line)
+            if not full or len(rec["refs"]) == len(rec["cands"]):
+                runs.setdefault(rec["program"], []).append((rec, folder))
     rng = np.random.default_rng(seed)
     rows = []
-    for name, recs in runs.items():
-        got = [replay(r, np.load(folder / f"{name}-{r['seed']}.npy"), k, rng) for r in recs]
+    for name, pairs in runs.items():
+        recs = [r for r, _ in pairs]
+        got = [replay(r, np.load(f / f"{name}-{r['seed']}.npy"), k, rng) for r, f in pairs]
         p = float(np.mean([x["flag"] for x in got]))
         zs = [(r["elpd"] - r["truth"]) / r["mcse"] for r in recs if r["truth"] is not None]
         share = [k * r["t_refit"] / (r["t_plain"] + k * r["t_refit"]) for r in recs]
@@ -196,8 +202,9 @@ def main(argv: list[str] | None = None) -> None:
     rec.add_argument("--out", type=Path, required=True)
     rec.add_argument("--low", type=int, default=LOW)
     tab = sub.add_parser("table")
-    tab.add_argument("folder", type=Path)
+    tab.add_argument("folders", type=Path, nargs="+")
     tab.add_argument("--k", type=int, default=4)
+    tab.add_argument("--full", action="store_true", help="only runs that refit every value")
     args = ap.parse_args(argv)
     if args.cmd == "record":
         for seed in range(args.first_seed, args.first_seed + args.seeds):
@@ -207,7 +214,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     print(f"{'program':12s} {'runs':>4s} {'flagged':>8s} {'se':>5s} {'max-only@5%':>11s} "
           f"{'by sum':>6s} {'pts':>4s} {'total z rms':>11s} {'mean':>6s} {'share':>6s}")
-    for r in table(args.folder, args.k):
+    for r in table(args.folders, args.k, full=args.full):
         zr = "-" if r["total_z_rms"] is None else f"{r['total_z_rms']:.2f}"
         zm = "-" if r["total_z_mean"] is None else f"{r['total_z_mean']:+.2f}"
         print(f"{r['program']:12s} {r['runs']:4d} {r['flagged']:8.3f} {r['se']:5.3f} "

@@ -171,6 +171,9 @@ class Verification:
         The sum test's z (Σ estimate − Σ reference over its claimed error: the joint Monte
         Carlo se of the PSIS values from their summed draw influence, their estimated bias and
         the references' se) and the z above which it fails.
+    total_points : list of int
+        Observations (0-based) whose values a second stage refit and tested in total (empty:
+        no second stage); ``total_z``, ``total_critical`` its z and critical |z|.
     """
 
     status: str
@@ -186,6 +189,14 @@ class Verification:
     sum_points: list[int] = field(default_factory=list)
     sum_z: float = float("nan")
     sum_critical: float = float("nan")
+    total_points: list[int] = field(default_factory=list)
+    total_z: float = float("nan")
+    total_critical: float = float("nan")
+
+    @property
+    def total_failed(self) -> bool:
+        """Whether the second stage's test of the total failed."""
+        return bool(self.total_points) and not abs(self.total_z) <= self.total_critical
 
     @property
     def sum_failed(self) -> bool:
@@ -195,8 +206,8 @@ class Verification:
     @property
     def failed(self) -> list[CheckedPoint]:
         """The points whose |z| exceeds the critical value (a repair's values, ``why``
-        "repair", are compared but not tested: they are refit whatever their z)."""
-        return [p for p in self.points if not p.passed and p.why != "repair"]
+        "repair", and a second stage's, "total", are compared but not tested one by one)."""
+        return [p for p in self.points if not p.passed and p.why not in ("repair", "total")]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly dict."""
@@ -208,7 +219,11 @@ class Verification:
                 "elpd_before": _finite(self.elpd_before),
                 "sum_test": None if not self.sum_points else {
                     "observations": [i + 1 for i in self.sum_points], "z": _finite(self.sum_z),
-                    "critical_z": _finite(self.sum_critical), "passed": not self.sum_failed}}
+                    "critical_z": _finite(self.sum_critical), "passed": not self.sum_failed},
+                "total_test": None if not self.total_points else {
+                    "observations": [i + 1 for i in self.total_points],
+                    "z": _finite(self.total_z), "critical_z": _finite(self.total_critical),
+                    "passed": not self.total_failed}}
 
     def rows(self) -> list[list[Any]]:
         """One table row per point: observation, k̂, route, estimate, its mc se, reference, its

@@ -12,21 +12,11 @@ in 7, hence K = 4 by default.) Each z = (estimate − exact) / sqrt(mc se² + ex
 value's mc se being its se and estimated bias combined as the total's Monte Carlo se combines
 them.
 
-Two tests share the family-wise false-alarm rate of 5%, half each (Bonferroni over the two):
-
-* a point fails when |z| exceeds the Bonferroni-normal critical value at 2.5%
-  (:func:`~stanlogz.crossval.observations.checked.critical_z`; 2.73 for 4 points);
-* the checked PSIS values fail together when their sum is higher than the sum of their exact
-  values by more than the one-sided critical value at 2.5% (2.20:
-  :func:`~stanlogz.crossval.observations.checked.one_sided_critical`, which holds whatever part
-  of the claimed error is estimated bias) times the sum's claimed error: the joint Monte Carlo
-  se of those values from their summed draw influence (values from the same draws are
-  correlated: on a one-parameter model nearly ±1), their estimated biases summed as the
-  total's are, and the exact values' se. PSIS's bias in the band is upward, and a few values
-  each 1–3 of their mc se too high (case 1 with σ = 0.5) are what the max over points misses:
-  there the max alone flagged 24 runs of 30.
-
-So at most a 5% chance that the check fails when every error bar is right.
+The tests (:mod:`.verify_tests`): stage 1 on the K points, a two-sided Bonferroni max
+over them and a one-sided test of the checked PSIS values' sum (PSIS's bias in the band is
+upward); where stage 1 passes but hints at a failure and refitting every other value is cheap,
+stage 2 refits them all and tests their total against the error bar the answer claims for it.
+At most a 5% chance that the check fails when every error bar is right.
 
 On a failure the checked values are replaced by their exact ones. Where refitting every other
 value still estimated from the draws costs at most ``REPAIR_ALL_SECONDS``, all are refit (the
@@ -49,7 +39,6 @@ The power and false-alarm rate are measured in ``benchmarks/loo_verify.py``
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -63,17 +52,21 @@ from ..._util.gpd import KHAT_HEAVY
 from ..._util.progress import duration
 from ...draws import Draws
 from ...errors import InputError
-from ..elpd.psis import PsisLoo, psis_loo, total_mcse
+from ..elpd.psis import PsisLoo, psis_loo
 from ..fixups.fixups import FixedPoint
-from ..observations.checked import (
-    VERIFY_ALPHA,
-    CheckedPoint,
-    Verification,
-    critical_z,
-    one_sided_critical,
-    z_score,
-)
+from ..observations.checked import CheckedPoint, Verification, critical_z
 from ..observations.pointwise import PointwiseLogLik
+from .verify_tests import (
+    MAX_ALPHA,
+    SUM_ALPHA,
+    TOTAL_ALPHA,
+    Influence,
+    hints,
+    judge,
+    record,
+    total_test,
+    what_failed,
+)
 
 #: Points a ``verify="auto"`` check recomputes.
 VERIFY_DEFAULT = 4
@@ -97,14 +90,10 @@ REPAIR_ALL_SECONDS = 120.0
 #: a number of points, or ``auto``.
 ENV = "STANLOGZ_VERIFY"
 
-#: The family-wise false-alarm rate's share of the two-sided max test over the points ...
-MAX_ALPHA = VERIFY_ALPHA / 2
-#: ... and of the one-sided test of the checked PSIS values' sum.
-SUM_ALPHA = VERIFY_ALPHA - MAX_ALPHA
+__all__ = ["MAX_ALPHA", "SUM_ALPHA", "TOTAL_ALPHA", "Candidate", "candidates", "choose",
+           "judge", "parse_verify", "self_check"]
 
 Refit = Callable[[np.ndarray, int], tuple[list[FixedPoint], list[str]]]
-#: The draw influence ``(m, S)`` of the PSIS values of the given observations (0-based).
-Influence = Callable[[np.ndarray], np.ndarray]
 
 
 def parse_verify(verify: Any) -> int | None:
@@ -253,18 +242,29 @@ def self_check(verify: Any, cands: Sequence[Candidate], fixed: list[FixedPoint],
                                    f"{nums} ({why})")
     ver = judge([(c, why) for c, why in picked if c.index in got], got, influence, chains)
     crit = ver.critical_z
+    if not ver.failed and not ver.sum_failed and replace and can_repair and hints(ver):
+        fixed = _stage_two(ver, cands, fixed, got, refit, refit_seconds, progress, influence,
+                           chains)
+        if ver.total_failed:
+            ver.seconds = time.perf_counter() - t0
+            return fixed, ver
     if not ver.failed and not ver.sum_failed:
         ver.seconds = time.perf_counter() - t0
         total = ("" if not ver.sum_points else
                  f"; the PSIS values' sum z = {ver.sum_z:+.1f} <= {ver.sum_critical:.2f}")
-        ver.note = (f"self-check: {len(ver.points)} value(s) recomputed by exact refits agree "
+        if ver.total_points:
+            total += (f"; the first points hinted at a failure, so all {len(ver.total_points)} "
+                      f"values were refit: their total is within its error bar, z = "
+                      f"{ver.total_z:+.1f}, and the values are kept")
+        first = [p for p in ver.points if p.why != "total"]
+        ver.note = (f"self-check: {len(first)} value(s) recomputed by exact refits agree "
                     f"with their error bars (|z| <= {crit:.2f}; "
-                    f"{', '.join(f'{p.index + 1}: {p.z:+.1f}' for p in ver.points)}{total})")
+                    f"{', '.join(f'{p.index + 1}: {p.z:+.1f}' for p in first)}{total})")
         return fixed, ver
     if not replace:
         ver.status, ver.seconds = "withheld", time.perf_counter() - t0
-        ver.note = (f"self-check: {_what_failed(ver)}; the values are kept as PSIS gives them "
-                    "(--fix none) and the Monte Carlo se of elpd_loo is withheld: recompute "
+        ver.note = (f"self-check: {what_failed(ver, _told)}; the values are kept as PSIS gives "
+                    "them (--fix none) and the Monte Carlo se of elpd_loo is withheld: recompute "
                     f"with {repair_advice(_low(ver))}")
         return fixed, ver
     fixed = [f for f in fixed if f.index not in got] + list(got.values())
@@ -274,62 +274,34 @@ def self_check(verify: Any, cands: Sequence[Candidate], fixed: list[FixedPoint],
     return fixed, ver
 
 
-def judge(done: Sequence[tuple[Candidate, str]], refs: dict[int, FixedPoint],
-          influence: Influence | None = None, chains: int = 1) -> Verification:
-    """The two tests (module docstring) on the checked values ``done`` (candidate, why
-    chosen) against their exact refits ``refs`` (by observation): a ``"passed"``
-    Verification whose ``failed`` points and ``sum_failed`` say what failed.
-
-    Parameters
-    ----------
-    done : sequence of (Candidate, str)
-        The values checked and why each was chosen.
-    refs : dict of int to FixedPoint
-        The exact value of each observation checked (0-based).
-    influence : callable, optional
-        The draw influence of PSIS values (:data:`Influence`); without it, no sum test.
-    chains : int, default 1
-        The chains of the draws.
-
-    Returns
-    -------
-    Verification
-    """
-    crit = critical_z(len(done), MAX_ALPHA)
-    points = [_record(c, refs[c.index], crit, why) for c, why in done]
-    ver = Verification("passed", points, crit)
-    psis = [c for c, _ in done if c.route == "psis"]
-    if influence is not None and psis:
-        ver.sum_points = [c.index for c in psis]
-        ver.sum_z = sum_z(psis, refs, influence(np.array(ver.sum_points, dtype=int)), chains)
-        ver.sum_critical = one_sided_critical(SUM_ALPHA)
-    return ver
-
-
-def sum_z(cands: Sequence[Candidate], refs: dict[int, FixedPoint], g: np.ndarray,
-          chains: int = 1) -> float:
-    """(Σ estimate − Σ exact) over its claimed error: sqrt(joint mc se² + (Σ bias)² + Σ exact
-    se²), the joint mc se from the values' summed draw influence ``g`` ``(m, S)`` (as the
-    total's), their biases summed as the total's are."""
-    d = float(sum(c.estimate - refs[c.index].elpd for c in cands))
-    mc = total_mcse(np.sum(np.atleast_2d(g), axis=0), chains)
-    bias = float(sum(c.bias for c in cands))
-    ref = math.sqrt(sum(refs[c.index].mcse ** 2 for c in cands))
-    return z_score(d, math.hypot(mc, bias), 0.0, ref)
-
-
-def _what_failed(ver: Verification) -> str:
-    """What failed, as the warnings say it."""
-    out = []
-    if ver.failed:
-        out.append(f"observation(s) {_told(ver.failed)} are further from their exact refits "
-                   f"than their Monte Carlo se allows (|z| > {ver.critical_z:.2f})")
-    if ver.sum_failed:
-        out.append(f"the PSIS values of observation(s) "
-                   f"{', '.join(str(i + 1) for i in ver.sum_points)} are together higher than "
-                   f"their exact refits by z = {ver.sum_z:+.1f} of their joint error "
-                   f"(one-sided, > {ver.sum_critical:.2f})")
-    return "; ".join(out)
+def _stage_two(ver: Verification, cands: Sequence[Candidate], fixed: list[FixedPoint],
+               got: dict[int, FixedPoint], refit: Refit, refit_seconds: float | None,
+               progress: Any, influence: Influence | None, chains: int) -> list[FixedPoint]:
+    """Stage 2 (:mod:`.verify_tests`): refit every other candidate when that costs at most
+    ``REPAIR_ALL_SECONDS`` (and the time budget's rest) and test the total of all. On a
+    failure every value is replaced by its refit (status "repaired"); otherwise the answer
+    stays as it was."""
+    others = [c for c in cands if c.index not in got]
+    left = run_budget.remaining()
+    if (not others or refit_seconds is None
+            or len(others) * refit_seconds > min(REPAIR_ALL_SECONDS, left or np.inf)):
+        return fixed
+    if progress:
+        progress(f"self-check: the first points hint at a failure; refitting the other "
+                 f"{len(others)} value(s) to test their total")
+    more, _ = refit(np.array([c.index for c in others], dtype=int), 1)
+    refs = {**got, **{f.index: f for f in more}}
+    if len(refs) < len(cands):
+        return fixed
+    ver.points += [record(c, refs[c.index], ver.critical_z, "total") for c in others]
+    total_test(ver, cands, refs, influence, chains)
+    if not ver.total_failed:
+        return fixed
+    ver.status = "repaired"
+    ver.repaired = [c.index for c in others]
+    ver.note = (f"self-check: {what_failed(ver, _told)}; their exact values replace them: "
+                "elpd_loo and its Monte Carlo se include them")
+    return [f for f in fixed if f.index not in refs] + list(refs.values())
 
 
 def _skip_reason(cost: float | None, elapsed: float, n: int, auto: bool) -> str | None:
@@ -352,13 +324,6 @@ def _skip_reason(cost: float | None, elapsed: float, n: int, auto: bool) -> str 
             f"{VERIFY_SHARE:.0%} or {duration(VERIFY_FLOOR_SECONDS)}); {ask} runs it")
 
 
-def _record(c: Candidate, ref: FixedPoint, crit: float, why: str) -> CheckedPoint:
-    """The checked value against its refit."""
-    z = z_score(c.estimate, c.mcse, ref.elpd, ref.mcse)
-    return CheckedPoint(c.index, c.route, c.estimate, c.mcse, ref.elpd, ref.mcse, z,
-                        bool(abs(z) <= crit), reference_route=ref.method, khat=c.khat, why=why)
-
-
 def _repair(ver: Verification, cands: Sequence[Candidate], fixed: list[FixedPoint],
             refit: Refit, refit_seconds: float | None, can_repair: bool, progress: Any
             ) -> tuple[list[FixedPoint], Verification]:
@@ -366,7 +331,7 @@ def _repair(ver: Verification, cands: Sequence[Candidate], fixed: list[FixedPoin
     one (and at least the band's), with the ``FRONTIER`` values just below as checks; while a
     frontier value fails, go on down to it. Withhold the total's mc se when the refits are not
     allowed, cost more than ``REPAIR_SECONDS``, or fail."""
-    head = f"self-check: {_what_failed(ver)}; the exact values replace the checked ones"
+    head = f"self-check: {what_failed(ver, _told)}; the exact values replace the checked ones"
     done = {p.index for p in ver.points}
     low = _low(ver)
     why, spent, stage = None, 0.0, 1
@@ -405,8 +370,8 @@ def _repair(ver: Verification, cands: Sequence[Candidate], fixed: list[FixedPoin
         ver.repaired += [c.index for c in todo if c.index in got]
         done |= set(got)
         crit = critical_z(max(len(front), 1), MAX_ALPHA)
-        ver.points += [_record(c, got[c.index], crit, "repair") for c in rest if c.index in got]
-        checks = [_record(c, got[c.index], crit, "frontier") for c in front if c.index in got]
+        ver.points += [record(c, got[c.index], crit, "repair") for c in rest if c.index in got]
+        checks = [record(c, got[c.index], crit, "frontier") for c in front if c.index in got]
         ver.points += checks
         if len(got) < len(todo):
             why = notes[0] if notes else "some refits failed"
