@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,8 @@ from stanlogz._util.gpd import KHAT_HEAVY
 from stanlogz.crossval.fixups.fixups import FixedPoint
 from stanlogz.crossval.observations.checked import critical_z
 from stanlogz.crossval.psis_loo import loo as loo_module
-from stanlogz.crossval.psis_loo.verify import Candidate, choose, judge
+from stanlogz.crossval.psis_loo.verify import Candidate, choose
+from stanlogz.crossval.psis_loo.verify_tests import TOTAL_ALPHA, hints, judge, total_test
 
 CHOICES = 200
 #: Values below the band refit per run (at random; the band's are all refit): ``--low``.
@@ -59,10 +61,46 @@ def wide_data() -> dict[str, Any]:
     return {"N": 15, "y": [round(float(v), 3) for v in y], "sigma": 1.5}
 
 
+def _log_z_regression(x: np.ndarray, y: np.ndarray) -> float:
+    """log p(y) of regression.stan: given σ, y ~ MVN(0, σ² I + X S X') (α ~ N(0, 2²),
+    β ~ N(0, 1)); σ ~ half-normal(0, 1) by quadrature."""
+    from scipy import integrate, stats
+
+    xs = np.column_stack([np.ones_like(x), x])
+    prior = xs @ np.diag([4.0, 1.0]) @ xs.T
+
+    def dens(sig: float, shift: float) -> float:
+        cov = sig**2 * np.eye(y.size) + prior
+        return math.exp(stats.multivariate_normal.logpdf(y, np.zeros(y.size), cov)
+                        + stats.halfnorm.logpdf(sig) - shift)
+
+    grid = np.linspace(0.05, 5.0, 200)
+    logs = [math.log(dens(g, 0.0) + 1e-300) for g in grid]
+    shift = max(logs)
+    val, _ = integrate.quad(dens, 0.0, np.inf, args=(shift,), epsabs=0, epsrel=1e-11,
+                            limit=400, points=None)
+    return math.log(val) + shift
+
+
+def regression_truth(data: dict[str, Any]) -> float:
+    """Σ log p(y_i | y₋ᵢ) = Σ (log Z(y) − log Z(y₋ᵢ)) of regression.stan (quadrature)."""
+    x, y = np.asarray(data["x"], dtype=float), np.asarray(data["y"], dtype=float)
+    full = _log_z_regression(x, y)
+    keep = np.ones(y.size, dtype=bool)
+    out = 0.0
+    for i in range(y.size):
+        keep[:] = True
+        keep[i] = False
+        out += full - _log_z_regression(x[keep], y[keep])
+    return out
+
+
 def programs() -> dict[str, tuple[Path, dict[str, Any], dict[str, Any], float | None]]:
     """name -> (program, data, loo keywords, true elpd_loo or None)."""
     out = B.programs()
     wide = wide_data()
+    reg = out["regression"]
+    out["regression"] = (*reg[:3], regression_truth(reg[1]))
     out["latent-wide"] = (B.TESTS / "selfcheck_latent.stan", wide, {"log_lik": "log_lik"},
                           B.latent_truth(wide))
     return out
@@ -130,19 +168,29 @@ def replay(rec: dict[str, Any], g: np.ndarray, k: int, rng: np.random.Generator,
     def influence(obs: np.ndarray) -> np.ndarray:
         return g[[row[int(o)] for o in obs]]
 
-    both = old = by_sum = n_pts = 0.0
+    both = old = by_sum = n_pts = stage2 = 0.0
     for _ in range(choices):
         picked = _stand_in(choose(cands, k, rng), cands, refs, rng)
         if not picked:
             continue
         ver = judge(picked, refs, influence, int(rec["chains"]))
-        both += bool(ver.failed or ver.sum_failed)
+        two = not (ver.failed or ver.sum_failed) and hints(ver)
+        if two and len(refs) == len(cands):  # every value refit: stage 2 as it runs
+            total_test(ver, cands, refs, influence, int(rec["chains"]))
+            stage2 += 1
+        elif two and rec["truth"] is not None:  # its total against the exact answer
+            ver.total_points = [c.index for c in cands]
+            ref_var = len(cands) * np.mean([x[1] ** 2 for x in rec["refs"].values()])
+            ver.total_z = (rec["elpd"] - rec["truth"]) / math.sqrt(rec["mcse"] ** 2 + ref_var)
+            ver.total_critical = critical_z(1, TOTAL_ALPHA)
+            stage2 += 1
+        both += bool(ver.failed or ver.sum_failed or ver.total_failed)
         by_sum += bool(ver.sum_failed and not ver.failed)
         crit = critical_z(len(ver.points))
         old += any(abs(p.z) > crit for p in ver.points)
         n_pts += len(picked)
     return {"flag": both / choices, "old": old / choices, "sum_only": by_sum / choices,
-            "points": n_pts / choices}
+            "points": n_pts / choices, "stage2": stage2 / choices}
 
 
 def _stand_in(picked: list[tuple[Candidate, str]], cands: list[Candidate],
@@ -181,6 +229,11 @@ def table(folders: list[Path], k: int, seed: int = 0, full: bool = False
         p = float(np.mean([x["flag"] for x in got]))
         zs = [(r["elpd"] - r["truth"]) / r["mcse"] for r in recs if r["truth"] is not None]
         share = [k * r["t_refit"] / (r["t_plain"] + k * r["t_refit"]) for r in recs]
+        # with stage 2 where it ran: every candidate refit
+        whole = [len(r["cands"]) * r["t_refit"] / (r["t_plain"] + len(r["cands"]) * r["t_refit"])
+                 for r in recs]
+        mean_share = float(np.mean([x["stage2"] * w + (1 - x["stage2"]) * s_
+                                    for x, w, s_ in zip(got, whole, share, strict=True)]))
         rows.append({"program": name, "runs": len(recs), "flagged": p,
                      "se": float(np.sqrt(p * (1 - p) / len(recs))),
                      "old": float(np.mean([x["old"] for x in got])),
@@ -188,7 +241,8 @@ def table(folders: list[Path], k: int, seed: int = 0, full: bool = False
                      "points": float(np.mean([x["points"] for x in got])),
                      "total_z_rms": float(np.sqrt(np.mean(np.square(zs)))) if zs else None,
                      "total_z_mean": float(np.mean(zs)) if zs else None,
-                     "share": float(np.median(share))})
+                     "share": float(np.median(share)), "mean_share": mean_share,
+                     "stage2": float(np.mean([x["stage2"] for x in got]))})
     return rows
 
 
@@ -213,13 +267,14 @@ def main(argv: list[str] | None = None) -> None:
                   flush=True)
         return
     print(f"{'program':12s} {'runs':>4s} {'flagged':>8s} {'se':>5s} {'max-only@5%':>11s} "
-          f"{'by sum':>6s} {'pts':>4s} {'total z rms':>11s} {'mean':>6s} {'share':>6s}")
+          f"{'by sum':>6s} {'pts':>4s} {'stage 2':>7s} {'total z rms':>11s} {'mean':>6s} "
+          f"{'share':>6s} {'mean share':>10s}")
     for r in table(args.folders, args.k, full=args.full):
         zr = "-" if r["total_z_rms"] is None else f"{r['total_z_rms']:.2f}"
         zm = "-" if r["total_z_mean"] is None else f"{r['total_z_mean']:+.2f}"
         print(f"{r['program']:12s} {r['runs']:4d} {r['flagged']:8.3f} {r['se']:5.3f} "
-              f"{r['old']:11.3f} {r['sum_only']:6.3f} {r['points']:4.1f} {zr:>11s} {zm:>6s} "
-              f"{r['share']:6.2f}")
+              f"{r['old']:11.3f} {r['sum_only']:6.3f} {r['points']:4.1f} {r['stage2']:7.2f} "
+              f"{zr:>11s} {zm:>6s} {r['share']:6.2f} {r['mean_share']:10.2f}")
 
 
 if __name__ == "__main__":

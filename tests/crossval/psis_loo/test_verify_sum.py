@@ -1,6 +1,6 @@
-"""The self-check's two tests without Stan (stanlogz.crossval.psis_loo.verify.judge): the
-Bonferroni max over points at 2.5% and the one-sided test of the checked PSIS values' sum at
-2.5%, on synthetic values whose errors follow their draw influence exactly as PSIS's do
+"""The self-check's first-stage tests without Stan (crossval.psis_loo.verify_tests.judge): the
+Bonferroni max over points at 1.25% and the one-sided test of the checked PSIS values' sum
+at 1.25%, on synthetic values whose errors follow their draw influence exactly as PSIS's do
 (estimate − truth = the mean of the influence series). Their false-alarm rate when the error
 bars are right, their power on values a little too high each, and the one-sided critical value
 that holds whatever part of the claimed error is a bias."""
@@ -68,27 +68,27 @@ def _flags(ver: Verification) -> bool:
 @pytest.mark.parametrize("rho, bias", [(0.0, 0.0), (0.9, 0.0), (0.0, 0.6)])
 def test_false_alarms_at_most_five_percent_where_the_error_bars_are_right(rho, bias):
     # 1000 runs whose errors are what they claim (a claimed bias is a real one, at 0.6 of the
-    # mc se: the worst case of the one-sided tail): the rate is at most 0.05 by construction
-    # (the two tests at 0.025 each). The bound 0.05 + 4.5 binomial se (0.081) fails with
-    # probability < 4e-6 if the rate is 0.05.
+    # mc se: the worst case of the one-sided tail): stage 1's rate is at most 0.025 by
+    # construction (its two tests at 0.0125 each; stage 2 has the other 0.025). The bound
+    # 0.025 + 4.5 binomial se (0.047) fails with probability < 4e-6 if the rate is 0.025.
     rng = np.random.default_rng(20261128)
     n = 1000
     rate = np.mean([_flags(_run(rng, 4, 0.0, rho, bias)) for _ in range(n)])
-    assert rate <= 0.05 + 4.5 * math.sqrt(0.05 * 0.95 / n)
+    assert rate <= 0.025 + 4.5 * math.sqrt(0.025 * 0.975 / n)
 
 
 def test_the_sum_catches_values_each_a_little_too_high_that_the_max_misses():
     # four independent values each 1.5 of their mc se too high (z about 1.5 / 1.04 = 1.44
-    # each with the references' se): each point's z against 2.73, the sum's (about 2.9)
-    # against 2.20. Over 300 runs the sum test flags with probability about
-    # P(N(2.9, 1) > 2.2) = 0.75 and the max alone with P(some of 4 N(1.44, 1) > 2.73) = 0.35;
+    # each with the references' se): each point's z against 2.96, the sum's (about 2.9)
+    # against 2.45. Over 300 runs the sum test flags with probability about
+    # P(N(2.9, 1) > 2.45) = 0.67 and the max alone with P(some of 4 N(1.44, 1) > 2.96) = 0.23;
     # the bounds below are 6 binomial se inside those (failure probability < 1e-8 each).
     rng = np.random.default_rng(7)
     vers = [_run(rng, 4, 1.5, 0.0) for _ in range(300)]
     by_sum = np.mean([v.sum_failed for v in vers])
     by_max = np.mean([bool(v.failed) for v in vers])
-    assert by_sum >= 0.75 - 6 * math.sqrt(0.75 * 0.25 / 300)
-    assert by_max <= 0.35 + 6 * math.sqrt(0.35 * 0.65 / 300)
+    assert by_sum >= 0.67 - 6 * math.sqrt(0.67 * 0.33 / 300)
+    assert by_max <= 0.23 + 6 * math.sqrt(0.23 * 0.77 / 300)
     assert all(v.sum_points == [0, 1, 2, 3] for v in vers)
     # the same shift on values moving together (rho 0.95): the sum's error is twice as large,
     # so the same shift is no evidence beyond one point's: few flags
@@ -102,5 +102,5 @@ def test_a_mm_value_is_tested_by_the_max_only():
                      n_gradient_evals=0, n_evals=0, seconds=0.0)
     ver = judge([(Candidate(0, 0.3, "mm", 0.025, 0.01), "random")], {0: ref},
                 lambda obs: g[obs], 1)
-    assert ver.sum_points == [] and not ver.sum_failed and not ver.failed  # z 1.77 < 2.24
+    assert ver.sum_points == [] and not ver.sum_failed and not ver.failed  # z 1.77 < 2.50
     assert ver.to_dict()["sum_test"] is None
