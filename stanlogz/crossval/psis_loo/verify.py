@@ -33,8 +33,9 @@ well, and refitting the band alone left the answer 4 of its mc se off in 3 runs 
 ``verify="auto"`` (the default) runs K = 4 where it is cheap: when the refits' estimated cost
 (one sampling run of the program each) is at most half of the run so far, or under
 ``VERIFY_FLOOR_SECONDS``; otherwise a one-line note says it was skipped and how to ask for it.
-The power and false-alarm rate are measured in ``benchmarks/loo_verify.py``
-(docs/features/self-check.md).
+The power and false-alarm rate are measured in ``benchmarks/loo_verify_power.py`` (record
+and replay of the check's choices and tests) and ``benchmarks/loo_verify.py`` (live runs;
+docs/features/self-check.md).
 """
 
 from __future__ import annotations
@@ -284,7 +285,8 @@ def _stage_two(ver: Verification, cands: Sequence[Candidate], fixed: list[FixedP
     others = [c for c in cands if c.index not in got]
     left = run_budget.remaining()
     if (not others or refit_seconds is None
-            or len(others) * refit_seconds > min(REPAIR_ALL_SECONDS, left or np.inf)):
+            or len(others) * refit_seconds > min(REPAIR_ALL_SECONDS,
+                                                 np.inf if left is None else left)):
         return fixed
     if progress:
         progress(f"self-check: the first points hint at a failure; refitting the other "
