@@ -7,7 +7,9 @@ far-mode search as it was before issue 44 (fixed probes only: ``LADDER = 0``, no
 misses the far mode and its values are wrong by more than their error estimates: the check
 must flag it ("power", the total's Monte Carlo se NA). The route as it is now finds the mode
 and is right: a flag is a false alarm. The data are fixed, the draws new for each seed
-(``--chains`` x ``--draws``); the LOO self-check's refits are left out (``verify`` sets the
+(``--chains`` x ``--draws``), ``fix="none"`` so that the answer is PSIS of the route's values
+and "error" compares it with PSIS of the closed-form values on the same draws
+(:mod:`benchmarks.truths.crossval.truths_far_innov`); the LOO self-check's refits are left out (``verify`` sets the
 observations the conditional check takes; the refit check is measured in
 :mod:`benchmarks.loo_verify_power`).
 
@@ -64,7 +66,7 @@ def one(data: dict[str, Any], seed: int, verify: int, old: bool, chains: int, dr
     try:
         t0 = time.perf_counter()
         r = loo_module.loo(str(PROGRAM), data, obs="T", seed=seed, verify=verify,
-                           chains=chains, n_draws=draws)
+                           chains=chains, n_draws=draws, fix="none")
         seconds = time.perf_counter() - t0
     finally:
         loo_module.conditional_self_check = original

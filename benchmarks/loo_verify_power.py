@@ -227,6 +227,10 @@ def table(folders: list[Path], k: int, seed: int = 0, full: bool = False
         recs = [r for r, _ in pairs]
         got = [replay(r, np.load(f / f"{name}-{r['seed']}.npy"), k, rng) for r, f in pairs]
         p = float(np.mean([x["flag"] for x in got]))
+        # runs the check passes whose answer is off by more than 3 of its mc se
+        off = [abs(r["elpd"] - r["truth"]) > 3 * r["mcse"] if r["truth"] is not None else False
+               for r in recs]
+        missed = float(np.mean([(1 - x["flag"]) * o for x, o in zip(got, off, strict=True)]))
         zs = [(r["elpd"] - r["truth"]) / r["mcse"] for r in recs if r["truth"] is not None]
         share = [k * r["t_refit"] / (r["t_plain"] + k * r["t_refit"]) for r in recs]
         # with stage 2 where it ran: every candidate refit
@@ -242,7 +246,8 @@ def table(folders: list[Path], k: int, seed: int = 0, full: bool = False
                      "total_z_rms": float(np.sqrt(np.mean(np.square(zs)))) if zs else None,
                      "total_z_mean": float(np.mean(zs)) if zs else None,
                      "share": float(np.median(share)), "mean_share": mean_share,
-                     "stage2": float(np.mean([x["stage2"] for x in got]))})
+                     "stage2": float(np.mean([x["stage2"] for x in got])), "missed": missed,
+                     "off": float(np.mean(off))})
     return rows
 
 
@@ -268,13 +273,14 @@ def main(argv: list[str] | None = None) -> None:
         return
     print(f"{'program':12s} {'runs':>4s} {'flagged':>8s} {'se':>5s} {'max-only@5%':>11s} "
           f"{'by sum':>6s} {'pts':>4s} {'stage 2':>7s} {'total z rms':>11s} {'mean':>6s} "
-          f"{'share':>6s} {'mean share':>10s}")
+          f"{'off>3':>5s} {'missed':>6s} {'share':>6s} {'mean share':>10s}")
     for r in table(args.folders, args.k, full=args.full):
         zr = "-" if r["total_z_rms"] is None else f"{r['total_z_rms']:.2f}"
         zm = "-" if r["total_z_mean"] is None else f"{r['total_z_mean']:+.2f}"
         print(f"{r['program']:12s} {r['runs']:4d} {r['flagged']:8.3f} {r['se']:5.3f} "
               f"{r['old']:11.3f} {r['sum_only']:6.3f} {r['points']:4.1f} {r['stage2']:7.2f} "
-              f"{zr:>11s} {zm:>6s} {r['share']:6.2f} {r['mean_share']:10.2f}")
+              f"{zr:>11s} {zm:>6s} {r['off']:5.2f} {r['missed']:6.3f} {r['share']:6.2f} "
+              f"{r['mean_share']:10.2f}")
 
 
 if __name__ == "__main__":
