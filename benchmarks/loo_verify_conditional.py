@@ -9,8 +9,8 @@ must flag it ("power", the total's Monte Carlo se NA). The route as it is now fi
 and is right: a flag is a false alarm. The data are fixed, the draws new for each seed
 (``--chains`` x ``--draws``), ``fix="none"`` so that the answer is PSIS of the route's values
 and "error" compares it with PSIS of the closed-form values on the same draws
-(:mod:`benchmarks.truths.crossval.truths_far_innov`); the LOO self-check's refits are left out (``verify`` sets the
-observations the conditional check takes; the refit check is measured in
+(:mod:`benchmarks.truths.crossval.truths_far_innov`); the LOO self-check's refits are left
+out (``verify`` sets the observations the conditional check takes; the refit check is measured in
 :mod:`benchmarks.loo_verify_power`).
 
     python -m benchmarks.loo_verify_conditional [--seeds 40] [--verify 2] [--search old,new]
