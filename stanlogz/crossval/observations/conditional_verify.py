@@ -15,11 +15,17 @@ within ``nodes // 16`` of y_i (to the declared bounds when they are nearer). Whe
 differ by more than the route's error estimate plus twice the reference's plus 1e-6, the
 observation fails: :func:`self_check` then says which and by how much, and the caller makes the
 total's Monte Carlo se NA with that reason (the error bar does not hold when a value is wrong
-by more than its claimed error)."""
+by more than its claimed error). It is not repaired: a failure shows that the route's search
+misses part of the density, which every observation's values share (case 2's old search was
+off at every observation), so replacing the checked observations' values by their brute-force
+ones would leave the others wrong; the brute force at every observation and draw costs
+N·S / (k·16) times the check (its cost is in the reason). loo's ``verify`` sets the
+observations checked (``K_OBS`` under ``"auto"``; 0 turns the check off)."""
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +33,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from ..._util.progress import duration
 from ...errors import InputError, StanlogzError
 
 #: Most nodes of the brute-force grid (per observation, evaluated at the checked draws).
@@ -193,14 +200,18 @@ def verify_conditional(src: Any, unc: np.ndarray, k: int = K_OBS, n_draws: int =
     return out
 
 
-def self_check(pw: Any, unc: np.ndarray, seed: int | None = 0) -> tuple[list[str], str | None]:
+def self_check(pw: Any, unc: np.ndarray, seed: int | None = 0, k: int | None = K_OBS
+               ) -> tuple[list[str], str | None]:
     """The check at the end of a pass of the conditional route: (notes, reason) where reason
     (None when every observation passed) says why the total's Monte Carlo se is NA. Sources
-    other than the conditional one are not checked here."""
-    if getattr(pw, "source", None) != "conditional" or not hasattr(pw, "quad"):
+    other than the conditional one are not checked here. ``k``: the observations checked
+    (loo's ``verify``: 0 turns the check off, None, ``verify="auto"``, is ``K_OBS``)."""
+    k = K_OBS if k is None else int(k)
+    if k <= 0 or getattr(pw, "source", None) != "conditional" or not hasattr(pw, "quad"):
         return [], None
+    t0 = time.perf_counter()
     try:
-        recs = verify_conditional(pw, unc, seed=seed)
+        recs = verify_conditional(pw, unc, k=k, seed=seed)
     except StanlogzError as exc:  # the brute force could not evaluate the program
         return [f"self-check of the conditional route not done: {str(exc).splitlines()[0]}"], None
     label = pw.quad._label
@@ -221,6 +232,12 @@ def self_check(pw: Any, unc: np.ndarray, seed: int | None = 0) -> tuple[list[str
     detail = "; ".join(f"{label(r.index)} off by {r.discrepancy:.3g} nats (route "
                        f"{r.estimate:.6g}, brute force {r.reference:.6g}, allowed "
                        f"{r.allowed:.1g})" for r in bad)
+    per_value = (time.perf_counter() - t0) / max(len(recs) * min(K_DRAWS, unc.shape[0]), 1)
+    cost = per_value * pw.obs.n * np.asarray(unc).reshape(-1, pw.model.dim).shape[0]
     reason = (f"the self-check of the conditional route failed: {detail}; the pointwise values "
-              "are wrong by more than their error estimates, so the total has no Monte Carlo se")
+              "are wrong by more than their error estimates, so the total has no Monte Carlo "
+              "se. Not repaired: the failed values show that the route's search misses part of "
+              "the density, which every observation's values share, so replacing the checked "
+              "ones alone would leave the rest wrong, and the brute force at every observation "
+              f"and draw would take about {duration(cost)} (use kfold or lfo, which refit)")
     return [*notes, reason], reason

@@ -56,7 +56,14 @@ from .anytime import anytime_pass, budget_flags, budget_pass_warning, pass_reser
 from .fitloo import is_fit, loo_elsewise
 from .result import LooResult, loo_warnings
 from .subsample import draw_sample, subsample_estimates
-from .verify import candidates, keep_influence, parse_verify, pos_of, self_check
+from .verify import (
+    candidates,
+    influence_rows,
+    keep_influence,
+    parse_verify,
+    pos_of,
+    self_check,
+)
 
 #: The exact refits of the self-check.
 EXACT = fix_method("exact")
@@ -363,8 +370,8 @@ def loo(
     budget_stop = budget_flags(d, est)  # what the time budget ended, if anything
     approximation = est.get("approximation", f"psis{APPROX_DRAWS}")
     notes.extend(pw.notes() if hasattr(pw, "notes") else [])  # quadrature / sums over y_i
-    checked, na_note = conditional_self_check(pw, unc,
-                                              stream_int_seed(seed, Stream.LOO_VERIFY_CONDITIONAL))
+    checked, na_note = conditional_self_check(  # as many observations as verify says
+        pw, unc, stream_int_seed(seed, Stream.LOO_VERIFY_CONDITIONAL), n_verify)
     notes.extend(checked)
     if pw.source == "log_lik":
         warn = pw.compare_log_lik(unc[_check_rows(unc.shape[0], 2)])
@@ -391,7 +398,8 @@ def loo(
                                     n_workers, progress),
             refit_seconds=d.seconds or None, elapsed=time.perf_counter() - t0,
             can_repair=method.refit is not None, rng=stream_rng(seed, Stream.LOO_VERIFY, 0),
-            progress=progress, replace=method.acts)
+            progress=progress, replace=method.acts, chains=d.n_chains,
+            influence=lambda obs: influence_rows(ps, pw, d, r_eff, index, obs))
         keep_influence(ps, pw, d, r_eff, [pos_of(index, f.index) for f in fixed])
     elpd_i = ps.elpd_i.copy()
     pos = {int(o): j for j, o in enumerate(index)}

@@ -154,6 +154,10 @@ class LooResult(LooNames, ElpdResult):
         v = self.verification
         if v is not None and v.status == "withheld":
             bad = ", ".join(f"{p.index + 1} (z = {p.z:+.1f})" for p in v.failed)
+            if v.sum_failed:  # the checked values too high together (one-sided sum test)
+                bad = ", ".join([*([bad] if bad else []), "the sum of "
+                                 + "+".join(str(i + 1) for i in v.sum_points)
+                                 + f" (z = {v.sum_z:+.1f})"])
             return (f"the self-check found value(s) {bad} outside their error bars: PSIS's "
                     "Monte Carlo se does not hold here")
         return None if np.isfinite(self.mcse_elpd_loo) else "unreliable fix-ups (see warnings)"

@@ -10,9 +10,13 @@ not the most telling: in case 1 of issue 44 the values at k̂ 0.65–0.70 were o
 larger mc se while those at 0.45–0.6 were 4–9 of theirs off; with K = 3 the check missed 1 run
 in 7, hence K = 4 by default.) Each z = (estimate − exact) / sqrt(mc se² + exact se²), the PSIS
 value's mc se being its se and estimated bias combined as the total's Monte Carlo se combines
-them. A point fails when |z| exceeds the Bonferroni-normal critical value
-(:func:`~stanlogz.crossval.observations.checked.critical_z`): at most a 5% chance that any point
-fails when every error bar is right.
+them.
+
+The tests (:mod:`.verify_tests`): stage 1 on the K points, a two-sided Bonferroni max
+over them and a one-sided test of the checked PSIS values' sum (PSIS's bias in the band is
+upward); where stage 1 passes but hints at a failure and refitting every other value is cheap,
+stage 2 refits them all and tests their total against the error bar the answer claims for it.
+At most a 5% chance that the check fails when every error bar is right.
 
 On a failure the checked values are replaced by their exact ones. Where refitting every other
 value still estimated from the draws costs at most ``REPAIR_ALL_SECONDS``, all are refit (the
@@ -29,8 +33,9 @@ well, and refitting the band alone left the answer 4 of its mc se off in 3 runs 
 ``verify="auto"`` (the default) runs K = 4 where it is cheap: when the refits' estimated cost
 (one sampling run of the program each) is at most half of the run so far, or under
 ``VERIFY_FLOOR_SECONDS``; otherwise a one-line note says it was skipped and how to ask for it.
-The power and false-alarm rate are measured in ``benchmarks/loo_verify.py``
-(docs/features/self-check.md).
+The power and false-alarm rate are measured in ``benchmarks/loo_verify_power.py`` (record
+and replay of the check's choices and tests) and ``benchmarks/loo_verify.py`` (live runs;
+docs/features/self-check.md).
 """
 
 from __future__ import annotations
@@ -50,8 +55,19 @@ from ...draws import Draws
 from ...errors import InputError, Route, option
 from ..elpd.psis import PsisLoo, psis_loo
 from ..fixups.fixups import FixedPoint
-from ..observations.checked import CheckedPoint, Verification, critical_z, z_score
+from ..observations.checked import CheckedPoint, Verification, critical_z
 from ..observations.pointwise import PointwiseLogLik
+from .verify_tests import (
+    MAX_ALPHA,
+    SUM_ALPHA,
+    TOTAL_ALPHA,
+    Influence,
+    hints,
+    judge,
+    record,
+    total_test,
+    what_failed,
+)
 
 #: Points a ``verify="auto"`` check recomputes.
 VERIFY_DEFAULT = 4
@@ -74,6 +90,9 @@ REPAIR_ALL_SECONDS = 120.0
 #: An environment variable that replaces ``verify="auto"``: ``0`` (off, e.g. in a test suite),
 #: a number of points, or ``auto``.
 ENV = "STANLOGZ_VERIFY"
+
+__all__ = ["MAX_ALPHA", "SUM_ALPHA", "TOTAL_ALPHA", "Candidate", "candidates", "choose",
+           "judge", "parse_verify", "self_check"]
 
 Refit = Callable[[np.ndarray, int], tuple[list[FixedPoint], list[str]]]
 
@@ -109,6 +128,7 @@ class Candidate:
     route: str
     estimate: float
     mcse: float
+    bias: float = 0.0
 
 
 def candidates(ps: PsisLoo, index: np.ndarray, fixed: Sequence[FixedPoint],
@@ -123,7 +143,8 @@ def candidates(ps: PsisLoo, index: np.ndarray, fixed: Sequence[FixedPoint],
             k = float(ps.khat[j])
             bias = 0.0 if ps.bias_i is None else float(ps.bias_i[j])
             se = 0.0 if ps.mcse_i is None else float(ps.mcse_i[j])
-            c = Candidate(int(o), k, "psis", float(ps.elpd_i[j]), float(np.hypot(se, bias)))
+            c = Candidate(int(o), k, "psis", float(ps.elpd_i[j]), float(np.hypot(se, bias)),
+                          bias)
         elif f.method in CHECKABLE:
             k = f.khat if f.khat_after is None else float(f.khat_after)
             c = Candidate(int(o), k, f.method, f.elpd, f.mcse)
@@ -155,7 +176,8 @@ def choose(cands: Sequence[Candidate], k: int, rng: np.random.Generator
 
 def self_check(verify: Any, cands: Sequence[Candidate], fixed: list[FixedPoint], refit: Refit,
                *, refit_seconds: float | None, elapsed: float, can_repair: bool,
-               rng: np.random.Generator, progress: Any = None, replace: bool = True
+               rng: np.random.Generator, progress: Any = None, replace: bool = True,
+               influence: Influence | None = None, chains: int = 1
                ) -> tuple[list[FixedPoint], Verification | None]:
     """Run the self-check on ``cands`` and return the fixed points (with the checked and
     repaired values when a point failed) and the outcome.
@@ -185,6 +207,10 @@ def self_check(verify: Any, cands: Sequence[Candidate], fixed: list[FixedPoint],
     replace : bool, default True
         Whether a failure may replace values (``fix="none"``: no, the values stay PSIS's, as
         loo's; the Monte Carlo se is withheld).
+    influence : callable, optional
+        The draw influence of PSIS values (:data:`Influence`) for the sum test (none without).
+    chains : int, default 1
+        The chains of the draws (the sum's Monte Carlo se counts their autocorrelation).
 
     Returns
     -------
@@ -215,29 +241,69 @@ def self_check(verify: Any, cands: Sequence[Candidate], fixed: list[FixedPoint],
         return fixed, Verification("skipped", seconds=time.perf_counter() - t0,
                                    note=f"self-check: could not recompute observation(s) "
                                    f"{nums} ({why})")
-    done = [(c, why) for c, why in picked if c.index in got]
-    crit = critical_z(len(done))
-    points = [_record(c, got[c.index], crit, why) for c, why in done]
-    ver = Verification("passed", points, crit)
-    if all(p.passed for p in points):
+    ver = judge([(c, why) for c, why in picked if c.index in got], got, influence, chains)
+    crit = ver.critical_z
+    if not ver.failed and not ver.sum_failed and replace and can_repair and hints(ver):
+        fixed = _stage_two(ver, cands, fixed, got, refit, refit_seconds, progress, influence,
+                           chains)
+        if ver.total_failed:
+            ver.seconds = time.perf_counter() - t0
+            return fixed, ver
+    if not ver.failed and not ver.sum_failed:
         ver.seconds = time.perf_counter() - t0
-        ver.note = (f"self-check: {len(points)} value(s) recomputed by exact refits agree with "
-                    f"their error bars (|z| <= {crit:.2f}; "
-                    f"{', '.join(f'{p.index + 1}: {p.z:+.1f}' for p in points)})")
+        total = ("" if not ver.sum_points else
+                 f"; the PSIS values' sum z = {ver.sum_z:+.1f} <= {ver.sum_critical:.2f}")
+        if ver.total_points:
+            total += (f"; the first points hinted at a failure, so all {len(ver.total_points)} "
+                      f"values were refit: their total is within its error bar, z = "
+                      f"{ver.total_z:+.1f}, and the values are kept")
+        first = [p for p in ver.points if p.why != "total"]
+        ver.note = (f"self-check: {len(first)} value(s) recomputed by exact refits agree "
+                    f"with their error bars (|z| <= {crit:.2f}; "
+                    f"{', '.join(f'{p.index + 1}: {p.z:+.1f}' for p in first)}{total})")
         return fixed, ver
     if not replace:
         ver.status, ver.seconds = "withheld", time.perf_counter() - t0
-        ver.note = (f"self-check: observation(s) {_told(ver.failed)} are further from their "
-                    f"exact refits than their Monte Carlo se allows (|z| > {crit:.2f}); the "
-                    f"values are kept as PSIS gives them ({Route(options={'fix': 'none'})}) and "
-                    "the Monte Carlo se of elpd_loo is withheld: recompute with "
-                    f"{repair_advice(_low(ver))}")
+        ver.note = (f"self-check: {what_failed(ver, _told)}; the values are kept as PSIS gives "
+                    f"them ({Route(options={'fix': 'none'})}) and the Monte Carlo se of elpd_loo "
+                    f"is withheld: recompute with {repair_advice(_low(ver))}")
         return fixed, ver
     fixed = [f for f in fixed if f.index not in got] + list(got.values())
     t1 = time.perf_counter()
     fixed, ver = _repair(ver, cands, fixed, refit, refit_seconds, can_repair, progress)
     ver.seconds, ver.repair_seconds = time.perf_counter() - t0, time.perf_counter() - t1
     return fixed, ver
+
+
+def _stage_two(ver: Verification, cands: Sequence[Candidate], fixed: list[FixedPoint],
+               got: dict[int, FixedPoint], refit: Refit, refit_seconds: float | None,
+               progress: Any, influence: Influence | None, chains: int) -> list[FixedPoint]:
+    """Stage 2 (:mod:`.verify_tests`): refit every other candidate when that costs at most
+    ``REPAIR_ALL_SECONDS`` (and the time budget's rest) and test the total of all. On a
+    failure every value is replaced by its refit (status "repaired"); otherwise the answer
+    stays as it was."""
+    others = [c for c in cands if c.index not in got]
+    left = run_budget.remaining()
+    if (not others or refit_seconds is None
+            or len(others) * refit_seconds > min(REPAIR_ALL_SECONDS,
+                                                 np.inf if left is None else left)):
+        return fixed
+    if progress:
+        progress(f"self-check: the first points hint at a failure; refitting the other "
+                 f"{len(others)} value(s) to test their total")
+    more, _ = refit(np.array([c.index for c in others], dtype=int), 1)
+    refs = {**got, **{f.index: f for f in more}}
+    if len(refs) < len(cands):
+        return fixed
+    ver.points += [record(c, refs[c.index], ver.critical_z, "total") for c in others]
+    total_test(ver, cands, refs, influence, chains)
+    if not ver.total_failed:
+        return fixed
+    ver.status = "repaired"
+    ver.repaired = [c.index for c in others]
+    ver.note = (f"self-check: {what_failed(ver, _told)}; their exact values replace them: "
+                "elpd_loo and its Monte Carlo se include them")
+    return [f for f in fixed if f.index not in refs] + list(refs.values())
 
 
 def _skip_reason(cost: float | None, elapsed: float, n: int, auto: bool) -> str | None:
@@ -260,13 +326,6 @@ def _skip_reason(cost: float | None, elapsed: float, n: int, auto: bool) -> str 
             f"{VERIFY_SHARE:.0%} or {duration(VERIFY_FLOOR_SECONDS)}); {ask} runs it")
 
 
-def _record(c: Candidate, ref: FixedPoint, crit: float, why: str) -> CheckedPoint:
-    """The checked value against its refit."""
-    z = z_score(c.estimate, c.mcse, ref.elpd, ref.mcse)
-    return CheckedPoint(c.index, c.route, c.estimate, c.mcse, ref.elpd, ref.mcse, z,
-                        bool(abs(z) <= crit), reference_route=ref.method, khat=c.khat, why=why)
-
-
 def _repair(ver: Verification, cands: Sequence[Candidate], fixed: list[FixedPoint],
             refit: Refit, refit_seconds: float | None, can_repair: bool, progress: Any
             ) -> tuple[list[FixedPoint], Verification]:
@@ -274,9 +333,7 @@ def _repair(ver: Verification, cands: Sequence[Candidate], fixed: list[FixedPoin
     one (and at least the band's), with the ``FRONTIER`` values just below as checks; while a
     frontier value fails, go on down to it. Withhold the total's mc se when the refits are not
     allowed, cost more than ``REPAIR_SECONDS``, or fail."""
-    head = (f"self-check: observation(s) {_told(ver.failed)} are further from their exact "
-            f"refits than their Monte Carlo se allows (|z| > {ver.critical_z:.2f}); their "
-            "exact values replace them")
+    head = f"self-check: {what_failed(ver, _told)}; the exact values replace the checked ones"
     done = {p.index for p in ver.points}
     low = _low(ver)
     why, spent, stage = None, 0.0, 1
@@ -314,9 +371,9 @@ def _repair(ver: Verification, cands: Sequence[Candidate], fixed: list[FixedPoin
         fixed = [f for f in fixed if f.index not in got] + more
         ver.repaired += [c.index for c in todo if c.index in got]
         done |= set(got)
-        crit = critical_z(max(len(front), 1))
-        ver.points += [_record(c, got[c.index], crit, "repair") for c in rest if c.index in got]
-        checks = [_record(c, got[c.index], crit, "frontier") for c in front if c.index in got]
+        crit = critical_z(max(len(front), 1), MAX_ALPHA)
+        ver.points += [record(c, got[c.index], crit, "repair") for c in rest if c.index in got]
+        checks = [record(c, got[c.index], crit, "frontier") for c in front if c.index in got]
         ver.points += checks
         if len(got) < len(todo):
             why = notes[0] if notes else "some refits failed"
@@ -346,8 +403,9 @@ def _told(points: Sequence[CheckedPoint]) -> str:
 
 
 def _low(ver: Verification) -> float:
-    """The k̂ down to which a failure makes values suspect: the band's, or the lowest failed."""
-    return min(KHAT_HEAVY, min(p.khat for p in ver.failed))
+    """The k̂ down to which a failure makes values suspect: the band's, or the lowest failed
+    point's (a failed sum: the band's; the repair's frontier checks go on down)."""
+    return min([KHAT_HEAVY, *(p.khat for p in ver.failed)])
 
 
 def repair_advice(low: float) -> str:
@@ -359,6 +417,15 @@ def repair_advice(low: float) -> str:
 def pos_of(index: np.ndarray, o: int) -> int:
     """The position of observation ``o`` (0-based) in the pointwise arrays of ``index``."""
     return int(np.nonzero(np.asarray(index) == o)[0][0])
+
+
+def influence_rows(ps: PsisLoo, pw: PointwiseLogLik, d: Draws, r_eff: float,
+                   index: np.ndarray, obs: np.ndarray) -> np.ndarray:
+    """The draw influence ``(m, S)`` of the PSIS values of observations ``obs`` (0-based) of
+    the pass over ``index`` (:data:`Influence`)."""
+    pos = [pos_of(index, int(o)) for o in obs]
+    keep_influence(ps, pw, d, r_eff, pos)
+    return np.array([ps.influence_i[j] for j in pos])
 
 
 def keep_influence(ps: PsisLoo, pw: PointwiseLogLik, d: Draws, r_eff: float,

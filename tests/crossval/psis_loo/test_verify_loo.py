@@ -25,7 +25,7 @@ from scipy import stats
 import stanlogz
 from stanlogz.cli import main
 from stanlogz.crossval.observations.checked import critical_z
-from stanlogz.crossval.psis_loo import verify as verify_module
+from stanlogz.crossval.psis_loo import verify_tests
 from tests.conftest import MODELS
 
 TESTS = MODELS / "tests"
@@ -81,9 +81,11 @@ def test_case1_without_refits_withholds_the_mcse(compiled):
 @pytest.mark.stan
 def test_a_program_whose_error_bars_hold_passes_unchanged(compiled, monkeypatch):
     m = compiled(NORMAL, EXAMPLES / "normal_mean.data.json")
-    # the check at family-wise level 1e-4 (|z| > 4.3 for 4 points): where the error bars are
-    # right (normal_mean: 0 of 20 runs flagged at 5%) it passes with probability >= 1 - 1e-4
-    monkeypatch.setattr(verify_module, "critical_z", lambda m_: critical_z(m_, 1e-4))
+    # the check at family-wise level 1e-4 (the three tests at 1e-4 / 3 each: |z| > 4.6 for 4
+    # points, the sum one-sided above 4.2, the total above 4.1): where the error bars are
+    # right it passes with probability >= 1 - 1e-4 (the test's own failure probability)
+    for name in ("MAX_ALPHA", "SUM_ALPHA", "TOTAL_ALPHA"):
+        monkeypatch.setattr(verify_tests, name, 1e-4 / 3)
     r = stanlogz.loo(m, seed=1, verify=4)
     off = stanlogz.loo(m, seed=1, verify=0)
     v = r.verification
@@ -107,7 +109,12 @@ def test_cli_flag_and_json_keys(compiled, capsys):
     assert {"observation", "route", "estimate", "mcse", "reference", "reference_se", "z",
             "passed", "khat", "why"} <= set(v["points"][0])
     assert {"critical_z", "alpha", "seconds", "share", "note", "elpd_before"} <= set(v)
-    assert v["critical_z"] == pytest.approx(1.959964, abs=1e-6)
+    # one point: the two-sided normal quantile at 1.25% (the sum test has another 1.25%, the
+    # second stage 2.5%)
+    assert v["critical_z"] == pytest.approx(critical_z(1, 0.0125), abs=1e-9)
+    assert v["critical_z"] == pytest.approx(2.497705, abs=1e-6)
+    assert v["sum_test"] is None or set(v["sum_test"]) == {"observations", "z", "critical_z",
+                                                          "passed"}
 
 
 @pytest.mark.stan

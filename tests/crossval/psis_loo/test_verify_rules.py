@@ -26,6 +26,7 @@ from stanlogz.crossval.psis_loo.verify import (
     repair_advice,
     self_check,
 )
+from stanlogz.crossval.psis_loo.verify_tests import MAX_ALPHA, TOTAL_ALPHA
 from stanlogz.errors import InputError, speaking
 
 
@@ -113,7 +114,48 @@ def test_points_within_their_error_bars_pass_and_change_nothing():
     fixed, ver = _check(cands, refit)
     assert ver.status == "passed" and fixed == [] and len(calls) == 1
     assert [p.z for p in ver.points] == pytest.approx([1.0] * 3)
-    assert ver.critical_z == pytest.approx(critical_z(3))
+    assert ver.critical_z == pytest.approx(critical_z(3, MAX_ALPHA))
+    assert not ver.total_points  # no hint (|z| 1 < 2): no second stage
+
+
+def _shifted(cands, checked_z, other_z):
+    """References that put the values chosen by _check at ``checked_z`` combined se from
+    their exact values and the others at ``other_z``."""
+    se = math.hypot(0.05, 0.02)
+    picked = {c.index for c, _ in choose(cands, 3, np.random.default_rng(0))}
+    return {c.index: c.estimate - (checked_z if c.index in picked else other_z) * se
+            for c in cands}, picked
+
+
+def test_a_hint_refits_every_value_and_a_total_off_its_error_bar_is_repaired():
+    # the three checked values 2.2 se high: each under 2.87 (Bonferroni at 1.25% over 3), but
+    # above the hint's 2.0; the five others 2.2 se high too: the total of all eight is
+    # 2.2 sqrt(8) = 6.2 of its claimed error (independent values), above 2.24
+    cands = _cands()
+    values, _ = _shifted(cands, 2.2, 2.2)
+    refit, calls = _refit(values)
+    fixed, ver = _check(cands, refit, refit_seconds=1.0)
+    assert not ver.failed and ver.total_failed and ver.status == "repaired"
+    assert len(calls) == 2 and len(ver.total_points) == 8
+    assert ver.total_z == pytest.approx(2.2 * math.sqrt(8), rel=1e-9)
+    assert ver.total_critical == pytest.approx(critical_z(1, TOTAL_ALPHA))
+    assert {f.index for f in fixed} == {c.index for c in cands}
+    assert "all refit after the first points hinted" in ver.note
+
+
+def test_a_hint_whose_total_holds_keeps_the_answer():
+    # checked values 2.2 se high, the others 0.5 se low: total (6.6 - 2.5) / sqrt(8) = 1.45
+    cands = _cands()
+    values, _ = _shifted(cands, 2.2, -0.5)
+    refit, calls = _refit(values)
+    fixed, ver = _check(cands, refit, refit_seconds=1.0)
+    assert ver.status == "passed" and fixed == [] and len(calls) == 2
+    assert ver.total_z == pytest.approx((3 * 2.2 - 5 * 0.5) / math.sqrt(8), rel=1e-9)
+    assert "all 8 values were refit" in ver.note and "kept" in ver.note
+    # too dear to refit the others (5 x 30 s > 120 s): no second stage
+    refit, calls = _refit(values)
+    fixed, ver = _check(cands, refit, refit_seconds=30.0)
+    assert ver.status == "passed" and len(calls) == 1 and not ver.total_points
 
 
 def test_a_failed_band_point_refits_the_band_and_checks_the_two_values_below():
@@ -211,7 +253,8 @@ def test_records_serialize():
     v = Verification("withheld", [p], critical_z(1), note="n")
     d = v.to_dict()
     assert set(d) == {"status", "points", "critical_z", "alpha", "seconds", "repair_seconds",
-                      "share", "note", "repaired", "elpd_before"}
+                      "share", "note", "repaired", "elpd_before", "sum_test", "total_test"}
+    assert d["sum_test"] is None and d["total_test"] is None
     assert d["points"][0]["observation"] == 5 and d["points"][0]["passed"] is False
     assert set(d["points"][0]) == {"observation", "route", "estimate", "mcse", "reference",
                                    "reference_se", "reference_route", "z", "passed", "khat",
