@@ -176,7 +176,7 @@ def one_run(folder: str, seed: int, exact: float) -> dict[str, Any]:
     import stanlogz
 
     t0 = time.perf_counter()
-    rec: dict[str, Any] = {"folder": folder, "seed": seed}
+    rec: dict[str, Any] = {"folder": folder, "seed": seed, "code": code_version()}
     try:
         r = stanlogz.loo(str(CORPUS / folder / "model.stan"), str(CORPUS / folder / "data.json"),
                          seed=seed)
@@ -200,6 +200,16 @@ def one_run(folder: str, seed: int, exact: float) -> dict[str, Any]:
                sampler_warned=any(SAMPLER_WARNING.search(w) for w in d["warnings"]),
                warnings=d["warnings"], seconds=time.perf_counter() - t0)
     return rec
+
+
+def code_version() -> str:
+    """The checkout's commit (short), with ``+`` when stanlogz/ has uncommitted changes."""
+    import subprocess
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout
+    return git("rev-parse", "--short", "HEAD").strip() + ("+" if git("status", "--porcelain",
+                                                                     "stanlogz").strip() else "")
 
 
 def _seeds(text: str) -> list[int]:
