@@ -57,9 +57,9 @@ def own_parameter_note(own: dict[int, int], names: list[str], refit: bool) -> st
                       for i in obs[:10])
     head = (f"{len(obs)} observation(s) are each the only one a parameter's likelihood depends "
             f"on: {which}{' ...' if len(obs) > 10 else ''}; leaving one out returns its "
-            "parameter to the prior, a tail PSIS's k-hat reads as lighter than it is")
+            "parameter to its prior")
     if refit:
-        return head + "; they were refit exactly"
-    return (head + "; their PSIS values may be far off beyond their Monte Carlo se, so the "
-            "total has none: refit them (fix=\"exact\" with k_threshold=0, --fix exact "
-            "--k-threshold 0) or use kfold")
+        return head + ", which the draws do not show: they were refit exactly"
+    return (head + ", a tail PSIS's k-hat reads as lighter than it is: their values may be off "
+            "far beyond their Monte Carlo se, so the total has none; refit them "
+            "(fix=\"exact\" with k_threshold=0, --fix exact --k-threshold 0) or use kfold")
