@@ -359,7 +359,7 @@ def loo(
     # observations alone in moving a parameter: refit exactly whatever their k-hat (own_latent)
     own = own_parameter_observations(pw, unc, index) if sample_index is None else {}
     own_refit = bool(own) and method.refit is not None and len(own) <= MAX_OWN_REFITS
-    bad, own_left = (np.setdiff1d(bad, list(own)) if own_refit else bad), set(own)
+    bad = np.setdiff1d(bad, list(own)) if own_refit else bad
     fixed: list[FixedPoint] = []
     if method.acts and bad.size:
         fixed, why = _fix(pw, d, bad, ps, index, method, threshold, r_eff, nuts, fix_opts,
@@ -368,9 +368,8 @@ def loo(
     if own_refit:
         more, why = _fix(pw, d, np.array(sorted(own)), ps, index, EXACT, threshold, r_eff, nuts,
                          EXACT.options(None), seed, n_workers, progress)
-        fixed, own_left = fixed + more, set(own) - {f.index for f in more}
+        fixed = fixed + more
         notes.extend(why)
-    own_na = own_parameter_note(own, d.unc_names, not own_left) if own else None
     verification, before = None, ps.elpd_i.copy()
     if sample_index is None:
         before[[pos_of(index, f.index) for f in fixed]] = [f.elpd for f in fixed]
@@ -383,6 +382,8 @@ def loo(
             can_repair=method.refit is not None, rng=stream_rng(seed, Stream.LOO_VERIFY, 0),
             progress=progress, replace=method.acts)
         keep_influence(ps, pw, d, r_eff, [pos_of(index, f.index) for f in fixed])
+    refit = {f.index for f in fixed if f.method not in ("mm", "mis")}  # a self-check's too
+    own_na = own_parameter_note(own, d.unc_names, set(own) <= refit) if own else None
     elpd_i = ps.elpd_i.copy()
     pos = {int(o): j for j, o in enumerate(index)}
     for f in fixed:
@@ -418,8 +419,8 @@ def loo(
             res.warnings.append(verification.note)
     if own_na is not None:
         res.warnings.append(own_na)
-        if not own_na.endswith("refit exactly"):
-            res.mcse_elpd_loo, res.mcse_na_note = float("nan"), own_na
+        if not own_na.endswith("refit exactly") and np.isfinite(res.mcse_elpd_loo):
+            res.mcse_elpd_loo, res.mcse_na_note = float("nan"), own_na  # the first reason stays
     if na_note is not None:  # the conditional route's values failed their self-check
         res.mcse_elpd_loo, res.mcse_na_note = float("nan"), na_note
     res.warnings.extend(loo_warnings(res))
