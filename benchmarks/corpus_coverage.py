@@ -34,6 +34,7 @@ z is over those runs, and "unflagged |z| > 4" counts runs with no flag.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import math
@@ -212,8 +213,10 @@ def one_run(folder: str, seed: int, exact: float) -> dict[str, Any]:
     return rec
 
 
+@functools.cache
 def code_version() -> str:
-    """The checkout's commit (short), with ``+`` when stanlogz/ has uncommitted changes."""
+    """The checkout's commit (short), with ``+`` when stanlogz/ has uncommitted changes, when
+    this process first asked (the code it runs is the code it imported then)."""
     import subprocess
 
     def git(*a: str) -> str:
@@ -235,6 +238,9 @@ def read_runs(path: Path = RUNS) -> list[dict[str, Any]]:
 
 
 def cmd_run(args: argparse.Namespace) -> None:
+    import stanlogz.crossval.psis_loo.loo  # noqa: F401 - imported with the commit recorded
+
+    code_version()
     refs = json.loads(REFS.read_text())
     done = {(r["folder"], r["seed"]) for r in read_runs(args.out)}
     folders = args.only or list(PROGRAMS)
