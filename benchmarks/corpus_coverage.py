@@ -285,7 +285,18 @@ def table_rows(runs: list[dict[str, Any]], refs: dict[str, Any]) -> list[dict[st
 
 def cmd_table(args: argparse.Namespace) -> None:
     refs = json.loads(REFS.read_text())
-    rows = table_rows(read_runs(args.out), refs)
+    runs = read_runs(args.out)
+    rows = table_rows(runs, refs)
+    if not rows:
+        raise SystemExit(f"corpus_coverage: no runs in {args.out}")
+    seeds = [{r["seed"] for r in runs if r["folder"] == f} for f in refs]
+    every = sorted(set.intersection(*seeds)) if all(seeds) else []
+    total = rows[-1]
+    print(f"{len(runs)} runs (seeds {every[0] if every else '-'}-{every[-1] if every else '-'} "
+          f"for every program; code {sorted({r.get('code', '?') for r in runs})}): rms z "
+          f"{total['rms_z']:.2f} over the {sum(r.get('z') is not None for r in runs)} runs "
+          f"with an mc se, mean z {total['mean_z']:+.2f}, largest |z| {total['max_abs_z']:.2f}, "
+          f"{total['unflagged_over_4']} unflagged |z| > 4\n")
     print("| posterior | N | runs | route (fix-ups) | mean z | rms z | max abs z | mcse NA | "
           "flagged | unflagged abs z > 4 | sampler warned | mean s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
