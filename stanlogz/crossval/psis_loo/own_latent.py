@@ -67,5 +67,4 @@ def own_parameter_note(own: dict[int, int], names: list[str], refit: bool) -> st
         return head + ", which the draws do not show: they were refit exactly"
     return (head + ", a tail PSIS's k-hat reads as lighter than it is: their values may be off "
             "far beyond their Monte Carlo se, so the total has none; refit them "
-            "(fix=\"exact\" with k_threshold=0, --fix exact --k-threshold 0), integrate a "
-            "latent of each out (log_lik=\"integrated\", --log-lik integrated) or use kfold")
+            "(fix=\"exact\" with k_threshold=0, --fix exact --k-threshold 0) or use kfold")
