@@ -54,6 +54,7 @@ from ..observations.splitcheck import SplitError
 from ..refit.heldout import heldout_many
 from .anytime import anytime_pass, budget_flags, budget_pass_warning, pass_reserve
 from .fitloo import is_fit, loo_elsewise
+from .own_latent import MAX_OWN_REFITS, own_parameter_note, own_parameter_observations
 from .result import LooResult, loo_warnings
 from .subsample import draw_sample, subsample_estimates
 from .verify import (
@@ -383,10 +384,19 @@ def loo(
     # mis re-estimates from k-hat 0.5 up: PSIS values kept between 0.5 and 0.7 undercovered
     # (benchmarks/mixture_loo.py), and one mixture run serves them all
     bad = index[ps.khat > (min(threshold, KHAT_HEAVY) if method.mixture else threshold)]
+    # observations alone in moving a parameter: refit exactly whatever their k-hat (own_latent)
+    own = own_parameter_observations(pw, unc, index) if sample_index is None else {}
+    own_refit = bool(own) and method.refit is not None and len(own) <= MAX_OWN_REFITS
+    bad = np.setdiff1d(bad, list(own)) if own_refit else bad
     fixed: list[FixedPoint] = []
     if method.acts and bad.size:
         fixed, why = _fix(pw, d, bad, ps, index, method, threshold, r_eff, nuts, fix_opts,
                           seed, n_workers, progress)
+        notes.extend(why)
+    if own_refit:
+        more, why = _fix(pw, d, np.array(sorted(own)), ps, index, EXACT, threshold, r_eff, nuts,
+                         EXACT.options(None), seed, n_workers, progress)
+        fixed = fixed + more
         notes.extend(why)
     verification, before = None, ps.elpd_i.copy()
     if sample_index is None:
@@ -401,6 +411,8 @@ def loo(
             progress=progress, replace=method.acts, chains=d.n_chains,
             influence=lambda obs: influence_rows(ps, pw, d, r_eff, index, obs))
         keep_influence(ps, pw, d, r_eff, [pos_of(index, f.index) for f in fixed])
+    refit = {f.index for f in fixed if f.method not in ("mm", "mis")}  # a self-check's too
+    own_na = own_parameter_note(own, d.unc_names, set(own) <= refit) if own else None
     elpd_i = ps.elpd_i.copy()
     pos = {int(o): j for j, o in enumerate(index)}
     for f in fixed:
@@ -434,6 +446,10 @@ def loo(
         verification.elpd_before = float(before.sum())
         if verification.status in ("repaired", "withheld"):
             res.warnings.append(verification.note)
+    if own_na is not None:
+        res.warnings.append(own_na)
+        if not own_na.endswith("refit exactly") and np.isfinite(res.mcse_elpd_loo):
+            res.mcse_elpd_loo, res.mcse_na_note = float("nan"), own_na  # the first reason stays
     if na_note is not None:  # the conditional route's values failed their self-check
         res.mcse_elpd_loo, res.mcse_na_note = float("nan"), na_note
     res.warnings.extend(loo_warnings(res))
