@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import Route
 from ..observations.pointwise import PointwiseLogLik
 
 #: Parameters probed at most (one row of the pointwise log-likelihood per parameter, about
@@ -67,4 +68,4 @@ def own_parameter_note(own: dict[int, int], names: list[str], refit: bool) -> st
         return head + ", which the draws do not show: they were refit exactly"
     return (head + ", a tail PSIS's k-hat reads as lighter than it is: their values may be off "
             "far beyond their Monte Carlo se, so the total has none; refit them "
-            "(fix=\"exact\" with k_threshold=0, --fix exact --k-threshold 0) or use kfold")
+            f"({Route(options={'fix': 'exact', 'k_threshold': 0})}) or use kfold")
