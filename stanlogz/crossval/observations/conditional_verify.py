@@ -130,12 +130,24 @@ def reference(src: Any, i: int, unc: np.ndarray, nodes: int = NODES
         prev = cur
 
 
+def latents_integrated(src: Any, i: int) -> bool:
+    """Whether the route's value of observation ``i`` has the observation's own latents
+    integrated out (p(y_i | y₋ᵢ, θ without z_i)): a brute force over y_i alone holds z_i at the
+    draw, a different quantity, so such values are not checked here (the integrated route's
+    Gaussian fit is checked far from the mode as it is computed)."""
+    cl = getattr(src, "cl", None)
+    return bool(cl is not None and cl.latents[i].size and cl.integrated[i])
+
+
 def pick(src: Any, k: int, rng: np.random.Generator) -> list[int]:
     """``k`` observations: the one with the largest error estimate, then one at random from
     each route used not yet picked (Gaussian closed form, quadrature, sum), then at random."""
     n = src.obs.n
     done = np.flatnonzero(src.method != "")
     pool = done if done.size else np.arange(n)
+    pool = np.array([j for j in pool if not latents_integrated(src, int(j))], dtype=int)
+    if not pool.size:
+        return []
     out = [int(pool[np.argmax(src.quad.error[pool])])]
     for m in dict.fromkeys(src.method[pool]):
         left = [int(j) for j in pool if src.method[j] == m and j not in out]
@@ -215,6 +227,10 @@ def self_check(pw: Any, unc: np.ndarray, seed: int | None = 0, k: int | None = K
     except StanlogzError as exc:  # the brute force could not evaluate the program
         return [f"self-check of the conditional route not done: {str(exc).splitlines()[0]}"], None
     label = pw.quad._label
+    if not recs:  # every value has its latents integrated out: nothing this check can redo
+        return [("self-check of the conditional route not done: every observation's latents "
+                 "are integrated out, and a brute force over y_i alone would hold them at the "
+                 "draw")], None
     what = ", ".join(f"{label(r.index)} ({r.method})" for r in recs)
     bad = [r for r in recs if not r.passed]
     unresolved = [r for r in recs if not r.resolved]
