@@ -462,8 +462,7 @@ def compare(
             results.append(evidence(m, method=method, draws=di, settings=nuts,
                                     seed=program_seed[i], progress=progress,
                                     normalize_prior=normalize_prior, **options))
-    out = ComparisonResult(names=names, results=results, prior_probs=prior) \
-        if use_evidence else None
+    out = ComparisonResult(names, results, prior_probs=prior) if use_evidence else None
     if out is not None and not normalize_prior:
         out.warnings += mass_warnings(names, results)
     if unbiased_bf:

@@ -132,7 +132,7 @@ def test_log_lik_refusal_and_the_program_with_a_log_lik_answers():
     # short chains keep the run short (the species-level latents leave high k-hats, warned).
     folder = _folder("multi_occupancy")
     rec = C.run_one(folder, "loo", limit=600, seed=1)
-    assert rec["status"] == "refused" and rec["route"] == "log_lik generated quantity"
+    assert rec["status"] == "refused" and rec["route"] == "a log_lik generated quantity"
     program = C.ROOT / "stan_models" / "corpus_routes" / "multi_occupancy_log_lik.stan"
     argv = [C.sys.executable, "-m", "stanlogz", "--json", "--seed", "1", "loo", str(program),
             "--data", str(folder / "data.json"), "--fix", "none", "--warmup", "300",

@@ -68,7 +68,7 @@ def test_bic_is_the_formula_at_the_maximum_likelihood():
     assert math.isnan(r.log_z_se) and r.warnings and r.n_evals > 0
     with pytest.raises(InputError, match="number of observations"):
         sc.bic(model, draws, prior=model.prior)
-    with pytest.raises(InputError, match=r"prior=\.\.\."):
+    with pytest.raises(InputError, match=r"give the prior program \(prior\)"):
         sc.bic(model, draws, n_obs=6)
 
 

@@ -56,14 +56,14 @@ def test_a_budget_leaves_refits_out_and_flags_their_origins(compiled, monkeypatc
 
 
 def test_the_route_of_a_refusal_in_warmup_answers_within_the_same_budget(compiled):
-    # 300,000 warmup iterations per chain of the first fit cannot end in 4 s; the refusal
+    # 30,000,000 warmup iterations per chain of the first fit cannot end in 4 s; the refusal
     # names fewer iterations, which, followed on the same machine under the same budget,
     # answer (the refits that then do not fit are left out and flagged)
     d = json.loads((EXAMPLES / "ar_nig.data.json").read_text())
     model = compiled(AR, d)
     lfo(model, d, min_train=36, ahead=1, chains=2, warmup=100, n_draws=100, seed=3)  # warm
     with time_budget(4), pytest.raises(OverBudget) as info:
-        lfo(model, d, min_train=36, ahead=1, chains=2, warmup=300_000, n_draws=1000, seed=3)
+        lfo(model, d, min_train=36, ahead=1, chains=2, warmup=30_000_000, n_draws=1000, seed=3)
     line = str(info.value)
     assert "still in warmup" in line
     route = info.value.routes[0]  # the typed route, as the Python caller is told it

@@ -33,7 +33,8 @@ def test_draws_check_no_longer_refuses_at_more_dimensions_than_draws():
         check_evidence_draws(SimpleNamespace(dim=dim), "gbs", defaults)
     assert least_draws(10002) == STRUCTURED_MIN_DRAWS
     with pytest.raises(InputError, match=r"each half has 200, need at least 250 for dimension "
-                                         r"10002; run with --draws 150 \(4 chains\)"):
+                                         r"10002; run with settings=NutsArgs\(draws=150\) "
+                                         r"\(4 chains\)"):
         check_evidence_draws(SimpleNamespace(dim=10002), "gbs", NutsArgs(draws=100))
     with pytest.raises(InputError, match=r"need at least 3766 for dimension 3002"):
         check_evidence_draws(SimpleNamespace(dim=3002), "gbs", defaults, proposal="dense")
