@@ -179,7 +179,7 @@ class InterpretedModel(StanModel):
             return self.compiled("jacobian=False (the log density without the "
                                  "change-of-variables terms)"), False
         if not propto:
-            from .backend import constants_kept
+            from .interpreted_constants import constants_kept
 
             full = self._full
             if full is None:
@@ -191,7 +191,7 @@ class InterpretedModel(StanModel):
         """This interpreter's unconstrained points ``xs`` as the compiled ``model``'s: the same
         where the two transforms agree (checked once per program), else mapped through the
         constrained values (densities only: a gradient on the other scale is refused)."""
-        from .backend import same_transform
+        from .interpreted_constants import same_transform
 
         same = self._lineage.get("same_transform")
         if same is None:

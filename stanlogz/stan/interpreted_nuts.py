@@ -9,7 +9,7 @@ import contextlib
 import io
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -19,9 +19,6 @@ from ..errors import InitializationError, InputError, StanlogzError
 from .nuts import SAMPLER_COLUMNS, NutsOutput, _init_jsons
 from .settings import NutsArgs
 
-if TYPE_CHECKING:
-    from .interpreted import InterpretedModel
-
 
 def _flat(name: str) -> str:
     """stanli's ``theta[1,2]`` column name in stanlogz's ``theta.1.2`` style."""
@@ -29,7 +26,7 @@ def _flat(name: str) -> str:
 
 
 def run_interpreted_nuts(
-    model: InterpretedModel,
+    model: Any,
     settings: NutsArgs | None = None,
     *,
     seed: int | None = None,
