@@ -38,7 +38,8 @@ def test_named_files_exist(page: Path) -> None:
     text = page.read_text()
     # the package's and the tests' files too: a page must follow a module or test that moves
     named = re.findall(
-        r"\b((?:stan_models|examples|benchmarks|tests|stanlogz)/[\w./-]+\.(?:stan|json|py))", text)
+        r"\b((?:stan_models|examples|benchmarks|tests|stanlogz)/[\w./-]+"
+        r"\.(?:stan|jsonl|ndjson|json|py))\b", text)
     missing = [p for p in named if not (ROOT / p).is_file()]
     assert not missing, missing
 
