@@ -64,32 +64,19 @@ def blank_comments(code: str) -> str:
     return "".join(out)
 
 
-def _match_back(text: str, close: int) -> int:
-    """Index of the bracket opening the one at ``close``."""
+def _match(text: str, at: int, step: int) -> int:
+    """Index of the bracket matching the one at ``at``: searching forward (``step`` 1) from an
+    opening bracket, back (``step`` -1) from a closing one."""
+    inner, outer = ("([", ")]") if step > 0 else (")]", "([")
     depth = 0
-    for k in range(close, -1, -1):
-        c = text[k]
-        if c in ")]":
+    for k in range(at, len(text) if step > 0 else -1, step):
+        if text[k] in inner:
             depth += 1
-        elif c in "([":
+        elif text[k] in outer:
             depth -= 1
             if depth == 0:
                 return k
-    raise InputError("unbalanced brackets before a '~' statement")
-
-
-def _match_forward(text: str, open_: int) -> int:
-    """Index of the bracket closing the one at ``open_``."""
-    depth = 0
-    for k in range(open_, len(text)):
-        c = text[k]
-        if c in "([":
-            depth += 1
-        elif c in ")]":
-            depth -= 1
-            if depth == 0:
-                return k
-    raise InputError("unbalanced brackets after a '~' statement")
+    raise InputError(f"unbalanced brackets {'after' if step > 0 else 'before'} a '~' statement")
 
 
 def _prev(text: str, k: int) -> int:
@@ -111,7 +98,7 @@ def _lhs_start(text: str, tilde: int) -> int:
         if c in ";{}":
             break
         if c in ")]":
-            o = _match_back(text, k)
+            o = _match(text, k, -1)
             p = _prev(text, o)
             start, k = o, p
             if c == ")" and p >= 0 and (text[p] in ")]"):
@@ -169,7 +156,7 @@ def keep_constants(code: str) -> str:
         if paren >= len(text) or text[paren] != "(":
             raise InputError(f"cannot read the '~ {name}' statement near line "
                              f"{text.count(chr(10), 0, tilde) + 1}")
-        close = _match_forward(text, paren)
+        close = _match(text, paren, 1)
         args = text[paren + 1:close].strip()
         end = close + 1
         after = text[end:].lstrip()
@@ -180,7 +167,7 @@ def keep_constants(code: str) -> str:
                              f"{text.count(chr(10), 0, tilde) + 1}")
         if truncated:
             t_open = text.index("[", end)
-            semi = text.find(";", _match_forward(text, t_open))
+            semi = text.find(";", _match(text, t_open, 1))
         kind = _distribution_kind(name, user_pmf, user_pdf)
         call = f"{name}_{kind}({lhs}{' | ' + args if args else ''})"
         if truncated:
