@@ -16,6 +16,27 @@ RHAT_MAX = 1.01
 ESS_PER_CHAIN_MIN = 100
 
 
+def sampler_flags(diag: dict[str, Any], divergent_share: float = 0.0) -> list[str]:
+    """The sampler's signs, from a summary's ``diagnostics``, that the draws may not be from
+    the posterior: divergences in more than ``divergent_share`` of the transitions (0: any),
+    R-hat above ``RHAT_MAX`` (several chains), bulk/tail ESS under ``ESS_PER_CHAIN_MIN`` per
+    chain. Evidence warns on them (:mod:`stanlogz.estimators.draws_trust`); leave-one-group-out
+    withholds its Monte Carlo se (:mod:`stanlogz.crossval.logo.estimator`)."""
+    out = []
+    chains = int(diag.get("chains") or 1)
+    transitions = chains * int(diag.get("draws_per_chain") or 0)
+    n_div = int(diag.get("divergences") or 0)
+    if n_div and n_div > divergent_share * transitions:
+        out.append(f"{n_div} divergences")
+    r_hat = diag.get("max_r_hat")
+    if r_hat is not None and chains > 1 and r_hat > RHAT_MAX:
+        out.append(f"R-hat {r_hat:.3f}")
+    ess = diag.get("min_ess")
+    if ess is not None and ess < ESS_PER_CHAIN_MIN * chains:
+        out.append(f"ESS {ess:.0f}")
+    return out
+
+
 def _int_or_nan(v: float) -> int | float:
     return int(round(v)) if math.isfinite(v) else v
 

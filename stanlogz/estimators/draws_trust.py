@@ -13,22 +13,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..draws import ESS_PER_CHAIN_MIN, RHAT_MAX, DrawsSummary
+from ..draws import DrawsSummary
+from ..draws.summary import sampler_flags
 from ..errors import Route
 from .base import EvidenceResult
 
 
 def sampler_trouble(summary: DrawsSummary) -> list[str]:
-    """The sampler's flags that can bias the draws: divergences, R-hat, low ESS."""
-    d = summary.diagnostics
-    out = []
-    if d.get("divergences"):
-        out.append(f"{d['divergences']} divergences")
-    if d.get("max_r_hat") is not None and d["max_r_hat"] > RHAT_MAX and d.get("chains", 1) > 1:
-        out.append(f"R-hat {d['max_r_hat']:.3f}")
-    if d.get("min_ess") is not None and d["min_ess"] < ESS_PER_CHAIN_MIN * d.get("chains", 1):
-        out.append(f"ESS {d['min_ess']:.0f}")
-    return out
+    """The sampler's flags that can bias the draws: any divergence, R-hat, low ESS."""
+    return sampler_flags(summary.diagnostics)
 
 
 def split_shift(res: EvidenceResult) -> tuple[float, str] | None:

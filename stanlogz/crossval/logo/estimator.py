@@ -33,7 +33,8 @@ from scipy.special import logsumexp
 from ... import arviz_compat
 from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
-from ...draws import ESS_PER_CHAIN_MIN, RHAT_MAX, obtain_draws
+from ...draws import obtain_draws
+from ...draws.summary import sampler_flags
 from ...errors import InputError, Route
 from ...stan.program import ProgramLike, StanProgram
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
@@ -253,25 +254,12 @@ DIVERGENT_SHARE = 0.01
 
 
 def draws_flags(diag: dict[str, Any]) -> list[str]:
-    """The sampler's signs that the draws are not (yet) from the posterior: divergences in
-    more than ``DIVERGENT_SHARE`` of the transitions, R-hat above its bound, too few effective
-    draws. Every group's PSIS value then rests on draws that may miss a region (a funnel's neck
-    a centred hierarchy's NUTS does not enter biases every group the same way), which no
-    Monte Carlo se given the draws covers."""
-    out = []
-    chains = int(diag.get("chains") or 1)
-    transitions = chains * int(diag.get("draws_per_chain") or 0)
-    n_div = int(diag.get("divergences") or 0)
-    if n_div and (not transitions or n_div > DIVERGENT_SHARE * transitions):
-        out.append(f"{n_div} divergent transitions" + (f" of {transitions}" if transitions
-                                                       else ""))
-    r_hat = diag.get("max_r_hat")
-    if r_hat is not None and chains > 1 and r_hat > RHAT_MAX:
-        out.append(f"R-hat {r_hat:.3f} > {RHAT_MAX}")
-    ess = diag.get("min_ess")
-    if ess is not None and ess < ESS_PER_CHAIN_MIN * chains:
-        out.append(f"smallest ESS {ess:.0f} < {ESS_PER_CHAIN_MIN * chains}")
-    return out
+    """The sampler's signs that the draws are not (yet) from the posterior
+    (:func:`~stanlogz.draws.summary.sampler_flags` with divergences counted above
+    ``DIVERGENT_SHARE``). Every group's PSIS value then rests on draws that may miss a region
+    (a funnel's neck a centred hierarchy's NUTS does not enter biases every group the same
+    way), which no Monte Carlo se given the draws covers."""
+    return sampler_flags(diag, DIVERGENT_SHARE)
 
 
 def _check_rows(unc: np.ndarray, c: np.ndarray, k: int = 48) -> np.ndarray:

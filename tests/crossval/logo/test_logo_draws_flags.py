@@ -22,9 +22,9 @@ def test_flags_follow_the_bounds() -> None:
     # a stray divergence or two is not a sign of a missed region; above the share it is
     assert draws_flags({**base, "divergences": 2}) == []
     n = int(DIVERGENT_SHARE * 4000) + 1
-    assert draws_flags({**base, "divergences": n}) == [f"{n} divergent transitions of 4000"]
-    assert draws_flags({**base, "max_r_hat": 1.05}) == ["R-hat 1.050 > 1.01"]
-    assert draws_flags({**base, "min_ess": 120.0}) == ["smallest ESS 120 < 400"]
+    assert draws_flags({**base, "divergences": n}) == [f"{n} divergences"]
+    assert draws_flags({**base, "max_r_hat": 1.05}) == ["R-hat 1.050"]
+    assert draws_flags({**base, "min_ess": 120.0}) == ["ESS 120"]
     # one chain: no R-hat to read
     assert draws_flags({**base, "chains": 1, "max_r_hat": 1.5, "min_ess": 900.0}) == []
 
