@@ -225,25 +225,26 @@ class InterpretedModel(StanModel):
         self, xs: np.ndarray, *, propto: bool = False, jacobian: bool = True
     ) -> np.ndarray:
         """Log density at each row of ``xs`` (shape ``(n, dim)``)."""
-        xs = self._points(xs)
-        model, mine = self._serving(propto, jacobian)
-        if not mine:
-            return model.log_density_many(self._compiled_points(model, xs, False),
-                                          propto=propto, jacobian=jacobian)
-        assert isinstance(model, InterpretedModel)
-        return model._native_many(xs)
+        return self._many(xs, propto, jacobian, gradient=False)
 
     def log_density_gradient_many(
         self, xs: np.ndarray, *, propto: bool = False, jacobian: bool = True
     ) -> tuple[np.ndarray, np.ndarray]:
         """Log densities ``(n,)`` and gradients ``(n, dim)`` at each row of ``xs``."""
+        return self._many(xs, propto, jacobian, gradient=True)
+
+    def _many(self, xs: np.ndarray, propto: bool, jacobian: bool, gradient: bool) -> Any:
+        """Densities (and gradients) at the rows of ``xs`` from the model serving this
+        ``propto``/``jacobian``: the interpreter's C ABI, or the compiled build at the points
+        mapped to its transform."""
         xs = self._points(xs)
         model, mine = self._serving(propto, jacobian)
         if not mine:
-            return model.log_density_gradient_many(self._compiled_points(model, xs, True),
-                                                   propto=propto, jacobian=jacobian)
+            pts = self._compiled_points(model, xs, gradient)
+            many = model.log_density_gradient_many if gradient else model.log_density_many
+            return many(pts, propto=propto, jacobian=jacobian)
         assert isinstance(model, InterpretedModel)
-        return model._native_gradient_many(xs)
+        return model._native_gradient_many(xs) if gradient else model._native_many(xs)
 
     def log_density_hessian(
         self, x: np.ndarray, *, propto: bool = False, jacobian: bool = True
