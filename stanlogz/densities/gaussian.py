@@ -46,6 +46,30 @@ class GaussianTarget:
         return self.mean + rng.standard_normal((n, self.dim)) @ self.chol.T
 
 
+def noncentred_log_prior(mu: np.ndarray, s: np.ndarray, eta: np.ndarray, mu_sd: float,
+                         tau_sd: float) -> np.ndarray:
+    """log density of a non-centred hierarchy's prior on the unconstrained scale: mu ~
+    normal(0, mu_sd), tau = exp(s) ~ half-normal(0, tau_sd) with its Jacobian s, eta ~ std
+    normal (rows of ``eta``: one draw each)."""
+    c = -0.5 * math.log(2 * math.pi)
+    tau = np.exp(s)
+    return (c - math.log(mu_sd) - 0.5 * (mu / mu_sd) ** 2
+            + c + math.log(2.0) - math.log(tau_sd) - 0.5 * (tau / tau_sd) ** 2 + s
+            + np.sum(c - 0.5 * eta * eta, axis=1))
+
+
+def noncentred_gradient(x: np.ndarray, mu_sd: float, tau_sd: float,
+                        score: np.ndarray) -> np.ndarray:
+    """Gradient at ``x`` = (mu, log tau, eta) of the prior of :func:`noncentred_log_prior` plus
+    a likelihood of a = mu + tau eta whose derivative in a is ``score``."""
+    mu, tau, eta = x[0], math.exp(x[1]), x[2:]
+    g = np.empty_like(x)
+    g[0] = -mu / mu_sd**2 + np.sum(score)
+    g[1] = (-tau / tau_sd**2 + np.sum(score * eta)) * tau + 1.0
+    g[2:] = -eta + tau * score
+    return g
+
+
 class HierarchicalNormalTarget:
     """The non-centred hierarchical normal of ``stan_models/highdim/hier_normal_nc.stan`` on
     Stan's unconstrained scale ``(mu, log tau, eta_1..J)``:
@@ -111,10 +135,7 @@ class HierarchicalNormalTarget:
         mu, tau, eta = self._split(np.asarray(xs, dtype=float))
         r = (self.y - (mu[:, None] + tau[:, None] * eta)) / self.sigma
         c = -0.5 * math.log(2 * math.pi)
-        return (c - math.log(self.mu_sd) - 0.5 * (mu / self.mu_sd) ** 2
-                + c + math.log(2.0) - math.log(self.tau_sd) - 0.5 * (tau / self.tau_sd) ** 2
-                + np.log(tau)
-                + np.sum(c - 0.5 * eta * eta, axis=1)
+        return (noncentred_log_prior(mu, np.log(tau), eta, self.mu_sd, self.tau_sd)
                 + np.sum(c - np.log(self.sigma) - 0.5 * r * r, axis=1))
 
     def log_density(self, x: np.ndarray) -> float:
@@ -124,13 +145,8 @@ class HierarchicalNormalTarget:
         x = np.asarray(x, dtype=float)
         if not np.all(np.isfinite(x)) or abs(x[1]) > 700:
             return -math.inf, np.zeros_like(x)
-        mu, tau, eta = x[0], math.exp(x[1]), x[2:]
-        r = (self.y - (mu + tau * eta)) / self.sigma**2
-        g = np.empty_like(x)
-        g[0] = -mu / self.mu_sd**2 + np.sum(r)
-        g[1] = (-tau / self.tau_sd**2 + np.sum(r * eta)) * tau + 1.0
-        g[2:] = -eta + tau * r
-        return self.log_density(x), g
+        r = (self.y - (x[0] + math.exp(x[1]) * x[2:])) / self.sigma**2
+        return self.log_density(x), noncentred_gradient(x, self.mu_sd, self.tau_sd, r)
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """``n`` exact posterior draws on the unconstrained scale."""

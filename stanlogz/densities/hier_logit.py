@@ -22,6 +22,7 @@ import numpy as np
 from scipy import optimize, special
 
 from ..errors import InputError
+from .gaussian import noncentred_gradient, noncentred_log_prior
 
 #: Nodes of the trapezoid rule over the standardized group effect z (|z| <= Z_MAX); the
 #: integrand is smooth and below phi(8) ~ 5e-15 at the ends, so the rule's error is far below
@@ -141,10 +142,7 @@ class HierarchicalLogitTarget:
         tau = np.exp(s)
         a = mu[:, None] + tau[:, None] * eta
         ll = np.sum(self._lchoose + self.y * a - self.n * np.logaddexp(0.0, a), axis=1)
-        c = -0.5 * math.log(2 * math.pi)
-        return (c - math.log(self.mu_sd) - 0.5 * (mu / self.mu_sd) ** 2
-                + c + math.log(2.0) - math.log(self.tau_sd) - 0.5 * (tau / self.tau_sd) ** 2 + s
-                + np.sum(c - 0.5 * eta * eta, axis=1) + ll)
+        return noncentred_log_prior(mu, s, eta, self.mu_sd, self.tau_sd) + ll
 
     def log_density(self, x: np.ndarray) -> float:
         return float(self.log_density_many(np.asarray(x)[None, :])[0])
@@ -153,13 +151,8 @@ class HierarchicalLogitTarget:
         x = np.asarray(x, dtype=float)
         if not np.all(np.isfinite(x)) or abs(x[1]) > 700:
             return -math.inf, np.zeros_like(x)
-        mu, tau, eta = x[0], math.exp(x[1]), x[2:]
-        r = self.y - self.n * special.expit(mu + tau * eta)
-        g = np.empty_like(x)
-        g[0] = -mu / self.mu_sd**2 + np.sum(r)
-        g[1] = (-tau / self.tau_sd**2 + np.sum(r * eta)) * tau + 1.0
-        g[2:] = -eta + tau * r
-        return self.log_density(x), g
+        r = self.y - self.n * special.expit(x[0] + math.exp(x[1]) * x[2:])
+        return self.log_density(x), noncentred_gradient(x, self.mu_sd, self.tau_sd, r)
 
 
 def hier_logit_data(j: int, seed: int = 0, mu: float = -0.5, tau: float = 1.0) -> dict:
