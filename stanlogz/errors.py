@@ -17,7 +17,7 @@ from typing import Any
 #: The sampler settings: a Python caller gives them in ``settings=NutsArgs(...)``.
 _SAMPLER = ("chains", "warmup", "draws", "adapt_delta", "max_treedepth", "init_radius", "thin")
 #: Keywords whose command-line flag is not the keyword with ``-`` for ``_``.
-_FLAGS = {"with_loo": "loo", "use_evidence": "evidence"}
+_FLAGS = {"with_loo": "loo", "use_evidence": "evidence", "mcse_target": "mcse"}
 #: Keywords that are a context manager in Python, not an argument.
 _CONTEXT = ("time_budget",)
 #: The voice routes speak in: "api" (Python keywords) or "cli" (flags); process-wide, so the

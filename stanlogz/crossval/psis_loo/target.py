@@ -23,7 +23,7 @@ from typing import Any
 
 from ..._util import deadline
 from ..._util.seeds import Stream, stream_int_seed
-from ...errors import InputError
+from ...errors import InputError, option
 from ...mcmc.nuts_continue import continue_chains
 from .result import LooResult
 
@@ -47,9 +47,11 @@ def check_target(mcse_target: Any) -> float:
     try:
         t = float(mcse_target)
     except (TypeError, ValueError):
-        raise InputError(f"mcse_target must be a positive number, got {mcse_target!r}") from None
+        raise InputError(f"{option('mcse_target')} must be a positive number, got "
+                         f"{mcse_target!r}") from None
     if not (math.isfinite(t) and t > 0):
-        raise InputError(f"mcse_target must be a positive number, got {mcse_target!r}")
+        raise InputError(f"{option('mcse_target')} must be a positive number, got "
+                         f"{mcse_target!r}")
     return t
 
 
