@@ -19,7 +19,8 @@ Each data set gets S exact posterior draws, PSIS weights from the pointwise log-
 (:func:`stanlogz.crossval.checks.predictive.loo_log_weights`) and the measures. Two columns of
 coverage of ±2 se:
 
-* ``se``: the between-observation se against the measure's expectation for new data from the
+* ``se``: the between-observation se (for accuracies the flip-aware ``se_flip_aware``)
+  against the measure's expectation for new data from the
   data-generating process, the predictive trained on N − 1 observations (for RMSE, R² and
   balanced accuracy the population analogue: √E[e²], 1 − E[e²]/Var(y), the mean of the
   class-wise accuracies); computed in closed form (normal model, binomial enumeration) or by a
@@ -218,7 +219,7 @@ def run(n_sets: int, s: int, seed: int) -> list[list]:
             got, ex = case.simulate(rng, s)
             for m in case.measures:
                 rec[m]["est"].append(got[m].estimate)
-                rec[m]["se"].append(got[m].se)
+                rec[m]["se"].append(got[m].se_parts.get("se_flip_aware", got[m].se))
                 rec[m]["se_b"].append(got[m].se_parts.get("se_binomial", got[m].se))
                 rec[m]["mcse"].append(got[m].mcse)
                 rec[m]["exact"].append(ex[m])

@@ -71,7 +71,8 @@ class Measure:
     pointwise: np.ndarray
     influence: np.ndarray
     loss: bool
-    #: parts of the se where it has several (acc, bacc: ``se_binomial``, ``se_flip``)
+    #: parts of the se where it has several (acc, bacc: ``se_binomial`` = ``se``, ``se_flip``,
+    #: and ``se_flip_aware``, both in quadrature)
     se_parts: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -221,7 +222,8 @@ def _accuracy(name: str, y: np.ndarray, hit: np.ndarray, flip: np.ndarray,
     posterior sd (the sampling sd of the margin, Bernstein–von Mises), a change of ``flip_i``
     with sd √(q_i(1 − q_i)); the changes are summed as one series over posterior draws, so
     observations whose margins move together flip together. It vanishes where every margin
-    is far from 0 (then se is loo's and arviz-stats'; ``se_binomial`` keeps that value).
+    is far from 0. ``se`` is loo's and arviz-stats' number (``se_binomial`` too); the
+    flip-aware se stands beside it as ``se_flip_aware``.
 
     Monte Carlo se: the same construction with each margin's Monte Carlo sd (its draw
     influence), through :func:`~stanlogz.crossval.elpd.psis.total_mcse`."""
@@ -232,8 +234,8 @@ def _accuracy(name: str, y: np.ndarray, hit: np.ndarray, flip: np.ndarray,
         a = float(hit.mean())
         se_b = math.sqrt(a * (1 - a) / n)
         se_f = float(np.sqrt(np.sum(g_post**2))) / n
-        return Measure(name, a, math.hypot(se_b, se_f), _mcse(g_mc / n, chains), hit, hit - a,
-                       False, {"se_binomial": se_b, "se_flip": se_f})
+        return Measure(name, a, se_b, _mcse(g_mc / n, chains), hit, hit - a, False,
+                       _flip_parts(se_b, se_f))
     classes, idx, n_c = np.unique(y, return_inverse=True, return_counts=True)
     k = classes.size
     if k < 2:
@@ -244,9 +246,14 @@ def _accuracy(name: str, y: np.ndarray, hit: np.ndarray, flip: np.ndarray,
     _, g_mc = _flip_series(margin, m_infl, flip / per)
     _, g_post = _flip_series(margin, m_post, flip / per)
     se_f = float(np.sqrt(np.sum(g_post**2)))
-    return Measure(name, float(acc_c.mean()), math.hypot(se_b, se_f), _mcse(g_mc, chains),
-                   hit / per, (hit - acc_c[idx]) * n / per, False,
-                   {"se_binomial": se_b, "se_flip": se_f})
+    return Measure(name, float(acc_c.mean()), se_b, _mcse(g_mc, chains), hit / per,
+                   (hit - acc_c[idx]) * n / per, False, _flip_parts(se_b, se_f))
+
+
+def _flip_parts(se_b: float, se_f: float) -> dict[str, float]:
+    """The se beside loo's: its binomial part, the flip term, and both in quadrature
+    (``se_flip_aware``, stanlogz's own name: ``se`` stays loo's and arviz-stats' number)."""
+    return {"se_binomial": se_b, "se_flip": se_f, "se_flip_aware": math.hypot(se_b, se_f)}
 
 
 def _classify(name: str, y: np.ndarray, w: np.ndarray, y_rep: np.ndarray | None,

@@ -35,7 +35,8 @@ def test_binary_lockstep_flip_term_in_closed_form() -> None:
     assert acc.estimate == 0.7
     assert abs(acc.se_parts["se_binomial"] - se_b) < 1e-12
     assert abs(acc.se_parts["se_flip"] - se_f) < 1e-12
-    assert abs(acc.se - math.hypot(se_b, se_f)) < 1e-12
+    assert acc.se == acc.se_parts["se_binomial"]  # loo's number under its name
+    assert abs(acc.se_parts["se_flip_aware"] - math.hypot(se_b, se_f)) < 1e-12
 
 
 def test_far_from_the_boundary_the_se_is_loos() -> None:
