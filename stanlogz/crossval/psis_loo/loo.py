@@ -288,13 +288,14 @@ def loo(
                              "apply to a fit without its program, group or subsample")
         from .target import loo_to_target
 
-        def again(m: Any, _: Any, dr: Any) -> Any:
+        def again(m: Any, _: Any, dr: Any, checked: bool) -> Any:
             return loo(model if m is None else m, data if m is None else None,
                        draws=draws if dr is None else dr, obs=obs, obs_fields=obs_fields,
                        fix=fix, log_lik=log_lik, k_threshold=k_threshold, settings=settings,
                        seed=seed, n_workers=n_workers, ups_options=ups_options,
                        progress=progress, mm_budget=mm_budget, cond_budget=cond_budget,
-                       fix_options=fix_options, verify=verify, **nuts_keywords)
+                       fix_options=fix_options, verify=verify if checked else 0,
+                       **nuts_keywords)
         return loo_to_target(again, mcse_target, seed=seed, progress=progress)
     n_verify = parse_verify(verify)
     if n_verify and (group is not None or is_fit(model) or model is None):

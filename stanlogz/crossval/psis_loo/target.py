@@ -64,12 +64,13 @@ def draws_for(total: int, mcse: float, target: float) -> int:
 def loo_to_target(run: Any, mcse_target: float, *, seed: int | None,
                   progress: Any = None) -> LooResult:
     """elpd_loo with ``mcse_elpd_loo <= mcse_target`` where the budget and ``MAX_GROWTH``
-    allow. ``run(model, data, draws)`` is :func:`~.loo.loo` with the caller's other
-    arguments: called first with ``(None, None, None)`` (the caller's program and draws),
-    then with the program, its data and the continued draws."""
+    allow. ``run(model, data, draws, checked)`` is :func:`~.loo.loo` with the caller's other
+    arguments: called first with ``(None, None, None, True)`` (the caller's program and draws,
+    the caller's self-check), then with the program, its data and the continued draws and no
+    self-check (its refits do not change with the draws), which the last round then runs once."""
     target = check_target(mcse_target)
     t0 = time.perf_counter()
-    res = run(None, None, None)
+    res = run(None, None, None, True)
     d = res.draws
     if d is None or res.program is None:
         raise InputError("mcse_target continues the chains of a Stan program: give the "
@@ -120,10 +121,14 @@ def loo_to_target(run: Any, mcse_target: float, *, seed: int | None,
         if added == 0:
             break
         t2 = time.perf_counter()
-        res = run(res.program, None, d)
+        res = run(res.program, None, d, False)
         rounds.append(_round(res, time.perf_counter() - t2))
         if ended == "budget" and res.mcse_elpd_loo <= target:
             ended = "target"
+    if len(rounds) > 1:  # the caller's self-check, once, on the last round's draws
+        left = deadline.remaining()
+        if left is None or left > 1.2 * rounds[-1]["loo_seconds"]:
+            res = run(res.program, None, d, True)
     res.precision = {"mcse_target": target, "ended_by": ended, "draws_first": first,
                      "draws": d.n_chains * d.n_draws, "rounds": rounds, "restarts": 0,
                      "continued": "adapted step size and metric, no new warmup"}
