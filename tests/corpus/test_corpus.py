@@ -19,7 +19,9 @@ import math
 
 import pytest
 
+import stanlogz
 from benchmarks import corpus as C
+from stanlogz.errors import InputError
 
 pytestmark = [
     pytest.mark.corpus,
@@ -133,6 +135,13 @@ def test_log_lik_refusal_and_the_program_with_a_log_lik_answers():
     folder = _folder("multi_occupancy")
     rec = C.run_one(folder, "loo", limit=600, seed=1)
     assert rec["status"] == "refused" and rec["route"] == "a log_lik generated quantity"
+    # no draw can change this refusal (the data hold no array with one number per
+    # observation), so it comes before NUTS: the progress never reaches sampling
+    lines: list[str] = []
+    with pytest.raises(InputError, match="no observation array holds one number"):
+        stanlogz.loo(str(folder / "model.stan"), str(folder / "data.json"), seed=1,
+                     progress=lines.append)
+    assert not any("sampl" in line for line in lines), lines
     program = C.ROOT / "stan_models" / "corpus_routes" / "multi_occupancy_log_lik.stan"
     argv = [C.sys.executable, "-m", "stanlogz", "--json", "--seed", "1", "loo", str(program),
             "--data", str(folder / "data.json"), "--fix", "none", "--warmup", "300",

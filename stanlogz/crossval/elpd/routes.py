@@ -157,6 +157,53 @@ def _many_observations(model: StanProgram, obs: Observations, exc: AmbiguousResp
             "thousand observations)")
 
 
+def refusal_before_draws(model: StanProgram, data: Mapping[str, Any], obs: Observations,
+                         log_lik: str, rows: np.ndarray) -> InputError | None:
+    """The refusal :func:`pointwise_source` would give after sampling, found before it from
+    the program's structure alone, or None.
+
+    ``log_lik="auto"`` on a program without a ``log_lik`` takes the density difference when it
+    factorizes, else the conditional route, which needs one observed array per observation.
+    The difference's check is made at ``rows`` (random unconstrained points; those where the
+    density or a term is not finite are dropped): a finite mismatch there is structural (the
+    same at every draw). When it fails and neither the conditional nor the integrated source
+    can even be built from the data, no draw changes the outcome, so the one-line refusal (with
+    its routes) comes before NUTS instead of after it. Anything else returns None: the choice
+    is then made at the posterior draws as before.
+    """
+    if log_lik != "auto":
+        return None
+    pw = PointwiseLogLik(model, data, obs, log_lik)
+    if pw.source != "difference":
+        return None
+    try:
+        rows = np.asarray(rows, dtype=float).reshape(-1, model.dim)
+        rows = rows[np.isfinite(model.log_density_many(rows))]
+        ll = pw.columns(range(obs.n), rows)
+        keep = np.all(np.isfinite(ll), axis=1)
+        if not keep.any():
+            return None
+        pw.check(rows[keep], ll[keep])
+        return None  # it factorizes here: decided at the draws
+    except InputError as exc:
+        if type(exc) is not InputError:  # a budget, a backend: not the check's mismatch
+            return None
+        why = exc  # a finite mismatch: the density does not factorize
+    except StanlogzError:
+        return None
+    for source in (NonFactorizedSource, IntegratedSource):
+        try:
+            source(model, data, obs)
+            return None  # it may apply at the draws
+        except StanlogzError:
+            pass
+    try:  # neither can be built: the refusal the draws would end in, word for word
+        _conditional(model, data, obs, rows, why)
+    except InputError as refusal:
+        return refusal
+    return None
+
+
 def _integrated(model: StanProgram, data: Mapping[str, Any], obs: Observations, rows: np.ndarray
                 ) -> IntegratedSource | None:
     """The integrated log-likelihood (one independent latent per observation), when it

@@ -32,6 +32,7 @@ from ..elpd.routes import (
     pointwise_source,
     refit_data_error,
     refit_refusal,
+    refusal_before_draws,
 )
 from ..fixups.fixups import (
     SHARED_SE,
@@ -342,6 +343,12 @@ def loo(
     early = None
     if log_lik not in ("conditional", "integrated"):
         early = PointwiseLogLik(model, data_dict, observations, log_lik)  # bad ones fail early
+        if draws is None and subsample is None:  # a refusal no draw can change: before NUTS
+            refusal = refusal_before_draws(model, data_dict, observations, log_lik,
+                                           stream_rng(seed, Stream.PROBE).uniform(
+                                               -2.0, 2.0, (4, model.dim)))
+            if refusal is not None:
+                raise refusal
     if run_budget.remaining() is not None:
         arviz_compat.arviz()  # its import (seconds) after NUTS would eat the pass's reserve
     with run_budget.reserving(*(pass_reserve(early) if early is not None else (None,))):
