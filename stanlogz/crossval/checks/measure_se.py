@@ -1,0 +1,93 @@
+"""The calibrated se of a LOO predictive measure (``se_parts["se_calibrated"]``), beside loo's
+between-observation se, which stays under loo's name ``se``.
+
+loo's se, sd(v_i) / √N of the pointwise values v_i, treats them as independent. Two things make
+±2 of it undercover at the N of a typical data set (``benchmarks/coverage_measures.py``):
+
+* **dependence through the shared posterior.** Each v_i is scored with the posterior of the
+  other N − 1 observations, so observation j enters every other v_i as training data. The
+  delete-one jackknife of the whole LOO estimate counts that: leaving j out moves the estimate
+  by −(v_j − v̄) / (N − 1) and by R_j / (N − 1), R_j = Σ_{i≠j} (v_i without j − v_i). The
+  jackknife variance is then sd(u)² / N with u_j = (v_j − v̄) − (R_j − R̄) in place of v_j − v̄.
+  R_j is taken to first order from the draws: leaving j out adds log w_sj (= −log p(y_j | θ_s)
+  up to a constant) to the log weights of every other observation, so
+  R_j = Σ_s (Σ_{i≠j} g_si) log w_sj, g_si = ∂v_i / ∂log w_si (the draw influence the Monte
+  Carlo se is made of). Its Monte Carlo noise, Σ_s ((Σ_{i≠j} g_si) (log w_sj − mean))², is
+  subtracted from the variance of u (it is there even where no dependence is), and the result
+  is never below loo's variance.
+* **skewness at small N.** The pointwise values are skewed (a score near a bound, a squared
+  error), and their sd is correlated with their mean; ±2 se is widened by the symmetric
+  bootstrap-t factor q / 2 (q the 95.45% quantile of |mean* − mean| / se* over resamples of
+  u; 1 to :data:`MAX_FACTOR`), as ``elpd_loo_interval`` does for elpd.
+
+The target is the one of ``elpd_loo_interval``: the expected measure, on new data from the
+data-generating process, of the predictive distributions fitted to these data.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+#: Resamples of the bootstrap-t factor and their fixed seed (the se is a deterministic function
+#: of its inputs).
+N_BOOT = 2000
+BOOT_SEED = 20261128
+#: The largest bootstrap-t factor; above this many observations no factor (it is O(1/N)).
+MAX_FACTOR = 2.0
+MAX_BOOT_N = 5000
+_LEVEL_2SE = 2 * stats.norm.cdf(2.0) - 1
+
+
+def bootstrap_t_factor(values: np.ndarray) -> float:
+    """The symmetric bootstrap-t factor q / 2 of the mean of ``values`` (module docstring),
+    between 1 and :data:`MAX_FACTOR`; 1 for fewer than 3 or more than :data:`MAX_BOOT_N`
+    values."""
+    v = np.asarray(values, dtype=float).ravel()
+    n = v.size
+    if n < 3 or n > MAX_BOOT_N or not np.all(np.isfinite(v)):
+        return 1.0
+    rng = np.random.default_rng(BOOT_SEED)
+    t = np.empty(N_BOOT)
+    rows = max(1, min(N_BOOT, 2_000_000 // n))
+    for a in range(0, N_BOOT, rows):
+        b = v[rng.integers(0, n, (min(rows, N_BOOT - a), n))]
+        sd = b.std(axis=1, ddof=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t[a:a + b.shape[0]] = np.where(sd > 0, np.abs(b.mean(axis=1) - v.mean()) / sd
+                                           * math.sqrt(n), 0.0)
+    return min(MAX_FACTOR, max(1.0, float(np.quantile(t, _LEVEL_2SE)) / 2.0))
+
+
+def dependence_shift(g: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, float]:
+    """R_j (module docstring) ``(N,)`` of pointwise values whose draw influence is ``g``
+    ``(S, N)`` under the normalized LOO weights ``w`` ``(S, N)``, and the mean over j of R_j's
+    Monte Carlo variance (a draw of weight 0 takes its column's smallest log weight)."""
+    with np.errstate(divide="ignore"):
+        lw = np.log(w)
+    lw = np.where(np.isfinite(lw), lw, np.nan)
+    lw = np.where(np.isnan(lw), np.nanmin(lw, axis=0, keepdims=True), lw)
+    lw = lw - lw.mean(axis=0, keepdims=True)
+    a = g.sum(axis=1, keepdims=True) - g              # Σ_{i≠j} g_si, per draw and j
+    r = np.sum(a * lw, axis=0)
+    noise = np.sum((a * lw) ** 2, axis=0)
+    return r, float(noise.mean())
+
+
+def calibrated_se(influence: np.ndarray, g: np.ndarray | None, w: np.ndarray,
+                  scale: float = 1.0) -> float:
+    """The calibrated se of a measure whose pointwise influence is ``influence`` ``(N,)``
+    (estimate ≈ const + mean of it) and whose pointwise values have draw influence ``g``
+    ``(S, N)`` (None: no dependence term); ``scale`` carries a shift of the pointwise values
+    to the influence's units (the delta method of RMSE and R²); ``w`` ``(S, N)`` the normalized
+    LOO weights. Never below loo's se times the factor."""
+    u = np.asarray(influence, dtype=float)
+    n = u.size
+    var = float(np.var(u, ddof=1))
+    if g is not None:
+        r, noise = dependence_shift(g, w)
+        u = u - scale * (r - r.mean())
+        var = max(var, float(np.var(u, ddof=1)) - scale**2 * noise)
+    return bootstrap_t_factor(u) * math.sqrt(var / n)
