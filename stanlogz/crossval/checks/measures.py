@@ -27,6 +27,9 @@ Definitions (w_s the normalized LOO weights of observation i, x_s = y_rep_si):
 se: sd / √N for the means; the delta method for RMSE and R² (loo's); for accuracy loo's
 √(a(1 − a)/N) (per class for balanced accuracy) with a term for the predicted classes' own
 uncertainty added in quadrature (:func:`_accuracy`; it vanishes away from class boundaries).
+``se`` is loo's number; beside it ``se_parts["se_calibrated"]`` is the se to read ±2 of
+(:mod:`~stanlogz.crossval.checks.measure_se`: the pointwise values' dependence through the shared
+posterior and a small-N bootstrap-t factor; for accuracies the flip-aware se).
 Monte Carlo se: each measure is a smooth function of PSIS-weighted expectations, so its Monte
 Carlo error is the average over draws of one influence series (the delta method), whose se is
 :func:`stanlogz.crossval.elpd.psis.total_mcse` (the one formula of PSIS sums' Monte Carlo se,
@@ -72,8 +75,9 @@ class Measure:
     pointwise: np.ndarray
     influence: np.ndarray
     loss: bool
-    #: parts of the se where it has several (acc, bacc: ``se_binomial`` = ``se``, ``se_flip``,
-    #: and ``se_flip_aware``, both in quadrature)
+    #: ses beside loo's ``se``: ``se_calibrated`` (every built-in and custom measure; the one
+    #: to read ±2 of) and, for acc, bacc, ``se_binomial`` = ``se``, ``se_flip`` and
+    #: ``se_flip_aware`` (both in quadrature)
     se_parts: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from stanlogz.crossval.checks.measures import CustomMeasure, loo_measures
 def _setup(eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Deterministic draws θ_s (normal quantiles), observations y, log-likelihood ε ℓ_j(θ)
     and the LOO log weights −ε ℓ_i."""
-    s, n = 400, 6
+    s = 400
     theta = stats.norm.ppf((np.arange(s) + 0.5) / s)
     y = np.array([-1.0, -0.3, 0.2, 0.5, 1.1, 2.0])
     ll = -0.5 * eps * (y[None, :] - theta[:, None]) ** 2
