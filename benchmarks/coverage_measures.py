@@ -16,20 +16,29 @@ leave-one-out predictive of every observation is in closed form:
   for classification) and every observation of the group flips together.
 
 Each data set gets S exact posterior draws, PSIS weights from the pointwise log-likelihood
-(:func:`stanlogz.crossval.checks.predictive.loo_log_weights`) and the measures. Two columns of
-coverage of ±2 se:
+(:func:`stanlogz.crossval.checks.predictive.loo_log_weights`) and the measures. Coverage of
+±2 se for two ses and two targets:
 
-* ``se``: the between-observation se (for accuracies the flip-aware ``se_flip_aware``)
-  against the measure's expectation for new data from the
-  data-generating process, the predictive trained on N − 1 observations (for RMSE, R² and
-  balanced accuracy the population analogue: √E[e²], 1 − E[e²]/Var(y), the mean of the
-  class-wise accuracies); computed in closed form (normal model, binomial enumeration) or by a
-  Monte Carlo of 200,000 training sets (ordinal, se of the truth < 0.001);
-* ``se_binomial`` (accuracies): the same with loo's se alone, without the term for flipping
-  predictions (:func:`stanlogz.crossval.checks.measures._accuracy`): the before/after of that
-  term; other measures repeat their se;
-* ``mcse``: the Monte Carlo se against the same measure of the exact LOO predictives of that
-  data set (the error of PSIS with S draws).
+* ``se``: loo's between-observation se (for accuracies loo's binomial se);
+* ``se_cal``: ``se_parts["se_calibrated"]`` (:mod:`stanlogz.crossval.checks.measure_se`: the
+  jackknife's dependence of the pointwise values through the shared posterior, a small-N
+  bootstrap-t factor; for accuracies the flip-aware se);
+* ``cond``: the conditional target, stanlogz's target for every cross-validation se (as
+  ``elpd_loo_interval``): the expected measure, on new data from the data-generating process,
+  of the full-data posterior predictive of this data set (for RMSE, R² and balanced accuracy
+  the population analogue: √E[e²], 1 − E[e²]/Var(y), the mean of the class-wise accuracies).
+  Closed form for every case (normal integrals, the categorical sums), so it has no Monte
+  Carlo error;
+* ``avg``: the data-averaged target, that expectation averaged over training sets of N − 1
+  (what exact LOO estimates without bias for the means); closed form (normal model, binomial
+  enumeration) or a Monte Carlo of 200,000 training sets (ordinal, se of the truth < 0.001).
+  Balanced accuracy's is a ratio of expectations, which the sample's ratio estimates with a
+  bias (−0.009 for ``ordinal``, −0.04 for ``ordinal, near ties`` over 20,000 data sets);
+* ``±2 mcse``: the Monte Carlo se against the same measure of the exact LOO predictives of
+  that data set (the error of PSIS with S draws).
+
+The binomial sd of a coverage c over D data sets, √(c(1 − c)/D), is printed (0.013 at 0.95
+for 300).
 
     python3 -m benchmarks.coverage_measures                 # 200 data sets each, S = 1000
     python3 -m benchmarks.coverage_measures --datasets 50   # quicker

@@ -90,11 +90,38 @@ def dependence_shift(g: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, float]:
 
 def calibrated_se(influence: np.ndarray, g: np.ndarray | None, w: np.ndarray,
                   scale: float = 1.0) -> float:
-    """The calibrated se of a measure whose pointwise influence is ``influence`` ``(N,)``
-    (estimate ≈ const + mean of it) and whose pointwise values have draw influence ``g``
-    ``(S, N)`` (None: no dependence term); ``scale`` carries a shift of the pointwise values
-    to the influence's units (the delta method of RMSE and R²); ``w`` ``(S, N)`` the normalized
-    LOO weights. Never below loo's se times the factor."""
+    """The calibrated se of a LOO predictive measure (module docstring).
+
+    Parameters
+    ----------
+    influence : numpy.ndarray
+        Each observation's influence on the estimate ``(N,)`` (estimate ≈ const + its mean;
+        v_i − v̄ for a mean of pointwise values v_i).
+    g : numpy.ndarray or None
+        The pointwise values' draw influence ∂v_i / ∂log w_si ``(S, N)``; None leaves the
+        dependence term out.
+    w : numpy.ndarray
+        The normalized LOO weights ``(S, N)``.
+    scale : float
+        Carries a change of the pointwise values to the influence's units (the delta method
+        of RMSE and R²).
+
+    Returns
+    -------
+    float
+        bootstrap-t factor of u × √(max(var(influence), var(u) − Monte Carlo part) / N), u the
+        jackknife influence: never below loo's se.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from stanlogz.crossval.checks.measure_se import calibrated_se
+    >>> v = np.linspace(-1.0, 1.0, 50)             # symmetric values, equal weights: loo's se
+    >>> w = np.full((10, 50), 0.1)
+    >>> se = calibrated_se(v, np.zeros((10, 50)), w)
+    >>> bool(abs(se - v.std(ddof=1) / np.sqrt(50)) < 0.05 * se)
+    True
+    """
     u = np.asarray(influence, dtype=float)
     n = u.size
     var = float(np.var(u, ddof=1))
