@@ -42,7 +42,7 @@ MAX_BOOT_N = 1000
 _LEVEL_2SE = 2 * stats.norm.cdf(2.0) - 1
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=2)
 def _resample_counts(n: int) -> np.ndarray:
     """How often each of n values is drawn in each of :data:`N_BOOT` resamples ``(N_BOOT, n)``
     (fixed seed: the same for every call with this n)."""
