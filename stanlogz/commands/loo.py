@@ -202,10 +202,11 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
             report.progress(f"LOO-PIT plot written to {pit_plot}")
     if measures:
         ms = program_measures(measures, r, r.program, r.data, r.draws, args.yrep, args.outcome)
-        report.table(["measure", "estimate", "se", "mcse", "loss"],
-                     [[m.name, m.estimate, m.se, m.mcse, m.loss] for m in ms],
+        report.table(["measure", "estimate", "se", "se_calibrated", "mcse", "loss"],
+                     [[m.name, m.estimate, m.se, m.se_parts.get("se_calibrated", float("nan")),
+                       m.mcse, m.loss] for m in ms],
                      title=f"predictive measures of {args.yrep} by LOO weights (loss: lower "
-                     "is better)")
+                     "is better; se is loo's, read +-2 se_calibrated)")
         extra["measures"] = {m.name: m.to_dict() for m in ms}
 
     def draw(tmp: Path) -> None:

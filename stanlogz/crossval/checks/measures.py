@@ -27,6 +27,9 @@ Definitions (w_s the normalized LOO weights of observation i, x_s = y_rep_si):
 se: sd / √N for the means; the delta method for RMSE and R² (loo's); for accuracy loo's
 √(a(1 − a)/N) (per class for balanced accuracy) with a term for the predicted classes' own
 uncertainty added in quadrature (:func:`_accuracy`; it vanishes away from class boundaries).
+``se`` is loo's number; beside it ``se_parts["se_calibrated"]`` is the se to read ±2 of
+(:mod:`~stanlogz.crossval.checks.measure_se`: the pointwise values' dependence through the shared
+posterior and a small-N bootstrap-t factor; for accuracies the flip-aware se).
 Monte Carlo se: each measure is a smooth function of PSIS-weighted expectations, so its Monte
 Carlo error is the average over draws of one influence series (the delta method), whose se is
 :func:`stanlogz.crossval.elpd.psis.total_mcse` (the one formula of PSIS sums' Monte Carlo se,
@@ -46,6 +49,7 @@ from scipy import stats
 
 from ...errors import InputError
 from ..elpd.psis import total_mcse
+from .measure_se import calibrated_se
 from .predictive import _weights
 
 #: Built-in measures by name: True where the measure is a loss (lower is better).
@@ -71,8 +75,9 @@ class Measure:
     pointwise: np.ndarray
     influence: np.ndarray
     loss: bool
-    #: parts of the se where it has several (acc, bacc: ``se_binomial`` = ``se``, ``se_flip``,
-    #: and ``se_flip_aware``, both in quadrature)
+    #: ses beside loo's ``se``: ``se_calibrated`` (every built-in and custom measure; the one
+    #: to read ±2 of) and, for acc, bacc, ``se_binomial`` = ``se``, ``se_flip`` and
+    #: ``se_flip_aware`` (both in quadrature)
     se_parts: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -111,6 +116,22 @@ def elpd_measure(elpd_i: Any, mcse: float = float("nan")) -> Measure:
 
 def _se(infl: np.ndarray) -> float:
     return float(np.std(infl, ddof=1) / math.sqrt(infl.size))
+
+
+def _calibrated(infl: np.ndarray, g_obs: np.ndarray, w: np.ndarray, scale: float = 1.0
+                ) -> dict[str, float]:
+    """``se_parts`` of a smooth measure: the calibrated se beside loo's
+    (:func:`~stanlogz.crossval.checks.measure_se.calibrated_se`)."""
+    return {"se_calibrated": calibrated_se(infl, g_obs, w, scale)}
+
+
+def _mean_measure(name: str, v: np.ndarray, g_obs: np.ndarray, w: np.ndarray, chains: int,
+                  loss: bool | None = None) -> Measure:
+    """A measure that is the mean of pointwise values ``v`` whose draw influence (∂v_i /
+    ∂log w_si) is ``g_obs`` ``(S, N)``."""
+    infl = v - v.mean()
+    return Measure(name, float(v.mean()), _se(infl), _mcse(g_obs.sum(axis=1) / v.size, chains),
+                   v, infl, MEASURES[name] if loss is None else loss, _calibrated(infl, g_obs, w))
 
 
 def _mcse(g: np.ndarray, chains: int) -> float:
@@ -253,7 +274,8 @@ def _accuracy(name: str, y: np.ndarray, hit: np.ndarray, flip: np.ndarray,
 def _flip_parts(se_b: float, se_f: float) -> dict[str, float]:
     """The se beside loo's: its binomial part, the flip term, and both in quadrature
     (``se_flip_aware``, stanlogz's own name: ``se`` stays loo's and arviz-stats' number)."""
-    return {"se_binomial": se_b, "se_flip": se_f, "se_flip_aware": math.hypot(se_b, se_f)}
+    se = math.hypot(se_b, se_f)
+    return {"se_binomial": se_b, "se_flip": se_f, "se_flip_aware": se, "se_calibrated": se}
 
 
 def _classify(name: str, y: np.ndarray, w: np.ndarray, y_rep: np.ndarray | None,
@@ -269,10 +291,7 @@ def _classify(name: str, y: np.ndarray, w: np.ndarray, y_rep: np.ndarray | None,
             raise InputError(f"{name} of a binary outcome needs probabilities in [0, 1]")
         p = np.sum(w * m, axis=0)
         if name == "brier":
-            v = (p - y) ** 2
-            g = np.sum(2.0 * (p - y) / n * w * (m - p), axis=1)
-            return Measure(name, float(v.mean()), _se(v - v.mean()), _mcse(g, chains), v,
-                           v - v.mean(), True)
+            return _mean_measure(name, (p - y) ** 2, 2.0 * (p - y) * w * (m - p), w, chains)
         hit = ((p > 0.5).astype(float) == y).astype(float)
         margin, dev = np.abs(p - 0.5), np.sign(p - 0.5) * (m - p)
         flip = 1.0 - 2.0 * hit                       # binary: a miss flips to a hit
@@ -281,10 +300,8 @@ def _classify(name: str, y: np.ndarray, w: np.ndarray, y_rep: np.ndarray | None,
         cats, pk, draws = _class_probs(y, w, y_rep, probs, first)
         onehot = (y[:, None] == cats[None, :]).astype(float)
         if name == "brier":
-            v = np.sum((pk - onehot) ** 2, axis=1)
-            g = np.einsum("nk,sn,snk->s", 2.0 * (pk - onehot) / n, w, draws - pk[None])
-            return Measure(name, float(v.mean()), _se(v - v.mean()), _mcse(g, chains), v,
-                           v - v.mean(), True)
+            g = np.einsum("nk,sn,snk->sn", 2.0 * (pk - onehot), w, draws - pk[None])
+            return _mean_measure(name, np.sum((pk - onehot) ** 2, axis=1), g, w, chains)
         top2 = np.argsort(-pk, axis=1, kind="stable")[:, :2]
         hit = (cats[top2[:, 0]] == y).astype(float)
         rows = np.arange(n)
@@ -303,26 +320,25 @@ def _point(name: str, y: np.ndarray, w: np.ndarray, m: np.ndarray, chains: int) 
     e = y - mu
     centred = w * (m - mu)                      # each draw's influence on μ_i
     if name == "mae":
-        v = np.abs(e)
-        g = centred @ (-np.sign(e) / n)
-        return Measure(name, float(v.mean()), _se(v - v.mean()), _mcse(g, chains), v,
-                       v - v.mean(), True)
+        return _mean_measure(name, np.abs(e), centred * -np.sign(e), w, chains)
     v = e**2
     mse = float(v.mean())
-    g_mse = centred @ (-2.0 * e / n)
+    g_obs = centred * (-2.0 * e)
+    g_mse = g_obs.sum(axis=1) / n
     if name == "mse":
-        return Measure(name, mse, _se(v - mse), _mcse(g_mse, chains), v, v - mse, True)
+        return _mean_measure(name, v, g_obs, w, chains)
     if name == "rmse":
         r = math.sqrt(mse)
         infl = (v - mse) / (2 * r) if r > 0 else np.zeros(n)
         return Measure(name, r, _se(infl), _mcse(g_mse / (2 * r), chains) if r > 0 else 0.0,
-                       v, infl, True)
+                       v, infl, True, _calibrated(infl, g_obs, w, 1 / (2 * r) if r > 0 else 0))
     sy = (y - y.mean()) ** 2
     vy = float(sy.mean())
     if vy <= 0:
         raise InputError("r2 is undefined when the outcome does not vary")
     infl = -((v - mse) - (mse / vy) * (sy - vy)) / vy
-    return Measure(name, 1.0 - mse / vy, _se(infl), _mcse(-g_mse / vy, chains), v, infl, False)
+    return Measure(name, 1.0 - mse / vy, _se(infl), _mcse(-g_mse / vy, chains), v, infl, False,
+                   _calibrated(infl, g_obs, w, -1.0 / vy))
 
 
 def _custom(c: CustomMeasure, y: np.ndarray, w: np.ndarray, yr: np.ndarray | None,
@@ -336,7 +352,7 @@ def _custom(c: CustomMeasure, y: np.ndarray, w: np.ndarray, yr: np.ndarray | Non
             raise InputError(f"custom measure {c.name!r} must return finite (draws, "
                              f"observations) = {w.shape} values, got {h.shape}")
         v = np.sum(w * h, axis=0)
-        g = np.sum(w * (h - v), axis=1) / n
+        g_obs = w * (h - v)
     elif c.on == "mean":
         if m is None:
             raise InputError(f"custom measure {c.name!r} (on the mean) needs mu or y_rep")
@@ -348,12 +364,11 @@ def _custom(c: CustomMeasure, y: np.ndarray, w: np.ndarray, yr: np.ndarray | Non
         step = 1e-6 * (1.0 + np.abs(mu))
         deriv = (np.asarray(c.fn(y, mu + step), dtype=float)
                  - np.asarray(c.fn(y, mu - step), dtype=float)) / (2 * step)
-        g = (w * (m - mu)) @ (deriv / n)
+        g_obs = w * (m - mu) * deriv
     else:
         raise InputError(f"custom measure {c.name!r}: on must be 'draws' or 'mean', got "
                          f"{c.on!r}")
-    return Measure(c.name, float(v.mean()), _se(v - v.mean()), _mcse(g, chains), v,
-                   v - v.mean(), bool(c.loss))
+    return _mean_measure(c.name, v, g_obs, w, chains, bool(c.loss))
 
 
 def loo_measures(log_w: Any, y: Any, y_rep: Any = None,
@@ -440,9 +455,7 @@ def loo_measures(log_w: Any, y: Any, y_rep: Any = None,
             if yr is None:
                 raise InputError(f"{meas} needs posterior-predictive draws y_rep")
             v, g = _rank_scores(meas, yv, yr, w)
-            out.append(Measure(meas, float(v.mean()), _se(v - v.mean()),
-                               _mcse(g.sum(axis=1) / yv.size, chains), v, v - v.mean(),
-                               MEASURES[meas]))
+            out.append(_mean_measure(meas, v, g, w, chains))
         elif meas in ("acc", "bacc", "brier"):
             out.append(_classify(meas, yv, w, yr, m, probs, first_category, chains))
         else:

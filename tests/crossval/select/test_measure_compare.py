@@ -175,6 +175,7 @@ def test_cli_loo_reports_measures_beside_elpd(compiled, capsys) -> None:
     assert ms["mse"]["estimate"] == pytest.approx(rmse**2, rel=1e-10)
     assert ms["rps"]["estimate"] == pytest.approx(-ms["crps"]["estimate"], rel=0.05)
     assert all(m["se"] > 0 and m["mcse"] > 0 for m in ms.values())
+    assert all(m["se_calibrated"] >= m["se"] for m in ms.values())   # floored at loo's
 
 
 @pytest.mark.parametrize("argv, message", [
