@@ -177,11 +177,14 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
 
 
 def print_choice(report: Reporter, c: ProgramChoice) -> None:
-    """The LOO comparison table, the model weights and the warnings."""
+    """The comparison table (PSIS-LOO, or leave-one-group-out over groups), the model weights
+    and the warnings."""
     if c.loo is not None:
-        report.table(c.loo.header, c.loo.table(),
-                     title="PSIS-LOO; elpd_diff = elpd_loo - best, diff_se of paired "
-                     "differences, p_worse = P(worse than the best) by the normal approximation")
+        name = c.loo.results[0].elpd_name
+        report.table(list(c.loo.header), c.loo.table(),
+                     title=f"{c.loo.describe()}; elpd_diff = {name} - best, diff_se of paired "
+                     f"differences over {c.loo.unit}, p_worse = P(worse than the best) by the "
+                     "normal approximation")
         iv = c.loo.diff_interval
         for i in c.loo.order():
             if iv is not None and i != c.loo.best and np.all(np.isfinite(iv[i])):
@@ -322,8 +325,6 @@ def run_fits(args: argparse.Namespace, report: Reporter) -> int:
 
 def run_groups(args: argparse.Namespace, report: Reporter) -> int:
     """``compare --group VAR``: the programs by elpd_logo (:func:`compare` with ``group``)."""
-    from ..crossval.select.group_compare import LogoComparison
-
     if len(args.models) < 2:
         raise InputError(f"compare --group needs at least two programs, got {len(args.models)}")
     if not args.data:
@@ -342,18 +343,7 @@ def run_groups(args: argparse.Namespace, report: Reporter) -> int:
                 progress=report.progress, weights=args.weights, group=args.group,
                 loo_options={"fix": args.fix, "obs": args.obs,
                              "obs_fields": obs_fields(args.obs_fields)})
-    assert isinstance(c, LogoComparison)
-    report.table(list(c.header), c.table(),
-                 title=f"leave-one-group-out over {c.n_groups} groups of {args.group}; "
-                 "elpd_diff = elpd_logo - best, diff_se over groups, diff_mcse Monte Carlo")
-    report.table(["model"] + [h for m in c.model_weights for h in (m, "se")],
-                 c.weights_table(), title="model weights over groups (se: Bayesian bootstrap "
-                 "of the groups)")
-    for name, r in zip(c.names, c.results, strict=True):
-        for w in r.warnings:
-            report.warn(f"{name}: {w}")
-    for w in c.warnings():
-        report.warn(w)
+    print_choice(report, c)
     report.emit_json(c.to_dict())
     return 0
 

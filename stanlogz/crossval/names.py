@@ -216,18 +216,31 @@ class LooComparisonNames(Display):
 
     se_diff = alias("diff_se", "loo's name for ``diff_se``.")
 
+    elpd = per_result("elpd", "elpd of each program (in the order given).")
+
     elpd_loo = per_result("elpd_loo", "elpd_loo of each program (in the order given).")
 
-    se = per_result("se", "se of each program's elpd_loo (in the order given).")
+    se = per_result("se", "se of each program's elpd (in the order given).")
+
+    def describe(self) -> str:
+        """What the programs were compared by, in a few words."""
+        if self.unit == "groups":
+            return f"leave-one-group-out over {self.n_units} groups"
+        name = self.results[0].elpd_name
+        return "PSIS-LOO" if name == "elpd_loo" else name
 
     def _display(self) -> View:
         cols = ["", *self.header[1:]]
-        digits = {"p_worse": 2}
-        rows: list[list[Any]] = [
-            [r[0], *(f"{v:.{digits.get(c, 1)}f}" if isinstance(v, float) else v
-                     for c, v in zip(cols[1:], r[1:], strict=True))] for r in self.table()]
-        return View(f"{type(self).__name__}: PSIS-LOO of {len(self.names)} programs, best first",
-                    [Section("", cols, rows)], list(self.warnings()))
+        rows = self.table()
+        # columns with nothing to say (p_logo, never computed) are left out
+        keep = [0] + [j for j in range(1, len(cols)) if any(
+            r[j] is not None and not (isinstance(r[j], float) and r[j] != r[j]) for r in rows)]
+        digits = {"p_worse": 2, "mcse": 2, "diff_mcse": 2}
+        shown = [[r[0], *(f"{r[j]:.{digits.get(cols[j], 1)}f}" if isinstance(r[j], float)
+                          else r[j] for j in keep[1:])] for r in rows]
+        return View(f"{type(self).__name__}: {self.describe()} of {len(self.names)} programs, "
+                    "best first", [Section("", [cols[j] for j in keep], shown)],
+                    list(self.warnings()))
 
 
 class ChoiceNames(Display):
@@ -241,8 +254,8 @@ class ChoiceNames(Display):
             ev = self.evidence._display()
             own = [f"warning: {w}" for w in self.warnings if w not in self.evidence.warnings]
             return View(ev.headline, ev.sections, ev.notes + own)
-        what = " and ".join(w for w, on in (("PSIS-LOO", self.loo is not None),
-                                           ("evidence", self.evidence is not None)) if on)
+        what = " and ".join(([self.loo.describe()] if self.loo is not None else [])
+                            + (["evidence"] if self.evidence is not None else []))
         head = f"{type(self).__name__}: {len(self.names)} programs by {what}, best first"
         sections, notes = [], []
         if self.evidence is not None:
@@ -259,8 +272,10 @@ class ChoiceNames(Display):
             # diagnostics columns with nothing to say are left out (table() has every column)
             keep = [j for j, c in enumerate(t.columns) if c not in ("diag_diff", "diag_elpd")
                     or any(r[j] for r in t.rows)]
-            sections.append(Section("PSIS-LOO; elpd_diff = elpd_loo - best; diff_se of the "
-                                    "paired differences", [t.columns[j] for j in keep],
+            name = self.loo.results[0].elpd_name
+            sections.append(Section(f"{self.loo.describe()}; elpd_diff = {name} - best; "
+                                    "diff_se of the paired differences",
+                                    [t.columns[j] for j in keep],
                                     [[r[j] for j in keep] for r in t.rows]))
             notes += [f"warning ({n}): {w}" for n, r in zip(self.names, self.loo.results,
                                                             strict=True) for w in r.warnings]

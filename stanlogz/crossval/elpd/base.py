@@ -50,6 +50,37 @@ class ElpdResult:
         """Number of observations."""
         return int(np.asarray(self.elpd_i).size)
 
+    @property
+    def elpd_name(self) -> str:
+        """loo's name of this kind's ``elpd`` (``elpd_loo``, ``elpd_logo``, ...)."""
+        return self._names.get("elpd", "elpd")
+
+    @property
+    def p_name(self) -> str:
+        """loo's name of this kind's ``p`` (``p_loo``, ``p_logo``, ...)."""
+        return self._names.get("p", "p")
+
+    @property
+    def n_units(self) -> int:
+        """How many units ``elpd`` sums over (observations; groups for leave-one-group-out),
+        the N of loo's se sqrt(N var(elpd_i)); more than ``elpd_i`` holds when subsampled."""
+        return self.n_obs
+
+    def fixed_labels(self) -> list[int]:
+        """The units whose values were recomputed (numbered from 1), as a comparison lists
+        them; none where the method recomputes nothing."""
+        return [int(f.index) + 1 for f in getattr(self, "fixed", [])]
+
+    def unit_values(self) -> dict[str, Any]:
+        """Per-unit values a comparison's ``to_dict`` carries beside the common entries (none
+        by default: N observations are the result's own ``to_dict``'s)."""
+        return {}
+
+    def comparison_info(self) -> dict[str, Any]:
+        """What a comparison's ``to_dict`` says of the scheme beside its kind (none by
+        default)."""
+        return {}
+
     def pointwise_mcse(self) -> np.ndarray:
         """Monte Carlo se of each elpd_i (NaN where the method gives none)."""
         values = getattr(self, "mcse_i", None)

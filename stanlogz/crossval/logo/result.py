@@ -133,6 +133,34 @@ class LogoResult(ElpdResult):
         return len(self.groups)
 
     @property
+    def n_units(self) -> int:
+        """The units of ``elpd_i`` and ``se``: the groups."""
+        return len(self.groups)
+
+    @property
+    def fixed(self) -> list[GroupValue]:
+        """The groups recomputed by an exact refit (k̂ too high for PSIS)."""
+        return [g for g in self.groups if g.method == "refit"]
+
+    def fixed_labels(self) -> list[int]:
+        """The labels of the groups recomputed by refits."""
+        return [g.label for g in self.fixed]
+
+    def unit_values(self) -> dict[str, Any]:
+        """Each group's value and Monte Carlo se, for a comparison's ``to_dict``."""
+        return {"elpd_g": [float(v) for v in self.elpd_g],
+                "mcse_g": [g.mcse for g in self.groups]}
+
+    def comparison_info(self) -> dict[str, Any]:
+        """The scheme and the group variable, for a comparison's ``to_dict``."""
+        return {"scheme": "leave-one-group-out", "group": self.group}
+
+    def unfixed_bad(self) -> list[int]:
+        """The elpd family's name of :meth:`bad_groups` (what a comparison's ``diag_elpd``
+        counts)."""
+        return self.bad_groups()
+
+    @property
     def elpd_logo_obs(self) -> float:
         """Σ_i log p(y_i | y₋g(i)), the per-observation sum beside the headline (``kfold``'s
         elpd_kfold of the same folds); NaN when the observation values were not computed."""

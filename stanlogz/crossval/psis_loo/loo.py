@@ -25,6 +25,7 @@ from ...errors import InputError, Route, StanlogzError
 from ...parallel import run_parallel, with_client
 from ...stan.program import ProgramLike
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
+from ..elpd.base import ElpdResult
 from ..elpd.psis import PsisLoo, psis_loo, relative_efficiency
 from ..elpd.routes import (
     conditional_instead,
@@ -149,7 +150,7 @@ def loo(
     verify: int | str = "auto",
     mcse_target: float | None = None,
     **nuts_keywords: Unpack[NutsKeywords],
-) -> Any:
+) -> ElpdResult:
     """PSIS-LOO of a Stan program, with every unreliable observation recomputed.
 
     Pareto-smoothed importance sampling leave-one-out cross-validation (Vehtari, Gelman and
@@ -247,8 +248,9 @@ def loo(
 
     Returns
     -------
-    LooResult
-        ``elpd_loo``, ``se``, ``p_loo``, ``looic``, ``mcse_elpd_loo``, the pointwise ``elpd_i``
+    ElpdResult
+        A :class:`~stanlogz.crossval.psis_loo.result.LooResult` (with ``group``, a
+        :class:`~stanlogz.crossval.logo.result.LogoResult`; both elpd results): ``elpd_loo``, ``se``, ``p_loo``, ``looic``, ``mcse_elpd_loo``, the pointwise ``elpd_i``
         and ``khat``, ``fixed`` (one entry per recomputed observation), ``warnings``;
         ``pointwise_dataframe()``, ``to_dict()`` and ``to_arviz()``. It prints as loo's table.
 
