@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..crossval.logo.result import group_se_notes
 from ..crossval.refit.kfold import KFoldResult, kfold
 from ..errors import InputError
 from ..report.output import Reporter
@@ -49,19 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def print_kfold(report: Reporter, r: KFoldResult) -> None:
-    """The summary table and one row per fold."""
-    what = f" by {r.group}" if r.group else f" stratified by {r.stratify}" if r.stratify else ""
-    report.table(["", "estimate", "se", "mc se"], r.table(),
-                 title=f"{r.model}: {r.scheme} cross-validation{what}, {r.n_obs} observations "
-                 f"in {r.k} folds, {r.n_samples} draws per fit")
-    if r.is_logo:
-        report.text("elpd_logo: sum over groups of log p(y_g | y_-g), each held-out group's "
-                    "joint density (loo --group's headline); elpd_kfold beside it sums "
-                    "log p(y_i | y_-g(i)) over observations.")
-        for note in group_se_notes(r.elpd_logo_interval, r.k):
-            report.text(note)
-    report.table(["fold", "n", "sum elpd_i", "mc se", "log p(y_V|y_T)", "mc se", "method",
-                  "k-hat", "grad evals", "seconds"], r.fold_rows(), title="folds")
+    """The result's table, exactly as ``print(r)`` shows it (estimates, folds, notes and
+    warnings)."""
+    report.text(repr(r))
 
 
 @with_executor
@@ -81,4 +70,4 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
 
         plot_kfold(r, tmp)
 
-    return finish(report, r, plot, draw)
+    return finish(report, r, plot, draw, warned=not report.json_mode)

@@ -36,15 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def print_lfo(report: Reporter, r: LfoResult) -> None:
-    """The summary table and the per-origin values."""
-    report.table(["", "estimate", "se", "mc se"], r.table(),
-                 title=f"{r.model}: {r.method} leave-future-out CV, {r.origins.size} forecast "
-                 f"origins from t = {r.min_train}, {len(r.refits)} NUTS fits")
-    report.table(["t", "predicts", "elpd", "mc se", "k-hat", "refit"],
-                 [[p["t"], f"{p['predicts'][0]}..{p['predicts'][1]}", round(p["elpd"], 4),
-                   round(p["mcse"], 4), None if p["khat"] is None else round(p["khat"], 2),
-                   "yes" if p["refit"] else ""] for p in r.pointwise()],
-                 title="forecast origins")
+    """The result's table, exactly as ``print(r)`` shows it (estimates, forecast origins,
+    warnings)."""
+    report.text(repr(r))
 
 
 @with_executor
@@ -62,4 +56,4 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
 
         plot_lfo(r, tmp)
 
-    return finish(report, r, plot, draw)
+    return finish(report, r, plot, draw, warned=not report.json_mode)

@@ -37,16 +37,9 @@ def check_group_arguments(args: argparse.Namespace) -> str:
 
 
 def print_logo(report: Reporter, r: LogoResult) -> None:
-    """The summary table and one row per group."""
-    report.table(["", "estimate", "se", "mc se"], r.table(),
-                 title=f"{r.model}: leave-one-group-out over {len(r.groups)} groups of "
-                 f"{r.group} ({r.observations.n} observations), latents integrated out, PSIS "
-                 f"on {r.n_samples} draws")
-    report.text(r.mcse_note())
-    for note in r.se_notes():
-        report.text(note)
-    report.table(["group", "n", "elpd", "mc se", "k-hat", "method", "integration error"],
-                 r.group_rows(), title=f"per group (refit where k-hat > {r.threshold:.2f})")
+    """The result's table, exactly as ``print(r)`` shows it (estimates, Monte Carlo se note,
+    interval, one row per group, warnings)."""
+    report.text(repr(r))
 
 
 def run_group(args: argparse.Namespace, report: Reporter) -> int:
@@ -57,4 +50,4 @@ def run_group(args: argparse.Namespace, report: Reporter) -> int:
              settings=nuts_settings(args), seed=args.seed, progress=report.progress,
              pointwise_obs=not args.no_obs_values)
     print_logo(report, r)
-    return finish(report, r, None, lambda tmp: None)
+    return finish(report, r, None, lambda tmp: None, warned=not report.json_mode)

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..elpd.base import ElpdResult
-from ..names import FEW_OBS
+from ..names import LogoNames, group_se_notes
 from ..observations.observations import Observations
 from ..refit.cv_se import ElpdInterval, elpd_interval
 
@@ -43,7 +43,7 @@ class GroupValue:
 
 
 @dataclass(repr=False)
-class LogoResult(ElpdResult):
+class LogoResult(LogoNames, ElpdResult):
     """elpd_logo = Σ_g log p(y_g | y₋g) with its between-group se (loo's definition over
     groups, sqrt(G) sd of the group values, as loo's ``kfold`` of groups reports it), the
     calibrated interval beside it (:attr:`elpd_logo_interval`, as ``loo``'s for few
@@ -261,24 +261,6 @@ class LogoResult(ElpdResult):
                 "observations": self.obs_pointwise(), "seconds": self.seconds,
                 "warnings": self.warnings}
 
-    def __repr__(self) -> str:
-        return (f"LogoResult({self.model}: elpd_logo {self.elpd_logo:.3f} (se {self.se:.3f}, "
-                f"mc se {self.mcse_elpd_logo:.3f}) over {len(self.groups)} groups of "
-                f"{self.group})")
-
-
-def group_se_notes(interval: ElpdInterval, n_groups: int) -> list[str]:
-    """The lines beside elpd_logo's se over groups: its calibrated interval, and the note that
-    the se understates the error with fewer than 20 groups (``loo``'s note for observations)."""
-    if not np.isfinite(interval.low):
-        return []
-    notes = [f"{100 * interval.level:.1f}% interval for elpd_logo: [{interval.low:.1f}, "
-             f"{interval.high:.1f}] (+-2 SE times the small-count factor "
-             f"{interval.factor:.2f}; elpd_logo_interval)."]
-    if n_groups < FEW_OBS:
-        notes.append(f"Only {n_groups} groups: the SE over groups understates the error; use "
-                     "the interval.")
-    return notes
 
 
 def total_mcse(psis_part: float, refit_se: list[float], integration: list[float]) -> float:

@@ -250,8 +250,9 @@ def loo(
     -------
     ElpdResult
         A :class:`~stanlogz.crossval.psis_loo.result.LooResult` (with ``group``, a
-        :class:`~stanlogz.crossval.logo.result.LogoResult`; both elpd results): ``elpd_loo``, ``se``, ``p_loo``, ``looic``, ``mcse_elpd_loo``, the pointwise ``elpd_i``
-        and ``khat``, ``fixed`` (one entry per recomputed observation), ``warnings``;
+        :class:`~stanlogz.crossval.logo.result.LogoResult`; both elpd results): ``elpd_loo``,
+        ``se``, ``p_loo``, ``looic``, ``mcse_elpd_loo``, the pointwise ``elpd_i`` and
+        ``khat``, ``fixed`` (one entry per recomputed observation), ``warnings``;
         ``pointwise_dataframe()``, ``to_dict()`` and ``to_arviz()``. It prints as loo's table.
 
     Raises
