@@ -334,10 +334,8 @@ def loo(
     # the fix-up's options, validated once here; below, only this object travels
     fix_opts = method.options(fix_options, mm_budget=mm_budget, ups_options=ups_options)
     check_pass_budget(cond_budget)
-    model, data_dict, observations = load_observed(model, data, obs, obs_fields,
-                                                   seed=stream_int_seed(seed, Stream.MODEL),
-                                                   progress=progress,
-                                                   backend=nuts.backend)
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+                                                   progress=progress, settings=nuts)
     if subsample is not None and not (isinstance(subsample, int | np.integer)
                                       and 2 <= subsample < observations.n):
         raise InputError(f"subsample must be an integer in 2..{observations.n - 1} (there are "

@@ -379,10 +379,8 @@ def kfold(
     nuts = nuts_from_keywords(settings, nuts_keywords, "kfold")
     if n_workers < 1:
         raise InputError(f"n_workers must be >= 1, got {n_workers}")
-    model, data_dict, observations = load_observed(model, data, obs, obs_fields,
-                                                   seed=stream_int_seed(seed, Stream.MODEL),
-                                                   progress=progress,
-                                                   backend=nuts.backend)
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+                                                   progress=progress, settings=nuts)
     strata = None if stratify is None else observation_labels(
         data_dict, observations, stratify, str(option("stratify")), integer=False)
     groups = None if group is None else observation_labels(data_dict, observations, group,
