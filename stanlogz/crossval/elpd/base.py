@@ -27,23 +27,23 @@ def _number(x: Any) -> float | None:
 
 class ElpdResult:
     """The common read interface of an elpd estimate (module docstring). A subclass sets
-    ``kind`` and ``_names``: the names of its own fields for ``elpd`` and ``p``."""
+    ``kind``; its own fields for ``elpd`` and ``p`` carry loo's names of that kind,
+    ``elpd_KIND`` and ``p_KIND`` (``elpd_loo``, ``p_waic``, ``elpd_logo``, ...)."""
 
     kind: ClassVar[str] = "elpd"
     #: what ``elpd_i`` and ``se`` run over: observations (forecast origins for LFO, groups
     #: for leave-one-group-out, kind ``"logo"``)
     unit: ClassVar[str] = "observations"
-    _names: ClassVar[dict[str, str]] = {}
 
     @property
     def elpd(self) -> float:
         """The estimate of the expected log predictive density (Σ_i elpd_i)."""
-        return float(getattr(self, self._names["elpd"]))
+        return float(getattr(self, self.elpd_name))
 
     @property
     def p(self) -> float:
         """The effective number of parameters (p_loo, p_waic)."""
-        return float(getattr(self, self._names["p"]))
+        return float(getattr(self, self.p_name))
 
     @property
     def n_obs(self) -> int:
@@ -53,12 +53,12 @@ class ElpdResult:
     @property
     def elpd_name(self) -> str:
         """loo's name of this kind's ``elpd`` (``elpd_loo``, ``elpd_logo``, ...)."""
-        return self._names.get("elpd", "elpd")
+        return f"elpd_{self.kind}"
 
     @property
     def p_name(self) -> str:
         """loo's name of this kind's ``p`` (``p_loo``, ``p_logo``, ...)."""
-        return self._names.get("p", "p")
+        return f"p_{self.kind}"
 
     @property
     def n_units(self) -> int:

@@ -81,7 +81,6 @@ class LogoResult(LogoNames, ElpdResult):
 
     kind: ClassVar[str] = "logo"
     unit: ClassVar[str] = "groups"
-    _names: ClassVar[dict[str, str]] = {"elpd": "elpd_logo", "p": "p_logo"}
 
     model: str
     group: str

@@ -76,7 +76,6 @@ class WaicResult(ElpdResult):
     """
 
     kind: ClassVar[str] = "waic"
-    _names: ClassVar[dict[str, str]] = {"elpd": "elpd_waic", "p": "p_waic"}
     model: str
     elpd_waic: float
     se: float

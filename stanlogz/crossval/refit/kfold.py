@@ -73,7 +73,6 @@ class KFoldResult(KFoldNames, ElpdResult):
     """
 
     kind: ClassVar[str] = "kfold"
-    _names: ClassVar[dict[str, str]] = {"elpd": "elpd_kfold", "p": "p_kfold"}
     model: str
     scheme: str  # random, stratified, grouped, leave-one-group-out, leave-one-out
     k: int

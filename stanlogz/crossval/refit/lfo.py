@@ -85,7 +85,6 @@ class LfoResult(LfoNames, ElpdResult):
     """
 
     kind: ClassVar[str] = "lfo"
-    _names: ClassVar[dict[str, str]] = {"elpd": "elpd_lfo", "p": "p_lfo"}
     model: str
     method: str  # one of LFO_METHODS
     min_train: int
