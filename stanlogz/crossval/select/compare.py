@@ -144,11 +144,12 @@ class LooComparison(LooComparisonNames):
         n, unit = self.n_units, self.unit
         if n < MIN_OBS and len(self.results) > 1:
             out.append(f"only {n} {unit}: diff_se is loo's, but no calibrated diff_interval "
-                       "is given (with so few, +-2 se covered 84% of the errors at N = 10 "
-                       "even with a right model)" + (
-                           f"; compare the programs' evidence instead "
+                       "is given " + (
+                           "(with so few, +-2 se covered 84% of the errors at N = 10 even with "
+                           "a right model); compare the programs' evidence instead "
                            f"({Route('compare', {'use_evidence': True})}), which needs no "
-                           "average over observations" if unit == "observations" else ""))
+                           "average over observations" if unit == "observations" else
+                           f"(too few {unit} for the small-N factor)"))
         elif "N < 100" in (self.diag_diff or []):
             out.append(f"only {n} {unit}: loo's diff_se is too optimistic at this many units "
                        "(diag_diff 'N < 100'); diff_interval carries the small-N factor")
