@@ -19,8 +19,8 @@ from stanlogz.errors import speaking
 EX = Path(__file__).resolve().parents[2] / "stan_models" / "examples"
 NORMAL, NORMAL_DATA = EX / "normal_mean.stan", EX / "normal_mean.data.json"
 HIER, HIER_DATA = EX / "hier_regression.stan", EX / "hier_regression.data.json"
-FEW = {"chains": 2, "warmup": 150, "n_draws": 200}
-FLAGS = ["--chains", "2", "--warmup", "150", "--draws", "200", "--seed", "7"]
+FEW = {"chains": 1, "warmup": 100, "n_draws": 100}
+FLAGS = ["--chains", "1", "--warmup", "100", "--draws", "100", "--seed", "7"]
 
 
 def _same_as_print(capsys: pytest.CaptureFixture[str], argv: list[str], result: object) -> str:
