@@ -37,7 +37,6 @@ from .stan.settings import NutsArgs, split_nuts_keywords
 
 if TYPE_CHECKING:
     from .crossval.select.choose import ProgramChoice
-    from .crossval.select.group_compare import LogoComparison
 
 
 def _call_estimator(method: str, target: Any, unc: np.ndarray, *, seed: int | None,
@@ -284,7 +283,7 @@ def compare(
     normalize_prior: bool = False,
     group: str | None = None,
     **options: Any,
-) -> ProgramChoice | LogoComparison:
+) -> ProgramChoice:
     """Compare Stan programs: log Bayes factors and model probabilities, and on request LOO.
 
     Each program's log Z is estimated as by :func:`evidence`, with its own seed derived from
@@ -334,9 +333,9 @@ def compare(
         Compare by leave-one-group-out instead (elpd_logo over the groups of this data
         variable, each program's :func:`stanlogz.loo` with ``group=``; ``loo_options``'
         ``fix``, ``obs``, ``obs_fields`` apply): differences to the best with the se over
-        groups, their Monte Carlo se and stacking weights over groups, as a
-        :class:`~stanlogz.crossval.select.group_compare.LogoComparison`. The evidence is not
-        computed.
+        groups, their Monte Carlo se and stacking weights over groups: the result's ``loo`` is
+        the one :class:`~stanlogz.crossval.select.compare.LooComparison`, of the programs'
+        leave-one-group-out results. The evidence is not computed.
     **options
         Sampler keywords and the estimator's options.
 

@@ -60,8 +60,7 @@ def load_program(model: ProgramLike, data: Any, obs: str | None = None, *, seed:
                  progress: Any = None, backend: str | None = None) -> Program:
     """``model`` (a path or StanModel) with ``data``, its observations and its prior density
     (InputError naming every route to the prior when none works)."""
-    m, data_dict, observations = load_observed(model, data, obs,
-                                               seed=stream_int_seed(seed, Stream.MODEL),
+    m, data_dict, observations = load_observed(model, data, obs, seed=seed,
                                                progress=progress, backend=backend)
     prior = find_prior(m, data_dict, observations, seed=stream_int_seed(seed, Stream.PROBE))
     return Program(m, prior, data_dict, observations)

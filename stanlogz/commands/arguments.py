@@ -6,7 +6,14 @@ the LOO predictive checks (``loo``, ``compare``)."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
+from ..crossval.observations.jacobian import (
+    jacobian_adjusted,
+    log_jacobian,
+    outcome_from_data,
+    parse_jacobian,
+)
 from ..errors import InputError
 from ..stan.settings import BACKENDS, DEFAULT_BACKEND, NutsArgs
 from .executor import add_executor_arguments
@@ -21,7 +28,46 @@ def add_program_arguments(parser: argparse.ArgumentParser, *, prior_instance: bo
     parser.add_argument("model", metavar="MODEL.stan", help="Stan program" + (
         " (its prior from an lprior quantity, zero observations, log_lik or one-observation "
         "instances, the first that works)" if prior_instance else ""))
-    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
+    add_data_argument(parser)
+
+
+def add_data_argument(parser: argparse.ArgumentParser, text: str = "data (JSON)", *,
+                      per_program: bool = False) -> None:
+    """``--data DATA.json`` (one file, or with ``per_program`` one or one per program)."""
+    parser.add_argument("--data", metavar="DATA.json", default=None, help=text,
+                        **({"nargs": "+"} if per_program else {}))
+
+
+def add_fit_argument(parser: argparse.ArgumentParser, text: str, *, metavar: str = "FILE",
+                     per_model: bool = False) -> None:
+    """``--fit FILE ...``: existing draws (with ``per_model`` repeated, one group a model)."""
+    parser.add_argument("--fit", metavar=metavar, nargs="+", default=None, help=text,
+                        **({"action": "append"} if per_model else {}))
+
+
+def add_plot_argument(parser: argparse.ArgumentParser, text: str) -> None:
+    """``--plot FILE.png``: what the figure shows is ``text``."""
+    parser.add_argument("--plot", metavar="FILE.png", default=None, help=text)
+
+
+def add_group_argument(parser: argparse.ArgumentParser, text: str) -> None:
+    """``--group VAR``: a per-observation data array of group labels."""
+    parser.add_argument("--group", metavar="VAR", default=None, help=text)
+
+
+def add_obs_argument(parser: argparse.ArgumentParser) -> None:
+    """``--obs N``: the data's observation size variable."""
+    parser.add_argument("--obs", metavar="N", default=None,
+                        help="the data's observation size variable (inferred when unambiguous)")
+
+
+def add_observation_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--obs`` and ``--obs-fields`` (``loo``, ``waic``, ``kfold``, ``lfo``, ``cv``,
+    ``compare --loo``)."""
+    add_obs_argument(parser)
+    parser.add_argument("--obs-fields", metavar="Y,X", default=None,
+                        help="the per-observation data arrays (default: every array whose "
+                        "leading dimension is N)")
 
 
 def add_closing_arguments(parser: argparse.ArgumentParser, plot_help: str) -> None:
@@ -29,7 +75,7 @@ def add_closing_arguments(parser: argparse.ArgumentParser, plot_help: str) -> No
     ``--plot FILE.png`` (what it saves: ``plot_help``)."""
     add_sampler_arguments(parser)
     add_executor_arguments(parser)
-    parser.add_argument("--plot", metavar="FILE.png", default=None, help=plot_help)
+    add_plot_argument(parser, plot_help)
 
 
 def add_sampler_arguments(parser: argparse.ArgumentParser, *, prefix: str = "",
@@ -88,6 +134,35 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--e-loo", metavar="NAME", nargs="+", default=None,
                         help="LOO predictive mean, variance and quantiles of these generated "
                         "quantities (one entry per observation)")
+
+
+def add_jacobian_argument(parser: argparse.ArgumentParser) -> None:
+    """``--jacobian TRANSFORM:VAR`` (``loo``, ``waic``)."""
+    parser.add_argument("--jacobian", metavar="TRANSFORM:VAR", default=None,
+                        help="the program models g(y) (TRANSFORM: log, log1p, sqrt, logit): add "
+                        "log|g'(y_i)| to each pointwise elpd so that it is on the scale of y, "
+                        "the data variable VAR (original scale, in --data)")
+
+
+def jacobian_of(args: argparse.Namespace) -> tuple[str, Any] | None:
+    """The parsed ``--jacobian`` and the outcome it needs, checked before any computation."""
+    if args.jacobian is None:
+        return None
+    transform, var = parse_jacobian(args.jacobian)
+    y = outcome_from_data(args.data, var)
+    log_jacobian(transform, y)  # support checked now, not after sampling
+    return transform, y
+
+
+def with_jacobian(result: Any, args: argparse.Namespace, jac: tuple[str, Any] | None
+                  ) -> tuple[Any, dict[str, Any]]:
+    """The result on the scale of the original outcome when ``--jacobian`` was given (else as
+    it is) and the JSON entry that says so."""
+    if jac is None:
+        return result, {}
+    return jacobian_adjusted(result, *jac), {"jacobian": {
+        "transform": jac[0], "variable": args.jacobian.split(":", 1)[1],
+        "sum_log_abs_derivative": float(log_jacobian(*jac).sum())}}
 
 
 def checks_requested(args: argparse.Namespace) -> bool:

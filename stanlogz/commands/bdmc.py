@@ -10,7 +10,7 @@ from ..estimators import METHODS
 from ..estimators.shortcuts import SHORTCUTS
 from ..report.output import Reporter
 from ..report.testbed_plot import plot_testbed
-from .arguments import add_sampler_arguments, nuts_settings
+from .arguments import add_plot_argument, add_sampler_arguments, nuts_settings
 from .executor import add_executor_arguments, with_executor
 from .sample import check_plot
 
@@ -47,8 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="N", help="run each estimator at N increasing costs: fractions "
                         "1/2^(N-1), ..., 1/2, 1 of its draws per chain (AIS: temperatures); "
                         "default 1")
-    parser.add_argument("--plot", metavar="FILE.png", default=None,
-                        help="estimate vs cost per estimator over the sandwich band")
+    add_plot_argument(parser, "estimate vs cost per estimator over the sandwich band")
 
 
 def parse_estimators(text: str) -> list[str]:

@@ -11,7 +11,7 @@ from ..errors import InputError
 from ..estimators import METHODS
 from ..report.output import Reporter
 from ..stan.inputs import check_stan_file
-from .arguments import add_sampler_arguments, nuts_settings
+from . import arguments as flags
 from .executor import add_executor_arguments, with_executor
 from .sample import check_plot, finish
 
@@ -22,9 +22,8 @@ HELP = ("Calibrate Bayes factors between Stan programs by simulation: the mean p
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("models", metavar="PROGRAM.stan", nargs="+", help="the programs")
-    parser.add_argument("--data", metavar="DATA.json", default=None,
-                        help="data the programs and simulation programs read besides the "
-                        "simulated data (JSON)")
+    flags.add_data_argument(parser, "data the programs and simulation programs read besides the "
+                            "simulated data (JSON)")
     parser.add_argument("--sim", metavar="SIM.stan", nargs="+", required=True,
                         help="one simulation program per program (generated quantities draw "
                         "the parameters from the prior and the data given them)")
@@ -39,10 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         f"{DECISIVE_BF:g})")
     parser.add_argument("--method", default="gbs",
                         help=f"evidence estimator, one of {', '.join(METHODS)}")
-    add_sampler_arguments(parser)
+    flags.add_sampler_arguments(parser)
     add_executor_arguments(parser)
-    parser.add_argument("--plot", metavar="FILE.png", default=None,
-                        help="save log BF histograms and mean posterior probabilities")
+    flags.add_plot_argument(parser, "save log BF histograms and mean posterior probabilities")
 
 
 def print_calibration(report: Reporter, r: CalibrationResult) -> None:
@@ -81,7 +79,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
             raise InputError(f"--prior-probs {args.prior_probs!r} is not a list of numbers"
                              ) from None
     r = calibrate(args.models, args.sim, args.data, n_sims=args.sims, prior_probs=prior,
-                  sim_data=args.sim_data, settings=nuts_settings(args), method=args.method,
+                  sim_data=args.sim_data, settings=flags.nuts_settings(args), method=args.method,
                   decisive_bf=args.decisive_bf, seed=args.seed,
                   n_workers=None if args.scheduler else args.workers, progress=report.progress)
     print_calibration(report, r)

@@ -22,10 +22,9 @@ from ..crossval.select.weights import WEIGHT_METHODS
 from ..errors import InputError
 from ..report.crossval_plots import plot_pit
 from ..report.output import Reporter, write_atomically
-from .arguments import add_check_arguments, checks_requested, nuts_settings
+from . import arguments as flags
 from .evidence import add_estimation_arguments, parse_options
 from .executor import with_executor
-from .loo import add_observation_arguments, obs_fields
 from .sample import check_output, check_plot
 
 NAME = "compare"
@@ -35,14 +34,13 @@ HELP = "Compare Stan programs by their evidence: log Bayes factors and posterior
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("models", metavar="MODEL.stan", nargs="*",
                         help="two or more programs (fewer with --fit)")
-    parser.add_argument("--fit", metavar="FILE", nargs="+", action="append", default=None,
-                        help="one model's fit that carries log_lik: its CmdStan CSV files or "
-                        "one .nc InferenceData; repeat per model. Compared by PSIS-LOO (with "
-                        "any programs given, which then need --data)")
+    flags.add_fit_argument(parser, "one model's fit that carries log_lik: its CmdStan CSV files or "
+                           "one .nc InferenceData; repeat per model. Compared by PSIS-LOO (with "
+                           "any programs given, which then need --data)", per_model=True)
     parser.add_argument("--names", metavar="A,B,...", default=None,
                         help="model names, comma-separated (programs first, then --fit groups)")
-    parser.add_argument("--data", metavar="DATA.json", nargs="+", default=None,
-                        help="one data file for all programs, or one per program")
+    flags.add_data_argument(parser, "one data file for all programs, or one per program",
+                            per_program=True)
     parser.add_argument("--prior-probs", metavar="P1,P2,...", default=None,
                         help="prior model probabilities (default uniform)")
     add_estimation_arguments(parser)
@@ -58,12 +56,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fix", choices=tuple(FIXUPS), default="auto",
                         help=fix_help("with --loo: how to recompute observations with high "
                                       "k-hat (mis: one run per program)"))
-    add_observation_arguments(parser)
-    parser.add_argument("--group", metavar="VAR", default=None,
-                        help="compare by leave-one-group-out over the groups in data variable "
-                        "VAR (elpd_logo of each program as `loo --group`, differences with the "
-                        "se over groups, stacking weights over groups); no evidence")
-    add_check_arguments(parser)
+    flags.add_observation_arguments(parser)
+    flags.add_group_argument(parser, "compare by leave-one-group-out over the groups in data "
+                             "variable VAR (elpd_logo of each program as `loo --group`, "
+                             "differences with the se over groups, stacking weights over "
+                             "groups); no evidence")
+    flags.add_check_arguments(parser)
     parser.add_argument("--score", "--measure", dest="score", metavar="NAMES", default=None,
                         help="with --loo: also compare on these measures, comma-separated, "
                         "with paired se: elpd, rps, srps, crps, scrps, mae, mse, rmse, r2, "
@@ -117,7 +115,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     if args.loo and data is None:
         raise InputError("--loo needs --data: predictions are scored on the observations")
     probs = parse_probs(args.prior_probs, k)
-    if checks_requested(args) and not args.loo:
+    if flags.checks_requested(args) and not args.loo:
         raise InputError("predictive checks (--pit, --metrics, --crps, --e-loo) use the LOO "
                          "weights: add --loo")
     pit_plot = check_plot(args.pit_plot, "--pit-plot")
@@ -134,13 +132,14 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     if beyond_elpd and args.yrep is None:
         raise InputError(f"--score {args.score} needs --yrep NAME: the posterior-predictive "
                          "quantity with one draw per observation")
-    if args.yrep is not None and (checks_requested(args) or averaged is not None
+    if args.yrep is not None and (flags.checks_requested(args) or averaged is not None
                                   or beyond_elpd):
         check_declares(args.models, args.yrep)
     use_evidence = args.evidence or not args.loo
-    loo_options = {"fix": args.fix, "obs": args.obs, "obs_fields": obs_fields(args.obs_fields)}
+    loo_options = {"fix": args.fix, "obs": args.obs,
+                   "obs_fields": flags.obs_fields(args.obs_fields)}
     c = compare(args.models, data, method=method, prior_probs=probs,
-                settings=nuts_settings(args), seed=args.seed,
+                settings=flags.nuts_settings(args), seed=args.seed,
                 progress=report.progress, unbiased_bf=args.unbiased_bf, with_loo=args.loo,
                 use_evidence=use_evidence, weights=args.weights, loo_options=loo_options,
                 normalize_prior=args.normalize_prior, **options)
@@ -170,18 +169,21 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         report.progress(f"{mixed.shape[0]} model-averaged draws of {args.yrep} written to "
                         f"{averaged}")
         out["averaged_draws"] = {"path": str(averaged), "n_draws": int(mixed.shape[0])}
-    if checks_requested(args):
+    if flags.checks_requested(args):
         out["checks"] = program_checks(report, c, args, pit_plot)
     report.emit_json(out)
     return 0
 
 
 def print_choice(report: Reporter, c: ProgramChoice) -> None:
-    """The LOO comparison table, the model weights and the warnings."""
+    """The comparison table (PSIS-LOO, or leave-one-group-out over groups), the model weights
+    and the warnings."""
     if c.loo is not None:
-        report.table(c.loo.header, c.loo.table(),
-                     title="PSIS-LOO; elpd_diff = elpd_loo - best, diff_se of paired "
-                     "differences, p_worse = P(worse than the best) by the normal approximation")
+        name = c.loo.results[0].elpd_name
+        report.table(list(c.loo.header), c.loo.table(),
+                     title=f"{c.loo.describe()}; elpd_diff = {name} - best, diff_se of paired "
+                     f"differences over {c.loo.unit}, p_worse = P(worse than the best) by the "
+                     "normal approximation")
         iv = c.loo.diff_interval
         for i in c.loo.order():
             if iv is not None and i != c.loo.best and np.all(np.isfinite(iv[i])):
@@ -280,7 +282,7 @@ def _refuse_program_only(args: argparse.Namespace) -> None:
         ("--averaged-draws", args.averaged_draws is not None),
         (f"--measure {args.score}", args.score not in (None, "elpd")),
         ("--yrep", args.yrep is not None), ("--e-loo", bool(args.e_loo))) if used]
-    if needs or checks_requested(args):
+    if needs or flags.checks_requested(args):
         what = ", ".join(needs) or "predictive checks"
         raise InputError(f"{what} need(s) every model's Stan program; --fit models are "
                          "compared by PSIS-LOO of their log_lik (elpd_diff, weights)")
@@ -311,9 +313,11 @@ def run_fits(args: argparse.Namespace, report: Reporter) -> int:
                          "for all or one per program")
     datas = ([data[0]] * len(programs) if data is not None and len(data) == 1
              else list(data or [])) + [None] * len(fits)
-    loo_options = {"fix": args.fix, "obs": args.obs, "obs_fields": obs_fields(args.obs_fields)}
+    loo_options = {"fix": args.fix, "obs": args.obs,
+                   "obs_fields": flags.obs_fields(args.obs_fields)}
     c = compare_sources(programs + fits, datas, names=names, weights=args.weights,
-                        loo_options=loo_options, settings=nuts_settings(args), seed=args.seed,
+                        loo_options=loo_options, settings=flags.nuts_settings(args),
+                        seed=args.seed,
                         progress=report.progress)
     print_choice(report, c)
     report.emit_json(c.to_dict())
@@ -322,8 +326,6 @@ def run_fits(args: argparse.Namespace, report: Reporter) -> int:
 
 def run_groups(args: argparse.Namespace, report: Reporter) -> int:
     """``compare --group VAR``: the programs by elpd_logo (:func:`compare` with ``group``)."""
-    from ..crossval.select.group_compare import LogoComparison
-
     if len(args.models) < 2:
         raise InputError(f"compare --group needs at least two programs, got {len(args.models)}")
     if not args.data:
@@ -333,27 +335,16 @@ def run_groups(args: argparse.Namespace, report: Reporter) -> int:
                      ("--averaged-draws", args.averaged_draws is not None),
                      ("--prior-probs", args.prior_probs is not None),
                      ("--option", bool(args.option)),
-                     ("predictive checks", checks_requested(args))):
+                     ("predictive checks", flags.checks_requested(args))):
         if on:
             raise InputError(f"{flag} does not apply to compare --group (it compares by "
                              "elpd_logo only)")
     data = args.data[0] if len(args.data) == 1 else args.data
-    c = compare(args.models, data, settings=nuts_settings(args), seed=args.seed,
+    c = compare(args.models, data, settings=flags.nuts_settings(args), seed=args.seed,
                 progress=report.progress, weights=args.weights, group=args.group,
                 loo_options={"fix": args.fix, "obs": args.obs,
-                             "obs_fields": obs_fields(args.obs_fields)})
-    assert isinstance(c, LogoComparison)
-    report.table(list(c.header), c.table(),
-                 title=f"leave-one-group-out over {c.n_groups} groups of {args.group}; "
-                 "elpd_diff = elpd_logo - best, diff_se over groups, diff_mcse Monte Carlo")
-    report.table(["model"] + [h for m in c.model_weights for h in (m, "se")],
-                 c.weights_table(), title="model weights over groups (se: Bayesian bootstrap "
-                 "of the groups)")
-    for name, r in zip(c.names, c.results, strict=True):
-        for w in r.warnings:
-            report.warn(f"{name}: {w}")
-    for w in c.warnings():
-        report.warn(w)
+                             "obs_fields": flags.obs_fields(args.obs_fields)})
+    print_choice(report, c)
     report.emit_json(c.to_dict())
     return 0
 

@@ -6,6 +6,7 @@ import argparse
 
 from ..report.output import Reporter
 from ..stan.inputs import check_stan_file, read_data
+from .arguments import add_data_argument
 
 NAME = "compile"
 HELP = "Build a Stan program (stanc + C++) into a cached library and list its parameters."
@@ -13,8 +14,7 @@ HELP = "Build a Stan program (stanc + C++) into a cached library and list its pa
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL.stan", help="Stan program")
-    parser.add_argument("--data", metavar="DATA.json", default=None,
-                        help="data (needed to list parameters of programs with a data block)")
+    add_data_argument(parser, "data (needed to list parameters of programs with a data block)")
 
 
 def run(args: argparse.Namespace, report: Reporter) -> int:

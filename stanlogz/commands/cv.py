@@ -7,9 +7,8 @@ from pathlib import Path
 
 from ..crossval.refit.unbiased import CRITERIA, cv
 from ..report.output import Reporter
-from .arguments import add_closing_arguments, add_program_arguments, nuts_settings
+from . import arguments as flags
 from .executor import with_executor
-from .loo import add_observation_arguments, obs_fields
 from .sample import check_plot, finish
 
 NAME = "cv"
@@ -18,8 +17,8 @@ HELP = ("Unbiased leave-n_V-out Bayesian cross-validation (-log p(y_V | y_T), or
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_program_arguments(parser)
-    add_observation_arguments(parser)
+    flags.add_program_arguments(parser)
+    flags.add_observation_arguments(parser)
     parser.add_argument("--n-valid", type=int, default=1,
                         help="observations in each validation set (default 1: leave-one-out)")
     parser.add_argument("--splits", type=int, default=100,
@@ -31,17 +30,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --criterion squared_error: the outcome array (default y)")
     parser.add_argument("--kernel", choices=("rwmh", "hmc"), default="rwmh",
                         help="coupled MCMC kernel (default rwmh)")
-    parser.add_argument("--fit", metavar="FILE", nargs="+", default=None,
-                        help="existing draws of the full-data posterior (start of the chains)")
-    add_closing_arguments(parser, "save the replicates against split and lambda")
+    flags.add_fit_argument(parser, "existing draws of the full-data posterior (start of the "
+                           "chains)")
+    flags.add_closing_arguments(parser, "save the replicates against split and lambda")
 
 
 @with_executor
 def run(args: argparse.Namespace, report: Reporter) -> int:
     plot = check_plot(args.plot)
     r = cv(args.model, args.data, n_valid=args.n_valid, splits=args.splits, obs=args.obs,
-           obs_fields=obs_fields(args.obs_fields), draws=list(args.fit) if args.fit else None,
-           settings=nuts_settings(args), seed=args.seed,
+           obs_fields=flags.obs_fields(args.obs_fields),
+           draws=list(args.fit) if args.fit else None, settings=flags.nuts_settings(args),
+           seed=args.seed,
            criterion=args.criterion, outcome=args.outcome, kernel=args.kernel,
            n_workers=args.workers, progress=report.progress)
     lvl = f"{100 * r.ci_level:.0f}% CI"

@@ -18,7 +18,7 @@ from ..estimators.base import EvidenceResult
 from ..report.output import Reporter, write_atomically
 from ..stan.load import load_model
 from ..stan.priors import program_priors
-from .arguments import add_program_arguments, add_sampler_arguments, nuts_settings
+from . import arguments as flags
 from .executor import add_executor_arguments, with_executor
 from .sample import check_plot
 
@@ -32,13 +32,11 @@ PLOT_METHODS = FLOW_METHODS + ("ups",)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_program_arguments(parser)
+    flags.add_program_arguments(parser)
     add_estimation_arguments(parser)
-    parser.add_argument("--fit", metavar="CSV", nargs="+", default=None,
-                        help="use existing draws: CmdStan CSV files, or a file written by "
-                        "stanlogz sample --output (.csv or .nc)")
-    parser.add_argument("--plot", metavar="FILE.png", default=None,
-                        help="save the method's diagnostic plot")
+    flags.add_fit_argument(parser, "use existing draws: CmdStan CSV files, or a file written by "
+                           "stanlogz sample --output (.csv or .nc)", metavar="CSV")
+    flags.add_plot_argument(parser, "save the method's diagnostic plot")
     parser.add_argument("--target-se", "--mcse", metavar="S", type=float, default=None,
                         dest="target_se",
                         help="continue the chains (their adapted step size and metric, no new "
@@ -53,7 +51,7 @@ def add_estimation_arguments(parser: argparse.ArgumentParser) -> None:
     """``--method``, sampler sizes and ``--option`` (shared with ``compare``)."""
     parser.add_argument("--method", default="gbs",
                         help=f"estimator, one of {', '.join(METHODS)} (default gbs)")
-    add_sampler_arguments(parser)
+    flags.add_sampler_arguments(parser)
     parser.add_argument("--option", metavar="KEY=VALUE", action="append", default=[],
                         help="estimator option, repeatable (VALUE is a Python literal)")
     parser.add_argument("--normalize-prior", action="store_true",
@@ -123,7 +121,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     plot = check_plot(args.plot)
     if plot is not None and method not in PLOT_METHODS:
         raise InputError(f"--plot is available for {', '.join(PLOT_METHODS)}, not {method}")
-    nuts = nuts_settings(args)
+    nuts = flags.nuts_settings(args)
     model = load_model(args.model, args.data, seed=args.seed, progress=report.progress,
                        backend=nuts.backend)
     early = prior_warnings(program_priors(model))  # named before the sampling

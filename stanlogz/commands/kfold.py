@@ -4,16 +4,14 @@ leave-one-group-out cross-validation with exact held-out densities."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from ..crossval.logo.result import group_se_notes
-from ..crossval.refit.kfold import KFoldResult, kfold
+from ..crossval.refit.kfold import kfold
 from ..errors import InputError
+from ..report.crossval_plots import plot_kfold
 from ..report.output import Reporter
-from .arguments import add_closing_arguments, add_program_arguments, nuts_settings
+from . import arguments as flags
 from .executor import with_executor
-from .loo import add_observation_arguments, obs_fields
-from .sample import check_plot, finish
+from .sample import check_plot, finish_shown
 
 NAME = "kfold"
 HELP = ("K-fold cross-validation (random, stratified, grouped or leave-one-group-out) with "
@@ -31,37 +29,20 @@ def parse_k(text: str) -> int | None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_program_arguments(parser)
-    parser.add_argument("--fit", metavar="FILE", nargs="+", default=None,
-                        help="existing draws of the full-data posterior: CmdStan CSV files, or "
-                        "a stanlogz sample --output file (.csv or .nc); the folds are refit")
+    flags.add_program_arguments(parser)
+    flags.add_fit_argument(parser, "existing draws of the full-data posterior: CmdStan CSV "
+                           "files, or a stanlogz sample --output file (.csv or .nc); the folds "
+                           "are refit")
     parser.add_argument("--k", default="10", metavar="K|groups",
                         help="number of folds (default 10), or 'groups' with --group: "
                         "leave-one-group-out")
     parser.add_argument("--stratify", metavar="VAR", default=None,
                         help="per-observation data array whose labels are spread evenly over "
                         "the folds")
-    parser.add_argument("--group", metavar="VAR", default=None,
-                        help="per-observation integer array: every group's observations are "
-                        "held out together")
-    add_observation_arguments(parser)
-    add_closing_arguments(parser, "save pointwise and per-fold elpd")
-
-
-def print_kfold(report: Reporter, r: KFoldResult) -> None:
-    """The summary table and one row per fold."""
-    what = f" by {r.group}" if r.group else f" stratified by {r.stratify}" if r.stratify else ""
-    report.table(["", "estimate", "se", "mc se"], r.table(),
-                 title=f"{r.model}: {r.scheme} cross-validation{what}, {r.n_obs} observations "
-                 f"in {r.k} folds, {r.n_samples} draws per fit")
-    if r.is_logo:
-        report.text("elpd_logo: sum over groups of log p(y_g | y_-g), each held-out group's "
-                    "joint density (loo --group's headline); elpd_kfold beside it sums "
-                    "log p(y_i | y_-g(i)) over observations.")
-        for note in group_se_notes(r.elpd_logo_interval, r.k):
-            report.text(note)
-    report.table(["fold", "n", "sum elpd_i", "mc se", "log p(y_V|y_T)", "mc se", "method",
-                  "k-hat", "grad evals", "seconds"], r.fold_rows(), title="folds")
+    flags.add_group_argument(parser, "per-observation integer array: every group's "
+                             "observations are held out together")
+    flags.add_observation_arguments(parser)
+    flags.add_closing_arguments(parser, "save pointwise and per-fold elpd")
 
 
 @with_executor
@@ -71,14 +52,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     if k is None and args.group is None:
         raise InputError("--k groups needs --group VAR")
     r = kfold(args.model, args.data, k=k, stratify=args.stratify, group=args.group,
-              obs=args.obs, obs_fields=obs_fields(args.obs_fields),
-              draws=list(args.fit) if args.fit else None, settings=nuts_settings(args),
+              obs=args.obs, obs_fields=flags.obs_fields(args.obs_fields),
+              draws=list(args.fit) if args.fit else None, settings=flags.nuts_settings(args),
               seed=args.seed, n_workers=args.workers or 1, progress=report.progress)
-    print_kfold(report, r)
-
-    def draw(tmp: Path) -> None:
-        from ..report.crossval_plots import plot_kfold
-
-        plot_kfold(r, tmp)
-
-    return finish(report, r, plot, draw)
+    return finish_shown(report, r, plot, lambda tmp: plot_kfold(r, tmp))

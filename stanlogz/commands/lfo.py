@@ -4,15 +4,14 @@ cross-validation of a time-series program."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from .._util.gpd import KHAT_BAD
-from ..crossval.refit.lfo import LFO_METHODS, LfoResult, lfo
+from ..crossval.refit.lfo import LFO_METHODS, lfo
+from ..report.crossval_plots import plot_lfo
 from ..report.output import Reporter
-from .arguments import add_closing_arguments, add_program_arguments, nuts_settings
+from . import arguments as flags
 from .executor import with_executor
-from .loo import add_observation_arguments, obs_fields
-from .sample import check_plot, finish
+from .sample import check_plot, finish_shown
 
 NAME = "lfo"
 HELP = ("Leave-future-out cross-validation of a time series: log p(y[t+1:t+M] | y[1:t]) for "
@@ -20,7 +19,7 @@ HELP = ("Leave-future-out cross-validation of a time series: log p(y[t+1:t+M] | 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_program_arguments(parser)
+    flags.add_program_arguments(parser)
     parser.add_argument("--min-train", metavar="L", type=int, required=True,
                         help="observations in the first training set")
     parser.add_argument("--ahead", metavar="M", type=int, default=1,
@@ -31,20 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default psis)")
     parser.add_argument("--k-threshold", type=float, default=KHAT_BAD,
                         help=f"refit when PSIS k-hat exceeds this (default {KHAT_BAD})")
-    add_observation_arguments(parser)
-    add_closing_arguments(parser, "save elpd and k-hat per forecast origin")
-
-
-def print_lfo(report: Reporter, r: LfoResult) -> None:
-    """The summary table and the per-origin values."""
-    report.table(["", "estimate", "se", "mc se"], r.table(),
-                 title=f"{r.model}: {r.method} leave-future-out CV, {r.origins.size} forecast "
-                 f"origins from t = {r.min_train}, {len(r.refits)} NUTS fits")
-    report.table(["t", "predicts", "elpd", "mc se", "k-hat", "refit"],
-                 [[p["t"], f"{p['predicts'][0]}..{p['predicts'][1]}", round(p["elpd"], 4),
-                   round(p["mcse"], 4), None if p["khat"] is None else round(p["khat"], 2),
-                   "yes" if p["refit"] else ""] for p in r.pointwise()],
-                 title="forecast origins")
+    flags.add_observation_arguments(parser)
+    flags.add_closing_arguments(parser, "save elpd and k-hat per forecast origin")
 
 
 @with_executor
@@ -52,14 +39,6 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     plot = check_plot(args.plot)
     r = lfo(args.model, args.data, min_train=args.min_train, ahead=args.ahead,
             method=args.method, k_threshold=args.k_threshold, obs=args.obs,
-            obs_fields=obs_fields(args.obs_fields), settings=nuts_settings(args),
-            seed=args.seed,
-            n_workers=args.workers or 1, progress=report.progress)
-    print_lfo(report, r)
-
-    def draw(tmp: Path) -> None:
-        from ..report.crossval_plots import plot_lfo
-
-        plot_lfo(r, tmp)
-
-    return finish(report, r, plot, draw)
+            obs_fields=flags.obs_fields(args.obs_fields), settings=flags.nuts_settings(args),
+            seed=args.seed, n_workers=args.workers or 1, progress=report.progress)
+    return finish_shown(report, r, plot, lambda tmp: plot_lfo(r, tmp))

@@ -11,12 +11,6 @@ import numpy as np
 from ..crossval.checks.checks import PredictiveChecks, check_declares, checks_for_loo
 from ..crossval.fixups.mm_points import check_budget
 from ..crossval.fixups.registry import FIXUPS, fix_help
-from ..crossval.observations.jacobian import (
-    jacobian_adjusted,
-    log_jacobian,
-    outcome_from_data,
-    parse_jacobian,
-)
 from ..crossval.observations.pointwise import LOG_LIK_SOURCES
 from ..crossval.psis_loo.loo import loo
 from ..crossval.psis_loo.result import LooResult
@@ -24,13 +18,7 @@ from ..crossval.select.scores import parse_measures, program_measures
 from ..errors import InputError
 from ..report.crossval_plots import plot_pit
 from ..report.output import Reporter, write_atomically
-from .arguments import (
-    add_check_arguments,
-    add_closing_arguments,
-    checks_requested,
-    nuts_settings,
-    obs_fields,
-)
+from . import arguments as flags
 from .executor import with_executor
 from .sample import check_plot, finish
 
@@ -39,28 +27,18 @@ HELP = ("Leave-one-out cross-validation (PSIS-LOO) of a Stan program, recomputin
         "whose Pareto k-hat is too high.")
 
 
-def add_observation_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--obs`` and ``--obs-fields`` (shared with ``cv`` and ``compare --loo``)."""
-    parser.add_argument("--obs", metavar="N", default=None,
-                        help="the data's observation size variable (inferred when unambiguous)")
-    parser.add_argument("--obs-fields", metavar="Y,X", default=None,
-                        help="the per-observation data arrays (default: every array whose "
-                        "leading dimension is N)")
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL.stan", nargs="?", default=None,
                         help="Stan program (optional with --fit files that carry log_lik: "
                         "PSIS-LOO of their log_lik, without fix-ups)")
-    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
-    parser.add_argument("--fit", metavar="FILE", nargs="+", default=None,
-                        help="use existing draws: CmdStan CSV files, or a stanlogz sample "
-                        "--output file (.csv or .nc)")
-    add_observation_arguments(parser)
-    parser.add_argument("--group", metavar="VAR", default=None,
-                        help="leave-one-group-out over the groups in data variable VAR (one "
-                        "integer per observation), each group's latents integrated out, no "
-                        "refits (high k-hat groups are refit with --fix auto or exact)")
+    flags.add_data_argument(parser)
+    flags.add_fit_argument(parser, "use existing draws: CmdStan CSV files, or a stanlogz sample "
+                           "--output file (.csv or .nc)")
+    flags.add_observation_arguments(parser)
+    flags.add_group_argument(parser, "leave-one-group-out over the groups in data variable VAR "
+                             "(one integer per observation), each group's latents integrated "
+                             "out, no refits (high k-hat groups are refit with --fix auto or "
+                             "exact)")
     parser.add_argument("--no-obs-values", action="store_true",
                         help="with --group: leave out the per-observation values "
                         "log p(y[i] | y[-g(i)]) (one more integral per observation)")
@@ -99,21 +77,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "a failure the band is refit or the Monte Carlo se withheld, with a "
                         "warning. Default auto: 4 where the refits cost at most half the run "
                         "so far (or 10 s); 0 turns it off")
-    add_jacobian_argument(parser)
-    add_check_arguments(parser)
+    flags.add_jacobian_argument(parser)
+    flags.add_check_arguments(parser)
     parser.add_argument("--measure", metavar="NAMES", default=None,
                         help="predictive measures beside elpd by the LOO weights, "
                         "comma-separated: rps, srps, crps, scrps, mae, mse, rmse, r2, brier, "
                         "acc, bacc (each with se and Monte Carlo se; needs --yrep)")
-    add_closing_arguments(parser, "save k-hat and pointwise elpd per observation")
-
-
-def add_jacobian_argument(parser: argparse.ArgumentParser) -> None:
-    """``--jacobian TRANSFORM:VAR`` (shared with ``waic``)."""
-    parser.add_argument("--jacobian", metavar="TRANSFORM:VAR", default=None,
-                        help="the program models g(y) (TRANSFORM: log, log1p, sqrt, logit): add "
-                        "log|g'(y_i)| to each pointwise elpd so that it is on the scale of y, "
-                        "the data variable VAR (original scale, in --data)")
+    flags.add_closing_arguments(parser, "save k-hat and pointwise elpd per observation")
 
 
 def verify_argument(args: argparse.Namespace) -> dict[str, Any]:
@@ -127,16 +97,6 @@ def verify_argument(args: argparse.Namespace) -> dict[str, Any]:
         raise InputError(f"--verify takes auto or a number of points >= 0, got "
                          f"{args.verify!r}") from None
     return {"verify": k}
-
-
-def jacobian_of(args: argparse.Namespace) -> tuple[str, Any] | None:
-    """The parsed ``--jacobian`` and the outcome it needs, checked before any computation."""
-    if args.jacobian is None:
-        return None
-    transform, var = parse_jacobian(args.jacobian)
-    y = outcome_from_data(args.data, var)
-    log_jacobian(transform, y)  # support checked now, not after sampling
-    return transform, y
 
 
 def print_loo(report: Reporter, r: LooResult) -> None:
@@ -155,7 +115,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         raise InputError("--no-obs-values applies to --group only")
     plot = check_plot(args.plot)
     pit_plot = check_plot(args.pit_plot, "--pit-plot")
-    checks = checks_requested(args)
+    checks = flags.checks_requested(args)
     if args.model is None:
         if not args.fit:
             raise InputError("give a Stan program, or --fit files that carry log_lik")
@@ -170,7 +130,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     measures = loo_measures_wanted(args)
     if (checks or measures) and args.yrep:
         check_declares([args.model], args.yrep)
-    jac = jacobian_of(args)
+    jac = flags.jacobian_of(args)
     if args.mm_budget is not None and (args.model is None
                                        or "mm_budget" not in FIXUPS[args.fix].Options.names()):
         raise InputError("--mm-budget bounds moment matching: it needs a Stan program and "
@@ -178,16 +138,12 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     check_budget(args.mm_budget)
     r = loo(args.model, args.data if args.model else None,
             draws=list(args.fit) if args.fit else None, obs=args.obs,
-            obs_fields=obs_fields(args.obs_fields), fix=args.fix, log_lik=args.log_lik,
+            obs_fields=flags.obs_fields(args.obs_fields), fix=args.fix, log_lik=args.log_lik,
             k_threshold=args.k_threshold, subsample=args.subsample,
-            settings=nuts_settings(args), seed=args.seed, n_workers=args.workers or 1,
+            settings=flags.nuts_settings(args), seed=args.seed, n_workers=args.workers or 1,
             progress=report.progress, mm_budget=args.mm_budget,
             cond_budget=args.cond_budget, mcse_target=args.mcse, **verify_argument(args))
-    extra: dict[str, Any] = {}
-    if jac is not None:
-        r = jacobian_adjusted(r, *jac)
-        extra["jacobian"] = {"transform": jac[0], "variable": args.jacobian.split(":", 1)[1],
-                             "sum_log_abs_derivative": float(log_jacobian(*jac).sum())}
+    r, extra = flags.with_jacobian(r, args, jac)
     print_loo(report, r)
     if jac is not None:
         total = extra["jacobian"]["sum_log_abs_derivative"]

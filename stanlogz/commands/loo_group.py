@@ -6,11 +6,10 @@ from __future__ import annotations
 import argparse
 
 from ..crossval.logo.estimator import logo
-from ..crossval.logo.result import LogoResult
 from ..errors import InputError
 from ..report.output import Reporter
 from .arguments import checks_requested, nuts_settings, obs_fields
-from .sample import finish
+from .sample import finish_shown
 
 #: loo flags with no meaning for groups, checked before anything runs.
 _NOT_FOR_GROUPS = (("fit", None, "--fit"), ("subsample", None, "--subsample"),
@@ -36,19 +35,6 @@ def check_group_arguments(args: argparse.Namespace) -> str:
     return how[args.fix]
 
 
-def print_logo(report: Reporter, r: LogoResult) -> None:
-    """The summary table and one row per group."""
-    report.table(["", "estimate", "se", "mc se"], r.table(),
-                 title=f"{r.model}: leave-one-group-out over {len(r.groups)} groups of "
-                 f"{r.group} ({r.observations.n} observations), latents integrated out, PSIS "
-                 f"on {r.n_samples} draws")
-    report.text(r.mcse_note())
-    for note in r.se_notes():
-        report.text(note)
-    report.table(["group", "n", "elpd", "mc se", "k-hat", "method", "integration error"],
-                 r.group_rows(), title=f"per group (refit where k-hat > {r.threshold:.2f})")
-
-
 def run_group(args: argparse.Namespace, report: Reporter) -> int:
     """``loo --group``."""
     fix = check_group_arguments(args)
@@ -56,5 +42,4 @@ def run_group(args: argparse.Namespace, report: Reporter) -> int:
              obs_fields=obs_fields(args.obs_fields), fix=fix, k_threshold=args.k_threshold,
              settings=nuts_settings(args), seed=args.seed, progress=report.progress,
              pointwise_obs=not args.no_obs_values)
-    print_logo(report, r)
-    return finish(report, r, None, lambda tmp: None)
+    return finish_shown(report, r)

@@ -17,7 +17,7 @@ from ..pmmh.pseudo_marginal import (
 )
 from ..report.output import Reporter
 from ..report.pmmh_plot import plot_pmmh
-from .arguments import add_sampler_arguments, nuts_settings
+from .arguments import add_data_argument, add_plot_argument, add_sampler_arguments, nuts_settings
 from .sample import check_plot, finish
 
 NAME = "pmmh"
@@ -31,8 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--inner", metavar="INNER.stan", required=True,
                         help="program reading theta as data; its parameters x have density "
                         "p*(x|theta)")
-    parser.add_argument("--data", metavar="DATA.json", default=None,
-                        help="data (JSON) for both programs")
+    add_data_argument(parser, "data (JSON) for both programs")
     parser.add_argument("--estimator", choices=RECIPROCAL_METHODS, default="rbbce",
                         help="unbiased 1/Z estimator (default rbbce)")
     parser.add_argument("--iter", type=int, default=2000, help="kept iterations (default 2000)")
@@ -54,8 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "keep a finite variance where a Gaussian's may not)")
     add_sampler_arguments(parser, prefix="inner-", defaults=None,
                           what="the inner program's NUTS (fits the 1/Z proposal): ")
-    parser.add_argument("--plot", metavar="FILE.png", default=None,
-                        help="save traces and autocorrelations of sign x theta")
+    add_plot_argument(parser, "save traces and autocorrelations of sign x theta")
 
 
 def print_pmmh(report: Reporter, r: PseudoMarginalResult) -> None:

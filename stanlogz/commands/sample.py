@@ -48,6 +48,15 @@ def finish(report: Any, result: Any, plot: Path | None, draw: Callable[[Path], N
     return 0
 
 
+def finish_shown(report: Any, result: Any, plot: Path | None = None,
+                 draw: Callable[[Path], None] | None = None) -> int:
+    """:func:`finish` after printing the result's own table, exactly as ``print(result)``
+    shows it (which holds the warnings; the JSON object alone with ``--json``)."""
+    report.text(repr(result))
+    return finish(report, result, plot, draw or (lambda tmp: None),
+                  warned=not report.json_mode)
+
+
 def check_output(path: str | None, suffixes: tuple[str, ...], what: str) -> Path | None:
     """The output path after checking its suffix and that its folder exists."""
     if path is None:

@@ -11,7 +11,7 @@ from ..errors import InputError
 from ..estimators import METHODS
 from ..report.output import Reporter
 from ..stan.inputs import check_stan_file
-from .arguments import add_program_arguments, add_sampler_arguments, nuts_settings
+from . import arguments as flags
 
 NAME = "savage-dickey"
 HELP = ("log Bayes factor BF01 of a point null nested in a Stan program by the Savage-Dickey "
@@ -19,7 +19,7 @@ HELP = ("log Bayes factor BF01 of a point null nested in a Stan program by the S
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_program_arguments(parser, prior_instance=True)
+    flags.add_program_arguments(parser, prior_instance=True)
     parser.add_argument("--at", metavar="NAME=VALUE", default=None,
                         help="the point null, e.g. beta=0 or beta[2]=0 (required)")
     parser.add_argument("--null", metavar="NULL.stan", default=None,
@@ -27,11 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "route and compare")
     parser.add_argument("--method", default="gbs",
                         help=f"evidence estimator for --null, one of {', '.join(METHODS)}")
-    parser.add_argument("--obs", metavar="N", default=None,
-                        help="the data's observation size variable (inferred when unambiguous)")
+    flags.add_obs_argument(parser)
     parser.add_argument("--grid", type=int, default=801,
                         help="quadrature points over the tested parameter (default 801)")
-    add_sampler_arguments(parser)
+    flags.add_sampler_arguments(parser)
 
 
 def run(args: argparse.Namespace, report: Reporter) -> int:
@@ -43,8 +42,9 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         check_stan_file(args.null)
     if args.data is not None and not Path(args.data).is_file():
         raise InputError(f"data file {args.data} does not exist")
-    r = savage_dickey(args.model, args.data, at=at, settings=nuts_settings(args), null=args.null,
-                      method=args.method, obs=args.obs, n_grid=args.grid, seed=args.seed,
+    r = savage_dickey(args.model, args.data, at=at, settings=flags.nuts_settings(args),
+                      null=args.null, method=args.method, obs=args.obs, n_grid=args.grid,
+                      seed=args.seed,
                       progress=report.progress)
     what = ", ".join(f"{k}={v:g}" for k, v in r.at.items())
     report.table(["", "estimate", "se"], r.table(),

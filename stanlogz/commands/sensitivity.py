@@ -11,7 +11,7 @@ from ..errors import InputError
 from ..estimators import METHODS
 from ..report.output import Reporter
 from ..stan.inputs import check_stan_file
-from .arguments import add_program_arguments, add_sampler_arguments, nuts_settings
+from . import arguments as flags
 from .sample import check_plot, finish
 
 NAME = "sensitivity"
@@ -31,9 +31,8 @@ def parse_scales(text: str) -> list[float]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_program_arguments(parser, prior_instance=True)
-    parser.add_argument("--obs", metavar="N", default=None,
-                        help="the data's observation size variable (inferred when unambiguous)")
+    flags.add_program_arguments(parser, prior_instance=True)
+    flags.add_obs_argument(parser)
     parser.add_argument("--method", default="gbs",
                         help=f"evidence estimator for log Z, one of {', '.join(METHODS)}")
     parser.add_argument("--scales", default="0.5,2",
@@ -41,9 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-refit", action="store_true",
                         help="refuse log Z at a scale whose reweighting has a high Pareto k-hat "
                         "instead of recomputing it by SMC")
-    add_sampler_arguments(parser)
-    parser.add_argument("--plot", metavar="FILE.png", default=None,
-                        help="save log Z and elpd_loo against the prior power alpha")
+    flags.add_sampler_arguments(parser)
+    flags.add_plot_argument(parser, "save log Z and elpd_loo against the prior power alpha")
 
 
 def print_sensitivity(report: Reporter, r: SensitivityResult) -> None:
@@ -68,7 +66,7 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     check_stan_file(args.model)
     if args.data is not None and not Path(args.data).is_file():
         raise InputError(f"data file {args.data} does not exist")
-    settings = nuts_settings(args)
+    settings = flags.nuts_settings(args)
     r = sensitivity(args.model, args.data, settings=settings, method=args.method,
                     scales=parse_scales(args.scales), obs=args.obs, refit=not args.no_refit,
                     seed=args.seed, progress=report.progress)

@@ -5,13 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..crossval.observations.jacobian import jacobian_adjusted, log_jacobian
 from ..crossval.observations.pointwise import LOG_LIK_SOURCES
 from ..crossval.psis_loo.waic import P_WAIC_MAX, waic
 from ..errors import InputError
 from ..report.output import Reporter
-from .arguments import add_sampler_arguments, nuts_settings
-from .loo import add_jacobian_argument, add_observation_arguments, jacobian_of, obs_fields
+from . import arguments as flags
 
 NAME = "waic"
 HELP = ("WAIC (widely applicable information criterion) of a fit's log_lik or of a Stan "
@@ -21,15 +19,14 @@ HELP = ("WAIC (widely applicable information criterion) of a fit's log_lik or of
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL.stan", nargs="?", default=None,
                         help="Stan program (optional with --fit files that carry log_lik)")
-    parser.add_argument("--data", metavar="DATA.json", default=None, help="data (JSON)")
-    parser.add_argument("--fit", metavar="FILE", nargs="+", default=None,
-                        help="existing draws: CmdStan CSV files or an ArviZ .nc file")
-    add_observation_arguments(parser)
+    flags.add_data_argument(parser)
+    flags.add_fit_argument(parser, "existing draws: CmdStan CSV files or an ArviZ .nc file")
+    flags.add_observation_arguments(parser)
     parser.add_argument("--log-lik", choices=LOG_LIK_SOURCES, default="auto",
                         help="pointwise log-likelihood of a program: its log_lik generated "
                         "quantity or density differences (default: log_lik when it has one)")
-    add_jacobian_argument(parser)
-    add_sampler_arguments(parser)
+    flags.add_jacobian_argument(parser)
+    flags.add_sampler_arguments(parser)
 
 
 def run(args: argparse.Namespace, report: Reporter) -> int:
@@ -37,20 +34,16 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
         raise InputError("give a Stan program, or --fit files that carry log_lik")
     if args.model is None and args.data is not None and args.jacobian is None:
         raise InputError("--data without a Stan program is used only by --jacobian")
-    jac = jacobian_of(args)
+    jac = flags.jacobian_of(args)
     fit: Any = list(args.fit) if args.fit else None
     if args.model is None:
         r = waic(fit)
     else:
-        settings = nuts_settings(args)
+        settings = flags.nuts_settings(args)
         r = waic(args.model, args.data, draws=fit, obs=args.obs,
-                 obs_fields=obs_fields(args.obs_fields), log_lik=args.log_lik,
+                 obs_fields=flags.obs_fields(args.obs_fields), log_lik=args.log_lik,
                  settings=settings, seed=args.seed, progress=report.progress)
-    extra: dict[str, Any] = {}
-    if jac is not None:
-        r = jacobian_adjusted(r, *jac)
-        extra["jacobian"] = {"transform": jac[0], "variable": args.jacobian.split(":", 1)[1],
-                             "sum_log_abs_derivative": float(log_jacobian(*jac).sum())}
+    r, extra = flags.with_jacobian(r, args, jac)
     report.table(["", "estimate", "se"], r.table(),
                  title=f"{r.model}: WAIC on {r.n_samples} draws and {r.n_obs} observations")
     report.text(f"Monte Carlo se of elpd_waic: {r.mcse:.3f}; observations with p_waic > "

@@ -4,8 +4,11 @@ Each mixin adds the names a loo or ArviZ user looks for (``looic``, ``pareto_k``
 ``elpd_diff``, ``dse`` ...) as read-only aliases, and a printed table like loo's ``print(loo)``
 (:class:`~stanlogz._util.display.Display`) to :class:`~stanlogz.crossval.psis_loo.result.LooResult`,
 :class:`~stanlogz.crossval.refit.kfold.KFoldResult`,
-:class:`~stanlogz.crossval.refit.lfo.LfoResult`, :class:`~stanlogz.crossval.refit.unbiased.CVResult`
-and :class:`~stanlogz.crossval.select.compare.LooComparison`.
+:class:`~stanlogz.crossval.refit.lfo.LfoResult`,
+:class:`~stanlogz.crossval.refit.unbiased.CVResult`,
+:class:`~stanlogz.crossval.logo.result.LogoResult` and
+:class:`~stanlogz.crossval.select.compare.LooComparison`. The command line prints these tables
+as they are (``print(result)``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,21 @@ FEW_OBS = 20
 
 def _notes(warnings: list[str]) -> list[str]:
     return [f"warning: {w}" for w in warnings]
+
+
+def group_se_notes(interval: Any, n_groups: int) -> list[str]:
+    """The lines beside elpd_logo's se over groups: its calibrated interval
+    (:class:`~stanlogz.crossval.refit.cv_se.ElpdInterval`), and the note that the se
+    understates the error with fewer than 20 groups (``loo``'s note for observations)."""
+    if not interval.low == interval.low:  # NaN: no interval
+        return []
+    notes = [f"{100 * interval.level:.1f}% interval for elpd_logo: [{interval.low:.1f}, "
+             f"{interval.high:.1f}] (+-2 SE times the small-count factor "
+             f"{interval.factor:.2f}; elpd_logo_interval)."]
+    if n_groups < FEW_OBS:
+        notes.append(f"Only {n_groups} groups: the SE over groups understates the error; use "
+                     "the interval.")
+    return notes
 
 
 class LooNames(Display):
@@ -164,16 +182,26 @@ class KFoldNames(Display):
         return float("nan")
 
     def _display(self) -> View:
+        what = (f" by {self.group}" if self.group else f" stratified by {self.stratify}"
+                if self.stratify else "")
         head = (f"{type(self).__name__} of {self.model}: {self.scheme} {self.k}-fold "
-                f"cross-validation of {self.n_obs} observations")
-        main = Section("", ["", "Estimate", "SE", "MCSE"],
-                       [[r[0], *r[1:]] for r in self.table()])
-        note = ("elpd_logo's SE is sqrt(G var) over the groups' log p(y_g | y_-g) (use "
-                "elpd_logo_interval with few groups); elpd_kfold's is loo's sqrt(N var(elpd_i))."
-                if getattr(self, "is_logo", False) else
-                "SE is loo's sqrt(N var(elpd_i)); it undercovers at few folds or observations, "
-                "where +-2 se_fold_aware is the calibrated interval.")
-        return View(head, [main], [note] + _notes(self.warnings))
+                f"cross-validation{what} of {self.n_obs} observations, {self.n_samples} draws "
+                "per fit")
+        main = Section("", ["", "Estimate", "SE", "MCSE"], [list(r) for r in self.table()])
+        folds = Section("Folds:", ["fold", "n", "sum elpd_i", "mc se", "log p(y_V|y_T)",
+                                   "mc se", "method", "k-hat", "grad evals"],
+                        self.fold_rows())
+        if getattr(self, "is_logo", False):
+            notes = ["elpd_logo: sum over groups of log p(y_g | y_-g), each held-out group's "
+                     "joint density (loo --group's headline); elpd_kfold beside it sums "
+                     "log p(y_i | y_-g(i)) over observations.",
+                     "elpd_logo's SE is sqrt(G var) over the groups' log p(y_g | y_-g); "
+                     "elpd_kfold's is loo's sqrt(N var(elpd_i)).",
+                     *group_se_notes(self.elpd_logo_interval, self.k)]
+        else:
+            notes = ["SE is loo's sqrt(N var(elpd_i)); it undercovers at few folds or "
+                     "observations, where +-2 se_fold_aware is the calibrated interval."]
+        return View(head, [main, folds], notes + _notes(self.warnings))
 
 
 class LfoNames(Display):
@@ -193,7 +221,29 @@ class LfoNames(Display):
                 f"{self.min_train} observations, {len(self.origins)} forecast origins, "
                 f"{len(self.refits)} refit(s)")
         main = Section("", ["", "Estimate", "SE", "MCSE"], [list(r) for r in self.table()])
-        return View(head, [main], _notes(self.warnings))
+        origins = Section("Forecast origins:", ["t", "predicts", "elpd", "mc se", "k-hat",
+                                                "refit"],
+                          [[p["t"], f"{p['predicts'][0]}..{p['predicts'][1]}",
+                            round(p["elpd"], 4), round(p["mcse"], 4),
+                            None if p["khat"] is None else round(p["khat"], 2),
+                            "yes" if p["refit"] else ""] for p in self.pointwise()])
+        return View(head, [main, origins], _notes(self.warnings))
+
+
+class LogoNames(Display):
+    """The table of :class:`~stanlogz.crossval.logo.result.LogoResult`: elpd_logo and logoic,
+    the Monte Carlo se note, the interval beside the se, one row per group."""
+
+    def _display(self) -> View:
+        head = (f"{type(self).__name__} of {self.model}: leave-one-group-out over "
+                f"{len(self.groups)} groups of {self.group} ({self.observations.n} "
+                f"observations), latents integrated out, PSIS on {self.n_samples} draws")
+        main = Section("", ["", "Estimate", "SE", "MCSE"], [list(r) for r in self.table()])
+        groups = Section(f"Per group (refit where k-hat > {self.threshold:.2f}):",
+                         ["group", "n", "elpd", "mc se", "k-hat", "method",
+                          "integration error"], self.group_rows())
+        return View(head, [main, groups],
+                    [self.mcse_note(), *self.se_notes()] + _notes(self.warnings))
 
 
 class CVNames(Display):
@@ -216,18 +266,31 @@ class LooComparisonNames(Display):
 
     se_diff = alias("diff_se", "loo's name for ``diff_se``.")
 
+    elpd = per_result("elpd", "elpd of each program (in the order given).")
+
     elpd_loo = per_result("elpd_loo", "elpd_loo of each program (in the order given).")
 
-    se = per_result("se", "se of each program's elpd_loo (in the order given).")
+    se = per_result("se", "se of each program's elpd (in the order given).")
+
+    def describe(self) -> str:
+        """What the programs were compared by, in a few words."""
+        if self.unit == "groups":
+            return f"leave-one-group-out over {self.n_units} groups"
+        name = self.results[0].elpd_name
+        return "PSIS-LOO" if name == "elpd_loo" else name
 
     def _display(self) -> View:
         cols = ["", *self.header[1:]]
-        digits = {"p_worse": 2}
-        rows: list[list[Any]] = [
-            [r[0], *(f"{v:.{digits.get(c, 1)}f}" if isinstance(v, float) else v
-                     for c, v in zip(cols[1:], r[1:], strict=True))] for r in self.table()]
-        return View(f"{type(self).__name__}: PSIS-LOO of {len(self.names)} programs, best first",
-                    [Section("", cols, rows)], list(self.warnings()))
+        rows = self.table()
+        # columns with nothing to say (p_logo, never computed) are left out
+        keep = [0] + [j for j in range(1, len(cols)) if any(
+            r[j] is not None and not (isinstance(r[j], float) and r[j] != r[j]) for r in rows)]
+        digits = {"p_worse": 2, "mcse": 2, "diff_mcse": 2}
+        shown = [[r[0], *(f"{r[j]:.{digits.get(cols[j], 1)}f}" if isinstance(r[j], float)
+                          else r[j] for j in keep[1:])] for r in rows]
+        return View(f"{type(self).__name__}: {self.describe()} of {len(self.names)} programs, "
+                    "best first", [Section("", [cols[j] for j in keep], shown)],
+                    list(self.warnings()))
 
 
 class ChoiceNames(Display):
@@ -241,8 +304,8 @@ class ChoiceNames(Display):
             ev = self.evidence._display()
             own = [f"warning: {w}" for w in self.warnings if w not in self.evidence.warnings]
             return View(ev.headline, ev.sections, ev.notes + own)
-        what = " and ".join(w for w, on in (("PSIS-LOO", self.loo is not None),
-                                           ("evidence", self.evidence is not None)) if on)
+        what = " and ".join(([self.loo.describe()] if self.loo is not None else [])
+                            + (["evidence"] if self.evidence is not None else []))
         head = f"{type(self).__name__}: {len(self.names)} programs by {what}, best first"
         sections, notes = [], []
         if self.evidence is not None:
@@ -259,8 +322,10 @@ class ChoiceNames(Display):
             # diagnostics columns with nothing to say are left out (table() has every column)
             keep = [j for j, c in enumerate(t.columns) if c not in ("diag_diff", "diag_elpd")
                     or any(r[j] for r in t.rows)]
-            sections.append(Section("PSIS-LOO; elpd_diff = elpd_loo - best; diff_se of the "
-                                    "paired differences", [t.columns[j] for j in keep],
+            name = self.loo.results[0].elpd_name
+            sections.append(Section(f"{self.loo.describe()}; elpd_diff = {name} - best; "
+                                    "diff_se of the paired differences",
+                                    [t.columns[j] for j in keep],
                                     [[r[j] for j in keep] for r in t.rows]))
             notes += [f"warning ({n}): {w}" for n, r in zip(self.names, self.loo.results,
                                                             strict=True) for w in r.warnings]

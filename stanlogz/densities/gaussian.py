@@ -70,7 +70,42 @@ def noncentred_gradient(x: np.ndarray, mu_sd: float, tau_sd: float,
     return g
 
 
-class HierarchicalNormalTarget:
+class NoncentredHierarchy:
+    """A non-centred hierarchy on Stan's unconstrained scale ``(mu, log tau, eta_1..J)``: the
+    prior of :func:`noncentred_log_prior` and a likelihood of the group values a = mu + tau eta
+    that a subclass gives by :meth:`log_likelihood_many` (rows of a) and :meth:`score` (its
+    derivative in a at one point); density and gradient come from here."""
+
+    mu_sd: float
+    tau_sd: float
+
+    def log_likelihood_many(self, a: np.ndarray) -> np.ndarray:
+        """log p(y | a) per row of ``a``."""
+        raise NotImplementedError
+
+    def score(self, a: np.ndarray) -> np.ndarray:
+        """d log p(y | a) / d a at one point ``a``."""
+        raise NotImplementedError
+
+    def log_density_many(self, xs: np.ndarray) -> np.ndarray:
+        xs = np.atleast_2d(np.asarray(xs, dtype=float))
+        mu, s, eta = xs[:, 0], xs[:, 1], xs[:, 2:]
+        a = mu[:, None] + np.exp(s)[:, None] * eta
+        return (noncentred_log_prior(mu, s, eta, self.mu_sd, self.tau_sd)
+                + self.log_likelihood_many(a))
+
+    def log_density(self, x: np.ndarray) -> float:
+        return float(self.log_density_many(np.asarray(x)[None, :])[0])
+
+    def log_density_gradient(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        x = np.asarray(x, dtype=float)
+        if not np.all(np.isfinite(x)) or abs(x[1]) > 700:
+            return -math.inf, np.zeros_like(x)
+        score = self.score(x[0] + math.exp(x[1]) * x[2:])
+        return self.log_density(x), noncentred_gradient(x, self.mu_sd, self.tau_sd, score)
+
+
+class HierarchicalNormalTarget(NoncentredHierarchy):
     """The non-centred hierarchical normal of ``stan_models/highdim/hier_normal_nc.stan`` on
     Stan's unconstrained scale ``(mu, log tau, eta_1..J)``:
 
@@ -127,26 +162,12 @@ class HierarchicalNormalTarget:
         val += integrate.quad(f, cuts[-1], np.inf, epsabs=0, epsrel=1e-11, limit=500)[0]
         return c + math.log(val)
 
-    def _split(self, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        xs = np.atleast_2d(xs)
-        return xs[:, 0], np.exp(xs[:, 1]), xs[:, 2:]
+    def log_likelihood_many(self, a: np.ndarray) -> np.ndarray:
+        r = (self.y - a) / self.sigma
+        return np.sum(-0.5 * math.log(2 * math.pi) - np.log(self.sigma) - 0.5 * r * r, axis=1)
 
-    def log_density_many(self, xs: np.ndarray) -> np.ndarray:
-        mu, tau, eta = self._split(np.asarray(xs, dtype=float))
-        r = (self.y - (mu[:, None] + tau[:, None] * eta)) / self.sigma
-        c = -0.5 * math.log(2 * math.pi)
-        return (noncentred_log_prior(mu, np.log(tau), eta, self.mu_sd, self.tau_sd)
-                + np.sum(c - np.log(self.sigma) - 0.5 * r * r, axis=1))
-
-    def log_density(self, x: np.ndarray) -> float:
-        return float(self.log_density_many(np.asarray(x)[None, :])[0])
-
-    def log_density_gradient(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        x = np.asarray(x, dtype=float)
-        if not np.all(np.isfinite(x)) or abs(x[1]) > 700:
-            return -math.inf, np.zeros_like(x)
-        r = (self.y - (x[0] + math.exp(x[1]) * x[2:])) / self.sigma**2
-        return self.log_density(x), noncentred_gradient(x, self.mu_sd, self.tau_sd, r)
+    def score(self, a: np.ndarray) -> np.ndarray:
+        return (self.y - a) / self.sigma**2
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """``n`` exact posterior draws on the unconstrained scale."""

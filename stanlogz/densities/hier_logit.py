@@ -22,7 +22,7 @@ import numpy as np
 from scipy import optimize, special
 
 from ..errors import InputError
-from .gaussian import noncentred_gradient, noncentred_log_prior
+from .gaussian import NoncentredHierarchy
 
 #: Nodes of the trapezoid rule over the standardized group effect z (|z| <= Z_MAX); the
 #: integrand is smooth and below phi(8) ~ 5e-15 at the ends, so the rule's error is far below
@@ -33,7 +33,7 @@ Z_MAX, Z_NODES = 8.0, 641
 OUTER_NODES, EDGE_DROP = 161, 40.0
 
 
-class HierarchicalLogitTarget:
+class HierarchicalLogitTarget(NoncentredHierarchy):
     """The program above on Stan's unconstrained scale ``(mu, log tau, eta_1..J)``, with
     ``log_z`` by nested quadrature (module docstring).
 
@@ -136,24 +136,11 @@ class HierarchicalLogitTarget:
         w_s[[0, -1]] *= 0.5
         return top + math.log(float(np.sum(np.exp(g - top) * w_mu[:, None] * w_s[None, :])))
 
-    def log_density_many(self, xs: np.ndarray) -> np.ndarray:
-        xs = np.atleast_2d(np.asarray(xs, dtype=float))
-        mu, s, eta = xs[:, 0], xs[:, 1], xs[:, 2:]
-        tau = np.exp(s)
-        a = mu[:, None] + tau[:, None] * eta
-        ll = np.sum(self._lchoose + self.y * a - self.n * np.logaddexp(0.0, a), axis=1)
-        return noncentred_log_prior(mu, s, eta, self.mu_sd, self.tau_sd) + ll
+    def log_likelihood_many(self, a: np.ndarray) -> np.ndarray:
+        return np.sum(self._lchoose + self.y * a - self.n * np.logaddexp(0.0, a), axis=1)
 
-    def log_density(self, x: np.ndarray) -> float:
-        return float(self.log_density_many(np.asarray(x)[None, :])[0])
-
-    def log_density_gradient(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        x = np.asarray(x, dtype=float)
-        if not np.all(np.isfinite(x)) or abs(x[1]) > 700:
-            return -math.inf, np.zeros_like(x)
-        r = self.y - self.n * special.expit(x[0] + math.exp(x[1]) * x[2:])
-        return self.log_density(x), noncentred_gradient(x, self.mu_sd, self.tau_sd, r)
-
+    def score(self, a: np.ndarray) -> np.ndarray:
+        return self.y - self.n * special.expit(a)
 
 def hier_logit_data(j: int, seed: int = 0, mu: float = -0.5, tau: float = 1.0) -> dict:
     """J groups with n_j alternating 5 and 10 trials, y_j simulated at ``mu``, ``tau``."""

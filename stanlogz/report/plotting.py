@@ -222,9 +222,9 @@ def _comparison_rows(result: Any) -> tuple[list[str], np.ndarray, np.ndarray, st
     """``(names, value, se, label, best)`` of a LOO or evidence comparison."""
     loo = getattr(result, "loo", result)
     if loo is not None and hasattr(loo, "elpd_diff"):
-        vals = np.array([r.elpd_loo for r in loo.results])
+        vals = np.array([r.elpd for r in loo.results])
         ses = np.array([r.se for r in loo.results])
-        return list(loo.names), vals, ses, "elpd_loo", int(loo.best)
+        return list(loo.names), vals, ses, loo.results[0].elpd_name, int(loo.best)
     ev = getattr(result, "evidence", result)
     if ev is not None and hasattr(ev, "log_bf"):
         vals = np.array([r.log_z for r in ev.results])
@@ -284,7 +284,7 @@ def plot_compare(result: Any, *, ax: Axes | None = None,
     ax.errorbar(vals[order], y, xerr=ses[order], fmt="o", color="C0", mfc="white", capsize=3,
                 label=f"{label} ± se")
     loo = getattr(result, "loo", result)
-    if label == "elpd_loo" and getattr(loo, "diff_se", None) is not None:
+    if label.startswith("elpd_") and getattr(loo, "diff_se", None) is not None:
         diff_se = np.asarray([np.nan if v is None else v for v in loo.diff_se], dtype=float)
         for row, i in enumerate(order):
             if i != best:

@@ -6,17 +6,16 @@ the compiled sampler's :class:`~stanlogz.stan.nuts.NutsOutput` (constrained colu
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import time
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from .._util.progress import Progress
 from .._util.seeds import int_seed
 from ..errors import InitializationError, InputError, StanlogzError
-from .nuts import SAMPLER_COLUMNS, NutsOutput, _init_jsons
+from .nuts import SAMPLER_COLUMNS, NutsOutput, _init_jsons, run_nuts
 from .settings import NutsArgs
 
 
@@ -25,27 +24,23 @@ def _flat(name: str) -> str:
     return name.replace("[", ".").replace(",", ".").replace("]", "")
 
 
-def run_interpreted_nuts(
-    model: Any,
-    settings: NutsArgs | None = None,
-    *,
-    seed: int | None = None,
-    init: None | Mapping[str, Any] | Sequence[Mapping[str, Any]] = None,
-    save_warmup: bool = False,
-    progress: Progress = None,
-    reserve: float | None = None,
-    **overrides: Any,
-) -> NutsOutput:
-    """:func:`stanlogz.stan.nuts.run_nuts`'s contract (the same keywords and output) run by
-    the interpreter's sampler. Ctrl-C stops every chain after its current transition."""
+def run_interpreted_nuts(model: Any, settings: NutsArgs | None = None,
+                         **keywords: Any) -> NutsOutput:
+    """:func:`stanlogz.stan.nuts.run_nuts`'s contract (its keywords, bound by its own signature,
+    and its output) run by the interpreter's sampler. Ctrl-C stops every chain after its
+    current transition."""
     from ..toolchain.interpreter import stanli_module
 
+    call = inspect.signature(run_nuts).bind(model, settings, **keywords)
+    call.apply_defaults()
+    given, overrides = call.arguments, call.arguments["overrides"]
+    init, save_warmup, progress = given["init"], given["save_warmup"], given["progress"]
     stanli = stanli_module()
     args = settings if isinstance(settings, NutsArgs) and not overrides else NutsArgs.of(
         settings, **overrides)
     if model.dim == 0:
         raise InputError(f"{model.name} has no parameters to sample")
-    seed = int_seed(seed)
+    seed = int_seed(given["seed"])
     inits = None
     if init is not None:
         jsons = _init_jsons(init, args.chains)

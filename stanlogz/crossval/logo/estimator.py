@@ -150,10 +150,8 @@ def logo(
                          f"got {fix!r}")
     if k_threshold is not None and not 0.0 <= k_threshold <= 1.0:
         raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
-    model, data_dict, observations = load_observed(model, data, obs, obs_fields,
-                                                   seed=stream_int_seed(seed, Stream.MODEL),
-                                                   progress=progress,
-                                                   backend=settings.backend)
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+                                                   progress=progress, settings=settings)
     st = find_groups(model, data_dict, observations, group)
     ones, none = _pairs(model, data_dict, observations, st)
     # the structure is an identity of the density, checked at any points: before sampling

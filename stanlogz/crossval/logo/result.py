@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..elpd.base import ElpdResult
-from ..names import FEW_OBS
+from ..names import LogoNames, group_se_notes
 from ..observations.observations import Observations
 from ..refit.cv_se import ElpdInterval, elpd_interval
 
@@ -43,7 +43,7 @@ class GroupValue:
 
 
 @dataclass(repr=False)
-class LogoResult(ElpdResult):
+class LogoResult(LogoNames, ElpdResult):
     """elpd_logo = Σ_g log p(y_g | y₋g) with its between-group se (loo's definition over
     groups, sqrt(G) sd of the group values, as loo's ``kfold`` of groups reports it), the
     calibrated interval beside it (:attr:`elpd_logo_interval`, as ``loo``'s for few
@@ -81,7 +81,6 @@ class LogoResult(ElpdResult):
 
     kind: ClassVar[str] = "logo"
     unit: ClassVar[str] = "groups"
-    _names: ClassVar[dict[str, str]] = {"elpd": "elpd_logo", "p": "p_logo"}
 
     model: str
     group: str
@@ -131,6 +130,34 @@ class LogoResult(ElpdResult):
     def n_groups(self) -> int:
         """Number of groups, the units of ``elpd_i`` and of ``se``."""
         return len(self.groups)
+
+    @property
+    def n_units(self) -> int:
+        """The units of ``elpd_i`` and ``se``: the groups."""
+        return len(self.groups)
+
+    @property
+    def fixed(self) -> list[GroupValue]:
+        """The groups recomputed by an exact refit (k̂ too high for PSIS)."""
+        return [g for g in self.groups if g.method == "refit"]
+
+    def fixed_labels(self) -> list[int]:
+        """The labels of the groups recomputed by refits."""
+        return [g.label for g in self.fixed]
+
+    def unit_values(self) -> dict[str, Any]:
+        """Each group's value and Monte Carlo se, for a comparison's ``to_dict``."""
+        return {"elpd_g": [float(v) for v in self.elpd_g],
+                "mcse_g": [g.mcse for g in self.groups]}
+
+    def comparison_info(self) -> dict[str, Any]:
+        """The scheme and the group variable, for a comparison's ``to_dict``."""
+        return {"scheme": "leave-one-group-out", "group": self.group}
+
+    def unfixed_bad(self) -> list[int]:
+        """The elpd family's name of :meth:`bad_groups` (what a comparison's ``diag_elpd``
+        counts)."""
+        return self.bad_groups()
 
     @property
     def elpd_logo_obs(self) -> float:
@@ -233,24 +260,6 @@ class LogoResult(ElpdResult):
                 "observations": self.obs_pointwise(), "seconds": self.seconds,
                 "warnings": self.warnings}
 
-    def __repr__(self) -> str:
-        return (f"LogoResult({self.model}: elpd_logo {self.elpd_logo:.3f} (se {self.se:.3f}, "
-                f"mc se {self.mcse_elpd_logo:.3f}) over {len(self.groups)} groups of "
-                f"{self.group})")
-
-
-def group_se_notes(interval: ElpdInterval, n_groups: int) -> list[str]:
-    """The lines beside elpd_logo's se over groups: its calibrated interval, and the note that
-    the se understates the error with fewer than 20 groups (``loo``'s note for observations)."""
-    if not np.isfinite(interval.low):
-        return []
-    notes = [f"{100 * interval.level:.1f}% interval for elpd_logo: [{interval.low:.1f}, "
-             f"{interval.high:.1f}] (+-2 SE times the small-count factor "
-             f"{interval.factor:.2f}; elpd_logo_interval)."]
-    if n_groups < FEW_OBS:
-        notes.append(f"Only {n_groups} groups: the SE over groups understates the error; use "
-                     "the interval.")
-    return notes
 
 
 def total_mcse(psis_part: float, refit_se: list[float], integration: list[float]) -> float:

@@ -272,3 +272,26 @@ class PassClock:
     def close(self) -> None:
         """The pass is over."""
         self.steps.close()
+
+
+class PassState:
+    """What a pointwise source keeps of its passes over the observations (the
+    density-difference source and the conditional ones alike): set by
+    :func:`~.conditional_source.start_pass` and by the caller that runs an anytime pass, read
+    by the pass's :class:`PassClock`."""
+
+    #: Where a long pass reports its clock (None: nothing).
+    progress: Progress = None
+    #: The clock of the pass under way (None between passes).
+    _clock: PassClock | None = None
+    #: (chains, draws per chain) of the pass (set by ``start_pass``).
+    draw_shape: tuple[int, int] | None = None
+    #: Seconds of one sampling run of the program (set by ``start_pass``).
+    refit_seconds: float | None = None
+    #: Whether the next pass stops at the run's time budget keeping the observations done
+    #: (:class:`PassClock`'s ``anytime``; set by the caller that estimates the rest)
+    anytime: bool = False
+    #: False while a pass the caller kept time for runs (its clock checks no budget)
+    budget_checked: bool = True
+    #: The clock of the last pass (what an anytime pass decided)
+    last_clock: PassClock | None = None

@@ -19,7 +19,7 @@ from ..._util.deadline import BudgetSpent, positive_seconds
 from ..._util.progress import Progress
 from ...errors import InputError
 from ...stan.program import StanProgram
-from .clock import ANYTIME_MIN, PassClock
+from .clock import ANYTIME_MIN, PassClock, PassState
 from .observations import Observations
 from .pointwise import CHUNK_BYTES, column_chunks
 
@@ -58,11 +58,10 @@ def start_pass(pw: Any, progress: Progress, n_draws: int, budget: float | None =
         progress(cost)
 
 
-class ColumnsByObservation:
+class ColumnsByObservation(PassState):
     """``columns`` of an object with ``column(i, unc)`` and a ``model`` with ``dim``."""
 
     model: StanProgram
-    _clock: PassClock | None = None
 
     def column(self, i: int, unc: np.ndarray) -> np.ndarray:
         """log p(y_i | y₋ᵢ, θ) at unconstrained draws ``unc``."""
@@ -87,20 +86,8 @@ class ConditionalSourceBase(ColumnsByObservation):
 
     source = "conditional"
     obs: Observations
-    #: Where the full pass reports its progress (set by the caller; None: nothing).
-    progress: Progress = None
     #: Seconds the full pass may take (None: no limit; :class:`PassBudget` beyond).
     budget: float | None = None
-    #: (chains, draws per chain) of the pass (set by :func:`start_pass`).
-    draw_shape: tuple[int, int] | None = None
-    #: Seconds of one sampling run of the program (set by :func:`start_pass`).
-    refit_seconds: float | None = None
-    #: Whether the next pass stops at the run's time budget keeping the observations done
-    anytime: bool = False
-    #: False while a pass the caller kept time for runs (its clock checks no budget)
-    budget_checked: bool = True
-    #: The clock of the last pass (what an anytime pass decided)
-    last_clock: PassClock | None = None
 
     def chunks(self, unc: np.ndarray, constrained: np.ndarray | None = None,
                names: list[str] | None = None, chunk_bytes: int = CHUNK_BYTES,

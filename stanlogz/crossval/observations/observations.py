@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._util.seeds import Stream, stream_int_seed
 from ...errors import InputError, Route, option
 from ...stan.code import data_names, model_block
 from ...stan.program import ProgramLike
@@ -216,17 +217,20 @@ def observation_labels(data: Mapping[str, Any], observations: Observations, name
 
 def load_observed(model: ProgramLike, data: Any, obs: str | None = None,
                   obs_fields: Sequence[str] | None = None, *, seed: int | None = None,
-                  progress: Any = None, backend: str | None = None
+                  progress: Any = None, settings: Any = None, backend: str | None = None
                   ) -> tuple[Any, dict[str, Any], Observations]:
-    """The program (a path or :class:`~stanlogz.stan.model.StanModel`, loaded on ``backend``)
-    bound to ``data``, the data as a dict (the model's own when ``data`` is None) and its
-    observations."""
+    """The program (a path or :class:`~stanlogz.stan.model.StanModel`, loaded on the backend
+    of ``settings``, a :class:`~stanlogz.stan.settings.NutsArgs`, or on ``backend``) bound to
+    ``data``, the data as a dict (the model's own when ``data`` is None) and its observations.
+    ``seed`` is the run's: the program's own seed is its model stream."""
     import json
 
     from ...stan.inputs import read_data
     from ...stan.load import load_model
 
-    model = load_model(model, data, seed=seed, progress=progress, backend=backend)
+    backend = getattr(settings, "backend", None) or backend
+    model = load_model(model, data, seed=stream_int_seed(seed, Stream.MODEL), progress=progress,
+                       backend=backend)
     if data is not None:
         data_dict = read_data(data)
     else:

@@ -30,10 +30,9 @@ import numpy as np
 
 from ..._util import deadline
 from ..._util.arrays import even_rows
-from ..._util.progress import Progress
 from ...errors import DataError, InputError, Route
 from ...stan.program import StanProgram
-from .clock import PassClock
+from .clock import PassClock, PassState
 from .observations import Observations
 
 LOG_LIK_SOURCES = ("auto", "log_lik", "difference", "conditional", "integrated")
@@ -122,28 +121,13 @@ class _Slicer:
         return out
 
 
-class PointwiseLogLik:
+class PointwiseLogLik(PassState):
     """``log p(y_i | θ)`` for the observations of one program and data set, at any draws.
 
     The density-difference pass evaluates the whole program once per observation and draw;
     with ``progress`` set (by :func:`~.conditional_source.start_pass`) the full pass reports
     the observations done and the time left (:class:`~.clock.PassClock`: nothing for a pass
     of a few seconds)."""
-
-    #: Where a long density-difference pass reports its clock (None: nothing).
-    progress: Progress = None
-    _clock: PassClock | None = None
-    #: (chains, draws per chain) of the pass (set by ``start_pass``).
-    draw_shape: tuple[int, int] | None = None
-    #: Seconds of one sampling run of the program (set by ``start_pass``).
-    refit_seconds: float | None = None
-    #: Whether the next pass stops at the run's time budget keeping the observations done
-    #: (:class:`~.clock.PassClock`'s ``anytime``; set by the caller that estimates the rest)
-    anytime: bool = False
-    #: False while a pass the caller kept time for runs (its clock checks no budget)
-    budget_checked: bool = True
-    #: The clock of the last pass (what an anytime pass decided)
-    last_clock: PassClock | None = None
 
     def __init__(self, model: StanProgram, data: Mapping[str, Any], obs: Observations,
                  source: str = "auto") -> None:

@@ -25,6 +25,7 @@ from ...errors import InputError, Route, StanlogzError
 from ...parallel import run_parallel, with_client
 from ...stan.program import ProgramLike
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
+from ..elpd.base import ElpdResult
 from ..elpd.psis import PsisLoo, psis_loo, relative_efficiency
 from ..elpd.routes import (
     conditional_instead,
@@ -150,7 +151,7 @@ def loo(
     verify: int | str = "auto",
     mcse_target: float | None = None,
     **nuts_keywords: Unpack[NutsKeywords],
-) -> Any:
+) -> ElpdResult:
     """PSIS-LOO of a Stan program, with every unreliable observation recomputed.
 
     Pareto-smoothed importance sampling leave-one-out cross-validation (Vehtari, Gelman and
@@ -248,9 +249,11 @@ def loo(
 
     Returns
     -------
-    LooResult
-        ``elpd_loo``, ``se``, ``p_loo``, ``looic``, ``mcse_elpd_loo``, the pointwise ``elpd_i``
-        and ``khat``, ``fixed`` (one entry per recomputed observation), ``warnings``;
+    ElpdResult
+        A :class:`~stanlogz.crossval.psis_loo.result.LooResult` (with ``group``, a
+        :class:`~stanlogz.crossval.logo.result.LogoResult`; both elpd results): ``elpd_loo``,
+        ``se``, ``p_loo``, ``looic``, ``mcse_elpd_loo``, the pointwise ``elpd_i`` and
+        ``khat``, ``fixed`` (one entry per recomputed observation), ``warnings``;
         ``pointwise_dataframe()``, ``to_dict()`` and ``to_arviz()``. It prints as loo's table.
 
     Raises
@@ -332,10 +335,8 @@ def loo(
     # the fix-up's options, validated once here; below, only this object travels
     fix_opts = method.options(fix_options, mm_budget=mm_budget, ups_options=ups_options)
     check_pass_budget(cond_budget)
-    model, data_dict, observations = load_observed(model, data, obs, obs_fields,
-                                                   seed=stream_int_seed(seed, Stream.MODEL),
-                                                   progress=progress,
-                                                   backend=nuts.backend)
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+                                                   progress=progress, settings=nuts)
     if subsample is not None and not (isinstance(subsample, int | np.integer)
                                       and 2 <= subsample < observations.n):
         raise InputError(f"subsample must be an integer in 2..{observations.n - 1} (there are "

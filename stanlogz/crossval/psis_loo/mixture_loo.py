@@ -85,10 +85,8 @@ def mixture_loo(model: Any, data: Any = None, *, draws: Any = None, settings: An
     """
     t0 = time.perf_counter()
     settings = settings if settings is not None else NutsArgs()
-    model, data_dict, observations = load_observed(model, data, obs, obs_fields,
-                                                   seed=stream_int_seed(seed, Stream.MODEL),
-                                                   progress=progress,
-                                                   backend=settings.backend)
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+                                                   progress=progress, settings=settings)
     pw = PointwiseLogLik(model, data_dict, observations, log_lik)
     n_obs = observations.n
     if n_obs < 2:

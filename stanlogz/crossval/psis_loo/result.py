@@ -68,7 +68,6 @@ class LooResult(LooNames, ElpdResult):
     """
 
     kind: ClassVar[str] = "loo"
-    _names: ClassVar[dict[str, str]] = {"elpd": "elpd_loo", "p": "p_loo"}
     _fix_labels: ClassVar[Mapping[str, str]] = FIX_LABELS
     model: str
     elpd_loo: float

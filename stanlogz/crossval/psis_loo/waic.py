@@ -76,7 +76,6 @@ class WaicResult(ElpdResult):
     """
 
     kind: ClassVar[str] = "waic"
-    _names: ClassVar[dict[str, str]] = {"elpd": "elpd_waic", "p": "p_waic"}
     model: str
     elpd_waic: float
     se: float
@@ -288,10 +287,8 @@ def waic(model: Any, data: Any = None, *, draws: Any = None, var: str = "log_lik
         acc.add(ll.reshape(-1, ll.shape[2]))
         return acc.result(what, t0)
 
-    model, data_dict, observations = load_observed(model, data, obs, obs_fields,
-                                                   seed=stream_int_seed(seed, Stream.MODEL),
-                                                   progress=progress,
-                                                   backend=getattr(settings, "backend", None))
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+                                                   progress=progress, settings=settings)
     pw = PointwiseLogLik(model, data_dict, observations, log_lik)
     d = (as_draws(draws, model) if draws is not None
          else sample(model, settings, seed=stream_int_seed(seed, Stream.NUTS),

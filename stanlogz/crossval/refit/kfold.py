@@ -73,7 +73,6 @@ class KFoldResult(KFoldNames, ElpdResult):
     """
 
     kind: ClassVar[str] = "kfold"
-    _names: ClassVar[dict[str, str]] = {"elpd": "elpd_kfold", "p": "p_kfold"}
     model: str
     scheme: str  # random, stratified, grouped, leave-one-group-out, leave-one-out
     k: int
@@ -207,10 +206,11 @@ class KFoldResult(KFoldNames, ElpdResult):
 
     def fold_rows(self) -> list[list[Any]]:
         """One row per fold: fold, size, Σ elpd_i, its mc se, joint elpd, its se, method,
-        k-hat of the bridge (full side, training side), NUTS gradient evaluations, seconds."""
+        k-hat of the bridge (full side, training side), NUTS gradient evaluations (the
+        seconds are in ``to_dict``: a printed table is the same for the same seed)."""
         return [[j + 1, f.index.size, round(float(self.elpd_i[f.index].sum()), 4),
                  round(f.elpd_i_mcse, 4), round(f.elpd, 4), round(f.mcse, 4), f.method,
-                 f"{f.khat[0]:.2f}/{f.khat[1]:.2f}", f.n_gradient_evals, round(f.seconds, 2)]
+                 f"{f.khat[0]:.2f}/{f.khat[1]:.2f}", f.n_gradient_evals]
                 for j, f in enumerate(self.folds)]
 
     def pointwise(self) -> list[dict[str, Any]]:
@@ -378,10 +378,8 @@ def kfold(
     nuts = nuts_from_keywords(settings, nuts_keywords, "kfold")
     if n_workers < 1:
         raise InputError(f"n_workers must be >= 1, got {n_workers}")
-    model, data_dict, observations = load_observed(model, data, obs, obs_fields,
-                                                   seed=stream_int_seed(seed, Stream.MODEL),
-                                                   progress=progress,
-                                                   backend=nuts.backend)
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+                                                   progress=progress, settings=nuts)
     strata = None if stratify is None else observation_labels(
         data_dict, observations, stratify, str(option("stratify")), integer=False)
     groups = None if group is None else observation_labels(data_dict, observations, group,

@@ -85,7 +85,6 @@ class LfoResult(LfoNames, ElpdResult):
     """
 
     kind: ClassVar[str] = "lfo"
-    _names: ClassVar[dict[str, str]] = {"elpd": "elpd_lfo", "p": "p_lfo"}
     model: str
     method: str  # one of LFO_METHODS
     min_train: int
@@ -270,10 +269,8 @@ def lfo(
         raise InputError(f"method must be one of {', '.join(LFO_METHODS)}, got {method!r}")
     if not 0.0 <= k_threshold <= 1.0:
         raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
-    model, data_dict, observations = load_observed(model, data, obs, obs_fields,
-                                                   seed=stream_int_seed(seed, Stream.MODEL),
-                                                   progress=progress,
-                                                   backend=nuts.backend)
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+                                                   progress=progress, settings=nuts)
     n = observations.n
     for name, value in (("ahead", ahead), ("min_train", min_train)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:

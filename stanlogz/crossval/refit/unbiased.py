@@ -283,10 +283,8 @@ def cv(
         raise InputError(f"ci_level must be in (0, 1), got {ci_level}")
     if criterion not in CRITERIA:
         raise InputError(f"criterion must be one of {', '.join(CRITERIA)}, got {criterion!r}")
-    model, data_dict, observations = load_observed(model, data, obs, obs_fields,
-                                                   seed=stream_int_seed(seed, Stream.MODEL),
-                                                   progress=progress,
-                                                   backend=nuts.backend)
+    model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
+                                                   progress=progress, settings=nuts)
     n = observations.n
     if not (isinstance(n_valid, int | np.integer) and 1 <= n_valid < n):
         raise InputError(f"n_valid must be an integer in 1..{n - 1} (there are {n} "

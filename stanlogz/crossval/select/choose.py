@@ -111,7 +111,8 @@ class ProgramChoice(ChoiceNames):
     """Programs compared by PSIS-LOO and/or evidence, with model weights: what
     :func:`stanlogz.compare` returns.
 
-    ``loo``: :class:`~stanlogz.crossval.select.compare.LooComparison` (or None); ``evidence``: the
+    ``loo``: :class:`~stanlogz.crossval.select.compare.LooComparison` (or None), by PSIS-LOO or,
+    with ``compare(..., group=)``, by leave-one-group-out over the groups; ``evidence``: the
     evidence comparison (``stanlogz.ComparisonResult``: log Z, log Bayes factors, posterior
     model probabilities; or None), whose values it reads through (``log_bf``, ``log_bf_se``,
     ``post_probs``, ``post_probs_se``, ``prior_probs``, ``results``, ``log_z``, ``log_z_se``,
@@ -170,8 +171,8 @@ class ProgramChoice(ChoiceNames):
             return list(self.evidence.header)
         cols = ["model"]
         if self.loo is not None:
-            cols += ["elpd_loo", "se", "elpd_diff", "diff_se", "p_worse", "diag_diff",
-                     "diag_elpd"]
+            cols += [self.loo.results[0].elpd_name, "se", "elpd_diff", "diff_se", "p_worse",
+                     "diag_diff", "diag_elpd"]
         if self.evidence is not None:
             cols += ["log_z", "log_z_se", "post_prob", "post_prob_se"]
         for m in self.model_weights:
@@ -196,7 +197,7 @@ class ProgramChoice(ChoiceNames):
             if self.loo is not None:
                 r = self.loo.results[i]
                 pw = self.loo.p_worse[i] if self.loo.p_worse is not None else np.nan
-                row += [r.elpd_loo, r.se, float(self.loo.elpd_diff[i]),
+                row += [r.elpd, r.se, float(self.loo.elpd_diff[i]),
                         (None if np.isnan(self.loo.diff_se[i]) else float(self.loo.diff_se[i])),
                         None if np.isnan(pw) else float(pw),
                         (self.loo.diag_diff or [""] * len(self.names))[i],
@@ -222,8 +223,8 @@ class ProgramChoice(ChoiceNames):
         choice's warnings that the evidence comparison's do not hold)."""
         out: dict[str, Any] = dict(self.evidence.to_dict()) if self.evidence is not None else {
             "best": self.names[self.best]}
-        if self.loo is not None:
-            out["loo"] = self.loo.to_dict()
+        if self.loo is not None:  # under its kind: "loo", or "logo" by groups
+            out[self.loo.kind] = self.loo.to_dict()
         out["weights"] = {m: w.to_dict(self.names) for m, w in self.model_weights.items()}
         held = self.evidence.warnings if self.evidence is not None else []
         out["choice_warnings"] = [w for w in self.warnings if w not in held]
@@ -249,8 +250,8 @@ class ProgramChoice(ChoiceNames):
         for rank, i in enumerate(self.order()):
             r = lc.results[i]
             p_worse = np.nan if lc.p_worse is None or i == lc.best else float(lc.p_worse[i])
-            values = {"rank": rank, "elpd": r.elpd_loo, "elpd_loo": r.elpd_loo, "p": r.p_loo,
-                      "p_loo": r.p_loo, "elpd_diff": -sign * float(lc.elpd_diff[i]),
+            values = {"rank": rank, "elpd": r.elpd, "elpd_loo": r.elpd, "p": r.p,
+                      "p_loo": r.p, "elpd_diff": -sign * float(lc.elpd_diff[i]),
                       "weight": float(w[i]), "se": r.se, "dse": float(lc.diff_se[i]),
                       "warning": bool(r.unfixed_bad()), "scale": "log", "p_worse": p_worse,
                       "diag_diff": (lc.diag_diff or [""] * len(self.names))[i],
@@ -352,7 +353,8 @@ def choose(names: Sequence[str], *, loo: Sequence[Any] | None = None, evidence: 
            ) -> ProgramChoice:
     """Combine per-program results into a :class:`ProgramChoice`.
 
-    ``loo``: one :class:`~stanlogz.crossval.LooResult` per program (same observations);
+    ``loo``: one elpd result per program over the same units (:class:`~stanlogz.crossval.LooResult`
+    s, or leave-one-group-out results over the same groups);
     ``evidence``: the evidence comparison (``stanlogz.ComparisonResult``); ``weights``: methods
     among stacking, pseudo-bma, pseudo-bma+ (``n_boot`` Bayesian-bootstrap draws; stacking's se
     from n_boot // 5 re-solved draws) and bma (from log Z and its se, with the evidence
@@ -376,8 +378,8 @@ def choose(names: Sequence[str], *, loo: Sequence[Any] | None = None, evidence: 
     k = len(names)
     spread = (lc.diff_se if lc is not None else np.asarray(evidence.log_bf_se, dtype=float))
     best = lc.best if lc is not None else int(evidence.best)
-    many = selection_warning(k, np.delete(spread, best), "elpd_loo" if lc is not None
-                             else "log Z")
+    many = selection_warning(k, np.delete(spread, best), lc.results[0].elpd_name
+                             if lc is not None else "log Z")
     if many:
         out.warnings.append(many)
     if lc is not None and evidence is not None:

@@ -45,7 +45,6 @@ from ..._util.sum_se import sum_se
 from ...errors import InputError, Route
 from ..elpd.base import ElpdResult
 from ..names import FEW_OBS, LooComparisonNames
-from ..psis_loo.result import LooResult
 from ..refit.cv_se import elpd_interval
 
 
@@ -71,12 +70,19 @@ def difference_warnings(names: list[str], diag_diff: list[str], diag_elpd: list[
     return out
 
 
+#: What to rerun with when a program's values are left above the k̂ threshold, by unit.
+_RERUN = {"observations": ("exact", ""), "groups": ("auto", " to refit those groups")}
+
+
 @dataclass(repr=False)
 class LooComparison(LooComparisonNames):
-    """elpd_loo per program, differences to the best and their standard errors."""
+    """Programs compared by one kind of elpd result over the same units (PSIS-LOO over
+    observations, leave-one-group-out over groups, ...): elpd per program, differences to the
+    best and their standard errors (module docstring). The columns take the results' loo
+    names (``elpd_loo`` / ``elpd_logo``, ``p_loo`` / ``p_logo``)."""
 
     names: list[str]
-    results: list[LooResult]
+    results: list[ElpdResult]
     elpd_diff: np.ndarray
     diff_se: np.ndarray
     best: int
@@ -87,7 +93,7 @@ class LooComparison(LooComparisonNames):
     khat_diff: np.ndarray | None = None
     diag_diff: list[str] | None = None
     diag_elpd: list[str] | None = None
-    #: Monte Carlo se of each elpd_diff: both programs' complete Monte Carlo se of elpd_loo
+    #: Monte Carlo se of each elpd_diff: both programs' complete Monte Carlo se of their elpd
     #: (their draws are independent runs), 0 for the best
     diff_mcse: np.ndarray | None = None
     #: calibrated interval of each elpd_diff, ``(k, 2)`` (low, high) at level
@@ -95,58 +101,85 @@ class LooComparison(LooComparisonNames):
     #: given (module docstring)
     diff_interval: np.ndarray | None = None
 
-    header = ("model", "elpd_loo", "se", "elpd_diff", "diff_se", "p_loo", "fixed", "p_worse",
-              "diag_diff", "diag_elpd")
+    @property
+    def kind(self) -> str:
+        """The kind of the results compared (``"loo"``, ``"logo"``, ...)."""
+        return self.results[0].kind
+
+    @property
+    def unit(self) -> str:
+        """What the pointwise differences run over: observations or groups."""
+        return self.results[0].unit
+
+    @property
+    def n_units(self) -> int:
+        """The number of units the differences sum over."""
+        return self.results[0].n_units
+
+    @property
+    def header(self) -> tuple[str, ...]:
+        """Column names of :meth:`table`."""
+        r = self.results[0]
+        return ("model", r.elpd_name, "se", "elpd_diff", "diff_se", r.p_name, "fixed",
+                "p_worse", "diag_diff", "diag_elpd", "mcse", "diff_mcse")
 
     def order(self) -> list[int]:
-        """Program indices, best elpd_loo first."""
-        return [int(i) for i in np.argsort(-np.array([r.elpd_loo for r in self.results]),
+        """Program indices, best elpd first."""
+        return [int(i) for i in np.argsort(-np.array([r.elpd for r in self.results]),
                                            kind="stable")]
 
     def table(self) -> list[list[Any]]:
-        """One row per program, best first."""
-        pw = self.p_worse if self.p_worse is not None else np.full(len(self.names), np.nan)
-        dd = self.diag_diff or [""] * len(self.names)
-        de = self.diag_elpd or [""] * len(self.names)
-        return [[self.names[i], self.results[i].elpd_loo, self.results[i].se,
-                 float(self.elpd_diff[i]), json_number(self.diff_se, i), self.results[i].p_loo,
-                 len(self.results[i].fixed), None if np.isnan(pw[i]) else float(pw[i]),
-                 dd[i], de[i]] for i in self.order()]
+        """One row per program, best first, in the order of :attr:`header`."""
+        k = len(self.names)
+        dd, de = self.diag_diff or [""] * k, self.diag_elpd or [""] * k
+        return [[self.names[i], r.elpd, r.se, float(self.elpd_diff[i]),
+                 json_number(self.diff_se, i), json_float(r.p), len(r.fixed_labels()),
+                 json_number(self.p_worse, i), dd[i], de[i], json_float(r.mcse),
+                 json_number(self.diff_mcse, i)]
+                for i in self.order() for r in (self.results[i],)]
 
     def warnings(self) -> list[str]:
         """What the diagnostics mean for this comparison, and what to do."""
         out = []
-        n_obs = self.results[0].n_obs
-        if n_obs < MIN_OBS and len(self.results) > 1:
-            out.append(f"only {n_obs} observations: diff_se is loo's, but no calibrated "
-                       "diff_interval is given (with so few, +-2 se covered 84% of the errors "
-                       "at N = 10 even with a right model); compare the programs' evidence "
-                       f"instead ({Route('compare', {'use_evidence': True})}), which needs no "
-                       "average over observations")
+        n, unit = self.n_units, self.unit
+        if n < MIN_OBS and len(self.results) > 1:
+            out.append(f"only {n} {unit}: diff_se is loo's, but no calibrated diff_interval "
+                       "is given " + (
+                           "(with so few, +-2 se covered 84% of the errors at N = 10 even with "
+                           "a right model); compare the programs' evidence instead "
+                           f"({Route('compare', {'use_evidence': True})}), which needs no "
+                           "average over observations" if unit == "observations" else
+                           f"(too few {unit} for the small-N factor)"))
         elif "N < 100" in (self.diag_diff or []):
-            out.append(f"only {n_obs} observations: loo's diff_se is too optimistic at this N "
+            out.append(f"only {n} {unit}: loo's diff_se is too optimistic at this many units "
                        "(diag_diff 'N < 100'); diff_interval carries the small-N factor")
+        fix, why = _RERUN.get(unit, _RERUN["observations"])
         out.extend(difference_warnings(self.names, self.diag_diff or [], self.diag_elpd or [],
-                                       self.khat_diff, unit="observations",
-                                       elpd_name="elpd_loo",
-                                       rerun=f"rerun with {Route(options={'fix': 'exact'})}"))
+                                       self.khat_diff, unit=unit,
+                                       elpd_name=self.results[0].elpd_name,
+                                       rerun=f"rerun with {Route(options={'fix': fix})}{why}"))
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serializable dict."""
-        return {"best": self.names[self.best],
-                "models": [{"name": n, "elpd_loo": r.elpd_loo, "se": r.se,
-                            "elpd_diff": float(d), "diff_se": json_number(self.diff_se, j),
-                            "diff_interval": json_pair(self.diff_interval, j),
-                            "diff_mcse": json_number(self.diff_mcse, j), "p_loo": r.p_loo,
-                            "fixed": [f.index + 1 for f in r.fixed], "warnings": r.warnings,
-                            "p_worse": json_number(self.p_worse, j),
-                            "khat_diff": json_number(self.khat_diff, j),
-                            "diag_diff": (self.diag_diff or [""] * len(self.names))[j],
-                            "diag_elpd": (self.diag_elpd or [""] * len(self.names))[j]}
-                           for j, (n, r, d, s) in enumerate(zip(
-                               self.names, self.results, self.elpd_diff, self.diff_se,
-                               strict=True))]}
+        """A JSON-serializable dict: ``kind``, ``unit``, ``n_units``, ``best`` and one entry
+        per program under the results' loo names."""
+        k = len(self.names)
+        models = []
+        for j, (n, r) in enumerate(zip(self.names, self.results, strict=True)):
+            models.append({
+                "name": n, r.elpd_name: r.elpd, "se": r.se,
+                f"mcse_{r.elpd_name}": json_float(r.mcse),
+                "elpd_diff": float(self.elpd_diff[j]), "diff_se": json_number(self.diff_se, j),
+                "diff_interval": json_pair(self.diff_interval, j),
+                "diff_mcse": json_number(self.diff_mcse, j),
+                r.p_name: json_float(r.p), "fixed": r.fixed_labels(),
+                "warnings": r.warnings, "p_worse": json_number(self.p_worse, j),
+                "khat_diff": json_number(self.khat_diff, j),
+                "diag_diff": (self.diag_diff or [""] * k)[j],
+                "diag_elpd": (self.diag_elpd or [""] * k)[j], **r.unit_values()})
+        return {"kind": self.kind, "unit": self.unit, "n_units": self.n_units,
+                "best": self.names[self.best], "models": models,
+                **self.results[0].comparison_info()}
 
 
 def json_number(values: np.ndarray | None, j: int) -> float | None:
@@ -155,6 +188,11 @@ def json_number(values: np.ndarray | None, j: int) -> float | None:
     if values is None or not np.isfinite(values[j]):
         return None
     return float(values[j])
+
+
+def json_float(value: float) -> float | None:
+    """``value`` as a JSON number: None where it is not finite."""
+    return float(value) if np.isfinite(value) else None
 
 
 def json_pair(values: np.ndarray | None, j: int) -> list[float] | None:
@@ -209,8 +247,8 @@ def difference_diagnostics(n_obs: int, elpd_diff: float, khat: float) -> str:
     return ""
 
 
-def elpd_diagnostic(result: LooResult) -> str:
-    """loo's ``diag_elpd``: observations whose k̂ is above the threshold and were not fixed."""
+def elpd_diagnostic(result: ElpdResult) -> str:
+    """loo's ``diag_elpd``: units whose k̂ is above the threshold and were not fixed."""
     bad = result.unfixed_bad()
     return f"{len(bad)} k_psis > {result.threshold:.2f}" if bad else ""
 
@@ -236,9 +274,9 @@ class PairedDifferences:
 
 def paired_differences(results: Sequence[ElpdResult], n_units: int) -> PairedDifferences:
     """The differences to the best of elpd results over the same units (module docstring):
-    the one comparison of :func:`loo_compare` (``elpd_i`` per observation) and of
-    :func:`~stanlogz.crossval.select.group_compare.logo_compare` (per group); ``n_units`` is
-    the number of units the sum runs over (more than ``elpd_i`` holds when subsampled)."""
+    the one comparison of :func:`loo_compare` (``elpd_i`` per observation, or per group);
+    ``n_units`` is the number of units the sum runs over (more than ``elpd_i`` holds when
+    subsampled)."""
     k = len(results)
     best = int(np.argmax([r.elpd for r in results]))
     b = results[best]
@@ -262,26 +300,53 @@ def paired_differences(results: Sequence[ElpdResult], n_units: int) -> PairedDif
     return PairedDifferences(best, diff, se, mcse, interval, khat, diag, pw)
 
 
-def loo_compare(results: Sequence[LooResult], names: Sequence[str] | None = None
+def _check_same_units(results: list[ElpdResult]) -> None:
+    """Raise :class:`InputError` unless the results pair unit by unit: one kind, the same
+    observations, the same units (the same groups; the same sampled observations)."""
+    first = results[0]
+    kinds = {r.kind for r in results}
+    if len(kinds) != 1:
+        raise InputError("a comparison needs results of one kind over the same units; got "
+                         f"{', '.join(sorted(kinds))}")
+    if len({(r.n_obs, r.n_units) for r in results}) != 1:
+        raise InputError(f"a comparison needs the same {first.unit} for every program; got "
+                         f"{', '.join(str(r.n_units) for r in results)} {first.unit} of "
+                         f"{', '.join(str(r.n_obs) for r in results)} observations")
+    if first.unit == "groups" and any(
+            [(g.label, g.rows.tolist()) for g in r.groups]
+            != [(g.label, g.rows.tolist()) for g in first.groups] for r in results[1:]):
+        raise InputError("a comparison needs the same groups of the same observations in "
+                         "every program; the programs' groups differ")
+    sub = [r.sample_index for r in results if getattr(r, "sample_index", None) is not None]
+    if sub and (len(sub) < len(results)
+                or any(not np.array_equal(x, sub[0]) for x in sub[1:])):
+        raise InputError("subsampled LOO results can be compared only when every program used "
+                         "the same sampled observations (same seed and subsample size); "
+                         "otherwise the pointwise differences pair unrelated observations")
+
+
+def loo_compare(results: Sequence[ElpdResult], names: Sequence[str] | None = None
                 ) -> LooComparison:
-    """Compare :class:`LooResult` s of programs on the same observations as loo's
-    ``loo_compare``: elpd_diff = elpd_loo − best, diff_se = sqrt(N var(elpd_i − best_i))
-    (ddof 1; over the sampled differences, scaled to N, when subsampled), p_worse, diag_diff
-    and diag_elpd; beside them diff_mcse (both programs' Monte Carlo se of elpd_loo in
-    quadrature) and the calibrated diff_interval (module docstring). Subsampled results must
-    share the sampled observations (same seed and subsample size).
+    """Compare elpd results of programs over the same units as loo's ``loo_compare``:
+    elpd_diff = elpd − best, diff_se = sqrt(N var(elpd_i − best_i)) over the N units (ddof 1;
+    over the sampled differences, scaled to N, when subsampled), p_worse, diag_diff and
+    diag_elpd; beside them diff_mcse (both programs' Monte Carlo se in quadrature) and the
+    calibrated diff_interval (module docstring). :class:`LooResult` s pair by observation,
+    leave-one-group-out results (:class:`~stanlogz.crossval.logo.result.LogoResult`) by group:
+    a new group is what they predict. Subsampled results must share the sampled observations
+    (same seed and subsample size).
 
     Parameters
     ----------
-    results : sequence of LooResult
-        At least two results of programs on the same observations.
+    results : sequence of ElpdResult
+        At least two results of one kind over the same units of the same observations.
     names : sequence of str, optional
         One name per result (default: each result's program name).
 
     Returns
     -------
     LooComparison
-        Best first: ``names``, ``elpd_loo``, ``se``, ``elpd_diff``, ``diff_se``,
+        Best first: ``names``, the results' elpd, ``se``, ``elpd_diff``, ``diff_se``,
         ``diff_mcse``, ``p_worse``, ``diff_interval``, ``diag_diff`` and ``diag_elpd``, with
         ``warnings`` on where the se of a difference is not to be trusted; ``table()`` prints
         them.
@@ -289,8 +354,8 @@ def loo_compare(results: Sequence[LooResult], names: Sequence[str] | None = None
     Raises
     ------
     InputError
-        Fewer than two results, results on different numbers of observations, a count of
-        ``names`` that is not the number of results, or subsampled results on different
+        Fewer than two results, results of different kinds or over different units, a count
+        of ``names`` that is not the number of results, or subsampled results on different
         observations.
 
     See Also
@@ -312,21 +377,12 @@ def loo_compare(results: Sequence[LooResult], names: Sequence[str] | None = None
     """
     results = list(results)
     if len(results) < 2:
-        raise InputError(f"loo comparison needs at least two results, got {len(results)}")
-    n = {r.n_obs for r in results}
-    if len(n) != 1:
-        raise InputError("loo comparison needs the same observations for every program; "
-                         f"got {', '.join(str(r.n_obs) for r in results)} observations")
+        raise InputError(f"a comparison needs at least two results, got {len(results)}")
+    _check_same_units(results)
     names = list(names) if names is not None else [r.model for r in results]
     if len(names) != len(results):
         raise InputError(f"{len(names)} names for {len(results)} results")
-    sub = [r.sample_index for r in results if r.sample_index is not None]
-    if sub and (len(sub) < len(results)
-                or any(not np.array_equal(x, sub[0]) for x in sub[1:])):
-        raise InputError("subsampled LOO results can be compared only when every program used "
-                         "the same sampled observations (same seed and subsample size); "
-                         "otherwise the pointwise differences pair unrelated observations")
-    d = paired_differences(results, results[0].n_obs)
+    d = paired_differences(results, results[0].n_units)
     return LooComparison(names=names, results=results, elpd_diff=d.elpd_diff,
                          diff_se=d.diff_se, best=d.best, p_worse=d.p_worse,
                          khat_diff=d.khat_diff, diag_diff=d.diag_diff,

@@ -1,6 +1,7 @@
 """``compare(..., group=VAR)`` (and the compare command's group option): Stan programs compared by
 leave-one-group-out, each program's LOGO from its program alone (:mod:`..logo`), compared over
-the groups (:func:`.group_compare.logo_compare`)."""
+the groups by the one comparison (:func:`.compare.loo_compare` pairs leave-one-group-out results
+by group), into the one :class:`~.choose.ProgramChoice`."""
 
 from __future__ import annotations
 
@@ -15,15 +16,19 @@ from ...stan.inputs import check_stan_file, read_data
 from ...stan.load import load_model, program_names
 from ...stan.settings import NutsArgs
 from ..logo.estimator import logo_from_loo
-from .choose import check_same_data, parse_weights
-from .group_compare import GROUP_WEIGHTS, LogoComparison, logo_compare
+from .choose import NEEDS, ProgramChoice, check_same_data, choose, parse_weights
+
+#: Weight methods over groups (``bma`` needs the evidence, which a group comparison does not
+#: compute).
+GROUP_WEIGHTS = tuple(m for m, needs in NEEDS.items() if needs == "loo")
 
 
 def compare_by_group(models: list[Any], data: Any, *, group: str, draws: Any, nuts: NutsArgs,
                      weights: Any, loo_options: dict[str, Any] | None, seed: int | None,
-                     progress: Any, refused: dict[str, Any]) -> LogoComparison:
+                     progress: Any, refused: dict[str, Any]) -> ProgramChoice:
     """:func:`stanlogz.compare` with ``group``: every program's leave-one-group-out, compared
-    over the groups (:func:`~stanlogz.crossval.select.group_compare.logo_compare`)."""
+    over the groups (:func:`~stanlogz.crossval.select.compare.loo_compare`), with weights
+    over the groups."""
     for name, value in refused.items():
         if value:
             what = "sampler and estimator options" if name == "options" else name
@@ -68,5 +73,4 @@ def compare_by_group(models: list[Any], data: Any, *, group: str, draws: Any, nu
                                      draws=None if draws is None else draws[i],
                                      settings=nuts, seed=program_seed[i],
                                      progress=progress, **opts))
-    return logo_compare(results, names, weights=methods,
-                        seed=stream_int_seed(seed, Stream.CHOICE))
+    return choose(names, loo=results, weights=methods, seed=stream_int_seed(seed, Stream.CHOICE))

@@ -27,7 +27,9 @@ import pytest
 import stanlogz
 from benchmarks.truths.crossval.truths import gaussian_heldout, hier_regression_cov
 from stanlogz.cli import main
-from stanlogz.crossval.select.group_compare import LogoComparison
+from stanlogz.crossval.logo.result import LogoResult
+from stanlogz.crossval.select.choose import ProgramChoice
+from stanlogz.crossval.select.compare import LooComparison
 from stanlogz.crossval.select.weights import stacking_objective, stacking_weights
 
 EX = Path(__file__).resolve().parents[3] / "stan_models" / "examples"
@@ -65,9 +67,12 @@ def test_compare_by_groups_against_exact_logo(compiled):
     datas = _datas()
     for d in datas:
         compiled(PROG, d)
-    c = stanlogz.compare([str(PROG), str(PROG)], datas, group="g", seed=11)
-    assert isinstance(c, LogoComparison)
-    assert c.best == 0 and c.order() == [0, 1] and c.n_groups == 6
+    choice = stanlogz.compare([str(PROG), str(PROG)], datas, group="g", seed=11)
+    assert isinstance(choice, ProgramChoice) and isinstance(choice.loo, LooComparison)
+    c = choice.loo  # the one comparison, over the programs' leave-one-group-out results
+    assert all(isinstance(r, LogoResult) for r in c.results)
+    assert c.best == 0 and c.order() == [0, 1] and c.n_units == 6 and c.unit == "groups"
+    assert c.header[1] == "elpd_logo" and c.table()[0][1] == c.results[0].elpd_logo
     assert c.elpd_diff[0] == 0.0 and c.diff_se[0] == 0.0 and c.diff_mcse[0] == 0.0
     _check_difference([r.elpd_g for r in c.results],
                       [np.array([g.mcse for g in r.groups]) for r in c.results],
@@ -83,11 +88,11 @@ def test_compare_by_groups_against_exact_logo(compiled):
     assert any("only 6 groups" in w for w in c.warnings())
     # stacking over groups: the per-group values are the pointwise values
     e = np.column_stack([r.elpd_g for r in c.results])
-    w = c.model_weights["stacking"].weights
+    w = choice.model_weights["stacking"].weights
     assert w == pytest.approx(stacking_weights(e, n_boot=0).weights, abs=1e-8)
     assert stacking_objective(w, e) >= max(e.sum(axis=0)) - 1e-9
-    d = c.to_dict()
-    assert d["best"] == c.names[0] and d["n_groups"] == 6
+    d = choice.to_dict()
+    assert d["best"] == c.names[0] and d["logo"]["n_units"] == 6
     m = d["logo"]["models"]
     assert m[1]["elpd_logo"] == pytest.approx(c.results[1].elpd_logo)
     assert {"elpd_logo", "se", "elpd_diff", "diff_se", "diff_mcse", "diff_interval", "p_worse",
@@ -103,7 +108,8 @@ def test_compare_group_cli_json(capsys, compiled, tmp_path):
     rc = main(["compare", str(PROG), str(PROG), "--data", str(DATA), str(second), "--group",
                "g", "--seed", "5", "--json", "--quiet"])
     out = json.loads(capsys.readouterr().out)
-    assert rc == 0 and out["scheme"] == "leave-one-group-out" and out["group"] == "g"
+    assert rc == 0 and out["logo"]["scheme"] == "leave-one-group-out"
+    assert out["logo"]["group"] == "g" and out["logo"]["unit"] == "groups"
     a, b = out["logo"]["models"]
     assert out["best"] == a["name"] and a["elpd_diff"] == 0.0
     _check_difference([np.array(a["elpd_g"]), np.array(b["elpd_g"])],

@@ -16,13 +16,11 @@ import pytest
 
 from benchmarks import logo_interval as bench
 from benchmarks.truths.crossval.truths_logo import exact_logo, simulate
-from stanlogz.commands.loo_group import print_logo
 from stanlogz.crossval.logo.estimator import logo
 from stanlogz.crossval.logo.result import GroupValue, LogoResult
 from stanlogz.crossval.observations.observations import Observations
 from stanlogz.crossval.refit.cv_se import calibration_factor, elpd_interval
 from stanlogz.draws import sample
-from stanlogz.report.output import Reporter
 
 TESTS = Path(__file__).resolve().parents[3] / "stan_models" / "tests"
 
@@ -82,7 +80,7 @@ def test_kept_psis_value_above_threshold_withholds_the_mcse(compiled, capsys) ->
     why = kept.mcse_na_reason()
     assert why is not None and why.startswith("1 group(s) still have Pareto k-hat above 0.60")
     assert any("group(s) have Pareto k-hat above 0.60 (2)" in w for w in kept.warnings)
-    print_logo(Reporter(json_mode=False, quiet=True), kept)
+    print(kept)  # loo --group prints exactly this (tests/cli/test_cv_tables.py)
     out = capsys.readouterr().out
     assert f"MCSE of elpd_logo is NA: {why}." in out and "Only 8 groups" in out
     assert "95.4% interval for elpd_logo" in out

@@ -114,7 +114,8 @@ class _Sub:
     def __init__(self, elpd_j: np.ndarray, index: np.ndarray | None, mcse: float) -> None:
         self.elpd_i, self.sample_index, self.mcse_elpd_loo = elpd_j, index, mcse
         self.model, self.threshold, self.fixed = "m", 0.7, []
-        self.n_obs = 400
+        self.n_obs = self.n_units = 400
+        self.kind, self.unit = "loo", "observations"
         self.elpd_loo = float(elpd_j.sum() * (self.n_obs / elpd_j.size))
         self.elpd, self.mcse = self.elpd_loo, mcse  # the elpd interface's names of both
 

@@ -34,7 +34,7 @@ class FakeLoo(ElpdResult):
     """What loo_compare and ProgramChoice read from a LooResult (through the elpd interface:
     ``elpd`` is ``elpd_loo``, ``mcse`` is ``mcse_elpd_loo``)."""
 
-    _names: ClassVar[dict[str, str]] = {"elpd": "elpd_loo", "p": "p_loo"}
+    kind: ClassVar[str] = "loo"  # its elpd and p: elpd_loo, p_loo
 
     elpd_i: np.ndarray
     model: str = "m"
