@@ -174,7 +174,7 @@ def refusal_before_draws(model: StanProgram, data: Mapping[str, Any], obs: Obser
     if log_lik != "auto":
         return None
     pw = PointwiseLogLik(model, data, obs, log_lik)
-    if pw.source != "difference":
+    if pw.source != "difference" or model.dim == 0:  # no parameters: nothing to integrate
         return None
     try:
         rows = np.asarray(rows, dtype=float).reshape(-1, model.dim)
