@@ -17,7 +17,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -303,6 +303,23 @@ class InterpretedModel(StanModel):
                 out[i] = -np.inf
                 grads[i] = np.nan
         return out, grads
+
+    def instance_densities(self, data: DataLike, fields: Sequence[str], size_name: str,
+                           rows: Sequence[Sequence[int]], unc: np.ndarray
+                           ) -> np.ndarray | None:
+        """``(S, len(rows))`` densities of the data instances ``rows`` (observations of
+        ``fields``, counted by ``size_name``) at the draws ``unc``, every constant and no
+        Jacobian, in one batched pass (:mod:`stanlogz.stan.interpreted_pointwise`); None where
+        the interpreter's constants-kept program does not serve or the batch cannot run."""
+        from .interpreted_pointwise import instance_densities
+
+        try:
+            _, mine = self._serving(False, True)
+        except BackendUnsupported:
+            return None
+        if not mine:
+            return None
+        return instance_densities(self, data, fields, size_name, rows, self._points(unc))
 
     # ------------------------------------------------------------ NUTS
 
