@@ -241,15 +241,26 @@ def _mir(model: Any, fields: Sequence[str], size_name: str) -> str | None:
 
 
 def instance_densities(model: Any, data: Mapping[str, Any], fields: Sequence[str],
-                       size_name: str, rows: Sequence[Sequence[int]], unc: np.ndarray
-                       ) -> np.ndarray | None:
+                       size_name: str, rows: Sequence[Sequence[int]], unc: np.ndarray,
+                       threads: int = 1) -> np.ndarray | None:
     """``(S, len(rows))`` log densities (every constant, no Jacobian) of the interpreted
     ``model`` on the data instances ``rows`` (0-based observations each; the fields cut to
-    them, ``size_name`` their count) at the unconstrained draws ``unc`` ``(S, dim)``; None
-    where the program cannot be evaluated this way (the caller uses the per-call path)."""
+    them, ``size_name`` their count) at the unconstrained draws ``unc`` ``(S, dim)``, the rows
+    split over ``threads``; None where the program cannot be evaluated this way (the caller
+    uses the per-call path)."""
     mir = _mir(model, fields, size_name)
     if mir is None:
         return None
+    parts = max(1, min(threads, len(rows) // 64))
+    if parts > 1:  # the native calls release the GIL: one instance per thread
+        from concurrent.futures import ThreadPoolExecutor
+
+        cuts = np.linspace(0, len(rows), parts + 1).astype(int)
+        with ThreadPoolExecutor(parts) as pool:
+            blocks = list(pool.map(lambda ab: instance_densities(
+                model, data, fields, size_name, rows[ab[0]:ab[1]], unc, threads=1),
+                zip(cuts[:-1], cuts[1:], strict=True)))
+        return None if any(b is None for b in blocks) else np.hstack(blocks)
     width = max((len(r) for r in rows), default=0)
     idx = [[i + 1 for i in r] + [1] * (width - len(r)) for r in rows]
     extra = {f"{PREFIX}m": len(rows), f"{PREFIX}k": width,

@@ -285,7 +285,7 @@ class PointwiseLogLik:
         pairs = [self._pair(i) for i in index]
         nb = len(refs) if len(refs) > 1 and any(b for _, b in pairs) else 1
         values = batch(self.data, self.obs.fields, self.obs.size_name,
-                       [*refs[:nb], *(obs for obs, _ in pairs)], unc)
+                       [*refs[:nb], *(obs for obs, _ in pairs)], unc, n_threads())
         if values is None:
             self._batch_failed = True
             return None
