@@ -305,11 +305,12 @@ class InterpretedModel(StanModel):
         return out, grads
 
     def instance_densities(self, data: DataLike, fields: Sequence[str], size_name: str,
-                           rows: Sequence[Sequence[int]], unc: np.ndarray, threads: int = 1
-                           ) -> np.ndarray | None:
+                           rows: Sequence[Sequence[int]], unc: np.ndarray, threads: int = 1,
+                           timing: dict[str, float] | None = None) -> np.ndarray | None:
         """``(S, len(rows))`` densities of the data instances ``rows`` (observations of
         ``fields``, counted by ``size_name``) at the draws ``unc``, every constant and no
-        Jacobian, in one batched pass on ``threads``
+        Jacobian, in one batched pass on ``threads`` (``timing``: its build and evaluation
+        seconds)
         (:mod:`stanlogz.stan.interpreted_pointwise`); None where
         the interpreter's constants-kept program does not serve or the batch cannot run."""
         from .interpreted_pointwise import instance_densities
@@ -321,7 +322,7 @@ class InterpretedModel(StanModel):
         if not mine:
             return None
         return instance_densities(self, data, fields, size_name, rows, self._points(unc),
-                                  threads)
+                                  threads, timing)
 
     # ------------------------------------------------------------ NUTS
 

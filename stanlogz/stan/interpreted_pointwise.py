@@ -21,8 +21,10 @@ path.
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -218,6 +220,10 @@ def instance_program(code: str, fields: Sequence[str], size_name: str) -> str:
     ])
 
 
+#: stanli's switch refusing a program part it cannot compile (else run by its MIR interpreter,
+#: often slower than the per-call path this pass replaces).
+_NO_FALLBACK = "STANLI_NO_INTERPRETER"
+
 #: Per (program text, fields, size): the rewritten program's MIR, or None where it fails.
 _programs: dict[tuple[str, tuple[str, ...], str], str | None] = {}
 _lock = threading.Lock()
@@ -242,12 +248,14 @@ def _mir(model: Any, fields: Sequence[str], size_name: str) -> str | None:
 
 def instance_densities(model: Any, data: Mapping[str, Any], fields: Sequence[str],
                        size_name: str, rows: Sequence[Sequence[int]], unc: np.ndarray,
-                       threads: int = 1) -> np.ndarray | None:
+                       threads: int = 1, timing: dict[str, float] | None = None
+                       ) -> np.ndarray | None:
     """``(S, len(rows))`` log densities (every constant, no Jacobian) of the interpreted
     ``model`` on the data instances ``rows`` (0-based observations each; the fields cut to
     them, ``size_name`` their count) at the unconstrained draws ``unc`` ``(S, dim)``, the rows
     split over ``threads``; None where the program cannot be evaluated this way (the caller
-    uses the per-call path)."""
+    uses the per-call path). ``timing`` (one thread) receives the seconds spent building the
+    instance (``"build"``) and evaluating it (``"evaluate"``)."""
     mir = _mir(model, fields, size_name)
     if mir is None:
         return None
@@ -265,13 +273,26 @@ def instance_densities(model: Any, data: Mapping[str, Any], fields: Sequence[str
     idx = [[i + 1 for i in r] + [1] * (width - len(r)) for r in rows]
     extra = {f"{PREFIX}m": len(rows), f"{PREFIX}k": width,
              f"{PREFIX}len": [len(r) for r in rows], f"{PREFIX}idx": idx}
+    t0 = time.perf_counter()
     full = {**json.loads(data_to_json(data)), **extra}
     try:
-        inst = type(model)(model.code, full, name=model.name, stan_file=model.stan_file,
-                           seed=model.seed, mir=mir)
+        with _lock:  # the interpreter's slow fallback for what it cannot compile is refused
+            before = os.environ.get(_NO_FALLBACK)
+            os.environ[_NO_FALLBACK] = "1"
+            try:
+                inst = type(model)(model.code, full, name=model.name,
+                                   stan_file=model.stan_file, seed=model.seed, mir=mir)
+            finally:
+                if before is None:
+                    del os.environ[_NO_FALLBACK]
+                else:
+                    os.environ[_NO_FALLBACK] = before
         if inst.dim != model.dim:
             return None
+        t1 = time.perf_counter()
         values = inst.constrain_many(unc, include_gq=True, seed=1)
     except (StanlogzError, RuntimeError, ValueError):
         return None
+    if timing is not None:
+        timing.update(build=t1 - t0, evaluate=time.perf_counter() - t1)
     return values[:, values.shape[1] - len(rows):]

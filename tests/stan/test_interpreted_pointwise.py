@@ -48,6 +48,7 @@ def _passes(code: str) -> tuple[InterpretedModel, np.ndarray, np.ndarray, np.nda
     model = InterpretedModel(code, DATA, name="pointwise_batch", seed=1)
     unc = np.random.default_rng(3).normal(0, 0.7, (25, model.dim))
     pw = PointwiseLogLik(model, DATA, OBS, "difference")
+    pw._batch_measured = True  # no timing race: batched wherever it can run
     batched = pw.columns(range(N), unc)
     used = not pw._batch_failed
     per_call = PointwiseLogLik(model, DATA, OBS, "difference")
@@ -91,3 +92,22 @@ def test_rewrite_reads_declarations_and_passes_each_instance_its_observations():
     assert "real lam = exp(shift(beta[1], w[1]));" in code  # the bound dropped in the body
     assert "slz_target += normal_lpdf(y | X * beta, sigma);" in " ".join(code.split())
     assert "slz_logp(slz_len[slz_j], X[slz_idx[slz_j, 1:slz_len[slz_j]]]" in code
+
+
+def test_pass_keeps_the_per_call_path_where_it_is_measured_faster(monkeypatch):
+    from stanlogz.crossval.observations import batched
+
+    model = InterpretedModel(PROGRAM.read_text(), DATA, name="pointwise_batch", seed=1)
+    unc = np.random.default_rng(4).normal(0, 0.7, (batched.MEASURE_DRAWS, model.dim))
+    timed = batched._per_call
+
+    def instant(*args):  # the per-call path measured as free: the batched one cannot win
+        want, _ = timed(*args)
+        return want, (0.0, 0.0)
+
+    monkeypatch.setattr(batched, "_per_call", instant)
+    pw = PointwiseLogLik(model, DATA, OBS, "difference")
+    cols = pw.columns(range(N), unc)
+    assert pw._batch_measured and pw._batch_failed
+    truth = exact_pointwise(model.constrain_many(unc))
+    assert np.all(np.abs(cols - truth) <= 1e-11 * (1 + np.abs(truth)))

@@ -161,7 +161,8 @@ class PointwiseLogLik:
         self._bases: tuple[Any, ...] | None = None
         self._refs: list[list[int]] = [[]]
         self.checked = False
-        self._batch_failed = False
+        self._batch_failed = False  # the batched path (.batched) off for this pass
+        self._batch_measured = False
         if source == "log_lik":
             if not has_log_lik(model):
                 raise InputError(f"{model.name} has no log_lik generated quantity; use the "
@@ -246,7 +247,9 @@ class PointwiseLogLik:
         index = [int(i) for i in np.asarray(index, dtype=int).ravel()]
         if self.source == "log_lik":
             return self._gq_columns(np.asarray(index, dtype=int), unc)
-        batched = self._batched(index, unc)
+        from .batched import batched_columns
+
+        batched = batched_columns(self, index, unc)
         if batched is not None:
             return batched
         base_lp = [b.log_density_many(unc) for b in self.bases()]
@@ -272,39 +275,6 @@ class PointwiseLogLik:
         else:
             with ThreadPoolExecutor(threads) as pool:
                 list(pool.map(block, blocks))
-        return out
-
-    def _batched(self, index: list[int], unc: np.ndarray) -> np.ndarray | None:
-        """The columns from one batched call where the model offers one (the interpreter:
-        :meth:`~stanlogz.stan.interpreted.InterpretedModel.instance_densities`), checked
-        against the per-call path at two observations and two draws; None otherwise."""
-        batch = getattr(self.model, "instance_densities", None)
-        if batch is None or not index or self._batch_failed:
-            return None
-        refs = self.references()
-        pairs = [self._pair(i) for i in index]
-        nb = len(refs) if len(refs) > 1 and any(b for _, b in pairs) else 1
-        values = batch(self.data, self.obs.fields, self.obs.size_name,
-                       [*refs[:nb], *(obs for obs, _ in pairs)], unc, n_threads())
-        if values is None:
-            self._batch_failed = True
-            return None
-        with np.errstate(invalid="ignore"):  # inf - inf: the check reports it
-            out = values[:, nb:] - values[:, [b for _, b in pairs]]
-        rows = np.unique([0, unc.shape[0] - 1])
-        for j in {0, len(index) - 1}:
-            obs, b = pairs[j]
-            want = self._instance(obs).log_density_many(unc[rows])
-            with np.errstate(invalid="ignore"):
-                want = want - self.bases()[b].log_density_many(unc[rows])
-                got = out[rows, j]
-                # both sides sum the same terms; only rounding of the Jacobian may differ
-                ok = (got == want) | (np.abs(got - want) <= 1e-9 * (1 + np.abs(want)))
-            if not np.all(ok | (np.isnan(got) & np.isnan(want))):
-                self._batch_failed = True
-                return None
-        if self._clock is not None:
-            self._clock.update(len(index), obs=index)
         return out
 
     def column(self, i: int, unc: np.ndarray) -> np.ndarray:
