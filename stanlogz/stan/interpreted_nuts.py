@@ -56,7 +56,11 @@ def run_interpreted_nuts(
     if progress:
         progress(f"sampling {model.name}: {args.chains} chains x ({args.warmup} warmup + "
                  f"{args.draws} draws) (interpreted)")
-    sampler = stanli.Model(mir=model.mir, data=model.data_json, seed=model.seed % (2**31 - 1))
+    from .interpreted import BUILDING
+
+    with BUILDING:
+        sampler = stanli.Model(mir=model.mir, data=model.data_json,
+                               seed=model.seed % (2**31 - 1))
     start = time.perf_counter()
     try:
         with contextlib.redirect_stdout(io.StringIO()):

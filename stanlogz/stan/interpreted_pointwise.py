@@ -221,7 +221,8 @@ def instance_program(code: str, fields: Sequence[str], size_name: str) -> str:
 
 
 #: stanli's switch refusing a program part it cannot compile (else run by its MIR interpreter,
-#: often slower than the per-call path this pass replaces).
+#: often slower than the per-call path this pass replaces); process-wide, so it is set only
+#: while :data:`~stanlogz.stan.interpreted.BUILDING` is held.
 _NO_FALLBACK = "STANLI_NO_INTERPRETER"
 
 #: Per (program text, fields, size): the rewritten program's MIR, or None where it fails.
@@ -276,7 +277,9 @@ def instance_densities(model: Any, data: Mapping[str, Any], fields: Sequence[str
     t0 = time.perf_counter()
     full = {**json.loads(data_to_json(data)), **extra}
     try:
-        with _lock:  # the interpreter's slow fallback for what it cannot compile is refused
+        from .interpreted import BUILDING
+
+        with BUILDING:  # the interpreter's slow fallback for what it cannot compile is refused
             before = os.environ.get(_NO_FALLBACK)
             os.environ[_NO_FALLBACK] = "1"
             try:
