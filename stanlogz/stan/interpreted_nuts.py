@@ -34,10 +34,14 @@ def run_interpreted_nuts(
     save_warmup: bool = False,
     progress: Progress = None,
     reserve: float | None = None,
+    warm: NutsOutput | None = None,
     **overrides: Any,
 ) -> NutsOutput:
     """:func:`stanlogz.stan.nuts.run_nuts`'s contract (the same keywords and output) run by
-    the interpreter's sampler. Ctrl-C stops every chain after its current transition."""
+    the interpreter's sampler. Ctrl-C stops every chain after its current transition.
+    ``warm``: a run of the same parameters whose last draws, adapted step sizes and metrics
+    start this one's chains (adaptation still runs for ``warmup`` iterations; measured in
+    ``benchmarks/interpreted_refits.py``)."""
     from ..toolchain.interpreter import stanli_module
 
     stanli = stanli_module()
@@ -53,6 +57,13 @@ def run_interpreted_nuts(
         import json
 
         inits = np.array([model.unconstrain_dict(json.loads(j)) for j in jsons])
+    start_from: dict[str, Any] = {}
+    if warm is not None:
+        chains = np.arange(args.chains) % warm.unconstrained.shape[0]
+        if inits is None:
+            inits = np.ascontiguousarray(warm.unconstrained[chains, -1])
+        start_from = {"inv_metric": np.ascontiguousarray(warm.inv_metric[chains]),
+                      "step_size": float(np.median(warm.step_size))}  # stanli takes one
     if progress:
         progress(f"sampling {model.name}: {args.chains} chains x ({args.warmup} warmup + "
                  f"{args.draws} draws) (interpreted)")
@@ -68,7 +79,7 @@ def run_interpreted_nuts(
                                  warmup=args.warmup, samples=args.draws,
                                  delta=args.adapt_delta, max_depth=args.max_treedepth,
                                  thin=args.thin, save_warmup=True, inits=inits,
-                                 init_radius=args.init_radius, refresh=0)
+                                 init_radius=args.init_radius, refresh=0, **start_from)
     except RuntimeError as exc:
         text = " ".join(str(exc).split())
         if "initial" in text.lower() or "initializ" in text.lower():

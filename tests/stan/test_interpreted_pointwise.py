@@ -111,3 +111,25 @@ def test_pass_keeps_the_per_call_path_where_it_is_measured_faster(monkeypatch):
     assert pw._batch_measured and pw._batch_failed
     truth = exact_pointwise(model.constrain_many(unc))
     assert np.all(np.abs(cols - truth) <= 1e-11 * (1 + np.abs(truth)))
+
+
+def test_nuts_started_from_a_previous_run_samples_the_exact_posterior():
+    # normal_mean: mu | y ~ normal(m, s) with precision N / sigma^2 + 1 / prior_sd^2 = 10.25.
+    # 4 x 1000 draws of a 1-D Gaussian under NUTS have ESS >= 1000 (conservative), so the
+    # mean is within 5 se = 5 s / sqrt(1000) with probability 1 - 6e-7, the variance within
+    # 5 x sqrt(2 / 1000) of s^2 (relative) likewise.
+    import json
+
+    from stanlogz.stan.settings import NutsArgs
+
+    ex = ROOT / "stan_models" / "examples"
+    data = json.loads((ex / "normal_mean.data.json").read_text())
+    model = InterpretedModel((ex / "normal_mean.stan").read_text(), data, name="normal_mean")
+    first = model.nuts(NutsArgs(warmup=300, draws=200, backend="interpreted"), seed=11)
+    warm = model.nuts(NutsArgs(warmup=50, draws=1000, backend="interpreted"), seed=12,
+                      warm=first)
+    prec = data["N"] / data["sigma"] ** 2 + 1 / data["prior_sd"] ** 2
+    m, s = sum(data["y"]) / data["sigma"] ** 2 / prec, prec ** -0.5
+    mu = warm.unconstrained[..., 0].ravel()
+    assert abs(mu.mean() - m) <= 5 * s / np.sqrt(1000)
+    assert abs(mu.var() / s**2 - 1) <= 5 * np.sqrt(2 / 1000)
