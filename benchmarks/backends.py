@@ -19,6 +19,12 @@ with the user's cache and ``--backend compiled`` with an empty ``STANLOGZ_CACHE`
 nothing (the runtime and the program are built; ``compiled:warm``: the user's cache, program
 built), and prints the wall and CPU seconds of each.
 
+``python3 -m benchmarks.backends batched [--obs 200 --draws 400]`` runs the density-difference
+pass of every corpus program on the interpreter twice, batched (one call per draw evaluates
+many data instances: :mod:`stanlogz.stan.interpreted_pointwise`) and per call, and prints
+whether the batched path served, the worst relative difference of the two and the
+microseconds per value of each.
+
 Times depend on the machine's load; the load average is printed with them.
 """
 
@@ -135,6 +141,62 @@ def corpus(args: argparse.Namespace) -> None:
         Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
 
 
+def batched_program(folder: Path, n_obs: int, n_draws: int) -> dict[str, object]:
+    """One corpus program's density-difference columns on the interpreter, batched
+    (:mod:`stanlogz.stan.interpreted_pointwise`) and per call, at ``n_draws`` draws near the
+    origin for the first ``n_obs`` observations (see the module docstring)."""
+    from stanlogz.crossval.observations.observations import find_observations
+    from stanlogz.crossval.observations.pointwise import PointwiseLogLik
+    from stanlogz.stan.inputs import read_data
+    from stanlogz.stan.interpreted import InterpretedModel
+
+    stan = folder / "model.stan"
+    code = stan.read_text()
+    data = read_data(folder / "data.json")
+    row: dict[str, object] = {"program": folder.name}
+    try:
+        model = InterpretedModel(code, data, name="model", stan_file=stan, seed=1)
+        obs = find_observations(data, None, None, code)
+    except Exception as exc:  # noqa: BLE001 - a row names any refusal
+        row["batched"] = f"no: {' '.join(str(exc).split())[:70]}"
+        return row
+    row["N"] = obs.n
+    unc = 0.3 * np.random.default_rng(1).uniform(-1, 1, (n_draws, model.dim))
+    idx = np.arange(min(n_obs, obs.n))
+    out = []
+    for failed in (False, True):
+        pw = PointwiseLogLik(model, data, obs, "difference")
+        pw._batch_failed = failed
+        t0 = time.perf_counter()
+        try:
+            cols = pw.columns(idx, unc)
+        except Exception as exc:  # noqa: BLE001
+            row["batched"] = f"pass refused: {' '.join(str(exc).split())[:60]}"
+            return row
+        out.append((cols, time.perf_counter() - t0, not pw._batch_failed))
+    (b, tb, used), (c, tc, _) = out
+    row["batched"] = "yes" if used else "no (per call)"
+    row["max_rel_diff"] = _rel(b, c)
+    row["us_per_value_batched"] = 1e6 * tb / b.size
+    row["us_per_value_per_call"] = 1e6 * tc / c.size
+    return row
+
+
+def batched(args: argparse.Namespace) -> None:
+    folders = sorted(p for p in CORPUS.iterdir() if (p / "model.stan").is_file())
+    if args.only:
+        folders = [p for p in folders if p.name in args.only]
+    cols = ("program", "N", "batched", "max_rel_diff", "us_per_value_batched",
+            "us_per_value_per_call")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
+          f"{args.obs} observations x {args.draws} draws")
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+    for folder in folders:
+        row = batched_program(folder, args.obs, args.draws)
+        print("| " + " | ".join(_fmt(row.get(c)) for c in cols) + " |", flush=True)
+
+
 COMMAND = ["loo", "stan_models/examples/wells_logistic.stan", "--data",
            "stan_models/examples/wells.data.json", "--seed", "1"]
 
@@ -182,8 +244,12 @@ def main() -> None:
     f.add_argument("--python", default=sys.executable)
     f.add_argument("--backends", nargs="*", default=["interpreted", "compiled"])
     f.add_argument("--verify", type=int, default=0, help="loo's self-check refits")
+    b = sub.add_parser("batched")
+    b.add_argument("--only", nargs="*", help="corpus folder names")
+    b.add_argument("--obs", type=int, default=200, help="observations per program")
+    b.add_argument("--draws", type=int, default=400, help="draws")
     args = parser.parse_args()
-    corpus(args) if args.what == "corpus" else first_answer(args)
+    {"corpus": corpus, "first-answer": first_answer, "batched": batched}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,11 @@ from .model import StanModel
 from .settings import NutsArgs
 
 _P = ctypes.c_void_p
+
+#: Held while the interpreter builds a model: the batched pass
+#: (:mod:`stanlogz.stan.interpreted_pointwise`) sets stanli's process-wide switch refusing its
+#: slow fallback for its own build only, so no other build may run meanwhile.
+BUILDING = threading.RLock()
 
 _EXTRA = {
     "bs_log_density": (ctypes.c_int, [_P, ctypes.c_bool, ctypes.c_bool, _P, _P, _P]),
@@ -88,8 +94,9 @@ class InterpretedModel(StanModel):
             fn.restype, fn.argtypes = restype, argtypes
         self._ptr: int | None = None
         err = ctypes.c_void_p()
-        ptr = self._lib.bs_model_construct(self._payload().encode(), self.seed,
-                                           ctypes.byref(err))
+        with BUILDING:
+            ptr = self._lib.bs_model_construct(self._payload().encode(), self.seed,
+                                               ctypes.byref(err))
         if not ptr:
             text = self._take_error(err)
             if "stanli compile" in text:  # the program, not the data: lowering refused it
@@ -100,8 +107,6 @@ class InterpretedModel(StanModel):
         self._dim = int(self._lib.bs_param_unc_num(ptr))
         self._has_nuts = False
         self._has_many = False
-        import threading
-
         self._local = threading.local()
         self._full: StanModel | None = None  # the constants-kept program (propto=False)
         self._compiled_model: StanModel | None = None  # auto's fallback, built on first need
@@ -131,8 +136,9 @@ class InterpretedModel(StanModel):
         """A PyPI ``bridgestan.StanModel`` on the interpreter's runtime and this program."""
         import bridgestan
 
-        return bridgestan.StanModel(str(self.lib_path), self._payload(), seed=self.seed,
-                                    warn=False)
+        with BUILDING:
+            return bridgestan.StanModel(str(self.lib_path), self._payload(), seed=self.seed,
+                                        warn=False)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Pickled as program text and data: unpickling parses it again (milliseconds)."""
@@ -303,6 +309,26 @@ class InterpretedModel(StanModel):
                 out[i] = -np.inf
                 grads[i] = np.nan
         return out, grads
+
+    def instance_densities(self, data: DataLike, fields: Sequence[str], size_name: str,
+                           rows: Sequence[Sequence[int]], unc: np.ndarray, threads: int = 1,
+                           timing: dict[str, float] | None = None) -> np.ndarray | None:
+        """``(S, len(rows))`` densities of the data instances ``rows`` (observations of
+        ``fields``, counted by ``size_name``) at the draws ``unc``, every constant and no
+        Jacobian, in one batched pass on ``threads`` (``timing``: its build and evaluation
+        seconds)
+        (:mod:`stanlogz.stan.interpreted_pointwise`); None where
+        the interpreter's constants-kept program does not serve or the batch cannot run."""
+        from .interpreted_pointwise import instance_densities
+
+        try:
+            _, mine = self._serving(False, True)
+        except BackendUnsupported:
+            return None
+        if not mine:
+            return None
+        return instance_densities(self, data, fields, size_name, rows, self._points(unc),
+                                  threads, timing)
 
     # ------------------------------------------------------------ NUTS
 

@@ -24,11 +24,13 @@ def _flat(name: str) -> str:
     return name.replace("[", ".").replace(",", ".").replace("]", "")
 
 
-def run_interpreted_nuts(model: Any, settings: NutsArgs | None = None,
-                         **keywords: Any) -> NutsOutput:
+def run_interpreted_nuts(model: Any, settings: NutsArgs | None = None, *,
+                         warm: NutsOutput | None = None, **keywords: Any) -> NutsOutput:
     """:func:`stanlogz.stan.nuts.run_nuts`'s contract (its keywords, bound by its own signature,
     and its output) run by the interpreter's sampler. Ctrl-C stops every chain after its
-    current transition."""
+    current transition. ``warm``: a run of the same parameters whose last draws, adapted step
+    sizes and metrics start this one's chains (adaptation still runs for ``warmup``
+    iterations; measured in ``benchmarks/interpreted_refits.py``)."""
     from ..toolchain.interpreter import stanli_module
 
     call = inspect.signature(run_nuts).bind(model, settings, **keywords)
@@ -48,10 +50,21 @@ def run_interpreted_nuts(model: Any, settings: NutsArgs | None = None,
         import json
 
         inits = np.array([model.unconstrain_dict(json.loads(j)) for j in jsons])
+    start_from: dict[str, Any] = {}
+    if warm is not None:
+        chains = np.arange(args.chains) % warm.unconstrained.shape[0]
+        if inits is None:
+            inits = np.ascontiguousarray(warm.unconstrained[chains, -1])
+        start_from = {"inv_metric": np.ascontiguousarray(warm.inv_metric[chains]),
+                      "step_size": float(np.median(warm.step_size))}  # stanli takes one
     if progress:
         progress(f"sampling {model.name}: {args.chains} chains x ({args.warmup} warmup + "
                  f"{args.draws} draws) (interpreted)")
-    sampler = stanli.Model(mir=model.mir, data=model.data_json, seed=model.seed % (2**31 - 1))
+    from .interpreted import BUILDING
+
+    with BUILDING:
+        sampler = stanli.Model(mir=model.mir, data=model.data_json,
+                               seed=model.seed % (2**31 - 1))
     start = time.perf_counter()
     try:
         with contextlib.redirect_stdout(io.StringIO()):
@@ -59,7 +72,7 @@ def run_interpreted_nuts(model: Any, settings: NutsArgs | None = None,
                                  warmup=args.warmup, samples=args.draws,
                                  delta=args.adapt_delta, max_depth=args.max_treedepth,
                                  thin=args.thin, save_warmup=True, inits=inits,
-                                 init_radius=args.init_radius, refresh=0)
+                                 init_radius=args.init_radius, refresh=0, **start_from)
     except RuntimeError as exc:
         text = " ".join(str(exc).split())
         if "initial" in text.lower() or "initializ" in text.lower():

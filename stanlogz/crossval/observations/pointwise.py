@@ -145,6 +145,8 @@ class PointwiseLogLik(PassState):
         self._bases: tuple[Any, ...] | None = None
         self._refs: list[list[int]] = [[]]
         self.checked = False
+        self._batch_failed = False  # the batched path (.batched) off for this pass
+        self._batch_measured = False
         if source == "log_lik":
             if not has_log_lik(model):
                 raise InputError(f"{model.name} has no log_lik generated quantity; use the "
@@ -229,6 +231,11 @@ class PointwiseLogLik(PassState):
         index = [int(i) for i in np.asarray(index, dtype=int).ravel()]
         if self.source == "log_lik":
             return self._gq_columns(np.asarray(index, dtype=int), unc)
+        from .batched import batched_columns
+
+        batched = batched_columns(self, index, unc)
+        if batched is not None:
+            return batched
         base_lp = [b.log_density_many(unc) for b in self.bases()]
         out = np.empty((unc.shape[0], len(index)))
         clock = self._clock
