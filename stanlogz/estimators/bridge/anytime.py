@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..._util import deadline
+from ...arviz_compat import arviz
 from ...densities.target import log_density_many
 
 #: The budget's seconds kept back when sizing the bridge's steps (the estimate's own
@@ -121,8 +122,12 @@ def sampling_reserve(model: Any, method: str, given: Any = None
     a part per draw kept, the target's evaluation priced by one call at the program's initial
     point (zeros, unconstrained). Nothing with draws ``given`` (no sampling), without a
     budget, for another method, or when the call fails (the bridge then keeps to the budget
-    on its own)."""
-    if given is not None or deadline.remaining() is None or method != "gbs":
+    on its own). Under a budget ArviZ, which the draws' summaries after the estimate need, is
+    imported first (seconds on a loaded machine), so that the sampling run counts them."""
+    if given is not None or deadline.remaining() is None:
+        return contextlib.nullcontext()
+    arviz()
+    if method != "gbs":
         return contextlib.nullcontext()
     try:
         x = np.zeros((TIMED_ROWS, int(model.dim)))

@@ -1,0 +1,66 @@
+"""Plain ``evidence`` under a time budget answers (issue 45): sampling stopped past its warmup
+keeps the draws so far and the bridge runs on them, exit 0 with ``budget_stop`` in the JSON
+and the warning; a refusal in warmup names iterations that, followed on the same machine under
+the same budget, answer.
+
+slow.stan (normal_lpdf(mu | 0, 1) reached through a loop of K additions) has log Z = 0 exactly;
+with K = 1000 a chain runs thousands of iterations a second, so 200,000 draws per chain cannot
+end in 4 s however quiet the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+import stanlogz
+from stanlogz import NutsArgs, OverBudget, time_budget
+from stanlogz.cli import main
+from tests.conftest import MODELS
+
+pytestmark = pytest.mark.stan
+
+SLOW = {"K": 1000}
+# log Z's se is its whole error (log Z = 0 exactly, no bias beyond it on a Gaussian posterior):
+# 4.5 se fails with probability 7e-6 for an honest se (fixed seed)
+Z_TOL = 4.5
+
+
+def test_cli_evidence_stopped_in_sampling_answers_with_the_flag(compiled, capsys, tmp_path):
+    compiled("slow", data=SLOW)  # built once, in the cache
+    data = tmp_path / "slow.json"
+    data.write_text(json.dumps(SLOW))
+    start = time.perf_counter()
+    rc = main(["--json", "--quiet", "--time-budget", "4", "evidence",
+               str(MODELS / "tests" / "slow.stan"), "--data", str(data), "--chains", "2",
+               "--warmup", "300", "--draws", "200000", "--seed", "1"])
+    spent = time.perf_counter() - start
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert rc == 0 and spent < 4.0 + 1.5  # the bridge after the stop, on a loaded machine
+    kept = out["budget_stop"]["sampling"]["draws_kept"]
+    assert 25 <= kept < out["budget_stop"]["sampling"]["draws_asked"] == 200_000
+    assert f"the time budget ended sampling after {kept} of 200000 draws per chain" \
+        in captured.err
+    assert abs(out["log_z"]) <= Z_TOL * out["log_z_se"]
+
+
+def test_the_route_of_a_refusal_in_warmup_answers_within_the_same_budget(compiled):
+    # a warmup of 200,000 iterations per chain cannot end in 3 s; the refusal names fewer
+    # iterations, which, followed under the same budget, answer (the bridge's time kept)
+    model = compiled("slow", data=SLOW)
+    with time_budget(3), pytest.raises(OverBudget) as info:
+        stanlogz.evidence(model, settings=NutsArgs(chains=2, warmup=200_000, draws=1000),
+                          seed=1)
+    assert "still in warmup" in str(info.value)
+    route = info.value.routes[0]  # the typed route, as the Python caller is told it
+    warmup, draws = route.options["warmup"], route.options["draws"]
+    start = time.perf_counter()
+    with time_budget(3):
+        r = stanlogz.evidence(model, settings=NutsArgs(chains=2, warmup=warmup, draws=draws),
+                              seed=1)
+    assert time.perf_counter() - start < 3.0
+    assert np.isfinite(r.log_z) and abs(r.log_z) <= Z_TOL * r.log_z_se
