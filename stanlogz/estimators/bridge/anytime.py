@@ -9,7 +9,8 @@ complete, consistent estimate of log Z with its own eq. (9) standard error. Unde
 - the flow's fit stops adding layers once the budget left is what the bridge's evaluations
   need (:func:`~stanlogz._util.deadline.wrapping_up`): a shallower flow is a worse proposal,
   not a wrong one, and eq. (9) measures the bridge it makes;
-- the adaptive rule's extra flow samples are capped at those that fit;
+- the flow samples, the first ones as the adaptive rule's extra ones, are capped at those
+  that fit (at least ``MIN_Q``);
 - an orientation after the first starts only when it fits at the first's cost (and one the
   budget ends anyway is dropped): log Z is then the orientations done, with their se.
 
@@ -35,6 +36,9 @@ from ...densities.target import log_density_many
 KEEP_S = 0.1
 #: The margin on a step's cost measured on its own or its first part.
 MARGIN = 1.5
+#: The fewest flow samples a bridge cut short by the budget draws (fewer would leave eq. (9)'s
+#: proposal-side variance resting on a handful of terms).
+MIN_Q = 200
 
 
 @dataclass

@@ -36,7 +36,7 @@ from ..common import (
     sample_count,
     split_halves,
 )
-from .anytime import BridgeBudget
+from .anytime import MIN_Q, BridgeBudget
 from .route import (  # noqa: F401 - combine_orientations re-exported
     choose_route,
     combine_orientations,
@@ -164,18 +164,22 @@ def _bridge_once(counting: CountingTarget, fit_half: np.ndarray, bridge_half: np
     t_fit = time.perf_counter() - t_fit
     lw_p = (lp_p - flow.log_density_many(x_p)).reshape(bridge_half.shape[:2])
 
+    n_q_cut = False
+    if budget is not None:  # the flow samples that fit, at a target evaluation's cost
+        fit = max(budget.more_samples(n_q0, budget.seconds_per_eval), min(n_q0, MIN_Q))
+        n_q_cut, n_q0 = fit < n_q0, fit
     t_q = deadline.clock()
     lw_q, bad_q = flow_log_weights(counting, flow, rng_q, n_q0)
     t_q = (deadline.clock() - t_q) / max(n_q0, 1)
     sol = solve_bridge(lw_p, lw_q)
-    capped = n_q_cut = False
+    capped = False
     max_n_q = int(max_n_q_factor * n_p)
     if n_q is None:
         evals = None if n_sampling_evals is None else int(n_sampling_evals)
         n_q_new = adaptive_n_q(sol, n_q0, f_err, f_eva, evals, max_n_q)
         if budget is not None and n_q_new > n_q0:
             fit = n_q0 + budget.more_samples(n_q_new - n_q0, t_q)
-            n_q_cut, n_q_new = fit < n_q_new, fit
+            n_q_cut, n_q_new = n_q_cut or fit < n_q_new, fit
         if n_q_new > n_q0:
             lw_more, bad_more = flow_log_weights(counting, flow, rng_q, n_q_new - n_q0)
             bad_q += bad_more
