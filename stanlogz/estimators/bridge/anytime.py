@@ -30,6 +30,7 @@ import numpy as np
 from ..._util import deadline
 from ...arviz_compat import arviz
 from ...densities.target import log_density_many
+from ...stan.nuts import budget_stop_dict
 
 #: The budget's seconds kept back when sizing the bridge's steps (the estimate's own
 #: bookkeeping, the consistency checks and the result's assembly).
@@ -151,8 +152,7 @@ def add_sampling_stop(res: Any, draws: Any) -> None:
     stop = getattr(draws, "budget_stop", None)
     if not stop:
         return
-    res.budget_stop = {**(res.budget_stop or {}),
-                       "sampling": {"draws_kept": int(stop[0]), "draws_asked": int(stop[1])}}
+    res.budget_stop = {**(res.budget_stop or {}), "sampling": budget_stop_dict(stop)}
     for w in getattr(draws, "warnings", None) or []:
         if w.startswith("the time budget ended sampling") and w not in res.warnings:
             res.warnings.append(w)
