@@ -39,6 +39,8 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="JSON lines of every run")
     ap.add_argument("--command", default="loo",
                     choices=("loo", "evidence", "bridge", "kfold", "lfo"))
+    ap.add_argument("--first", type=int, default=0,
+                    help="first run's index (another part of a command's runs)")
     args = ap.parse_args()
     if args.command != "loo":
         from .anytime_commands import run_command

@@ -110,38 +110,51 @@ class BridgeBudget:
 
 
 
-#: Target evaluations gbs spends per posterior draw kept (the bridge half, as many flow
-#: samples, the adaptive rule's extra ones, and the validated fit's gradients at the fit
-#: half, a gradient counted as three evaluations), and the flow's own seconds per draw and
-#: dimension: a sampling run under a budget keeps that time for the bridge.
-EVALS_PER_DRAW = 5.0
-FLOW_SECONDS_PER_DRAW_DIM = 6e-6
-#: Rows of the one timed call that prices a target evaluation before sampling.
+#: What gbs spends per posterior draw kept: target evaluations in batches (the bridge half,
+#: as many flow samples, the adaptive rule's extra ones), single gradient calls (the
+#: validated fit's score at its training draws, 0.8 of them), and the flow's own seconds per
+#: draw and dimension; a sampling run under a budget keeps that time, with MARGIN, for gbs.
+EVALS_PER_DRAW = 3.0
+GRADIENTS_PER_DRAW = 0.8
+FLOW_SECONDS_PER_DRAW_DIM = 1e-5
+#: Rows of the one timed batch that prices a target evaluation before sampling, and the
+#: single gradient calls timed (after one untimed: the first call sets up the tape).
 TIMED_ROWS = 64
+TIMED_GRADIENTS = 8
 
 
 def sampling_reserve(model: Any, method: str, given: Any = None
                      ) -> contextlib.AbstractContextManager:
     """Around a sampling run for ``method``'s evidence under a time budget, the time gbs
     will take after the draws (:func:`~stanlogz._util.deadline.reserving`): a fixed part and
-    a part per draw kept, the target's evaluation priced by one call at the program's initial
-    point (zeros, unconstrained). Nothing with draws ``given`` (no sampling), without a
-    budget, for another method, or when the call fails (the bridge then keeps to the budget
-    on its own). Under a budget ArviZ, which the draws' summaries after the estimate need, is
-    imported first (seconds on a loaded machine), so that the sampling run counts them."""
+    a part per draw kept, the target's evaluations and gradients priced by calls at the
+    program's initial point (zeros, unconstrained) on this machine at its load now. Nothing
+    with draws ``given`` (no sampling), without a budget, for another method, or when the
+    calls fail (the bridge then keeps to the budget on its own). Under a budget ArviZ, which
+    the draws' summaries after the estimate need, is imported first (seconds on a loaded
+    machine), so that the sampling run counts them."""
     if given is not None or deadline.remaining() is None:
         return contextlib.nullcontext()
     arviz()
     if method != "gbs":
         return contextlib.nullcontext()
     try:
-        x = np.zeros((TIMED_ROWS, int(model.dim)))
+        dim = int(model.dim)
+        x = np.zeros((TIMED_ROWS, dim))
         start = time.perf_counter()
         log_density_many(model, x)
         per_eval = (time.perf_counter() - start) / TIMED_ROWS
+        per_gradient = 0.0
+        if getattr(model, "log_density_gradient", None) is not None:
+            model.log_density_gradient(x[0])
+            start = time.perf_counter()
+            for row in x[:TIMED_GRADIENTS]:
+                model.log_density_gradient(row)
+            per_gradient = (time.perf_counter() - start) / TIMED_GRADIENTS
     except Exception:  # noqa: BLE001 - no price: no reserve beyond the sampler's own
         return contextlib.nullcontext()
-    per_draw = EVALS_PER_DRAW * per_eval + FLOW_SECONDS_PER_DRAW_DIM * (int(model.dim) + 2)
+    per_draw = MARGIN * (EVALS_PER_DRAW * per_eval + GRADIENTS_PER_DRAW * per_gradient
+                         + FLOW_SECONDS_PER_DRAW_DIM * (dim + 2))
     return deadline.reserving(2 * KEEP_S, per_draw)
 
 
