@@ -202,7 +202,7 @@ def table(command: str, rows: list[dict]) -> None:
     n = len(rows)
     refused = sum(r["status"] == "refused" for r in rows)
     stopped = [r for r in rows if r["status"] == "stopped"]
-    print(f"{n} runs, {refused} refused in warmup, {len(stopped)} stopped by the budget "
+    print(f"{n} runs, {refused} refused, {len(stopped)} stopped by the budget "
           f"({len(stopped) / max(n, 1):.2f})")
     print("| command | group | runs | ±2 se covers | binomial se | se NA | mean z | sd z | "
           "median se | median s over budget |")
