@@ -1,5 +1,8 @@
-"""Coverage of loo's answers when the time budget stops it (issue 45): NUTS past warmup keeps
-the draws so far, a pointwise pass keeps the observations done and estimates the rest.
+"""Coverage of the answers a time budget stops (issue 45), for loo (below), and with
+``--command`` for evidence, gbs's bridge, kfold and lfo (:mod:`benchmarks.anytime_commands`).
+
+loo: NUTS past warmup keeps the draws so far, a pointwise pass keeps the observations done
+and estimates the rest.
 
 A linear regression (regression.stan, N observations simulated once) with the
 density-difference log-likelihood (``log_lik="difference"``: a pass of N data instances at
@@ -10,6 +13,7 @@ all observations). Each run samples anew (its own seed) under a budget drawn uni
 |elpd_loo - reference| against its error bar sqrt(mcse² + subsampling se² + mcse_ref²).
 
     python -m benchmarks.anytime_coverage --runs 120 --n 1000 --budgets 1.5 4.5
+    python -m benchmarks.anytime_coverage --command evidence --runs 110
 """
 
 from __future__ import annotations
@@ -29,10 +33,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=120)
     ap.add_argument("--n", type=int, default=1000)
-    ap.add_argument("--budgets", type=float, nargs=2, default=(1.5, 4.5))
+    ap.add_argument("--budgets", type=float, nargs=2, default=None,
+                    help="budgets drawn uniformly between these seconds (loo: 1.5 4.5)")
     ap.add_argument("--minutes", type=float, default=15.0, help="stop after this wall time")
     ap.add_argument("--out", default=None, help="JSON lines of every run")
+    ap.add_argument("--command", default="loo",
+                    choices=("loo", "evidence", "bridge", "kfold", "lfo"))
+    ap.add_argument("--first", type=int, default=0,
+                    help="first run's index (another part of a command's runs)")
     args = ap.parse_args()
+    if args.command != "loo":
+        from .anytime_commands import run_command
+
+        run_command(args)
+        return
 
     import stanlogz
     from stanlogz import OverBudget, time_budget
@@ -46,7 +60,7 @@ def main() -> None:
     ref = stanlogz.loo(model, data, log_lik="log_lik", draws=stanlogz.sample(
         model, chains=4, warmup=1000, draws=5000, seed=12345), seed=1)
     print(f"reference: elpd_loo {ref.elpd_loo:.3f}, mcse {ref.mcse_elpd_loo:.3f}")
-    budgets = np.random.default_rng(99).uniform(*args.budgets, size=args.runs)
+    budgets = np.random.default_rng(99).uniform(*(args.budgets or (1.5, 4.5)), size=args.runs)
     rows = []
     t_end = time.perf_counter() + 60 * args.minutes
     sink = open(args.out, "w") if args.out else None  # noqa: SIM115

@@ -23,6 +23,7 @@ from .draws.checks import normalization_warnings
 from .errors import ArgumentTypeError, InputError
 from .estimators import lookup
 from .estimators.base import EvidenceResult
+from .estimators.bridge.anytime import add_sampling_stop, sampling_reserve
 from .estimators.common import check_evidence_draws, draws_needed
 from .estimators.comparison import ComparisonResult, posterior_probs  # noqa: F401 - re-exported
 from .mcmc.nuts_continue import more_draws
@@ -154,25 +155,24 @@ def evidence(
             progress(f"warning: {w}")
     if draws is None:
         check_evidence_draws(m, method, nuts, options.get("proposal", "auto"))
-    d = obtain_draws(m, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS), progress=progress)
+    with sampling_reserve(m, method, given=draws):  # under a budget, time kept for gbs
+        d = obtain_draws(m, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS), progress=progress)
     if progress:
         progress(f"estimating log Z of {m.name} with {method} from {d.n_chains}x{d.n_draws} draws")
     t0 = time.perf_counter()
     res = _call_estimator(method, m, d.unconstrained,
                           seed=stream_int_seed(seed, Stream.ESTIMATOR),
                           n_sampling_evals=d.n_gradient_evals if d.sampling_cost_known else None,
-                          progress=progress,
-                          options=options)
+                          progress=progress, options=options)
     if not res.seconds:
         res.seconds = time.perf_counter() - t0
     if target_se is not None:
         res, d = _refine_to_target(m, d, res, method, target_se, max_draws, seed, progress,
                                    options, nuts)
-    res.diagnostics.setdefault("n_sampling_evals", d.n_gradient_evals)
-    res.diagnostics.setdefault("sampling_seconds", d.seconds)
-    res.diagnostics.setdefault("draws_source", d.source)
-    res.diagnostics.setdefault("chains", d.n_chains)
-    res.diagnostics.setdefault("model", m.name)
+    add_sampling_stop(res, d)  # the time budget's stop of the sampling run, if any
+    for key, value in (("n_sampling_evals", d.n_gradient_evals), ("sampling_seconds", d.seconds),
+                       ("draws_source", d.source), ("chains", d.n_chains), ("model", m.name)):
+        res.diagnostics.setdefault(key, value)
     for w in normalization_warnings(m, d):
         if w not in res.warnings:
             res.warnings.append(w)

@@ -30,7 +30,7 @@ EARLY_MARGIN = 3.0
 
 _lock = threading.Lock()
 _state: dict[str, float | None] = {"deadline": None, "seconds": None, "expired": None,
-                                   "reserved": None, "per_draw": None}
+                                   "reserved": None, "per_draw": None, "wrap_up": None}
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(s|sec|m|min|h)?\s*$")
 _UNIT = {None: 1.0, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
@@ -189,6 +189,43 @@ def reserving(seconds: float | None, per_draw: float = 0.0) -> Iterator[None]:
         yield
     finally:
         _state["reserved"], _state["per_draw"] = saved
+
+
+class WrapUp:
+    """What :func:`wrapping_up` hands its block: ``fired`` once a step cut its refinement
+    short to leave the time kept (:func:`wrap_up_due`)."""
+
+    fired = False
+
+
+_wrap: list[WrapUp] = []
+
+
+@contextlib.contextmanager
+def wrapping_up(seconds: float | None) -> Iterator[WrapUp]:
+    """Inside the block, a step that refines an answer it already has (a flow's next layer)
+    stops refining once the budget left is ``seconds`` or less (:func:`wrap_up_due`), the time
+    the caller needs to finish with what it has. None, or no budget: nothing is cut."""
+    saved = _state["wrap_up"]
+    _state["wrap_up"] = None if seconds is None else float(seconds)
+    mark = WrapUp()
+    _wrap.append(mark)
+    try:
+        yield mark
+    finally:
+        _wrap.remove(mark)
+        _state["wrap_up"] = saved
+
+
+def wrap_up_due() -> bool:
+    """Whether a refinement should stop now to leave the time :func:`wrapping_up` keeps
+    (False without a budget or outside such a block); a True marks the block's ``fired``."""
+    keep, left = _state["wrap_up"], remaining()
+    if keep is None or left is None or left > keep:
+        return False
+    if _wrap:
+        _wrap[-1].fired = True
+    return True
 
 
 def reserved(draws: int = 0) -> float:

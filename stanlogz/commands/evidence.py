@@ -15,6 +15,7 @@ from ..draws import obtain_draws
 from ..errors import InputError
 from ..estimators import METHODS, lookup
 from ..estimators.base import EvidenceResult
+from ..estimators.bridge.anytime import sampling_reserve
 from ..report.output import Reporter, write_atomically
 from ..stan.load import load_model
 from ..stan.priors import program_priors
@@ -130,8 +131,9 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     if not args.fit:
         # gbs's halves, before the sampling
         check_evidence_draws(model, method, nuts, options.get("proposal", "auto"))
-    draws = obtain_draws(model, list(args.fit) if args.fit else None, nuts, seed=args.seed,
-                         progress=report.progress)
+    with sampling_reserve(model, method, given=args.fit or None):
+        draws = obtain_draws(model, list(args.fit) if args.fit else None, nuts, seed=args.seed,
+                             progress=report.progress)
     r = evidence(model, method=method, draws=draws, settings=nuts, seed=args.seed,
                  progress=report.progress, target_se=args.target_se,
                  max_draws=args.max_draws, normalize_prior=args.normalize_prior, **options)

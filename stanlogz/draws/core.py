@@ -19,7 +19,10 @@ import numpy as np
 
 from .. import arviz_compat
 from ..errors import DataError, InputError, Route
-from ..stan.nuts import SAMPLER_COLUMNS  # noqa: F401 - the draws' sampler columns
+from ..stan.nuts import (
+    SAMPLER_COLUMNS,  # noqa: F401 - the draws' sampler columns
+    budget_stop_dict,
+)
 from ..stan.program import StanProgram
 from .project import project_rounded
 from .summary import ESS_PER_CHAIN_MIN, RHAT_MAX, DrawsSummary
@@ -78,8 +81,9 @@ class Draws:
     #: the target acceptance NUTS adapted to (None when the draws do not say)
     adapt_delta: float | None = None
     #: (draws kept, draws asked) per chain when the time budget ended sampling after the
-    #: warmup (a warning says so); None when sampling went to its end
-    budget_stop: tuple[int, int] | None = None
+    #: warmup, with (chains kept, chains) where chains still in warmup were left out (a
+    #: warning says so); None when sampling went to its end
+    budget_stop: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         u = np.asarray(self.unconstrained, dtype=float)
@@ -193,8 +197,7 @@ class Draws:
             "sampling_cost_known": self.sampling_cost_known,
         }
         if self.budget_stop is not None:
-            diag["budget_stop"] = {"draws_kept": self.budget_stop[0],
-                                   "draws_asked": self.budget_stop[1]}
+            diag["budget_stop"] = budget_stop_dict(self.budget_stop)
         msgs = list(self.warnings)
         if "divergent__" in self.sampler:
             n_div = int(np.sum(self.sampler["divergent__"] > 0))

@@ -41,6 +41,10 @@ class EvidenceResult(EvidenceNames):
         The method's own diagnostics.
     warnings : list of str
         What to do about problems found.
+    budget_stop : dict or None
+        What the run's time budget ended (:func:`stanlogz.time_budget`): ``"sampling"``
+        (``draws_kept``, ``draws_asked``: NUTS stopped past its warmup) and ``"bridge"``
+        (gbs's orientations done, layers and flow samples cut); None when it ended nothing.
 
     See Also
     --------
@@ -57,6 +61,7 @@ class EvidenceResult(EvidenceNames):
     warnings: list[str] = field(default_factory=list)
     detail: Any = None
     log_z_df: float | None = None
+    budget_stop: dict[str, Any] | None = None
 
     def interval(self, level: float = 0.95) -> tuple[float, float]:
         """Central interval for log Z: normal quantiles, or Student-t with ``log_z_df``."""

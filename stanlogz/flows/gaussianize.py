@@ -312,6 +312,8 @@ class GaussianizingFlow:
             flow.validation_log_q.append(_mean_log_q(zv, ldv))
             best, since_best = 0, 0
         for _ in range(n_layers):
+            if deadline.wrap_up_due():  # the run's budget keeps the rest for the bridge
+                break
             deadline.check_spent("the fit of the bridge's flow")  # the run's time budget
             if flow.affine is not None:
                 a = _axis_directions(z, k, g)

@@ -50,7 +50,7 @@ class NutsOutput:
     seed: int
     #: (draws kept, draws asked) per chain when the time budget ended sampling after the
     #: warmup (:class:`_BudgetWatch`); None when the run went to its end
-    budget_stop: tuple[int, int] | None = None
+    budget_stop: tuple[int, ...] | None = None
 
 
 def _run_stoppable(call: Callable[[], None], stop: ctypes.c_int, poll: Callable[[], None],
@@ -137,11 +137,23 @@ RESERVE = 0.1
 MIN_DRAWS = 25
 
 
-def budget_stop_warning(kept: int, asked: int) -> str:
+def budget_stop_warning(kept: int, asked: int, chains_kept: int | None = None,
+                        chains: int | None = None) -> str:
     """The warning of a run that the time budget ended after ``kept`` of ``asked`` draws
-    per chain."""
-    return (f"the time budget ended sampling after {kept} of {asked} draws per chain; "
+    per chain (of ``chains_kept`` of its ``chains``, the others still in warmup)."""
+    those = ("" if chains_kept is None else
+             f" of {chains_kept} of {chains} chains (the others were still in warmup)")
+    return (f"the time budget ended sampling after {kept} of {asked} draws per chain{those}; "
             "ESS and mcse count only these")
+
+
+def budget_stop_dict(stop: tuple[int, ...]) -> dict[str, int]:
+    """A run's ``budget_stop`` for JSON: ``draws_kept``, ``draws_asked`` (per chain) and,
+    where chains still in warmup were left out, ``chains_kept`` and ``chains``."""
+    out = {"draws_kept": int(stop[0]), "draws_asked": int(stop[1])}
+    if len(stop) > 2:
+        out.update(chains_kept=int(stop[2]), chains=int(stop[3]))
+    return out
 
 
 class _BudgetWatch:
@@ -166,6 +178,8 @@ class _BudgetWatch:
         #: (time, iterations of each chain) at each check
         self.history: list[tuple[float, np.ndarray]] = [(self.start, np.zeros(chains, int))]
         self.stopped = False
+        #: the chains a stop keeps (those with draws when others were still in warmup)
+        self.keep: np.ndarray | None = None
 
     def _reserve(self, kept: int) -> float:
         """Seconds kept for what follows ``kept`` draws (all chains)."""
@@ -181,7 +195,13 @@ class _BudgetWatch:
             return self.stopped
         now = deadline.clock()
         its = np.array(iterations, dtype=np.int64)  # read once: the sampler keeps counting
-        kept = self.chains * max(int(its.min()) - self.warmup, 0)  # the same for every chain
+        # chains with MIN_DRAWS draws while others are still in warmup (more chains than
+        # cores: the later ones start when earlier ones end) are an answer already
+        ready = its >= self.warmup + min(MIN_DRAWS, self.draws)
+        some = ready.any() and int(its.min()) <= self.warmup
+        # the draws kept (the same number for every chain kept)
+        kept = (int(ready.sum()) * (int(its[ready].min()) - self.warmup) if some else
+                self.chains * max(int(its.min()) - self.warmup, 0))
         least = self.chains * min(MIN_DRAWS, self.draws)
         # seconds before the reserve point (what follows the draws kept, at least MIN_DRAWS)
         usable = left_budget - self._reserve(max(kept, least))
@@ -200,6 +220,11 @@ class _BudgetWatch:
             if slowest - self.warmup < 2:
                 raise self._refusal(now, its, None)
             self.stopped = True
+            return True
+        if some:  # the laggards' warmup may still end; else keep the chains with draws
+            if usable > 0:
+                return False
+            self.keep, self.stopped = ready, True
             return True
         if usable <= 0:
             raise self._refusal(now, its, None)
@@ -278,7 +303,8 @@ def run_nuts(
     Under a run's time budget (:func:`stanlogz.time_budget`) the run keeps ``reserve``
     seconds (default ``RESERVE`` of the budget) for what follows its draws: past the warmup,
     the chains stop at that point and the draws so far are returned (the same number per
-    chain), with ``budget_stop`` set; the step size is the adapted one and the inverse metric
+    chain; where some chains were still in warmup, those with draws), with ``budget_stop``
+    set; the step size is the adapted one and the inverse metric
     is estimated from the kept draws (as Stan regularizes its windows' variances). A run still
     in warmup that cannot end it in time raises
     :class:`~stanlogz._util.deadline.OverBudget` naming fewer iterations that fit.
@@ -345,9 +371,14 @@ def run_nuts(
     if rc == 3 and watch.stopped:
         if err.value:
             model._take_error(err)  # "interrupted": the flag this run set
+        n_grad = int(raw[:, :, SAMPLER_COLUMNS.index("n_leapfrog__")].sum())  # every chain's
+        mask = watch.keep if watch.keep is not None else np.ones(chains, bool)
+        raw, unc, iterations = raw[mask], unc[mask], iterations[mask]
         kept = max(0, int(iterations.min()) - warmup)
         rows, rc = warmup + kept, 0
         budget_stop = (len(range(0, kept, thin)), len(range(0, draws, thin)))
+        if not mask.all():
+            budget_stop += (int(mask.sum()), chains)
         step = raw[:, rows - 1, SAMPLER_COLUMNS.index("stepsize__")].copy()
         inv_metric = _metric_from_draws(unc[:, warmup:rows])
         if progress:
@@ -359,7 +390,8 @@ def run_nuts(
         log = model._take_error(err)
         raise StanlogzError(f"NUTS failed for {model.name}: {stan_failure_cause(log)}",
                             log=log.replace(" | ", "\n"))
-    n_grad = int(raw[:, :, SAMPLER_COLUMNS.index("n_leapfrog__")].sum())
+    if budget_stop is None:
+        n_grad = int(raw[:, :, SAMPLER_COLUMNS.index("n_leapfrog__")].sum())
     keep = np.arange(warmup, rows, thin)
     if save_warmup:
         keep = np.concatenate([np.arange(0, warmup, thin), keep])

@@ -441,3 +441,26 @@ def test_the_watchdog_interrupts_a_step_that_checks_no_budget():
     with deadline.watchdog(0.1):  # no budget: nothing armed
         pass
     assert not deadline.expired()
+
+
+def test_chains_with_draws_are_kept_while_later_chains_are_still_in_warmup(clock):
+    # 4 chains on 2 cores: chains 1-2 run first (0.01 s per iteration each, side by side),
+    # chains 3-4 start only when those end. Under 30 s, chains 1-2 pass their warmup (1000
+    # iterations, 10 s) and sample; the reserve point (27 s) comes while chains 3-4 have not
+    # started: the run stops and keeps chains 1-2 (1700 draws each), not refused for the
+    # chains in warmup
+    watch = nuts._BudgetWatch("model", 4, 1000, 2000)
+    its = np.zeros(4, dtype=np.int64)
+    with time_budget(30):
+        while True:
+            clock.t += 0.4
+            its[:2] = np.minimum(its[:2] + 40, 3000)
+            if watch.check(its):
+                break
+    assert watch.keep.tolist() == [True, True, False, False]
+    assert clock.t - 1000.0 == pytest.approx(27.2) and its[0] == 2720
+    assert nuts.budget_stop_warning(1720, 2000, 2, 4) == (
+        "the time budget ended sampling after 1720 of 2000 draws per chain of 2 of 4 chains "
+        "(the others were still in warmup); ESS and mcse count only these")
+    assert nuts.budget_stop_dict((1720, 2000, 2, 4)) == {
+        "draws_kept": 1720, "draws_asked": 2000, "chains_kept": 2, "chains": 4}

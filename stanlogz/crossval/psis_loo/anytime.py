@@ -25,6 +25,7 @@ from ..._util import deadline
 from ..._util.arrays import even_rows
 from ..._util.seeds import Stream, stream_rng
 from ...draws import Draws
+from ...stan.nuts import budget_stop_dict
 from ..elpd.psis import PsisLoo, psis_loo
 from ..observations.clock import PSIS_VALUE_S, SUBSAMPLE_APPROX_DRAWS
 from .subsample import subsample_estimates
@@ -179,8 +180,7 @@ def budget_flags(d: Draws, est: dict[str, Any] | None) -> dict[str, Any] | None:
     passed = None if est is None else est.get("budget_pass")
     if stop is None and passed is None:
         return None
-    return {"sampling": None if stop is None else {"draws_kept": int(stop[0]),
-                                                   "draws_asked": int(stop[1])},
+    return {"sampling": None if stop is None else budget_stop_dict(stop),
             "pass": None if passed is None else {"observations_done": int(passed[0]),
                                                  "observations": int(passed[1]),
                                                  "approximation": est["approximation"]}}

@@ -43,6 +43,7 @@ from ...parallel import run_parallel, with_client
 from ...stan.program import ProgramLike, StanProgram
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..elpd.base import ElpdResult
+from ..elpd.psis import k_threshold as psis_k_threshold
 from ..names import LfoNames
 from ..observations.observations import Observations, load_observed
 from .cv_se import lfo_se
@@ -439,12 +440,19 @@ def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: 
     stop = None
     warns = _divergence_warning(n_div)
     if skipped:
-        mcse_t[np.isin(origins, skipped)] = np.nan
-        var_total = float("nan")  # as loo's NA: values above the k̂ threshold stay unfixed
-        stop = {"refits_skipped": len(skipped), "origins_flagged": skipped}
+        # as loo's NA: a value PSIS cannot be trusted for (k̂ above the threshold of the
+        # draws' size) has no Monte Carlo se, nor has the total; one below keeps PSIS's
+        unreliable = np.isin(origins, skipped) & ~(np.array(khat) <= psis_k_threshold(len(x)))
+        mcse_t[unreliable] = np.nan
+        if unreliable.any():
+            var_total = float("nan")
+        stop = {"refits_skipped": len(skipped), "origins_flagged": skipped,
+                "unreliable": origins[unreliable].tolist()}
         warns.append(f"the time budget left {len(skipped)} refit(s) out: origins "
                      f"{', '.join(map(str, skipped[:8]))}{', ...' if len(skipped) > 8 else ''} "
-                     f"keep PSIS values above k-hat {k_threshold:.2f} (Monte Carlo se NA)")
+                     f"keep PSIS values above k-hat {k_threshold:.2f}"
+                     + (f" (Monte Carlo se NA at {int(unreliable.sum())}, k-hat above "
+                        f"{psis_k_threshold(len(x)):.2f})" if unreliable.any() else ""))
     return LfoResult(model.name, "psis", int(origins[0]), ahead, origins, np.array(elpd),
                      mcse_t, np.array(khat), refits, k_threshold, len(x), int(n_grad),
                      mcse_total=math.sqrt(var_total), warnings=warns, budget_stop=stop)

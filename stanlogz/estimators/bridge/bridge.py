@@ -20,7 +20,7 @@ from ..._util.gpd import KHAT_BAD
 from ..._util.progress import Progress, steps
 from ..._util.seeds import Stream, stream, stream_rng
 from ...densities.target import CountingTarget, Target
-from ...errors import EstimationError, InputError, Route
+from ...errors import BudgetSpent, EstimationError, InputError, Route
 from ...flows.gaussianize import GaussianizingFlow, single_blas_thread
 from ...flows.selection import fit_validated_flow
 from ..base import EvidenceResult, FlowDetail
@@ -36,7 +36,13 @@ from ..common import (
     sample_count,
     split_halves,
 )
-from .route import choose_route, flow_log_weights, orientation_correlation
+from .anytime import MIN_Q, BridgeBudget
+from .route import (  # noqa: F401 - combine_orientations re-exported
+    choose_route,
+    combine_orientations,
+    flow_log_weights,
+    orientation_correlation,
+)
 
 
 @dataclass
@@ -125,45 +131,64 @@ class _OneBridge:
     bad_p: int
     bad_q: int
     capped: bool
+    seconds: float = 0.0
 
 
 def _bridge_once(counting: CountingTarget, fit_half: np.ndarray, bridge_half: np.ndarray,
                  rng_fit: np.random.Generator, rng_q: np.random.Generator, *,
                  n_layers: int | None, flow_options: dict | None, validate: bool,
                  n_q: int | None, f_err: float, f_eva: float, n_sampling_evals: float | None,
-                 max_n_q_factor: float, structured: bool = False) -> _OneBridge:
+                 max_n_q_factor: float, structured: bool = False,
+                 budget: BridgeBudget | None = None) -> _OneBridge:
     d = fit_half.shape[2]
     x_p = bridge_half.reshape(-1, d)
     n_p = x_p.shape[0]
     n_q0 = sample_count(n_q, n_p)
-    t_fit = time.perf_counter()
-    if validate or structured:
-        flow, info = fit_validated_flow(counting, fit_half, rng_fit, n_layers=n_layers,
-                                        structured=structured, **(flow_options or {}))
-    else:
-        flow = GaussianizingFlow.fit(fit_half.reshape(-1, d), n_layers=n_layers, rng=rng_fit,
-                                     **(flow_options or {}))
-        info = {"whitening": "sample", "validated": False}
-    t_fit = time.perf_counter() - t_fit
-
     deadline.check_spent("the bridge estimate")  # the run's time budget
-    lp_p, bad_p = eval_log_density(counting, x_p)
+    t_lp = deadline.clock()  # the budget's clock (a step-count clock in tests)
+    lp_p, bad_p = eval_log_density(counting, x_p)  # first: it times a target evaluation
     require_some_finite(lp_p, "the posterior draws")
+    keep = None
+    if budget is not None:
+        budget.timed(deadline.clock() - t_lp, n_p)
+        keep = budget.fit_keep(n_p, n_q0)
+    t_fit = time.perf_counter()
+    with deadline.wrapping_up(keep) as wrap:  # under a budget, fewer layers leave the bridge time
+        if validate or structured:
+            flow, info = fit_validated_flow(counting, fit_half, rng_fit, n_layers=n_layers,
+                                            structured=structured, **(flow_options or {}))
+        else:
+            flow = GaussianizingFlow.fit(fit_half.reshape(-1, d), n_layers=n_layers,
+                                         rng=rng_fit, **(flow_options or {}))
+            info = {"whitening": "sample", "validated": False}
+    t_fit = time.perf_counter() - t_fit
     lw_p = (lp_p - flow.log_density_many(x_p)).reshape(bridge_half.shape[:2])
 
+    n_q_cut = False
+    if budget is not None:  # the flow samples that fit, at a target evaluation's cost
+        fit = max(budget.more_samples(n_q0, budget.seconds_per_eval), min(n_q0, MIN_Q))
+        n_q_cut, n_q0 = fit < n_q0, fit
+    t_q = deadline.clock()
     lw_q, bad_q = flow_log_weights(counting, flow, rng_q, n_q0)
+    t_q = (deadline.clock() - t_q) / max(n_q0, 1)
     sol = solve_bridge(lw_p, lw_q)
     capped = False
     max_n_q = int(max_n_q_factor * n_p)
     if n_q is None:
         evals = None if n_sampling_evals is None else int(n_sampling_evals)
         n_q_new = adaptive_n_q(sol, n_q0, f_err, f_eva, evals, max_n_q)
+        if budget is not None and n_q_new > n_q0:
+            fit = n_q0 + budget.more_samples(n_q_new - n_q0, t_q)
+            n_q_cut, n_q_new = n_q_cut or fit < n_q_new, fit
         if n_q_new > n_q0:
             lw_more, bad_more = flow_log_weights(counting, flow, rng_q, n_q_new - n_q0)
             bad_q += bad_more
             lw_q = np.concatenate([lw_q, lw_more])
             sol = solve_bridge(lw_p, lw_q)
         capped = n_q_new >= max_n_q and sol.re2_q > 0.5 * (sol.re2_q + sol.re2_p)
+    if budget is not None:
+        budget.layers_cut.append(wrap.fired)
+        budget.n_q_cut.append(n_q_cut)
     return _OneBridge(sol, lw_p, lw_q, flow, info, t_fit, bad_p, bad_q, capped)
 
 
@@ -242,14 +267,27 @@ def gbs(
     counting = CountingTarget(target)
     share = None if n_sampling_evals is None else n_sampling_evals / len(orientations)
     runs = []
+    budget = BridgeBudget.start(len(orientations))  # None without a run's time budget
     with steps(progress, len(orientations), "bridge sampling", unit="bridge") as bar:
         for i, (fit, br) in enumerate(orientations):
-            runs.append(_bridge_once(counting, fit, br, stream_rng(seed, Stream.FLOW_FIT, i),
-                                     stream_rng(seed, Stream.PROPOSAL, i),
-                                     n_layers=n_layers, flow_options=flow_options,
-                                     validate=validate, n_q=n_q, f_err=f_err, f_eva=f_eva,
-                                     n_sampling_evals=share, max_n_q_factor=max_n_q_factor,
-                                     structured=route.structured))
+            if budget is not None and runs and not budget.next_fits(runs[0].seconds):
+                break  # the orientations done are the answer
+            t_one = deadline.clock()
+            try:
+                one = _bridge_once(counting, fit, br, stream_rng(seed, Stream.FLOW_FIT, i),
+                                   stream_rng(seed, Stream.PROPOSAL, i),
+                                   n_layers=n_layers, flow_options=flow_options,
+                                   validate=validate, n_q=n_q, f_err=f_err, f_eva=f_eva,
+                                   n_sampling_evals=share, max_n_q_factor=max_n_q_factor,
+                                   structured=route.structured, budget=budget)
+            except BudgetSpent:
+                if budget is None or not runs:
+                    raise  # nothing estimable yet
+                break
+            one.seconds = deadline.clock() - t_one
+            runs.append(one)
+            if budget is not None:
+                budget.orientations_done = len(runs)
             bar.update()
     main = runs[0]
     n_p = main.lw_p.size
@@ -316,39 +354,16 @@ def gbs(
                         f"; the single bridge gave {log_z:.3f} ± {se:.3f})")
         log_z, se, df = tb.log_z, tb.log_z_se, None
         warnings += tb.warnings
+    stop = {"bridge": budget.to_dict()} if budget is not None and budget.cut() else None
+    if stop:
+        warnings.append(budget.warning())
     return EvidenceResult(
-        method="gbs", log_z=log_z, log_z_se=se,
+        method="gbs", log_z=log_z, log_z_se=se, budget_stop=stop,
         n_draws=int(sum(r.lw_p.size for r in runs) if len(runs) > 2 else 2 * n_p),
         n_evals=n_evals, seconds=time.perf_counter() - t0,
         diagnostics=diagnostics, warnings=warnings, log_z_df=df,
         detail=FlowDetail(main.flow, log_w_p=main.lw_p, log_w_q=main.lw_q),
     )
-
-
-def combine_orientations(estimates: list[float], ses: list[float],
-                         correlated: bool | float = False) -> tuple[float, float, float]:
-    """log Z, its standard error and the z-score of the difference from the estimates of one or
-    two orientations (fit and bridge halves swapped).
-
-    The two are nearly independent: when each se is right, Var(mean) = (se_a^2 + se_b^2) / 4,
-    and in any case E (a - b)^2 = se_a^2 + se_b^2 + twice the variance each fit adds; the
-    larger of the two estimates of Var(mean) keeps a fit-dependent error inside the error bar.
-    ``correlated``, the correlation rho of the bridges' errors (True: 1), makes it
-    Var(mean) = (se_a^2 + se_b^2 + 2 rho se_a se_b) / 4: both orientations carry the same sum
-    over coordinates of the two halves' squared discrepancy, a share of their errors that grows
-    with the dimension per draw (:func:`~.route.orientation_correlation`; at d = 3,002 the two
-    halves' errors agreed in sign and size, the independent rule's RMS error / se was 1.2 over
-    50 exact-draw replicates and its ±2 se covered 0.90; at d = 102 with a dense proposal, 1.1
-    and 0.92).
-    """
-    if len(estimates) == 1:
-        return float(estimates[0]), float(ses[0]), math.nan
-    a, b = estimates
-    comb = math.hypot(*ses)
-    rho = min(max(float(correlated), 0.0), 1.0)
-    se = 0.5 * max(math.sqrt(comb * comb + 2.0 * rho * ses[0] * ses[1]), abs(a - b))
-    z = (b - a) / comb if comb > 0 else (0.0 if a == b else math.inf)
-    return 0.5 * (a + b), se, z
 
 
 def bridge_diagnostics(sol: BridgeSolution, n_q: int, n_p: int, k_q: float, k_p: float,

@@ -5,6 +5,7 @@ dimensions never sit in memory at once."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -79,3 +80,29 @@ def flow_log_weights(target: Target, flow: GaussianizingFlow, rng: np.random.Gen
         out.append(lp - lq)
         bad += b
     return (np.concatenate(out) if out else np.zeros(0)), bad
+
+
+def combine_orientations(estimates: list[float], ses: list[float],
+                         correlated: bool | float = False) -> tuple[float, float, float]:
+    """log Z, its standard error and the z-score of the difference from the estimates of one or
+    two orientations (fit and bridge halves swapped).
+
+    The two are nearly independent: when each se is right, Var(mean) = (se_a^2 + se_b^2) / 4,
+    and in any case E (a - b)^2 = se_a^2 + se_b^2 + twice the variance each fit adds; the
+    larger of the two estimates of Var(mean) keeps a fit-dependent error inside the error bar.
+    ``correlated``, the correlation rho of the bridges' errors (True: 1), makes it
+    Var(mean) = (se_a^2 + se_b^2 + 2 rho se_a se_b) / 4: both orientations carry the same sum
+    over coordinates of the two halves' squared discrepancy, a share of their errors that grows
+    with the dimension per draw (:func:`~.route.orientation_correlation`; at d = 3,002 the two
+    halves' errors agreed in sign and size, the independent rule's RMS error / se was 1.2 over
+    50 exact-draw replicates and its ±2 se covered 0.90; at d = 102 with a dense proposal, 1.1
+    and 0.92).
+    """
+    if len(estimates) == 1:
+        return float(estimates[0]), float(ses[0]), math.nan
+    a, b = estimates
+    comb = math.hypot(*ses)
+    rho = min(max(float(correlated), 0.0), 1.0)
+    se = 0.5 * max(math.sqrt(comb * comb + 2.0 * rho * ses[0] * ses[1]), abs(a - b))
+    z = (b - a) / comb if comb > 0 else (0.0 if a == b else math.inf)
+    return 0.5 * (a + b), se, z

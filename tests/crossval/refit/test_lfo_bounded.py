@@ -1,6 +1,7 @@
 """PSIS-LFO under a time budget (issue 45): the refits that do not fit are left out, their
-origins keep PSIS values from the last refit's draws, flagged in the result and its JSON with
-a NaN Monte Carlo se (loo's NA); the origins before them are the unbudgeted run's values."""
+origins keep PSIS values from the last refit's draws, flagged in the result and its JSON, with
+PSIS's Monte Carlo se, NaN (loo's NA) where k̂ is above the draws' threshold; the origins
+before them are the unbudgeted run's values."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from stanlogz import OverBudget, time_budget
 from stanlogz._util import deadline
+from stanlogz.crossval.elpd.psis import k_threshold
 from stanlogz.crossval.refit import lfo as lfo_module
 from stanlogz.crossval.refit.lfo import lfo
 
@@ -47,8 +49,15 @@ def test_a_budget_leaves_refits_out_and_flags_their_origins(compiled, monkeypatc
     flagged = r.budget_stop["origins_flagged"]
     assert r.refits == [30] and r.budget_stop["refits_skipped"] == len(flagged) >= 1
     late = np.isin(r.origins, flagged)
-    assert np.all(r.khat_t[late] > 0.0) and np.all(np.isnan(r.mcse_t[late]))
-    assert np.isnan(r.mcse) and r.to_dict()["budget_stop"]["origins_flagged"] == flagged
+    assert np.all(r.khat_t[late] > 0.0)
+    # loo's NA: no Monte Carlo se where PSIS is unreliable (k̂ above the draws' threshold),
+    # PSIS's own below it, and the total's NA with any NA origin
+    unreliable = late & (r.khat_t > k_threshold(r.n_samples))
+    assert np.all(np.isnan(r.mcse_t[unreliable]))
+    assert np.all(np.isfinite(r.mcse_t[late & ~unreliable]))
+    assert r.budget_stop["unreliable"] == r.origins[unreliable].tolist()
+    assert np.isnan(r.mcse) == bool(unreliable.any())
+    assert r.to_dict()["budget_stop"]["origins_flagged"] == flagged
     assert any(w.startswith("the time budget left") for w in r.warnings)
     # the origins before the first skipped refit share the unbudgeted run's draws and values
     before = r.origins < flagged[0]
