@@ -193,7 +193,7 @@ class KFoldNames(Display):
                         self.fold_rows())
         if getattr(self, "is_logo", False):
             notes = ["elpd_logo: sum over groups of log p(y_g | y_-g), each held-out group's "
-                     "joint density (loo --group's headline); elpd_kfold beside it sums "
+                     "joint density (leave-one-group-out's headline); elpd_kfold beside it sums "
                      "log p(y_i | y_-g(i)) over observations.",
                      "elpd_logo's SE is sqrt(G var) over the groups' log p(y_g | y_-g); "
                      "elpd_kfold's is loo's sqrt(N var(elpd_i)).",
