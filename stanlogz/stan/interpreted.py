@@ -26,7 +26,7 @@ import numpy as np
 
 from .._util.seeds import int_seed
 from ..errors import BackendUnsupported, DataError, Route, StanCompileError
-from ..toolchain.interpreter import STANLI_VERSION, program_mir, runtime_library
+from ..toolchain.interpreter import BUILDING, STANLI_VERSION, program_mir, runtime_library
 from .ffi import _load_library
 from .inputs import DataLike, data_to_json
 from .messages import _data_error_message
@@ -34,11 +34,6 @@ from .model import StanModel
 from .settings import NutsArgs
 
 _P = ctypes.c_void_p
-
-#: Held while the interpreter builds a model: the batched pass
-#: (:mod:`stanlogz.stan.interpreted_pointwise`) sets stanli's process-wide switch refusing its
-#: slow fallback for its own build only, so no other build may run meanwhile.
-BUILDING = threading.RLock()
 
 _EXTRA = {
     "bs_log_density": (ctypes.c_int, [_P, ctypes.c_bool, ctypes.c_bool, _P, _P, _P]),

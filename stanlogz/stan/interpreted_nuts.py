@@ -60,7 +60,7 @@ def run_interpreted_nuts(model: Any, settings: NutsArgs | None = None, *,
     if progress:
         progress(f"sampling {model.name}: {args.chains} chains x ({args.warmup} warmup + "
                  f"{args.draws} draws) (interpreted)")
-    from .interpreted import BUILDING
+    from ..toolchain.interpreter import BUILDING
 
     with BUILDING:
         sampler = stanli.Model(mir=model.mir, data=model.data_json,

@@ -222,7 +222,7 @@ def instance_program(code: str, fields: Sequence[str], size_name: str) -> str:
 
 #: stanli's switch refusing a program part it cannot compile (else run by its MIR interpreter,
 #: often slower than the per-call path this pass replaces); process-wide, so it is set only
-#: while :data:`~stanlogz.stan.interpreted.BUILDING` is held.
+#: while :data:`~stanlogz.toolchain.interpreter.BUILDING` is held.
 _NO_FALLBACK = "STANLI_NO_INTERPRETER"
 
 #: Per (program text, fields, size): the rewritten program's MIR, or None where it fails.
@@ -277,7 +277,7 @@ def instance_densities(model: Any, data: Mapping[str, Any], fields: Sequence[str
     t0 = time.perf_counter()
     full = {**json.loads(data_to_json(data)), **extra}
     try:
-        from .interpreted import BUILDING
+        from ..toolchain.interpreter import BUILDING
 
         with BUILDING:  # the interpreter's slow fallback for what it cannot compile is refused
             before = os.environ.get(_NO_FALLBACK)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,11 @@ from ..errors import StanCompileError, ToolchainError
 
 #: The one stanli release stanlogz runs (pyproject.toml pins the same).
 STANLI_VERSION = "0.24.0"
+
+#: Held while the interpreter builds a model: the batched pass
+#: (:mod:`stanlogz.stan.interpreted_pointwise`) sets stanli's process-wide switch refusing its
+#: slow fallback for its own build only, so no other build may run meanwhile.
+BUILDING = threading.RLock()
 
 
 @functools.lru_cache(maxsize=1)

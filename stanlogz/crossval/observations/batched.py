@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ..._util.threads import n_threads
+
 #: Draws of the per-call check (and of its timing).
 CHECK_DRAWS = 24
 
@@ -78,7 +80,6 @@ def batched_columns(pw: Any, index: list[int], unc: np.ndarray) -> np.ndarray | 
     model's batched call, or None (the caller runs the per-call path). The first call at
     ``MEASURE_DRAWS`` or more draws times the batched path on ``PROBE`` observations against
     the per-call one and keeps the faster for the pass."""
-    from .pointwise import n_threads
 
     if getattr(pw.model, "instance_densities", None) is None or not index or pw._batch_failed:
         return None

@@ -34,6 +34,7 @@ import numpy as np
 from scipy import special
 
 from ..._util import deadline
+from ..._util.threads import n_threads
 from ...errors import StanlogzError
 from ...stan.program import StanProgram
 from .conditional import is_integer_valued, response_field
@@ -41,7 +42,7 @@ from .conditional_integral import BATCH, IntegralMixin, NoConditional
 from .conditional_nodes import DROP, geometric_tail, negligible
 from .conditional_search import SearchRecord
 from .observations import Observations
-from .pointwise import n_threads, run_all
+from .pointwise import run_all
 
 #: Most terms of one sum (integer y_i), both sides together.
 MAX_TERMS = 4000

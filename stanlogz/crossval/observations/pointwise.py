@@ -21,7 +21,6 @@ one-line reason naming the violated condition.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -30,6 +29,7 @@ import numpy as np
 
 from ..._util import deadline
 from ..._util.arrays import even_rows
+from ..._util.threads import n_threads
 from ...errors import DataError, InputError, Route
 from ...stan.program import StanProgram
 from .clock import PassClock, PassState
@@ -81,12 +81,6 @@ def has_log_lik(model: StanProgram) -> bool:
     """Whether the program has a ``log_lik`` generated quantity."""
     return any(n == "log_lik" or n.startswith("log_lik.")
                for n in model.param_names(include_tp=True, include_gq=True))
-
-
-def n_threads() -> int:
-    """Threads for the native density calls (``STANLOGZ_THREADS``, default: the CPU count)."""
-    env = os.environ.get("STANLOGZ_THREADS", "")
-    return max(1, int(env)) if env.isdigit() else max(1, os.cpu_count() or 1)
 
 
 def run_all(fn: Callable[[Any], None], items: Iterable[Any], n_draws: int,
