@@ -53,6 +53,7 @@ from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError
 from ..refit.heldout import heldout_many
 from .anytime import anytime_pass, budget_flags, budget_pass_warning, pass_reserve
+from .band_refit import correct_band
 from .fitloo import is_fit, loo_elsewise
 from .own_latent import MAX_OWN_REFITS, own_parameter_note, own_parameter_observations
 from .result import LooResult, loo_warnings
@@ -399,7 +400,7 @@ def loo(
                          EXACT.options(None), seed, n_workers, progress)
         fixed = fixed + more
         notes.extend(why)
-    verification, before = None, ps.elpd_i.copy()
+    verification, before, band = None, ps.elpd_i.copy(), None
     if sample_index is None:
         before[[pos_of(index, f.index) for f in fixed]] = [f.elpd for f in fixed]
         fixed, verification = self_check(
@@ -411,13 +412,26 @@ def loo(
             can_repair=method.refit is not None, rng=stream_rng(seed, Stream.LOO_VERIFY, 0),
             progress=progress, replace=method.acts, chains=d.n_chains,
             influence=lambda obs: influence_rows(ps, pw, d, r_eff, index, obs))
-        keep_influence(ps, pw, d, r_eff, [pos_of(index, f.index) for f in fixed])
+        if n_verify != 0 and method.refit is not None and method.acts:  # band_refit
+            fixed, band = correct_band(
+                index, ps.khat, ps.elpd_i, fixed,
+                lambda idx: _fix(pw, d, idx, ps, index, EXACT, threshold, r_eff, nuts,
+                                 EXACT.options(None), stream(seed, Stream.LOO_BAND, 1),
+                                 n_workers, progress),
+                threshold=threshold, refit_seconds=d.seconds or None,
+                rng=stream_rng(seed, Stream.LOO_BAND, 0), psis_mcse=ps.mcse_i,
+                claimed=float(np.hypot(ps.total_mcse(), ps.total_bias())), progress=progress)
+        keep_influence(ps, pw, d, r_eff, [pos_of(index, f.index) for f in fixed]
+                       + ([] if band is None else [pos_of(index, o) for o in band.unsampled]))
     refit = {f.index for f in fixed if f.method not in ("mm", "mis")}  # a self-check's too
     own_na = own_parameter_note(own, d.unc_names, set(own) <= refit) if own else None
     elpd_i = ps.elpd_i.copy()
     pos = {int(o): j for j, o in enumerate(index)}
     for f in fixed:
         elpd_i[pos[f.index]] = f.elpd
+    unsampled = [] if band is None else [pos[o] for o in band.unsampled]
+    for o, shift in ({} if band is None else band.shifts).items():
+        elpd_i[pos[o]] += shift
     est = (_full_estimates(ps, elpd_i) if sample_index is None
            else subsample_estimates(est["approx"], sample_index, elpd_i, ps, fixed,
                                     est["certain"]))
@@ -434,11 +448,15 @@ def loo(
         approximation=None if sample_index is None else approximation,
         pointwise_seconds=t_pointwise,
         program=model, data=data_dict, draws=d, verification=verification)
-    grow, replaced = est.get("expansion", 1.0), [pos[f.index] for f in fixed]
+    grow, replaced = est.get("expansion", 1.0), [pos[f.index] for f in fixed] + unsampled
     res.mcse_psis = ps.total_mcse(replaced) * grow
     res.mcse_bias = ps.total_bias(replaced) * grow
     res.mcse_elpd_loo = math.sqrt(res.mcse_psis**2 + res.mcse_bias**2
-                                  + fixed_variance(fixed) * grow**2)
+                                  + fixed_variance(fixed) * grow**2
+                                  + (0.0 if band is None else band.se**2))
+    res.band = band
+    if band is not None and band.status == "skipped":  # a bias the error bar does not hold
+        res.warnings.append(band.note)
     if res.still_bad() or (verification and verification.status == "withheld"):
         res.mcse_elpd_loo = float("nan")  # as loo: NA while a k-hat stays above the threshold
     res.budget_stop = budget_stop
