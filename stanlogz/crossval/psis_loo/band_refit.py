@@ -1,28 +1,34 @@
 """The PSIS values of the moderate k̂ band, corrected by exact refits of a random sample of
-them (a difference estimator, as subsampling LOO's; Magnusson et al. 2019).
+them (a stratified difference estimator, as subsampling LOO's; Magnusson et al. 2019).
 
 Below the k̂ threshold PSIS values are kept, but where the ratios' tail is near the edge of a
-finite variance they are each a little too high, and many such values add up: on posteriordb's
+finite variance they are each a little too high, and many such values add up. On posteriordb's
 radon_county_intercept (85 county intercepts, 2–6 houses in most counties: leaving a house out
-of a county of n moves its intercept, a ratio tail of index about 1/n) the ~60 PSIS values with
-k̂ 0.4–0.7 were together 0.3 nats above their exact values on average over 15 seeds (up to
-1.1), against a Monte Carlo se of the whole total of 0.48, and the half-sample bias estimate
-(:func:`~stanlogz.crossval.elpd.psis.half_bias`) saw a fifth of it. The corpus coverage table
-(docs/benchmarks.md) had radon at mean z +1.55 over 20 seeds.
+of a county of n moves its intercept, a ratio tail of index about 1/n), over 40 sets of 4000
+exact posterior draws the ~250 PSIS values with k̂ 0.2–0.7 were together +0.64 nats above their
+exact values (sd 0.32), against a Monte Carlo se of the whole total of about 0.47; the
+half-sample bias estimate (:func:`~stanlogz.crossval.elpd.psis.half_bias`), which counts
+k̂ > 0.5 only, saw a fifth of it. The corpus coverage table (docs/benchmarks.md) had radon at
+mean z +1.55 over 20 seeds.
 
-The remedy measured cheapest for an honest error bar: the ``n`` PSIS values with k̂ in
-[``BAND_LOW``, threshold] are the population; ``m = min(n, BAND_REFITS)`` of them drawn at
-random without replacement are refit exactly (their exact values replace them, as the
-self-check's refits do), and each of the other ``n − m`` values gets the sample's mean
-difference d̄ = mean(exact − PSIS) added. The sum over the band is then unbiased for the exact
-sum (over the random sample, whatever the draws), and its error is the sample mean's:
+The band, k̂ in [``STRATA[0]``, threshold], is split into strata by k̂ (``STRATA``); in each,
+``m_h = min(n_h, STRATUM_REFITS)`` values drawn at random without replacement are refit
+exactly (their exact values replace them, as the self-check's refits do), and each of the other
+``n_h − m_h`` values gets the stratum's mean difference d̄_h = mean(exact − PSIS) added. The
+band's sum is then unbiased for the exact sum (over the random samples, whatever the draws),
+and its error is the samples' means':
 
-    se² = n² (1 − m / n) s² / m,      s² the sample variance of exact − PSIS,
+    se² = Σ_h n_h² (1 − m_h / n_h) s_h² / m_h,      s_h² the sample variance of exact − PSIS,
 
-which replaces the band's PSIS Monte Carlo se in the total's (the draws' error common to the
-band cancels in the differences; the refits' own error is in s²). When ``m = n`` the band is
-simply refit. Over 15 radon seeds the se was 0.2–0.75 nats at ``m = 20`` (values
-``benchmarks/data/corpus_coverage_band.jsonl``; docs/benchmarks.md).
+which replaces the band's PSIS Monte Carlo se and estimated bias in the total's (the draws'
+error common to the band cancels in the differences; the refits' own error is in s_h²).
+
+It runs only where it matters and is affordable: where ``BIAS_RATE`` × the band's summed
+pointwise mc se (the bias measured on radon, as a share of that sum) exceeds ``MATERIAL`` × the
+Monte Carlo se the total claims without it, and the refits' estimated cost is at most
+``BAND_SECONDS`` (and the time budget's rest). Where it matters but costs more, the values stay
+PSIS's and a warning says that their bias is not in mcse_elpd_loo. ``verify=0`` turns it off
+with the self-check. Coverage: ``benchmarks/band_replay.py`` (docs/benchmarks.md).
 """
 
 from __future__ import annotations
