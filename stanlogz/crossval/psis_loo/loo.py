@@ -237,7 +237,10 @@ def loo(
         the band (and below, while values there fail) is refit, or the Monte Carlo se of
         elpd_loo withheld, with a warning. ``"auto"``: 4 points when their refits cost at most
         half the run so far (or 10 s);
-        ``0``: off. The outcome is ``verification`` on the result.
+        ``0``: off. The outcome is ``verification`` on the result. Unless off, and where
+        the fix-up refits, the PSIS values of k̂ 0.2 to the threshold are also corrected by
+        exact refits of a stratified random sample of them where their summed bias would be
+        material (:mod:`~stanlogz.crossval.psis_loo.band_refit`; ``band`` on the result).
     mcse_target : float, optional
         A precision target: while ``mcse_elpd_loo`` is above it, the chains are continued
         (their adapted step size and metric, no new warmup) and elpd_loo computed again, until
