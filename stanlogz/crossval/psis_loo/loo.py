@@ -416,6 +416,8 @@ def loo(
             progress=progress, replace=method.acts, chains=d.n_chains,
             influence=lambda obs: influence_rows(ps, pw, d, r_eff, index, obs))
         if n_verify != 0 and method.refit is not None and method.acts:  # band_refit
+            done = [pos_of(index, f.index) for f in fixed]
+            keep_influence(ps, pw, d, r_eff, done)  # the claim without the values fixed
             fixed, band = correct_band(
                 index, ps.khat, ps.elpd_i, fixed,
                 lambda idx: _fix(pw, d, idx, ps, index, EXACT, threshold, r_eff, nuts,
@@ -423,7 +425,8 @@ def loo(
                                  n_workers, progress),
                 threshold=threshold, refit_seconds=d.seconds or None,
                 rng=stream_rng(seed, Stream.LOO_BAND, 0), psis_mcse=ps.mcse_i,
-                claimed=float(np.hypot(ps.total_mcse(), ps.total_bias())), progress=progress)
+                claimed=float(np.hypot(ps.total_mcse(done), ps.total_bias(done))),
+                progress=progress)
         keep_influence(ps, pw, d, r_eff, [pos_of(index, f.index) for f in fixed]
                        + ([] if band is None else [pos_of(index, o) for o in band.unsampled]))
     refit = {f.index for f in fixed if f.method not in ("mm", "mis")}  # a self-check's too
