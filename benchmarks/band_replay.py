@@ -22,8 +22,10 @@ values (as the fix-ups and the own-parameter refits do), then the band is left a
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -36,8 +38,9 @@ FOLDER = "radon_mn-radon_county_intercept"
 ONE_HOUSE = [462, 508, 890]  # 0-based: the counties with one house (refit exactly by loo)
 
 
-def exact_draws(s: int, rng: np.random.Generator) -> np.ndarray:
-    """``s`` independent draws of the exact posterior: the log-likelihood matrix (s, N)."""
+@functools.cache
+def _sigma_grid() -> tuple[Any, np.ndarray, np.ndarray]:
+    """The model, and the posterior of log sigma_y on a grid (values, probabilities)."""
     m = _radon_county(load_data(FOLDER))
 
     def logpost(u: float) -> float:
@@ -47,7 +50,12 @@ def exact_draws(s: int, rng: np.random.Generator) -> np.ndarray:
     lo, hi = _range(logpost)
     u = np.linspace(lo, hi, 301)
     lp = np.array([logpost(x) for x in u])
-    p = np.exp(lp - lp.max())
+    return m, u, np.exp(lp - lp.max())
+
+
+def exact_draws(s: int, rng: np.random.Generator) -> np.ndarray:
+    """``s`` independent draws of the exact posterior: the log-likelihood matrix (s, N)."""
+    m, u, p = _sigma_grid()
     us = rng.choice(u, size=s, p=p / p.sum()) + (u[1] - u[0]) * (rng.random(s) - 0.5)
     sg = np.exp(us)
     xtx, xty = m.X.T @ m.X, m.X.T @ m.y
