@@ -26,9 +26,10 @@ error common to the band cancels in the differences; the refits' own error is in
 It runs only where it matters and is affordable: where ``BIAS_RATE`` × the band's summed
 pointwise mc se (the bias measured on radon, as a share of that sum) exceeds ``MATERIAL`` × the
 Monte Carlo se the total claims without it, and the refits' estimated cost is at most
-``BAND_SECONDS`` (and the time budget's rest). Where it matters but costs more, the values stay
-PSIS's and a warning says that their bias is not in mcse_elpd_loo. ``verify=0`` turns it off
-with the self-check. Coverage: ``benchmarks/band_replay.py`` (docs/benchmarks.md).
+``BAND_SECONDS`` (and the time budget's rest; an explicit ``verify=K`` lifts the first limit).
+Where it matters but costs more, the values stay PSIS's and a warning says that their bias is
+not in mcse_elpd_loo. ``verify=0`` turns it off with the self-check. Coverage:
+``benchmarks/band_replay.py`` (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -131,7 +132,8 @@ def correct_band(obs: np.ndarray, khat: np.ndarray, psis: np.ndarray,
                  fixed: list[FixedPoint], refit: Refit, *, threshold: float,
                  refit_seconds: float | None, rng: np.random.Generator,
                  psis_mcse: np.ndarray | None = None, claimed: float = 0.0,
-                 progress: Any = None) -> tuple[list[FixedPoint], BandCorrection | None]:
+                 forced: bool = False, progress: Any = None
+                 ) -> tuple[list[FixedPoint], BandCorrection | None]:
     """Refit a random sample of each stratum of the band's PSIS values and estimate the
     others' error from it.
 
@@ -157,6 +159,9 @@ def correct_band(obs: np.ndarray, khat: np.ndarray, psis: np.ndarray,
         always).
     claimed : float, default 0.0
         The Monte Carlo se the total claims without the correction.
+    forced : bool, default False
+        Asked for (``verify=K``): the refits' cost is limited by the time budget alone, not
+        by ``BAND_SECONDS``.
     progress : callable, optional
         Called with one line.
 
@@ -185,15 +190,15 @@ def correct_band(obs: np.ndarray, khat: np.ndarray, psis: np.ndarray,
     out = BandCorrection("skipped", edges[0], float(threshold), n)
     cost = None if refit_seconds is None else m * refit_seconds
     left = run_budget.remaining()
-    if cost is None or cost > min(BAND_SECONDS, np.inf if left is None else left):
+    cap = min(np.inf if forced else BAND_SECONDS, np.inf if left is None else left)
+    if cost is None or cost > cap:
         size = "" if not np.isfinite(bias) else f" (about {bias:+.2f} where measured)"
         out.note = (f"{n} PSIS value(s) with {top} are left as PSIS gives them, whose bias "
                     f"upward{size} is not in mcse_elpd_loo: "
                     + ("the cost of refitting a sample of them is unknown" if cost is None else
                        f"refitting {m} of them would take about {duration(cost)}, more than "
-                       f"{duration(BAND_SECONDS)}")
-                    + f"; {Route(options={'fix': 'exact', 'k_threshold': 0.5})} refits the "
-                    "worst of them")
+                       f"{duration(cap)}")
+                    + f"; {Route(options={'verify': 4})} corrects them whatever the cost")
         return fixed, out
     samples = [np.sort(rng.choice(p, size=min(p.size, STRATUM_REFITS), replace=False))
                for p in parts]

@@ -426,7 +426,7 @@ def loo(
                 threshold=threshold, refit_seconds=d.seconds or None,
                 rng=stream_rng(seed, Stream.LOO_BAND, 0), psis_mcse=ps.mcse_i,
                 claimed=float(np.hypot(ps.total_mcse(done), ps.total_bias(done))),
-                progress=progress)
+                forced=n_verify is not None, progress=progress)
         keep_influence(ps, pw, d, r_eff, [pos_of(index, f.index) for f in fixed]
                        + ([] if band is None else [pos_of(index, o) for o in band.unsampled]))
     refit = {f.index for f in fixed if f.method not in ("mm", "mis")}  # a self-check's too
