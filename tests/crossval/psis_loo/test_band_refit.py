@@ -124,7 +124,11 @@ def test_small_band_is_refit_whole_and_costly_band_is_left() -> None:
     fixed, band = correct_band(obs, k, psis, [], refit, threshold=0.7, refit_seconds=1e4,
                                rng=np.random.default_rng(0))
     assert band.status == "skipped" and fixed == [] and calls == []
-    assert "would take about" in band.note
+    assert "would take about" in band.note and "verify=4" in band.note
+    # asked for (an explicit verify=K): the cost does not stop it
+    fixed, band = correct_band(obs, k, psis, [], refit, threshold=0.7, refit_seconds=1e4,
+                               rng=np.random.default_rng(0), forced=True)
+    assert band.status == "refit" and len(fixed) == 7
     # values already fixed (e.g. by the self-check) are not in the band
     assert band_members(obs, k, [_point(41, 0.0)], BAND_LOW, 0.7).tolist() == [40, *range(42, 47)]
     # where BIAS_RATE x the band's summed pointwise mc se is at most MATERIAL x the total's
