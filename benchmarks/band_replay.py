@@ -135,12 +135,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--samples", type=int, default=50, help="band samples per set")
     ap.add_argument("--refit-se", type=float, default=0.02)
     ap.add_argument("--strata", default=None, help="the band's k-hat edges, e.g. 0.3,0.5")
+    ap.add_argument("--whole-from", type=float, default=None,
+                    help="strata from this k-hat up are refit whole")
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "stanlogz_band_replay",
                     help="NUTS draws' log-likelihood per seed (about 11 MB each)")
     a = ap.parse_args(argv)
+    import stanlogz.crossval.psis_loo.band_refit as band_refit
     if a.strata:
-        import stanlogz.crossval.psis_loo.band_refit as band_refit
         band_refit.STRATA = tuple(float(x) for x in a.strata.split(","))
+    if a.whole_from is not None:
+        band_refit.WHOLE_FROM = a.whole_from
     exact = np.asarray(json.loads((ROOT / "benchmarks" / "data" / "corpus_loo_refs.json")
                                   .read_text())[FOLDER]["elpd_i"])
     zb, za, ses = [], [], []
