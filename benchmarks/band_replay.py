@@ -35,6 +35,7 @@ from benchmarks.corpus_coverage import load_data
 from benchmarks.corpus_loo_exact import _radon_county, _range
 
 FOLDER = "radon_mn-radon_county_intercept"
+KEEP_BAND_SE = False  # --keep-band-se: the unsampled band's PSIS se stays in the total's
 ONE_HOUSE = [462, 508, 890]  # 0-based: the counties with one house (refit exactly by loo)
 
 
@@ -119,7 +120,8 @@ def replay(ll: np.ndarray, r_eff: float, chains: int, exact: np.ndarray, samples
         if band is not None:
             for o, v in band.shifts.items():
                 e[o] += v
-            done = sorted(set(done) | set(band.unsampled))
+            if not KEEP_BAND_SE:
+                done = sorted(set(done) | set(band.unsampled))
             se_band = band.se
         mc = np.sqrt(ps.total_mcse(done)**2 + ps.total_bias(done)**2
                      + fixed_variance([f for f in fixed if f.index not in top]) + se_band**2)
@@ -134,6 +136,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--draws", type=int, default=4000, help="exact draws per set")
     ap.add_argument("--samples", type=int, default=50, help="band samples per set")
     ap.add_argument("--refit-se", type=float, default=0.02)
+    ap.add_argument("--keep-band-se", action="store_true",
+                    help="keep the unsampled band values' PSIS se in the total's")
     ap.add_argument("--strata", default=None, help="the band's k-hat edges, e.g. 0.3,0.5")
     ap.add_argument("--whole-from", type=float, default=None,
                     help="strata from this k-hat up are refit whole")
@@ -141,6 +145,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="NUTS draws' log-likelihood per seed (about 11 MB each)")
     a = ap.parse_args(argv)
     import stanlogz.crossval.psis_loo.band_refit as band_refit
+    global KEEP_BAND_SE
+    KEEP_BAND_SE = a.keep_band_se
     if a.strata:
         band_refit.STRATA = tuple(float(x) for x in a.strata.split(","))
     if a.whole_from is not None:
