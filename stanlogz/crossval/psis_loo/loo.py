@@ -427,15 +427,13 @@ def loo(
                 rng=stream_rng(seed, Stream.LOO_BAND, 0), psis_mcse=ps.mcse_i,
                 claimed=float(np.hypot(ps.total_mcse(done), ps.total_bias(done))),
                 forced=n_verify is not None, progress=progress)
-        keep_influence(ps, pw, d, r_eff, [pos_of(index, f.index) for f in fixed]
-                       + ([] if band is None else [pos_of(index, o) for o in band.unsampled]))
+        keep_influence(ps, pw, d, r_eff, [pos_of(index, f.index) for f in fixed])
     refit = {f.index for f in fixed if f.method not in ("mm", "mis")}  # a self-check's too
     own_na = own_parameter_note(own, d.unc_names, set(own) <= refit) if own else None
     elpd_i = ps.elpd_i.copy()
     pos = {int(o): j for j, o in enumerate(index)}
     for f in fixed:
         elpd_i[pos[f.index]] = f.elpd
-    unsampled = [] if band is None else [pos[o] for o in band.unsampled]
     for o, shift in ({} if band is None else band.shifts).items():
         elpd_i[pos[o]] += shift
     est = (_full_estimates(ps, elpd_i) if sample_index is None
@@ -454,7 +452,8 @@ def loo(
         approximation=None if sample_index is None else approximation,
         pointwise_seconds=t_pointwise,
         program=model, data=data_dict, draws=d, verification=verification)
-    grow, replaced = est.get("expansion", 1.0), [pos[f.index] for f in fixed] + unsampled
+    # the band's unsampled values keep their PSIS se and bias estimate (band_refit)
+    grow, replaced = est.get("expansion", 1.0), [pos[f.index] for f in fixed]
     res.mcse_psis = ps.total_mcse(replaced) * grow
     res.mcse_bias = ps.total_bias(replaced) * grow
     res.mcse_elpd_loo = math.sqrt(res.mcse_psis**2 + res.mcse_bias**2

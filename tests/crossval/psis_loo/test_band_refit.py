@@ -16,7 +16,6 @@ from stanlogz.crossval.psis_loo.band_refit import (
     BIAS_RATE,
     MATERIAL,
     STRATUM_REFITS,
-    WHOLE_FROM,
     band_members,
     correct_band,
     difference_estimate,
@@ -94,9 +93,7 @@ def test_band_sample_corrects_the_rest_by_its_strata_mean_differences() -> None:
         lo, hi = st["khat"]
         members = [o for o in range(40, 40 + n_band) if lo <= k[o] <= hi
                    and not (hi < 0.7 and k[o] == hi)]
-        whole = lo >= WHOLE_FROM  # refit whole: heavy-tailed errors, no sample
-        assert st["n"] == len(members)
-        assert st["m"] == (len(members) if whole else min(len(members), STRATUM_REFITS))
+        assert st["n"] == len(members) and st["m"] == min(len(members), STRATUM_REFITS)
         sampled = [o for o in band.sampled if o in members]
         diff = exact[sampled] - psis[sampled]
         assert st["mean_difference"] == pytest.approx(diff.mean())
