@@ -208,6 +208,8 @@ def one_run(folder: str, seed: int, exact: float) -> dict[str, Any]:
                verify_failed=[p["observation"] for p in v.get("points", [])
                               if not p.get("passed", True)],
                verify_share=v.get("share"), flags=flags_of(d),
+               band={k: (d.get("band") or {}).get(k) for k in ("status", "n", "sampled",
+                                                               "correction", "se")},
                sampler_warned=any(SAMPLER_WARNING.search(w) for w in d["warnings"]),
                warnings=d["warnings"], seconds=time.perf_counter() - t0)
     return rec

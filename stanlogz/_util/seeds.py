@@ -181,6 +181,8 @@ class Stream(IntEnum):
     LOO_VERIFY = 7904
     #: The conditional route's brute-force self-check: its observations and draws.
     LOO_VERIFY_CONDITIONAL = 7905
+    #: The k-hat band's difference estimator: its sample (0) and its refits (1).
+    LOO_BAND = 7906
 
 
 def stream(seed: SeedLike, name: Stream, *sub: int) -> np.random.SeedSequence:

@@ -137,7 +137,10 @@ class LooNames(Display):
             done = ", ".join(f"{c} by {self._fix_labels.get(m, m)}" for m, c in by.items())
             notes.append(f"{len(self.fixed)} observation(s) above the threshold recomputed "
                          f"({done}); elpd_loo includes them.")
-        elif counts["bad"] + counts["very bad"] == 0:
+        band = getattr(self, "band", None)  # loo's k-hat band difference estimator
+        if band is not None and band.note and band.status != "skipped":  # else a warning
+            notes.append(band.note + ".")
+        if not self.fixed and counts["bad"] + counts["very bad"] == 0:
             notes.append(f"All Pareto k estimates are good (k <= {t:.2f}).")
         left = self.unfixed_bad()
         if left:

@@ -55,6 +55,7 @@ from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError
 from ..refit.heldout import heldout_many
 from .anytime import anytime_pass, budget_flags, budget_pass_warning, pass_reserve
+from .band_refit import correct_band
 from .fitloo import is_fit, loo_elsewise
 from .own_latent import MAX_OWN_REFITS, own_parameter_note, own_parameter_observations
 from .result import LooResult, loo_warnings
@@ -238,7 +239,10 @@ def loo(
         the band (and below, while values there fail) is refit, or the Monte Carlo se of
         elpd_loo withheld, with a warning. ``"auto"``: 4 points when their refits cost at most
         half the run so far (or 10 s);
-        ``0``: off. The outcome is ``verification`` on the result.
+        ``0``: off. The outcome is ``verification`` on the result. Unless off, and where
+        the fix-up refits, the PSIS values of k̂ 0.2 to the threshold are also corrected by
+        exact refits of a stratified random sample of them where their summed bias would be
+        material (:mod:`~stanlogz.crossval.psis_loo.band_refit`; ``band`` on the result).
     mcse_target : float, optional
         A precision target: while ``mcse_elpd_loo`` is above it, the chains are continued
         (their adapted step size and metric, no new warmup) and elpd_loo computed again, until
@@ -407,7 +411,7 @@ def loo(
                          EXACT.options(None), seed, n_workers, progress)
         fixed = fixed + more
         notes.extend(why)
-    verification, before = None, ps.elpd_i.copy()
+    verification, before, band = None, ps.elpd_i.copy(), None
     if sample_index is None:
         before[[pos_of(index, f.index) for f in fixed]] = [f.elpd for f in fixed]
         fixed, verification = self_check(
@@ -419,6 +423,18 @@ def loo(
             can_repair=method.refit is not None, rng=stream_rng(seed, Stream.LOO_VERIFY, 0),
             progress=progress, replace=method.acts, chains=d.n_chains,
             influence=lambda obs: influence_rows(ps, pw, d, r_eff, index, obs))
+        if n_verify != 0 and method.refit is not None and method.acts:  # band_refit
+            done = [pos_of(index, f.index) for f in fixed]
+            keep_influence(ps, pw, d, r_eff, done)  # the claim without the values fixed
+            fixed, band = correct_band(
+                index, ps.khat, ps.elpd_i, fixed,
+                lambda idx: _fix(pw, d, idx, ps, index, EXACT, threshold, r_eff, nuts,
+                                 EXACT.options(None), stream(seed, Stream.LOO_BAND, 1),
+                                 n_workers, progress),
+                threshold=threshold, refit_seconds=d.seconds or None,
+                rng=stream_rng(seed, Stream.LOO_BAND, 0), psis_mcse=ps.mcse_i,
+                claimed=float(np.hypot(ps.total_mcse(done), ps.total_bias(done))),
+                forced=n_verify is not None, progress=progress)
         keep_influence(ps, pw, d, r_eff, [pos_of(index, f.index) for f in fixed])
     refit = {f.index for f in fixed if f.method not in ("mm", "mis")}  # a self-check's too
     own_na = own_parameter_note(own, d.unc_names, set(own) <= refit) if own else None
@@ -426,6 +442,8 @@ def loo(
     pos = {int(o): j for j, o in enumerate(index)}
     for f in fixed:
         elpd_i[pos[f.index]] = f.elpd
+    for o, shift in ({} if band is None else band.shifts).items():
+        elpd_i[pos[o]] += shift
     est = (_full_estimates(ps, elpd_i) if sample_index is None
            else subsample_estimates(est["approx"], sample_index, elpd_i, ps, fixed,
                                     est["certain"]))
@@ -442,11 +460,16 @@ def loo(
         approximation=None if sample_index is None else approximation,
         pointwise_seconds=t_pointwise,
         program=model, data=data_dict, draws=d, verification=verification)
+    # the band's unsampled values keep their PSIS se and bias estimate (band_refit)
     grow, replaced = est.get("expansion", 1.0), [pos[f.index] for f in fixed]
     res.mcse_psis = ps.total_mcse(replaced) * grow
     res.mcse_bias = ps.total_bias(replaced) * grow
     res.mcse_elpd_loo = math.sqrt(res.mcse_psis**2 + res.mcse_bias**2
-                                  + fixed_variance(fixed) * grow**2)
+                                  + fixed_variance(fixed) * grow**2
+                                  + (0.0 if band is None else band.se**2))
+    res.band = band
+    if band is not None and band.status == "skipped":  # a bias the error bar does not hold
+        res.warnings.append(band.note)
     if res.still_bad() or (verification and verification.status == "withheld"):
         res.mcse_elpd_loo = float("nan")  # as loo: NA while a k-hat stays above the threshold
     res.budget_stop = budget_stop

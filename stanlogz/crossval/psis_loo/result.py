@@ -115,6 +115,8 @@ class LooResult(LooNames, ElpdResult):
     precision: dict[str, Any] | None = None
     #: the self-check's outcome (``loo(verify=...)``; :mod:`.verify`), None when off
     verification: Verification | None = None
+    #: the k̂ band's difference estimator (:mod:`.band_refit`), None when it did not run
+    band: Any = None
     # What the result was computed from (not serialized): for predictive checks and refits.
     program: Any = field(default=None, repr=False)
     data: dict[str, Any] | None = field(default=None, repr=False)
@@ -243,6 +245,7 @@ class LooResult(LooNames, ElpdResult):
                 "seconds": self.seconds, "pointwise_seconds": self.pointwise_seconds,
                 "budget_stop": self.budget_stop, "precision": self.precision,
                 "verification": None if self.verification is None else self.verification.to_dict(),
+                "band": None if self.band is None else self.band.to_dict(),
                 "warnings": self.warnings}
 
     def to_arviz(self) -> Any:

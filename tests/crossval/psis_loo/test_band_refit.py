@@ -1,0 +1,149 @@
+"""The k̂ band's difference estimator (stanlogz/crossval/psis_loo/band_refit.py): its
+unbiasedness and its se formula by exact enumeration of every sample, and its wiring (which
+values are refit, corrected or left) with refits whose exact values are known."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from stanlogz.crossval.fixups.fixups import FixedPoint
+from stanlogz.crossval.psis_loo.band_refit import (
+    BAND_LOW,
+    BIAS_RATE,
+    MATERIAL,
+    STRATUM_REFITS,
+    band_members,
+    correct_band,
+    difference_estimate,
+)
+from stanlogz.errors import InputError
+
+
+def _point(i: int, elpd: float) -> FixedPoint:
+    return FixedPoint(index=i, elpd=elpd, mcse=0.0, method="exact", khat=0.5, psis_elpd=0.0,
+                      n_gradient_evals=0, n_evals=0, seconds=0.0)
+
+
+def test_difference_estimate_unbiased_and_its_se_exact_over_every_sample() -> None:
+    # every one of the C(8, 3) = 56 samples: no Monte Carlo, so the identities are exact
+    # (to rounding): E[est] = the unsampled values' sum, and E[se²] = Var(est) (s² is unbiased
+    # for the population variance under sampling without replacement)
+    d = np.array([-0.31, -0.02, 0.0, 0.04, 0.05, 0.11, 0.27, 0.9])
+    n, m = d.size, 3
+    errs, se2 = [], []
+    for s in itertools.combinations(range(n), m):
+        est, se = difference_estimate(d[list(s)], n)
+        errs.append(est - (d.sum() - d[list(s)].sum()))
+        se2.append(se**2)
+    errs = np.array(errs)
+    assert abs(errs.mean()) < 1e-12
+    assert np.mean(errs**2) == pytest.approx(np.mean(se2), rel=1e-12)
+    # and the closed form: Var = n² (1 − m/n) S² / m, S² the population variance (ddof 1)
+    assert np.mean(errs**2) == pytest.approx(n**2 * (1 - m / n) * d.var(ddof=1) / m, rel=1e-12)
+
+
+def test_difference_estimate_whole_band_and_bad_input() -> None:
+    assert difference_estimate(np.array([0.1, 0.2]), 2) == (0.0, 0.0)
+    est, se = difference_estimate(np.array([0.1, 0.3]), 4)
+    assert est == pytest.approx(2 * 0.2)
+    assert se == pytest.approx(4 * math.sqrt(0.5 * 0.02 / 2))
+    with pytest.raises(InputError, match="at least 2"):
+        difference_estimate(np.array([0.1]), 5)
+    with pytest.raises(InputError, match="band of 1"):
+        difference_estimate(np.array([0.1, 0.2]), 1)
+
+
+def _band_case(n_band: int, offset: np.ndarray | float):
+    """40 observations below the band, ``n_band`` in it, 3 above the threshold 0.7; the exact
+    value of each is its PSIS value minus ``offset`` (an array over the band, or one value)."""
+    rng = np.random.default_rng(3)
+    k = np.concatenate([rng.uniform(0.0, BAND_LOW - 0.01, 40),
+                        rng.uniform(BAND_LOW, 0.7, n_band), [0.8, 0.9, 1.2]])
+    obs = np.arange(k.size)
+    psis = rng.normal(-1.0, 0.3, k.size)
+    exact = psis.copy()
+    exact[40:40 + n_band] -= offset
+    calls: list[np.ndarray] = []
+
+    def refit(idx: np.ndarray) -> tuple[list[FixedPoint], list[str]]:
+        calls.append(idx)
+        return [_point(int(i), float(exact[i])) for i in idx], []
+
+    return obs, k, psis, exact, refit, calls
+
+
+def test_band_sample_corrects_the_rest_by_its_strata_mean_differences() -> None:
+    n_band = 50
+    offset = np.linspace(0.0, 0.1, n_band)  # PSIS values too high by 0 to 0.1 each
+    obs, k, psis, exact, refit, calls = _band_case(n_band, offset)
+    above = [_point(40 + n_band + j, -2.0) for j in range(3)]  # fix-ups above the threshold
+    fixed, band = correct_band(obs, k, psis, above, refit, threshold=0.7, refit_seconds=1.0,
+                               rng=np.random.default_rng(0))
+    assert band is not None and band.status == "corrected" and band.n == n_band
+    assert sorted(band.sampled + band.unsampled) == list(range(40, 40 + n_band))
+    assert sorted(calls[0].tolist()) == band.sampled
+    assert {f.index for f in fixed} == set(band.sampled) | {f.index for f in above}
+    # each stratum by hand: its members, its sample's mean difference, its se
+    var, total = 0.0, 0.0
+    for st in band.strata:
+        lo, hi = st["khat"]
+        members = [o for o in range(40, 40 + n_band) if lo <= k[o] <= hi
+                   and not (hi < 0.7 and k[o] == hi)]
+        assert st["n"] == len(members) and st["m"] == min(len(members), STRATUM_REFITS)
+        sampled = [o for o in band.sampled if o in members]
+        diff = exact[sampled] - psis[sampled]
+        assert st["mean_difference"] == pytest.approx(diff.mean())
+        for o in members:
+            if o not in sampled:
+                assert band.shifts[o] == pytest.approx(diff.mean())
+        n, m = len(members), len(sampled)
+        var += 0.0 if m == n else n**2 * (1 - m / n) * diff.var(ddof=1) / m
+        total += (n - m) * diff.mean()
+    assert band.se == pytest.approx(math.sqrt(var)) and band.correction == pytest.approx(total)
+    # a constant offset is recovered exactly, with se 0: the corrected band sums to the exact
+    obs, k, psis, exact, refit, _ = _band_case(n_band, 0.05)
+    fixed, band = correct_band(obs, k, psis, [], refit, threshold=0.7, refit_seconds=1.0,
+                               rng=np.random.default_rng(1))
+    total = (sum(f.elpd for f in fixed) + psis[band.unsampled].sum()
+             + sum(band.shifts.values()))
+    assert total == pytest.approx(exact[40:40 + n_band].sum(), abs=1e-10)
+    assert band.se == pytest.approx(0.0, abs=1e-12)
+
+
+def test_small_band_is_refit_whole_and_costly_band_is_left() -> None:
+    obs, k, psis, exact, refit, calls = _band_case(7, 0.2)
+    fixed, band = correct_band(obs, k, psis, [], refit, threshold=0.7, refit_seconds=1.0,
+                               rng=np.random.default_rng(0))
+    assert band.status == "refit" and band.unsampled == [] and band.se == 0.0
+    assert sorted(f.index for f in fixed) == list(range(40, 47))
+    calls.clear()
+    fixed, band = correct_band(obs, k, psis, [], refit, threshold=0.7, refit_seconds=1e4,
+                               rng=np.random.default_rng(0))
+    assert band.status == "skipped" and fixed == [] and calls == []
+    assert "would take about" in band.note and "verify=4" in band.note
+    # asked for (an explicit verify=K): the cost does not stop it
+    fixed, band = correct_band(obs, k, psis, [], refit, threshold=0.7, refit_seconds=1e4,
+                               rng=np.random.default_rng(0), forced=True)
+    assert band.status == "refit" and len(fixed) == 7
+    # values already fixed (e.g. by the self-check) are not in the band
+    assert band_members(obs, k, [_point(41, 0.0)], BAND_LOW, 0.7).tolist() == [40, *range(42, 47)]
+    # where BIAS_RATE x the band's summed pointwise mc se is at most MATERIAL x the total's
+    # claimed mc se, the band is not touched
+    mc = np.full(k.size, 0.01)
+    small = MATERIAL * 1.0 / (BIAS_RATE * 7 * 0.01)  # the claimed se at the boundary, x 1
+    calls.clear()
+    assert correct_band(obs, k, psis, [], refit, threshold=0.7, refit_seconds=1.0,
+                        rng=np.random.default_rng(0), psis_mcse=mc,
+                        claimed=1.0 / small + 1e-9) == ([], None)
+    assert calls == []
+    _, band = correct_band(obs, k, psis, [], refit, threshold=0.7, refit_seconds=1.0,
+                           rng=np.random.default_rng(0), psis_mcse=mc, claimed=0.5 / small)
+    assert band.status == "refit"
+    # no band: nothing done
+    none = correct_band(obs[:40], k[:40], psis[:40], [], refit, threshold=0.7,
+                        refit_seconds=1.0, rng=np.random.default_rng(0))
+    assert none == ([], None)
