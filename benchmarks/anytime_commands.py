@@ -23,6 +23,7 @@ the command's range; a run the budget stopped (``budget_stop`` set) is scored by
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import time
@@ -166,35 +167,48 @@ def setup(command: str) -> tuple[Any, Any]:
     return one, f"unbudgeted PSIS-LFO {full.elpd:.4f} (mcse {full.mcse:.4f})"
 
 
-def run_command(args: argparse.Namespace) -> None:
-    """Run ``args.runs`` budgeted runs of ``args.command`` and print the coverage table."""
+def budgeted_runs(one: Any, budgets: np.ndarray, minutes: float, out: str | None,
+                  first: int = 0) -> list[dict]:
+    """``one(seed, budget)`` for each budget in turn (seeds from ``1000 + first``) until
+    ``minutes`` have passed: its row, or a refused one where the budget ended it before any
+    answer, with the budget and the seconds taken; each row is also appended to ``out``."""
     from stanlogz import OverBudget
 
+    rows: list[dict] = []
+    t_end = time.perf_counter() + 60 * minutes
+    with contextlib.ExitStack() as stack:
+        sink = stack.enter_context(open(out, "w")) if out else None
+        for run, budget in enumerate(budgets):
+            if time.perf_counter() > t_end:
+                break
+            t0 = time.perf_counter()
+            try:
+                row = one(1000 + first + run, float(budget))
+            except OverBudget as exc:
+                row = {"status": "refused", "message": str(exc)}
+            row.update(budget=float(budget), seconds=time.perf_counter() - t0)
+            rows.append(row)
+            if sink:
+                sink.write(json.dumps(row, default=str) + "\n")
+                sink.flush()
+    return rows
+
+
+def run_command(args: argparse.Namespace) -> None:
+    """Run ``args.runs`` budgeted runs of ``args.command`` and print the coverage table."""
     one, note = setup(args.command)
     print(f"{args.command}: reference {note}")
     lo, hi = args.budgets or BUDGETS[args.command]
     first = getattr(args, "first", 0)  # a later part: other seeds and budgets
     budgets = np.random.default_rng(99 + first).uniform(lo, hi, size=args.runs)
-    rows: list[dict] = []
-    t_end = time.perf_counter() + 60 * args.minutes
-    sink = open(args.out, "w") if args.out else None  # noqa: SIM115
-    for run, budget in enumerate(budgets):
-        if time.perf_counter() > t_end:
-            break
-        t0 = time.perf_counter()
-        try:
-            row = one(1000 + first + run, float(budget))
-        except OverBudget as exc:
-            row = {"status": "refused", "message": str(exc)}
-        else:
-            row["status"] = "stopped" if row["stop"] else "answered"
-            row["z"] = (row["est"] - row["ref"]) / row["se"] if row["se"] > 0 else math.nan
-        row.update(budget=float(budget), seconds=time.perf_counter() - t0)
-        rows.append(row)
-        if sink:
-            sink.write(json.dumps(row, default=str) + "\n")
-            sink.flush()
-    table(args.command, rows)
+
+    def scored(seed: int, budget: float) -> dict:
+        row = one(seed, budget)
+        row["status"] = "stopped" if row["stop"] else "answered"
+        row["z"] = (row["est"] - row["ref"]) / row["se"] if row["se"] > 0 else math.nan
+        return row
+
+    table(args.command, budgeted_runs(scored, budgets, args.minutes, args.out, first))
 
 
 def table(command: str, rows: list[dict]) -> None:

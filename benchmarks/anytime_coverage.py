@@ -19,9 +19,7 @@ all observations). Each run samples anew (its own seed) under a budget drawn uni
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import time
 from pathlib import Path
 
 import numpy as np
@@ -42,14 +40,15 @@ def main() -> None:
     ap.add_argument("--first", type=int, default=0,
                     help="first run's index (another part of a command's runs)")
     args = ap.parse_args()
+    from .anytime_commands import budgeted_runs, run_command
+
     if args.command != "loo":
-        from .anytime_commands import run_command
 
         run_command(args)
         return
 
     import stanlogz
-    from stanlogz import OverBudget, time_budget
+    from stanlogz import time_budget
     from stanlogz.stan.model import StanModel
 
     rng = np.random.default_rng(8)
@@ -61,33 +60,21 @@ def main() -> None:
         model, chains=4, warmup=1000, draws=5000, seed=12345), seed=1)
     print(f"reference: elpd_loo {ref.elpd_loo:.3f}, mcse {ref.mcse_elpd_loo:.3f}")
     budgets = np.random.default_rng(99).uniform(*(args.budgets or (1.5, 4.5)), size=args.runs)
-    rows = []
-    t_end = time.perf_counter() + 60 * args.minutes
-    sink = open(args.out, "w") if args.out else None  # noqa: SIM115
-    for run, budget in enumerate(budgets):
-        if time.perf_counter() > t_end:
-            break
-        t0 = time.perf_counter()
-        try:
-            with time_budget(float(budget)):
-                r = stanlogz.loo(model, data, log_lik="difference", seed=1000 + run)
-        except OverBudget as exc:
-            row = {"budget": budget, "status": "refused", "message": str(exc)}
-        else:
-            stop = r.budget_stop or {}
-            err = math.sqrt(np.nan_to_num(r.mcse_elpd_loo) ** 2 + r.subsampling_se ** 2
-                            + ref.mcse_elpd_loo ** 2)
-            row = {"budget": budget, "status": "stopped" if stop else "answered",
-                   "sampling": bool(stop.get("sampling")), "pass": bool(stop.get("pass")),
-                   "m": None if r.sample_index is None else int(r.sample_index.size),
-                   "draws": r.n_samples, "elpd": r.elpd_loo, "mcse": r.mcse_elpd_loo,
-                   "subsampling_se": r.subsampling_se, "err": err,
-                   "z": (r.elpd_loo - ref.elpd_loo) / err}
-        row["seconds"] = time.perf_counter() - t0
-        rows.append(row)
-        if sink:
-            sink.write(json.dumps(row) + "\n")
-            sink.flush()
+
+    def one(seed: int, budget: float) -> dict:
+        with time_budget(budget):
+            r = stanlogz.loo(model, data, log_lik="difference", seed=seed)
+        stop = r.budget_stop or {}
+        err = math.sqrt(np.nan_to_num(r.mcse_elpd_loo) ** 2 + r.subsampling_se ** 2
+                        + ref.mcse_elpd_loo ** 2)
+        return {"status": "stopped" if stop else "answered",
+                "sampling": bool(stop.get("sampling")), "pass": bool(stop.get("pass")),
+                "m": None if r.sample_index is None else int(r.sample_index.size),
+                "draws": r.n_samples, "elpd": r.elpd_loo, "mcse": r.mcse_elpd_loo,
+                "subsampling_se": r.subsampling_se, "err": err,
+                "z": (r.elpd_loo - ref.elpd_loo) / err}
+
+    rows = budgeted_runs(one, budgets, args.minutes, args.out)
     report(rows, ref)
 
 
