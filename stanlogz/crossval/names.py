@@ -135,7 +135,12 @@ class LooNames(Display):
             for f in self.fixed:
                 by[f.method] = by.get(f.method, 0) + 1
             done = ", ".join(f"{c} by {self._fix_labels.get(m, m)}" for m, c in by.items())
-            notes.append(f"{len(self.fixed)} observation(s) above the threshold recomputed "
+            above = sum(f.khat > t for f in self.fixed)
+            checked = len(self.fixed) - above  # the self-check's or the k-hat band's refits
+            which = ("above the threshold" if not checked else
+                     f"({above} above the threshold, {checked} below it refit by the self-check "
+                     "or the k-hat band's correction)")
+            notes.append(f"{len(self.fixed)} observation(s) {which} recomputed "
                          f"({done}); elpd_loo includes them.")
         band = getattr(self, "band", None)  # loo's k-hat band difference estimator
         if band is not None and band.note and band.status != "skipped":  # else a warning
@@ -150,7 +155,10 @@ class LooNames(Display):
         sections = [main, ktab]
         if self.fixed:
             sections.append(Section(
-                f"Observations recomputed because k-hat > {t:.2f}:",
+                f"Observations recomputed because k-hat > {t:.2f}:"
+                if all(f.khat > t for f in self.fixed) else
+                f"Observations recomputed (k-hat > {t:.2f}, or refit by the self-check or the "
+                "k-hat band's correction):",
                 ["obs", "k-hat", "after", "psis elpd", "fixed elpd", "mc se", "method",
                  "grad evals", "seconds"],
                 [[f.index + 1, round(f.khat, 2),

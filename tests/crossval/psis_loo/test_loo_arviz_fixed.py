@@ -99,3 +99,16 @@ def test_arviz_counts_equal_the_tables():
               "very bad": int(np.sum(k > 1))}
     assert counts == r.khat_counts() == {"good": 5, "bad": 2, "very bad": 1}
     assert "very bad" in str(r)
+
+
+def test_the_table_names_refits_below_the_threshold_as_checks():
+    # two values above k-hat 0.7 recomputed, then one at k-hat 0.3 refit by the self-check:
+    # the printed table must not say all three were recomputed "because k-hat > 0.70"
+    r = _result()
+    assert "recomputed because k-hat > 0.70" in str(r)
+    assert "2 observation(s) above the threshold recomputed" in str(r)
+    r.fixed = r.fixed + [_fixed(3, "exact", -1.2, 0.3, None)]
+    text = str(r)
+    assert "recomputed because k-hat > 0.70" not in text
+    assert "(k-hat > 0.70, or refit by the self-check or the k-hat band's correction)" in text
+    assert "3 observation(s) (2 above the threshold, 1 below it refit" in text
