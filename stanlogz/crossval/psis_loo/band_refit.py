@@ -213,9 +213,13 @@ def correct_band(obs: np.ndarray, khat: np.ndarray, psis: np.ndarray,
     got, notes = refit(np.concatenate(samples))
     ref = {f.index: f for f in got}
     out.seconds = time.perf_counter() - t0
-    if len(ref) < m:
-        out.note = f"band left as PSIS gives it: {notes[0] if notes else 'refits failed'}"
-        return fixed, out
+    if len(ref) < m:  # a refit failed or the budget ended them: keep the exact values got
+        out.sampled = sorted(ref)
+        out.note = (f"{n - len(ref)} PSIS value(s) with {top} are left as PSIS gives them, "
+                    f"whose bias upward is not in mcse_elpd_loo ({len(ref)} of the {m} refits "
+                    f"ran, their exact values kept): "
+                    f"{notes[0] if notes else 'the refits stopped'}")
+        return fixed + list(ref.values()), out
     pos = {int(o): j for j, o in enumerate(obs)}
     var = 0.0
     for lo, hi, part, sample in zip(edges, edges[1:], parts, samples, strict=False):

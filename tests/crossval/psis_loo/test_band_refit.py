@@ -147,3 +147,21 @@ def test_small_band_is_refit_whole_and_costly_band_is_left() -> None:
     none = correct_band(obs[:40], k[:40], psis[:40], [], refit, threshold=0.7,
                         refit_seconds=1.0, rng=np.random.default_rng(0))
     assert none == ([], None)
+
+
+def test_refits_that_stop_early_keep_their_exact_values_and_say_so() -> None:
+    # the budget (or a failure) ends the refits after 3 of the sample: those 3 exact values
+    # stay in the fixed points, the rest of the band keeps PSIS's values with the warning
+    obs, k, psis, exact, refit, _ = _band_case(50, 0.05)
+
+    def stops(idx: np.ndarray) -> tuple[list[FixedPoint], list[str]]:
+        got, _ = refit(idx[:3])
+        return got, ["the time budget ended the refits"]
+
+    fixed, band = correct_band(obs, k, psis, [], stops, threshold=0.7, refit_seconds=1.0,
+                               rng=np.random.default_rng(0))
+    assert band.status == "skipped" and band.shifts == {} and band.correction == 0.0
+    assert len(fixed) == 3 and band.sampled == sorted(f.index for f in fixed)
+    assert all(f.elpd == exact[f.index] for f in fixed)
+    assert "47 PSIS value(s)" in band.note and "3 of the" in band.note
+    assert "the time budget ended the refits" in band.note
