@@ -157,8 +157,8 @@ def _many_observations(model: StanProgram, obs: Observations, exc: AmbiguousResp
             "thousand observations)")
 
 
-def refusal_before_draws(model: StanProgram, data: Mapping[str, Any], obs: Observations,
-                         log_lik: str, rows: np.ndarray) -> InputError | None:
+def refusal_before_draws(pw: PointwiseLogLik, log_lik: str, rows: np.ndarray
+                         ) -> InputError | None:
     """The refusal :func:`pointwise_source` would give after sampling, found before it from
     the program's structure alone, or None.
 
@@ -171,10 +171,8 @@ def refusal_before_draws(model: StanProgram, data: Mapping[str, Any], obs: Obser
     its routes) comes before NUTS instead of after it. Anything else returns None: the choice
     is then made at the posterior draws as before.
     """
-    if log_lik != "auto":
-        return None
-    pw = PointwiseLogLik(model, data, obs, log_lik)
-    if pw.source != "difference" or model.dim == 0:  # no parameters: nothing to integrate
+    model, data, obs = pw.model, pw.data, pw.obs  # pw: loo's early source of ``log_lik``
+    if log_lik != "auto" or pw.source != "difference" or model.dim == 0:  # dim 0: no draws
         return None
     try:
         rows = np.asarray(rows, dtype=float).reshape(-1, model.dim)

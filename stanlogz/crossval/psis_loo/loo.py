@@ -349,7 +349,7 @@ def loo(
     if log_lik not in ("conditional", "integrated"):
         early = PointwiseLogLik(model, data_dict, observations, log_lik)  # bad ones fail early
         if draws is None and subsample is None:  # a refusal no draw can change: before NUTS
-            refusal = refusal_before_draws(model, data_dict, observations, log_lik,
+            refusal = refusal_before_draws(early, log_lik,
                                            stream_rng(seed, Stream.PROBE).uniform(
                                                -2.0, 2.0, (4, model.dim)))
             if refusal is not None:
