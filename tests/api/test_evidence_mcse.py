@@ -12,7 +12,6 @@ import pytest
 
 import stanlogz
 from stanlogz import time_budget
-from stanlogz._util import deadline
 from stanlogz.cli import main
 from stanlogz.mcmc import nuts_continue
 
@@ -49,14 +48,12 @@ def test_the_target_is_met_by_continuing_the_chains(compiled):
     assert abs(r.log_z - exact_log_z()) <= 4.5 * r.log_z_se + 1e-9
 
 
-def test_a_budget_ends_the_continuation(compiled, monkeypatch):
+def test_a_budget_ends_the_continuation(compiled, monkeypatch, clock):
     # a step-count budget: the clock moves 10 ms per gradient of the continued chains only
-    now = [0.0]
-    monkeypatch.setattr(deadline, "clock", lambda: now[0])
     real = nuts_continue.NutsKernel._leapfrog
 
     def leapfrog(self, z, eps):
-        now[0] += 0.01
+        clock.t += 0.01
         return real(self, z, eps)
 
     monkeypatch.setattr(nuts_continue.NutsKernel, "_leapfrog", leapfrog)

@@ -16,7 +16,6 @@ import pytest
 import stanlogz
 from benchmarks.anytime_commands import exact_kfold as closed_form_kfold
 from stanlogz import OverBudget, time_budget
-from stanlogz._util import deadline
 from stanlogz.crossval.refit import heldout
 
 pytestmark = pytest.mark.stan
@@ -43,17 +42,15 @@ def test_the_refits_time_is_estimated_before_the_first_refit(compiled):
     assert r.budget_stop is None and r.to_dict()["budget_stop"] is None
 
 
-def test_a_budget_ends_the_refits_and_psis_estimates_the_rest(compiled, monkeypatch):
+def test_a_budget_ends_the_refits_and_psis_estimates_the_rest(compiled, monkeypatch, clock):
     # a step-count budget: the clock moves one second per refit and at nothing else, so a
     # loaded machine does not move the stop. With 4.5 s: after refit 3, 1.5 s are left, less
     # the reserve (a tenth of the budget) under 1.2 refits, so folds 4 and 5 are PSIS
     # estimates from the full fit
-    now = [0.0]
-    monkeypatch.setattr(deadline, "clock", lambda: now[0])
     real = heldout.heldout_elpd
 
     def refit(*args, **kwargs):
-        now[0] += 1.0
+        clock.t += 1.0
         return real(*args, **kwargs)
 
     monkeypatch.setattr(heldout, "heldout_elpd", refit)

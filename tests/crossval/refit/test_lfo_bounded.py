@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from stanlogz import OverBudget, time_budget
-from stanlogz._util import deadline
 from stanlogz.crossval.elpd.psis import k_threshold
 from stanlogz.crossval.refit import lfo as lfo_module
 from stanlogz.crossval.refit.lfo import lfo
@@ -26,7 +25,7 @@ SETTINGS = {"min_train": 30, "ahead": 2, "method": "psis", "k_threshold": 0.0, "
             "warmup": 300, "n_draws": 500, "seed": 8}
 
 
-def test_a_budget_leaves_refits_out_and_flags_their_origins(compiled, monkeypatch):
+def test_a_budget_leaves_refits_out_and_flags_their_origins(compiled, monkeypatch, clock):
     d = json.loads((EXAMPLES / "ar_nig.data.json").read_text())
     model = compiled(AR, d)
     free = lfo(model, d, **SETTINGS)
@@ -35,12 +34,10 @@ def test_a_budget_leaves_refits_out_and_flags_their_origins(compiled, monkeypatc
     # a step-count budget: the clock moves one second per NUTS fit and at nothing else. The
     # first fit (t = 30) takes 1 s of 2.5; a refit on y[1:t] would take 1.2 t/30 s > 1.25 s
     # (the 1.5 s left less a tenth of the budget), so none fits
-    now = [0.0]
-    monkeypatch.setattr(deadline, "clock", lambda: now[0])
     real = lfo_module._fit
 
     def fit(*args, **kwargs):
-        now[0] += 1.0
+        clock.t += 1.0
         return real(*args, **kwargs)
 
     monkeypatch.setattr(lfo_module, "_fit", fit)

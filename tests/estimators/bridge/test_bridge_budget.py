@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from stanlogz import OverBudget, time_budget
-from stanlogz._util import deadline
 from stanlogz.densities.target import FunctionTarget
 from stanlogz.estimators.bridge.bridge import gbs
 
@@ -26,14 +25,12 @@ TICK = 1e-3  # budget seconds per target row
 
 
 @pytest.fixture
-def ticking(monkeypatch):
+def ticking(monkeypatch, clock):
     """The banana target, whose every row advances the budget's clock by TICK."""
-    now = [0.0]
-    monkeypatch.setattr(deadline, "clock", lambda: now[0])
     inner = banana_target()
 
     def many(x):
-        now[0] += TICK * x.shape[0]
+        clock.t += TICK * x.shape[0]
         return inner.log_density_many(x)
 
     return FunctionTarget(2, lambda x: float(many(x[None])[0]), log_density_many=many)
