@@ -100,3 +100,17 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.t
+
+
+def tick_per_call(monkeypatch: Any, clock: FakeClock, owner: Any, name: str,
+                  seconds: float = 1.0) -> None:
+    """A step-count budget: ``owner.name`` advances the injected ``clock`` by ``seconds`` at
+    each call (and nothing else moves it), so a loaded machine does not move where a budget
+    stops."""
+    real = getattr(owner, name)
+
+    def ticked(*args: Any, **kwargs: Any) -> Any:
+        clock.t += seconds
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, ticked)

@@ -17,6 +17,7 @@ import stanlogz
 from benchmarks.anytime_commands import exact_kfold as closed_form_kfold
 from stanlogz import OverBudget, time_budget
 from stanlogz.crossval.refit import heldout
+from tests.helpers import tick_per_call
 
 pytestmark = pytest.mark.stan
 
@@ -47,13 +48,7 @@ def test_a_budget_ends_the_refits_and_psis_estimates_the_rest(compiled, monkeypa
     # loaded machine does not move the stop. With 4.5 s: after refit 3, 1.5 s are left, less
     # the reserve (a tenth of the budget) under 1.2 refits, so folds 4 and 5 are PSIS
     # estimates from the full fit
-    real = heldout.heldout_elpd
-
-    def refit(*args, **kwargs):
-        clock.t += 1.0
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(heldout, "heldout_elpd", refit)
+    tick_per_call(monkeypatch, clock, heldout, "heldout_elpd")
     with time_budget(4.5):
         r = stanlogz.kfold(compiled(PROGRAM, data=DATA), k=5, seed=2, chains=2, warmup=300,
                            n_draws=1000)

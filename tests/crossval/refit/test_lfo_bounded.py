@@ -16,6 +16,7 @@ from stanlogz import OverBudget, time_budget
 from stanlogz.crossval.elpd.psis import k_threshold
 from stanlogz.crossval.refit import lfo as lfo_module
 from stanlogz.crossval.refit.lfo import lfo
+from tests.helpers import tick_per_call
 
 pytestmark = pytest.mark.stan
 
@@ -34,13 +35,7 @@ def test_a_budget_leaves_refits_out_and_flags_their_origins(compiled, monkeypatc
     # a step-count budget: the clock moves one second per NUTS fit and at nothing else. The
     # first fit (t = 30) takes 1 s of 2.5; a refit on y[1:t] would take 1.2 t/30 s > 1.25 s
     # (the 1.5 s left less a tenth of the budget), so none fits
-    real = lfo_module._fit
-
-    def fit(*args, **kwargs):
-        clock.t += 1.0
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(lfo_module, "_fit", fit)
+    tick_per_call(monkeypatch, clock, lfo_module, "_fit")
     with time_budget(2.5):
         r = lfo(model, d, **SETTINGS)
     flagged = r.budget_stop["origins_flagged"]
