@@ -19,6 +19,7 @@ all observations). Each run samples anew (its own seed) under a budget drawn uni
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from pathlib import Path
 
@@ -39,6 +40,8 @@ def main() -> None:
                     choices=("loo", "evidence", "bridge", "kfold", "lfo"))
     ap.add_argument("--first", type=int, default=0,
                     help="first run's index (another part of a command's runs)")
+    ap.add_argument("--also", nargs="*", default=[],
+                    help="loo: --out files of earlier parts, scored with this one")
     args = ap.parse_args()
     from .anytime_commands import budgeted_runs, run_command
 
@@ -59,7 +62,8 @@ def main() -> None:
     ref = stanlogz.loo(model, data, log_lik="log_lik", draws=stanlogz.sample(
         model, chains=4, warmup=1000, draws=5000, seed=12345), seed=1)
     print(f"reference: elpd_loo {ref.elpd_loo:.3f}, mcse {ref.mcse_elpd_loo:.3f}")
-    budgets = np.random.default_rng(99).uniform(*(args.budgets or (1.5, 4.5)), size=args.runs)
+    budgets = np.random.default_rng(99 + args.first).uniform(*(args.budgets or (1.5, 4.5)),
+                                                             size=args.runs)
 
     def one(seed: int, budget: float) -> dict:
         with time_budget(budget):
@@ -74,7 +78,9 @@ def main() -> None:
                 "subsampling_se": r.subsampling_se, "err": err,
                 "z": (r.elpd_loo - ref.elpd_loo) / err}
 
-    rows = budgeted_runs(one, budgets, args.minutes, args.out)
+    rows = budgeted_runs(one, budgets, args.minutes, args.out, args.first)
+    for part in args.also:  # earlier parts' rows (other --first), scored together
+        rows += [json.loads(line) for line in Path(part).read_text().splitlines() if line]
     report(rows, ref)
 
 

@@ -25,6 +25,16 @@ many data instances: :mod:`stanlogz.stan.interpreted_pointwise`) and per call, a
 whether the batched path served, the worst relative difference of the two and the
 microseconds per value of each.
 
+``python3 -m benchmarks.backends answers [--only NAME ...] [--commands loo,evidence] [--out
+FILE.jsonl] [--limit 150]`` runs ``stanlogz loo`` and ``stanlogz evidence`` on every corpus
+program with each backend (``--backend compiled`` and ``--backend interpreted``; 4 chains of
+500 warmup and 500 draws, ``--seed 1``, loo's self-check off, everything else at its default)
+in a fresh process under a wall-clock limit, and prints per program and command the two
+answers, z = (interpreted - compiled) / hypot(error bars) (loo: the Monte Carlo se of
+elpd_loo, since both estimate the same elpd_loo from different draws; evidence: log Z's se),
+which backend served the interpreted run, and the seconds of each. ``--out`` keeps one JSON row
+per run and ``--resume`` skips the rows it holds.
+
 Times depend on the machine's load; the load average is printed with them.
 """
 
@@ -33,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -233,6 +244,111 @@ def first_answer(args: argparse.Namespace) -> None:
                   f"{_fmt(first)} |", flush=True)
 
 
+ANSWER_SETTINGS = ["--seed", "1", "--chains", "4", "--warmup", "500", "--draws", "500"]
+
+
+def _answer(folder: Path, command: str, backend: str, limit: float,
+            extra: tuple[str, ...] = ()) -> dict[str, object]:
+    """One ``stanlogz COMMAND`` run of a corpus program on ``backend`` (a fresh process); a
+    refusal whose route is an ``--obs`` choice is followed once."""
+    argv = [sys.executable, "-m", "stanlogz", command, str(folder / "model.stan"), "--data",
+            str(folder / "data.json"), "--json", "--backend", backend, *ANSWER_SETTINGS,
+            *extra]
+    if command == "loo":
+        argv += ["--verify", "0"]
+    env = {k: v for k, v in os.environ.items() if k != "STANLOGZ_BACKEND"}
+    row: dict[str, object] = {"program": folder.name, "command": command, "backend": backend}
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=limit)
+    except subprocess.TimeoutExpired:
+        row.update(status="time", seconds=time.perf_counter() - t0)
+        return row
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    row["seconds"] = time.perf_counter() - t0
+    row["cpu"] = ru.ru_utime + ru.ru_stime - ru0.ru_utime - ru0.ru_stime
+    served = [ln for ln in proc.stderr.splitlines() if "backend" in ln and (
+        "interpreted backend" in ln or "compiled backend" in ln or "served by" in ln)]
+    row["served"] = served[:3]
+    if proc.returncode != 0:
+        last = [ln for ln in proc.stderr.splitlines() if ln.startswith("stanlogz: error")]
+        row.update(status=f"rc {proc.returncode}",
+                   error=(last or proc.stderr.splitlines()[-1:] or [""])[0][:160])
+        route = re.search(r"e\.g\. (--obs) (\w+)", str(row["error"]))
+        if route and not extra:
+            followed = _answer(folder, command, backend, limit, route.groups())
+            followed["route"] = " ".join(route.groups())
+            return followed
+        return row
+    out = json.loads(proc.stdout)
+    if command == "loo":
+        kc = out.get("khat_counts") or {}
+        row.update(status="ok", value=out["elpd_loo"], error_bar=out["mcse_elpd_loo"],
+                   se=out["se_elpd_loo"], khat_counts=kc, fixed=len(out.get("fixed") or []),
+                   source=out.get("log_lik_source"))
+    else:
+        row.update(status="ok", value=out["log_z"], error_bar=out["log_z_se"],
+                   method=out.get("method"))
+    return row
+
+
+def answers(args: argparse.Namespace) -> None:
+    folders = sorted(p for p in CORPUS.iterdir() if (p / "model.stan").is_file())
+    if args.only:
+        folders = [p for p in folders if p.name in args.only]
+    done: dict[tuple[str, str, str], dict[str, object]] = {}
+    out = Path(args.out) if args.out else None
+    if out is not None and args.resume and out.is_file():
+        for line in out.read_text().splitlines():
+            r = json.loads(line)
+            done[(str(r["program"]), str(r["command"]), str(r["backend"]))] = r
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
+          f"{' '.join(ANSWER_SETTINGS)}; limit {args.limit:.0f} s")
+    print("| program | command | compiled | interpreted | z | served | s compiled | "
+          "s interpreted |")
+    print("|---|---|---|---|---|---|---|---|")
+    for folder in folders:
+        for command in args.commands.split(","):
+            pair = []
+            for backend in ("compiled", "interpreted"):
+                key = (folder.name, command, backend)
+                if key not in done:
+                    if backend == "interpreted" and pair[0].get("status") == "time":
+                        row: dict[str, object] = {"program": folder.name, "command": command,
+                                                  "backend": backend, "status": "skipped"}
+                    else:
+                        row = _answer(folder, command, backend, args.limit)
+                    done[key] = row
+                    if out is not None:
+                        with out.open("a") as fh:
+                            fh.write(json.dumps(row, default=str) + "\n")
+                pair.append(done[key])
+            print(answer_row(*pair), flush=True)
+
+
+def _shown(r: dict[str, object]) -> str:
+    if r.get("status") != "ok":
+        return str(r.get("status")) + (f" ({r['error']})" if r.get("error") else "")
+    return f"{float(r['value']):.3f} ± {float(r['error_bar']):.3f}"  # type: ignore[arg-type]
+
+
+def answer_row(c: dict[str, object], i: dict[str, object]) -> str:
+    """One table row of :func:`answers` from the compiled and interpreted runs."""
+    z = "-"
+    if c.get("status") == "ok" and i.get("status") == "ok":
+        bar = float(np.hypot(float(c["error_bar"]), float(i["error_bar"])))  # type: ignore[arg-type]
+        diff = float(i["value"]) - float(c["value"])  # type: ignore[arg-type]
+        z = f"{diff / bar:+.2f}" if bar > 0 else f"diff {diff:.1e}"
+    served = "interpreted" if any("interpreted backend" in s for s in i.get("served", [])) \
+        else ("compiled" if i.get("served") else "-")  # type: ignore[union-attr]
+    secs = [f"{float(r['seconds']):.1f}" if "seconds" in r else "-" for r in (c, i)]  # type: ignore[arg-type]
+    how = f" ({c['route']})" if c.get("route") else ""
+    return (f"| {c['program']}{how} | {c['command']} | {_shown(c)} | {_shown(i)} | {z} | "
+            f"{served} | {secs[0]} | {secs[1]} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -248,8 +364,15 @@ def main() -> None:
     b.add_argument("--only", nargs="*", help="corpus folder names")
     b.add_argument("--obs", type=int, default=200, help="observations per program")
     b.add_argument("--draws", type=int, default=400, help="draws")
+    a = sub.add_parser("answers")
+    a.add_argument("--only", nargs="*", help="corpus folder names")
+    a.add_argument("--commands", default="loo,evidence")
+    a.add_argument("--limit", type=float, default=150.0, help="seconds per run")
+    a.add_argument("--out", help="one JSON row per run (jsonl)")
+    a.add_argument("--resume", action="store_true", help="skip the runs --out holds")
     args = parser.parse_args()
-    {"corpus": corpus, "first-answer": first_answer, "batched": batched}[args.what](args)
+    {"corpus": corpus, "first-answer": first_answer, "batched": batched,
+     "answers": answers}[args.what](args)
 
 
 if __name__ == "__main__":

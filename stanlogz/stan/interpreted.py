@@ -7,9 +7,10 @@ Stan's NUTS (its own sampler, :mod:`stanlogz.stan.interpreted_nuts`). What stanl
 ``propto=False`` from the program rewritten to keep every constant
 (:func:`~stanlogz.stan.constants.keep_constants`, checked against the compiled build where
 the cache holds one: :mod:`stanlogz.stan.backend`) and the Hessian by central differences of
-the gradient. Everything else (``jacobian=False``, a time budget on NUTS) is refused in one
-line naming it, or, under ``backend="auto"``, served by the compiled program, built on first
-need, with one note.
+the gradient; its NUTS under a time budget stops past warmup or refuses in warmup as the
+compiled one does. Everything else (``jacobian=False``) is refused in one line naming it,
+or, under ``backend="auto"``, served by the compiled program, built on first need, with one
+note.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,7 +28,13 @@ import numpy as np
 
 from .._util.seeds import int_seed
 from ..errors import BackendUnsupported, DataError, Route, StanCompileError
-from ..toolchain.interpreter import BUILDING, STANLI_VERSION, program_mir, runtime_library
+from ..toolchain.interpreter import (
+    BUILDING,
+    NO_FALLBACK,
+    STANLI_VERSION,
+    program_mir,
+    runtime_library,
+)
 from .ffi import _load_library
 from .inputs import DataLike, data_to_json
 from .messages import _data_error_message
@@ -90,10 +98,26 @@ class InterpretedModel(StanModel):
         self._ptr: int | None = None
         err = ctypes.c_void_p()
         with BUILDING:
-            ptr = self._lib.bs_model_construct(self._payload().encode(), self.seed,
-                                               ctypes.byref(err))
+            # under auto, a program part the interpreter cannot compile (its MIR fallback is
+            # far slower, and loses generated quantities where it fails) goes to the compiled
+            # build: stanli's process-wide switch refuses it, held under BUILDING
+            before = os.environ.get(NO_FALLBACK)
+            if auto:
+                os.environ[NO_FALLBACK] = "1"
+            try:
+                ptr = self._lib.bs_model_construct(self._payload().encode(), self.seed,
+                                                   ctypes.byref(err))
+            finally:
+                if before is None:
+                    os.environ.pop(NO_FALLBACK, None)
+                else:
+                    os.environ[NO_FALLBACK] = before
         if not ptr:
             text = self._take_error(err)
+            part = re.search(r"no compiled path: (.*?)\. Unset", " ".join(text.split()))
+            if part:  # auto's refusal of stanli's slow fallback (NO_FALLBACK)
+                raise StanCompileError("the interpreter has no compiled path for part of this "
+                                       f"program: {part.group(1)}")
             if "stanli compile" in text:  # the program, not the data: lowering refused it
                 raise StanCompileError("the interpreter cannot run this program: "
                                        + " ".join(text.split()).replace("stanli compile: ", ""))
@@ -121,11 +145,27 @@ class InterpretedModel(StanModel):
     # ------------------------------------------------------------ construction
 
     def with_data(self, data: DataLike) -> InterpretedModel:
-        """The same program with other data (no new parse)."""
-        other = InterpretedModel(self.code, data, name=self.name, stan_file=self.stan_file,
-                                 seed=self.seed, auto=self.auto, progress=self.progress,
-                                 mir=self.mir, lineage=self._lineage)
-        return other
+        """The same program with other data (no new parse). Data the interpreter cannot type
+        (an empty integer array: JSON does not say it is one) are the compiled program's under
+        auto, where the two backends' transforms agree; otherwise refused
+        (:class:`BackendUnsupported`, route ``backend='compiled'``)."""
+        try:
+            return InterpretedModel(self.code, data, name=self.name, stan_file=self.stan_file,
+                                    seed=self.seed, auto=self.auto, progress=self.progress,
+                                    mir=self.mir, lineage=self._lineage)
+        except StanCompileError as exc:
+            detail = str(exc).replace("the interpreter cannot run this program: ", "")
+            why = f"typing of these data ({detail})"
+            compiled = self.compiled(why)  # refused here unless auto
+            from .interpreted_constants import same_transform
+
+            if not same_transform(self, compiled):
+                route = Route(options={"backend": "compiled"})
+                raise BackendUnsupported(
+                    f"{self.name}: the interpreted backend offers no {why}, and the compiled "
+                    f"one maps parameters differently; run with {route}",
+                    routes=(route,)) from None
+            return compiled.with_data(data)  # type: ignore[return-value]
 
     def bridgestan_model(self) -> Any:
         """A PyPI ``bridgestan.StanModel`` on the interpreter's runtime and this program."""
@@ -329,12 +369,8 @@ class InterpretedModel(StanModel):
 
     def nuts(self, settings: NutsArgs | None = None, **keywords: Any) -> Any:
         """Stan's NUTS (the interpreter's own, diagonal metric, CmdStan defaults):
-        :func:`stanlogz.stan.interpreted_nuts.run_interpreted_nuts`; under a time budget the
-        compiled sampler runs (``auto``) or the run is refused."""
-        from .._util import deadline
-
-        if deadline.remaining() is not None:
-            return self.compiled("time budget on NUTS").nuts(settings, **keywords)
+        :func:`stanlogz.stan.interpreted_nuts.run_interpreted_nuts` (under a time budget as
+        the compiled sampler: stopped past warmup, or refused in warmup with a route)."""
         from .interpreted_nuts import run_interpreted_nuts
 
         return run_interpreted_nuts(self, settings, **keywords)

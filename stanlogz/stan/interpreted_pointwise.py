@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError, StanCompileError, StanlogzError
+from ..toolchain.interpreter import NO_FALLBACK
 from .constants import blank_comments, keep_constants
 from .inputs import data_to_json
 
@@ -220,10 +221,9 @@ def instance_program(code: str, fields: Sequence[str], size_name: str) -> str:
     ])
 
 
-#: stanli's switch refusing a program part it cannot compile (else run by its MIR interpreter,
-#: often slower than the per-call path this pass replaces); process-wide, so it is set only
-#: while :data:`~stanlogz.toolchain.interpreter.BUILDING` is held.
-_NO_FALLBACK = "STANLI_NO_INTERPRETER"
+#: stanli's switch refusing its slow fallback (often slower than the per-call path this pass
+#: replaces): :data:`~stanlogz.toolchain.interpreter.NO_FALLBACK`.
+_NO_FALLBACK = NO_FALLBACK
 
 #: Per (program text, fields, size): the rewritten program's MIR, or None where it fails.
 _programs: dict[tuple[str, tuple[str, ...], str], str | None] = {}

@@ -26,6 +26,10 @@ STANLI_VERSION = "0.24.0"
 #: slow fallback for its own build only, so no other build may run meanwhile.
 BUILDING = threading.RLock()
 
+#: stanli's switch refusing a program part it cannot compile (else run by its MIR interpreter,
+#: far slower); process-wide, so it is set only while :data:`BUILDING` is held.
+NO_FALLBACK = "STANLI_NO_INTERPRETER"
+
 
 @functools.lru_cache(maxsize=1)
 def stanli_module() -> Any:

@@ -164,3 +164,32 @@ def test_auto_maps_points_where_the_interpreter_has_another_simplex_transform(co
         load_model(path, data, backend="interpreted").log_density(xs[0])
     np.testing.assert_allclose(m.log_density_many(xs),
                                ref.log_density_many(ref.unconstrain_many(theta)), rtol=1e-12)
+
+
+def test_auto_builds_where_the_interpreter_would_run_part_of_the_program_slowly():
+    # ordinal_logit's generated quantities call ordered_logistic_rng, which the interpreter
+    # cannot compile: its MIR fallback fails there and would drop them, so auto builds
+    path, data = EX / "ordinal_logit.stan", EX / "ordinal.data.json"
+    notes: list[str] = []
+    auto = load_model(path, data, backend="auto", progress=notes.append)
+    assert not isinstance(auto, InterpretedModel)
+    assert [n for n in notes if "compiled backend (the interpreter has no compiled path for "
+            "part of this program: generated quantities" in n and "ordered_logistic_rng" in n]
+    assert isinstance(load_model(path, data, backend="interpreted"), InterpretedModel)
+
+
+def test_data_the_interpreter_cannot_type_go_to_the_compiled_build_under_auto():
+    # binom_re's trials as an empty int array (a data instance with no observation): JSON
+    # cannot say it is an integer array, and the interpreter refuses it as real
+    path = ROOT / "stan_models" / "tests" / "binom_re.stan"
+    full = {"I": 2, "n": [4, 5], "y": [1, 3], "sigma": 1.0}
+    empty = {"I": 0, "n": [], "y": [], "sigma": 1.0}
+    strict = InterpretedModel(path.read_text(), full, name="binom_re", stan_file=path)
+    with pytest.raises(BackendUnsupported, match=r"offers no typing of these data.*"
+                       r"backend='compiled'"):
+        strict.with_data(empty)
+    auto = InterpretedModel(path.read_text(), full, name="binom_re", stan_file=path, auto=True)
+    inst = auto.with_data(empty)
+    assert not isinstance(inst, InterpretedModel)
+    # the prior of mu alone: log N(mu | 0, 1) with every constant
+    assert inst.log_density(np.array([0.3])) == pytest.approx(stats.norm.logpdf(0.3), rel=1e-12)

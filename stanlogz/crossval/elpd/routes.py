@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..._util.arrays import even_rows
-from ...errors import DataError, InputError, Route, StanlogzError
+from ...errors import BackendUnsupported, DataError, InputError, Route, StanlogzError
 from ...stan.code import data_names
 from ...stan.program import StanProgram
 from ..observations.conditional import (
@@ -95,6 +95,8 @@ def pointwise_source(model: StanProgram, data: Mapping[str, Any], obs: Observati
     try:
         pw.check(rows)
         return pw
+    except BackendUnsupported:  # the backend, not the program: its route is the answer
+        raise
     except StanlogzError as exc:  # per-observation latents, dependence, a refused instance
         return _conditional(model, data, obs, rows, exc)
 

@@ -28,12 +28,17 @@ from ...draws import Draws
 from ...stan.nuts import budget_stop_dict
 from ..elpd.psis import PsisLoo, psis_loo
 from ..observations.clock import PSIS_VALUE_S, SUBSAMPLE_APPROX_DRAWS
+from ..observations.pointwise import CHUNK_BYTES
 from .subsample import subsample_estimates
 
 #: The density-difference pass's costs that do not shrink with the draws, in data instances
 #: per observation: its validity check, the pass and the approximation of the observations
 #: left when the budget ends it.
 INSTANCES_PER_OBSERVATION = 2.2
+
+#: The margin on a batched pass's cost timed at a few points (its threads and a loaded
+#: machine make a small timing noisy).
+BATCH_MARGIN = 1.5
 
 
 def pass_reserve(pw: Any) -> tuple[float | None, float]:
@@ -48,6 +53,10 @@ def pass_reserve(pw: Any) -> tuple[float | None, float]:
     if n < 8:
         return None, 0.0
     x = np.zeros((513, pw.model.dim))
+    if hasattr(pw.model, "instance_densities") and not getattr(pw, "_batch_failed", True):
+        batched = _batched_reserve(pw, x)
+        if batched is not None:
+            return batched
     ones, mores = [], []
     try:
         pw.columns([0], x[:1])  # builds the baseline instances once
@@ -184,3 +193,51 @@ def budget_flags(d: Draws, est: dict[str, Any] | None) -> dict[str, Any] | None:
             "pass": None if passed is None else {"observations_done": int(passed[0]),
                                                  "observations": int(passed[1]),
                                                  "approximation": est["approximation"]}}
+
+
+def _batched_reserve(pw: Any, x: np.ndarray) -> tuple[float, float] | None:
+    """:func:`pass_reserve` of a pass the model batches (the interpreter: every observation's
+    instance at each draw in one native call): every observation at 8 and at 136 points, the
+    difference pricing a draw and the rest a block of the pass (whose blocks hold
+    ``CHUNK_BYTES`` of values: more draws, more blocks), with a margin of ``BATCH_MARGIN``;
+    None where the batched path does not serve."""
+    every = list(range(pw.obs.n))
+    seconds = []
+    for k in (8, 136):
+        start = time.perf_counter()
+        pw.columns(every, x[:k])
+        seconds.append(time.perf_counter() - start)
+    if pw._batch_failed:
+        return None
+    per_draw = max(seconds[1] - seconds[0], 0.0) / 128
+    block = max(seconds[0] - 8 * per_draw, 0.0)
+    blocks_per_draw = 8 * pw.obs.n / CHUNK_BYTES
+    return (BATCH_MARGIN * block,
+            BATCH_MARGIN * (per_draw + block * blocks_per_draw) + pw.obs.n * PSIS_VALUE_S)
+
+
+def full_run_seconds(d: Draws, nuts: Any) -> float | None:
+    """Seconds a refit at the settings ``nuts`` would take, from the run that drew ``d``: its
+    sampling time, scaled up to every iteration and chain where the time budget stopped it
+    (its chains kept ``budget_stop`` draws of those asked); None when unknown."""
+    if not d.seconds:
+        return None
+    if not d.budget_stop:
+        return float(d.seconds)
+    kept, asked = d.budget_stop[:2]
+    warmup = getattr(nuts, "warmup", 1000)
+    chains = d.budget_stop[3] / d.budget_stop[2] if len(d.budget_stop) > 2 else 1.0
+    return float(d.seconds) * (warmup + asked) / max(warmup + kept, 1) * chains
+
+
+def within_budget(refit: Any) -> Any:
+    """``refit(indices, stage)`` for a self-check whose refits the time budget may end: a
+    refit refused for time gives no values and says so, and the answer stands."""
+
+    def call(indices: np.ndarray, stage: int) -> tuple[list[Any], list[str]]:
+        try:
+            return refit(indices, stage)
+        except deadline.OverBudget as exc:
+            return [], [f"the time budget ended its refits: {str(exc).splitlines()[0]}"]
+
+    return call

@@ -54,7 +54,14 @@ from ..observations.observations import load_observed
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError
 from ..refit.heldout import heldout_many
-from .anytime import anytime_pass, budget_flags, budget_pass_warning, pass_reserve
+from .anytime import (
+    anytime_pass,
+    budget_flags,
+    budget_pass_warning,
+    full_run_seconds,
+    pass_reserve,
+    within_budget,
+)
 from .band_refit import correct_band
 from .fitloo import is_fit, loo_elsewise
 from .own_latent import MAX_OWN_REFITS, own_parameter_note, own_parameter_observations
@@ -415,11 +422,12 @@ def loo(
     if sample_index is None:
         before[[pos_of(index, f.index) for f in fixed]] = [f.elpd for f in fixed]
         fixed, verification = self_check(
-            verify, candidates(ps, index, fixed, threshold), fixed,
-            lambda idx, stage: _fix(pw, d, idx, ps, index, EXACT, threshold, r_eff, nuts,
-                                    EXACT.options(None), stream(seed, Stream.LOO_VERIFY, 1 + stage),
-                                    n_workers, progress),
-            refit_seconds=d.seconds or None, elapsed=time.perf_counter() - t0,
+            verify, candidates(ps, index, fixed, threshold), fixed, within_budget(
+                lambda idx, stage: _fix(pw, d, idx, ps, index, EXACT, threshold, r_eff, nuts,
+                                        EXACT.options(None),
+                                        stream(seed, Stream.LOO_VERIFY, 1 + stage),
+                                        n_workers, progress)),
+            refit_seconds=full_run_seconds(d, nuts), elapsed=time.perf_counter() - t0,
             can_repair=method.refit is not None, rng=stream_rng(seed, Stream.LOO_VERIFY, 0),
             progress=progress, replace=method.acts, chains=d.n_chains,
             influence=lambda obs: influence_rows(ps, pw, d, r_eff, index, obs))
@@ -431,7 +439,7 @@ def loo(
                 lambda idx: _fix(pw, d, idx, ps, index, EXACT, threshold, r_eff, nuts,
                                  EXACT.options(None), stream(seed, Stream.LOO_BAND, 1),
                                  n_workers, progress),
-                threshold=threshold, refit_seconds=d.seconds or None,
+                threshold=threshold, refit_seconds=full_run_seconds(d, nuts),
                 rng=stream_rng(seed, Stream.LOO_BAND, 0), psis_mcse=ps.mcse_i,
                 claimed=float(np.hypot(ps.total_mcse(done), ps.total_bias(done))),
                 forced=n_verify is not None, progress=progress)
