@@ -1,14 +1,16 @@
 """More posterior draws: continue every chain of a :class:`~stanlogz.draws.Draws` from its last
-draw with Stan's NUTS, and append the new draws."""
+draw with Stan's NUTS, and append the new draws; and warm-started refits (:func:`refit_draws`):
+NUTS on a program with other data (a training set) started from a full-data fit."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import stanio
 
-from ..errors import InputError
+from ..errors import InitializationError, InputError
 from ..stan.program import StanProgram
 from ..stan.settings import NutsArgs
 from .core import Draws
@@ -17,6 +19,14 @@ from .sample import sample
 #: warmup iterations of a continued chain: it starts in the typical set, so only the step size
 #: and metric need re-adapting (Stan's adaptation windows fit in 150 iterations)
 CONTINUATION_WARMUP = 150
+
+#: warmup iterations of a warm-started refit (:func:`refit_draws`), when the refit's settings
+#: ask for more: its chains start at the full-data fit's last draws, inside (or next to) the
+#: training posterior's typical set, so the first phase of a cold warmup (finding it) is not
+#: needed. Stan's windows fit exactly in 150 iterations (75 step-size iterations, one 25-draw
+#: metric window, 50 final step-size iterations); the bias this leaves against cold refits
+#: and the cost it saves: docs/features/warm-refits.md (benchmarks/warm_refits.py).
+WARM_REFIT_WARMUP = CONTINUATION_WARMUP
 
 
 def init_from_unconstrained(model: StanProgram, x: np.ndarray) -> dict[str, Any]:
@@ -73,3 +83,107 @@ def extend_draws(model: StanProgram, draws: Draws, n_more: int, settings: NutsAr
         warnings=list(draws.warnings),
         adapt_delta=draws.adapt_delta,
     )
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """Where warm-started refits begin: the full-data fit of ``model`` (its program with all
+    data), as the last draw of each of its chains on the unconstrained scale (``last``:
+    ``(chains, dim)``) and, when known, its adapted step sizes ``(chains,)`` and diagonal
+    inverse metrics ``(chains, dim)``."""
+
+    model: StanProgram
+    last: np.ndarray
+    step_size: np.ndarray | None = None
+    inv_metric: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, model: StanProgram, draws: Any) -> WarmStart | None:
+        """The warm start of ``draws`` (a :class:`Draws` or an unconstrained ``(chains, n,
+        dim)`` array of ``model``); None without draws or when their shape is not that."""
+        x = getattr(draws, "unconstrained", draws)
+        if x is None:
+            return None
+        x = np.asarray(x, dtype=float)
+        if x.ndim != 3 or x.shape[1] < 1 or x.shape[2] != model.dim:
+            return None
+        step = getattr(draws, "step_size", None)
+        metric = getattr(draws, "inv_metric", None)
+        known = (step is not None and metric is not None
+                 and np.shape(metric) == (x.shape[0], x.shape[2])
+                 and np.size(step) == x.shape[0]
+                 and bool(np.all(np.isfinite(metric)) and np.all(np.asarray(metric) > 0))
+                 and bool(np.all(np.isfinite(step)) and np.all(np.asarray(step) > 0)))
+        return cls(model, np.ascontiguousarray(x[:, -1]),
+                   np.asarray(step, dtype=float).reshape(-1) if known else None,
+                   np.asarray(metric, dtype=float) if known else None)
+
+    def fits(self, train: StanProgram) -> bool:
+        """Whether ``train`` has the same unconstrained parameters as the full program (a
+        program whose parameters change with its data, e.g. one latent per observation,
+        is refit cold)."""
+        return train.dim == self.model.dim and \
+            list(train.param_unc_names()) == list(self.model.param_unc_names())
+
+
+@dataclass(frozen=True)
+class _Adapted:
+    """The interpreter's ``warm=`` argument: last draws, step sizes and inverse metrics."""
+
+    unconstrained: np.ndarray
+    step_size: np.ndarray
+    inv_metric: np.ndarray
+
+
+def refit_draws(train: StanProgram, settings: NutsArgs, *, seed: int | None,
+                warm: WarmStart | None, progress: Any = None) -> tuple[Draws, bool]:
+    """NUTS draws of the training program ``train`` (the full program with other data), and
+    whether they were warm-started.
+
+    Warm (``warm`` given and :meth:`WarmStart.fits` ``train``): chain c starts at the full fit's
+    last draw of chain c (cycled when the chain counts differ), passed as constrained inits,
+    with at most :data:`WARM_REFIT_WARMUP` warmup iterations; the interpreted backend also
+    starts from the full fit's adapted step size and inverse metric (the compiled sampler
+    adapts its metric from the unit one). Cold otherwise (``settings`` as they are), and when
+    the warm inits fail to initialize (a constraint that depends on the data)."""
+    if warm is None or not warm.fits(train):
+        return sample(train, settings, seed=seed, progress=progress), False
+    chains = np.arange(settings.chains) % warm.last.shape[0]
+    inits = [init_from_unconstrained(warm.model, x) for x in warm.last[chains]]
+    nuts = settings.replace(warmup=min(settings.warmup, WARM_REFIT_WARMUP))
+    adapted = None
+    if warm.step_size is not None and warm.inv_metric is not None and _takes_metric(train):
+        adapted = _Adapted(warm.last[:, None, :], warm.step_size, warm.inv_metric)
+    try:
+        return sample(train, nuts, seed=seed, init=inits, progress=progress,
+                      warm=adapted), True
+    except InitializationError:
+        return sample(train, settings, seed=seed, progress=progress), False
+
+
+def _takes_metric(model: StanProgram) -> bool:
+    """Whether ``model``'s NUTS starts from a given step size and metric (the
+    interpreter's)."""
+    from ..stan.interpreted import InterpretedModel
+
+    return isinstance(model, InterpretedModel)
+
+
+def warm_refit_share(draws: Draws) -> float:
+    """The share of the full fit ``draws``'s cost that one warm refit repeats (1.0 when its
+    cost is unknown): the kept draws' leapfrog steps with :data:`WARM_REFIT_WARMUP` more
+    iterations at the same rate, over all its steps (the cold warmup's costly first phase, far
+    from the typical set, is what a warm refit skips)."""
+    steps = draws.sampler.get("n_leapfrog__")
+    if not draws.sampling_cost_known or steps is None or draws.n_gradient_evals <= 0 \
+            or draws.n_draws < 1:
+        return 1.0
+    kept = float(np.sum(steps))
+    return float(min(1.0, kept * (1.0 + WARM_REFIT_WARMUP / draws.n_draws)
+                     / draws.n_gradient_evals))
+
+
+def warm_refit_seconds(draws: Draws) -> float:
+    """Seconds one warm refit should take, from the full fit ``draws`` (its seconds times
+    :func:`warm_refit_share`; 0.0 when its seconds are unknown)."""
+    return float((draws.seconds or 0.0) * warm_refit_share(draws))

@@ -26,6 +26,7 @@ def sample(
     init: Any = None,
     progress: Any = None,
     data: Any = None,
+    warm: Any = None,
     **overrides: Any,
 ) -> Draws:
     """Posterior draws from stanlogz's own NUTS (Stan's sampler, compiled into the program).
@@ -44,6 +45,11 @@ def sample(
         Called with one line of text per step.
     data : dict or str, optional
         Data for a ``.stan`` path (a dict or a JSON file).
+    warm : object, optional
+        Adapted step sizes and inverse metrics that start the chains (``unconstrained``,
+        ``step_size``, ``inv_metric`` attributes of a fit of the same parameters): the
+        interpreted backend's sampler only (:func:`~stanlogz.draws.continuation.refit_draws`
+        passes it where it applies).
     **overrides
         Single fields of ``settings``: ``chains``, ``warmup``, ``draws`` (per chain; a count
         here), ``adapt_delta``, ``max_treedepth``, ``init_radius``, ``thin``.
@@ -82,7 +88,8 @@ def sample(
         model = load_model(model, data, seed=seed)
     elif not hasattr(model, "nuts"):
         raise InputError(f"model must be a StanModel or a .stan path, not {type(model).__name__}")
-    out = model.nuts(nuts, seed=seed, init=init, progress=progress)
+    out = model.nuts(nuts, seed=seed, init=init, progress=progress,
+                     **({"warm": warm} if warm is not None else {}))
     stop = getattr(out, "budget_stop", None)
     return Draws(
         unconstrained=out.unconstrained,

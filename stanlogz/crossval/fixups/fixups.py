@@ -25,6 +25,7 @@ from ..._util.display import alias
 from ..._util.gpd import KHAT_BAD
 from ..._util.seeds import Stream, generator_seed, stream_int_seed
 from ..._util.words import transitions
+from ...draws.continuation import WarmStart, refit_draws
 from ...errors import Route, option
 from ...estimators.bridge.bridge import solve_bridge
 from ...estimators.common import pareto_k
@@ -80,6 +81,8 @@ class FixTask:
     psis_elpd: float
     settings: NutsArgs  # the refit's NUTS settings (the workflow's)
     ups_options: dict[str, Any]
+    #: the full fit the refit starts from (None: a cold refit)
+    warm: WarmStart | None = None
 
 
 RHAT_ALARM = 1.05  # split R-hat (between/within chain halves) of log p(y_i | theta)
@@ -134,7 +137,8 @@ def fix_observation(pw: PointwiseLogLik, full_unc: np.ndarray, task: FixTask,
     i = task.index
     held_out = pw.held_out_model(i)
     seed = generator_seed(rng)  # this refit's seed: its NUTS run and its estimate take streams
-    fit = held_out.nuts(task.settings, seed=stream_int_seed(seed, Stream.REFIT_NUTS))
+    fit, _ = refit_draws(held_out, task.settings, seed=stream_int_seed(seed, Stream.REFIT_NUTS),
+                         warm=task.warm)
     minus_unc = fit.unconstrained
     warns: list[str] = []
     n_div = int(np.sum(fit.sampler["divergent__"] > 0))

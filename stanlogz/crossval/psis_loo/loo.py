@@ -21,6 +21,7 @@ from ..._util.progress import duration, steps
 from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
 from ...draws import Draws, obtain_draws
+from ...draws.continuation import WarmStart, warm_refit_share
 from ...errors import InputError, Route, StanlogzError
 from ...parallel import run_parallel, with_client
 from ...stan.program import ProgramLike
@@ -367,6 +368,8 @@ def loo(
         d = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS),
                          progress=progress)
     unc = d.flat_unconstrained()
+    full_s = full_run_seconds(d, nuts)  # one cold refit at the settings
+    refit_s = None if full_s is None else full_s * warm_refit_share(d)  # warm-started from d
     pw = pointwise_source(model, data_dict, observations, log_lik,
                           unc[_check_rows(unc.shape[0])], check=subsample is None)
     r_eff = relative_efficiency(_posterior_values(d))
@@ -374,7 +377,7 @@ def loo(
     notes: list[str] = []
     if subsample is None:
         start_pass(pw, progress, unc.shape[0], cond_budget, chains=d.n_chains,
-                   refit_seconds=d.seconds)
+                   refit_seconds=refit_s)
         if not pw.checked:
             pw.check(unc[_check_rows(unc.shape[0])])
         # under a time budget: in random order, the rest estimated if the budget ends it
@@ -427,7 +430,7 @@ def loo(
                                         EXACT.options(None),
                                         stream(seed, Stream.LOO_VERIFY, 1 + stage),
                                         n_workers, progress)),
-            refit_seconds=full_run_seconds(d, nuts), elapsed=time.perf_counter() - t0,
+            refit_seconds=refit_s, elapsed=time.perf_counter() - t0,
             can_repair=method.refit is not None, rng=stream_rng(seed, Stream.LOO_VERIFY, 0),
             progress=progress, replace=method.acts, chains=d.n_chains,
             influence=lambda obs: influence_rows(ps, pw, d, r_eff, index, obs))
@@ -439,7 +442,7 @@ def loo(
                 lambda idx: _fix(pw, d, idx, ps, index, EXACT, threshold, r_eff, nuts,
                                  EXACT.options(None), stream(seed, Stream.LOO_BAND, 1),
                                  n_workers, progress),
-                threshold=threshold, refit_seconds=full_run_seconds(d, nuts),
+                threshold=threshold, refit_seconds=refit_s,
                 rng=stream_rng(seed, Stream.LOO_BAND, 0), psis_mcse=ps.mcse_i,
                 claimed=float(np.hypot(ps.total_mcse(done), ps.total_bias(done))),
                 forced=n_verify is not None, progress=progress)
@@ -598,9 +601,10 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
         why = f" with k-hat > {threshold:.2f}" if above else ""  # the self-check's are below
         progress(f"refitting {bad.size} observation(s){why} ({method}): "
                  f"{', '.join(str(i + 1) for i in bad)}")
+    warm = WarmStart.of(pw.model, d)  # refits start from the full fit (cold: other dims)
     tasks = [FixTask(int(i), method, float(ps.khat[pos[int(i)]]),
                      float(ps.elpd_i[pos[int(i)]]), nuts,
-                     dict(getattr(options, "ups_options", None) or {}))
+                     dict(getattr(options, "ups_options", None) or {}), warm)
              for i in bad]
     unc = d.unconstrained
     with steps(progress, len(tasks), f"{method} refits", unit="refit") as bar:

@@ -56,6 +56,7 @@ from ..._util.seeds import (
 )
 from ..._util.words import transitions
 from ...draws import Draws, obtain_draws
+from ...draws.continuation import WARM_REFIT_WARMUP, WarmStart, refit_draws
 from ...errors import EstimationError, InputError, OverBudget, option
 from ...estimators.bridge.bridge import solve_bridge
 from ...estimators.common import autocorr_time, pareto_k
@@ -101,6 +102,9 @@ class HeldOut:
     #: the part of ``elpd_i_mcse`` shared in the same way: the evidence difference's log r error
     #: moves Σ elpd_i by ∂Σ elpd_i/∂log r times itself (the delta method, :func:`_pointwise`)
     elpd_i_shared_mcse: float = 0.0
+    #: whether the training refit was warm-started from the full fit
+    #: (:func:`~stanlogz.draws.continuation.refit_draws`)
+    warm: bool = False
 
     se = alias("mcse", "The former name of ``mcse`` (a Monte Carlo se), kept for "
                "compatibility.")
@@ -113,7 +117,7 @@ class HeldOut:
                 "elpd_i_shared_mcse": self.elpd_i_shared_mcse,
                 "khat": [float(k) for k in self.khat], "n_latent": self.n_latent,
                 "n_gradient_evals": self.n_gradient_evals, "n_evals": self.n_evals,
-                "seconds": self.seconds, "warnings": self.warnings}
+                "seconds": self.seconds, "warm": self.warm, "warnings": self.warnings}
 
 
 # ---------------------------------------------------------------- entry point
@@ -131,6 +135,7 @@ def heldout_elpd(
     method: str = "auto",
     progress: Callable[[str], None] | None = None,
     full_evidence: Callable[[StanProgram, np.ndarray], tuple[Any, bool]] | None = None,
+    warm_refits: bool = True,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> HeldOut:
     """log p(y_V | y_T) of the program ``model`` (a :class:`StanModel`, any data) for the
@@ -184,6 +189,10 @@ def heldout_elpd(
     full_evidence : callable, optional
         ``full_evidence(full, draws) -> (log Z, ...)`` shared between splits (from
         :func:`heldout_many`).
+    warm_refits : bool, default True
+        Start the training refit from the full fit
+        (:func:`~stanlogz.draws.continuation.refit_draws`: its last draws, a short warmup)
+        where the two programs have the same parameters; False samples it cold.
     **nuts_keywords
         ``chains``, ``warmup``, ``draws``, ``adapt_delta``, ``max_treedepth``.
 
@@ -249,8 +258,16 @@ def heldout_elpd(
     # the last held-out observation: a trailing block (leave-future-out) is a valid split
     check_split(full, data, observations, int(v[-1]),
                 flat0[np.unique(np.linspace(0, len(flat0) - 1, 3).astype(int))])
-    td = _draws(train, train_draws, nuts, stream_int_seed(seed, Stream.REFIT_NUTS), progress,
-                f"without {_numbers(v)}")
+    warm = False
+    if train_draws is None and warm_refits:
+        if progress:
+            progress(f"NUTS on {train.name} (without {_numbers(v)})")
+        td, warm = refit_draws(train, nuts, seed=stream_int_seed(seed, Stream.REFIT_NUTS),
+                               warm=WarmStart.of(full, fd.unconstrained if fd.step_size is None
+                                                 else fd))
+    else:
+        td = _draws(train, train_draws, nuts, stream_int_seed(seed, Stream.REFIT_NUTS),
+                    progress, f"without {_numbers(v)}")
     n_grad = td.n_gradient_evals if train_draws is None else 0
     for what, d in (("all data", fd), (f"the refit without {_numbers(v)}", td)):
         n_div = int(np.sum(d.sampler.get("divergent__", np.zeros(1)) > 0))
@@ -338,7 +355,8 @@ def heldout_elpd(
             elpd_i_mcse, elpd_i_shared = propagate_log_r(elpd_i_mcse, slope, se, shared_se)
     return HeldOut(v, float(elpd), float(se), used, elpd_i, float(elpd_i_mcse),
                    (float(khat[0]), float(khat[1])), int(extra.size), int(n_grad), int(n_evals),
-                   time.perf_counter() - t0, warns, float(shared_se), float(elpd_i_shared))
+                   time.perf_counter() - t0, warns, float(shared_se), float(elpd_i_shared),
+                   warm)
 
 
 
@@ -355,6 +373,7 @@ def heldout_many(
     progress: Callable[[str], None] | None = None,
     anytime: bool = False,
     expected: float | None = None,
+    warm_refits: bool = True,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> list[HeldOut]:
     """:func:`heldout_elpd` for every held-out set (e.g. each observation for exact
@@ -390,6 +409,9 @@ def heldout_many(
         their entries are None) instead of refusing the run.
     expected : float, optional
         Seconds one refit should take, for the first :class:`RefitWatch` check.
+    warm_refits : bool, default True
+        Warm-start every refit from ``full_draws`` where the parameters are the same
+        (:func:`heldout_elpd`).
     **nuts_keywords
         ``chains``, ``warmup``, ``draws``, ``adapt_delta``, ``max_treedepth``.
 
@@ -439,14 +461,17 @@ def heldout_many(
             return None  # the budget ended the refits: the caller estimates this set
         try:
             return heldout_elpd(model, data, observations, v, full_draws=full_draws,
-                                settings=nuts, seed=generator_seed(rng), full_evidence=shared)
+                                settings=nuts, seed=generator_seed(rng), full_evidence=shared,
+                                warm_refits=warm_refits)
         except OverBudget:
             if watch is None:
                 raise
             watch.stopped = True
             return None
 
-    clock = StepsClock("held-out refits", total, nuts.warmup + nuts.draws)
+    warmup = min(nuts.warmup, WARM_REFIT_WARMUP) if warm_refits and full_draws is not None \
+        else nuts.warmup  # a warm refit's iterations: the clock's rate per iteration
+    clock = StepsClock("held-out refits", total, warmup + nuts.draws)
 
     def done() -> None:
         bar.update(lambda k: f"held-out set {k}/{total} done")

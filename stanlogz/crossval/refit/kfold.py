@@ -308,6 +308,7 @@ def kfold(
     seed: int | None = None,
     n_workers: int = 1,
     progress: Callable[[str], None] | None = None,
+    warm_refits: bool = True,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> KFoldResult:
     """K-fold cross-validation of a Stan program: each fold refit without its observations.
@@ -343,6 +344,10 @@ def kfold(
         Folds refit at once.
     progress : callable, optional
         Called with one line of text per step.
+    warm_refits : bool, default True
+        Start every refit at the full fit's last draws with a short warmup
+        (:func:`~stanlogz.draws.continuation.refit_draws`; cold where a fold changes the
+        parameters); False runs every refit's full warmup from random inits.
     **nuts_keywords
         ``chains``, ``warmup``, ``n_draws``, ``adapt_delta``, ``max_treedepth``.
 
@@ -378,6 +383,8 @@ def kfold(
     nuts = nuts_from_keywords(settings, nuts_keywords, "kfold")
     if n_workers < 1:
         raise InputError(f"n_workers must be >= 1, got {n_workers}")
+    if not isinstance(warm_refits, bool):
+        raise InputError(f"warm_refits must be True or False, got {warm_refits!r}")
     model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
                                                    progress=progress, settings=nuts)
     strata = None if stratify is None else observation_labels(
@@ -405,7 +412,7 @@ def kfold(
         progress(f"{scheme} cross-validation: {observations.n} observations in "
                  f"{n_folds} folds" + ("" if draws is not None else "; NUTS on all data"))
     full = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS))
-    estimate = refit_seconds(full, observations.n, held, n_workers)
+    estimate = refit_seconds(full, observations.n, held, n_workers, warm=warm_refits)
     if progress:
         progress(estimate_line(estimate, n_folds, full))
     anytime = deadline.remaining() is not None  # a budget ends the refits, not the command
@@ -413,7 +420,8 @@ def kfold(
                          settings=nuts, seed=stream(seed, Stream.REFIT), n_workers=n_workers,
                          progress=progress, anytime=anytime,
                          expected=None if estimate is None else
-                         estimate * min(n_workers, n_folds) / n_folds)
+                         estimate * min(n_workers, n_folds) / n_folds,
+                         warm_refits=warm_refits)
     folds, budget_stop = fill_by_psis(model, data_dict, observations, held, folds, full,
                                       progress)
     elpd_i = np.empty(observations.n)

@@ -30,6 +30,7 @@ from scipy.special import logsumexp
 from ..._util.progress import duration
 from ...arviz_compat import psislw
 from ...draws import Draws
+from ...draws.continuation import warm_refit_seconds
 from ..elpd.psis import elpd_mcse, k_threshold, relative_efficiency
 from ..elpd.routes import pointwise_source
 from .heldout import HeldOut
@@ -41,13 +42,17 @@ from .heldout import HeldOut
 HELDOUT_SHARE = 1.5
 
 
-def refit_seconds(full: Draws, n: int, held: Sequence[np.ndarray], n_workers: int
-                  ) -> float | None:
+def refit_seconds(full: Draws, n: int, held: Sequence[np.ndarray], n_workers: int,
+                  warm: bool = False) -> float | None:
     """Seconds the refits of ``held`` should take, from the full fit's ``full.seconds`` on
-    ``n`` observations; None when the draws were given (their cost unknown)."""
+    ``n`` observations (``warm``: the share of it a warm-started refit repeats,
+    :func:`~stanlogz.draws.continuation.warm_refit_seconds`); None when the draws were given
+    (their cost unknown)."""
     if not full.sampling_cost_known or full.seconds <= 0:
         return None
-    each = [(1.0 + HELDOUT_SHARE) * full.seconds * (n - len(v)) / n for v in held]
+    one = warm_refit_seconds(full) if warm else full.seconds
+    # the held-out densities' share is of the cold run's cost (they do not shrink with warmup)
+    each = [(one + HELDOUT_SHARE * full.seconds) * (n - len(v)) / n for v in held]
     return float(sum(each)) / max(1, min(int(n_workers), len(held)))
 
 

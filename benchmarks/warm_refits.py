@@ -1,0 +1,226 @@
+"""Warm-started refits (:func:`stanlogz.draws.continuation.refit_draws`) against cold ones: the
+same answer, and how much cheaper?
+
+``python3 -m benchmarks.warm_refits PART [--seeds S] [--runs R] [--backend B]``, PART one of:
+
+* ``bias``: exact held-out values log p(y_V | y_T) (:func:`~stanlogz.crossval.refit.heldout
+  .heldout_elpd`) from a cold refit (1000 warmup iterations from random inits) and a warm one
+  (chains at the full fit's last draws, ``WARM_REFIT_WARMUP`` warmup iterations), each from
+  its own full-data fit (so the two errors are independent), over ``--seeds`` seeds, on three
+  programs: the README's wells logistic regression (the 4 observations of highest PSIS k̂,
+  one at a time, as loo's fix-ups and self-check refit them), the Gaussian hierarchical
+  regression ``hier_regression`` (10 random folds of 3; its truth is in closed form, so each
+  value's z against the truth is shown as well) and a centred hierarchical regression with an
+  unknown group scale (``hier_tau``, written below: a funnel, 10 random folds of 3). Per
+  program: rms and max |z| of z = (warm − cold) / hypot(mcse) (about 1 and below ~3 when the
+  two agree), the mean ratio warm/cold of the refits' mcse, gradient evaluations and seconds.
+* ``coverage``: K-fold (``kfold``, K = 5) of the conjugate normal mean on ``--runs`` simulated
+  data sets (N = 20), warm and cold, against its closed form
+  (:func:`benchmarks.anytime_commands.exact_kfold`): the share of runs whose
+  |elpd_kfold − truth| <= 1.96 / 2.58 mcse and the rms of the z scores.
+* ``cost``: K-fold (K = 10) wall and CPU seconds warm and cold on wells and ``hier_tau``, and
+  loo's self-check (``verify=4``) on wells warm and cold (cold: the full fit's warm start
+  withheld), on ``--backend``.
+
+Every part runs at ``nice`` on a shared machine: the seconds are noisy (load average printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "stan_models" / "examples"
+
+#: A centred hierarchical regression with an unknown group scale (a funnel in (u, tau)).
+HIER_TAU = """
+data {
+  int<lower=1> N;
+  int<lower=1> J;
+  array[N] int<lower=1, upper=J> g;
+  vector[N] x;
+  vector[N] y;
+  real<lower=0> sigma;
+}
+parameters {
+  real a;
+  real b;
+  real<lower=0> tau;
+  vector[J] u;
+}
+model {
+  a ~ normal(0, 2);
+  b ~ normal(0, 2);
+  tau ~ normal(0, 1);
+  u ~ normal(0, tau);
+  y ~ normal(a + b * x + u[g], sigma);
+}
+"""
+
+
+def _load(name: str, backend: str) -> tuple[Any, dict[str, Any]]:
+    from stanlogz.stan.backend import load_program
+
+    if name == "hier_tau":
+        path = Path(os.environ.get("TMPDIR", "/tmp")) / "hier_tau.stan"
+        if not path.exists() or path.read_text() != HIER_TAU:
+            path.write_text(HIER_TAU)
+        data = json.loads((EXAMPLES / "hier_regression.data.json").read_text())
+        data = {k: v for k, v in data.items() if k not in ("tau", "s_ab")}
+    else:
+        path = EXAMPLES / f"{name}.stan"
+        data = json.loads((EXAMPLES / f"{'wells' if name == 'wells_logistic' else name}"
+                                      ".data.json").read_text())
+    return load_program(path, data, backend=backend, seed=1, progress=None), data
+
+
+def _sets(name: str, model: Any, data: dict[str, Any], obs: Any, full: Any) -> list[np.ndarray]:
+    """The held-out sets of ``name``: wells' 4 highest-k̂ observations, else 10 folds of 3."""
+    if name == "wells_logistic":
+        import stanlogz
+
+        res = stanlogz.loo(model, data, draws=full, fix="none", verify=0, seed=1)
+        worst = np.argsort(-np.asarray(res.pareto_k))[:4]
+        print(f"  wells: observations {list(worst + 1)}, k̂ "
+              f"{np.round(np.asarray(res.pareto_k)[worst], 2).tolist()}")
+        return [np.array([i]) for i in worst]
+    perm = np.random.default_rng(7).permutation(obs.n)
+    return [perm[3 * j:3 * j + 3] for j in range(10)]
+
+
+def bias(seeds: int, backend: str) -> None:
+    import stanlogz
+    from benchmarks.truths.crossval import truths
+    from stanlogz.crossval.observations.observations import find_observations
+    from stanlogz.crossval.refit.heldout import heldout_elpd
+
+    print(f"load average {os.getloadavg()[0]:.1f}; backend {backend}")
+    print("| program | refits | rms z | max abs z | rms z warm vs truth | rms z cold vs truth "
+          "| mcse warm/cold | gradients warm/cold | seconds warm/cold |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in ("wells_logistic", "hier_regression", "hier_tau"):
+        model, data = _load(name, backend)
+        obs = find_observations(data, None, None, model.code)
+        z, zt_w, zt_c, r_se, r_g, r_s = [], [], [], [], [], []
+        sets = None
+        for s in range(seeds):
+            fa = stanlogz.sample(model, seed=1000 + s)
+            fb = stanlogz.sample(model, seed=2000 + s)
+            sets = sets if sets is not None else _sets(name, model, data, obs, fa)
+            for v in sets:
+                c = heldout_elpd(model, data, obs, v, full_draws=fa, seed=3000 + s,
+                                 warm_refits=False, pointwise=False)
+                w = heldout_elpd(model, data, obs, v, full_draws=fb, seed=4000 + s,
+                                 warm_refits=True, pointwise=False)
+                assert w.warm and not c.warm, name
+                z.append((w.elpd - c.elpd) / np.hypot(w.mcse, c.mcse))
+                if name == "hier_regression":
+                    truth = truths.gaussian_heldout(np.asarray(data["y"]),
+                                                    truths.hier_regression_cov(data), v)
+                    zt_w.append((w.elpd - truth) / w.mcse)
+                    zt_c.append((c.elpd - truth) / c.mcse)
+                r_se.append(w.mcse / c.mcse)
+                r_g.append(w.n_gradient_evals / c.n_gradient_evals)
+                r_s.append(w.seconds / c.seconds)
+        za = np.asarray(z)
+
+        def rms(a: list[float]) -> str:
+            return f"{np.sqrt(np.mean(np.square(a))):.2f}" if a else "-"
+
+        print(f"| {name} | {za.size} | {rms(z)} | {np.max(np.abs(za)):.2f} | {rms(zt_w)} | "
+              f"{rms(zt_c)} | {np.mean(r_se):.2f} | {np.mean(r_g):.2f} | {np.mean(r_s):.2f} |",
+              flush=True)
+
+
+def coverage(runs: int, backend: str) -> None:
+    import stanlogz
+    from benchmarks.anytime_commands import exact_kfold
+    from stanlogz.stan.backend import load_program
+
+    path = EXAMPLES / "normal_mean.stan"
+    base = json.loads((EXAMPLES / "normal_mean.data.json").read_text())
+    first = load_program(path, base, backend=backend, seed=1, progress=None)
+    print(f"load average {os.getloadavg()[0]:.1f}; backend {backend}; {runs} data sets")
+    print("| refits | runs | within 1.96 mcse | within 2.58 mcse | rms z | mean mcse | "
+          "gradients per refit |")
+    print("|---|---|---|---|---|---|---|")
+    rows: dict[bool, list[tuple[float, float, float]]] = {False: [], True: []}
+    for r in range(runs):
+        rng = np.random.default_rng(50_000 + r)
+        y = (rng.normal(0, base["prior_sd"]) + rng.normal(0, base["sigma"], 20)).round(4)
+        data = dict(base, N=20, y=y.tolist())
+        model = first.with_data(data)
+        for warm in (False, True):
+            res = stanlogz.kfold(model, data, k=5, seed=r + 1, warm_refits=warm)
+            truth = exact_kfold(data, res.fold_of)
+            grads = np.mean([f.n_gradient_evals for f in res.folds])
+            rows[warm].append(((res.elpd_kfold - truth) / res.mcse, res.mcse, grads))
+    for warm, got in rows.items():
+        a = np.asarray(got)
+        print(f"| {'warm' if warm else 'cold'} | {len(a)} | "
+              f"{np.mean(np.abs(a[:, 0]) <= 1.96):.3f} | {np.mean(np.abs(a[:, 0]) <= 2.58):.3f} | "
+              f"{np.sqrt(np.mean(a[:, 0] ** 2)):.2f} | {np.mean(a[:, 1]):.4f} | "
+              f"{np.mean(a[:, 2]):.0f} |")
+
+
+def _timed(fn: Any, *args: Any, **kw: Any) -> tuple[Any, float, float]:
+    w0, c0 = time.perf_counter(), time.process_time()
+    out = fn(*args, **kw)
+    return out, time.perf_counter() - w0, time.process_time() - c0
+
+
+def cost(backend: str) -> None:
+    import stanlogz
+    from stanlogz.crossval.psis_loo import loo as loo_module
+
+    print(f"load average {os.getloadavg()[0]:.1f}; backend {backend}")
+    print("| command | program | refits | wall s | CPU s | elpd ± mcse | estimate s |")
+    print("|---|---|---|---|---|---|---|")
+    for name in ("wells_logistic", "hier_tau"):
+        model, data = _load(name, backend)
+        full = stanlogz.sample(model, seed=11)
+        for warm in (False, True):
+            res, wall, cpu = _timed(stanlogz.kfold, model, data, k=10, seed=5, draws=full,
+                                    warm_refits=warm)
+            print(f"| kfold K=10 (given full fit) | {name} | {'warm' if warm else 'cold'} | "
+                  f"{wall:.1f} | {cpu:.1f} | {res.elpd_kfold:.2f} ± {res.mcse:.3f} | "
+                  f"{res.estimated_seconds or float('nan'):.1f} |", flush=True)
+    model, data = _load("wells_logistic", backend)
+    real_of = loo_module.WarmStart.of
+    for warm in (False, True):
+        loo_module.WarmStart.of = real_of if warm else (lambda *a, **k: None)  # type: ignore
+        try:
+            res, wall, cpu = _timed(stanlogz.loo, model, data, seed=3, verify=4)
+        finally:
+            loo_module.WarmStart.of = real_of  # type: ignore[method-assign]
+        ver = res.verification
+        note = "" if ver is None else str(getattr(ver, "note", ""))[:60]
+        print(f"| loo verify=4 | wells | {'warm' if warm else 'cold'} | {wall:.1f} | {cpu:.1f} "
+              f"| {res.elpd_loo:.2f} ± {res.mcse_elpd_loo:.3f} | {note} |", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("part", choices=("bias", "coverage", "cost"))
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--backend", default="compiled",
+                        choices=("compiled", "interpreted"))
+    args = parser.parse_args()
+    if args.part == "bias":
+        bias(args.seeds, args.backend)
+    elif args.part == "coverage":
+        coverage(args.runs, args.backend)
+    else:
+        cost(args.backend)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+"""Warm-started refits (stanlogz.draws.continuation.refit_draws): they start at the full fit's
+last draws with a short warmup, land on the closed form, and fall back to cold refits where the
+parameters change with the data or the warm inits do not initialize.
+
+The z-test is |estimate − truth| <= 4.5 mcse (two-sided probability 6.8e-6 when the mcse is
+honest), with fixed seeds; the other checks are deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from stanlogz.crossval.observations.observations import find_observations
+from stanlogz.crossval.refit.heldout import heldout_elpd
+from stanlogz.draws import Draws, continuation, sample
+from stanlogz.draws.continuation import (
+    WARM_REFIT_WARMUP,
+    WarmStart,
+    refit_draws,
+    warm_refit_seconds,
+)
+from stanlogz.errors import InitializationError, InputError
+from stanlogz.stan.settings import NutsArgs
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "stan_models" / "examples"
+Z = 4.5
+
+
+def _data(name: str) -> dict:
+    return json.loads((EXAMPLES / f"{name}.data.json").read_text())
+
+
+class _Spy:
+    """Records the settings and inits of every NUTS run that refit_draws starts."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[tuple[NutsArgs, object]] = []
+        real = continuation.sample
+
+        def spy(model, settings, **kw):
+            self.calls.append((settings, kw.get("init")))
+            return real(model, settings, **kw)
+
+        monkeypatch.setattr(continuation, "sample", spy)
+
+
+@pytest.mark.stan
+def test_warm_refit_is_warm_and_lands_on_the_closed_form(compiled, monkeypatch) -> None:
+    """Normal mean, observation 10 held out: the warm refit's 4 chains start at the 2-chain
+    full fit's last draws (mu is unbounded, so the init is the draw itself) with
+    WARM_REFIT_WARMUP warmup iterations, cost fewer gradients than the cold refit at the same
+    settings, and its log p(y_10 | y_1..9) is within 4.5 mcse of the conjugate closed form
+    (P < 6.8e-6)."""
+    data = _data("normal_mean")
+    m = compiled(EXAMPLES / "normal_mean.stan", data)
+    obs = find_observations(data)
+    full = sample(m, chains=2, warmup=300, draws=500, seed=1)
+    spy = _Spy(monkeypatch)
+    warm = heldout_elpd(m, data, obs, [9], full_draws=full, seed=2, warmup=300, draws=500)
+    (settings, init), = spy.calls
+    assert warm.warm and settings.warmup == min(300, WARM_REFIT_WARMUP)
+    # four refit chains from the two full-fit chains: chain c starts at chain c mod 2's last
+    assert np.allclose([float(i["mu"]) for i in init], full.unconstrained[[0, 1, 0, 1], -1, 0],
+                       atol=1e-12)
+    y = np.array(data["y"])
+    prec = 1 / data["prior_sd"] ** 2 + 9  # the posterior of mu given y_1..y_9 (sigma = 1)
+    truth = stats.norm(y[:9].sum() / prec, np.sqrt(1 + 1 / prec)).logpdf(y[9])
+    assert abs(warm.elpd - truth) < Z * warm.mcse, (warm.elpd, truth, warm.mcse)
+    cold = heldout_elpd(m, data, obs, [9], full_draws=full, seed=2, warmup=300, draws=500,
+                        warm_refits=False)
+    assert not cold.warm and len(spy.calls) == 1  # sampled as before, not through refit_draws
+    # 2 x 150 warmup iterations near the posterior instead of 2 x 300 from random inits
+    assert warm.n_gradient_evals < cold.n_gradient_evals
+
+
+@pytest.mark.stan
+def test_latents_per_observation_refit_cold(compiled, monkeypatch) -> None:
+    """Eight schools without school 3 loses that school's latent: the parameters differ, so
+    the refit runs cold at the given settings (no inits, full warmup)."""
+    d = _data("eight_schools")
+    m = compiled(EXAMPLES / "eight_schools.stan", d)
+    full = sample(m, chains=2, warmup=200, draws=200, seed=4)
+    spy = _Spy(monkeypatch)
+    r = heldout_elpd(m, d, find_observations(d), [2], full_draws=full, seed=5, chains=2,
+                     warmup=200, draws=200, pointwise=False)
+    assert not r.warm and r.n_latent == 1
+    (settings, init), = spy.calls
+    assert settings.warmup == 200 and init is None
+
+
+class _Fake:
+    """A one-parameter stand-in program whose NUTS refuses any init (a constraint that
+    depends on the data)."""
+
+    name, dim, code = "fake", 1, ""
+
+    def param_unc_names(self) -> list[str]:
+        return ["theta"]
+
+    def param_names(self, tp: bool = False, gq: bool = False) -> list[str]:
+        return ["theta"]
+
+    def constrain(self, x: np.ndarray, **_: object) -> np.ndarray:
+        return np.asarray(x)
+
+    def log_density_gradient(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        return 0.0, np.zeros(1)
+
+    def nuts(self, settings: NutsArgs, *, seed=None, init=None, progress=None):
+        if init is not None:
+            raise InitializationError("Rejecting initial value")
+        c, n = settings.chains, settings.draws
+        return SimpleNamespace(unconstrained=np.zeros((c, n, 1)),
+                               constrained=np.zeros((c, n, 1)), constrained_names=["theta"],
+                               sampler={}, step_size=np.ones(c), inv_metric=np.ones((c, 1)),
+                               seconds=0.0, n_gradient_evals=1, max_treedepth=10)
+
+
+def test_warm_inits_that_fail_fall_back_to_cold() -> None:
+    fake = _Fake()
+    start = WarmStart.of(fake, np.ones((2, 5, 1)))
+    assert start is not None and start.fits(fake)
+    d, warm = refit_draws(fake, NutsArgs(chains=3, warmup=400, draws=7), seed=1, warm=start)
+    assert not warm and d.unconstrained.shape == (3, 7, 1)
+
+
+def test_warm_start_of_and_fits() -> None:
+    fake = _Fake()
+    assert WarmStart.of(fake, None) is None
+    assert WarmStart.of(fake, np.ones((2, 5, 3))) is None  # another program's draws
+    x = np.arange(10.0).reshape(2, 5, 1)
+    d = Draws(unconstrained=x, step_size=np.array([0.5, 0.6]),
+              inv_metric=np.array([[1.0], [2.0]]))
+    s = WarmStart.of(fake, d)
+    assert s.last.tolist() == [[4.0], [9.0]] and s.step_size.tolist() == [0.5, 0.6]
+    # a metric that is not positive is not a metric: the start keeps the draws only
+    bad = Draws(unconstrained=x, step_size=np.array([0.5, 0.6]),
+                inv_metric=np.array([[1.0], [np.nan]]))
+    assert WarmStart.of(fake, bad).inv_metric is None
+    other = SimpleNamespace(dim=1, param_unc_names=lambda: ["z.1"])
+    assert not s.fits(other)
+
+
+def test_warm_refit_seconds_is_the_kept_steps_share() -> None:
+    """A fit of 10 s with 3,000 gradients of which the 2 x 100 kept draws took 1,000: a warm
+    refit repeats the kept steps with 150 more iterations at their rate, 1000 x 2.5 / 3000 of
+    the 10 s."""
+    d = Draws(unconstrained=np.zeros((2, 100, 1)), seconds=10.0, n_gradient_evals=3000,
+              sampling_cost_known=True, sampler={"n_leapfrog__": np.full((2, 100), 5.0)})
+    assert warm_refit_seconds(d) == pytest.approx(10.0 * 1000 * (1 + WARM_REFIT_WARMUP / 100)
+                                                  / 3000)
+    d.sampling_cost_known = False  # given draws: their cost unknown, the full fit's seconds
+    assert warm_refit_seconds(d) == 10.0
+
+
+def test_kfold_warm_refits_must_be_a_bool() -> None:
+    import stanlogz
+
+    with pytest.raises(InputError, match="warm_refits must be True or False"):
+        stanlogz.kfold(str(EXAMPLES / "normal_mean.stan"), _data("normal_mean"),
+                       warm_refits="no")
