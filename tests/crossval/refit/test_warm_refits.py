@@ -80,6 +80,28 @@ def test_warm_refit_is_warm_and_lands_on_the_closed_form(compiled, monkeypatch) 
 
 
 @pytest.mark.stan
+def test_interpreted_warm_refit_takes_the_adapted_metric(monkeypatch) -> None:
+    """On the interpreter the warm refit also starts from the full fit's adapted step sizes
+    and inverse metrics (deterministic: what reaches the sampler)."""
+    from stanlogz.stan.interpreted import InterpretedModel
+
+    data = _data("normal_mean")
+    m = InterpretedModel((EXAMPLES / "normal_mean.stan").read_text(), data, name="normal_mean")
+    full = sample(m, NutsArgs(chains=2, warmup=200, draws=200, backend="interpreted"), seed=1)
+    seen: list[object] = []
+    real = continuation.sample
+    monkeypatch.setattr(continuation, "sample",
+                        lambda *a, **kw: seen.append(kw.get("warm")) or real(*a, **kw))
+    train = m.with_data(dict(data, N=9, y=data["y"][:9]))
+    d, warm = refit_draws(train, NutsArgs(chains=2, warmup=200, draws=100,
+                                          backend="interpreted"),
+                          seed=3, warm=WarmStart.of(m, full))
+    assert warm and d.unconstrained.shape == (2, 100, 1)
+    assert np.array_equal(seen[0].step_size, full.step_size)
+    assert np.array_equal(seen[0].inv_metric, full.inv_metric)
+
+
+@pytest.mark.stan
 def test_latents_per_observation_refit_cold(compiled, monkeypatch) -> None:
     """Eight schools without school 3 loses that school's latent: the parameters differ, so
     the refit runs cold at the given settings (no inits, full warmup)."""
