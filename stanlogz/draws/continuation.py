@@ -87,12 +87,15 @@ def extend_draws(model: StanProgram, draws: Draws, n_more: int, settings: NutsAr
 
 @dataclass(frozen=True)
 class WarmStart:
-    """Where warm-started refits begin: the full-data fit of ``model`` (its program with all
-    data), as the last draw of each of its chains on the unconstrained scale (``last``:
-    ``(chains, dim)``) and, when known, its adapted step sizes ``(chains,)`` and diagonal
-    inverse metrics ``(chains, dim)``."""
+    """Where warm-started refits begin: the full-data fit of a program (with all data), as the
+    last draw of each of its chains on the unconstrained scale (``last``: ``(chains, dim)``)
+    and as constrained inits (``inits``, one per chain, made once so that refits running in
+    threads share them), the program's unconstrained parameter names (``names``) and, when
+    known, its adapted step sizes ``(chains,)`` and diagonal inverse metrics
+    ``(chains, dim)``."""
 
-    model: StanProgram
+    names: tuple[str, ...]
+    inits: tuple[dict[str, Any], ...]
     last: np.ndarray
     step_size: np.ndarray | None = None
     inv_metric: np.ndarray | None = None
@@ -100,7 +103,8 @@ class WarmStart:
     @classmethod
     def of(cls, model: StanProgram, draws: Any) -> WarmStart | None:
         """The warm start of ``draws`` (a :class:`Draws` or an unconstrained ``(chains, n,
-        dim)`` array of ``model``); None without draws or when their shape is not that."""
+        dim)`` array of ``model``); None without draws, when their shape is not that, or when
+        their last draws do not constrain (the refits then run cold)."""
         x = getattr(draws, "unconstrained", draws)
         if x is None:
             return None
@@ -114,7 +118,12 @@ class WarmStart:
                  and np.size(step) == x.shape[0]
                  and bool(np.all(np.isfinite(metric)) and np.all(np.asarray(metric) > 0))
                  and bool(np.all(np.isfinite(step)) and np.all(np.asarray(step) > 0)))
-        return cls(model, np.ascontiguousarray(x[:, -1]),
+        last = np.ascontiguousarray(x[:, -1])
+        try:
+            inits = tuple(init_from_unconstrained(model, row) for row in last)
+        except (InputError, ValueError, KeyError, IndexError):
+            return None
+        return cls(tuple(model.param_unc_names()), inits, last,
                    np.asarray(step, dtype=float).reshape(-1) if known else None,
                    np.asarray(metric, dtype=float) if known else None)
 
@@ -122,8 +131,7 @@ class WarmStart:
         """Whether ``train`` has the same unconstrained parameters as the full program (a
         program whose parameters change with its data, e.g. one latent per observation,
         is refit cold)."""
-        return train.dim == self.model.dim and \
-            list(train.param_unc_names()) == list(self.model.param_unc_names())
+        return train.dim == len(self.names) and tuple(train.param_unc_names()) == self.names
 
 
 @dataclass(frozen=True)
@@ -148,8 +156,7 @@ def refit_draws(train: StanProgram, settings: NutsArgs, *, seed: int | None,
     the warm inits fail to initialize (a constraint that depends on the data)."""
     if warm is None or not warm.fits(train):
         return sample(train, settings, seed=seed, progress=progress), False
-    chains = np.arange(settings.chains) % warm.last.shape[0]
-    inits = [init_from_unconstrained(warm.model, x) for x in warm.last[chains]]
+    inits = [warm.inits[c % len(warm.inits)] for c in range(settings.chains)]
     nuts = settings.replace(warmup=min(settings.warmup, WARM_REFIT_WARMUP))
     adapted = None
     if warm.step_size is not None and warm.inv_metric is not None and _takes_metric(train):
