@@ -20,9 +20,11 @@ same answer, and how much cheaper?
   data sets (N = 20), warm and cold, against its closed form
   (:func:`benchmarks.anytime_commands.exact_kfold`): the share of runs whose
   |elpd_kfold − truth| <= 1.96 / 2.58 mcse and the rms of the z scores.
-* ``cost``: K-fold (K = 10) wall and CPU seconds warm and cold on wells and ``hier_tau``, and
-  loo's self-check (``verify=4``) on wells warm and cold (cold: the full fit's warm start
-  withheld), on ``--backend``.
+* ``cost``: K-fold (K = 10) wall and CPU seconds warm and cold on wells' first 302 households
+  and ``hier_tau``, and loo with its self-check (``verify=4``) on wells warm and cold (cold:
+  the full fit's warm start withheld), on ``--backend``.
+* ``warmup``: a refit's gradients and ESS per gradient against the warm warmup's length
+  (100-1000 iterations, and cold), one fold of a tenth held out of wells and ``hier_tau``.
 
 Every part runs at ``nice`` on a shared machine: the seconds are noisy (load average printed).
 """
@@ -70,7 +72,13 @@ model {
 def _load(name: str, backend: str) -> tuple[Any, dict[str, Any]]:
     from stanlogz.stan.backend import load_program
 
-    if name == "hier_tau":
+    if name == "wells_302":  # the first 302 households (K-fold's held-out densities cost
+        # a whole-program evaluation per held-out observation and draw: O(N^2) at N = 3,020)
+        path = EXAMPLES / "wells_logistic.stan"
+        full = json.loads((EXAMPLES / "wells.data.json").read_text())
+        data = {k: (v[:302] if isinstance(v, list) else v) for k, v in full.items()}
+        data["N"] = 302
+    elif name == "hier_tau":
         path = Path(os.environ.get("TMPDIR", "/tmp")) / "hier_tau.stan"
         if not path.exists() or path.read_text() != HIER_TAU:
             path.write_text(HIER_TAU)
@@ -184,16 +192,18 @@ def cost(backend: str) -> None:
     from stanlogz.crossval.psis_loo import loo as loo_module
 
     print(f"load average {os.getloadavg()[0]:.1f}; backend {backend}")
-    print("| command | program | refits | wall s | CPU s | elpd ± mcse | estimate s |")
-    print("|---|---|---|---|---|---|---|")
-    for name in ("wells_logistic", "hier_tau"):
+    print("| command | program | refits | wall s | CPU s | refits' gradients | elpd ± mcse | "
+          "estimate s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in ("wells_302", "hier_tau"):
         model, data = _load(name, backend)
         full = stanlogz.sample(model, seed=11)
         for warm in (False, True):
             res, wall, cpu = _timed(stanlogz.kfold, model, data, k=10, seed=5, draws=full,
                                     warm_refits=warm)
+            grads = sum(f.n_gradient_evals for f in res.folds)
             print(f"| kfold K=10 (given full fit) | {name} | {'warm' if warm else 'cold'} | "
-                  f"{wall:.1f} | {cpu:.1f} | {res.elpd_kfold:.2f} ± {res.mcse:.3f} | "
+                  f"{wall:.1f} | {cpu:.1f} | {grads} | {res.elpd_kfold:.2f} ± {res.mcse:.3f} | "
                   f"{res.estimated_seconds or float('nan'):.1f} |", flush=True)
     model, data = _load("wells_logistic", backend)
     real_of = loo_module.WarmStart.of
@@ -204,14 +214,51 @@ def cost(backend: str) -> None:
         finally:
             loo_module.WarmStart.of = real_of  # type: ignore[method-assign]
         ver = res.verification
-        note = "" if ver is None else str(getattr(ver, "note", ""))[:60]
-        print(f"| loo verify=4 | wells | {'warm' if warm else 'cold'} | {wall:.1f} | {cpu:.1f} "
-              f"| {res.elpd_loo:.2f} ± {res.mcse_elpd_loo:.3f} | {note} |", flush=True)
+        grads = sum(f.n_gradient_evals for f in res.fixed)
+        print(f"| loo verify=4 (self-check {ver.seconds:.1f} s, {ver.status}) | wells | "
+              f"{'warm' if warm else 'cold'} | {wall:.1f} | {cpu:.1f} | {grads} | "
+              f"{res.elpd_loo:.2f} ± {res.mcse_elpd_loo:.3f} | - |", flush=True)
+
+
+def warmup(backend: str) -> None:
+    """Refit efficiency against the warm warmup's length (one fold of a tenth held out)."""
+    import stanlogz
+    from stanlogz.crossval.observations.observations import find_observations
+    from stanlogz.draws import continuation
+    from stanlogz.draws.continuation import WarmStart, refit_draws
+    from stanlogz.stan.settings import NutsArgs
+
+    print(f"load average {os.getloadavg()[0]:.1f}; backend {backend}")
+    print("| program | warmup | gradients | min ess_bulk | ess per 1k gradients | seconds |")
+    print("|---|---|---|---|---|---|")
+    real = continuation.WARM_REFIT_WARMUP
+    for name in ("wells_logistic", "hier_tau"):
+        model, data = _load(name, backend)
+        obs = find_observations(data, None, None, model.code)
+        full = stanlogz.sample(model, seed=11)
+        held = np.random.default_rng(1).permutation(obs.n)[:max(1, obs.n // 10)]
+        train = model.with_data(obs.subset(data, np.setdiff1d(np.arange(obs.n), held)))
+        start = WarmStart.of(model, full)
+        names = list(model.param_names())
+        for w in (0, 100, 150, 200, 300, 1000):
+            g, e, t = [], [], []
+            for seed in (1, 2):
+                continuation.WARM_REFIT_WARMUP = w or real
+                try:
+                    (d, _), _, sec = _timed(refit_draws, train, NutsArgs(backend=backend),
+                                            seed=seed, warm=start if w else None)
+                finally:
+                    continuation.WARM_REFIT_WARMUP = real
+                g.append(d.n_gradient_evals)
+                e.append(d.summary(names).to_dataframe()["ess_bulk"].min())
+                t.append(sec)
+            print(f"| {name} | {w or 'cold (1000)'} | {np.mean(g):.0f} | {np.mean(e):.0f} | "
+                  f"{1000 * np.mean(e) / np.mean(g):.1f} | {np.mean(t):.2f} |", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("part", choices=("bias", "coverage", "cost"))
+    parser.add_argument("part", choices=("bias", "coverage", "cost", "warmup"))
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--backend", default="compiled",
@@ -221,8 +268,10 @@ def main() -> None:
         bias(args.seeds, args.backend)
     elif args.part == "coverage":
         coverage(args.runs, args.backend)
-    else:
+    elif args.part == "cost":
         cost(args.backend)
+    else:
+        warmup(args.backend)
 
 
 if __name__ == "__main__":
