@@ -57,7 +57,7 @@ from ..._util.seeds import (
 from ..._util.words import transitions
 from ...draws import Draws, obtain_draws
 from ...draws.continuation import WARM_REFIT_WARMUP, WarmStart, refit_draws
-from ...errors import EstimationError, InputError, OverBudget, option
+from ...errors import EstimationError, InputError, OverBudget, StanlogzError, option
 from ...estimators.bridge.bridge import solve_bridge
 from ...estimators.common import autocorr_time, pareto_k
 from ...parallel import SeedLike, run_parallel
@@ -65,6 +65,7 @@ from ...stan.program import StanProgram
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..observations.latents import ConditionalGaussian, coordinate_map
 from ..observations.observations import Observations
+from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import check_split
 
 HELDOUT_METHODS = ("auto", "bridge", "evidence-difference")
@@ -340,11 +341,19 @@ def heldout_elpd(
         sides = [_Side(aug, lp_t_at_t + log_q_t, lp_f_at_t, xt.shape[:2])]
         if not extra.size:  # the full draws join as a second proposal (mixture IS)
             sides.append(_Side(flat_f, lp_t_at_f, lp_f_at_f, xf.shape[:2]))
-        inst = [model.with_data(observations.subset(data, np.union1d(keep, [i]))) for i in v]
-        pos = [coordinate_map(full, m, everything, np.union1d(keep, [i]))
-               for m, i in zip(inst, v, strict=True)]
+        pw = None if extra.size else _factorized(full, data, observations, v, flat_f,
+                                                 lp_f_at_f - lp_t_at_f)
+        if pw is None:  # every T ∪ {i} evaluated whole: a density of N terms per value
+            inst = [model.with_data(observations.subset(data, np.union1d(keep, [i])))
+                    for i in v]
+            pos = [coordinate_map(full, m, everything, np.union1d(keep, [i]))
+                   for m, i in zip(inst, v, strict=True)]
+            terms = None
+        else:  # log p̃_{T ∪ i} = log p̃_T + log p(y_i | θ): one term per value
+            inst, pos = [None] * v.size, [common] * v.size
+            terms = [pw.columns(v, sd.x) for sd in sides]
         elpd_i, elpd_i_mcse, slope = _pointwise(inst, pos, extra, q, common, sides, elpd,
-                                              kong=used == "bridge")
+                                              kong=used == "bridge", terms=terms)
         n_evals += v.size * sum(len(sd.x) for sd in sides)
         # The evidence difference's log r comes from other estimates (two gbs fits), so its
         # error reaches Σ elpd_i through the mixture density, ∂Σ elpd_i/∂log r = slope; it
@@ -560,7 +569,8 @@ class _Side:
 
 def _pointwise(inst: list[Any], pos: list[np.ndarray], extra: np.ndarray,
                q: ConditionalGaussian | None, common: np.ndarray, sides: list[_Side],
-               log_r: float, kong: bool = False) -> tuple[np.ndarray, float, float]:
+               log_r: float, kong: bool = False, terms: list[np.ndarray] | None = None
+               ) -> tuple[np.ndarray, float, float]:
     """log p(y_i | y_T) for each held-out observation (data instance ``inst[i]`` on the full
     coordinates ``pos[i]``), the delta-method se of their sum (the terms share the draws) and
     the sum's derivative in ``log_r`` (0 with one side, which does not use it).
@@ -585,7 +595,11 @@ def _pointwise(inst: list[Any], pos: list[np.ndarray], extra: np.ndarray,
     for k, (m, p) in enumerate(zip(inst, pos, strict=True)):
         other = np.flatnonzero(~np.isin(extra, p))  # latents drawn from q the instance lacks
         for j, sd in enumerate(sides):
-            lw = _finite(m.log_density_many(sd.x[:, p])) - dens[j]
+            # log p̃_{T ∪ i}: the instance's density, or (a factorized program) log p̃_T plus
+            # the observation's term
+            lp = m.log_density_many(sd.x[:, p]) if terms is None else \
+                sd.log_train + terms[j][:, k]
+            lw = _finite(lp) - dens[j]
             if q is not None and other.size:
                 lw = lw + q.log_pdf(sd.x[:, common], sd.x[:, extra[other]], cols=other)
             logs[j][k] = lw
@@ -673,6 +687,26 @@ def _draws(model: StanProgram, given: Any, nuts: NutsArgs, seed: int | None,
     if given is None and progress:
         progress(f"NUTS on {model.name} ({what})")
     return obtain_draws(model, given, nuts, seed=seed)
+
+
+def _factorized(full: StanProgram, data: Mapping[str, Any], observations: Observations,
+                v: np.ndarray, flat_f: np.ndarray, lp_diff: np.ndarray
+                ) -> PointwiseLogLik | None:
+    """The density-difference source of log p(y_i | θ) (loo's, O(1) per value) where it is
+    the held-out observations' term of the program: its check passes at 3 full-data draws
+    (the N terms sum to the full-data difference, the constraints do not depend on the data)
+    and there the terms of V sum to ``lp_diff`` = log p̃_full − log p̃_T. None otherwise."""
+    rows = np.unique(np.linspace(0, len(flat_f) - 1, 3).astype(int))
+    try:
+        pw = PointwiseLogLik(full, data, observations, "difference")
+        pw.check(flat_f[rows])
+        got = pw.columns(v, flat_f[rows]).sum(axis=1)
+    except StanlogzError:
+        return None
+    want = lp_diff[rows]
+    with np.errstate(invalid="ignore"):
+        same = np.abs(got - want) <= 1e-9 * (1.0 + np.abs(want) + np.abs(got))
+    return pw if bool(np.all(same)) else None
 
 
 def _finite(a: np.ndarray) -> np.ndarray:

@@ -187,3 +187,28 @@ def test_kfold_warm_refits_must_be_a_bool() -> None:
     with pytest.raises(InputError, match="warm_refits must be True or False"):
         stanlogz.kfold(str(EXAMPLES / "normal_mean.stan"), _data("normal_mean"),
                        warm_refits="no")
+
+
+@pytest.mark.stan
+def test_factorized_pointwise_terms_equal_the_whole_instances(compiled, monkeypatch) -> None:
+    """A fold of three observations of the hierarchical regression (factorized given its
+    parameters): each log p(y_i | y_T) from log p̃_T plus loo's density-difference term equals
+    the one from the program on T ∪ {i} evaluated whole, to rounding (same draws and seeds:
+    deterministic)."""
+    from stanlogz.crossval.refit import heldout
+
+    d = _data("hier_regression")
+    m = compiled(EXAMPLES / "hier_regression.stan", d)
+    obs = find_observations(d)
+    full = sample(m, chains=2, warmup=200, draws=300, seed=8)
+    kw = dict(full_draws=full, seed=9, chains=2, warmup=200, draws=300)
+    used = []
+    real = heldout._factorized
+    monkeypatch.setattr(heldout, "_factorized", lambda *a: used.append(real(*a)) or used[-1])
+    fast = heldout_elpd(m, d, obs, [0, 7, 20], **kw)
+    assert used and used[0] is not None  # the fast path ran
+    monkeypatch.setattr(heldout, "_factorized", lambda *a: None)
+    whole = heldout_elpd(m, d, obs, [0, 7, 20], **kw)
+    assert np.allclose(fast.elpd_i, whole.elpd_i, rtol=0, atol=1e-9), (fast.elpd_i,
+                                                                        whole.elpd_i)
+    assert fast.elpd_i_mcse == pytest.approx(whole.elpd_i_mcse, rel=1e-6)
