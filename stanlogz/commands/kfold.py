@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     flags.add_group_argument(parser, "per-observation integer array: every group's "
                              "observations are held out together")
     flags.add_observation_arguments(parser)
+    parser.add_argument("--cold-refits", action="store_true",
+                        help="run every refit's full warmup from random inits instead of "
+                        "starting it at the full fit's last draws with 150 warmup iterations")
     flags.add_closing_arguments(parser, "save pointwise and per-fold elpd")
 
 
@@ -54,5 +57,6 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     r = kfold(args.model, args.data, k=k, stratify=args.stratify, group=args.group,
               obs=args.obs, obs_fields=flags.obs_fields(args.obs_fields),
               draws=list(args.fit) if args.fit else None, settings=flags.nuts_settings(args),
-              seed=args.seed, n_workers=args.workers or 1, progress=report.progress)
+              seed=args.seed, n_workers=args.workers or 1, progress=report.progress,
+              warm_refits=not args.cold_refits)
     return finish_shown(report, r, plot, lambda tmp: plot_kfold(r, tmp))

@@ -212,3 +212,23 @@ def test_factorized_pointwise_terms_equal_the_whole_instances(compiled, monkeypa
     assert np.allclose(fast.elpd_i, whole.elpd_i, rtol=0, atol=1e-9), (fast.elpd_i,
                                                                         whole.elpd_i)
     assert fast.elpd_i_mcse == pytest.approx(whole.elpd_i_mcse, rel=1e-6)
+
+
+def test_cli_cold_refits_flag(monkeypatch, capsys) -> None:
+    """`stanlogz kfold` asks for warm refits by default and cold ones with --cold-refits (the
+    API call is stubbed: no sampling)."""
+    from stanlogz.cli import main
+    from stanlogz.commands import kfold as command
+
+    seen = []
+
+    def stub(*args, **kwargs):
+        seen.append(kwargs["warm_refits"])
+        raise InputError("stub")
+
+    monkeypatch.setattr(command, "kfold", stub)
+    for extra in ([], ["--cold-refits"]):
+        main(["--quiet", "kfold", str(EXAMPLES / "normal_mean.stan"), "--data",
+              str(EXAMPLES / "normal_mean.data.json"), *extra])
+    assert seen == [True, False]
+    capsys.readouterr()
