@@ -38,7 +38,7 @@ from ..observations.observations import Observations, load_observed, observation
 from .cv_se import ElpdInterval, elpd_interval, kfold_se
 from .cv_tail import add_cv_warnings
 from .heldout import HeldOut, heldout_many, shared_sum_se
-from .kfold_time import budget_warning, estimate_line, fill_by_psis, refit_seconds
+from .kfold_time import budget_warning, estimate_line, factorizes, fill_by_psis, refit_seconds
 
 
 @dataclass(repr=False)
@@ -412,7 +412,9 @@ def kfold(
         progress(f"{scheme} cross-validation: {observations.n} observations in "
                  f"{n_folds} folds" + ("" if draws is not None else "; NUTS on all data"))
     full = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS))
-    estimate = refit_seconds(full, observations.n, held, n_workers, warm=warm_refits)
+    estimate = None if not full.sampling_cost_known else refit_seconds(
+        full, observations.n, held, n_workers, warm=warm_refits,
+        terms=factorizes(model, data_dict, observations, full))
     if progress:
         progress(estimate_line(estimate, n_folds, full))
     anytime = deadline.remaining() is not None  # a budget ends the refits, not the command

@@ -41,18 +41,42 @@ from .heldout import HeldOut
 #: refits took 1.8-2.7 times the estimate on three programs; 1.5 is fitted to them)
 HELDOUT_SHARE = 1.5
 
+#: The same share where the program factorizes and each held-out log p(y_i | y_T) takes loo's
+#: density-difference term (:func:`.heldout._factorized`) instead of the whole program: the
+#: bridge's four whole-program densities per draw are most of it (measured 0.13 of the full
+#: fit on wells' 3,020 households and about 0.1 on its first 302, benchmarks/warm_refits.py
+#: cost; 0.3 errs high)
+HELDOUT_SHARE_TERMS = 0.3
+
+
+def factorizes(model: Any, data: dict[str, Any], observations: Any, full: Draws) -> bool:
+    """Whether the held-out densities will go term by term: loo's density difference passes
+    its check at 3 of the full fit's draws."""
+    from ...errors import StanlogzError
+    from ..observations.pointwise import PointwiseLogLik
+
+    unc = full.flat_unconstrained()
+    try:
+        PointwiseLogLik(model, data, observations, "difference").check(
+            unc[np.unique(np.linspace(0, len(unc) - 1, 3).astype(int))])
+    except StanlogzError:
+        return False
+    return True
+
 
 def refit_seconds(full: Draws, n: int, held: Sequence[np.ndarray], n_workers: int,
-                  warm: bool = False) -> float | None:
+                  warm: bool = False, terms: bool = False) -> float | None:
     """Seconds the refits of ``held`` should take, from the full fit's ``full.seconds`` on
     ``n`` observations (``warm``: the share of it a warm-started refit repeats,
-    :func:`~stanlogz.draws.continuation.warm_refit_seconds`); None when the draws were given
+    :func:`~stanlogz.draws.continuation.warm_refit_seconds`; ``terms``: the held-out
+    densities term by term, :data:`HELDOUT_SHARE_TERMS`); None when the draws were given
     (their cost unknown)."""
     if not full.sampling_cost_known or full.seconds <= 0:
         return None
     one = warm_refit_seconds(full) if warm else full.seconds
     # the held-out densities' share is of the cold run's cost (they do not shrink with warmup)
-    each = [(one + HELDOUT_SHARE * full.seconds) * (n - len(v)) / n for v in held]
+    share = HELDOUT_SHARE_TERMS if terms else HELDOUT_SHARE
+    each = [(one + share * full.seconds) * (n - len(v)) / n for v in held]
     return float(sum(each)) / max(1, min(int(n_workers), len(held)))
 
 

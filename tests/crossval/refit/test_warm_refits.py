@@ -232,3 +232,22 @@ def test_cli_cold_refits_flag(monkeypatch, capsys) -> None:
               str(EXAMPLES / "normal_mean.data.json"), *extra])
     assert seen == [True, False]
     capsys.readouterr()
+
+
+def test_kfold_estimate_prices_warm_refits_and_terms() -> None:
+    """The up-front estimate: per refit, the warm share of the full fit plus the held-out
+    densities' share (1.5 of the full fit for the whole program, 0.3 term by term), times
+    the share of the data the fold keeps (closed form)."""
+    from stanlogz.crossval.refit.kfold_time import (
+        HELDOUT_SHARE,
+        HELDOUT_SHARE_TERMS,
+        refit_seconds,
+    )
+
+    d = Draws(unconstrained=np.zeros((2, 100, 1)), seconds=10.0, n_gradient_evals=3000,
+              sampling_cost_known=True, sampler={"n_leapfrog__": np.full((2, 100), 5.0)})
+    held = [np.arange(5), np.arange(5, 10)]
+    warm = warm_refit_seconds(d)
+    assert refit_seconds(d, 10, held, 1) == pytest.approx(2 * (10 + HELDOUT_SHARE * 10) * 0.5)
+    assert refit_seconds(d, 10, held, 1, warm=True, terms=True) == pytest.approx(
+        2 * (warm + HELDOUT_SHARE_TERMS * 10) * 0.5)
