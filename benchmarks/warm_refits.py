@@ -26,6 +26,9 @@ same answer, and how much cheaper?
   density-difference term (the default); ``--full-wells`` adds all 3,020 households (cold
   and warm, terms). Then loo with its self-check (``verify=4``) on wells warm and cold (cold:
   the full fit's warm start withheld), on ``--backend``.
+* ``target``: K-fold (K = 5, N = 20) of the normal mean to an mcse target of 0.03 from 2 x 100
+  draws per chain (``kfold(mcse_target=...)``), on ``--runs`` data sets: the coverage of the
+  stopped-at-target estimates against the closed form, and the draws it took.
 * ``warmup``: a refit's gradients and ESS per gradient against the warm warmup's length
   (100-1000 iterations, and cold), one fold of a tenth held out of wells and ``hier_tau``.
 
@@ -184,6 +187,37 @@ def coverage(runs: int, backend: str) -> None:
               f"{np.mean(a[:, 2]):.0f} |")
 
 
+def target(runs: int, backend: str) -> None:
+    """K-fold to an mcse target: coverage of the stopped-at-target estimates."""
+    import stanlogz
+    from benchmarks.anytime_commands import exact_kfold
+    from stanlogz.stan.backend import load_program
+
+    path = EXAMPLES / "normal_mean.stan"
+    base = json.loads((EXAMPLES / "normal_mean.data.json").read_text())
+    first = load_program(path, base, backend=backend, seed=1, progress=None)
+    print(f"load average {os.getloadavg()[0]:.1f}; backend {backend}; {runs} data sets; "
+          "K = 5, N = 20, 2 chains x 100 draws first, mcse target 0.03")
+    z, ended, draws, mcse = [], [], [], []
+    for r in range(runs):
+        rng = np.random.default_rng(70_000 + r)
+        y = (rng.normal(0, base["prior_sd"]) + rng.normal(0, base["sigma"], 20)).round(4)
+        data = dict(base, N=20, y=y.tolist())
+        res = stanlogz.kfold(first.with_data(data), data, k=5, seed=r + 1, chains=2,
+                             warmup=200, n_draws=100, mcse_target=0.03)
+        z.append((res.elpd_kfold - exact_kfold(data, res.fold_of)) / res.mcse)
+        ended.append(res.precision["ended_by"])
+        draws.append(res.precision["draws"])
+        mcse.append(res.mcse)
+    za = np.abs(np.asarray(z))
+    print("| runs | ended at target | within 1.96 mcse | within 2.58 mcse | rms z | "
+          "mean final mcse | median draws per chain |")
+    print("|---|---|---|---|---|---|---|")
+    print(f"| {runs} | {ended.count('target')} | {np.mean(za <= 1.96):.3f} | "
+          f"{np.mean(za <= 2.58):.3f} | {np.sqrt(np.mean(za ** 2)):.2f} | "
+          f"{np.mean(mcse):.4f} | {np.median(draws):.0f} |")
+
+
 def _timed(fn: Any, *args: Any, **kw: Any) -> tuple[Any, float, float]:
     w0, c0 = time.perf_counter(), time.process_time()
     out = fn(*args, **kw)
@@ -273,7 +307,7 @@ def warmup(backend: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("part", choices=("bias", "coverage", "cost", "warmup"))
+    parser.add_argument("part", choices=("bias", "coverage", "cost", "warmup", "target"))
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--backend", default="compiled",
@@ -287,6 +321,8 @@ def main() -> None:
         coverage(args.runs, args.backend)
     elif args.part == "cost":
         cost(args.backend, args.full_wells)
+    elif args.part == "target":
+        target(args.runs, args.backend)
     else:
         warmup(args.backend)
 

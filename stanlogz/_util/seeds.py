@@ -149,6 +149,8 @@ class Stream(IntEnum):
     SHARED_EVIDENCE = 44
     #: The augmenting proposal of a held-out refit's bridge (and its two halves).
     AUGMENT = 45
+    #: K-fold to a precision target: the continuation rounds (sub-index: the round).
+    KFOLD_TARGET = 46
     #: Pseudo-marginal MCMC: the outer chain.
     PMMH_CHAIN = 50
     #: Pseudo-marginal MCMC: the inner proposal fitted at a point (sub-index: the fit's number).

@@ -42,6 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     flags.add_group_argument(parser, "per-observation integer array: every group's "
                              "observations are held out together")
     flags.add_observation_arguments(parser)
+    parser.add_argument("--mcse", metavar="TARGET", type=float, default=None,
+                        help="continue the full fit's and every refit's chains until the "
+                        "Monte Carlo se of elpd_kfold (elpd_logo with --k groups) is at most "
+                        "TARGET or the time budget ends; the output says which")
     parser.add_argument("--cold-refits", action="store_true",
                         help="run every refit's full warmup from random inits instead of "
                         "starting it at the full fit's last draws with 150 warmup iterations")
@@ -58,5 +62,5 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
               obs=args.obs, obs_fields=flags.obs_fields(args.obs_fields),
               draws=list(args.fit) if args.fit else None, settings=flags.nuts_settings(args),
               seed=args.seed, n_workers=args.workers or 1, progress=report.progress,
-              warm_refits=not args.cold_refits)
+              warm_refits=not args.cold_refits, mcse_target=args.mcse)
     return finish_shown(report, r, plot, lambda tmp: plot_kfold(r, tmp))

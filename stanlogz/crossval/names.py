@@ -212,6 +212,8 @@ class KFoldNames(Display):
         else:
             notes = ["SE is loo's sqrt(N var(elpd_i)); it undercovers at few folds or "
                      "observations, where +-2 se_fold_aware is the calibrated interval."]
+        if getattr(self, "precision", None) is not None:  # kfold(mcse_target=...)
+            notes.append(self.precision_note())  # type: ignore[attr-defined]
         return View(head, [main, folds], notes + _notes(self.warnings))
 
 

@@ -106,6 +106,9 @@ class HeldOut:
     #: whether the training refit was warm-started from the full fit
     #: (:func:`~stanlogz.draws.continuation.refit_draws`)
     warm: bool = False
+    #: the training draws, kept only when asked (``keep_draws``: a precision target extends
+    #: them, :mod:`.kfold_target`); not in ``to_dict``
+    train_draws: Any = field(default=None, repr=False, compare=False)
 
     se = alias("mcse", "The former name of ``mcse`` (a Monte Carlo se), kept for "
                "compatibility.")
@@ -137,6 +140,7 @@ def heldout_elpd(
     progress: Callable[[str], None] | None = None,
     full_evidence: Callable[[StanProgram, np.ndarray], tuple[Any, bool]] | None = None,
     warm_refits: bool = True,
+    keep_draws: bool = False,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> HeldOut:
     """log p(y_V | y_T) of the program ``model`` (a :class:`StanModel`, any data) for the
@@ -194,6 +198,8 @@ def heldout_elpd(
         Start the training refit from the full fit
         (:func:`~stanlogz.draws.continuation.refit_draws`: its last draws, a short warmup)
         where the two programs have the same parameters; False samples it cold.
+    keep_draws : bool, default False
+        Keep the training draws in ``HeldOut.train_draws``.
     **nuts_keywords
         ``chains``, ``warmup``, ``draws``, ``adapt_delta``, ``max_treedepth``.
 
@@ -365,7 +371,7 @@ def heldout_elpd(
     return HeldOut(v, float(elpd), float(se), used, elpd_i, float(elpd_i_mcse),
                    (float(khat[0]), float(khat[1])), int(extra.size), int(n_grad), int(n_evals),
                    time.perf_counter() - t0, warns, float(shared_se), float(elpd_i_shared),
-                   warm)
+                   warm, td if keep_draws else None)
 
 
 
@@ -383,6 +389,7 @@ def heldout_many(
     anytime: bool = False,
     expected: float | None = None,
     warm_refits: bool = True,
+    keep_draws: bool = False,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> list[HeldOut]:
     """:func:`heldout_elpd` for every held-out set (e.g. each observation for exact
@@ -421,6 +428,8 @@ def heldout_many(
     warm_refits : bool, default True
         Warm-start every refit from ``full_draws`` where the parameters are the same
         (:func:`heldout_elpd`).
+    keep_draws : bool, default False
+        Keep every refit's training draws (:func:`heldout_elpd`).
     **nuts_keywords
         ``chains``, ``warmup``, ``draws``, ``adapt_delta``, ``max_treedepth``.
 
@@ -471,7 +480,7 @@ def heldout_many(
         try:
             return heldout_elpd(model, data, observations, v, full_draws=full_draws,
                                 settings=nuts, seed=generator_seed(rng), full_evidence=shared,
-                                warm_refits=warm_refits)
+                                warm_refits=warm_refits, keep_draws=keep_draws)
         except OverBudget:
             if watch is None:
                 raise

@@ -27,7 +27,7 @@ from ..._util import deadline
 from ..._util.argcheck import check_arguments
 from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
-from ...draws import obtain_draws
+from ...draws import Draws, obtain_draws
 from ...errors import DataError, InputError, Route, option
 from ...parallel import with_client
 from ...stan.program import ProgramLike
@@ -38,6 +38,7 @@ from ..observations.observations import Observations, load_observed, observation
 from .cv_se import ElpdInterval, elpd_interval, kfold_se
 from .cv_tail import add_cv_warnings
 from .heldout import HeldOut, heldout_many, shared_sum_se
+from .kfold_target import check_target, kfold_to_target
 from .kfold_time import budget_warning, estimate_line, factorizes, fill_by_psis, refit_seconds
 
 
@@ -90,6 +91,9 @@ class KFoldResult(KFoldNames, ElpdResult):
     #: what the time budget ended: ``{"folds_refit", "folds", "estimated_by": "psis", "khat":
     #: {fold: k-hat}, "unreliable": [folds]}``; None when every fold was refit
     budget_stop: dict[str, Any] | None = None
+    #: a precision target's run (``kfold(mcse_target=...)``, :mod:`.kfold_target`): the
+    #: target, what ended it (``ended_by``), the draws per chain and every round's mcse
+    precision: dict[str, Any] | None = None
 
     @property
     def elpd_kfold(self) -> float:
@@ -231,8 +235,20 @@ class KFoldResult(KFoldNames, ElpdResult):
                                  "fields": list(self.observations.fields)},
                 "folds": [f.to_dict() for f in self.folds], "pointwise": self.pointwise(),
                 "seconds": self.seconds, "estimated_seconds": self.estimated_seconds,
-                "budget_stop": self.budget_stop, "warnings": self.warnings,
-                **self._logo_dict()}
+                "budget_stop": self.budget_stop, "precision": self.precision,
+                "warnings": self.warnings, **self._logo_dict()}
+
+    def precision_note(self) -> str:
+        """The line of a precision-targeted run: what ended it, the draws and the rounds."""
+        p = self.precision or {}
+        why = {"target": "the target was met", "budget": "the time budget ended it",
+               "max_draws": "the draws reached their cap",
+               "max_rounds": "the rounds reached their cap"}
+        trail = ", ".join(f"{r['draws']}: {r['mcse']:.3g}" for r in p.get("rounds", []))
+        return (f"mcse target {p.get('mcse_target', float('nan')):g}: "
+                f"{why.get(p.get('ended_by'), p.get('ended_by'))} with {p.get('draws')} draws "
+                f"per chain (the full fit's and every refit's chains continued from "
+                f"{p.get('draws_first')}; mcse by draws per chain: {trail}).")
 
     def _logo_dict(self) -> dict[str, Any]:
         """The elpd_logo keys of ``to_dict`` under leave-one-group-out (none otherwise)."""
@@ -309,6 +325,7 @@ def kfold(
     n_workers: int = 1,
     progress: Callable[[str], None] | None = None,
     warm_refits: bool = True,
+    mcse_target: float | None = None,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> KFoldResult:
     """K-fold cross-validation of a Stan program: each fold refit without its observations.
@@ -348,6 +365,10 @@ def kfold(
         Start every refit at the full fit's last draws with a short warmup
         (:func:`~stanlogz.draws.continuation.refit_draws`; cold where a fold changes the
         parameters); False runs every refit's full warmup from random inits.
+    mcse_target : float, optional
+        Continue the chains of the full fit and of every refit until the Monte Carlo se of
+        elpd_kfold (elpd_logo under leave-one-group-out) is at most this, or the time budget
+        ends (:mod:`~stanlogz.crossval.refit.kfold_target`; ``precision`` says which).
     **nuts_keywords
         ``chains``, ``warmup``, ``n_draws``, ``adapt_delta``, ``max_treedepth``.
 
@@ -385,6 +406,7 @@ def kfold(
         raise InputError(f"n_workers must be >= 1, got {n_workers}")
     if not isinstance(warm_refits, bool):
         raise InputError(f"warm_refits must be True or False, got {warm_refits!r}")
+    target = None if mcse_target is None else check_target(mcse_target)
     model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
                                                    progress=progress, settings=nuts)
     strata = None if stratify is None else observation_labels(
@@ -423,22 +445,29 @@ def kfold(
                          progress=progress, anytime=anytime,
                          expected=None if estimate is None else
                          estimate * min(n_workers, n_folds) / n_folds,
-                         warm_refits=warm_refits)
+                         warm_refits=warm_refits, keep_draws=target is not None)
     folds, budget_stop = fill_by_psis(model, data_dict, observations, held, folds, full,
                                       progress)
-    elpd_i = np.empty(observations.n)
-    for f in folds:
-        elpd_i[f.index] = f.elpd_i
     # under a budget, the sampler's diagnostics of the parameters alone (not of every
     # generated quantity: seconds at many draws)
     only = list(model.param_names()) if anytime else None
-    warns = list(full.summary(only).warnings) if full.source == "stanlogz-nuts" else []
-    for f in folds:
-        warns.extend(w for w in f.warnings if w not in warns)
-    res = KFoldResult(model.name, scheme, n_folds, fold_of, elpd_i, folds, observations,
-                      full.n_chains * full.n_draws, group=group, stratify=stratify,
-                      seconds=time.perf_counter() - t0, warnings=warns,
-                      estimated_seconds=estimate, budget_stop=budget_stop)
+
+    def result(folds: list[HeldOut], full: Draws) -> KFoldResult:
+        elpd_i = np.empty(observations.n)
+        for f in folds:
+            elpd_i[f.index] = f.elpd_i
+        warns = list(full.summary(only).warnings) if full.source == "stanlogz-nuts" else []
+        for f in folds:
+            warns.extend(w for w in f.warnings if w not in warns)
+        return KFoldResult(model.name, scheme, n_folds, fold_of, elpd_i, folds, observations,
+                           full.n_chains * full.n_draws, group=group, stratify=stratify,
+                           seconds=time.perf_counter() - t0, warnings=warns,
+                           estimated_seconds=estimate, budget_stop=budget_stop)
+
+    res = result(folds, full) if target is None else kfold_to_target(
+        model, data_dict, observations, held, folds, full, nuts, seed, target, result,
+        progress)
+    res.seconds = time.perf_counter() - t0
     if budget_stop is not None:
         res.warnings.append(budget_warning(budget_stop))
     add_cv_warnings(res, res.elpd_i, "elpd_kfold")
