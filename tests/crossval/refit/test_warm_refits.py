@@ -215,22 +215,22 @@ def test_factorized_pointwise_terms_equal_the_whole_instances(compiled, monkeypa
 
 
 def test_cli_cold_refits_flag(monkeypatch, capsys) -> None:
-    """`stanlogz kfold` asks for warm refits by default and cold ones with --cold-refits (the
-    API call is stubbed: no sampling)."""
+    """`stanlogz kfold` asks for warm refits by default and cold ones with --cold-refits, and
+    passes --mcse on as the target (the API call is stubbed: no sampling)."""
     from stanlogz.cli import main
     from stanlogz.commands import kfold as command
 
     seen = []
 
     def stub(*args, **kwargs):
-        seen.append(kwargs["warm_refits"])
+        seen.append((kwargs["warm_refits"], kwargs["mcse_target"]))
         raise InputError("stub")
 
     monkeypatch.setattr(command, "kfold", stub)
-    for extra in ([], ["--cold-refits"]):
+    for extra in ([], ["--cold-refits", "--mcse", "0.1"]):
         main(["--quiet", "kfold", str(EXAMPLES / "normal_mean.stan"), "--data",
               str(EXAMPLES / "normal_mean.data.json"), *extra])
-    assert seen == [True, False]
+    assert seen == [(True, None), (False, 0.1)]
     capsys.readouterr()
 
 
@@ -274,3 +274,25 @@ def test_kfold_to_an_mcse_target_continues_the_chains(compiled) -> None:
     assert "the target was met" in r.precision_note() and r.to_dict()["precision"] == p
     with pytest.raises(InputError, match="must be a positive number"):
         stanlogz.kfold(m, data, k=5, mcse_target=-1)
+
+
+@pytest.mark.stan
+def test_kfold_mcse_target_ended_by_the_budget(compiled, monkeypatch, clock) -> None:
+    """A step-count budget (1 s per held-out estimate, nothing else moves the clock) of 8 s
+    with an unreachable target: the 5 refits take 5 s, one round of 5 more leaves the clock
+    past the budget, and the next round is not started: ``ended_by`` says the budget."""
+    import stanlogz
+    from stanlogz import time_budget
+    from stanlogz.crossval.refit import heldout, kfold_target
+    from tests.helpers import tick_per_call
+
+    data = _data("normal_mean")
+    m = compiled(EXAMPLES / "normal_mean.stan", data)
+    tick_per_call(monkeypatch, clock, heldout, "heldout_elpd")
+    tick_per_call(monkeypatch, clock, kfold_target, "heldout_elpd")
+    with time_budget(8):
+        r = stanlogz.kfold(m, data, k=5, seed=3, chains=2, warmup=200, n_draws=100,
+                           mcse_target=1e-4)
+    assert r.precision["ended_by"] == "budget" and len(r.precision["rounds"]) == 2
+    assert r.budget_stop is None and np.isfinite(r.mcse)
+    assert "the time budget ended it" in r.precision_note()
