@@ -210,6 +210,7 @@ def target(runs: int, backend: str) -> None:
         draws.append(res.precision["draws"])
         mcse.append(res.mcse)
     za = np.abs(np.asarray(z))
+    print("ended by: " + ", ".join(f"{e} {ended.count(e)}" for e in sorted(set(ended))))
     print("| runs | ended at target | within 1.96 mcse | within 2.58 mcse | rms z | "
           "mean final mcse | median draws per chain |")
     print("|---|---|---|---|---|---|---|")
