@@ -230,6 +230,28 @@ def full_run_seconds(d: Draws, nuts: Any) -> float | None:
     return float(d.seconds) * (warmup + asked) / max(warmup + kept, 1) * chains
 
 
+def refit_prices(d: Draws, nuts: Any) -> tuple[float | None, float | None]:
+    """Seconds of one cold refit and of one warm refit (started from ``d``) at the settings
+    ``nuts``, from the run that drew ``d`` (None: unknown). Where ``d`` holds more draws per
+    chain than the settings ask (chains continued to a precision target), both are priced
+    at the settings' draws, at the rate of ``d``'s kept iterations."""
+    from ...draws.continuation import WARM_REFIT_WARMUP, warm_refit_share
+
+    cold = full_run_seconds(d, nuts)
+    if cold is None:
+        return None, None
+    asked = int(getattr(nuts, "draws", d.n_draws))
+    steps = d.sampler.get("n_leapfrog__")
+    if d.n_draws > asked and not d.budget_stop and steps is not None \
+            and d.n_gradient_evals > 0:
+        per_iteration = float(d.seconds) * float(np.sum(steps)) / d.n_gradient_evals \
+            / d.n_draws
+        warmup = int(getattr(nuts, "warmup", 1000))
+        return (min(cold, cold * (warmup + asked) / (warmup + d.n_draws)),
+                per_iteration * (min(warmup, WARM_REFIT_WARMUP) + asked))
+    return cold, cold * warm_refit_share(d)
+
+
 def within_budget(refit: Any) -> Any:
     """``refit(indices, stage)`` for a self-check whose refits the time budget may end: a
     refit refused for time gives no values and says so, and the answer stands."""

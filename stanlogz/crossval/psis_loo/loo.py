@@ -21,7 +21,7 @@ from ..._util.progress import duration, steps
 from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
 from ...draws import Draws, obtain_draws
-from ...draws.continuation import WarmStart, warm_refit_share
+from ...draws.continuation import WarmStart
 from ...errors import InputError, Route, StanlogzError
 from ...parallel import run_parallel, with_client
 from ...stan.program import ProgramLike
@@ -59,8 +59,8 @@ from .anytime import (
     anytime_pass,
     budget_flags,
     budget_pass_warning,
-    full_run_seconds,
     pass_reserve,
+    refit_prices,
     within_budget,
 )
 from .band_refit import correct_band
@@ -368,8 +368,7 @@ def loo(
         d = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS),
                          progress=progress)
     unc = d.flat_unconstrained()
-    full_s = full_run_seconds(d, nuts)  # one cold refit at the settings
-    refit_s = None if full_s is None else full_s * warm_refit_share(d)  # warm-started from d
+    refit_s = refit_prices(d, nuts)[1]  # one warm refit from d, at the settings
     pw = pointwise_source(model, data_dict, observations, log_lik,
                           unc[_check_rows(unc.shape[0])], check=subsample is None)
     r_eff = relative_efficiency(_posterior_values(d))
