@@ -309,6 +309,7 @@ def answers(args: argparse.Namespace) -> None:
     print("| program | command | compiled | interpreted | z | served | s compiled | "
           "s interpreted |")
     print("|---|---|---|---|---|---|---|---|")
+    pairs = []
     for folder in folders:
         for command in args.commands.split(","):
             pair = []
@@ -325,19 +326,52 @@ def answers(args: argparse.Namespace) -> None:
                         with out.open("a") as fh:
                             fh.write(json.dumps(row, default=str) + "\n")
                 pair.append(done[key])
+            pairs.append((pair[0], pair[1]))
             print(answer_row(*pair), flush=True)
+    print()
+    print(answers_summary(pairs))
+
+
+def answers_summary(pairs: list[tuple[dict[str, object], dict[str, object]]]) -> str:
+    """Counts of the :func:`answers` table per command: both answered (with |z| <= 3, the
+    largest |z|), the same refusal, only one answered, time limits; and the summed seconds
+    where both answered."""
+    lines = ["| command | both answered | abs z <= 3 (of those with both error bars) | "
+             "max abs z | same refusal | one only | time limit | s compiled | s interpreted |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for command in sorted({str(c["command"]) for c, _ in pairs}):
+        rows = [(c, i) for c, i in pairs if c["command"] == command]
+        both = [(c, i) for c, i in rows if c.get("status") == i.get("status") == "ok"]
+        z = [abs(float(i["value"]) - float(c["value"]))  # type: ignore[arg-type]
+             / max(float(np.hypot(float(c["error_bar"]), float(i["error_bar"]))), 1e-300)  # type: ignore[arg-type]
+             for c, i in both if None not in (c.get("error_bar"), i.get("error_bar"))]
+        same = sum(c.get("status") == i.get("status") != "ok"
+                   and str(c.get("error", ""))[:40] == str(i.get("error", ""))[:40]
+                   for c, i in rows)
+        one = sum((c.get("status") == "ok") != (i.get("status") == "ok") for c, i in rows)
+        late = sum("time" in (c.get("status"), i.get("status")) for c, i in rows)
+        secs = [sum(float(r["seconds"]) for r in col) for col in zip(*both, strict=True)] \
+            if both else [0.0, 0.0]  # type: ignore[arg-type]
+        lines.append(f"| {command} | {len(both)} | {sum(v <= 3 for v in z)} of {len(z)} | "
+                     f"{max(z, default=float('nan')):.2f} | {same} | {one} | {late} | "
+                     f"{secs[0]:.0f} | {secs[1]:.0f} |")
+    return "\n".join(lines)
 
 
 def _shown(r: dict[str, object]) -> str:
     if r.get("status") != "ok":
         return str(r.get("status")) + (f" ({r['error']})" if r.get("error") else "")
-    return f"{float(r['value']):.3f} ± {float(r['error_bar']):.3f}"  # type: ignore[arg-type]
+    bar = "NA" if r.get("error_bar") is None else f"{float(r['error_bar']):.3f}"  # type: ignore[arg-type]
+    return f"{float(r['value']):.3f} ± {bar}"  # type: ignore[arg-type]
 
 
 def answer_row(c: dict[str, object], i: dict[str, object]) -> str:
     """One table row of :func:`answers` from the compiled and interpreted runs."""
     z = "-"
-    if c.get("status") == "ok" and i.get("status") == "ok":
+    if c.get("status") == "ok" and i.get("status") == "ok" and None in (
+            c.get("error_bar"), i.get("error_bar")):
+        z = f"NA (mcse withheld; diff {float(i['value']) - float(c['value']):+.3f})"  # type: ignore[arg-type]
+    elif c.get("status") == "ok" and i.get("status") == "ok":
         bar = float(np.hypot(float(c["error_bar"]), float(i["error_bar"])))  # type: ignore[arg-type]
         diff = float(i["value"]) - float(c["value"])  # type: ignore[arg-type]
         z = f"{diff / bar:+.2f}" if bar > 0 else f"diff {diff:.1e}"
