@@ -277,6 +277,10 @@ def test_exact_fix_up_checks_overlap_and_convergence(monkeypatch):
     full = 0.25 + math.sqrt(0.5) * rng.standard_normal((4, 500, 1))
     from stanlogz.stan.settings import NutsArgs
 
+    # the refit's draws are the stand-in's (no NUTS run: its warm or cold start is not tested
+    # here, tests/crossval/refit/test_warm_refits.py is)
+    monkeypatch.setattr(fixups, "refit_draws",
+                        lambda held_out, settings, seed, warm: (held_out.nuts(), False))
     task = fixups.FixTask(0, "exact", 0.9, -1.0, NutsArgs(chains=4, warmup=10, draws=500), {})
     fp = fixups.fix_observation(_NormalLoo(minus), full, task, rng)
     # exact log p(y_i | y_-i) = N(0.5 | 0, sqrt 2); within 4.5 se (bridge se from 4000 iid
