@@ -424,3 +424,19 @@ def stanlogz_input_error():
     from stanlogz.errors import InputError
 
     return InputError
+
+
+def test_an_infinite_bridge_se_is_a_warning_not_a_crash():
+    # ldaK2 (posteriordb) on 4 x 500 draws: one side's weights were all zero, se = inf, and the
+    # advice's draw count (n se² / target²) raised OverflowError
+    from types import SimpleNamespace
+
+    from stanlogz.estimators.bridge.bridge import bridge_warnings
+
+    sol = SimpleNamespace(se=math.inf, converged=True)
+    out = bridge_warnings(sol, 0.3, 0.3, 0, 0, 2000, "flow", n_draws=2000)
+    assert len(out) == 1 and out[0].startswith("infinite standard error")
+    big = bridge_warnings(SimpleNamespace(se=1.0, converged=True), 0.3, 0.3, 0, 0, 2000, "flow",
+                          n_draws=2000)
+    assert big == [f"large standard error (1.00 nats): run more posterior draws (about "
+                   f"{2000 * 100} in all for an se of 0.1 nats)"]
