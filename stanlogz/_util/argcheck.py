@@ -11,6 +11,7 @@ raw ``TypeError`` (or ``AttributeError``) from deep inside a workflow, possibly 
 from __future__ import annotations
 
 import glob
+import math
 import numbers
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -137,3 +138,18 @@ def check_arguments(where: str, **arguments: Any) -> None:
     :data:`CHECKS`) whose value has the wrong type; ``where`` is the public function's name."""
     for name, value in arguments.items():
         CHECKS[name](where, name, value)
+
+
+def check_mcse_target(mcse_target: Any) -> float:
+    """A precision target (``mcse_target=``, the command line's ``--mcse``) as a positive
+    finite float; :class:`~stanlogz.errors.InputError` naming the option otherwise."""
+    from ..errors import InputError, option
+
+    try:
+        t = float(mcse_target)
+    except (TypeError, ValueError):
+        t = float("nan")
+    if not (math.isfinite(t) and t > 0):
+        raise InputError(f"{option('mcse_target')} must be a positive number, got "
+                         f"{mcse_target!r}")
+    return t

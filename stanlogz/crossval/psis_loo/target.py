@@ -22,8 +22,9 @@ import time
 from typing import Any
 
 from ..._util import deadline
+from ..._util.argcheck import check_mcse_target
 from ..._util.seeds import Stream, stream_int_seed
-from ...errors import InputError, option
+from ...errors import InputError
 from ...mcmc.nuts_continue import continue_chains
 from .result import LooResult
 
@@ -42,17 +43,7 @@ FIRST_RATE_FACTOR = 3.0
 ENDINGS = ("target", "budget", "max_draws", "mcse_na")
 
 
-def check_target(mcse_target: Any) -> float:
-    """The target as a positive finite float; :class:`InputError` otherwise."""
-    try:
-        t = float(mcse_target)
-    except (TypeError, ValueError):
-        raise InputError(f"{option('mcse_target')} must be a positive number, got "
-                         f"{mcse_target!r}") from None
-    if not (math.isfinite(t) and t > 0):
-        raise InputError(f"{option('mcse_target')} must be a positive number, got "
-                         f"{mcse_target!r}")
-    return t
+check_target = check_mcse_target  # one rule for loo's and K-fold's targets
 
 
 def draws_for(total: int, mcse: float, target: float) -> int:

@@ -25,10 +25,11 @@ from typing import Any
 import numpy as np
 
 from ..._util import deadline
+from ..._util.argcheck import check_mcse_target
 from ..._util.seeds import Stream, drawn_sequence, int_seed, stream_rng
 from ...draws import Draws
 from ...draws.continuation import extend_draws
-from ...errors import InputError, OverBudget, option
+from ...errors import OverBudget
 from ...stan.settings import NutsArgs
 from .heldout import HeldOut, SharedEvidence, heldout_elpd
 
@@ -42,16 +43,7 @@ MAX_ROUNDS = 6
 ENDINGS = ("target", "budget", "max_draws", "max_rounds")
 
 
-def check_target(mcse_target: Any) -> float:
-    """The target as a positive finite float; :class:`InputError` otherwise."""
-    try:
-        t = float(mcse_target)
-    except (TypeError, ValueError):
-        t = float("nan")
-    if not (math.isfinite(t) and t > 0):
-        raise InputError(f"{option('mcse_target')} must be a positive number, got "
-                         f"{mcse_target!r}")
-    return t
+check_target = check_mcse_target  # one rule for loo's and K-fold's targets
 
 
 def headline_mcse(res: Any) -> float:
