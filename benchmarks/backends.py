@@ -332,19 +332,31 @@ def answers(args: argparse.Namespace) -> None:
     print(answers_summary(pairs))
 
 
+def _bar(r: dict[str, object]) -> float | None:
+    """A run's error bar: None when withheld (NA), inf when infinite (JSON carries it as
+    1e100 or more)."""
+    v = r.get("error_bar")
+    if v is None:
+        return None
+    v = float(v)  # type: ignore[arg-type]
+    return float("inf") if not np.isfinite(v) or v >= 1e99 else v
+
+
 def answers_summary(pairs: list[tuple[dict[str, object], dict[str, object]]]) -> str:
     """Counts of the :func:`answers` table per command: both answered (with |z| <= 3, the
     largest |z|), the same refusal, only one answered, time limits; and the summed seconds
     where both answered."""
-    lines = ["| command | both answered | abs z <= 3 (of those with both error bars) | "
-             "max abs z | same refusal | one only | time limit | s compiled | s interpreted |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| command | both answered | abs z <= 3 (of those with two finite error bars) | "
+             "max abs z | an error bar NA or infinite | same refusal | one only | time limit | "
+             "s compiled | s interpreted |", "|---|---|---|---|---|---|---|---|---|---|"]
     for command in sorted({str(c["command"]) for c, _ in pairs}):
         rows = [(c, i) for c, i in pairs if c["command"] == command]
         both = [(c, i) for c, i in rows if c.get("status") == i.get("status") == "ok"]
+        finite = [(c, i) for c, i in both if None not in (_bar(c), _bar(i))
+                  and np.isfinite(_bar(c)) and np.isfinite(_bar(i))]  # type: ignore[arg-type]
         z = [abs(float(i["value"]) - float(c["value"]))  # type: ignore[arg-type]
-             / max(float(np.hypot(float(c["error_bar"]), float(i["error_bar"]))), 1e-300)  # type: ignore[arg-type]
-             for c, i in both if None not in (c.get("error_bar"), i.get("error_bar"))]
+             / max(float(np.hypot(_bar(c), _bar(i))), 1e-300)  # type: ignore[arg-type]
+             for c, i in finite]
         same = sum(c.get("status") == i.get("status") != "ok"
                    and str(c.get("error", ""))[:40] == str(i.get("error", ""))[:40]
                    for c, i in rows)
@@ -353,7 +365,8 @@ def answers_summary(pairs: list[tuple[dict[str, object], dict[str, object]]]) ->
         secs = [sum(float(r["seconds"]) for r in col) for col in zip(*both, strict=True)] \
             if both else [0.0, 0.0]  # type: ignore[arg-type]
         lines.append(f"| {command} | {len(both)} | {sum(v <= 3 for v in z)} of {len(z)} | "
-                     f"{max(z, default=float('nan')):.2f} | {same} | {one} | {late} | "
+                     f"{max(z, default=float('nan')):.2f} | {len(both) - len(finite)} | "
+                     f"{same} | {one} | {late} | "
                      f"{secs[0]:.0f} | {secs[1]:.0f} |")
     return "\n".join(lines)
 
@@ -361,18 +374,21 @@ def answers_summary(pairs: list[tuple[dict[str, object], dict[str, object]]]) ->
 def _shown(r: dict[str, object]) -> str:
     if r.get("status") != "ok":
         return str(r.get("status")) + (f" ({r['error']})" if r.get("error") else "")
-    bar = "NA" if r.get("error_bar") is None else f"{float(r['error_bar']):.3f}"  # type: ignore[arg-type]
+    b = _bar(r)
+    bar = "NA" if b is None else ("inf" if not np.isfinite(b) else f"{b:.3f}")
     return f"{float(r['value']):.3f} ± {bar}"  # type: ignore[arg-type]
 
 
 def answer_row(c: dict[str, object], i: dict[str, object]) -> str:
     """One table row of :func:`answers` from the compiled and interpreted runs."""
     z = "-"
-    if c.get("status") == "ok" and i.get("status") == "ok" and None in (
-            c.get("error_bar"), i.get("error_bar")):
+    if c.get("status") == "ok" and i.get("status") == "ok" and None in (_bar(c), _bar(i)):
         z = f"NA (mcse withheld; diff {float(i['value']) - float(c['value']):+.3f})"  # type: ignore[arg-type]
+    elif c.get("status") == "ok" and i.get("status") == "ok" and not (
+            np.isfinite(_bar(c)) and np.isfinite(_bar(i))):  # type: ignore[arg-type]
+        z = f"- (an infinite se; diff {float(i['value']) - float(c['value']):+.3f})"  # type: ignore[arg-type]
     elif c.get("status") == "ok" and i.get("status") == "ok":
-        bar = float(np.hypot(float(c["error_bar"]), float(i["error_bar"])))  # type: ignore[arg-type]
+        bar = float(np.hypot(_bar(c), _bar(i)))  # type: ignore[arg-type]
         diff = float(i["value"]) - float(c["value"])  # type: ignore[arg-type]
         z = f"{diff / bar:+.2f}" if bar > 0 else f"diff {diff:.1e}"
     served = "interpreted" if any("interpreted backend" in s for s in i.get("served", [])) \
