@@ -424,17 +424,13 @@ def bridge_warnings(sol: BridgeSolution, k_q: float, k_p: float, bad_p: int, bad
         out.append(f"{bad_q} of {n_q} {proposal} samples have non-finite log density (counted as "
                    "weight 0): check the model's support")
     if bad_p:
-        out.append(f"{bad_p} posterior draws have non-finite log density: check the draws match "
-                   "the target")
-    if not math.isfinite(se):
-        out.append("infinite standard error: the bridge's weights on one side are all zero or "
-                   "unbounded (no overlap between the proposal and the posterior draws), so "
-                   "the estimate is not reliable; more draws of the same kind may not help: "
-                   "check the draws (R-hat, divergences) or try another --method")
+        out.append(f"{bad_p} posterior draws have non-finite log density: are they the target's?")
+    if not math.isfinite(se):  # no overlap: more draws of the same kind may not help
+        out.append("infinite standard error: no overlap between the proposal and the draws")
     elif se > 0.5:
-        more = (f" (about {draws_needed(n_draws, se, ADVICE_SE)} in all for an se of "
-                f"{ADVICE_SE} nats)" if n_draws else "")
-        out.append(f"large standard error ({se:.2f} nats): run more posterior draws{more}")
+        out.append(f"large standard error ({se:.2f} nats): run more posterior draws" + (
+            f" (about {draws_needed(n_draws, se, ADVICE_SE)} in all for an se of {ADVICE_SE} "
+            "nats)" if n_draws else ""))
     return out
 
 
