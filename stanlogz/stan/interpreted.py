@@ -30,9 +30,9 @@ from .._util.seeds import int_seed
 from ..errors import BackendUnsupported, DataError, Route, StanCompileError
 from ..toolchain.interpreter import (
     BUILDING,
-    NO_FALLBACK,
     STANLI_VERSION,
     program_mir,
+    refusing_fallback,
     runtime_library,
 )
 from .ffi import _load_library
@@ -62,7 +62,9 @@ class InterpretedModel(StanModel):
 
     ``auto`` (``backend="auto"``): an operation the interpreter lacks builds the compiled
     program once and runs there, with one note through ``progress``; otherwise it raises
-    :class:`~stanlogz.errors.BackendUnsupported`.
+    :class:`~stanlogz.errors.BackendUnsupported`. ``no_fallback`` (default: ``auto``) refuses
+    a program part the interpreter cannot compile (:class:`~stanlogz.errors.StanCompileError`)
+    instead of running it through stanli's far slower MIR fallback.
     """
 
     backend = "interpreted"
@@ -79,6 +81,7 @@ class InterpretedModel(StanModel):
         progress: Callable[[str], None] | None = None,
         mir: str | None = None,
         lineage: dict[str, Any] | None = None,
+        no_fallback: bool | None = None,
     ) -> None:
         from ..toolchain import sanitize_name
 
@@ -97,21 +100,12 @@ class InterpretedModel(StanModel):
             fn.restype, fn.argtypes = restype, argtypes
         self._ptr: int | None = None
         err = ctypes.c_void_p()
-        with BUILDING:
-            # under auto, a program part the interpreter cannot compile (its MIR fallback is
-            # far slower, and loses generated quantities where it fails) goes to the compiled
-            # build: stanli's process-wide switch refuses it, held under BUILDING
-            before = os.environ.get(NO_FALLBACK)
-            if auto:
-                os.environ[NO_FALLBACK] = "1"
-            try:
-                ptr = self._lib.bs_model_construct(self._payload().encode(), self.seed,
-                                                   ctypes.byref(err))
-            finally:
-                if before is None:
-                    os.environ.pop(NO_FALLBACK, None)
-                else:
-                    os.environ[NO_FALLBACK] = before
+        # under auto (or asked), a program part the interpreter cannot compile (its MIR
+        # fallback is far slower, and loses generated quantities where it fails) is refused:
+        # auto then builds
+        with refusing_fallback(auto if no_fallback is None else no_fallback):
+            ptr = self._lib.bs_model_construct(self._payload().encode(), self.seed,
+                                               ctypes.byref(err))
         if not ptr:
             text = self._take_error(err)
             part = re.search(r"no compiled path: (.*?)\. Unset", " ".join(text.split()))

@@ -21,7 +21,6 @@ path.
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 import time
@@ -31,7 +30,6 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError, StanCompileError, StanlogzError
-from ..toolchain.interpreter import NO_FALLBACK
 from .constants import blank_comments, keep_constants
 from .inputs import data_to_json
 
@@ -221,10 +219,6 @@ def instance_program(code: str, fields: Sequence[str], size_name: str) -> str:
     ])
 
 
-#: stanli's switch refusing its slow fallback (often slower than the per-call path this pass
-#: replaces): :data:`~stanlogz.toolchain.interpreter.NO_FALLBACK`.
-_NO_FALLBACK = NO_FALLBACK
-
 #: Per (program text, fields, size): the rewritten program's MIR, or None where it fails.
 _programs: dict[tuple[str, tuple[str, ...], str], str | None] = {}
 _lock = threading.Lock()
@@ -277,19 +271,9 @@ def instance_densities(model: Any, data: Mapping[str, Any], fields: Sequence[str
     t0 = time.perf_counter()
     full = {**json.loads(data_to_json(data)), **extra}
     try:
-        from ..toolchain.interpreter import BUILDING
-
-        with BUILDING:  # the interpreter's slow fallback for what it cannot compile is refused
-            before = os.environ.get(_NO_FALLBACK)
-            os.environ[_NO_FALLBACK] = "1"
-            try:
-                inst = type(model)(model.code, full, name=model.name,
-                                   stan_file=model.stan_file, seed=model.seed, mir=mir)
-            finally:
-                if before is None:
-                    del os.environ[_NO_FALLBACK]
-                else:
-                    os.environ[_NO_FALLBACK] = before
+        # the interpreter's slow fallback (often slower than the per-call path) is refused
+        inst = type(model)(model.code, full, name=model.name, stan_file=model.stan_file,
+                           seed=model.seed, mir=mir, no_fallback=True)
         if inst.dim != model.dim:
             return None
         t1 = time.perf_counter()

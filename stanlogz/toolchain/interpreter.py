@@ -10,9 +10,12 @@ already in the build cache, without building.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.metadata
+import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,24 @@ BUILDING = threading.RLock()
 #: stanli's switch refusing a program part it cannot compile (else run by its MIR interpreter,
 #: far slower); process-wide, so it is set only while :data:`BUILDING` is held.
 NO_FALLBACK = "STANLI_NO_INTERPRETER"
+
+
+@contextlib.contextmanager
+def refusing_fallback(on: bool = True) -> Iterator[None]:
+    """Inside the block (``on``), stanli refuses a program part it cannot compile instead of
+    running it through its MIR fallback; :data:`BUILDING` is held throughout, since the switch
+    is process-wide."""
+    with BUILDING:
+        before = os.environ.get(NO_FALLBACK)
+        if on:
+            os.environ[NO_FALLBACK] = "1"
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop(NO_FALLBACK, None)
+            else:
+                os.environ[NO_FALLBACK] = before
 
 
 @functools.lru_cache(maxsize=1)
