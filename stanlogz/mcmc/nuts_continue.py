@@ -90,6 +90,15 @@ class NutsKernel:
         self.n_leapfrog = 0
         self.sum_metro = 0.0
         self.divergent = False
+        self.ends: tuple[_Point, _Point] | None = None
+
+    def _momentum(self, n: int) -> np.ndarray:
+        """A momentum drawn from N(0, M), M the metric (the inverse of ``inv_metric``)."""
+        return self.rng.standard_normal(n) / self.sqrt_inv
+
+    def _forward(self) -> bool:
+        """The direction of the next doubling: forward with probability 1/2."""
+        return bool(self.rng.uniform() > 0.5)
 
     def _hamiltonian(self, z: _Point) -> float:
         h = -z.lp + 0.5 * float(np.dot(self.inv * z.p, z.p))
@@ -108,7 +117,7 @@ class NutsKernel:
         """One draw from the chain at ``q`` (its log density and gradient, when known)."""
         if lp is None or grad is None:
             lp, grad = self.logp_grad(q)
-        p0 = self.rng.standard_normal(q.size) / self.sqrt_inv
+        p0 = self._momentum(q.size)
         z0 = _Point(np.array(q, dtype=float), p0, float(lp), np.asarray(grad, dtype=float))
         h0 = self._hamiltonian(z0)
         self.n_leapfrog, self.sum_metro, self.divergent = 0, 0.0, False
@@ -116,25 +125,29 @@ class NutsKernel:
         sample = z0
         rho = p0.copy()
         sharp_ff = sharp_fb = sharp_bf = sharp_bb = self.inv * p0
-        p_fb = p_bf = p0
+        p_ff = p_fb = p_bf = p_bb = p0
         log_w = 0.0
         depth = 0
+        self.ends = (z0, z0)
         while depth < self.max_depth:
             rho_f = np.zeros_like(rho)
             rho_b = np.zeros_like(rho)
-            if self.rng.uniform() > 0.5:  # extend forward
-                rho_b, p_bf, sharp_bf = rho, p_fb, sharp_fb
+            if self._forward():
+                # the trajectory so far becomes the backward part: its inner end, next to
+                # the new subtree, is its forward end (Stan's p_bck_fwd = p_fwd_fwd)
+                rho_b, p_bf, sharp_bf = rho, p_ff, sharp_ff
                 res = self._build(depth, fwd, +1.0, h0)
-                valid, end, propose, log_w_sub, rho_f, sharp_fb, sharp_ff, p_fb, _ = res
+                valid, end, propose, log_w_sub, rho_f, sharp_fb, sharp_ff, p_fb, p_ff = res
                 fwd = end
             else:
-                rho_f, p_fb, sharp_fb = rho, p_bf, sharp_bf
+                rho_f, p_fb, sharp_fb = rho, p_bb, sharp_bb  # its backward end, likewise
                 res = self._build(depth, bck, -1.0, h0)
-                valid, end, propose, log_w_sub, rho_b, sharp_bf, sharp_bb, p_bf, _ = res
+                valid, end, propose, log_w_sub, rho_b, sharp_bf, sharp_bb, p_bf, p_bb = res
                 bck = end
             if not valid:
                 break
             depth += 1
+            self.ends = (bck, fwd)  # the accepted trajectory's two ends (its span)
             if log_w_sub > log_w or self.rng.uniform() < math.exp(log_w_sub - log_w):
                 sample = propose
             log_w = float(np.logaddexp(log_w, log_w_sub))
