@@ -31,6 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k-threshold", type=float, default=KHAT_BAD,
                         help=f"refit when PSIS k-hat exceeds this (default {KHAT_BAD})")
     flags.add_observation_arguments(parser)
+    parser.add_argument("--cold-refits", action="store_true",
+                        help="run every PSIS refit's full warmup from random inits instead of "
+                        "starting it at the last fit's final draws with 150 warmup iterations")
     flags.add_closing_arguments(parser, "save elpd and k-hat per forecast origin")
 
 
@@ -40,5 +43,6 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     r = lfo(args.model, args.data, min_train=args.min_train, ahead=args.ahead,
             method=args.method, k_threshold=args.k_threshold, obs=args.obs,
             obs_fields=flags.obs_fields(args.obs_fields), settings=flags.nuts_settings(args),
-            seed=args.seed, n_workers=args.workers or 1, progress=report.progress)
+            seed=args.seed, n_workers=args.workers or 1, progress=report.progress,
+            warm_refits=not args.cold_refits)
     return finish_shown(report, r, plot, lambda tmp: plot_lfo(r, tmp))

@@ -37,6 +37,7 @@ from ..._util.seeds import Stream, generator_seed, stream, stream_int_seed
 from ..._util.sum_se import sum_se
 from ..._util.words import transitions
 from ...draws import Draws, obtain_draws
+from ...draws.continuation import WarmStart, refit_draws
 from ...errors import DataError, InputError, OverBudget, Route, option
 from ...estimators.common import autocorr_time
 from ...parallel import run_parallel, with_client
@@ -199,6 +200,7 @@ def lfo(
     seed: int | None = None,
     n_workers: int = 1,
     progress: Callable[[str], None] | None = None,
+    warm_refits: bool = True,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> LfoResult:
     """Leave-future-out cross-validation of a time-series program.
@@ -235,6 +237,10 @@ def lfo(
         Parallel workers for the refits.
     progress : callable, optional
         Called with one line of text per step.
+    warm_refits : bool, default True
+        ``"psis"``: start each refit at the last fit's final draws with a short warmup
+        (:func:`~stanlogz.draws.continuation.refit_draws`) instead of a full warmup from
+        random inits.
     **nuts_keywords
         Single NUTS settings over ``settings`` (as in :func:`~stanlogz.kfold`).
 
@@ -285,7 +291,7 @@ def lfo(
                      progress)
     else:
         res = _psis(model, data_dict, observations, origins, ahead, k_threshold, nuts, seed,
-                    progress)
+                    progress, warm_refits)
     res.seconds = time.perf_counter() - t0
     if not math.isfinite(res.se):
         res.warnings.append(f"{res.elpd_t.size} origins with {ahead}-step windows are worth "
@@ -357,7 +363,7 @@ def _exact(model: StanProgram, data: dict[str, Any], obs: Observations, origins:
 
 def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: np.ndarray,
           ahead: int, k_threshold: float, nuts: NutsArgs, seed: int | None,
-          progress: Callable[[str], None] | None) -> LfoResult:
+          progress: Callable[[str], None] | None, warm_refits: bool = True) -> LfoResult:
     insts: dict[int, Any] = {}
 
     def inst(t: int) -> Any:
@@ -367,8 +373,14 @@ def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: 
 
     def refit(t: int) -> Draws:
         refit_seed = stream(seed, Stream.REFIT, len(refits))
+        # after the first fit, each refit starts where the last one's chains ended (its
+        # posterior on y[1:star] is close to the one on y[1:t]): a short warmup
+        warm = WarmStart.of(inst(star), d) if refits and warm_refits else None
         refits.append(t)
-        return _fit(model, data, obs, t, nuts, refit_seed)[1]
+        if warm is None:
+            return _fit(model, data, obs, t, nuts, refit_seed)[1]
+        return refit_draws(inst(t), nuts, seed=stream_int_seed(refit_seed, Stream.REFIT_NUTS),
+                           warm=warm, progress=progress)[0]
 
     def fits(t: int) -> bool:
         """Under a time budget, whether a refit on y_{1:t} fits (at the first fit's seconds
