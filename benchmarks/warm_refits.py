@@ -31,6 +31,10 @@ same answer, and how much cheaper?
   stopped-at-target estimates against the closed form, and the draws it took.
 * ``warmup``: a refit's gradients and ESS per gradient against the warm warmup's length
   (100-1000 iterations, and cold), one fold of a tenth held out of wells and ``hier_tau``.
+* ``lfo``: PSIS-LFO (one step ahead, k̂ threshold 0.5, so that it refits) of the conjugate AR(2)
+  (``stan_models/examples/ar_nig.stan``) on ``--seeds`` simulated series of 200 from origin
+  20, warm and cold refits: refits, gradients per refit, CPU seconds, and elpd_lfo's z
+  against the closed form (``benchmarks.truths.crossval.truths.ar_nig_lfo``).
 
 Every part runs at ``nice`` on a shared machine: the seconds are noisy (load average printed).
 """
@@ -306,9 +310,41 @@ def warmup(backend: str) -> None:
                   f"{1000 * np.mean(e) / np.mean(g):.1f} | {np.mean(t):.2f} |", flush=True)
 
 
+def lfo_part(seeds: int, backend: str) -> None:
+    from benchmarks.truths.crossval import truths
+    from stanlogz.crossval.refit.lfo import lfo
+    from stanlogz.stan.load import load_model
+
+    program = ROOT / "stan_models" / "examples" / "ar_nig.stan"
+    print("| seed | refits | gradients per refit | CPU s | z warm | z cold |\n"
+          "|---|---|---|---|---|---|")
+    ratios = []
+    for seed in range(1, seeds + 1):
+        rng = np.random.default_rng(seed)
+        y = np.zeros(200)
+        for t in range(2, 200):
+            y[t] = 0.5 * y[t - 1] - 0.3 * y[t - 2] + rng.normal(0, 0.7)
+        data = {"P": 2, "N": 200, "y": y.round(4).tolist(), "b_scale": 1.0, "a0": 2.0,
+                "b0": 1.0}
+        truth = truths.ar_nig_lfo(data, 20, 1).sum()
+        model = load_model(program, data, backend=backend)
+        row = {}
+        for warm in (True, False):
+            r, _, cpu = _timed(lfo, model, data, min_train=20, ahead=1, seed=seed,
+                               k_threshold=0.5, warm_refits=warm)
+            row[warm] = (len(r.refits), r.n_gradient_evals / len(r.refits), cpu,
+                         (r.elpd_lfo - truth) / r.mcse)
+        ratios.append(row[True][1] / row[False][1])
+        print(f"| {seed} | {row[True][0]} / {row[False][0]} | {row[True][1]:.0f} / "
+              f"{row[False][1]:.0f} | {row[True][2]:.1f} / {row[False][2]:.1f} | "
+              f"{row[True][3]:+.2f} | {row[False][3]:+.2f} |", flush=True)
+    print(f"median gradients per refit, warm / cold: {np.median(ratios):.2f} (the first fit, "
+          "always cold, included)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("part", choices=("bias", "coverage", "cost", "warmup", "target"))
+    parser.add_argument("part", choices=("bias", "coverage", "cost", "warmup", "target", "lfo"))
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--backend", default="compiled",
@@ -324,6 +360,8 @@ def main() -> None:
         cost(args.backend, args.full_wells)
     elif args.part == "target":
         target(args.runs, args.backend)
+    elif args.part == "lfo":
+        lfo_part(args.seeds, args.backend)
     else:
         warmup(args.backend)
 
