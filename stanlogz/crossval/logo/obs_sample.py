@@ -24,7 +24,7 @@ import numpy as np
 from ..elpd.psis import log_mean_mcse
 
 #: Draws per group at which the observation values are computed (two per stratum).
-OBS_DRAWS = 200
+OBS_DRAWS = 400
 
 
 def obs_draws(log_w: np.ndarray, order_by: np.ndarray, m: int, rng: np.random.Generator
@@ -47,12 +47,11 @@ def obs_draws(log_w: np.ndarray, order_by: np.ndarray, m: int, rng: np.random.Ge
     return order[pos]
 
 
-def subsample_value(log_lik: np.ndarray, w: np.ndarray, r_eff: float
-                    ) -> tuple[float, float]:
-    """log of the weighted mean of p = exp(``log_lik``) from the picks of :func:`obs_draws`
-    (``log_lik`` and the picks' normalized weights ``w`` in pick order), and its Monte Carlo
-    se: the picks' stratified variance plus the PSIS variance of the weighted mean over every
-    draw (divided by ``r_eff``)."""
+def subsample_parts(log_lik: np.ndarray, w: np.ndarray, r_eff: float
+                    ) -> tuple[float, float, float, float]:
+    """The pieces of :func:`subsample_value`: log of the picks' mean of p = exp(``log_lik``)
+    and, relative to that mean on its scale (p / max p), the mean, the picks' stratified
+    variance and the PSIS variance of the weighted mean over every draw."""
     top = float(np.max(log_lik))
     p = np.exp(log_lik - top)
     est = float(np.mean(p))
@@ -60,5 +59,14 @@ def subsample_value(log_lik: np.ndarray, w: np.ndarray, r_eff: float
     h = pairs.shape[0]
     v_pick = float(np.sum((pairs[:, 0] - pairs[:, 1]) ** 2) / 4.0) / h**2
     v_psis = float(np.mean(w * (p - est) ** 2)) / r_eff
-    se = float(log_mean_mcse(np.array([(v_pick + v_psis) / est**2]))[0])
-    return float(np.log(est) + top), se
+    return float(np.log(est) + top), est, v_pick, v_psis
+
+
+def subsample_value(log_lik: np.ndarray, w: np.ndarray, r_eff: float
+                    ) -> tuple[float, float]:
+    """log of the weighted mean of p = exp(``log_lik``) from the picks of :func:`obs_draws`
+    (``log_lik`` and the picks' normalized weights ``w`` in pick order), and its Monte Carlo
+    se: the picks' stratified variance plus the PSIS variance of the weighted mean over every
+    draw (divided by ``r_eff``), carried to the log scale as loo's pointwise mcse."""
+    value, est, v_pick, v_psis = subsample_parts(log_lik, w, r_eff)
+    return value, float(log_mean_mcse(np.array([(v_pick + v_psis) / est**2]))[0])
