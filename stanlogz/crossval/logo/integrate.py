@@ -1,14 +1,17 @@
 """log ∫ exp f(θ with a ← v) dv over a few unconstrained coordinates a, at many draws θ.
 
-Per draw: Newton's method to the mode (gradients of the compiled density, the Hessian by
-central differences of them, steps halved until the density rises), the Laplace value, and
-adaptive Gauss–Hermite quadrature on the Laplace Gaussian (Liu & Pierce 1994) at two rule
-sizes: the finer value is returned and the difference of the two is its error (for the smooth
-integrands of hierarchical models the finer rule's error is far smaller than that difference,
-so it is a conservative bound). Where the integrand is Gaussian (normal likelihood and prior)
-the Laplace value is exact; it is used at every draw when Gauss–Hermite confirms it at a set of
-checked draws, which makes such programs about five times cheaper. Blocks of more than
-:data:`MAX_GH_DIM` coordinates are refused here (the tensor rule grows as n^d).
+Per draw: Newton's method to the mode (gradients of the compiled density; the Hessian by
+forward differences of them, for one coordinate by the secant of the last step after the
+first; steps halved until the density rises; converged draws leave the batch), the Laplace
+value, and adaptive Gauss–Hermite quadrature on the Laplace Gaussian (Liu & Pierce 1994) at
+two rule sizes: the finer value is returned and the difference of the two is its error (for
+the smooth integrands of hierarchical models the finer rule's error is far smaller than that
+difference, so it is a conservative bound); draws where the two disagree by more than
+:data:`ESCALATE_TOL` are recomputed with larger rules. Where the integrand is Gaussian (normal
+likelihood and prior) the Laplace value is exact; it is used at every draw when Gauss–Hermite
+confirms it at a set of checked draws, which makes such programs about five times cheaper.
+Blocks of more than :data:`MAX_GH_DIM` coordinates are refused here (the tensor rule grows as
+n^d).
 """
 
 from __future__ import annotations
