@@ -16,8 +16,15 @@ skew the ratios; ``--refit-groups K`` refits K evenly spaced groups only and ext
 time to all of them. The last column compares the refit groups' values: the largest
 |logo − refit| / sqrt(mcse² + se²) and the summed difference with its se.
 
+``--end-to-end`` times the commands as a user runs them instead, each in a fresh process
+(CPU seconds of the child, imports and the program's load included): ``stanlogz sample``,
+``stanlogz loo --group`` and the same with ``--no-obs-values``, all ``--backend compiled
+--seed 1``, on ``pri`` (benchmarks/data/logo_pri.stan: a Poisson random intercept, 30 groups
+of 5 counts, non-centred, a program with ``int<lower=1> n_obs``) and on radon.
+
     nice python3 -m benchmarks.logo_speed                          # every group refit
     nice python3 -m benchmarks.logo_speed --cases radon --refit-groups 10
+    nice python3 -m benchmarks.logo_speed --end-to-end --cases pri,radon
 """
 
 from __future__ import annotations
@@ -25,6 +32,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import resource
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -96,6 +106,35 @@ def row(name: str, seed: int, refit_groups: int | None) -> str:
                   f"{math.sqrt(np.sum(se**2)):.3f} |")
 
 
+E2E = {"pri": ("benchmarks/data/logo_pri.stan", "benchmarks/data/logo_pri.json", "grp"),
+       "radon": ("stan_models/examples/radon_logo.stan", "benchmarks/data/radon_mn.json",
+                 "county_idx")}
+
+
+def _child_cpu(args: list[str]) -> tuple[float, str]:
+    """CPU seconds (user + system) of one fresh ``stanlogz`` process, and its stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run([sys.executable, "-m", "stanlogz.cli", *args, "--backend", "compiled",
+                          "--quiet"], cwd=ROOT, capture_output=True, text=True, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, out.stdout)
+
+
+def end_to_end(name: str, seed: int) -> str:
+    """One row of fresh-process CPU seconds: sample, loo --group, loo --group --no-obs-values
+    (the program built beforehand, so that no row pays for compiling it)."""
+    prog, data, group = E2E[name]
+    common = [prog, "--data", data, "--seed", str(seed)]
+    _child_cpu(["sample", *common])  # builds the program once (cached for the timed runs)
+    c_s, _ = _child_cpu(["sample", *common])
+    c_full, out = _child_cpu(["loo", *common, "--group", group, "--json"])
+    c_no, _ = _child_cpu(["loo", *common, "--group", group, "--no-obs-values"])
+    r = json.loads(out)
+    return (f"| {name} | {r['n_groups']} | {r['n_obs']} | {c_s:.1f} | {c_full:.1f} "
+            f"({c_full / c_s:.1f}x) | {c_no:.1f} ({c_no / c_s:.1f}x) | "
+            f"{r['elpd_logo']:.2f} ± {r['mcse_elpd_logo']:.3f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default="poisson,radon")
@@ -103,7 +142,16 @@ def main() -> None:
     ap.add_argument("--refit-groups", type=int, default=None,
                     help="refit this many groups (evenly spaced; default all, 0 none) and "
                     "extrapolate the refit time to every group")
+    ap.add_argument("--end-to-end", action="store_true",
+                    help="time the commands in fresh processes (cases pri, radon)")
     args = ap.parse_args()
+    if args.end_to_end:
+        print("| program | groups | N | stanlogz sample CPU s | loo --group | --no-obs-values | "
+              "elpd_logo ± mc se |")
+        print("|---|---|---|---|---|---|---|")
+        for name in args.cases.split(","):
+            print(end_to_end(name, args.seed), flush=True)
+        return
     print("| program | groups | N | NUTS CPU s [wall] | logo CPU s [wall] | logo + obs values "
           "| elpd_logo ± mc se | max k̂ | integration | refits CPU s (incl. NUTS) | "
           "logo − refit per group |")

@@ -185,6 +185,8 @@ class Stream(IntEnum):
     LOO_VERIFY_CONDITIONAL = 7905
     #: The k-hat band's difference estimator: its sample (0) and its refits (1).
     LOO_BAND = 7906
+    #: Leave-one-group-out: the draws picked for the observation-level values.
+    LOGO_OBS = 7920
 
 
 def stream(seed: SeedLike, name: Stream, *sub: int) -> np.random.SeedSequence:

@@ -47,9 +47,12 @@ from ..elpd.psis import (
 from ..elpd.psis import total_mcse as influence_mcse
 from ..observations.observations import load_observed
 from ..refit.heldout import heldout_many
-from .integrate import integrate
+from .integrate import Integral, integrate
+from .obs_sample import OBS_DRAWS, obs_draws, subsample_value
+from .pairs import check_pairs, make_pairs
+from .prior_share import prior_shared, shared_integrals
 from .result import GroupValue, LogoResult, total_mcse
-from .structure import GroupStructure, check_structure, find_groups, instance, logo_route, refuse
+from .structure import GroupStructure, check_structure, find_groups, instance, logo_route
 
 FIXES = ("auto", "refit", "none")
 #: Default k̂ above which a group is refit. PSIS values of groups whose true k is above 0.5
@@ -60,39 +63,6 @@ FIXES = ("auto", "refit", "none")
 #: below 0.5 leaves few of them; groups are few, so refits are cheap
 #: (benchmarks/logo_coverage.py, docs/guide/logo.md).
 LOGO_K = 0.4
-
-
-def _pairs(model: StanProgram, data: dict[str, Any], obs: Any, st: GroupStructure
-           ) -> tuple[list[StanProgram], StanProgram | list[StanProgram]]:
-    """Each group's instance on its rows alone and the instance on no rows (or, when the
-    program rejects empty data, the full program and the programs without each group)."""
-    try:
-        none: StanProgram | list[StanProgram] = instance(model, data, obs,
-                                                         np.zeros(0, dtype=int), st)
-    except InputError:
-        every = np.arange(obs.n)
-        return ([model] * st.n_groups,
-                [instance(model, data, obs, np.setdiff1d(every, r), st) for r in st.rows])
-    return [instance(model, data, obs, r, st) for r in st.rows], none
-
-
-def _check_pairs(model: StanProgram, data: dict[str, Any], obs: Any, st: GroupStructure,
-                 ones: list[StanProgram], none: Any, x: np.ndarray) -> None:
-    """The group's terms must be the same on both instance pairs (full − without g): the rest
-    of the density does not depend on group g's data."""
-    if isinstance(none, list):
-        return
-    every = np.arange(obs.n)
-    f = model.log_density_many(x)
-    f0 = none.log_density_many(x)
-    for g, rows in enumerate(st.rows):
-        without = instance(model, data, obs, np.setdiff1d(every, rows), st)
-        a = ones[g].log_density_many(x) - f0
-        b = f - without.log_density_many(x)
-        if np.max(np.abs(a - b)) > 1e-7 * (1 + np.max(np.abs(f))):
-            raise refuse(st.group, f"the terms of group {int(st.labels[g])}'s data differ "
-                         "between the data alone and the data with the other groups (the "
-                         "program uses the data beyond per-observation terms)")
 
 
 def logo(
@@ -132,7 +102,8 @@ def logo(
         groups whose k is above 0.5 undercover, and k̂ estimates k with an sd of about 0.1;
         groups are few, so refitting them is cheap).
     pointwise_obs
-        Also compute log p(y_i | y₋g(i)) per observation (one more integral per observation).
+        Also compute log p(y_i | y₋g(i)) per observation (one more integral per observation,
+        at a weighted subsample of the draws: :mod:`.obs_sample`).
     settings, seed, progress, nuts_keywords
         NUTS settings (``chains``, ``warmup``, ``draws``, ... replace its fields), seed,
         progress callback.
@@ -153,11 +124,11 @@ def logo(
     model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
                                                    progress=progress, settings=settings)
     st = find_groups(model, data_dict, observations, group)
-    ones, none = _pairs(model, data_dict, observations, st)
+    pairs = make_pairs(model, data_dict, observations, st)
     # the structure is an identity of the density, checked at any points: before sampling
     probe = stream_rng(seed, Stream.PROBE).normal(0, 0.5, (3, model.dim))
     check_structure(model, data_dict, observations, st, probe)
-    _check_pairs(model, data_dict, observations, st, ones, none, probe)
+    check_pairs(model, data_dict, observations, st, pairs, probe)
     d = obtain_draws(model, draws, settings, seed=stream_int_seed(seed, Stream.NUTS),
                      progress=progress)
     unc = d.flat_unconstrained()
@@ -167,13 +138,12 @@ def logo(
     ll, err, lap = np.empty((s, n_g)), np.empty((s, n_g)), np.empty(n_g)
     how: list[str] = []
     empty: list[Any] = []
+    zeros = _empty_integrals(pairs.zeros, st, unc, group, seed)
     for g in range(n_g):
         c = st.coords[g]
         what = f"group {int(st.labels[g])} of {group}"
-        chk = _check_rows(unc, c)
-        i1 = integrate(ones[g], unc, c, unc[:, c], what, chk)
-        zero = none[g] if isinstance(none, list) else none
-        i0 = integrate(zero, unc, c, unc[:, c], what, chk)
+        i1 = integrate(pairs.ones[g], unc, c, unc[:, c], what, _check_rows(unc, c))
+        i0 = zeros(g)
         how.append(i1.method if i1.method == i0.method else "gauss-hermite/laplace")
         empty.append(i0)
         ll[:, g] = i1.value - i0.value
@@ -206,7 +176,8 @@ def logo(
     elpd_obs = mcse_obs = None
     if pointwise_obs:
         elpd_obs, mcse_obs = _obs_values(model, data_dict, observations, st, unc, empty, lw,
-                                         group, isinstance(none, list), r_g)
+                                         ll, group, pairs.refs, r_g,
+                                         stream_rng(seed, Stream.LOGO_OBS))
     warns: list[str] = []
     bad = [g for g in range(n_g) if ps.khat[g] > threshold]
     refit: list[int] = []
@@ -271,27 +242,46 @@ def _check_rows(unc: np.ndarray, c: np.ndarray, k: int = 48) -> np.ndarray:
     return np.unique(np.concatenate([spread, extreme]))
 
 
+def _empty_integrals(zeros: list[StanProgram], st: GroupStructure, unc: np.ndarray,
+                     group: str, seed: Any) -> Callable[[int], Integral]:
+    """Group g's reference integral by index: one shared integral where the groups' latent
+    priors are one function (:mod:`.prior_share`), else one per group."""
+
+    def own(g: int) -> Integral:
+        c = st.coords[g]
+        return integrate(zeros[g], unc, c, unc[:, c], f"group {int(st.labels[g])} of {group}",
+                         _check_rows(unc, c))
+
+    rows = unc[_check_rows(unc, st.coords[0], 6)]
+    if not prior_shared(zeros, st, rows, stream_rng(seed, Stream.LOGO_OBS, 1)):
+        return own
+    return shared_integrals(zeros, st, unc, lambda: own(0)).__getitem__
+
+
 def _obs_values(model: StanProgram, data: dict[str, Any], obs: Any, st: GroupStructure,
-                unc: np.ndarray, empty: list[Any], lw: np.ndarray, group: str,
-                full: bool, r_g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                unc: np.ndarray, empty: list[Any], lw: np.ndarray, ll: np.ndarray, group: str,
+                refs: list[np.ndarray], r_g: np.ndarray, rng: np.random.Generator
+                ) -> tuple[np.ndarray, np.ndarray]:
     """log p(y_i | y₋g(i)) = log Σ_s w_gs p(y_i | φ_s), p(y_i | φ) with a_g integrated over
-    its prior, and their Monte Carlo se (PSIS only): the instance with row i added to the rows
-    of the group's reference integral (none, or with ``full`` every row outside the group)
-    against that integral."""
+    its prior, and their Monte Carlo se: the instance with row i added to the rows of the
+    group's reference integral (:mod:`.pairs`) against
+    that integral, at the draws :func:`obs_draws` picks (shared by the group's observations)."""
     out, se = np.empty(obs.n), np.empty(obs.n)
-    every = np.arange(obs.n)
     for g, rows in enumerate(st.rows):
         c = st.coords[g]
-        ref = np.setdiff1d(every, rows) if full else np.zeros(0, dtype=int)
+        pick = obs_draws(lw[g], ll[:, g], OBS_DRAWS, rng)
+        sub = unc if pick is None else unc[pick]
         for i in rows:
-            one = instance(model, data, obs, np.union1d(ref, [i]), st)
-            v = integrate(one, unc, c, unc[:, c], f"group {int(st.labels[g])} of {group}",
-                          _check_rows(unc, c))
-            ll_i = v.value - empty[g].value
-            out[i] = float(logsumexp(lw[g] + ll_i))
-            se[i] = float(elpd_mcse(lw[g], ll_i, r_g[g]))
+            one = instance(model, data, obs, np.union1d(refs[g], [i]), st)
+            v = integrate(one, sub, c, sub[:, c], f"group {int(st.labels[g])} of {group}",
+                          _check_rows(sub, c))
+            ll_i = v.value - (empty[g].value if pick is None else empty[g].value[pick])
+            if pick is None:
+                out[i] = float(logsumexp(lw[g] + ll_i))
+                se[i] = float(elpd_mcse(lw[g], ll_i, r_g[g]))
+            else:
+                out[i], se[i] = subsample_value(ll_i, np.exp(lw[g][pick]), r_g[g])
     return out, se
-
 
 
 def logo_from_loo(model: ProgramLike, data: Any = None, *, group: str, fix: str = "auto",
