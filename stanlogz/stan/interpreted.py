@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .._util.seeds import int_seed
-from ..errors import BackendUnsupported, DataError, Route, StanCompileError
+from ..errors import BackendUnsupported, DataError, InputError, Route, StanCompileError
 from ..toolchain.interpreter import (
     BUILDING,
     STANLI_VERSION,
@@ -241,6 +241,30 @@ class InterpretedModel(StanModel):
                 f"interpreter's points; run with {route}", routes=(route,))
         return model.unconstrain_many(self.constrain_many(xs)[:, :self.param_num()])
 
+    # ------------------------------------------------------------ transforms
+
+    def constrain_many(self, xs: np.ndarray, *, include_tp: bool = False,
+                       include_gq: bool = False, seed: int | None = None) -> np.ndarray:
+        """Constrained values at each row of ``xs`` (:meth:`StanModel.constrain_many`). stanli
+        runs the whole program's checks, generated quantities included, even when only the
+        parameters are asked for; where those checks fail (e.g. a generated integer left
+        unassigned at an extreme point) the compiled build, which transforms the parameters
+        alone, serves under ``auto`` (else :class:`BackendUnsupported`). Where the quantities
+        asked for fail their own checks, :class:`~stanlogz.errors.InputError` as the compiled
+        build's."""
+        try:
+            return super().constrain_many(xs, include_tp=include_tp, include_gq=include_gq,
+                                          seed=seed)
+        except RuntimeError as exc:
+            text = str(exc).strip()
+            if include_tp or include_gq:
+                raise InputError(f"constrain failed for {self.name}: {text}") from None
+            why = ("transform of the parameters alone (it checks the "
+                   f"generated quantities, and {text.removeprefix('stanli MIR check: ')})")
+        compiled = self.compiled(why)
+        pts = self._compiled_points(compiled, self._points(xs), gradient=True)
+        return compiled.constrain_many(pts, include_tp=False, include_gq=False, seed=seed)
+
     # ------------------------------------------------------------ densities
 
     def log_density(self, x: np.ndarray, *, propto: bool = False, jacobian: bool = True) -> float:
@@ -365,7 +389,14 @@ class InterpretedModel(StanModel):
         """Stan's NUTS (the interpreter's own, diagonal metric, CmdStan defaults):
         :func:`stanlogz.stan.interpreted_nuts.run_interpreted_nuts` (under a time budget as
         the compiled sampler: stopped past warmup, or refused in warmup with a route)."""
-        from .interpreted_nuts import run_interpreted_nuts
+        from .interpreted_nuts import LostDraws, run_interpreted_nuts
 
-        return run_interpreted_nuts(self, settings, **keywords)
+        try:
+            return run_interpreted_nuts(self, settings, **keywords)
+        except LostDraws as exc:
+            why = f"sampling here ({exc}; Stan's sampler keeps them)"
+        compiled = self.compiled(why)  # BackendUnsupported unless auto
+        self._compiled_points(compiled, np.zeros((1, self.dim)), gradient=True)  # same scale
+        keywords.pop("warm", None)  # the interpreter's adapted start; the compiled adapts anew
+        return compiled.nuts(settings, **keywords)
 

@@ -104,6 +104,13 @@ def _unconstrain_seconds(model: Any, calls: int = 20) -> float:
     return 2.0 * (time.perf_counter() - start) / calls
 
 
+class LostDraws(StanlogzError):
+    """stanli's sampler returned draws without their parameter values (it writes none where
+    the generated quantities fail their checks, where Stan writes the parameters and NaN for
+    the quantities): the draws cannot be used (:meth:`InterpretedModel.nuts` turns to the
+    compiled sampler under ``auto``)."""
+
+
 def run_interpreted_nuts(model: Any, settings: NutsArgs | None = None, *,
                          warm: NutsOutput | None = None, **keywords: Any) -> NutsOutput:
     """:func:`stanlogz.stan.nuts.run_nuts`'s contract (its keywords, bound by its own signature,
@@ -205,6 +212,11 @@ def run_interpreted_nuts(model: Any, settings: NutsArgs | None = None, *,
     keep = slice(0 if save_warmup else n_warm, raw.shape[1])
     constrained = np.ascontiguousarray(raw[:, keep])
     k = model.param_num()
+    lost = int(np.sum(np.isnan(constrained[:, :, :k]).any(axis=2)))
+    if lost:  # stanli writes no parameters where the generated quantities fail their checks
+        raise LostDraws(f"{model.name}: the interpreter's sampler loses the parameters of the "
+                        f"draws whose generated quantities fail their checks ({lost} of "
+                        f"{constrained.shape[0] * constrained.shape[1]})")
     unc = np.array([[model.unconstrain(row[:k]) for row in chain] for chain in constrained])
     unc = unc.reshape(constrained.shape[0], constrained.shape[1], model.dim)
     if progress:

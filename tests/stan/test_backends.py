@@ -193,3 +193,26 @@ def test_data_the_interpreter_cannot_type_go_to_the_compiled_build_under_auto():
     assert not isinstance(inst, InterpretedModel)
     # the prior of mu alone: log N(mu | 0, 1) with every constant
     assert inst.log_density(np.array([0.3])) == pytest.approx(stats.norm.logpdf(0.3), rel=1e-12)
+
+
+def test_generated_quantities_that_fail_their_checks_leave_the_parameters_to_compiled():
+    # gq_unassigned's generated integer fails its lower bound at almost every point. stanli
+    # checks it even when asked for the parameters alone, and its sampler then writes no
+    # parameters at all (NaN draws); Stan transforms the parameters alone and keeps them.
+    path = ROOT / "stan_models" / "tests" / "gq_unassigned.stan"
+    xs = np.array([[0.3], [-1.2]])
+    strict = InterpretedModel(path.read_text(), {}, name="gq_unassigned", stan_file=path)
+    with pytest.raises(BackendUnsupported, match=r"transform of the parameters alone.*"
+                       r"backend='compiled'"):
+        strict.constrain_many(xs)
+    with pytest.raises(BackendUnsupported, match=r"sampling here.*loses the parameters"):
+        strict.nuts(chains=1, warmup=50, draws=20, seed=3)
+    auto = InterpretedModel(path.read_text(), {}, name="gq_unassigned", stan_file=path,
+                            auto=True)
+    np.testing.assert_array_equal(auto.constrain_many(xs), xs)
+    compiled = load_model(path, {}, backend="compiled")
+    got = auto.nuts(chains=2, warmup=100, draws=50, seed=3)
+    ref = compiled.nuts(chains=2, warmup=100, draws=50, seed=3)
+    # the compiled sampler served it: the same draws as a compiled run with the same seed
+    np.testing.assert_array_equal(got.unconstrained, ref.unconstrained)
+    assert np.all(np.isfinite(got.unconstrained))
