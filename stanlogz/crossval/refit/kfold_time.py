@@ -25,12 +25,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from scipy import stats
 from scipy.special import logsumexp
 
 from ..._util.progress import duration
 from ...arviz_compat import psislw
 from ...draws import Draws
 from ...draws.continuation import warm_refit_seconds
+from ...errors import InputError
 from ..elpd.psis import elpd_mcse, k_threshold, relative_efficiency
 from ..elpd.routes import pointwise_source
 from .heldout import HeldOut
@@ -102,7 +104,14 @@ def fill_by_psis(model: Any, data: dict[str, Any], observations: Any,
                  f"{len(folds)} folds: the {len(missing)} left estimated by PSIS from the "
                  "full fit")
     unc = full.flat_unconstrained()
-    pw = pointwise_source(model, data, observations, "auto", unc[:: max(1, len(unc) // 3)][:3])
+    try:
+        pw = pointwise_source(model, data, observations, "auto",
+                              unc[:: max(1, len(unc) // 3)][:3])
+    except InputError as exc:  # no pointwise values from the full fit (a non-factorized program)
+        done = [f for f in folds if f is not None]
+        if len(done) < 2:
+            raise
+        return fill_by_sampling(held, folds, str(exc))
     r_eff = relative_efficiency(full.unconstrained)
     threshold = k_threshold(unc.shape[0])
     # one pass over the draws for every fold left (a log_lik quantity is read, not recomputed)
@@ -123,6 +132,49 @@ def fill_by_psis(model: Any, data: dict[str, Any], observations: Any,
     unreliable = [j for j, k in flagged.items() if not k <= threshold]
     stop = {"folds_refit": len(folds) - len(missing), "folds": len(folds),
             "estimated_by": "psis", "khat": flagged, "unreliable": unreliable}
+    return out, stop
+
+
+def fill_by_sampling(held: Sequence[np.ndarray], folds: list[HeldOut | None], why: str
+                     ) -> tuple[list[HeldOut], dict[str, Any]]:
+    """``folds`` with every None estimated from the folds refit, where PSIS from the full fit
+    is not available (``why``): the folds are a random partition, so the refit ones are a
+    random sample of them, and each fold left gets the refit folds' elpd per observation times
+    its size (a ratio estimator). The error of the folds left together is the sample's,
+    se² = K² (1 − k/K) s² / k over the k of K folds refit, s² the variance of the refit folds'
+    residuals from the ratio, widened so that ±2 se is the t interval of k − 1 degrees of
+    freedom; it is shared by the folds left (it adds linearly over them)."""
+    k, n_folds = sum(f is not None for f in folds), len(folds)
+    done = [f for f in folds if f is not None]
+    size = np.array([f.index.size for f in done], dtype=float)
+    point = np.array([float(np.sum(f.elpd_i)) for f in done])
+    joint = np.array([f.elpd for f in done])
+    rate, rate_joint = point.sum() / size.sum(), joint.sum() / size.sum()
+    left = sum(np.asarray(held[j]).size for j, f in enumerate(folds) if f is None)
+
+    # with few folds refit the variance is itself rough: the se is widened so that ±2 se is
+    # the t interval of k − 1 degrees of freedom (benchmarks/kfold_fold_sample.py: coverage)
+    widen = float(stats.t.ppf(stats.norm.cdf(2.0), k - 1)) / 2.0
+
+    def se(values: np.ndarray, r: float) -> float:
+        resid = values - r * size
+        return widen * float(n_folds * np.sqrt((1 - k / n_folds) * np.var(resid, ddof=1) / k))
+
+    se_point, se_joint = se(point, rate), se(joint, rate_joint)
+    out: list[HeldOut] = []
+    for j, f in enumerate(folds):
+        if f is None:
+            index = np.asarray(held[j], dtype=int)
+            share = index.size / left
+            nan = float("nan")
+            f = HeldOut(index=index, elpd=rate_joint * index.size, mcse=se_joint * share,
+                        method="fold-sample", elpd_i=np.full(index.size, rate),
+                        elpd_i_mcse=se_point * share, khat=(nan, nan), n_latent=0,
+                        n_gradient_evals=0, n_evals=0, seconds=0.0,
+                        shared_mcse=se_joint * share, elpd_i_shared_mcse=se_point * share)
+        out.append(f)
+    stop = {"folds_refit": k, "folds": n_folds, "estimated_by": "fold-sample", "khat": {},
+            "unreliable": [], "why_not_psis": why}
     return out, stop
 
 
@@ -155,6 +207,13 @@ def psis_fold(ll: np.ndarray, index: np.ndarray, r_eff: float, threshold: float)
 
 def budget_warning(stop: dict[str, Any]) -> str:
     """The warning of a K-fold run the time budget ended."""
+    if stop["estimated_by"] == "fold-sample":
+        left = stop["folds"] - stop["folds_refit"]
+        return (f"the time budget ended the refits after {stop['folds_refit']} of "
+                f"{stop['folds']} folds; the {left} left are estimated from those refit (the "
+                "folds are a random partition: their elpd per observation, with the sampling "
+                "error in the Monte Carlo se), as PSIS from the full fit cannot serve this "
+                "program")
     bad = stop["unreliable"]
     return (f"the time budget ended the refits after {stop['folds_refit']} of {stop['folds']} "
             f"folds; the other {stop['folds'] - stop['folds_refit']} are PSIS estimates from "

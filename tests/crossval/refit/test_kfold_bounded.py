@@ -84,3 +84,42 @@ def test_the_route_of_a_refusal_in_warmup_answers_within_the_same_budget(compile
     assert time.perf_counter() - start < 3.0
     assert np.isfinite(r.elpd_kfold)
     assert r.budget_stop is None or r.budget_stop["folds_refit"] < 5
+
+
+def test_folds_left_where_psis_cannot_serve_are_estimated_from_the_folds_refit(
+        compiled, monkeypatch, clock):
+    # as above (3 refits of 5, step-count budget), for a program whose pointwise values PSIS
+    # cannot get from the full fit (a non-factorized one: loo refuses it; here the refusal is
+    # stood in for): the folds left get the refit folds' elpd per observation, with the ratio
+    # estimator's se widened to the t interval (benchmarks/kfold_fold_sample.py: ±2 se covers
+    # 0.945-0.956 over 4000 partitions per row), instead of a refusal after the refits
+    from scipy import stats
+
+    from stanlogz.crossval.refit import kfold_time
+    from stanlogz.errors import InputError
+
+    def refuse(*args, **kwargs):
+        raise InputError("no valid pointwise LOO for normal_mean (stand-in)")
+
+    monkeypatch.setattr(kfold_time, "pointwise_source", refuse)
+    tick_per_call(monkeypatch, clock, heldout, "heldout_elpd")
+    with time_budget(4.5):
+        r = stanlogz.kfold(compiled(PROGRAM, data=DATA), k=5, seed=2, chains=2, warmup=300,
+                           n_draws=1000)
+    stop = r.budget_stop
+    assert stop["folds_refit"] == 3 and stop["estimated_by"] == "fold-sample"
+    assert "stand-in" in stop["why_not_psis"]
+    assert [f.method for f in r.folds][3:] == ["fold-sample", "fold-sample"]
+    done, left = r.folds[:3], r.folds[3:]
+    size = np.array([f.index.size for f in done], dtype=float)
+    point = np.array([f.elpd_i.sum() for f in done])
+    rate = point.sum() / size.sum()
+    for f in left:
+        np.testing.assert_allclose(f.elpd_i, rate, rtol=1e-12)
+    resid = point - rate * size
+    se = 5 * np.sqrt((1 - 3 / 5) * np.var(resid, ddof=1) / 3)
+    se *= stats.t.ppf(stats.norm.cdf(2.0), 2) / 2
+    assert sum(f.elpd_i_shared_mcse for f in left) == pytest.approx(se, rel=1e-12)
+    # the total's Monte Carlo se carries it (the refit folds' own errors add in quadrature)
+    assert r.mcse >= se and np.isfinite(r.elpd_kfold)
+    assert any("estimated from those refit" in w for w in r.warnings)
