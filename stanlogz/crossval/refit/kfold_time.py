@@ -28,11 +28,12 @@ import numpy as np
 from scipy import stats
 from scipy.special import logsumexp
 
+from ..._util.deadline import as_option
 from ..._util.progress import duration
 from ...arviz_compat import psislw
 from ...draws import Draws
 from ...draws.continuation import warm_refit_seconds
-from ...errors import InputError
+from ...errors import InputError, OverBudget
 from ..elpd.psis import elpd_mcse, k_threshold, relative_efficiency
 from ..elpd.routes import pointwise_source
 from .heldout import HeldOut
@@ -109,8 +110,14 @@ def fill_by_psis(model: Any, data: dict[str, Any], observations: Any,
                               unc[:: max(1, len(unc) // 3)][:3])
     except InputError as exc:  # no pointwise values from the full fit (a non-factorized program)
         done = [f for f in folds if f is not None]
-        if len(done) < 2:
-            raise
+        if len(done) < 2:  # nothing to estimate the folds left from: the whole run's budget
+            need = max([f.seconds for f in done] + [full.seconds]) * len(folds) * 1.2
+            route = as_option(need + full.seconds, "for the whole run")
+            raise OverBudget(
+                f"the time budget ended the refits after {len(done)} of {len(folds)} folds, and "
+                "the folds left can be estimated neither by PSIS from the full fit (this program"
+                "'s density is not a sum of per-observation terms) nor from one refit fold; run "
+                f"with {route}", routes=(route,)) from exc
         return fill_by_sampling(held, folds, str(exc))
     r_eff = relative_efficiency(full.unconstrained)
     threshold = k_threshold(unc.shape[0])

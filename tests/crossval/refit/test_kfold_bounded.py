@@ -123,3 +123,26 @@ def test_folds_left_where_psis_cannot_serve_are_estimated_from_the_folds_refit(
     # the total's Monte Carlo se carries it (the refit folds' own errors add in quadrature)
     assert r.mcse >= se and np.isfinite(r.elpd_kfold)
     assert any("estimated from those refit" in w for w in r.warnings)
+
+
+def test_one_refit_and_no_psis_refuses_with_a_budget_that_answers(compiled, monkeypatch,
+                                                                  clock):
+    # as above with 1.5 steps: one refit, and for a program PSIS cannot serve nothing to
+    # estimate the other folds from: a refusal naming the whole run's budget, which, followed
+    # under the same clock, answers with every fold refit
+    from stanlogz.crossval.refit import kfold_time
+    from stanlogz.errors import InputError
+
+    def refuse(*args, **kwargs):
+        raise InputError("no valid pointwise LOO for normal_mean (stand-in)")
+
+    monkeypatch.setattr(kfold_time, "pointwise_source", refuse)
+    tick_per_call(monkeypatch, clock, heldout, "heldout_elpd")
+    model = compiled(PROGRAM, data=DATA)
+    with time_budget(1.5), pytest.raises(OverBudget) as info:
+        stanlogz.kfold(model, k=5, seed=2, chains=2, warmup=300, n_draws=1000)
+    assert "after 1 of 5 folds" in str(info.value)
+    budget = info.value.routes[0].options["time_budget"]
+    with time_budget(budget):
+        r = stanlogz.kfold(model, k=5, seed=2, chains=2, warmup=300, n_draws=1000)
+    assert r.budget_stop is None and all(f.method != "fold-sample" for f in r.folds)
