@@ -205,6 +205,13 @@ class ArgumentTypeError(InputError, TypeError):
 # (a route, the observations done so far) catches by type.
 
 
+class LostDraws(StanlogzError):
+    """The interpreter's sampler returned draws without their parameter values (stanli writes
+    none where the generated quantities fail their checks, where Stan writes the parameters and
+    NaN for the quantities): :meth:`~stanlogz.stan.interpreted.InterpretedModel.nuts` turns to
+    the compiled sampler under ``auto``."""
+
+
 class OverBudget(InputError):
     """A step would end after the run's time budget, so it stopped early (the message says
     how far it got and what fits in the budget)."""

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._util import deadline
 from .._util.seeds import int_seed
-from ..errors import InitializationError, InputError, StanlogzError
+from ..errors import InitializationError, InputError, LostDraws, StanlogzError
 from .nuts import (
     SAMPLER_COLUMNS,
     NutsOutput,
@@ -102,13 +102,6 @@ def _unconstrain_seconds(model: Any, calls: int = 20) -> float:
     for _ in range(calls):
         model.unconstrain(theta)
     return 2.0 * (time.perf_counter() - start) / calls
-
-
-class LostDraws(StanlogzError):
-    """stanli's sampler returned draws without their parameter values (it writes none where
-    the generated quantities fail their checks, where Stan writes the parameters and NaN for
-    the quantities): the draws cannot be used (:meth:`InterpretedModel.nuts` turns to the
-    compiled sampler under ``auto``)."""
 
 
 def run_interpreted_nuts(model: Any, settings: NutsArgs | None = None, *,
