@@ -226,20 +226,26 @@ class InterpretedModel(StanModel):
         """This interpreter's unconstrained points ``xs`` as the compiled ``model``'s: the same
         where the two transforms agree (checked once per program), else mapped through the
         constrained values (densities only: a gradient on the other scale is refused)."""
+        if self._same_transform(model, None if gradient else "densities"):
+            return xs
+        return model.unconstrain_many(self.constrain_many(xs)[:, :self.param_num()])
+
+    def _same_transform(self, model: StanModel, mappable: str | None) -> bool:
+        """Whether the compiled ``model``'s unconstrained scale is this interpreter's (checked
+        once per program). Where it is not, True never; False when ``mappable`` names what can
+        be mapped through the constrained values, else :class:`BackendUnsupported`."""
         from .interpreted_constants import same_transform
 
         same = self._lineage.get("same_transform")
         if same is None:
             same = self._lineage["same_transform"] = same_transform(self, model)
-        if same:
-            return xs
-        if gradient:
-            route = Route(options={"backend": "compiled"})
-            raise BackendUnsupported(
-                f"{self.name}: the interpreter's parameter transform (Stan's newer simplex) "
-                "differs from the compiled build's, so the compiled gradient cannot serve the "
-                f"interpreter's points; run with {route}", routes=(route,))
-        return model.unconstrain_many(self.constrain_many(xs)[:, :self.param_num()])
+        if same or mappable:
+            return bool(same)
+        route = Route(options={"backend": "compiled"})
+        raise BackendUnsupported(
+            f"{self.name}: the interpreter's parameter transform (Stan's newer simplex) differs "
+            "from the compiled build's, so the compiled build cannot serve the interpreter's "
+            f"points here; run with {route}", routes=(route,))
 
     # ------------------------------------------------------------ transforms
 
@@ -252,18 +258,22 @@ class InterpretedModel(StanModel):
         alone, serves under ``auto`` (else :class:`BackendUnsupported`). Where the quantities
         asked for fail their own checks, :class:`~stanlogz.errors.InputError` as the compiled
         build's."""
-        try:
-            return super().constrain_many(xs, include_tp=include_tp, include_gq=include_gq,
-                                          seed=seed)
-        except RuntimeError as exc:
-            text = str(exc).strip()
-            if include_tp or include_gq:
-                raise InputError(f"constrain failed for {self.name}: {text}") from None
-            why = ("transform of the parameters alone (it checks the "
-                   f"generated quantities, and {text.removeprefix('stanli MIR check: ')})")
+        why = self._lineage.get("params_compiled")  # this program failed so before
+        if why is None or include_tp or include_gq:
+            try:
+                return super().constrain_many(xs, include_tp=include_tp,
+                                              include_gq=include_gq, seed=seed)
+            except RuntimeError as exc:
+                text = str(exc).strip()
+                if include_tp or include_gq:
+                    raise InputError(f"constrain failed for {self.name}: {text}") from None
+                why = self._lineage["params_compiled"] = (
+                    "transform of the parameters alone (it checks the generated quantities, "
+                    f"and {text.removeprefix('stanli MIR check: ')})")
         compiled = self.compiled(why)
-        pts = self._compiled_points(compiled, self._points(xs), gradient=True)
-        return compiled.constrain_many(pts, include_tp=False, include_gq=False, seed=seed)
+        self._same_transform(compiled, None)
+        return compiled.constrain_many(self._points(xs), include_tp=False, include_gq=False,
+                                       seed=seed)
 
     # ------------------------------------------------------------ densities
 
@@ -391,12 +401,15 @@ class InterpretedModel(StanModel):
         the compiled sampler: stopped past warmup, or refused in warmup with a route)."""
         from .interpreted_nuts import LostDraws, run_interpreted_nuts
 
-        try:
-            return run_interpreted_nuts(self, settings, **keywords)
-        except LostDraws as exc:
-            why = f"sampling here ({exc}; Stan's sampler keeps them)"
+        why = self._lineage.get("nuts_compiled")  # this program lost draws before
+        if why is None:
+            try:
+                return run_interpreted_nuts(self, settings, **keywords)
+            except LostDraws as exc:
+                why = self._lineage["nuts_compiled"] = (
+                    f"sampling here ({exc}; Stan's sampler keeps them)")
         compiled = self.compiled(why)  # BackendUnsupported unless auto
-        self._compiled_points(compiled, np.zeros((1, self.dim)), gradient=True)  # same scale
+        self._same_transform(compiled, None)
         keywords.pop("warm", None)  # the interpreter's adapted start; the compiled adapts anew
         return compiled.nuts(settings, **keywords)
 

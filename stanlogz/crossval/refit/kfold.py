@@ -106,11 +106,24 @@ class KFoldResult(KFoldNames, ElpdResult):
         return np.array([self.elpd_i[f.index].sum() for f in self.folds])
 
     @property
+    def _measured(self) -> tuple[np.ndarray, float]:
+        """The observations whose values were estimated (not the folds a budget left to the
+        refit folds' rate, ``fold-sample``: their values are that rate, not estimates) and
+        sqrt(N / their count), which carries a spread over them to all N."""
+        keep = np.ones(self.elpd_i.size, dtype=bool)
+        for f in self.folds:
+            if f.method == "fold-sample":
+                keep[f.index] = False
+        return keep, float(np.sqrt(keep.size / max(int(keep.sum()), 1)))
+
+    @property
     def se(self) -> float:
         """loo's se of elpd_kfold (R loo's ``kfold`` and ArviZ's): sqrt(N var(elpd_i)), ddof 1,
-        over the N observations of ``elpd_i``. At few folds or few observations it
-        undercovers; :attr:`se_fold_aware` is the calibrated spread beside it."""
-        return sum_se(self.elpd_i)
+        over the N observations of ``elpd_i`` (where a budget left folds to the refit folds'
+        rate, the variance over the observations estimated). At few folds or few observations
+        it undercovers; :attr:`se_fold_aware` is the calibrated spread beside it."""
+        keep, up = self._measured
+        return up * sum_se(self.elpd_i[keep])
 
     @cached_property
     def se_fold_aware(self) -> float:
@@ -119,14 +132,15 @@ class KFoldResult(KFoldNames, ElpdResult):
         bootstrap-t calibration plus the between-fold excess
         (:func:`stanlogz.crossval.refit.cv_se.kfold_se`); elpd_kfold ± 2 se_fold_aware is the
         interval whose coverage ``benchmarks/coverage_cv.py`` measures."""
-        return kfold_se(self.elpd_i, self.fold_of)
+        keep, up = self._measured
+        return up * kfold_se(self.elpd_i[keep], self.fold_of[keep])
 
     @property
     def se_between_folds(self) -> float:
         """sqrt(K var(fold contributions)) (K − 1 degrees of freedom: undercovers at few
         folds; kept for comparison)."""
-        c = self.fold_elpd
-        return sum_se(c)
+        keep = np.array([f.method != "fold-sample" for f in self.folds])
+        return float(np.sqrt(keep.size / max(int(keep.sum()), 1))) * sum_se(self.fold_elpd[keep])
 
     @property
     def se_pointwise(self) -> float:

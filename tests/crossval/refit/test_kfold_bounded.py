@@ -123,6 +123,12 @@ def test_folds_left_where_psis_cannot_serve_are_estimated_from_the_folds_refit(
     # the total's Monte Carlo se carries it (the refit folds' own errors add in quadrature)
     assert r.mcse >= se and np.isfinite(r.elpd_kfold)
     assert any("estimated from those refit" in w for w in r.warnings)
+    # loo's se is a spread of estimated values: over the refit folds' observations, carried
+    # to all N (the rate given to the folds left is not N more values)
+    known = np.concatenate([f.elpd_i for f in done])
+    n = r.elpd_i.size
+    assert r.se == pytest.approx(np.sqrt(n / known.size) * np.sqrt(known.size
+                                                                    * np.var(known, ddof=1)))
 
 
 def test_one_refit_and_no_psis_refuses_with_a_budget_that_answers(compiled, monkeypatch,
