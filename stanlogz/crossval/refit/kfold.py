@@ -139,7 +139,7 @@ class KFoldResult(KFoldNames, ElpdResult):
     def se_between_folds(self) -> float:
         """sqrt(K var(fold contributions)) (K − 1 degrees of freedom: undercovers at few
         folds; kept for comparison)."""
-        keep = np.array([f.method != "fold-sample" for f in self.folds])
+        keep = np.array([f.method != "fold-sample" for f in self.folds], dtype=bool)
         return float(np.sqrt(keep.size / max(int(keep.sum()), 1))) * sum_se(self.fold_elpd[keep])
 
     @property
