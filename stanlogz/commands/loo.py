@@ -52,6 +52,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="stop the conditional log-likelihood's pass (programs without a "
                         "log_lik whose density does not factorize) after this many seconds, "
                         "saying how far it got and how long the rest would take")
+    parser.add_argument("--pointwise-draws", metavar="M", type=int, default=None,
+                        help="run the pointwise pass and PSIS-LOO on M of the posterior draws "
+                        "(spread evenly over each chain; at least 100): a costly conditional "
+                        "or density-difference pass takes that share of its time, and the "
+                        "Monte Carlo se is that of the M draws")
     parser.add_argument("--k-threshold", type=float, default=None,
                         help="fix observations above this k-hat (default min(1 - 1/log10 S, 0.7); "
                         "with --group, groups above min(1 - 1/log10 S, 0.4) are refit)")
@@ -110,6 +115,10 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
     if args.group is not None:
         from .loo_group import run_group
 
+        if args.pointwise_draws is not None:
+            raise InputError("--pointwise-draws thins the draws of loo's pointwise pass; "
+                             "leave-one-group-out (--group) integrates over every draw")
+
         return run_group(args, report)
     if args.no_obs_values:
         raise InputError("--no-obs-values applies to --group only")
@@ -142,7 +151,8 @@ def run(args: argparse.Namespace, report: Reporter) -> int:
             k_threshold=args.k_threshold, subsample=args.subsample,
             settings=flags.nuts_settings(args), seed=args.seed, n_workers=args.workers or 1,
             progress=report.progress, mm_budget=args.mm_budget,
-            cond_budget=args.cond_budget, mcse_target=args.mcse, **verify_argument(args))
+            cond_budget=args.cond_budget, mcse_target=args.mcse,
+            pointwise_draws=args.pointwise_draws, **verify_argument(args))
     r, extra = flags.with_jacobian(r, args, jac)
     print_loo(report, r)
     if jac is not None:

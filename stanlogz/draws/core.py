@@ -8,6 +8,7 @@ sizes and metric, and the cost of sampling.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import warnings
@@ -136,6 +137,21 @@ class Draws:
     def flat_unconstrained(self) -> np.ndarray:
         """All unconstrained draws as ``(chains * n, dim)``."""
         return self.unconstrained.reshape(-1, self.dim)
+
+    def thinned(self, per_chain: int) -> Draws:
+        """The same chains with ``per_chain`` draws each, spread evenly over each chain (the
+        first and last kept), with their sampler diagnostics; ``self`` when it has no more.
+        The cost of producing them stays the whole run's."""
+        if per_chain >= self.n_draws:
+            return self
+        rows = np.unique(np.linspace(0, self.n_draws - 1, per_chain).round().astype(int))
+        sampler = {k: (v[:, rows] if np.ndim(v) >= 2 and np.shape(v)[:2] == (self.n_chains,
+                                                                           self.n_draws) else v)
+                   for k, v in self.sampler.items()}
+        return dataclasses.replace(
+            self, unconstrained=self.unconstrained[:, rows],
+            constrained=None if self.constrained is None else self.constrained[:, rows],
+            sampler=sampler, warnings=list(self.warnings))
 
     def _values(self, only: Sequence[str] | None = None) -> tuple[np.ndarray, list[str]]:
         if self.constrained is not None:

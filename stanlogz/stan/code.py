@@ -65,3 +65,59 @@ def unused_parameters(code: str) -> list[str]:
     used = " ".join(b or "" for b in (_block(code, "model"),
                                       _block(code, r"transformed\s+parameters")))
     return [n for n in names if not re.search(rf"\b{re.escape(n)}\b", used)]
+
+
+#: Distributions under which a data value that enters nowhere else makes the log density a
+#: quadratic function of it (of every value, for the multivariate ones).
+_NORMAL_FAMILY = ("normal", "normal_id_glm", "std_normal", "multi_normal",
+                  "multi_normal_cholesky", "multi_normal_prec")
+
+
+def _matching(text: str, at: int) -> int:
+    """Index of the bracket closing the one opening at ``at``."""
+    opening = text[at]
+    closing = {"(": ")", "[": "]"}[opening]
+    depth = 0
+    for k in range(at, len(text)):
+        depth += (text[k] == opening) - (text[k] == closing)
+        if depth == 0:
+            return k
+    return len(text)
+
+
+def gaussian_variate(code: str | None, name: str) -> bool:
+    """Whether the data variable ``name`` enters ``code``'s density only as the variate of
+    normal-family statements added to the target as they are: ``name ~ normal(...);`` (or
+    ``name[...]``), ``target += normal_lpdf(name | ...);`` and the ``_lupdf``,
+    ``normal_id_glm``, ``std_normal`` and ``multi_normal`` forms, with no truncation, no bound
+    on its declaration, and no other mention outside the generated quantities. Then the log
+    density is a quadratic function of each of its values at any parameters, exactly, so the
+    conditional of one value is Gaussian everywhere (no far mode, no other tail). A textual
+    check, conservative: any other use (a lag, a mixture's ``log_sum_exp``, a transform of
+    the value, a mention in transformed data) answers False."""
+    code = strip_comments(code)
+    word = rf"(?<![\w.]){re.escape(name)}(?!\w)"
+    if not code or not re.search(word, code):
+        return False
+    for header in ("functions", "transformed data", "parameters", "transformed parameters"):
+        block = _block(code, header)
+        if block is not None and re.search(word, block):
+            return False
+    for stmt in (_block(code, "data") or "").split(";"):
+        if re.search(rf"{word}\s*$", stmt.strip()) and re.search(r"<[^;]*(lower|upper)", stmt):
+            return False  # a bounded value: its conditional is truncated
+    model = model_block(code)
+    family = "|".join(_NORMAL_FAMILY)
+    start = r"(?:^|(?<=[;{}\)]))\s*"
+    forms = (re.compile(rf"{start}(?P<v>{word})\s*(\[[^\]]*\])?\s*~\s*(?:{family})\s*\("),
+             re.compile(rf"{start}target\s*\+=\s*(?:{family})_lu?pdf\s*\(\s*(?P<v>{word})"
+                        r"\s*(\[[^\]]*\])?\s*[|)]"))
+    variates = set()
+    for form in forms:
+        for m in form.finditer(model):
+            call = model.rindex("(", 0, m.start("v")) if form is forms[1] else m.end() - 1
+            if not model[_matching(model, call) + 1:].lstrip().startswith(";"):
+                return False  # a truncation T[...], or more terms after the call
+            variates.add(m.start("v"))
+    found = {m.start() for m in re.finditer(word, model)}
+    return bool(found) and found == variates

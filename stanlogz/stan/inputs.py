@@ -16,12 +16,20 @@ from ..errors import DataError, InputError
 DataLike = None | Mapping[str, Any] | str | os.PathLike[str]
 
 
+class StanJson(str):
+    """Stan JSON text already written by :func:`data_to_json` (or joined from its pieces by
+    :func:`json_with_field`): passed as data, it is used as it is, not read and written again
+    (a data instance of a large data set differing in one variable costs its JSON text once)."""
+
+
 def data_to_json(data: DataLike) -> str:
     """Stan JSON text from ``None``, a dict, a path to a ``.json`` file, or JSON text (files and
     text are read and checked by :func:`read_data`), written by :func:`stanio.dump_stan_json`
     (numpy arrays, booleans, NaN and infinities as CmdStan reads them; a dict value is a Stan
     tuple). A Python tuple is an array here, as it always was in stanlogz (stanio would write
-    a Stan tuple)."""
+    a Stan tuple). :class:`StanJson` text is returned as it is."""
+    if isinstance(data, StanJson):
+        return str(data)
     if data is not None and not isinstance(data, Mapping):
         data = read_data(data)
     try:
@@ -30,6 +38,25 @@ def data_to_json(data: DataLike) -> str:
     except (TypeError, ValueError) as exc:
         raise DataError(f"data cannot be written as Stan JSON: {' '.join(str(exc).split())}"
                         ) from None
+
+
+def json_fragments(data_json: str) -> dict[str, str]:
+    """The Stan JSON text of each variable of ``data_json`` (text :func:`data_to_json` wrote),
+    to be joined again by :func:`json_with_field`."""
+    obj = json.loads(data_json)
+    return {k: stanio.dump_stan_json({k: v})[len(json.dumps(k)) + 3:-1] for k, v in obj.items()}
+
+
+def json_with_field(fragments: Mapping[str, str], field: str, value: Any) -> StanJson:
+    """Stan JSON text of the data whose variables' texts are ``fragments`` with ``field`` set
+    to ``value`` (only that variable written anew)."""
+    try:
+        new = stanio.dump_stan_json({field: _tuples_as_arrays(value)})
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"data cannot be written as Stan JSON: {' '.join(str(exc).split())}"
+                        ) from None
+    parts = {**fragments, field: new[len(json.dumps(field)) + 3:-1]}
+    return StanJson("{" + ", ".join(f"{json.dumps(k)}: {v}" for k, v in parts.items()) + "}")
 
 
 def _tuples_as_arrays(value: Any) -> Any:

@@ -36,7 +36,7 @@ from ..toolchain.interpreter import (
     runtime_library,
 )
 from .ffi import _load_library
-from .inputs import DataLike, data_to_json
+from .inputs import DataLike, StanJson, data_to_json
 from .messages import _data_error_message
 from .model import StanModel
 from .settings import NutsArgs
@@ -53,7 +53,7 @@ _EXTRA = {
 def _rebuild_interpreted(code: str, data_json: str, name: str, stan_file: str | None,
                          seed: int, auto: bool) -> InterpretedModel:
     """A pickled :class:`InterpretedModel` rebuilt from its program text and data."""
-    return InterpretedModel(code, json.loads(data_json), name=name, stan_file=stan_file,
+    return InterpretedModel(code, StanJson(data_json), name=name, stan_file=stan_file,
                             seed=seed, auto=auto)
 
 
@@ -131,10 +131,10 @@ class InterpretedModel(StanModel):
         which program to run)."""
         from ..toolchain.interpreter import stanli_module
 
-        payload = json.loads(self.data_json)
-        payload["__stanli"] = {"build_id": stanli_module().build_id(), "mir": self.mir,
-                               "name": self.name}
-        return json.dumps(payload)
+        extra = json.dumps({"__stanli": {"build_id": stanli_module().build_id(),
+                                         "mir": self.mir, "name": self.name}})
+        inner = self.data_json.strip()[1:-1].strip()  # spliced: large data is not parsed again
+        return "{" + (inner + ", " if inner else "") + extra[1:]
 
     # ------------------------------------------------------------ construction
 
@@ -191,7 +191,7 @@ class InterpretedModel(StanModel):
             raise BackendUnsupported(
                 f"{self.name}: the interpreted backend (stanli {STANLI_VERSION}) offers no "
                 f"{why}; run with {route} or auto", routes=(route,))
-        data = json.loads(self.data_json)
+        data = StanJson(self.data_json)
         base = self._lineage.get("compiled")
         if base is None:
             if self.progress:

@@ -25,6 +25,7 @@ import numpy as np
 from ..errors import BackendUnsupported, InputError, Route, StanCompileError
 from ..toolchain.interpreter import cached_library, interpreter_id
 from .constants import keep_constants
+from .inputs import StanJson
 from .model import StanModel
 
 #: Relative agreement asked of the rewritten program against the compiled ``propto=False``.
@@ -108,14 +109,14 @@ def _kept_program(model: Any) -> tuple[str | None, str | None]:
     if reason is not None:
         return None, reason
     try:
-        full = type(model)(keep_constants(model.code), json.loads(model.data_json),
+        full = type(model)(keep_constants(model.code), StanJson(model.data_json),
                                 name=model.name, stan_file=model.stan_file, seed=model.seed)
     except (InputError, StanCompileError) as exc:
         return None, f"the program rewritten to keep them does not run ({exc})"
     if record is None:
         lib = cached_library(model.code, model.name, model.include_paths)
         if lib is not None:
-            compiled = StanModel(lib, json.loads(model.data_json), name=model.name,
+            compiled = StanModel(lib, StanJson(model.data_json), name=model.name,
                                  code=model.code, seed=model.seed)
             reason = disagreement(model, full, compiled)
             with contextlib.suppress(OSError):
@@ -137,7 +138,7 @@ def constants_kept(model: Any) -> StanModel:
             _kept[model.code] = known
     mir, reason = known
     if reason is None and mir is not None:
-        return type(model)(keep_constants(model.code), json.loads(model.data_json),
+        return type(model)(keep_constants(model.code), StanJson(model.data_json),
                                 name=model.name, stan_file=model.stan_file, seed=model.seed,
                                 mir=mir)
     if model.auto:

@@ -8,7 +8,6 @@ scale including the change-of-variables Jacobian (``jacobian=True``), which is w
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import threading
 import weakref
@@ -24,7 +23,7 @@ from ..errors import DataError, InputError, StanlogzError
 from ..parallel.shipping import LibraryRef, library_ref, resolve_library
 from ..toolchain import build
 from .ffi import _libs_lock, _load_library, _Scratch
-from .inputs import DataLike, data_to_json
+from .inputs import DataLike, StanJson, data_to_json, json_fragments, json_with_field
 from .messages import _condense_stan, _data_error_message, _with_variable
 from .nuts import NutsOutput, run_nuts
 from .settings import NutsArgs
@@ -43,7 +42,7 @@ def _rebuild_model(ref: LibraryRef, data_json: str, name: str, code: str,
     with _libs_lock:
         model = _rebuilt.get(key)
     if model is None:
-        model = StanModel(path, json.loads(data_json), name=name, code=code,
+        model = StanModel(path, StanJson(data_json), name=name, code=code,
                           stan_file=stan_file, seed=seed)
         with _libs_lock:
             _rebuilt[key] = model
@@ -116,6 +115,16 @@ class StanModel:
         """The same compiled program with other data (no rebuild)."""
         return StanModel(self.lib_path, data, name=self.name, code=self.code,
                          stan_file=self.stan_file, seed=self.seed)
+
+    def with_field(self, field: str, value: Any) -> StanModel:
+        """The same program with the data variable ``field`` set to ``value`` and the rest of
+        its data as they are: the others' JSON text is written once per model and reused
+        (the conditional log-likelihood builds dozens of instances per observation, each
+        differing from the data in one value)."""
+        frags = self.__dict__.get("_fragments")
+        if frags is None:
+            frags = self._fragments = json_fragments(self.data_json)
+        return self.with_data(json_with_field(frags, field, value))
 
     def bridgestan_model(self) -> Any:
         """A PyPI ``bridgestan.StanModel`` on this library and data."""

@@ -84,3 +84,14 @@ class StanProgram(Protocol):
 
 #: What the API functions take as a program: an instantiated program or a ``.stan`` path.
 ProgramLike = StanProgram | str | os.PathLike[str]
+
+
+def with_field(model: StanProgram, data: Mapping[str, Any], field: str, value: Any
+               ) -> StanProgram:
+    """``model`` with its data ``data`` but the variable ``field`` set to ``value``: through
+    the model's ``with_field`` where it has one (the other variables' JSON text reused), else
+    ``with_data``."""
+    moved = getattr(model, "with_field", None)
+    if moved is not None:
+        return moved(field, value)
+    return model.with_data({**dict(data), field: value})

@@ -216,3 +216,13 @@ def test_generated_quantities_that_fail_their_checks_leave_the_parameters_to_com
     # the compiled sampler served it: the same draws as a compiled run with the same seed
     np.testing.assert_array_equal(got.unconstrained, ref.unconstrained)
     assert np.all(np.isfinite(got.unconstrained))
+
+
+@pytest.mark.parametrize("backend", ["interpreted", "compiled"])
+def test_an_instance_with_one_variable_moved_is_the_data_with_it_moved(backend):
+    m = load_model(PROGRAM, DATA, backend=backend)
+    moved = [0.3, -1.1, 0.8, 2.5]
+    a, b = m.with_field("y", moved), m.with_data({**DATA, "y": moved})
+    assert a.data_json == b.data_json
+    x = np.array([0.4, -0.3])
+    assert a.log_density(x) == b.log_density(x) != m.log_density(x)

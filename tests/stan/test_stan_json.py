@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from stanlogz.errors import DataError
-from stanlogz.stan.inputs import data_to_json
+from stanlogz.stan.inputs import StanJson, data_to_json, json_fragments, json_with_field
 
 
 def test_values_as_stan_reads_them():
@@ -55,3 +55,16 @@ def test_inits_from_unconstrained_points_round_trip(compiled):
         assert set(init) == {"b", "w", "L", "k"}
         assert np.shape(init["L"]) == (3, 3) and np.shape(init["b"]) == ()
         np.testing.assert_allclose(model.unconstrain_dict(init), x, rtol=1e-9, atol=1e-9)
+
+
+def test_one_variable_replaced_reuses_the_others_text():
+    d = {"N": 3, "y": [0.5, np.nan, 2.0], "X": np.arange(6.0).reshape(3, 2), "name_x": [1, 2, 3],
+         "pair": {"1": 1, "2": [0.5, 1.5]}}
+    frags = json_fragments(data_to_json(d))
+    moved = json_with_field(frags, "y", [0.5, -np.inf, 7.25])
+    assert isinstance(moved, StanJson) and data_to_json(moved) == str(moved)  # used as it is
+    # exactly the text the whole dict would give, key order kept
+    assert str(moved) == data_to_json({**d, "y": [0.5, -np.inf, 7.25]})
+    assert json_with_field(frags, "new", (1, 2)) == data_to_json({**d, "new": [1, 2]})
+    with pytest.raises(DataError, match="cannot be written as Stan JSON"):
+        json_with_field(frags, "y", {1, 2})

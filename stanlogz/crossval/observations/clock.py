@@ -33,6 +33,9 @@ SUBSAMPLE_HINT = 1000
 SUBSAMPLE_MIN = 100
 #: Refits of the K-fold a refusal over the time budget names where they cost less than the pass.
 KFOLD_REFITS = 10
+#: Draws in all at which a refusal over the time budget may name the pass (``loo``'s
+#: ``pointwise_draws``: the draws sampled, thinned), most first.
+ROUTE_POINTWISE_DRAWS = (2000, 1000, 400)
 #: Draws per chain a refusal over the time budget may name, fewest last.
 ROUTE_DRAWS = (500, 250)
 #: Thinned draws at which ``loo(subsample=m)`` approximates every observation (the PSIS
@@ -232,9 +235,17 @@ class PassClock:
 
     def _route(self, per_obs: float, available: float) -> Route | None:
         """Options under which the pass fits in 60% of ``available`` seconds at ``per_obs``
-        seconds per observation (its cost grows with the draws): fewer draws per chain, a
-        subsample of the observations drawn at random, or both; None when none fits."""
+        seconds per observation (its cost grows with the draws): the draws thinned for the
+        pass, fewer draws per chain, a subsample of the observations drawn at random, or
+        both; None when none fits."""
         chains, per_chain = self.draws if self.draws else (1, 0)
+        for m in [m for m in ROUTE_POINTWISE_DRAWS if m < chains * per_chain]:
+            # the draws sampled, thinned for the pass: no new run, no subsampling error (a
+            # part of each observation's cost does not shrink with the draws)
+            cost = self.total * per_obs * max(m / (chains * per_chain), APPROX_SHARE)
+            if cost <= 0.6 * available:
+                return Route(options={"pointwise_draws": m}, note=f"(the pass on {m} of the "
+                             f"{chains * per_chain} draws; about {duration(cost)})")
         fewer = [d for d in ROUTE_DRAWS if d < per_chain]
         for d in fewer:  # every observation at fewer draws first: no subsampling error
             cost = self.total * per_obs * d / per_chain

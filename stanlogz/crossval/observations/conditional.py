@@ -40,7 +40,7 @@ from ...errors import (
     option,
 )
 from ...stan.code import model_block
-from ...stan.program import StanProgram
+from ...stan.program import StanProgram, with_field
 from .conditional_source import ColumnsByObservation
 from .latents import observation_axes, split_name
 from .observations import Observations
@@ -123,7 +123,7 @@ def is_integer_valued(model: StanProgram, data: Mapping[str, Any], field: str) -
     moved = arr.astype(float).tolist()
     moved[0] = float(np.ravel(arr)[0]) + 0.5 if arr.ndim == 1 else moved[0]
     try:
-        model.with_data({**dict(data), field: moved})
+        with_field(model, data, field, moved)
     except StanlogzError:
         return True
     return False
@@ -236,11 +236,9 @@ class ConditionalLogLik(ColumnsByObservation):
         return cache[(i, value)]
 
     def _build(self, i: int, value: float) -> Any:
-        d = dict(self.data)
-        arr = list(np.asarray(self.data[self.response], dtype=float).tolist())
+        arr = self.y.tolist()
         arr[i] = float(value)
-        d[self.response] = arr
-        return self.model.with_data(d)
+        return with_field(self.model, self.data, self.response, arr)
 
     def _values(self, i: int, unc: np.ndarray, coords: np.ndarray, st: _Stencil, h_z: float
                 ) -> np.ndarray:

@@ -36,7 +36,7 @@ from scipy import special
 from ..._util import deadline
 from ..._util.threads import n_threads
 from ...errors import StanlogzError
-from ...stan.program import StanProgram
+from ...stan.program import StanProgram, with_field
 from .conditional import is_integer_valued, response_field
 from .conditional_integral import BATCH, IntegralMixin, NoConditional
 from .conditional_nodes import DROP, geometric_tail, negligible
@@ -108,7 +108,7 @@ class QuadratureLogLik(IntegralMixin):
     def _build(self, i: int, u: float) -> Any:
         arr = self.y.tolist()
         arr[i] = int(u) if self.discrete else float(u)
-        return self.model.with_data({**self.data, self.response: arr})
+        return with_field(self.model, self.data, self.response, arr)
 
     def _accepts(self, i: int, u: float) -> bool:
         try:

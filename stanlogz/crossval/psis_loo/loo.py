@@ -159,6 +159,7 @@ def loo(
     fix_options: FixOptions | Mapping[str, Any] | None = None,
     verify: int | str = "auto",
     mcse_target: float | None = None,
+    pointwise_draws: int | None = None,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> ElpdResult:
     """PSIS-LOO of a Stan program, with every unreliable observation recomputed.
@@ -256,6 +257,12 @@ def loo(
         (their adapted step size and metric, no new warmup) and elpd_loo computed again, until
         it is met, the time budget ends, or the draws reach 64 times the first; ``precision``
         on the result says which (:mod:`~stanlogz.crossval.psis_loo.target`).
+    pointwise_draws : int, optional
+        Run the pointwise pass and PSIS-LOO on this many of the posterior draws, spread evenly
+        over each chain (at least 100): a costly pass (the conditional log-likelihood, a
+        density difference of a slow program) costs that share of its time, and the Monte
+        Carlo se of elpd_loo is that of the draws used (measured coverage in
+        ``benchmarks/loo_conditional.py --pointwise-draws``). A note says so.
     **nuts_keywords
         ``chains``, ``warmup``, ``n_draws``, ``adapt_delta``, ``max_treedepth``.
 
@@ -298,6 +305,8 @@ def loo(
     >>> [(f.index + 1, f.method) for f in r.fixed]
     [(10, 'mm')]
     """
+    check_pointwise_draws(pointwise_draws, mcse_target=mcse_target, group=group,
+                          program=not (is_fit(model) or model is None))
     if mcse_target is not None:  # rounds of loo() on continued chains (target.py)
         if group is not None or subsample is not None or is_fit(model) or model is None:
             raise InputError("mcse_target continues the chains of a Stan program: it does not "
@@ -367,13 +376,14 @@ def loo(
     with run_budget.reserving(*(pass_reserve(early) if early is not None else (None,))):
         d = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS),
                          progress=progress)
-    unc = d.flat_unconstrained()
     refit_s = refit_prices(d, nuts)[1]  # one warm refit from d, at the settings
+    sampled, (d, thinned_note) = d, thin_for_pass(d, pointwise_draws)
+    unc = d.flat_unconstrained()
     pw = pointwise_source(model, data_dict, observations, log_lik,
                           unc[_check_rows(unc.shape[0])], check=subsample is None)
     r_eff = relative_efficiency(_posterior_values(d))
     t1 = time.perf_counter()
-    notes: list[str] = []
+    notes: list[str] = [thinned_note] if thinned_note else []
     if subsample is None:
         start_pass(pw, progress, unc.shape[0], cond_budget, chains=d.n_chains,
                    refit_seconds=refit_s)
@@ -457,7 +467,7 @@ def loo(
     est = (_full_estimates(ps, elpd_i) if sample_index is None
            else subsample_estimates(est["approx"], sample_index, elpd_i, ps, fixed,
                                     est["certain"]))
-    warns = _sampler_warnings(d)
+    warns = _sampler_warnings(sampled)  # the whole run's diagnostics, thinned or not
     res = LooResult(
         model=model.name, elpd_loo=est["elpd"], se=est["se"], p_loo=est["p_loo"],
         elpd_i=elpd_i, psis_elpd_i=ps.elpd_i, lppd_i=ps.lppd_i, khat=ps.khat,
@@ -497,6 +507,41 @@ def loo(
     res.warnings.extend(loo_warnings(res))
     res.warnings = list(dict.fromkeys(res.warnings))  # refits sharing the draws repeat theirs
     return res
+
+
+#: The fewest draws ``pointwise_draws`` may leave (PSIS fits a tail to the largest 3√S ratios).
+MIN_POINTWISE_DRAWS = 100
+
+
+def check_pointwise_draws(value: Any, *, mcse_target: float | None = None,
+                          group: str | None = None, program: bool = True) -> None:
+    """:class:`InputError` for a ``pointwise_draws`` that is not an integer >= 100 or that
+    comes with an argument it cannot serve (a precision target continues every draw, a fit
+    without its program has no pass, leave-one-group-out integrates over all draws)."""
+    if value is None:
+        return
+    if not isinstance(value, int | np.integer) or isinstance(value, bool) \
+            or value < MIN_POINTWISE_DRAWS:
+        raise InputError(f"pointwise_draws must be an integer >= {MIN_POINTWISE_DRAWS} (the "
+                         f"draws the pointwise pass and PSIS run on), got {value!r}")
+    clash = ("mcse_target" if mcse_target is not None else "group" if group is not None
+             else None if program else "a fit without its program")
+    if clash:
+        raise InputError(f"pointwise_draws thins the draws of a Stan program's pointwise pass; "
+                         f"it does not apply with {clash}")
+
+
+def thin_for_pass(d: Draws, pointwise_draws: int | None) -> tuple[Draws, str | None]:
+    """``d`` thinned evenly per chain to about ``pointwise_draws`` draws in all, and the note
+    saying so (``d`` and None when it has no more)."""
+    total = d.n_chains * d.n_draws
+    if pointwise_draws is None or pointwise_draws >= total:
+        return d, None
+    t = d.thinned(-(-int(pointwise_draws) // d.n_chains))
+    kept = t.n_chains * t.n_draws
+    return t, (f"pointwise log-likelihood and PSIS-LOO on {kept} of the {total} posterior draws "
+               f"(pointwise_draws: {t.n_draws} of {d.n_draws} per chain, spread evenly); the "
+               "Monte Carlo se is that of these draws")
 
 
 def _full_estimates(ps: PsisLoo, elpd_i: np.ndarray | None = None) -> dict[str, float]:

@@ -226,3 +226,25 @@ def test_sum_mcse_matches_the_spread_of_independent_estimates():
     sums = np.array([one(int(s))[0] for s in rng.integers(2**31, size=400)])
     se = sum_mcse(one(5)[1])
     assert abs(se / np.std(sums) - 1) < 0.4, (se, np.std(sums))
+
+
+def test_pointwise_draws_runs_the_pass_on_the_draws_thinned(compiled):
+    # The pass and PSIS on 400 of 2,000 draws (every 5th of each chain): exactly loo on those
+    # draws given as a fit, the sampler's diagnostics of the whole run, and within 4 mc se of
+    # the Gaussian-conditioning truth (failure probability 6e-5 when the mc se of 400 draws is
+    # right; benchmarks/loo_conditional.py --pointwise-draws measures its coverage).
+    data = {"N": 20, "y": (np.array(_y(20, 5)) + 1).round(3).tolist(), "rho": 0.7,
+            "sigma": 1.0}
+    m = compiled(TESTS / "mvn_ar1.stan", data)
+    d = sample(m, NutsArgs(chains=4, warmup=300, draws=500), seed=21)
+    r = loo(m, data, draws=d, seed=13, fix="none", verify=0, pointwise_draws=400)
+    same = loo(m, data, draws=d.thinned(100), seed=13, fix="none", verify=0)
+    assert r.n_samples == 400 and r.draws.n_draws == 100
+    assert r.elpd_loo == same.elpd_loo and r.mcse_elpd_loo == same.mcse_elpd_loo
+    assert any("on 400 of the 2000 posterior draws" in w for w in r.warnings)
+    _check_loo(r, T.gaussian_loo(np.array(data["y"]), T.mvn_ar1_cov(data)))
+    for bad, why in [(50, "integer >= 100"), (400.0, "integer >= 100")]:
+        with pytest.raises(InputError, match=why):
+            loo(m, data, draws=d, pointwise_draws=bad)
+    with pytest.raises(InputError, match="does not apply with mcse_target"):
+        loo(m, data, pointwise_draws=400, mcse_target=0.1)

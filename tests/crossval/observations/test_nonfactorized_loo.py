@@ -375,3 +375,43 @@ def test_a_subsample_takes_the_conditional_route_where_the_difference_fails(comp
     assert full.log_lik_source == sub.log_lik_source == "conditional"
     z = (sub.elpd_loo - full.elpd_loo) / math.hypot(sub.subsampling_se, sub.mcse_elpd_loo)
     assert abs(z) < 4.5, (sub.elpd_loo, full.elpd_loo, sub.subsampling_se)
+
+
+def test_a_value_gaussian_by_the_programs_text_takes_the_closed_form_without_far_checks(
+        compiled):
+    # standardized_x: a ~ normal(c * z, s) with z standardized in transformed data (diamonds'
+    # shape), so p(a_i | a_-i, theta) = N(a_i; c z_i, s) exactly. The program's text shows the
+    # value entering only as a normal variate: 4 data instances per observation (the stencil),
+    # not the ~70 of the far-mode search, and the same values to 1e-8 (rounding of the fit).
+    rng = np.random.default_rng(12)
+    b = rng.normal(size=40)
+    data = {"N": 40, "a": (0.7 * (b - b.mean()) / b.std(ddof=1)
+                           + rng.normal(0, 0.5, 40)).round(3).tolist(), "b": b.round(3).tolist()}
+    m = compiled("standardized_x", data)
+    pars = [{"c": 0.6, "s": 0.45}, {"c": 0.9, "s": 0.6}]
+    unc = np.array([m.unconstrain_dict(p) for p in pars])
+    bb = np.array(data["b"])
+    z = (bb - bb.mean()) / bb.std(ddof=1)
+    want = np.array([stats.norm.logpdf(data["a"], p["c"] * z, p["s"]) for p in pars])
+    built: list[str] = []
+
+    class Counting:  # the model, counting the data instances the pass builds
+        def __getattr__(self, name):
+            return getattr(m, name)
+
+        def with_field(self, field, value):
+            built.append(field)
+            return m.with_field(field, value)
+
+    obs = find_observations(data, "N")
+    src = NonFactorizedSource(Counting(), data, obs, response="a")
+    assert src.gaussian_by_text
+    got = src.columns(np.arange(6), unc)
+    assert set(src.method[:6]) == {"gaussian"} and len(built) == 4 * 6
+    np.testing.assert_allclose(got, want[:, :6], rtol=0, atol=1e-8)
+    assert any("by the program's text" in n for n in src.notes())
+    built.clear()  # without the text's guarantee, the far checks run and agree
+    src = NonFactorizedSource(Counting(), data, obs, response="a")
+    src.gaussian_by_text = False
+    np.testing.assert_allclose(src.columns(np.arange(2), unc), want[:, :2], rtol=0, atol=1e-8)
+    assert len(built) > 20 * 2
