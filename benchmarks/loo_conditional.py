@@ -22,7 +22,8 @@ autocorrelation of that point's weights, not the posterior's average relative ef
 ``--pointwise-draws M`` runs the pass and PSIS on M of the 2,000 draws (``loo``'s
 ``pointwise_draws``: every chain thinned evenly); "cover mcse" is the share of replicates whose
 elpd_loo lies within 2 of the reported ``mcse_elpd_loo`` of the truth (the headline's error
-bar, which is what thinning widens).
+bar, which is what thinning widens), among those where it is reported ("withheld": loo's NA,
+a k-hat above the threshold with ``fix="none"``).
 """
 
 from __future__ import annotations
@@ -90,7 +91,8 @@ def main() -> None:
           + (f", the pass on {args.pointwise_draws} of them" if args.pointwise_draws else ""))
     head = (f"{'program':14} {'n':>3} {'reps':>4} {'mean err':>9} {'rms z':>6} "
             f"{'cover sum':>9} {'rms zj':>6} {'cover joint':>11} {'cover i':>8} "
-            f"{'cover i own':>11} {'cover mcse':>10} {'rms z mcse':>10} {'max k':>6} "
+            f"{'cover i own':>11} {'cover mcse':>10} {'rms z mcse':>10} {'withheld':>8} "
+            f"{'max k':>6} "
             f"{'s/run':>6}")
     print(head)
     print("-" * len(head))
@@ -126,8 +128,10 @@ def main() -> None:
             kmax.append(float(res.khat[idx].max()))
         z_sum, z_i, z_joint = np.array(z_sum), np.array(z_i), np.array(z_joint)
         z_own, zh = np.array(z_own), np.array(z_head)
-        head_cols = (f"{np.mean(np.abs(zh) <= 2):10.0%} {np.sqrt(np.mean(zh**2)):10.2f}"
-                     if zh.size else f"{'-':>10} {'-':>10}")
+        withheld = int(np.sum(~np.isfinite(zh)))  # loo's NA: a k-hat above the threshold
+        zh = zh[np.isfinite(zh)]
+        head_cols = (f"{np.mean(np.abs(zh) <= 2):10.0%} {np.sqrt(np.mean(zh**2)):10.2f} "
+                     f"{withheld:8d}" if zh.size else f"{'-':>10} {'-':>10} {withheld:8d}")
         print(f"{name:14} {idx.size:3d} {reps:4d} {np.mean(errs):+9.4f} "
               f"{np.sqrt(np.mean(z_sum**2)):6.2f} {np.mean(np.abs(z_sum) <= 2):9.0%} "
               f"{np.sqrt(np.mean(z_joint**2)):6.2f} {np.mean(np.abs(z_joint) <= 2):11.0%} "

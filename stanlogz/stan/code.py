@@ -85,7 +85,7 @@ def _matching(text: str, at: int) -> int:
     return len(text)
 
 
-def gaussian_variate(code: str | None, name: str) -> bool:
+def gaussian_variate(code: str | None, name: str, bounded: bool = False) -> bool:
     """Whether the data variable ``name`` enters ``code``'s density only as the variate of
     normal-family statements added to the target as they are: ``name ~ normal(...);`` (or
     ``name[...]``), ``target += normal_lpdf(name | ...);`` and the ``_lupdf``,
@@ -94,7 +94,8 @@ def gaussian_variate(code: str | None, name: str) -> bool:
     density is a quadratic function of each of its values at any parameters, exactly, so the
     conditional of one value is Gaussian everywhere (no far mode, no other tail). A textual
     check, conservative: any other use (a lag, a mixture's ``log_sum_exp``, a transform of
-    the value, a mention in transformed data) answers False."""
+    the value, a mention in transformed data) answers False. ``bounded``: a bound on the
+    declaration is allowed (the caller checks the Gaussian's mass beyond it)."""
     code = strip_comments(code)
     word = rf"(?<![\w.]){re.escape(name)}(?!\w)"
     if not code or not re.search(word, code):
@@ -104,7 +105,8 @@ def gaussian_variate(code: str | None, name: str) -> bool:
         if block is not None and re.search(word, block):
             return False
     for stmt in (_block(code, "data") or "").split(";"):
-        if re.search(rf"{word}\s*$", stmt.strip()) and re.search(r"<[^;]*(lower|upper)", stmt):
+        if not bounded and re.search(rf"{word}\s*$", stmt.strip()) \
+                and re.search(r"<[^;]*(lower|upper)", stmt):
             return False  # a bounded value: its conditional is truncated
     model = model_block(code)
     family = "|".join(_NORMAL_FAMILY)

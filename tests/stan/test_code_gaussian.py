@@ -49,6 +49,7 @@ def test_any_other_use_is_not(model):
 def test_declaration_and_other_blocks():
     ok = "y ~ normal(a, s);"
     assert not gaussian_variate(_code(ok, bound="<lower=0>"), "y")  # truncated by its bound
+    assert gaussian_variate(_code(ok, bound="<lower=0>"), "y", bounded=True)  # caller checks
     assert not gaussian_variate(_code(ok, td="transformed data { real m = mean(y); }\n"), "y")
     assert gaussian_variate(_code(ok, gq="generated quantities { real z = y[1]; }"), "y")
     assert not gaussian_variate(_code(ok), "x") and not gaussian_variate(_code(ok), "yy")

@@ -235,11 +235,18 @@ def _pass_refusal(clock: FakeClock, budget: float, total: int, per_obs: float,
     return str(info.value)
 
 
-def test_a_pass_names_fewer_draws_first_when_every_observation_then_fits(clock):
-    # 400 observations at 0.5 s (4 chains x 1000 draws) in 100 s: at 250 draws per chain the
-    # pass takes 50 s, within 60% of the budget; no subsampling error is added
+def test_a_pass_names_the_draws_thinned_first_when_every_observation_then_fits(clock):
+    # 400 observations at 0.5 s (4 chains x 1000 draws) in 100 s: on 1000 of the draws the
+    # pass takes 50 s, within 60% of the budget (2000 would take 100 s); no new run, no
+    # subsampling error
     line = _pass_refusal(clock, 100, 400, 0.5, (4, 1000))
-    assert "run with --draws 250 (1000 draws; about 50 s for this pass), or" in line
+    assert ("run with --pointwise-draws 1000 (the pass on 1000 of the 4000 draws; about "
+            "50 s), or") in line
+    # at 0.7 s only 400 draws fit: counted as a fifth of the pass, not a tenth (the part of
+    # an observation's cost that does not shrink with the draws, APPROX_SHARE): 56 s
+    line = _pass_refusal(clock, 100, 400, 0.7, (4, 1000))
+    assert "run with --pointwise-draws 400 (the pass on 400 of the 4000 draws; about 56 s)" \
+        in line
 
 
 def test_a_pass_names_a_subsample_with_the_cost_of_its_approximations(clock):

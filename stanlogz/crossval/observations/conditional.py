@@ -240,11 +240,13 @@ class ConditionalLogLik(ColumnsByObservation):
         arr[i] = float(value)
         return with_field(self.model, self.data, self.response, arr)
 
-    def _values(self, i: int, unc: np.ndarray, coords: np.ndarray, st: _Stencil, h_z: float
-                ) -> np.ndarray:
+    def _values(self, i: int, unc: np.ndarray, coords: np.ndarray, st: _Stencil, h_z: float,
+                step: float | None = None) -> np.ndarray:
         """(S, m) log densities at the stencil points around each draw (the data instances
-        evaluated on threads; the observed data's own values computed once per draw set)."""
+        evaluated on threads; the observed data's own values computed once per draw set);
+        ``step``: the stencil's step in y_i (default ``h_u``)."""
         out = np.empty((unc.shape[0], len(st.t)))
+        h_u = self.h_u if step is None else step
 
         def one(r: int) -> None:
             a = st.t[r, 0]
@@ -256,14 +258,14 @@ class ConditionalLogLik(ColumnsByObservation):
                 if a == 0 and not np.any(st.t[r, 1:]):
                     out[:, r] = self.base(unc)
                 else:
-                    inst = self.model if a == 0 else self._instance(i, self.y[i] + a * self.h_u)
+                    inst = self.model if a == 0 else self._instance(i, self.y[i] + a * h_u)
                     out[:, r] = inst.log_density_many(x)
             except StanlogzError:
                 out[:, r] = np.nan
 
         for a in np.unique(st.t[:, 0]):  # build the instances here: the cache is not shared
             if a != 0:
-                self._instance(i, self.y[i] + a * self.h_u)
+                self._instance(i, self.y[i] + a * h_u)
         run_all(one, range(len(st.t)), unc.shape[0])
         out[~np.isfinite(out)] = np.nan
         return out

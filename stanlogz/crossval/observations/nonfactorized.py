@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from scipy import special
 
 from ...errors import DataError, StanlogzError
 from ...stan.code import gaussian_variate
@@ -52,8 +53,13 @@ class NonFactorizedSource(ConditionalSourceBase):
         #: whether the program's density is quadratic in each observed value by its text
         #: (:func:`~stanlogz.stan.code.gaussian_variate`): the Gaussian closed form then needs
         #: no far checks, only its stencil fit
+        code = getattr(model, "code", None)
         self.gaussian_by_text = self.cl is not None and gaussian_variate(
-            getattr(model, "code", None), self.quad.response)
+            code, self.quad.response, bounded=True)
+        #: whether the value's declaration bounds it (then the closed form is the normal
+        #: truncated to the bounds, its stencil inside them)
+        self.bounded_by_text = self.gaussian_by_text and not gaussian_variate(
+            code, self.quad.response)
 
     @property
     def discrete(self) -> bool:
@@ -80,8 +86,11 @@ class NonFactorizedSource(ConditionalSourceBase):
             if cl.integrated[i]:
                 return out
         st = _stencil(1)  # the fit in y_i alone, kept for the far check
+        step = self._step(i)
+        if step is None:
+            return None
         try:
-            f = cl._values(i, unc, np.zeros(0, dtype=int), st, 0.0)
+            f = cl._values(i, unc, np.zeros(0, dtype=int), st, 0.0, step)
         except DataError:
             return None
         c, g, h, ok = cl._fit(f, st)
@@ -92,14 +101,51 @@ class NonFactorizedSource(ConditionalSourceBase):
         # the curvature must stand out of what the stencil's rounding allows (a value that
         # enters no term has a flat conditional, fitted as a curvature of ~1e-15)
         h_err = 2.0 * eps * float(np.sum(np.abs(st.pinv[2])))
-        if (not np.all(ok) or not np.all(-h[:, 0, 0] > 10.0 * h_err)
-                or not (self.gaussian_by_text or self._far_ok(i, unc, c, g, h, eps, st.pinv))):
+        if not np.all(ok) or not np.all(-h[:, 0, 0] > 10.0 * h_err):
+            return None
+        if not self.gaussian_by_text and not self._far_ok(i, unc, c, g, h, eps, st.pinv):
             return None
         den = _log_gauss(c, g, h)
+        if self.bounded_by_text:  # a normal truncated to the values the program accepts
+            den = den + self._log_inside(i, g, h, step)
         if not np.all(np.isfinite(den)):
             return None
         cl.integrated[i] = False
-        return c - den - math.log(cl.h_u)
+        return c - den - math.log(step)
+
+    def _step(self, i: int) -> float | None:
+        """The stencil's step in y_i: ``h_u``, or for a value Gaussian by the program's text
+        whose declaration bounds it, small enough that the stencil (two steps each way) stays
+        inside the bounds (None when y_i is on a bound: the quadrature's case)."""
+        cl = self.cl
+        assert cl is not None
+        if not self.bounded_by_text:
+            return cl.h_u
+        lo, hi = self.quad.bounds(i)
+        room = min(np.inf if lo is None else cl.y[i] - lo, np.inf if hi is None else hi - cl.y[i])
+        step = min(cl.h_u, room / 2.5)
+        return float(step) if step > 0 else None
+
+    def _log_inside(self, i: int, g: np.ndarray, h: np.ndarray, step: float) -> np.ndarray:
+        """For a value Gaussian by the program's text whose declaration bounds it: the log of
+        the fitted Gaussian's mass (``g``, ``h`` per stencil ``step``) inside the declared
+        range of y_i, per draw (what
+        normalizing over the values the program accepts adds to the closed form: exact, a
+        truncated normal)."""
+        lo, hi = self.quad.bounds(i)
+        cl = self.cl
+        assert cl is not None
+        mode, sd = -g[:, 0] / h[:, 0, 0], 1.0 / np.sqrt(-h[:, 0, 0])
+        a = (np.full(mode.shape, -np.inf) if lo is None
+             else ((lo - cl.y[i]) / step - mode) / sd)
+        b = (np.full(mode.shape, np.inf) if hi is None
+             else ((hi - cl.y[i]) / step - mode) / sd)
+        # log(Phi(b) - Phi(a)), on the side of the mode where the tails are not both ~1
+        upper = a > -b
+        big = np.where(upper, special.log_ndtr(-a), special.log_ndtr(b))
+        small = np.where(upper, special.log_ndtr(-b), special.log_ndtr(a))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return big + np.log1p(-np.exp(small - big))
 
     def _far_ok(self, i: int, unc: np.ndarray, c: np.ndarray, g: np.ndarray, h: np.ndarray,
                 eps: np.ndarray, pinv: np.ndarray) -> bool:
@@ -191,7 +237,9 @@ class NonFactorizedSource(ConditionalSourceBase):
             searched = (f"{q.response} enters the density only as the variate of normal-family "
                         "statements, so p(y_i | y_-i, theta) is Gaussian in it by the program's "
                         "text: its closed form was fitted and checked at 5 points per value, "
-                        "with no far-mode search")
+                        "with no far-mode search"
+                        + (" (normalized over its declared bounds: a truncated normal)"
+                           if self.bounded_by_text else ""))
         if numeric.size == 0:
             return [searched] if searched else []
         err = float(np.max(self.quad.error[numeric]))

@@ -415,3 +415,30 @@ def test_a_value_gaussian_by_the_programs_text_takes_the_closed_form_without_far
     src.gaussian_by_text = False
     np.testing.assert_allclose(src.columns(np.arange(2), unc), want[:, :2], rtol=0, atol=1e-8)
     assert len(built) > 20 * 2
+
+
+def test_a_bounded_value_gaussian_by_text_is_a_truncated_normal_in_closed_form(compiled):
+    # normal_positive: y ~ normal(mu, sigma) with y declared <lower=0>, so p(y_i | theta) is
+    # the normal truncated to [0, inf), exactly, whatever its mass below 0 (3e-23 at mu = 10,
+    # 0.31 at mu = 0.5): the closed form with the truncation's mass, 4 instances per value
+    # and the bound's search, to 1e-8 (rounding of the stencil fit).
+    data = {"N": 6, "y": [9.1, 10.4, 8.7, 0.6, 1.2, 9.9]}
+    m = compiled("normal_positive", data)
+    src = NonFactorizedSource(m, data, find_observations(data, "N"))
+    assert src.gaussian_by_text and src.bounded_by_text
+    pars = [{"mu": 10.0, "sigma": 1.0}, {"mu": 0.5, "sigma": 1.0}, {"mu": 3.0, "sigma": 2.5}]
+    got = src.columns(np.arange(6), np.array([m.unconstrain_dict(p) for p in pars]))
+    assert set(src.method) == {"gaussian"}
+    want = [stats.truncnorm.logpdf(data["y"], -p["mu"] / p["sigma"], np.inf, p["mu"],
+                                   p["sigma"]) for p in pars]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-8)
+    assert any("truncated normal" in n for n in src.notes())
+    # a value on its bound leaves no room for the stencil: quadrature over [0, inf), within
+    # the error it reports
+    data0 = {"N": 3, "y": [9.1, 0.0, 8.7]}
+    src = NonFactorizedSource(m.with_data(data0), data0, find_observations(data0, "N"))
+    got = src.column(1, np.array([m.unconstrain_dict(p) for p in pars]))
+    assert src.method[1] == "quadrature"
+    want = [stats.truncnorm.logpdf(0.0, -p["mu"] / p["sigma"], np.inf, p["mu"], p["sigma"])
+            for p in pars]
+    np.testing.assert_allclose(got, want, rtol=0, atol=src.quad.error[1] + 1e-9)
