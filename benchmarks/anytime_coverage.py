@@ -2,7 +2,7 @@
 ``--command`` for evidence, gbs's bridge, kfold and lfo (:mod:`benchmarks.anytime_commands`).
 
 loo: NUTS past warmup keeps the draws so far, a pointwise pass keeps the observations done
-and estimates the rest.
+and estimates the rest, or, where every observation fits on fewer draws, runs on those.
 
 A linear regression (regression.stan, N observations simulated once) with the
 density-difference log-likelihood (``log_lik="difference"``: a pass of N data instances at
@@ -73,6 +73,7 @@ def main() -> None:
                         + ref.mcse_elpd_loo ** 2)
         return {"status": "stopped" if stop else "answered",
                 "sampling": bool(stop.get("sampling")), "pass": bool(stop.get("pass")),
+                "pass_draws": bool(stop.get("pass_draws")),
                 "m": None if r.sample_index is None else int(r.sample_index.size),
                 "draws": r.n_samples, "elpd": r.elpd_loo, "mcse": r.mcse_elpd_loo,
                 "subsampling_se": r.subsampling_se, "err": err,
@@ -93,6 +94,7 @@ def report(rows: list[dict], ref) -> None:
         "sampling stopped": [r for r in rows if r.get("sampling")],
         "pass stopped": [r for r in rows if r.get("pass")],
         "both stopped": [r for r in rows if r.get("sampling") and r.get("pass")],
+        "pass on thinned draws": [r for r in rows if r.get("pass_draws")],
         "not stopped": [r for r in rows if r["status"] == "answered"],
     }
     print("| runs | n | refused | ±1 err | ±2 err | mean z | sd z | median err | "

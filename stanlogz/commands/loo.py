@@ -56,7 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run the pointwise pass and PSIS-LOO on M of the posterior draws "
                         "(spread evenly over each chain; at least 100): a costly conditional "
                         "or density-difference pass takes that share of its time, and the "
-                        "Monte Carlo se is that of the M draws")
+                        "Monte Carlo se is that of the M draws. Under --time-budget without "
+                        "it, a pass that fits only on 2000, 1000 or 400 draws runs on those")
     parser.add_argument("--k-threshold", type=float, default=None,
                         help="fix observations above this k-hat (default min(1 - 1/log10 S, 0.7); "
                         "with --group, groups above min(1 - 1/log10 S, 0.4) are refit)")

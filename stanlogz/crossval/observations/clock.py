@@ -36,6 +36,9 @@ KFOLD_REFITS = 10
 #: Draws in all at which a refusal over the time budget may name the pass (``loo``'s
 #: ``pointwise_draws``: the draws sampled, thinned), most first.
 ROUTE_POINTWISE_DRAWS = (2000, 1000, 400)
+#: The share of the run's budget left that an anytime pass on thinned draws may take (the
+#: rest: PSIS, the fix-ups and the margin of the estimates).
+THIN_SHARE = 0.7
 #: Draws per chain a refusal over the time budget may name, fewest last.
 ROUTE_DRAWS = (500, 250)
 #: Thinned draws at which ``loo(subsample=m)`` approximates every observation (the PSIS
@@ -83,8 +86,12 @@ class PassClock:
                  clock: Callable[[], float] = time.perf_counter,
                  draws: tuple[int, int] | None = None,
                  refit_seconds: float | None = None, anytime: bool = False,
-                 checked: bool = True) -> None:
+                 checked: bool = True, thin: bool = False) -> None:
         self.total, self.desc, self.clock, self.done = total, desc, clock, 0
+        #: an anytime pass that may be run again on fewer draws: once ``MIN_ESTIMATE``
+        #: observations are done, where every observation fits in the budget on the draws
+        #: thinned but not on all, it stops with :attr:`thin_to` (the draws in all) set
+        self.thin, self.thin_to = thin, None
         #: stop at the run's time budget instead of refusing, keeping the observations done
         #: (:attr:`stopped`, :attr:`done_obs`) once ``ANYTIME_MIN`` are
         self.anytime, self.stopped = anytime, False
@@ -163,6 +170,12 @@ class PassClock:
         per_obs = (robust_time_left(self.times, self.done + 1) if self.done >= MIN_ESTIMATE
                    else (now - self.t0) / max(self.done, 1))
         chains, per_chain = self.draws if self.draws else (1, 0)
+        if self.thin and self.done >= MIN_ESTIMATE:
+            self.thin = False  # decided once
+            self.thin_to = self._thinned_fit(per_obs, chains * per_chain, left_budget)
+            if self.thin_to is not None:
+                self.stopped = True
+                return
         share = min(1.0, max(SUBSAMPLE_APPROX_DRAWS / (chains * per_chain), APPROX_SHARE)
                     if per_chain else 1.0)
         keep = self.done * chains * per_chain * PSIS_VALUE_S + ANYTIME_MARGIN_S  # PSIS after
@@ -177,6 +190,20 @@ class PassClock:
         elif left_budget <= 0:
             elapsed = now - self.t0
             self._refuse(elapsed, time_left(elapsed, self.done, self.total), left_budget)
+
+    def _thinned_fit(self, per_obs: float, n_draws: int, left_budget: float) -> int | None:
+        """The most draws (of ``ROUTE_POINTWISE_DRAWS``, fewer than ``n_draws``) on which a
+        pass over every observation fits in ``THIN_SHARE`` of the budget left, where the pass
+        on all of them does not (an observation's cost counted as ``APPROX_SHARE`` at the
+        least); None otherwise: every observation at fewer draws is a smaller error than the
+        subsample's estimate of the rest (loo's mc se grows as the root of the draws cut)."""
+        budget = THIN_SHARE * left_budget
+        if not n_draws or per_obs * (self.total - self.done) <= budget:
+            return None
+        for m in ROUTE_POINTWISE_DRAWS:
+            if m < n_draws and self.total * per_obs * max(m / n_draws, APPROX_SHARE) <= budget:
+                return m
+        return None
 
     def trim(self, idx: np.ndarray, block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The observations of ``idx`` (and columns of ``block``) done, once the anytime pass
@@ -302,6 +329,9 @@ class PassState:
     #: Whether the next pass stops at the run's time budget keeping the observations done
     #: (:class:`PassClock`'s ``anytime``; set by the caller that estimates the rest)
     anytime: bool = False
+    #: Whether that anytime pass may stop to be run again on fewer draws (:class:`PassClock`'s
+    #: ``thin``; set by a caller that can thin them)
+    anytime_thin: bool = False
     #: False while a pass the caller kept time for runs (its clock checks no budget)
     budget_checked: bool = True
     #: The clock of the last pass (what an anytime pass decided)

@@ -99,7 +99,7 @@ class ConditionalSourceBase(ColumnsByObservation):
         clock = self._clock = PassClock(self.progress, n, "conditional log-likelihood",
                                         self.budget, draws=self.draw_shape,
                                         refit_seconds=self.refit_seconds, anytime=self.anytime,
-                                        checked=self.budget_checked)
+                                        checked=self.budget_checked, thin=self.anytime_thin)
         expected = getattr(self, "expected_seconds", None)
         if expected is not None and not self.anytime:  # far beyond the run's time budget
             clock.check_expected(expected(len(unc), n))

@@ -279,7 +279,8 @@ class PointwiseLogLik(PassState):
             self._clock = PassClock(self.progress, index.size,
                                     "density-difference log-likelihood",
                                     draws=self.draw_shape, refit_seconds=self.refit_seconds,
-                                    anytime=self.anytime, checked=self.budget_checked)
+                                    anytime=self.anytime, checked=self.budget_checked,
+                                    thin=self.anytime_thin)
         try:
             for idx in index_blocks(index, s, chunk_bytes):
                 if given is not None:

@@ -56,6 +56,7 @@ from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError
 from ..refit.heldout import heldout_many
 from .anytime import (
+    ThinForBudget,
     anytime_pass,
     budget_flags,
     budget_pass_warning,
@@ -262,7 +263,11 @@ def loo(
         over each chain (at least 100): a costly pass (the conditional log-likelihood, a
         density difference of a slow program) costs that share of its time, and the Monte
         Carlo se of elpd_loo is that of the draws used (measured coverage in
-        ``benchmarks/loo_conditional.py --pointwise-draws``). A note says so.
+        ``benchmarks/loo_conditional.py --pointwise-draws``). A note says so. Without it,
+        under a time budget (:func:`~stanlogz.time_budget`), a pass that would not fit on
+        all the draws but fits on 2,000, 1,000 or 400 of them runs on those (a note, and
+        ``budget_stop["pass_draws"]``); giving ``pointwise_draws`` (all the draws, too) turns
+        that off.
     **nuts_keywords
         ``chains``, ``warmup``, ``n_draws``, ``adapt_delta``, ``max_treedepth``.
 
@@ -390,8 +395,26 @@ def loo(
         if not pw.checked:
             pw.check(unc[_check_rows(unc.shape[0])])
         # under a time budget: in random order, the rest estimated if the budget ends it
-        ps, sample_index, est = anytime_pass(pw, d, r_eff, _keep_above(k_threshold), seed,
-                                             progress)
+        # (or, where every observation fits on fewer draws, again on those: ThinForBudget)
+        pw.anytime_thin = pointwise_draws is None
+        thinned_by_budget: tuple[int, int] | None = None
+        try:
+            ps, sample_index, est = anytime_pass(pw, d, r_eff, _keep_above(k_threshold),
+                                                 seed, progress)
+        except ThinForBudget as thin:
+            d, thinned_note = thin_for_pass(sampled, thin.draws, budget=True)
+            thinned_by_budget = (d.n_chains * d.n_draws, sampled.n_chains * sampled.n_draws)
+            unc, r_eff = d.flat_unconstrained(), relative_efficiency(_posterior_values(d))
+            notes.append(thinned_note)
+            if progress:
+                progress(thinned_note)
+            start_pass(pw, progress, unc.shape[0], cond_budget, chains=d.n_chains,
+                       refit_seconds=refit_s)
+            pw.anytime_thin = False
+            ps, sample_index, est = anytime_pass(pw, d, r_eff, _keep_above(k_threshold),
+                                                 seed, progress)
+        finally:
+            pw.anytime_thin = False
         if est is None:
             est = _full_estimates(ps)
         else:
@@ -400,7 +423,7 @@ def loo(
         pw, sample_index, est, ps = _subsampled(pw, d, r_eff, subsample, seed, progress,
                                                 _keep_above(k_threshold),
                                                 fallback=log_lik == "auto")
-    budget_stop = budget_flags(d, est)  # what the time budget ended, if anything
+    budget_stop = budget_flags(d, est, thinned_by_budget if subsample is None else None)
     approximation = est.get("approximation", f"psis{APPROX_DRAWS}")
     notes.extend(pw.notes() if hasattr(pw, "notes") else [])  # quadrature / sums over y_i
     checked, na_note = conditional_self_check(  # as many observations as verify says
@@ -531,17 +554,20 @@ def check_pointwise_draws(value: Any, *, mcse_target: float | None = None,
                          f"it does not apply with {clash}")
 
 
-def thin_for_pass(d: Draws, pointwise_draws: int | None) -> tuple[Draws, str | None]:
+def thin_for_pass(d: Draws, pointwise_draws: int | None, budget: bool = False
+                  ) -> tuple[Draws, str | None]:
     """``d`` thinned evenly per chain to about ``pointwise_draws`` draws in all, and the note
-    saying so (``d`` and None when it has no more)."""
+    saying so (``d`` and None when it has no more); ``budget``: the time budget chose them."""
     total = d.n_chains * d.n_draws
     if pointwise_draws is None or pointwise_draws >= total:
         return d, None
     t = d.thinned(-(-int(pointwise_draws) // d.n_chains))
     kept = t.n_chains * t.n_draws
+    why = (f"the time budget: the pass on all {total} would not have fitted, on {kept} every "
+           "observation does" if budget else "pointwise_draws")
     return t, (f"pointwise log-likelihood and PSIS-LOO on {kept} of the {total} posterior draws "
-               f"(pointwise_draws: {t.n_draws} of {d.n_draws} per chain, spread evenly); the "
-               "Monte Carlo se is that of these draws")
+               f"({t.n_draws} of {d.n_draws} per chain, spread evenly; {why}); the Monte Carlo "
+               "se is that of these draws")
 
 
 def _full_estimates(ps: PsisLoo, elpd_i: np.ndarray | None = None) -> dict[str, float]:

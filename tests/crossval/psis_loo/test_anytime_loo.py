@@ -41,9 +41,9 @@ def test_a_pass_the_budget_ends_answers_with_the_rest_estimated(compiled, data_f
     # the same values from the log_lik generated quantity (the same constants), all of them
     full = stanlogz.loo(model, data_file, draws=draws, log_lik="log_lik", fix="none", seed=1)
     start = time.perf_counter()
-    with time_budget(2.0):
+    with time_budget(2.0):  # every draw asked for: the pass is not thinned to fit
         r = stanlogz.loo(model, data_file, draws=draws, log_lik="difference", fix="none",
-                         seed=1)
+                         seed=1, pointwise_draws=4000)
     spent = time.perf_counter() - start
     assert spent < 2.0 + 1.5  # the estimate after the stop, on a loaded machine
     done = r.budget_stop["pass"]["observations_done"]
@@ -61,6 +61,30 @@ def test_a_pass_the_budget_ends_answers_with_the_rest_estimated(compiled, data_f
     assert out["subsample"]["m"] == done
 
 
+def test_a_pass_that_fits_on_fewer_draws_runs_on_them(compiled, data_file, monkeypatch):
+    # The clock's decision (tests/crossval/psis_loo/test_anytime_pass.py, a fake clock) is
+    # forced here: loo then runs the pass on 400 of the 4000 draws, as pointwise_draws=400
+    # does, with the note and the flag, and the values are that run's exactly.
+    from stanlogz.crossval.observations import clock
+
+    model = compiled(EXAMPLES / "regression.stan", data=data_file)
+    draws = stanlogz.sample(model, chains=4, warmup=300, draws=1000, seed=3)
+    monkeypatch.setattr(clock.PassClock, "_thinned_fit", lambda self, *a: 400)
+    with time_budget(600):
+        r = stanlogz.loo(model, data_file, draws=draws, log_lik="difference", fix="none",
+                         seed=1, verify=0)
+    same = stanlogz.loo(model, data_file, draws=draws, log_lik="difference", fix="none",
+                        seed=1, verify=0, pointwise_draws=400)
+    # the same values; their sums in another order (the budget's pass visits them at random)
+    assert r.n_samples == 400 and r.elpd_loo == pytest.approx(same.elpd_loo, rel=1e-12)
+    assert r.mcse_elpd_loo == pytest.approx(same.mcse_elpd_loo, rel=1e-12)
+    assert r.sample_index is None
+    assert r.budget_stop == {"sampling": None, "pass": None,
+                             "pass_draws": {"draws_used": 400, "draws": 4000}}
+    assert any("on 400 of the 4000 posterior draws" in w and "the time budget" in w
+               for w in r.warnings)
+
+
 def test_cli_loo_under_a_short_budget_answers_with_the_flag(compiled, data_file):
     compiled(EXAMPLES / "regression.stan", data=data_file)  # built once, in the cache
     # the pass alone (3000 data instances, each at 12000 draws) takes longer than 12 s on 2
@@ -72,7 +96,11 @@ def test_cli_loo_under_a_short_budget_answers_with_the_flag(compiled, data_file)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
     stop = out["budget_stop"]
-    assert stop is not None and (stop["sampling"] or stop["pass"])
+    assert stop is not None and (stop["sampling"] or stop["pass"] or stop["pass_draws"])
+    if stop.get("pass_draws"):  # the pass on fewer draws, where every observation fit
+        used = stop["pass_draws"]["draws_used"]
+        assert out["n_samples"] == used < stop["pass_draws"]["draws"]
+        assert f"PSIS-LOO on {used} of the" in proc.stderr
     if stop["pass"]:
         assert out["subsample"]["m"] == stop["pass"]["observations_done"]
         assert "stanlogz: warning: the time budget ended the pointwise pass" in proc.stderr

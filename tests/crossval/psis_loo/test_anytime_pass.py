@@ -16,7 +16,7 @@ from stanlogz._util.seeds import Stream, stream_rng
 from stanlogz.crossval.elpd.psis import psis_loo
 from stanlogz.crossval.observations import clock as pass_clock
 from stanlogz.crossval.observations.clock import PassClock
-from stanlogz.crossval.psis_loo.anytime import anytime_pass, budget_flags
+from stanlogz.crossval.psis_loo.anytime import ThinForBudget, anytime_pass, budget_flags
 from stanlogz.crossval.psis_loo.subsample import subsample_estimates
 from stanlogz.draws import Draws
 from tests.helpers import FakeClock
@@ -53,8 +53,9 @@ class FakeSource:
         if self.approx_fails and not self.budget_checked:
             raise OverBudget("the budget ran out during the approximation")
         clock = PassClock(None, index.size, "fake log-likelihood", clock=self.fake,
-                          draws=(CHAINS, PER_CHAIN), anytime=self.anytime,
-                          checked=self.budget_checked)
+                          draws=(CHAINS, rows.size // CHAINS), anytime=self.anytime,
+                          checked=self.budget_checked,
+                          thin=getattr(self, "anytime_thin", False))
         for idx in np.array_split(index, max(1, index.size // 50)):
             out = np.empty((rows.size, idx.size))
             for j, i in enumerate(idx):
@@ -188,3 +189,30 @@ def test_the_stopped_pass_covers_the_full_value(clock):
     assert 0.85 <= np.mean(hits) <= 1.0
     # and no bias beyond 4 se of the mean error
     assert abs(np.mean(errors)) <= 4 * np.std(errors) / np.sqrt(len(errors))
+
+
+def test_a_pass_that_fits_on_fewer_draws_stops_to_run_on_them(clock):
+    # 200 observations at 0.01 s on the 1000 draws in 1.5 s: after 3 (0.03 s) the other 197
+    # need 1.97 s, beyond THIN_SHARE (0.7) of the 1.47 s left (1.03 s); on 400 draws every
+    # observation takes 0.004 s (0.8 s in all) and fits, so the pass stops to be run on them
+    # (2000 and 1000 are not fewer than the draws). Run there, it does every observation:
+    # the plain PSIS values of the 400 draws, no subsample.
+    ll = log_lik(200)
+    src = FakeSource(ll, clock, 0.01)
+    src.anytime_thin = True
+    with time_budget(1.5):
+        with pytest.raises(ThinForBudget) as info:
+            anytime_pass(src, draws(), 1.0, 0.5, 3)
+        assert info.value.draws == 400 and clock.t - 1000.0 == pytest.approx(0.03)
+        src.anytime_thin = False
+        thinned = draws().thinned(100)
+        ps, index, est = anytime_pass(src, thinned, 1.0, 0.5, 3)
+    assert index is None and est is None
+    rows = thinned.unconstrained[:, :, 0].ravel().astype(int)
+    assert np.array_equal(ps.elpd_i, psis_loo(ll[rows], 1.0, chains=CHAINS).elpd_i)
+    # where even 400 draws do not fit (0.02 s an observation: 1.6 s), the subsample as before
+    src = FakeSource(ll, clock, 0.02)
+    src.anytime_thin = True
+    with time_budget(1.5):
+        ps, index, est = anytime_pass(src, draws(), 1.0, 0.5, 3)
+    assert index is not None and est["budget_pass"][0] < 200
