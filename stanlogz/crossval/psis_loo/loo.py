@@ -325,7 +325,7 @@ def loo(
                        seed=seed, n_workers=n_workers, ups_options=ups_options,
                        progress=progress, mm_budget=mm_budget, cond_budget=cond_budget,
                        fix_options=fix_options, verify=verify if checked else 0,
-                       **nuts_keywords)
+                       pointwise_draws=EVERY_DRAW, **nuts_keywords)
         return loo_to_target(again, mcse_target, seed=seed, progress=progress)
     n_verify = parse_verify(verify)
     if n_verify and (group is not None or is_fit(model) or model is None):
@@ -534,6 +534,9 @@ def loo(
 
 #: The fewest draws ``pointwise_draws`` may leave (PSIS fits a tail to the largest 3√S ratios).
 MIN_POINTWISE_DRAWS = 100
+#: ``pointwise_draws`` of every draw: no thinning, not even the time budget's (the rounds of a
+#: precision target continue the chains to narrow the mc se, which thinning would widen).
+EVERY_DRAW = 2**62
 
 
 def check_pointwise_draws(value: Any, *, mcse_target: float | None = None,
