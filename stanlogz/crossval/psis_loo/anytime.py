@@ -30,6 +30,7 @@ from ..._util import deadline
 from ..._util.arrays import even_rows
 from ..._util.seeds import Stream, stream_rng
 from ...draws import Draws
+from ...errors import StanlogzError
 from ...stan.nuts import budget_stop_dict
 from ..elpd.psis import PsisLoo, psis_loo
 from ..observations.clock import PSIS_VALUE_S, SUBSAMPLE_APPROX_DRAWS
@@ -59,7 +60,10 @@ def pass_reserve(pw: Any) -> tuple[float | None, float]:
         return None, 0.0
     x = np.zeros((513, pw.model.dim))
     if hasattr(pw.model, "instance_densities") and not getattr(pw, "_batch_failed", True):
-        batched = _batched_reserve(pw, x)
+        try:
+            batched = _batched_reserve(pw, x)
+        except StanlogzError:  # no estimate: the pass (or its route) says why later
+            return None, 0.0
         if batched is not None:
             return batched
     ones, mores = [], []

@@ -216,3 +216,22 @@ def test_a_pass_that_fits_on_fewer_draws_stops_to_run_on_them(clock):
     with time_budget(1.5):
         ps, index, est = anytime_pass(src, draws(), 1.0, 0.5, 3)
     assert index is not None and est["budget_pass"][0] < 200
+
+
+def test_a_difference_source_the_data_refuse_prices_no_pass(clock):
+    # corpus soil_incubation with --obs-fields eCO2mean: an instance of 3 observations keeps
+    # ts at 25 entries, which the program refuses. Pricing the pass for the budget must not
+    # raise (loo then takes the conditional route, which answered in about a minute).
+    from stanlogz.crossval.psis_loo.anytime import pass_reserve
+    from stanlogz.errors import DataError
+
+    class Refusing:
+        source, _batch_failed = "difference", False
+        obs = SimpleNamespace(n=25)
+        model = SimpleNamespace(dim=2, instance_densities=lambda *a: None)
+
+        def columns(self, index, unc):
+            raise DataError("model rejects data with 3 observation(s)")
+
+    with time_budget(555):
+        assert pass_reserve(Refusing()) == (None, 0.0)
