@@ -191,6 +191,26 @@ class PassClock:
             elapsed = now - self.t0
             self._refuse(elapsed, time_left(elapsed, self.done, self.total), left_budget)
 
+    def thin_before(self, expected: Callable[[int], float | None]) -> bool:
+        """Before the pass: where its cost estimate (``expected(draws)`` seconds on that many
+        draws; None when unknown) on all the draws is beyond the budget left but fits on fewer
+        (:meth:`_thinned_fit`), stop it at once with :attr:`thin_to` set (a quadrature pass
+        whose first observation alone could outlast the budget). True when it did."""
+        left_budget = deadline.remaining()
+        if not (self.thin and self.anytime and self.draws) or left_budget is None:
+            return False
+        n_draws = self.draws[0] * self.draws[1]
+        full = expected(n_draws)
+        if full is None or full <= THIN_SHARE * left_budget:
+            return False
+        self.thin = False
+        for m in ROUTE_POINTWISE_DRAWS:
+            cost = expected(m) if m < n_draws else None
+            if cost is not None and max(cost, APPROX_SHARE * full) <= THIN_SHARE * left_budget:
+                self.thin_to, self.stopped = m, True
+                return True
+        return False
+
     def _thinned_fit(self, per_obs: float, n_draws: int, left_budget: float) -> int | None:
         """The most draws (of ``ROUTE_POINTWISE_DRAWS``, fewer than ``n_draws``) on which a
         pass over every observation fits in ``THIN_SHARE`` of the budget left, where the pass

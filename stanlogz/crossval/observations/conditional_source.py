@@ -103,6 +103,10 @@ class ConditionalSourceBase(ColumnsByObservation):
         expected = getattr(self, "expected_seconds", None)
         if expected is not None and not self.anytime:  # far beyond the run's time budget
             clock.check_expected(expected(len(unc), n))
+        if expected is not None and clock.thin_before(lambda draws: expected(draws, n)):
+            clock.close()  # fits on fewer draws only: stopped before it starts (thin_to)
+            self.last_clock, self._clock = clock, None
+            return
         try:
             for idx, block in column_chunks(self, unc, chunk_bytes, index):
                 if clock.stopped:  # an anytime pass: the observations done, then no more

@@ -235,3 +235,21 @@ def test_a_difference_source_the_data_refuse_prices_no_pass(clock):
 
     with time_budget(555):
         assert pass_reserve(Refusing()) == (None, 0.0)
+
+
+def test_a_pass_priced_beyond_the_budget_thins_before_it_starts(clock):
+    # a quadrature pass priced before it starts (corpus iohmm_reg: one observation outlasted
+    # the budget): 0.02 s a draw is 80 s on 4000 draws, beyond THIN_SHARE (0.7) of 100 s; on
+    # 2000 draws 40 s fits, so the pass stops before its first observation with thin_to 2000
+    def priced(per_draw: float) -> PassClock:
+        return PassClock(None, 50, "conditional log-likelihood", clock=clock, draws=(4, 1000),
+                         anytime=True, thin=True)
+
+    with time_budget(100):
+        pc = priced(0.02)
+        assert pc.thin_before(lambda d: 0.02 * d) and pc.thin_to == 2000 and pc.stopped
+        pc = priced(0.2)  # 800 s: 400 draws take 80 s, and a fifth of the whole (160 s)
+        assert not pc.thin_before(lambda d: 0.2 * d) and pc.thin_to is None
+        pc = priced(0.01)  # 40 s on every draw: fits, nothing to thin
+        assert not pc.thin_before(lambda d: 0.01 * d) and not pc.stopped
+        assert not priced(0.02).thin_before(lambda d: None)  # no price: the pass decides
