@@ -212,6 +212,17 @@ class LostDraws(StanlogzError):
     the compiled sampler under ``auto``."""
 
 
+class ThinForBudget(Exception):  # noqa: N818 - a signal to loo, not an error
+    """An anytime pointwise pass stopped to be run again on ``draws`` of the posterior draws
+    (thinned evenly per chain): on all of them it would not fit in the run's time budget
+    (:func:`~stanlogz.crossval.psis_loo.anytime.anytime_pass`; caught by ``loo``, never
+    shown)."""
+
+    def __init__(self, draws: int) -> None:
+        super().__init__(f"the pass fits the time budget on {draws} draws")
+        self.draws = draws
+
+
 class OverBudget(InputError):
     """A step would end after the run's time budget, so it stopped early (the message says
     how far it got and what fits in the budget)."""

@@ -14,9 +14,10 @@ done depends on the time they take, not on their values, so the sample stays ran
 an observation's cost does not track its elpd.
 
 Where every observation would fit in the budget on a share of the draws but not on all of
-them, the pass stops after its first few observations instead (:class:`ThinForBudget`): loo
-runs it again on the draws thinned evenly per chain (fewer draws cost loo's Monte Carlo se a
-factor of about the root of the cut, far less than a subsample's estimate of the rest)."""
+them, the pass stops after its first few observations instead
+(:class:`~stanlogz.errors.ThinForBudget`): loo runs it again on the draws thinned evenly per
+chain (fewer draws cost loo's Monte Carlo se a factor of about the root of the cut, far less
+than a subsample's estimate of the rest)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from ..._util import deadline
 from ..._util.arrays import even_rows
 from ..._util.seeds import Stream, stream_rng
 from ...draws import Draws
-from ...errors import StanlogzError
+from ...errors import StanlogzError, ThinForBudget
 from ...stan.nuts import budget_stop_dict
 from ..elpd.psis import PsisLoo, psis_loo
 from ..observations.clock import PSIS_VALUE_S, SUBSAMPLE_APPROX_DRAWS
@@ -106,26 +107,17 @@ def take(ps: PsisLoo, order: np.ndarray) -> PsisLoo:
         influence_i={new[j]: g for j, g in ps.influence_i.items()})
 
 
-class ThinForBudget(Exception):  # noqa: N818 - a signal to loo, not an error
-    """An anytime pass stopped to be run again on ``draws`` of the posterior draws (thinned
-    evenly per chain): on all of them it would not fit in the run's time budget."""
-
-    def __init__(self, draws: int) -> None:
-        super().__init__(f"the pass fits the time budget on {draws} draws")
-        self.draws = draws
-
-
 def anytime_pass(pw: Any, d: Draws, r_eff: float, keep_above: float, seed: Any,
                  progress: Any = None
                  ) -> tuple[PsisLoo, np.ndarray | None, dict[str, Any] | None]:
     """PSIS-LOO of every observation, or, when the run's time budget ends the pass, of those
-    done (:class:`ThinForBudget` where the pass would fit on fewer draws and ``pw``'s
-    ``anytime_thin`` allows it): ``(ps, sample_index, estimates)`` with ``sample_index`` the
-    observations done
-    (sorted; None when all were) and ``estimates`` those of :func:`subsample_estimates` with
-    the approximation (``"approx"``, ``"approximation"``: ``"psis100"`` or ``"none"``) and
-    ``"budget_pass"`` (m, N), or None when all were done. Without a budget, or for a source
-    that cannot stop part-way, the pass is the plain one in the observations' order."""
+    done (:class:`~stanlogz.errors.ThinForBudget` where the pass would fit on fewer draws
+    and ``pw``'s ``anytime_thin`` allows it): ``(ps, sample_index, estimates)`` with
+    ``sample_index`` the observations done (sorted; None when all were) and ``estimates``
+    those of :func:`subsample_estimates` with the approximation (``"approx"``,
+    ``"approximation"``: ``"psis100"`` or ``"none"``) and ``"budget_pass"`` (m, N), or None
+    when all were done. Without a budget, or for a source that cannot stop part-way, the pass
+    is the plain one in the observations' order."""
     n = pw.obs.n
     unc = d.flat_unconstrained()
     con = None if d.constrained is None else d.constrained.reshape(-1, d.constrained.shape[2])

@@ -22,7 +22,7 @@ from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
 from ...draws import Draws, obtain_draws
 from ...draws.continuation import WarmStart
-from ...errors import InputError, Route, StanlogzError
+from ...errors import InputError, Route, StanlogzError, ThinForBudget
 from ...parallel import run_parallel, with_client
 from ...stan.program import ProgramLike
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
@@ -56,7 +56,6 @@ from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError
 from ..refit.heldout import heldout_many
 from .anytime import (
-    ThinForBudget,
     anytime_pass,
     budget_flags,
     budget_pass_warning,

@@ -16,9 +16,10 @@ from stanlogz._util.seeds import Stream, stream_rng
 from stanlogz.crossval.elpd.psis import psis_loo
 from stanlogz.crossval.observations import clock as pass_clock
 from stanlogz.crossval.observations.clock import PassClock
-from stanlogz.crossval.psis_loo.anytime import ThinForBudget, anytime_pass, budget_flags
+from stanlogz.crossval.psis_loo.anytime import anytime_pass, budget_flags
 from stanlogz.crossval.psis_loo.subsample import subsample_estimates
 from stanlogz.draws import Draws
+from stanlogz.errors import ThinForBudget
 from tests.helpers import FakeClock
 
 CHAINS, PER_CHAIN = 4, 250
