@@ -69,8 +69,12 @@ def main() -> None:
         with time_budget(budget):
             r = stanlogz.loo(model, data, log_lik="difference", seed=seed)
         stop = r.budget_stop or {}
-        err = math.sqrt(np.nan_to_num(r.mcse_elpd_loo) ** 2 + r.subsampling_se ** 2
-                        + ref.mcse_elpd_loo ** 2)
+        if not np.isfinite(r.mcse_elpd_loo):  # loo's NA: no error bar claimed, none scored
+            return {"status": "withheld", "sampling": bool(stop.get("sampling")),
+                    "pass": bool(stop.get("pass")), "pass_draws": bool(stop.get("pass_draws")),
+                    "m": None, "draws": r.n_samples, "elpd": r.elpd_loo, "mcse": None,
+                    "subsampling_se": r.subsampling_se, "err": None, "z": None}
+        err = math.sqrt(r.mcse_elpd_loo ** 2 + r.subsampling_se ** 2 + ref.mcse_elpd_loo ** 2)
         return {"status": "stopped" if stop else "answered",
                 "sampling": bool(stop.get("sampling")), "pass": bool(stop.get("pass")),
                 "pass_draws": bool(stop.get("pass_draws")),
@@ -101,6 +105,11 @@ def report(rows: list[dict], ref) -> None:
           "median m | median draws | median s over budget |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     refused = sum(r["status"] == "refused" for r in rows)
+    withheld = sum(r["status"] == "withheld" for r in rows)
+    print(f"{withheld} runs withheld their mcse (loo's NA: a k-hat above the threshold); "
+          "not scored")
+    rows = [r for r in rows if r["status"] != "withheld"]
+    groups = {k: [r for r in g if r["status"] != "withheld"] for k, g in groups.items()}
     for name, g in groups.items():
         if not g:
             print(f"| {name} | 0 | | | | | | | | | |")
