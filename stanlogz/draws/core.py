@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import arviz_compat
+from .._util.arrays import even_rows
 from ..errors import DataError, InputError, Route
 from ..stan.nuts import (
     SAMPLER_COLUMNS,  # noqa: F401 - the draws' sampler columns
@@ -144,7 +145,7 @@ class Draws:
         The cost of producing them stays the whole run's."""
         if per_chain >= self.n_draws:
             return self
-        rows = np.unique(np.linspace(0, self.n_draws - 1, per_chain).round().astype(int))
+        rows = even_rows(self.n_draws, per_chain)
         sampler = {k: (v[:, rows] if np.ndim(v) >= 2 and np.shape(v)[:2] == (self.n_chains,
                                                                            self.n_draws) else v)
                    for k, v in self.sampler.items()}

@@ -95,7 +95,7 @@ def gaussian_variate(code: str | None, name: str, bounded: bool = False) -> bool
     conditional of one value is Gaussian everywhere (no far mode, no other tail). A textual
     check, conservative: any other use (a lag, a mixture's ``log_sum_exp``, a transform of
     the value, a mention in transformed data) answers False. ``bounded``: a bound on the
-    declaration is allowed (the caller checks the Gaussian's mass beyond it)."""
+    declaration is allowed (the caller normalizes over the bounded range)."""
     code = strip_comments(code)
     word = rf"(?<![\w.]){re.escape(name)}(?!\w)"
     if not code or not re.search(word, code):

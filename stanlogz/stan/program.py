@@ -88,9 +88,9 @@ ProgramLike = StanProgram | str | os.PathLike[str]
 
 def with_field(model: StanProgram, data: Mapping[str, Any], field: str, value: Any
                ) -> StanProgram:
-    """``model`` with its data ``data`` but the variable ``field`` set to ``value``: through
-    the model's ``with_field`` where it has one (the other variables' JSON text reused), else
-    ``with_data``."""
+    """``model`` (bound to ``data``) with the variable ``field`` set to ``value``: through
+    the model's ``with_field`` where it has one (the other variables' JSON text, the model's
+    own, reused), else ``with_data`` on ``data``."""
     moved = getattr(model, "with_field", None)
     if moved is not None:
         return moved(field, value)

@@ -62,6 +62,17 @@ APPROX_SHARE = 0.2
 PSIS_VALUE_S = 2e-7
 
 
+def fewest_cut(n_draws: int, cost: Callable[[int], float | None], budget: float) -> int | None:
+    """The most draws of ``ROUTE_POINTWISE_DRAWS`` fewer than ``n_draws`` whose pass
+    (``cost(m)`` seconds; None: unknown) fits in ``budget`` seconds; None when none does."""
+    for m in ROUTE_POINTWISE_DRAWS:
+        if m < n_draws:
+            c = cost(m)
+            if c is not None and c <= budget:
+                return m
+    return None
+
+
 def robust_time_left(times: Sequence[float], total: int) -> float:
     """Seconds left after the steps that took ``times`` (seconds each), of ``total``: the
     rate so far with the slowest step counted as a median one (the first observation pays the
@@ -204,12 +215,14 @@ class PassClock:
         if full is None or full <= THIN_SHARE * left_budget:
             return False
         self.thin = False
-        for m in ROUTE_POINTWISE_DRAWS:
-            cost = expected(m) if m < n_draws else None
-            if cost is not None and max(cost, APPROX_SHARE * full) <= THIN_SHARE * left_budget:
-                self.thin_to, self.stopped = m, True
-                return True
-        return False
+
+        def cost(m: int) -> float | None:  # an observation's cost counted as APPROX_SHARE
+            c = expected(m)                 # of the whole at the least
+            return None if c is None else max(c, APPROX_SHARE * full)
+
+        self.thin_to = fewest_cut(n_draws, cost, THIN_SHARE * left_budget)
+        self.stopped = self.thin_to is not None
+        return self.stopped
 
     def _thinned_fit(self, per_obs: float, n_draws: int, left_budget: float) -> int | None:
         """The most draws (of ``ROUTE_POINTWISE_DRAWS``, fewer than ``n_draws``) on which a
@@ -220,10 +233,13 @@ class PassClock:
         budget = THIN_SHARE * left_budget
         if not n_draws or per_obs * (self.total - self.done) <= budget:
             return None
-        for m in ROUTE_POINTWISE_DRAWS:
-            if m < n_draws and self.total * per_obs * max(m / n_draws, APPROX_SHARE) <= budget:
-                return m
-        return None
+        return fewest_cut(n_draws, lambda m: self._thinned_cost(per_obs, m, n_draws), budget)
+
+    def _thinned_cost(self, per_obs: float, m: int, n_draws: int) -> float:
+        """Seconds of the whole pass on ``m`` of ``n_draws`` draws at ``per_obs`` seconds per
+        observation on all of them (a part of which, ``APPROX_SHARE`` at least, does not
+        shrink with the draws)."""
+        return self.total * per_obs * max(m / n_draws, APPROX_SHARE)
 
     def trim(self, idx: np.ndarray, block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The observations of ``idx`` (and columns of ``block``) done, once the anytime pass
@@ -286,13 +302,14 @@ class PassClock:
         pass, fewer draws per chain, a subsample of the observations drawn at random, or
         both; None when none fits."""
         chains, per_chain = self.draws if self.draws else (1, 0)
-        for m in [m for m in ROUTE_POINTWISE_DRAWS if m < chains * per_chain]:
-            # the draws sampled, thinned for the pass: no new run, no subsampling error (a
-            # part of each observation's cost does not shrink with the draws)
-            cost = self.total * per_obs * max(m / (chains * per_chain), APPROX_SHARE)
-            if cost <= 0.6 * available:
-                return Route(options={"pointwise_draws": m}, note=f"(the pass on {m} of the "
-                             f"{chains * per_chain} draws; about {duration(cost)})")
+        n_draws = chains * per_chain
+        # the draws sampled, thinned for the pass: no new run, no subsampling error
+        m = fewest_cut(n_draws, lambda m: self._thinned_cost(per_obs, m, n_draws),
+                       0.6 * available)
+        if m is not None:
+            return Route(options={"pointwise_draws": m}, note=f"(the pass on {m} of the "
+                         f"{n_draws} draws; about "
+                         f"{duration(self._thinned_cost(per_obs, m, n_draws))})")
         fewer = [d for d in ROUTE_DRAWS if d < per_chain]
         for d in fewer:  # every observation at fewer draws first: no subsampling error
             cost = self.total * per_obs * d / per_chain

@@ -86,7 +86,8 @@ class NonFactorizedSource(ConditionalSourceBase):
             if cl.integrated[i]:
                 return out
         st = _stencil(1)  # the fit in y_i alone, kept for the far check
-        step = self._step(i)
+        bounds = self.quad.bounds(i) if self.bounded_by_text else (None, None)
+        step = self._step(i, bounds)
         if step is None:
             return None
         try:
@@ -107,32 +108,30 @@ class NonFactorizedSource(ConditionalSourceBase):
             return None
         den = _log_gauss(c, g, h)
         if self.bounded_by_text:  # a normal truncated to the values the program accepts
-            den = den + self._log_inside(i, g, h, step)
+            den = den + self._log_inside(i, g, h, step, bounds)
         if not np.all(np.isfinite(den)):
             return None
         cl.integrated[i] = False
         return c - den - math.log(step)
 
-    def _step(self, i: int) -> float | None:
-        """The stencil's step in y_i: ``h_u``, or for a value Gaussian by the program's text
-        whose declaration bounds it, small enough that the stencil (two steps each way) stays
-        inside the bounds (None when y_i is on a bound: the quadrature's case)."""
+    def _step(self, i: int, bounds: tuple[float | None, float | None]) -> float | None:
+        """The stencil's step in y_i: ``h_u``, or small enough that the stencil (two steps
+        each way) stays inside the declared ``bounds`` of y_i (None when y_i is on a bound:
+        the quadrature's case)."""
         cl = self.cl
         assert cl is not None
-        if not self.bounded_by_text:
-            return cl.h_u
-        lo, hi = self.quad.bounds(i)
+        lo, hi = bounds
         room = min(np.inf if lo is None else cl.y[i] - lo, np.inf if hi is None else hi - cl.y[i])
         step = min(cl.h_u, room / 2.5)
         return float(step) if step > 0 else None
 
-    def _log_inside(self, i: int, g: np.ndarray, h: np.ndarray, step: float) -> np.ndarray:
+    def _log_inside(self, i: int, g: np.ndarray, h: np.ndarray, step: float,
+                    bounds: tuple[float | None, float | None]) -> np.ndarray:
         """For a value Gaussian by the program's text whose declaration bounds it: the log of
         the fitted Gaussian's mass (``g``, ``h`` per stencil ``step``) inside the declared
-        range of y_i, per draw (what
-        normalizing over the values the program accepts adds to the closed form: exact, a
-        truncated normal)."""
-        lo, hi = self.quad.bounds(i)
+        ``bounds`` of y_i, per draw: what normalizing over the values the program accepts
+        adds to the closed form (exact: a truncated normal)."""
+        lo, hi = bounds
         cl = self.cl
         assert cl is not None
         mode, sd = -g[:, 0] / h[:, 0, 0], 1.0 / np.sqrt(-h[:, 0, 0])
