@@ -7,10 +7,13 @@ and estimates the rest, or, where every observation fits on fewer draws, runs on
 A linear regression (regression.stan, N observations simulated once) with the
 density-difference log-likelihood (``log_lik="difference"``: a pass of N data instances at
 every draw, the part of the run a budget most often ends). The unstopped value is loo of the
-same program and data at 4 x 5000 draws from the log_lik generated quantity (the same values,
-all observations). Each run samples anew (its own seed) under a budget drawn uniformly from
-``--budgets``; the runs the budget stopped (sampling, the pass, or both) are scored:
-|elpd_loo - reference| against its error bar sqrt(mcse² + subsampling se² + mcse_ref²).
+same program and data, exact: log Z of all the data less log Z without each observation, by
+Woodbury's identity given sigma and quadrature over sigma
+(:func:`benchmarks.truths.crossval.truths.regression_loo`; until issue 45's seventh session
+it was loo at 4 x 5000 draws, whose own PSIS bias moved every z). Each run samples anew
+(its own seed) under a budget drawn uniformly from ``--budgets``; the runs the budget stopped
+(sampling, the pass, or both) are scored: |elpd_loo - reference| against its error bar
+sqrt(mcse² + subsampling se²).
 
     python -m benchmarks.anytime_coverage --runs 120 --n 1000 --budgets 1.5 4.5
     python -m benchmarks.anytime_coverage --command evidence --runs 110
@@ -22,6 +25,7 @@ import argparse
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -59,9 +63,11 @@ def main() -> None:
     y = 0.5 + 1.2 * x + 0.8 * rng.standard_t(5, size=args.n)
     data = {"N": args.n, "x": x.round(4).tolist(), "y": y.round(4).tolist()}
     model = StanModel.from_file(ROOT / "stan_models" / "examples" / "regression.stan", data)
-    ref = stanlogz.loo(model, data, log_lik="log_lik", draws=stanlogz.sample(
-        model, chains=4, warmup=1000, draws=5000, seed=12345), seed=1)
-    print(f"reference: elpd_loo {ref.elpd_loo:.3f}, mcse {ref.mcse_elpd_loo:.3f}")
+    from .truths.crossval import truths
+
+    exact = float(truths.regression_loo(data).sum())
+    ref = SimpleNamespace(elpd_loo=exact, mcse_elpd_loo=0.0)
+    print(f"reference: exact elpd_loo {exact:.4f}")
     budgets = np.random.default_rng(99 + args.first).uniform(*(args.budgets or (1.5, 4.5)),
                                                              size=args.runs)
 

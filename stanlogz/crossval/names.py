@@ -136,10 +136,16 @@ class LooNames(Display):
                 by[f.method] = by.get(f.method, 0) + 1
             done = ", ".join(f"{c} by {self._fix_labels.get(m, m)}" for m, c in by.items())
             above = sum(f.khat > t for f in self.fixed)
-            checked = len(self.fixed) - above  # the self-check's or the k-hat band's refits
-            which = ("above the threshold" if not checked else
-                     f"({above} above the threshold, {checked} below it refit by the self-check "
-                     "or the k-hat band's correction)")
+            matched = sum(f.khat <= t and f.method == "mm" for f in self.fixed)
+            checked = len(self.fixed) - above - matched  # the self-check's or band's refits
+            parts = [f"{above} above the threshold"]
+            if matched:
+                parts.append(f"{matched} just below it moment matched (k-hat reads low at "
+                             "these draws)")
+            if checked:
+                parts.append(f"{checked} below it refit by the self-check or the k-hat band's "
+                             "correction")
+            which = "above the threshold" if len(parts) == 1 else f"({', '.join(parts)})"
             notes.append(f"{len(self.fixed)} observation(s) {which} recomputed "
                          f"({done}); elpd_loo includes them.")
         band = getattr(self, "band", None)  # loo's k-hat band difference estimator
@@ -157,8 +163,8 @@ class LooNames(Display):
             sections.append(Section(
                 f"Observations recomputed because k-hat > {t:.2f}:"
                 if all(f.khat > t for f in self.fixed) else
-                f"Observations recomputed (k-hat > {t:.2f}, or refit by the self-check or the "
-                "k-hat band's correction):",
+                f"Observations recomputed (k-hat > {t:.2f}, or below it: moment matched, or "
+                "refit by the self-check or the k-hat band's correction):",
                 ["obs", "k-hat", "after", "psis elpd", "fixed elpd", "mc se", "method",
                  "grad evals", "seconds"],
                 [[f.index + 1, round(f.khat, 2),

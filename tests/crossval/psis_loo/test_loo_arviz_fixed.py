@@ -110,5 +110,10 @@ def test_the_table_names_refits_below_the_threshold_as_checks():
     r.fixed = r.fixed + [_fixed(3, "exact", -1.2, 0.3, None)]
     text = str(r)
     assert "recomputed because k-hat > 0.70" not in text
-    assert "(k-hat > 0.70, or refit by the self-check or the k-hat band's correction)" in text
+    assert ("(k-hat > 0.70, or below it: moment matched, or refit by the self-check or the "
+            "k-hat band's correction)") in text
     assert "3 observation(s) (2 above the threshold, 1 below it refit" in text
+    # a value just below the threshold moment matched (its k-hat may read low): named apart
+    r.fixed = r.fixed + [_fixed(4, "mm", -1.3, 0.62, 0.2)]
+    assert ("4 observation(s) (2 above the threshold, 1 just below it moment matched (k-hat "
+            "reads low at these draws), 1 below it refit") in str(r)
