@@ -254,3 +254,36 @@ def test_a_pass_priced_beyond_the_budget_thins_before_it_starts(clock):
         pc = priced(0.01)  # 40 s on every draw: fits, nothing to thin
         assert not pc.thin_before(lambda d: 0.01 * d) and not pc.stopped
         assert not priced(0.02).thin_before(lambda d: None)  # no price: the pass decides
+
+
+def test_an_observation_left_whose_approximation_is_poor_is_done_with_certainty(clock):
+    # As above (stops after 104 of the seeded order), with one observation left out by the
+    # order an outlier: y = 40 against t(4) noise, whose PSIS value on the approximation's
+    # 100 draws has k-hat > CERTAIN_KHAT = 0.5. Left to the random part, its approximation
+    # error (which the sample of differences cannot see) would go into the total unseen; it
+    # is computed after the approximation (0.01 s) and taken with certainty, and the rest
+    # is the difference estimator of the others (loo(subsample=m)'s, certain stratum included).
+    order = stream_rng(3, Stream.LOO_SUBSAMPLE).permutation(200)
+    far = int(order[150])
+    rng = np.random.default_rng(0)
+    y = rng.standard_t(4, size=200)
+    y[far] = 40.0
+    mu = y.mean() + rng.normal(size=CHAINS * PER_CHAIN) / np.sqrt(200)
+    ll = -0.5 * (y[None, :] - mu[:, None]) ** 2 - 0.5 * np.log(2 * np.pi)
+    rows = np.unique(np.linspace(0, 999, 100).astype(int))
+    approx = psis_loo(ll[rows], 1.0)
+    assert approx.khat[far] > 0.5  # the premise: a poor approximation
+    with time_budget(1.5):
+        ps, index, est = anytime_pass(FakeSource(ll, clock, 0.01), draws(), 1.0, 0.5, 3)
+    certain_obs = np.nonzero(approx.khat > 0.5)[0]
+    assert far in index and set(certain_obs) <= set(index)
+    assert set(index) == set(order[:104]) | set(certain_obs)
+    full = psis_loo(ll, 1.0, chains=CHAINS, keep_above=0.5)
+    assert np.array_equal(ps.elpd_i, full.elpd_i[index])
+    certain = np.isin(index, certain_obs)
+    assert np.array_equal(est["certain"], certain)
+    want = subsample_estimates(approx.elpd_i, index, full.elpd_i[index], ps, [], certain)
+    assert est["elpd"] == pytest.approx(want["elpd"], rel=1e-12)
+    assert est["subsampling_se"] == pytest.approx(want["subsampling_se"], rel=1e-12)
+    # the outlier's value is in the total as it is (expansion over the others only)
+    assert want["expansion"] == pytest.approx((200 - certain.sum()) / (~certain).sum())
