@@ -117,6 +117,9 @@ class PsisLoo:
     chains: int = 1
     #: estimated bias of each elpd_i (nonzero for k̂ above ``KHAT_HEAVY``; :func:`half_bias`)
     bias_i: np.ndarray | None = None
+    #: posterior variance of each log p(y_i | θ) over the draws (WAIC's p_waic_i), from all
+    #: the draws and so far steadier than k̂ (:data:`LOGLIK_VAR_HEAVY`)
+    var_i: np.ndarray | None = None
 
     @classmethod
     def concatenate(cls, parts: list[PsisLoo]) -> PsisLoo:
@@ -135,7 +138,8 @@ class PsisLoo:
                    r_eff=parts[0].r_eff, n_samples=parts[0].n_samples,
                    mcse_i=None if any(p.mcse_i is None for p in parts) else cat("mcse_i"),
                    influence=infl, influence_i=kept, chains=parts[0].chains,
-                   bias_i=None if any(p.bias_i is None for p in parts) else cat("bias_i"))
+                   bias_i=None if any(p.bias_i is None for p in parts) else cat("bias_i"),
+                   var_i=None if any(p.var_i is None for p in parts) else cat("var_i"))
 
     def total_bias(self, replaced: list[int] | np.ndarray = ()) -> float:
         """Estimated bias of Σ elpd_i over the PSIS values, leaving out ``replaced``."""
@@ -208,6 +212,15 @@ def influence_mcse(h: np.ndarray, chains: int = 1) -> np.ndarray:
     ess = np.asarray(arviz_compat.ess_mean(cols.reshape(chains, s // chains, -1)), dtype=float)
     ess = np.where(np.isfinite(ess) & (ess > 0), ess, float(s))
     return np.where(ms > 0, np.sqrt(ms / ess), 0.0)
+
+
+#: An observation whose log-likelihood varies over the posterior draws by more than this
+#: (variance; WAIC's p_waic_i, whose warning level it is: Vehtari, Gelman & Gabry 2017) has
+#: heavy importance ratios whatever k̂ reads: for log ratios normal with variance V the
+#: relative variance of the IS mean is e^V − 1. Its value uses every draw, where k̂ uses the
+#: largest few: on issue 45's regression, one outlier's variance was 3.3–4.1 over 12 seeds of
+#: 2 x 500 draws while its k̂ read 0.36–0.95 (and its PSIS value was +0.1 to +0.5 too high).
+LOGLIK_VAR_HEAVY = 0.4
 
 
 #: PSIS's bias at k̂ 0.5–0.8 falls about as S^-0.6 (S draws; measured on a normal model with
@@ -286,7 +299,9 @@ def psis_loo(log_lik: np.ndarray, r_eff: float = 1.0, chains: int | None = None,
     bias_i = np.zeros(khat.size)
     heavy = np.nonzero(khat > KHAT_HEAVY)[0]  # below, the bias is small against the mc se
     bias_i[heavy] = half_bias(llt[heavy], elpd_i[heavy], r_eff)
+    var_i = llt.var(axis=1)
+    keep = np.nonzero((khat > keep_above) | (var_i > LOGLIK_VAR_HEAVY))[0]
     return PsisLoo(elpd_i=elpd_i, lppd_i=lppd_i, khat=khat, bias_i=bias_i,
                    r_eff=float(r_eff), n_samples=s, mcse_i=mcse_i,
-                   influence=g.sum(axis=0), chains=chains,
-                   influence_i={int(j): g[j].copy() for j in np.nonzero(khat > keep_above)[0]})
+                   influence=g.sum(axis=0), chains=chains, var_i=var_i,
+                   influence_i={int(j): g[j].copy() for j in keep})

@@ -33,7 +33,7 @@ from ..._util.seeds import Stream, stream_rng
 from ...draws import Draws
 from ...errors import StanlogzError, ThinForBudget
 from ...stan.nuts import budget_stop_dict
-from ..elpd.psis import PsisLoo, psis_loo
+from ..elpd.psis import LOGLIK_VAR_HEAVY, PsisLoo, psis_loo
 from ..observations.clock import PSIS_VALUE_S, SUBSAMPLE_APPROX_DRAWS
 from ..observations.pointwise import CHUNK_BYTES
 from .subsample import subsample_estimates
@@ -43,16 +43,20 @@ from .subsample import subsample_estimates
 #: left when the budget ends it.
 INSTANCES_PER_OBSERVATION = 2.2
 
-#: An observation the budget left whose approximation (PSIS on ``SUBSAMPLE_APPROX_DRAWS``
-#: draws) has k̂ above this is computed after the approximation and taken with certainty, as
-#: ``loo(subsample=m)`` takes them (:func:`~.subsample.draw_sample`): the difference estimator
-#: of the rest is unbiased over the random order, but one unsampled observation whose
+#: The observations whose approximation (PSIS on ``SUBSAMPLE_APPROX_DRAWS`` draws) is poor,
+#: k̂ above this or a log-likelihood variance above ``LOGLIK_VAR_HEAVY``
+#: (:func:`_poorly_approximated`), are all done and taken with certainty when a pass stops:
+#: those the budget left are computed after the approximation. The difference estimator of
+#: the rest is unbiased over the random order either way, but one unvisited observation whose
 #: approximation is far off (an outlier: PSIS on 100 draws ~0.6 nats high) is an error its
 #: subsampling se cannot see (issue 45: two budget-stopped runs of 120 at z +4.1 and +6.0).
-#: 0.5 is PSIS's threshold at 100 draws.
-CERTAIN_KHAT = 0.5
-#: At most this many (the highest k̂), and as many as fit in the budget left at twice the
-#: pass's median seconds per observation, less this margin.
+#: k̂ 0.7 as ``loo(subsample=m)``'s :func:`~.subsample.draw_sample`: at 100 draws k̂ reads
+#: above 0.5 for 7-41 of 4000 ordinary observations, and read 0.13-0.67 for the outlier,
+#: whose variance was 2.7-4.1 on 4 seeds (every other observation under 0.4).
+CERTAIN_KHAT = 0.7
+#: Where more than this many are left, or they do not fit in the budget left at twice the
+#: pass's median seconds per observation (less this margin), none is certain: all are
+#: estimated from the random sample (the estimator stays unbiased, the outliers unseen).
 CERTAIN_MAX = 20
 ANYTIME_CERTAIN_MARGIN_S = 0.2
 
@@ -116,7 +120,7 @@ def take(ps: PsisLoo, order: np.ndarray) -> PsisLoo:
     pick = (lambda a: None if a is None else np.asarray(a)[order])  # noqa: E731
     return dataclasses.replace(
         ps, elpd_i=ps.elpd_i[order], lppd_i=ps.lppd_i[order], khat=ps.khat[order],
-        mcse_i=pick(ps.mcse_i), bias_i=pick(ps.bias_i),
+        mcse_i=pick(ps.mcse_i), bias_i=pick(ps.bias_i), var_i=pick(ps.var_i),
         influence_i={new[j]: g for j, g in ps.influence_i.items()})
 
 
@@ -169,25 +173,30 @@ def anytime_pass(pw: Any, d: Draws, r_eff: float, keep_above: float, seed: Any,
     if clock is not None and clock.approximate is False:  # no time was left for it
         approx, how = np.zeros(n), "none"
     else:
-        approx, approx_k, how = _approximation(pw, d, r_eff, done,
-                                               PsisLoo.concatenate(approx_parts), progress)
-        extra = _certain_left(approx_k, done, clock)
-        if extra.size:  # done now, whatever the random order: the certain stratum
-            if progress:
-                progress(f"computing {extra.size} observation(s) left whose approximation "
-                         f"has k-hat > {CERTAIN_KHAT}: {', '.join(str(i + 1) for i in extra)}")
-            checked = getattr(pw, "budget_checked", True)
-            pw.budget_checked = False  # the pass kept time for them (_certain_left)
-            try:
-                for idx, ll in pw.chunks(unc, con, d.constrained_names, index=extra):
-                    done_parts.append(np.asarray(idx, dtype=int))
-                    parts.append(psis_loo(ll, r_eff, chains=d.n_chains, keep_above=keep_above))
-            finally:
-                pw.budget_checked = checked
-            done = np.concatenate(done_parts)
-            sort = np.argsort(done, kind="stable")
-            ps = take(PsisLoo.concatenate(parts), sort)
-        certain = np.isin(done[sort], np.nonzero(approx_k > CERTAIN_KHAT)[0])
+        approx, approx_ps, how = _approximation(pw, d, r_eff, done,
+                                                PsisLoo.concatenate(approx_parts), progress)
+        poor = np.nonzero(_poorly_approximated(approx_ps))[0]
+        extra = _certain_left(poor, done, clock)
+        if extra is not None:  # every poorly approximated one is done: the certain stratum
+            if extra.size:
+                if progress:
+                    progress(f"computing {extra.size} observation(s) left whose approximation "
+                             f"is poor: {', '.join(str(i + 1) for i in extra)}")
+                checked = getattr(pw, "budget_checked", True)
+                pw.budget_checked = False  # the pass kept time for them (_certain_left)
+                try:
+                    for idx, ll in pw.chunks(unc, con, d.constrained_names, index=extra):
+                        done_parts.append(np.asarray(idx, dtype=int))
+                        parts.append(psis_loo(ll, r_eff, chains=d.n_chains,
+                                              keep_above=keep_above))
+                finally:
+                    pw.budget_checked = checked
+                done = np.concatenate(done_parts)
+                sort = np.argsort(done, kind="stable")
+                ps = take(PsisLoo.concatenate(parts), sort)
+            certain = np.isin(done[sort], poor)
+            if (~certain).sum() < 2:  # too few left for the random part's variance
+                certain = None
     index = done[sort]
     if index.size == n:
         return ps, None, None
@@ -204,29 +213,44 @@ def _approx_rows(n_draws: int) -> np.ndarray:
     return even_rows(n_draws, SUBSAMPLE_APPROX_DRAWS)
 
 
-def _certain_left(approx_k: np.ndarray, done: np.ndarray, clock: Any) -> np.ndarray:
-    """The observations not done whose approximation has k̂ above :data:`CERTAIN_KHAT` (the
-    highest ``CERTAIN_MAX``), as many as fit in the run's time budget left at the pass's
-    rate; they are computed and taken with certainty."""
-    left = np.setdiff1d(np.nonzero(approx_k > CERTAIN_KHAT)[0], done)
-    left = left[np.argsort(-approx_k[left], kind="stable")][:CERTAIN_MAX]
+def _poorly_approximated(approx: PsisLoo) -> np.ndarray:
+    """Which observations' approximation (PSIS on ``SUBSAMPLE_APPROX_DRAWS`` draws) is poor:
+    k̂ above :data:`CERTAIN_KHAT`, or a log-likelihood variance above ``LOGLIK_VAR_HEAVY``
+    (its ratios are heavy whatever k̂ reads from 100 draws)."""
+    poor = approx.khat > CERTAIN_KHAT
+    if approx.var_i is not None:
+        poor |= approx.var_i > LOGLIK_VAR_HEAVY
+    return poor
+
+
+def _certain_left(poor: np.ndarray, done: np.ndarray, clock: Any) -> np.ndarray | None:
+    """The observations ``poor`` not done, to be computed and taken with certainty, or None
+    where they are more than ``CERTAIN_MAX`` or do not fit in the run's time budget left at
+    twice the pass's median seconds per observation (less ``ANYTIME_CERTAIN_MARGIN_S``): then
+    none is certain, and the visited ones stay a simple random sample of all."""
+    left = np.setdiff1d(poor, done)
+    if left.size > CERTAIN_MAX:
+        return None
     times = [] if clock is None else list(getattr(clock, "times", []))
     per_obs = float(np.median(times)) if times else 0.0
     budget_left = deadline.remaining()
-    if budget_left is not None and per_obs > 0:
-        left = left[:max(0, int((budget_left - ANYTIME_CERTAIN_MARGIN_S) / (2 * per_obs)))]
-    return np.sort(left)
+    if (left.size and budget_left is not None
+            and 2 * per_obs * left.size > budget_left - ANYTIME_CERTAIN_MARGIN_S):
+        return None
+    return left
 
 
 def _approximation(pw: Any, d: Draws, r_eff: float, done: np.ndarray,
-                   done_approx: PsisLoo, progress: Any) -> tuple[np.ndarray, np.ndarray, str]:
+                   done_approx: PsisLoo, progress: Any) -> tuple[np.ndarray, PsisLoo, str]:
     """PSIS-LOO of every observation on ``SUBSAMPLE_APPROX_DRAWS`` evenly thinned draws (what
-    ``loo(subsample=m)`` corrects) and its k̂: ``done_approx`` for the observations ``done``
-    (from their columns), the others evaluated; or zeros (``"none"``) where the budget ends
-    that too."""
+    ``loo(subsample=m)`` corrects): its values, the whole PSIS-LOO (k̂, log-likelihood
+    variance) and ``"psis100"``, ``done_approx`` for the observations ``done`` (from their
+    columns), the others evaluated; or zeros (``"none"``) where the budget ends that too."""
     n = pw.obs.n
-    approx, approx_k = np.zeros(n), np.zeros(n)
+    approx, approx_k, approx_v = np.zeros(n), np.zeros(n), np.zeros(n)
     approx[done], approx_k[done] = done_approx.elpd_i, done_approx.khat
+    approx_v[done] = (np.zeros(done.size) if done_approx.var_i is None
+                      else done_approx.var_i)
     rest = np.setdiff1d(np.arange(n), done)
     unc = d.flat_unconstrained()[_approx_rows(d.n_chains * d.n_draws)]
     if progress:
@@ -237,12 +261,20 @@ def _approximation(pw: Any, d: Draws, r_eff: float, done: np.ndarray,
     try:
         for idx, block in pw.chunks(unc, index=rest):
             one = psis_loo(block, r_eff)
-            approx[idx], approx_k[idx] = one.elpd_i, one.khat
+            approx[idx], approx_k[idx], approx_v[idx] = one.elpd_i, one.khat, one.var_i
     except deadline.OverBudget:  # a conditional quadrature past the budget
-        return np.zeros(n), np.zeros(n), "none"
+        return np.zeros(n), _approx_ps(np.zeros(n), np.zeros(n), np.zeros(n)), "none"
     finally:
         pw.budget_checked = checked
-    return approx, approx_k, f"psis{SUBSAMPLE_APPROX_DRAWS}"
+    return (approx, _approx_ps(approx, approx_k, approx_v),
+            f"psis{SUBSAMPLE_APPROX_DRAWS}")
+
+
+def _approx_ps(elpd: np.ndarray, khat: np.ndarray, var: np.ndarray) -> PsisLoo:
+    """The approximation's values as a :class:`PsisLoo` (what :func:`_poorly_approximated`
+    reads)."""
+    return PsisLoo(elpd_i=elpd, lppd_i=elpd, khat=khat, r_eff=1.0,
+                   n_samples=SUBSAMPLE_APPROX_DRAWS, var_i=var)
 
 
 def budget_flags(d: Draws, est: dict[str, Any] | None,

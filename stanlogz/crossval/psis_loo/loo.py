@@ -27,7 +27,7 @@ from ...parallel import run_parallel, with_client
 from ...stan.program import ProgramLike
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..elpd.base import ElpdResult
-from ..elpd.psis import PsisLoo, psis_loo, relative_efficiency
+from ..elpd.psis import LOGLIK_VAR_HEAVY, PsisLoo, psis_loo, relative_efficiency
 from ..elpd.routes import (
     conditional_instead,
     exact_split_error,
@@ -472,8 +472,12 @@ def loo(
     band_mm = np.array([], dtype=int)
     if method.moment_match:  # values just below the threshold whose k-hat may read low
         floor = mm_band_floor(ps.n_samples, threshold)
-        sel = np.nonzero((ps.khat > floor) & (ps.khat <= threshold))[0]
-        band_mm = index[sel[np.argsort(-ps.khat[sel], kind="stable")]]
+        heavy = ps.khat > floor
+        if ps.var_i is not None:  # ratios heavy by their log-variance, whatever k-hat reads
+            heavy |= ps.var_i > LOGLIK_VAR_HEAVY
+        sel = np.nonzero(heavy & (ps.khat <= threshold))[0]
+        key = ps.khat if ps.var_i is None else ps.var_i  # the steadier measure first
+        band_mm = index[sel[np.argsort(-key[sel], kind="stable")]]
         # an observation alone in moving a parameter is refit or flagged (own_latent): its
         # ratios have the prior's tail, which a matched k-hat also reads as lighter
         band_mm = band_mm[~np.isin(band_mm, list(own))]
@@ -743,21 +747,24 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
 def _match_band(band: np.ndarray, match: Any, ps: PsisLoo, pos: dict[int, int],
                 threshold: float, seconds: float, progress: Any
                 ) -> tuple[list[FixedPoint], list[str]]:
-    """Moment-matched values of the observations ``band`` (k̂ in (:func:`mm_band_floor`,
-    threshold], highest first) within ``seconds`` (and the time budget): a value is kept where
-    a map lowered its k̂; the others, and those the time left, keep PSIS's, with a note when
+    """Moment-matched values of the observations ``band`` (k̂ at most the threshold, and above
+    :func:`mm_band_floor` or with a log-likelihood variance above :data:`LOGLIK_VAR_HEAVY`;
+    the most variable first) within ``seconds`` (and the time budget): a value is kept where a
+    map lowered its k̂; the others, and those the time left, keep PSIS's, with a note when
     time left some."""
     floor = mm_band_floor(ps.n_samples, threshold)
     if progress:
         progress(f"moment matching {band.size} observation(s) with k-hat in ({floor:.2f}, "
-                 f"{threshold:.2f}] (k-hat reads low at these draws)")
+                 f"{threshold:.2f}] or a log-likelihood variance above {LOGLIK_VAR_HEAVY} "
+                 "(k-hat reads low at these draws)")
     matched, _, left = moment_match_points(band, match, progress, seconds)
     kept = [f for f in matched if f.khat_after is not None and f.khat_after < f.khat
             and f.khat_after <= threshold]
     notes = []
     if left:
         notes.append(f"moment matching of the values with k-hat in ({floor:.2f}, "
-                     f"{threshold:.2f}] stopped after {len(matched)} of {band.size} "
+                     f"{threshold:.2f}] or a log-likelihood variance above "
+                     f"{LOGLIK_VAR_HEAVY} stopped after {len(matched)} of {band.size} "
                      f"({duration(seconds)}); the other {len(left)} keep their PSIS values, "
                      "whose error bars hold less well there")
     return kept, notes

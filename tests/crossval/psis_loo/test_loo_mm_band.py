@@ -71,6 +71,36 @@ def test_a_value_whose_khat_reads_just_below_the_threshold_is_moment_matched(out
         r.elpd_loo, exact.sum(), r.mcse_elpd_loo)
 
 
+def test_a_value_whose_khat_reads_below_the_floor_is_matched_by_its_variance(compiled):
+    # seed 3 of the same data: the outlier's k-hat reads 0.36, below the floor (0.4), but
+    # the variance of its log-likelihood over the draws (WAIC's p_waic_i, from every draw) is
+    # far above LOGLIK_VAR_HEAVY = 0.4, which the other observations stay under
+    from benchmarks.truths.crossval import truths
+    from stanlogz.crossval.elpd.psis import LOGLIK_VAR_HEAVY, psis_loo
+
+    rng = np.random.default_rng(3)
+    n = 300
+    x = rng.normal(size=n)
+    y = 0.5 + 1.2 * x + 0.8 * rng.normal(size=n)
+    y[0] += 5.0
+    data = {"N": n, "x": x.round(4).tolist(), "y": y.round(4).tolist()}
+    model = compiled(PROGRAM, data)
+    d = sample(model, chains=4, warmup=500, draws=250, seed=3)
+    plain = loo(model, data, draws=d, log_lik="log_lik", fix="none", verify=0)
+    ll = d.constrained[:, :, [j for j, name in enumerate(d.constrained_names)
+                              if name.startswith("log_lik")]].reshape(-1, n)
+    r = loo(model, data, draws=d, log_lik="log_lik", verify=0)
+    # the premise (this seed), and p_waic_i as numpy computes it
+    assert plain.khat[0] <= mm_band_floor(plain.n_samples, plain.threshold)
+    np.testing.assert_allclose(psis_loo(ll).var_i, ll.var(axis=0), rtol=1e-12)
+    assert ll.var(axis=0)[0] > LOGLIK_VAR_HEAVY
+    f = {g.index: g for g in r.fixed}[0]
+    assert f.method == "mm" and f.khat_after < f.khat
+    exact = truths.regression_loo(data, [0])[0]
+    # |z| < 4.5: failure probability 7e-6 for the asymptotically normal matched value
+    assert abs(f.elpd - exact) < 4.5 * f.mcse, (f.elpd, exact, f.mcse)
+
+
 def test_the_bands_matching_stops_at_its_time_and_says_so(outlier, monkeypatch):
     model, data, d, _ = outlier
     monkeypatch.setattr(loo_module, "MM_BAND_SECONDS", 1e-12)
