@@ -656,7 +656,7 @@ def _subsampled(pw: PointwiseLogLik, d: Draws, r_eff: float, m: int, seed: int |
         at_points = np.concatenate([b for _, b in pw.chunks(unc[rows])], axis=1)
     ap = psis_loo(at_points, r_eff)
     rng = stream_rng(seed, Stream.LOO_SUBSAMPLE)
-    index, certain = draw_sample(ap.khat, m, rng)
+    index, certain = draw_sample(ap.khat, m, rng, ap.var_i)
     ps = _psis_pass(pw, d, r_eff, index, keep_above)
     return pw, index, {"approx": ap.elpd_i, "certain": certain}, ps
 

@@ -15,21 +15,26 @@ import math
 import numpy as np
 
 from ..._util.gpd import KHAT_BAD
-from ..elpd.psis import PsisLoo
+from ..elpd.psis import LOGLIK_VAR_HEAVY, PsisLoo
 from ..fixups.fixups import FixedPoint
 from ..refit.cv_se import calibration_factor
 
 
-def draw_sample(approx_khat: np.ndarray, m: int, rng: np.random.Generator
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """``m`` observations: those with the highest approximation k̂ above ``KHAT_BAD`` (at
-    most m // 2) with certainty, the rest a simple random sample of the others; returns the
-    sorted indices and which of them are certain."""
+def draw_sample(approx_khat: np.ndarray, m: int, rng: np.random.Generator,
+                approx_var: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``m`` observations: those whose approximation is poor (k̂ above ``KHAT_BAD``, or a
+    log-likelihood variance ``approx_var`` above ``LOGLIK_VAR_HEAVY``: heavy ratios whatever
+    k̂ reads from the approximation's few draws), the highest k̂ first and at most m // 2, with
+    certainty, the rest a simple random sample of the others; returns the sorted indices and
+    which of them are certain."""
     k = np.asarray(approx_khat, dtype=float)
-    order = np.argsort(-k, kind="stable")
+    poor = k > KHAT_BAD
+    if approx_var is not None:
+        poor |= np.asarray(approx_var, dtype=float) > LOGLIK_VAR_HEAVY
+    order = np.argsort(-np.where(poor, 2.0 + k, k), kind="stable")
     # their approximation is poor, and left to chance their heavy-tailed differences made the
     # sample variance, and so the subsampling se, unstable
-    certain = order[: min(int(np.sum(k > KHAT_BAD)), m // 2, max(m - 2, 0))]
+    certain = order[: min(int(np.sum(poor)), m // 2, max(m - 2, 0))]
     rest = np.setdiff1d(np.arange(k.size), certain)
     index = np.sort(np.concatenate([certain, rng.choice(rest, size=m - certain.size,
                                                        replace=False)]))

@@ -109,3 +109,17 @@ def test_the_bands_matching_stops_at_its_time_and_says_so(outlier, monkeypatch):
     assert 0 not in {f.index for f in r.fixed}  # left on PSIS
     assert any("stopped after 0 of" in w and "keep their PSIS values" in w for w in r.warnings)
     assert r.elpd_i[0] == r.psis_elpd_i[0]
+
+
+def test_a_subsample_takes_an_observation_heavy_by_its_variance_with_certainty():
+    from stanlogz.crossval.psis_loo.subsample import draw_sample
+
+    khat = np.full(50, 0.2)
+    khat[3] = 0.9  # poor by k-hat
+    var = np.full(50, 0.05)
+    var[7] = 3.0  # poor by its log-likelihood variance, though its k-hat reads 0.2
+    for seed in range(20):
+        index, certain = draw_sample(khat, 10, np.random.default_rng(seed), var)
+        assert set(index[certain]) == {3, 7} and index.size == 10
+    index, certain = draw_sample(khat, 10, np.random.default_rng(0))  # k-hat alone
+    assert set(index[certain]) == {3}

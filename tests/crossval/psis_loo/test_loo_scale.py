@@ -179,7 +179,7 @@ def test_subsampled_loo_covers_the_full_psis_value(wells):
                      .astype(int))
     ap = psis_loo(pw.matrix(unc[rows]), full.r_eff)
     a = ap.elpd_i
-    idx, cert = draw_sample(ap.khat, m, np.random.default_rng(0))  # the certain part is fixed
+    idx, cert = draw_sample(ap.khat, m, np.random.default_rng(0), ap.var_i)  # certain: fixed
     certain = idx[cert]
     rest = np.setdiff1d(np.arange(n), certain)
     j = np.setdiff1d(sub.sample_index, certain)
