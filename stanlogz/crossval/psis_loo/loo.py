@@ -669,8 +669,9 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
     """Fix-ups of the observations ``bad`` (0-based) by the steps of ``fix``, and warnings for
     those that cannot be. Moment matching alone (``mm``) keeps every matched value; followed by
     a refit (``auto``) it keeps those it brings under the threshold and refits the rest. The
-    observations ``band`` (k̂ just below the threshold, :func:`mm_band_floor`) are moment
-    matched too, within ``band_seconds``, after ``bad``; never refit."""
+    observations ``band`` (k̂ just below the threshold, :func:`mm_band_floor`, or ratios heavy
+    by their log-likelihood variance) are moment matched too, within ``band_seconds``, after
+    ``bad``; never refit."""
     pos = {int(o): j for j, o in enumerate(index)}
     fixed: list[FixedPoint] = []
     if fix.mixture:
