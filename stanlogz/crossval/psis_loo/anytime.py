@@ -29,6 +29,7 @@ import numpy as np
 
 from ..._util import deadline
 from ..._util.arrays import even_rows
+from ..._util.gpd import KHAT_BAD
 from ..._util.seeds import Stream, stream_rng
 from ...draws import Draws
 from ...errors import StanlogzError, ThinForBudget
@@ -44,16 +45,15 @@ from .subsample import subsample_estimates
 INSTANCES_PER_OBSERVATION = 2.2
 
 #: The observations whose approximation (PSIS on ``SUBSAMPLE_APPROX_DRAWS`` draws) is poor,
-#: k̂ above this or a log-likelihood variance above ``LOGLIK_VAR_HEAVY``
+#: k̂ above ``KHAT_BAD`` or a log-likelihood variance above ``LOGLIK_VAR_HEAVY``
 #: (:func:`_poorly_approximated`), are all done and taken with certainty when a pass stops:
 #: those the budget left are computed after the approximation. The difference estimator of
 #: the rest is unbiased over the random order either way, but one unvisited observation whose
 #: approximation is far off (an outlier: PSIS on 100 draws ~0.6 nats high) is an error its
 #: subsampling se cannot see (issue 45: two budget-stopped runs of 120 at z +4.1 and +6.0).
-#: k̂ 0.7 as ``loo(subsample=m)``'s :func:`~.subsample.draw_sample`: at 100 draws k̂ reads
-#: above 0.5 for 7-41 of 4000 ordinary observations, and read 0.13-0.67 for the outlier,
-#: whose variance was 2.7-4.1 on 4 seeds (every other observation under 0.4).
-CERTAIN_KHAT = 0.7
+#: ``KHAT_BAD`` as ``loo(subsample=m)``'s :func:`~.subsample.draw_sample`: at 100 draws k̂
+#: reads above ``KHAT_HEAVY`` for 7-41 of 4000 ordinary observations, and read 0.13-0.67 for
+#: the outlier, whose variance was 2.7-4.1 on 4 seeds (every other observation under 0.4).
 #: Where more than this many are left, or they do not fit in the budget left at twice the
 #: pass's median seconds per observation (less this margin), none is certain: all are
 #: estimated from the random sample (the estimator stays unbiased, the outliers unseen).
@@ -215,9 +215,9 @@ def _approx_rows(n_draws: int) -> np.ndarray:
 
 def _poorly_approximated(approx: PsisLoo) -> np.ndarray:
     """Which observations' approximation (PSIS on ``SUBSAMPLE_APPROX_DRAWS`` draws) is poor:
-    k̂ above :data:`CERTAIN_KHAT`, or a log-likelihood variance above ``LOGLIK_VAR_HEAVY``
+    k̂ above ``KHAT_BAD``, or a log-likelihood variance above ``LOGLIK_VAR_HEAVY``
     (its ratios are heavy whatever k̂ reads from 100 draws)."""
-    poor = approx.khat > CERTAIN_KHAT
+    poor = approx.khat > KHAT_BAD
     if approx.var_i is not None:
         poor |= approx.var_i > LOGLIK_VAR_HEAVY
     return poor

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from stanlogz._util.deadline import OverBudget, time_budget
+from stanlogz._util.gpd import KHAT_BAD
 from stanlogz._util.seeds import Stream, stream_rng
 from stanlogz.crossval.elpd.psis import LOGLIK_VAR_HEAVY, psis_loo
 from stanlogz.crossval.observations import clock as pass_clock
 from stanlogz.crossval.observations.clock import PassClock
 from stanlogz.crossval.psis_loo.anytime import (
-    CERTAIN_KHAT,
     CERTAIN_MAX,
     anytime_pass,
     budget_flags,
@@ -282,7 +282,7 @@ def test_an_observation_left_whose_approximation_is_poor_is_done_with_certainty(
     assert approx.var_i[far] > LOGLIK_VAR_HEAVY  # the premise: a poor approximation
     with time_budget(1.5):
         ps, index, est = anytime_pass(FakeSource(ll, clock, 0.01), draws(), 1.0, 0.5, 3)
-    certain_obs = np.nonzero((approx.khat > CERTAIN_KHAT) | (approx.var_i > LOGLIK_VAR_HEAVY))[0]
+    certain_obs = np.nonzero((approx.khat > KHAT_BAD) | (approx.var_i > LOGLIK_VAR_HEAVY))[0]
     assert 1 <= certain_obs.size <= CERTAIN_MAX
     assert far in index and set(certain_obs) <= set(index)
     assert set(index) == set(order[:104]) | set(certain_obs)
