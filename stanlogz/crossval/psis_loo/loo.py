@@ -752,7 +752,7 @@ def _match_band(band: np.ndarray, match: Any, ps: PsisLoo, pos: dict[int, int],
     :func:`mm_band_floor` or with a log-likelihood variance above :data:`LOGLIK_VAR_HEAVY`;
     the most variable first) within ``seconds`` (and the time budget): a value is kept where a
     map lowered its k̂; the others, and those the time left, keep PSIS's, with a note when
-    time left some."""
+    time left some, or when a value heavy by its variance could not be matched."""
     floor = mm_band_floor(ps.n_samples, threshold)
     if progress:
         progress(f"moment matching {band.size} observation(s) with k-hat in ({floor:.2f}, "
@@ -762,6 +762,16 @@ def _match_band(band: np.ndarray, match: Any, ps: PsisLoo, pos: dict[int, int],
     kept = [f for f in matched if f.khat_after is not None and f.khat_after < f.khat
             and f.khat_after <= threshold]
     notes = []
+    done = {f.index for f in kept}
+    stuck = [f.index for f in matched if f.index not in done and ps.var_i is not None
+             and ps.var_i[pos[f.index]] > LOGLIK_VAR_HEAVY]
+    if stuck:  # heavy by their variance, and no map helped: PSIS's error bar may not hold
+        notes.append(f"{len(stuck)} observation(s) whose log-likelihood varies over the draws "
+                     f"by more than {LOGLIK_VAR_HEAVY} (heavy importance ratios, whatever "
+                     "k-hat reads) keep their PSIS values: moment matching did not lower "
+                     f"their k-hat ({', '.join(str(i + 1) for i in stuck[:10])}); their "
+                     "error bars may not hold: refit them with "
+                     f"{Route(options={'fix': 'exact', 'k_threshold': 0})}, or draw more")
     if left:
         notes.append(f"moment matching of the values with k-hat in ({floor:.2f}, "
                      f"{threshold:.2f}] or a log-likelihood variance above "

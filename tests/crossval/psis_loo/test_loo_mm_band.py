@@ -123,3 +123,24 @@ def test_a_subsample_takes_an_observation_heavy_by_its_variance_with_certainty()
         assert set(index[certain]) == {3, 7} and index.size == 10
     index, certain = draw_sample(khat, 10, np.random.default_rng(0))  # k-hat alone
     assert set(index[certain]) == {3}
+
+
+def test_a_value_heavy_by_its_variance_that_matching_cannot_lower_is_named(outlier,
+                                                                           monkeypatch):
+    # matching that lowers no k-hat (forced: the value comes back as PSIS's, k-hat unchanged)
+    # leaves the outlier on PSIS, and its variance (above 0.4) makes that a warning that
+    # names it and the refit that fits
+    from stanlogz.crossval.fixups.fixups import FixedPoint
+
+    model, data, d, _ = outlier
+
+    def no_map(pw, d, log_post, i, ps, j, threshold, r_eff, **options):
+        return FixedPoint(i, float(ps.elpd_i[j]), 0.01, "mm", float(ps.khat[j]),
+                          float(ps.elpd_i[j]), 0, 1, 0.0, khat_after=float(ps.khat[j]))
+
+    monkeypatch.setattr(loo_module, "_moment_matched", no_map)
+    r = loo(model, data, draws=d, log_lik="log_lik", verify=0)
+    assert 0 not in {f.index for f in r.fixed} and r.elpd_i[0] == r.psis_elpd_i[0]
+    line = next(w for w in r.warnings if "moment matching did not lower" in w)
+    assert "moment matching did not lower their k-hat (1" in line
+    assert "fix='exact', k_threshold=0" in line
