@@ -173,27 +173,17 @@ def anytime_pass(pw: Any, d: Draws, r_eff: float, keep_above: float, seed: Any,
     if clock is not None and clock.approximate is False:  # no time was left for it
         approx, how = np.zeros(n), "none"
     else:
-        approx, approx_ps, how = _approximation(pw, d, r_eff, done,
+        approx, poor_mask, how = _approximation(pw, d, r_eff, done,
                                                 PsisLoo.concatenate(approx_parts), progress)
-        poor = np.nonzero(_poorly_approximated(approx_ps))[0]
+        poor = np.nonzero(poor_mask)[0]
         extra = _certain_left(poor, done, clock)
         if extra is not None:  # every poorly approximated one is done: the certain stratum
-            if extra.size:
-                if progress:
-                    progress(f"computing {extra.size} observation(s) left whose approximation "
-                             f"is poor: {', '.join(str(i + 1) for i in extra)}")
-                checked = getattr(pw, "budget_checked", True)
-                pw.budget_checked = False  # the pass kept time for them (_certain_left)
-                try:
-                    for idx, ll in pw.chunks(unc, con, d.constrained_names, index=extra):
-                        done_parts.append(np.asarray(idx, dtype=int))
-                        parts.append(psis_loo(ll, r_eff, chains=d.n_chains,
-                                              keep_above=keep_above))
-                finally:
-                    pw.budget_checked = checked
-                done = np.concatenate(done_parts)
-                sort = np.argsort(done, kind="stable")
-                ps = take(PsisLoo.concatenate(parts), sort)
+            for idx, part in _computed(pw, d, unc, con, extra, r_eff, keep_above, progress):
+                done_parts.append(idx)
+                parts.append(part)
+            done = np.concatenate(done_parts)
+            sort = np.argsort(done, kind="stable")
+            ps = take(PsisLoo.concatenate(parts), sort)
             certain = np.isin(done[sort], poor)
             if (~certain).sum() < 2:  # too few left for the random part's variance
                 certain = None
@@ -223,6 +213,26 @@ def _poorly_approximated(approx: PsisLoo) -> np.ndarray:
     return poor
 
 
+def _computed(pw: Any, d: Draws, unc: np.ndarray, con: np.ndarray | None, obs: np.ndarray,
+              r_eff: float, keep_above: float, progress: Any
+              ) -> list[tuple[np.ndarray, PsisLoo]]:
+    """PSIS-LOO of the observations ``obs`` on all the draws, after a stopped pass (whose
+    clock kept the time :func:`_certain_left` counted): ``(index, values)`` per block."""
+    if not obs.size:
+        return []
+    if progress:
+        progress(f"computing {obs.size} observation(s) left whose approximation is poor: "
+                 f"{', '.join(str(i + 1) for i in obs)}")
+    checked = getattr(pw, "budget_checked", True)
+    pw.budget_checked = False
+    try:
+        return [(np.asarray(idx, dtype=int),
+                 psis_loo(ll, r_eff, chains=d.n_chains, keep_above=keep_above))
+                for idx, ll in pw.chunks(unc, con, d.constrained_names, index=obs)]
+    finally:
+        pw.budget_checked = checked
+
+
 def _certain_left(poor: np.ndarray, done: np.ndarray, clock: Any) -> np.ndarray | None:
     """The observations ``poor`` not done, to be computed and taken with certainty, or None
     where they are more than ``CERTAIN_MAX`` or do not fit in the run's time budget left at
@@ -241,16 +251,14 @@ def _certain_left(poor: np.ndarray, done: np.ndarray, clock: Any) -> np.ndarray 
 
 
 def _approximation(pw: Any, d: Draws, r_eff: float, done: np.ndarray,
-                   done_approx: PsisLoo, progress: Any) -> tuple[np.ndarray, PsisLoo, str]:
+                   done_approx: PsisLoo, progress: Any) -> tuple[np.ndarray, np.ndarray, str]:
     """PSIS-LOO of every observation on ``SUBSAMPLE_APPROX_DRAWS`` evenly thinned draws (what
-    ``loo(subsample=m)`` corrects): its values, the whole PSIS-LOO (k̂, log-likelihood
-    variance) and ``"psis100"``, ``done_approx`` for the observations ``done`` (from their
-    columns), the others evaluated; or zeros (``"none"``) where the budget ends that too."""
+    ``loo(subsample=m)`` corrects): its values, which are poor (:func:`_poorly_approximated`)
+    and ``"psis100"``, ``done_approx`` for the observations ``done`` (from their columns),
+    the others evaluated; or zeros, none poor and ``"none"`` where the budget ends that too."""
     n = pw.obs.n
-    approx, approx_k, approx_v = np.zeros(n), np.zeros(n), np.zeros(n)
-    approx[done], approx_k[done] = done_approx.elpd_i, done_approx.khat
-    approx_v[done] = (np.zeros(done.size) if done_approx.var_i is None
-                      else done_approx.var_i)
+    approx, poor = np.zeros(n), np.zeros(n, dtype=bool)
+    approx[done], poor[done] = done_approx.elpd_i, _poorly_approximated(done_approx)
     rest = np.setdiff1d(np.arange(n), done)
     unc = d.flat_unconstrained()[_approx_rows(d.n_chains * d.n_draws)]
     if progress:
@@ -261,20 +269,12 @@ def _approximation(pw: Any, d: Draws, r_eff: float, done: np.ndarray,
     try:
         for idx, block in pw.chunks(unc, index=rest):
             one = psis_loo(block, r_eff)
-            approx[idx], approx_k[idx], approx_v[idx] = one.elpd_i, one.khat, one.var_i
+            approx[idx], poor[idx] = one.elpd_i, _poorly_approximated(one)
     except deadline.OverBudget:  # a conditional quadrature past the budget
-        return np.zeros(n), _approx_ps(np.zeros(n), np.zeros(n), np.zeros(n)), "none"
+        return np.zeros(n), np.zeros(n, dtype=bool), "none"
     finally:
         pw.budget_checked = checked
-    return (approx, _approx_ps(approx, approx_k, approx_v),
-            f"psis{SUBSAMPLE_APPROX_DRAWS}")
-
-
-def _approx_ps(elpd: np.ndarray, khat: np.ndarray, var: np.ndarray) -> PsisLoo:
-    """The approximation's values as a :class:`PsisLoo` (what :func:`_poorly_approximated`
-    reads)."""
-    return PsisLoo(elpd_i=elpd, lppd_i=elpd, khat=khat, r_eff=1.0,
-                   n_samples=SUBSAMPLE_APPROX_DRAWS, var_i=var)
+    return approx, poor, f"psis{SUBSAMPLE_APPROX_DRAWS}"
 
 
 def budget_flags(d: Draws, est: dict[str, Any] | None,

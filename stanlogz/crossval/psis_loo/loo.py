@@ -763,8 +763,9 @@ def _match_band(band: np.ndarray, match: Any, ps: PsisLoo, pos: dict[int, int],
             and f.khat_after <= threshold]
     notes = []
     done = {f.index for f in kept}
-    stuck = [f.index for f in matched if f.index not in done and ps.var_i is not None
-             and ps.var_i[pos[f.index]] > LOGLIK_VAR_HEAVY]
+    # (maps are tried only from k-hat MM_K_TARGET up: below, no map is a failure)
+    stuck = [f.index for f in matched if f.index not in done and f.khat >= MM_K_TARGET
+             and ps.var_i is not None and ps.var_i[pos[f.index]] > LOGLIK_VAR_HEAVY]
     if stuck:  # heavy by their variance, and no map helped: PSIS's error bar may not hold
         notes.append(f"{len(stuck)} observation(s) whose log-likelihood varies over the draws "
                      f"by more than {LOGLIK_VAR_HEAVY} (heavy importance ratios, whatever "

@@ -31,7 +31,7 @@ def draw_sample(approx_khat: np.ndarray, m: int, rng: np.random.Generator,
     poor = k > KHAT_BAD
     if approx_var is not None:
         poor |= np.asarray(approx_var, dtype=float) > LOGLIK_VAR_HEAVY
-    order = np.argsort(-np.where(poor, 2.0 + k, k), kind="stable")
+    order = np.lexsort((-k, ~poor))  # the poor first, each part by k-hat, highest first
     # their approximation is poor, and left to chance their heavy-tailed differences made the
     # sample variance, and so the subsampling se, unstable
     certain = order[: min(int(np.sum(poor)), m // 2, max(m - 2, 0))]
