@@ -8,13 +8,23 @@ per-observation or linked latents and for non-factorized likelihoods (Bürkner, 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from ..._util import deadline
 from ..._util.arrays import even_rows
-from ...errors import BackendUnsupported, DataError, InputError, Route, StanlogzError
+from ..._util.progress import duration
+from ...errors import (
+    BackendUnsupported,
+    BudgetSpent,
+    DataError,
+    InputError,
+    Route,
+    StanlogzError,
+)
 from ...stan.code import data_names
 from ...stan.program import StanProgram
 from ..observations.conditional import (
@@ -125,11 +135,16 @@ def _conditional(model: StanProgram, data: Mapping[str, Any], obs: Observations,
                                  routes=Route("kfold")) from None
             raise
         probe = [0, obs.n - 1]
-        if not all(src.gaussian(i, rows) for i in probe):
-            integ = _integrated(model, data, obs, rows)
-            if integ is not None:
-                return integ
-        src.columns(probe, rows)
+        t0 = time.perf_counter()
+        try:
+            if not all(src.gaussian(i, rows) for i in probe):
+                integ = _integrated(model, data, obs, rows)
+                if integ is not None:
+                    return integ
+            src.columns(probe, rows)
+        except BudgetSpent:
+            raise _probe_over_budget(src, obs, probe, len(rows),
+                                     time.perf_counter() - t0) from None
     except (NotGaussian, NoConditional) as exc:
         reason = ("its density is not a sum of independent per-observation terms, and "
                   if why is not None else "")
@@ -140,6 +155,27 @@ def _conditional(model: StanProgram, data: Mapping[str, Any], obs: Observations,
         raise InputError(f"no valid pointwise LOO for {model.name}: {reason}{detail}; use "
                          f"{text}", routes=routes) from None
     return src
+
+
+def _probe_over_budget(src: Any, obs: Observations, probe: list[int], n_rows: int,
+                       elapsed: float) -> deadline.OverBudget:
+    """The refusal of a conditional source whose trial on the observations ``probe`` at
+    ``n_rows`` draws outlasted the run's time budget after ``elapsed`` seconds. The pass does
+    the same work for each observation (its closed-form check, then its quadrature) at the
+    posterior draws, at least as costly per observation as at these few, so it takes at least
+    ``N`` times the trial's time per observation tried (iohmm_reg, an HMM of 500 steps: six
+    minutes inside y[1] at 3 draws, where the refusal used to name twice the budget)."""
+    total = deadline.budget_seconds() or elapsed
+    least = elapsed / len(probe) * obs.n
+    routes = (*general_routes(),
+              deadline.as_option(1.3 * least + 120, "at least, for the whole pass"))
+    label = " and ".join(src.quad._label(i) if hasattr(src, "quad") else f"observation {i + 1}"
+                         for i in probe)
+    return deadline.OverBudget(
+        f"the time budget of {duration(total)} ran out while the conditional log-likelihood "
+        f"was tried on {label} at {n_rows} draws ({duration(elapsed)}, unfinished): its pass "
+        f"over the {obs.n} observations at the posterior draws would take at least "
+        f"{duration(least)} here; run with " + ", or ".join(map(str, routes)), routes=routes)
 
 
 KFOLD_NOTE = "(10 refits, each fold's held-out density exact)"

@@ -15,6 +15,7 @@ its Monte Carlo se, so |error| <= 4 se fails with probability 6e-5; the seeds ar
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -27,7 +28,7 @@ from stanlogz.crossval.observations.nonfactorized import NonFactorizedSource
 from stanlogz.crossval.observations.observations import find_observations
 from stanlogz.crossval.psis_loo.loo import loo
 from stanlogz.crossval.psis_loo.sum_mcse import sum_mcse
-from stanlogz.errors import InputError, speaking
+from stanlogz.errors import InputError, OverBudget, speaking
 
 # ----------------------------------------------------------------- GARCH(1,1)
 
@@ -442,3 +443,42 @@ def test_a_bounded_value_gaussian_by_text_is_a_truncated_normal_in_closed_form(c
     want = [stats.truncnorm.logpdf(0.0, -p["mu"] / p["sigma"], np.inf, p["mu"], p["sigma"])
             for p in pars]
     np.testing.assert_allclose(got, want, rtol=0, atol=src.quad.error[1] + 1e-9)
+
+
+def test_a_trial_that_outlasts_the_budget_prices_the_pass_from_its_own_time(compiled,
+                                                                             monkeypatch):
+    # iohmm_reg (posteriordb): the conditional trial on y[1] at 3 draws ran six minutes into a
+    # 9-minute budget and the refusal named twice the budget, a route that fails again. Each
+    # instance of the GARCH quadrature (a node) built 20 ms more slowly: the trial of y[1] and y[T] (about 100
+    # nodes each) cannot end in a 0.5 s budget, and the refusal prices the pass at the trial's
+    # time per observation tried times T, at least, with the refit routes.
+    import time
+
+    from stanlogz._util import deadline
+    from stanlogz.crossval.elpd.routes import pointwise_source
+    from stanlogz.crossval.observations import conditional_quadrature as cq
+
+    data = T.garch_data(30, np.random.default_rng(1))
+    m = compiled("garch_like", data)
+    rows = np.array([m.unconstrain_dict(p) for p in GARCH_THETA])
+    slow = cq.QuadratureLogLik._build
+
+    def build_slowly(self, i, value):
+        time.sleep(0.02)
+        return slow(self, i, value)
+
+    monkeypatch.setattr(cq.QuadratureLogLik, "_build", build_slowly)
+    obs = find_observations(data, "T")
+    t0 = time.perf_counter()
+    with deadline.time_budget(0.5), pytest.raises(OverBudget) as err:
+        pointwise_source(m, data, obs, "conditional", rows)
+    elapsed = time.perf_counter() - t0
+    text = str(err.value)
+    assert "ran out while the conditional log-likelihood was tried on y[1] and y[30] at 3 " \
+           "draws" in text
+    least = float(re.search(r"would take at least (\d+(?:\.\d+)?) s here", text).group(1))
+    # at least 30 observations x (0.5 s over two observations tried) = 7.5 s, and no more
+    # than the trial's own time per observation tried times 30
+    assert 7.5 <= least <= 15 * elapsed + 1
+    names = [r.command or next(iter(r.options)) for r in err.value.routes]
+    assert names == ["lfo", "kfold", "time_budget"]
