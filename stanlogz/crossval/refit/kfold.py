@@ -232,9 +232,17 @@ class KFoldResult(KFoldNames, ElpdResult):
                 for j, f in enumerate(self.folds)]
 
     def pointwise(self) -> list[dict[str, Any]]:
-        """One row per observation: number (from 1), fold (from 1), elpd."""
+        """One row per observation: number (from 1), fold (from 1), elpd, and how its fold was
+        held out (``method``: the refit's ``bridge``, ``augmented-bridge`` or
+        ``evidence-difference``, ``psis`` from the full fit, or ``fold-sample`` where a time
+        budget left the fold to the refit folds' elpd per observation: that value is the
+        folds' rate, not an estimate for this observation)."""
+        method = np.empty(self.n_obs, dtype=object)
+        for f in self.folds:
+            method[f.index] = f.method
         return [{"observation": i + 1, "fold": int(self.fold_of[i]) + 1,
-                 "elpd": float(self.elpd_i[i])} for i in range(self.n_obs)]
+                 "elpd": float(self.elpd_i[i]), "method": method[i]}
+                for i in range(self.n_obs)]
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict."""

@@ -449,9 +449,9 @@ def test_a_trial_that_outlasts_the_budget_prices_the_pass_from_its_own_time(comp
                                                                              monkeypatch):
     # iohmm_reg (posteriordb): the conditional trial on y[1] at 3 draws ran six minutes into a
     # 9-minute budget and the refusal named twice the budget, a route that fails again. Each
-    # instance of the GARCH quadrature (a node) built 20 ms more slowly: the trial of y[1] and y[T] (about 100
-    # nodes each) cannot end in a 0.5 s budget, and the refusal prices the pass at the trial's
-    # time per observation tried times T, at least, with the refit routes.
+    # instance of the GARCH quadrature (a node) built 20 ms more slowly: the trial of y[1] and
+    # y[T] (about 100 nodes each) cannot end in a 0.5 s budget, and the refusal prices the
+    # pass at the trial's time per observation tried times T, at least, with the refit routes.
     import time
 
     from stanlogz._util import deadline

@@ -111,6 +111,12 @@ def test_folds_left_where_psis_cannot_serve_are_estimated_from_the_folds_refit(
     assert "stand-in" in stop["why_not_psis"]
     assert [f.method for f in r.folds][3:] == ["fold-sample", "fold-sample"]
     done, left = r.folds[:3], r.folds[3:]
+    # the pointwise rows say which values are the folds' rate (not estimates of their own)
+    rows = r.pointwise()
+    imputed = np.concatenate([f.index for f in left])
+    assert sorted(row["observation"] - 1 for row in rows if row["method"] == "fold-sample") \
+        == sorted(imputed.tolist())
+    assert {row["method"] for row in rows} - {"fold-sample"} <= {"bridge", "evidence-difference"}
     size = np.array([f.index.size for f in done], dtype=float)
     point = np.array([f.elpd_i.sum() for f in done])
     rate = point.sum() / size.sum()
