@@ -466,7 +466,7 @@ def loo(
     bad = index[ps.khat > (min(threshold, KHAT_HEAVY) if method.mixture else threshold)]
     # observations alone in moving a parameter: refit exactly whatever their k-hat (own_latent)
     own = own_parameter_observations(pw, unc, index) if sample_index is None else {}
-    own_refit = bool(own) and method.refit is not None and len(own) <= MAX_OWN_REFITS
+    own_refit = bool(own) and method.refit is not None and _own_refits_fit(len(own), refit_s)
     bad = np.setdiff1d(bad, list(own)) if own_refit else bad
     fixed: list[FixedPoint] = []
     band_mm = np.array([], dtype=int)
@@ -780,6 +780,22 @@ def _match_band(band: np.ndarray, match: Any, ps: PsisLoo, pos: dict[int, int],
                      f"({duration(seconds)}); the other {len(left)} keep their PSIS values, "
                      "whose error bars hold less well there")
     return kept, notes
+
+
+def _own_refits_fit(n_own: int, refit_seconds: float | None) -> bool:
+    """Whether the ``n_own`` observations alone in moving a parameter are refit exactly: up to
+    ``MAX_OWN_REFITS`` always; more where their refits (``refit_seconds`` each, one warm refit
+    from the draws) take no more than ``fix="auto"`` starts on its own
+    (``AUTO_REFIT_SECONDS``) and half the time budget left (posteriordb
+    radon_variable_intercept_slope_noncentered: 28 one-house counties, refits under a second
+    each, were flagged with no mcse at a count cap of 10)."""
+    if n_own <= MAX_OWN_REFITS:
+        return True
+    if not refit_seconds:
+        return False
+    cost = n_own * refit_seconds
+    left = run_budget.remaining()
+    return cost <= AUTO_REFIT_SECONDS and (left is None or cost <= 0.5 * left)
 
 
 def _auto_refits_too_long(fix: FixMethod, d: Draws, n_refits: int, threshold: float

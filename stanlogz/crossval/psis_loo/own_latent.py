@@ -23,7 +23,8 @@ from ..observations.pointwise import PointwiseLogLik
 #: Parameters probed at most (one row of the pointwise log-likelihood per parameter, about
 #: dim / draws of the pass's cost); a larger program is not probed.
 MAX_PROBED = 400
-#: Observations refit exactly at most; beyond it the values are flagged instead.
+#: Observations refit exactly whatever their refits cost; more are refit where their refits
+#: fit in the time ``fix="auto"`` starts on its own (``loo._own_refits_fit``), else flagged.
 MAX_OWN_REFITS = 10
 
 

@@ -62,3 +62,51 @@ def test_without_refits_the_mcse_is_withheld(compiled):
     assert np.isnan(r.mcse_elpd_loo)
     assert "17 (a.3)" in r.mcse_na_reason()
     assert r.to_dict()["mcse_elpd_loo"] is None
+
+
+def _many_singletons() -> dict:
+    # two groups of 8 and 12 groups of one (more than MAX_OWN_REFITS): the radon shape of
+    # posteriordb's radon_variable_intercept_slope_noncentered, 28 one-house counties
+    rng = np.random.default_rng(11)
+    g = [1] * 8 + [2] * 8 + list(range(3, 15))
+    y = np.concatenate([1.0 + 0.5 * rng.normal(size=8), -1.0 + 0.5 * rng.normal(size=8),
+                        rng.uniform(-3.0, 3.0, size=12)]).round(4)
+    return {"N": len(g), "J": 14, "g": g, "y": y.tolist()}
+
+
+@pytest.mark.stan
+def test_more_groups_of_one_than_the_count_are_refit_where_the_refits_are_cheap(compiled):
+    # 12 observations alone in moving a parameter, each refit under a second: refit exactly
+    # (at a count cap of 10 they were flagged and the total had no mcse)
+    data = _many_singletons()
+    r = stanlogz.loo(compiled(PROGRAM, data), data, seed=4, verify=0)
+    g = np.asarray(data["g"]) - 1
+    X = np.zeros((g.size, data["J"]))
+    X[np.arange(g.size), g] = 1.0
+    y = np.asarray(data["y"], dtype=float)
+    exact = linear_loo(LinearModel(X, y, np.zeros(data["J"]), np.eye(data["J"]) / 100.0,
+                                   lambda s: np.full(y.size, s ** 2),
+                                   lambda s: -0.5 * s ** 2))
+    singles = set(range(16, 28))
+    assert singles <= {f.index for f in r.fixed if f.method == "exact"}
+    assert any("12 observation(s) are each the only one" in w and "refit exactly" in w
+               for w in r.warnings)
+    # within 4 of its mc se of the exact value: probability 6e-5 when the se holds
+    assert np.isfinite(r.mcse_elpd_loo)
+    assert abs(r.elpd_loo - exact.sum()) < 4 * r.mcse_elpd_loo
+
+
+def test_groups_of_one_beyond_the_count_are_refit_only_where_the_time_allows():
+    from stanlogz._util.deadline import time_budget
+    from stanlogz.crossval.psis_loo.loo import AUTO_REFIT_SECONDS, _own_refits_fit
+    from stanlogz.crossval.psis_loo.own_latent import MAX_OWN_REFITS
+
+    n = MAX_OWN_REFITS + 2
+    assert _own_refits_fit(MAX_OWN_REFITS, None)  # the count: whatever they cost
+    assert not _own_refits_fit(n, None)  # beyond it, an unknown price: flagged
+    assert _own_refits_fit(n, 1.0)
+    assert not _own_refits_fit(n, 1.01 * AUTO_REFIT_SECONDS / n)  # beyond auto's own limit
+    with time_budget(2 * n * 1.0 + 5.0):
+        assert _own_refits_fit(n, 1.0)  # within half the budget left
+    with time_budget(n * 1.0):
+        assert not _own_refits_fit(n, 1.0)
