@@ -165,3 +165,37 @@ def test_refits_that_stop_early_keep_their_exact_values_and_say_so() -> None:
     assert all(f.elpd == exact[f.index] for f in fixed)
     assert "47 PSIS value(s)" in band.note and "3 of the" in band.note
     assert "the time budget ended the refits" in band.note
+
+
+def test_values_moment_matched_below_the_threshold_stay_in_the_band() -> None:
+    # radon_county_intercept, seed 1: fix="auto" moment-matched 35 values with k-hat 0.45-0.70
+    # (their k-hat may read low) and the band left them out, so nothing corrected them: the
+    # total came out +1.18 above the exact value (z +2.9). They stay in the band with their
+    # matched values: a sampled one is refit (its matched value replaced), an unsampled one
+    # gets its stratum's mean difference of exact minus the estimate it holds.
+    n_band = 40
+    obs, k, psis, exact, refit, calls = _band_case(n_band, 0.0)
+    band_idx = np.arange(40, 40 + n_band)
+    matched = band_idx[k[band_idx] > 0.45]
+    # each matched value is 0.3 above its exact value, whatever its PSIS value was
+    mm = [FixedPoint(index=int(i), elpd=float(exact[i] + 0.3), mcse=0.01, method="mm",
+                     khat=float(k[i]), psis_elpd=float(psis[i]), n_gradient_evals=0,
+                     n_evals=0, seconds=0.0) for i in matched]
+    psis[matched] -= 5.0  # the PSIS values the matching replaced: no longer what is corrected
+    assert set(matched.tolist()) <= set(band_members(obs, k, mm, BAND_LOW, 0.7).tolist())
+    fixed, band = correct_band(obs, k, psis, list(mm), refit, threshold=0.7, refit_seconds=1.0,
+                               rng=np.random.default_rng(2))
+    assert band.n == n_band
+    # one value per observation: a refit replaced the matched value it sampled
+    assert len({f.index for f in fixed}) == len(fixed)
+    by_index = {f.index: f for f in fixed}
+    for i in band.sampled:
+        assert by_index[i].method == "exact" and by_index[i].elpd == exact[i]
+    # the top stratum (0.5-0.7) holds matched values only: its mean difference is -0.3, and the
+    # unsampled matched values there end at their exact values
+    top = next(st for st in band.strata if st["khat"][0] == 0.5)
+    assert top["mean_difference"] == pytest.approx(-0.3)
+    for i in matched:
+        if i not in band.sampled and k[i] > 0.5:
+            assert by_index[i].method == "mm"
+            assert by_index[i].elpd + band.shifts[int(i)] == pytest.approx(exact[i])
