@@ -112,7 +112,9 @@ def test_invalid_density_differences_are_refused_in_one_line(compiled, program, 
     assert "\n" not in str(e.value)
 
 
-def test_per_observation_latents_with_log_lik_get_psis_loo_as_arviz(compiled):
+def test_per_observation_latents_with_log_lik_get_psis_loo_as_arviz(compiled, monkeypatch):
+    from stanlogz.crossval.psis_loo import loo as loo_module
+
     rng = np.random.default_rng(6)
     data = {"N": 20, "y": (1.0 + 1.5 * rng.normal(size=20)).round(3).tolist()}
     model = compiled(TESTS / "per_obs_loglik.stan", data)
@@ -123,10 +125,20 @@ def test_per_observation_latents_with_log_lik_get_psis_loo_as_arviz(compiled):
     ref = arviz_compat.loo(d.to_inference_data())
     assert r.elpd_loo == pytest.approx(ref["elpd"], rel=1e-9)
     assert r.log_lik_source == "log_lik" and r.n_obs == 20
-    # k_threshold=0 marks every point for a fix-up: UPS needs a program with the same
-    # parameters without the observation, so it says so and points to exact.
+    # k_threshold=0 marks every point for a fix-up. Each observation alone moves its own z_i:
+    # those are refit exactly whatever the fix-up (all 20 here: their refits are cheap), and
+    # the note says so
     r0 = loo(model, data, draws=d, fix="ups", k_threshold=0.0, log_lik="log_lik")
-    assert not r0.fixed and any("use fix='exact'" in w for w in r0.warnings)
+    assert sorted(f.index for f in r0.fixed) == list(range(20))
+    assert {f.method for f in r0.fixed} <= {"exact", "evidence-difference", "bridge",
+                                            "augmented-bridge"}
+    assert any("each the only one a parameter's likelihood depends on" in w
+               and "refit exactly" in w for w in r0.warnings)
+    # where they are not refit (their refits too long), UPS gets them: it needs a program with
+    # the same parameters without the observation, so it says so and points to exact
+    monkeypatch.setattr(loo_module, "_own_refits_fit", lambda n, seconds: False)
+    r1 = loo(model, data, draws=d, fix="ups", k_threshold=0.0, log_lik="log_lik")
+    assert not r1.fixed and any("use fix='exact'" in w for w in r1.warnings)
 
 
 def test_loo_of_eight_schools_is_exact_per_school(compiled):

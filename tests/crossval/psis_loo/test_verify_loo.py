@@ -44,9 +44,20 @@ def _case1_truth() -> float:
                         + stats.norm.logcdf(y / (sig * s))))
 
 
+@pytest.fixture
+def own_refits_capped(monkeypatch):
+    """The own-parameter refits at their count cap alone (MAX_OWN_REFITS): case 1's 15 values,
+    each alone in moving its latent, are otherwise all refit exactly where their refits are
+    cheap (loo._own_refits_fit), which leaves the self-check nothing to check."""
+    import stanlogz.crossval.psis_loo.loo as loo_module
+    from stanlogz.crossval.psis_loo.own_latent import MAX_OWN_REFITS
+
+    monkeypatch.setattr(loo_module, "_own_refits_fit", lambda n, seconds: n <= MAX_OWN_REFITS)
+
+
 @pytest.mark.stan
 @pytest.mark.slow  # about 15 exact refits (the repair), ~20 s
-def test_case1_is_flagged_and_repaired_to_the_exact_answer(compiled):
+def test_case1_is_flagged_and_repaired_to_the_exact_answer(compiled, own_refits_capped):
     m = compiled(CASE1)
     # 12 of the 15 values checked (Bonferroni |z| > 2.87): at auto's K = 4 the check flagged 29
     # of 30 runs (benchmarks/loo_verify.py) and its one miss had a largest z of 2.48, with the
@@ -130,3 +141,16 @@ def test_verify_refused_where_it_cannot_refit():
     with pytest.raises(stanlogz.InputError, match="verify refits observations"):
         stanlogz.loo(ll, verify=3)
     assert stanlogz.loo(ll).verification is None  # auto: nothing to refit, nothing said
+
+
+@pytest.mark.stan
+def test_case1_by_default_refits_every_value_alone_in_moving_its_latent(compiled):
+    # each of case 1's 15 observations alone moves its latent; their refits are cheap, so all
+    # are refit exactly (no PSIS value is left for the self-check to doubt) and the answer is
+    # the exact one within its mc se: |z| <= 4 fails with probability 6e-5 when the se holds
+    r = stanlogz.loo(compiled(CASE1), seed=1, log_lik="log_lik", verify=0)
+    assert sorted(f.index for f in r.fixed) == list(range(15))
+    assert all(f.method != "mm" for f in r.fixed)
+    assert any("refit exactly" in w for w in r.warnings)
+    assert np.isfinite(r.mcse_elpd_loo)
+    assert abs(r.elpd_loo - _case1_truth()) <= 4 * r.mcse_elpd_loo

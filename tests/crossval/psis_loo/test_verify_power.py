@@ -15,9 +15,21 @@ from tests.conftest import MODELS
 CASE1 = MODELS / "tests" / "selfcheck_latent.stan"
 
 
+@pytest.fixture
+def own_refits_capped(monkeypatch):
+    """The own-parameter refits at their count cap alone (MAX_OWN_REFITS): case 1's 15 values,
+    each alone in moving its latent, are otherwise all refit exactly where their refits are
+    cheap (loo._own_refits_fit), which leaves the self-check nothing to check."""
+    import stanlogz.crossval.psis_loo.loo as loo_module
+    from stanlogz.crossval.psis_loo.own_latent import MAX_OWN_REFITS
+
+    monkeypatch.setattr(loo_module, "_own_refits_fit", lambda n, seconds: n <= MAX_OWN_REFITS)
+
+
 @pytest.mark.stan
 @pytest.mark.slow  # 15 exact refits, ~20 s
-def test_every_value_checked_flags_a_mild_run_that_is_off_and_repairs_it(compiled):
+def test_every_value_checked_flags_a_mild_run_that_is_off_and_repairs_it(compiled,
+                                                                        own_refits_capped):
     data = mild_data()
     m = compiled(CASE1, data)
     truth = latent_truth(data)
@@ -35,7 +47,7 @@ def test_every_value_checked_flags_a_mild_run_that_is_off_and_repairs_it(compile
 
 @pytest.mark.stan
 @pytest.mark.slow  # 7 runs of 4 refits (and a second stage where one hints), ~60 s
-def test_the_default_check_flags_mild_runs(compiled):
+def test_the_default_check_flags_mild_runs(compiled, own_refits_capped):
     data = mild_data()
     m = compiled(CASE1, data)
     # at K = 4 the check flagged a share 0.84 (se 0.08) of 24 recorded runs (replay of the
