@@ -219,6 +219,13 @@ def instance_program(code: str, fields: Sequence[str], size_name: str) -> str:
     ])
 
 
+#: Observation indices one batched instance holds at most (the entries of its ``slz_idx``,
+#: rows x width): each is a JSON number and an interpreter value, and a pass over N
+#: observations of N - 1 each would hold N² at once (posteriordb 2pl_latent_reg_irt,
+#: N = 7,000: 49 million, and the command was killed for memory at 24 GB). More rows are
+#: split over several instances, built one after another.
+MAX_INDEX_ENTRIES = 1_000_000
+
 #: Per (program text, fields, size): the rewritten program's MIR, or None where it fails.
 _programs: dict[tuple[str, tuple[str, ...], str], str | None] = {}
 _lock = threading.Lock()
@@ -265,6 +272,21 @@ def instance_densities(model: Any, data: Mapping[str, Any], fields: Sequence[str
                 zip(cuts[:-1], cuts[1:], strict=True)))
         return None if any(b is None for b in blocks) else np.hstack(blocks)
     width = max((len(r) for r in rows), default=0)
+    per_instance = max(1, MAX_INDEX_ENTRIES // max(width, 1))
+    if len(rows) > per_instance:  # one instance after another: memory bounded by the cap
+        blocks, spent = [], {"build": 0.0, "evaluate": 0.0}
+        for a in range(0, len(rows), per_instance):
+            part: dict[str, float] = {}
+            block = instance_densities(model, data, fields, size_name,
+                                       rows[a:a + per_instance], unc, 1, part)
+            if block is None:
+                return None
+            blocks.append(block)
+            for key in spent:
+                spent[key] += part.get(key, 0.0)
+        if timing is not None:
+            timing.update(spent)
+        return np.hstack(blocks)
     idx = [[i + 1 for i in r] + [1] * (width - len(r)) for r in rows]
     extra = {f"{PREFIX}m": len(rows), f"{PREFIX}k": width,
              f"{PREFIX}len": [len(r) for r in rows], f"{PREFIX}idx": idx}

@@ -133,3 +133,34 @@ def test_nuts_started_from_a_previous_run_samples_the_exact_posterior():
     mu = warm.unconstrained[..., 0].ravel()
     assert abs(mu.mean() - m) <= 5 * s / np.sqrt(1000)
     assert abs(mu.var() / s**2 - 1) <= 5 * np.sqrt(2 / 1000)
+
+
+def test_a_pass_over_more_indices_than_one_instance_holds_is_split(monkeypatch):
+    # posteriordb 2pl_latent_reg_irt (N = 7000) held 49 million observation indices in one
+    # instance and was killed for memory; a cap of 20 entries splits the instances of 8
+    # observations each into batched instances of 2 rows (16 entries), with the same values to
+    # the last bit (the same terms summed in the same order)
+    from stanlogz.stan import interpreted_pointwise as ip
+
+    model, unc, batched, _, used = _passes(PROGRAM.read_text())
+    assert used
+    sizes: list[int] = []
+    real = InterpretedModel.__init__
+
+    def counting(self, code, data, *args, **kwargs):
+        if isinstance(data, dict) and "slz_idx" in data:  # a batched instance
+            sizes.append(len(data["slz_idx"]) * data["slz_k"])
+        real(self, code, data, *args, **kwargs)
+
+    monkeypatch.setattr(InterpretedModel, "__init__", counting)
+    pw = PointwiseLogLik(model, DATA, OBS, "difference")
+    pw._batch_measured = True
+    pw.columns(range(N), unc)
+    assert max(sizes) > 20  # uncapped, one instance holds more than the cap below
+    monkeypatch.setattr(ip, "MAX_INDEX_ENTRIES", 20)
+    sizes.clear()
+    pw = PointwiseLogLik(model, DATA, OBS, "difference")
+    pw._batch_measured = True
+    split = pw.columns(range(N), unc)
+    assert not pw._batch_failed and sizes and max(sizes) <= 20
+    np.testing.assert_array_equal(split, batched)
