@@ -295,3 +295,41 @@ def test_an_observation_left_whose_approximation_is_poor_is_done_with_certainty(
     assert est["subsampling_se"] == pytest.approx(want["subsampling_se"], rel=1e-12)
     # the outlier's value is in the total as it is (expansion over the others only)
     assert want["expansion"] == pytest.approx((200 - certain.sum()) / (~certain).sum())
+
+
+def test_a_batched_pass_is_priced_on_a_sample_of_observations_scaled_to_all(monkeypatch):
+    # posteriordb 2pl_latent_reg_irt (N = 7000, interpreted): pricing every observation's
+    # instance at 8 and 136 points was itself an O(N²) pass, 286 s before sampling. A source
+    # whose batched call costs 1 ms per observation plus 0.01 ms per observation and point
+    # (a fake clock) is priced on PRICE_OBSERVATIONS of them and scaled to N exactly.
+    from stanlogz.crossval.psis_loo import anytime
+    from stanlogz.crossval.psis_loo.anytime import (
+        BATCH_MARGIN,
+        PRICE_OBSERVATIONS,
+        PSIS_VALUE_S,
+        pass_reserve,
+    )
+
+    now = [0.0]
+    monkeypatch.setattr(anytime.time, "perf_counter", lambda: now[0])
+    n = 7000
+    seen: list[int] = []
+
+    class Batched:
+        source, _batch_failed = "difference", False
+        obs = SimpleNamespace(n=n)
+        model = SimpleNamespace(dim=3, instance_densities=lambda *a: None)
+
+        def columns(self, index, unc):
+            seen.append(len(index))
+            now[0] += len(index) * (1e-3 + 1e-5 * unc.shape[0])
+            return np.zeros((unc.shape[0], len(index)))
+
+    with time_budget(555):
+        seconds, per_draw = pass_reserve(Batched())
+    assert seen == [PRICE_OBSERVATIONS, PRICE_OBSERVATIONS]
+    # the block (every instance built once) and a draw, both at all N, with the margin
+    assert seconds == pytest.approx(BATCH_MARGIN * n * 1e-3, rel=1e-9)
+    blocks_per_draw = 8 * n / anytime.CHUNK_BYTES
+    assert per_draw == pytest.approx(BATCH_MARGIN * (n * 1e-5 + n * 1e-3 * blocks_per_draw)
+                                     + n * PSIS_VALUE_S, rel=1e-9)
