@@ -219,11 +219,14 @@ def instance_program(code: str, fields: Sequence[str], size_name: str) -> str:
     ])
 
 
+#: Rows (data instances) one batched instance holds at most. The interpreter keeps about
+#: 2.4 MB per row for posteriordb 2pl_latent_reg_irt (1.1 GB at 500 rows, 4.7 GB at 2,000,
+#: whatever the draws), and its pass over 7,000 observations in one instance per thread was
+#: killed for memory at 24 GB. More rows are split over instances built one after another;
+#: the build costs about the same per row either way (9 ms a row there).
+MAX_ROWS = 256
 #: Observation indices one batched instance holds at most (the entries of its ``slz_idx``,
-#: rows x width): each is a JSON number and an interpreter value, and a pass over N
-#: observations of N - 1 each would hold N² at once (posteriordb 2pl_latent_reg_irt,
-#: N = 7,000: 49 million, and the command was killed for memory at 24 GB). More rows are
-#: split over several instances, built one after another.
+#: rows x width), for instances of many observations each.
 MAX_INDEX_ENTRIES = 1_000_000
 
 #: Per (program text, fields, size): the rewritten program's MIR, or None where it fails.
@@ -272,7 +275,7 @@ def instance_densities(model: Any, data: Mapping[str, Any], fields: Sequence[str
                 zip(cuts[:-1], cuts[1:], strict=True)))
         return None if any(b is None for b in blocks) else np.hstack(blocks)
     width = max((len(r) for r in rows), default=0)
-    per_instance = max(1, MAX_INDEX_ENTRIES // max(width, 1))
+    per_instance = min(MAX_ROWS, max(1, MAX_INDEX_ENTRIES // max(width, 1)))
     if len(rows) > per_instance:  # one instance after another: memory bounded by the cap
         blocks, spent = [], {"build": 0.0, "evaluate": 0.0}
         for a in range(0, len(rows), per_instance):

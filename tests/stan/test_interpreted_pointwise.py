@@ -135,32 +135,39 @@ def test_nuts_started_from_a_previous_run_samples_the_exact_posterior():
     assert abs(mu.var() / s**2 - 1) <= 5 * np.sqrt(2 / 1000)
 
 
-def test_a_pass_over_more_indices_than_one_instance_holds_is_split(monkeypatch):
-    # posteriordb 2pl_latent_reg_irt (N = 7000) held 49 million observation indices in one
-    # instance and was killed for memory; a cap of 20 entries splits the instances of 8
-    # observations each into batched instances of 2 rows (16 entries), with the same values to
-    # the last bit (the same terms summed in the same order)
+def test_a_pass_over_more_rows_than_one_instance_holds_is_split(monkeypatch):
+    # posteriordb 2pl_latent_reg_irt (N = 7000): the interpreter keeps about 2.4 MB per row of
+    # a batched instance, and one instance of 3500 rows per thread was killed for memory. A
+    # cap of 2 rows, or of 20 observation indices, splits this pass over several instances
+    # within it, with the same values to the last bit (the same terms summed in the same
+    # order)
     from stanlogz.stan import interpreted_pointwise as ip
 
     model, unc, batched, _, used = _passes(PROGRAM.read_text())
     assert used
-    sizes: list[int] = []
+    sizes: list[tuple[int, int]] = []
     real = InterpretedModel.__init__
 
     def counting(self, code, data, *args, **kwargs):
         if isinstance(data, dict) and "slz_idx" in data:  # a batched instance
-            sizes.append(len(data["slz_idx"]) * data["slz_k"])
+            sizes.append((len(data["slz_idx"]), len(data["slz_idx"]) * data["slz_k"]))
         real(self, code, data, *args, **kwargs)
 
     monkeypatch.setattr(InterpretedModel, "__init__", counting)
-    pw = PointwiseLogLik(model, DATA, OBS, "difference")
-    pw._batch_measured = True
-    pw.columns(range(N), unc)
-    assert max(sizes) > 20  # uncapped, one instance holds more than the cap below
-    monkeypatch.setattr(ip, "MAX_INDEX_ENTRIES", 20)
-    sizes.clear()
-    pw = PointwiseLogLik(model, DATA, OBS, "difference")
-    pw._batch_measured = True
-    split = pw.columns(range(N), unc)
-    assert not pw._batch_failed and sizes and max(sizes) <= 20
-    np.testing.assert_array_equal(split, batched)
+
+    def run() -> np.ndarray:
+        sizes.clear()
+        pw = PointwiseLogLik(model, DATA, OBS, "difference")
+        pw._batch_measured = True
+        out = pw.columns(range(N), unc)
+        assert not pw._batch_failed and sizes
+        return out
+
+    run()  # uncapped: one instance of 11 rows (2 baselines and 9 observations), 22 indices
+    assert max(r for r, _ in sizes) > 2 and max(e for _, e in sizes) > 20
+    for name, value, which in (("MAX_ROWS", 2, 0), ("MAX_INDEX_ENTRIES", 20, 1)):
+        with monkeypatch.context() as mp:
+            mp.setattr(ip, name, value)
+            split = run()
+        assert len(sizes) > 1 and max(size[which] for size in sizes) <= value
+        np.testing.assert_array_equal(split, batched)
