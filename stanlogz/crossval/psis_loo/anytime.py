@@ -22,6 +22,7 @@ than a subsample's estimate of the rest)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from typing import Any
 
@@ -33,6 +34,7 @@ from ..._util.gpd import KHAT_BAD
 from ..._util.seeds import Stream, stream_rng
 from ...draws import Draws
 from ...errors import StanlogzError, ThinForBudget
+from ...stan.interpreted_pointwise import MAX_ROWS
 from ...stan.nuts import budget_stop_dict
 from ..elpd.psis import LOGLIK_VAR_HEAVY, PsisLoo, psis_loo
 from ..observations.clock import PSIS_VALUE_S, SUBSAMPLE_APPROX_DRAWS
@@ -303,26 +305,39 @@ def budget_flags(d: Draws, est: dict[str, Any] | None,
 
 def _batched_reserve(pw: Any, x: np.ndarray) -> tuple[float, float] | None:
     """:func:`pass_reserve` of a pass the model batches (the interpreter: many observations'
-    instances at each draw in one native call): ``PRICE_OBSERVATIONS`` observations spread
-    over the data (all of them where there are fewer) at 8 and at 136 points, scaled to all N,
-    the difference pricing a draw and the rest a block of the pass (whose blocks hold
-    ``CHUNK_BYTES`` of values: more draws, more blocks), with a margin of ``BATCH_MARGIN``;
-    None where the batched path does not serve."""
+    instances at each draw in one native call), with a margin of ``BATCH_MARGIN``; None where
+    the batched path does not serve. Timed on one observation at 8 points (a call's fixed
+    cost), then on ``PRICE_OBSERVATIONS`` observations spread over the data at 8 and at 136
+    points (a row's build, and a draw), scaled to all N:
+
+    - each observation's row is built once in the pass, whatever the draws;
+    - each call pays the fixed cost: one per ``MAX_ROWS`` rows, and the pass makes more calls
+      with more draws (its blocks hold ``CHUNK_BYTES`` of values);
+    - each draw costs every row's evaluation.
+
+    (Counting the whole build again per block, as this did, priced posteriordb
+    2pl_latent_reg_irt's pass at 4000 draws at about 10 minutes for about 2; the budget then
+    stopped its sampling after 113 draws a chain.)"""
     n = pw.obs.n
     some = sorted({int(i) for i in np.linspace(0, n - 1, min(n, PRICE_OBSERVATIONS))})
-    scale = n / len(some)
+    pw.columns(some[:1], x[:1])  # the one-time costs: the baselines, the program's rewrite
+    start = time.perf_counter()
+    pw.columns(some[:1], x[:8])
+    fixed = time.perf_counter() - start
     seconds = []
     for k in (8, 136):
         start = time.perf_counter()
         pw.columns(some, x[:k])
-        seconds.append(scale * (time.perf_counter() - start))
+        seconds.append(time.perf_counter() - start)
     if pw._batch_failed:
         return None
-    per_draw = max(seconds[1] - seconds[0], 0.0) / 128
-    block = max(seconds[0] - 8 * per_draw, 0.0)
-    blocks_per_draw = 8 * pw.obs.n / CHUNK_BYTES
-    return (BATCH_MARGIN * block,
-            BATCH_MARGIN * (per_draw + block * blocks_per_draw) + pw.obs.n * PSIS_VALUE_S)
+    m = len(some)
+    per_draw = n / m * max(seconds[1] - seconds[0], 0.0) / 128
+    # the m rows at 8 points less the one row of the fixed call: m - 1 builds and 8 draws each
+    per_row = max(seconds[0] - fixed - 8 * per_draw / n * (m - 1), 0.0) / max(m - 1, 1)
+    calls_per_draw = 8 * n / CHUNK_BYTES
+    return (BATCH_MARGIN * (n * per_row + math.ceil(n / MAX_ROWS) * fixed),
+            BATCH_MARGIN * (per_draw + fixed * calls_per_draw) + n * PSIS_VALUE_S)
 
 
 def full_run_seconds(d: Draws, nuts: Any) -> float | None:

@@ -299,9 +299,13 @@ def test_an_observation_left_whose_approximation_is_poor_is_done_with_certainty(
 
 def test_a_batched_pass_is_priced_on_a_sample_of_observations_scaled_to_all(monkeypatch):
     # posteriordb 2pl_latent_reg_irt (N = 7000, interpreted): pricing every observation's
-    # instance at 8 and 136 points was itself an O(N²) pass, 286 s before sampling. A source
-    # whose batched call costs 1 ms per observation plus 0.01 ms per observation and point
-    # (a fake clock) is priced on PRICE_OBSERVATIONS of them and scaled to N exactly.
+    # instance at 8 and 136 points was itself an O(N²) pass, 286 s before sampling, and counting
+    # the whole build again per block of the pass priced it at ~10 min for ~2. A source whose
+    # batched call costs 5 ms, plus 1 ms per row built and 0.01 ms per row and point (a fake
+    # clock), is priced on PRICE_OBSERVATIONS rows: each row's build once, each call's fixed
+    # cost once per MAX_ROWS rows and per block of values, each draw every row.
+    import math
+
     from stanlogz.crossval.psis_loo import anytime
     from stanlogz.crossval.psis_loo.anytime import (
         BATCH_MARGIN,
@@ -309,10 +313,11 @@ def test_a_batched_pass_is_priced_on_a_sample_of_observations_scaled_to_all(monk
         PSIS_VALUE_S,
         pass_reserve,
     )
+    from stanlogz.stan.interpreted_pointwise import MAX_ROWS
 
     now = [0.0]
     monkeypatch.setattr(anytime.time, "perf_counter", lambda: now[0])
-    n = 7000
+    n, c0, r, e = 7000, 5e-3, 1e-3, 1e-5
     seen: list[int] = []
 
     class Batched:
@@ -322,14 +327,15 @@ def test_a_batched_pass_is_priced_on_a_sample_of_observations_scaled_to_all(monk
 
         def columns(self, index, unc):
             seen.append(len(index))
-            now[0] += len(index) * (1e-3 + 1e-5 * unc.shape[0])
+            now[0] += c0 + len(index) * (r + e * unc.shape[0])
             return np.zeros((unc.shape[0], len(index)))
 
     with time_budget(555):
         seconds, per_draw = pass_reserve(Batched())
-    assert seen == [PRICE_OBSERVATIONS, PRICE_OBSERVATIONS]
-    # the block (every instance built once) and a draw, both at all N, with the margin
-    assert seconds == pytest.approx(BATCH_MARGIN * n * 1e-3, rel=1e-9)
-    blocks_per_draw = 8 * n / anytime.CHUNK_BYTES
-    assert per_draw == pytest.approx(BATCH_MARGIN * (n * 1e-5 + n * 1e-3 * blocks_per_draw)
+    assert seen == [1, 1, PRICE_OBSERVATIONS, PRICE_OBSERVATIONS]
+    fixed = c0 + r + 8 * e  # the timed call of one row at 8 points
+    assert seconds == pytest.approx(BATCH_MARGIN * (n * r + math.ceil(n / MAX_ROWS) * fixed),
+                                    rel=1e-9)
+    calls_per_draw = 8 * n / anytime.CHUNK_BYTES
+    assert per_draw == pytest.approx(BATCH_MARGIN * (n * e + fixed * calls_per_draw)
                                      + n * PSIS_VALUE_S, rel=1e-9)
