@@ -403,7 +403,9 @@ def loo(
                 raise refusal
     if run_budget.remaining() is not None:
         arviz_compat.arviz()  # its import (seconds) after NUTS would eat the pass's reserve
-    with run_budget.reserving(*(pass_reserve(early) if early is not None else (None,))):
+    drawn = int(getattr(nuts, "chains", 4) or 4) * int(getattr(nuts, "draws", 1000) or 1000)
+    with run_budget.reserving(*(pass_reserve(early, drawn) if early is not None
+                                else (None,))):
         d = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS),
                          progress=progress)
     refit_s = refit_prices(d, nuts)[1]  # one warm refit from d, at the settings

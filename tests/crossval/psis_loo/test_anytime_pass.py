@@ -300,15 +300,18 @@ def test_an_observation_left_whose_approximation_is_poor_is_done_with_certainty(
 def test_a_batched_pass_is_priced_on_a_sample_of_observations_scaled_to_all(monkeypatch):
     # posteriordb 2pl_latent_reg_irt (N = 7000, interpreted): pricing every observation's
     # instance at 8 and 136 points was itself an O(N²) pass, 286 s before sampling, and counting
-    # the whole build again per block of the pass priced it at ~10 min for ~2. A source whose
+    # the whole build again per block of the pass priced it at ~10 min for ~3. A source whose
     # batched call costs 5 ms, plus 1 ms per row built and 0.01 ms per row and point (a fake
     # clock), is priced on PRICE_OBSERVATIONS rows: each row's build once, each call's fixed
-    # cost once per MAX_ROWS rows and per block of values, each draw every row.
+    # cost once per MAX_ROWS rows and per block of values, each draw every row. The per-call
+    # path is priced too, and the cheaper of the two at the run's draws kept (the pass itself
+    # keeps the faster at 256 draws or more).
     import math
 
     from stanlogz.crossval.psis_loo import anytime
     from stanlogz.crossval.psis_loo.anytime import (
         BATCH_MARGIN,
+        INSTANCES_PER_OBSERVATION,
         PRICE_OBSERVATIONS,
         PSIS_VALUE_S,
         pass_reserve,
@@ -318,24 +321,35 @@ def test_a_batched_pass_is_priced_on_a_sample_of_observations_scaled_to_all(monk
     now = [0.0]
     monkeypatch.setattr(anytime.time, "perf_counter", lambda: now[0])
     n, c0, r, e = 7000, 5e-3, 1e-3, 1e-5
-    seen: list[int] = []
+    seen: list[tuple[bool, int]] = []
 
     class Batched:
         source, _batch_failed = "difference", False
         obs = SimpleNamespace(n=n)
         model = SimpleNamespace(dim=3, instance_densities=lambda *a: None)
+        call = 0.05  # the per-call path: seconds an instance, and e a point
 
         def columns(self, index, unc):
-            seen.append(len(index))
-            now[0] += c0 + len(index) * (r + e * unc.shape[0])
+            seen.append((self._batch_failed, len(index)))
+            now[0] += (self.call + e * unc.shape[0] if self._batch_failed
+                       else c0 + len(index) * (r + e * unc.shape[0]))
             return np.zeros((unc.shape[0], len(index)))
 
     with time_budget(555):
         seconds, per_draw = pass_reserve(Batched())
-    assert seen == [1, 1, PRICE_OBSERVATIONS, PRICE_OBSERVATIONS]
+    batched_calls = [k for failed, k in seen if not failed]
+    assert batched_calls == [1, 1, PRICE_OBSERVATIONS, PRICE_OBSERVATIONS]
     fixed = c0 + r + 8 * e  # the timed call of one row at 8 points
     assert seconds == pytest.approx(BATCH_MARGIN * (n * r + math.ceil(n / MAX_ROWS) * fixed),
                                     rel=1e-9)
     calls_per_draw = 8 * n / anytime.CHUNK_BYTES
     assert per_draw == pytest.approx(BATCH_MARGIN * (n * e + fixed * calls_per_draw)
                                      + n * PSIS_VALUE_S, rel=1e-9)
+    # per call at 2 ms an instance: the cheaper at 4000 draws, so its price is kept
+    source = Batched()
+    source.call = 2e-3
+    with time_budget(555):
+        seconds, per_draw = pass_reserve(source)
+    assert source._batch_failed is False  # the pass may still batch
+    assert seconds == pytest.approx(INSTANCES_PER_OBSERVATION * n * (2e-3 + e), rel=1e-9)
+    assert per_draw == pytest.approx(n * (e + PSIS_VALUE_S), rel=1e-9)
