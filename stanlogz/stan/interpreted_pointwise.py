@@ -225,9 +225,6 @@ def instance_program(code: str, fields: Sequence[str], size_name: str) -> str:
 #: killed for memory at 24 GB. More rows are split over instances built one after another;
 #: the build costs about the same per row either way (9 ms a row there).
 MAX_ROWS = 256
-#: Observation indices one batched instance holds at most (the entries of its ``slz_idx``,
-#: rows x width), for instances of many observations each.
-MAX_INDEX_ENTRIES = 1_000_000
 
 #: Per (program text, fields, size): the rewritten program's MIR, or None where it fails.
 _programs: dict[tuple[str, tuple[str, ...], str], str | None] = {}
@@ -274,37 +271,39 @@ def instance_densities(model: Any, data: Mapping[str, Any], fields: Sequence[str
                 model, data, fields, size_name, rows[ab[0]:ab[1]], unc, threads=1),
                 zip(cuts[:-1], cuts[1:], strict=True)))
         return None if any(b is None for b in blocks) else np.hstack(blocks)
+    base = json.loads(data_to_json(data))
+    blocks, spent = [], {"build": 0.0, "evaluate": 0.0}
+    for a in range(0, len(rows), MAX_ROWS):  # one instance after another: bounded memory
+        block = _one_instance(model, base, mir, rows[a:a + MAX_ROWS], unc, spent)
+        if block is None:
+            return None
+        blocks.append(block)
+    if timing is not None:
+        timing.update(spent)
+    return np.hstack(blocks) if blocks else np.zeros((unc.shape[0], 0))
+
+
+def _one_instance(model: Any, base: dict[str, Any], mir: str, rows: Sequence[Sequence[int]],
+                  unc: np.ndarray, spent: dict[str, float]) -> np.ndarray | None:
+    """The densities of ``rows`` from one interpreted instance of the rewritten program
+    ``mir`` on the data ``base`` (parsed once by the caller); its build and evaluation
+    seconds are added to ``spent``."""
     width = max((len(r) for r in rows), default=0)
-    per_instance = min(MAX_ROWS, max(1, MAX_INDEX_ENTRIES // max(width, 1)))
-    if len(rows) > per_instance:  # one instance after another: memory bounded by the cap
-        blocks, spent = [], {"build": 0.0, "evaluate": 0.0}
-        for a in range(0, len(rows), per_instance):
-            part: dict[str, float] = {}
-            block = instance_densities(model, data, fields, size_name,
-                                       rows[a:a + per_instance], unc, 1, part)
-            if block is None:
-                return None
-            blocks.append(block)
-            for key in spent:
-                spent[key] += part.get(key, 0.0)
-        if timing is not None:
-            timing.update(spent)
-        return np.hstack(blocks)
     idx = [[i + 1 for i in r] + [1] * (width - len(r)) for r in rows]
     extra = {f"{PREFIX}m": len(rows), f"{PREFIX}k": width,
              f"{PREFIX}len": [len(r) for r in rows], f"{PREFIX}idx": idx}
     t0 = time.perf_counter()
-    full = {**json.loads(data_to_json(data)), **extra}
     try:
         # the interpreter's slow fallback (often slower than the per-call path) is refused
-        inst = type(model)(model.code, full, name=model.name, stan_file=model.stan_file,
-                           seed=model.seed, mir=mir, no_fallback=True)
+        inst = type(model)(model.code, {**base, **extra}, name=model.name,
+                           stan_file=model.stan_file, seed=model.seed, mir=mir,
+                           no_fallback=True)
         if inst.dim != model.dim:
             return None
         t1 = time.perf_counter()
         values = inst.constrain_many(unc, include_gq=True, seed=1)
     except (StanlogzError, RuntimeError, ValueError):
         return None
-    if timing is not None:
-        timing.update(build=t1 - t0, evaluate=time.perf_counter() - t1)
+    spent["build"] += t1 - t0
+    spent["evaluate"] += time.perf_counter() - t1
     return values[:, values.shape[1] - len(rows):]

@@ -138,36 +138,33 @@ def test_nuts_started_from_a_previous_run_samples_the_exact_posterior():
 def test_a_pass_over_more_rows_than_one_instance_holds_is_split(monkeypatch):
     # posteriordb 2pl_latent_reg_irt (N = 7000): the interpreter keeps about 2.4 MB per row of
     # a batched instance, and one instance of 3500 rows per thread was killed for memory. A
-    # cap of 2 rows, or of 20 observation indices, splits this pass over several instances
-    # within it, with the same values to the last bit (the same terms summed in the same
-    # order)
+    # cap of 2 rows splits this pass over several instances within it, with the same values
+    # to the last bit (the same terms summed in the same order)
     from stanlogz.stan import interpreted_pointwise as ip
 
     model, unc, batched, _, used = _passes(PROGRAM.read_text())
     assert used
-    sizes: list[tuple[int, int]] = []
+    rows: list[int] = []
     real = InterpretedModel.__init__
 
     def counting(self, code, data, *args, **kwargs):
         if isinstance(data, dict) and "slz_idx" in data:  # a batched instance
-            sizes.append((len(data["slz_idx"]), len(data["slz_idx"]) * data["slz_k"]))
+            rows.append(len(data["slz_idx"]))
         real(self, code, data, *args, **kwargs)
 
     monkeypatch.setattr(InterpretedModel, "__init__", counting)
 
     def run() -> np.ndarray:
-        sizes.clear()
+        rows.clear()
         pw = PointwiseLogLik(model, DATA, OBS, "difference")
         pw._batch_measured = True
         out = pw.columns(range(N), unc)
-        assert not pw._batch_failed and sizes
+        assert not pw._batch_failed and rows
         return out
 
-    run()  # uncapped: one instance of 11 rows (2 baselines and 9 observations), 22 indices
-    assert max(r for r, _ in sizes) > 2 and max(e for _, e in sizes) > 20
-    for name, value, which in (("MAX_ROWS", 2, 0), ("MAX_INDEX_ENTRIES", 20, 1)):
-        with monkeypatch.context() as mp:
-            mp.setattr(ip, name, value)
-            split = run()
-        assert len(sizes) > 1 and max(size[which] for size in sizes) <= value
-        np.testing.assert_array_equal(split, batched)
+    run()  # uncapped: one instance of 11 rows (2 baselines and 9 observations)
+    assert rows == [11]
+    monkeypatch.setattr(ip, "MAX_ROWS", 2)
+    split = run()
+    assert rows == [2, 2, 2, 2, 2, 1]
+    np.testing.assert_array_equal(split, batched)

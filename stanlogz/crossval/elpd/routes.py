@@ -157,7 +157,7 @@ def _conditional(model: StanProgram, data: Mapping[str, Any], obs: Observations,
     return src
 
 
-def _probe_over_budget(src: Any, obs: Observations, probe: list[int], n_rows: int,
+def _probe_over_budget(src: NonFactorizedSource, obs: Observations, probe: list[int], n_rows: int,
                        elapsed: float) -> deadline.OverBudget:
     """The refusal of a conditional source whose trial on the observations ``probe`` at
     ``n_rows`` draws outlasted the run's time budget after ``elapsed`` seconds. The pass does
@@ -169,8 +169,7 @@ def _probe_over_budget(src: Any, obs: Observations, probe: list[int], n_rows: in
     least = elapsed / len(probe) * obs.n
     routes = (*general_routes(),
               deadline.as_option(1.3 * least + 120, "at least, for the whole pass"))
-    label = " and ".join(src.quad._label(i) if hasattr(src, "quad") else f"observation {i + 1}"
-                         for i in probe)
+    label = " and ".join(src.quad._label(i) for i in probe)
     return deadline.OverBudget(
         f"the time budget of {duration(total)} ran out while the conditional log-likelihood "
         f"was tried on {label} at {n_rows} draws ({duration(elapsed)}, unfinished): its pass "

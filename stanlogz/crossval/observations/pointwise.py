@@ -230,6 +230,13 @@ class PointwiseLogLik(PassState):
         batched = batched_columns(self, index, unc)
         if batched is not None:
             return batched
+        return self.per_call_columns(index, unc)
+
+    def per_call_columns(self, index: Sequence[int], unc: np.ndarray) -> np.ndarray:
+        """:meth:`columns` of the density difference one instance per observation and one
+        call per draw (the path the batched one is checked and timed against)."""
+        unc = np.ascontiguousarray(np.asarray(unc, dtype=float).reshape(-1, self.model.dim))
+        index = [int(i) for i in np.asarray(index, dtype=int).ravel()]
         base_lp = [b.log_density_many(unc) for b in self.bases()]
         out = np.empty((unc.shape[0], len(index)))
         clock = self._clock

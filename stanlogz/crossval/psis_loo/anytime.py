@@ -104,26 +104,21 @@ def pass_reserve(pw: Any, n_draws: int = 4000) -> tuple[float | None, float]:
 def _per_call_reserve(pw: Any, x: np.ndarray, n: int) -> tuple[float, float] | None:
     """:func:`pass_reserve` of the per-call pass (an instance per observation, one call per
     draw), or None where it cannot be timed."""
-    failed = getattr(pw, "_batch_failed", None)
-    if failed is not None:
-        pw._batch_failed = True  # time the per-call path itself
+    columns = getattr(pw, "per_call_columns", pw.columns)
     ones, mores = [], []
     try:
-        pw.columns([0], x[:1])  # builds the baseline instances once
+        columns([0], x[:1])  # builds the baseline instances once
         # other observations in each call (an instance is built anew for each), the least
         # of three (a loaded machine preempts a call of milliseconds)
         for k in range(3):
             start = time.perf_counter()
-            pw.columns([1 + 2 * k], x[:1])
+            columns([1 + 2 * k], x[:1])
             ones.append(time.perf_counter() - start)
             start = time.perf_counter()
-            pw.columns([2 + 2 * k], x)
+            columns([2 + 2 * k], x)
             mores.append(time.perf_counter() - start)
     except Exception:  # noqa: BLE001 - no estimate: the pass reports its own trouble later
         return None
-    finally:
-        if failed is not None:
-            pw._batch_failed = failed
     one = min(ones)
     per_draw = max(min(mores) - one, 0.0) / 512 + PSIS_VALUE_S
     return INSTANCES_PER_OBSERVATION * n * one, n * per_draw

@@ -403,9 +403,8 @@ def loo(
                 raise refusal
     if run_budget.remaining() is not None:
         arviz_compat.arviz()  # its import (seconds) after NUTS would eat the pass's reserve
-    drawn = int(getattr(nuts, "chains", 4) or 4) * int(getattr(nuts, "draws", 1000) or 1000)
-    with run_budget.reserving(*(pass_reserve(early, drawn) if early is not None
-                                else (None,))):
+    with run_budget.reserving(*(pass_reserve(early, nuts.chains * nuts.draws)
+                                if early is not None else (None,))):
         d = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS),
                          progress=progress)
     refit_s = refit_prices(d, nuts)[1]  # one warm refit from d, at the settings
@@ -793,11 +792,14 @@ def _own_refits_fit(n_own: int, refit_seconds: float | None) -> bool:
     each, were flagged with no mcse at a count cap of 10)."""
     if n_own <= MAX_OWN_REFITS:
         return True
-    if not refit_seconds:
-        return False
-    cost = n_own * refit_seconds
+    return bool(refit_seconds) and _refits_fit(n_own * refit_seconds, share=0.5)
+
+
+def _refits_fit(cost: float, share: float = 1.0) -> bool:
+    """Whether refits of ``cost`` seconds are what ``fix="auto"`` starts on its own: within
+    ``AUTO_REFIT_SECONDS`` and ``share`` of the time budget left."""
     left = run_budget.remaining()
-    return cost <= AUTO_REFIT_SECONDS and (left is None or cost <= 0.5 * left)
+    return cost <= AUTO_REFIT_SECONDS and (left is None or cost <= share * left)
 
 
 def _auto_refits_too_long(fix: FixMethod, d: Draws, n_refits: int, threshold: float
@@ -808,9 +810,9 @@ def _auto_refits_too_long(fix: FixMethod, d: Draws, n_refits: int, threshold: fl
     if fix.name != "auto" or not d.seconds:
         return None
     cost = n_refits * d.seconds
-    left = run_budget.remaining()
-    if cost <= AUTO_REFIT_SECONDS and (left is None or cost <= left):
+    if _refits_fit(cost):
         return None
+    left = run_budget.remaining()
     limit = (f"more than {Route(options={'fix': 'auto'})} starts on its own "
              f"({duration(AUTO_REFIT_SECONDS)})"
              if left is None or left >= AUTO_REFIT_SECONDS else
