@@ -151,3 +151,28 @@ def test_log_lik_refusal_and_the_program_with_a_log_lik_answers():
     js = run["json"]
     assert js["log_lik_source"] == "log_lik" and js["n_obs"] == 28
     assert math.isfinite(js["elpd_loo"]) and js["se"] > 0
+
+
+def test_the_check_before_sampling_is_skipped_where_a_conditional_source_builds(monkeypatch):
+    # 2pl_latent_reg_irt: 7,000 responses, person latents shared by 5 to 6 of them, so its
+    # density difference need not factorize, and a conditional source over y builds from the
+    # data. Whatever the factorization check at random points says, the answer before
+    # sampling is then "decide at the draws" (None), so the check (a pass over all 7,000
+    # observations: 57 s on the interpreter) is not run at all.
+    import numpy as np
+
+    from stanlogz.crossval.elpd.routes import refusal_before_draws
+    from stanlogz.crossval.observations.observations import load_observed
+    from stanlogz.crossval.observations.pointwise import PointwiseLogLik
+
+    folder = _folder("2pl_latent_reg_irt")
+    model, data, obs = load_observed(str(folder / "model.stan"), str(folder / "data.json"))
+    pw = PointwiseLogLik(model, data, obs, "auto")
+    assert pw.source == "difference" and obs.n == 7000
+
+    def no_pass(*args, **kwargs):
+        raise AssertionError("the check's pass over the observations ran")
+
+    monkeypatch.setattr(pw, "columns", no_pass)
+    rows = np.random.default_rng(1).uniform(-2, 2, (4, model.dim))
+    assert refusal_before_draws(pw, "auto", rows) is None

@@ -29,14 +29,16 @@ def moment_match_points(bad: np.ndarray,
                         match_one: Callable[[int, float | None, Callable[[str], None]],
                                             FixedPoint],
                         progress: Callable[[str], None] | None,
-                        mm_budget: float | None = None
+                        mm_budget: float | None = None,
+                        stop_when: Callable[[list[FixedPoint]], bool] | None = None
                         ) -> tuple[list[FixedPoint], list[str], list[int]]:
     """Moment-matched :class:`FixedPoint` s of the observations ``bad`` (0-based), in order
     (``match_one(i, deadline, on_map)`` matches one; ``deadline`` is a value of the run
     budget's clock, :data:`stanlogz._util.deadline.clock`), warnings, and the observations left
     unmatched because the budget ran out (before their matching started, or during it with k̂
     still above the threshold: :data:`UNFINISHED`) or the user interrupted; they keep their
-    PSIS values and are not refitted either."""
+    PSIS values and are not refitted either. ``stop_when(matched)`` true after a point ends
+    the matching there too, with no note (the caller says why)."""
     t0 = run_budget.clock()
     deadline = None if mm_budget is None else t0 + float(mm_budget)
     run_left = run_budget.remaining()  # the run's time budget: a tenth is kept for the rest
@@ -65,6 +67,8 @@ def moment_match_points(bad: np.ndarray,
                 progress(f"moment matched observation {i + 1} ({n_done + 1}/{bad.size}): "
                          f"k-hat {f.khat:.2f} -> {f.khat_after:.2f}, {f.n_evals} "
                          f"evaluations, {f.seconds:.1f} s")
+            if stop_when is not None and stop_when(matched):
+                return matched, notes, [int(v) for v in bad[len(matched):]]
     except KeyboardInterrupt:
         left = [int(v) for v in bad[len(matched):]]
         notes.append(f"interrupted during moment matching: {len(matched)} of {bad.size} "

@@ -144,3 +144,33 @@ def test_a_value_heavy_by_its_variance_that_matching_cannot_lower_is_named(outli
     line = next(w for w in r.warnings if "moment matching did not lower" in w)
     assert "moment matching did not lower their k-hat (1" in line
     assert "fix='exact', k_threshold=0" in line
+
+
+def test_the_bands_matching_stops_when_its_first_maps_lower_nothing(outlier, monkeypatch):
+    # every value in the band (LOGLIK_VAR_HEAVY 0: all 300 are "heavy by their variance"),
+    # and matching that lowers no k-hat (forced as above): after MM_BAND_TRIES values whose
+    # k-hat is high enough for a map to be tried (from MM_K_TARGET, lowered to 0.1 here: only
+    # the outlier reads above 0.3), the rest keep PSIS's, said in one note
+    from stanlogz.crossval.fixups.fixups import FixedPoint
+
+    model, data, d, _ = outlier
+    calls: list[float] = []
+
+    def no_map(pw, d, log_post, i, ps, j, threshold, r_eff, **options):
+        calls.append(float(ps.khat[j]))
+        return FixedPoint(i, float(ps.elpd_i[j]), 0.01, "mm", float(ps.khat[j]),
+                          float(ps.elpd_i[j]), 0, 1, 0.0, khat_after=float(ps.khat[j]))
+
+    monkeypatch.setattr(loo_module, "_moment_matched", no_map)
+    monkeypatch.setattr(loo_module, "LOGLIK_VAR_HEAVY", 0.0)
+    monkeypatch.setattr(loo_module, "MM_BAND_TRIES", 3)
+    monkeypatch.setattr(loo_module, "MM_K_TARGET", 0.1)
+    r = loo(model, data, draws=d, log_lik="log_lik", fix="mm", verify=0)
+    plain = loo(model, data, draws=d, log_lik="log_lik", fix="none", verify=0)
+    n_bad = int(np.sum(plain.khat > plain.threshold))
+    band = calls[n_bad:]
+    assert sum(k >= loo_module.MM_K_TARGET for k in band) == 3
+    assert band[-1] >= loo_module.MM_K_TARGET  # it stopped right after the third
+    assert len(band) < int(np.sum(plain.khat <= plain.threshold))
+    line = next(w for w in r.warnings if "none of those tried" in w)
+    assert f"stopped after {len(band)} of" in line and "keep their PSIS values" in line
