@@ -81,7 +81,10 @@ def test_the_route_of_a_refusal_in_warmup_answers_within_the_same_budget(compile
     start = time.perf_counter()
     with time_budget(3):
         r = stanlogz.kfold(model, k=5, seed=2, chains=2, warmup=warmup, n_draws=draws)
-    assert time.perf_counter() - start < 3.0
+    # the budget is checked between NUTS steps and refits: the last one may end past it, by
+    # more where another CPU-bound process shares the cores (a cold-cache suite run beside a
+    # second one compiling failed here once at 3.0 s): a margin of a second
+    assert time.perf_counter() - start < 4.0
     assert np.isfinite(r.elpd_kfold)
     assert r.budget_stop is None or r.budget_stop["folds_refit"] < 5
 
