@@ -680,6 +680,7 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
     ``bad``; never refit."""
     pos = {int(o): j for j, o in enumerate(index)}
     fixed: list[FixedPoint] = []
+    mm_notes: list[str] = []  # kept whatever the refits say (a band or budget stop)
     if fix.mixture:
         return mixture_fixup(pw, d, bad, ps, pos, nuts, seed, progress)
     if fix.moment_match:
@@ -689,7 +690,7 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
             return _moment_matched(pw, d, log_post, i, ps, pos[i], threshold, r_eff,
                                    deadline=deadline, on_map=on_map)
 
-        matched, mm_notes = [], []
+        matched: list[FixedPoint] = []
         if bad.size:
             if progress:
                 progress(f"moment matching {bad.size} observation(s) with k-hat > "
@@ -707,31 +708,31 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
         if fix.refit is None or not bad.size or any(n.startswith("interrupted") for n in mm_notes):
             return fixed, mm_notes
     if not bad.size:
-        return fixed, []
+        return fixed, mm_notes
     method = fix.refit
     no_data = refit_data_error(pw.model, pw.data, pw.obs)
     if no_data is not None:
-        return fixed, [refit_refusal(no_data, bad.size, threshold)]
+        return fixed, mm_notes + [refit_refusal(no_data, bad.size, threshold)]
     too_long = _auto_refits_too_long(fix, d, bad.size, threshold)
     if too_long:
-        return fixed, [too_long]
+        return fixed, mm_notes + [too_long]
     try:
         for i in bad:
             pw.held_out_model(int(i))  # build data instances (and check dims) before workers
     except InputError as exc:
         if method != "exact":
-            return fixed, [f"{bad.size} observation(s) have Pareto k-hat above "
+            return fixed, mm_notes + [f"{bad.size} observation(s) have Pareto k-hat above "
                            f"{threshold:.2f}; {method} cannot refit them one at a time ({exc}); "
                            f"use {Route(options={'fix': 'exact'})}"]
         try:
             return fixed + _exact_with_latents(pw, d, bad, ps, pos, nuts, seed, n_workers,
-                                               progress), []
+                                               progress), mm_notes
         except SplitError as err:
-            return fixed, [refit_refusal(err, bad.size, threshold)]
+            return fixed, mm_notes + [refit_refusal(err, bad.size, threshold)]
     refused = (exact_split_error(pw, d.flat_unconstrained(), int(bad[0]))
                if method == "exact" else None)
     if refused is not None:
-        return fixed, [refit_refusal(refused, bad.size, threshold)]
+        return fixed, mm_notes + [refit_refusal(refused, bad.size, threshold)]
     if progress:
         above = bool(np.all(ps.khat[[pos[int(i)] for i in bad]] > threshold))
         why = f" with k-hat > {threshold:.2f}" if above else ""  # the self-check's are below
@@ -748,7 +749,7 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
                               stream(seed, Stream.REFIT), n_workers=n_workers,
                               backend="thread" if n_workers > 1 else "serial",
                               on_done=bar.update)
-    return fixed, []
+    return fixed, mm_notes
 
 
 def _match_band(band: np.ndarray, match: Any, ps: PsisLoo, pos: dict[int, int],

@@ -174,3 +174,24 @@ def test_the_bands_matching_stops_when_its_first_maps_lower_nothing(outlier, mon
     assert len(band) < int(np.sum(plain.khat <= plain.threshold))
     line = next(w for w in r.warnings if "none of those tried" in w)
     assert f"stopped after {len(band)} of" in line and "keep their PSIS values" in line
+
+
+def test_the_bands_note_survives_the_refits_that_follow(outlier, monkeypatch):
+    # fix="auto" at k_threshold 0.45: the outlier (k-hat 0.51 at this seed) is above it, its
+    # forced matching lowers nothing, so it is refit exactly; the band's early stop happened
+    # before the refit, and its note used to be dropped by the refit's return
+    from stanlogz.crossval.fixups.fixups import FixedPoint
+
+    model, data, d, _ = outlier
+
+    def no_map(pw, d, log_post, i, ps, j, threshold, r_eff, **options):
+        return FixedPoint(i, float(ps.elpd_i[j]), 0.01, "mm", float(ps.khat[j]),
+                          float(ps.elpd_i[j]), 0, 1, 0.0, khat_after=float(ps.khat[j]))
+
+    monkeypatch.setattr(loo_module, "_moment_matched", no_map)
+    monkeypatch.setattr(loo_module, "LOGLIK_VAR_HEAVY", 0.0)
+    monkeypatch.setattr(loo_module, "MM_BAND_TRIES", 3)
+    monkeypatch.setattr(loo_module, "MM_K_TARGET", 0.1)
+    r = loo(model, data, draws=d, log_lik="log_lik", k_threshold=0.45, verify=0)
+    assert {f.index: f.method for f in r.fixed if f.index == 0} == {0: "exact"}
+    assert any("none of those tried" in w for w in r.warnings), r.warnings
