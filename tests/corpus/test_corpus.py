@@ -176,3 +176,18 @@ def test_the_check_before_sampling_is_skipped_where_a_conditional_source_builds(
     monkeypatch.setattr(pw, "columns", no_pass)
     rows = np.random.default_rng(1).uniform(-2, 2, (4, model.dim))
     assert refusal_before_draws(pw, "auto", rows) is None
+
+
+def test_a_refused_data_instance_with_no_conditional_refuses_before_sampling():
+    # kronecker_gp with --obs n1: y is an n1 x n2 matrix (several values per observation, so
+    # no conditional source), and the density difference's smaller instances are refused
+    # (x1 is declared with n1 entries). No draw changes either, so the refusal and its K-fold
+    # route come before NUTS: the route phase of the corpus rerun spent 502 s sampling first
+    folder = _folder("kronecker_gp")
+    lines: list[str] = []
+    with pytest.raises(InputError, match="several values per observation") as info:
+        stanlogz.loo(str(folder / "model.stan"), str(folder / "data.json"), obs="n1", seed=1,
+                     progress=lines.append)
+    assert not any("sampl" in line for line in lines), lines
+    route = info.value.routes[0]
+    assert route.command == "kfold" and route.options == {"obs": "n1"}

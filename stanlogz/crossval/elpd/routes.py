@@ -203,7 +203,8 @@ def refusal_before_draws(pw: PointwiseLogLik, log_lik: str, rows: np.ndarray
     factorizes, else the conditional route, which needs one observed array per observation.
     The difference's check is made at ``rows`` (random unconstrained points; those where the
     density or a term is not finite are dropped): a finite mismatch there is structural (the
-    same at every draw). When it fails and neither the conditional nor the integrated source
+    same at every draw), and so is a data instance the program refuses. When it fails and
+    neither the conditional nor the integrated source
     can even be built from the data, no draw changes the outcome, so the one-line refusal (with
     its routes) comes before NUTS instead of after it. Anything else returns None: the choice
     is then made at the posterior draws as before. The sources are tried first: when one can
@@ -233,6 +234,8 @@ def refusal_before_draws(pw: PointwiseLogLik, log_lik: str, rows: np.ndarray
         if type(exc) is not InputError:  # a budget, a backend: not the check's mismatch
             return None
         why = exc  # a finite mismatch: the density does not factorize
+    except DataError as exc:  # an instance with fewer observations refused: the data's shape
+        why = exc  # (posteriordb kronecker_gp --obs n1: x1 is declared with n1 entries)
     except StanlogzError:
         return None
     try:  # neither source can be built: the refusal the draws would end in, word for word

@@ -477,8 +477,10 @@ def test_a_trial_that_outlasts_the_budget_prices_the_pass_from_its_own_time(comp
     assert "ran out while the conditional log-likelihood was tried on y[1] and y[30] at 3 " \
            "draws" in text
     least = float(re.search(r"would take at least (\d+(?:\.\d+)?) s here", text).group(1))
-    # at least 30 observations x (0.5 s over two observations tried) = 7.5 s, and no more
-    # than the trial's own time per observation tried times 30
-    assert 7.5 <= least <= 15 * elapsed + 1
+    # 30 observations x (the trial's time over two observations tried): the trial has the
+    # budget's 0.5 s less the source's build before it (about 0.03 s quiet, 7.0 s priced
+    # beside two CPU-bound processes), so at least 15 x 0.4 s, and no more than the trial's
+    # own time per observation tried times 30
+    assert 15 * 0.4 <= least <= 15 * elapsed + 1
     names = [r.command or next(iter(r.options)) for r in err.value.routes]
     assert names == ["lfo", "kfold", "time_budget"]
