@@ -16,11 +16,18 @@ import numpy as np
 import pytest
 
 from stanlogz import loo, sample
+from stanlogz.crossval.fixups.fixups import FixedPoint
 from stanlogz.crossval.psis_loo import loo as loo_module
 from stanlogz.crossval.psis_loo.loo import mm_band_floor
 
 ROOT = Path(__file__).resolve().parents[3]
 PROGRAM = ROOT / "stan_models" / "examples" / "regression.stan"
+
+
+def _no_map(pw, d, log_post, i, ps, j, threshold, r_eff, **options):
+    """Moment matching that lowers no k-hat: the value comes back as PSIS's, k-hat unchanged."""
+    return FixedPoint(i, float(ps.elpd_i[j]), 0.01, "mm", float(ps.khat[j]),
+                      float(ps.elpd_i[j]), 0, 1, 0.0, khat_after=float(ps.khat[j]))
 
 
 def test_the_floor_is_the_threshold_less_two_sds_of_khat():
@@ -130,15 +137,9 @@ def test_a_value_heavy_by_its_variance_that_matching_cannot_lower_is_named(outli
     # matching that lowers no k-hat (forced: the value comes back as PSIS's, k-hat unchanged)
     # leaves the outlier on PSIS, and its variance (above 0.4) makes that a warning that
     # names it and the refit that fits
-    from stanlogz.crossval.fixups.fixups import FixedPoint
-
     model, data, d, _ = outlier
 
-    def no_map(pw, d, log_post, i, ps, j, threshold, r_eff, **options):
-        return FixedPoint(i, float(ps.elpd_i[j]), 0.01, "mm", float(ps.khat[j]),
-                          float(ps.elpd_i[j]), 0, 1, 0.0, khat_after=float(ps.khat[j]))
-
-    monkeypatch.setattr(loo_module, "_moment_matched", no_map)
+    monkeypatch.setattr(loo_module, "_moment_matched", _no_map)
     r = loo(model, data, draws=d, log_lik="log_lik", verify=0)
     assert 0 not in {f.index for f in r.fixed} and r.elpd_i[0] == r.psis_elpd_i[0]
     line = next(w for w in r.warnings if "moment matching did not lower" in w)
@@ -151,15 +152,12 @@ def test_the_bands_matching_stops_when_its_first_maps_lower_nothing(outlier, mon
     # and matching that lowers no k-hat (forced as above): after MM_BAND_TRIES values whose
     # k-hat is high enough for a map to be tried (from MM_K_TARGET, lowered to 0.1 here: only
     # the outlier reads above 0.3), the rest keep PSIS's, said in one note
-    from stanlogz.crossval.fixups.fixups import FixedPoint
-
     model, data, d, _ = outlier
     calls: list[float] = []
 
     def no_map(pw, d, log_post, i, ps, j, threshold, r_eff, **options):
         calls.append(float(ps.khat[j]))
-        return FixedPoint(i, float(ps.elpd_i[j]), 0.01, "mm", float(ps.khat[j]),
-                          float(ps.elpd_i[j]), 0, 1, 0.0, khat_after=float(ps.khat[j]))
+        return _no_map(pw, d, log_post, i, ps, j, threshold, r_eff)
 
     monkeypatch.setattr(loo_module, "_moment_matched", no_map)
     monkeypatch.setattr(loo_module, "LOGLIK_VAR_HEAVY", 0.0)
@@ -180,15 +178,9 @@ def test_the_bands_note_survives_the_refits_that_follow(outlier, monkeypatch):
     # fix="auto" at k_threshold 0.45: the outlier (k-hat 0.51 at this seed) is above it, its
     # forced matching lowers nothing, so it is refit exactly; the band's early stop happened
     # before the refit, and its note used to be dropped by the refit's return
-    from stanlogz.crossval.fixups.fixups import FixedPoint
-
     model, data, d, _ = outlier
 
-    def no_map(pw, d, log_post, i, ps, j, threshold, r_eff, **options):
-        return FixedPoint(i, float(ps.elpd_i[j]), 0.01, "mm", float(ps.khat[j]),
-                          float(ps.elpd_i[j]), 0, 1, 0.0, khat_after=float(ps.khat[j]))
-
-    monkeypatch.setattr(loo_module, "_moment_matched", no_map)
+    monkeypatch.setattr(loo_module, "_moment_matched", _no_map)
     monkeypatch.setattr(loo_module, "LOGLIK_VAR_HEAVY", 0.0)
     monkeypatch.setattr(loo_module, "MM_BAND_TRIES", 3)
     monkeypatch.setattr(loo_module, "MM_K_TARGET", 0.1)
