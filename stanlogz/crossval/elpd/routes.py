@@ -204,9 +204,9 @@ def refusal_before_draws(pw: PointwiseLogLik, log_lik: str, rows: np.ndarray
     The difference's check is made at ``rows`` (random unconstrained points; those where the
     density or a term is not finite are dropped): a finite mismatch there is structural (the
     same at every draw), and so is a data instance the program refuses. When it fails and
-    neither the conditional nor the integrated source
-    can even be built from the data, no draw changes the outcome, so the one-line refusal (with
-    its routes) comes before NUTS instead of after it. Anything else returns None: the choice
+    neither the conditional nor the integrated source can even be built from the data, no
+    draw changes the outcome, so the one-line refusal (with its routes) comes before NUTS
+    instead of after it. Anything else returns None: the choice
     is then made at the posterior draws as before. The sources are tried first: when one can
     be built the answer is None whatever the check says, and the check costs a pass over all
     the observations (57 s of 2pl_latent_reg_irt's 7,000 on the interpreter, then repeated at

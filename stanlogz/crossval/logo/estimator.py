@@ -35,8 +35,7 @@ from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
 from ...draws import obtain_draws
 from ...draws.summary import sampler_flags
-from ...errors import InputError, Route, option
-from ...stan.inputs import read_data
+from ...errors import InputError, Route
 from ...stan.program import ProgramLike, StanProgram
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..elpd.psis import (
@@ -122,10 +121,9 @@ def logo(
                          f"got {fix!r}")
     if k_threshold is not None and not 0.0 <= k_threshold <= 1.0:
         raise InputError(f"k_threshold must be in [0, 1], got {k_threshold}")
-    if data is not None and group not in read_data(data):  # before loading (a compile)
-        raise InputError(f"{option('group')} {group}: no data variable named {group}")
     model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
-                                                   progress=progress, settings=settings)
+                                                   progress=progress, settings=settings,
+                                                   labels={"group": group})
     st = find_groups(model, data_dict, observations, group)
     pairs = make_pairs(model, data_dict, observations, st)
     # the structure is an identity of the density, checked at any points: before sampling

@@ -217,22 +217,29 @@ def observation_labels(data: Mapping[str, Any], observations: Observations, name
 
 def load_observed(model: ProgramLike, data: Any, obs: str | None = None,
                   obs_fields: Sequence[str] | None = None, *, seed: int | None = None,
-                  progress: Any = None, settings: Any = None, backend: str | None = None
+                  progress: Any = None, settings: Any = None, backend: str | None = None,
+                  labels: Mapping[str, str | None] | None = None
                   ) -> tuple[Any, dict[str, Any], Observations]:
     """The program (a path or :class:`~stanlogz.stan.model.StanModel`, loaded on the backend
     of ``settings``, a :class:`~stanlogz.stan.settings.NutsArgs`, or on ``backend``) bound to
     ``data``, the data as a dict (the model's own when ``data`` is None) and its observations.
-    ``seed`` is the run's: the program's own seed is its model stream."""
+    ``seed`` is the run's: the program's own seed is its model stream. ``labels`` maps an
+    option (``"group"``) to the data variable it names (None: not given); a name the data
+    lack is refused before the program is loaded (a compile, on a cold cache)."""
     import json
 
     from ...stan.inputs import read_data
     from ...stan.load import load_model
 
     backend = getattr(settings, "backend", None) or backend
+    data = read_data(data)  # parsed once, for the labels' check and the program
+    for flag, name in (labels or {}).items():
+        if data is not None and name is not None and name not in data:
+            raise InputError(f"{option(flag)} {name}: no data variable named {name}")
     model = load_model(model, data, seed=stream_int_seed(seed, Stream.MODEL), progress=progress,
                        backend=backend)
     if data is not None:
-        data_dict = read_data(data)
+        data_dict = data
     else:
         data_dict = json.loads(model.data_json) if getattr(model, "data_json", "") else {}
     return model, data_dict, find_observations(data_dict, obs, obs_fields,

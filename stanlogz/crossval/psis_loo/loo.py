@@ -104,8 +104,8 @@ MM_BAND_LOW = 0.4
 MM_BAND_SECONDS = 5.0
 MM_BAND_SHARE = 0.25
 
-#: ... and it stops once the first this many values (the most variable first) were tried and
-#: no map lowered a k̂: posteriordb hierarchical_gp tried 239 and lowered none, 2pl_latent_reg_irt
+#: ... and it stops when maps were tried on this many values (the most variable first) and
+#: none lowered a k̂: posteriordb hierarchical_gp tried 239 and lowered none, 2pl_latent_reg_irt
 #: spent 74 s the same way (the values left keep PSIS's, as when the time runs out).
 MM_BAND_TRIES = 10
 
@@ -721,9 +721,10 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
             pw.held_out_model(int(i))  # build data instances (and check dims) before workers
     except InputError as exc:
         if method != "exact":
-            return fixed, mm_notes + [f"{bad.size} observation(s) have Pareto k-hat above "
-                           f"{threshold:.2f}; {method} cannot refit them one at a time ({exc}); "
-                           f"use {Route(options={'fix': 'exact'})}"]
+            why = (f"{bad.size} observation(s) have Pareto k-hat above {threshold:.2f}; "
+                   f"{method} cannot refit them one at a time ({exc}); "
+                   f"use {Route(options={'fix': 'exact'})}")
+            return fixed, [*mm_notes, why]
         try:
             return fixed + _exact_with_latents(pw, d, bad, ps, pos, nuts, seed, n_workers,
                                                progress), mm_notes

@@ -430,7 +430,8 @@ def kfold(
         raise InputError(f"warm_refits must be True or False, got {warm_refits!r}")
     target = None if mcse_target is None else check_target(mcse_target)
     model, data_dict, observations = load_observed(model, data, obs, obs_fields, seed=seed,
-                                                   progress=progress, settings=nuts)
+                                                   progress=progress, settings=nuts,
+                                                   labels={"stratify": stratify, "group": group})
     strata = None if stratify is None else observation_labels(
         data_dict, observations, stratify, str(option("stratify")), integer=False)
     groups = None if group is None else observation_labels(data_dict, observations, group,

@@ -49,3 +49,21 @@ def test_loo_group_refuses_in_one_line(capsys, extra, needle):
     err = capsys.readouterr().err
     assert rc != 0 and needle in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("argv", [
+    ["loo", PROG, "--data", DATA, "--group", "county"],
+    ["kfold", PROG, "--data", DATA, "--group", "county"],
+    ["kfold", PROG, "--data", DATA, "--stratify", "county"],
+])
+def test_a_label_variable_the_data_lack_is_refused_before_the_program_loads(
+        capsys, monkeypatch, tmp_path, argv):
+    # an empty compile cache: were the program loaded first, its compile would print a
+    # progress line (and take a minute) before the error
+    monkeypatch.setenv("STANLOGZ_CACHE", str(tmp_path))
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc != 0 and err.strip().splitlines() == [
+        f"stanlogz: error: {argv[-2]} county: no data variable named county"]
+    models = tmp_path / "v1" / "models"  # nothing built there either
+    assert not models.is_dir() or not any(models.iterdir())
