@@ -12,8 +12,10 @@ Two sources of posterior draws:
 
 For each set of draws the values above k̂ 0.7 and the three one-house counties take their exact
 values (as the fix-ups and the own-parameter refits do), then the band is left as PSIS gives it
-("before": its half-sample bias estimate in the mc se, as loo did) or corrected ("after"), with
-``--samples`` random samples each; z = (total − exact) / claimed mc se.
+("before": its half-sample bias estimate in the mc se, as loo did; "skipped": with the band's
+bias estimate ``band_refit.band_bias`` in the mc se too, as loo does where the refits cost too
+much) or corrected ("after"), with ``--samples`` random samples each; z = (total − exact) /
+claimed mc se.
 
     python3 -m benchmarks.band_replay --source exact --sets 40
     python3 -m benchmarks.band_replay --source nuts --sets 15
@@ -33,6 +35,7 @@ from benchmarks._common import ROOT
 from benchmarks.corpus import CORPUS
 from benchmarks.corpus_coverage import load_data
 from benchmarks.corpus_loo_exact import _radon_county, _range
+from stanlogz.crossval.psis_loo.band_refit import BAND_LOW, band_bias
 
 FOLDER = "radon_mn-radon_county_intercept"
 #: the unsampled band values' PSIS se and bias estimate stay in the total's mc se (as loo
@@ -89,8 +92,11 @@ def nuts_draws(seed: int, cache: Path) -> tuple[np.ndarray, float, int]:
 
 
 def replay(ll: np.ndarray, r_eff: float, chains: int, exact: np.ndarray, samples: int,
-           refit_se: float, rng: np.random.Generator) -> tuple[float, list[tuple[float, float]]]:
-    """z before, and (z, se of the band) after for each of ``samples`` random samples."""
+           refit_se: float, rng: np.random.Generator
+           ) -> tuple[float, float, list[tuple[float, float]]]:
+    """z before, z of the band left as PSIS gives it with its bias estimate in the mc se
+    (loo's error bar where the refits cost too much), and (z, se of the band) after for each
+    of ``samples`` random samples."""
     from stanlogz.crossval.elpd.psis import psis_loo
     from stanlogz.crossval.fixups.fixups import FixedPoint, fixed_variance
     from stanlogz.crossval.psis_loo.band_refit import correct_band
@@ -107,7 +113,10 @@ def replay(ll: np.ndarray, r_eff: float, chains: int, exact: np.ndarray, samples
 
     base = [point(i, 0.0) for i in top]
     claimed = float(np.hypot(ps.total_mcse(top), ps.total_bias(top)))
-    before = (ps.elpd_i.sum() - ps.elpd_i[top].sum() + exact[top].sum() - exact.sum()) / claimed
+    err = ps.elpd_i.sum() - ps.elpd_i[top].sum() + exact[top].sum() - exact.sum()
+    before = err / claimed
+    band = np.nonzero((k >= BAND_LOW) & (k <= 0.7))[0]
+    skipped = err / np.hypot(claimed, band_bias(ps.mcse_i[band], k[band]))
     out = []
     for _ in range(samples):
         fixed, band = correct_band(
@@ -128,7 +137,7 @@ def replay(ll: np.ndarray, r_eff: float, chains: int, exact: np.ndarray, samples
         mc = np.sqrt(ps.total_mcse(done)**2 + ps.total_bias(done)**2
                      + fixed_variance([f for f in fixed if f.index not in top]) + se_band**2)
         out.append(((e.sum() - exact.sum()) / mc, se_band))
-    return float(before), out
+    return float(before), float(skipped), out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -151,25 +160,29 @@ def main(argv: list[str] | None = None) -> None:
         band_refit.STRATA = tuple(float(x) for x in a.strata.split(","))
     exact = np.asarray(json.loads((ROOT / "benchmarks" / "data" / "corpus_loo_refs.json")
                                   .read_text())[FOLDER]["elpd_i"])
-    zb, za, ses = [], [], []
+    zb, zs, za, ses = [], [], [], []
     for j in range(a.sets):
         rng = np.random.default_rng(1000 + j)
         if a.source == "exact":
             ll, r_eff, chains = exact_draws(a.draws, rng), 1.0, 4
         else:
             ll, r_eff, chains = nuts_draws(j + 1, a.cache)
-        b, after = replay(ll, r_eff, chains, exact, a.samples, a.refit_se, rng)
+        b, skip, after = replay(ll, r_eff, chains, exact, a.samples, a.refit_se, rng)
         zb.append(b)
+        zs.append(skip)
         za += [z for z, _ in after]
         ses += [s for _, s in after]
         print(f"set {j + 1}: z before {b:+.2f}, after mean {np.mean([z for z, _ in after]):+.2f}",
               flush=True)
-    zb, za = np.array(zb), np.array(za)
+    zb, zs, za = np.array(zb), np.array(zs), np.array(za)
     print(f"| {a.source} draws | sets | z mean | rms z | max abs z | share abs z > 2 | "
           f"share abs z > 4 | band se |\n|---|---|---|---|---|---|---|---|")
     print(f"| before | {zb.size} | {zb.mean():+.2f} | {np.sqrt(np.mean(zb**2)):.2f} | "
           f"{np.abs(zb).max():.2f} | {np.mean(np.abs(zb) > 2):.3f} | "
           f"{np.mean(np.abs(zb) > 4):.3f} | 0 |")
+    print(f"| skipped (band bias estimate in the mc se) | {zs.size} | {zs.mean():+.2f} | "
+          f"{np.sqrt(np.mean(zs**2)):.2f} | {np.abs(zs).max():.2f} | {np.mean(np.abs(zs) > 2):.3f} "
+          f"| {np.mean(np.abs(zs) > 4):.3f} | 0 |")
     print(f"| after ({a.samples} samples per set) | {zb.size} | {za.mean():+.2f} | "
           f"{np.sqrt(np.mean(za**2)):.2f} | {np.abs(za).max():.2f} | {np.mean(np.abs(za) > 2):.3f} "
           f"| {np.mean(np.abs(za) > 4):.4f} | {np.mean(ses):.2f} |")

@@ -27,13 +27,15 @@ leave; but PSIS's errors at k̂ near 0.5 are heavy-tailed, a sample of 10 can mi
 large ones and its s_h² then understates its error: replayed with them left out, |z| > 4 in
 0.2% of runs, and one live radon run, seed 4, reached z +4.1; with them kept, none in 450.)
 
-It runs only where it matters and is affordable: where ``BIAS_RATE`` × the band's summed
-pointwise mc se (the bias measured on radon, as a share of that sum) exceeds ``MATERIAL`` × the
-Monte Carlo se the total claims without it, and the refits' estimated cost is at most
-``BAND_SECONDS`` (and the time budget's rest; an explicit ``verify=K`` lifts the first limit).
-Where it matters but costs more, the values stay PSIS's and a warning says that their bias is
-not in mcse_elpd_loo. ``verify=0`` turns it off with the self-check. Coverage:
-``benchmarks/band_replay.py`` (docs/benchmarks.md).
+It runs only where it matters and is affordable: where the band's estimated bias
+(:func:`band_bias`: each value's pointwise mc se times the share ``BIAS_RATES`` gives its k̂,
+summed) exceeds ``MATERIAL`` × the Monte Carlo se the total claims without it, and the refits'
+estimated cost is at most ``BAND_SECONDS`` (and the time budget's rest; an explicit
+``verify=K`` lifts the first limit). Where it matters but costs more, the values stay PSIS's
+and that estimated bias joins mcse_elpd_loo as an error (``BandCorrection.bias``), with a
+warning: a wider error bar rather than a correction. ``verify=0`` turns it off with the
+self-check. Coverage: ``benchmarks/band_replay.py``, ``benchmarks/band_bias_coverage.py``
+(docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -59,16 +61,33 @@ STRATA = (0.2, 0.3, 0.5)
 BAND_LOW = STRATA[0]
 #: The values of one stratum refit at most (all of them when there are no more).
 STRATUM_REFITS = 10
-#: PSIS's upward bias over the band measured as a share of the band's summed pointwise mc se
-#: (radon_county_intercept, 40 sets of 4000 exact posterior draws: +0.64 nats against
-#: Σ mcse_i = 2.7) ...
-BIAS_RATE = 0.24
+#: PSIS's upward bias of one value as a share of its pointwise mc se, by k̂ (the share from each
+#: edge up to the next; the last to the threshold): measured with exact posterior draws on two
+#: programs whose exact LOO is known, a conjugate hierarchical normal (200 data sets) and
+#: radon_county_intercept (20 sets); shares 0.18/0.13, 0.19/0.21, 0.23/0.27, 0.41/0.28 and
+#: 0.72/0.99 per stratum, the larger taken (``benchmarks/band_bias_coverage.py --rates``). The
+#: share grows with k̂: a flat 0.24 (radon's whole band) read a band near the threshold 2.3 times
+#: too low ...
+BIAS_RATES = ((0.2, 0.18), (0.3, 0.21), (0.4, 0.27), (0.5, 0.41), (0.6, 0.99))
 #: ... and the band is corrected only where that much bias would be material: more than this
 #: share of the Monte Carlo se the total claims without it.
 MATERIAL = 0.5
 #: The refits' estimated seconds at most (one sampling run each); beyond, the band is left
 #: as PSIS gives it and the result says so.
 BAND_SECONDS = 300.0
+
+
+
+def band_bias(mcse_i: np.ndarray, khat_i: np.ndarray) -> float:
+    """PSIS's estimated upward bias summed over band values of pointwise mc se ``mcse_i`` and
+    k̂ ``khat_i``: Σ share(k̂_i) × mcse_i, the share from ``BIAS_RATES`` (0 below its first
+    edge)."""
+    mc = np.asarray(mcse_i, dtype=float).ravel()
+    k = np.asarray(khat_i, dtype=float).ravel()
+    edges = np.array([e for e, _ in BIAS_RATES])
+    shares = np.concatenate([[0.0], [r for _, r in BIAS_RATES]])
+    return float(np.sum(shares[np.searchsorted(edges, k, side="right")] * mc))
+
 
 #: ``refit(indices)``: exact values of the 0-based observations, and notes of those that fail.
 Refit = Callable[[np.ndarray], tuple[list[FixedPoint], list[str]]]
@@ -89,6 +108,9 @@ class BandCorrection:
     shifts: dict[int, float] = field(default_factory=dict)  # 0-based: added to elpd_i
     correction: float = 0.0  # added in total to the unsampled values: Σ (n_h − m_h) d̄_h
     se: float = 0.0  # the sampling se of the correction
+    #: "skipped": the estimated upward bias of the values left as PSIS gives them
+    #: (:func:`band_bias`), in mcse_elpd_loo as an error; 0 where unknown
+    bias: float = 0.0
     seconds: float = 0.0
     note: str = ""
 
@@ -97,7 +119,8 @@ class BandCorrection:
         return {"status": self.status, "khat_low": self.low, "khat_high": self.high,
                 "n": self.n, "sampled": [i + 1 for i in self.sampled],
                 "n_unsampled": len(self.unsampled), "strata": self.strata,
-                "correction": self.correction, "se": self.se, "seconds": self.seconds,
+                "correction": self.correction, "se": self.se, "bias": self.bias,
+                "seconds": self.seconds,
                 "note": self.note}
 
 
@@ -169,8 +192,9 @@ def correct_band(obs: np.ndarray, khat: np.ndarray, psis: np.ndarray,
         Draws the samples.
     psis_mcse : numpy.ndarray, optional
         The PSIS values' own mc se; with ``claimed``, the band is corrected only where
-        ``BIAS_RATE`` × their sum over the band exceeds ``MATERIAL`` × ``claimed`` (None:
-        always).
+        their :func:`band_bias` over the band exceeds ``MATERIAL`` × ``claimed`` (None:
+        always), and where the band is left as PSIS gives it, that bias of the values left is
+        ``BandCorrection.bias``.
     claimed : float, default 0.0
         The Monte Carlo se the total claims without the correction.
     forced : bool, default False
@@ -199,7 +223,12 @@ def correct_band(obs: np.ndarray, khat: np.ndarray, psis: np.ndarray,
     bias = np.inf
     if psis_mcse is not None:
         at = {int(o): j for j, o in enumerate(obs)}
-        bias = BIAS_RATE * float(sum(psis_mcse[at[int(o)]] for p in parts for o in p))
+
+        def bias_of(members: Sequence[int]) -> float:
+            j = [at[int(o)] for o in members]
+            return band_bias(np.asarray(psis_mcse)[j], np.asarray(khat)[j])
+
+        bias = bias_of([o for p in parts for o in p])
         if bias <= MATERIAL * claimed:
             return fixed, None
     # the band's estimates: PSIS's, or their moment-matched values
@@ -213,9 +242,9 @@ def correct_band(obs: np.ndarray, khat: np.ndarray, psis: np.ndarray,
     left = run_budget.remaining()
     cap = min(np.inf if forced else BAND_SECONDS, np.inf if left is None else left)
     if cost is None or cost > cap:
-        size = "" if not np.isfinite(bias) else f" (about {bias:+.2f} where measured)"
-        out.note = (f"{n} PSIS value(s) with {top} are left as PSIS gives them, whose bias "
-                    f"upward{size} is not in mcse_elpd_loo: "
+        out.bias = bias if np.isfinite(bias) else 0.0
+        out.note = (f"{n} PSIS value(s) with {top} are left as PSIS gives them, "
+                    + _bias_words(out.bias) + ": "
                     + ("the cost of refitting a sample of them is unknown" if cost is None else
                        f"refitting {m} of them would take about {duration(cost)}, more than "
                        f"{duration(cap)}")
@@ -232,8 +261,10 @@ def correct_band(obs: np.ndarray, khat: np.ndarray, psis: np.ndarray,
     out.seconds = time.perf_counter() - t0
     if len(ref) < m:  # a refit failed or the budget ended them: keep the exact values got
         out.sampled = sorted(ref)
+        if np.isfinite(bias):
+            out.bias = bias_of([o for p in parts for o in p if int(o) not in ref])
         out.note = (f"{n - len(ref)} PSIS value(s) with {top} are left as PSIS gives them, "
-                    f"whose bias upward is not in mcse_elpd_loo ({len(ref)} of the {m} refits "
+                    + _bias_words(out.bias) + f" ({len(ref)} of the {m} refits "
                     f"ran, their exact values kept): "
                     f"{notes[0] if notes else 'the refits stopped'}")
         return _replaced(fixed, ref), out
@@ -259,6 +290,14 @@ def correct_band(obs: np.ndarray, khat: np.ndarray, psis: np.ndarray,
                    f"difference, in total {out.correction:+.2f} (se {out.se:.2f}, in "
                    f"mcse_elpd_loo)" if out.unsampled else ""))
     return _replaced(fixed, ref), out
+
+
+def _bias_words(bias: float) -> str:
+    """How the note of a band left as PSIS gives it states its bias."""
+    if bias > 0:
+        return (f"their estimated upward bias, {bias:+.2f}, in mcse_elpd_loo as an error (not "
+                "subtracted)")
+    return "whose upward bias is not in mcse_elpd_loo (their pointwise mc se are unknown)"
 
 
 def _replaced(fixed: list[FixedPoint], ref: dict[int, FixedPoint]) -> list[FixedPoint]:

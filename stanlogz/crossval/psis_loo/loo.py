@@ -554,9 +554,9 @@ def loo(
     res.mcse_bias = ps.total_bias(replaced) * grow
     res.mcse_elpd_loo = math.sqrt(res.mcse_psis**2 + res.mcse_bias**2
                                   + fixed_variance(fixed) * grow**2
-                                  + (0.0 if band is None else band.se**2))
+                                  + (0.0 if band is None else band.se**2 + band.bias**2))
     res.band = band
-    if band is not None and band.status == "skipped":  # a bias the error bar does not hold
+    if band is not None and band.status == "skipped":  # PSIS's bias left, as an error
         res.warnings.append(band.note)
     if res.still_bad() or (verification and verification.status == "withheld"):
         res.mcse_elpd_loo = float("nan")  # as loo: NA while a k-hat stays above the threshold

@@ -13,9 +13,10 @@ import pytest
 from stanlogz.crossval.fixups.fixups import FixedPoint
 from stanlogz.crossval.psis_loo.band_refit import (
     BAND_LOW,
-    BIAS_RATE,
+    BIAS_RATES,
     MATERIAL,
     STRATUM_REFITS,
+    band_bias,
     band_members,
     correct_band,
     difference_estimate,
@@ -131,10 +132,10 @@ def test_small_band_is_refit_whole_and_costly_band_is_left() -> None:
     assert band.status == "refit" and len(fixed) == 7
     # values already fixed (e.g. by the self-check) are not in the band
     assert band_members(obs, k, [_point(41, 0.0)], BAND_LOW, 0.7).tolist() == [40, *range(42, 47)]
-    # where BIAS_RATE x the band's summed pointwise mc se is at most MATERIAL x the total's
-    # claimed mc se, the band is not touched
+    # where the band's estimated bias (band_bias) is at most MATERIAL x the total's claimed
+    # mc se, the band is not touched
     mc = np.full(k.size, 0.01)
-    small = MATERIAL * 1.0 / (BIAS_RATE * 7 * 0.01)  # the claimed se at the boundary, x 1
+    small = MATERIAL * 1.0 / band_bias(mc[40:47], k[40:47])  # the claimed se at the boundary
     calls.clear()
     assert correct_band(obs, k, psis, [], refit, threshold=0.7, refit_seconds=1.0,
                         rng=np.random.default_rng(0), psis_mcse=mc,
@@ -149,6 +150,36 @@ def test_small_band_is_refit_whole_and_costly_band_is_left() -> None:
     assert none == ([], None)
 
 
+def test_band_bias_weighs_each_value_by_the_share_of_its_khat() -> None:
+    # by hand: below the first edge 0, then each stratum's share times the value's mc se
+    edges = [e for e, _ in BIAS_RATES]
+    k = np.array([0.1, edges[0], 0.35, 0.45, 0.55, 0.65, 0.7])
+    mc = np.array([5.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    share = dict(BIAS_RATES)
+    want = (share[0.2] * 1.0 + share[0.3] * 2.0 + share[0.4] * 3.0 + share[0.5] * 4.0
+            + share[0.6] * (5.0 + 6.0))
+    assert band_bias(mc, k) == pytest.approx(want, rel=1e-12)
+    # the shares grow with k-hat (PSIS's bias does: benchmarks/band_bias_coverage.py --rates)
+    assert np.all(np.diff([r for _, r in BIAS_RATES]) > 0)
+
+
+def test_a_band_left_as_psis_gives_it_carries_its_bias_estimate() -> None:
+    # the refits cost more than BAND_SECONDS: no value changes, and the band's estimated
+    # bias (every band value's) is the BandCorrection's bias, which loo adds to the mc se
+    obs, k, psis, _, refit, calls = _band_case(30, 0.1)
+    mc = np.full(k.size, 0.05)
+    fixed, band = correct_band(obs, k, psis, [], refit, threshold=0.7, refit_seconds=1e4,
+                               rng=np.random.default_rng(0), psis_mcse=mc, claimed=0.01)
+    assert band.status == "skipped" and fixed == [] and calls == []
+    assert band.bias == pytest.approx(band_bias(mc[40:70], k[40:70]), rel=1e-12)
+    assert f"{band.bias:+.2f}, in mcse_elpd_loo" in band.note
+    assert band.to_dict()["bias"] == band.bias
+    # without the pointwise mc se the bias is unknown: 0, and the note says it is not in it
+    _, band = correct_band(obs, k, psis, [], refit, threshold=0.7, refit_seconds=1e4,
+                           rng=np.random.default_rng(0))
+    assert band.bias == 0.0 and "not in mcse_elpd_loo" in band.note
+
+
 def test_refits_that_stop_early_keep_their_exact_values_and_say_so() -> None:
     # the budget (or a failure) ends the refits after 3 of the sample: those 3 exact values
     # stay in the fixed points, the rest of the band keeps PSIS's values with the warning
@@ -158,13 +189,17 @@ def test_refits_that_stop_early_keep_their_exact_values_and_say_so() -> None:
         got, _ = refit(idx[:3])
         return got, ["the time budget ended the refits"]
 
+    mc = np.full(k.size, 0.05)
     fixed, band = correct_band(obs, k, psis, [], stops, threshold=0.7, refit_seconds=1.0,
-                               rng=np.random.default_rng(0))
+                               rng=np.random.default_rng(0), psis_mcse=mc, claimed=0.01)
     assert band.status == "skipped" and band.shifts == {} and band.correction == 0.0
     assert len(fixed) == 3 and band.sampled == sorted(f.index for f in fixed)
     assert all(f.elpd == exact[f.index] for f in fixed)
     assert "47 PSIS value(s)" in band.note and "3 of the" in band.note
     assert "the time budget ended the refits" in band.note
+    # the bias is that of the 47 values left, not of the 3 refit
+    left = [o for o in range(40, 90) if o not in band.sampled]
+    assert band.bias == pytest.approx(band_bias(mc[left], k[left]), rel=1e-12)
 
 
 def test_values_moment_matched_below_the_threshold_stay_in_the_band() -> None:

@@ -187,3 +187,33 @@ def test_the_bands_note_survives_the_refits_that_follow(outlier, monkeypatch):
     r = loo(model, data, draws=d, log_lik="log_lik", k_threshold=0.45, verify=0)
     assert {f.index: f.method for f in r.fixed if f.index == 0} == {0: "exact"}
     assert any("none of those tried" in w for w in r.warnings), r.warnings
+
+
+def test_a_band_left_as_psis_gives_it_widens_the_mc_se_by_its_bias(outlier, monkeypatch):
+    # the k-hat band's refits forced to cost more than allowed (and the band to matter): its
+    # values stay PSIS's, and their estimated bias (band_refit.band_bias, measured in
+    # benchmarks/band_bias_coverage.py) joins mcse_elpd_loo in quadrature, with a warning
+    from stanlogz.crossval.fixups.fixups import fixed_variance
+    from stanlogz.crossval.psis_loo.band_refit import BAND_LOW, band_bias
+
+    model, data, d, _ = outlier
+    real = loo_module.correct_band
+
+    def costly(*args, **kwargs):
+        kwargs.update(refit_seconds=1e9, claimed=0.0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(loo_module, "correct_band", costly)
+    monkeypatch.setenv("STANLOGZ_VERIFY", "auto")  # the band runs with loo's self-check
+    r = loo(model, data, draws=d, log_lik="log_lik")
+    b = r.band
+    assert b is not None and b.status == "skipped" and b.shifts == {}
+    refit = {f.index for f in r.fixed if f.method != "mm"}  # matched values stay in the band
+    band = [j for j in range(r.n_obs) if j not in refit
+            and BAND_LOW <= r.khat[j] <= r.threshold]
+    assert b.n == len(band) > 0
+    assert b.bias == pytest.approx(band_bias(r.psis_mcse_i[band], r.khat[band]), rel=1e-9)
+    assert r.mcse_elpd_loo == pytest.approx(math.sqrt(
+        r.mcse_psis**2 + r.mcse_bias**2 + fixed_variance(r.fixed) + b.bias**2), rel=1e-9)
+    assert any(f"{b.bias:+.2f}, in mcse_elpd_loo" in w for w in r.warnings)
+    assert r.to_dict()["band"]["bias"] == b.bias
