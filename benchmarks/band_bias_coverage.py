@@ -25,6 +25,7 @@ radon_county_intercept's exact draws (``band_replay.exact_draws``), the source o
     python3 -m benchmarks.band_bias_coverage --sets 200                         # coverage
     python3 -m benchmarks.band_bias_coverage --sets 200 --groups 200 --max-n 6 --seed 2
     python3 -m benchmarks.band_bias_coverage --sets 200 --rates                 # the shares
+    python3 -m benchmarks.band_bias_coverage --sets 40 --min-n 2 --max-n 2 --tau 3 --seed 9
 """
 
 from __future__ import annotations
@@ -40,10 +41,10 @@ from stanlogz.crossval.psis_loo.band_refit import BAND_LOW, BIAS_RATES, band_bia
 PRIOR_SD_MU = 5.0
 
 
-def data_set(rng: np.random.Generator, groups: int, max_n: int, sigma: float, tau: float
-             ) -> tuple[np.ndarray, np.ndarray]:
+def data_set(rng: np.random.Generator, groups: int, max_n: int, sigma: float, tau: float,
+             min_n: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Group of each observation, and y."""
-    sizes = rng.integers(1, max_n + 1, size=groups)
+    sizes = rng.integers(min_n, max_n + 1, size=groups)
     g = np.repeat(np.arange(groups), sizes)
     theta = rng.normal(0.0, PRIOR_SD_MU) + tau * rng.standard_normal(groups)
     return g, theta[g] + sigma * rng.standard_normal(g.size)
@@ -74,9 +75,11 @@ def posterior_draws(g: np.ndarray, y: np.ndarray, sigma: float, tau: float, s: i
 
 
 def one_set(rng: np.random.Generator, groups: int, max_n: int, draws: int,
-            threshold: float = 0.7) -> dict[str, float]:
-    sigma, tau = 1.0, float(np.exp(rng.uniform(np.log(0.3), np.log(2.0))))
-    g, y = data_set(rng, groups, max_n, sigma, tau)
+            threshold: float = 0.7, min_n: int = 1, sigma: float = 1.0,
+            tau: float | None = None) -> dict[str, float]:
+    """One data set (τ drawn log-uniform on 0.3–2 unless given): the z's and the band's error."""
+    tau = float(np.exp(rng.uniform(np.log(0.3), np.log(2.0)))) if tau is None else tau
+    g, y = data_set(rng, groups, max_n, sigma, tau, min_n)
     exact = exact_loo(g, y, sigma, tau)
     theta = posterior_draws(g, y, sigma, tau, draws, rng)
     ll = stats.norm.logpdf(y[None, :], theta[:, g], sigma)
@@ -140,6 +143,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sets", type=int, default=200)
     ap.add_argument("--groups", type=int, default=120)
     ap.add_argument("--max-n", type=int, default=4)
+    ap.add_argument("--min-n", type=int, default=1, help="smallest group (2: none alone)")
+    ap.add_argument("--sigma", type=float, default=1.0)
+    ap.add_argument("--tau", type=float, default=None, help="fixed (default: drawn, 0.3-2)")
     ap.add_argument("--draws", type=int, default=4000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--rates", action="store_true", help="measure the shares per k-hat stratum")
@@ -149,9 +155,11 @@ def main(argv: list[str] | None = None) -> None:
         return
     rows = []
     for j in range(a.sets):
-        rows.append(one_set(np.random.default_rng([a.seed, j]), a.groups, a.max_n, a.draws))
+        rows.append(one_set(np.random.default_rng([a.seed, j]), a.groups, a.max_n, a.draws,
+                            min_n=a.min_n, sigma=a.sigma, tau=a.tau))
     cols = {k: np.array([r[k] for r in rows]) for k in rows[0]}
-    print(f"{a.sets} data sets, {a.groups} groups of 1-{a.max_n}, {a.draws} exact draws; "
+    print(f"{a.sets} data sets, {a.groups} groups of {a.min_n}-{a.max_n}, sigma {a.sigma}, tau "
+          f"{'0.3-2' if a.tau is None else a.tau}, {a.draws} exact draws; "
           f"N mean {cols['n'].mean():.0f}, band values mean {cols['band'].mean():.0f}, "
           f"above 0.7 mean {cols['top'].mean():.1f}")
     print(f"band error: mean {cols['band_err'].mean():+.3f} (sd {cols['band_err'].std():.3f}); "
