@@ -80,3 +80,34 @@ def test_structured_route_forced_at_small_dimension_agrees_with_the_truth():
     assert r.diagnostics["proposal_route"] == "diagonal plus low rank (asked for)"
     assert abs(r.log_z - t.log_z) <= 4 * r.log_z_se
     assert r.log_z_se < 0.1
+
+
+def test_uneven_cut_fits_on_what_the_proposal_needs_and_bridges_on_the_rest():
+    from stanlogz.estimators.bridge.bridge import MIN_BRIDGE_PER_CHAIN, uneven_cut
+
+    assert uneven_cut(4, 1000, 250) is None  # halves of 2000: even
+    assert uneven_cut(4, 126, 250) is None  # halves of 4 x 63 = 252: even
+    assert uneven_cut(4, 125, 250) == 63  # halves of 4 x 62 = 248: the fit takes 63 a chain
+    assert uneven_cut(4, 108, 250) == 63  # kronecker_gp's budget-stopped run: 63 fit, 45 bridge
+    # fewer than MIN_BRIDGE_PER_CHAIN left per chain: even halves, which refuse
+    assert uneven_cut(4, 63 + MIN_BRIDGE_PER_CHAIN, 250) == 63
+    assert uneven_cut(4, 63 + MIN_BRIDGE_PER_CHAIN - 1, 250) is None
+
+
+def test_draws_too_few_for_two_halves_answer_with_one_uneven_orientation():
+    # posteriordb kronecker_gp (438 parameters): the time budget left 4 x 108 draws, halves of
+    # 216 < 250, and evidence refused after 493 s. Exact draws of a 438-dimensional target:
+    # the proposal fits on 4 x 63, the bridge runs on 4 x 45. Over 400 replicates
+    # (benchmarks/evidence_uneven_split.py) rms z was 1.04 and 1.03 on two targets; |z| > 4.5
+    # has probability 7e-6 for a normal z, and under 1e-4 for one with that rms.
+    t = spiked_gaussian(438, seed=3)
+    x = t.sample(np.random.default_rng(11), 432).reshape(4, 108, 438)
+    r = gbs(t, x, seed=12)
+    assert any("fit to the first 63 of each chain and the bridge runs on the other 45" in w
+               for w in r.warnings), r.warnings
+    assert r.diagnostics["n_p"] == 4 * 45 and r.n_draws == 432
+    assert len(r.diagnostics["half_swap_log_z"]) == 1
+    assert abs(r.log_z - t.log_z) <= 4.5 * r.log_z_se
+    # fewer still (4 x 80: 17 left per chain after the 63): refused, naming the draws
+    with pytest.raises(InputError, match="too few draws: each half has 160, need at least 250"):
+        gbs(t, x[:, :80], seed=12)
