@@ -77,7 +77,6 @@ MATERIAL = 0.5
 BAND_SECONDS = 300.0
 
 
-
 def band_bias(mcse_i: np.ndarray, khat_i: np.ndarray) -> float:
     """PSIS's estimated upward bias summed over band values of pointwise mc se ``mcse_i`` and
     k̂ ``khat_i``: Σ share(k̂_i) × mcse_i, the share from ``BIAS_RATES`` (0 below its first
