@@ -111,13 +111,20 @@ def tail_warning(values: np.ndarray, what: str) -> str | None:
             "or a model that fits them (heavier-tailed likelihood)")
 
 
-def add_cv_warnings(result: Any, values: np.ndarray, name: str) -> None:
+def add_cv_warnings(result: Any, values: np.ndarray, name: str,
+                    unrefit_mcse: float = 0.0) -> None:
     """Append to ``result.warnings`` the heavy-tail warning of its pointwise ``values`` and a
-    warning when its Monte Carlo se is not small against its se (``name``: e.g. elpd_kfold)."""
+    warning when its Monte Carlo se is not small against its se (``name``: e.g. elpd_kfold).
+    ``unrefit_mcse``: the part of that se from refits the time budget left undone (estimated
+    from the others); where it is most of it, the warning names a longer budget, not more
+    draws."""
     tail = tail_warning(values, name)
     if tail:
         result.warnings.append(tail)
     if result.mcse > 0.1 * max(result.se, 1.0):
+        advice = ("most of it comes from the folds the time budget left unrefit: a longer "
+                  f"{option('time_budget')} refits them"
+                  if unrefit_mcse**2 > 0.5 * result.mcse**2 else
+                  f"run more draws ({option('draws')})")
         result.warnings.append(f"Monte Carlo se {result.mcse:.3f} of {name} is not small "
-                               f"against its se {result.se:.3f}; run more draws "
-                               f"({option('draws')})")
+                               f"against its se {result.se:.3f}; {advice}")

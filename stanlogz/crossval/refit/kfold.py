@@ -493,7 +493,9 @@ def kfold(
     res.seconds = time.perf_counter() - t0
     if budget_stop is not None:
         res.warnings.append(budget_warning(budget_stop))
-    add_cv_warnings(res, res.elpd_i, "elpd_kfold")
+    unrefit = [f.elpd_i_mcse for f in res.folds if f.method == "fold-sample"]
+    add_cv_warnings(res, res.elpd_i, "elpd_kfold",
+                    unrefit_mcse=float(np.sum(unrefit)) if unrefit else 0.0)
     return res
 
 

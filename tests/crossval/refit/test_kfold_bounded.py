@@ -132,6 +132,12 @@ def test_folds_left_where_psis_cannot_serve_are_estimated_from_the_folds_refit(
     # the total's Monte Carlo se carries it (the refit folds' own errors add in quadrature)
     assert r.mcse >= se and np.isfinite(r.elpd_kfold)
     assert any("estimated from those refit" in w for w in r.warnings)
+    # the mc se is mostly the folds left: its warning names a longer budget, not more draws
+    # (the premise: 3.2 of an mc se of 3.2, against an se of 1.6)
+    assert se**2 > 0.5 * r.mcse**2 and r.mcse > 0.1 * max(r.se, 1.0)
+    big = [w for w in r.warnings if w.startswith("Monte Carlo se")]
+    assert big and "a longer stanlogz.time_budget refits them" in big[0], big
+    assert "more draws" not in big[0]
     # loo's se is a spread of estimated values: over the refit folds' observations, carried
     # to all N (the rate given to the folds left is not N more values)
     known = np.concatenate([f.elpd_i for f in done])
