@@ -493,9 +493,8 @@ def kfold(
     res.seconds = time.perf_counter() - t0
     if budget_stop is not None:
         res.warnings.append(budget_warning(budget_stop))
-    unrefit = [f.elpd_i_mcse for f in res.folds if f.method == "fold-sample"]
-    add_cv_warnings(res, res.elpd_i, "elpd_kfold",
-                    unrefit_mcse=float(np.sum(unrefit)) if unrefit else 0.0)
+    add_cv_warnings(res, res.elpd_i, "elpd_kfold", unrefit_mcse=float(np.sum(
+        [f.elpd_i_mcse for f in res.folds if f.method == "fold-sample"])))
     return res
 
 

@@ -34,7 +34,6 @@ from ..common import (
     rel_var,
     require_some_finite,
     sample_count,
-    split_halves,
 )
 from .anytime import MIN_Q, BridgeBudget
 from .route import (  # noqa: F401 - combine_orientations re-exported
@@ -42,6 +41,7 @@ from .route import (  # noqa: F401 - combine_orientations re-exported
     combine_orientations,
     flow_log_weights,
     orientation_correlation,
+    two_way_split,
 )
 
 
@@ -192,32 +192,6 @@ def _bridge_once(counting: CountingTarget, fit_half: np.ndarray, bridge_half: np
     return _OneBridge(sol, lw_p, lw_q, flow, info, t_fit, bad_p, bad_q, capped)
 
 
-#: Draws per chain the bridge side needs at least where halves are too small to fit the
-#: proposal and the split is uneven (:func:`uneven_cut`): the posterior-side term's
-#: autocorrelation time is measured per chain.
-MIN_BRIDGE_PER_CHAIN = 20
-
-
-def uneven_cut(n_chains: int, n_draws: int, least: int) -> int | None:
-    """Where each chain's halves hold fewer than ``least`` draws in all (a run the time budget
-    ended early, or a short fit), the draws per chain that fit the proposal, the first of each
-    chain, the others entering the bridge: ``ceil(least / n_chains)``, when at least
-    ``MIN_BRIDGE_PER_CHAIN`` are left per chain. None: even halves (they suffice, or too few
-    draws either way, which :func:`~stanlogz.estimators.common.split_halves` refuses)."""
-    if n_chains * (n_draws // 2) >= least:
-        return None
-    cut = -(-least // n_chains)
-    return cut if n_draws - cut >= MIN_BRIDGE_PER_CHAIN else None
-
-
-def uneven_warning(n_chains: int, n_draws: int, cut: int, least: int, dim: int) -> str:
-    """The warning of an uneven split (:func:`uneven_cut`)."""
-    return (f"the draws ({n_chains} chains x {n_draws}) are too few for two halves of {least} "
-            f"each in {dim} dimensions: the proposal is fit to the first {cut} of each chain "
-            f"and the bridge runs on the other {n_draws - cut}, one orientation (no second half "
-            "to compare it with); more draws narrow the error bar")
-
-
 #: |difference| between the two orientations, in combined standard errors, that raises a warning
 SWAP_ALARM_Z = 3.0
 #: the precision, in nats, that the "draws needed" advice aims at
@@ -281,19 +255,12 @@ def gbs(
     n_fit = chains.shape[1] - chains.shape[1] // folds if folds > 2 else chains.shape[1] // 2
     route = choose_route(chains.shape[0] * n_fit, d, proposal, validate)
     least = route.least
-    cut = None  # the uneven split's draws per chain that fit the proposal
     if folds > 2:
         from .crossfit import fold_orientations
 
-        orientations = fold_orientations(chains, folds, least)
-    elif folds == 2:
-        cut = uneven_cut(chains.shape[0], chains.shape[1], least)
-        if cut is None:
-            first, second = split_halves(chains, least)
-            orientations = ([(first, second), (second, first)] if swap_halves
-                            else [(first, second)])
-        else:  # halves too small to fit: fit on what the fit needs, bridge on the rest
-            orientations = [(chains[:, :cut], chains[:, cut:])]
+        orientations, uneven = fold_orientations(chains, folds, least), None
+    elif folds == 2:  # uneven: the warning of an uneven split, else None
+        orientations, uneven = two_way_split(chains, least, swap_halves)
     else:
         raise InputError(f"folds must be an integer >= 2, got {folds}")
     counting = CountingTarget(target)
@@ -323,9 +290,7 @@ def gbs(
             bar.update()
     main = runs[0]
     n_p = main.lw_p.size
-    warnings: list[str] = []
-    if cut is not None:
-        warnings.append(uneven_warning(chains.shape[0], chains.shape[1], cut, least, d))
+    warnings: list[str] = [] if uneven is None else [uneven]
     if any(r.capped for r in runs):
         warnings.append(f"flow-sample budget capped at n_q = {max(r.lw_q.size for r in runs)}: "
                         "the flow fits the posterior poorly; use more draws or flow layers")
@@ -394,7 +359,7 @@ def gbs(
     return EvidenceResult(
         method="gbs", log_z=log_z, log_z_se=se, budget_stop=stop,
         n_draws=int(sum(r.lw_p.size for r in runs) if len(runs) > 2 else
-                    chains.shape[0] * chains.shape[1] if cut is not None else 2 * n_p),
+                    chains.shape[0] * chains.shape[1] if uneven else 2 * n_p),
         n_evals=n_evals, seconds=time.perf_counter() - t0,
         diagnostics=diagnostics, warnings=warnings, log_z_df=df,
         detail=FlowDetail(main.flow, log_w_p=main.lw_p, log_w_q=main.lw_q),

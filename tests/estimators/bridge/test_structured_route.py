@@ -83,7 +83,7 @@ def test_structured_route_forced_at_small_dimension_agrees_with_the_truth():
 
 
 def test_uneven_cut_fits_on_what_the_proposal_needs_and_bridges_on_the_rest():
-    from stanlogz.estimators.bridge.bridge import MIN_BRIDGE_PER_CHAIN, uneven_cut
+    from stanlogz.estimators.bridge.route import MIN_BRIDGE_PER_CHAIN, uneven_cut
 
     assert uneven_cut(4, 1000, 250) is None  # halves of 2000: even
     assert uneven_cut(4, 126, 250) is None  # halves of 4 x 63 = 252: even
