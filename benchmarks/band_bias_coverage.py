@@ -37,6 +37,7 @@ import argparse
 import numpy as np
 from scipy import stats
 
+from benchmarks._common import z_cells
 from stanlogz.crossval.elpd.psis import psis_loo
 from stanlogz.crossval.psis_loo.band_refit import BAND_LOW, BIAS_RATES, MATERIAL, band_bias
 
@@ -174,10 +175,7 @@ def main(argv: list[str] | None = None) -> None:
     for name, key in (("psis (band bias not in it)", "z_psis"),
                       ("psis + band bias estimate", "z_with"),
                       ("loo's rule: the bias in it where material", "z_loo")):
-        z = cols[key]
-        print(f"| {name} | {z.mean():+.2f} | {np.sqrt(np.mean(z**2)):.2f} | "
-              f"{np.abs(z).max():.2f} | {np.mean(np.abs(z) > 2):.3f} | "
-              f"{np.mean(np.abs(z) > 3):.3f} |")
+        print(f"| {name} | {z_cells(cols[key])} |")
 
 
 if __name__ == "__main__":

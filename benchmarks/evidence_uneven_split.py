@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from benchmarks._common import z_cells
 from stanlogz.densities.gaussian import GaussianTarget, HierarchicalNormalTarget
 from stanlogz.estimators.bridge.bridge import gbs
 
@@ -63,9 +64,7 @@ def main(argv: list[str] | None = None) -> None:
             zs.append((r.log_z - t.log_z) / r.log_z_se)
             ses.append(r.log_z_se)
         z = np.array(zs)
-        print(f"| {name} | {a.reps} | {a.chains} x {a.draws} | {z.mean():+.2f} | "
-              f"{np.sqrt(np.mean(z**2)):.2f} | {np.abs(z).max():.2f} | "
-              f"{np.mean(np.abs(z) > 2):.3f} | {np.mean(np.abs(z) > 3):.3f} | "
+        print(f"| {name} | {a.reps} | {a.chains} x {a.draws} | {z_cells(z)} | "
               f"{np.mean(ses):.3f} | {(time.perf_counter() - t0) / a.reps:.2f} |", flush=True)
 
 
