@@ -66,17 +66,38 @@ def check_half_size(n_chains: int, n_draws: int, dim: int, min_per_half: int) ->
         )
 
 
+#: Draws per chain the bridge side needs at least where halves are too small to fit the
+#: proposal and gbs splits the draws unevenly (:func:`uneven_cut`, ``bridge.route.two_way_split``):
+#: the posterior-side term's autocorrelation time is measured per chain.
+MIN_BRIDGE_PER_CHAIN = 20
+
+
+def uneven_cut(n_chains: int, n_draws: int, least: int) -> int | None:
+    """Where each chain's halves hold fewer than ``least`` draws in all (a run the time budget
+    ended early, or a short fit), the draws per chain that fit the proposal, the first of each
+    chain, the others entering the bridge: ``ceil(least / n_chains)``, when at least
+    ``MIN_BRIDGE_PER_CHAIN`` are left per chain. None: even halves (they suffice, or too few
+    draws either way, which :func:`split_halves` refuses)."""
+    if n_chains * (n_draws // 2) >= least:
+        return None
+    cut = -(-least // n_chains)
+    return cut if n_draws - cut >= MIN_BRIDGE_PER_CHAIN else None
+
+
 def check_evidence_draws(model: Any, method: str, nuts: Any, proposal: str = "auto") -> None:
     """Before sampling: :class:`InputError` when the draws the sampler settings ``nuts`` (a
     :class:`~stanlogz.stan.settings.NutsArgs`) keep are too few for the halves ``gbs`` splits
-    each chain into (naming the draws per chain that do). Halves with fewer draws than a
-    dense covariance needs are not refused: gbs then whitens with a diagonal plus low-rank
+    each chain into (naming the draws per chain that do) and for the uneven split
+    (:func:`uneven_cut`) gbs makes of draws too few for halves. Halves with fewer draws than
+    a dense covariance needs are not refused: gbs then whitens with a diagonal plus low-rank
     covariance (:mod:`stanlogz.estimators.bridge.route`); ``proposal`` (gbs's option) "dense" or
     "structured" asks for that route's own minimum."""
     if method == "gbs":
         need = {"dense": dense_least(model.dim), "structured": STRUCTURED_MIN_DRAWS}.get(
             proposal, least_draws(model.dim))
-        check_half_size(nuts.chains, -(-nuts.draws // nuts.thin), model.dim, need)
+        kept = -(-nuts.draws // nuts.thin)
+        if uneven_cut(nuts.chains, kept, need) is None:  # gbs splits such draws unevenly
+            check_half_size(nuts.chains, kept, model.dim, need)
 
 
 def sample_count(n: int | None, default: int, name: str = "n_q") -> int:

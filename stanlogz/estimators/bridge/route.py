@@ -15,7 +15,7 @@ from ...densities.target import Target
 from ...errors import InputError
 from ...flows.gaussianize import GaussianizingFlow
 from ...flows.selection import STRUCTURED_MIN_DRAWS
-from ..common import dense_least, eval_log_density, split_halves
+from ..common import dense_least, eval_log_density, split_halves, uneven_cut
 
 PROPOSALS = ("auto", "dense", "structured")
 #: The dense route's orientations correlate as rho = d / (d + ORIENTATION_C n_half): both carry
@@ -109,18 +109,12 @@ def combine_orientations(estimates: list[float], ses: list[float],
     return 0.5 * (a + b), se, z
 
 
-#: Draws per chain the bridge side needs at least where halves are too small to fit the
-#: proposal and the split is uneven (:func:`uneven_cut`): the posterior-side term's
-#: autocorrelation time is measured per chain.
-MIN_BRIDGE_PER_CHAIN = 20
-
-
 def two_way_split(chains: np.ndarray, least: int, swap: bool = True
                   ) -> tuple[list[tuple[np.ndarray, np.ndarray]], str | None]:
     """gbs's (fit, bridge) pairs of ``chains`` ``(chains, n, dim)``: the two halves of every
     chain, both ways round with ``swap``; or, where the halves hold fewer than ``least`` draws
-    in all, the first :func:`uneven_cut` draws of each chain to fit and the rest to bridge, one
-    way, with its warning (:func:`uneven_warning`; else None)."""
+    in all, the first :func:`~stanlogz.estimators.common.uneven_cut` draws of each chain to fit
+    and the rest to bridge, one way, with its warning (:func:`uneven_warning`; else None)."""
     n_chains, n_draws, dim = chains.shape
     cut = uneven_cut(n_chains, n_draws, least)
     if cut is not None:
@@ -130,20 +124,8 @@ def two_way_split(chains: np.ndarray, least: int, swap: bool = True
     return ([(first, second), (second, first)] if swap else [(first, second)]), None
 
 
-def uneven_cut(n_chains: int, n_draws: int, least: int) -> int | None:
-    """Where each chain's halves hold fewer than ``least`` draws in all (a run the time budget
-    ended early, or a short fit), the draws per chain that fit the proposal, the first of each
-    chain, the others entering the bridge: ``ceil(least / n_chains)``, when at least
-    ``MIN_BRIDGE_PER_CHAIN`` are left per chain. None: even halves (they suffice, or too few
-    draws either way, which :func:`~stanlogz.estimators.common.split_halves` refuses)."""
-    if n_chains * (n_draws // 2) >= least:
-        return None
-    cut = -(-least // n_chains)
-    return cut if n_draws - cut >= MIN_BRIDGE_PER_CHAIN else None
-
-
 def uneven_warning(n_chains: int, n_draws: int, cut: int, least: int, dim: int) -> str:
-    """The warning of an uneven split (:func:`uneven_cut`)."""
+    """The warning of an uneven split (:func:`~stanlogz.estimators.common.uneven_cut`)."""
     return (f"the draws ({n_chains} chains x {n_draws}) are too few for two halves of {least} "
             f"each in {dim} dimensions: the proposal is fit to the first {cut} of each chain "
             f"and the bridge runs on the other {n_draws - cut}, one orientation (no second half "

@@ -32,12 +32,20 @@ def test_draws_check_no_longer_refuses_at_more_dimensions_than_draws():
     for dim in (3002, 10002):  # issue 46 was refused here before sampling
         check_evidence_draws(SimpleNamespace(dim=dim), "gbs", defaults)
     assert least_draws(10002) == STRUCTURED_MIN_DRAWS
-    with pytest.raises(InputError, match=r"each half has 200, need at least 250 for dimension "
+    # 4 x 100 draws: halves of 200 < 250, but gbs splits them unevenly (63 to fit, 37 to
+    # bridge a chain), so the settings are not refused; 4 x 80 leave 17 a chain: refused
+    check_evidence_draws(SimpleNamespace(dim=10002), "gbs", NutsArgs(draws=100))
+    with pytest.raises(InputError, match=r"each half has 160, need at least 250 for dimension "
                                          r"10002; run with settings=NutsArgs\(draws=150\) "
                                          r"\(4 chains\)"):
-        check_evidence_draws(SimpleNamespace(dim=10002), "gbs", NutsArgs(draws=100))
-    with pytest.raises(InputError, match=r"need at least 3766 for dimension 3002"):
-        check_evidence_draws(SimpleNamespace(dim=3002), "gbs", defaults, proposal="dense")
+        check_evidence_draws(SimpleNamespace(dim=10002), "gbs", NutsArgs(draws=80))
+    # dense forced at 3002: 4 x 1000 split unevenly (942 a chain to fit, 58 to bridge), as gbs
+    # splits them; 4 x 950 leave 8 a chain: refused
+    check_evidence_draws(SimpleNamespace(dim=3002), "gbs", defaults, proposal="dense")
+    with pytest.raises(InputError, match=r"each half has 1900, need at least 3766 for dimension "
+                                         r"3002"):
+        check_evidence_draws(SimpleNamespace(dim=3002), "gbs", NutsArgs(draws=950),
+                             proposal="dense")
 
 
 def spiked_gaussian(d, seed=0):
@@ -83,7 +91,7 @@ def test_structured_route_forced_at_small_dimension_agrees_with_the_truth():
 
 
 def test_uneven_cut_fits_on_what_the_proposal_needs_and_bridges_on_the_rest():
-    from stanlogz.estimators.bridge.route import MIN_BRIDGE_PER_CHAIN, uneven_cut
+    from stanlogz.estimators.common import MIN_BRIDGE_PER_CHAIN, uneven_cut
 
     assert uneven_cut(4, 1000, 250) is None  # halves of 2000: even
     assert uneven_cut(4, 126, 250) is None  # halves of 4 x 63 = 252: even
