@@ -18,7 +18,10 @@ values (what loo's refits do), then z = (total − exact total) / mc se with
 - ``loo's rule``: the bias in it only where it is material (above ``MATERIAL`` × the mc se
   claimed without it), as ``loo`` does: below, the band is neither refit nor widened.
 
-Also the band's actual summed error (PSIS − exact over the band) against its estimate.
+A last row is ``loo`` of a fit without its program (``loo_from_fit``, nothing refit), on the
+sets with no k̂ above 0.7 (elsewhere its mc se is NA): its own mc se, which carries the band's
+bias where material. Also the band's actual summed error (PSIS − exact over the band) against
+its estimate.
 ``--rates`` measures the shares themselves, per k̂ stratum: the mean of PSIS − exact over the
 values of a stratum against their mean pointwise mc se, on these data sets and on
 radon_county_intercept's exact draws (``band_replay.exact_draws``), the source of
@@ -40,6 +43,7 @@ from scipy import stats
 from benchmarks._common import z_cells
 from stanlogz.crossval.elpd.psis import psis_loo
 from stanlogz.crossval.psis_loo.band_refit import BAND_LOW, BIAS_RATES, MATERIAL, band_bias
+from stanlogz.crossval.psis_loo.fitloo import loo_from_fit
 
 PRIOR_SD_MU = 5.0
 
@@ -93,7 +97,11 @@ def one_set(rng: np.random.Generator, groups: int, max_n: int, draws: int,
     claimed = float(np.hypot(ps.total_mcse(top), ps.total_bias(top)))
     bias = band_bias(ps.mcse_i[band], ps.khat[band])
     err = total - exact.sum()
-    return {"tau": tau, "n": float(y.size), "band": float(band.size), "top": float(top.size),
+    # loo of a fit (no program: nothing refit) where no k-hat is above the threshold: its own
+    # mc se, which carries the band's bias where material (loo_from_fit); NaN elsewhere
+    fit = loo_from_fit(ll.reshape(4, -1, y.size)) if top.size == 0 else None
+    return {"z_fit": np.nan if fit is None else (fit.elpd_loo - exact.sum()) / fit.mcse_elpd_loo,
+            "tau": tau, "n": float(y.size), "band": float(band.size), "top": float(top.size),
             "err": float(err), "claimed": claimed, "bias_est": bias,
             "band_err": float(np.sum(ps.elpd_i[band] - exact[band])),
             "z_psis": float(err / claimed), "z_with": float(err / np.hypot(claimed, bias)),
@@ -176,6 +184,9 @@ def main(argv: list[str] | None = None) -> None:
                       ("psis + band bias estimate", "z_with"),
                       ("loo's rule: the bias in it where material", "z_loo")):
         print(f"| {name} | {z_cells(cols[key])} |")
+    fit = cols["z_fit"][np.isfinite(cols["z_fit"])]
+    if fit.size:
+        print(f"| loo of a fit, the {fit.size} sets with no k-hat above 0.7 | {z_cells(fit)} |")
 
 
 if __name__ == "__main__":

@@ -164,9 +164,9 @@ def band_members(obs: np.ndarray, khat: np.ndarray, fixed: Sequence[FixedPoint],
 
 def correct_band(obs: np.ndarray, khat: np.ndarray, psis: np.ndarray,
                  fixed: list[FixedPoint], refit: Refit, *, threshold: float,
-                 refit_seconds: float | None, rng: np.random.Generator,
+                 refit_seconds: float | None, rng: np.random.Generator | None,
                  psis_mcse: np.ndarray | None = None, claimed: float = 0.0,
-                 forced: bool = False, progress: Any = None
+                 forced: bool = False, progress: Any = None, no_refit: str | None = None
                  ) -> tuple[list[FixedPoint], BandCorrection | None]:
     """Refit a random sample of each stratum of the band's PSIS values and estimate the
     others' error from it.
@@ -187,8 +187,8 @@ def correct_band(obs: np.ndarray, khat: np.ndarray, psis: np.ndarray,
         The k̂ threshold (the band's top).
     refit_seconds : float or None
         The estimated seconds of one refit; None: unknown (skipped).
-    rng : numpy.random.Generator
-        Draws the samples.
+    rng : numpy.random.Generator or None
+        Draws the samples (None only with ``no_refit``: nothing is drawn).
     psis_mcse : numpy.ndarray, optional
         The PSIS values' own mc se; with ``claimed``, the band is corrected only where
         their :func:`band_bias` over the band exceeds ``MATERIAL`` × ``claimed`` (None:
@@ -201,6 +201,9 @@ def correct_band(obs: np.ndarray, khat: np.ndarray, psis: np.ndarray,
         by ``BAND_SECONDS``.
     progress : callable, optional
         Called with one line.
+    no_refit : str, optional
+        Why no value can be refit (a fit without its program): the band is left as PSIS gives
+        it, with this reason in its note, wherever it is material.
 
     Returns
     -------
@@ -240,15 +243,19 @@ def correct_band(obs: np.ndarray, khat: np.ndarray, psis: np.ndarray,
     cost = None if refit_seconds is None else m * refit_seconds
     left = run_budget.remaining()
     cap = min(np.inf if forced else BAND_SECONDS, np.inf if left is None else left)
-    if cost is None or cost > cap:
+    if no_refit is not None or cost is None or cost > cap:
         out.bias = bias if np.isfinite(bias) else 0.0
         out.note = (f"{n} PSIS value(s) with {top} are left as PSIS gives them, "
                     + _bias_words(out.bias) + ": "
-                    + ("the cost of refitting a sample of them is unknown" if cost is None else
+                    + (no_refit if no_refit is not None else
+                       "the cost of refitting a sample of them is unknown" if cost is None else
                        f"refitting {m} of them would take about {duration(cost)}, more than "
                        f"{duration(cap)}")
-                    + f"; {Route(options={'verify': 4})} corrects them whatever the cost")
+                    + ("" if no_refit is not None else
+                       f"; {Route(options={'verify': 4})} corrects them whatever the cost"))
         return fixed, out
+    if rng is None:
+        raise InputError("the band's refits need the random stream that draws their sample")
     samples = [np.sort(rng.choice(p, size=t, replace=False)) for p, t in zip(parts, take,
                                                                              strict=True)]
     if progress:

@@ -25,6 +25,7 @@ from ...errors import DataError, InputError
 from ...stan.settings import NutsArgs
 from ..elpd.psis import psis_loo, relative_efficiency
 from ..observations.observations import Observations
+from .band_refit import correct_band
 from .result import LooResult
 
 #: ``log_lik`` source recorded in a program-free result.
@@ -146,7 +147,19 @@ def loo_from_fit(fit: Any, *, var: str = "log_lik", r_eff: float | None = None,
         psis_mcse_i=ps.mcse_i, p_loo_se=sum_se(p_i))
     # the same joint Monte Carlo se as loo() of a program (the observations share the draws)
     res.mcse_psis, res.mcse_bias = ps.total_mcse(), ps.total_bias()
-    res.mcse_elpd_loo = math.hypot(res.mcse_psis, res.mcse_bias)
+    # the k-hat band's estimated PSIS bias joins it where material, as in loo() of a program
+    # whose band refits cost too much: here no value can be refit (band_refit)
+    _, res.band = correct_band(np.arange(n), ps.khat, ps.elpd_i, [], _no_refit,
+                               threshold=threshold, refit_seconds=None,
+                               rng=None, psis_mcse=ps.mcse_i,
+                               claimed=math.hypot(ps.total_mcse(), ps.total_bias()),
+                               no_refit="a fit without its program cannot refit them; loo of "
+                                        "the program and data refits a sample and corrects "
+                                        "the rest")
+    res.mcse_elpd_loo = math.hypot(res.mcse_psis, res.mcse_bias,
+                                   0.0 if res.band is None else res.band.bias)
+    if res.band is not None:
+        res.warnings.append(res.band.note)
     bad = res.unfixed_bad()
     if bad:
         res.mcse_elpd_loo = float("nan")  # as loo: NA while a point is above the threshold
@@ -163,6 +176,10 @@ def loo_from_fit(fit: Any, *, var: str = "log_lik", r_eff: float | None = None,
                             "model may be misspecified or too flexible")
     res.seconds = time.perf_counter() - t0
     return res
+
+
+def _no_refit(index: np.ndarray) -> Any:
+    raise InputError("a fit without its program cannot refit observations")  # never reached
 
 
 def loo_elsewise(model: Any, data: Any, *, draws: Any, obs: str | None,

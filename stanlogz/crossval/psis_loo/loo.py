@@ -471,7 +471,12 @@ def loo(
     # (benchmarks/mixture_loo.py), and one mixture run serves them all
     bad = index[ps.khat > (min(threshold, KHAT_HEAVY) if method.mixture else threshold)]
     # observations alone in moving a parameter: refit exactly whatever their k-hat (own_latent)
-    own = own_parameter_observations(pw, unc, index) if sample_index is None else {}
+    own: dict[int, int] = {}
+    if sample_index is None:  # priced against the run so far, or one refit of given draws
+        probe = own_parameter_observations(pw, unc, index, elapsed=max(
+            time.perf_counter() - t0, refit_s or 0.0))
+        own = probe.own
+        notes.extend([probe.note] if probe.note else [])
     own_refit = bool(own) and method.refit is not None and _own_refits_fit(len(own), refit_s)
     bad = np.setdiff1d(bad, list(own)) if own_refit else bad
     fixed: list[FixedPoint] = []

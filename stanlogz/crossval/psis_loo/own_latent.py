@@ -15,46 +15,99 @@ did not land on them. Such observations are found here from the draws, not from 
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass, field
+
 import numpy as np
 
+from ..._util import deadline
+from ..._util.progress import duration
 from ...errors import Route
 from ..observations.pointwise import PointwiseLogLik
 
-#: Parameters probed at most (one row of the pointwise log-likelihood per parameter, about
-#: dim / draws of the pass's cost); a larger program is not probed.
-MAX_PROBED = 400
+#: Parameters stepped along per block of the probe (its rows: a block of steps at a time).
+PROBE_BLOCK = 64
+#: Seconds the probe may take whatever the run so far took ...
+PROBE_SECONDS = 10.0
+#: ... or this share of the run so far, where that is longer: the probe is priced from its
+#: first block (a step along each parameter costs one draw of the pointwise pass; about
+#: dim / draws of the pass in all) and not run where it would take longer.
+PROBE_SHARE = 0.25
 #: Observations refit exactly whatever their refits cost; more are refit where their refits
 #: fit in the time ``fix="auto"`` starts on its own (``loo._own_refits_fit``), else flagged.
 MAX_OWN_REFITS = 10
 
 
-def own_parameter_observations(pw: PointwiseLogLik, unc: np.ndarray,
-                               index: np.ndarray) -> dict[int, int]:
+@dataclass
+class OwnProbe:
+    """What the probe found: ``own`` maps each observation (0-based) that alone moves a
+    parameter to that parameter's position; ``note`` says why it did not run to the end
+    (priced out), else None."""
+
+    own: dict[int, int] = field(default_factory=dict)
+    note: str | None = None
+
+
+def probe_allowance(elapsed: float) -> float:
+    """Seconds the probe may take after a run of ``elapsed`` seconds: ``PROBE_SECONDS`` or
+    ``PROBE_SHARE`` of the run, whichever is longer, within half the time budget left."""
+    allowed = max(PROBE_SECONDS, PROBE_SHARE * elapsed)
+    left = deadline.remaining()
+    return allowed if left is None else min(allowed, 0.5 * left)
+
+
+def own_parameter_observations(pw: PointwiseLogLik, unc: np.ndarray, index: np.ndarray,
+                               elapsed: float = 0.0) -> OwnProbe:
     """The observations (0-based, among ``index``) whose log-likelihood is the only one that
     moves when one unconstrained parameter moves, each with that parameter's position.
 
     One central point of the draws ``unc`` (S, dim) and one step of one posterior sd along each
-    parameter: a parameter moves the observations whose log p(y_i | θ) changes by more than
-    rounding. Only the density-difference and ``log_lik`` routes are probed (their pointwise
-    values cost one density each); the conditional and integrated routes integrate the
-    observation's own latents already. Empty when not probed.
+    parameter, ``PROBE_BLOCK`` steps at a time: a parameter moves the observations whose
+    log p(y_i | θ) changes by more than rounding. Only the density-difference and ``log_lik``
+    routes are probed (their pointwise values cost one density each); the conditional and
+    integrated routes integrate the observation's own latents already. The probe is priced
+    from its first block against :func:`probe_allowance` (``elapsed``: the run's seconds so
+    far); priced out, it stops with a note and nothing found.
     """
-    if pw.source not in ("difference", "log_lik") or unc.shape[1] > MAX_PROBED or index.size < 2:
-        return {}
+    if pw.source not in ("difference", "log_lik") or index.size < 2:
+        return OwnProbe()
+    dim = unc.shape[1]
     centre = unc[int(np.argmin(np.sum((unc - np.median(unc, axis=0)) ** 2, axis=1)))]
     sd = unc.std(axis=0)
-    rows = np.vstack([centre, centre + np.diag(np.where(sd > 0, sd, 1.0))])
+    step = np.where(sd > 0, sd, 1.0)
+    allowed, t0 = probe_allowance(elapsed), time.perf_counter()
     # not a step of the pass: its clock neither counts it nor, stopped by a budget, cuts it short
     clock, pw._clock = getattr(pw, "_clock", None), None
+    out: dict[int, int] = {}
     try:
-        ll = pw.columns(index, rows)  # (dim + 1, len(index))
+        base = None
+        for a in range(0, dim, PROBE_BLOCK):
+            b = min(dim, a + PROBE_BLOCK)
+            rows = np.repeat(centre[None, :], b - a, axis=0)
+            rows[np.arange(b - a), np.arange(a, b)] += step[a:b]
+            if base is None:
+                rows = np.vstack([centre, rows])
+            ll = pw.columns(index, rows)  # (rows, len(index))
+            if base is None:
+                base, ll = ll[0], ll[1:]
+            moved = np.abs(ll - base) > 1e-8 * (1.0 + np.abs(base))
+            for c in np.nonzero(moved.sum(axis=1) == 1)[0]:
+                out.setdefault(int(index[int(np.argmax(moved[c]))]), a + int(c))
+            spent = time.perf_counter() - t0
+            if b < dim and spent * dim / b > allowed:
+                return OwnProbe(note=_priced_out(dim, spent * dim / b, allowed))
     finally:
         pw._clock = clock
-    moved = np.abs(ll[1:] - ll[0]) > 1e-8 * (1.0 + np.abs(ll[0]))
-    out: dict[int, int] = {}
-    for c in np.nonzero(moved.sum(axis=1) == 1)[0]:
-        out.setdefault(int(index[int(np.argmax(moved[c]))]), int(c))
-    return out
+    return OwnProbe(out)
+
+
+def _priced_out(dim: int, need: float, allowed: float) -> str:
+    """The note of a probe not run to the end: what was not looked for, and the way out."""
+    return (f"observations that alone move a parameter were not looked for among the {dim} "
+            f"parameters (about {duration(need)}, over the {duration(allowed)} allowed): where "
+            "one exists (a group of one, a latent per observation) its PSIS value may be off "
+            "far beyond its Monte Carlo se; "
+            f"kfold has no such blind spot ({Route('kfold', {'group': ...})})")
 
 
 def own_parameter_note(own: dict[int, int], names: list[str], refit: bool) -> str:

@@ -30,6 +30,7 @@ import numpy as np
 from ..._util import deadline
 from ...arviz_compat import arviz
 from ...densities.target import log_density_many
+from ...errors import InputError, Route
 from ...stan.nuts import budget_stop_dict
 
 #: The budget's seconds kept back when sizing the bridge's steps (the estimate's own
@@ -173,3 +174,42 @@ def add_sampling_stop(res: Any, draws: Any) -> None:
     for w in getattr(draws, "warnings", None) or []:
         if w.startswith("the time budget ended sampling") and w not in res.warnings:
             res.warnings.append(w)
+
+
+#: Warmup iterations per chain the same-budget route keeps at least (fewer leave the step size
+#: and metric poorly adapted); below it the route is a longer time budget.
+MIN_ROUTE_WARMUP = 150
+
+
+#: The share of the iterations per chain a stopped run reached that its same-budget route asks
+#: for (a run asking for all of them would end at the budget's edge again).
+ROUTE_SHARE = 0.8
+
+
+def too_few_after_stop(exc: InputError, draws: Any, nuts: Any) -> InputError:
+    """The refusal of draws that a time budget cut too short for gbs's split, with routes
+    that fit (``exc``: the split's refusal, whose route names the draws per chain it needs).
+
+    The run's iterations per chain (warmup and kept draws) are what the budget allowed: a run
+    with as many, fewer of them warmup and the draws the split needs, fits the same budget
+    (``warmup``/``draws``, ``ROUTE_SHARE`` of them in all), where at least
+    ``MIN_ROUTE_WARMUP`` are left for warmup; else the
+    budget the run needs at its measured rate (``time_budget``)."""
+    need = next((int(r.options["draws"]) for r in exc.routes if "draws" in r.options), None)
+    stop, total = getattr(draws, "budget_stop", None), deadline.budget_seconds()
+    if need is None or not stop or total is None:
+        return exc
+    thin = max(1, int(getattr(nuts, "thin", 1)))
+    warmup, kept = int(nuts.warmup), int(stop[0]) * thin
+    iterations = warmup + kept  # per chain, what the budget allowed
+    head = (f"the time budget ended sampling after {stop[0]} of {stop[1]} draws per chain, too "
+            f"few for gbs to fit its proposal and bridge (it needs {need} per chain)")
+    fit = int(ROUTE_SHARE * iterations)  # the stop came at the budget's end: a margin
+    if fit - need * thin >= MIN_ROUTE_WARMUP:
+        route = Route(options={"warmup": fit - need * thin, "draws": need * thin},
+                      note="(fewer iterations per chain than the budget allowed, more of "
+                           "them draws)")
+    else:
+        route = deadline.as_option(total * (warmup + need * thin) / iterations * 1.25,
+                                   "(the run's rate so far, with a quarter more)")
+    return InputError(f"{head}; run with {route}", routes=route)

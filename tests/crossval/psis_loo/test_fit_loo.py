@@ -158,3 +158,31 @@ def test_cli_loo_says_what_its_se_includes(capsys) -> None:
     assert f"95.4% interval for elpd_loo: [{iv.low:.1f}, {iv.high:.1f}]" in out
     assert f"small-N factor {iv.factor:.2f}" in out
     assert "Only 8 observations: loo's SE understates the error" in out
+
+
+def test_loo_of_a_fit_carries_the_k_hat_bands_bias_in_its_mcse() -> None:
+    # exact posterior draws of a hierarchical normal with known scales (groups of 2-4, tau 1:
+    # most values in the k-hat band 0.2-0.7, the exact LOO closed-form). No value can be refit
+    # without the program, so the band's estimated PSIS bias joins the mc se as an error, as
+    # in loo() of a program whose band refits cost too much
+    from scipy import stats
+
+    from benchmarks.band_bias_coverage import data_set, exact_loo, posterior_draws
+    from stanlogz.crossval.psis_loo.band_refit import BAND_LOW, band_bias
+
+    rng = np.random.default_rng([45, 2])
+    g, y = data_set(rng, 100, 4, 1.0, 1.0, min_n=2)
+    theta = posterior_draws(g, y, 1.0, 1.0, 4000, rng)
+    ll = stats.norm.logpdf(y[None, :], theta[:, g], 1.0).reshape(4, 1000, -1)
+    # at the default threshold one value (k-hat 0.72) is above it and the mc se NA
+    r = stanlogz.loo(ll, k_threshold=1.0)
+    band = (r.khat >= BAND_LOW) & (r.khat <= 1.0)
+    assert r.band.status == "skipped" and r.band.n == band.sum() > 200
+    assert r.band.bias == pytest.approx(band_bias(r.psis_mcse_i[band], r.khat[band]))
+    assert r.mcse_elpd_loo == pytest.approx(math.hypot(r.mcse_psis, r.mcse_bias, r.band.bias))
+    assert "cannot refit them" in r.band.note and r.band.note in r.warnings
+    assert r.to_dict()["band"]["bias"] == pytest.approx(r.band.bias)
+    # the benchmark (band_bias_coverage, 137 fits like this one) measured |z| below 1.4 in all:
+    # within 4 of this mc se of the exact total, probability far above 1 - 1e-4
+    exact = exact_loo(g, y, 1.0, 1.0).sum()
+    assert abs(r.elpd_loo - exact) < 4 * r.mcse_elpd_loo

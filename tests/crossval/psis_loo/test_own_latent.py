@@ -110,3 +110,76 @@ def test_groups_of_one_beyond_the_count_are_refit_only_where_the_time_allows():
         assert _own_refits_fit(n, 1.0)  # within half the budget left
     with time_budget(n * 1.0):
         assert not _own_refits_fit(n, 1.0)
+
+
+class _GroupedLogLik:
+    """A ``log_lik`` route stand-in: observation i depends on its group's parameter (groups of
+    one, two or three; ``columns`` is exact, so no rounding can hide a step)."""
+
+    source = "log_lik"
+
+    def __init__(self, groups: np.ndarray, seconds_per_row: float = 0.0) -> None:
+        self.g, self.seconds_per_row, self.rows = groups, seconds_per_row, 0
+
+    def columns(self, index, rows):
+        import time
+
+        self.rows += rows.shape[0]
+        time.sleep(self.seconds_per_row * rows.shape[0])
+        return -0.5 * (rows[:, 1 + self.g[index]] - 0.3) ** 2 - 0.1 * rows[:, [0]] ** 2
+
+
+def test_the_probe_reaches_past_its_old_parameter_cap():
+    # 1,200 groups (1,201 parameters, three times the 400 the probe used to stop at): every
+    # group of one is found with its own parameter, and no group of two or three
+    from stanlogz.crossval.psis_loo.own_latent import own_parameter_observations
+
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(1, 4, size=1200)
+    g = np.repeat(np.arange(1200), sizes)
+    pw = _GroupedLogLik(g)
+    unc = rng.normal(size=(200, 1201))
+    probe = own_parameter_observations(pw, unc, np.arange(g.size))
+    singles = {int(i): 1 + int(g[i]) for i in np.nonzero(sizes[g] == 1)[0]}
+    assert probe.note is None and len(singles) > 300
+    assert probe.own == singles
+    assert pw.rows == 1202  # the centre and one step along each parameter
+
+
+def test_a_probe_that_would_take_too_long_stops_with_a_note(monkeypatch):
+    from stanlogz.crossval.psis_loo import own_latent
+
+    monkeypatch.setattr(own_latent, "PROBE_SECONDS", 0.05)
+    g = np.repeat(np.arange(1200), 2)
+    pw = _GroupedLogLik(g, seconds_per_row=0.001)  # 1.2 s for every row, against 0.05 s
+    unc = np.random.default_rng(6).normal(size=(50, 1201))
+    probe = own_latent.own_parameter_observations(pw, unc, np.arange(g.size), elapsed=0.1)
+    assert probe.own == {} and pw.rows == own_latent.PROBE_BLOCK + 1  # priced on one block
+    assert "were not looked for among the 1201 parameters" in probe.note
+    assert "kfold has no such blind spot (`stanlogz.kfold(..., group)`)" in probe.note
+    # a run 20 times longer than the probe allows it a quarter of its time: the probe runs
+    pw = _GroupedLogLik(g, seconds_per_row=0.0)
+    assert own_latent.own_parameter_observations(pw, unc, np.arange(g.size),
+                                                 elapsed=20.0).note is None
+
+
+@pytest.mark.stan
+def test_the_probe_finds_groups_of_one_in_a_program_with_500_parameters(compiled):
+    # own_group with 499 groups (500 parameters, past the 400 the probe stopped at): the
+    # density-difference route, probed a block of steps at a time at any point of the
+    # parameters (the probe asks only which observations a step moves)
+    from stanlogz.crossval.observations.observations import load_observed
+    from stanlogz.crossval.observations.pointwise import PointwiseLogLik
+    from stanlogz.crossval.psis_loo.own_latent import own_parameter_observations
+
+    sizes = np.where(np.arange(499) % 100 == 7, 1, 2)  # groups 8, 108, ..., 408 of one
+    g = np.repeat(np.arange(1, 500), sizes)
+    y = np.random.default_rng(3).normal(size=g.size).round(4)
+    data = {"N": int(g.size), "J": 499, "g": g.tolist(), "y": y.tolist()}
+    model, data, obs = load_observed(compiled(PROGRAM, data), data)
+    pw = PointwiseLogLik(model, data, obs, "difference")
+    unc = np.random.default_rng(4).normal(size=(50, model.dim))
+    probe = own_parameter_observations(pw, unc, np.arange(obs.n))
+    singles = np.nonzero(sizes[g - 1] == 1)[0]
+    assert model.dim == 500 and probe.note is None
+    assert probe.own == {int(i): int(g[i]) - 1 for i in singles}  # a[j] is parameter j - 1

@@ -90,3 +90,33 @@ def test_a_budget_spent_before_the_first_bridge_is_refused(ticking):
     # 1 s: the posterior side (2,000 rows, 2 s) cannot end; nothing is estimable
     with time_budget(1.0), pytest.raises(OverBudget, match="ran out during"):
         gbs(ticking, draws(), seed=3)
+
+
+def test_draws_a_budget_cut_too_short_for_gbs_are_refused_with_a_route_that_fits():
+    # the split's refusal names the draws per chain gbs needs (150 here); after a budget stop
+    # the route is the same budget with fewer warmup iterations and more draws, where the
+    # iterations the run reached leave room for them, else the budget the run needs at its rate
+    from types import SimpleNamespace
+
+    from stanlogz import NutsArgs, time_budget
+    from stanlogz.errors import InputError, Route
+    from stanlogz.estimators.bridge.anytime import (MIN_ROUTE_WARMUP, ROUTE_SHARE,
+                                                    too_few_after_stop)
+
+    split = InputError("too few draws", routes=Route(options={"draws": 150}))
+    stopped = SimpleNamespace(budget_stop=(40, 1000))
+    with time_budget(60):
+        out = too_few_after_stop(split, stopped, NutsArgs(warmup=1000, draws=1000))
+        (route,) = out.routes
+        # 1,040 iterations a chain reached; 80% of them, 150 of those draws
+        assert route.options == {"warmup": int(ROUTE_SHARE * 1040) - 150, "draws": 150}
+        assert "ended sampling after 40 of 1000 draws per chain" in str(out)
+        assert "warmup=682, draws=150" in str(out)
+        # a short warmup leaves no room: the budget at the run's rate, a quarter more
+        out = too_few_after_stop(split, stopped, NutsArgs(warmup=200, draws=1000))
+        (route,) = out.routes
+        assert int(ROUTE_SHARE * 240) - 150 < MIN_ROUTE_WARMUP
+        assert route.options == {"time_budget": "2m"}  # 60 s x 350 / 240 x 1.25 = 109 s
+    # without a budget stop (or a budget) the split's own refusal stands
+    assert too_few_after_stop(split, SimpleNamespace(budget_stop=None), NutsArgs()) is split
+    assert too_few_after_stop(split, stopped, NutsArgs()) is split
