@@ -63,7 +63,9 @@ def own_parameter_observations(pw: PointwiseLogLik, unc: np.ndarray, index: np.n
 
     One central point of the draws ``unc`` (S, dim) and one step of one posterior sd along each
     parameter, ``PROBE_BLOCK`` steps at a time: a parameter moves the observations whose
-    log p(y_i | θ) changes by more than rounding. Only the density-difference and ``log_lik``
+    log p(y_i | θ) changes by more than rounding (on the density-difference route, the
+    gradient of each ℓ_i there: :func:`_gradient_probe`). Only the density-difference and
+    ``log_lik``
     routes are probed (their pointwise values cost one density each); the conditional and
     integrated routes integrate the observation's own latents already. The probe is priced
     from its first block against :func:`probe_allowance` (``elapsed``: the run's seconds so
@@ -73,6 +75,8 @@ def own_parameter_observations(pw: PointwiseLogLik, unc: np.ndarray, index: np.n
         return OwnProbe()
     dim = unc.shape[1]
     centre = unc[int(np.argmin(np.sum((unc - np.median(unc, axis=0)) ** 2, axis=1)))]
+    if pw.source == "difference" and hasattr(pw.model, "log_density_gradient"):
+        return _gradient_probe(pw, centre, index, probe_allowance(elapsed))
     sd = unc.std(axis=0)
     step = np.where(sd > 0, sd, 1.0)
     allowed, t0 = probe_allowance(elapsed), time.perf_counter()
@@ -98,6 +102,35 @@ def own_parameter_observations(pw: PointwiseLogLik, unc: np.ndarray, index: np.n
                 return OwnProbe(note=_priced_out(dim, spent * dim / b, allowed))
     finally:
         pw._clock = clock
+    return OwnProbe(out)
+
+
+def _gradient_probe(pw: PointwiseLogLik, centre: np.ndarray, index: np.ndarray,
+                    allowed: float) -> OwnProbe:
+    """The density-difference route's probe: the gradient of ℓ_i = log p(y_i | θ) at
+    ``centre``, one per observation (the gradient of its instance's density less the
+    baseline's), whose non-zero entries are the parameters it moves. N gradients instead of
+    (dim + 1) × N densities: past a few hundred parameters the steps of the ``log_lik``
+    route's probe would cost more than the pass. Priced from its first ``PROBE_BLOCK``
+    observations."""
+    t0, dim = time.perf_counter(), centre.size
+    base = [b.log_density_gradient(centre)[1] for b in pw.bases()]
+    tol = [1e-8 * (1.0 + np.abs(g)) for g in base]
+    count = np.zeros(dim, dtype=int)
+    first = np.full(dim, -1)
+    for j, i in enumerate(index):
+        obs, b = pw._pair(int(i))
+        with np.errstate(invalid="ignore"):  # a rejected point: NaN, moves nothing
+            moved = np.abs(pw._instance(obs).log_density_gradient(centre)[1] - base[b]) > tol[b]
+        first[moved & (count == 0)] = int(i)
+        count += moved
+        if j + 1 == PROBE_BLOCK and j + 1 < index.size:
+            need = (time.perf_counter() - t0) * index.size / (j + 1)
+            if need > allowed:
+                return OwnProbe(note=_priced_out(dim, need, allowed))
+    out: dict[int, int] = {}
+    for c in np.nonzero(count == 1)[0]:
+        out.setdefault(int(first[c]), int(c))
     return OwnProbe(out)
 
 
