@@ -39,8 +39,8 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sets", type=int, default=30)
     ap.add_argument("--groups", type=int, default=40)
-    ap.add_argument("--tau", type=float, default=3.0)
-    ap.add_argument("--sigma", type=float, default=0.5)
+    ap.add_argument("--tau", type=float, default=1.5)
+    ap.add_argument("--sigma", type=float, default=1.0)
     a = ap.parse_args(argv)
     import stanlogz
 

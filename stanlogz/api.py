@@ -23,7 +23,7 @@ from .draws.checks import normalization_warnings
 from .errors import ArgumentTypeError, InputError
 from .estimators import lookup
 from .estimators.base import EvidenceResult
-from .estimators.bridge.anytime import add_sampling_stop, sampling_reserve, too_few_after_stop
+from .estimators.bridge.anytime import add_sampling_stop, routes_after_stop, sampling_reserve
 from .estimators.common import check_evidence_draws, draws_needed
 from .estimators.comparison import ComparisonResult, posterior_probs  # noqa: F401 - re-exported
 from .mcmc.nuts_continue import more_draws
@@ -160,13 +160,11 @@ def evidence(
     if progress:
         progress(f"estimating log Z of {m.name} with {method} from {d.n_chains}x{d.n_draws} draws")
     t0 = time.perf_counter()
-    try:
+    with routes_after_stop(d, nuts):  # draws a budget cut short: a route that fits it
         res = _call_estimator(method, m, d.unconstrained,
                               seed=stream_int_seed(seed, Stream.ESTIMATOR),
                               n_sampling_evals=d.n_gradient_evals if d.sampling_cost_known
                               else None, progress=progress, options=options)
-    except InputError as exc:  # a budget cut the draws short: a route that fits the budget
-        raise too_few_after_stop(exc, d, nuts) from None
     if not res.seconds:
         res.seconds = time.perf_counter() - t0
     if target_se is not None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -213,3 +214,16 @@ def too_few_after_stop(exc: InputError, draws: Any, nuts: Any) -> InputError:
         route = deadline.as_option(total * (warmup + need * thin) / iterations * 1.25,
                                    "(the run's rate so far, with a quarter more)")
     return InputError(f"{head}; run with {route}", routes=route)
+
+
+@contextlib.contextmanager
+def routes_after_stop(draws: Any, nuts: Any) -> Iterator[None]:
+    """Within it, a refusal of ``draws`` that a time budget cut too short is raised with the
+    routes of :func:`too_few_after_stop` (any other error as it is)."""
+    try:
+        yield
+    except InputError as exc:
+        raised = too_few_after_stop(exc, draws, nuts)
+        if raised is exc:
+            raise
+        raise raised from None

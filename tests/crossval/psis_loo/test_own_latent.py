@@ -183,3 +183,56 @@ def test_the_probe_finds_groups_of_one_in_a_program_with_500_parameters(compiled
     singles = np.nonzero(sizes[g - 1] == 1)[0]
     assert model.dim == 500 and probe.note is None
     assert probe.own == {int(i): int(g[i]) - 1 for i in singles}  # a[j] is parameter j - 1
+
+
+class _GroupedDifference:
+    """A density-difference stand-in: instance i's density is the baseline's plus ℓ_i, which
+    depends on observation i's group parameter alone; each gradient takes ``seconds``."""
+
+    source = "difference"
+
+    def __init__(self, groups: np.ndarray, seconds: float = 0.0) -> None:
+        self.g, self.seconds, self.gradients = groups, seconds, 0
+        self.model = self._Density(self, None)
+
+    class _Density:
+        def __init__(self, owner, i):
+            self.owner, self.i = owner, i
+
+        def log_density_gradient(self, x):
+            import time
+
+            self.owner.gradients += 1
+            time.sleep(self.owner.seconds)
+            grad = -x.copy()  # the prior's part, the same in every instance
+            if self.i is not None:
+                grad[1 + self.owner.g[self.i]] += 0.3 - x[1 + self.owner.g[self.i]]
+            return 0.0, grad
+
+    def bases(self):
+        return (self.model,)
+
+    def _pair(self, i):
+        return [i], 0
+
+    def _instance(self, obs):
+        return self._Density(self, obs[0])
+
+
+def test_the_difference_route_is_probed_by_one_gradient_per_observation(monkeypatch):
+    from stanlogz.crossval.psis_loo import own_latent
+
+    sizes = np.random.default_rng(7).integers(1, 4, size=900)
+    g = np.repeat(np.arange(900), sizes)
+    pw = _GroupedDifference(g)
+    unc = np.random.default_rng(8).normal(size=(100, 901))
+    probe = own_latent.own_parameter_observations(pw, unc, np.arange(g.size))
+    assert probe.note is None
+    assert probe.own == {int(i): 1 + int(g[i]) for i in np.nonzero(sizes[g] == 1)[0]}
+    assert pw.gradients == g.size + 1  # the baseline's and one per observation
+    # priced from its first block: 2 ms a gradient for ~1,800 observations, against 0.05 s
+    monkeypatch.setattr(own_latent, "PROBE_SECONDS", 0.05)
+    pw = _GroupedDifference(g, seconds=0.002)
+    probe = own_latent.own_parameter_observations(pw, unc, np.arange(g.size), elapsed=0.1)
+    assert probe.own == {} and pw.gradients == own_latent.PROBE_BLOCK + 1
+    assert "were not looked for among the 901 parameters" in probe.note

@@ -100,8 +100,10 @@ def test_draws_a_budget_cut_too_short_for_gbs_are_refused_with_a_route_that_fits
 
     from stanlogz import NutsArgs, time_budget
     from stanlogz.errors import InputError, Route
-    from stanlogz.estimators.bridge.anytime import (MIN_ROUTE_WARMUP, ROUTE_SHARE,
-                                                    too_few_after_stop)
+    from stanlogz.estimators.bridge import anytime
+
+    MIN_ROUTE_WARMUP, ROUTE_SHARE = anytime.MIN_ROUTE_WARMUP, anytime.ROUTE_SHARE
+    too_few_after_stop = anytime.too_few_after_stop
 
     split = InputError("too few draws", routes=Route(options={"draws": 150}))
     stopped = SimpleNamespace(budget_stop=(40, 1000))
