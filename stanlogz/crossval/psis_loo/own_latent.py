@@ -63,11 +63,11 @@ def own_parameter_observations(pw: PointwiseLogLik, unc: np.ndarray, index: np.n
 
     One central point of the draws ``unc`` (S, dim) and one step of one posterior sd along each
     parameter, ``PROBE_BLOCK`` steps at a time: a parameter moves the observations whose
-    log p(y_i | θ) changes by more than rounding (on the density-difference route, the
-    gradient of each ℓ_i there: :func:`_gradient_probe`). Only the density-difference and
-    ``log_lik``
-    routes are probed (their pointwise values cost one density each); the conditional and
-    integrated routes integrate the observation's own latents already. The probe is priced
+    log p(y_i | θ) changes by more than rounding (on the density-difference route past one
+    block of parameters, the gradient of each ℓ_i there: :func:`_gradient_probe`). Only the
+    density-difference and ``log_lik`` routes are probed (their pointwise values cost one
+    density each); the conditional and integrated routes integrate the observation's own
+    latents already. The probe is priced
     from its first block against :func:`probe_allowance` (``elapsed``: the run's seconds so
     far); priced out, it stops with a note and nothing found.
     """
@@ -75,7 +75,8 @@ def own_parameter_observations(pw: PointwiseLogLik, unc: np.ndarray, index: np.n
         return OwnProbe()
     dim = unc.shape[1]
     centre = unc[int(np.argmin(np.sum((unc - np.median(unc, axis=0)) ** 2, axis=1)))]
-    if pw.source == "difference" and hasattr(pw.model, "log_density_gradient"):
+    if pw.source == "difference" and dim >= PROBE_BLOCK \
+            and hasattr(pw.model, "log_density_gradient"):  # one block of steps: cheaper
         return _gradient_probe(pw, centre, index, probe_allowance(elapsed))
     sd = unc.std(axis=0)
     step = np.where(sd > 0, sd, 1.0)
