@@ -213,7 +213,9 @@ def anytime_pass(pw: Any, d: Draws, r_eff: float, keep_above: float, seed: Any,
         return ps, None, None
     est: dict[str, Any] = subsample_estimates(approx, index, ps.elpd_i, ps, [], certain)
     est.update(approx=approx, certain=certain, approximation=how,
-               budget_pass=(int(index.size), n))
+               budget_pass=(int(index.size), n),
+               # poorly approximated and not computed: the estimate of the rest has no se
+               poor_left=[] if how == "none" else np.setdiff1d(poor, index).tolist())
     if progress:
         progress(budget_pass_warning(int(index.size), n, how))
     return ps, index, est

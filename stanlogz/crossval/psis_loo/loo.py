@@ -22,7 +22,7 @@ from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
 from ...draws import Draws, obtain_draws
 from ...draws.continuation import WarmStart
-from ...errors import InputError, Route, StanlogzError, ThinForBudget
+from ...errors import InputError, Route, StanlogzError, ThinForBudget, option
 from ...parallel import run_parallel, with_client
 from ...stan.program import ProgramLike
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
@@ -456,6 +456,7 @@ def loo(
                                                 fallback=log_lik == "auto")
     budget_stop = budget_flags(d, est, thinned_by_budget if subsample is None else None)
     approximation = est.get("approximation", f"psis{APPROX_DRAWS}")
+    poor_left = list(est.get("poor_left", []))  # a stopped pass's heavy ones not computed
     notes.extend(pw.notes() if hasattr(pw, "notes") else [])  # quadrature / sums over y_i
     checked, na_note = conditional_self_check(  # as many observations as verify says
         pw, unc, stream_int_seed(seed, Stream.LOO_VERIFY_CONDITIONAL), n_verify)
@@ -575,6 +576,16 @@ def loo(
         res.warnings.append(own_na)
         if not own_na.endswith("refit exactly") and np.isfinite(res.mcse_elpd_loo):
             res.mcse_elpd_loo, res.mcse_na_note = float("nan"), own_na  # the first reason stays
+    heavy_na = _heavy_left_note(band_mm, res.fixed, ps, index) or (
+        f"the time budget ended the pointwise pass before {len(poor_left)} observation(s) "
+        "whose approximation is poor were computed "
+        f"({', '.join(str(i + 1) for i in poor_left[:10])}): heavy ratios, whose approximated "
+        "values the difference estimator's se does not cover, so the total has no Monte Carlo "
+        f"se; a longer {option('time_budget')} computes them" if poor_left else None)
+    if heavy_na is not None:  # heavy ratios left on PSIS: as loo's NA for a high k-hat
+        res.warnings.append(heavy_na)
+        if np.isfinite(res.mcse_elpd_loo):
+            res.mcse_elpd_loo, res.mcse_na_note = float("nan"), heavy_na
     if na_note is not None:  # the conditional route's values failed their self-check
         res.mcse_elpd_loo, res.mcse_na_note = float("nan"), na_note
     res.warnings.extend(loo_warnings(res))
@@ -806,6 +817,30 @@ def _match_band(band: np.ndarray, match: Any, ps: PsisLoo, pos: dict[int, int],
                      f"({duration(seconds)}); the other {len(left)} keep their PSIS values, "
                      "whose error bars hold less well there")
     return kept, notes
+
+
+def _heavy_left_note(band: np.ndarray, fixed: list[FixedPoint], ps: PsisLoo,
+                     index: np.ndarray) -> str | None:
+    """Why the mc se is NA where values heavy by their log-likelihood variance (above
+    ``LOGLIK_VAR_HEAVY``) among those moment matching was asked to match (``band``) keep
+    PSIS's values: the time left them, or no map lowered their k̂. Their PSIS values read
+    high beyond their mc se whatever k̂ says (issue 45: regression.stan's outlier, left by a
+    spent budget at about 750 draws, was +0.3 to +0.5 nats off, z up to +3.1), so the total
+    has none, as loo's for a k̂ above the threshold. None when every such value was matched
+    or refit."""
+    if ps.var_i is None or not band.size:
+        return None
+    pos = {int(o): j for j, o in enumerate(index)}
+    done = {f.index for f in fixed}
+    left = [int(o) for o in band if int(o) not in done and ps.var_i[pos[int(o)]] > LOGLIK_VAR_HEAVY]
+    if not left:
+        return None
+    return (f"{len(left)} observation(s) whose log-likelihood varies over the draws by more than "
+            f"{LOGLIK_VAR_HEAVY} keep their PSIS values ({', '.join(str(i + 1) for i in left[:10])}"
+            "): their importance ratios are heavy whatever k-hat reads, and moment matching "
+            "did not replace them, so their error is beyond their Monte Carlo se and the total "
+            f"has none; {Route(options={'fix': 'exact', 'k_threshold': 0})} refits them, and a "
+            f"longer {option('time_budget')} lets moment matching run")
 
 
 def _own_refits_fit(n_own: int, refit_seconds: float | None) -> bool:

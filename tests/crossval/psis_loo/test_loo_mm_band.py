@@ -217,3 +217,24 @@ def test_a_band_left_as_psis_gives_it_widens_the_mc_se_by_its_bias(outlier, monk
         r.mcse_psis**2 + r.mcse_bias**2 + fixed_variance(r.fixed) + b.bias**2), rel=1e-9)
     assert any(f"{b.bias:+.2f}, in mcse_elpd_loo" in w for w in r.warnings)
     assert r.to_dict()["band"]["bias"] == b.bias
+
+
+def test_a_value_heavy_by_its_variance_left_on_psis_withholds_the_mcse():
+    # regression.stan's outlier left unmatched by a spent budget (about 750 draws, load 4) read
+    # +0.3 to +0.5 nats high with an mc se of about 0.2 (z up to +3.1): such a value makes the
+    # total's mc se NA, as a k-hat above the threshold does; a matched or refit one does not
+    from types import SimpleNamespace
+
+    from stanlogz.crossval.elpd.psis import LOGLIK_VAR_HEAVY
+    from stanlogz.crossval.psis_loo.loo import _heavy_left_note
+
+    index = np.arange(10, 20)  # a subsample's observations: positions differ from indices
+    var = np.full(10, 0.1)
+    var[[3, 5]] = 2.0 * LOGLIK_VAR_HEAVY
+    ps = SimpleNamespace(var_i=var)
+    band = np.array([13, 15, 16])  # 16 is in the band by its k-hat alone
+    note = _heavy_left_note(band, [SimpleNamespace(index=13)], ps, index)
+    assert note.startswith("1 observation(s) whose log-likelihood varies") and "(16)" in note
+    assert _heavy_left_note(band, [SimpleNamespace(index=13), SimpleNamespace(index=15)], ps,
+                            index) is None
+    assert _heavy_left_note(band, [], SimpleNamespace(var_i=None), index) is None
