@@ -33,7 +33,7 @@ from ..._util.arrays import even_rows
 from ..._util.gpd import KHAT_BAD
 from ..._util.seeds import Stream, stream_rng
 from ...draws import Draws
-from ...errors import StanlogzError, ThinForBudget
+from ...errors import StanlogzError, ThinForBudget, option
 from ...stan.interpreted_pointwise import MAX_ROWS
 from ...stan.nuts import budget_stop_dict
 from ..elpd.psis import LOGLIK_VAR_HEAVY, PsisLoo, psis_loo
@@ -403,3 +403,16 @@ def within_budget(refit: Any) -> Any:
             return [], [f"the time budget ended its refits: {str(exc).splitlines()[0]}"]
 
     return call
+
+
+def poor_left_note(poor_left: list[int]) -> str | None:
+    """Why the mc se is NA where a stopped pass left observations whose approximation is poor
+    uncomputed (``poor_left``, 0-based; :func:`anytime_pass`): their approximated values are
+    off beyond what the difference estimator's se covers. None when there are none."""
+    if not poor_left:
+        return None
+    return (f"the time budget ended the pointwise pass before {len(poor_left)} observation(s) "
+            "whose approximation is poor were computed "
+            f"({', '.join(str(i + 1) for i in poor_left[:10])}): heavy ratios, whose "
+            "approximated values the difference estimator's se does not cover, so the total "
+            f"has no Monte Carlo se; a longer {option('time_budget')} computes them")

@@ -163,7 +163,7 @@ def band_members(obs: np.ndarray, khat: np.ndarray, fixed: Sequence[FixedPoint],
 
 
 def correct_band(obs: np.ndarray, khat: np.ndarray, psis: np.ndarray,
-                 fixed: list[FixedPoint], refit: Refit, *, threshold: float,
+                 fixed: list[FixedPoint], refit: Refit | None, *, threshold: float,
                  refit_seconds: float | None, rng: np.random.Generator | None,
                  psis_mcse: np.ndarray | None = None, claimed: float = 0.0,
                  forced: bool = False, progress: Any = None, no_refit: str | None = None
@@ -181,8 +181,8 @@ def correct_band(obs: np.ndarray, khat: np.ndarray, psis: np.ndarray,
         The fix-ups so far: refit values are not in the band; moment-matched ones
         (``ESTIMATES``) stay in it with their matched values, which a refit of the sample
         replaces.
-    refit : callable
-        Exact values of 0-based observations (:data:`Refit`).
+    refit : callable or None
+        Exact values of 0-based observations (:data:`Refit`); None only with ``no_refit``.
     threshold : float
         The k̂ threshold (the band's top).
     refit_seconds : float or None
@@ -254,8 +254,9 @@ def correct_band(obs: np.ndarray, khat: np.ndarray, psis: np.ndarray,
                     + ("" if no_refit is not None else
                        f"; {Route(options={'verify': 4})} corrects them whatever the cost"))
         return fixed, out
-    if rng is None:
-        raise InputError("the band's refits need the random stream that draws their sample")
+    if rng is None or refit is None:
+        raise InputError("the band's refits need a refit and the random stream that draws "
+                         "their sample (or no_refit: why none can run)")
     samples = [np.sort(rng.choice(p, size=t, replace=False)) for p, t in zip(parts, take,
                                                                              strict=True)]
     if progress:

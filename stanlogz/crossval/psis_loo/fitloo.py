@@ -149,10 +149,10 @@ def loo_from_fit(fit: Any, *, var: str = "log_lik", r_eff: float | None = None,
     res.mcse_psis, res.mcse_bias = ps.total_mcse(), ps.total_bias()
     # the k-hat band's estimated PSIS bias joins it where material, as in loo() of a program
     # whose band refits cost too much: here no value can be refit (band_refit)
-    _, res.band = correct_band(np.arange(n), ps.khat, ps.elpd_i, [], _no_refit,
-                               threshold=threshold, refit_seconds=None,
-                               rng=None, psis_mcse=ps.mcse_i,
-                               claimed=math.hypot(ps.total_mcse(), ps.total_bias()),
+    _, res.band = correct_band(np.arange(n), ps.khat, ps.elpd_i, [], None,
+                               threshold=threshold, refit_seconds=None, rng=None,
+                               psis_mcse=ps.mcse_i,
+                               claimed=math.hypot(res.mcse_psis, res.mcse_bias),
                                no_refit="a fit without its program cannot refit them; loo of "
                                         "the program and data refits a sample and corrects "
                                         "the rest")
@@ -176,10 +176,6 @@ def loo_from_fit(fit: Any, *, var: str = "log_lik", r_eff: float | None = None,
                             "model may be misspecified or too flexible")
     res.seconds = time.perf_counter() - t0
     return res
-
-
-def _no_refit(index: np.ndarray) -> Any:
-    raise InputError("a fit without its program cannot refit observations")  # never reached
 
 
 def loo_elsewise(model: Any, data: Any, *, draws: Any, obs: str | None,

@@ -60,6 +60,7 @@ from .anytime import (
     budget_flags,
     budget_pass_warning,
     pass_reserve,
+    poor_left_note,
     refit_prices,
     within_budget,
 )
@@ -576,12 +577,7 @@ def loo(
         res.warnings.append(own_na)
         if not own_na.endswith("refit exactly") and np.isfinite(res.mcse_elpd_loo):
             res.mcse_elpd_loo, res.mcse_na_note = float("nan"), own_na  # the first reason stays
-    heavy_na = _heavy_left_note(band_mm, res.fixed, ps, index) or (
-        f"the time budget ended the pointwise pass before {len(poor_left)} observation(s) "
-        "whose approximation is poor were computed "
-        f"({', '.join(str(i + 1) for i in poor_left[:10])}): heavy ratios, whose approximated "
-        "values the difference estimator's se does not cover, so the total has no Monte Carlo "
-        f"se; a longer {option('time_budget')} computes them" if poor_left else None)
+    heavy_na = _heavy_left_note(band_mm, res.fixed, ps, index) or poor_left_note(poor_left)
     if heavy_na is not None:  # heavy ratios left on PSIS: as loo's NA for a high k-hat
         res.warnings.append(heavy_na)
         if np.isfinite(res.mcse_elpd_loo):
@@ -791,7 +787,8 @@ def _match_band(band: np.ndarray, match: Any, ps: PsisLoo, pos: dict[int, int],
 
     matched, _, left = moment_match_points(band, match, progress, seconds, stop_when=in_vain)
     matched += _grace_matches(left, match, ps, pos, progress)
-    left = [i for i in left if i not in {f.index for f in matched}]
+    tried = {f.index for f in matched}
+    left = [i for i in left if i not in tried]
     kept = [f for f in matched if lowered(f)]
     notes = []
     done = {f.index for f in kept}

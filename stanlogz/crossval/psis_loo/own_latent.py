@@ -67,9 +67,9 @@ def own_parameter_observations(pw: PointwiseLogLik, unc: np.ndarray, index: np.n
     block of parameters, the gradient of each ℓ_i there: :func:`_gradient_probe`). Only the
     density-difference and ``log_lik`` routes are probed (their pointwise values cost one
     density each); the conditional and integrated routes integrate the observation's own
-    latents already. The probe is priced
-    from its first block against :func:`probe_allowance` (``elapsed``: the run's seconds so
-    far); priced out, it stops with a note and nothing found.
+    latents already. The probe is priced from its first block against
+    :func:`probe_allowance` (``elapsed``: the run's seconds so far); priced out, it stops
+    with a note and nothing found.
     """
     if pw.source not in ("difference", "log_lik") or index.size < 2:
         return OwnProbe()

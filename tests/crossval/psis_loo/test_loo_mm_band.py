@@ -269,3 +269,14 @@ def test_values_heavy_by_variance_the_budget_left_are_matched_within_a_grace():
     assert [f.index for f in got] == [5]  # one the grace cut short is not kept
     asked.clear()
     assert loo_module._grace_matches([5], match, ps, pos, None) == [] and not asked  # no budget
+
+
+def test_a_stopped_pass_that_left_poorly_approximated_observations_names_them():
+    # the approximated value of a heavy observation (PSIS on 100 thinned draws) is off beyond
+    # the difference estimator's se: loo makes its mc se NA with this note, naming them 1-based
+    from stanlogz.crossval.psis_loo.anytime import poor_left_note
+
+    assert poor_left_note([]) is None
+    note = poor_left_note([543])
+    assert "before 1 observation(s) whose approximation is poor were computed (544)" in note
+    assert "time_budget" in note
