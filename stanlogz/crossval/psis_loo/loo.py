@@ -577,7 +577,7 @@ def loo(
         res.warnings.append(own_na)
         if not own_na.endswith("refit exactly") and np.isfinite(res.mcse_elpd_loo):
             res.mcse_elpd_loo, res.mcse_na_note = float("nan"), own_na  # the first reason stays
-    heavy_na = _heavy_left_note(band_mm, res.fixed, ps, index) or poor_left_note(poor_left)
+    heavy_na = _heavy_left_note(band_mm, res.fixed, ps, index, band) or poor_left_note(poor_left)
     if heavy_na is not None:  # heavy ratios left on PSIS: as loo's NA for a high k-hat
         res.warnings.append(heavy_na)
         if np.isfinite(res.mcse_elpd_loo):
@@ -847,18 +847,24 @@ def _grace_matches(left: list[int], match: Any, ps: PsisLoo, pos: dict[int, int]
 
 
 def _heavy_left_note(band: np.ndarray, fixed: list[FixedPoint], ps: PsisLoo,
-                     index: np.ndarray) -> str | None:
+                     index: np.ndarray, correction: Any = None) -> str | None:
     """Why the mc se is NA where values heavy by their log-likelihood variance (above
     ``LOGLIK_VAR_HEAVY``) among those moment matching was asked to match (``band``) keep
     PSIS's values: the time left them, or no map lowered their k̂. Their PSIS values read
     high beyond their mc se whatever k̂ says (issue 45: regression.stan's outlier, left by a
     spent budget at about 750 draws, was +0.3 to +0.5 nats off, z up to +3.1), so the total
-    has none, as loo's for a k̂ above the threshold. None when every such value was matched
-    or refit."""
-    if ps.var_i is None or not band.size:
+    has none, as loo's for a k̂ above the threshold. None when every such value was matched,
+    refit, or corrected by the k̂ band's refits (``correction``, a
+    :class:`~.band_refit.BandCorrection` that ran: their error is then in its se). Only
+    under a time budget, where it was measured: without one, the band's own time cap leaves
+    such values on radon_county_intercept whose k̂ reads low, and the total covered there
+    (benchmarks/corpus_coverage.py)."""
+    if ps.var_i is None or not band.size or run_budget.budget_seconds() is None:
         return None
     pos = {int(o): j for j, o in enumerate(index)}
     done = {f.index for f in fixed}
+    if correction is not None and correction.status != "skipped":
+        done |= {*correction.sampled, *correction.unsampled}
     left = [int(o) for o in band if int(o) not in done and ps.var_i[pos[int(o)]] > LOGLIK_VAR_HEAVY]
     if not left:
         return None

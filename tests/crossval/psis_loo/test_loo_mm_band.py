@@ -233,11 +233,19 @@ def test_a_value_heavy_by_its_variance_left_on_psis_withholds_the_mcse():
     var[[3, 5]] = 2.0 * LOGLIK_VAR_HEAVY
     ps = SimpleNamespace(var_i=var)
     band = np.array([13, 15, 16])  # 16 is in the band by its k-hat alone
-    note = _heavy_left_note(band, [SimpleNamespace(index=13)], ps, index)
-    assert note.startswith("1 observation(s) whose log-likelihood varies") and "(16)" in note
-    assert _heavy_left_note(band, [SimpleNamespace(index=13), SimpleNamespace(index=15)], ps,
-                            index) is None
-    assert _heavy_left_note(band, [], SimpleNamespace(var_i=None), index) is None
+    from stanlogz import time_budget
+
+    # without a time budget the rule does not apply (measured only under one)
+    assert _heavy_left_note(band, [SimpleNamespace(index=13)], ps, index) is None
+    with time_budget(60):
+        note = _heavy_left_note(band, [SimpleNamespace(index=13)], ps, index)
+        assert note.startswith("1 observation(s) whose log-likelihood varies") and "(16)" in note
+        assert _heavy_left_note(band, [SimpleNamespace(index=13), SimpleNamespace(index=15)],
+                                ps, index) is None
+        # a band correction that ran covers its members' error
+        ran = SimpleNamespace(status="corrected", sampled=[15], unsampled=[])
+        assert _heavy_left_note(band, [SimpleNamespace(index=13)], ps, index, ran) is None
+        assert _heavy_left_note(band, [], SimpleNamespace(var_i=None), index) is None
 
 
 def test_values_heavy_by_variance_the_budget_left_are_matched_within_a_grace():
