@@ -283,7 +283,7 @@ class PassClock:
             # transformed data), and kfold's split check refuses it
             routes.append(Route("kfold", note=f"({KFOLD_REFITS} refits of about "
                                 f"{duration(self.refit_seconds)} each)"))
-        if not difference:
+        if self.desc.startswith("conditional"):  # O(N²·S); the integrated pass is O(N·S)
             routes.append(Route(note="a log_lik generated quantity where the observations are "
                                 "independent given the parameters (a pass linear in N)"))
         routes.append(deadline.as_option(1.3 * (elapsed + left) + 120, "for the whole pass"))

@@ -81,13 +81,16 @@ class ColumnsByObservation(PassState):
         return out
 
 
-class ConditionalSourceBase(ColumnsByObservation):
-    """A pointwise source of log p(y_i | y₋ᵢ, θ) (``source = "conditional"``)."""
+class ClockedColumns(ColumnsByObservation):
+    """``chunks`` of a source whose columns cost much (one per observation, each a quadrature
+    or a small optimization at every draw): the pass reports its clock, stops at ``budget``
+    seconds and, as an anytime pass, at the run's time budget keeping the observations done."""
 
-    source = "conditional"
     obs: Observations
     #: Seconds the full pass may take (None: no limit; :class:`PassBudget` beyond).
     budget: float | None = None
+    #: What the clock's lines and refusals call the pass.
+    pass_name = "conditional log-likelihood"
 
     def chunks(self, unc: np.ndarray, constrained: np.ndarray | None = None,
                names: list[str] | None = None, chunk_bytes: int = CHUNK_BYTES,
@@ -96,7 +99,7 @@ class ConditionalSourceBase(ColumnsByObservation):
         """``(index, block)`` over the observations ``index`` (default all), the progress with
         the time left reported through ``self.progress``."""
         n = self.obs.n if index is None else len(np.asarray(index).ravel())
-        clock = self._clock = PassClock(self.progress, n, "conditional log-likelihood",
+        clock = self._clock = PassClock(self.progress, n, self.pass_name,
                                         self.budget, draws=self.draw_shape,
                                         refit_seconds=self.refit_seconds, anytime=self.anytime,
                                         checked=self.budget_checked, thin=self.anytime_thin)
@@ -124,6 +127,12 @@ class ConditionalSourceBase(ColumnsByObservation):
         finally:
             clock.close()
             self.last_clock, self._clock = clock, None
+
+
+class ConditionalSourceBase(ClockedColumns):
+    """A pointwise source of log p(y_i | y₋ᵢ, θ) (``source = "conditional"``)."""
+
+    source = "conditional"
 
     def matrix(self, unc: np.ndarray, constrained: np.ndarray | None = None,
                names: list[str] | None = None) -> np.ndarray:

@@ -27,7 +27,7 @@ summing over the support).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -36,19 +36,23 @@ from scipy import special
 from ...errors import InputError, StanlogzError
 from ...stan.program import StanProgram
 from .conditional import latent_coordinates
+from .conditional_source import ClockedColumns
 from .latents import coordinate_map
 from .observations import Observations
-from .pointwise import CHUNK_BYTES, MAX_REFERENCE, column_chunks
+from .pointwise import MAX_REFERENCE
 
 #: Largest disagreement (log units) between the 32- and 16-node rules.
 GH_TOL = 1e-4
 
 
-class IntegratedSource:
+class IntegratedSource(ClockedColumns):
     """Pointwise interface (``columns``, ``column``, ``chunks``, ``check``) of the integrated
-    log-likelihood of a program with one latent coordinate per observation."""
+    log-likelihood of a program with one latent coordinate per observation. Its pass (one
+    quadrature per observation and draw) keeps the clock of the conditional one: progress
+    with the time left, and under a time budget it stops keeping the observations done."""
 
     source = "integrated"
+    pass_name = "integrated log-likelihood"
 
     def __init__(self, model: StanProgram, data: Mapping[str, Any], obs: Observations) -> None:
         self.model, self.data, self.obs = model, dict(data), obs
@@ -201,20 +205,6 @@ class IntegratedSource:
             raise InputError(f"{self.model.name}: the integral over the latent of observation "
                              f"{i + 1} is not resolved by Gauss-Hermite quadrature")
         return vals[0] - lp0 - self.log_mass[i]
-
-    def columns(self, index: Sequence[int] | np.ndarray, unc: np.ndarray) -> np.ndarray:
-        """``(S, len(index))`` integrated log-likelihoods."""
-        idx = [int(i) for i in np.asarray(index, dtype=int).ravel()]
-        unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
-        return (np.column_stack([self.column(i, unc) for i in idx]) if idx
-                else np.empty((unc.shape[0], 0)))
-
-    def chunks(self, unc: np.ndarray, constrained: np.ndarray | None = None,
-               names: list[str] | None = None, chunk_bytes: int = CHUNK_BYTES,
-               index: Sequence[int] | np.ndarray | None = None
-               ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """``(index, block)`` over the observations ``index`` (default all)."""
-        return column_chunks(self, unc, chunk_bytes, index)
 
     def compare_log_lik(self, unc: np.ndarray, n_obs: int = 5) -> str | None:
         """No generated quantity to compare."""

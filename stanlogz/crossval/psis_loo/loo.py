@@ -49,12 +49,13 @@ from ..fixups.moment_match import moment_match_observation
 from ..fixups.registry import FixMethod, FixOptions, fix_method
 from ..logo.estimator import logo_from_loo
 from ..observations.clock import SUBSAMPLE_APPROX_DRAWS
-from ..observations.conditional_source import check_pass_budget, start_pass
+from ..observations.conditional_source import ClockedColumns, check_pass_budget, start_pass
 from ..observations.conditional_verify import self_check as conditional_self_check
 from ..observations.observations import load_observed
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError
 from ..refit.heldout import heldout_many
+from ..refit.kfold_time import HELDOUT_SHARE
 from .anytime import (
     anytime_pass,
     budget_flags,
@@ -413,11 +414,17 @@ def loo(
                                 if early is not None else (None,))):
         d = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS),
                          progress=progress)
-    refit_s = refit_prices(d, nuts)[1]  # one warm refit from d, at the settings
+    cold_s, refit_s = refit_prices(d, nuts)  # one cold and one warm refit from d
+    # one exact refit where the held-out observation's own parameters go (its latents, a
+    # group of one): NUTS and the augmented bridge's held-out densities, as K-fold prices them
+    bridge_s = None if cold_s is None else (refit_s or 0.0) + HELDOUT_SHARE * cold_s
     sampled, (d, thinned_note) = d, thin_for_pass(d, pointwise_draws)
     unc = d.flat_unconstrained()
     pw = pointwise_source(model, data_dict, observations, log_lik,
                           unc[_check_rows(unc.shape[0])], check=subsample is None)
+    # the self-check's and the k-hat band's refits: by the augmented bridge for a source whose
+    # terms integrate the latents out (no held-out program of its own), else a NUTS refit
+    exact_s = bridge_s if isinstance(pw, ClockedColumns) else refit_s
     r_eff = relative_efficiency(_posterior_values(d))
     t1 = time.perf_counter()
     notes: list[str] = [thinned_note] if thinned_note else []
@@ -476,10 +483,10 @@ def loo(
     own: dict[int, int] = {}
     if sample_index is None:  # priced against the run so far, or one refit of given draws
         probe = own_parameter_observations(pw, unc, index, elapsed=max(
-            time.perf_counter() - t0, refit_s or 0.0))
+            time.perf_counter() - t0, bridge_s or 0.0))
         own = probe.own
         notes.extend([probe.note] if probe.note else [])
-    own_refit = bool(own) and method.refit is not None and _own_refits_fit(len(own), refit_s)
+    own_refit = bool(own) and method.refit is not None and _own_refits_fit(len(own), bridge_s)
     bad = np.setdiff1d(bad, list(own)) if own_refit else bad
     fixed: list[FixedPoint] = []
     band_mm = np.array([], dtype=int)
@@ -514,7 +521,7 @@ def loo(
                                         EXACT.options(None),
                                         stream(seed, Stream.LOO_VERIFY, 1 + stage),
                                         n_workers, progress)),
-            refit_seconds=refit_s, elapsed=time.perf_counter() - t0,
+            refit_seconds=exact_s, elapsed=time.perf_counter() - t0,
             can_repair=method.refit is not None, rng=stream_rng(seed, Stream.LOO_VERIFY, 0),
             progress=progress, replace=method.acts, chains=d.n_chains,
             influence=lambda obs: influence_rows(ps, pw, d, r_eff, index, obs))
@@ -526,7 +533,7 @@ def loo(
                 lambda idx: _fix(pw, d, idx, ps, index, EXACT, threshold, r_eff, nuts,
                                  EXACT.options(None), stream(seed, Stream.LOO_BAND, 1),
                                  n_workers, progress),
-                threshold=threshold, refit_seconds=refit_s,
+                threshold=threshold, refit_seconds=exact_s,
                 rng=stream_rng(seed, Stream.LOO_BAND, 0), psis_mcse=ps.mcse_i,
                 claimed=float(np.hypot(ps.total_mcse(done), ps.total_bias(done))),
                 forced=n_verify is not None, progress=progress)
@@ -738,8 +745,9 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
                    f"use {Route(options={'fix': 'exact'})}")
             return fixed, [*mm_notes, why]
         try:
-            return fixed + _exact_with_latents(pw, d, bad, ps, pos, nuts, seed, n_workers,
-                                               progress), mm_notes
+            done, left_note = _exact_with_latents(pw, d, bad, ps, pos, nuts, seed, n_workers,
+                                                  progress)
+            return fixed + done, mm_notes + left_note
         except SplitError as err:
             return fixed, mm_notes + [refit_refusal(err, bad.size, threshold)]
     refused = (exact_split_error(pw, d.flat_unconstrained(), int(bad[0]))
@@ -919,19 +927,28 @@ def _auto_refits_too_long(fix: FixMethod, d: Draws, n_refits: int, threshold: fl
 
 def _exact_with_latents(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo,
                         pos: dict[int, int], nuts: NutsArgs, seed: int | None,
-                        n_workers: int, progress: Any) -> list[FixedPoint]:
+                        n_workers: int, progress: Any) -> tuple[list[FixedPoint], list[str]]:
     """Exact log p(y_i | y₋ᵢ) for a program with one latent per observation: the held-out
-    observation's latents are integrated out by the augmented bridge of :mod:`.heldout`."""
+    observation's latents are integrated out by the augmented bridge of :mod:`.heldout`.
+    Under a time budget the refits stop where the next would not fit, and those done are kept
+    (the others keep their values from the draws, with a note): ``(points, notes)``."""
     if progress:
         progress(f"refitting {bad.size} observation(s) without their own parameters (exact, "
                  f"augmented bridge): {', '.join(str(i + 1) for i in bad)}")
+    anytime = run_budget.remaining() is not None
     found = heldout_many(pw.model, pw.data, pw.obs, [[int(i)] for i in bad], full_draws=d,
                          settings=nuts, seed=stream(seed, Stream.LOO_HELDOUT),
-                         n_workers=n_workers, progress=progress)
-    return [FixedPoint(int(i), h.elpd, h.mcse, h.method, float(ps.khat[pos[int(i)]]),
+                         n_workers=n_workers, progress=progress, anytime=anytime)
+    done = [FixedPoint(int(i), h.elpd, h.mcse, h.method, float(ps.khat[pos[int(i)]]),
                        float(ps.elpd_i[pos[int(i)]]), h.n_gradient_evals, h.n_evals, h.seconds,
                        warnings=list(h.warnings), diagnostics={SHARED_SE: h.shared_mcse})
-            for i, h in zip(bad, found, strict=True)]
+            for i, h in zip(bad, found, strict=True) if h is not None]
+    left = [int(i) + 1 for i, h in zip(bad, found, strict=True) if h is None]
+    notes = [] if not left else [
+        f"the time budget ended the exact refits after {len(done)} of {bad.size}; "
+        f"observation(s) {', '.join(map(str, left))} keep their values from the posterior "
+        f"draws (a longer {option('time_budget')} refits them)"]
+    return done, notes
 
 
 def _moment_matched(pw: PointwiseLogLik, d: Draws, log_post: np.ndarray, i: int, ps: PsisLoo,

@@ -6,6 +6,7 @@ warmup names iterations that, followed on the same machine, answer within the sa
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -16,10 +17,12 @@ import pytest
 
 import stanlogz
 from stanlogz import OverBudget, time_budget
+from tests.helpers import tick_per_call
 
 pytestmark = pytest.mark.stan
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "stan_models" / "examples"
+TESTS = Path(__file__).resolve().parents[3] / "stan_models" / "tests"
 N = 3000
 
 
@@ -129,3 +132,83 @@ def test_the_route_of_a_refusal_in_warmup_answers_within_the_same_budget(compile
         out = model.nuts(chains=2, warmup=warmup, draws=draws, seed=1)
     assert time.perf_counter() - start < 3.0
     assert out.constrained.shape[1] >= 25  # all its draws, or those the budget left
+
+
+def test_the_integrated_pass_stops_at_the_budget_and_answers(compiled, tmp_path):
+    # one latent per observation (Poisson with a normal random effect each), int<lower=1> N
+    # and a data array the program does not read: the integrated route (one quadrature per
+    # observation and draw, about 20 ms an observation at 1000 draws here). Its pass ran to
+    # the end whatever the budget, and the command-line watchdog then threw every value away
+    # ("ran out in a step that does not check it", after 46 s under --time-budget 30s on a
+    # 300-observation program); now it stops as the conditional pass does.
+    rng = np.random.default_rng(4)
+    n = 200
+    y = rng.poisson(np.exp(1.0 + 0.6 * rng.normal(size=n)))
+    data = tmp_path / "latent200.json"
+    data.write_text(json.dumps({"N": n, "y": y.tolist(), "unused": [0.5, 1.5]}))
+    model = compiled(TESTS / "latent_poisson_lower1.stan", data=data)
+    draws = stanlogz.sample(model, chains=4, warmup=300, draws=250, seed=3)
+    full = stanlogz.loo(model, data, draws=draws, log_lik="integrated", fix="none", seed=1,
+                        verify=0)
+    start = time.perf_counter()
+    with time_budget(1.0):  # the full pass takes about 4 s
+        r = stanlogz.loo(model, data, draws=draws, log_lik="integrated", fix="none", seed=1,
+                         verify=0, pointwise_draws=1000)
+    assert time.perf_counter() - start < 1.0 + 1.5  # the estimate after the stop, loaded
+    stop = r.budget_stop["pass"]
+    assert stop["observations"] == n and 2 <= stop["observations_done"] < n
+    assert r.log_lik_source == "integrated"
+    np.testing.assert_allclose(r.elpd_i, full.elpd_i[r.sample_index], rtol=0, atol=1e-8)
+    # the same draws: the estimate's only error is the subsampling one; within 4.5 of its se
+    # (failure probability below 1e-5 for a normal error)
+    assert abs(r.elpd_loo - full.elpd_loo) <= 4.5 * r.subsampling_se
+
+
+def test_bridge_refits_the_budget_ends_keep_those_done(compiled, clock, monkeypatch):
+    # refits of a program with one latent per observation go through the augmented bridge
+    # (heldout_many). Under a budget they used to refuse as a whole at the first that did not
+    # fit, discarding those done; now each starts only where it fits and the done are kept.
+    # A step-count budget: each refit advances the injected clock by 10 s, nothing else does.
+    from stanlogz.crossval.refit import heldout
+
+    data = TESTS / "latent_poisson_lower1.json"  # 12 counts, int<lower=1> N, unused arrays
+    model = compiled(TESTS / "latent_poisson_lower1.stan", data=data)
+    draws = stanlogz.sample(model, chains=2, warmup=300, draws=300, seed=3)
+    tick_per_call(monkeypatch, clock, heldout, "heldout_elpd", 10.0)
+    with time_budget(45):
+        r = stanlogz.loo(model, data, draws=draws, log_lik="integrated", fix="exact",
+                         k_threshold=0.0, verify=0, seed=1)
+    # RefitWatch keeps a tenth of the budget (4.5 s) and starts a refit where 1.2 times the
+    # slowest so far (10 s) fits: after 3 refits 15 s are left, 15 - 4.5 < 12, so 3 are done
+    exact = [f for f in r.fixed if f.method != "psis"]
+    assert len(exact) == 3 and all(np.isfinite(f.elpd) and f.mcse > 0 for f in exact)
+    above = int(np.sum(r.khat > 0.0))  # those asked for: 7 of the 12 here
+    assert above > 3
+    assert any(w.startswith(f"the time budget ended the exact refits after 3 of {above}; ")
+               for w in r.warnings)
+    # those left keep their PSIS values, above the k-hat threshold of 0: no mc se (loo's NA)
+    assert np.isnan(r.mcse_elpd_loo)
+
+
+def test_the_self_checks_bridge_refits_are_priced_as_such(compiled):
+    # the self-check's refits of a source with latents integrated out go through the augmented
+    # bridge: NUTS and the held-out densities (HELDOUT_SHARE = 1.5 of a cold run, as K-fold
+    # prices them). They were priced as a warm NUTS run alone: "about 1 s" for 12 s of
+    # refits on a 300-observation Poisson-lognormal program. The draws here claim 20 s of
+    # sampling, so that the price is far from the rounding of the line that prints it.
+    import dataclasses
+
+    from stanlogz.crossval.refit.kfold_time import HELDOUT_SHARE
+
+    data = TESTS / "latent_poisson_lower1.json"
+    model = compiled(TESTS / "latent_poisson_lower1.stan", data=data)
+    draws = stanlogz.sample(model, chains=2, warmup=300, draws=300, seed=3)
+    draws = dataclasses.replace(draws, seconds=20.0)
+    lines: list[str] = []
+    stanlogz.loo(model, data, draws=draws, log_lik="integrated", fix="none", verify=2,
+                 seed=1, progress=lines.append)
+    line = next(x for x in lines if x.startswith("self-check: recomputing"))
+    # two refits, each a warm NUTS run and the held-out densities' share of the cold run
+    # (at least 2 x 30 s; the old price, two warm NUTS runs, was at most 40 s)
+    seconds = float(re.search(r"\(about (\d+) s\)$", line).group(1))
+    assert seconds >= 2 * HELDOUT_SHARE * 20.0
