@@ -51,6 +51,9 @@ HELDOUT_SHARE = 1.5
 #: cost; 0.3 errs high)
 HELDOUT_SHARE_TERMS = 0.3
 
+#: Why the folds left were not estimated by PSIS, where its pass did not fit in the budget
+TOO_LONG = "PSIS from the full fit would not fit in the time budget left"
+
 
 def factorizes(model: Any, data: dict[str, Any], observations: Any, full: Draws) -> bool:
     """Whether the held-out densities will go term by term: loo's density difference passes
@@ -119,15 +122,30 @@ def fill_by_psis(model: Any, data: dict[str, Any], observations: Any,
                 "'s density is not a sum of per-observation terms) nor from one refit fold; run "
                 f"with {route}", routes=(route,)) from exc
         return fill_by_sampling(held, folds, str(exc))
-    r_eff = relative_efficiency(full.unconstrained)
-    threshold = k_threshold(unc.shape[0])
+    pw.draw_shape = (full.n_chains, full.n_draws)  # a refusal's route: the draws that fit
     # one pass over the draws for every fold left (a log_lik quantity is read, not recomputed)
     rest = np.concatenate([np.asarray(held[j], dtype=int) for j in missing])
-    constrained = None if full.constrained is None else full.constrained.reshape(
-        unc.shape[0], -1)
-    ll = np.empty((unc.shape[0], observations.n))
-    for idx, block in pw.chunks(unc, constrained, list(full.constrained_names), index=rest):
-        ll[:, idx] = block
+    total = full.n_chains * full.n_draws
+    try:
+        ll = _fold_columns(pw, full, rest, observations.n)
+    except OverBudget as exc:
+        # a costly pass (one quadrature per observation and draw) that the budget left cannot
+        # hold on every draw: on the draws its clock says fit, thinned evenly per chain (PSIS's
+        # mc se is that of the draws used); where none fit, from the folds refit
+        m = next((int(r.options["pointwise_draws"]) for r in exc.routes
+                  if "pointwise_draws" in r.options), None)
+        done = [f for f in folds if f is not None]
+        if m is None:
+            if len(done) < 2:
+                raise
+            return fill_by_sampling(held, folds, f"{TOO_LONG} ({str(exc).splitlines()[0]})")
+        full = full.thinned(-(-m // full.n_chains))
+        if progress:
+            progress(f"the folds left estimated on {full.n_chains * full.n_draws} of the "
+                     f"{total} draws (the pass on all would not fit in the time budget left)")
+        ll = _fold_columns(pw, full, rest, observations.n)
+    r_eff = relative_efficiency(full.unconstrained)
+    threshold = k_threshold(ll.shape[0])
     out: list[HeldOut] = []
     flagged: dict[int, float] = {}
     for j, f in enumerate(folds):
@@ -139,7 +157,20 @@ def fill_by_psis(model: Any, data: dict[str, Any], observations: Any,
     unreliable = [j for j, k in flagged.items() if not k <= threshold]
     stop = {"folds_refit": len(folds) - len(missing), "folds": len(folds),
             "estimated_by": "psis", "khat": flagged, "unreliable": unreliable}
+    if ll.shape[0] < total:
+        stop["psis_draws"] = {"draws_used": int(ll.shape[0]), "draws": int(total)}
     return out, stop
+
+
+def _fold_columns(pw: Any, full: Draws, rest: np.ndarray, n: int) -> np.ndarray:
+    """``(S, n)`` log-likelihoods at ``full``'s draws, filled at the observations ``rest``."""
+    unc = full.flat_unconstrained()
+    constrained = None if full.constrained is None else full.constrained.reshape(
+        unc.shape[0], -1)
+    ll = np.empty((unc.shape[0], n))
+    for idx, block in pw.chunks(unc, constrained, list(full.constrained_names), index=rest):
+        ll[:, idx] = block
+    return ll
 
 
 def fill_by_sampling(held: Sequence[np.ndarray], folds: list[HeldOut | None], why: str
@@ -219,10 +250,15 @@ def budget_warning(stop: dict[str, Any]) -> str:
         return (f"the time budget ended the refits after {stop['folds_refit']} of "
                 f"{stop['folds']} folds; the {left} left are estimated from those refit (the "
                 "folds are a random partition: their elpd per observation, with the sampling "
-                "error in the Monte Carlo se), as PSIS from the full fit cannot serve this "
-                "program")
+                "error in the Monte Carlo se), as PSIS from the full fit "
+                + ("would not fit in the time left"
+                   if stop.get("why_not_psis", "").startswith(TOO_LONG)
+                   else "cannot serve this program"))
     bad = stop["unreliable"]
+    thinned = stop.get("psis_draws")
+    on = "" if not thinned else (f" on {thinned['draws_used']} of its {thinned['draws']} draws "
+                                 "(all would not fit in the time left)")
     return (f"the time budget ended the refits after {stop['folds_refit']} of {stop['folds']} "
             f"folds; the other {stop['folds'] - stop['folds_refit']} are PSIS estimates from "
-            "the full fit" + (f" (folds {', '.join(map(str, bad))} have k-hat above the "
-                              "threshold: Monte Carlo se NA)" if bad else ""))
+            f"the full fit{on}" + (f" (folds {', '.join(map(str, bad))} have k-hat above the "
+                                   "threshold: Monte Carlo se NA)" if bad else ""))

@@ -167,3 +167,60 @@ def test_one_refit_and_no_psis_refuses_with_a_budget_that_answers(compiled, monk
     with time_budget(budget):
         r = stanlogz.kfold(model, k=5, seed=2, chains=2, warmup=300, n_draws=1000)
     assert r.budget_stop is None and all(f.method != "fold-sample" for f in r.folds)
+
+
+def _costly_pass(monkeypatch, fits: int | None) -> list[int]:
+    """``kfold_time._fold_columns`` as a pass too costly for the budget left on more than
+    ``fits`` draws (None: on any): the clock's refusal, with the pointwise_draws route where
+    some fit, as an integrated or conditional pass's clock raises it. Returns the draws of
+    each pass that ran."""
+    from stanlogz.crossval.refit import kfold_time
+    from stanlogz.errors import Route
+
+    real, ran = kfold_time._fold_columns, []
+
+    def costly(pw, full, rest, n):
+        s = full.n_chains * full.n_draws
+        if fits is None or s > fits:
+            routes = (Route(options={"pointwise_draws": fits}),) if fits else ()
+            raise OverBudget(f"the integrated log-likelihood of {rest.size} observations "
+                             "would take about 60 s here (stand-in)", routes=routes)
+        ran.append(s)
+        return real(pw, full, rest, n)
+
+    monkeypatch.setattr(kfold_time, "_fold_columns", costly)
+    return ran
+
+
+def test_folds_left_are_estimated_on_the_draws_the_budget_holds(compiled, monkeypatch, clock):
+    # as above (3 refits of 5), where the pass of the folds left would not fit on every draw
+    # (an integrated pass on a 300-observation Poisson-lognormal program refused "about 59 s
+    # here, 9 s left" and threw the refits away): PSIS on the draws its clock says fit
+    ran = _costly_pass(monkeypatch, 400)
+    tick_per_call(monkeypatch, clock, heldout, "heldout_elpd")
+    with time_budget(4.5):
+        r = stanlogz.kfold(compiled(PROGRAM, data=DATA), k=5, seed=2, chains=2, warmup=300,
+                           n_draws=1000)
+    stop = r.budget_stop
+    assert ran == [400] and stop["psis_draws"] == {"draws_used": 400, "draws": 2000}
+    assert stop["folds_refit"] == 3 and [f.method for f in r.folds][3:] == ["psis", "psis"]
+    assert any("PSIS estimates from the full fit on 400 of its 2000 draws" in w
+               for w in r.warnings)
+    # covers the closed form as the folds on every draw do (4.5 mcse: failure probability
+    # 7e-6 for a normal estimate with its se)
+    assert np.isfinite(r.mcse) and abs(r.elpd_kfold - exact_kfold(r.fold_of)) <= 4.5 * r.mcse
+
+
+def test_folds_left_where_no_draws_fit_are_estimated_from_the_folds_refit(
+        compiled, monkeypatch, clock):
+    ran = _costly_pass(monkeypatch, None)
+    tick_per_call(monkeypatch, clock, heldout, "heldout_elpd")
+    with time_budget(4.5):
+        r = stanlogz.kfold(compiled(PROGRAM, data=DATA), k=5, seed=2, chains=2, warmup=300,
+                           n_draws=1000)
+    stop = r.budget_stop
+    assert ran == [] and stop["estimated_by"] == "fold-sample" and stop["folds_refit"] == 3
+    assert stop["why_not_psis"].startswith("PSIS from the full fit would not fit in the time "
+                                           "budget left (the integrated log-likelihood")
+    assert any(w.endswith("as PSIS from the full fit would not fit in the time left")
+               for w in r.warnings)
