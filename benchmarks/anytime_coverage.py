@@ -17,6 +17,12 @@ sqrt(mcse² + subsampling se²).
 
     python -m benchmarks.anytime_coverage --runs 120 --n 1000 --budgets 1.5 4.5
     python -m benchmarks.anytime_coverage --command evidence --runs 110
+    python -m benchmarks.anytime_coverage --program latent --runs 100 --n 200 --budgets 2 6
+
+``--program latent``: latent_poisson_lower1.stan (one normal latent per Poisson count,
+``int<lower=1> N``, a data array it does not read), N counts simulated once, the integrated
+pass (one Gauss-Hermite quadrature per observation and draw); the exact reference is a 2-D
+quadrature over (mu, tau) (:func:`benchmarks.truths.crossval.truths.poisson_lognormal_loo`).
 """
 
 from __future__ import annotations
@@ -44,6 +50,10 @@ def main() -> None:
                     choices=("loo", "evidence", "bridge", "kfold", "lfo"))
     ap.add_argument("--first", type=int, default=0,
                     help="first run's index (another part of a command's runs)")
+    ap.add_argument("--program", default="regression", choices=("regression", "latent"),
+                    help="loo: regression.stan (t(5) noise, density-difference pass) or "
+                    "latent_poisson_lower1.stan (a Poisson count with a normal latent each, "
+                    "int<lower=1> N and an unused data array: the integrated pass)")
     ap.add_argument("--also", nargs="*", default=[],
                     help="loo: --out files of earlier parts, scored with this one")
     args = ap.parse_args()
@@ -58,14 +68,24 @@ def main() -> None:
     from stanlogz import time_budget
     from stanlogz.stan.model import StanModel
 
-    rng = np.random.default_rng(8)
-    x = rng.normal(size=args.n)
-    y = 0.5 + 1.2 * x + 0.8 * rng.standard_t(5, size=args.n)
-    data = {"N": args.n, "x": x.round(4).tolist(), "y": y.round(4).tolist()}
-    model = StanModel.from_file(ROOT / "stan_models" / "examples" / "regression.stan", data)
     from .truths.crossval import truths
 
-    exact = float(truths.regression_loo(data).sum())
+    if args.program == "latent":  # one latent per observation: the integrated pass
+        rng = np.random.default_rng(4)
+        y = rng.poisson(np.exp(1.0 + 0.6 * rng.normal(size=args.n)))
+        data = {"N": args.n, "y": y.tolist(), "unused": [0.5, 1.5]}
+        model = StanModel.from_file(ROOT / "stan_models" / "tests" / "latent_poisson_lower1.stan",
+                                    data)
+        exact = float(truths.poisson_lognormal_loo(y).sum())
+        route = "integrated"
+    else:
+        rng = np.random.default_rng(8)
+        x = rng.normal(size=args.n)
+        y = 0.5 + 1.2 * x + 0.8 * rng.standard_t(5, size=args.n)
+        data = {"N": args.n, "x": x.round(4).tolist(), "y": y.round(4).tolist()}
+        model = StanModel.from_file(ROOT / "stan_models" / "examples" / "regression.stan", data)
+        exact = float(truths.regression_loo(data).sum())
+        route = "difference"
     ref = SimpleNamespace(elpd_loo=exact, mcse_elpd_loo=0.0)
     print(f"reference: exact elpd_loo {exact:.4f}")
     budgets = np.random.default_rng(99 + args.first).uniform(*(args.budgets or (1.5, 4.5)),
@@ -73,7 +93,7 @@ def main() -> None:
 
     def one(seed: int, budget: float) -> dict:
         with time_budget(budget):
-            r = stanlogz.loo(model, data, log_lik="difference", seed=seed)
+            r = stanlogz.loo(model, data, log_lik=route, seed=seed)
         stop = r.budget_stop or {}
         if not np.isfinite(r.mcse_elpd_loo):  # loo's NA: no error bar claimed, none scored
             return {"status": "withheld", "sampling": bool(stop.get("sampling")),

@@ -210,3 +210,39 @@ def regression_loo(data: Mapping[str, Any], obs: Sequence[int] | None = None) ->
     return np.array([full - _regression_log_z(y.size - 1, xtx - np.outer(X[i], X[i]),
                                               xty - X[i] * y[i], yty - y[i] ** 2)
                      for i in idx])
+
+
+def poisson_lognormal_loo(y: Sequence[int] | np.ndarray, points: int = 121) -> np.ndarray:
+    """Exact elpd_loo_i of latent_poisson_lower1.stan (mu ~ N(1, 1), tau ~ lognormal(-0.5,
+    0.5), z ~ N(0, 1), y ~ Poisson(exp(mu + tau z))): p(y_i | mu, tau) by 40-node
+    Gauss-Hermite over z, then a ``points`` x ``points`` trapezoid over mu and log tau: first
+    on mu in [-4, 6] and log tau in [log 0.01, log 5] (for 12 counts, 241 x 241 points with
+    80 nodes and tau up to 8 moved no value by more than 1.6e-6), then, for the narrow
+    posteriors of many counts, again on the box where the log posterior is within 40 of its
+    largest value there (200 counts: 121, 161 and 241 points agree on the total to 1e-10)."""
+    y = np.asarray(y)
+    x, w = np.polynomial.hermite.hermgauss(40)
+    lw = np.log(w / np.sqrt(np.pi))
+
+    def grid(mu: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        m, v = np.meshgrid(mu, u, indexing="ij")
+        tau = np.exp(v)
+        eta = m[..., None] + tau[..., None] * np.sqrt(2) * x  # (mu, tau, nodes)
+        lp = np.empty(m.shape + (y.size,))
+        for i, yi in enumerate(y):
+            lp[..., i] = special.logsumexp(lw + yi * eta - np.exp(eta)
+                                           - special.gammaln(yi + 1), axis=-1)
+        prior = (stats.norm.logpdf(m, 1, 1) + stats.lognorm.logpdf(tau, 0.5, scale=np.exp(-0.5))
+                 + v)
+        return prior + lp.sum(axis=-1), lp
+
+    mu, u = np.linspace(-4, 6, points), np.linspace(np.log(0.01), np.log(5), points)
+    post, lp = grid(mu, u)
+    if y.size > 20:  # narrow: the box that holds the posterior, at the same resolution
+        keep = np.nonzero(post > post.max() - 40.0)
+        pad_m, pad_u = mu[1] - mu[0], u[1] - u[0]
+        mu = np.linspace(mu[keep[0]].min() - pad_m, mu[keep[0]].max() + pad_m, points)
+        u = np.linspace(u[keep[1]].min() - pad_u, u[keep[1]].max() + pad_u, points)
+        post, lp = grid(mu, u)
+    total = special.logsumexp(post)
+    return np.array([total - special.logsumexp(post - lp[..., i]) for i in range(y.size)])

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
+from benchmarks.truths.crossval.truths import poisson_lognormal_loo
 from stanlogz.crossval.observations.integrated import IntegratedSource
 from stanlogz.crossval.observations.observations import find_observations
 from stanlogz.crossval.psis_loo.loo import loo
@@ -55,34 +56,13 @@ def _trunc_exact(y: np.ndarray) -> np.ndarray:
                      for i in range(y.size)])
 
 
-def _poisson_exact(y: np.ndarray) -> np.ndarray:
-    """Exact elpd_loo_i of latent_poisson_lower1.stan (mu ~ N(1, 1), tau ~ lognormal(-0.5,
-    0.5), z ~ N(0, 1), y ~ Poisson(exp(mu + tau z))): p(y_i | mu, tau) by 40-node
-    Gauss-Hermite over z, then a 121 x 121 trapezoid over mu in [-4, 6] and log tau in
-    [log 0.01, log 5]; 241 x 241 points with 80 nodes and tau up to 8 moved no value by more
-    than 1.6e-6."""
-    mu = np.linspace(-4, 6, 121)
-    u = np.linspace(np.log(0.01), np.log(5), 121)
-    m, v = np.meshgrid(mu, u, indexing="ij")
-    tau = np.exp(v)
-    x, w = np.polynomial.hermite.hermgauss(40)
-    eta = m[..., None, None] + tau[..., None, None] * np.sqrt(2) * x
-    yy = y[:, None]
-    lp = special.logsumexp(np.log(w / np.sqrt(np.pi)) + yy * eta - np.exp(eta)
-                           - special.gammaln(yy + 1), axis=-1)  # (mu, tau, N)
-    prior = stats.norm.logpdf(m, 1, 1) + stats.lognorm.logpdf(tau, 0.5, scale=np.exp(-0.5)) + v
-    tot = lp.sum(axis=-1)
-    return np.array([special.logsumexp(prior + tot) - special.logsumexp(prior + tot - lp[..., i])
-                     for i in range(y.size)])
-
-
 def test_exact_values_are_the_stored_ones():
     # The references the tests below compare with (computed as in _trunc_exact and
     # _poisson_exact); a change of data or prior shows here first.
     y = np.array(_data("latent_trunc_lower1")["y"])
     assert _trunc_exact(y).sum() == pytest.approx(-8.398925, abs=1e-6)
     counts = np.array(_data("latent_poisson_lower1")["y"])
-    assert _poisson_exact(counts).sum() == pytest.approx(-25.058380, abs=1e-5)
+    assert poisson_lognormal_loo(counts).sum() == pytest.approx(-25.058380, abs=1e-5)
 
 
 def test_reference_baseline_gives_the_empty_baseline_values(compiled):
@@ -143,7 +123,7 @@ def test_default_loo_integrates_poisson_latents_with_an_unused_data_array(compil
     data = _data("latent_poisson_lower1")
     m = compiled(TESTS / "latent_poisson_lower1.stan", data)
     r = loo(m, data, seed=5, chains=4, warmup=500, n_draws=500)
-    exact = _poisson_exact(np.array(data["y"])).sum()
+    exact = poisson_lognormal_loo(np.array(data["y"])).sum()
     assert r.log_lik_source == "integrated"
     assert 0 < r.mcse_elpd_loo < 0.2
     assert abs(r.elpd_loo - exact) <= 4 * r.mcse_elpd_loo, (r.elpd_loo, exact, r.mcse_elpd_loo)
