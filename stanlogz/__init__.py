@@ -58,7 +58,7 @@ _LAZY = {
     "kfold": "stanlogz.crossval.refit.kfold",
     "KFoldResult": "stanlogz.crossval.refit.kfold",
     "lfo": "stanlogz.crossval.refit.lfo",
-    "LfoResult": "stanlogz.crossval.refit.lfo",
+    "LfoResult": "stanlogz.crossval.refit.lfo_result",
     "heldout_elpd": "stanlogz.crossval.refit.heldout",
     "heldout_many": "stanlogz.crossval.refit.heldout",
     "sensitivity": "stanlogz.bayes_factors.sensitivity",

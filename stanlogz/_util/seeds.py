@@ -187,6 +187,8 @@ class Stream(IntEnum):
     LOO_BAND = 7906
     #: Leave-one-group-out: the draws picked for the observation-level values.
     LOGO_OBS = 7920
+    #: Exact LFO under a time budget: the random order of the forecast origins.
+    LFO_ORIGINS = 7930
 
 
 def stream(seed: SeedLike, name: Stream, *sub: int) -> np.random.SeedSequence:

@@ -4,7 +4,7 @@ Each mixin adds the names a loo or ArviZ user looks for (``looic``, ``pareto_k``
 ``elpd_diff``, ``dse`` ...) as read-only aliases, and a printed table like loo's ``print(loo)``
 (:class:`~stanlogz._util.display.Display`) to :class:`~stanlogz.crossval.psis_loo.result.LooResult`,
 :class:`~stanlogz.crossval.refit.kfold.KFoldResult`,
-:class:`~stanlogz.crossval.refit.lfo.LfoResult`,
+:class:`~stanlogz.crossval.refit.lfo_result.LfoResult`,
 :class:`~stanlogz.crossval.refit.unbiased.CVResult`,
 :class:`~stanlogz.crossval.logo.result.LogoResult` and
 :class:`~stanlogz.crossval.select.compare.LooComparison`. The command line prints these tables
@@ -224,7 +224,7 @@ class KFoldNames(Display):
 
 
 class LfoNames(Display):
-    """loo's names on :class:`~stanlogz.crossval.refit.lfo.LfoResult`, and its table."""
+    """loo's names on :class:`~stanlogz.crossval.refit.lfo_result.LfoResult`, and its table."""
 
     se_elpd_lfo = alias("se", "loo's name for ``se``.", float)
 

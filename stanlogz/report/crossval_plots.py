@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from ..crossval.checks.checks import PredictiveChecks
     from ..crossval.psis_loo.result import LooResult
     from ..crossval.refit.kfold import KFoldResult
-    from ..crossval.refit.lfo import LfoResult
+    from ..crossval.refit.lfo_result import LfoResult
     from ..crossval.refit.unbiased import CVResult
 
 

@@ -1,5 +1,5 @@
 """Leave-future-out cross-validation of time-series programs (Bürkner, Gabry & Vehtari 2020):
-:func:`lfo` and :class:`LfoResult`.
+:func:`lfo` and its result, :class:`~.lfo_result.LfoResult`.
 
 For every forecast origin t = L .. N − M the M-step-ahead predictive density
 elpd_t = log p(y_{t+1:t+M} | y_{1:t}) is computed
@@ -20,9 +20,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any, ClassVar, Unpack
+from typing import Any, Unpack
 
 import numpy as np
 from scipy import special
@@ -34,7 +32,6 @@ from ..._util.deadline import StepsClock
 from ..._util.gpd import KHAT_BAD
 from ..._util.progress import steps
 from ..._util.seeds import Stream, generator_seed, stream, stream_int_seed
-from ..._util.sum_se import sum_se
 from ..._util.words import transitions
 from ...draws import Draws, obtain_draws
 from ...draws.continuation import WarmStart, refit_draws
@@ -43,140 +40,14 @@ from ...estimators.common import autocorr_time
 from ...parallel import run_parallel, with_client
 from ...stan.program import ProgramLike, StanProgram
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
-from ..elpd.base import ElpdResult
 from ..elpd.psis import k_threshold as psis_k_threshold
-from ..names import LfoNames
 from ..observations.observations import Observations, load_observed
-from .cv_se import lfo_se
 from .cv_tail import add_cv_warnings
 from .heldout import heldout_elpd
+from .lfo_result import LfoResult
+from .lfo_sample import origin_sample_estimate, sample_warning, sampled_origins
 
 LFO_METHODS = ("psis", "exact")
-
-
-@dataclass(repr=False)
-class LfoResult(LfoNames, ElpdResult):
-    """Leave-future-out CV: ``elpd_lfo = Σ_t log p(y_{t+1:t+M} | y_{1:t})`` with its se, Monte
-    Carlo se, per-origin values, k̂ and refits. Its pointwise values (``elpd_i``, ``mcse_i`` of
-    the common interface) are the origins'.
-
-    Attributes
-    ----------
-    model : str
-        The program's name.
-    method : str
-        ``"psis"`` (PSIS from the last refit, refitting where k̂ is too high) or ``"exact"``
-        (a refit at every origin).
-    min_train, ahead : int
-        The first training size and the steps predicted ahead (M).
-    origins : ndarray of int
-        The number of training observations t of each origin.
-    elpd_t, mcse_t, khat_t : ndarray
-        Per origin: ``log p(y_{t+1:t+M} | y_{1:t})``, its Monte Carlo se and k̂ (NaN where
-        exact).
-    refits : list of int
-        The t at which NUTS ran on ``y_{1:t}``.
-    n_gradient_evals : int
-        The NUTS cost.
-    warnings : list of str
-        What to do about problems found.
-
-    See Also
-    --------
-    stanlogz.lfo : makes it; :doc:`/tutorials/kfold_lfo` shows one.
-    """
-
-    kind: ClassVar[str] = "lfo"
-    model: str
-    method: str  # one of LFO_METHODS
-    min_train: int
-    ahead: int
-    origins: np.ndarray  # t (number of training observations) per origin
-    elpd_t: np.ndarray
-    mcse_t: np.ndarray
-    khat_t: np.ndarray  # NaN where the value is exact (a refit or method exact)
-    refits: list[int]  # t at which NUTS ran on y_{1:t}
-    k_threshold: float
-    n_samples: int
-    n_gradient_evals: int
-    mcse_total: float | None = None  # se of the sum when the origins' errors are correlated
-    seconds: float = 0.0
-    warnings: list[str] = field(default_factory=list)
-    #: what the time budget ended (PSIS: the refits that did not fit, the origins kept on
-    #: the last refit's draws above the k̂ threshold, whose mcse is NaN); None otherwise
-    budget_stop: dict[str, Any] | None = None
-
-    @property
-    def elpd_i(self) -> np.ndarray:
-        """Each origin's log p(y_{t+1:t+M} | y_{1:t}) (``elpd_t``)."""
-        return self.elpd_t
-
-    @property
-    def mcse_i(self) -> np.ndarray:
-        """Each origin's Monte Carlo se (``mcse_t``)."""
-        return self.mcse_t
-
-    @property
-    def elpd_lfo(self) -> float:
-        """Σ_t elpd_t."""
-        return float(self.elpd_t.sum())
-
-    @cached_property
-    def se(self) -> float:
-        """se of elpd_lfo as an estimate of the expected log score of the same origins'
-        forecasts on new futures: overlapping M-step windows counted, small-n calibrated
-        (:func:`stanlogz.crossval.refit.cv_se.lfo_se`); NaN when the origins are worth fewer than
-        two independent ones."""
-        return lfo_se(self.elpd_t, self.ahead)
-
-    @property
-    def se_naive(self) -> float:
-        """sqrt(n var(elpd_t)) (ddof 1), the loo-style se that treats the origins as independent
-        (too small for M > 1)."""
-        return sum_se(self.elpd_t)
-
-    @property
-    def mcse(self) -> float:
-        """Monte Carlo se of elpd_lfo (PSIS: the origins that share one refit's draws share
-        their errors, and their sum's se counts that; exact: independent bridges)."""
-        if self.mcse_total is not None:
-            return float(self.mcse_total)
-        return float(math.sqrt(np.sum(self.mcse_t**2)))
-
-    def table(self) -> list[list[Any]]:
-        """Summary rows: (quantity, estimate, se, Monte Carlo se)."""
-        return [[f"elpd_lfo ({self.ahead}-step-ahead)", round(self.elpd_lfo, 3),
-                 round(self.se, 3), round(self.mcse, 4)]]
-
-    def pointwise(self) -> list[dict[str, Any]]:
-        """One row per forecast origin: t, the predicted observations (from 1), elpd, mc se,
-        k̂ (None when exact) and whether NUTS was refit at t."""
-        refit = set(self.refits)
-        return [{"t": int(t), "predicts": [int(t) + 1, int(t) + self.ahead],
-                 "elpd": float(e), "mcse": float(s),
-                 "khat": None if not np.isfinite(k) else float(k), "refit": int(t) in refit}
-                for t, e, s, k in zip(self.origins, self.elpd_t, self.mcse_t, self.khat_t,
-                                      strict=True)]
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serializable dict."""
-        return {"model": self.model, "method": self.method, "min_train": self.min_train,
-                "ahead": self.ahead, "elpd_lfo": self.elpd_lfo, "se": self.se,
-                "se_naive": self.se_naive,
-                "mcse": self.mcse, "k_threshold": self.k_threshold,
-                "refits": list(self.refits), "n_refits": len(self.refits),
-                "n_samples": self.n_samples, "n_gradient_evals": self.n_gradient_evals,
-                "pointwise": self.pointwise(), "seconds": self.seconds,
-                "budget_stop": self.budget_stop, "warnings": self.warnings}
-
-    def to_arviz(self) -> Any:
-        """ArviZ's LFO ELPD object (``ELPDDataLFO`` in arviz-stats, ``ELPDData`` in 0.x)."""
-        return arviz_compat.elpd_object(
-            "lfo", elpd=self.elpd_lfo, se=self.se, p=float("nan"), n_samples=self.n_samples,
-            elpd_i=self.elpd_t, warning=bool(self.warnings),
-            good_k=self.k_threshold if self.method == "psis" else None,
-            extra={"forecast_horizon": self.ahead, "min_observations": self.min_train,
-                   "refits": np.asarray(self.refits), "n_refits": len(self.refits)})
 
 
 def _prefix(data: dict[str, Any], obs: Observations, t: int) -> tuple[dict[str, Any],
@@ -297,7 +168,8 @@ def lfo(
         res.warnings.append(f"{res.elpd_t.size} origins with {ahead}-step windows are worth "
                             "fewer than two independent forecasts: elpd_lfo has no se; lower "
                             f"{option('ahead')} or {option('min_train')}")
-    add_cv_warnings(res, res.elpd_t, "elpd_lfo")
+    add_cv_warnings(res, res.elpd_t, "elpd_lfo", unrefit="origins",
+                    unrefit_mcse=(res.budget_stop or {}).get("sampling_se", 0.0))
     return res
 
 
@@ -328,6 +200,19 @@ def _exact(model: StanProgram, data: dict[str, Any], obs: Observations, origins:
     _instance(model, data, obs, times[0])  # a too-short prefix fails here, with one line
     if progress:
         progress(f"exact LFO: NUTS on {len(times)} prefixes of the {obs.n} observations")
+
+    def bridge(t: int, fitted: dict[int, Draws], rng: np.random.Generator) -> Any:
+        part, part_obs = _prefix(data, obs, t + ahead)
+        return heldout_elpd(model, part, part_obs, np.arange(t, t + ahead), settings=nuts,
+                            full_draws=fitted[t + ahead], train_draws=fitted[t],
+                            pointwise=False, seed=generator_seed(rng))
+
+    if deadline.remaining() is not None:  # a random sample of the origins, those that fit
+        draws, bridged = sampled_origins(
+            origins, times, ahead, seed,
+            lambda t, rng: _fit(model, data, obs, t, nuts, generator_seed(rng))[1],
+            bridge, progress)
+        return _exact_result(model, origins, ahead, times, draws, bridged)
     clock = StepsClock("LFO prefix fits", len(times), nuts.warmup + nuts.draws)
 
     with steps(progress, len(times), "LFO prefixes (NUTS)", unit="fit") as fitted:
@@ -340,25 +225,42 @@ def _exact(model: StanProgram, data: dict[str, Any], obs: Observations, origins:
                             backend="thread" if n_workers > 1 else "serial",
                             on_done=done)
     draws = dict(zip(times, fits, strict=True))
-
-    def one(t: int, rng: np.random.Generator) -> Any:
-        part, part_obs = _prefix(data, obs, t + ahead)
-        return heldout_elpd(model, part, part_obs, np.arange(t, t + ahead), settings=nuts,
-                            full_draws=draws[t + ahead], train_draws=draws[t],
-                            pointwise=False, seed=generator_seed(rng))
-
-    with steps(progress, origins.size, "LFO origins (bridges)", unit="origin") as bridged:
-        held = run_parallel(one, origins.tolist(), stream(seed, Stream.REFIT_ESTIMATOR),
+    with steps(progress, origins.size, "LFO origins (bridges)", unit="origin") as bar:
+        held = run_parallel(lambda t, rng: bridge(t, draws, rng), origins.tolist(),
+                            stream(seed, Stream.REFIT_ESTIMATOR),
                             n_workers=n_workers, backend="thread" if n_workers > 1 else "serial",
-                            on_done=bridged.update)
+                            on_done=bar.update)
+    return _exact_result(model, origins, ahead, times, draws,
+                         dict(zip(origins.tolist(), held, strict=True)))
+
+
+def _exact_result(model: StanProgram, origins: np.ndarray, ahead: int, times: list[int],
+                  draws: dict[int, Draws], held: dict[int, Any]) -> LfoResult:
+    """The exact LFO result of the prefix fits ``draws`` (by t) and the origins' bridges
+    ``held`` (by origin): every origin, or the random sample a time budget left
+    (:mod:`.lfo_sample`)."""
+    fits = [draws[t] for t in times if t in draws]
     warns = _divergence_warning(sum(_divergences(f) for f in fits))
-    for h in held:
+    for h in held.values():
         warns.extend(w for w in h.warnings if w not in warns and "divergent" not in w)
+    done = np.array([int(t) in held for t in origins])
+    elpd = np.array([held[int(t)].elpd if d else np.nan for t, d in zip(origins, done,
+                                                                         strict=True)])
+    mcse = np.array([held[int(t)].mcse if d else np.nan for t, d in zip(origins, done,
+                                                                        strict=True)])
+    total, stop, sampled = None, None, None
+    if not done.all():
+        elpd, mcse, total, sampling = origin_sample_estimate(elpd, mcse, done)
+        sampled = done
+        stop = {"origins_done": int(done.sum()), "origins": int(done.size),
+                "estimated_by": "origin-sample", "sampling_se": sampling,
+                "origins_left": [int(t) for t in origins[~done]]}
+        warns.append(sample_warning(int(done.sum()), int(done.size)))
     n_samples = fits[0].n_chains * fits[0].n_draws
-    return LfoResult(model.name, "exact", int(origins[0]), ahead, origins,
-                     np.array([h.elpd for h in held]), np.array([h.mcse for h in held]),
-                     np.full(origins.size, np.nan), list(times), float("nan"), n_samples,
-                     int(sum(d.n_gradient_evals for d in fits)), warnings=warns)
+    return LfoResult(model.name, "exact", int(origins[0]), ahead, origins, elpd, mcse,
+                     np.full(origins.size, np.nan), sorted(draws), float("nan"), n_samples,
+                     int(sum(d.n_gradient_evals for d in fits)), mcse_total=total,
+                     warnings=warns, budget_stop=stop, sampled=sampled)
 
 
 def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: np.ndarray,

@@ -77,3 +77,53 @@ def test_the_route_of_a_refusal_in_warmup_answers_within_the_same_budget(compile
     # for a loaded machine (4.18 s with two test suites at once on 2 cores)
     assert time.perf_counter() - start < 4.0 + 1.0
     assert np.isfinite(r.elpd_lfo) and r.elpd_t.size == 4
+
+
+EXACT = {"min_train": 28, "ahead": 1, "method": "exact", "chains": 2, "warmup": 300,
+         "n_draws": 400, "seed": 8}
+
+
+def test_exact_lfo_under_a_budget_answers_from_a_random_sample_of_origins(
+        compiled, monkeypatch, clock):
+    # exact LFO refused as a whole where its prefix fits would not fit (a stochastic-
+    # volatility program with a latent per time step: "the 21 LFO prefix fits would take about
+    # 26 s here, more than the time budget of 20 s allows"), and where they fit its bridges
+    # checked no budget (49 s under 40 s). Now the origins are visited in a seeded random
+    # order until the next would not fit; those done are the unbudgeted run's values.
+    from scipy import stats
+
+    from benchmarks.truths.crossval.truths import ar_nig_lfo
+
+    d = json.loads((EXAMPLES / "ar_nig.data.json").read_text())
+    model = compiled(AR, d)
+    free = lfo(model, d, **EXACT)  # 12 origins, 13 prefix fits, no budget
+    # a step-count budget: 1 s per prefix fit, 0.5 s per bridge, nothing else moves the clock
+    tick_per_call(monkeypatch, clock, lfo_module, "_fit")
+    tick_per_call(monkeypatch, clock, lfo_module, "heldout_elpd", 0.5)
+    with time_budget(18.0):  # 9 of the 12 origins fit
+        r = lfo(model, d, **EXACT)
+    stop = r.budget_stop
+    n = free.origins.size
+    m = stop["origins_done"]
+    assert stop["estimated_by"] == "origin-sample" and stop["origins"] == n and 2 <= m < n
+    done = r.sampled
+    assert done.sum() == m and sorted(stop["origins_left"]) == free.origins[~done].tolist()
+    # the same fits and bridges, with the same seeds, as without a budget
+    np.testing.assert_allclose(r.elpd_t[done], free.elpd_t[done], rtol=0, atol=1e-10)
+    # n times the mean of those done, with the sampling error in the mc se
+    mean = free.elpd_t[done].mean()
+    assert r.elpd_lfo == pytest.approx(n * mean, rel=1e-12)
+    widen = stats.t.ppf(stats.norm.cdf(2.0), m - 1) / 2
+    sampling = widen * n * np.sqrt((1 - m / n) * np.var(free.elpd_t[done], ddof=1) / m)
+    assert stop["sampling_se"] == pytest.approx(sampling, rel=1e-12)
+    own = n / m * np.sqrt(np.sum(free.mcse_t[done] ** 2))
+    assert r.mcse == pytest.approx(np.hypot(own, sampling), rel=1e-12)
+    assert any(w.startswith(f"the time budget ended exact LFO after {m} of {n} origins")
+               for w in r.warnings)
+    assert r.to_dict()["budget_stop"] == stop
+    # against the closed form: the sampling error is t-like with m - 1 = 8 degrees of
+    # freedom; 8 of the widened se is 9.5 raw se, beyond which a t(8) lies with probability
+    # 1.3e-5 (the finite-population factor and the bridges' small error only shrink it;
+    # fixed seed)
+    exact = ar_nig_lfo(d, EXACT["min_train"]).sum()
+    assert m == 9 and abs(r.elpd_lfo - exact) <= 8 * r.mcse

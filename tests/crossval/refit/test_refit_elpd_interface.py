@@ -11,7 +11,7 @@ import pytest
 from stanlogz.crossval.elpd.base import ElpdResult
 from stanlogz.crossval.observations.observations import Observations
 from stanlogz.crossval.refit.kfold import KFoldResult
-from stanlogz.crossval.refit.lfo import LfoResult
+from stanlogz.crossval.refit.lfo_result import LfoResult
 from stanlogz.crossval.refit.unbiased import CVResult
 
 
