@@ -97,8 +97,12 @@ class PassClock:
                  clock: Callable[[], float] = time.perf_counter,
                  draws: tuple[int, int] | None = None,
                  refit_seconds: float | None = None, anytime: bool = False,
-                 checked: bool = True, thin: bool = False) -> None:
+                 checked: bool = True, thin: bool = False,
+                 floor: float = APPROX_SHARE) -> None:
         self.total, self.desc, self.clock, self.done = total, desc, clock, 0
+        #: the least part of an observation's time that does not shrink with the draws (its
+        #: approximation and a pass on thinned draws cost at least this share of it)
+        self.floor = floor
         #: an anytime pass that may be run again on fewer draws: once ``MIN_ESTIMATE``
         #: observations are done, where every observation fits in the budget on the draws
         #: thinned but not on all, it stops with :attr:`thin_to` (the draws in all) set
@@ -187,7 +191,7 @@ class PassClock:
             if self.thin_to is not None:
                 self.stopped = True
                 return
-        share = min(1.0, max(SUBSAMPLE_APPROX_DRAWS / (chains * per_chain), APPROX_SHARE)
+        share = min(1.0, max(SUBSAMPLE_APPROX_DRAWS / (chains * per_chain), self.floor)
                     if per_chain else 1.0)
         keep = self.done * chains * per_chain * PSIS_VALUE_S + ANYTIME_MARGIN_S  # PSIS after
         approx = per_obs * share * (self.total - self.done)
@@ -216,9 +220,9 @@ class PassClock:
             return False
         self.thin = False
 
-        def cost(m: int) -> float | None:  # an observation's cost counted as APPROX_SHARE
-            c = expected(m)                 # of the whole at the least
-            return None if c is None else max(c, APPROX_SHARE * full)
+        def cost(m: int) -> float | None:  # an observation's cost counted as the floor's
+            c = expected(m)                 # share of the whole at the least
+            return None if c is None else max(c, self.floor * full)
 
         self.thin_to = fewest_cut(n_draws, cost, THIN_SHARE * left_budget)
         self.stopped = self.thin_to is not None
@@ -227,7 +231,7 @@ class PassClock:
     def _thinned_fit(self, per_obs: float, n_draws: int, left_budget: float) -> int | None:
         """The most draws (of ``ROUTE_POINTWISE_DRAWS``, fewer than ``n_draws``) on which a
         pass over every observation fits in ``THIN_SHARE`` of the budget left, where the pass
-        on all of them does not (an observation's cost counted as ``APPROX_SHARE`` at the
+        on all of them does not (an observation's cost counted as the ``floor`` share at the
         least); None otherwise: every observation at fewer draws is a smaller error than the
         subsample's estimate of the rest (loo's mc se grows as the root of the draws cut)."""
         budget = THIN_SHARE * left_budget
@@ -237,9 +241,9 @@ class PassClock:
 
     def _thinned_cost(self, per_obs: float, m: int, n_draws: int) -> float:
         """Seconds of the whole pass on ``m`` of ``n_draws`` draws at ``per_obs`` seconds per
-        observation on all of them (a part of which, ``APPROX_SHARE`` at least, does not
+        observation on all of them (a part of which, the clock's ``floor`` at least, does not
         shrink with the draws)."""
-        return self.total * per_obs * max(m / n_draws, APPROX_SHARE)
+        return self.total * per_obs * max(m / n_draws, self.floor)
 
     def trim(self, idx: np.ndarray, block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The observations of ``idx`` (and columns of ``block``) done, once the anytime pass

@@ -19,7 +19,7 @@ from ..._util.deadline import BudgetSpent, positive_seconds
 from ..._util.progress import Progress
 from ...errors import InputError
 from ...stan.program import StanProgram
-from .clock import ANYTIME_MIN, PassClock, PassState
+from .clock import ANYTIME_MIN, APPROX_SHARE, PassClock, PassState
 from .observations import Observations
 from .pointwise import CHUNK_BYTES, column_chunks
 
@@ -91,6 +91,9 @@ class ClockedColumns(ColumnsByObservation):
     budget: float | None = None
     #: What the clock's lines and refusals call the pass.
     pass_name = "conditional log-likelihood"
+    #: The least part of an observation's time that does not shrink with the draws
+    #: (:class:`PassClock`'s ``floor``).
+    cost_floor = APPROX_SHARE
 
     def chunks(self, unc: np.ndarray, constrained: np.ndarray | None = None,
                names: list[str] | None = None, chunk_bytes: int = CHUNK_BYTES,
@@ -102,7 +105,8 @@ class ClockedColumns(ColumnsByObservation):
         clock = self._clock = PassClock(self.progress, n, self.pass_name,
                                         self.budget, draws=self.draw_shape,
                                         refit_seconds=self.refit_seconds, anytime=self.anytime,
-                                        checked=self.budget_checked, thin=self.anytime_thin)
+                                        checked=self.budget_checked, thin=self.anytime_thin,
+                                        floor=self.cost_floor)
         expected = getattr(self, "expected_seconds", None)
         if expected is not None and not self.anytime:  # far beyond the run's time budget
             clock.check_expected(expected(len(unc), n))
