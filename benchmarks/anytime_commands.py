@@ -18,6 +18,10 @@ the command's range; a run the budget stopped (``budget_stop`` set) is scored by
   k̂ > 0), whose own mcse is added to the error bar. An origin whose refit the budget leaves
   out keeps PSIS from the last refit's draws, with PSIS's mcse (NA above the draws' k̂
   threshold, counted apart).
+- ``lfo-exact``: ar_nig, exact LFO from t = 20 (20 origins, 21 prefix fits, 2 chains x (300 +
+  400)); the reference is the closed form (Normal-inverse-gamma evidence ratios). A budget
+  that ends it leaves a random sample of the origins, whose mean times their number is the
+  estimate, the sampling error in the mc se.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "stan_models" / "examples"
 #: Budget ranges (seconds; the bridge's are step-clock seconds).
 BUDGETS = {"evidence": (1.5, 5.0), "bridge": (3.0, 12.0), "kfold": (0.8, 3.0),
-           "lfo": (0.3, 1.1)}
+           "lfo": (0.3, 1.1), "lfo-exact": (0.15, 0.6)}
 
 
 def regression_log_z(x: np.ndarray, y: np.ndarray) -> float:
@@ -151,6 +155,19 @@ def setup(command: str) -> tuple[Any, Any]:
 
     data = json.loads((EXAMPLES / "ar_nig.data.json").read_text())
     model = StanModel.from_file(EXAMPLES / "ar_nig.stan", data)
+    if command == "lfo-exact":
+        from .truths.crossval.truths import ar_nig_lfo
+
+        exact = float(ar_nig_lfo(data, 20).sum())
+        settings = {"min_train": 20, "ahead": 1, "method": "exact", "chains": 2,
+                    "warmup": 300, "n_draws": 400}
+
+        def one_exact(seed: int, budget: float) -> dict:
+            with time_budget(budget):
+                r = lfo(model, data, seed=seed, **settings)
+            return {"est": r.elpd, "se": r.mcse, "ref": exact, "stop": r.budget_stop}
+
+        return one_exact, f"exact LFO by the closed form {exact:.4f}"
     settings = {"min_train": 30, "ahead": 2, "method": "psis", "k_threshold": 0.0,
                 "chains": 4, "warmup": 300, "n_draws": 1000}
     full = lfo(model, data, seed=12345, **settings)
@@ -225,7 +242,8 @@ def table(command: str, rows: list[dict]) -> None:
         """What the budget ended: sampling, the bridge, the refits."""
         out = [k for k in ("sampling", "bridge", "pass") if stop.get(k)]
         return out + (["refits"] if stop.get("folds_refit") is not None
-                      or stop.get("refits_skipped") else [])
+                      or stop.get("refits_skipped") else []) + (
+            ["origins"] if stop.get("origins_done") is not None else [])
 
     kinds = sorted({k for r in stopped for k in kind(r["stop"])})
     groups = {"stopped (any)": stopped,

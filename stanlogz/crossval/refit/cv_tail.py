@@ -112,17 +112,17 @@ def tail_warning(values: np.ndarray, what: str) -> str | None:
 
 
 def add_cv_warnings(result: Any, values: np.ndarray, name: str,
-                    unrefit_mcse: float = 0.0, unrefit: str = "folds") -> None:
+                    unrefit_mcse: float = 0.0) -> None:
     """Append to ``result.warnings`` the heavy-tail warning of its pointwise ``values`` and a
     warning when its Monte Carlo se is not small against its se (``name``: e.g. elpd_kfold).
     ``unrefit_mcse``: the part of that se from refits the time budget left undone (estimated
     from the others); where it is most of it, the warning names a longer budget, not more
-    draws (``unrefit``: what the budget left, "folds" or "origins")."""
+    draws."""
     tail = tail_warning(values, name)
     if tail:
         result.warnings.append(tail)
     if result.mcse > 0.1 * max(result.se, 1.0):
-        advice = (f"most of it comes from the {unrefit} the time budget left unrefit: a longer "
+        advice = ("most of it comes from the folds the time budget left unrefit: a longer "
                   f"{option('time_budget')} refits them"
                   if unrefit_mcse**2 > 0.5 * result.mcse**2 else
                   f"run more draws ({option('draws')})")

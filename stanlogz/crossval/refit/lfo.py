@@ -44,8 +44,9 @@ from ..elpd.psis import k_threshold as psis_k_threshold
 from ..observations.observations import Observations, load_observed
 from .cv_tail import add_cv_warnings
 from .heldout import heldout_elpd
+from .lfo_anytime import budget_warning as lfo_budget_warning
+from .lfo_anytime import fixed_dimension, psis_from_nearest, refusal, total_mcse, visit_origins
 from .lfo_result import LfoResult
-from .lfo_sample import origin_sample_estimate, sample_warning, sampled_origins
 
 LFO_METHODS = ("psis", "exact")
 
@@ -168,8 +169,7 @@ def lfo(
         res.warnings.append(f"{res.elpd_t.size} origins with {ahead}-step windows are worth "
                             "fewer than two independent forecasts: elpd_lfo has no se; lower "
                             f"{option('ahead')} or {option('min_train')}")
-    add_cv_warnings(res, res.elpd_t, "elpd_lfo", unrefit="origins",
-                    unrefit_mcse=(res.budget_stop or {}).get("sampling_se", 0.0))
+    add_cv_warnings(res, res.elpd_t, "elpd_lfo")
     return res
 
 
@@ -207,12 +207,27 @@ def _exact(model: StanProgram, data: dict[str, Any], obs: Observations, origins:
                             full_draws=fitted[t + ahead], train_draws=fitted[t],
                             pointwise=False, seed=generator_seed(rng))
 
-    if deadline.remaining() is not None:  # a random sample of the origins, those that fit
-        draws, bridged = sampled_origins(
+    if deadline.remaining() is not None:  # the origins that fit, the rest by PSIS
+        t0 = deadline.clock()
+        draws, bridged, slowest = visit_origins(
             origins, times, ahead, seed,
             lambda t, rng: _fit(model, data, obs, t, nuts, generator_seed(rng))[1],
             bridge, progress)
-        return _exact_result(model, origins, ahead, times, draws, bridged)
+        left = [int(t) for t in origins if int(t) not in bridged]
+        psis: dict[int, Any] = {}
+        if left:
+            insts: dict[int, Any] = {}
+
+            def inst(t: int) -> Any:
+                if t not in insts:
+                    insts[t] = _instance(model, data, obs, t)
+                return insts[t]
+
+            if not fixed_dimension(inst, times):
+                raise refusal(origins.size, len(bridged), times, slowest,
+                              nuts.warmup + nuts.draws, deadline.clock() - t0)
+            psis = psis_from_nearest(origins, ahead, draws, inst, left)
+        return _exact_result(model, origins, ahead, times, draws, bridged, psis)
     clock = StepsClock("LFO prefix fits", len(times), nuts.warmup + nuts.draws)
 
     with steps(progress, len(times), "LFO prefixes (NUTS)", unit="fit") as fitted:
@@ -235,32 +250,32 @@ def _exact(model: StanProgram, data: dict[str, Any], obs: Observations, origins:
 
 
 def _exact_result(model: StanProgram, origins: np.ndarray, ahead: int, times: list[int],
-                  draws: dict[int, Draws], held: dict[int, Any]) -> LfoResult:
+                  draws: dict[int, Draws], held: dict[int, Any],
+                  psis: dict[int, tuple[float, float, float, int]] | None = None
+                  ) -> LfoResult:
     """The exact LFO result of the prefix fits ``draws`` (by t) and the origins' bridges
-    ``held`` (by origin): every origin, or the random sample a time budget left
-    (:mod:`.lfo_sample`)."""
+    ``held`` (by origin): every origin, or, where a time budget ended them, the others by
+    PSIS (``psis``: :func:`~.lfo_anytime.psis_from_nearest`)."""
+    psis = psis or {}
     fits = [draws[t] for t in times if t in draws]
     warns = _divergence_warning(sum(_divergences(f) for f in fits))
     for h in held.values():
         warns.extend(w for w in h.warnings if w not in warns and "divergent" not in w)
-    done = np.array([int(t) in held for t in origins])
-    elpd = np.array([held[int(t)].elpd if d else np.nan for t, d in zip(origins, done,
-                                                                         strict=True)])
-    mcse = np.array([held[int(t)].mcse if d else np.nan for t, d in zip(origins, done,
-                                                                        strict=True)])
-    total, stop, sampled = None, None, None
-    if not done.all():
-        elpd, mcse, total, sampling = origin_sample_estimate(elpd, mcse, done)
-        sampled = done
-        stop = {"origins_done": int(done.sum()), "origins": int(done.size),
-                "estimated_by": "origin-sample", "sampling_se": sampling,
-                "origins_left": [int(t) for t in origins[~done]]}
-        warns.append(sample_warning(int(done.sum()), int(done.size)))
+    rows = [(held[t].elpd, held[t].mcse, float("nan")) if t in held else psis[t][:3]
+            for t in origins.tolist()]
+    elpd, mcse, khat = (np.array(c, dtype=float) for c in zip(*rows, strict=True))
+    total, stop = None, None
+    if psis:
+        total = total_mcse([held[t].mcse for t in held], psis)
+        stop = {"origins_exact": len(held), "origins": int(origins.size),
+                "estimated_by": "psis", "khat": {t: v[2] for t, v in psis.items()},
+                "unreliable": [t for t, v in psis.items() if not np.isfinite(v[1])]}
+        warns.append(lfo_budget_warning(stop))
     n_samples = fits[0].n_chains * fits[0].n_draws
-    return LfoResult(model.name, "exact", int(origins[0]), ahead, origins, elpd, mcse,
-                     np.full(origins.size, np.nan), sorted(draws), float("nan"), n_samples,
+    return LfoResult(model.name, "exact", int(origins[0]), ahead, origins, elpd, mcse, khat,
+                     sorted(draws), float("nan"), n_samples,
                      int(sum(d.n_gradient_evals for d in fits)), mcse_total=total,
-                     warnings=warns, budget_stop=stop, sampled=sampled)
+                     warnings=warns, budget_stop=stop)
 
 
 def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: np.ndarray,

@@ -69,9 +69,6 @@ class LfoResult(LfoNames, ElpdResult):
     #: what the time budget ended (PSIS: the refits that did not fit, the origins kept on
     #: the last refit's draws above the k̂ threshold, whose mcse is NaN); None otherwise
     budget_stop: dict[str, Any] | None = None
-    #: exact LFO that a time budget ended: which origins were computed (the others carry
-    #: their mean, :mod:`.lfo_sample`); None when all were
-    sampled: np.ndarray | None = None
 
     @property
     def elpd_i(self) -> np.ndarray:
@@ -94,18 +91,12 @@ class LfoResult(LfoNames, ElpdResult):
         forecasts on new futures: overlapping M-step windows counted, small-n calibrated
         (:func:`stanlogz.crossval.refit.cv_se.lfo_se`); NaN when the origins are worth fewer than
         two independent ones."""
-        if self.sampled is not None:  # the spread of the origins computed, carried to all
-            done = self.elpd_t[self.sampled]
-            return lfo_se(done, self.ahead) * math.sqrt(self.elpd_t.size / done.size)
         return lfo_se(self.elpd_t, self.ahead)
 
     @property
     def se_naive(self) -> float:
         """sqrt(n var(elpd_t)) (ddof 1), the loo-style se that treats the origins as independent
         (too small for M > 1)."""
-        if self.sampled is not None:
-            done = self.elpd_t[self.sampled]
-            return sum_se(done) * math.sqrt(self.elpd_t.size / done.size)
         return sum_se(self.elpd_t)
 
     @property
