@@ -243,7 +243,7 @@ def table(command: str, rows: list[dict]) -> None:
         out = [k for k in ("sampling", "bridge", "pass") if stop.get(k)]
         return out + (["refits"] if stop.get("folds_refit") is not None
                       or stop.get("refits_skipped") else []) + (
-            ["origins"] if stop.get("origins_done") is not None else [])
+            ["origins"] if stop.get("origins_exact") is not None else [])
 
     kinds = sorted({k for r in stopped for k in kind(r["stop"])})
     groups = {"stopped (any)": stopped,
