@@ -31,11 +31,12 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ... import arviz_compat
+from ..._util import deadline
 from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
 from ...draws import obtain_draws
 from ...draws.summary import sampler_flags
-from ...errors import InputError, Route
+from ...errors import InputError, Route, ThinForBudget
 from ...stan.program import ProgramLike, StanProgram
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..elpd.psis import (
@@ -47,6 +48,13 @@ from ..elpd.psis import (
 from ..elpd.psis import total_mcse as influence_mcse
 from ..observations.observations import load_observed
 from ..refit.heldout import heldout_many
+from .budget import (
+    GroupWatch,
+    ObsWatch,
+    SkipObsValues,
+    refits_left_note,
+    thinned_note,
+)
 from .integrate import Integral, integrate
 from .obs_sample import OBS_DRAWS, obs_draws, subsample_value
 from .pairs import check_pairs, make_pairs
@@ -63,6 +71,8 @@ FIXES = ("auto", "refit", "none")
 #: below 0.5 leaves few of them; groups are few, so refits are cheap
 #: (benchmarks/logo_coverage.py, docs/guide/logo.md).
 LOGO_K = 0.4
+#: Share of the run's budget the observation-level values leave for what follows them.
+RESERVE_SHARE = 0.1
 
 
 def logo(
@@ -132,24 +142,24 @@ def logo(
     check_pairs(model, data_dict, observations, st, pairs, probe)
     d = obtain_draws(model, draws, settings, seed=stream_int_seed(seed, Stream.NUTS),
                      progress=progress)
+    budgeted = deadline.remaining() is not None
+    warns: list[str] = []
+    stop: dict[str, Any] = {}
+    try:  # under a budget, on fewer draws where all of them would not fit (.budget)
+        ll, err, lap, how, empty = _group_pass(
+            pairs, st, d.flat_unconstrained(), group, seed, progress,
+            GroupWatch(st.n_groups, d.n_chains * d.n_draws) if budgeted else None)
+    except ThinForBudget as thin:
+        total, of = d.n_chains * d.n_draws, d.n_draws
+        d = d.thinned(-(-thin.draws // d.n_chains))
+        warns.append(thinned_note(d.n_chains * d.n_draws, total, d.n_draws, of))
+        stop["pass_draws"] = {"draws_used": d.n_chains * d.n_draws, "draws": total}
+        if progress:
+            progress(warns[-1])
+        ll, err, lap, how, empty = _group_pass(pairs, st, d.flat_unconstrained(), group, seed,
+                                               progress, None)
     unc = d.flat_unconstrained()
-    if progress:
-        progress(f"integrating the latents of {st.n_groups} groups at {unc.shape[0]} draws")
     s, n_g = unc.shape[0], st.n_groups
-    ll, err, lap = np.empty((s, n_g)), np.empty((s, n_g)), np.empty(n_g)
-    how: list[str] = []
-    empty: list[Any] = []
-    zeros = _empty_integrals(pairs.zeros, st, unc, group, seed)
-    for g in range(n_g):
-        c = st.coords[g]
-        what = f"group {int(st.labels[g])} of {group}"
-        i1 = integrate(pairs.ones[g], unc, c, unc[:, c], what, _check_rows(unc, c))
-        i0 = zeros(g)
-        how.append(i1.method if i1.method == i0.method else "gauss-hermite/laplace")
-        empty.append(i0)
-        ll[:, g] = i1.value - i0.value
-        err[:, g] = i1.error + i0.error
-        lap[g] = float(np.max(np.abs((i1.laplace - i0.laplace) - ll[:, g])))
     chains = d.unconstrained.shape[0]
     ll3 = ll.reshape(chains, -1, n_g)
     # each group's own relative efficiency: p(y_g | φ) of a group that informs a slowly mixing
@@ -176,17 +186,29 @@ def logo(
               for g in range(n_g)]
     elpd_obs = mcse_obs = None
     if pointwise_obs:
-        elpd_obs, mcse_obs = _obs_values(model, data_dict, observations, st, unc, empty, lw,
-                                         ll, group, pairs.refs, r_g,
-                                         stream_rng(seed, Stream.LOGO_OBS))
-    warns: list[str] = []
+        try:
+            elpd_obs, mcse_obs = _obs_values(
+                model, data_dict, observations, st, unc, empty, lw, ll, group, pairs.refs,
+                r_g, stream_rng(seed, Stream.LOGO_OBS),
+                ObsWatch(observations.n, RESERVE_SHARE * (deadline.budget_seconds() or 0.0))
+                if budgeted else None)
+        except SkipObsValues as skip:
+            warns.append(str(skip))
+            stop["obs_values"] = "left out"
     bad = [g for g in range(n_g) if ps.khat[g] > threshold]
     refit: list[int] = []
     if bad and fix != "none":
         if progress:
             progress(f"{len(bad)} group(s) with k-hat above {threshold:.2f}: exact refits")
-        folds = heldout_many(model, data_dict, observations, [st.rows[g] for g in bad],
-                             full_draws=d, settings=settings, seed=stream(seed, Stream.REFIT))
+        found = heldout_many(model, data_dict, observations, [st.rows[g] for g in bad],
+                             full_draws=d, settings=settings, seed=stream(seed, Stream.REFIT),
+                             anytime=budgeted)
+        left = [g for g, f in zip(bad, found, strict=True) if f is None]
+        if left:  # the budget ended the refits: those keep PSIS (k-hat above: mc se NA)
+            warns.append(refits_left_note([int(st.labels[g]) for g in left]))
+            stop["refits_skipped"] = [int(st.labels[g]) for g in left]
+        folds = [f for f in found if f is not None]
+        bad = [g for g, f in zip(bad, found, strict=True) if f is not None]
         for g, f in zip(bad, folds, strict=True):
             gv = groups[g]
             gv.elpd, gv.mcse, gv.method, gv.integration_error = f.elpd, f.mcse, "refit", 0.0
@@ -195,6 +217,7 @@ def logo(
                 mcse_obs[f.index] = np.nan  # a refit gives the se of their sum only
             warns.extend(f.warnings)
         refit = bad
+        bad = bad + [g for g in range(n_g) if ps.khat[g] > threshold and g not in refit]
     elif bad:
         labels = ", ".join(str(int(st.labels[g])) for g in bad[:10])
         warns.append(f"{len(bad)} group(s) have Pareto k-hat above {threshold:.2f} ({labels}): "
@@ -203,7 +226,7 @@ def logo(
     psis_part = float(np.hypot(ps.total_mcse(refit), ps.total_bias(refit)))
     mcse = total_mcse(psis_part, [groups[g].mcse for g in refit],
                       [float(int_err[g]) for g in range(n_g) if g not in refit])
-    if bad and not refit:
+    if set(bad) - set(refit):
         mcse = float("nan")  # as loo: NA while a PSIS value above the threshold is kept
     elpd_g = np.array([gv.elpd for gv in groups])
     summary = d.summary()
@@ -214,7 +237,36 @@ def logo(
         mcse = float("nan")  # the draws may miss part of the posterior: no honest mc se
     return LogoResult(model.name, group, float(elpd_g.sum()), sum_se(elpd_g), mcse, groups,
                       elpd_obs, observations, s, threshold, time.perf_counter() - t0, warns,
-                      mcse_psis=psis_part, mcse_obs=mcse_obs, draws_flags=flags)
+                      mcse_psis=psis_part, mcse_obs=mcse_obs, draws_flags=flags,
+                      budget_stop=stop or None)
+
+
+def _group_pass(pairs: Any, st: GroupStructure, unc: np.ndarray, group: str, seed: Any,
+                progress: Any, watch: GroupWatch | None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], list[Any]]:
+    """Every group's log p(y_g | φ) per draw (its latents integrated out), the integration
+    error bounds, the Laplace gap, the method and the reference integrals; ``watch`` (under
+    a time budget) may stop it to run on fewer draws."""
+    if progress:
+        progress(f"integrating the latents of {st.n_groups} groups at {unc.shape[0]} draws")
+    s, n_g = unc.shape[0], st.n_groups
+    ll, err, lap = np.empty((s, n_g)), np.empty((s, n_g)), np.empty(n_g)
+    how: list[str] = []
+    empty: list[Any] = []
+    zeros = _empty_integrals(pairs.zeros, st, unc, group, seed)
+    for g in range(n_g):
+        c = st.coords[g]
+        what = f"group {int(st.labels[g])} of {group}"
+        i1 = integrate(pairs.ones[g], unc, c, unc[:, c], what, _check_rows(unc, c))
+        i0 = zeros(g)
+        how.append(i1.method if i1.method == i0.method else "gauss-hermite/laplace")
+        empty.append(i0)
+        ll[:, g] = i1.value - i0.value
+        err[:, g] = i1.error + i0.error
+        lap[g] = float(np.max(np.abs((i1.laplace - i0.laplace) - ll[:, g])))
+        if watch is not None:
+            watch.done()
+    return ll, err, lap, how, empty
 
 
 #: Share of divergent transitions above which the draws are taken to miss part of the posterior
@@ -261,8 +313,8 @@ def _empty_integrals(zeros: list[StanProgram], st: GroupStructure, unc: np.ndarr
 
 def _obs_values(model: StanProgram, data: dict[str, Any], obs: Any, st: GroupStructure,
                 unc: np.ndarray, empty: list[Any], lw: np.ndarray, ll: np.ndarray, group: str,
-                refs: list[np.ndarray], r_g: np.ndarray, rng: np.random.Generator
-                ) -> tuple[np.ndarray, np.ndarray]:
+                refs: list[np.ndarray], r_g: np.ndarray, rng: np.random.Generator,
+                watch: ObsWatch | None = None) -> tuple[np.ndarray, np.ndarray]:
     """log p(y_i | y₋g(i)) = log Σ_s w_gs p(y_i | φ_s), p(y_i | φ) with a_g integrated over
     its prior, and their Monte Carlo se: the instance with row i added to the rows of the
     group's reference integral (:mod:`.pairs`) against
@@ -282,6 +334,8 @@ def _obs_values(model: StanProgram, data: dict[str, Any], obs: Any, st: GroupStr
                 se[i] = float(elpd_mcse(lw[g], ll_i, r_g[g]))
             else:
                 out[i], se[i] = subsample_value(ll_i, np.exp(lw[g][pick]), r_g[g])
+        if watch is not None:
+            watch.done(len(rows))  # SkipObsValues where the rest would not fit
     return out, se
 
 

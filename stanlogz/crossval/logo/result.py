@@ -100,6 +100,9 @@ class LogoResult(LogoNames, ElpdResult):
     mcse_obs: np.ndarray | None = None
     #: The sampler's signs that the draws miss part of the posterior (mc se then NaN)
     draws_flags: list[str] = field(default_factory=list)
+    #: What the time budget changed (``pass_draws``: the groups' pass on fewer draws;
+    #: ``obs_values``: left out; ``refits_skipped``: the groups not refit); None otherwise
+    budget_stop: dict[str, Any] | None = None
 
     @property
     def p_logo(self) -> float:
@@ -258,7 +261,7 @@ class LogoResult(LogoNames, ElpdResult):
                 "n_obs": self.observations.n, "n_samples": self.n_samples,
                 "threshold": self.threshold, "pointwise": self.pointwise(),
                 "observations": self.obs_pointwise(), "seconds": self.seconds,
-                "warnings": self.warnings}
+                "budget_stop": self.budget_stop, "warnings": self.warnings}
 
 
 
