@@ -37,6 +37,7 @@ from ..._util.sum_se import sum_se
 from ...draws import obtain_draws
 from ...draws.summary import sampler_flags
 from ...errors import InputError, Route, ThinForBudget
+from ...stan.nuts import budget_stop_dict
 from ...stan.program import ProgramLike, StanProgram
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..elpd.psis import (
@@ -145,6 +146,8 @@ def logo(
     budgeted = deadline.remaining() is not None
     warns: list[str] = []
     stop: dict[str, Any] = {}
+    if getattr(d, "budget_stop", None):  # NUTS past warmup, stopped: the draws so far
+        stop["sampling"] = budget_stop_dict(d.budget_stop)
     try:  # under a budget, on fewer draws where all of them would not fit (.budget)
         ll, err, lap, how, empty = _group_pass(
             pairs, st, d.flat_unconstrained(), group, seed, progress,
