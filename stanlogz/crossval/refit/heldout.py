@@ -492,7 +492,9 @@ def heldout_many(
     clock = StepsClock("held-out refits", total, warmup + nuts.draws)
 
     def done() -> None:
-        bar.update(lambda k: f"held-out set {k}/{total} done")
+        skipped = watch is not None and watch.stopped  # the set just ended was not refit
+        bar.update(lambda k: f"held-out set {k}/{total} "
+                   + ("left out by the time budget" if skipped else "done"))
         if watch is not None:
             watch.done()  # anytime: stop where the next refit would not fit
         else:
