@@ -8,6 +8,11 @@ out where they would not fit (:mod:`stanlogz.crossval.logo.budget`); a run is sc
 |elpd_logo - exact| <= 2 mcse_elpd_logo.
 
     python -m benchmarks.logo_budget_coverage --runs 100 --budgets 3 8
+    python -m benchmarks.logo_budget_coverage --thinned 30
+
+``--thinned S``: no budget; S NUTS runs (4 x 1,000 draws each), leave-one-county-out on all
+the draws and on 2,000 and 1,000 of them thinned evenly per chain, each scored against the
+exact value: whether the pass on fewer draws (what a budget chooses) is itself biased.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ def main() -> None:
     ap.add_argument("--budgets", type=float, nargs=2, default=(3.0, 8.0))
     ap.add_argument("--corpus", default=str(PROGRAM), help="the posteriordb program's folder")
     ap.add_argument("--out", default=None, help="JSON lines of every run")
+    ap.add_argument("--thinned", type=int, default=0,
+                    help="instead: this many NUTS runs scored on all, 2000 and 1000 draws")
     args = ap.parse_args()
     import stanlogz
     from stanlogz import OverBudget, time_budget
@@ -42,6 +49,9 @@ def main() -> None:
     model = StanModel.from_file(folder / "model.stan", data)
     exact = float(radon_county_logo(data).sum())
     print(f"exact elpd_logo {exact:.4f}")
+    if args.thinned:
+        thinned(model, data, exact, args.thinned)
+        return
     budgets = np.random.default_rng(7).uniform(*args.budgets, size=args.runs)
     rows = []
     sink = open(args.out, "w") if args.out else None  # noqa: SIM115 - one file for the run
@@ -64,6 +74,28 @@ def main() -> None:
             sink.write(json.dumps(row) + "\n")
             sink.flush()
     report(rows)
+
+
+def thinned(model: object, data: dict, exact: float, runs: int) -> None:
+    """z of elpd_logo on all the draws and on 2000 and 1000 of them, over ``runs`` runs."""
+    import stanlogz
+    from stanlogz.crossval.logo.estimator import logo
+
+    z: dict[int, list[float]] = {4000: [], 2000: [], 1000: []}
+    for run in range(runs):
+        d = stanlogz.sample(model, seed=500 + run)
+        for m in z:
+            r = logo(model, data, group="county_idx", seed=run,
+                     draws=d if m == 4000 else d.thinned(m // 4), pointwise_obs=False)
+            if math.isfinite(r.mcse_elpd_logo):
+                z[m].append((r.elpd_logo - exact) / r.mcse_elpd_logo)
+    print(f"{runs} NUTS runs")
+    print("| draws | scored | ±2 mcse covers | mean z | sd z |")
+    print("|---|---|---|---|---|")
+    for m, v in z.items():
+        a = np.array(v)
+        print(f"| {m} | {a.size} | {np.mean(np.abs(a) <= 2):.3f} | {a.mean():+.2f} | "
+              f"{a.std(ddof=1):.2f} |")
 
 
 def report(rows: list[dict]) -> None:
