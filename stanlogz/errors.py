@@ -212,6 +212,12 @@ class LostDraws(StanlogzError):
     the compiled sampler under ``auto``."""
 
 
+class SkipObsValues(Exception):  # noqa: N818 - a signal to logo(), not an error
+    """Leave-one-group-out's observation-level values would not fit in the run's time
+    budget left (:class:`~stanlogz.crossval.logo.budget.ObsWatch`; caught by ``logo``, whose
+    result then says so in a warning, never shown as an error)."""
+
+
 class ThinForBudget(Exception):  # noqa: N818 - a signal to loo, not an error
     """An anytime pointwise pass stopped to be run again on ``draws`` of the posterior draws
     (thinned evenly per chain): on all of them it would not fit in the run's time budget

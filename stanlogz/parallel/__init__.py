@@ -110,6 +110,13 @@ def with_client(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def task_generators(seed: SeedLike, n: int) -> list[np.random.Generator]:
+    """The generators :func:`run_parallel` gives its ``n`` tasks for ``seed`` (task i's is
+    the i-th), for a caller that runs the same tasks in its own order and must reproduce
+    their results (exact LFO under a time budget)."""
+    return spawn_generators(as_seed_sequence(seed), n)
+
+
 def run_parallel(
     fn: Callable[[Any, np.random.Generator], R],
     tasks: Sequence[Any],

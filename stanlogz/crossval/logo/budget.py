@@ -23,7 +23,7 @@ from typing import Any
 
 from ..._util import deadline
 from ..._util.progress import duration
-from ...errors import ThinForBudget
+from ...errors import SkipObsValues, ThinForBudget
 from ..observations.clock import ROUTE_POINTWISE_DRAWS, THIN_SHARE
 
 #: Groups done before the pass may stop to run on fewer draws.
@@ -70,10 +70,6 @@ def thinned_note(used: int, total: int, per_chain: int, of: int) -> str:
             f"{of} per chain, spread evenly; the time budget: the groups' integrals on all "
             f"{total} would not have fitted, on {used} every group's do); the Monte Carlo se "
             "is that of these draws")
-
-
-class SkipObsValues(Exception):  # noqa: N818 - a signal to logo(), never shown
-    """The observation-level values would not fit in the time budget left."""
 
 
 class ObsWatch:

@@ -36,7 +36,7 @@ from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
 from ...draws import obtain_draws
 from ...draws.summary import sampler_flags
-from ...errors import InputError, Route, ThinForBudget
+from ...errors import InputError, Route, SkipObsValues, ThinForBudget
 from ...stan.nuts import budget_stop_dict
 from ...stan.program import ProgramLike, StanProgram
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
@@ -52,7 +52,6 @@ from ..refit.heldout import heldout_many
 from .budget import (
     GroupWatch,
     ObsWatch,
-    SkipObsValues,
     refits_left_note,
     thinned_note,
 )

@@ -34,8 +34,9 @@ from scipy import special
 from ... import arviz_compat
 from ..._util import deadline
 from ..._util.progress import duration, steps
-from ..._util.seeds import Stream, spawn_generators, stream, stream_rng
+from ..._util.seeds import Stream, stream, stream_rng
 from ...errors import OverBudget
+from ...parallel import task_generators
 from ..elpd.psis import elpd_mcse, k_threshold, relative_efficiency
 
 #: The part of the budget kept for what follows the origins (the PSIS of those left).
@@ -54,10 +55,10 @@ def visit_origins(origins: np.ndarray, times: Sequence[int], ahead: int, seed: A
     origin t's held-out value from the fits at t and t + ``ahead``; the generators are those
     of the run without a budget (prefix fits by their position in ``times``, bridges by the
     origin's)."""
-    fit_rngs = dict(zip(times, spawn_generators(stream(seed, Stream.REFIT), len(times)),
+    fit_rngs = dict(zip(times, task_generators(stream(seed, Stream.REFIT), len(times)),
                         strict=True))
     bridge_rngs = dict(zip(origins.tolist(),
-                           spawn_generators(stream(seed, Stream.REFIT_ESTIMATOR), origins.size),
+                           task_generators(stream(seed, Stream.REFIT_ESTIMATOR), origins.size),
                            strict=True))
     order = stream_rng(seed, Stream.LFO_ORIGINS).permutation(origins.size)
     fits: dict[int, Any] = {}
