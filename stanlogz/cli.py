@@ -216,10 +216,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
     try:
-        return _main(argv, held, restore_default=previous is not None)
+        status = _main(argv, held, restore_default=previous is not None)
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+    if deadline.expired() and any(t.is_alive() and not t.daemon and t is not
+                                  threading.main_thread() for t in threading.enumerate()):
+        # the budget's backstop ended the run while units ran on threads, which cannot be
+        # stopped: the interpreter would wait for them at exit (minutes); the answer, or the
+        # refusal, is written, so the process ends now
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    return status
 
 
 def _main(argv: Sequence[str] | None, held: list[int], *, restore_default: bool) -> int:

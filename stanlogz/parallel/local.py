@@ -66,14 +66,29 @@ def run_local(
         return out
     pool_type = ProcessPoolExecutor if backend == "process" else ThreadPoolExecutor
     with pool_type(max_workers=workers) as pool:
-        if backend == "process":  # another process: the run's budget and voice go with it
-            carry = ambient()
-            futures = [pool.submit(_call_carrying, (*u, carry)) for u in units]
-        else:
-            futures = [pool.submit(_call, u) for u in units]
-        if on_done is not None:
-            for f in as_completed(futures):
-                if f.exception() is not None:
-                    break  # raised below, in task order
-                on_done()
-        return [f.result() for f in futures]
+        try:
+            if backend == "process":  # another process: the run's budget and voice go with it
+                carry = ambient()
+                futures = [pool.submit(_call_carrying, (*u, carry)) for u in units]
+            else:
+                futures = [pool.submit(_call, u) for u in units]
+            if on_done is not None:
+                for f in as_completed(futures):
+                    if f.exception() is not None:
+                        break  # raised below, in task order
+                    on_done()
+            return [f.result() for f in futures]
+        except KeyboardInterrupt:  # the user, or the time budget's backstop: stop the workers
+            _stop_workers(pool)
+            raise
+
+
+def _stop_workers(pool: Any) -> None:
+    """Cancel what has not started and end a process pool's workers now (leaving the pool's
+    ``with`` would otherwise wait for every running unit: minutes of unbounded work). Threads
+    cannot be ended; their units run on, and the command line exits without waiting for
+    them."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # process pools only
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        proc.terminate()

@@ -44,3 +44,50 @@ def test_a_step_that_checks_no_budget_is_stopped_in_one_line():
     assert [r["argv"] for r in obj["routes"]] == [["--time-budget", "1m"]]  # the typed route
     # stopped after the grace, long before the 120 s loop would end (imports included)
     assert WATCHDOG_GRACE_S < took < 100
+
+
+# a command whose step waits on worker processes busy for 120 s (as `cv`'s replicates do on
+# a program whose coupled chains do not meet): the main thread waits on a lock, which
+# interrupt_main's flag alone does not end (`cv` under --time-budget 20s ran for 10 min)
+POOL = r"""
+import sys, time
+import stanlogz.commands.compile as c
+from stanlogz.parallel import run_parallel
+
+def busy(task, rng):
+    t = time.monotonic()
+    while time.monotonic() - t < 120:
+        pass
+    return task
+
+def run(args, report):
+    run_parallel(busy, [1, 2], 0, n_workers=2, backend="process")
+    return 0
+c.run = run
+from stanlogz.cli import main
+sys.exit(main(["--json", "--time-budget", "1", "compile", "x.stan"]))
+"""
+
+# the same on threads, which cannot be ended: the process must not wait for them at exit
+THREADS = POOL.replace('backend="process"', 'backend="thread"')
+
+
+def _stopped(code: str) -> float:
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=110, cwd=ROOT)
+    took = time.monotonic() - start
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        "stanlogz: error: the time budget of 1 s ran out in a step that does not check it")
+    return took
+
+
+def test_a_step_waiting_on_worker_processes_is_stopped_and_the_workers_with_it():
+    # the whole process tree ends after the grace, long before the workers' 120 s: the
+    # subprocess call would otherwise wait for the orphaned workers' pipes
+    assert WATCHDOG_GRACE_S < _stopped(POOL) < 100
+
+
+def test_a_step_waiting_on_threads_is_stopped_without_waiting_for_them():
+    assert WATCHDOG_GRACE_S < _stopped(THREADS) < 100
