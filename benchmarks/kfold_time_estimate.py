@@ -1,7 +1,10 @@
 """How close kfold's up-front time estimate (stanlogz.crossval.refit.kfold_time.refit_seconds:
 the full fit's seconds times each refit's share of the data, plus HELDOUT_SHARE for the
-held-out densities) comes to the refits' actual time, on programs of several sizes, at
-stanlogz's default sampler settings (4 chains x 1000 + 1000), serial refits.
+held-out densities, and for a program whose held-out densities go term by term each held-out
+observation's term, timed on 20 of them) comes to the refits' actual time, on programs of
+several sizes, at stanlogz's default sampler settings (4 chains x 1000 + 1000), serial refits;
+posteriordb radon_county_intercept (K = 5) on both backends: the interpreted one, which a
+time budget picks, samples it in a quarter second, so the held-out terms are most of a refit.
 
     nice -n 10 python3 -m benchmarks.kfold_time_estimate
 """
@@ -22,13 +25,22 @@ CASES = [
     ("roaches Poisson (N = 262)", "stan_models/tests/roaches_poisson.stan",
      "stan_models/tests/roaches.json", 10),
 ]
+RADON = Path("/work/shared/corpus/posteriordb/radon_mn-radon_county_intercept")
 
 
 def main() -> None:
     print("| program | K | rest of the run s | estimate s | refits s | actual / estimate |")
     print("|---|---|---|---|---|---|")
-    for name, program, data, k in CASES:
-        model = stanlogz.StanModel.from_file(ROOT / program, ROOT / data)
+    from stanlogz.stan.backend import load_program
+
+    cases = [(name, stanlogz.StanModel.from_file(ROOT / program, ROOT / data), k)
+             for name, program, data, k in CASES]
+    if RADON.is_dir():
+        for backend in ("compiled", "interpreted"):
+            cases.append((f"radon_county_intercept (N = 919), {backend}",
+                          load_program(RADON / "model.stan", RADON / "data.json",
+                                       backend=backend, seed=1, progress=None), 5))
+    for name, model, k in cases:
         marks: dict[str, float] = {}
 
         def progress(line: str, marks: dict[str, float] = marks, k: int = k) -> None:

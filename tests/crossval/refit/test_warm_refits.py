@@ -241,6 +241,7 @@ def test_kfold_estimate_prices_warm_refits_and_terms() -> None:
     from stanlogz.crossval.refit.kfold_time import (
         HELDOUT_SHARE,
         HELDOUT_SHARE_TERMS,
+        TERM_SIDES,
         refit_seconds,
     )
 
@@ -249,8 +250,11 @@ def test_kfold_estimate_prices_warm_refits_and_terms() -> None:
     held = [np.arange(5), np.arange(5, 10)]
     warm = warm_refit_seconds(d)
     assert refit_seconds(d, 10, held, 1) == pytest.approx(2 * (10 + HELDOUT_SHARE * 10) * 0.5)
-    assert refit_seconds(d, 10, held, 1, warm=True, terms=True) == pytest.approx(
+    assert refit_seconds(d, 10, held, 1, warm=True, terms=0.0) == pytest.approx(
         2 * (warm + HELDOUT_SHARE_TERMS * 10) * 0.5)
+    # term by term, each held-out observation's term at both sides' draws (0.1 s a term)
+    assert refit_seconds(d, 10, held, 1, warm=True, terms=0.1) == pytest.approx(
+        2 * ((warm + HELDOUT_SHARE_TERMS * 10) * 0.5 + TERM_SIDES * 0.1 * 5))
 
 
 @pytest.mark.stan
