@@ -894,7 +894,7 @@ def _own_refit_price(pw: Any, i: int, nuts_s: float | None, bridge_s: float | No
     held-out densities)."""
     try:
         pw.held_out_model(int(i))
-    except InputError:
+    except StanlogzError:  # no held-out program of its own (or data it refuses): the dearer
         return bridge_s
     return nuts_s
 
