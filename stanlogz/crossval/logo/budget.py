@@ -24,7 +24,7 @@ from typing import Any
 from ..._util import deadline
 from ..._util.progress import duration
 from ...errors import SkipObsValues, ThinForBudget
-from ..observations.clock import ROUTE_POINTWISE_DRAWS, THIN_SHARE
+from ..observations.clock import THIN_SHARE, fewest_cut
 
 #: Groups done before the pass may stop to run on fewer draws.
 MIN_GROUPS = 3
@@ -58,10 +58,11 @@ class GroupWatch:
         per_group = elapsed / self.done_groups
         if per_group * (self.n_groups - self.done_groups) <= THIN_SHARE * left:
             return
-        for m in ROUTE_POINTWISE_DRAWS:  # every group again, on m of the draws
-            if m < self.n_draws and \
-                    self.n_groups * per_group * max(m / self.n_draws, FLOOR) <= THIN_SHARE * left:
-                raise ThinForBudget(m)
+        m = fewest_cut(self.n_draws,  # every group again, on m of the draws
+                       lambda m: self.n_groups * per_group * max(m / self.n_draws, FLOOR),
+                       THIN_SHARE * left)
+        if m is not None:
+            raise ThinForBudget(m)
 
 
 def thinned_note(used: int, total: int, per_chain: int, of: int) -> str:
