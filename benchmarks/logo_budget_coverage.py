@@ -9,6 +9,9 @@ out where they would not fit (:mod:`stanlogz.crossval.logo.budget`); a run is sc
 
     python -m benchmarks.logo_budget_coverage --runs 100 --budgets 3 8
     python -m benchmarks.logo_budget_coverage --thinned 30
+    python -m benchmarks.logo_budget_coverage --runs 100 --budgets 4.5 6 --first-run 100
+
+(the last: the budgets at which the groups' pass ran on 1,000 draws in the first 100 runs)
 
 ``--thinned S``: no budget; S NUTS runs (4 x 1,000 draws each), leave-one-county-out on all
 the draws and on 2,000 and 1,000 of them thinned evenly per chain, each scored against the
@@ -33,6 +36,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--budgets", type=float, nargs=2, default=(3.0, 8.0))
+    ap.add_argument("--first-run", type=int, default=0,
+                    help="the first run's index (its seed is 2000 + index; budgets drawn anew)")
     ap.add_argument("--corpus", default=str(PROGRAM), help="the posteriordb program's folder")
     ap.add_argument("--out", default=None, help="JSON lines of every run")
     ap.add_argument("--thinned", type=int, default=0,
@@ -52,10 +57,10 @@ def main() -> None:
     if args.thinned:
         thinned(model, data, exact, args.thinned)
         return
-    budgets = np.random.default_rng(7).uniform(*args.budgets, size=args.runs)
+    budgets = np.random.default_rng(7 + args.first_run).uniform(*args.budgets, size=args.runs)
     rows = []
     sink = open(args.out, "w") if args.out else None  # noqa: SIM115 - one file for the run
-    for run, budget in enumerate(budgets):
+    for run, budget in enumerate(budgets, start=args.first_run):
         t0 = time.perf_counter()
         try:
             with time_budget(float(budget)):

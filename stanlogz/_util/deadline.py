@@ -42,10 +42,16 @@ def check_spent(what: str) -> None:
     line names twice the budget (the step cannot tell how much more it needs)."""
     left = remaining()
     if left is not None and left <= 0:
-        total = budget_seconds() or 0.0
-        route = as_option(2 * total)
-        raise BudgetSpent(f"the time budget of {duration(total)} ran out during {what}; run "
-                          f"with {route}", routes=route)
+        raise spent(what)
+
+
+def spent(what: str) -> BudgetSpent:
+    """The :class:`BudgetSpent` of a step the run's time budget ended during ``what``: its
+    line names twice the budget."""
+    total = budget_seconds() or 0.0
+    route = as_option(2 * total)
+    return BudgetSpent(f"the time budget of {duration(total)} ran out during {what}; run "
+                       f"with {route}", routes=route)
 
 
 def positive_seconds(name: str, value: object) -> float | None:

@@ -5,6 +5,8 @@ candidate of :func:`stanlogz.flows.whitening.gaussian_candidates` (sample, shrun
 with the highest mean held-out log density, and the flow's layers are added on the remaining
 draws while they raise that held-out log density (early stopping). With few draws for the
 dimension this keeps the proposal at a well-fitted Gaussian instead of an overfitted flow.
+With too few draws to hold any out (fewer than ``MIN_VALIDATION`` in the held-out part) the
+proposal is the shrunk Gaussian of all of them, with no layers: layers chosen on nothing overfit.
 
 With fewer draws than a dense covariance needs (``structured=True``), the whitening is the
 diagonal-plus-low-rank candidate of :func:`stanlogz.flows.lowrank.low_rank_candidates` with the
@@ -23,7 +25,7 @@ from ..densities.target import Target, has_cheap_gradient
 from ..errors import InputError
 from .gaussianize import GaussianizingFlow, one_blas_thread
 from .lowrank import iter_low_rank_candidates
-from .whitening import GaussianFit, gaussian_candidates
+from .whitening import GaussianFit, gaussian_candidates, shrunk_gaussian
 
 #: fewest held-out draws for a meaningful comparison of mean log densities
 MIN_VALIDATION = 50
@@ -111,9 +113,17 @@ def fit_validated_flow(target: Target, chains: np.ndarray, rng: np.random.Genera
         return flow, {"whitening": pick.name, "whitening_scores": lr_scores, "validated": True,
                       "validation_log_q": list(flow.validation_log_q), "n_gradient_evals": 0}
     if val.shape[0] < MIN_VALIDATION or train.shape[0] < min_train_draws(d):
-        flow = GaussianizingFlow.fit(np.concatenate([train, val]), n_layers=n_layers, rng=rng,
-                                     **flow_options)
-        return flow, {"whitening": "sample", "validated": False}
+        # Too few draws to choose the layers on held-out ones: a Gaussian (no layers unless
+        # asked for), its covariance shrunk toward the diagonal (Ledoit-Wolf). Eight layers
+        # fitted without validation on 200 draws in 88 dimensions left one draw carrying the
+        # bridge, and log Z 10-90 se off (benchmarks/flow_few_draws.py).
+        x = np.concatenate([train, val])
+        fit = shrunk_gaussian(x)
+        if fit is None:
+            raise InputError("draws do not vary: their covariance is singular")
+        flow = GaussianizingFlow.fit(x, n_layers=0 if n_layers is None else n_layers, rng=rng,
+                                     whitening=(fit.mean, fit.chol), **flow_options)
+        return flow, {"whitening": "shrunk", "validated": False}
     with one_blas_thread():
         grad, n_grad = gradients(target, train)
         cands = gaussian_candidates(train, grad)

@@ -275,6 +275,11 @@ def heldout_elpd(
     else:
         td = _draws(train, train_draws, nuts, stream_int_seed(seed, Stream.REFIT_NUTS),
                     progress, f"without {_numbers(v)}")
+    if train_draws is None and getattr(td, "budget_stop", None):
+        # a refit the budget cut short rests on too few draws to bridge from: not done (under
+        # an anytime heldout_many the set is left to the caller's estimate)
+        raise deadline.spent(f"the refit without {_numbers(v)} (its sampling stopped after "
+                             f"{td.budget_stop[0]} of {td.budget_stop[1]} draws per chain)")
     n_grad = td.n_gradient_evals if train_draws is None else 0
     for what, d in (("all data", fd), (f"the refit without {_numbers(v)}", td)):
         n_div = int(np.sum(d.sampler.get("divergent__", np.zeros(1)) > 0))
@@ -372,7 +377,6 @@ def heldout_elpd(
                    (float(khat[0]), float(khat[1])), int(extra.size), int(n_grad), int(n_evals),
                    time.perf_counter() - t0, warns, float(shared_se), float(elpd_i_shared),
                    warm, td if keep_draws else None)
-
 
 
 def heldout_many(

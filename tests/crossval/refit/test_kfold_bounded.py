@@ -224,3 +224,30 @@ def test_folds_left_where_no_draws_fit_are_estimated_from_the_folds_refit(
                                            "budget left (the integrated log-likelihood")
     assert any(w.endswith("as PSIS from the full fit would not fit in the time left")
                for w in r.warnings)
+
+
+def test_a_refit_whose_sampling_the_budget_cut_short_is_not_used(compiled, monkeypatch):
+    # a refit's NUTS stopped by the budget past its warmup keeps a few draws; bridged from
+    # them, posteriordb radon's county 26 came out 13 nats off with a mc se of 0.9
+    # (benchmarks/logo_budget_coverage.py, run 192). Here the second refit's draws carry the
+    # budget's stop: that fold and the ones after it are left to PSIS, as an anytime stop.
+    real, calls = heldout.refit_draws, []
+
+    def cut_second(*args, **kwargs):
+        draws, warm = real(*args, **kwargs)
+        calls.append(1)
+        if len(calls) == 2:
+            draws.budget_stop = (25, 1000)
+        return draws, warm
+
+    monkeypatch.setattr(heldout, "refit_draws", cut_second)
+    with time_budget(3600):
+        r = stanlogz.kfold(compiled(PROGRAM, data=DATA), k=5, seed=2, chains=2, warmup=300,
+                           n_draws=300)
+    assert r.budget_stop["folds_refit"] == 1
+    assert [f.method for f in r.folds][1:] == ["psis"] * 4
+    # outside an anytime run the cut refit is a refusal with a route, not a value
+    calls[:] = [1]  # the next refit is cut
+    with time_budget(3600), pytest.raises(OverBudget, match="the refit without"):
+        stanlogz.heldout_elpd(compiled(PROGRAM, data=DATA), json.loads(DATA.read_text()),
+                              r.observations, [0], chains=2, warmup=300, draws=300, seed=3)
