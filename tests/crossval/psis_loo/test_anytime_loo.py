@@ -148,13 +148,20 @@ def test_the_integrated_pass_stops_at_the_budget_and_answers(compiled, tmp_path)
     data.write_text(json.dumps({"N": n, "y": y.tolist(), "unused": [0.5, 1.5]}))
     model = compiled(TESTS / "latent_poisson_lower1.stan", data=data)
     draws = stanlogz.sample(model, chains=4, warmup=300, draws=250, seed=3)
+    start = time.perf_counter()
     full = stanlogz.loo(model, data, draws=draws, log_lik="integrated", fix="none", seed=1,
                         verify=0)
+    took = time.perf_counter() - start  # the whole pass at this machine's load (4 s idle)
+    # a budget of 30% of it, at least 1 s: the pass stops with 20 or more of the 200 done on
+    # an idle machine and at the load of two test suites beside another process alike (a
+    # fixed 1 s left 9 done there, and the pass refused)
+    budget = max(1.0, 0.3 * took)
     start = time.perf_counter()
-    with time_budget(1.0):  # the full pass takes about 4 s
+    with time_budget(budget):
         r = stanlogz.loo(model, data, draws=draws, log_lik="integrated", fix="none", seed=1,
                          verify=0, pointwise_draws=1000)
-    assert time.perf_counter() - start < 1.0 + 1.5  # the estimate after the stop, loaded
+    # the estimate after the stop: 1.5 s idle, more in proportion under load
+    assert time.perf_counter() - start < budget + 1.5 * max(1.0, took / 4.0)
     stop = r.budget_stop["pass"]
     assert stop["observations"] == n and 2 <= stop["observations_done"] < n
     assert r.log_lik_source == "integrated"
