@@ -76,7 +76,12 @@ def visit_origins(origins: np.ndarray, times: Sequence[int], ahead: int, seed: A
             try:
                 for u in need:
                     start = deadline.clock()
-                    fits[u] = fit(u, fit_rngs[u])
+                    drawn = fit(u, fit_rngs[u])
+                    if getattr(drawn, "budget_stop", None):
+                        # the budget stopped its sampling: too few draws to bridge from (a
+                        # K-fold refit's few draws were 13 nats off, docs/features/time-budget)
+                        raise deadline.spent(f"the fit of y[1:{u}]")
+                    fits[u] = drawn
                     slowest["fit"] = max(slowest["fit"], deadline.clock() - start)
                 start = deadline.clock()
                 bridges[t] = bridge(t, fits, bridge_rngs[t])

@@ -150,3 +150,27 @@ def test_exact_lfo_whose_parameters_change_with_t_refuses_with_routes_that_answe
     with time_budget(budget.options["time_budget"]):
         r = lfo(model, d, **settings)
     assert r.budget_stop is None and r.origins.size == 6 and np.all(np.isfinite(r.elpd_t))
+
+
+def test_a_prefix_fit_the_budget_cut_short_is_not_used():
+    # a fit whose sampling the budget stopped past its warmup keeps a few draws, too few to
+    # bridge from: the origins needing it are left to PSIS (the visit ends there), as when the
+    # next fit would not fit
+    from types import SimpleNamespace
+
+    from stanlogz.crossval.refit.lfo_anytime import visit_origins
+
+    calls: list[int] = []
+
+    def fit(t, rng):
+        calls.append(t)
+        return SimpleNamespace(budget_stop=(25, 1000) if len(calls) == 3 else None)
+
+    origins = np.arange(10, 20)
+    times = sorted(set(origins.tolist()) | {int(t) + 1 for t in origins})
+    with time_budget(3600):
+        fits, bridges, _ = visit_origins(origins, times, 1, 5, fit,
+                                         lambda t, fitted, rng: (t, fitted[t], fitted[t + 1]))
+    cut = calls[2]
+    assert len(calls) == 3 and cut not in fits and set(fits) == set(calls[:2])
+    assert all(t in fits and t + 1 in fits for t in bridges) and len(bridges) == 1
