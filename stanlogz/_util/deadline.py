@@ -54,6 +54,16 @@ def spent(what: str) -> BudgetSpent:
                        f"with {route}", routes=route)
 
 
+def check_not_cut(draws: object, what: str) -> None:
+    """:class:`BudgetSpent` where the budget stopped ``draws``' sampling past its warmup
+    (``draws.budget_stop`` set): a fit left with too few draws to bridge from is not done (a
+    K-fold refit's few draws were 13 nats off: docs/features/time-budget.md)."""
+    stop = getattr(draws, "budget_stop", None)
+    if stop:
+        raise spent(f"{what} (its sampling stopped after {stop[0]} of {stop[1]} draws per "
+                    "chain)")
+
+
 def positive_seconds(name: str, value: object) -> float | None:
     """``value`` as positive, finite seconds (None stays None): the one check of every time
     limit a caller gives (the pass's ``cond_budget``, moment matching's ``mm_budget``);

@@ -116,7 +116,7 @@ def fit_validated_flow(target: Target, chains: np.ndarray, rng: np.random.Genera
         # Too few draws to choose the layers on held-out ones: a Gaussian (no layers unless
         # asked for), its covariance shrunk toward the diagonal (Ledoit-Wolf). Eight layers
         # fitted without validation on 200 draws in 88 dimensions left one draw carrying the
-        # bridge, and log Z 10-90 se off (benchmarks/flow_few_draws.py).
+        # bridge, and log Z 7-90 se off (benchmarks/flow_few_draws.py).
         x = np.concatenate([train, val])
         fit = shrunk_gaussian(x)
         if fit is None:

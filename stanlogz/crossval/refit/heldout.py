@@ -275,11 +275,8 @@ def heldout_elpd(
     else:
         td = _draws(train, train_draws, nuts, stream_int_seed(seed, Stream.REFIT_NUTS),
                     progress, f"without {_numbers(v)}")
-    if train_draws is None and getattr(td, "budget_stop", None):
-        # a refit the budget cut short rests on too few draws to bridge from: not done (under
-        # an anytime heldout_many the set is left to the caller's estimate)
-        raise deadline.spent(f"the refit without {_numbers(v)} (its sampling stopped after "
-                             f"{td.budget_stop[0]} of {td.budget_stop[1]} draws per chain)")
+    if train_draws is None:  # a refit the budget cut short: not done (an anytime caller
+        deadline.check_not_cut(td, f"the refit without {_numbers(v)}")  # estimates the set)
     n_grad = td.n_gradient_evals if train_draws is None else 0
     for what, d in (("all data", fd), (f"the refit without {_numbers(v)}", td)):
         n_div = int(np.sum(d.sampler.get("divergent__", np.zeros(1)) > 0))

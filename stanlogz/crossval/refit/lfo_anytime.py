@@ -77,10 +77,7 @@ def visit_origins(origins: np.ndarray, times: Sequence[int], ahead: int, seed: A
                 for u in need:
                     start = deadline.clock()
                     drawn = fit(u, fit_rngs[u])
-                    if getattr(drawn, "budget_stop", None):
-                        # the budget stopped its sampling: too few draws to bridge from (a
-                        # K-fold refit's few draws were 13 nats off, docs/features/time-budget)
-                        raise deadline.spent(f"the fit of y[1:{u}]")
+                    deadline.check_not_cut(drawn, f"the fit of y[1:{u}]")  # not kept if cut
                     fits[u] = drawn
                     slowest["fit"] = max(slowest["fit"], deadline.clock() - start)
                 start = deadline.clock()
