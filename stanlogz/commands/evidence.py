@@ -96,7 +96,8 @@ def print_result(report: Reporter, r: EvidenceResult, name: str) -> None:
     df = "" if r.log_z_df is None else f"; se from {r.log_z_df:.0f} degrees of freedom"
     lo, hi = r.interval(0.95)
     band = f", 95% interval {lo:.4f} .. {hi:.4f}" if math.isfinite(r.log_z_se) else ""
-    report.text(f"{name}: log Z = {r.log_z:.4f} ± {r.log_z_se:.4f}  ({r.method}{df}{band})")
+    se = "NA (see the warnings)" if math.isnan(r.log_z_se) else f"{r.log_z_se:.4f}"
+    report.text(f"{name}: log Z = {r.log_z:.4f} ± {se}  ({r.method}{df}{band})")
     n_samp = r.diagnostics.get("n_sampling_evals", 0)
     rows = [
         ["posterior draws used", r.diagnostics.get("draws_used", r.n_draws)],

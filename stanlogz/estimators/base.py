@@ -44,7 +44,8 @@ class EvidenceResult(EvidenceNames):
     budget_stop : dict or None
         What the run's time budget ended (:func:`stanlogz.time_budget`): ``"sampling"``
         (``draws_kept``, ``draws_asked``: NUTS stopped past its warmup) and ``"bridge"``
-        (gbs's orientations done, layers and flow samples cut); None when it ended nothing.
+        (gbs's orientations done, layers and flow samples cut), ``"tempered"`` (gbs's tempered
+        bridge did not end: log Z has no se); None when it ended nothing.
 
     See Also
     --------

@@ -153,7 +153,8 @@ def rel_var(f: np.ndarray) -> float:
     """Var(f) / E(f)^2 of positive terms ``f`` (any shape); inf when the mean is not positive or
     there is a single term."""
     m = f.mean()
-    return float(f.var(ddof=1) / m**2) if m > 0 and f.size > 1 else float("inf")
+    # var(f / m), not var(f) / m^2: m^2 underflows where the terms are tiny (an overfitted flow)
+    return float((f / m).var(ddof=1)) if m > 0 and f.size > 1 else float("inf")
 
 
 def logsumexp(a: np.ndarray) -> float:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._util import deadline
 from ..._util.seeds import Stream, stream, stream_rng
 from ...densities.fits import as_draw_matrix, gaussian_from_draws
 from ...densities.target import Target
@@ -155,6 +156,9 @@ class _ChainTask:
     n_transitions: int
     jitter: float
     x0: np.ndarray | None
+    #: the run's time budget (:func:`stanlogz._util.deadline.ambient`), checked at every
+    #: temperature wherever the chain runs
+    budget: dict[str, float] | None = None
 
 
 @dataclass
@@ -170,7 +174,7 @@ class _ChainOut:
 def _run_chain(task: _ChainTask, rng: np.random.Generator) -> _ChainOut:
     """One annealing chain along ``task.betas`` (increasing: forward; decreasing: reverse)."""
     # Divergent leapfrog trajectories overflow; the kernel rejects them, so no warnings.
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"), deadline.carried(task.budget):
         return _chain(task, rng)
 
 
@@ -187,6 +191,8 @@ def _chain(task: _ChainTask, rng: np.random.Generator) -> _ChainOut:
         log_w += inc
         if t == betas.size - 1 or not np.isfinite(log_w):
             break
+        if task.budget is not None:
+            deadline.check_spent("an annealing chain")
         eps, inv_metric = task.tuning.at(betas[t])
         for _ in range(task.n_transitions):
             step = eps * rng.uniform(1 - task.jitter, 1 + task.jitter) if task.jitter else eps
@@ -229,8 +235,9 @@ def _prepare(path: AnnealingPath, o: AnnealOptions, *, seed: np.random.SeedSeque
 def _anneal(path: AnnealingPath, betas: np.ndarray, starts: list[np.ndarray | None],
             o: AnnealOptions, *, seed: int | np.random.SeedSequence | None,
             tuning: HMCTuning) -> list[_ChainOut]:
-    tasks = [_ChainTask(path, betas, tuning, o.hmc_steps, o.transitions_per_temp, o.jitter, x0)
-             for x0 in starts]
+    budget = deadline.ambient()
+    tasks = [_ChainTask(path, betas, tuning, o.hmc_steps, o.transitions_per_temp, o.jitter, x0,
+                        budget) for x0 in starts]
     work = len(tasks) * betas.size * o.hmc_steps * o.transitions_per_temp
     n_workers = o.n_workers
     if n_workers is None and work < _PARALLEL_MIN_EVALS:

@@ -18,7 +18,7 @@ from scipy import optimize, special, stats
 from ..._util import deadline
 from ..._util.gpd import KHAT_BAD
 from ..._util.progress import Progress, steps
-from ..._util.seeds import Stream, stream, stream_rng
+from ..._util.seeds import Stream, stream_rng
 from ...densities.target import CountingTarget, Target
 from ...errors import BudgetSpent, EstimationError, InputError, Route
 from ...flows.gaussianize import GaussianizingFlow, single_blas_thread
@@ -43,6 +43,7 @@ from .route import (  # noqa: F401 - combine_orientations re-exported
     orientation_correlation,
     two_way_split,
 )
+from .tempered import few_carriers, tempered_instead
 
 
 @dataclass
@@ -233,8 +234,12 @@ def gbs(
     disagree on log Z, the estimate drifts within the draws, or the two halves disagree.
     ``tempered``: "auto" (default) also runs a tempered bridge
     (:func:`stanlogz.estimators.bridge.tempered.tempered_bridge`, from the first flow) when the
-    single bridge overlaps poorly on both sides (Pareto k > 0.7) and its two halves disagree beyond
-    their errors, and then reports the tempered bridge; "always" or "never". ``folds`` >= 3
+    single bridge's se is not to be trusted: fewer than 5 draws carry it on a side
+    (:data:`~stanlogz.estimators.bridge.tempered.MIN_CARRIERS`; ``diagnostics`` hold the
+    counts as ``bridge_carriers_p``/``_q``), or it overlaps poorly on both sides (Pareto k > 0.7)
+    and its two halves disagree beyond their errors. It then reports the tempered bridge (or,
+    when the time budget ends that first, the single bridge's log Z with a NaN se); "always" or
+    "never". ``folds`` >= 3
     cross-fits instead of swapping halves (:mod:`stanlogz.estimators.bridge.crossfit`): K blocks of
     every chain, each bridged with a flow fitted to the others, and an se with K - 1 degrees of
     freedom when the folds' spread decides it. ``progress`` counts the bridges (a bar where
@@ -335,29 +340,24 @@ def gbs(
     diagnostics.update(consistency)
     warnings += consistency_warnings(consistency)
     n_evals = counting.n_evals
-    poor = min(k_q, k_p) > KHAT_BAD and abs(swap_z) > SWAP_ALARM_Z
-    if tempered == "always" or (tempered == "auto" and poor):
-        from .tempered import tempered_bridge
-
-        tb = tempered_bridge(target, chains, seed=stream(seed, Stream.TEMPERED_BRIDGE),
-                             proposal=main.flow)
-        n_evals += tb.n_evals
-        diagnostics["single_bridge"] = {"log_z": log_z, "log_z_se": se}
-        diagnostics["tempered"] = {"log_z": tb.log_z, "log_z_se": tb.log_z_se,
-                                   **tb.diagnostics}
-        # Fixed in advance (never by comparing the two noisy error bars): once the tempered
-        # bridge runs, it is the answer; "auto" runs it only when the single bridge's own
-        # diagnostics (k-hat > 0.7 both sides, halves disagreeing) say its se is not to be
-        # trusted.
-        warnings.append(f"log Z from a tempered bridge ({tb.log_z:.3f} ± {tb.log_z_se:.3f}"
-                        f"; the single bridge gave {log_z:.3f} ± {se:.3f})")
-        log_z, se, df = tb.log_z, tb.log_z_se, None
-        warnings += tb.warnings
-    stop = {"bridge": budget.to_dict()} if budget is not None and budget.cut() else None
+    carriers = (min(o[0] * r.lw_q.size for o, r in zip(shares, runs, strict=True)),
+                min(o[1] * r.lw_p.size for o, r in zip(shares, runs, strict=True)))
+    diagnostics.update(bridge_carriers_q=carriers[0], bridge_carriers_p=carriers[1])
+    reason = few_carriers(carriers) or (
+        f"Pareto k above {KHAT_BAD} on both sides and halves {swap_z:+.1f} se apart"
+        if min(k_q, k_p) > KHAT_BAD and abs(swap_z) > SWAP_ALARM_Z else None)
+    if tempered == "always" or (tempered == "auto" and reason):
+        log_z, se, extra, more, evals = tempered_instead(target, chains, (log_z, se), seed=seed,
+                                                         proposal=main.flow, reason=reason)
+        diagnostics.update(extra)
+        warnings, n_evals, df = warnings + more, n_evals + evals, None
+    stop = {"bridge": budget.to_dict()} if budget is not None and budget.cut() else {}
     if stop:
         warnings.append(budget.warning())
+    if diagnostics.pop("tempered_cut", False):  # the budget ended the tempered bridge
+        stop["tempered"] = {"done": False}
     return EvidenceResult(
-        method="gbs", log_z=log_z, log_z_se=se, budget_stop=stop,
+        method="gbs", log_z=log_z, log_z_se=se, budget_stop=stop or None,
         n_draws=int(sum(r.lw_p.size for r in runs) if len(runs) > 2 else
                     chains.shape[0] * chains.shape[1] if uneven else 2 * n_p),
         n_evals=n_evals, seconds=time.perf_counter() - t0,

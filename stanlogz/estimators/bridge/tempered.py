@@ -17,8 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from ..._util import deadline
 from ..._util.seeds import Stream, stream, stream_rng
 from ...densities.target import CountingTarget, Target
+from ...errors import BudgetSpent
 from ...flows.gaussianize import GaussianizingFlow
 from ...flows.selection import fit_validated_flow, min_fit_draws
 from ..annealing.ais import ais, reverse_ais
@@ -89,3 +91,55 @@ def tempered_bridge(target: Target, draws: np.ndarray, *, seed: Seed = None,
                           n_evals=counting.n_evals + fwd.n_evals + rev.n_evals,
                           seconds=time.perf_counter() - t0, diagnostics=diagnostics,
                           warnings=warnings)
+
+
+#: Fewest terms (the bridge's draws on either side, counted as n / (1 + Var f / (E f)^2), the
+#: count of :func:`~stanlogz.estimators.bridge.bridge.bridge_overlap`'s share) that must carry a
+#: single bridge for its eq. (9) se to be reported; below it gbs's "auto" runs the tempered
+#: bridge. Fixed in advance from a measured gap (benchmarks/bridge_carriers.py, docs/benchmarks.md
+#: "Few draws carrying the bridge"): on 88-D Gaussians, every overfitted flow left 0.2-2.4 draws
+#: carrying the bridge and its ±2 se covered 28% (|z| up to 120), while every sound one had
+#: 10.5 or more and covered all; normal_mixture_k's label switching left 0.5, a kronecker_gp
+#: run the budget cut 1.1.
+MIN_CARRIERS = 5.0
+
+
+def few_carriers(carriers: tuple[float, float]) -> str | None:
+    """Why a single bridge's se is not to be trusted on its ``carriers`` (flow side, posterior
+    side), or None when both reach :data:`MIN_CARRIERS`."""
+    if all(c >= MIN_CARRIERS for c in carriers):  # a NaN count is not enough
+        return None
+    return (f"{carriers[1]:.1f} posterior draws and {carriers[0]:.1f} flow samples carry the "
+            f"single bridge (fewer than {MIN_CARRIERS:.0f} on a side: its se rests on them)")
+
+
+def tempered_instead(target: Target, chains: np.ndarray, single: tuple[float, float], *,
+                     seed: Seed, proposal: GaussianizingFlow, reason: str | None
+                     ) -> tuple[float, float, dict, list[str], int]:
+    """The tempered bridge in place of a single bridge (``single``: its log Z and se) whose se
+    ``reason`` says is not to be trusted: log Z, se, diagnostics, warnings and evaluations.
+
+    Under a run's time budget that ends before the tempered bridge does, the single bridge's
+    log Z is kept with no se (NaN) and a warning naming the budget that would give one: an
+    se resting on a few terms was 10-120 times too small (see :data:`MIN_CARRIERS`); the
+    diagnostics then hold ``tempered_cut`` (gbs moves it to the result's ``budget_stop``)."""
+    log_z, se = single
+    reason = reason or "tempered='always'"
+    try:
+        tb = tempered_bridge(target, chains, seed=stream(seed, Stream.TEMPERED_BRIDGE),
+                             proposal=proposal)
+    except BudgetSpent:
+        total = deadline.budget_seconds() or 0.0
+        route = deadline.as_option(2 * total)
+        return log_z, math.nan, {"single_bridge": {"log_z": log_z, "log_z_se": se},
+                                 "tempered_cut": True}, [
+            f"log Z {log_z:.3f} from a single bridge with no standard error: {reason}; the "
+            f"tempered bridge that gives one did not end within the time budget: run with "
+            f"{route}"], 0
+    diagnostics = {"single_bridge": {"log_z": log_z, "log_z_se": se},
+                   "tempered": {"log_z": tb.log_z, "log_z_se": tb.log_z_se, **tb.diagnostics}}
+    # Fixed in advance (never by comparing the two noisy error bars): once the tempered bridge
+    # runs, it is the answer.
+    warnings = [f"log Z from a tempered bridge ({tb.log_z:.3f} ± {tb.log_z_se:.3f}; the single "
+                f"bridge gave {log_z:.3f} ± {se:.3f}: {reason})", *tb.warnings]
+    return tb.log_z, tb.log_z_se, diagnostics, warnings, tb.n_evals
