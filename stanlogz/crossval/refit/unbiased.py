@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Unpack
 import numpy as np
 from scipy import stats
 
+from ..._util import deadline
 from ..._util.seeds import Stream, stream, stream_int_seed
 from ...densities.fits import gaussian_from_draws
 from ...draws import obtain_draws
@@ -36,11 +37,13 @@ from ...estimators.ups.ups import (
     replicate_tail_k,
     replicate_tasks,
     run_replicates,
+    run_replicates_in_time,
     tail_warnings,
     ups,
 )
 from ...mcmc.paths import two_posterior_path
 from ...parallel import as_seed_sequence, with_client
+from ...stan.nuts import budget_stop_dict
 from ...stan.program import ProgramLike, StanProgram
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..elpd.base import ElpdResult
@@ -93,6 +96,11 @@ class CVResult(CVNames, ElpdResult):
         Posterior draws given all data (the coupled chains' initial distribution).
     warnings : list of str
         What to do about problems found.
+    budget_stop : dict or None
+        What the run's time budget ended: ``"replicates"`` (``done`` of ``asked``: the
+        splits past the first ``done`` of the seeded order were not run; the replicates are
+        independent, so the estimate and interval of those done are honest, only wider) and
+        ``"sampling"`` (NUTS stopped past its warmup); None when it ended nothing.
 
     See Also
     --------
@@ -118,6 +126,7 @@ class CVResult(CVNames, ElpdResult):
     criterion: str = "log"
     n_samples: int = 0
     warnings: list[str] = field(default_factory=list)
+    budget_stop: dict[str, Any] | None = None
 
     @property
     def on_elpd_scale(self) -> bool:
@@ -174,7 +183,8 @@ class CVResult(CVNames, ElpdResult):
                 "splits": (self.splits + 1).tolist(), "lambdas": self.lambdas.tolist(),
                 "meeting_times": self.meeting_times.tolist(), "tail_k": self.tail_k,
                 "n_evals": self.n_evals, "n_evals_tuning": self.n_evals_tuning,
-                "seconds": self.seconds, "warnings": self.warnings}
+                "seconds": self.seconds, "warnings": self.warnings,
+                "budget_stop": self.budget_stop}
 
 
 def draw_splits(n: int, n_valid: int, splits: int, seed: Any) -> np.ndarray:
@@ -338,12 +348,30 @@ def cv(
         lams = np.array([tuning.sample_q(lam_rng) for _ in range(val.shape[0])])
     else:
         lams = np.zeros(val.shape[0])
-    tasks = []
-    for v, lam in zip(val, lams, strict=True):
-        tasks += replicate_tasks(path(v), tuning, [lam], tuned.kernel_config)
+    ks: list[int] = []  # each replicate's k, recorded as its task is built
+
+    def make(i: int, j: int) -> list:
+        built = [t for v, lam in zip(val[i:j], lams[i:j], strict=True)
+                 for t in replicate_tasks(path(v), tuning, [lam], tuned.kernel_config)]
+        ks.extend(t[6] for t in built)
+        return built
+
+    asked, budget_stop = len(val), None
+    if getattr(d, "budget_stop", None):  # the draws only start the chains: still unbiased
+        budget_stop = {"sampling": budget_stop_dict(d.budget_stop)}
     if progress:
-        progress(f"{len(tasks)} unbiased replicates")
-    out = run_replicates(tasks, stream(ss, Stream.CV_REPLICATES), n_workers)
+        progress(f"{asked} unbiased replicates")
+    if deadline.remaining() is None:
+        out = run_replicates(make(0, asked), stream(ss, Stream.CV_REPLICATES), n_workers)
+    else:  # the splits the budget leaves time for: a prefix of the seeded order
+        out = run_replicates_in_time(make, asked, stream(ss, Stream.CV_REPLICATES), n_workers)
+        if len(out) < 2:
+            raise deadline.spent(f"cv's replicates ({len(out)} of {asked} done; a "
+                                 "standard error needs 2)")
+        if len(out) < asked:
+            budget_stop = {**(budget_stop or {}),
+                           "replicates": {"done": len(out), "asked": asked}}
+            val, lams = val[:len(out)], lams[:len(out)]
     e_hat = np.array([o[0] for o in out], dtype=float)
     reps = -e_hat / tuning.q_density(lams) if squared is None else e_hat
     if not np.all(np.isfinite(reps)):
@@ -355,9 +383,13 @@ def cv(
     taus = np.array([o[1] for o in out], dtype=int)
     tail_k = replicate_tail_k(reps)
     warns = tail_warnings(tail_k)
-    if np.mean(taus > np.array([t[6] for t in tasks])) > 0.05:
+    if np.mean(taus > np.array(ks[:taus.size])) > 0.05:
         warns.append("over 5% of replicates met after k: estimates stay unbiased but are "
                      "noisier; pass ups_options={'k_factor': 2}")
+    if budget_stop is not None:
+        warns.append(f"the time budget ended the replicates: {s} of {asked} splits done "
+                     "(the first ones of the seeded order); the estimate and its interval are "
+                     "theirs")
     if s < 30:
         warns.append("fewer than 30 splits: the CI relies on near-normal replicates")
     return CVResult(
@@ -367,7 +399,7 @@ def cv(
         n_evals=int(sum(o[3] for o in out)),
         n_evals_tuning=int(tuned.n_evals + tuned.n_evals_tuning),
         seconds=time.perf_counter() - t0, observations=observations, criterion=criterion,
-        n_samples=int(d.n_chains * d.n_draws), warnings=warns,
+        n_samples=int(d.n_chains * d.n_draws), warnings=warns, budget_stop=budget_stop,
     )
 
 

@@ -31,7 +31,14 @@ from ...parallel import as_seed_sequence
 from ..base import EvidenceResult
 from ..common import pareto_k
 from ..options import UpsOptions, UpsPathOptions
-from .ups_chains import ChainTask, _KernelConfig, _run_tasks, replicate_tasks, run_replicates
+from .ups_chains import (
+    ChainTask,
+    _KernelConfig,
+    _run_tasks,
+    replicate_tasks,
+    run_replicates,
+    run_replicates_in_time,
+)
 from .ups_tuning import (
     InitSpec,
     UPSTuning,
@@ -44,7 +51,8 @@ from .ups_tuning import (
 
 # run_replicates: re-exported for stanlogz.crossval.refit.unbiased
 __all__ = ["UPSResult", "UPSTuning", "log_ratio", "make_grid", "q_from_sqrt_m2",
-           "replicate_tail_k", "replicate_tasks", "run_replicates", "tail_warnings", "ups",
+           "replicate_tail_k", "replicate_tasks", "run_replicates", "run_replicates_in_time",
+           "tail_warnings", "ups",
            "ups_estimate"]
 
 # stages of the computation; each has its own named stream of the seed

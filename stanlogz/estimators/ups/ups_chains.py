@@ -10,12 +10,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..._util import deadline
 from ..._util.seeds import SeedLike, as_seed_sequence
 from ...mcmc.couplings import CoupledKernel, HMCMixture, hmc_kernel, rwmh_kernel
 from ...mcmc.paths import LambdaPath
 from ...mcmc.rwmh import scale_from_cov
 from ...mcmc.unbiased import DEFAULT_MAX_ITER, h_estimate, sample_coupled_chains
-from ...parallel import run_parallel
+from ...parallel import default_workers, run_parallel, task_generators
 from .ups_tuning import UPSTuning, _interp, _nearest_max
 
 
@@ -139,6 +140,50 @@ def replicate_tasks(path: LambdaPath, tuning: UPSTuning, lams: Sequence[float] |
             _interp(grid, tuning.covs, lam), _interp(grid, tuning.proposal_covs, lam), kk, mm, cfg,
         ))
     return tasks
+
+
+def _chain_task_in_time(unit: tuple[ChainTask, np.random.Generator], _rng: Any
+                        ) -> tuple[Any, int, int, int] | None:
+    """:func:`_chain_task` with the unit's own generator, or None when the run's time budget
+    is spent before it starts (the budget travels to worker processes and cluster units)."""
+    left = deadline.remaining()
+    return None if left is not None and left <= 0 else _chain_task(*unit)
+
+
+#: The margin on a block of replicates priced at the rate of those before it.
+BLOCK_MARGIN = 1.5
+
+
+def run_replicates_in_time(make: Callable[[int, int], list[ChainTask]], n: int,
+                           seed: SeedLike, n_workers: int | None = None
+                           ) -> list[tuple[float, int, int, int]]:
+    """:func:`run_replicates` of the tasks ``make(i, j)`` builds for replicates ``i..j-1`` of
+    ``n``, under the run's time budget: in blocks (the first two per worker, then doubling),
+    each built and started only when it fits at the rate of those before it (with
+    :data:`BLOCK_MARGIN`), so that neither building nor sending tasks outlasts the budget.
+    The results are the longest run of replicates done from the first, each with the
+    generator :func:`run_replicates` gives it (the same values): a prefix in task order, not
+    whichever finished first, which would favour the replicates whose chains met early."""
+    workers = default_workers() if n_workers is None else int(n_workers)
+    size, out, rate = 2 * workers, [], None
+    while len(out) < n:
+        left = deadline.remaining()
+        if left is not None and rate is not None:
+            size = min(size, int(left / (BLOCK_MARGIN * rate)))
+        if size < 1 or (left is not None and left <= 0):
+            break
+        i, t0 = len(out), deadline.clock()
+        tasks = make(i, min(n, i + size))
+        gens = task_generators(seed, i + len(tasks))[i:]
+        got = run_parallel(_chain_task_in_time, list(zip(tasks, gens, strict=True)), 0,
+                           n_workers=n_workers)
+        done = next((k for k, o in enumerate(got) if o is None), len(got))
+        out += got[:done]
+        if done < len(got):
+            break
+        rate = (deadline.clock() - t0) / max(done, 1)
+        size *= 2
+    return out
 
 
 def run_replicates(tasks: Sequence[ChainTask], seed: SeedLike, n_workers: int | None = None
