@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from ..._util import deadline
 from ..._util.gpd import KHAT_HEAVY
 from ..._util.seeds import Stream, stream
 from ...densities.fits import as_draw_matrix, gaussian_from_draws, laplace_base
@@ -82,6 +83,8 @@ class UPSResult:
     warnings: list[str] = field(default_factory=list)
     kernel_config: Any = None  # the coupled kernel's settings (for :func:`replicate_tasks`)
     tail_k: float = float("nan")  # Pareto k-hat of the replicates' deviations (heavy tails)
+    #: what the run's time budget ended ({"replicates": {"done", "asked"}}), None if nothing
+    budget_stop: dict[str, Any] | None = None
 
     def meeting_summary(self) -> dict[str, float]:
         """Quantiles and mean of the replicates' meeting times."""
@@ -272,7 +275,19 @@ def ups(
     lams = np.array([tuning.sample_q(lam_rng) for _ in range(n_replicates)])
     tasks = replicate_tasks(path, tuning, lams, cfg)
     ks, ms = [t.k for t in tasks], [t.m for t in tasks]
-    out = _run_tasks(tasks, _stage_seed(ss, _STAGE_REPLICATES), n_workers)
+    budget_stop, asked = None, n_replicates
+    if deadline.remaining() is None:
+        out = _run_tasks(tasks, _stage_seed(ss, _STAGE_REPLICATES), n_workers)
+    else:  # the replicates the budget leaves time for: a prefix of the seeded order
+        out = run_replicates_in_time(lambda i, j: tasks[i:j], len(tasks),
+                                     _stage_seed(ss, _STAGE_REPLICATES), n_workers)
+        if len(out) < 2:
+            raise deadline.spent(f"UPS's replicates ({len(out)} of {asked} done; a standard "
+                                 "error needs 2)")
+        if len(out) < asked:
+            budget_stop = {"replicates": {"done": len(out), "asked": asked}}
+            n_replicates, lams = len(out), lams[:len(out)]
+            ks, ms = ks[:n_replicates], ms[:n_replicates]
     e_hat = np.array([o[0] for o in out], dtype=float)
     reps = e_hat / tuning.q_density(lams)
     est, se = float(reps.mean()), float(reps.std(ddof=1) / math.sqrt(n_replicates))
@@ -286,6 +301,10 @@ def ups(
             "over 5% of replicates met after k: estimates stay unbiased but are noisier; "
             "raise k_factor or improve the proposal"
         )
+    if budget_stop is not None:
+        warns.append(f"the time budget ended the replicates: {n_replicates} of {asked} done "
+                     "(the first ones of the seeded order); the estimate and its interval are "
+                     "theirs")
     if n_replicates < 30:
         warns.append("fewer than 30 replicates: the CI relies on near-normal replicates")
     if not np.all(np.isfinite(reps)):
@@ -297,7 +316,7 @@ def ups(
         replicates=reps, lambdas=lams, meeting_times=taus_rep, k=k_arr, m=m_arr, tuning=tuning,
         n_evals=int(sum(o[3] for o in out)), n_evals_tuning=tuning_evals,
         seconds=time.perf_counter() - t_start, kernel=kernel, warnings=warns,
-        kernel_config=cfg, tail_k=tail_k,
+        kernel_config=cfg, tail_k=tail_k, budget_stop=budget_stop,
     )
 
 
@@ -443,5 +462,5 @@ def ups_estimate(
         diagnostics={**res.summary(), "base": base},
         warnings=list(res.warnings),
         log_z_df=int(res.replicates.size) - 1,
-        detail=res,
+        detail=res, budget_stop=res.budget_stop,
     )

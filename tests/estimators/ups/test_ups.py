@@ -208,3 +208,38 @@ def test_fused_path_evaluations_change_cost_not_answer(kernel):
     fused, plain = ups(path, **kw), ups(_PlainPath(path), **kw)
     assert np.allclose(fused.replicates, plain.replicates, rtol=1e-12, atol=1e-12)
     assert fused.n_evals < plain.n_evals
+
+
+def test_a_budget_keeps_the_first_replicates_with_their_values(monkeypatch, clock):
+    # A step-count budget: once tuning is done, every replicate advances the injected clock by
+    # 1 s (nothing else moves it), so a 20 s budget ends after a fixed count of them. The
+    # replicates kept are the first of the seeded order with the values an unbudgeted run
+    # gives them; the registry adapter carries the flag to the evidence result.
+    import stanlogz
+    from stanlogz.estimators.ups import ups as ups_module
+    from stanlogz.estimators.ups import ups_chains
+    from tests.helpers import tick_per_call
+
+    target = GaussianTarget(np.array([1.0, 2.0]), np.diag([1.0, 0.5]), log_z=3.25)
+    draws = target.sample(np.random.default_rng(0), 400).reshape(2, 200, 2)
+    kw = dict(seed=1, n_replicates=60, n_workers=1, n_pilot=10, grid=3)
+    full = get_method("ups")(target, draws, **kw)
+    real = ups_module.run_replicates_in_time
+
+    def ticking(*args, **kwargs):
+        tick_per_call(monkeypatch, clock, ups_chains, "_chain_task", 1.0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ups_module, "run_replicates_in_time", ticking)
+    with stanlogz.time_budget(20):
+        r = get_method("ups")(target, draws, **kw)
+    done = r.budget_stop["replicates"]["done"]
+    # blocks of 2, 4, 8, ..., each started where it fits at 1.5 times the rate so far
+    assert r.budget_stop == {"replicates": {"done": done, "asked": 60}} and 12 <= done <= 20
+    np.testing.assert_array_equal(r.detail.replicates, full.detail.replicates[:done])
+    assert r.log_z == pytest.approx(full.detail.replicates[:done].mean())
+    assert r.log_z_df == done - 1
+    assert any(f"ended the replicates: {done} of 60" in w for w in r.warnings)
+    monkeypatch.setattr(ups_module, "run_replicates_in_time", ticking)
+    with stanlogz.time_budget(1), pytest.raises(stanlogz.OverBudget, match="of 60 done"):
+        get_method("ups")(target, draws, **kw)
