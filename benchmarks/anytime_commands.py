@@ -26,6 +26,8 @@ the command's range; a run the budget stopped (``budget_stop`` set) is scored by
   (300 + 300), 5,000 splits asked; the reference is the exact objective, the mean over the 10
   observations of -log p(y_i | y_-i) (closed form). The budget leaves the first splits of the
   seeded order; the error bar is their Monte Carlo se.
+- ``ups``: ``evidence --method ups`` of normal_mean (N = 10; 4 chains x (1,000 + 1,000), 100
+  replicates); the reference is the exact log Z (y ~ N(0, sigma^2 I + prior_sd^2 11')).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "stan_models" / "examples"
 #: Budget ranges (seconds; the bridge's are step-clock seconds).
 BUDGETS = {"evidence": (1.5, 5.0), "bridge": (3.0, 12.0), "kfold": (0.8, 3.0),
-           "lfo": (0.3, 1.1), "lfo-exact": (0.15, 0.6), "cv": (1.0, 3.0)}
+           "lfo": (0.3, 1.1), "lfo-exact": (0.15, 0.6), "cv": (1.0, 3.0), "ups": (4.0, 8.0)}
 
 
 def regression_log_z(x: np.ndarray, y: np.ndarray) -> float:
@@ -155,6 +157,22 @@ def setup(command: str) -> tuple[Any, Any]:
                     "stop": r.budget_stop}
 
         return one, "closed-form K-fold of each run's folds"
+    if command == "ups":
+        from scipy.stats import multivariate_normal
+
+        data = json.loads((EXAMPLES / "normal_mean.data.json").read_text())
+        model = StanModel.from_file(EXAMPLES / "normal_mean.stan", data)
+        y = np.array(data["y"], dtype=float)
+        ref = float(multivariate_normal(np.zeros(y.size), data["sigma"] ** 2 * np.eye(y.size)
+                                        + data["prior_sd"] ** 2).logpdf(y))
+
+        def one_ups(seed: int, budget: float) -> dict:
+            with time_budget(budget):
+                r = stanlogz.evidence(model, method="ups", seed=seed)
+            return {"est": r.log_z, "se": r.log_z_se, "ref": ref, "stop": r.budget_stop,
+                    "done": int(r.detail.replicates.size)}
+
+        return one_ups, f"exact log Z {ref:.6f}"
     if command == "cv":
         from scipy.stats import multivariate_normal
 

@@ -1,5 +1,5 @@
 """Coverage of the answers a time budget stops (issue 45), for loo (below), and with
-``--command`` for evidence, gbs's bridge, kfold, lfo and cv (:mod:`benchmarks.anytime_commands`).
+``--command`` for evidence, gbs's bridge, kfold, lfo, cv and ups (:mod:`benchmarks.anytime_commands`).
 
 loo: NUTS past warmup keeps the draws so far, a pointwise pass keeps the observations done
 and estimates the rest, or, where every observation fits on fewer draws, runs on those.
@@ -47,7 +47,7 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=15.0, help="stop after this wall time")
     ap.add_argument("--out", default=None, help="JSON lines of every run")
     ap.add_argument("--command", default="loo",
-                    choices=("loo", "evidence", "bridge", "kfold", "lfo", "lfo-exact", "cv"))
+                    choices=("loo", "evidence", "bridge", "kfold", "lfo", "lfo-exact", "cv", "ups"))
     ap.add_argument("--first", type=int, default=0,
                     help="first run's index (another part of a command's runs)")
     ap.add_argument("--program", default="regression", choices=("regression", "latent"),

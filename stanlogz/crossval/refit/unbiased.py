@@ -34,6 +34,7 @@ from ...densities.fits import gaussian_from_draws
 from ...draws import obtain_draws
 from ...errors import EstimationError, InputError
 from ...estimators.ups.ups import (
+    check_enough_replicates,
     replicate_tail_k,
     replicate_tasks,
     run_replicates,
@@ -365,9 +366,7 @@ def cv(
         out = run_replicates(make(0, asked), stream(ss, Stream.CV_REPLICATES), n_workers)
     else:  # the splits the budget leaves time for: a prefix of the seeded order
         out = run_replicates_in_time(make, asked, stream(ss, Stream.CV_REPLICATES), n_workers)
-        if len(out) < 2:
-            raise deadline.spent(f"cv's replicates ({len(out)} of {asked} done; a "
-                                 "standard error needs 2)")
+        check_enough_replicates(len(out), asked, "cv's replicates")
         if len(out) < asked:
             budget_stop = {**(budget_stop or {}),
                            "replicates": {"done": len(out), "asked": asked}}

@@ -36,6 +36,7 @@ from .ups_chains import (
     ChainTask,
     _KernelConfig,
     _run_tasks,
+    check_enough_replicates,
     replicate_tasks,
     run_replicates,
     run_replicates_in_time,
@@ -52,7 +53,8 @@ from .ups_tuning import (
 
 # run_replicates: re-exported for stanlogz.crossval.refit.unbiased
 __all__ = ["UPSResult", "UPSTuning", "log_ratio", "make_grid", "q_from_sqrt_m2",
-           "replicate_tail_k", "replicate_tasks", "run_replicates", "run_replicates_in_time",
+           "check_enough_replicates", "replicate_tail_k", "replicate_tasks", "run_replicates",
+           "run_replicates_in_time",
            "tail_warnings", "ups",
            "ups_estimate"]
 
@@ -281,9 +283,7 @@ def ups(
     else:  # the replicates the budget leaves time for: a prefix of the seeded order
         out = run_replicates_in_time(lambda i, j: tasks[i:j], len(tasks),
                                      _stage_seed(ss, _STAGE_REPLICATES), n_workers)
-        if len(out) < 2:
-            raise deadline.spent(f"UPS's replicates ({len(out)} of {asked} done; a standard "
-                                 "error needs 2)")
+        check_enough_replicates(len(out), asked, "UPS's replicates")
         if len(out) < asked:
             budget_stop = {"replicates": {"done": len(out), "asked": asked}}
             n_replicates, lams = len(out), lams[:len(out)]
