@@ -1,5 +1,6 @@
 """Coverage of the answers a time budget stops (issue 45), for loo (below), and with
-``--command`` for evidence, gbs's bridge, kfold, lfo, cv and ups (:mod:`benchmarks.anytime_commands`).
+``--command`` for evidence, gbs's bridge, kfold, lfo, cv and ups
+(:mod:`benchmarks.anytime_commands`).
 
 loo: NUTS past warmup keeps the draws so far, a pointwise pass keeps the observations done
 and estimates the rest, or, where every observation fits on fewer draws, runs on those.
