@@ -122,7 +122,16 @@ def _chain_task(task: ChainTask, rng: np.random.Generator) -> tuple[Any, int, in
 
 
 def _run_tasks(tasks: Sequence[Any], seed: np.random.SeedSequence, n_workers: int | None) -> list:
-    return run_parallel(_chain_task, tasks, seed, n_workers=n_workers)
+    """The tasks' results; under a run's time budget a task whose turn comes after it is spent
+    is not started, and the run is :class:`~stanlogz.errors.BudgetSpent` (the tuning's pilot
+    runs: nothing is estimable without all of them)."""
+    if deadline.remaining() is None:
+        return run_parallel(_chain_task, tasks, seed, n_workers=n_workers)
+    units = list(zip(tasks, task_generators(seed, len(tasks)), strict=True))
+    out = run_parallel(_chain_task_in_time, units, 0, n_workers=n_workers)
+    if any(o is None for o in out):
+        raise deadline.spent("the coupled chains' tuning runs")
+    return out
 
 
 def replicate_tasks(path: LambdaPath, tuning: UPSTuning, lams: Sequence[float] | np.ndarray,
