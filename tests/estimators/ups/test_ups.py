@@ -218,17 +218,24 @@ def test_a_budget_keeps_the_first_replicates_with_their_values(monkeypatch, cloc
     import stanlogz
     from stanlogz.estimators.ups import ups as ups_module
     from stanlogz.estimators.ups import ups_chains
-    from tests.helpers import tick_per_call
-
     target = GaussianTarget(np.array([1.0, 2.0]), np.diag([1.0, 0.5]), log_z=3.25)
     draws = target.sample(np.random.default_rng(0), 400).reshape(2, 200, 2)
     kw = dict(seed=1, n_replicates=80, n_workers=1, n_pilot=10, grid=3)
     full = get_method("ups")(target, draws, **kw)
-    real = ups_module.run_replicates_in_time
+    real, chain, on = ups_module.run_replicates_in_time, ups_chains._chain_task, [False]
+
+    def chain_ticking(*args):
+        clock.t += 1.0 if on[0] else 0.0
+        return chain(*args)
 
     def ticking(*args, **kwargs):
-        tick_per_call(monkeypatch, clock, ups_chains, "_chain_task", 1.0)
-        return real(*args, **kwargs)
+        on[0] = True
+        try:
+            return real(*args, **kwargs)
+        finally:
+            on[0] = False
+
+    monkeypatch.setattr(ups_chains, "_chain_task", chain_ticking)
 
     monkeypatch.setattr(ups_module, "run_replicates_in_time", ticking)
     with stanlogz.time_budget(50):
@@ -240,6 +247,5 @@ def test_a_budget_keeps_the_first_replicates_with_their_values(monkeypatch, cloc
     assert r.log_z == pytest.approx(full.detail.replicates[:done].mean())
     assert r.log_z_df == done - 1
     assert any(f"ended the replicates: {done} of 80" in w for w in r.warnings)
-    monkeypatch.setattr(ups_module, "run_replicates_in_time", ticking)
     with stanlogz.time_budget(20), pytest.raises(stanlogz.OverBudget, match="of 80 done"):
         get_method("ups")(target, draws, **kw)
