@@ -266,7 +266,8 @@ def _main(argv: Sequence[str] | None, held: list[int], *, restore_default: bool)
     except KeyboardInterrupt:
         if deadline.expired():  # the watchdog of --time-budget, not the user
             total = args.time_budget or 0.0
-            route = deadline.as_option(2 * total)
+            # the step ran past the budget and the grace and did not end: twice that
+            route = deadline.as_option(2 * (total + WATCHDOG_GRACE_S))
             message = (f"the time budget of {duration(total)} ran out in a step "
                        f"that does not check it; run with {route.cli()}")
             print(f"stanlogz: error: {message}", file=sys.stderr)

@@ -282,10 +282,12 @@ def fewer_iterations(seconds_per_iteration: float, available: float, iterations:
 
 
 def as_option(seconds: float, note: str = "") -> Route:
-    """The route of a time budget of ``seconds`` rounded up to whole minutes (hours past 3 h),
-    with ``note`` said after it."""
+    """The route of a time budget of ``seconds`` rounded up to whole seconds below 2 min, to
+    whole minutes up to 3 h and to hours past that, with ``note`` said after it (a route of
+    "1m" for a 3 s budget asked 20 times what was needed: issue 45)."""
     minutes = math.ceil(seconds / 60.0)
-    text = f"{math.ceil(minutes / 60)}h" if minutes > 180 else f"{minutes}m"
+    text = (f"{max(1, math.ceil(seconds))}s" if seconds < 120 else
+            f"{math.ceil(minutes / 60)}h" if minutes > 180 else f"{minutes}m")
     return Route(options={"time_budget": text}, note=note)
 
 

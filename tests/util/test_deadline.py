@@ -60,6 +60,12 @@ def test_the_tighter_of_nested_budgets_holds_and_is_restored(clock):
 
 def test_budget_options_round_up():
     assert deadline.as_option(601).cli() == "--time-budget 11m"
+    # below 2 min in whole seconds: a 3 s run is not sent to "1m" (issue 45)
+    assert deadline.as_option(6.2).cli() == "--time-budget 7s"
+    assert deadline.as_option(0.4).options == {"time_budget": "1s"}
+    assert deadline.as_option(119.5).options == {"time_budget": "120s"}
+    assert deadline.as_option(120).options == {"time_budget": "2m"}
+    assert deadline.parse_duration("7s") == 7.0
     assert deadline.as_option(4 * 3600 + 1).cli() == "--time-budget 5h"
 
 

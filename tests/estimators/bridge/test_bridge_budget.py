@@ -118,7 +118,7 @@ def test_draws_a_budget_cut_too_short_for_gbs_are_refused_with_a_route_that_fits
         out = too_few_after_stop(split, stopped, NutsArgs(warmup=200, draws=1000))
         (route,) = out.routes
         assert int(ROUTE_SHARE * 240) - 150 < MIN_ROUTE_WARMUP
-        assert route.options == {"time_budget": "2m"}  # 60 s x 350 / 240 x 1.25 = 109 s
+        assert route.options == {"time_budget": "110s"}  # 60 s x 350 / 240 x 1.25 = 109.4 s
     # without a budget stop (or a budget) the split's own refusal stands
     assert too_few_after_stop(split, SimpleNamespace(budget_stop=None), NutsArgs()) is split
     assert too_few_after_stop(split, stopped, NutsArgs()) is split
