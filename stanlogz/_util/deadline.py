@@ -258,6 +258,12 @@ def budget_seconds() -> float | None:
     return _state["seconds"]
 
 
+def elapsed() -> float:
+    """Seconds of the run's time budget spent so far (0 without one)."""
+    left, total = remaining(), budget_seconds()
+    return 0.0 if left is None or total is None else max(total - left, 0.0)
+
+
 def left_text(available: float) -> str:
     """``"the 6 min left of the time budget (10 min)"``: what a step had (``available``
     seconds from its start) of the run's budget; ``"the time budget of 10 min"`` when that

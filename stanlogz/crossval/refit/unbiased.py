@@ -365,8 +365,10 @@ def cv(
     if deadline.remaining() is None:
         out = run_replicates(make(0, asked), stream(ss, Stream.CV_REPLICATES), n_workers)
     else:  # the splits the budget leaves time for: a prefix of the seeded order
+        t_rep, before = deadline.clock(), deadline.elapsed()
         out = run_replicates_in_time(make, asked, stream(ss, Stream.CV_REPLICATES), n_workers)
-        check_enough_replicates(len(out), asked, "cv's replicates")
+        check_enough_replicates(len(out), asked, "cv's replicates", before,
+                                deadline.clock() - t_rep)
         if len(out) < asked:
             budget_stop = {**(budget_stop or {}),
                            "replicates": {"done": len(out), "asked": asked}}

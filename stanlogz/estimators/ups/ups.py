@@ -281,9 +281,11 @@ def ups(
     if deadline.remaining() is None:
         out = _run_tasks(tasks, _stage_seed(ss, _STAGE_REPLICATES), n_workers)
     else:  # the replicates the budget leaves time for: a prefix of the seeded order
+        t_rep, before = deadline.clock(), deadline.elapsed()
         out = run_replicates_in_time(lambda i, j: tasks[i:j], len(tasks),
                                      _stage_seed(ss, _STAGE_REPLICATES), n_workers)
-        check_enough_replicates(len(out), asked, "UPS's replicates")
+        check_enough_replicates(len(out), asked, "UPS's replicates", before,
+                                deadline.clock() - t_rep)
         if len(out) < asked:
             budget_stop = {"replicates": {"done": len(out), "asked": asked}}
             n_replicates, lams = len(out), lams[:len(out)]

@@ -11,7 +11,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..._util import deadline
+from ..._util.progress import duration
 from ..._util.seeds import SeedLike, as_seed_sequence
+from ...errors import BudgetSpent
 from ...mcmc.couplings import CoupledKernel, HMCMixture, hmc_kernel, rwmh_kernel
 from ...mcmc.paths import LambdaPath
 from ...mcmc.rwmh import scale_from_cov
@@ -168,13 +170,21 @@ BLOCK_MARGIN = 1.5
 MIN_BUDGET_REPLICATES = 30
 
 
-def check_enough_replicates(done: int, asked: int, what: str) -> None:
+def check_enough_replicates(done: int, asked: int, what: str, before: float, took: float
+                            ) -> None:
     """:class:`~stanlogz.errors.BudgetSpent` when the time budget left fewer than
-    :data:`MIN_BUDGET_REPLICATES` replicates (or fewer than all, where fewer were asked)."""
-    if done < min(asked, MIN_BUDGET_REPLICATES):
-        raise deadline.spent(f"{what} ({done} of {asked} done; an interval needs "
-                             f"{min(asked, MIN_BUDGET_REPLICATES)}: fewer heavy-tailed "
-                             "replicates make it too narrow)")
+    :data:`MIN_BUDGET_REPLICATES` replicates (or fewer than all, where fewer were asked). Its
+    route is the budget the run's ``before`` seconds and that many replicates at the rate of
+    those done (``took`` seconds) need, with a third more; twice the budget when none was."""
+    need = min(asked, MIN_BUDGET_REPLICATES)
+    if done >= need:
+        return
+    total = deadline.budget_seconds() or 0.0
+    seconds = 2 * total if done == 0 else 1.33 * (before + BLOCK_MARGIN * need * took / done)
+    route = deadline.as_option(max(seconds, total + 1))
+    raise BudgetSpent(f"the time budget of {duration(total)} ran out during {what} ({done} of "
+                      f"{asked} done; an interval needs {need}: fewer heavy-tailed replicates "
+                      f"make it too narrow); run with {route}", routes=route)
 
 
 def run_replicates_in_time(make: Callable[[int, int], list[ChainTask]], n: int,

@@ -17,7 +17,6 @@ from stanlogz.crossval.refit import unbiased
 from stanlogz.errors import BudgetSpent
 from stanlogz.estimators.ups import ups_chains
 from tests.crossval.test_crossval import NORMAL, NORMAL_DATA, normal_predictive
-from tests.helpers import tick_per_call
 
 RUN = dict(n_valid=2, splits=120, seed=11, chains=2, warmup=300, n_draws=300, n_workers=1)
 
@@ -33,14 +32,23 @@ def unbudgeted(normal):
 
 
 def _one_second_per_replicate(monkeypatch, clock):
-    # A step-count budget: once tuning is done, every coupled-chain replicate advances the
-    # injected clock by 1 s (nothing else moves it), so the budget ends after a fixed count.
-    real = unbiased.run_replicates_in_time
+    # A step-count budget: every coupled-chain replicate (not the tuning's pilot runs)
+    # advances the injected clock by 1 s, and nothing else moves it, so the budget ends after
+    # a fixed count.
+    real, chain, on = unbiased.run_replicates_in_time, ups_chains._chain_task, [False]
+
+    def chain_ticking(*args):
+        clock.t += 1.0 if on[0] else 0.0
+        return chain(*args)
 
     def ticking(*args, **kwargs):
-        tick_per_call(monkeypatch, clock, ups_chains, "_chain_task", 1.0)
-        return real(*args, **kwargs)
+        on[0] = True
+        try:
+            return real(*args, **kwargs)
+        finally:
+            on[0] = False
 
+    monkeypatch.setattr(ups_chains, "_chain_task", chain_ticking)
     monkeypatch.setattr(unbiased, "run_replicates_in_time", ticking)
 
 
@@ -72,5 +80,12 @@ def test_fewer_than_30_splits_in_the_budget_is_refused(normal, monkeypatch, cloc
     # below 30 heavy-tailed replicates the t interval undercovers (0.80 of 15 budgeted runs)
     _one_second_per_replicate(monkeypatch, clock)
     with stanlogz.time_budget(25), pytest.raises(BudgetSpent, match="of 120 done; an interval "
-                                                 "needs 30"):
+                                                 "needs 30") as info:
         cv(normal, NORMAL_DATA, **RUN)
+    # The route: 30 replicates at the rate of those done, 1.5 times, and a third more
+    # (1.33 x 1.5 x 30 s = 60 s); followed under the same clock, it answers.
+    (route,) = info.value.routes
+    assert route.options == {"time_budget": "60s"}
+    with stanlogz.time_budget(route.options["time_budget"]):
+        r = cv(normal, NORMAL_DATA, **RUN)
+    assert r.replicates.size >= 30 and r.budget_stop["replicates"]["asked"] == 120
