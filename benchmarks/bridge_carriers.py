@@ -29,6 +29,8 @@ def main() -> None:
     ap.add_argument("--n-layers", type=int, nargs="+", default=[0, 2, 8],
                     help="layers asked of the unvalidated flow (0: the default, none)")
     ap.add_argument("--out", default=None, help="JSON lines of every run")
+    ap.add_argument("--tempered", default="auto", choices=("auto", "never"),
+                    help="gbs's tempered option (never: the single bridge alone)")
     args = ap.parse_args()
     from stanlogz.densities.gaussian import GaussianTarget
     from stanlogz.estimators.bridge.bridge import gbs
@@ -50,7 +52,7 @@ def main() -> None:
                 g = np.random.default_rng(1000 + s)
                 x = (g.standard_normal((4 * n, d)) @ chol.T).reshape(4, n, d)
                 t0 = time.perf_counter()
-                r = gbs(target, x, seed=s, n_layers=layers or None)
+                r = gbs(target, x, seed=s, n_layers=layers or None, tempered=args.tempered)
                 dg = r.diagnostics
                 single = dg.get("single_bridge", {"log_z": r.log_z, "log_z_se": r.log_z_se})
                 row = {"dim": d, "n": n, "layers": layers, "seed": s,
