@@ -114,3 +114,26 @@ def tick_per_call(monkeypatch: Any, clock: FakeClock, owner: Any, name: str,
         return real(*args, **kwargs)
 
     monkeypatch.setattr(owner, name, ticked)
+
+
+def tick_during(monkeypatch: Any, clock: FakeClock, owner: Any, name: str, stage_owner: Any,
+                stage_name: str, seconds: float = 1.0) -> None:
+    """A step-count budget confined to one stage: each call of ``owner.name`` made while
+    ``stage_owner.stage_name`` runs advances the injected ``clock`` by ``seconds`` (calls
+    outside it, and nothing else, move it), so a budget ends after a fixed count of them
+    (e.g. the replicates of coupled chains, and not the tuning runs before them)."""
+    real, stage, on = getattr(owner, name), getattr(stage_owner, stage_name), [False]
+
+    def ticked(*args: Any, **kwargs: Any) -> Any:
+        clock.t += seconds if on[0] else 0.0
+        return real(*args, **kwargs)
+
+    def staged(*args: Any, **kwargs: Any) -> Any:
+        on[0] = True
+        try:
+            return stage(*args, **kwargs)
+        finally:
+            on[0] = False
+
+    monkeypatch.setattr(owner, name, ticked)
+    monkeypatch.setattr(stage_owner, stage_name, staged)

@@ -17,6 +17,7 @@ from stanlogz.crossval.refit import unbiased
 from stanlogz.errors import BudgetSpent
 from stanlogz.estimators.ups import ups_chains
 from tests.crossval.test_crossval import NORMAL, NORMAL_DATA, normal_predictive
+from tests.helpers import tick_during
 
 RUN = dict(n_valid=2, splits=120, seed=11, chains=2, warmup=300, n_draws=300, n_workers=1)
 
@@ -35,21 +36,8 @@ def _one_second_per_replicate(monkeypatch, clock):
     # A step-count budget: every coupled-chain replicate (not the tuning's pilot runs)
     # advances the injected clock by 1 s, and nothing else moves it, so the budget ends after
     # a fixed count.
-    real, chain, on = unbiased.run_replicates_in_time, ups_chains._chain_task, [False]
-
-    def chain_ticking(*args):
-        clock.t += 1.0 if on[0] else 0.0
-        return chain(*args)
-
-    def ticking(*args, **kwargs):
-        on[0] = True
-        try:
-            return real(*args, **kwargs)
-        finally:
-            on[0] = False
-
-    monkeypatch.setattr(ups_chains, "_chain_task", chain_ticking)
-    monkeypatch.setattr(unbiased, "run_replicates_in_time", ticking)
+    tick_during(monkeypatch, clock, ups_chains, "_chain_task", unbiased,
+                "run_replicates_in_time")
 
 
 def test_a_budget_keeps_the_first_splits_with_their_values(normal, unbudgeted, monkeypatch,

@@ -218,26 +218,14 @@ def test_a_budget_keeps_the_first_replicates_with_their_values(monkeypatch, cloc
     import stanlogz
     from stanlogz.estimators.ups import ups as ups_module
     from stanlogz.estimators.ups import ups_chains
+    from tests.helpers import tick_during
+
     target = GaussianTarget(np.array([1.0, 2.0]), np.diag([1.0, 0.5]), log_z=3.25)
     draws = target.sample(np.random.default_rng(0), 400).reshape(2, 200, 2)
     kw = dict(seed=1, n_replicates=80, n_workers=1, n_pilot=10, grid=3)
     full = get_method("ups")(target, draws, **kw)
-    real, chain, on = ups_module.run_replicates_in_time, ups_chains._chain_task, [False]
-
-    def chain_ticking(*args):
-        clock.t += 1.0 if on[0] else 0.0
-        return chain(*args)
-
-    def ticking(*args, **kwargs):
-        on[0] = True
-        try:
-            return real(*args, **kwargs)
-        finally:
-            on[0] = False
-
-    monkeypatch.setattr(ups_chains, "_chain_task", chain_ticking)
-
-    monkeypatch.setattr(ups_module, "run_replicates_in_time", ticking)
+    tick_during(monkeypatch, clock, ups_chains, "_chain_task", ups_module,
+                "run_replicates_in_time")
     with stanlogz.time_budget(50):
         r = get_method("ups")(target, draws, **kw)
     done = r.budget_stop["replicates"]["done"]
