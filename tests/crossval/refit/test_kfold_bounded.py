@@ -159,6 +159,14 @@ def test_one_refit_and_no_psis_refuses_with_a_budget_that_answers(compiled, monk
 
     monkeypatch.setattr(kfold_time, "pointwise_source", refuse)
     tick_per_call(monkeypatch, clock, heldout, "heldout_elpd")
+    real = heldout.heldout_elpd
+
+    def timed(*args, **kwargs):  # a refit's own seconds on the same step clock: 1 s each
+        out = real(*args, **kwargs)
+        out.seconds = 1.0
+        return out
+
+    monkeypatch.setattr(heldout, "heldout_elpd", timed)
     model = compiled(PROGRAM, data=DATA)
     with time_budget(1.5), pytest.raises(OverBudget) as info:
         stanlogz.kfold(model, k=5, seed=2, chains=2, warmup=300, n_draws=1000)
