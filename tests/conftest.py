@@ -33,11 +33,18 @@ from __future__ import annotations
 import inspect
 import os
 import re
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# A suite started as a background job of a non-interactive shell (``cmd &``) inherits Ctrl-C
+# ignored, and the tests of the time budget's backstop and of Ctrl-C (which interrupt the main
+# thread) could not pass there. Ctrl-C is restored to Python's default in every test process.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from stanlogz.stan.inputs import data_to_json
 from stanlogz.stan.model import StanModel
