@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._util import deadline
 from ..densities.target import Target
 from ..errors import InputError
 from . import hmc
@@ -274,6 +275,7 @@ def _tune(path: AnnealingPath, rng: np.random.Generator, grid: tuple[float, ...]
     steps, metrics, sds = [], [], []
     half = max(1, n_iter // 2)
     for beta in grid:
+        deadline.check_spent("the annealing's tuning")  # the run's time budget
         for phase in range(2):
             da = hmc.DualAveraging(step, target_accept)
             draws, ratios = [], []
