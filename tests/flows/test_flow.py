@@ -138,3 +138,22 @@ def test_sample_with_log_density_matches_forward():
     x, lq = flow.sample_with_log_density(np.random.default_rng(1), 3000)
     assert np.array_equal(x, flow.sample(np.random.default_rng(1), 3000))
     assert np.allclose(lq, flow.log_density_many(x), atol=1e-9)
+
+
+def test_spline_bins_at_a_few_rows_are_searchsorteds(monkeypatch):
+    # The few-rows path (one comparison with every knot) gives the bins of the per-map sorted
+    # search, at values on knots, between them and beyond both ends.
+    from stanlogz.flows import splines
+
+    rng = np.random.default_rng(3)
+    xk = np.sort(rng.normal(size=(60, 12)), axis=1)
+    sp = splines.RQSpline(xk, np.sort(rng.normal(size=(60, 12)), axis=1),
+                          rng.uniform(0.5, 2.0, (60, 12)))
+    for n in (1, 5, splines.FEW_ROWS):
+        v = 3 * rng.normal(size=(n, 60))
+        v[:, 0] = xk[0, np.arange(n) % 12]  # the first map's values exactly on its knots
+        v[-1, 1] = xk[1, -1] + 1.0
+        fast = sp._bins(xk, v)
+        monkeypatch.setattr(splines, "FEW_ROWS", 0)
+        np.testing.assert_array_equal(fast, sp._bins(xk, v))
+        monkeypatch.setattr(splines, "FEW_ROWS", 16)
