@@ -129,11 +129,20 @@ def _run_tasks(tasks: Sequence[Any], seed: np.random.SeedSequence, n_workers: in
     runs: nothing is estimable without all of them)."""
     if deadline.remaining() is None:
         return run_parallel(_chain_task, tasks, seed, n_workers=n_workers)
-    units = list(zip(tasks, task_generators(seed, len(tasks)), strict=True))
-    out = run_parallel(_chain_task_in_time, units, 0, n_workers=n_workers)
+    out = _run_in_time(tasks, seed, 0, n_workers)
     if any(o is None for o in out):
         raise deadline.spent("the coupled chains' tuning runs")
     return out
+
+
+def _run_in_time(tasks: Sequence[ChainTask], seed: SeedLike, first: int,
+                 n_workers: int | None) -> list:
+    """The results of ``tasks`` (tasks ``first``.. of a seeded run: each with the generator
+    :func:`run_parallel` gives that index), None for each whose turn came after the run's
+    time budget was spent."""
+    gens = task_generators(seed, first + len(tasks))[first:]
+    return run_parallel(_chain_task_in_time, list(zip(tasks, gens, strict=True)), 0,
+                        n_workers=n_workers)
 
 
 def replicate_tasks(path: LambdaPath, tuning: UPSTuning, lams: Sequence[float] | np.ndarray,
@@ -170,8 +179,8 @@ BLOCK_MARGIN = 1.5
 MIN_BUDGET_REPLICATES = 30
 
 
-def check_enough_replicates(done: int, asked: int, what: str, before: float, took: float
-                            ) -> None:
+def _check_enough_replicates(done: int, asked: int, what: str, before: float, took: float
+                             ) -> None:
     """:class:`~stanlogz.errors.BudgetSpent` when the time budget left fewer than
     :data:`MIN_BUDGET_REPLICATES` replicates (or fewer than all, where fewer were asked). Its
     route is the budget the run's ``before`` seconds and that many replicates at the rate of
@@ -188,17 +197,20 @@ def check_enough_replicates(done: int, asked: int, what: str, before: float, too
 
 
 def run_replicates_in_time(make: Callable[[int, int], list[ChainTask]], n: int,
-                           seed: SeedLike, n_workers: int | None = None
-                           ) -> list[tuple[float, int, int, int]]:
+                           seed: SeedLike, n_workers: int | None = None, *,
+                           what: str = "the replicates") -> list[tuple[float, int, int, int]]:
     """:func:`run_replicates` of the tasks ``make(i, j)`` builds for replicates ``i..j-1`` of
     ``n``, under the run's time budget: in blocks (the first two per worker, then doubling),
     each built and started only when it fits at the rate of those before it (with
     :data:`BLOCK_MARGIN`), so that neither building nor sending tasks outlasts the budget.
     The results are the longest run of replicates done from the first, each with the
     generator :func:`run_replicates` gives it (the same values): a prefix in task order, not
-    whichever finished first, which would favour the replicates whose chains met early."""
+    whichever finished first, which would favour the replicates whose chains met early.
+    Fewer than :data:`MIN_BUDGET_REPLICATES` done (``what``) is
+    :class:`~stanlogz.errors.BudgetSpent` with a route that fits."""
     workers = default_workers() if n_workers is None else int(n_workers)
     size, out, rate = 2 * workers, [], None
+    start, before = deadline.clock(), deadline.elapsed()
     while len(out) < n:
         left = deadline.remaining()
         if left is not None and rate is not None:
@@ -206,16 +218,14 @@ def run_replicates_in_time(make: Callable[[int, int], list[ChainTask]], n: int,
         if size < 1 or (left is not None and left <= 0):
             break
         i, t0 = len(out), deadline.clock()
-        tasks = make(i, min(n, i + size))
-        gens = task_generators(seed, i + len(tasks))[i:]
-        got = run_parallel(_chain_task_in_time, list(zip(tasks, gens, strict=True)), 0,
-                           n_workers=n_workers)
+        got = _run_in_time(make(i, min(n, i + size)), seed, i, n_workers)
         done = next((k for k, o in enumerate(got) if o is None), len(got))
         out += got[:done]
         if done < len(got):
             break
         rate = (deadline.clock() - t0) / max(done, 1)
         size *= 2
+    _check_enough_replicates(len(out), n, what, before, deadline.clock() - start)
     return out
 
 
