@@ -3,6 +3,7 @@
 log p(y_N | y_1..N-1) = log Z(all data) - log Z(all but the last observation). UPS estimates the
 difference without bias along the geometric path between the two posteriors; independent
 replicates give a confidence interval. The conjugate model's exact value is printed alongside.
+Then ``stanlogz.cv`` (leave-one-out over all observations) runs under a 5 s time budget.
 Run from the repository root (offline):
 
     python3 examples/ups_cross_validation.py
@@ -46,6 +47,17 @@ def main() -> None:
           f"  95% CI [{lo:.4f}, {hi:.4f}]")
     print(f"exact log p(y_N | y_1..N-1) = {truth:.4f}")
     print(f"cost: {r.n_evals} path evaluations, {r.seconds:.1f} s")
+
+    # Unbiased leave-one-out CV of every observation under a 5 s time budget: far more splits
+    # are asked than fit, and the answer is the first ones the budget leaves time for (at
+    # least 30), flagged in budget_stop; a budget too short for 30 is refused with one that fits.
+    try:
+        with stanlogz.time_budget(5):
+            c = stanlogz.cv(full, data, splits=100_000, seed=4)
+        print(f"cv under 5 s: {c.estimate:.4f} ± {c.estimate_mcse:.4f} from "
+              f"{c.replicates.size} splits (budget_stop {c.budget_stop})")
+    except stanlogz.OverBudget as exc:
+        print(f"cv under 5 s refused: {exc}")
 
 
 if __name__ == "__main__":

@@ -75,3 +75,10 @@ def test_ups_cross_validation_term_matches_exact_value():
     # 0.0005 (max 0.0054)
     assert abs(est - truth) < max(Z_TOL * se, 0.022) + PRINTED
     assert se < 0.015
+    # cv under a 5 s budget: the splits that fit (30 or more of 100,000, flagged), or, on a
+    # machine too loaded for 30, a refusal naming a budget
+    m = re.search(r"cv under 5 s: \S+ ± \S+ from (\d+) splits \(budget_stop (.*)\)", out)
+    if m is None:
+        assert re.search(r"cv under 5 s refused: .*run with stanlogz.time_budget", out), out
+    else:
+        assert 30 <= int(m[1]) < 100_000 and "'replicates'" in m[2], out
