@@ -42,6 +42,11 @@ class GaussianTarget:
         x = np.asarray(x, dtype=float)
         return self.log_density(x), -self.prec @ (x - self.mean)
 
+    def log_density_gradient_many(self, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        r = np.atleast_2d(np.asarray(xs, dtype=float)) - self.mean
+        g = -(r @ self.prec)  # the precision is symmetric
+        return self.log_z + self._norm + 0.5 * np.sum(g * r, axis=1), g
+
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return self.mean + rng.standard_normal((n, self.dim)) @ self.chol.T
 

@@ -46,6 +46,22 @@ def log_density_many(target: Target, xs: np.ndarray) -> np.ndarray:
     return np.array([target.log_density(x) for x in xs], dtype=float)
 
 
+def log_density_gradient_many(target: Target, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Log densities ``(n,)`` and gradients ``(n, dim)`` at the rows of ``xs``: in one call
+    when the target has ``log_density_gradient_many`` (a flow, a compiled Stan program), else
+    point by point."""
+    xs = np.atleast_2d(np.asarray(xs, dtype=float))
+    many = getattr(target, "log_density_gradient_many", None)
+    if many is not None:
+        lp, g = many(xs)
+        return np.asarray(lp, dtype=float), np.asarray(g, dtype=float)
+    lp = np.empty(xs.shape[0])
+    g = np.empty(xs.shape)
+    for i, x in enumerate(xs):
+        lp[i], g[i] = target.log_density_gradient(x)
+    return lp, g
+
+
 class FunctionTarget:
     """A target made of Python callables: ``log_density(x)`` and optionally its gradient.
 
@@ -127,3 +143,8 @@ class CountingTarget:
         xs = np.atleast_2d(xs)
         self.n_log_density += xs.shape[0]
         return log_density_many(self.target, xs)
+
+    def log_density_gradient_many(self, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        xs = np.atleast_2d(xs)
+        self.n_gradient += xs.shape[0]
+        return log_density_gradient_many(self.target, xs)

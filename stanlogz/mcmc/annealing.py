@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._util import deadline
-from ..densities.target import Target
+from ..densities.target import Target, log_density_gradient_many
 from ..errors import InputError
 from . import hmc
 
@@ -50,6 +50,59 @@ class PathPoint(NamedTuple):
         if not (np.isfinite(self.log_target) and np.isfinite(self.log_base)):
             return -np.inf
         return self.log_target - self.log_base
+
+
+class PathBatch(NamedTuple):
+    """:class:`PathPoint` of K chains at once (rows: chains)."""
+
+    position: np.ndarray
+    log_base: np.ndarray
+    grad_base: np.ndarray
+    log_target: np.ndarray
+    grad_target: np.ndarray
+
+    @classmethod
+    def of(cls, points: list[PathPoint]) -> PathBatch:
+        """The batch of ``points``."""
+        return cls(*(np.array([getattr(p, f) for p in points], dtype=float)
+                     for f in cls._fields))
+
+    def point(self, k: int) -> PathPoint:
+        """Chain ``k``'s point."""
+        return PathPoint(self.position[k], float(self.log_base[k]), self.grad_base[k],
+                         float(self.log_target[k]), self.grad_target[k])
+
+    def rows(self, idx: np.ndarray) -> PathBatch:
+        """The chains ``idx`` (copies)."""
+        return PathBatch(*(a[idx] for a in self))
+
+    def set_rows(self, idx: np.ndarray, other: PathBatch) -> None:
+        """Replace the chains ``idx`` by ``other``'s rows, in place."""
+        for a, b in zip(self, other, strict=True):
+            a[idx] = b
+
+    def log_f(self, beta: float) -> np.ndarray:
+        """log f_β of every chain (as :meth:`PathPoint.log_f`)."""
+        if beta == 0.0:
+            return self.log_base
+        if beta == 1.0:
+            return self.log_target
+        return (1.0 - beta) * self.log_base + beta * self.log_target
+
+    def grad_f(self, beta: float) -> np.ndarray:
+        """Gradients of log f_β (as :meth:`PathPoint.grad_f`)."""
+        if beta == 0.0:
+            return self.grad_base
+        if beta == 1.0:
+            return self.grad_target
+        return (1.0 - beta) * self.grad_base + beta * self.grad_target
+
+    @property
+    def log_ratio(self) -> np.ndarray:
+        """log p̃ − log q of every chain (−inf where either is not finite)."""
+        ok = np.isfinite(self.log_target) & np.isfinite(self.log_base)
+        with np.errstate(invalid="ignore"):
+            return np.where(ok, self.log_target - self.log_base, -np.inf)
 
 
 @dataclass
@@ -89,6 +142,13 @@ class AnnealingPath:
         lq, gq = self.base.log_density_gradient(x)
         lp, gp = self.target.log_density_gradient(x)
         return PathPoint(x, float(lq), np.asarray(gq, float), float(lp), np.asarray(gp, float))
+
+    def evaluate_many(self, xs: np.ndarray) -> PathBatch:
+        """:meth:`evaluate` at every row of ``xs``, one batched call per endpoint."""
+        xs = np.atleast_2d(np.asarray(xs, dtype=float))
+        lq, gq = log_density_gradient_many(self.base, xs)
+        lp, gp = log_density_gradient_many(self.target, xs)
+        return PathBatch(xs.copy(), lq, gq, lp, gp)
 
     def sample_base(self, rng: np.random.Generator, n: int, *, independent: bool = False
                     ) -> np.ndarray:
@@ -234,6 +294,73 @@ def annealed_transition(
     return point, info, ann.n_target_evals
 
 
+def annealed_transitions(
+    path: AnnealingPath,
+    beta: float,
+    batch: PathBatch,
+    noise: np.ndarray,
+    log_u: np.ndarray,
+    step_size: np.ndarray | float,
+    inv_metric: np.ndarray,
+    n_leapfrog: int,
+) -> tuple[PathBatch, hmc.HMCInfoMany]:
+    """:func:`annealed_transition` of every chain of ``batch`` in lockstep, each with its row of
+    ``noise`` and ``log_u`` (:func:`~stanlogz.mcmc.hmc.draw_randomness`): one batched density
+    call per leapfrog step. Returns the new batch and the per-chain info (with evaluations)."""
+    last = PathBatch(*(a.copy() for a in batch))
+
+    def many(xs: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ev = path.evaluate_many(xs)
+        last.set_rows(rows, ev)
+        return ev.log_f(beta), ev.grad_f(beta)
+
+    _, _, _, info = hmc.transition_many(batch.position, batch.log_f(beta), batch.grad_f(beta),
+                                        noise, log_u, many, step_size, n_leapfrog, inv_metric)
+    # An accepted chain's last evaluation is its end point: its endpoint values are kept, so the
+    # next AIS weight increment costs nothing.
+    new = PathBatch(*(a.copy() for a in batch))
+    acc = np.flatnonzero(info.accepted)
+    new.set_rows(acc, last.rows(acc))
+    return new, info
+
+
+def move_in_turn(
+    path: AnnealingPath,
+    beta: float,
+    batch: PathBatch,
+    rng: np.random.Generator,
+    step_size: float,
+    inv_metric: np.ndarray,
+    n_leapfrog: int,
+    n_moves: int = 1,
+) -> tuple[PathBatch, hmc.HMCInfoMany]:
+    """``n_moves`` HMC transitions of each chain of ``batch``, all chains batched, with the
+    randomness one generator gives when the chains are moved in turn (chain 0's moves, then
+    chain 1's, ...): the moves of a loop of :func:`annealed_transition` over the chains, one
+    batched density call per leapfrog step instead of one per chain. The info sums the
+    moves: accepted counts, evaluations, divergences; the last move's acceptance probability
+    and energy error."""
+    k, dim = batch.position.shape
+    draws = [[hmc.draw_randomness(rng, dim, step_size) for _ in range(n_moves)]
+             for _ in range(k)]
+    accepted = np.zeros(k, dtype=int)
+    n_evals = np.zeros(k, dtype=int)
+    divergent = np.zeros(k, dtype=int)
+    info = None
+    for j in range(n_moves):
+        batch, info = annealed_transitions(
+            path, beta, batch, np.array([d[j][1] for d in draws]).reshape(k, dim),
+            np.array([d[j][2] for d in draws]), step_size, inv_metric, n_leapfrog)
+        accepted += info.accepted
+        n_evals += info.n_evals
+        divergent += info.divergent
+    if info is None:
+        zero = np.zeros(k)
+        return batch, hmc.HMCInfoMany(accepted, zero, zero, divergent, n_evals)
+    return batch, hmc.HMCInfoMany(accepted, info.acceptance_prob, info.energy_error, divergent,
+                                  n_evals)
+
+
 # Log-spaced near β=0: with a base far from the target, log p̃ − log q spreads over thousands of
 # nats under the base and over a few under the target, so f_β changes fastest at small β.
 DEFAULT_TUNING_GRID = (0.0, 1e-4, 1e-3, 0.01, 0.05, 0.2, 0.5, 1.0)
@@ -269,8 +396,8 @@ def _tune(path: AnnealingPath, rng: np.random.Generator, grid: tuple[float, ...]
     dim = path.dim
     init = path.sample_base(rng, max(200, 2 * dim))
     inv_metric = np.maximum(init.var(axis=0), 1e-12)
-    points = [path.evaluate(x) for x in init[:n_chains]]
-    n_evals = len(points)
+    points = path.evaluate_many(init[:n_chains])
+    n_evals = points.position.shape[0]
     step = 0.5 * dim ** -0.25
     steps, metrics, sds = [], [], []
     half = max(1, n_iter // 2)
@@ -281,17 +408,13 @@ def _tune(path: AnnealingPath, rng: np.random.Generator, grid: tuple[float, ...]
             draws, ratios = [], []
             for it in range(half):
                 eps = float(np.exp(da.log_eps))
-                accs = []
-                for k, pt in enumerate(points):
-                    new, info, n = annealed_transition(path, beta, pt, rng, eps, inv_metric,
-                                                       n_leapfrog)
-                    n_evals += n
-                    points[k] = new
-                    accs.append(info.acceptance_prob)
-                    if it >= half // 2:
-                        draws.append(new.position)
-                        ratios.append(new.log_ratio)
-                da.update(float(np.mean(accs)))
+                points, info = move_in_turn(path, beta, points, rng, eps, inv_metric,
+                                            n_leapfrog)
+                n_evals += int(info.n_evals.sum())
+                if it >= half // 2:
+                    draws.extend(points.position)
+                    ratios.extend(points.log_ratio)
+                da.update(float(np.mean(info.acceptance_prob)))
             step = da.final
             if phase == 0:
                 # Regularized toward a small constant as Stan does, with n pilot draws.

@@ -129,3 +129,87 @@ def step(
     noise = rng.standard_normal(state.position.shape)
     log_u = float(np.log(rng.uniform()))
     return transition(state, noise, log_u, logdensity_grad_fn, step_size, n_steps, inv_metric)
+
+
+#: ``fn(xs, rows)``: log densities ``(n,)`` and gradients ``(n, dim)`` at the rows of ``xs``,
+#: which are the chains ``rows`` of a batch (for a caller that keeps per-chain values).
+LogDensityGradMany = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+class HMCInfoMany(NamedTuple):
+    """Per-chain :class:`HMCInfo` of :func:`transition_many`, plus each chain's evaluations."""
+
+    accepted: np.ndarray
+    acceptance_prob: np.ndarray
+    energy_error: np.ndarray
+    divergent: np.ndarray
+    n_evals: np.ndarray
+
+
+def transition_many(
+    position: np.ndarray,
+    log_density: np.ndarray,
+    grad: np.ndarray,
+    noise: np.ndarray,
+    log_u: np.ndarray,
+    logdensity_grad_many: LogDensityGradMany,
+    step_size: np.ndarray | float,
+    n_steps: int,
+    inv_metric: np.ndarray | float,
+    divergence_threshold: float = 1000.0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, HMCInfoMany]:
+    """:func:`transition` of K chains in lockstep: one density call per leapfrog step for all
+    of them (rows: chains; ``step_size`` per chain or one).
+
+    Each chain's result is that of :func:`transition` with its row's ``noise`` and ``log_u``:
+    a chain whose trajectory reaches a non-finite density stops there (its later steps are not
+    evaluated) and is rejected. Returns the new positions, log densities, gradients and info.
+    """
+    x0 = np.asarray(position, dtype=float)
+    k, dim = x0.shape
+    lp0 = np.asarray(log_density, dtype=float)
+    g0 = np.asarray(grad, dtype=float)
+    eps = np.broadcast_to(np.asarray(step_size, dtype=float), (k,))[:, None]
+    inv_metric = np.broadcast_to(np.asarray(inv_metric, dtype=float), (dim,))
+    momentum = noise / np.sqrt(inv_metric)
+    h0 = -lp0 + 0.5 * np.sum(inv_metric * momentum**2, axis=1)
+    x, p = x0.copy(), momentum + 0.5 * eps * g0
+    lp, g = lp0.copy(), g0.copy()
+    live = np.ones(k, dtype=bool)
+    n_evals = np.zeros(k, dtype=int)
+    for i in range(n_steps):
+        rows = np.flatnonzero(live)
+        if rows.size == 0:
+            break
+        x[rows] += eps[rows] * inv_metric * p[rows]
+        lpr, gr = logdensity_grad_many(x[rows], rows)
+        n_evals[rows] += 1
+        lp[rows], g[rows] = lpr, gr
+        bad = ~np.isfinite(lpr)
+        lp[rows[bad]] = -np.inf
+        live[rows[bad]] = False
+        ok = rows[~bad]
+        if i < n_steps - 1:
+            p[ok] += eps[ok] * g[ok]
+    p[live] += 0.5 * eps[live] * g[live]
+    h1 = np.full(k, np.inf)
+    h1[live] = -lp[live] + 0.5 * np.sum(inv_metric * p[live] ** 2, axis=1)
+    with np.errstate(invalid="ignore"):
+        delta = h0 - h1
+    delta[~np.isfinite(delta)] = -np.inf
+    accept_prob = np.exp(np.minimum(0.0, delta))
+    accepted = np.asarray(log_u, dtype=float) < delta
+    info = HMCInfoMany(accepted, accept_prob, -delta, -delta > divergence_threshold, n_evals)
+    keep = ~accepted
+    x[keep], lp[keep], g[keep] = x0[keep], lp0[keep], g0[keep]
+    return x, lp, g, info
+
+
+def draw_randomness(rng: np.random.Generator, dim: int, step_size: float, jitter: float = 0.0
+                    ) -> tuple[float, np.ndarray, float]:
+    """One transition's randomness from ``rng`` in :func:`step`'s order (after a jittered step
+    size when ``jitter``): step size, momentum noise and log U, so a chain moved in a batch by
+    :func:`transition_many` makes the moves :func:`step` would make from the same ``rng``."""
+    eps = step_size * rng.uniform(1 - jitter, 1 + jitter) if jitter else step_size
+    noise = rng.standard_normal(dim)
+    return eps, noise, float(np.log(rng.uniform()))

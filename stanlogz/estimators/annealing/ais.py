@@ -22,9 +22,16 @@ from ..._util.seeds import Stream, stream, stream_rng
 from ...densities.fits import as_draw_matrix, gaussian_from_draws
 from ...densities.target import Target
 from ...errors import EstimationError, InputError
-from ...mcmc.annealing import AnnealingPath, HMCTuning, annealed_transition, tune_hmc
+from ...mcmc.annealing import (
+    AnnealingPath,
+    HMCTuning,
+    annealed_transition,
+    annealed_transitions,
+    tune_hmc,
+)
+from ...mcmc.hmc import draw_randomness
 from ...mcmc.schedules import adaptive_schedule, make_schedule
-from ...parallel import as_seed_sequence, run_parallel
+from ...parallel import as_seed_sequence, run_parallel, task_generators
 from ..base import EvidenceResult
 from ..common import autocorr_time, log_mean_exp
 from ..options import AnnealOptions
@@ -146,18 +153,27 @@ def start_order_tau(log_w: np.ndarray, groups: list[np.ndarray]) -> float:
 # they save (process start-up is ~0.1 s), so the chains run serially.
 _PARALLEL_MIN_EVALS = 50_000
 
+#: Chains moved together, one batched density call per leapfrog step for all of them: a flow's
+#: gradient at 8 rows costs 1.6 times one row's (88-D, 8 layers: 0.69 against 0.43 ms). Fixed,
+#: not set by the workers, so that results do not depend on them (a batched matrix product may
+#: round a row differently by the batch's size).
+CHAIN_BLOCK = 8
+
 
 @dataclass
-class _ChainTask:
+class _BlockTask:
+    """Chains annealed in lockstep: their starts (None: a base draw) and generators."""
+
     path: AnnealingPath
     betas: np.ndarray
     tuning: HMCTuning
     n_leapfrog: int
     n_transitions: int
     jitter: float
-    x0: np.ndarray | None
+    starts: list[np.ndarray | None]
+    rngs: list[np.random.Generator]
     #: the run's time budget (:func:`stanlogz._util.deadline.ambient`), checked at every
-    #: temperature wherever the chain runs
+    #: temperature wherever the chains run
     budget: dict[str, float] | None = None
 
 
@@ -171,38 +187,49 @@ class _ChainOut:
     n_evals: int
 
 
-def _run_chain(task: _ChainTask, rng: np.random.Generator) -> _ChainOut:
-    """One annealing chain along ``task.betas`` (increasing: forward; decreasing: reverse)."""
+def _run_block(task: _BlockTask, _rng: np.random.Generator) -> list[_ChainOut]:
+    """Annealing chains along ``task.betas`` (increasing: forward; decreasing: reverse), each
+    on its own generator, so a chain's moves do not depend on the block it runs in."""
     # Divergent leapfrog trajectories overflow; the kernel rejects them, so no warnings.
     with np.errstate(over="ignore", invalid="ignore"), deadline.carried(task.budget):
-        return _chain(task, rng)
+        return _chains(task)
 
 
-def _chain(task: _ChainTask, rng: np.random.Generator) -> _ChainOut:
-    path, betas = task.path, task.betas
-    x0 = path.sample_base(rng, 1)[0] if task.x0 is None else task.x0
-    pt = path.evaluate(x0)
-    n_evals, n_acc, n_moves, n_div = 1, 0, 0, 0
-    log_w = 0.0
+def _chains(task: _BlockTask) -> list[_ChainOut]:
+    path, betas, rngs = task.path, task.betas, task.rngs
+    k = len(rngs)
+    x0 = np.array([path.sample_base(rng, 1)[0] if x is None else x
+                   for x, rng in zip(task.starts, rngs, strict=True)])
+    pts = path.evaluate_many(x0)
+    n_evals, n_acc = np.ones(k, dtype=int), np.zeros(k, dtype=int)
+    n_moves, n_div = np.zeros(k, dtype=int), np.zeros(k, dtype=int)
+    log_w = np.zeros(k)
+    live = np.ones(k, dtype=bool)  # a chain whose weight is not finite stops
     for t in range(1, betas.size):
         d_beta = betas[t] - betas[t - 1]
-        r = pt.log_ratio
-        inc = d_beta * r if np.isfinite(r) else (-np.inf if d_beta > 0 else np.inf)
-        log_w += inc
-        if t == betas.size - 1 or not np.isfinite(log_w):
+        r = pts.log_ratio
+        log_w[live] += np.where(np.isfinite(r), d_beta * r, -np.inf if d_beta > 0 else np.inf
+                                )[live]
+        live &= np.isfinite(log_w)
+        if t == betas.size - 1 or not live.any():
             break
         if task.budget is not None:
             deadline.check_spent("an annealing chain")
         eps, inv_metric = task.tuning.at(betas[t])
         for _ in range(task.n_transitions):
-            step = eps * rng.uniform(1 - task.jitter, 1 + task.jitter) if task.jitter else eps
-            pt, info, n = annealed_transition(path, betas[t], pt, rng, step, inv_metric,
-                                              task.n_leapfrog)
-            n_evals += n
-            n_moves += 1
-            n_acc += int(info.accepted)
-            n_div += int(info.divergent)
-    return _ChainOut(float(log_w), pt.position, n_acc, n_moves, n_div, n_evals)
+            rows = np.flatnonzero(live)
+            moves = [draw_randomness(rngs[i], path.dim, eps, task.jitter) for i in rows]
+            new, info = annealed_transitions(
+                path, betas[t], pts.rows(rows), np.array([m[1] for m in moves]),
+                np.array([m[2] for m in moves]), np.array([m[0] for m in moves]), inv_metric,
+                task.n_leapfrog)
+            pts.set_rows(rows, new)
+            n_evals[rows] += info.n_evals
+            n_moves[rows] += 1
+            n_acc[rows] += info.accepted
+            n_div[rows] += info.divergent
+    return [_ChainOut(float(log_w[i]), pts.position[i], int(n_acc[i]), int(n_moves[i]),
+                      int(n_div[i]), int(n_evals[i])) for i in range(k)]
 
 
 def _options(options: AnnealOptions | None, keywords: dict[str, Any]) -> AnnealOptions:
@@ -236,14 +263,17 @@ def _anneal(path: AnnealingPath, betas: np.ndarray, starts: list[np.ndarray | No
             o: AnnealOptions, *, seed: int | np.random.SeedSequence | None,
             tuning: HMCTuning) -> list[_ChainOut]:
     budget = deadline.ambient()
-    tasks = [_ChainTask(path, betas, tuning, o.hmc_steps, o.transitions_per_temp, o.jitter, x0,
-                        budget) for x0 in starts]
-    work = len(tasks) * betas.size * o.hmc_steps * o.transitions_per_temp
+    rngs = task_generators(stream(seed, Stream.WORKERS), len(starts))
+    blocks = [_BlockTask(path, betas, tuning, o.hmc_steps, o.transitions_per_temp, o.jitter,
+                         starts[i:i + CHAIN_BLOCK], rngs[i:i + CHAIN_BLOCK], budget)
+              for i in range(0, len(starts), CHAIN_BLOCK)]
+    work = len(starts) * betas.size * o.hmc_steps * o.transitions_per_temp
     n_workers = o.n_workers
     if n_workers is None and work < _PARALLEL_MIN_EVALS:
         n_workers = 1
-    return run_parallel(_run_chain, tasks, stream(seed, Stream.WORKERS), n_workers=n_workers,
+    outs = run_parallel(_run_block, blocks, stream(seed, Stream.WORKERS), n_workers=n_workers,
                         backend=o.backend)
+    return [c for block in outs for c in block]
 
 
 def _result(

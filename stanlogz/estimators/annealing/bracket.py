@@ -18,7 +18,7 @@ import numpy as np
 from scipy import stats
 
 from ...errors import InputError
-from ...mcmc.annealing import AnnealingPath, HMCTuning, annealed_transition
+from ...mcmc.annealing import AnnealingPath, HMCTuning, move_in_turn
 from ...parallel import run_parallel
 from ..common import log_mean_exp
 from .particles import systematic_resample
@@ -64,11 +64,12 @@ def _reverse_run(task: _ReverseTask, rng: np.random.Generator) -> float:
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         path, betas = task.path, task.betas
         idx = start_indices(task.starts.shape[0], task.n_particles, rng)
-        at = {int(i): path.evaluate(task.starts[i]) for i in np.unique(idx)}
-        pts = [at[int(i)] for i in idx]
+        starts = np.unique(idx)
+        at = path.evaluate_many(task.starts[starts])
+        pts = at.rows(np.searchsorted(starts, idx))
         log_inv = 0.0  # log of the run's estimate of Z_q / Z
         for m in range(betas.size - 1, 0, -1):
-            r = np.array([pt.log_ratio for pt in pts])
+            r = pts.log_ratio
             lw = (betas[m - 1] - betas[m]) * np.where(np.isfinite(r), r, np.inf)
             if not np.any(np.isfinite(lw)):
                 return math.inf
@@ -76,13 +77,11 @@ def _reverse_run(task: _ReverseTask, rng: np.random.Generator) -> float:
             if m == 1:
                 break
             beta = float(betas[m - 1])
-            pts = [pts[i] for i in systematic_resample(lw, rng)]
+            pts = pts.rows(systematic_resample(lw, rng))
             eps, inv_metric = task.tuning.at(beta)
             for _ in range(int(task.rounds[m - 2])):
-                for k in range(len(pts)):
-                    for _ in range(task.n_moves):
-                        pts[k], _info, _n = annealed_transition(path, beta, pts[k], rng, eps,
-                                                                inv_metric, task.hmc_steps)
+                pts, _info = move_in_turn(path, beta, pts, rng, eps, inv_metric,
+                                          task.hmc_steps, task.n_moves)
         return -float(log_inv)
 
 

@@ -30,7 +30,7 @@ from ..._util.seeds import Stream, stream, stream_rng
 from ...densities.fits import as_draw_matrix, gaussian_from_draws
 from ...densities.target import Target
 from ...errors import EstimationError, InputError
-from ...mcmc.annealing import AnnealingPath, HMCTuning, annealed_transition, tune_hmc
+from ...mcmc.annealing import AnnealingPath, HMCTuning, move_in_turn, tune_hmc
 from ...parallel import as_seed_sequence, run_parallel
 from ..base import EvidenceResult
 from ..common import log_mean_exp
@@ -87,13 +87,13 @@ def _smc_run(task: _RunTask, rng: np.random.Generator) -> _RunOut:
 
 def _run(task: _RunTask, rng: np.random.Generator) -> _RunOut:
     path = task.path
-    pts = [path.evaluate(x) for x in path.sample_base(rng, task.n_particles)]
-    n_evals, n_acc, n_moves = len(pts), 0, 0
+    pts = path.evaluate_many(path.sample_base(rng, task.n_particles))
+    n_evals, n_acc, n_moves = task.n_particles, 0, 0
     beta, log_z, betas = 0.0, 0.0, [0.0]
     rounds: list[int] = []
     worst = 0.0
     while beta < 1.0:
-        r = np.array([pt.log_ratio for pt in pts])
+        r = pts.log_ratio
         if task.betas is None:
             new = next_beta(r, beta, task.ess_fraction)
             if len(betas) > MAX_STEPS:
@@ -110,25 +110,23 @@ def _run(task: _RunTask, rng: np.random.Generator) -> _RunOut:
         betas.append(beta)
         if beta >= 1.0:
             break
-        pts = [pts[i] for i in systematic_resample(lw, rng)]
+        pts = pts.rows(systematic_resample(lw, rng))
         eps, inv_metric = task.tuning.at(beta)
-        start = np.array([pt.log_ratio for pt in pts])
+        start = pts.log_ratio
         fixed = None if task.rounds is None else int(task.rounds[len(betas) - 2])
         done = 0
         while True:
-            for k in range(len(pts)):
-                for _ in range(task.n_moves):
-                    pts[k], info, n = annealed_transition(path, beta, pts[k], rng, eps,
-                                                          inv_metric, task.hmc_steps)
-                    n_evals += n
-                    n_moves += 1
-                    n_acc += int(info.accepted)
+            pts, info = move_in_turn(path, beta, pts, rng, eps, inv_metric, task.hmc_steps,
+                                     task.n_moves)
+            n_evals += int(info.n_evals.sum())
+            n_moves += task.n_particles * task.n_moves
+            n_acc += int(info.accepted.sum())
             done += 1
             if fixed is not None:
                 if done >= fixed:
                     break
                 continue
-            corr = _correlation(start, np.array([pt.log_ratio for pt in pts]))
+            corr = _correlation(start, pts.log_ratio)
             if corr < DECORRELATED or done >= task.max_rounds:
                 worst = max(worst, corr)
                 break

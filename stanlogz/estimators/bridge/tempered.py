@@ -23,9 +23,11 @@ from ...densities.target import CountingTarget, Target
 from ...errors import BudgetSpent
 from ...flows.gaussianize import GaussianizingFlow
 from ...flows.selection import fit_validated_flow, min_fit_draws
+from ...mcmc.annealing import AnnealingPath, tune_hmc
 from ..annealing.ais import ais, reverse_ais
 from ..base import EvidenceResult
 from ..common import Seed, as_chains, min_draws, split_halves
+from ..options import AnnealOptions
 
 
 def sandwich(lower: float, lower_se: float, upper: float, upper_se: float
@@ -73,12 +75,16 @@ def tempered_bridge(target: Target, draws: np.ndarray, *, seed: Seed = None,
     counting = CountingTarget(target)
     if proposal is None:
         proposal, _ = fit_validated_flow(counting, fit_half, rng_fit)
-    fwd = ais(counting, proposal, n_chains=n_chains, n_temps=n_temps,
-              seed=stream(seed, Stream.TEMPERED_FWD),
-              **ais_options)
-    rev = reverse_ais(counting, proposal, bridge_half.reshape(-1, d),
-                      n_chains=n_chains, n_temps=n_temps,
-                      seed=stream(seed, Stream.TEMPERED_REV), **ais_options)
+    options = AnnealOptions.parse({**ais_options, "n_chains": n_chains, "n_temps": n_temps})
+    # One pilot tunes both directions: it anneals from flow draws along a grid of β and does
+    # not see the posterior draws, so each bound stays a bound given it (half the tuning's cost)
+    tuning, tune_evals = tune_hmc(AnnealingPath(proposal, counting),
+                                  stream_rng(seed, Stream.HMC_TUNING),
+                                  n_leapfrog=options.hmc_steps)
+    fwd = ais(counting, proposal, options, seed=stream(seed, Stream.TEMPERED_FWD),
+              tuning=tuning)
+    rev = reverse_ais(counting, proposal, bridge_half.reshape(-1, d), options,
+                      seed=stream(seed, Stream.TEMPERED_REV), tuning=tuning)
     log_z, se = sandwich(fwd.log_z, fwd.log_z_se, rev.log_z, rev.log_z_se)
     warnings = fwd.warnings + rev.warnings
     warnings += sandwich_warnings(fwd.log_z, fwd.log_z_se, rev.log_z, rev.log_z_se, n_temps)
@@ -88,7 +94,7 @@ def tempered_bridge(target: Target, draws: np.ndarray, *, seed: Seed = None,
                    "acceptance": [fwd.acceptance, rev.acceptance]}
     return EvidenceResult(method="tempered", log_z=log_z, log_z_se=se,
                           n_draws=int(chains.shape[0] * chains.shape[1]),
-                          n_evals=counting.n_evals + fwd.n_evals + rev.n_evals,
+                          n_evals=counting.n_evals + fwd.n_evals + rev.n_evals + tune_evals,
                           seconds=time.perf_counter() - t0, diagnostics=diagnostics,
                           warnings=warnings)
 
