@@ -237,6 +237,11 @@ class GaussianizingFlow:
     def dim(self) -> int:
         return self.mean.size
 
+    def whitening_only(self) -> GaussianizingFlow:
+        """This flow's Gaussian: its whitening without the layers."""
+        return GaussianizingFlow(self.mean, self.affine if self.affine is not None
+                                 else self.chol, [])
+
     def _whiten(self, x: np.ndarray) -> np.ndarray:
         if self.affine is not None:
             return self.affine.whiten(x)

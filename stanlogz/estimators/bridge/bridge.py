@@ -348,7 +348,8 @@ def gbs(
         if min(k_q, k_p) > KHAT_BAD and abs(swap_z) > SWAP_ALARM_Z else None)
     if tempered == "always" or (tempered == "auto" and reason):
         log_z, se, extra, more, evals = tempered_instead(target, chains, (log_z, se), seed=seed,
-                                                         proposal=main.flow, reason=reason)
+                                                         proposal=main.flow, reason=reason,
+                                                         fit_info=main.fit_info)
         diagnostics.update(extra)
         warnings, n_evals, df = warnings + more, n_evals + evals, None
     stop = {"bridge": budget.to_dict()} if budget is not None and budget.cut() else {}
@@ -371,8 +372,7 @@ def bridge_diagnostics(sol: BridgeSolution, n_q: int, n_p: int, k_q: float, k_p:
     return {
         "pareto_k_q": k_q, "pareto_k_p": k_p, "iterations": sol.iterations,
         "converged": sol.converged, "n_q": n_q, "n_p": n_p, "tau": sol.tau,
-        "re2_q": sol.re2_q, "re2_p": sol.re2_p,
-        "n_nonfinite_p": bad_p, "n_nonfinite_q": bad_q,
+        "re2_q": sol.re2_q, "re2_p": sol.re2_p, "n_nonfinite_p": bad_p, "n_nonfinite_q": bad_q,
     }
 
 
