@@ -4,9 +4,9 @@ posterior, for dimensions where a single bridge cannot overlap.
 Forward AIS from the fitted proposal q (geometric path q^(1-β) p^β, HMC moves at every β) gives
 a stochastic lower bound on log Z; reverse AIS from the posterior draws back to q gives an
 (approximate, for MCMC draws) upper bound. log Z is the midpoint, and the standard error is half
-the larger of the gap between the bounds and their combined spread: when the annealing is long
-enough for the bounds to meet, the error bar shrinks with the spread; when it is not, the bar
-still spans both bounds.
+the gap between the bounds and their combined spread added in quadrature: when the annealing is
+long enough for the bounds to meet, the error bar shrinks with the spread; when it is not, the
+bar still spans both bounds.
 """
 
 from __future__ import annotations
@@ -32,8 +32,15 @@ from ..options import AnnealOptions
 
 def sandwich(lower: float, lower_se: float, upper: float, upper_se: float
              ) -> tuple[float, float]:
-    """Midpoint of a lower and an upper bound and an error bar covering both bounds' spread."""
-    return 0.5 * (lower + upper), 0.5 * max(math.hypot(lower_se, upper_se), abs(upper - lower))
+    """Midpoint of a lower and an upper bound and an error bar covering both bounds' spread.
+
+    The midpoint's error is its noise, 0.5 * hypot(lower_se, upper_se), plus a bias of at
+    most half the expected gap, which the observed gap estimates: the two are added in
+    quadrature. Taking the larger of them instead left the bias out where they were of a
+    size: on 88-D Gaussians (16 chains, 200 temperatures, benchmarks/bridge_carriers.py) ±2 se
+    covered 0.90 of 100 runs with the larger, 0.96 with the sum in quadrature."""
+    return 0.5 * (lower + upper), 0.5 * math.hypot(math.hypot(lower_se, upper_se),
+                                                    upper - lower)
 
 
 GAP_ALARM_Z = 3.0  # bounds this many combined se apart (either way) are not noise

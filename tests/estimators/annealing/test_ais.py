@@ -289,7 +289,8 @@ def test_gap_shrinks_as_temperatures_grow(tuning):
 
 
 def test_results_identical_for_one_and_two_workers(tuning):
-    kw = dict(n_chains=4, n_temps=40, seed=9, tuning=tuning)
+    # 20 chains: three blocks moved in lockstep (CHAIN_BLOCK), split over the workers
+    kw = dict(n_chains=20, n_temps=40, seed=9, tuning=tuning)
     a = ais(POST, BASE, n_workers=1, **kw)
     b = ais(POST, BASE, n_workers=2, backend="process", **kw)
     c = ais(POST, BASE, n_workers=2, backend="thread", **kw)
