@@ -27,7 +27,9 @@ the command's range; a run the budget stopped (``budget_stop`` set) is scored by
   observations of -log p(y_i | y_-i) (closed form). The budget leaves the first splits of the
   seeded order; the error bar is their Monte Carlo se.
 - ``ups``: ``evidence --method ups`` of normal_mean (N = 10; 4 chains x (1,000 + 1,000), 100
-  replicates); the reference is the exact log Z (y ~ N(0, sigma^2 I + prior_sd^2 11')).
+  replicates, or ``--replicates``: more widen the window of budgets that stop the replicates
+  rather than the tuning); the reference is the exact log Z (y ~ N(0, sigma^2 I + prior_sd^2
+  11')).
 """
 
 from __future__ import annotations
@@ -112,7 +114,7 @@ def exact_kfold(data: dict, fold_of: np.ndarray) -> float:
     return float(total)
 
 
-def setup(command: str) -> tuple[Any, Any]:
+def setup(command: str, replicates: int | None = None) -> tuple[Any, Any]:
     """The command's one run (seed, budget) -> row, and its reference note."""
     import stanlogz
     from stanlogz import NutsArgs, time_budget
@@ -168,7 +170,8 @@ def setup(command: str) -> tuple[Any, Any]:
 
         def one_ups(seed: int, budget: float) -> dict:
             with time_budget(budget):
-                r = stanlogz.evidence(model, method="ups", seed=seed)
+                r = stanlogz.evidence(model, method="ups", seed=seed,
+                                      **({"n_replicates": replicates} if replicates else {}))
             return {"est": r.log_z, "se": r.log_z_se, "ref": ref, "stop": r.budget_stop,
                     "done": int(r.detail.replicates.size)}
 
@@ -255,7 +258,7 @@ def budgeted_runs(one: Any, budgets: np.ndarray, minutes: float, out: str | None
 
 def run_command(args: argparse.Namespace) -> None:
     """Run ``args.runs`` budgeted runs of ``args.command`` and print the coverage table."""
-    one, note = setup(args.command)
+    one, note = setup(args.command, replicates=getattr(args, "replicates", None))
     print(f"{args.command}: reference {note}")
     lo, hi = args.budgets or BUDGETS[args.command]
     first = getattr(args, "first", 0)  # a later part: other seeds and budgets

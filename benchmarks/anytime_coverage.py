@@ -55,6 +55,8 @@ def main() -> None:
                     help="loo: regression.stan (t(5) noise, density-difference pass) or "
                     "latent_poisson_lower1.stan (a Poisson count with a normal latent each, "
                     "int<lower=1> N and an unused data array: the integrated pass)")
+    ap.add_argument("--replicates", type=int, default=None,
+                    help="ups: replicates asked (default: the method's 100)")
     ap.add_argument("--also", nargs="*", default=[],
                     help="loo: --out files of earlier parts, scored with this one")
     args = ap.parse_args()

@@ -85,3 +85,23 @@ def test_moving_in_turn_is_a_loop_over_the_chains():
     np.testing.assert_array_equal(info.n_evals, evals)
     # the generator is left where the loop leaves it
     assert rng_a.uniform() == rng_b.uniform()
+
+
+def test_ais_chains_in_a_block_are_the_chains_one_by_one(monkeypatch):
+    # Forward AIS from a wide base into the ball: chains that start outside it have weight 0
+    # and stop; the others anneal. A block of 8 must give each chain what a block of one
+    # (the loop before the lockstep) gives it, weights and end points alike.
+    from stanlogz.estimators.annealing import ais as ais_module
+
+    pool = 1.2 * np.random.default_rng(8).standard_normal((400, DIM))
+    base = FunctionTarget(DIM, lambda x: -0.5 * float(x @ x) / 1.44 - DIM * np.log(1.2)
+                          - 0.5 * DIM * np.log(2 * np.pi), lambda x: -x / 1.44)
+    kw = dict(base_draws=pool, n_chains=12, n_temps=30, seed=3, n_workers=1, hmc_steps=5)
+    blocked = ais_module.ais(TARGET, base, **kw)
+    monkeypatch.setattr(ais_module, "CHAIN_BLOCK", 1)
+    alone = ais_module.ais(TARGET, base, **kw)
+    np.testing.assert_array_equal(blocked.log_weights, alone.log_weights)
+    np.testing.assert_array_equal(blocked.final_positions, alone.final_positions)
+    assert blocked.n_evals == alone.n_evals
+    dead = ~np.isfinite(blocked.log_weights)
+    assert dead.any() and not dead.all()  # both kinds of chain were there
