@@ -9,7 +9,7 @@ On the prior path f_β = prior × likelihood^β, since the target is prior × li
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -17,6 +17,16 @@ from .._util import deadline
 from ..densities.target import Target, log_density_gradient_many
 from ..errors import InputError
 from . import hmc
+
+
+def _geometric(base: Any, target: Any, beta: float) -> Any:
+    """(1 − β) base + β target, exactly an endpoint's value at β = 0 or 1 (where the other
+    may be infinite)."""
+    if beta == 0.0:
+        return base
+    if beta == 1.0:
+        return target
+    return (1.0 - beta) * base + beta * target
 
 
 class PathPoint(NamedTuple):
@@ -30,19 +40,11 @@ class PathPoint(NamedTuple):
 
     def log_f(self, beta: float) -> float:
         """log f_β at this position."""
-        if beta == 0.0:
-            return self.log_base
-        if beta == 1.0:
-            return self.log_target
-        return (1.0 - beta) * self.log_base + beta * self.log_target
+        return _geometric(self.log_base, self.log_target, beta)
 
     def grad_f(self, beta: float) -> np.ndarray:
         """Gradient of log f_β at this position."""
-        if beta == 0.0:
-            return self.grad_base
-        if beta == 1.0:
-            return self.grad_target
-        return (1.0 - beta) * self.grad_base + beta * self.grad_target
+        return _geometric(self.grad_base, self.grad_target, beta)
 
     @property
     def log_ratio(self) -> float:
@@ -83,19 +85,11 @@ class PathBatch(NamedTuple):
 
     def log_f(self, beta: float) -> np.ndarray:
         """log f_β of every chain (as :meth:`PathPoint.log_f`)."""
-        if beta == 0.0:
-            return self.log_base
-        if beta == 1.0:
-            return self.log_target
-        return (1.0 - beta) * self.log_base + beta * self.log_target
+        return _geometric(self.log_base, self.log_target, beta)
 
     def grad_f(self, beta: float) -> np.ndarray:
         """Gradients of log f_β (as :meth:`PathPoint.grad_f`)."""
-        if beta == 0.0:
-            return self.grad_base
-        if beta == 1.0:
-            return self.grad_target
-        return (1.0 - beta) * self.grad_base + beta * self.grad_target
+        return _geometric(self.grad_base, self.grad_target, beta)
 
     @property
     def log_ratio(self) -> np.ndarray:
