@@ -26,6 +26,8 @@ the command's range; a run the budget stopped (``budget_stop`` set) is scored by
   (300 + 300), 5,000 splits asked; the reference is the exact objective, the mean over the 10
   observations of -log p(y_i | y_-i) (closed form). The budget leaves the first splits of the
   seeded order; the error bar is their Monte Carlo se.
+- ``cv-t``: as ``cv`` on t_location.stan (Student-t(3) noise, one outlier; N = 10); the
+  reference is the objective by 1-D quadrature over mu.
 - ``ups``: ``evidence --method ups`` of normal_mean (N = 10; 4 chains x (1,000 + 1,000), 100
   replicates, or ``--replicates``: more widen the window of budgets that stop the replicates
   rather than the tuning); the reference is the exact log Z (y ~ N(0, sigma^2 I + prior_sd^2
@@ -48,7 +50,8 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "stan_models" / "examples"
 #: Budget ranges (seconds; the bridge's are step-clock seconds).
 BUDGETS = {"evidence": (1.5, 5.0), "bridge": (3.0, 12.0), "kfold": (0.8, 3.0),
-           "lfo": (0.3, 1.1), "lfo-exact": (0.15, 0.6), "cv": (1.0, 3.0), "ups": (4.0, 8.0)}
+           "lfo": (0.3, 1.1), "lfo-exact": (0.15, 0.6), "cv": (1.0, 3.0), "cv-t": (1.0, 3.0),
+           "ups": (4.0, 8.0)}
 
 
 def regression_log_z(x: np.ndarray, y: np.ndarray) -> float:
@@ -176,6 +179,37 @@ def setup(command: str, replicates: int | None = None) -> tuple[Any, Any]:
                     "done": int(r.detail.replicates.size)}
 
         return one_ups, f"exact log Z {ref:.6f}"
+    if command == "cv-t":
+        from scipy import integrate, stats
+
+        bench = ROOT / "stan_models" / "bench"
+        data = json.loads((bench / "t_location.data.json").read_text())
+        model = StanModel.from_file(bench / "t_location.stan", data)
+        y = np.array(data["y"], dtype=float)
+
+        def log_evidence(obs: np.ndarray) -> float:
+            """log of the integral over mu of N(mu | 0, 5²) prod t3(obs | mu, 1)."""
+            def f(mu: float, shift: float) -> float:
+                return math.exp(stats.norm.logpdf(mu, 0, 5)
+                                + stats.t.logpdf(obs, 3, mu, 1).sum() - shift)
+
+            mode = float(np.median(obs))
+            shift = math.log(f(mode, 0.0) or 1e-300)
+            val, _ = integrate.quad(f, -40, 40, args=(shift,), points=[mode], limit=400,
+                                    epsabs=0, epsrel=1e-11)
+            return math.log(val) + shift
+
+        full = log_evidence(y)
+        ref = -float(np.mean([full - log_evidence(np.delete(y, i)) for i in range(y.size)]))
+
+        def one_cv_t(seed: int, budget: float) -> dict:
+            with time_budget(budget):
+                r = stanlogz.cv(model, data, splits=5000, seed=seed, chains=2, warmup=300,
+                                n_draws=300)
+            return {"est": r.estimate, "se": r.estimate_mcse, "ref": ref,
+                    "stop": r.budget_stop, "done": int(r.replicates.size)}
+
+        return one_cv_t, f"leave-one-out objective by quadrature {ref:.6f}"
     if command == "cv":
         from scipy.stats import multivariate_normal
 

@@ -48,7 +48,8 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=15.0, help="stop after this wall time")
     ap.add_argument("--out", default=None, help="JSON lines of every run")
     ap.add_argument("--command", default="loo",
-                    choices=("loo", "evidence", "bridge", "kfold", "lfo", "lfo-exact", "cv", "ups"))
+                    choices=("loo", "evidence", "bridge", "kfold", "lfo", "lfo-exact", "cv", "cv-t",
+                             "ups"))
     ap.add_argument("--first", type=int, default=0,
                     help="first run's index (another part of a command's runs)")
     ap.add_argument("--program", default="regression", choices=("regression", "latent"),
