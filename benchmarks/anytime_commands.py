@@ -202,14 +202,7 @@ def setup(command: str, replicates: int | None = None) -> tuple[Any, Any]:
         full = log_evidence(y)
         ref = -float(np.mean([full - log_evidence(np.delete(y, i)) for i in range(y.size)]))
 
-        def one_cv_t(seed: int, budget: float) -> dict:
-            with time_budget(budget):
-                r = stanlogz.cv(model, data, splits=5000, seed=seed, chains=2, warmup=300,
-                                n_draws=300)
-            return {"est": r.estimate, "se": r.estimate_mcse, "ref": ref,
-                    "stop": r.budget_stop, "done": int(r.replicates.size)}
-
-        return one_cv_t, f"leave-one-out objective by quadrature {ref:.6f}"
+        return _cv_run(model, data, ref), f"leave-one-out objective by quadrature {ref:.6f}"
     if command == "cv":
         from scipy.stats import multivariate_normal
 
@@ -222,14 +215,7 @@ def setup(command: str, replicates: int | None = None) -> tuple[Any, Any]:
             - multivariate_normal(np.zeros(y.size - 1), np.delete(np.delete(cov, i, 0), i, 1))
             .logpdf(np.delete(y, i)) for i in range(y.size)]))
 
-        def one_cv(seed: int, budget: float) -> dict:
-            with time_budget(budget):
-                r = stanlogz.cv(model, data, splits=5000, seed=seed, chains=2, warmup=300,
-                                n_draws=300)
-            return {"est": r.estimate, "se": r.estimate_mcse, "ref": ref,
-                    "stop": r.budget_stop, "done": int(r.replicates.size)}
-
-        return one_cv, f"exact leave-one-out objective {ref:.6f}"
+        return _cv_run(model, data, ref), f"exact leave-one-out objective {ref:.6f}"
     from stanlogz.crossval.refit.lfo import lfo
 
     data = json.loads((EXAMPLES / "ar_nig.data.json").read_text())
@@ -261,6 +247,22 @@ def setup(command: str, replicates: int | None = None) -> tuple[Any, Any]:
         return {"est": r.elpd, "se": se, "ref": full.elpd, "stop": stop}
 
     return one, f"unbudgeted PSIS-LFO {full.elpd:.4f} (mcse {full.mcse:.4f})"
+
+
+def _cv_run(model: Any, data: dict, ref: float) -> Any:
+    """One budgeted ``cv`` run of ``model`` (2 chains x (300 + 300), 5,000 splits asked)
+    against the reference objective ``ref``."""
+    import stanlogz
+    from stanlogz import time_budget
+
+    def one_cv(seed: int, budget: float) -> dict:
+        with time_budget(budget):
+            r = stanlogz.cv(model, data, splits=5000, seed=seed, chains=2, warmup=300,
+                            n_draws=300)
+        return {"est": r.estimate, "se": r.estimate_mcse, "ref": ref,
+                "stop": r.budget_stop, "done": int(r.replicates.size)}
+
+    return one_cv
 
 
 def budgeted_runs(one: Any, budgets: np.ndarray, minutes: float, out: str | None,
