@@ -69,11 +69,6 @@ class PathBatch(NamedTuple):
         return cls(*(np.array([getattr(p, f) for p in points], dtype=float)
                      for f in cls._fields))
 
-    def point(self, k: int) -> PathPoint:
-        """Chain ``k``'s point."""
-        return PathPoint(self.position[k], float(self.log_base[k]), self.grad_base[k],
-                         float(self.log_target[k]), self.grad_target[k])
-
     def rows(self, idx: np.ndarray) -> PathBatch:
         """The chains ``idx`` (copies)."""
         return PathBatch(*(a[idx] for a in self))
@@ -301,7 +296,9 @@ def annealed_transitions(
     """:func:`annealed_transition` of every chain of ``batch`` in lockstep, each with its row of
     ``noise`` and ``log_u`` (:func:`~stanlogz.mcmc.hmc.draw_randomness`): one batched density
     call per leapfrog step. Returns the new batch and the per-chain info (with evaluations)."""
-    last = PathBatch(*(a.copy() for a in batch))
+    # each chain's last evaluation; only accepted chains' rows are read, and those were all
+    # evaluated
+    last = PathBatch(*(np.empty_like(a) for a in batch))
 
     def many(xs: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ev = path.evaluate_many(xs)
