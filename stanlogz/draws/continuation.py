@@ -150,9 +150,9 @@ def refit_draws(train: StanProgram, settings: NutsArgs, *, seed: int | None,
 
     Warm (``warm`` given and :meth:`WarmStart.fits` ``train``): chain c starts at the full fit's
     last draw of chain c (cycled when the chain counts differ), passed as constrained inits,
-    with at most :data:`WARM_REFIT_WARMUP` warmup iterations; the interpreted backend also
-    starts from the full fit's adapted step size and inverse metric (the compiled sampler
-    adapts its metric from the unit one). Cold otherwise (``settings`` as they are), and when
+    with at most :data:`WARM_REFIT_WARMUP` warmup iterations, from the full fit's adapted
+    step size (the chains' median) and inverse metrics (Stan's adaptation windows then run
+    from these, not from the unit metric). Cold otherwise (``settings`` as they are), and when
     the warm inits fail to initialize (a constraint that depends on the data)."""
     if warm is None or not warm.fits(train):
         return sample(train, settings, seed=seed, progress=progress), False
@@ -169,11 +169,9 @@ def refit_draws(train: StanProgram, settings: NutsArgs, *, seed: int | None,
 
 
 def _takes_metric(model: StanProgram) -> bool:
-    """Whether ``model``'s NUTS starts from a given step size and metric (the
-    interpreter's)."""
-    from ..stan.interpreted import InterpretedModel
-
-    return isinstance(model, InterpretedModel)
+    """Whether ``model``'s NUTS starts from a given step size and metric (the interpreter's,
+    and a compiled library with ``slz_nuts_run``)."""
+    return bool(getattr(model, "nuts_takes_warm", False))
 
 
 def warm_refit_share(draws: Draws) -> float:

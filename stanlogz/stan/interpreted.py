@@ -119,6 +119,7 @@ class InterpretedModel(StanModel):
         self._ptr = ptr
         self._dim = int(self._lib.bs_param_unc_num(ptr))
         self._has_nuts = False
+        self.nuts_takes_warm = True  # stanli starts from a given step size and metric
         self._has_many = False
         self._local = threading.local()
         self._full: StanModel | None = None  # the constants-kept program (propto=False)

@@ -78,6 +78,8 @@ class StanModel:
         self.name = name or self._lib.bs_name(ptr).decode().removesuffix("_model")
         self._dim = int(self._lib.bs_param_unc_num(ptr))
         self._has_nuts = hasattr(self._lib, "slz_nuts_ctl")
+        #: whether :meth:`nuts` takes ``warm=`` (a run's last draws, step sizes and metrics)
+        self.nuts_takes_warm = hasattr(self._lib, "slz_nuts_run")
         self._has_many = hasattr(self._lib, "slz_log_density_many")
         self._local = threading.local()
 

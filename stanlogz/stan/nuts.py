@@ -284,6 +284,7 @@ def run_nuts(
     save_warmup: bool = False,
     progress: Progress = None,
     reserve: float | None = None,
+    warm: Any = None,
     **overrides: Any,
 ) -> NutsOutput:
     """Stan's NUTS with diagonal-metric adaptation (CmdStan defaults), chains in parallel, on
@@ -308,6 +309,11 @@ def run_nuts(
     is estimated from the kept draws (as Stan regularizes its windows' variances). A run still
     in warmup that cannot end it in time raises
     :class:`~stanlogz._util.deadline.OverBudget` naming fewer iterations that fit.
+
+    ``warm`` (an object with ``step_size`` ``(n,)`` and ``inv_metric`` ``(n, dim)``, a run
+    of the same parameters) starts the adaptation from the median of its step sizes and chain
+    c from its inverse metric ``c % n`` instead of the unit metric; Stan's adaptation windows
+    still run over the ``warmup`` iterations. The chains' inits come from ``init``.
     """
     # a NutsArgs from a workflow arrives validated; only direct callers' keywords need it
     args = settings if isinstance(settings, NutsArgs) and not overrides else NutsArgs.of(
@@ -322,6 +328,7 @@ def run_nuts(
     seed = int_seed(seed)
     init_buffers = _init_jsons(init, chains)
     init_array = (ctypes.c_char_p * chains)(*init_buffers) if init_buffers else None
+    step_in, metric_in = _warm_start(model, warm, chains)
     rows = warmup + draws
     k = model.param_num(True, True)
     d = model._dim
@@ -337,11 +344,17 @@ def run_nuts(
     status: list[int] = []
 
     def run() -> None:
-        status.append(model._lib.slz_nuts_ctl(
+        inits = ctypes.cast(init_array, ctypes.c_void_p) if init_buffers else None
+        outs = (raw.ctypes.data, unc.ctypes.data, step.ctypes.data, inv_metric.ctypes.data,
+                iterations.ctypes.data, ctypes.byref(stop), ctypes.byref(err))
+        if metric_in is None and not model.nuts_takes_warm:  # a library of stanlogz 2
+            status.append(model._lib.slz_nuts_ctl(
+                model._ptr, chains, warmup, draws, seed, adapt_delta, max_treedepth,
+                init_radius, inits, *outs))
+            return
+        status.append(model._lib.slz_nuts_run(
             model._ptr, chains, warmup, draws, seed, adapt_delta, max_treedepth, init_radius,
-            ctypes.cast(init_array, ctypes.c_void_p) if init_buffers else None,
-            raw.ctypes.data, unc.ctypes.data, step.ctypes.data, inv_metric.ctypes.data,
-            iterations.ctypes.data, ctypes.byref(stop), ctypes.byref(err)))
+            inits, step_in, None if metric_in is None else metric_in.ctypes.data, *outs))
 
     start = time.perf_counter()
     bar = steps(progress, chains * rows, f"NUTS {model.name}", unit="it")
@@ -411,6 +424,25 @@ def run_nuts(
         seed=seed,
         budget_stop=budget_stop,
     )
+
+
+def _warm_start(model: StanProgram, warm: Any, chains: int) -> tuple[float, np.ndarray | None]:
+    """The step size (0.0: Stan's default) and ``(chains, dim)`` inverse metrics (None: the
+    unit one) a run starts from, from ``warm`` (see :func:`run_nuts`)."""
+    if warm is None:
+        return 0.0, None
+    if not model.nuts_takes_warm:
+        raise ToolchainError(f"{model.lib_path.name} was built by an older stanlogz and cannot "
+                             "start NUTS from a given metric; rebuild it")
+    step = np.asarray(warm.step_size, dtype=float).reshape(-1)
+    metric = np.asarray(warm.inv_metric, dtype=float)
+    if metric.ndim != 2 or metric.shape[1] != model._dim or step.size < 1 \
+            or not (np.all(np.isfinite(metric)) and np.all(metric > 0)) \
+            or not (np.all(np.isfinite(step)) and np.all(step > 0)):
+        raise InputError(f"warm start of {model.name}: need positive finite step sizes and "
+                         f"inverse metrics of shape (n, {model._dim}), got {metric.shape}")
+    rows = np.arange(chains) % metric.shape[0]
+    return float(np.median(step)), np.ascontiguousarray(metric[rows])
 
 
 def _metric_from_draws(unc: np.ndarray) -> np.ndarray:

@@ -594,10 +594,14 @@ class metric_capture : public stan::callbacks::structured_writer {
 // stop: NULL or a flag another thread may set to nonzero to stop all chains at their next
 //   iteration (read atomically).
 // Returns 0 ok, 1 initialization failed, 2 other failure, 3 stopped by the flag (err set).
-SLZ_EXPORT int slz_nuts_ctl(const bs_model* m, int chains, int warmup, int draws,
+// stepsize_in: the step size every chain starts from (<= 0: Stan's default, 1).
+// inv_metric_in: NULL, or chains x dim diagonal inverse metrics the chains start from (a
+//   warm-started run: Stan's adaptation windows still run, from these rather than the unit one).
+SLZ_EXPORT int slz_nuts_run(const bs_model* m, int chains, int warmup, int draws,
                             unsigned int seed, double adapt_delta, int max_treedepth,
-                            double init_radius, const char** init_jsons, double* draws_out,
-                            double* unc_out, double* stepsize_out, double* inv_metric_out,
+                            double init_radius, const char** init_jsons, double stepsize_in,
+                            const double* inv_metric_in, double* draws_out, double* unc_out,
+                            double* stepsize_out, double* inv_metric_out,
                             long long* iterations_out, const int* stop, char** err) {
   capture_logger logger;
   flag_interrupt interrupt(stop);
@@ -614,9 +618,18 @@ SLZ_EXPORT int slz_nuts_ctl(const bs_model* m, int chains, int warmup, int draws
         inits.emplace_back(std::make_unique<stan::io::empty_var_context>());
     }
     std::vector<std::unique_ptr<stan::io::var_context>> metrics;
-    for (int c = 0; c < chains; ++c)
-      metrics.emplace_back(std::make_unique<stan::io::array_var_context>(
-          stan::services::util::create_unit_e_diag_inv_metric(d)));
+    for (int c = 0; c < chains; ++c) {
+      if (inv_metric_in) {
+        std::vector<std::string> names{"inv_metric"};
+        std::vector<double> vals(inv_metric_in + c * d, inv_metric_in + (c + 1) * d);
+        std::vector<std::vector<size_t>> dims{{d}};
+        metrics.emplace_back(std::make_unique<stan::io::array_var_context>(names, vals, dims));
+      } else {
+        metrics.emplace_back(std::make_unique<stan::io::array_var_context>(
+            stan::services::util::create_unit_e_diag_inv_metric(d)));
+      }
+    }
+    const double stepsize = stepsize_in > 0 ? stepsize_in : 1.0;
     std::vector<stan::callbacks::writer> init_writers(chains);
     std::vector<block_writer> sample_writers, diag_writers;
     for (int c = 0; c < chains; ++c) {
@@ -627,7 +640,7 @@ SLZ_EXPORT int slz_nuts_ctl(const bs_model* m, int chains, int warmup, int draws
     std::vector<metric_capture> metric_writers(chains);
     stan::model::model_base& model = *m->model;
     int rc = stan::services::sample::hmc_nuts_diag_e_adapt(
-        model, chains, inits, metrics, seed, 1, init_radius, warmup, draws, 1, true, 0, 1.0,
+        model, chains, inits, metrics, seed, 1, init_radius, warmup, draws, 1, true, 0, stepsize,
         0.0, max_treedepth, adapt_delta, 0.05, 0.75, 10.0, 75, 50, 25, interrupt, logger,
         init_writers, sample_writers, diag_writers, metric_writers);
     std::string summary = logger.summary();
@@ -662,6 +675,17 @@ SLZ_EXPORT int slz_nuts_ctl(const bs_model* m, int chains, int warmup, int draws
     set_err(err, "unknown error in NUTS");
   }
   return 2;
+}
+
+// slz_nuts_run from Stan's default step size and the unit metric (the ABI of stanlogz 2).
+SLZ_EXPORT int slz_nuts_ctl(const bs_model* m, int chains, int warmup, int draws,
+                            unsigned int seed, double adapt_delta, int max_treedepth,
+                            double init_radius, const char** init_jsons, double* draws_out,
+                            double* unc_out, double* stepsize_out, double* inv_metric_out,
+                            long long* iterations_out, const int* stop, char** err) {
+  return slz_nuts_run(m, chains, warmup, draws, seed, adapt_delta, max_treedepth, init_radius,
+                      init_jsons, 0.0, nullptr, draws_out, unc_out, stepsize_out,
+                      inv_metric_out, iterations_out, stop, err);
 }
 
 // slz_nuts_ctl without progress counters or a stop flag (the ABI of stanlogz 1).

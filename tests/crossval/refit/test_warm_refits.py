@@ -102,6 +102,34 @@ def test_interpreted_warm_refit_takes_the_adapted_metric(monkeypatch) -> None:
 
 
 @pytest.mark.stan
+def test_compiled_warm_refit_takes_the_adapted_metric(compiled, monkeypatch) -> None:
+    """The compiled sampler starts a warm refit from the full fit's adapted step sizes and
+    inverse metrics too (deterministic): they reach the sampler, and with no warmup the run
+    keeps the metric it was given, chain c the full fit's chain c mod 2 (from the unit one
+    it would report ones)."""
+    data = _data("normal_mean")
+    m = compiled(EXAMPLES / "normal_mean.stan", data)
+    assert m.nuts_takes_warm
+    full = sample(m, chains=2, warmup=200, draws=200, seed=1)
+    seen: list[object] = []
+    real = continuation.sample
+    monkeypatch.setattr(continuation, "sample",
+                        lambda *a, **kw: seen.append(kw.get("warm")) or real(*a, **kw))
+    train = m.with_data(dict(data, N=9, y=data["y"][:9]))
+    d, warm = refit_draws(train, NutsArgs(chains=2, warmup=200, draws=100), seed=3,
+                          warm=WarmStart.of(m, full))
+    assert warm and d.unconstrained.shape == (2, 100, 1)
+    assert np.array_equal(seen[0].step_size, full.step_size)
+    assert np.array_equal(seen[0].inv_metric, full.inv_metric)
+    given = SimpleNamespace(step_size=np.array([0.9, 1.1]), inv_metric=np.array([[0.25], [4.0]]))
+    out = train.nuts(NutsArgs(chains=3, warmup=0, draws=20), seed=4, warm=given)
+    assert np.array_equal(out.inv_metric, [[0.25], [4.0], [0.25]])
+    with pytest.raises(InputError, match="warm start"):
+        train.nuts(NutsArgs(chains=2, warmup=0, draws=20), seed=4,
+                   warm=SimpleNamespace(step_size=np.ones(2), inv_metric=np.zeros((2, 1))))
+
+
+@pytest.mark.stan
 def test_latents_per_observation_refit_cold(compiled, monkeypatch) -> None:
     """Eight schools without school 3 loses that school's latent: the parameters differ, so
     the refit runs cold at the given settings (no inits, full warmup)."""
