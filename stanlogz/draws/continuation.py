@@ -22,11 +22,23 @@ CONTINUATION_WARMUP = 150
 
 #: warmup iterations of a warm-started refit (:func:`refit_draws`), when the refit's settings
 #: ask for more: its chains start at the full-data fit's last draws, inside (or next to) the
-#: training posterior's typical set, so the first phase of a cold warmup (finding it) is not
-#: needed. Stan's windows fit exactly in 150 iterations (75 step-size iterations, one 25-draw
-#: metric window, 50 final step-size iterations); the bias this leaves against cold refits
-#: and the cost it saves: docs/features/warm-refits.md (benchmarks/warm_refits.py).
-WARM_REFIT_WARMUP = CONTINUATION_WARMUP
+#: training posterior's typical set, with its step size and metric, so the first phase of a
+#: cold warmup (finding it) is not needed. The windows are :func:`warm_windows`' (50
+#: step-size iterations, one 200-draw metric window, 50 final ones); the bias this leaves
+#: against cold refits and the cost it saves: docs/features/warm-refits.md
+#: (benchmarks/warm_refits.py).
+WARM_REFIT_WARMUP = 300
+
+
+def warm_windows(warmup: int) -> tuple[int, int, int]:
+    """Stan's adaptation windows (init buffer, term buffer, metric window) for a warm start of
+    ``warmup`` iterations: a sixth each for the step size before and after one metric window
+    of the rest. A chain that starts in the typical set with an adapted metric needs no long
+    first buffer; the metric window's draws are what the sampling runs on, and CmdStan's 25
+    left the roaches Poisson's refits at a third of its step size (benchmarks/warm_refits.py
+    warmup)."""
+    buffer = max(int(warmup) // 6, 1)
+    return buffer, buffer, max(int(warmup) - 2 * buffer, 1)
 
 
 def init_from_unconstrained(model: StanProgram, x: np.ndarray) -> dict[str, Any]:
@@ -53,14 +65,17 @@ def extend_draws(model: StanProgram, draws: Draws, n_more: int, settings: NutsAr
                  seed: int | None = None, warmup: int = CONTINUATION_WARMUP,
                  progress: Any = None) -> Draws:
     """``draws`` with ``n_more`` further draws per chain from NUTS chains started at each chain's
-    last draw (``warmup`` iterations re-adapt step size and metric first; the other sampler
-    settings, e.g. ``adapt_delta``, come from ``settings``). The cost fields add up;
+    last draw (``warmup`` iterations re-adapt step size and metric first, from the draws' own
+    where they carry them and the sampler takes them; the other sampler settings, e.g.
+    ``adapt_delta``, come from ``settings``). The cost fields add up;
     ``sampling_cost_known`` stays what it was for the first draws."""
     if n_more < 1:
         raise InputError(f"need at least one more draw per chain, got {n_more}")
     inits = [init_from_unconstrained(model, x) for x in draws.unconstrained[:, -1]]
     nuts = NutsArgs.of(settings, chains=draws.n_chains, warmup=warmup, draws=int(n_more))
-    more = sample(model, nuts, seed=seed, init=inits, progress=progress)
+    start = WarmStart.adapted(draws, warmup)
+    more = sample(model, nuts, seed=seed, init=inits, progress=progress,
+                  warm=start if start is not None and _takes_metric(model) else None)
     constrained = None
     if draws.constrained is not None and more.constrained is not None \
             and draws.constrained.shape[2] == more.constrained.shape[2]:
@@ -111,21 +126,32 @@ class WarmStart:
         x = np.asarray(x, dtype=float)
         if x.ndim != 3 or x.shape[1] < 1 or x.shape[2] != model.dim:
             return None
-        step = getattr(draws, "step_size", None)
-        metric = getattr(draws, "inv_metric", None)
-        known = (step is not None and metric is not None
-                 and np.shape(metric) == (x.shape[0], x.shape[2])
-                 and np.size(step) == x.shape[0]
-                 and bool(np.all(np.isfinite(metric)) and np.all(np.asarray(metric) > 0))
-                 and bool(np.all(np.isfinite(step)) and np.all(np.asarray(step) > 0)))
+        adapted = cls.adapted(draws, 0) if hasattr(draws, "unconstrained") else None
         last = np.ascontiguousarray(x[:, -1])
         try:
             inits = tuple(init_from_unconstrained(model, row) for row in last)
         except (InputError, ValueError, KeyError, IndexError):
             return None
         return cls(tuple(model.param_unc_names()), inits, last,
-                   np.asarray(step, dtype=float).reshape(-1) if known else None,
-                   np.asarray(metric, dtype=float) if known else None)
+                   *((adapted.step_size, adapted.inv_metric) if adapted else (None, None)))
+
+    @staticmethod
+    def adapted(draws: Any, warmup: int) -> _Adapted | None:
+        """The last draws, step sizes and inverse metrics of ``draws`` (a :class:`Draws`), with
+        the adaptation windows of a warm start of ``warmup`` iterations, or None where it
+        carries no positive finite ones of its chains' shape."""
+        x = np.asarray(draws.unconstrained, dtype=float)
+        step = getattr(draws, "step_size", None)
+        metric = getattr(draws, "inv_metric", None)
+        if step is None or metric is None or x.ndim != 3 or x.shape[1] < 1 \
+                or np.shape(metric) != (x.shape[0], x.shape[2]) or np.size(step) != x.shape[0]:
+            return None
+        step = np.asarray(step, dtype=float).reshape(-1)
+        metric = np.asarray(metric, dtype=float)
+        if not (np.all(np.isfinite(metric)) and np.all(metric > 0)
+                and np.all(np.isfinite(step)) and np.all(step > 0)):
+            return None
+        return _Adapted(np.ascontiguousarray(x[:, -1:]), step, metric, warm_windows(warmup))
 
     def fits(self, train: StanProgram) -> bool:
         """Whether ``train`` has the same unconstrained parameters as the full program (a
@@ -136,11 +162,13 @@ class WarmStart:
 
 @dataclass(frozen=True)
 class _Adapted:
-    """The interpreter's ``warm=`` argument: last draws, step sizes and inverse metrics."""
+    """NUTS's ``warm=`` argument: last draws, step sizes, inverse metrics and the adaptation
+    windows (:func:`warm_windows`; the compiled sampler's: the interpreter keeps CmdStan's)."""
 
     unconstrained: np.ndarray
     step_size: np.ndarray
     inv_metric: np.ndarray
+    windows: tuple[int, int, int] | None = None
 
 
 def refit_draws(train: StanProgram, settings: NutsArgs, *, seed: int | None,
@@ -160,7 +188,8 @@ def refit_draws(train: StanProgram, settings: NutsArgs, *, seed: int | None,
     nuts = settings.replace(warmup=min(settings.warmup, WARM_REFIT_WARMUP))
     adapted = None
     if warm.step_size is not None and warm.inv_metric is not None and _takes_metric(train):
-        adapted = _Adapted(warm.last[:, None, :], warm.step_size, warm.inv_metric)
+        adapted = _Adapted(warm.last[:, None, :], warm.step_size, warm.inv_metric,
+                           warm_windows(nuts.warmup))
     try:
         return sample(train, nuts, seed=seed, init=inits, progress=progress,
                       warm=adapted), True

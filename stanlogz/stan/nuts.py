@@ -314,6 +314,8 @@ def run_nuts(
     of the same parameters) starts the adaptation from the median of its step sizes and chain
     c from its inverse metric ``c % n`` instead of the unit metric; Stan's adaptation windows
     still run over the ``warmup`` iterations. The chains' inits come from ``init``.
+    Its ``windows`` attribute, where it has one (init buffer, term buffer, first metric
+    window), replaces CmdStan's 75, 50, 25.
     """
     # a NutsArgs from a workflow arrives validated; only direct callers' keywords need it
     args = settings if isinstance(settings, NutsArgs) and not overrides else NutsArgs.of(
@@ -329,6 +331,8 @@ def run_nuts(
     init_buffers = _init_jsons(init, chains)
     init_array = (ctypes.c_char_p * chains)(*init_buffers) if init_buffers else None
     step_in, metric_in = _warm_start(model, warm, chains)
+    windows = getattr(warm, "windows", None)
+    windows_in = None if windows is None else (ctypes.c_int * 3)(*(int(w) for w in windows))
     rows = warmup + draws
     k = model.param_num(True, True)
     d = model._dim
@@ -347,14 +351,16 @@ def run_nuts(
         inits = ctypes.cast(init_array, ctypes.c_void_p) if init_buffers else None
         outs = (raw.ctypes.data, unc.ctypes.data, step.ctypes.data, inv_metric.ctypes.data,
                 iterations.ctypes.data, ctypes.byref(stop), ctypes.byref(err))
-        if metric_in is None and not model.nuts_takes_warm:  # a library of stanlogz 2
+        if metric_in is None and windows_in is None and not model.nuts_takes_warm:
+            # a library of stanlogz 2
             status.append(model._lib.slz_nuts_ctl(
                 model._ptr, chains, warmup, draws, seed, adapt_delta, max_treedepth,
                 init_radius, inits, *outs))
             return
         status.append(model._lib.slz_nuts_run(
             model._ptr, chains, warmup, draws, seed, adapt_delta, max_treedepth, init_radius,
-            inits, step_in, None if metric_in is None else metric_in.ctypes.data, *outs))
+            inits, step_in, None if metric_in is None else metric_in.ctypes.data,
+            windows_in, *outs))
 
     start = time.perf_counter()
     bar = steps(progress, chains * rows, f"NUTS {model.name}", unit="it")

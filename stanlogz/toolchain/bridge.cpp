@@ -597,10 +597,12 @@ class metric_capture : public stan::callbacks::structured_writer {
 // stepsize_in: the step size every chain starts from (<= 0: Stan's default, 1).
 // inv_metric_in: NULL, or chains x dim diagonal inverse metrics the chains start from (a
 //   warm-started run: Stan's adaptation windows still run, from these rather than the unit one).
+// windows: NULL (CmdStan's 75, 50, 25), or Stan's init_buffer, term_buffer and window.
 SLZ_EXPORT int slz_nuts_run(const bs_model* m, int chains, int warmup, int draws,
                             unsigned int seed, double adapt_delta, int max_treedepth,
                             double init_radius, const char** init_jsons, double stepsize_in,
-                            const double* inv_metric_in, double* draws_out, double* unc_out,
+                            const double* inv_metric_in, const int* windows,
+                            double* draws_out, double* unc_out,
                             double* stepsize_out, double* inv_metric_out,
                             long long* iterations_out, const int* stop, char** err) {
   capture_logger logger;
@@ -630,6 +632,9 @@ SLZ_EXPORT int slz_nuts_run(const bs_model* m, int chains, int warmup, int draws
       }
     }
     const double stepsize = stepsize_in > 0 ? stepsize_in : 1.0;
+    const unsigned int init_buffer = windows ? windows[0] : 75;
+    const unsigned int term_buffer = windows ? windows[1] : 50;
+    const unsigned int window = windows ? windows[2] : 25;
     std::vector<stan::callbacks::writer> init_writers(chains);
     std::vector<block_writer> sample_writers, diag_writers;
     for (int c = 0; c < chains; ++c) {
@@ -641,7 +646,8 @@ SLZ_EXPORT int slz_nuts_run(const bs_model* m, int chains, int warmup, int draws
     stan::model::model_base& model = *m->model;
     int rc = stan::services::sample::hmc_nuts_diag_e_adapt(
         model, chains, inits, metrics, seed, 1, init_radius, warmup, draws, 1, true, 0, stepsize,
-        0.0, max_treedepth, adapt_delta, 0.05, 0.75, 10.0, 75, 50, 25, interrupt, logger,
+        0.0, max_treedepth, adapt_delta, 0.05, 0.75, 10.0, init_buffer, term_buffer, window,
+        interrupt, logger,
         init_writers, sample_writers, diag_writers, metric_writers);
     std::string summary = logger.summary();
     if (rc != 0 && interrupt.requested()) {
@@ -684,7 +690,7 @@ SLZ_EXPORT int slz_nuts_ctl(const bs_model* m, int chains, int warmup, int draws
                             double* unc_out, double* stepsize_out, double* inv_metric_out,
                             long long* iterations_out, const int* stop, char** err) {
   return slz_nuts_run(m, chains, warmup, draws, seed, adapt_delta, max_treedepth, init_radius,
-                      init_jsons, 0.0, nullptr, draws_out, unc_out, stepsize_out,
+                      init_jsons, 0.0, nullptr, nullptr, draws_out, unc_out, stepsize_out,
                       inv_metric_out, iterations_out, stop, err);
 }
 

@@ -62,9 +62,9 @@ def test_warm_refit_is_warm_and_lands_on_the_closed_form(compiled, monkeypatch) 
     obs = find_observations(data)
     full = sample(m, chains=2, warmup=300, draws=500, seed=1)
     spy = _Spy(monkeypatch)
-    warm = heldout_elpd(m, data, obs, [9], full_draws=full, seed=2, warmup=300, draws=500)
+    warm = heldout_elpd(m, data, obs, [9], full_draws=full, seed=2, warmup=700, draws=500)
     (settings, init), = spy.calls
-    assert warm.warm and settings.warmup == min(300, WARM_REFIT_WARMUP)
+    assert warm.warm and settings.warmup == min(700, WARM_REFIT_WARMUP) < 700
     # four refit chains from the two full-fit chains: chain c starts at chain c mod 2's last
     assert np.allclose([float(i["mu"]) for i in init], full.unconstrained[[0, 1, 0, 1], -1, 0],
                        atol=1e-12)
@@ -72,10 +72,10 @@ def test_warm_refit_is_warm_and_lands_on_the_closed_form(compiled, monkeypatch) 
     prec = 1 / data["prior_sd"] ** 2 + 9  # the posterior of mu given y_1..y_9 (sigma = 1)
     truth = stats.norm(y[:9].sum() / prec, np.sqrt(1 + 1 / prec)).logpdf(y[9])
     assert abs(warm.elpd - truth) < Z * warm.mcse, (warm.elpd, truth, warm.mcse)
-    cold = heldout_elpd(m, data, obs, [9], full_draws=full, seed=2, warmup=300, draws=500,
+    cold = heldout_elpd(m, data, obs, [9], full_draws=full, seed=2, warmup=700, draws=500,
                         warm_refits=False)
     assert not cold.warm and len(spy.calls) == 1  # sampled as before, not through refit_draws
-    # 2 x 150 warmup iterations near the posterior instead of 2 x 300 from random inits
+    # 2 x 300 warmup iterations near the posterior instead of 2 x 700 from random inits
     assert warm.n_gradient_evals < cold.n_gradient_evals
 
 
@@ -121,6 +121,11 @@ def test_compiled_warm_refit_takes_the_adapted_metric(compiled, monkeypatch) -> 
     assert warm and d.unconstrained.shape == (2, 100, 1)
     assert np.array_equal(seen[0].step_size, full.step_size)
     assert np.array_equal(seen[0].inv_metric, full.inv_metric)
+    # chains continued to a precision target re-adapt from their own step sizes and metrics
+    more = continuation.extend_draws(train, d, 10, seed=5)
+    assert more.n_draws == 110
+    assert np.array_equal(seen[1].step_size, d.step_size)
+    assert np.array_equal(seen[1].inv_metric, d.inv_metric)
     given = SimpleNamespace(step_size=np.array([0.9, 1.1]), inv_metric=np.array([[0.25], [4.0]]))
     out = train.nuts(NutsArgs(chains=3, warmup=0, draws=20), seed=4, warm=given)
     assert np.array_equal(out.inv_metric, [[0.25], [4.0], [0.25]])
