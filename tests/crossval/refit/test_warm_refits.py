@@ -203,13 +203,13 @@ def test_warm_start_of_and_fits() -> None:
 
 
 def test_warm_refit_seconds_is_the_kept_steps_share() -> None:
-    """A fit of 10 s with 3,000 gradients of which the 2 x 100 kept draws took 1,000: a warm
-    refit repeats the kept steps with 150 more iterations at their rate, 1000 x 2.5 / 3000 of
-    the 10 s."""
-    d = Draws(unconstrained=np.zeros((2, 100, 1)), seconds=10.0, n_gradient_evals=3000,
-              sampling_cost_known=True, sampler={"n_leapfrog__": np.full((2, 100), 5.0)})
-    assert warm_refit_seconds(d) == pytest.approx(10.0 * 1000 * (1 + WARM_REFIT_WARMUP / 100)
-                                                  / 3000)
+    """A fit of 10 s with 20,000 gradients of which the 2 x 400 kept draws took 4,000: a warm
+    refit repeats the kept steps with WARM_REFIT_WARMUP (300) more iterations at their rate,
+    4000 x 1.75 / 20000 of the 10 s."""
+    d = Draws(unconstrained=np.zeros((2, 400, 1)), seconds=10.0, n_gradient_evals=20000,
+              sampling_cost_known=True, sampler={"n_leapfrog__": np.full((2, 400), 5.0)})
+    assert warm_refit_seconds(d) == pytest.approx(10.0 * 4000 * (1 + WARM_REFIT_WARMUP / 400)
+                                                  / 20000) == pytest.approx(3.5)
     d.sampling_cost_known = False  # given draws: their cost unknown, the full fit's seconds
     assert warm_refit_seconds(d) == 10.0
 
