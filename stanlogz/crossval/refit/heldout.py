@@ -350,7 +350,8 @@ def heldout_elpd(
         if not extra.size:  # the full draws join as a second proposal (mixture IS)
             sides.append(_Side(flat_f, lp_t_at_f, lp_f_at_f, xf.shape[:2]))
         pw = None if extra.size else _factorized(full, data, observations, v, flat_f,
-                                                 lp_f_at_f - lp_t_at_f)
+                                                 lp_f_at_f - lp_t_at_f,
+                                                 getattr(full_evidence, "once", None))
         if pw is None:  # every T ∪ {i} evaluated whole: a density of N terms per value
             inst = [model.with_data(observations.subset(data, np.union1d(keep, [i])))
                     for i in v]
@@ -644,17 +645,36 @@ def _pointwise(inst: list[Any], pos: list[np.ndarray], extra: np.ndarray,
 
 class SharedEvidence:
     """The full program's gbs log Z from the draws shared by all splits, computed once (the
-    first split that needs it; thread-safe) with one seed."""
+    first split that needs it; thread-safe) with one seed; and :meth:`once`, other checks of
+    the full program at those draws that every split would repeat."""
 
     def __init__(self, seed: int | None) -> None:
         self.seed, self.result, self._lock = seed, None, threading.Lock()
+        self._done: dict[Any, BaseException | None] = {}
+        self._once_lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
-        # sent to a cluster: each worker fits once with the same seed (the same value)
+        # sent to a cluster: each worker fits once with the same seed (the same value), and
+        # runs the checks of :meth:`once` once
         return {"seed": self.seed, "result": self.result}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.seed, self.result, self._lock = state["seed"], state["result"], threading.Lock()
+        self._done, self._once_lock = {}, threading.Lock()
+
+    def once(self, key: Any, check: Callable[[], None]) -> None:
+        """Run ``check`` (which returns nothing or raises) the first time ``key`` is asked
+        for; later calls with that key raise what it raised, or return (thread-safe)."""
+        with self._once_lock:
+            if key not in self._done:
+                try:
+                    check()
+                    self._done[key] = None
+                except StanlogzError as exc:
+                    self._done[key] = exc
+            failed = self._done[key]
+        if failed is not None:
+            raise failed
 
     def __call__(self, full: StanProgram, xf: np.ndarray) -> tuple[Any, bool]:
         """The shared estimate, and whether this call computed it (its cost counts once)."""
@@ -702,17 +722,26 @@ def _draws(model: StanProgram, given: Any, nuts: NutsArgs, seed: int | None,
 
 
 def _factorized(full: StanProgram, data: Mapping[str, Any], observations: Observations,
-                v: np.ndarray, flat_f: np.ndarray, lp_diff: np.ndarray
+                v: np.ndarray, flat_f: np.ndarray, lp_diff: np.ndarray,
+                once: Callable[[Any, Callable[[], None]], None] | None = None
                 ) -> PointwiseLogLik | None:
     """The density-difference source of log p(y_i | θ) (loo's, O(1) per value) where it is
     the held-out observations' term of the program: its check passes at 3 full-data draws
     (the N terms sum to the full-data difference, the constraints do not depend on the data)
-    and there the terms of V sum to ``lp_diff`` = log p̃_full − log p̃_T. None otherwise."""
+    and there the terms of V sum to ``lp_diff`` = log p̃_full − log p̃_T. None otherwise.
+    ``once`` (:meth:`SharedEvidence.once`) runs the check, the same for every split of one
+    program, data set and full draws, for the first split only (N instances of the program:
+    a fifth of roaches' K-fold)."""
     rows = np.unique(np.linspace(0, len(flat_f) - 1, 3).astype(int))
     try:
         pw = PointwiseLogLik(full, data, observations, "difference")
-        pw.check(flat_f[rows])
-        got = pw.columns(v, flat_f[rows]).sum(axis=1)
+        at = flat_f[rows]
+        if once is None:
+            pw.check(at)
+        else:
+            once(("pointwise check", at.tobytes()), lambda: pw.check(at))
+            pw.checked = True
+        got = pw.columns(v, at).sum(axis=1)
     except StanlogzError:
         return None
     want = lp_diff[rows]

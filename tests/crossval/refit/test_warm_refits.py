@@ -247,6 +247,57 @@ def test_factorized_pointwise_terms_equal_the_whole_instances(compiled, monkeypa
     assert fast.elpd_i_mcse == pytest.approx(whole.elpd_i_mcse, rel=1e-6)
 
 
+@pytest.mark.stan
+def test_splits_check_the_factorization_once(compiled, monkeypatch) -> None:
+    """The check that the density difference is each observation's term (N instances of the
+    program at 3 full-data draws) runs for the first of the splits that share the full
+    draws; the others reuse its verdict, and their values are those of running it in every
+    split (same seeds: deterministic)."""
+    from stanlogz.crossval.observations.pointwise import PointwiseLogLik
+    from stanlogz.crossval.refit import heldout
+
+    d = _data("hier_regression")
+    m = compiled(EXAMPLES / "hier_regression.stan", d)
+    obs = find_observations(d)
+    full = sample(m, chains=2, warmup=200, draws=300, seed=8)
+    sets = [[0, 7, 20], [1, 8, 21], [2, 9, 22]]
+    kw = dict(full_draws=full, seed=9, chains=2, warmup=200, draws=300)
+    calls: list[int] = []
+    real = PointwiseLogLik.check
+    monkeypatch.setattr(PointwiseLogLik, "check",
+                        lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    once = heldout.heldout_many(m, d, obs, sets, **kw)
+    assert len(calls) == 1
+    monkeypatch.setattr(heldout.SharedEvidence, "once", lambda self, key, check: check())
+    every = heldout.heldout_many(m, d, obs, sets, **kw)
+    assert len(calls) == 1 + len(sets)
+    for a, b in zip(once, every, strict=True):
+        assert np.array_equal(a.elpd_i, b.elpd_i) and a.elpd == b.elpd
+
+
+def test_shared_once_remembers_a_failed_check() -> None:
+    """SharedEvidence.once runs a check once per key: a pass returns and a refusal is raised
+    again, without running the check again; another key runs its own."""
+    import pickle
+
+    from stanlogz.crossval.refit.heldout import SharedEvidence
+
+    shared, runs = SharedEvidence(1), []
+
+    def bad() -> None:
+        runs.append("bad")
+        raise InputError("not pointwise")
+
+    for _ in range(2):
+        with pytest.raises(InputError, match="not pointwise"):
+            shared.once("a", bad)
+        shared.once("b", lambda: runs.append("good"))
+    assert runs == ["bad", "good"]
+    fresh = pickle.loads(pickle.dumps(shared))  # a cluster worker runs its checks itself
+    fresh.once("b", lambda: runs.append("good"))
+    assert runs == ["bad", "good", "good"]
+
+
 def test_cli_cold_refits_flag(monkeypatch, capsys) -> None:
     """`stanlogz kfold` asks for warm refits by default and cold ones with --cold-refits, and
     passes --mcse on as the target (the API call is stubbed: no sampling)."""
