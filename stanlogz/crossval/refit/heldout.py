@@ -193,7 +193,8 @@ def heldout_elpd(
         Called with one line of text per step.
     full_evidence : callable, optional
         ``full_evidence(full, draws) -> (log Z, ...)`` shared between splits (from
-        :func:`heldout_many`).
+        :func:`heldout_many`: a :class:`SharedEvidence`, whose ``once`` also runs the
+        check of the density-difference terms once for all splits).
     warm_refits : bool, default True
         Start the training refit from the full fit
         (:func:`~stanlogz.draws.continuation.refit_draws`: its last draws, a short warmup)
