@@ -16,29 +16,31 @@ from ..stan.settings import NutsArgs
 from .core import Draws
 from .sample import sample
 
-#: warmup iterations of a continued chain: it starts in the typical set, so only the step size
-#: and metric need re-adapting (Stan's adaptation windows fit in 150 iterations)
+#: warmup iterations of a continued chain whose draws carry no adapted metric (or whose
+#: sampler takes none): it starts in the typical set, so only the step size and metric need
+#: re-adapting, from the unit metric (Stan's adaptation windows fit in 150 iterations)
 CONTINUATION_WARMUP = 150
 
-#: warmup iterations of a warm-started refit (:func:`refit_draws`), when the refit's settings
-#: ask for more: its chains start at the full-data fit's last draws, inside (or next to) the
-#: training posterior's typical set, with its step size and metric, so the first phase of a
-#: cold warmup (finding it) is not needed. The windows are :func:`warm_windows`' (50
-#: step-size iterations, one 200-draw metric window, 50 final ones); the bias this leaves
-#: against cold refits and the cost it saves: docs/features/warm-refits.md
-#: (benchmarks/warm_refits.py).
-WARM_REFIT_WARMUP = 300
+#: warmup iterations of a warm-started refit (:func:`refit_draws`) or continued chains with an
+#: adapted metric, when the settings ask for more: the chains start at the fit's last draws,
+#: inside (or next to) the posterior's typical set, with its step sizes and metric. The metric
+#: is kept and only the step size adapts (:func:`warm_windows`): any window short enough to
+#: fit here estimates a poorer metric than the fit's, whose window was 500 draws, even for a
+#: left-out group whose latent widens to its prior. The bias this leaves against cold refits
+#: and the cost it saves: docs/features/warm-refits.md (benchmarks/warm_refits.py).
+WARM_REFIT_WARMUP = 100
 
 
 def warm_windows(warmup: int) -> tuple[int, int, int]:
-    """Stan's adaptation windows (init buffer, term buffer, metric window) for a warm start of
-    ``warmup`` iterations: a sixth each for the step size before and after one metric window
-    of the rest. A chain that starts in the typical set with an adapted metric needs no long
-    first buffer; the metric window's draws are what the sampling runs on, and CmdStan's 25
-    left the roaches Poisson's refits at a third of its step size (benchmarks/warm_refits.py
-    warmup)."""
-    buffer = max(int(warmup) // 6, 1)
-    return buffer, buffer, max(int(warmup) - 2 * buffer, 1)
+    """Stan's adaptation windows (init buffer, term buffer, metric window) for a warm start:
+    (0, 0, 0), no metric window, so that the step size adapts over the whole warmup from the
+    given metric and the metric stays as given. The interpreter takes no windows, but below
+    150 warmup iterations Stan (and stanli, which follows it) shrinks CmdStan's windows
+    without restarting its window counter, which likewise never ends a metric window: both
+    backends make the same moves (``tests/crossval/refit/test_warm_refits.py``). Windows
+    were measured against the warmup's length (benchmarks/warm_refits.py warmup)."""
+    del warmup  # the same for every length
+    return 0, 0, 0
 
 
 def init_from_unconstrained(model: StanProgram, x: np.ndarray) -> dict[str, Any]:
@@ -62,20 +64,23 @@ def _json_tuples(value: Any) -> Any:
 
 
 def extend_draws(model: StanProgram, draws: Draws, n_more: int, settings: NutsArgs | None = None, *,
-                 seed: int | None = None, warmup: int = CONTINUATION_WARMUP,
+                 seed: int | None = None, warmup: int | None = None,
                  progress: Any = None) -> Draws:
     """``draws`` with ``n_more`` further draws per chain from NUTS chains started at each chain's
-    last draw (``warmup`` iterations re-adapt step size and metric first, from the draws' own
-    where they carry them and the sampler takes them; the other sampler settings, e.g.
-    ``adapt_delta``, come from ``settings``). The cost fields add up;
+    last draw. Where the draws carry their adapted step sizes and metrics and the sampler
+    takes them, the chains start from those and ``warmup`` (default
+    :data:`WARM_REFIT_WARMUP`) iterations adapt the step size only; else ``warmup`` (default
+    :data:`CONTINUATION_WARMUP`) iterations re-adapt step size and metric. The other sampler
+    settings, e.g. ``adapt_delta``, come from ``settings``. The cost fields add up;
     ``sampling_cost_known`` stays what it was for the first draws."""
     if n_more < 1:
         raise InputError(f"need at least one more draw per chain, got {n_more}")
     inits = [init_from_unconstrained(model, x) for x in draws.unconstrained[:, -1]]
+    start = WarmStart.adapted(draws) if _takes_metric(model) else None
+    if warmup is None:
+        warmup = CONTINUATION_WARMUP if start is None else WARM_REFIT_WARMUP
     nuts = NutsArgs.of(settings, chains=draws.n_chains, warmup=warmup, draws=int(n_more))
-    start = WarmStart.adapted(draws, warmup)
-    more = sample(model, nuts, seed=seed, init=inits, progress=progress,
-                  warm=start if start is not None and _takes_metric(model) else None)
+    more = sample(model, nuts, seed=seed, init=inits, progress=progress, warm=start)
     constrained = None
     if draws.constrained is not None and more.constrained is not None \
             and draws.constrained.shape[2] == more.constrained.shape[2]:
@@ -126,7 +131,7 @@ class WarmStart:
         x = np.asarray(x, dtype=float)
         if x.ndim != 3 or x.shape[1] < 1 or x.shape[2] != model.dim:
             return None
-        adapted = cls.adapted(draws, 0) if hasattr(draws, "unconstrained") else None
+        adapted = cls.adapted(draws) if hasattr(draws, "unconstrained") else None
         last = np.ascontiguousarray(x[:, -1])
         try:
             inits = tuple(init_from_unconstrained(model, row) for row in last)
@@ -136,10 +141,10 @@ class WarmStart:
                    *((adapted.step_size, adapted.inv_metric) if adapted else (None, None)))
 
     @staticmethod
-    def adapted(draws: Any, warmup: int) -> _Adapted | None:
+    def adapted(draws: Any) -> _Adapted | None:
         """The last draws, step sizes and inverse metrics of ``draws`` (a :class:`Draws`), with
-        the adaptation windows of a warm start of ``warmup`` iterations, or None where it
-        carries no positive finite ones of its chains' shape."""
+        a warm start's adaptation windows, or None where it carries no positive finite ones
+        of its chains' shape."""
         x = np.asarray(draws.unconstrained, dtype=float)
         step = getattr(draws, "step_size", None)
         metric = getattr(draws, "inv_metric", None)
@@ -151,7 +156,7 @@ class WarmStart:
         if not (np.all(np.isfinite(metric)) and np.all(metric > 0)
                 and np.all(np.isfinite(step)) and np.all(step > 0)):
             return None
-        return _Adapted(np.ascontiguousarray(x[:, -1:]), step, metric, warm_windows(warmup))
+        return _Adapted(np.ascontiguousarray(x[:, -1:]), step, metric, warm_windows(0))
 
     def fits(self, train: StanProgram) -> bool:
         """Whether ``train`` has the same unconstrained parameters as the full program (a
@@ -178,18 +183,22 @@ def refit_draws(train: StanProgram, settings: NutsArgs, *, seed: int | None,
 
     Warm (``warm`` given and :meth:`WarmStart.fits` ``train``): chain c starts at the full fit's
     last draw of chain c (cycled when the chain counts differ), passed as constrained inits,
-    with at most :data:`WARM_REFIT_WARMUP` warmup iterations, from the full fit's adapted
-    step size (the chains' median) and inverse metrics (Stan's adaptation windows then run
-    from these, not from the unit metric). Cold otherwise (``settings`` as they are), and when
-    the warm inits fail to initialize (a constraint that depends on the data)."""
+    from the full fit's adapted step size (the chains' median) and inverse metrics, with at
+    most :data:`WARM_REFIT_WARMUP` warmup iterations that adapt the step size only (where
+    the full fit carries no metric or the sampler takes none: at most
+    :data:`CONTINUATION_WARMUP`, whose windows adapt one from the unit metric). Cold
+    otherwise (``settings`` as they are), and when the warm inits fail to initialize (a
+    constraint that depends on the data)."""
     if warm is None or not warm.fits(train):
         return sample(train, settings, seed=seed, progress=progress), False
     inits = [warm.inits[c % len(warm.inits)] for c in range(settings.chains)]
-    nuts = settings.replace(warmup=min(settings.warmup, WARM_REFIT_WARMUP))
     adapted = None
     if warm.step_size is not None and warm.inv_metric is not None and _takes_metric(train):
         adapted = _Adapted(warm.last[:, None, :], warm.step_size, warm.inv_metric,
-                           warm_windows(nuts.warmup))
+                           warm_windows(WARM_REFIT_WARMUP))
+    # without a metric to start from, the windows re-adapt one from the unit metric
+    nuts = settings.replace(warmup=min(settings.warmup, WARM_REFIT_WARMUP if adapted
+                                       else CONTINUATION_WARMUP))
     try:
         return sample(train, nuts, seed=seed, init=inits, progress=progress,
                       warm=adapted), True
