@@ -309,7 +309,7 @@ def more_draws(model: Any, draws: Draws, per_chain: int, settings: NutsArgs | No
     their adapted step size and metric where the draws carry them (:func:`continue_chains`;
     under a time budget it stops ``reserve`` seconds before its end), else new NUTS chains
     started at the last draws with a short warmup
-    (:func:`~stanlogz.draws.continuation.extend_draws`, e.g. for CmdStan CSV draws)."""
+    (:func:`~stanlogz.draws.continuation.extend_draws`, e.g. for draws given as an array)."""
     step, inv = draws.step_size, draws.inv_metric
     if (step is None or inv is None or np.shape(step) != (draws.n_chains,)
             or np.shape(inv) != (draws.n_chains, draws.dim) or not np.all(np.isfinite(inv))):
