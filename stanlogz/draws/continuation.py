@@ -24,23 +24,20 @@ CONTINUATION_WARMUP = 150
 #: warmup iterations of a warm-started refit (:func:`refit_draws`) or continued chains with an
 #: adapted metric, when the settings ask for more: the chains start at the fit's last draws,
 #: inside (or next to) the posterior's typical set, with its step sizes and metric. The metric
-#: is kept and only the step size adapts (:func:`warm_windows`): any window short enough to
+#: is kept and only the step size adapts (:data:`WARM_WINDOWS`): any window short enough to
 #: fit here estimates a poorer metric than the fit's, whose window was 500 draws, even for a
 #: left-out group whose latent widens to its prior. The bias this leaves against cold refits
 #: and the cost it saves: docs/features/warm-refits.md (benchmarks/warm_refits.py).
 WARM_REFIT_WARMUP = 100
 
 
-def warm_windows(warmup: int) -> tuple[int, int, int]:
-    """Stan's adaptation windows (init buffer, term buffer, metric window) for a warm start:
-    (0, 0, 0), no metric window, so that the step size adapts over the whole warmup from the
-    given metric and the metric stays as given. The interpreter takes no windows, but below
-    150 warmup iterations Stan (and stanli, which follows it) shrinks CmdStan's windows
-    without restarting its window counter, which likewise never ends a metric window: both
-    backends make the same moves (``tests/crossval/refit/test_warm_refits.py``). Windows
-    were measured against the warmup's length (benchmarks/warm_refits.py warmup)."""
-    del warmup  # the same for every length
-    return 0, 0, 0
+#: Stan's adaptation windows (init buffer, term buffer, metric window) of a warm start: none,
+#: so that no metric window ends, the metric stays as given and the step size adapts over the
+#: whole warmup. The interpreter takes no windows, but below 150 warmup iterations Stan (and
+#: stanli, which follows it) shrinks CmdStan's windows without restarting its window counter,
+#: which likewise never ends a metric window: both backends keep the given metric
+#: (``tests/crossval/refit/test_warm_refits.py``; the choice: benchmarks/warm_refits.py).
+WARM_WINDOWS = (0, 0, 0)
 
 
 def init_from_unconstrained(model: StanProgram, x: np.ndarray) -> dict[str, Any]:
@@ -156,7 +153,7 @@ class WarmStart:
         if not (np.all(np.isfinite(metric)) and np.all(metric > 0)
                 and np.all(np.isfinite(step)) and np.all(step > 0)):
             return None
-        return _Adapted(np.ascontiguousarray(x[:, -1:]), step, metric, warm_windows(0))
+        return _Adapted(np.ascontiguousarray(x[:, -1:]), step, metric, WARM_WINDOWS)
 
     def fits(self, train: StanProgram) -> bool:
         """Whether ``train`` has the same unconstrained parameters as the full program (a
@@ -168,7 +165,7 @@ class WarmStart:
 @dataclass(frozen=True)
 class _Adapted:
     """NUTS's ``warm=`` argument: last draws, step sizes, inverse metrics and the adaptation
-    windows (:func:`warm_windows`; the compiled sampler's: the interpreter keeps CmdStan's)."""
+    windows (:data:`WARM_WINDOWS`; the compiled sampler's: the interpreter takes none)."""
 
     unconstrained: np.ndarray
     step_size: np.ndarray
@@ -195,7 +192,7 @@ def refit_draws(train: StanProgram, settings: NutsArgs, *, seed: int | None,
     adapted = None
     if warm.step_size is not None and warm.inv_metric is not None and _takes_metric(train):
         adapted = _Adapted(warm.last[:, None, :], warm.step_size, warm.inv_metric,
-                           warm_windows(WARM_REFIT_WARMUP))
+                           WARM_WINDOWS)
     # without a metric to start from, the windows re-adapt one from the unit metric
     nuts = settings.replace(warmup=min(settings.warmup, WARM_REFIT_WARMUP if adapted
                                        else CONTINUATION_WARMUP))
