@@ -25,7 +25,7 @@ import numpy as np
 from .._util import deadline
 from .._util.seeds import drawn_sequence, int_seed
 from ..draws import SAMPLER_COLUMNS, Draws
-from ..draws.continuation import extend_draws
+from ..draws.continuation import WarmStart, extend_draws
 from ..errors import InputError, StanlogzError
 from ..stan.settings import NutsArgs
 
@@ -310,9 +310,7 @@ def more_draws(model: Any, draws: Draws, per_chain: int, settings: NutsArgs | No
     under a time budget it stops ``reserve`` seconds before its end), else new NUTS chains
     started at the last draws with a short warmup
     (:func:`~stanlogz.draws.continuation.extend_draws`, e.g. for draws given as an array)."""
-    step, inv = draws.step_size, draws.inv_metric
-    if (step is None or inv is None or np.shape(step) != (draws.n_chains,)
-            or np.shape(inv) != (draws.n_chains, draws.dim) or not np.all(np.isfinite(inv))):
+    if WarmStart.adapted(draws) is None:  # no positive finite step sizes and metrics
         return extend_draws(model, draws, per_chain, settings=settings, seed=seed,
                             progress=progress)
 

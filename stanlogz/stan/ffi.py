@@ -43,7 +43,6 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "slz_log_density_many": (_I, [_P, _B, _B, _I, _P, _P, _P, _P]),
     "slz_log_density_gradient_many": (_I, [_P, _B, _B, _I, _P, _P, _P, _P, _P]),
     "slz_param_constrain_many": (_I, [_P, _B, _B, _I, _P, _U, _P, _P]),
-    "slz_nuts_ctl": (_I, [_P, _I, _I, _I, _U, _D, _I, _D, _P, _P, _P, _P, _P, _P, _P, _P]),
     "slz_nuts_run": (_I, [_P, _I, _I, _I, _U, _D, _I, _D, _P, _D, _P, _P, _P, _P, _P, _P, _P,
                           _P, _P]),
 }

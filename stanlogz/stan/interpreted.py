@@ -119,7 +119,6 @@ class InterpretedModel(StanModel):
         self._ptr = ptr
         self._dim = int(self._lib.bs_param_unc_num(ptr))
         self._has_nuts = False
-        self.nuts_takes_warm = True  # stanli starts from a given step size and metric
         self._has_many = False
         self._local = threading.local()
         self._full: StanModel | None = None  # the constants-kept program (propto=False)
@@ -395,6 +394,11 @@ class InterpretedModel(StanModel):
                                   threads, timing)
 
     # ------------------------------------------------------------ NUTS
+
+    @property
+    def nuts_takes_warm(self) -> bool:
+        """stanli starts NUTS from a given step size and metric."""
+        return True
 
     def nuts(self, settings: NutsArgs | None = None, **keywords: Any) -> Any:
         """Stan's NUTS (the interpreter's own, diagonal metric, CmdStan defaults):

@@ -77,9 +77,7 @@ class StanModel:
         self._ptr = ptr
         self.name = name or self._lib.bs_name(ptr).decode().removesuffix("_model")
         self._dim = int(self._lib.bs_param_unc_num(ptr))
-        self._has_nuts = hasattr(self._lib, "slz_nuts_ctl")
-        #: whether :meth:`nuts` takes ``warm=`` (a run's last draws, step sizes and metrics)
-        self.nuts_takes_warm = hasattr(self._lib, "slz_nuts_run")
+        self._has_nuts = hasattr(self._lib, "slz_nuts_run")
         self._has_many = hasattr(self._lib, "slz_log_density_many")
         self._local = threading.local()
 
@@ -158,6 +156,12 @@ class StanModel:
     def dim(self) -> int:
         """Number of unconstrained parameters."""
         return self._dim
+
+    @property
+    def nuts_takes_warm(self) -> bool:
+        """Whether :meth:`nuts` takes ``warm=`` (a run's last draws, step sizes and metrics):
+        a library with stanlogz's NUTS entry."""
+        return self._has_nuts
 
     def param_names(self, include_tp: bool = False, include_gq: bool = False) -> list[str]:
         """Constrained parameter names in Stan's ``a.1`` style."""

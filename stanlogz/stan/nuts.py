@@ -348,19 +348,12 @@ def run_nuts(
     status: list[int] = []
 
     def run() -> None:
-        inits = ctypes.cast(init_array, ctypes.c_void_p) if init_buffers else None
-        outs = (raw.ctypes.data, unc.ctypes.data, step.ctypes.data, inv_metric.ctypes.data,
-                iterations.ctypes.data, ctypes.byref(stop), ctypes.byref(err))
-        if metric_in is None and windows_in is None and not model.nuts_takes_warm:
-            # a library of stanlogz 2
-            status.append(model._lib.slz_nuts_ctl(
-                model._ptr, chains, warmup, draws, seed, adapt_delta, max_treedepth,
-                init_radius, inits, *outs))
-            return
         status.append(model._lib.slz_nuts_run(
             model._ptr, chains, warmup, draws, seed, adapt_delta, max_treedepth, init_radius,
-            inits, step_in, None if metric_in is None else metric_in.ctypes.data,
-            windows_in, *outs))
+            ctypes.cast(init_array, ctypes.c_void_p) if init_buffers else None, step_in,
+            None if metric_in is None else metric_in.ctypes.data, windows_in,
+            raw.ctypes.data, unc.ctypes.data, step.ctypes.data, inv_metric.ctypes.data,
+            iterations.ctypes.data, ctypes.byref(stop), ctypes.byref(err)))
 
     start = time.perf_counter()
     bar = steps(progress, chains * rows, f"NUTS {model.name}", unit="it")
@@ -437,9 +430,6 @@ def _warm_start(model: StanProgram, warm: Any, chains: int) -> tuple[float, np.n
     unit one) a run starts from, from ``warm`` (see :func:`run_nuts`)."""
     if warm is None:
         return 0.0, None
-    if not model.nuts_takes_warm:
-        raise ToolchainError(f"{model.lib_path.name} was built by an older stanlogz and cannot "
-                             "start NUTS from a given metric; rebuild it")
     step = np.asarray(warm.step_size, dtype=float).reshape(-1)
     metric = np.asarray(warm.inv_metric, dtype=float)
     if metric.ndim != 2 or metric.shape[1] != model._dim or step.size < 1 \
