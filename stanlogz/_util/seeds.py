@@ -151,6 +151,9 @@ class Stream(IntEnum):
     AUGMENT = 45
     #: K-fold to a precision target: the continuation rounds (sub-index: the round).
     KFOLD_TARGET = 46
+    #: A held-out observation whose importance-sampled value is unreliable, refit on its own
+    #: (:mod:`stanlogz.crossval.refit.heldout_points`; sub-index: its position in the set).
+    POINT_REFIT = 47
     #: Pseudo-marginal MCMC: the outer chain.
     PMMH_CHAIN = 50
     #: Pseudo-marginal MCMC: the inner proposal fitted at a point (sub-index: the fit's number).

@@ -67,6 +67,7 @@ from ..observations.latents import ConditionalGaussian, coordinate_map
 from ..observations.observations import Observations
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import check_split
+from .heldout_points import heavy_rows, refit_points
 
 HELDOUT_METHODS = ("auto", "bridge", "evidence-difference")
 
@@ -101,7 +102,7 @@ class HeldOut:
     #: not in quadrature, over splits
     shared_mcse: float = 0.0
     #: the part of ``elpd_i_mcse`` shared in the same way: the evidence difference's log r error
-    #: moves Σ elpd_i by ∂Σ elpd_i/∂log r times itself (the delta method, :func:`_pointwise`)
+    #: moves Σ elpd_i by ∂Σ elpd_i/∂log r times itself (the delta method, :class:`_Pointwise`)
     elpd_i_shared_mcse: float = 0.0
     #: whether the training refit was warm-started from the full fit
     #: (:func:`~stanlogz.draws.continuation.refit_draws`)
@@ -109,6 +110,12 @@ class HeldOut:
     #: the training draws, kept only when asked (``keep_draws``: a precision target extends
     #: them, :mod:`.kfold_target`); not in ``to_dict``
     train_draws: Any = field(default=None, repr=False, compare=False)
+    #: Pareto k̂ of each held-out observation's importance weights (same order as ``index``;
+    #: NaN where not importance-sampled: a set of one, or no pointwise values)
+    khat_i: np.ndarray | None = None
+    #: the held-out observations (0-based) whose k̂ exceeded 0.5, refit on their own
+    #: (:mod:`.heldout_points`): their ``elpd_i`` come from those refits
+    refit_observations: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
 
     se = alias("mcse", "The former name of ``mcse`` (a Monte Carlo se), kept for "
                "compatibility.")
@@ -121,7 +128,11 @@ class HeldOut:
                 "elpd_i_shared_mcse": self.elpd_i_shared_mcse,
                 "khat": [float(k) for k in self.khat], "n_latent": self.n_latent,
                 "n_gradient_evals": self.n_gradient_evals, "n_evals": self.n_evals,
-                "seconds": self.seconds, "warm": self.warm, "warnings": self.warnings}
+                "seconds": self.seconds, "warm": self.warm,
+                "khat_i": None if self.khat_i is None else
+                [None if not np.isfinite(k) else float(k) for k in self.khat_i],
+                "refit_observations": [int(i) + 1 for i in self.refit_observations],
+                "warnings": self.warnings}
 
 
 # ---------------------------------------------------------------- entry point
@@ -141,6 +152,8 @@ def heldout_elpd(
     full_evidence: Callable[[StanProgram, np.ndarray], tuple[Any, bool]] | None = None,
     warm_refits: bool = True,
     keep_draws: bool = False,
+    point_refits: bool = True,
+    train_evidence: Callable[[StanProgram, np.ndarray], tuple[Any, bool]] | None = None,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> HeldOut:
     """log p(y_V | y_T) of the program ``model`` (a :class:`StanModel`, any data) for the
@@ -201,6 +214,14 @@ def heldout_elpd(
         where the two programs have the same parameters; False samples it cold.
     keep_draws : bool, default False
         Keep the training draws in ``HeldOut.train_draws``.
+    point_refits : bool, default True
+        Refit each held-out observation whose importance weights are heavy-tailed (Pareto
+        k̂ above 0.5: their se would not hold) on the training data and itself, and take its
+        log p(y_i | y_T) from that refit (:mod:`.heldout_points`); False keeps the importance
+        sampling estimate (``HeldOut.khat_i`` says which are unreliable).
+    train_evidence : callable, optional
+        ``train_evidence(train, draws) -> (log Z, ...)``: the training program's log Z, shared
+        (as ``full_evidence``) by the held-out sets of one training set.
     **nuts_keywords
         ``chains``, ``warmup``, ``draws``, ``adapt_delta``, ``max_treedepth``.
 
@@ -325,7 +346,8 @@ def heldout_elpd(
     used = "augmented-bridge" if extra.size else "bridge"
     poor = not all(np.isfinite(k) and k <= KHAT_HEAVY for k in khat) or not np.isfinite(se)
     if method == "evidence-difference" or (method == "auto" and poor):
-        diff = _evidence_difference(full, train, xf, xt, seed, full_evidence)
+        diff = _evidence_difference(full, train, xf, xt, seed, full_evidence,
+                                    train_evidence)
         n_evals += diff[2]
         # A rule fixed in advance (poor bridge overlap -> the evidence difference), not the
         # smaller of two noisy se, which would select the error bars that came out too small.
@@ -343,6 +365,7 @@ def heldout_elpd(
         warns.append(f"held-out {_numbers(v)}: Monte Carlo se {se:.2f} of log p(y_V | y_T); "
                      "run more draws")
     elpd_i_shared = shared_se
+    khat_i, refit = np.full(v.size, np.nan), np.zeros(0, int)
     if v.size == 1 or not pointwise:
         elpd_i = np.array([elpd]) if v.size == 1 else np.full(v.size, np.nan)
         elpd_i_mcse = se if v.size == 1 else float("nan")
@@ -362,9 +385,12 @@ def heldout_elpd(
         else:  # log p̃_{T ∪ i} = log p̃_T + log p(y_i | θ): one term per value
             inst, pos = [None] * v.size, [common] * v.size
             terms = [pw.columns(v, sd.x) for sd in sides]
-        elpd_i, elpd_i_mcse, slope = _pointwise(inst, pos, extra, q, common, sides, elpd,
-                                              kong=used == "bridge", terms=terms)
+        pt = _Pointwise(inst, pos, extra, q, common, sides, elpd, kong=used == "bridge",
+                        terms=terms)
         n_evals += v.size * sum(len(sd.x) for sd in sides)
+        elpd_i, khat_i = pt.elpd_i.copy(), pt.khat_i
+        refit = heavy_rows(khat_i) if point_refits else np.zeros(0, int)
+        elpd_i_mcse, slope = pt.sum_se(np.setdiff1d(np.arange(v.size), refit))
         # The evidence difference's log r comes from other estimates (two gbs fits), so its
         # error reaches Σ elpd_i through the mixture density, ∂Σ elpd_i/∂log r = slope; it
         # is taken as independent of the importance-sampling error (the delta method; coverage
@@ -372,10 +398,22 @@ def heldout_elpd(
         elpd_i_shared = 0.0
         if used == "evidence-difference":
             elpd_i_mcse, elpd_i_shared = propagate_log_r(elpd_i_mcse, slope, se, shared_se)
+        if refit.size:  # heavy-tailed weights: these observations get refits of their own
+            pr = refit_points(heldout_elpd, model, data, observations, v, refit, full,
+                              fd.unconstrained if fd.step_size is None else fd, td, nuts,
+                              seed, SharedEvidence(stream_int_seed(seed, Stream.REFIT_ESTIMATOR,
+                                                                   1)), progress)
+            elpd_i[refit] = pr.elpd
+            # taken as independent of the rest's error (they share the training draws only):
+            # coverage in benchmarks/kfold_point_refits.py
+            elpd_i_mcse = math.hypot(elpd_i_mcse, pr.mcse)
+            n_grad += pr.n_gradient_evals
+            n_evals += pr.n_evals
+            warns.extend(w for w in pr.warnings if w not in warns)
     return HeldOut(v, float(elpd), float(se), used, elpd_i, float(elpd_i_mcse),
                    (float(khat[0]), float(khat[1])), int(extra.size), int(n_grad), int(n_evals),
                    time.perf_counter() - t0, warns, float(shared_se), float(elpd_i_shared),
-                   warm, td if keep_draws else None)
+                   warm, td if keep_draws else None, khat_i, v[refit])
 
 
 def heldout_many(
@@ -581,13 +619,10 @@ class _Side:
     shape: tuple[int, ...]
 
 
-def _pointwise(inst: list[Any], pos: list[np.ndarray], extra: np.ndarray,
-               q: ConditionalGaussian | None, common: np.ndarray, sides: list[_Side],
-               log_r: float, kong: bool = False, terms: list[np.ndarray] | None = None
-               ) -> tuple[np.ndarray, float, float]:
+class _Pointwise:
     """log p(y_i | y_T) for each held-out observation (data instance ``inst[i]`` on the full
-    coordinates ``pos[i]``), the delta-method se of their sum (the terms share the draws) and
-    the sum's derivative in ``log_r`` (0 with one side, which does not use it).
+    coordinates ``pos[i]``) by importance sampling, the Pareto k̂ of each one's weights, and
+    (:meth:`sum_se`) the delta-method se of a sum of them (the terms share the draws).
 
     One side: importance sampling from the (augmented) training posterior. Two sides: mixture
     importance sampling from both posteriors (balance heuristic), the full posterior normalized
@@ -595,53 +630,71 @@ def _pointwise(inst: list[Any], pos: list[np.ndarray], extra: np.ndarray,
     self-consistency equation (the optimal bridge is Kong et al.'s 2003 likelihood estimator
     for two samples), and with the normalizers estimated from the same draws the asymptotic
     variance is at most the one with log r known (Tan 2004), so the delta-method se with log r
-    held fixed is the one reported."""
-    n_all = sum(len(sd.x) for sd in sides)
-    dens = []  # log density of the proposal (the mixture) per draw
-    for sd in sides:
-        if len(sides) == 1:
-            dens.append(sd.log_train)
-            continue
-        lt = math.log(len(sides[0].x) / n_all) + sd.log_train
-        lf = math.log(len(sides[1].x) / n_all) + sd.log_full - log_r
-        dens.append(np.logaddexp(lt, lf))
-    logs = [np.empty((len(inst), len(sd.x))) for sd in sides]
-    for k, (m, p) in enumerate(zip(inst, pos, strict=True)):
-        other = np.flatnonzero(~np.isin(extra, p))  # latents drawn from q the instance lacks
+    held fixed is the one reported. The weights are not smoothed: where an observation's k̂
+    exceeds 0.5 their variance is infinite and its se does not hold
+    (:mod:`.heldout_points` refits it)."""
+
+    def __init__(self, inst: list[Any], pos: list[np.ndarray], extra: np.ndarray,
+                 q: ConditionalGaussian | None, common: np.ndarray, sides: list[_Side],
+                 log_r: float, kong: bool = False, terms: list[np.ndarray] | None = None
+                 ) -> None:
+        self.sides, self.log_r, self.kong = sides, log_r, kong
+        self.n_all = n_all = sum(len(sd.x) for sd in sides)
+        dens = []  # log density of the proposal (the mixture) per draw
+        for sd in sides:
+            if len(sides) == 1:
+                dens.append(sd.log_train)
+                continue
+            lt = math.log(len(sides[0].x) / n_all) + sd.log_train
+            lf = math.log(len(sides[1].x) / n_all) + sd.log_full - log_r
+            dens.append(np.logaddexp(lt, lf))
+        self.dens = dens
+        logs = [np.empty((len(inst), len(sd.x))) for sd in sides]
+        for k, (m, p) in enumerate(zip(inst, pos, strict=True)):
+            other = np.flatnonzero(~np.isin(extra, p))  # latents drawn from q the instance lacks
+            for j, sd in enumerate(sides):
+                # log p̃_{T ∪ i}: the instance's density, or (a factorized program) log p̃_T
+                # plus the observation's term
+                lp = m.log_density_many(sd.x[:, p]) if terms is None else \
+                    sd.log_train + terms[j][:, k]
+                lw = _finite(lp) - dens[j]
+                if q is not None and other.size:
+                    lw = lw + q.log_pdf(sd.x[:, common], sd.x[:, extra[other]], cols=other)
+                logs[j][k] = lw
+        self.logs = logs
+        both = np.concatenate(logs, axis=1)
+        self.elpd_i = special.logsumexp(both, axis=1) - math.log(n_all)
+        self.khat_i = np.array([pareto_k(row) for row in both])
+
+    def sum_se(self, rows: np.ndarray | None = None) -> tuple[float, float]:
+        """The se of Σ elpd_i over ``rows`` (all when None) and its derivative in ``log_r``
+        (0 with one side, which does not use it)."""
+        sides, n_all, log_r = self.sides, self.n_all, self.log_r
+        sel = slice(None) if rows is None else rows
+        elpd_i = self.elpd_i[sel]
+        # influence of each draw on Σ_i log p̂_i: Σ_i (w_i / p̂_i − 1), plus, when log r is the
+        # pooled draws' own bridge (Kong's estimating equation), the term it propagates through
+        # the mixture density (M-estimation sandwich; without it the se was ~3x too large)
+        infl = [np.exp(lg[sel] - elpd_i[:, None]).sum(axis=0) for lg in self.logs]
+        slope = 0.0
+        if len(sides) == 2:
+            # responsibility of the full posterior in the mixture: ∂ log w_i / ∂ log r at a
+            # draw, so ∂ elpd_i / ∂ log r is its w_i-weighted mean (in [0, 1] per observation)
+            resp_f = [np.exp(math.log(len(sides[1].x) / n_all) + sd.log_full - log_r
+                             - self.dens[j]) for j, sd in enumerate(sides)]
+            slope = sum(float(np.sum(g * r)) for g, r in zip(infl, resp_f, strict=True)) / n_all
+        if self.kong and len(sides) == 2:
+            a00 = -sum(float(np.sum(r * (1.0 - r))) for r in resp_f) / n_all
+            if a00 < 0:  # influence − slope / a00 · ψ_0, with ψ_0 = resp_f − n_f / n
+                u0 = slope / a00
+                frac_f = len(sides[1].x) / n_all
+                infl = [g - u0 * (r - frac_f) for g, r in zip(infl, resp_f, strict=True)]
+        var = 0.0
         for j, sd in enumerate(sides):
-            # log p̃_{T ∪ i}: the instance's density, or (a factorized program) log p̃_T plus
-            # the observation's term
-            lp = m.log_density_many(sd.x[:, p]) if terms is None else \
-                sd.log_train + terms[j][:, k]
-            lw = _finite(lp) - dens[j]
-            if q is not None and other.size:
-                lw = lw + q.log_pdf(sd.x[:, common], sd.x[:, extra[other]], cols=other)
-            logs[j][k] = lw
-    both = np.concatenate(logs, axis=1)
-    elpd_i = special.logsumexp(both, axis=1) - math.log(n_all)
-    # influence of each draw on Σ_i log p̂_i: Σ_i (w_i / p̂_i − 1), plus, when log r is the
-    # pooled draws' own bridge (Kong's estimating equation), the term it propagates through the
-    # mixture density (M-estimation sandwich; without it the se was ~3x too large)
-    infl = [np.exp(logs[j] - elpd_i[:, None]).sum(axis=0) for j in range(len(sides))]
-    slope = 0.0
-    if len(sides) == 2:
-        # responsibility of the full posterior in the mixture: ∂ log w_i / ∂ log r at a draw,
-        # so ∂ elpd_i / ∂ log r is its w_i-weighted mean (in [0, 1] per observation)
-        resp_f = [np.exp(math.log(len(sides[1].x) / n_all) + sd.log_full - log_r - dens[j])
-                  for j, sd in enumerate(sides)]
-        slope = sum(float(np.sum(g * r)) for g, r in zip(infl, resp_f, strict=True)) / n_all
-    if kong and len(sides) == 2:
-        a00 = -sum(float(np.sum(r * (1.0 - r))) for r in resp_f) / n_all
-        if a00 < 0:  # influence − slope / a00 · ψ_0, with ψ_0 = resp_f − n_f / n
-            u0 = slope / a00
-            frac_f = len(sides[1].x) / n_all
-            infl = [g - u0 * (r - frac_f) for g, r in zip(infl, resp_f, strict=True)]
-    var = 0.0
-    for j, sd in enumerate(sides):
-        g = infl[j].reshape(sd.shape)
-        n_j = g.size
-        var += (n_j / n_all) ** 2 * autocorr_time(g) * float(np.var(g, ddof=1)) / n_j
-    return elpd_i, math.sqrt(var), slope
+            g = infl[j].reshape(sd.shape)
+            n_j = g.size
+            var += (n_j / n_all) ** 2 * autocorr_time(g) * float(np.var(g, ddof=1)) / n_j
+        return math.sqrt(var), slope
 
 
 class SharedEvidence:
@@ -691,21 +744,25 @@ class SharedEvidence:
 def _evidence_difference(full: Any, train: Any, xf: np.ndarray, xt: np.ndarray,
                          seed: SeedLike,
                          full_evidence: Callable[[StanProgram, np.ndarray], tuple[Any, bool]]
+                         | None = None,
+                         train_evidence: Callable[[StanProgram, np.ndarray], tuple[Any, bool]]
                          | None = None) -> tuple[float, float, int, float]:
     """log Z(full) − log Z(T) from two gbs estimates on the two posteriors' draws, its se,
     cost and the part of the se that ``full_evidence`` (log Z(full) shared by all splits)
-    contributes; (nan, inf, 0, 0) when either estimate fails."""
+    contributes; (nan, inf, 0, 0) when either estimate fails. ``train_evidence`` gives
+    log Z(T) the same way (shared by the refit observations of one split)."""
     from ...estimators.bridge.bridge import gbs
 
     seed_full = stream_int_seed(seed, Stream.ESTIMATOR)
     try:
         a, counted = (full_evidence(full, xf) if full_evidence
                       else (gbs(full, xf, seed=seed_full), True))
-        b = gbs(train, xt, seed=stream_int_seed(seed, Stream.REFIT_ESTIMATOR))
+        b, counted_t = (train_evidence(train, xt) if train_evidence else
+                        (gbs(train, xt, seed=stream_int_seed(seed, Stream.REFIT_ESTIMATOR)), True))
     except (EstimationError, InputError):
         return float("nan"), float("inf"), 0, 0.0
     return (a.log_z - b.log_z, math.hypot(a.log_z_se, b.log_z_se),
-            int(b.n_evals + (a.n_evals if counted else 0)),
+            int((b.n_evals if counted_t else 0) + (a.n_evals if counted else 0)),
             float(a.log_z_se) if full_evidence else 0.0)
 
 

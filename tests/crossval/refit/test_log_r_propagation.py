@@ -1,6 +1,6 @@
 """The evidence-difference route of K-fold: the error of log r = log Z(full) − log Z(T) moves
 the fold's Σ_i log p(y_i | y_T) through the mixture proposal, ∂Σ elpd_i/∂log r times itself,
-and the full-data part of it is shared by every fold (heldout._pointwise, propagate_log_r,
+and the full-data part of it is shared by every fold (heldout._Pointwise, propagate_log_r,
 shared_sum_se). Pure numerics: the conjugate normal model θ ~ N(0, τ0²), y_i ~ N(θ, σ²) with
 exact posterior draws, so every log Z and log p(y_i | y_T) is closed form."""
 
@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from stanlogz.crossval.refit.heldout import (
-    _pointwise,
+    _Pointwise,
     _Side,
     propagate_log_r,
     shared_sum_se,
@@ -58,8 +58,8 @@ def _fold(y: np.ndarray, v: np.ndarray, rng: np.random.Generator, log_r: float
         sides.append(_Side(x, train.log_density_many(x), full.log_density_many(x), (4, 500)))
     inst = [_Instance(y[np.union1d(keep, [i])]) for i in v]
     pos = [np.array([0])] * v.size
-    elpd_i, se, slope = _pointwise(inst, pos, np.array([], int), None, np.array([0]), sides,
-                                   log_r)
+    pt = _Pointwise(inst, pos, np.array([], int), None, np.array([0]), sides, log_r)
+    elpd_i, (se, slope) = pt.elpd_i, pt.sum_se()
     m, var = _posterior(y[keep])
     truth = float(stats.norm.logpdf(y[v], m, math.sqrt(SIGMA**2 + var)).sum())
     return elpd_i, se, slope, truth

@@ -1,0 +1,108 @@
+"""Held-out observations whose importance-sampled log p(y_i | y_T) cannot be trusted, each
+estimated from a refit of its own.
+
+:func:`~stanlogz.crossval.refit.heldout.heldout_elpd` gives each held-out observation's
+log p(y_i | y_T) by (mixture) importance sampling from the training and full-data draws. Those
+weights are plain (not Pareto-smoothed): where their Pareto k̂ exceeds
+:data:`~stanlogz._util.gpd.KHAT_HEAVY` their variance is infinite, the delta-method se does not
+cover, and the estimate is most often too low (an observation far from the training posterior:
+on roaches, one of log p ≈ −351 came out −357 with a se of about 1). Such an observation is
+refit: NUTS on y_T and y_i (warm from the full fit), then log p(y_i | y_T) between those draws
+and the training draws by the same route as a held-out set of one (the bridge, or the evidence
+difference where the bridge's overlap is poor), with its own se. Cost: one refit and at most one
+gbs fit per such observation, plus one gbs fit of the training program shared by them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..._util import deadline
+from ..._util.gpd import KHAT_HEAVY
+from ..._util.seeds import Stream, stream, stream_int_seed
+from ...draws import Draws
+from ...draws.continuation import WarmStart, refit_draws
+from ...stan.program import StanProgram
+from ...stan.settings import NutsArgs
+from ..observations.observations import Observations
+
+if TYPE_CHECKING:
+    from .heldout import SharedEvidence
+
+#: Pareto k̂ of an observation's importance weights above which it is refit: the plain
+#: weights' variance is infinite there (the CLT behind the se fails).
+POINT_KHAT = KHAT_HEAVY
+
+
+@dataclass
+class PointRefits:
+    """The refit observations of one held-out set: ``rows`` (positions in the set),
+    their ``elpd`` (log p(y_i | y_T)), the Monte Carlo se ``mcse`` of their sum, the cost and
+    the route each took (``methods``)."""
+
+    rows: np.ndarray
+    elpd: np.ndarray
+    mcse: float
+    methods: list[str]
+    n_gradient_evals: int = 0
+    n_evals: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+def heavy_rows(khat: np.ndarray) -> np.ndarray:
+    """Positions whose k̂ exceeds :data:`POINT_KHAT` (or is not finite: too few finite
+    weights to tell)."""
+    k = np.asarray(khat, dtype=float)
+    return np.flatnonzero(~(k <= POINT_KHAT))
+
+
+def refit_points(estimate: Callable[..., Any], model: StanProgram, data: Mapping[str, Any],
+                 observations: Observations, v: np.ndarray, rows: np.ndarray, full: StanProgram,
+                 full_draws: Draws | np.ndarray, train_draws: Draws, nuts: NutsArgs,
+                 seed: Any, shared_train: SharedEvidence,
+                 progress: Callable[[str], None] | None = None) -> PointRefits:
+    """log p(y_i | y_T) for the held-out observations ``v[rows]``, each from NUTS on y_T and
+    y_i (warm from ``full_draws``) and ``estimate`` (:func:`heldout_elpd`) between those draws
+    and ``train_draws``. ``shared_train`` gives the training program's gbs log Z, shared by
+    the observations of the set (its error adds linearly over those that use it).
+
+    A refit the time budget cuts raises :class:`~stanlogz.errors.BudgetSpent` (the set is
+    not done: an anytime K-fold estimates it by PSIS)."""
+    keep = np.setdiff1d(np.arange(observations.n), v)
+    warm = WarmStart.of(full, full_draws)
+    elpd = np.empty(rows.size)
+    methods: list[str] = []
+    var, n_shared, n_grad, n_evals = 0.0, 0, 0, 0
+    warns: list[str] = []
+    for j, r in enumerate(rows):
+        i = int(v[r])
+        with_i = np.union1d(keep, [i])
+        d_i = observations.subset(data, with_i)
+        m_i = model.with_data(d_i)
+        if progress:
+            progress(f"NUTS on {m_i.name} (observation {i + 1} with the training data: its "
+                     "importance weights are heavy-tailed)")
+        s = stream(seed, Stream.POINT_REFIT, j)
+        drawn, _ = refit_draws(m_i, nuts, seed=stream_int_seed(s, Stream.NUTS), warm=warm)
+        deadline.check_not_cut(drawn, f"the refit of observation {i + 1}")
+        h = estimate(model, d_i, replace(observations, n=int(with_i.size)),
+                     [int(np.searchsorted(with_i, i))], full_draws=drawn,
+                     train_draws=train_draws, pointwise=False, settings=nuts, seed=s,
+                     train_evidence=shared_train)
+        elpd[j] = h.elpd
+        methods.append(h.method)
+        n_grad += drawn.n_gradient_evals
+        n_evals += h.n_evals
+        warns.extend(w for w in h.warnings if w not in warns)
+        n_shared += h.method == "evidence-difference"
+        var += h.mcse**2
+    if n_shared:  # each such se holds the shared log Z(T)'s in quadrature; it adds linearly
+        t = float(shared_train.result.log_z_se)
+        var += (n_shared**2 - n_shared) * t * t
+    mcse = math.sqrt(var)
+    return PointRefits(rows, elpd, mcse, methods, n_grad, n_evals, warns)
