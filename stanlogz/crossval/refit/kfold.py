@@ -231,17 +231,32 @@ class KFoldResult(KFoldNames, ElpdResult):
                  f"{f.khat[0]:.2f}/{f.khat[1]:.2f}", f.n_gradient_evals]
                 for j, f in enumerate(self.folds)]
 
+    @property
+    def point_refits(self) -> np.ndarray:
+        """The observations (0-based) whose importance weights in their fold were heavy-tailed
+        (Pareto k̂ above 0.5), each refit on its own (:mod:`.heldout_points`)."""
+        return np.sort(np.concatenate([np.zeros(0, int)] + [
+            np.asarray(f.refit_observations, dtype=int) for f in self.folds]))
+
     def pointwise(self) -> list[dict[str, Any]]:
-        """One row per observation: number (from 1), fold (from 1), elpd, and how its fold was
+        """One row per observation: number (from 1), fold (from 1), elpd, how its fold was
         held out (``method``: the refit's ``bridge``, ``augmented-bridge`` or
         ``evidence-difference``, ``psis`` from the full fit, or ``fold-sample`` where a time
         budget left the fold to the refit folds' elpd per observation: that value is the
-        folds' rate, not an estimate for this observation)."""
+        folds' rate, not an estimate for this observation), the Pareto k̂ of its importance
+        weights in its fold (``khat``, None where not importance-sampled) and whether it was
+        refit on its own (``refit_alone``: k̂ above 0.5)."""
         method = np.empty(self.n_obs, dtype=object)
+        khat = np.full(self.n_obs, np.nan)
         for f in self.folds:
             method[f.index] = f.method
+            if f.khat_i is not None:
+                khat[f.index] = f.khat_i
+        alone = np.isin(np.arange(self.n_obs), self.point_refits)
         return [{"observation": i + 1, "fold": int(self.fold_of[i]) + 1,
-                 "elpd": float(self.elpd_i[i]), "method": method[i]}
+                 "elpd": float(self.elpd_i[i]), "method": method[i],
+                 "khat": float(khat[i]) if np.isfinite(khat[i]) else None,
+                 "refit_alone": bool(alone[i])}
                 for i in range(self.n_obs)]
 
     def to_dict(self) -> dict[str, Any]:
@@ -256,6 +271,7 @@ class KFoldResult(KFoldNames, ElpdResult):
                 "observations": {"size": self.observations.size_name,
                                  "fields": list(self.observations.fields)},
                 "folds": [f.to_dict() for f in self.folds], "pointwise": self.pointwise(),
+                "point_refits": [int(i) + 1 for i in self.point_refits],
                 "seconds": self.seconds, "estimated_seconds": self.estimated_seconds,
                 "budget_stop": self.budget_stop, "precision": self.precision,
                 "warnings": self.warnings, **self._logo_dict()}
