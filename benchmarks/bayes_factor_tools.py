@@ -52,6 +52,7 @@ def _table(title: str, header: list[str], rows: list[list]) -> None:
 def sensitivity_coverage(name: str, data: dict, log_z, elpd, seeds: int) -> None:
     model = StanModel.from_file(T / f"{name}.stan", data)
     z: dict[str, list[float]] = {}
+    by_khat: dict[str, list[float]] = {}
     refused: dict[str, int] = {}
     t0 = time.perf_counter()
     for seed in range(seeds):
@@ -69,6 +70,10 @@ def sensitivity_coverage(name: str, data: dict, log_z, elpd, seeds: int) -> None
                         refused[label] = refused.get(label, 0) + 1
                         continue
                     z.setdefault(label, []).append((v["value"] - sc(float(key))) / v["se"])
+                    if v["how"] == "reweighting":  # by the k̂ of the plain weights
+                        band = ("k-hat <= 0.5" if v["khat"] <= 0.5 else "k-hat in (0.5, 0.7]"
+                                if v["khat"] <= 0.7 else "k-hat > 0.7")
+                        by_khat.setdefault(f"{q} reweighted, {band}", []).append(z[label][-1])
         z.setdefault("elpd_loo at 1", []).append((r.elpd_loo - elpd(1.0, 1.0)) / r.elpd_loo_se)
     rows = []
     for label, zs in z.items():
@@ -78,6 +83,13 @@ def sensitivity_coverage(name: str, data: dict, log_z, elpd, seeds: int) -> None
     _table(f"sensitivity se coverage, {name} ({seeds} seeds, 4x1000 draws, "
            f"{time.perf_counter() - t0:.0f} s)",
            ["quantity", "n", "refused", "cover 2se", "cover 3se", "mean z"], rows)
+    rows = []
+    for label, zs in sorted(by_khat.items()):
+        a = np.abs(np.asarray(zs))
+        rows.append([label, len(zs), f"{np.mean(a <= 2):.3f}", f"{np.mean(a <= 3):.3f}",
+                     f"{np.mean(zs):+.2f}"])
+    _table(f"the reweighted values of {name} by their weights' k-hat",
+           ["values", "n", "cover 2se", "cover 3se", "mean z"], rows)
 
 
 def savage_dickey_coverage(seeds: int) -> None:

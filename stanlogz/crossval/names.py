@@ -223,7 +223,7 @@ class KFoldNames(Display):
             shown = ", ".join(str(int(i) + 1) for i in alone[:8])
             notes.append(f"{len(alone)} observation(s) whose importance weights in their fold "
                          f"were heavy-tailed (k-hat > 0.5) were refit on their own: {shown}"
-                         f"{', ...' if len(alone) > 8 else ''}.")
+                         f"{f' and {len(alone) - 8} more' if len(alone) > 8 else ''}.")
         if getattr(self, "precision", None) is not None:  # kfold(mcse_target=...)
             notes.append(self.precision_note())  # type: ignore[attr-defined]
         return View(head, [main, folds], notes + _notes(self.warnings))

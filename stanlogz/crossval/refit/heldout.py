@@ -67,7 +67,7 @@ from ..observations.latents import ConditionalGaussian, coordinate_map
 from ..observations.observations import Observations
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import check_split
-from .heldout_points import heavy_rows, refit_points
+from .heldout_points import PointRefits, heavy_rows, refit_points
 
 HELDOUT_METHODS = ("auto", "bridge", "evidence-difference")
 
@@ -116,6 +116,9 @@ class HeldOut:
     #: the held-out observations (0-based) whose k̂ exceeded 0.5, refit on their own
     #: (:mod:`.heldout_points`): their ``elpd_i`` come from those refits
     refit_observations: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
+    #: their values, se and cost (:class:`~.heldout_points.PointRefits`; not in ``to_dict``):
+    #: a precision target's next round reuses them
+    points: PointRefits | None = field(default=None, repr=False, compare=False)
 
     se = alias("mcse", "The former name of ``mcse`` (a Monte Carlo se), kept for "
                "compatibility.")
@@ -154,6 +157,7 @@ def heldout_elpd(
     keep_draws: bool = False,
     point_refits: bool = True,
     train_evidence: Callable[[StanProgram, np.ndarray], tuple[Any, bool]] | None = None,
+    points: PointRefits | None = None,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> HeldOut:
     """log p(y_V | y_T) of the program ``model`` (a :class:`StanModel`, any data) for the
@@ -222,6 +226,10 @@ def heldout_elpd(
     train_evidence : callable, optional
         ``train_evidence(train, draws) -> (log Z, ...)``: the training program's log Z, shared
         (as ``full_evidence``) by the held-out sets of one training set.
+    points : PointRefits, optional
+        The point refits of an earlier call on the same held-out set (``HeldOut.points``; a
+        precision target's rounds): their values are kept and those observations are not
+        refit again.
     **nuts_keywords
         ``chains``, ``warmup``, ``draws``, ``adapt_delta``, ``max_treedepth``.
 
@@ -365,7 +373,7 @@ def heldout_elpd(
         warns.append(f"held-out {_numbers(v)}: Monte Carlo se {se:.2f} of log p(y_V | y_T); "
                      "run more draws")
     elpd_i_shared = shared_se
-    khat_i, refit = np.full(v.size, np.nan), np.zeros(0, int)
+    khat_i, refit, point_values = np.full(v.size, np.nan), np.zeros(0, int), None
     if v.size == 1 or not pointwise:
         elpd_i = np.array([elpd]) if v.size == 1 else np.full(v.size, np.nan)
         elpd_i_mcse = se if v.size == 1 else float("nan")
@@ -390,6 +398,9 @@ def heldout_elpd(
         n_evals += v.size * sum(len(sd.x) for sd in sides)
         elpd_i, khat_i = pt.elpd_i.copy(), pt.khat_i
         refit = heavy_rows(khat_i) if point_refits else np.zeros(0, int)
+        before = points if point_refits and points is not None and points.rows.size else None
+        if before is not None:  # an earlier call's refit observations stay refit
+            refit = np.union1d(refit, np.searchsorted(v, before.observations))
         elpd_i_mcse, slope = pt.sum_se(np.setdiff1d(np.arange(v.size), refit))
         # The evidence difference's log r comes from other estimates (two gbs fits), so its
         # error reaches Σ elpd_i through the mixture density, ∂Σ elpd_i/∂log r = slope; it
@@ -399,21 +410,26 @@ def heldout_elpd(
         if used == "evidence-difference":
             elpd_i_mcse, elpd_i_shared = propagate_log_r(elpd_i_mcse, slope, se, shared_se)
         if refit.size:  # heavy-tailed weights: these observations get refits of their own
-            pr = refit_points(heldout_elpd, model, data, observations, v, refit, full,
-                              fd.unconstrained if fd.step_size is None else fd, td, nuts,
-                              seed, SharedEvidence(stream_int_seed(seed, Stream.REFIT_ESTIMATOR,
-                                                                   1)), progress)
-            elpd_i[refit] = pr.elpd
+            new = refit if before is None else np.setdiff1d(
+                refit, np.searchsorted(v, before.observations))
+            done = [] if before is None else [before]
+            if new.size:
+                done.append(refit_points(
+                    heldout_elpd, model, data, observations, v, new, full,
+                    fd.unconstrained if fd.step_size is None else fd, td, nuts, seed,
+                    SharedEvidence(stream_int_seed(seed, Stream.REFIT_ESTIMATOR, 1)), progress))
+                n_grad += done[-1].n_gradient_evals
+                n_evals += done[-1].n_evals
+                warns.extend(w for w in done[-1].warnings if w not in warns)
+            point_values = PointRefits.join(v, done)
+            elpd_i[point_values.rows] = point_values.elpd
             # taken as independent of the rest's error (they share the training draws only):
             # coverage in benchmarks/kfold_point_refits.py
-            elpd_i_mcse = math.hypot(elpd_i_mcse, pr.mcse)
-            n_grad += pr.n_gradient_evals
-            n_evals += pr.n_evals
-            warns.extend(w for w in pr.warnings if w not in warns)
+            elpd_i_mcse = math.hypot(elpd_i_mcse, point_values.mcse)
     return HeldOut(v, float(elpd), float(se), used, elpd_i, float(elpd_i_mcse),
                    (float(khat[0]), float(khat[1])), int(extra.size), int(n_grad), int(n_evals),
                    time.perf_counter() - t0, warns, float(shared_se), float(elpd_i_shared),
-                   warm, td if keep_draws else None, khat_i, v[refit])
+                   warm, td if keep_draws else None, khat_i, v[refit], point_values)
 
 
 def heldout_many(

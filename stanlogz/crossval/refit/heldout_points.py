@@ -58,6 +58,23 @@ class PointRefits:
     n_gradient_evals: int = 0
     n_evals: int = 0
     warnings: list[str] = field(default_factory=list)
+    #: the observations themselves (0-based indices into the data)
+    observations: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
+
+    @staticmethod
+    def join(v: np.ndarray, parts: list[PointRefits]) -> PointRefits:
+        """Refits of disjoint observations of the held-out set ``v`` as one (independent
+        errors: each part fits its own training log Z); the cost is the parts'."""
+        obs = np.concatenate([p.observations for p in parts])
+        order = np.argsort(obs)
+        methods = [m for p in parts for m in p.methods]
+        return PointRefits(np.searchsorted(v, obs[order]),
+                           np.concatenate([p.elpd for p in parts])[order],
+                           math.sqrt(sum(p.mcse**2 for p in parts)),
+                           [methods[i] for i in order],
+                           sum(p.n_gradient_evals for p in parts),
+                           sum(p.n_evals for p in parts),
+                           [w for p in parts for w in p.warnings], obs[order])
 
 
 def heavy_rows(khat: np.ndarray) -> np.ndarray:
@@ -113,4 +130,4 @@ def refit_points(estimate: Callable[..., Any], model: StanProgram, data: Mapping
         t = float(shared_train.result.log_z_se)
         var += (n_shared**2 - n_shared) * t * t
     mcse = math.sqrt(var)
-    return PointRefits(rows, elpd, mcse, methods, n_grad, n_evals, warns)
+    return PointRefits(rows, elpd, mcse, methods, n_grad, n_evals, warns, v[rows])

@@ -120,7 +120,10 @@ def _round(model: Any, data: dict[str, Any], observations: Any, held: Sequence[n
         td = extend_draws(train, f.train_draws, more, nuts, seed=int_seed(drawn_sequence(rng)))
         g = heldout_elpd(model, data, observations, v, full_draws=full, train_draws=td,
                          settings=nuts, seed=drawn_sequence(rng), full_evidence=shared,
-                         keep_draws=True)
-        g.n_gradient_evals, g.warm = int(td.n_gradient_evals), f.warm
+                         keep_draws=True, points=f.points)
+        # the refit's draws so far and every point refit of this set (earlier rounds' too)
+        g.n_gradient_evals = int(td.n_gradient_evals) + (g.points.n_gradient_evals
+                                                         if g.points is not None else 0)
+        g.warm = f.warm
         out.append(g)
     return full, out

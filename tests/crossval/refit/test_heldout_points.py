@@ -104,3 +104,24 @@ def test_kfold_reports_the_point_refits(compiled) -> None:
     assert r.point_refits.tolist() == [i - 1 for i in alone]
     assert f"{len(alone)} observation(s) whose" in str(r)
     assert f"refit on their own: {', '.join(map(str, alone))}" in str(r)
+
+
+def test_an_earlier_calls_point_refits_are_reused(compiled) -> None:
+    """A second call on the same set with ``points`` from the first (a precision target's next
+    round) keeps the refit observations' values and runs no refit for them: the same values
+    exactly and no gradient evaluations (its training draws are given). Deterministic given
+    the seeds (the far pair's k̂ is above 1.2: the docstring of the test above)."""
+    from stanlogz.draws import sample
+
+    d, v, _ = _far_pair(30.0)
+    m = compiled(NORMAL, d)
+    obs = find_observations(d)
+    full = sample(m, chains=4, warmup=500, draws=1000, seed=7)
+    first = heldout_elpd(m, d, obs, v, full_draws=full, seed=8, keep_draws=True)
+    assert first.points is not None and first.points.observations.tolist() == [0, 1]
+    again = heldout_elpd(m, d, obs, v, full_draws=full, train_draws=first.train_draws,
+                         seed=9, points=first.points)
+    assert again.refit_observations.tolist() == [0, 1]
+    assert np.array_equal(again.elpd_i[:2], first.elpd_i[:2])
+    assert again.n_gradient_evals == 0
+    assert again.points.mcse == first.points.mcse
