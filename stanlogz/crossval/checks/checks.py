@@ -205,7 +205,7 @@ def predictive_checks(log_lik: Any, y_rep: Any, y: Any, *, r_eff: float = 1.0,
         out.metrics = loo_metrics(lw, y, y_rep, seed=stream_int_seed(seed, Stream.METRICS))
     if crps:
         out.crps = loo_crps(lw, y, y_rep)
-    out.expectations = {k: e_loo(lw, v) for k, v in (expectations or {}).items()}
+    out.expectations = {k: e_loo(lw, v, khat=khat) for k, v in (expectations or {}).items()}
     return out
 
 

@@ -19,6 +19,7 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from ... import arviz_compat
+from ..._util.gpd import KHAT_BAD
 from ...errors import InputError
 from .pit_null import calibrated_p_value
 
@@ -167,17 +168,22 @@ def pot_from_pointwise(p_values: Any, p_loo: float | None = None) -> UniformityT
 @dataclass
 class LooExpectation:
     """E_loo of a quantity per observation: mean, variance, quantiles, with Monte Carlo se of
-    the mean (importance-sampling se Σ_s w_s² (x_s − mean)², draws taken as independent)."""
+    the mean (importance-sampling se Σ_s w_s² (x_s − mean)², draws taken as independent; NaN
+    where the weights' Pareto k̂ exceeds 0.7, loo's threshold: no se holds there) and the
+    weights' ``khat`` (None when not given)."""
 
     mean: np.ndarray
     variance: np.ndarray
     quantiles: dict[float, np.ndarray]
     mean_mcse: np.ndarray
+    khat: np.ndarray | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict."""
         return {"mean": self.mean.tolist(), "variance": self.variance.tolist(),
-                "mean_mcse": self.mean_mcse.tolist(),
+                "mean_mcse": [None if not np.isfinite(v) else float(v) for v in self.mean_mcse],
+                "khat": None if self.khat is None else
+                [None if not np.isfinite(k) else float(k) for k in self.khat],
                 "quantiles": {str(q): v.tolist() for q, v in self.quantiles.items()}}
 
 
@@ -190,10 +196,12 @@ def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> floa
     return float(values[order][min(j, values.size - 1)])
 
 
-def e_loo(log_w: Any, values: Any, quantiles: tuple[float, ...] = (0.05, 0.5, 0.95)
-          ) -> LooExpectation:
+def e_loo(log_w: Any, values: Any, quantiles: tuple[float, ...] = (0.05, 0.5, 0.95),
+          khat: Any = None) -> LooExpectation:
     """Leave-one-out predictive mean, variance and quantiles of ``values`` ``(S, N)`` (e.g.
-    y_rep or any generated quantity with one entry per observation)."""
+    y_rep or any generated quantity with one entry per observation); ``khat``, the Pareto k̂
+    of each observation's weights, withholds the mean's Monte Carlo se (NaN) where it
+    exceeds 0.7."""
     x = np.asarray(values, dtype=float)
     w = _weights(log_w, x.shape[1] if x.ndim == 2 else None)
     if x.shape != w.shape:
@@ -205,7 +213,13 @@ def e_loo(log_w: Any, values: Any, quantiles: tuple[float, ...] = (0.05, 0.5, 0.
     mcse = np.sqrt(np.sum(w**2 * (x - mean) ** 2, axis=0))
     qs = {q: np.array([weighted_quantile(x[:, i], w[:, i], q) for i in range(x.shape[1])])
           for q in quantiles}
-    return LooExpectation(mean, var, qs, mcse)
+    k = None
+    if khat is not None:
+        k = np.asarray(khat, dtype=float).ravel()
+        if k.shape != mcse.shape:
+            raise InputError(f"khat {k.shape} and the observations {mcse.shape} differ in shape")
+        mcse = np.where(k > KHAT_BAD, np.nan, mcse)
+    return LooExpectation(mean, var, qs, mcse, k)
 
 
 @dataclass

@@ -64,6 +64,25 @@ def test_loo_pit_and_e_loo_match_the_exact_loo_predictive():
     assert np.max(np.abs(e.quantiles[0.95] - q95)) < 0.19
 
 
+def test_e_loo_withholds_the_mcse_where_k_hat_is_above_07():
+    """Deterministic: the mean's Monte Carlo se is NaN exactly where the given k̂ exceeds 0.7
+    (JSON: null), the other values unchanged; a k̂ of the wrong length is refused."""
+    y, ll, y_rep, _, _ = normal_case(1)
+    lw = loo_log_weights(ll)
+    plain = e_loo(lw, y_rep)
+    k = np.full(y.size, 0.2)
+    k[[3, 7]] = [0.71, 1.4]
+    e = e_loo(lw, y_rep, khat=k)
+    assert np.flatnonzero(np.isnan(e.mean_mcse)).tolist() == [3, 7]
+    keep = np.setdiff1d(np.arange(y.size), [3, 7])
+    assert np.array_equal(e.mean_mcse[keep], plain.mean_mcse[keep])
+    assert np.array_equal(e.mean, plain.mean)
+    out = e.to_dict()
+    assert out["mean_mcse"][3] is None and out["khat"][7] == 1.4
+    with pytest.raises(InputError, match="khat"):
+        e_loo(lw, y_rep, khat=k[:-1])
+
+
 def test_crps_and_scrps_match_their_closed_forms():
     y, ll, y_rep, m_i, v_i = normal_case(2)
     c = loo_crps(loo_log_weights(ll), y, y_rep)
