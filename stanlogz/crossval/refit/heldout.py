@@ -119,6 +119,10 @@ class HeldOut:
     #: their values, se and cost (:class:`~.heldout_points.PointRefits`; not in ``to_dict``):
     #: a precision target's next round reuses them
     points: PointRefits | None = field(default=None, repr=False, compare=False)
+    #: each full-data draw's influence on Σ elpd_i over its draws' count ((chains, n); None
+    #: without the full draws as a proposal): the part of ``elpd_i_mcse`` that splits sharing
+    #: those draws share (:func:`.fold_sums.folds_sum_se`); not in ``to_dict``
+    full_influence: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     se = alias("mcse", "The former name of ``mcse`` (a Monte Carlo se), kept for "
                "compatibility.")
@@ -374,6 +378,7 @@ def heldout_elpd(
                      "run more draws")
     elpd_i_shared = shared_se
     khat_i, refit, point_values = np.full(v.size, np.nan), np.zeros(0, int), None
+    full_influence = None
     if v.size == 1 or not pointwise:
         elpd_i = np.array([elpd]) if v.size == 1 else np.full(v.size, np.nan)
         elpd_i_mcse = se if v.size == 1 else float("nan")
@@ -402,6 +407,7 @@ def heldout_elpd(
         if before is not None:  # an earlier call's refit observations stay refit
             refit = np.union1d(refit, np.searchsorted(v, before.observations))
         elpd_i_mcse, slope = pt.sum_se(np.setdiff1d(np.arange(v.size), refit))
+        full_influence = pt.full_influence
         # The evidence difference's log r comes from other estimates (two gbs fits), so its
         # error reaches Σ elpd_i through the mixture density, ∂Σ elpd_i/∂log r = slope; it
         # is taken as independent of the importance-sampling error (the delta method; coverage
@@ -429,7 +435,8 @@ def heldout_elpd(
     return HeldOut(v, float(elpd), float(se), used, elpd_i, float(elpd_i_mcse),
                    (float(khat[0]), float(khat[1])), int(extra.size), int(n_grad), int(n_evals),
                    time.perf_counter() - t0, warns, float(shared_se), float(elpd_i_shared),
-                   warm, td if keep_draws else None, khat_i, v[refit], point_values)
+                   warm, td if keep_draws else None, khat_i, v[refit], point_values,
+                   full_influence)
 
 
 def heldout_many(
@@ -684,7 +691,8 @@ class _Pointwise:
 
     def sum_se(self, rows: np.ndarray | None = None) -> tuple[float, float]:
         """The se of Σ elpd_i over ``rows`` (all when None) and its derivative in ``log_r``
-        (0 with one side, which does not use it)."""
+        (0 with one side, which does not use it); :attr:`full_influence` keeps the full-data
+        draws' part of it."""
         sides, n_all, log_r = self.sides, self.n_all, self.log_r
         sel = slice(None) if rows is None else rows
         elpd_i = self.elpd_i[sel]
@@ -706,10 +714,15 @@ class _Pointwise:
                 frac_f = len(sides[1].x) / n_all
                 infl = [g - u0 * (r - frac_f) for g, r in zip(infl, resp_f, strict=True)]
         var = 0.0
+        #: each full-data draw's influence on the sum over n_all (the second side's), which
+        #: every split of the same full draws shares: :func:`.fold_sums.folds_sum_se`
+        self.full_influence = None
         for j, sd in enumerate(sides):
             g = infl[j].reshape(sd.shape)
             n_j = g.size
             var += (n_j / n_all) ** 2 * autocorr_time(g) * float(np.var(g, ddof=1)) / n_j
+            if j == 1:
+                self.full_influence = g / n_all
         return math.sqrt(var), slope
 
 

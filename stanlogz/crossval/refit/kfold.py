@@ -37,6 +37,7 @@ from ..names import KFoldNames
 from ..observations.observations import Observations, load_observed, observation_labels
 from .cv_se import ElpdInterval, elpd_interval, kfold_se
 from .cv_tail import add_cv_warnings
+from .fold_sums import folds_sum_se
 from .heldout import HeldOut, heldout_many, shared_sum_se
 from .kfold_target import check_target, kfold_to_target
 from .kfold_time import budget_warning, estimate_line, factorizes, fill_by_psis, refit_seconds
@@ -149,11 +150,12 @@ class KFoldResult(KFoldNames, ElpdResult):
 
     @property
     def mcse(self) -> float:
-        """Monte Carlo se of elpd_kfold: the folds' own errors are independent; the error of
-        the log Z of the full data that evidence-difference folds share moves each fold's sum
-        by ∂Σ elpd_i/∂log r times itself, and these parts add linearly."""
-        return shared_sum_se([f.elpd_i_mcse for f in self.folds],
-                             [f.elpd_i_shared_mcse for f in self.folds])
+        """Monte Carlo se of elpd_kfold: the folds' own errors are independent; the full-data
+        draws every fold mixes in add their influence draw by draw over the folds
+        (:func:`.fold_sums.folds_sum_se`); the error of the log Z of the full data that
+        evidence-difference folds share moves each fold's sum by ∂Σ elpd_i/∂log r times
+        itself, and these parts add linearly."""
+        return folds_sum_se(self.folds)
 
     @property
     def elpd_joint(self) -> float:
