@@ -26,21 +26,24 @@ def _full_var(a: np.ndarray) -> float:
     return float(a.size * autocorr_time(a) * np.var(a, ddof=1))
 
 
-def folds_sum_se(folds: Sequence[Any]) -> float:
+def folds_sum_se(folds: Sequence[Any], joint: bool = False) -> float:
     """se of Σ over ``folds`` (:class:`~stanlogz.crossval.refit.heldout.HeldOut`) of their
-    Σ elpd_i: each set's own error (its ``elpd_i_mcse`` less the parts below), the full-data
-    draws' part summed draw by draw over the sets that carry ``full_influence`` (of one
-    shape: the same full draws), and the shared log Z(full) part (``elpd_i_shared_mcse``),
-    which adds linearly."""
+    Σ elpd_i (``joint``: of their joint log p(y_V | y_T)): each set's own error (its
+    ``elpd_i_mcse``, or ``mcse``, less the parts below), the full-data draws' part summed draw
+    by draw over the sets that carry ``full_influence`` (``joint_full_influence``) of one
+    shape (the same full draws), and the shared log Z(full) part (``elpd_i_shared_mcse``, or
+    ``shared_mcse``), which adds linearly."""
     own, common = 0.0, 0.0
     total: np.ndarray | None = None
     for f in folds:
-        var = f.elpd_i_mcse**2 - f.elpd_i_shared_mcse**2
-        a = getattr(f, "full_influence", None)
+        se, shared = ((f.mcse, f.shared_mcse) if joint
+                      else (f.elpd_i_mcse, f.elpd_i_shared_mcse))
+        var = se**2 - shared**2
+        a = getattr(f, "joint_full_influence" if joint else "full_influence", None)
         if a is not None and (total is None or a.shape == total.shape):
             var -= _full_var(a)
             total = a.copy() if total is None else total + a
         own += max(var, 0.0)
-        common += f.elpd_i_shared_mcse
+        common += shared
     full = 0.0 if total is None else _full_var(total)
     return math.sqrt(own + full + common * common)

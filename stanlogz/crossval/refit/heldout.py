@@ -123,6 +123,8 @@ class HeldOut:
     #: without the full draws as a proposal): the part of ``elpd_i_mcse`` that splits sharing
     #: those draws share (:func:`.fold_sums.folds_sum_se`); not in ``to_dict``
     full_influence: np.ndarray | None = field(default=None, repr=False, compare=False)
+    #: the same for ``elpd`` (the joint log p(y_V | y_T)) where a plain bridge gave it
+    joint_full_influence: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     se = alias("mcse", "The former name of ``mcse`` (a Monte Carlo se), kept for "
                "compatibility.")
@@ -329,12 +331,14 @@ def heldout_elpd(
     lp_f_at_t = _finite(full.log_density_many(aug))
     n_evals = 2 * len(flat_f) + 2 * len(flat_t)
     elpd, se, khat = float("nan"), float("inf"), (float("nan"), float("nan"))
+    joint_full = None  # the full draws' influence on the bridge's log r (a plain bridge)
     shared_se = 0.0
     if method != "evidence-difference" and not extra.size:
         lw_f = (lp_f_at_f - lp_t_at_f).reshape(xf.shape[:2])
         lw_t = (lp_f_at_t - lp_t_at_t).reshape(xt.shape[:2])
         elpd, se = _bridge([(lw_f, lw_t)])
         khat = (pareto_k(-lw_f), pareto_k(lw_t))
+        joint_full = _bridge_full_influence(lw_f, lw_t, elpd) if np.isfinite(elpd) else None
     elif method != "evidence-difference":
         # cross-fitting: q fitted on one half of the full draws bridges with the other half
         # (q evaluated at the draws it was fitted to would bias log r downwards), then swapped
@@ -365,6 +369,7 @@ def heldout_elpd(
         # smaller of two noisy se, which would select the error bars that came out too small.
         if np.isfinite(diff[0]) and np.isfinite(diff[1]):
             elpd, se, used = diff[0], diff[1], "evidence-difference"
+            joint_full = None
             shared_se = diff[3]
         elif method == "auto":
             warns.append(f"held-out {_numbers(v)}: the bridge's overlap is poor (k-hat "
@@ -436,7 +441,7 @@ def heldout_elpd(
                    (float(khat[0]), float(khat[1])), int(extra.size), int(n_grad), int(n_evals),
                    time.perf_counter() - t0, warns, float(shared_se), float(elpd_i_shared),
                    warm, td if keep_draws else None, khat_i, v[refit], point_values,
-                   full_influence)
+                   full_influence, joint_full)
 
 
 def heldout_many(
@@ -629,6 +634,18 @@ def _bridge(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float, float]:
     var = (sum(s.re2_p for s in sols) + sum(math.sqrt(s.re2_q) for s in sols) ** 2) / k**2
     est = [s.log_r for s in sols]
     return float(np.mean(est)), max(math.sqrt(var), (max(est) - min(est)) / 2)
+
+
+def _bridge_full_influence(lw_f: np.ndarray, lw_t: np.ndarray, log_r: float) -> np.ndarray:
+    """Each full-data draw's influence on the optimal bridge's log r (its estimating equation
+    linearized: minus the draw's score term, centred, over the score's derivative in log r),
+    shaped as ``lw_f``; its n τ var is the bridge's full-side variance."""
+    a, b = lw_f.ravel(), lw_t.ravel()
+    shift = math.log(b.size / a.size)
+    h = special.expit(log_r + shift - a)
+    g = special.expit(b - shift - log_r)
+    slope = float(np.sum(h * (1 - h)) + np.sum(g * (1 - g)))
+    return (-(h - h.mean()) / slope).reshape(lw_f.shape)
 
 
 @dataclass

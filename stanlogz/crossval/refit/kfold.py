@@ -38,7 +38,7 @@ from ..observations.observations import Observations, load_observed, observation
 from .cv_se import ElpdInterval, elpd_interval, kfold_se
 from .cv_tail import add_cv_warnings
 from .fold_sums import folds_sum_se
-from .heldout import HeldOut, heldout_many, shared_sum_se
+from .heldout import HeldOut, heldout_many
 from .kfold_target import check_target, kfold_to_target
 from .kfold_time import budget_warning, estimate_line, factorizes, fill_by_psis, refit_seconds
 
@@ -165,7 +165,7 @@ class KFoldResult(KFoldNames, ElpdResult):
     @property
     def elpd_joint_mcse(self) -> float:
         """Monte Carlo se of :attr:`elpd_joint`."""
-        return shared_sum_se([f.mcse for f in self.folds], [f.shared_mcse for f in self.folds])
+        return folds_sum_se(self.folds, joint=True)
 
     @property
     def is_logo(self) -> bool:
