@@ -59,6 +59,7 @@ from ...draws import Draws, obtain_draws
 from ...draws.continuation import WARM_REFIT_WARMUP, WarmStart, refit_draws
 from ...errors import EstimationError, InputError, OverBudget, StanlogzError, option
 from ...estimators.bridge.bridge import solve_bridge
+from ...estimators.bridge.warp import warped_bridge
 from ...estimators.common import autocorr_time, pareto_k
 from ...parallel import SeedLike, run_parallel
 from ...stan.program import StanProgram
@@ -69,7 +70,7 @@ from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import check_split
 from .heldout_points import PointRefits, heavy_rows, refit_points
 
-HELDOUT_METHODS = ("auto", "bridge", "evidence-difference")
+HELDOUT_METHODS = ("auto", "bridge", "warped-bridge", "evidence-difference")
 
 
 @dataclass
@@ -80,9 +81,9 @@ class HeldOut:
     density and its Monte Carlo se; ``elpd_i``: per held-out observation log p(y_i | y_T) (same
     order as ``index``) and ``elpd_i_mcse`` the Monte Carlo se of their sum; ``method``:
     ``"bridge"`` (same parameters), ``"augmented-bridge"`` (``n_latent`` per-observation latents
-    integrated out) or ``"evidence-difference"``; ``khat``: Pareto k̂ of the bridge weights (full
-    side, training side); ``n_gradient_evals``: NUTS cost of the training refit; ``n_evals``:
-    density evaluations of the estimators.
+    integrated out), ``"warped-bridge"`` or ``"evidence-difference"``; ``khat``: Pareto k̂ of the
+    (warped) bridge's weights (full side, training side); ``n_gradient_evals``: NUTS cost of
+    the training refit; ``n_evals``: density evaluations of the estimators.
     """
 
     index: np.ndarray
@@ -178,8 +179,10 @@ def heldout_elpd(
     two data instances have the same parameters and when y_V carries its own latent parameters
     (indexed by observation along their first axis); a program whose parameters change in any
     other way raises :class:`InputError`. ``pointwise`` adds each held-out observation's
-    log p(y_i | y_T). ``method``: ``"auto"`` (the bridge; the evidence difference instead when the
-    bridge's k̂ exceeds 0.5), ``"bridge"`` or ``"evidence-difference"``.
+    log p(y_i | y_T). ``method``: ``"auto"`` (the bridge; where its k̂ exceeds 0.5, the warped
+    bridge for a set of one or without pointwise values, then the evidence difference),
+    ``"bridge"``, ``"warped-bridge"`` (:func:`~stanlogz.estimators.bridge.warp.warped_bridge`:
+    the same parameters only) or ``"evidence-difference"``.
     Seeds derive from ``seed`` by ``SeedSequence`` spawning. ``full_evidence(full, draws)``
     (from :func:`heldout_many`) gives the full program's log Z shared by all splits.
 
@@ -210,7 +213,7 @@ def heldout_elpd(
         Settings of the NUTS runs.
     seed : int or SeedSequence, optional
         Random seed.
-    method : {"auto", "bridge", "evidence-difference"}, default "auto"
+    method : {"auto", "bridge", "warped-bridge", "evidence-difference"}, default "auto"
         The estimator of log p(y_V | y_T).
     progress : callable, optional
         Called with one line of text per step.
@@ -361,6 +364,24 @@ def heldout_elpd(
         khat = (max(pareto_k(-p[0]) for p in pairs), max(pareto_k(p[1]) for p in pairs))
     used = "augmented-bridge" if extra.size else "bridge"
     poor = not all(np.isfinite(k) and k <= KHAT_HEAVY for k in khat) or not np.isfinite(se)
+    # the warped bridge where no mixture reuses log r (one held-out observation, or no
+    # pointwise values): the same draws, moved onto each other by their moments
+    if not extra.size and (method == "warped-bridge" or (
+            method == "auto" and poor and (v.size == 1 or not pointwise))):
+        try:
+            wb = warped_bridge(full.log_density_many, train.log_density_many, xf, xt,
+                               lp_f_at_f, lp_t_at_t)
+        except EstimationError:
+            wb = None
+        n_evals += 2 * (len(flat_f) + len(flat_t))
+        light = wb is not None and np.isfinite(wb.se) and all(
+            np.isfinite(k) and k <= KHAT_HEAVY for k in wb.khat)
+        if wb is not None and (light or method == "warped-bridge"):
+            elpd, se, khat, used, joint_full = wb.log_r, wb.se, wb.khat, "warped-bridge", None
+            poor = not light
+    elif method == "warped-bridge":
+        raise InputError("the warped bridge needs the same parameters with and without the "
+                         "held-out data; use method='auto'")
     if method == "evidence-difference" or (method == "auto" and poor):
         diff = _evidence_difference(full, train, xf, xt, seed, full_evidence,
                                     train_evidence)
@@ -418,7 +439,7 @@ def heldout_elpd(
         # is taken as independent of the importance-sampling error (the delta method; coverage
         # in benchmarks/coverage_cv.py, parts ed).
         elpd_i_shared = 0.0
-        if used == "evidence-difference":
+        if used in ("evidence-difference", "warped-bridge"):  # log r from other estimates
             elpd_i_mcse, elpd_i_shared = propagate_log_r(elpd_i_mcse, slope, se, shared_se)
         if refit.size:  # heavy-tailed weights: these observations get refits of their own
             new = refit if before is None else np.setdiff1d(

@@ -8,10 +8,11 @@ weights are plain (not Pareto-smoothed): where their Pareto k̂ exceeds
 cover, and the estimate is most often too low (an observation far from the training posterior:
 on roaches, one of log p ≈ −351 came out −357 with a se of about 1). Such an observation is
 refit: NUTS on y_T and y_i (warm from the full fit), then log p(y_i | y_T) between those draws
-and the training draws by the same route as a held-out set of one (the bridge, or the evidence
-difference where the bridge's overlap is poor), with its own se. Cost: one refit (a short
-warmup and a quarter of the draws) and at most one gbs fit per such observation, plus one gbs
-fit of the training program shared by them.
+and the training draws by the same route as a held-out set of one (the bridge; where its
+overlap is poor the warped bridge, and the evidence difference where that is poor too), with
+its own se. Cost: one refit (a short warmup and an eighth of the draws) and four batched
+density passes per such observation; a gbs fit each, and one of the training program shared
+by them, only where the warped bridge fails.
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ if TYPE_CHECKING:
 #: weights' variance is infinite there (the CLT behind the se fails).
 POINT_KHAT = KHAT_HEAVY
 #: The share of the run's draws per chain a point refit keeps (at least
-#: :data:`POINT_MIN_DRAWS`): its value's se comes out near 0.002 nats on roaches at a
-#: quarter (0.001 at all of them), against a K-fold mcse near 0.4, and it costs a third.
-POINT_DRAW_SHARE = 0.25
+#: :data:`POINT_MIN_DRAWS`, and ten draws per parameter over the chains, for the warped
+#: bridge's covariance): its value's se comes out at 0.003–0.007 nats on roaches at an eighth
+#: (the warped bridge), against a K-fold mcse near 0.4.
+POINT_DRAW_SHARE = 0.125
 POINT_MIN_DRAWS = 100
 
 
@@ -98,8 +100,9 @@ def refit_points(estimate: Callable[..., Any], model: StanProgram, data: Mapping
     not done: an anytime K-fold estimates it by PSIS)."""
     keep = np.setdiff1d(np.arange(observations.n), v)
     warm = WarmStart.of(full, full_draws)
-    nuts = nuts.replace(draws=min(nuts.draws, max(POINT_MIN_DRAWS,
-                                                  math.ceil(POINT_DRAW_SHARE * nuts.draws))))
+    nuts = nuts.replace(draws=min(nuts.draws, max(
+        POINT_MIN_DRAWS, math.ceil(POINT_DRAW_SHARE * nuts.draws),
+        math.ceil(10 * full.dim / nuts.chains))))
     elpd = np.empty(rows.size)
     methods: list[str] = []
     var, n_shared, n_grad, n_evals = 0.0, 0, 0, 0

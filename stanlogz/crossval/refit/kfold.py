@@ -489,9 +489,9 @@ def kfold(
                          warm_refits=warm_refits, keep_draws=target is not None)
     folds, budget_stop = fill_by_psis(model, data_dict, observations, held, folds, full,
                                       progress)
-    # under a budget, the sampler's diagnostics of the parameters alone (not of every
-    # generated quantity: seconds at many draws)
-    only = list(model.param_names()) if anytime else None
+    # the sampler's diagnostics of the parameters alone (not of every generated quantity: 2 s
+    # of roaches' 12 s for its 262 log_lik columns; the refits sample the parameters)
+    only = list(model.param_names())
 
     def result(folds: list[HeldOut], full: Draws) -> KFoldResult:
         elpd_i = np.empty(observations.n)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from stanlogz.crossval.refit import heldout
+from stanlogz.crossval.refit.fold_sums import folds_sum_se
 from stanlogz.crossval.refit.heldout import shared_sum_se
 from stanlogz.crossval.refit.kfold import kfold
 from stanlogz.estimators.bridge import bridge
@@ -47,8 +48,8 @@ def test_evidence_difference_folds_share_one_full_log_z(compiled, monkeypatch) -
     assert len(shared) == 1 and shared.pop() > 0
     # each fold's Σ elpd_i carries its slope in log r times the shared se (delta method)
     assert all(0 < f.elpd_i_shared_mcse < f.index.size * f.shared_mcse for f in r.folds)
-    assert r.mcse == pytest.approx(shared_sum_se([f.elpd_i_mcse for f in r.folds],
-                                                  [f.elpd_i_shared_mcse for f in r.folds]))
+    # (the full draws' influence summed over the folds as well: fold_sums)
+    assert r.mcse == pytest.approx(folds_sum_se(r.folds))
     # the shared part never makes the total's mc se smaller than the folds' se in quadrature
     # (it adds (sum s_j)^2 - sum s_j^2 >= 0). Not strictly larger here: the posterior is
     # Gaussian, so the full data's gbs se is often ~1e-11 (the Gaussianized proposal fits it
