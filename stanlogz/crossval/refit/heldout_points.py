@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -32,9 +32,7 @@ from ...draws.continuation import WarmStart, refit_draws
 from ...stan.program import StanProgram
 from ...stan.settings import NutsArgs
 from ..observations.observations import Observations
-
-if TYPE_CHECKING:
-    from .heldout import SharedEvidence
+from .shared import SharedEvidence
 
 #: Pareto k̂ of an observation's importance weights above which it is refit: the plain
 #: weights' variance is infinite there (the CLT behind the se fails).

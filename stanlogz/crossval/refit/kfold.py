@@ -28,7 +28,7 @@ from ..._util.argcheck import check_arguments
 from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
 from ...draws import Draws, obtain_draws
-from ...errors import DataError, InputError, Route, option
+from ...errors import DataError, InputError, option
 from ...parallel import with_client
 from ...stan.program import ProgramLike
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
@@ -38,6 +38,7 @@ from ..observations.observations import Observations, load_observed, observation
 from .cv_se import ElpdInterval, elpd_interval, kfold_se
 from .cv_tail import add_cv_warnings
 from .fold_sums import folds_sum_se
+from .folds import make_folds
 from .heldout import HeldOut, heldout_many
 from .kfold_target import check_target, kfold_to_target
 from .kfold_time import budget_warning, estimate_line, factorizes, fill_by_psis, refit_seconds
@@ -307,46 +308,6 @@ class KFoldResult(KFoldNames, ElpdResult):
                                         p=float("nan"), n_samples=self.n_samples,
                                         elpd_i=self.elpd_i, warning=bool(self.warnings),
                                         extra={"n_folds": self.k})
-
-
-def make_folds(n: int, k: int | None, rng: np.random.Generator, *,
-               strata: np.ndarray | None = None, groups: np.ndarray | None = None
-               ) -> np.ndarray:
-    """The fold (0-based) of each of ``n`` observations: random balanced folds; with ``strata``
-    each stratum is spread evenly over the folds; with ``groups`` whole groups are dealt to
-    folds (``k=None``: one fold per group, leave-one-group-out)."""
-    if strata is not None and groups is not None:
-        raise InputError(f"choose {option('stratify')} or {option('group')}, not both")
-    if groups is not None:
-        labels, inverse = np.unique(groups, return_inverse=True)
-        if k is None:
-            return inverse.astype(int)
-        logo = Route(options={"k": None}, cli_values={"k": "groups"})
-        _check_k(k, labels.size, f"groups ({logo} holds out one group per fold)")
-        fold_of_group = np.empty(labels.size, dtype=int)
-        fold_of_group[rng.permutation(labels.size)] = np.arange(labels.size) % k
-        return fold_of_group[inverse]
-    if k is None:
-        raise InputError("the number of folds k is needed unless folds are groups "
-                         f"({option('group')})")
-    _check_k(k, n, "observations")
-    fold = np.empty(n, dtype=int)
-    if strata is None:
-        fold[rng.permutation(n)] = np.arange(n) % k
-        return fold
-    start = 0
-    for label in np.unique(strata):
-        members = rng.permutation(np.flatnonzero(strata == label))
-        fold[members] = (start + np.arange(members.size)) % k
-        start += members.size
-    return fold
-
-
-def _check_k(k: int, n: int, what: str) -> None:
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 2:
-        raise InputError(f"k must be an integer >= 2, got {k!r}")
-    if k > n:
-        raise InputError(f"k = {k} folds but only {n} {what}")
 
 
 @with_client
