@@ -20,7 +20,7 @@ import numpy as np
 from ...estimators.common import autocorr_time
 
 
-def _full_var(a: np.ndarray) -> float:
+def influence_var(a: np.ndarray) -> float:
     """The variance a per-draw influence ``a`` (``(chains, n)``, already over the proposal's
     count) gives its sum: n τ var(a)."""
     return float(a.size * autocorr_time(a) * np.var(a, ddof=1))
@@ -41,9 +41,9 @@ def folds_sum_se(folds: Sequence[Any], joint: bool = False) -> float:
         var = se**2 - shared**2
         a = getattr(f, "joint_full_influence" if joint else "full_influence", None)
         if a is not None and (total is None or a.shape == total.shape):
-            var -= _full_var(a)
+            var -= influence_var(a)
             total = a.copy() if total is None else total + a
         own += max(var, 0.0)
         common += shared
-    full = 0.0 if total is None else _full_var(total)
+    full = 0.0 if total is None else influence_var(total)
     return math.sqrt(own + full + common * common)

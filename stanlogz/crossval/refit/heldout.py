@@ -57,7 +57,7 @@ from ..._util.words import transitions
 from ...draws import Draws, obtain_draws
 from ...draws.continuation import WARM_REFIT_WARMUP, WarmStart, refit_draws
 from ...errors import EstimationError, InputError, OverBudget, StanlogzError, option
-from ...estimators.bridge.bridge import solve_bridge
+from ...estimators.bridge.bridge import bridge_influence, solve_bridge
 from ...estimators.bridge.warp import warped_bridge
 from ...estimators.common import autocorr_time, pareto_k
 from ...parallel import SeedLike, run_parallel
@@ -67,6 +67,7 @@ from ..observations.latents import ConditionalGaussian, coordinate_map
 from ..observations.observations import Observations
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import check_split
+from .fold_sums import influence_var
 from .heldout_points import PointRefits, heavy_rows, refit_points
 from .shared import SharedEvidence
 
@@ -126,6 +127,10 @@ class HeldOut:
     full_influence: np.ndarray | None = field(default=None, repr=False, compare=False)
     #: the same for ``elpd`` (the joint log p(y_V | y_T)) where a plain bridge gave it
     joint_full_influence: np.ndarray | None = field(default=None, repr=False, compare=False)
+    #: the training draws' influence on ``elpd`` where a plain or warped bridge gave it: a
+    #: held-out observation refit on its own shares its fold's training draws
+    #: (:mod:`.heldout_points`)
+    joint_train_influence: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     se = alias("mcse", "The former name of ``mcse`` (a Monte Carlo se), kept for "
                "compatibility.")
@@ -334,14 +339,16 @@ def heldout_elpd(
     lp_f_at_t = _finite(full.log_density_many(aug))
     n_evals = 2 * len(flat_f) + 2 * len(flat_t)
     elpd, se, khat = float("nan"), float("inf"), (float("nan"), float("nan"))
-    joint_full = None  # the full draws' influence on the bridge's log r (a plain bridge)
+    # the full and the training draws' influence on the bridge's log r (a plain or warped one)
+    joint_full = joint_train = None
     shared_se = 0.0
     if method != "evidence-difference" and not extra.size:
         lw_f = (lp_f_at_f - lp_t_at_f).reshape(xf.shape[:2])
         lw_t = (lp_f_at_t - lp_t_at_t).reshape(xt.shape[:2])
         elpd, se = _bridge([(lw_f, lw_t)])
         khat = (pareto_k(-lw_f), pareto_k(lw_t))
-        joint_full = _bridge_full_influence(lw_f, lw_t, elpd) if np.isfinite(elpd) else None
+        if np.isfinite(elpd):
+            joint_full, joint_train = bridge_influence(lw_f, lw_t, elpd)
     elif method != "evidence-difference":
         # cross-fitting: q fitted on one half of the full draws bridges with the other half
         # (q evaluated at the draws it was fitted to would bias log r downwards), then swapped
@@ -377,7 +384,8 @@ def heldout_elpd(
         light = wb is not None and np.isfinite(wb.se) and all(
             np.isfinite(k) and k <= KHAT_HEAVY for k in wb.khat)
         if wb is not None and (light or method == "warped-bridge"):
-            elpd, se, khat, used, joint_full = wb.log_r, wb.se, wb.khat, "warped-bridge", None
+            elpd, se, khat, used = wb.log_r, wb.se, wb.khat, "warped-bridge"
+            joint_full, joint_train = wb.influence if wb.influence else (None, None)
             poor = not light
     elif method == "warped-bridge":
         raise InputError("the warped bridge needs the same parameters with and without the "
@@ -390,7 +398,7 @@ def heldout_elpd(
         # smaller of two noisy se, which would select the error bars that came out too small.
         if np.isfinite(diff[0]) and np.isfinite(diff[1]):
             elpd, se, used = diff[0], diff[1], "evidence-difference"
-            joint_full = None
+            joint_full = joint_train = None
             shared_se = diff[3]
         elif method == "auto":
             warns.append(f"held-out {_numbers(v)}: the bridge's overlap is poor (k-hat "
@@ -455,14 +463,14 @@ def heldout_elpd(
                 warns.extend(w for w in done[-1].warnings if w not in warns)
             point_values = PointRefits.join(v, done)
             elpd_i[point_values.rows] = point_values.elpd
-            # taken as independent of the rest's error (they share the training draws only):
-            # coverage in benchmarks/kfold_point_refits.py
-            elpd_i_mcse = math.hypot(elpd_i_mcse, point_values.mcse)
+            # the rest's error and theirs are independent but for the training draws both
+            # use: those draws' influence adds draw by draw (fold_sums.influence_var)
+            elpd_i_mcse = _with_points(elpd_i_mcse, pt.train_influence, point_values)
     return HeldOut(v, float(elpd), float(se), used, elpd_i, float(elpd_i_mcse),
                    (float(khat[0]), float(khat[1])), int(extra.size), int(n_grad), int(n_evals),
                    time.perf_counter() - t0, warns, float(shared_se), float(elpd_i_shared),
                    warm, td if keep_draws else None, khat_i, v[refit], point_values,
-                   full_influence, joint_full)
+                   full_influence, joint_full, joint_train)
 
 
 def heldout_many(
@@ -657,16 +665,15 @@ def _bridge(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float, float]:
     return float(np.mean(est)), max(math.sqrt(var), (max(est) - min(est)) / 2)
 
 
-def _bridge_full_influence(lw_f: np.ndarray, lw_t: np.ndarray, log_r: float) -> np.ndarray:
-    """Each full-data draw's influence on the optimal bridge's log r (its estimating equation
-    linearized: minus the draw's score term, centred, over the score's derivative in log r),
-    shaped as ``lw_f``; its n τ var is the bridge's full-side variance."""
-    a, b = lw_f.ravel(), lw_t.ravel()
-    shift = math.log(b.size / a.size)
-    h = special.expit(log_r + shift - a)
-    g = special.expit(b - shift - log_r)
-    slope = float(np.sum(h * (1 - h)) + np.sum(g * (1 - g)))
-    return (-(h - h.mean()) / slope).reshape(lw_f.shape)
+def _with_points(se_rest: float, rest_train: np.ndarray | None, points: PointRefits) -> float:
+    """se of Σ elpd_i: the importance-sampled rest (``se_rest``, whose training draws'
+    influence is ``rest_train``) and the observations refit on their own, whose bridges use
+    the same training draws (``points.train_influence``, summed over them)."""
+    var = se_rest**2 + points.mcse**2
+    b = points.train_influence
+    if rest_train is not None and b is not None and b.shape == rest_train.shape:
+        var += influence_var(rest_train + b) - influence_var(rest_train) - points.train_var
+    return math.sqrt(max(var, 0.0))
 
 
 @dataclass
@@ -754,13 +761,15 @@ class _Pointwise:
         var = 0.0
         #: each full-data draw's influence on the sum over n_all (the second side's), which
         #: every split of the same full draws shares: :func:`.fold_sums.folds_sum_se`
-        self.full_influence = None
+        self.full_influence = self.train_influence = None
         for j, sd in enumerate(sides):
             g = infl[j].reshape(sd.shape)
             n_j = g.size
             var += (n_j / n_all) ** 2 * autocorr_time(g) * float(np.var(g, ddof=1)) / n_j
             if j == 1:
                 self.full_influence = g / n_all
+            else:  # the training draws', which refits of single observations share
+                self.train_influence = g / n_all
         return math.sqrt(var), slope
 
 

@@ -32,6 +32,7 @@ from ...draws.continuation import WarmStart, refit_draws
 from ...stan.program import StanProgram
 from ...stan.settings import NutsArgs
 from ..observations.observations import Observations
+from .fold_sums import influence_var
 from .shared import SharedEvidence
 
 #: Pareto k̂ of an observation's importance weights above which it is refit: the plain
@@ -60,6 +61,11 @@ class PointRefits:
     warnings: list[str] = field(default_factory=list)
     #: the observations themselves (0-based indices into the data)
     observations: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
+    #: the training draws' influence on their sum (summed over those whose bridge gives it:
+    #: the set's other values use the same draws) and its part of ``mcse``² (each
+    #: observation's own, as counted there); None and 0 where none gives it
+    train_influence: np.ndarray | None = None
+    train_var: float = 0.0
 
     @staticmethod
     def join(v: np.ndarray, parts: list[PointRefits]) -> PointRefits:
@@ -68,13 +74,19 @@ class PointRefits:
         obs = np.concatenate([p.observations for p in parts])
         order = np.argsort(obs)
         methods = [m for p in parts for m in p.methods]
+        # an earlier round's influence is on fewer draws: those parts count as independent
+        last = parts[-1].train_influence
+        same = [p for p in parts if p.train_influence is not None and last is not None
+                and p.train_influence.shape == last.shape]
+        infl = sum(p.train_influence for p in same) if same else None
         return PointRefits(np.searchsorted(v, obs[order]),
                            np.concatenate([p.elpd for p in parts])[order],
                            math.sqrt(sum(p.mcse**2 for p in parts)),
                            [methods[i] for i in order],
                            sum(p.n_gradient_evals for p in parts),
                            sum(p.n_evals for p in parts),
-                           [w for p in parts for w in p.warnings], obs[order])
+                           [w for p in parts for w in p.warnings], obs[order], infl,
+                           sum(p.train_var for p in same))
 
 
 def heavy_rows(khat: np.ndarray) -> np.ndarray:
@@ -104,6 +116,8 @@ def refit_points(estimate: Callable[..., Any], model: StanProgram, data: Mapping
     elpd = np.empty(rows.size)
     methods: list[str] = []
     var, n_shared, n_grad, n_evals = 0.0, 0, 0, 0
+    infl: np.ndarray | None = None  # the training draws' influence, summed
+    infl_var = 0.0
     warns: list[str] = []
     for j, r in enumerate(rows):
         i = int(v[r])
@@ -127,8 +141,13 @@ def refit_points(estimate: Callable[..., Any], model: StanProgram, data: Mapping
         warns.extend(w for w in h.warnings if w not in warns)
         n_shared += h.method == "evidence-difference"
         var += h.mcse**2
+        a = h.joint_train_influence
+        if a is not None and a.shape == train_draws.unconstrained.shape[:2]:
+            infl = a.copy() if infl is None else infl + a
+            infl_var += influence_var(a)
     if n_shared:  # each such se holds the shared log Z(T)'s in quadrature; it adds linearly
         t = float(shared_train.result.log_z_se)
         var += (n_shared**2 - n_shared) * t * t
     mcse = math.sqrt(var)
-    return PointRefits(rows, elpd, mcse, methods, n_grad, n_evals, warns, v[rows])
+    return PointRefits(rows, elpd, mcse, methods, n_grad, n_evals, warns, v[rows], infl,
+                       infl_var)

@@ -22,7 +22,7 @@ import numpy as np
 from ...densities.fits import draw_moments
 from ...errors import EstimationError, InputError
 from ..common import pareto_k
-from .bridge import solve_bridge
+from .bridge import bridge_influence, solve_bridge
 
 
 @dataclass
@@ -34,6 +34,9 @@ class WarpedBridge:
     se: float
     khat: tuple[float, float]
     n_evals: int
+    #: each draw's influence on ``log_r`` (:func:`~.bridge.bridge_influence`), on a's draws
+    #: and on b's, shaped as their (chains, n)
+    influence: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def warped_bridge(log_a: Callable[[np.ndarray], np.ndarray],
@@ -67,8 +70,10 @@ def warped_bridge(log_a: Callable[[np.ndarray], np.ndarray],
         lw_b = np.asarray(log_a(moved), dtype=float) - lb_b + log_det
     lw_a = np.where(np.isnan(lw_a), -np.inf, lw_a)
     lw_b = np.where(np.isnan(lw_b), -np.inf, lw_b)
-    sol = solve_bridge(lw_a.reshape(xa.shape[:2]), lw_b.reshape(xb.shape[:2]))
+    wa, wb = lw_a.reshape(xa.shape[:2]), lw_b.reshape(xb.shape[:2])
+    sol = solve_bridge(wa, wb)
     n_evals = 2 * (len(fa) + len(fb)) - (lp_a_at_a is not None) * len(fa) \
         - (lp_b_at_b is not None) * len(fb)
     return WarpedBridge(float(sol.log_r), math.sqrt(sol.re2_p + sol.re2_q),
-                        (pareto_k(-lw_a), pareto_k(lw_b)), int(n_evals))
+                        (pareto_k(-lw_a), pareto_k(lw_b)), int(n_evals),
+                        bridge_influence(wa, wb, sol.log_r))

@@ -57,7 +57,7 @@ def test_bridge_full_influence_gives_the_bridges_full_side_variance(mu: float) -
     """The linearized estimating equation's per-draw influence against the bridge's own
     full-side term re2_p on the same draws (p = N(mu, 1), q = N(0, 1)): two estimates of one
     variance from one sample, within 10% (measured within 3% at these three shifts)."""
-    from stanlogz.crossval.refit.heldout import _bridge_full_influence
+    from stanlogz.estimators.bridge.bridge import bridge_influence
     from stanlogz.estimators.bridge.bridge import solve_bridge
 
     rng = np.random.default_rng(0)
@@ -67,7 +67,30 @@ def test_bridge_full_influence_gives_the_bridges_full_side_variance(mu: float) -
         return (x**2 - (x - mu) ** 2) / 2 + 0.3
 
     sol = solve_bridge(lw(xp), lw(xq))
-    psi = _bridge_full_influence(lw(xp), lw(xq), sol.log_r)
+    psi, psi_q = bridge_influence(lw(xp), lw(xq), sol.log_r)
     assert psi.shape == xp.shape
     var = psi.size * autocorr_time(psi) * float(np.var(psi, ddof=1))
     assert var == pytest.approx(sol.re2_p, rel=0.1)
+    # the other side's: its term re2_q (these draws are shaped as chains, so autocorrelated)
+    assert psi_q.shape == xq.shape
+    var_q = psi_q.size * autocorr_time(psi_q) * float(np.var(psi_q, ddof=1))
+    assert var_q == pytest.approx(sol.re2_q, rel=0.1)
+
+
+def test_points_sharing_the_training_draws_add_draw_by_draw() -> None:
+    """A fold's importance-sampled rest and its observations refit on their own both use the
+    fold's training draws: their influences add draw by draw (deterministic arithmetic)."""
+    from stanlogz.crossval.refit.heldout import _with_points
+    from stanlogz.crossval.refit.heldout_points import PointRefits
+
+    rng = np.random.default_rng(3)
+    a = rng.normal(0, 1e-3, (4, 250))
+    va = a.size * autocorr_time(a) * float(np.var(a, ddof=1))
+    pts = PointRefits(np.array([0]), np.array([-1.0]), math.sqrt(0.02**2 + va), ["bridge"],
+                      train_influence=a.copy(), train_var=va)
+    rest = math.sqrt(0.03**2 + va)
+    # the same influence on both sides: it counts four times, not twice
+    assert _with_points(rest, a, pts) == pytest.approx(math.sqrt(0.03**2 + 0.02**2 + 4 * va))
+    # without it (an evidence difference, or draws of another shape): independent
+    assert _with_points(rest, None, pts) == pytest.approx(math.hypot(rest, pts.mcse))
+    assert _with_points(rest, a[:, :100], pts) == pytest.approx(math.hypot(rest, pts.mcse))
