@@ -416,6 +416,7 @@ def heldout_elpd(
     if v.size == 1 or not pointwise:
         elpd_i = np.array([elpd]) if v.size == 1 else np.full(v.size, np.nan)
         elpd_i_mcse = se if v.size == 1 else float("nan")
+        full_influence = joint_full if v.size == 1 else None
     else:
         sides = [_Side(aug, lp_t_at_t + log_q_t, lp_f_at_t, xt.shape[:2])]
         if not extra.size:  # the full draws join as a second proposal (mixture IS)

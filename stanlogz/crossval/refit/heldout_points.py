@@ -69,8 +69,10 @@ class PointRefits:
 
     @staticmethod
     def join(v: np.ndarray, parts: list[PointRefits]) -> PointRefits:
-        """Refits of disjoint observations of the held-out set ``v`` as one (independent
-        errors: each part fits its own training log Z); the cost is the parts'."""
+        """Refits of disjoint observations of the held-out set ``v`` as one: their se add in
+        quadrature (each part fits its own training log Z), and the training draws'
+        influence is summed over the parts on the same draws (an earlier round's, on fewer
+        draws, is left out of it); the cost is the parts'."""
         obs = np.concatenate([p.observations for p in parts])
         order = np.argsort(obs)
         methods = [m for p in parts for m in p.methods]
