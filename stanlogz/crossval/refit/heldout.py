@@ -57,7 +57,8 @@ from ..._util.words import transitions
 from ...draws import Draws, obtain_draws
 from ...draws.continuation import WARM_REFIT_WARMUP, WarmStart, refit_draws
 from ...errors import EstimationError, InputError, OverBudget, StanlogzError, option
-from ...estimators.bridge.bridge import bridge_influence, solve_bridge
+from ...estimators.bridge.bridge import solve_bridge
+from ...estimators.bridge.influence import bridge_influence
 from ...estimators.bridge.warp import warped_bridge
 from ...estimators.common import autocorr_time, pareto_k
 from ...parallel import SeedLike, run_parallel

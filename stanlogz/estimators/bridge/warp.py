@@ -22,7 +22,8 @@ import numpy as np
 from ...densities.fits import draw_moments
 from ...errors import EstimationError, InputError
 from ..common import pareto_k
-from .bridge import bridge_influence, solve_bridge
+from .bridge import solve_bridge
+from .influence import bridge_influence
 
 
 @dataclass
@@ -34,7 +35,7 @@ class WarpedBridge:
     se: float
     khat: tuple[float, float]
     n_evals: int
-    #: each draw's influence on ``log_r`` (:func:`~.bridge.bridge_influence`), on a's draws
+    #: each draw's influence on ``log_r`` (:func:`~.influence.bridge_influence`), on a's draws
     #: and on b's, shaped as their (chains, n)
     influence: tuple[np.ndarray, np.ndarray] | None = None
 
