@@ -40,7 +40,7 @@ from .shared import SharedEvidence
 POINT_KHAT = KHAT_HEAVY
 #: The share of the run's draws per chain a point refit keeps (at least
 #: :data:`POINT_MIN_DRAWS`, and ten draws per parameter over the chains, for the warped
-#: bridge's covariance): its value's se comes out at 0.003–0.007 nats on roaches at an eighth
+#: bridge's covariance): its value's se comes out at 0.008–0.02 nats on roaches at an eighth
 #: (the warped bridge), against a K-fold mcse near 0.4.
 POINT_DRAW_SHARE = 0.125
 POINT_MIN_DRAWS = 100
