@@ -6,9 +6,10 @@ onto a's by the affine map that matches their means and covariances (a Cholesky 
 Cholesky factor), and the optimal bridge runs between a and the moved b, whose normalizer is
 still Z_b. Where the two posteriors differ mainly by location and scale (a posterior and the same
 program with one more observation, far from what the others predict) the plain bridge's weights
-are heavy-tailed and the warped ones are not: on roaches, k̂ 0.15–0.46 (cross-fitted, 500 draws) where the plain bridge had
-0.8–2.0, and the same value as the difference of two gbs fits to their Monte Carlo error
-(docs/features/kfold-point-refits.md), at four batched density passes instead of two flow fits.
+are heavy-tailed and the warped ones are not: on roaches, k̂ 0.15–0.46 (cross-fitted, 500
+draws) where the plain bridge had 0.8–2.0, and the same value as the difference of two gbs
+fits to their Monte Carlo error (docs/features/kfold-point-refits.md), at four batched density
+passes instead of two flow fits.
 The warp is cross-fitted: fitted to one half of each chain, it bridges the other half.
 """
 
