@@ -60,7 +60,7 @@ from ...errors import EstimationError, InputError, OverBudget, StanlogzError, op
 from ...estimators.bridge.bridge import solve_bridge
 from ...estimators.bridge.influence import bridge_influence
 from ...estimators.bridge.warp import warped_bridge
-from ...estimators.common import autocorr_time, pareto_k
+from ...estimators.common import pareto_k
 from ...parallel import SeedLike, run_parallel
 from ...stan.program import StanProgram
 from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
@@ -171,6 +171,7 @@ def heldout_elpd(
     point_refits: bool = True,
     train_evidence: Callable[[StanProgram, np.ndarray], tuple[Any, bool]] | None = None,
     points: PointRefits | None = None,
+    train_log_density: np.ndarray | None = None,
     **nuts_keywords: Unpack[NutsKeywords],
 ) -> HeldOut:
     """log p(y_V | y_T) of the program ``model`` (a :class:`StanModel`, any data) for the
@@ -245,6 +246,9 @@ def heldout_elpd(
         The point refits of an earlier call on the same held-out set (``HeldOut.points``; a
         precision target's rounds): their values are kept and those observations are not
         refit again.
+    train_log_density : ndarray, optional
+        The training program's log density at ``train_draws`` (flat), where already known:
+        the observations of one set refit on their own share it.
     **nuts_keywords
         ``chains``, ``warmup``, ``draws``, ``adapt_delta``, ``max_treedepth``.
 
@@ -331,7 +335,11 @@ def heldout_elpd(
     xf = fd.unconstrained  # (c, n, dim_full)
     xt = td.unconstrained  # (c, n, dim_train)
     flat_f, flat_t = xf.reshape(-1, full.dim), xt.reshape(-1, train.dim)
-    lp_t_at_t = _finite(train.log_density_many(flat_t))
+    if train_log_density is not None and np.shape(train_log_density) != (len(flat_t),):
+        raise InputError(f"train_log_density must have one value per training draw "
+                         f"({len(flat_t)}), got shape {np.shape(train_log_density)}")
+    lp_t_at_t = _finite(train.log_density_many(flat_t) if train_log_density is None
+                        else train_log_density)
     lp_t_at_f = _finite(train.log_density_many(flat_f[:, common]))
     lp_f_at_f = _finite(full.log_density_many(flat_f))
     q = ConditionalGaussian.fit(flat_f[:, common], flat_f[:, extra]) if extra.size else None
@@ -458,8 +466,9 @@ def heldout_elpd(
             if new.size:
                 done.append(refit_points(
                     heldout_elpd, model, data, observations, v, new, full,
-                    fd.unconstrained if fd.step_size is None else fd, td, nuts, seed,
-                    SharedEvidence(stream_int_seed(seed, Stream.REFIT_ESTIMATOR, 1)), progress))
+                    fd.unconstrained if fd.step_size is None else fd, td, lp_t_at_t, nuts,
+                    seed, SharedEvidence(stream_int_seed(seed, Stream.REFIT_ESTIMATOR, 1)),
+                    progress))
                 n_grad += done[-1].n_gradient_evals
                 n_evals += done[-1].n_evals
                 warns.extend(w for w in done[-1].warnings if w not in warns)
@@ -766,8 +775,7 @@ class _Pointwise:
         self.full_influence = self.train_influence = None
         for j, sd in enumerate(sides):
             g = infl[j].reshape(sd.shape)
-            n_j = g.size
-            var += (n_j / n_all) ** 2 * autocorr_time(g) * float(np.var(g, ddof=1)) / n_j
+            var += influence_var(g / n_all)  # (n_j / n_all)² τ var(g) / n_j, n_j = g.size
             if j == 1:
                 self.full_influence = g / n_all
             else:  # the training draws', which refits of single observations share

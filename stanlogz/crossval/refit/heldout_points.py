@@ -100,13 +100,16 @@ def heavy_rows(khat: np.ndarray) -> np.ndarray:
 
 def refit_points(estimate: Callable[..., Any], model: StanProgram, data: Mapping[str, Any],
                  observations: Observations, v: np.ndarray, rows: np.ndarray, full: StanProgram,
-                 full_draws: Draws | np.ndarray, train_draws: Draws, nuts: NutsArgs,
+                 full_draws: Draws | np.ndarray, train_draws: Draws,
+                 train_log_density: np.ndarray, nuts: NutsArgs,
                  seed: Any, shared_train: SharedEvidence,
                  progress: Callable[[str], None] | None = None) -> PointRefits:
     """log p(y_i | y_T) for the held-out observations ``v[rows]``, each from NUTS on y_T and
     y_i (warm from ``full_draws``) and ``estimate`` (:func:`heldout_elpd`) between those draws
-    and ``train_draws``. ``shared_train`` gives the training program's gbs log Z, shared by
-    the observations of the set (its error adds linearly over those that use it).
+    and ``train_draws`` (where the training program's log density is
+    ``train_log_density``, computed once for all of them). ``shared_train`` gives the
+    training program's gbs log Z, shared by the observations of the set (its error adds
+    linearly over those that use it).
 
     A refit the time budget cuts raises :class:`~stanlogz.errors.BudgetSpent` (the set is
     not done: an anytime K-fold estimates it by PSIS)."""
@@ -135,7 +138,7 @@ def refit_points(estimate: Callable[..., Any], model: StanProgram, data: Mapping
         h = estimate(model, d_i, replace(observations, n=int(with_i.size)),
                      [int(np.searchsorted(with_i, i))], full_draws=drawn,
                      train_draws=train_draws, pointwise=False, settings=nuts, seed=s,
-                     train_evidence=shared_train)
+                     train_evidence=shared_train, train_log_density=train_log_density)
         elpd[j] = h.elpd
         methods.append(h.method)
         n_grad += drawn.n_gradient_evals

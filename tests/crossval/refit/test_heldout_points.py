@@ -15,12 +15,14 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pytest
 from scipy import stats
 
 from stanlogz.crossval.observations.observations import find_observations
 from stanlogz.crossval.refit.heldout import heldout_elpd
 from stanlogz.crossval.refit.heldout_points import POINT_KHAT, heavy_rows
 from stanlogz.crossval.refit.kfold import kfold
+from stanlogz.errors import InputError
 
 NORMAL = Path(__file__).resolve().parents[3] / "stan_models" / "examples" / "normal_mean.stan"
 
@@ -125,3 +127,25 @@ def test_an_earlier_calls_point_refits_are_reused(compiled) -> None:
     assert np.array_equal(again.elpd_i[:2], first.elpd_i[:2])
     assert again.n_gradient_evals == 0
     assert again.points.mcse == first.points.mcse
+
+
+def test_a_given_training_log_density_is_used_as_computed(compiled) -> None:
+    """``train_log_density`` (the training program's density at the given training draws,
+    which a set's refit observations share) gives the same values exactly as computing it;
+    one of the wrong length is refused with a line naming it (deterministic)."""
+    from stanlogz.draws import sample
+
+    d, v, _ = _far_pair(30.0)
+    m = compiled(NORMAL, d)
+    obs = find_observations(d)
+    full = sample(m, chains=2, warmup=300, draws=400, seed=11)
+    train_data = obs.subset(d, np.arange(4, 40))
+    train = sample(m.with_data(train_data), chains=2, warmup=300, draws=400, seed=12)
+    lp = m.with_data(train_data).log_density_many(train.unconstrained.reshape(-1, 1))
+    a = heldout_elpd(m, d, obs, [0], full_draws=full, train_draws=train, seed=13)
+    b = heldout_elpd(m, d, obs, [0], full_draws=full, train_draws=train, seed=13,
+                     train_log_density=lp)
+    assert a.elpd == b.elpd and a.mcse == b.mcse
+    with pytest.raises(InputError, match="train_log_density must have one value per"):
+        heldout_elpd(m, d, obs, [0], full_draws=full, train_draws=train, seed=13,
+                     train_log_density=lp[:-1])
