@@ -154,6 +154,9 @@ class Stream(IntEnum):
     #: A held-out observation whose importance-sampled value is unreliable, refit on its own
     #: (:mod:`stanlogz.crossval.refit.heldout_points`; sub-index: its position in the set).
     POINT_REFIT = 47
+    #: A warm-started refit's probe from random inits, and the cold refit it may call for
+    #: (:mod:`stanlogz.draws.modes`; sub-index 1: the cold refit).
+    MODE_PROBE = 48
     #: Pseudo-marginal MCMC: the outer chain.
     PMMH_CHAIN = 50
     #: Pseudo-marginal MCMC: the inner proposal fitted at a point (sub-index: the fit's number).

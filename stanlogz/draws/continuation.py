@@ -4,16 +4,19 @@ NUTS on a program with other data (a training set) started from a full-data fit.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import stanio
 
+from .._util import deadline
+from .._util.seeds import Stream, stream_int_seed, stream_rng
 from ..errors import InitializationError, InputError
 from ..stan.program import StanProgram
 from ..stan.settings import NutsArgs
 from .core import Draws
+from .modes import PROBE_CHAINS, PROBE_DRAWS, PROBE_RHAT, join_chains, max_rhat, random_inits
 from .sample import sample
 
 #: warmup iterations of a continued chain whose draws carry no adapted metric (or whose
@@ -174,7 +177,8 @@ class _Adapted:
 
 
 def refit_draws(train: StanProgram, settings: NutsArgs, *, seed: int | None,
-                warm: WarmStart | None, progress: Any = None) -> tuple[Draws, bool]:
+                warm: WarmStart | None, progress: Any = None, probe: bool = True,
+                cold: bool = False) -> tuple[Draws, bool]:
     """NUTS draws of the training program ``train`` (the full program with other data), and
     whether they were warm-started.
 
@@ -184,8 +188,13 @@ def refit_draws(train: StanProgram, settings: NutsArgs, *, seed: int | None,
     most :data:`WARM_REFIT_WARMUP` warmup iterations that adapt the step size only (where
     the full fit carries no metric or the sampler takes none: at most
     :data:`CONTINUATION_WARMUP`, whose windows adapt one from the unit metric). Cold
-    otherwise (``settings`` as they are), and when the warm inits fail to initialize (a
-    constraint that depends on the data)."""
+    otherwise (``settings`` as they are), when the warm inits fail to initialize (a
+    constraint that depends on the data), and when ``cold`` asks for it.
+
+    ``probe`` (where ``warm`` fits): the refit is checked by short chains started the other
+    way (:mod:`.modes`: from random inits for a warm refit, from the full fit for a cold one);
+    where they end elsewhere, a whole refit is run that other way as well and the chains
+    joined (under a time budget, the probe's chains joined instead)."""
     if warm is None or not warm.fits(train):
         return sample(train, settings, seed=seed, progress=progress), False
     inits = [warm.inits[c % len(warm.inits)] for c in range(settings.chains)]
@@ -196,11 +205,65 @@ def refit_draws(train: StanProgram, settings: NutsArgs, *, seed: int | None,
     # without a metric to start from, the windows re-adapt one from the unit metric
     nuts = settings.replace(warmup=min(settings.warmup, WARM_REFIT_WARMUP if adapted
                                        else CONTINUATION_WARMUP))
+
+    def warm_run() -> Draws:
+        return sample(train, nuts, seed=seed, init=inits, progress=progress, warm=adapted)
+
+    def cold_run() -> Draws:
+        return sample(train, settings, seed=stream_int_seed(seed, Stream.MODE_PROBE, 1),
+                      progress=progress)
+
+    if cold:
+        drawn = sample(train, settings, seed=seed, progress=progress)
+        if not probe or drawn.budget_stop is not None:
+            return drawn, False
+        starts = warm.last[np.arange(PROBE_CHAINS) % len(warm.last)]
+        return _probed(train, nuts, seed, drawn, adapted, starts, "from the full fit",
+                       "from random inits", warm_run, progress), False
     try:
-        return sample(train, nuts, seed=seed, init=inits, progress=progress,
-                      warm=adapted), True
+        drawn = warm_run()
     except InitializationError:
         return sample(train, settings, seed=seed, progress=progress), False
+    if not probe or drawn.budget_stop is not None:
+        return drawn, True
+    starts = random_inits(train.dim, PROBE_CHAINS, stream_rng(seed, Stream.MODE_PROBE))
+    return _probed(train, nuts, seed, drawn, adapted, starts, "from random inits",
+                   "from the full fit", cold_run, progress), True
+
+
+def _probed(train: StanProgram, nuts: NutsArgs, seed: int | None, drawn: Draws,
+            adapted: _Adapted | None, starts: np.ndarray, probe_from: str, drawn_from: str,
+            other: Any, progress: Any) -> Draws:
+    """``drawn`` checked by :mod:`.modes`' probe, chains started at ``starts`` (unconstrained,
+    ``(PROBE_CHAINS, dim)``) with the full fit's step size and metric where ``adapted``: as
+    it is (the probe's cost added) where the probe's chains agree with it; else joined with
+    ``other()`` (a whole refit started the probe's way), or under a time budget with the
+    probe's chains."""
+    c = np.arange(PROBE_CHAINS)
+    p_warm = None if adapted is None else _Adapted(
+        starts[:, None, :], adapted.step_size[c % adapted.step_size.size],
+        adapted.inv_metric[c % adapted.inv_metric.shape[0]], WARM_WINDOWS)
+    try:
+        p_inits = [init_from_unconstrained(train, x) for x in starts]
+        p = sample(train, nuts.replace(chains=PROBE_CHAINS, draws=min(PROBE_DRAWS, nuts.draws)),
+                   seed=stream_int_seed(seed, Stream.MODE_PROBE), init=p_inits, warm=p_warm)
+    except (InitializationError, InputError, ValueError, KeyError, IndexError):
+        return drawn  # no finite density where the probe starts: nothing to compare
+    costed = replace(drawn, seconds=float(drawn.seconds + p.seconds),
+                     n_gradient_evals=int(drawn.n_gradient_evals + p.n_gradient_evals))
+    n = p.n_draws
+    r = max_rhat(np.concatenate([drawn.unconstrained[:, -n:], p.unconstrained]))
+    if p.budget_stop is not None or not r > PROBE_RHAT:
+        return costed
+    why = (f"NUTS on {train.name}: chains {probe_from} ended elsewhere than those "
+           f"{drawn_from} (split R-hat {r:.2f} > {PROBE_RHAT})")
+    if deadline.remaining() is not None:  # no time for another refit: the probe's chains join
+        return join_chains(costed.thinned(n) if costed.n_draws > n else costed, p,
+                           f"{why}; their chains joined (the time budget holds no other refit)")
+    if progress:
+        progress(f"{why}: refitting {probe_from} as well")
+    return join_chains(costed, other(), f"{why}; refit {probe_from} as well and the chains "
+                       "joined")
 
 
 def _takes_metric(model: StanProgram) -> bool:
@@ -212,14 +275,18 @@ def _takes_metric(model: StanProgram) -> bool:
 def warm_refit_share(draws: Draws) -> float:
     """The share of the full fit ``draws``'s cost that one warm refit repeats (1.0 when its
     cost is unknown): the kept draws' leapfrog steps with :data:`WARM_REFIT_WARMUP` more
-    iterations at the same rate, over all its steps (the cold warmup's costly first phase, far
-    from the typical set, is what a warm refit skips)."""
+    iterations at the same rate, and its probe's (:mod:`.modes`:
+    :data:`~.modes.PROBE_CHAINS` chains of as many warmup iterations and
+    :data:`~.modes.PROBE_DRAWS` draws), over all its steps (the cold warmup's costly first
+    phase, far from the typical set, is what a warm refit skips)."""
     steps = draws.sampler.get("n_leapfrog__")
     if not draws.sampling_cost_known or steps is None or draws.n_gradient_evals <= 0 \
             or draws.n_draws < 1:
         return 1.0
     kept = float(np.sum(steps))
-    return float(min(1.0, kept * (1.0 + WARM_REFIT_WARMUP / draws.n_draws)
+    probe = PROBE_CHAINS * (WARM_REFIT_WARMUP + min(PROBE_DRAWS, draws.n_draws)) / (
+        draws.n_chains * draws.n_draws)
+    return float(min(1.0, kept * (1.0 + WARM_REFIT_WARMUP / draws.n_draws + probe)
                      / draws.n_gradient_evals))
 
 

@@ -26,6 +26,7 @@ from ..._util.gpd import KHAT_BAD
 from ..._util.seeds import Stream, generator_seed, stream_int_seed
 from ..._util.words import transitions
 from ...draws.continuation import WarmStart, refit_draws
+from ...draws.modes import split_rhat
 from ...errors import Route, option
 from ...estimators.bridge.bridge import solve_bridge
 from ...estimators.common import pareto_k
@@ -86,21 +87,6 @@ class FixTask:
 
 
 RHAT_ALARM = 1.05  # split R-hat (between/within chain halves) of log p(y_i | theta)
-
-
-def split_rhat(x: np.ndarray) -> float:
-    """Split R-hat of a scalar series shaped ``(chains, n)``: every chain cut in two halves,
-    between-half against within-half variance (1 when the halves agree; NaN if too short)."""
-    x = np.asarray(x, dtype=float)
-    h = x.shape[1] // 2
-    if h < 2:
-        return float("nan")
-    halves = np.concatenate([x[:, :h], x[:, h:2 * h]])
-    w = float(np.mean(np.var(halves, axis=1, ddof=1)))
-    b = float(h * np.var(np.mean(halves, axis=1), ddof=1))
-    if not w > 0:
-        return 1.0 if b == 0 else float("inf")
-    return float(np.sqrt(((h - 1) / h * w + b / h) / w))
 
 
 def exact_fix_checks(sol: Any, ll_full: np.ndarray, ll_minus: np.ndarray) -> dict[str, Any]:

@@ -91,6 +91,14 @@ class PointRefits:
                            sum(p.train_var for p in same))
 
 
+def point_draws(draws: int, chains: int, dim: int) -> int:
+    """Draws per chain of a point refit in a run of ``draws`` per chain and ``chains`` chains,
+    on ``dim`` parameters (:data:`POINT_DRAW_SHARE`, at least :data:`POINT_MIN_DRAWS` and ten
+    per parameter over the chains; never more than the run's)."""
+    return min(draws, max(POINT_MIN_DRAWS, math.ceil(POINT_DRAW_SHARE * draws),
+                          math.ceil(10 * dim / chains)))
+
+
 def heavy_rows(khat: np.ndarray) -> np.ndarray:
     """Positions whose k̂ exceeds :data:`POINT_KHAT` (or is not finite: too few finite
     weights to tell)."""
@@ -115,9 +123,7 @@ def refit_points(estimate: Callable[..., Any], model: StanProgram, data: Mapping
     not done: an anytime K-fold estimates it by PSIS)."""
     keep = np.setdiff1d(np.arange(observations.n), v)
     warm = WarmStart.of(full, full_draws)
-    nuts = nuts.replace(draws=min(nuts.draws, max(
-        POINT_MIN_DRAWS, math.ceil(POINT_DRAW_SHARE * nuts.draws),
-        math.ceil(10 * full.dim / nuts.chains))))
+    nuts = nuts.replace(draws=point_draws(nuts.draws, nuts.chains, full.dim))
     elpd = np.empty(rows.size)
     methods: list[str] = []
     var, n_shared, n_grad, n_evals = 0.0, 0, 0, 0
@@ -133,7 +139,10 @@ def refit_points(estimate: Callable[..., Any], model: StanProgram, data: Mapping
             progress(f"NUTS on {m_i.name} (observation {i + 1} with the training data: its "
                      "importance weights are heavy-tailed)")
         s = stream(seed, Stream.POINT_REFIT, j)
-        drawn, _ = refit_draws(m_i, nuts, seed=stream_int_seed(s, Stream.NUTS), warm=warm)
+        # no probe for other modes (stanlogz.draws.modes): the fold's training refit had one,
+        # and y_T with y_i added rules out more than y_T alone
+        drawn, _ = refit_draws(m_i, nuts, seed=stream_int_seed(s, Stream.NUTS), warm=warm,
+                               probe=False)
         deadline.check_not_cut(drawn, f"the refit of observation {i + 1}")
         h = estimate(model, d_i, replace(observations, n=int(with_i.size)),
                      [int(np.searchsorted(with_i, i))], full_draws=drawn,

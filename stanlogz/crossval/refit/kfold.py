@@ -41,7 +41,15 @@ from .fold_sums import folds_sum_se
 from .folds import make_folds
 from .heldout import HeldOut, heldout_many
 from .kfold_target import check_target, kfold_to_target
-from .kfold_time import budget_warning, estimate_line, factorizes, fill_by_psis, refit_seconds
+from .kfold_time import (
+    HEAVY_SHARE,
+    budget_warning,
+    estimate_line,
+    factorizes,
+    fill_by_psis,
+    heavy_count,
+    refit_seconds,
+)
 
 
 @dataclass(repr=False)
@@ -284,7 +292,8 @@ class KFoldResult(KFoldNames, ElpdResult):
         p = self.precision or {}
         why = {"target": "the target was met", "budget": "the time budget ended it",
                "max_draws": "the draws reached their cap",
-               "max_rounds": "the rounds reached their cap"}
+               "max_rounds": "the rounds reached their cap",
+               "mcse_na": "its mcse is NA (see the warnings), which more draws do not change"}
         trail = ", ".join(f"{r['draws']}: {r['mcse']:.3g}" for r in p.get("rounds", []))
         return (f"mcse target {p.get('mcse_target', float('nan')):g}: "
                 f"{why.get(p.get('ended_by'), p.get('ended_by'))} with {p.get('draws')} draws "
@@ -436,11 +445,20 @@ def kfold(
         progress(f"{scheme} cross-validation: {observations.n} observations in "
                  f"{n_folds} folds" + ("" if draws is not None else "; NUTS on all data"))
     full = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS))
-    estimate = None if not full.sampling_cost_known else refit_seconds(
-        full, observations.n, held, n_workers, warm=warm_refits,
-        terms=factorizes(model, data_dict, observations, full))
+    estimate, points = None, None
+    if full.sampling_cost_known:
+        terms = factorizes(model, data_dict, observations, full)
+        estimate = refit_seconds(full, observations.n, held, n_workers, warm=warm_refits,
+                                 terms=terms)
+        # the observations the folds will likely refit on their own, where cheap to count
+        points = None if estimate is None else heavy_count(
+            model, data_dict, observations, full, terms, HEAVY_SHARE * estimate)
+        if points:
+            estimate = refit_seconds(full, observations.n, held, n_workers,
+                                     warm=warm_refits, terms=terms, points=points,
+                                     dim=model.dim)
     if progress:
-        progress(estimate_line(estimate, n_folds, full))
+        progress(estimate_line(estimate, n_folds, full, points))
     anytime = deadline.remaining() is not None  # a budget ends the refits, not the command
     folds = heldout_many(model, data_dict, observations, held, full_draws=full,
                          settings=nuts, seed=stream(seed, Stream.REFIT), n_workers=n_workers,

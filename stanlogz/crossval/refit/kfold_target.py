@@ -69,6 +69,9 @@ def kfold_to_target(model: Any, data: dict[str, Any], observations: Any,
         if mcse <= target:
             ended = "target"
             break
+        if not math.isfinite(mcse):  # NA (a fold's chains disagree): more draws cannot help
+            ended = "mcse_na"
+            break
         if r == MAX_ROUNDS:
             ended = "max_rounds"
             break

@@ -32,11 +32,12 @@ from ..._util.deadline import as_option
 from ..._util.progress import duration
 from ...arviz_compat import psislw
 from ...draws import Draws
-from ...draws.continuation import warm_refit_seconds
-from ...errors import InputError, OverBudget
+from ...draws.continuation import WARM_REFIT_WARMUP, warm_refit_seconds
+from ...errors import InputError, OverBudget, StanlogzError
 from ..elpd.psis import elpd_mcse, k_threshold, relative_efficiency
 from ..elpd.routes import pointwise_source
 from .heldout import HeldOut
+from .heldout_points import POINT_KHAT, point_draws
 
 #: A refit's held-out densities (the bridge between the full and the training draws) cost
 #: about this share of its NUTS run: the bridge about 0.8 of it, a fold that falls back to
@@ -57,6 +58,18 @@ TERM_SIDES = 2
 #: Observations whose terms are timed together for that price (one at a time costs a call's
 #: fixed part each: 0.05 s against 0.004 s a term in a batch, interpreted radon)
 TIMED_TERMS = 20
+
+#: The observations K-fold will refit on their own (:mod:`.heldout_points`: importance weights
+#: heavier than :data:`~.heldout_points.POINT_KHAT`) are counted before the first refit by
+#: PSIS-LOO on the full fit: on this many of its draws (thinned evenly per chain) ...
+HEAVY_DRAWS = 2000
+#: ... where that pass costs at most this share of the refits' estimate (a log_lik quantity is
+#: read; a density-difference pass is priced by :func:`factorizes`' timing)
+HEAVY_SHARE = 0.05
+#: A point refit's held-out densities (whole-program densities at its draws and the fold's
+#: training draws, for the bridge and the warped bridge) as a share of the full fit's seconds:
+#: PLACEHOLDER
+POINT_HELDOUT_SHARE = 0.15
 
 #: Why the folds left were not estimated by PSIS, where its pass did not fit in the budget
 TOO_LONG = "PSIS from the full fit would not fit in the time budget left"
@@ -84,14 +97,59 @@ def factorizes(model: Any, data: dict[str, Any], observations: Any, full: Draws
     return (time.perf_counter() - start) / some.size
 
 
+def heavy_count(model: Any, data: dict[str, Any], observations: Any, full: Draws,
+                terms: float | None, within: float) -> int | None:
+    """How many observations PSIS-LOO from ``full`` puts above
+    :data:`~.heldout_points.POINT_KHAT`, on :data:`HEAVY_DRAWS` of its draws: about as many
+    as K-fold's folds will refit on their own (on roaches, 23 against 19). None where that
+    pass is not cheap: neither a ``log_lik`` quantity nor a density difference (``terms``,
+    :func:`factorizes`) whose pass fits in ``within`` seconds."""
+    from ..observations.pointwise import PointwiseLogLik
+
+    try:
+        pw = PointwiseLogLik(model, data, observations, "auto")
+    except StanlogzError:
+        return None
+    per_chain = min(full.n_draws, -(-HEAVY_DRAWS // full.n_chains))
+    share = per_chain / full.n_draws
+    if pw.source != "log_lik" and (terms is None or observations.n * terms * share > within):
+        return None
+    thin = full.thinned(per_chain)
+    try:
+        ll = _fold_columns(pw, thin, np.arange(observations.n), observations.n)
+    except StanlogzError:
+        return None
+    _, khat = psislw(-ll.T, relative_efficiency(thin.unconstrained))
+    return int(np.sum(~(np.asarray(khat) <= POINT_KHAT)))
+
+
+def point_refit_seconds(full: Draws, dim: int, keep: float) -> float:
+    """Seconds one observation's refit of its own should take (:mod:`.heldout_points`): a
+    warm NUTS run of :data:`~stanlogz.draws.continuation.WARM_REFIT_WARMUP` iterations and
+    :func:`~.heldout_points.point_draws` draws per chain at the full fit's leapfrog steps per
+    iteration, on the ``keep`` share of the data, and its held-out densities
+    (:data:`POINT_HELDOUT_SHARE` of the full fit)."""
+    steps = full.sampler.get("n_leapfrog__")
+    iterations = WARM_REFIT_WARMUP + point_draws(full.n_draws, full.n_chains, dim)
+    if steps is None or full.n_gradient_evals <= 0 or full.n_draws < 1:
+        nuts = min(1.0, iterations / full.n_draws / 2)  # warmup as long as the draws
+    else:
+        per_iteration = float(np.sum(steps)) / full.n_draws
+        nuts = min(1.0, iterations * per_iteration / full.n_gradient_evals)
+    return float(full.seconds * (nuts * keep + POINT_HELDOUT_SHARE))
+
+
 def refit_seconds(full: Draws, n: int, held: Sequence[np.ndarray], n_workers: int,
-                  warm: bool = False, terms: float | None = None) -> float | None:
+                  warm: bool = False, terms: float | None = None, points: int = 0,
+                  dim: int = 1) -> float | None:
     """Seconds the refits of ``held`` should take, from the full fit's ``full.seconds`` on
     ``n`` observations (``warm``: the share of it a warm-started refit repeats,
     :func:`~stanlogz.draws.continuation.warm_refit_seconds`; ``terms``: the held-out
     densities go term by term, one term at every draw taking ``terms`` seconds
     (:func:`factorizes`): :data:`HELDOUT_SHARE_TERMS` and each held-out observation's term
-    on both sides of the bridge); None when the draws were given (their cost unknown)."""
+    on both sides of the bridge; ``points``: observations to be refit on their own, of a
+    program on ``dim`` parameters, :func:`point_refit_seconds` each); None when the draws
+    were given (their cost unknown)."""
     if not full.sampling_cost_known or full.seconds <= 0:
         return None
     one = warm_refit_seconds(full) if warm else full.seconds
@@ -101,15 +159,27 @@ def refit_seconds(full: Draws, n: int, held: Sequence[np.ndarray], n_workers: in
     # fast (the interpreted backend: radon's 919 homes in 0.24 s), most of a refit's time
     per_term = 0.0 if terms is None else TERM_SIDES * terms
     each = [(one + share * full.seconds) * (n - len(v)) / n + per_term * len(v) for v in held]
+    if points:
+        keep = 1.0 - float(np.mean([len(v) for v in held])) / n
+        each.append(points * point_refit_seconds(full, dim, keep))
     return float(sum(each)) / max(1, min(int(n_workers), len(held)))
 
 
-def estimate_line(seconds: float | None, k: int, full: Draws) -> str:
-    """The line printed before the first refit."""
+def estimate_line(seconds: float | None, k: int, full: Draws, points: int | None = None
+                  ) -> str:
+    """The line printed before the first refit (``points``: observations counted by
+    :func:`heavy_count`; None where they were not)."""
     if seconds is None:
         return f"{k} refits: no time estimate (the full-data draws were given, their cost unknown)"
+    alone = ""
+    if points == 1:
+        alone = f", and 1 observation whose PSIS-LOO k-hat exceeds {POINT_KHAT} refit on its own"
+    elif points:
+        alone = (f", and {points} observations whose PSIS-LOO k-hat exceeds {POINT_KHAT} "
+                 "refit on their own")
     return (f"{k} refits: about {duration(seconds)} (the full fit took "
-            f"{duration(full.seconds)}; each refit samples the training data with its settings)")
+            f"{duration(full.seconds)}; each refit samples the training data with its settings"
+            f"{alone})")
 
 
 def fill_by_psis(model: Any, data: dict[str, Any], observations: Any,

@@ -25,6 +25,7 @@ from stanlogz.draws.continuation import (
     refit_draws,
     warm_refit_seconds,
 )
+from stanlogz.draws.modes import PROBE_CHAINS, PROBE_DRAWS
 from stanlogz.errors import InitializationError, InputError
 from stanlogz.stan.settings import NutsArgs
 
@@ -210,11 +211,14 @@ def test_warm_start_of_and_fits() -> None:
 def test_warm_refit_seconds_is_the_kept_steps_share() -> None:
     """A fit of 10 s with 20,000 gradients of which the 2 x 400 kept draws took 4,000: a warm
     refit repeats the kept steps with WARM_REFIT_WARMUP (100) more iterations at their rate,
-    4000 x 1.25 / 20000 of the 10 s."""
+    and its probe's 4 chains of 100 + 50 iterations (600 over the 800 kept), 4000 x 2 / 20000
+    of the 10 s."""
     d = Draws(unconstrained=np.zeros((2, 400, 1)), seconds=10.0, n_gradient_evals=20000,
               sampling_cost_known=True, sampler={"n_leapfrog__": np.full((2, 400), 5.0)})
-    assert warm_refit_seconds(d) == pytest.approx(10.0 * 4000 * (1 + WARM_REFIT_WARMUP / 400)
-                                                  / 20000)
+    probe = PROBE_CHAINS * (WARM_REFIT_WARMUP + PROBE_DRAWS) / 800
+    assert probe == 0.75
+    assert warm_refit_seconds(d) == pytest.approx(10.0 * 4000 * (1 + WARM_REFIT_WARMUP / 400
+                                                                  + probe) / 20000)
     d.sampling_cost_known = False  # given draws: their cost unknown, the full fit's seconds
     assert warm_refit_seconds(d) == 10.0
 

@@ -1,0 +1,146 @@
+"""A refit's chains checked from the other side (:mod:`stanlogz.draws.modes`): does K-fold
+flag a fold whose training posterior has a mode the full data rule out, how often does the
+probe fire on one mode, and what does it cost?
+
+``python3 -m benchmarks.refit_modes PART [--runs R]``, PART one of:
+
+* ``far``: ``stan_models/tests/kfold_far_mode.stan`` (a two-mode prior at 0 and 6; the two
+  precise observations of group 1 rule out 0), leave-one-group-out, ``--runs`` seeds, warm
+  and cold refits, with the probe and without it (the code before: ``_probed`` returns the
+  refit as it is and no R-hat withholds a se): how often group 1's fold is flagged (se NA),
+  and the z of the unflagged elpd_kfold against the closed form.
+* ``alarms``: K-fold at default settings on programs with one mode (the normal mean, the
+  hierarchical regression, roaches as a user writes it), ``--runs`` seeds each: the refits
+  whose probe fired, the probes' R-hat, and the probe's share of the refits' gradient
+  evaluations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "stan_models" / "tests"
+EX = ROOT / "stan_models" / "examples"
+
+
+def _exact_far() -> float:
+    """elpd_kfold of the far-mode program by groups, closed form (a mixture of two conjugate
+    normal priors)."""
+    from scipy import stats
+    from scipy.special import logsumexp
+
+    d = json.loads((TESTS / "kfold_far_mode.json").read_text())
+    y, s, g = np.array(d["y"]), np.array(d["s"]), np.array(d["g"])
+
+    def log_z(idx: np.ndarray) -> float:
+        cov = np.diag(s[idx] ** 2) + 0.4**2
+        return float(logsumexp([np.log(0.5) + stats.multivariate_normal.logpdf(
+            y[idx], np.full(idx.size, m), cov) for m in (0.0, 6.0)]))
+
+    total = 0.0
+    for j in np.unique(g):
+        train = np.flatnonzero(g != j)
+        total += sum(log_z(np.r_[train, i]) - log_z(train) for i in np.flatnonzero(g == j))
+    return total
+
+
+def far(runs: int) -> None:
+    import stanlogz
+    from stanlogz.crossval.refit import heldout
+    from stanlogz.draws import continuation
+
+    exact = _exact_far()
+    model = stanlogz.StanModel.from_file(TESTS / "kfold_far_mode.stan",
+                                         TESTS / "kfold_far_mode.json")
+    real_probed, real_rhat = continuation._probed, heldout.RHAT_MODES
+    print(f"exact elpd_kfold {exact:.4f}")
+    print("| refits | probe | runs | group 1 flagged (se NA) | rms z unflagged | max abs z "
+          "unflagged |")
+    print("|---|---|---|---|---|---|")
+    for warm in (True, False):
+        for probe in (False, True):
+            if probe:
+                continuation._probed, heldout.RHAT_MODES = real_probed, real_rhat
+            else:  # the code before: no probe, no R-hat check of the refit
+                continuation._probed = lambda train, nuts, seed, drawn, *a: drawn
+                heldout.RHAT_MODES = math.inf
+            flagged, z = 0, []
+            for seed in range(1, runs + 1):
+                r = stanlogz.kfold(model, group="g", k=None, seed=seed, warm_refits=warm)
+                if math.isnan(r.mcse):
+                    flagged += 1
+                else:
+                    z.append((r.elpd_kfold - exact) / r.mcse)
+            za = np.abs(np.array(z))
+            rms, top = ((f"{math.sqrt(np.mean(za**2)):.1f}", f"{za.max():.1f}") if z
+                        else ("-", "-"))
+            print(f"| {'warm' if warm else 'cold'} | {'yes' if probe else 'no (before)'} | "
+                  f"{runs} | {flagged} | {rms} | {top} |", flush=True)
+    continuation._probed, heldout.RHAT_MODES = real_probed, real_rhat
+
+
+def alarms(runs: int) -> None:
+    import stanlogz
+    from stanlogz.draws import continuation
+    from stanlogz.draws.modes import PROBE_CHAINS, PROBE_DRAWS
+
+    cases = [("normal_mean (N = 10), K = 5", EX / "normal_mean.stan",
+              EX / "normal_mean.data.json", 5),
+             ("hier_regression, K = 5", EX / "hier_regression.stan",
+              EX / "hier_regression.data.json", 5),
+             ("roaches (N = 262), K = 10", TESTS / "roaches_shape.stan",
+              TESTS / "roaches_shape.json", 10)]
+    real = continuation.sample
+    cost: dict[str, float] = {}
+
+    def counting(model: Any, settings: Any = None, **kw: Any) -> Any:
+        d = real(model, settings, **kw)
+        probe = (settings is not None and settings.chains == PROBE_CHAINS
+                 and settings.draws == PROBE_DRAWS and kw.get("init") is not None)
+        key = "probe" if probe else "refit"
+        cost[key] = cost.get(key, 0.0) + d.n_gradient_evals
+        return d
+
+    real_rhat = continuation.max_rhat
+    seen: list[float] = []
+
+    def recording(x: Any) -> float:
+        seen.append(real_rhat(x))
+        return seen[-1]
+
+    continuation.sample, continuation.max_rhat = counting, recording
+    print("| program | runs | refits | probes fired | probe R-hat, median (max) | "
+          "probe share of refit gradients |")
+    print("|---|---|---|---|---|---|")
+    for name, prog, data, k in cases:
+        model = stanlogz.StanModel.from_file(prog, data)
+        cost.clear()
+        seen.clear()
+        fired = refits = 0
+        for seed in range(1, runs + 1):
+            r = stanlogz.kfold(model, k=k, seed=seed)
+            refits += len(r.folds)
+            fired += sum("ended elsewhere" in w for w in r.warnings)
+        share = cost.get("probe", 0.0) / max(1.0, cost.get("refit", 0.0))
+        print(f"| {name} | {runs} | {refits} | {fired} | {np.median(seen):.3f} "
+              f"({max(seen):.3f}) | {share:.3f} |", flush=True)
+    continuation.sample, continuation.max_rhat = real, real_rhat
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("part", choices=["far", "alarms"])
+    ap.add_argument("--runs", type=int, default=20)
+    a = ap.parse_args()
+    {"far": far, "alarms": alarms}[a.part](a.runs)
+
+
+if __name__ == "__main__":
+    main()
