@@ -64,8 +64,12 @@ def test_warm_refit_is_warm_and_lands_on_the_closed_form(compiled, monkeypatch) 
     full = sample(m, chains=2, warmup=300, draws=500, seed=1)
     spy = _Spy(monkeypatch)
     warm = heldout_elpd(m, data, obs, [9], full_draws=full, seed=2, warmup=700, draws=500)
-    (settings, init), = spy.calls
+    (settings, init), (probe, probe_init) = spy.calls  # the refit, then its probe
     assert warm.warm and settings.warmup == min(700, WARM_REFIT_WARMUP) < 700
+    # the probe (stanlogz.draws.modes): PROBE_CHAINS short chains from random inits in (-2, 2)
+    assert (probe.chains, probe.draws, probe.warmup) == (PROBE_CHAINS, PROBE_DRAWS,
+                                                          WARM_REFIT_WARMUP)
+    assert all(-2 < float(i["mu"]) < 2 for i in probe_init)
     # four refit chains from the two full-fit chains: chain c starts at chain c mod 2's last
     assert np.allclose([float(i["mu"]) for i in init], full.unconstrained[[0, 1, 0, 1], -1, 0],
                        atol=1e-12)
@@ -75,7 +79,10 @@ def test_warm_refit_is_warm_and_lands_on_the_closed_form(compiled, monkeypatch) 
     assert abs(warm.elpd - truth) < Z * warm.mcse, (warm.elpd, truth, warm.mcse)
     cold = heldout_elpd(m, data, obs, [9], full_draws=full, seed=2, warmup=700, draws=500,
                         warm_refits=False)
-    assert not cold.warm and len(spy.calls) == 1  # sampled as before, not through refit_draws
+    # cold (the settings as given), then its probe from the full fit's last draws
+    assert not cold.warm and len(spy.calls) == 4 and spy.calls[2][0].warmup == 700
+    assert np.allclose([float(i["mu"]) for i in spy.calls[3][1]],
+                       full.unconstrained[[0, 1, 0, 1], -1, 0], atol=1e-12)
     # 2 x 100 warmup iterations near the posterior instead of 2 x 700 from random inits
     assert warm.n_gradient_evals < cold.n_gradient_evals
 
@@ -121,7 +128,7 @@ def test_compiled_warm_refit_takes_the_adapted_metric(compiled, monkeypatch) -> 
                         lambda *a, **kw: seen.append(kw.get("warm")) or real(*a, **kw))
     train = m.with_data(dict(data, N=9, y=data["y"][:9]))
     d, warm = refit_draws(train, NutsArgs(chains=2, warmup=200, draws=100), seed=3,
-                          warm=WarmStart.of(m, full))
+                          warm=WarmStart.of(m, full), probe=False)
     assert warm and d.unconstrained.shape == (2, 100, 1)
     assert np.array_equal(seen[0].step_size, full.step_size)
     assert np.array_equal(seen[0].inv_metric, full.inv_metric)
