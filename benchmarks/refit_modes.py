@@ -10,9 +10,9 @@ probe fire on one mode, and what does it cost?
   refit as it is and no R-hat withholds a se): how often group 1's fold is flagged (se NA),
   and the z of the unflagged elpd_kfold against the closed form.
 * ``alarms``: K-fold at default settings on programs with one mode (the normal mean, the
-  hierarchical regression, roaches as a user writes it), ``--runs`` seeds each: the refits
-  whose probe fired, the probes' R-hat, and the probe's share of the refits' gradient
-  evaluations.
+  hierarchical regression, roaches as a user writes it, posteriordb's radon county
+  intercepts), ``--runs`` seeds each: the refits whose probe fired, how far the probes'
+  chains ended beyond the refits' draws, and the probe's share of the refits' gradients.
 """
 
 from __future__ import annotations
@@ -91,12 +91,16 @@ def alarms(runs: int) -> None:
     from stanlogz.draws import continuation
     from stanlogz.draws.modes import PROBE_CHAINS, PROBE_DRAWS
 
+    radon = Path("/work/shared/corpus/posteriordb/radon_mn-radon_county_intercept")
     cases = [("normal_mean (N = 10), K = 5", EX / "normal_mean.stan",
               EX / "normal_mean.data.json", 5),
              ("hier_regression, K = 5", EX / "hier_regression.stan",
               EX / "hier_regression.data.json", 5),
              ("roaches (N = 262), K = 10", TESTS / "roaches_shape.stan",
               TESTS / "roaches_shape.json", 10)]
+    if radon.is_dir():  # counties whose homes are all held out: intercepts at their wide prior
+        cases.append(("radon_county_intercept (N = 919), K = 5", radon / "model.stan",
+                      radon / "data.json", 5))
     real = continuation.sample
     cost: dict[str, float] = {}
 
@@ -108,15 +112,16 @@ def alarms(runs: int) -> None:
         cost[key] = cost.get(key, 0.0) + d.n_gradient_evals
         return d
 
-    real_rhat = continuation.max_rhat
+    real_beyond = continuation.beyond
     seen: list[float] = []
 
-    def recording(x: Any) -> float:
-        seen.append(real_rhat(x))
-        return seen[-1]
+    def recording(refit: Any, probe: Any) -> tuple[float, int]:
+        out = real_beyond(refit, probe)
+        seen.append(out[0])
+        return out
 
-    continuation.sample, continuation.max_rhat = counting, recording
-    print("| program | runs | refits | probes fired | probe R-hat, median (max) | "
+    continuation.sample, continuation.beyond = counting, recording
+    print("| program | runs | refits | probes fired | probe distance beyond, median (max) | "
           "probe share of refit gradients |")
     print("|---|---|---|---|---|---|")
     for name, prog, data, k in cases:
@@ -129,9 +134,9 @@ def alarms(runs: int) -> None:
             refits += len(r.folds)
             fired += sum("ended elsewhere" in w for w in r.warnings)
         share = cost.get("probe", 0.0) / max(1.0, cost.get("refit", 0.0))
-        print(f"| {name} | {runs} | {refits} | {fired} | {np.median(seen):.3f} "
-              f"({max(seen):.3f}) | {share:.3f} |", flush=True)
-    continuation.sample, continuation.max_rhat = real, real_rhat
+        print(f"| {name} | {runs} | {refits} | {fired} | {np.median(seen):.2f} "
+              f"({max(seen):.2f}) | {share:.3f} |", flush=True)
+    continuation.sample, continuation.beyond = real, real_beyond
 
 
 def main() -> None:

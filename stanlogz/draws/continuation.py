@@ -16,7 +16,17 @@ from ..errors import InitializationError, InputError
 from ..stan.program import StanProgram
 from ..stan.settings import NutsArgs
 from .core import Draws
-from .modes import PROBE_CHAINS, PROBE_DRAWS, PROBE_RHAT, join_chains, max_rhat, random_inits
+from .modes import (
+    PROBE_BEYOND,
+    PROBE_CHAINS,
+    PROBE_DRAWS,
+    PROBE_MORE,
+    RHAT_MODES,
+    beyond,
+    join_chains,
+    max_rhat,
+    random_inits,
+)
 from .sample import sample
 
 #: warmup iterations of a continued chain whose draws carry no adapted metric (or whose
@@ -226,6 +236,19 @@ def refit_draws(train: StanProgram, settings: NutsArgs, *, seed: int | None,
         return sample(train, settings, seed=seed, progress=progress), False
     if not probe or drawn.budget_stop is not None:
         return drawn, True
+    r = max_rhat(drawn.unconstrained)
+    if r > RHAT_MODES and deadline.remaining() is None:
+        # the full fit's metric does not fit this posterior (radon: a county whose homes were
+        # all held out, its intercept back at its wide prior): cold, probed as a cold refit is
+        again = cold_run()
+        again = replace(again, seconds=float(drawn.seconds + again.seconds),
+                        n_gradient_evals=int(drawn.n_gradient_evals + again.n_gradient_evals),
+                        warnings=[*again.warnings, f"NUTS on {train.name}: the chains started "
+                                  f"from the full fit did not mix (split R-hat {r:.2f} > "
+                                  f"{RHAT_MODES}): refit from random inits"])
+        starts = warm.last[np.arange(PROBE_CHAINS) % len(warm.last)]
+        return _probed(train, nuts, seed, again, adapted, starts, "from the full fit",
+                       "from random inits", warm_run, progress), False
     starts = random_inits(train.dim, PROBE_CHAINS, stream_rng(seed, Stream.MODE_PROBE))
     return _probed(train, nuts, seed, drawn, adapted, starts, "from random inits",
                    "from the full fit", cold_run, progress), True
@@ -249,14 +272,26 @@ def _probed(train: StanProgram, nuts: NutsArgs, seed: int | None, drawn: Draws,
                    seed=stream_int_seed(seed, Stream.MODE_PROBE), init=p_inits, warm=p_warm)
     except (InitializationError, InputError, ValueError, KeyError, IndexError):
         return drawn  # no finite density where the probe starts: nothing to compare
+    n = p.n_draws
+    far, j = beyond(drawn.unconstrained, p.unconstrained)
+    if p.budget_stop is None and far > PROBE_BEYOND:
+        # a chain still on its way to the posterior, or one in another mode: only one in
+        # another mode stays where it is, so the probe's chains go on and are compared again
+        try:
+            p = extend_draws(train, p, PROBE_MORE, nuts, warmup=0,
+                             seed=stream_int_seed(seed, Stream.MODE_PROBE, 2))
+        except InitializationError:
+            pass
+        else:
+            far, j = beyond(drawn.unconstrained, p.unconstrained[:, -n:])
     costed = replace(drawn, seconds=float(drawn.seconds + p.seconds),
                      n_gradient_evals=int(drawn.n_gradient_evals + p.n_gradient_evals))
-    n = p.n_draws
-    r = max_rhat(np.concatenate([drawn.unconstrained[:, -n:], p.unconstrained]))
-    if p.budget_stop is not None or not r > PROBE_RHAT:
+    if p.budget_stop is not None or not far > PROBE_BEYOND:
         return costed
+    p = p.thinned(n) if p.n_draws > n else p
+    name = list(train.param_unc_names())[j]
     why = (f"NUTS on {train.name}: chains {probe_from} ended elsewhere than those "
-           f"{drawn_from} (split R-hat {r:.2f} > {PROBE_RHAT})")
+           f"{drawn_from} ({name}: {far:.1f} sd beyond the range of their draws)")
     if deadline.remaining() is not None:  # no time for another refit: the probe's chains join
         return join_chains(costed.thinned(n) if costed.n_draws > n else costed, p,
                            f"{why}; their chains joined (the time budget holds no other refit)")

@@ -5,15 +5,21 @@ A warm-started refit (:func:`~stanlogz.draws.continuation.refit_draws`) starts e
 the full-data fit's last draws. Where the training data leave a mode that the full data rule
 out, those chains never see it, and their R-hat cannot tell: on a two-mode prior whose second
 mode one precise observation rules out, warm K-fold was 2.7 nats off with an mcse of 0.008
-and no warning. A **probe** of :data:`PROBE_CHAINS` chains from Stan's random inits (uniform
-on (-2, 2), unconstrained), with the adapted step size and metric, runs
+and no warning.
+
+A **probe** of :data:`PROBE_CHAINS` chains from Stan's random inits (uniform on (-2, 2),
+unconstrained), with the adapted step size and metric, runs
 :data:`~stanlogz.draws.continuation.WARM_REFIT_WARMUP` warmup iterations and
-:data:`PROBE_DRAWS` draws; where the split R-hat of its draws and the warm chains' last ones
-exceeds :data:`PROBE_RHAT` on any parameter, the chains ended in different places, and the
-refit is run cold as well, its chains joined to the warm ones. If the two sets found different
-modes, the joined chains' R-hat says so to whoever reads them
-(:func:`~stanlogz.crossval.refit.heldout.heldout_elpd` withholds the held-out value's se); if
-the probe had only not converged yet, they agree and the draws are twice as many.
+:data:`PROBE_DRAWS` draws. Where a probe chain's median ends beyond the range of all the warm
+chains' draws (by :data:`PROBE_BEYOND` of their sd, on any parameter: :func:`beyond`), the
+probe goes on by :data:`PROBE_MORE`
+iterations (a chain on its way to the posterior gets there, one in another mode stays) and is
+compared again; if it still disagrees, the chains ended in different places, and the refit is
+run cold as well, its chains joined to the warm ones. A cold refit is probed the same way
+from the full fit's last draws. If the two sets found different modes, the joined chains'
+R-hat says so to whoever reads them (:func:`~stanlogz.crossval.refit.heldout.heldout_elpd`
+withholds the held-out value's se); if the probe had only not converged yet, they agree and
+the draws are twice as many.
 """
 
 from __future__ import annotations
@@ -27,11 +33,16 @@ import numpy as np
 #: have ended in different places: their se is then withheld (converged chains give about
 #: 1.00, sd near 0.002)
 RHAT_MODES = 1.1
-#: ... and above which a probe's short chains (:data:`PROBE_DRAWS` each, against the refit's
-#: last as many) call for the other refit: a far mode gives 5-8 (benchmarks/refit_modes.py);
-#: at 1.1 the probe fired on 4 of 100 refits of one-mode programs (R-hat 1.11-1.3: chains
-#: of 50 draws, not modes), each a needless second refit
-PROBE_RHAT = 1.5
+#: A probe's chain whose median ends more than this many of the refit's sds beyond the range
+#: of all the refit's draws is elsewhere (:func:`beyond`): a far mode gives tens of sds
+#: (benchmarks/refit_modes.py); split R-hat over the probe's short chains, tried first, fired
+#: on one-mode programs (1.1: chains of 50 draws; 1.5 and more: a county whose homes were all
+#: held out, its intercept wandering through its wide prior in warm and probe chains alike)
+PROBE_BEYOND = 0.5
+#: Iterations by which a probe that disagrees goes on (its step size and metric as adapted)
+#: before it is compared again: a chain still on its way from a random init gets there, a
+#: chain in another mode stays
+PROBE_MORE = 150
 #: The probe's chains and draws per chain (after its warmup)
 PROBE_CHAINS = 4
 PROBE_DRAWS = 50
@@ -63,6 +74,25 @@ def max_rhat(unconstrained: np.ndarray) -> float:
     chain of fewer than 4 draws)."""
     r = split_rhat(unconstrained)
     return float(np.max(r)) if np.size(r) and not np.all(np.isnan(r)) else float("nan")
+
+
+def beyond(refit: np.ndarray, probe: np.ndarray) -> tuple[float, int]:
+    """How far the probe's chains ended outside the refit's draws: over the parameters and the
+    probe's chains ``probe`` ``(chains, n, dim)``, the largest distance of a chain's median of
+    its last half beyond the range of all of the refit's draws ``refit`` (``(chains, n,
+    dim)``), in the refit's sds (0 inside), and the parameter where it is largest. A chain that
+    converged to the refit's posterior has its median inside the range of thousands of draws;
+    one in another mode sits outside it; one mixing slowly through a wide posterior (a group's
+    latent whose data were held out) stays inside, where R-hat over short chains would call it
+    elsewhere."""
+    flat = refit.reshape(-1, refit.shape[-1])
+    lo, hi = flat.min(axis=0), flat.max(axis=0)
+    sd = flat.std(axis=0)
+    sd = np.where(sd > 0, sd, 1.0)
+    med = np.median(probe[:, probe.shape[1] // 2:], axis=1)  # (chains, dim)
+    out = np.maximum(np.maximum(med - hi, lo - med), 0.0) / sd
+    j = int(np.argmax(np.max(out, axis=0)))
+    return float(np.max(out)), j
 
 
 def random_inits(dim: int, chains: int, rng: np.random.Generator) -> np.ndarray:

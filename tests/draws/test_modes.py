@@ -15,7 +15,7 @@ import pytest
 
 import stanlogz
 from stanlogz.draws import Draws
-from stanlogz.draws.modes import RHAT_MODES, join_chains, max_rhat, split_rhat
+from stanlogz.draws.modes import RHAT_MODES, beyond, join_chains, max_rhat, split_rhat
 
 TESTS = Path(__file__).resolve().parents[2] / "stan_models" / "tests"
 FAR = TESTS / "kfold_far_mode.stan"
@@ -34,6 +34,22 @@ def test_split_rhat_per_column_is_the_scalar_one() -> None:
     assert per[1] > 2.0 and max_rhat(x) == per[1] > RHAT_MODES
     assert math.isinf(split_rhat(np.array([[1.0] * 4, [2.0] * 4])))
     assert math.isnan(max_rhat(np.zeros((1, 3, 2))))
+
+
+def test_beyond_measures_a_chain_outside_the_refits_draws() -> None:
+    """A probe chain at the refit's posterior is inside the range of its 4,000 draws (0); one
+    in a mode 10 sd away is about 10 - 3.7 sd beyond their largest draw (the range of 4,000
+    normal draws reaches about 3.7 sd); one that wanders slowly through the same wide
+    posterior (a random walk inside it) stays inside."""
+    rng = np.random.default_rng(5)
+    refit = rng.standard_normal((4, 1000, 2))
+    probe = rng.standard_normal((4, 50, 2))
+    assert beyond(refit, probe) == (0.0, 0)
+    probe[2, :, 1] += 10.0
+    far, j = beyond(refit, probe)
+    assert j == 1 and 5.0 < far < 7.5
+    walk = np.clip(np.cumsum(rng.normal(0, 0.1, (4, 50, 2)), axis=1), -3, 3)
+    assert beyond(refit, walk)[0] == 0.0
 
 
 def test_join_chains_puts_the_chains_side_by_side_and_adds_the_cost() -> None:
@@ -94,12 +110,38 @@ def test_a_mode_the_full_data_rule_out_is_found_and_its_fold_flagged(compiled, w
 @pytest.mark.stan
 def test_one_mode_no_probe_fires(compiled) -> None:
     """normal_mean: one mode, so the probes' chains (random inits, 100 warmup iterations with
-    the adapted metric, 50 draws) agree with the warm ones. The probe fires when the split
-    R-hat of its chains and the refit's last 50 draws exceeds PROBE_RHAT = 1.5; over 50 such
-    refits it was 1.04 at the median and 1.11 at most (benchmarks/refit_modes.py alarms), its
-    sd about 0.03, so 1.5 is over 10 sd away: failure probability far below 1e-4."""
+    the adapted metric, 50 draws) end inside the range of the refit's draws. The probe fires
+    when a chain's median of 25 draws is half an sd beyond the range of 4,000 draws (about
+    3.7 sd from the centre): for a converged chain that median has sd near 0.2, so it is
+    over 20 of its sds away (failure probability far below 1e-4); over 300 refits of four
+    one-mode programs none fired (benchmarks/refit_modes.py alarms)."""
     ex = TESTS.parent / "examples"
     model = compiled(ex / "normal_mean.stan", data=ex / "normal_mean.data.json")
     r = stanlogz.kfold(model, k=5, seed=7)
     assert not any("ended elsewhere" in w for w in r.warnings)
     assert all(math.isfinite(f.mcse) for f in r.folds) and math.isfinite(r.mcse)
+
+
+@pytest.mark.stan
+def test_a_warm_refit_that_does_not_mix_is_refit_cold(compiled, monkeypatch) -> None:
+    """Where the warm chains' split R-hat exceeds RHAT_MODES (the full fit's metric does not
+    fit the training posterior: radon's county whose homes were all held out), the refit runs
+    from random inits, is probed from the full fit, and says so (the R-hat is stood in for)."""
+    from stanlogz.draws import continuation
+    from stanlogz.draws.continuation import WarmStart, refit_draws
+    from stanlogz.stan.settings import NutsArgs
+
+    ex = TESTS.parent / "examples"
+    data = json.loads((ex / "normal_mean.data.json").read_text())
+    m = compiled(ex / "normal_mean.stan", data)
+    full = stanlogz.sample(m, chains=2, warmup=200, draws=200, seed=1)
+    calls: list[int] = []
+    real = continuation.max_rhat
+    monkeypatch.setattr(continuation, "max_rhat",
+                        lambda x: calls.append(1) or (2.0 if len(calls) == 1 else real(x)))
+    train = m.with_data(dict(data, N=9, y=data["y"][:9]))
+    d, warm = refit_draws(train, NutsArgs(chains=2, warmup=200, draws=100), seed=3,
+                          warm=WarmStart.of(m, full))
+    assert not warm and d.unconstrained.shape == (2, 100, 1)
+    assert any("did not mix (split R-hat 2.00 > 1.1): refit from random inits" in w
+               for w in d.warnings)

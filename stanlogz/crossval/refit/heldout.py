@@ -334,7 +334,7 @@ def heldout_elpd(
     # split between modes): NUTS does not weight the modes, so no se given these draws holds
     rhat = max_rhat(td.unconstrained)
     unmixed = rhat > RHAT_MODES
-    warns.extend(w for w in getattr(td, "warnings", ()) if "from random inits" in w)
+    warns.extend(w for w in getattr(td, "warnings", ()) if w not in warns)  # the probe's
     if unmixed:
         warns.append(f"the refit without {_numbers(v)}: its chains disagree (split R-hat "
                      f"{rhat:.2f} > {RHAT_MODES}): the posterior given the training data may "
