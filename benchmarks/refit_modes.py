@@ -121,20 +121,21 @@ def alarms(runs: int) -> None:
         return out
 
     continuation.sample, continuation.beyond = counting, recording
-    print("| program | runs | refits | probes fired | probe distance beyond, median (max) | "
-          "probe share of refit gradients |")
-    print("|---|---|---|---|---|---|")
+    print("| program | runs | refits | probes fired | warm refits that did not mix (refit "
+          "cold) | probe distance beyond, median (max) | probe share of refit gradients |")
+    print("|---|---|---|---|---|---|---|")
     for name, prog, data, k in cases:
         model = stanlogz.StanModel.from_file(prog, data)
         cost.clear()
         seen.clear()
-        fired = refits = 0
+        fired = refits = unmixed = 0
         for seed in range(1, runs + 1):
             r = stanlogz.kfold(model, k=k, seed=seed)
             refits += len(r.folds)
             fired += sum("ended elsewhere" in w for w in r.warnings)
+            unmixed += sum("did not mix" in w for w in r.warnings)
         share = cost.get("probe", 0.0) / max(1.0, cost.get("refit", 0.0))
-        print(f"| {name} | {runs} | {refits} | {fired} | {np.median(seen):.2f} "
+        print(f"| {name} | {runs} | {refits} | {fired} | {unmixed} | {np.median(seen):.2f} "
               f"({max(seen):.2f}) | {share:.3f} |", flush=True)
     continuation.sample, continuation.beyond = real, real_beyond
 

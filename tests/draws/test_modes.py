@@ -113,7 +113,7 @@ def test_one_mode_no_probe_fires(compiled) -> None:
     the adapted metric, 50 draws) end inside the range of the refit's draws. The probe fires
     when a chain's median of 25 draws is half an sd beyond the range of 4,000 draws (about
     3.7 sd from the centre): for a converged chain that median has sd near 0.2, so it is
-    over 20 of its sds away (failure probability far below 1e-4); over 300 refits of four
+    over 20 of its sds away (failure probability far below 1e-4); over 250 refits of four
     one-mode programs none fired (benchmarks/refit_modes.py alarms)."""
     ex = TESTS.parent / "examples"
     model = compiled(ex / "normal_mean.stan", data=ex / "normal_mean.data.json")
