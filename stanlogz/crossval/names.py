@@ -13,6 +13,7 @@ as they are (``print(result)``).
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -218,6 +219,9 @@ class KFoldNames(Display):
         else:
             notes = ["SE is loo's sqrt(N var(elpd_i)); it undercovers at few folds or "
                      "observations, where +-2 se_fold_aware is the calibrated interval."]
+        if not math.isfinite(float(getattr(self, "mcse", 0.0))):  # loo's NA: where to look
+            notes.append("MCSE of elpd_kfold is NA: a fold's value has no Monte Carlo se (see "
+                         "the warnings).")
         alone = getattr(self, "point_refits", ())
         if len(alone):
             shown = ", ".join(str(int(i) + 1) for i in alone[:8])
