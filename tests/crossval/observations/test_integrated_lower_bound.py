@@ -105,14 +105,17 @@ def test_latent_prior_mass_is_found_at_a_noise_scale_near_zero(compiled):
 def test_default_loo_integrates_the_latents_with_n_at_least_one(compiled):
     data = _data("latent_trunc_lower1")
     m = compiled(TESTS / "latent_trunc_lower1.stan", data)
-    r = loo(m, data, seed=4, chains=4, warmup=500, n_draws=250)
+    # verify=0: whether the self-check's refits run depends on their priced seconds against
+    # the run's elapsed time, so under load the two runs below could differ by a refit
+    r = loo(m, data, seed=4, chains=4, warmup=500, n_draws=250, verify=0)
     exact = _trunc_exact(np.array(data["y"])).sum()
     assert r.log_lik_source == "integrated"
     assert any("one latent per observation, integrated out" in w for w in r.warnings)
     assert 0 < r.mcse_elpd_loo < 0.1
     assert abs(r.elpd_loo - exact) <= 4 * r.mcse_elpd_loo, (r.elpd_loo, exact, r.mcse_elpd_loo)
     # the same program with int<lower=0> N at the same draws: the same route and value
-    r0 = loo(compiled(TESTS / "latent_trunc_lower0.stan", data), data, draws=r.draws, seed=4)
+    r0 = loo(compiled(TESTS / "latent_trunc_lower0.stan", data), data, draws=r.draws, seed=4,
+             verify=0)
     assert r0.log_lik_source == "integrated"
     assert r0.elpd_loo == pytest.approx(r.elpd_loo, abs=1e-6)
 
