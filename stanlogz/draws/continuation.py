@@ -223,13 +223,16 @@ def refit_draws(train: StanProgram, settings: NutsArgs, *, seed: int | None,
         return sample(train, settings, seed=stream_int_seed(seed, Stream.MODE_PROBE, 1),
                       progress=progress)
 
+    def probed_cold(drawn: Draws) -> Draws:  # checked by chains from the full fit's draws
+        starts = warm.last[np.arange(PROBE_CHAINS) % len(warm.last)]
+        return _probed(train, nuts, seed, drawn, adapted, starts, "from the full fit",
+                       "from random inits", warm_run, progress)
+
     if cold:
         drawn = sample(train, settings, seed=seed, progress=progress)
         if not probe or drawn.budget_stop is not None:
             return drawn, False
-        starts = warm.last[np.arange(PROBE_CHAINS) % len(warm.last)]
-        return _probed(train, nuts, seed, drawn, adapted, starts, "from the full fit",
-                       "from random inits", warm_run, progress), False
+        return probed_cold(drawn), False
     try:
         drawn = warm_run()
     except InitializationError:
@@ -246,9 +249,7 @@ def refit_draws(train: StanProgram, settings: NutsArgs, *, seed: int | None,
                         warnings=[*again.warnings, f"NUTS on {train.name}: the chains started "
                                   f"from the full fit did not mix (split R-hat {r:.2f} > "
                                   f"{RHAT_MODES}): refit from random inits"])
-        starts = warm.last[np.arange(PROBE_CHAINS) % len(warm.last)]
-        return _probed(train, nuts, seed, again, adapted, starts, "from the full fit",
-                       "from random inits", warm_run, progress), False
+        return probed_cold(again), False
     starts = random_inits(train.dim, PROBE_CHAINS, stream_rng(seed, Stream.MODE_PROBE))
     return _probed(train, nuts, seed, drawn, adapted, starts, "from random inits",
                    "from the full fit", cold_run, progress), True
