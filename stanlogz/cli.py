@@ -12,7 +12,9 @@ status 141, as a Unix tool killed by SIGPIPE.
 
 from __future__ import annotations
 
+import _thread
 import argparse
+import contextlib
 import difflib
 import importlib
 import json
@@ -21,7 +23,7 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NoReturn
 
 from ._util import deadline
@@ -250,7 +252,7 @@ def _main(argv: Sequence[str] | None, held: list[int], *, restore_default: bool)
         check_output_paths(args)
         report = Reporter(json_mode=args.json, quiet=args.quiet)
         with speaking("cli"), time_budget(args.time_budget), \
-                deadline.watchdog(WATCHDOG_GRACE_S):
+                deadline.watchdog(WATCHDOG_GRACE_S), interrupts_not_swallowed():
             status = int(args._run(args, report) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return status
@@ -283,6 +285,41 @@ def _main(argv: Sequence[str] | None, held: list[int], *, restore_default: bool)
               "for the traceback)", file=sys.stderr)
         _json_error(args, "internal error", internal_error_text(exc))
         return 1
+
+
+INTERRUPT_AGAIN_S = 0.2  # a swallowed Ctrl-C is raised again this much later
+
+
+@contextlib.contextmanager
+def interrupts_not_swallowed() -> Iterator[None]:
+    """Within it, a Ctrl-C that lands where Python cannot raise it (a garbage-collector
+    callback, a ``__del__``: Dask's GC diagnosis runs in every process of a cluster) is not
+    lost. Python reports such an exception as "unraisable": it prints "Exception ignored in"
+    with a traceback and carries on, so the run went on to its end with that text on stderr.
+    Here the interrupt is delivered to the main thread again, where it ends the run with the one
+    line ``stanlogz: interrupted``; what such callbacks report after it (a library's state left
+    half-updated by the interrupt) is not printed, as the run is ending."""
+    previous = sys.unraisablehook
+    interrupted: list[bool] = []
+
+    def hook(unraisable: object) -> None:
+        exc_type = getattr(unraisable, "exc_type", None)
+        if isinstance(exc_type, type) and issubclass(exc_type, KeyboardInterrupt):
+            interrupted.append(True)
+            # raised again in the main thread once this hook has returned: called from here, the
+            # interrupt would be raised inside the hook and be unraisable once more. Should it
+            # land in such a callback again, this hook runs again.
+            timer = threading.Timer(INTERRUPT_AGAIN_S, _thread.interrupt_main)
+            timer.daemon = True
+            timer.start()
+        elif not interrupted:
+            previous(unraisable)  # type: ignore[arg-type]
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
 
 
 def _detach_stdout() -> None:
