@@ -76,6 +76,21 @@ def max_rhat(unconstrained: np.ndarray) -> float:
     return float(np.max(r)) if np.size(r) and not np.all(np.isnan(r)) else float("nan")
 
 
+def disagreeing(unconstrained: np.ndarray, what: str, value: str) -> str | None:
+    """The warning for draws ``(chains, draws, dim)`` whose chains ended in different places
+    (largest split R-hat above :data:`RHAT_MODES`: a refit's probe found another mode and its
+    chains were joined, or cold chains split between modes), None when they agree. NUTS does
+    not weight the modes, so ``value`` (what is computed from ``what``'s draws) is unreliable
+    and no Monte Carlo se given them holds: the caller reports it as NA."""
+    r = max_rhat(unconstrained)
+    if not r > RHAT_MODES:
+        return None
+    return (f"{what}: its chains disagree (split R-hat {r:.2f} > {RHAT_MODES}): the "
+            "posterior may have modes that NUTS does not move between, so "
+            f"{value} is unreliable and its Monte Carlo se NA; sample that posterior "
+            "(stanlogz sample) to see its modes, or reparameterize")
+
+
 def beyond(refit: np.ndarray, probe: np.ndarray) -> tuple[float, int]:
     """How far the probe's chains ended outside the refit's draws: over the parameters and the
     probe's chains ``probe`` ``(chains, n, dim)``, the largest distance of a chain's median of

@@ -26,7 +26,7 @@ from ..._util.gpd import KHAT_BAD
 from ..._util.seeds import Stream, generator_seed, stream_int_seed
 from ..._util.words import transitions
 from ...draws.continuation import WarmStart, refit_draws
-from ...draws.modes import split_rhat
+from ...draws.modes import disagreeing, split_rhat
 from ...errors import Route, option
 from ...estimators.bridge.bridge import solve_bridge
 from ...estimators.common import pareto_k
@@ -127,6 +127,12 @@ def fix_observation(pw: PointwiseLogLik, full_unc: np.ndarray, task: FixTask,
                          warm=task.warm)
     minus_unc = fit.unconstrained
     warns: list[str] = []
+    # the refit's chains ended in different places (its probe found a mode the full fit's
+    # draws do not reach): the value stands, its se is NA (the total's mcse with it)
+    unmixed = disagreeing(minus_unc, f"observation {i + 1}: the refit without it",
+                          "its fixed value")
+    if unmixed:
+        warns.append(unmixed)
     n_div = int(np.sum(fit.sampler["divergent__"] > 0))
     if n_div:
         warns.append(f"observation {i + 1}: {transitions(n_div)} in the refit without "
@@ -137,14 +143,16 @@ def fix_observation(pw: PointwiseLogLik, full_unc: np.ndarray, task: FixTask,
         ll_minus = pw.column(i, minus_unc.reshape(-1, dim)).reshape(minus_unc.shape[:2])
         sol = solve_bridge(ll_full, ll_minus)
         diagnostics = exact_fix_checks(sol, ll_full, ll_minus)
-        return FixedPoint(i, sol.log_r, sol.se, "exact", task.khat, task.psis_elpd,
+        return FixedPoint(i, sol.log_r, float("nan") if unmixed else sol.se, "exact",
+                          task.khat, task.psis_elpd,
                           fit.n_gradient_evals, ll_full.size + ll_minus.size,
                           time.perf_counter() - t0,
                           warnings=warns + exact_fix_warnings(i, diagnostics),
                           diagnostics=diagnostics)
     res = log_ratio(held_out, pw.model, draws0=minus_unc, draws1=full_unc,
                     seed=stream_int_seed(seed, Stream.REFIT_ESTIMATOR), **task.ups_options)
-    return FixedPoint(i, res.estimate, res.se, "ups", task.khat, task.psis_elpd,
+    return FixedPoint(i, res.estimate, float("nan") if unmixed else res.se, "ups", task.khat,
+                      task.psis_elpd,
                       fit.n_gradient_evals, res.n_evals + res.n_evals_tuning,
                       time.perf_counter() - t0, ci=(float(res.ci[0]), float(res.ci[1])),
                       warnings=warns + [f"observation {i + 1}: {w}" for w in res.warnings])

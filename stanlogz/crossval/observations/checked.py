@@ -83,9 +83,12 @@ def one_sided_critical(alpha: float) -> float:
 def z_score(estimate: float, mcse: float, reference: float, reference_se: float) -> float:
     """(estimate − reference) / sqrt(mcse² + reference_se²): the difference in units of the
     two claimed errors (the routes are independent, so their variances add); ±inf when both
-    errors are zero and the values differ, 0 when they agree exactly."""
+    errors are zero and the values differ, 0 when they agree exactly; NaN (no check, so no
+    pass) when either error is NA."""
     d = float(estimate) - float(reference)
     s = math.hypot(float(mcse), float(reference_se))
+    if math.isnan(s):
+        return float("nan")
     if s > 0:
         return d / s
     return 0.0 if d == 0 else math.copysign(math.inf, d)
@@ -115,7 +118,8 @@ class CheckedPoint:
     khat : float
         The Pareto k̂ of the checked value (NaN where it has none).
     why : str
-        Why it was chosen (``"worst k-hat"``, ``"k-hat band"``, ``"random"``).
+        Why it was chosen (``"worst k-hat"``, ``"k-hat band"``, ``"most informative"``,
+        ``"random"``).
     """
 
     index: int
@@ -129,6 +133,14 @@ class CheckedPoint:
     reference_route: str = ""
     khat: float = float("nan")
     why: str = ""
+
+    @property
+    def z_text(self) -> str:
+        """``z = +1.2`` as the notes print it, ``z NA`` where either se is NA (such a point
+        cannot pass)."""
+        if math.isfinite(self.z):
+            return f"z = {self.z:+.1f}"
+        return "z NA"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly dict (observation numbered from 1)."""
@@ -229,8 +241,11 @@ class Verification:
     def rows(self) -> list[list[Any]]:
         """One table row per point: observation, k̂, route, estimate, its mc se, reference, its
         se, z, pass/FAIL."""
-        return [[p.index + 1, round(p.khat, 2), p.route, round(p.estimate, 3), round(p.mcse, 3),
-                 round(p.reference, 3), round(p.reference_se, 3), round(p.z, 2),
+        def r(x: float, digits: int) -> Any:  # NA as loo prints it
+            return "NA" if math.isnan(x) else round(x, digits)
+
+        return [[p.index + 1, round(p.khat, 2), p.route, round(p.estimate, 3), r(p.mcse, 3),
+                 round(p.reference, 3), r(p.reference_se, 3), r(p.z, 2),
                  "pass" if p.passed else "FAIL"] for p in self.points]
 
     #: the header of :meth:`rows`

@@ -154,7 +154,7 @@ class LooResult(LooNames, ElpdResult):
                     "has none")
         v = self.verification
         if v is not None and v.status == "withheld":
-            bad = ", ".join(f"{p.index + 1} (z = {p.z:+.1f})" for p in v.failed)
+            bad = ", ".join(f"{p.index + 1} ({p.z_text})" for p in v.failed)
             if v.sum_failed:  # the checked values too high together (one-sided sum test)
                 bad = ", ".join([*([bad] if bad else []), "the sum of "
                                  + "+".join(str(i + 1) for i in v.sum_points)

@@ -5,7 +5,12 @@ refits, and each difference is measured in units of the error bars both claim.
 Which points (K of them): the worst Pareto k̂ among those in the band [0.5, threshold]
 (PSIS's error bar is weakest there: its Monte Carlo se is estimated from heavy-tailed weights
 and its bias grows), K − 2 others of the band at random, and one observation at random among
-all (seeded); a moment-matched value counts with its k̂ after matching. (The worst k̂ alone is
+all (seeded); a moment-matched value counts with its k̂ after matching. Where the band leaves
+two or more slots, the first of them goes to the most informative observation (the largest
+posterior variance of log p(y_i | θ)): where its value rules out a far mode, the draws never
+visit that mode and every k̂ reads fine, yet its PSIS value is off by the mode's log weight;
+the exact refit's probe (:mod:`stanlogz.draws.modes`) finds the mode, and the refit's se,
+and with it the total's, is NA. (The worst k̂ alone is
 not the most telling: in case 1 of issue 44 the values at k̂ 0.65–0.70 were often within their
 larger mc se while those at 0.45–0.6 were 4–9 of theirs off; with K = 3 the check missed 1 run
 in 7, hence K = 4 by default.) Each z = (estimate − exact) / sqrt(mc se² + exact se²), the PSIS
@@ -129,6 +134,8 @@ class Candidate:
     estimate: float
     mcse: float
     bias: float = 0.0
+    #: posterior variance of log p(y_i | θ) over the draws (p_waic_i; NaN where unknown)
+    var: float = float("nan")
 
 
 def candidates(ps: PsisLoo, index: np.ndarray, fixed: Sequence[FixedPoint],
@@ -139,15 +146,16 @@ def candidates(ps: PsisLoo, index: np.ndarray, fixed: Sequence[FixedPoint],
     out = []
     for j, o in enumerate(index):
         f = by.get(int(o))
+        var = float("nan") if ps.var_i is None else float(ps.var_i[j])
         if f is None:
             k = float(ps.khat[j])
             bias = 0.0 if ps.bias_i is None else float(ps.bias_i[j])
             se = 0.0 if ps.mcse_i is None else float(ps.mcse_i[j])
             c = Candidate(int(o), k, "psis", float(ps.elpd_i[j]), float(np.hypot(se, bias)),
-                          bias)
+                          bias, var)
         elif f.method in CHECKABLE:
             k = f.khat if f.khat_after is None else float(f.khat_after)
-            c = Candidate(int(o), k, f.method, f.elpd, f.mcse)
+            c = Candidate(int(o), k, f.method, f.elpd, f.mcse, var=var)
         else:
             continue
         if np.isfinite(c.khat) and c.khat <= threshold:
@@ -158,7 +166,10 @@ def candidates(ps: PsisLoo, index: np.ndarray, fixed: Sequence[FixedPoint],
 def choose(cands: Sequence[Candidate], k: int, rng: np.random.Generator
            ) -> list[tuple[Candidate, str]]:
     """Up to ``k`` candidates: the worst k̂ in the band, others of the band at random (all but
-    the last slot), then the rest at random among all."""
+    the last slot), then the rest among all: where two or more slots are left, the first to
+    the most informative observation (largest ``var``, p_waic_i: leaving it out moves the
+    posterior most, and a region the draws never visit, a far mode its value rules out, opens
+    there, where no k̂ can see it), the others at random."""
     band = sorted((c for c in cands if c.khat >= KHAT_HEAVY), key=lambda c: -c.khat)
     out: list[tuple[Candidate, str]] = []
     if band and k >= 1:
@@ -169,6 +180,10 @@ def choose(cands: Sequence[Candidate], k: int, rng: np.random.Generator
             out.append((rest[int(j)], "k-hat band"))
     taken = {c.index for c, _ in out}
     left = [c for c in cands if c.index not in taken]
+    var = np.array([c.var for c in left])
+    if k - len(out) >= 2 and np.isfinite(var).any():
+        top = int(np.nanargmax(var))
+        out.append((left.pop(top), "most informative"))
     for j in rng.permutation(len(left))[:max(k - len(out), 0)]:
         out.append((left[int(j)], "random"))
     return out
@@ -260,7 +275,7 @@ def self_check(verify: Any, cands: Sequence[Candidate], fixed: list[FixedPoint],
         first = [p for p in ver.points if p.why != "total"]
         ver.note = (f"self-check: {len(first)} value(s) recomputed by exact refits agree "
                     f"with their error bars (|z| <= {crit:.2f}; "
-                    f"{', '.join(f'{p.index + 1}: {p.z:+.1f}' for p in first)}{total})")
+                    f"{', '.join(f'{p.index + 1}: {p.z_text}' for p in first)}{total})")
         return fixed, ver
     if not replace:
         ver.status, ver.seconds = "withheld", time.perf_counter() - t0
@@ -399,7 +414,7 @@ def _repair(ver: Verification, cands: Sequence[Candidate], fixed: list[FixedPoin
 
 def _told(points: Sequence[CheckedPoint]) -> str:
     """The failed points as the warnings name them."""
-    return ", ".join(f"{p.index + 1} (z = {p.z:+.1f}, k-hat {p.khat:.2f})" for p in points)
+    return ", ".join(f"{p.index + 1} ({p.z_text}, k-hat {p.khat:.2f})" for p in points)
 
 
 def _low(ver: Verification) -> float:

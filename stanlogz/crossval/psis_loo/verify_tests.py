@@ -140,9 +140,13 @@ def total_test(ver: Verification, cands: Sequence[object], refs: dict[int, Fixed
 def what_failed(ver: Verification, told: Callable[[Sequence[object]], str]) -> str:
     """What failed, as the warnings say it (``told`` names the failed points)."""
     out = []
-    if ver.failed:
-        out.append(f"observation(s) {told(ver.failed)} are further from their exact refits "
+    far = [p for p in ver.failed if math.isfinite(p.z)]
+    if far:
+        out.append(f"observation(s) {told(far)} are further from their exact refits "
                    f"than their Monte Carlo se allows (|z| > {ver.critical_z:.2f})")
+    if na := [p for p in ver.failed if not math.isfinite(p.z)]:
+        out.append(f"observation(s) {told(na)} could not be checked: their exact refits "
+                   "have no Monte Carlo se (a refit's chains disagree: see the warnings)")
     if ver.sum_failed:
         out.append(f"the PSIS values of observation(s) "
                    f"{', '.join(str(i + 1) for i in ver.sum_points)} are together higher than "

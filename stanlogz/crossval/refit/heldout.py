@@ -57,7 +57,7 @@ from ..._util.seeds import (
 from ..._util.words import transitions
 from ...draws import Draws, obtain_draws
 from ...draws.continuation import WARM_REFIT_WARMUP, WarmStart, refit_draws
-from ...draws.modes import RHAT_MODES, max_rhat
+from ...draws.modes import disagreeing
 from ...errors import EstimationError, InputError, OverBudget, StanlogzError, option
 from ...estimators.bridge.bridge import solve_bridge
 from ...estimators.bridge.influence import bridge_influence
@@ -332,15 +332,11 @@ def heldout_elpd(
     n_grad = td.n_gradient_evals if train_draws is None else 0
     # chains that ended in different places (a warm refit's probe found them, or cold chains
     # split between modes): NUTS does not weight the modes, so no se given these draws holds
-    rhat = max_rhat(td.unconstrained)
-    unmixed = rhat > RHAT_MODES
+    unmixed = disagreeing(td.unconstrained, f"the refit without {_numbers(v)}",
+                          "the held-out value")
     warns.extend(w for w in getattr(td, "warnings", ()) if w not in warns)  # the probe's
     if unmixed:
-        warns.append(f"the refit without {_numbers(v)}: its chains disagree (split R-hat "
-                     f"{rhat:.2f} > {RHAT_MODES}): the posterior given the training data may "
-                     "have modes that NUTS does not move between, so the held-out value is "
-                     "unreliable and its Monte Carlo se NA; sample that posterior (stanlogz "
-                     "sample) to see its modes, or reparameterize")
+        warns.append(unmixed)
     for what, d in (("all data", fd), (f"the refit without {_numbers(v)}", td)):
         n_div = int(np.sum(d.sampler.get("divergent__", np.zeros(1)) > 0))
         if n_div:

@@ -35,6 +35,7 @@ from ..._util.seeds import Stream, generator_seed, stream, stream_int_seed
 from ..._util.words import transitions
 from ...draws import Draws, obtain_draws
 from ...draws.continuation import WarmStart, refit_draws
+from ...draws.modes import disagreeing
 from ...errors import DataError, InputError, OverBudget, Route, option
 from ...estimators.common import autocorr_time
 from ...parallel import run_parallel, with_client
@@ -316,6 +317,19 @@ def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: 
     t_first = deadline.clock()  # the budget's clock (a step-count clock in tests)
     d = refit(star)
     first_seconds = deadline.clock() - t_first
+    # a fit whose chains ended in different places (a refit's probe found another mode):
+    # the origins estimated from its draws keep their values, their se NA (loo's NA)
+    unmixed_warns: list[str] = []
+    unmixed: list[int] = []
+
+    def mixed(fit: Draws, t: int) -> bool:
+        w = disagreeing(fit.unconstrained, f"the fit on y[1:{t}]",
+                        "the values of the origins estimated from its draws")
+        if w:
+            unmixed_warns.append(w)
+        return w is None
+
+    ok = mixed(d, star)
     n_grad, n_div = d.n_gradient_evals, _divergences(d)
     elpd, mcse, khat = [], [], []
     block: list[np.ndarray] = []  # influence of each draw on the origins of the current refit
@@ -351,6 +365,7 @@ def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: 
                 block = []
                 d = new
                 star, k = t, float("nan")
+                ok = mixed(d, t)
                 n_grad += d.n_gradient_evals
                 n_div += _divergences(d)
                 x = d.flat_unconstrained()
@@ -362,6 +377,8 @@ def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: 
         influence = np.exp(log_w) * (np.exp(log_lik - e) - 1.0)
         block.append(influence)
         mcse.append(math.sqrt(_block_var([influence], d)))
+        if not ok:
+            unmixed.append(t)
         bar.update()
     bar.close()
     var_total += _block_var(block, d)
@@ -382,6 +399,10 @@ def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: 
                      f"keep PSIS values above k-hat {k_threshold:.2f}"
                      + (f" (Monte Carlo se NA at {int(unreliable.sum())}, k-hat above "
                         f"{psis_k_threshold(len(x)):.2f})" if unreliable.any() else ""))
+    if unmixed:
+        mcse_t[np.isin(origins, unmixed)] = np.nan
+        var_total = float("nan")
+        warns.extend(unmixed_warns)
     return LfoResult(model.name, "psis", int(origins[0]), ahead, origins, np.array(elpd),
                      mcse_t, np.array(khat), refits, k_threshold, len(x), int(n_grad),
                      mcse_total=math.sqrt(var_total), warnings=warns, budget_stop=stop)

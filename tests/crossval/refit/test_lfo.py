@@ -9,6 +9,7 @@ se), each test's union bound stated (all <= 1e-4), fixed seeds.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -145,3 +146,28 @@ def test_exact_lfo_with_one_latent_state_per_time(compiled) -> None:
     assert abs(r.elpd_lfo - truth.sum()) < Z * r.mcse
     with pytest.raises(InputError, match="PSIS-LFO needs a fixed parameter space"):
         lfo(m, d, min_train=25, method="psis", warmup=200, n_draws=200, seed=1)
+
+
+def test_psis_lfo_withholds_the_se_where_a_fits_chains_disagree(compiled, monkeypatch) -> None:
+    """Where a fit's chains disagree (a refit's probe found another mode and its chains were
+    joined; stood in for here on the second fit, the first refit), the origins estimated from
+    that fit's draws keep their values and their se is NA, as is the total's, with the
+    warning; the other origins keep theirs. Nothing here is statistical."""
+    import stanlogz.crossval.refit.lfo as lfo_module
+
+    seen: list[str] = []
+
+    def disagreeing(unconstrained, what, value):
+        seen.append(what)
+        return f"{what}: its chains disagree (stood in)" if len(seen) == 2 else None
+
+    monkeypatch.setattr(lfo_module, "disagreeing", disagreeing)
+    d = _data()
+    r = lfo(compiled(AR, d), d, min_train=30, ahead=2, method="psis", k_threshold=0.0,
+            chains=4, warmup=300, n_draws=200, seed=3)
+    assert len(r.refits) >= 3 and len(seen) == len(r.refits)
+    start, end = r.refits[1], r.refits[2]
+    na = (r.origins >= start) & (r.origins < end)
+    assert na.any() and np.all(np.isnan(r.mcse_t[na])) and np.all(np.isfinite(r.mcse_t[~na]))
+    assert np.all(np.isfinite(r.elpd_t)) and math.isnan(r.mcse)
+    assert any("its chains disagree (stood in)" in w for w in r.warnings)
