@@ -9,6 +9,10 @@ probe fire on one mode, and what does it cost?
   and cold refits, with the probe and without it (the code before: ``_probed`` returns the
   refit as it is and no R-hat withholds a se): how often group 1's fold is flagged (se NA),
   and the z of the unflagged elpd_kfold against the closed form.
+* ``loo``: ``far_mode_one_precise.json`` (one precise observation at 6 rules out the mode at
+  0), loo at its defaults, ``--runs`` seeds, the code before and now: how often the self-check
+  checks observation 1, how often mcse_elpd_loo is NA, and the z of the unflagged elpd_loo
+  against the closed form.
 * ``alarms``: K-fold at default settings on programs with one mode (the normal mean, the
   hierarchical regression, roaches as a user writes it, posteriordb's radon county
   intercepts), ``--runs`` seeds each: the refits whose probe fired, how far the probes'
@@ -59,7 +63,7 @@ def far(runs: int) -> None:
     exact = _exact_far()
     model = stanlogz.StanModel.from_file(TESTS / "kfold_far_mode.stan",
                                          TESTS / "kfold_far_mode.json")
-    real_probed, real_rhat = continuation._probed, heldout.RHAT_MODES
+    real_probed, real_check = continuation._probed, heldout.disagreeing
     print(f"exact elpd_kfold {exact:.4f}")
     print("| refits | probe | runs | group 1 flagged (se NA) | rms z unflagged | max abs z "
           "unflagged |")
@@ -67,10 +71,10 @@ def far(runs: int) -> None:
     for warm in (True, False):
         for probe in (False, True):
             if probe:
-                continuation._probed, heldout.RHAT_MODES = real_probed, real_rhat
+                continuation._probed, heldout.disagreeing = real_probed, real_check
             else:  # the code before: no probe, no R-hat check of the refit
                 continuation._probed = lambda train, nuts, seed, drawn, *a: drawn
-                heldout.RHAT_MODES = math.inf
+                heldout.disagreeing = lambda *a: None
             flagged, z = 0, []
             for seed in range(1, runs + 1):
                 r = stanlogz.kfold(model, group="g", k=None, seed=seed, warm_refits=warm)
@@ -83,7 +87,68 @@ def far(runs: int) -> None:
                         else ("-", "-"))
             print(f"| {'warm' if warm else 'cold'} | {'yes' if probe else 'no (before)'} | "
                   f"{runs} | {flagged} | {rms} | {top} |", flush=True)
-    continuation._probed, heldout.RHAT_MODES = real_probed, real_rhat
+    continuation._probed, heldout.disagreeing = real_probed, real_check
+
+
+def _exact_loo_one() -> float:
+    """elpd_loo of ``far_mode_one_precise.json``, closed form (as :func:`_exact_far`)."""
+    from scipy import stats
+    from scipy.special import logsumexp
+
+    d = json.loads((TESTS / "far_mode_one_precise.json").read_text())
+    y, s = np.array(d["y"]), np.array(d["s"])
+
+    def log_z(idx: np.ndarray) -> float:
+        cov = np.diag(s[idx] ** 2) + 0.4**2
+        return float(logsumexp([np.log(0.5) + stats.multivariate_normal.logpdf(
+            y[idx], np.full(idx.size, m), cov) for m in (0.0, 6.0)]))
+
+    every = np.arange(y.size)
+    return sum(log_z(every) - log_z(np.delete(every, i)) for i in every)
+
+
+def loo_far(runs: int) -> None:
+    """loo at its defaults (the self-check on) on one precise observation that rules out a far
+    mode: before (the check's slots at random among all, a fix-up refit's se kept whatever
+    its chains do) and now (a slot for the most informative observation, the se NA where the
+    refit's joined chains disagree)."""
+    import dataclasses
+
+    import stanlogz
+    from stanlogz.crossval.fixups import fixups
+    from stanlogz.crossval.psis_loo import loo as verify  # where loo calls the check's helpers
+
+    exact = _exact_loo_one()
+    model = stanlogz.StanModel.from_file(TESTS / "kfold_far_mode.stan",
+                                         TESTS / "far_mode_one_precise.json")
+    real_cands, real_check = verify.candidates, fixups.disagreeing
+
+    def no_var(*a: Any) -> Any:
+        return [dataclasses.replace(c, var=float("nan")) for c in real_cands(*a)]
+
+    print(f"exact elpd_loo {exact:.4f}")
+    print("| code | runs | observation 1 checked | flagged (mcse NA) | rms z unflagged | "
+          "max abs z unflagged |")
+    print("|---|---|---|---|---|---|")
+    for now in (False, True):
+        verify.candidates = real_cands if now else no_var
+        fixups.disagreeing = real_check if now else (lambda *a: None)
+        checked = flagged = 0
+        z = []
+        for seed in range(1, runs + 1):
+            r = stanlogz.loo(model, seed=seed)
+            v = r.verification
+            checked += bool(v is not None and any(p.index == 0 for p in v.points))
+            if math.isnan(r.mcse_elpd_loo):
+                flagged += 1
+            else:
+                z.append((r.elpd_loo - exact) / r.mcse_elpd_loo)
+        za = np.abs(np.array(z))
+        rms, top = ((f"{math.sqrt(np.mean(za**2)):.1f}", f"{za.max():.1f}") if z
+                    else ("-", "-"))
+        print(f"| {'now' if now else 'before'} | {runs} | {checked} | {flagged} | {rms} | "
+              f"{top} |", flush=True)
+    verify.candidates, fixups.disagreeing = real_cands, real_check
 
 
 def alarms(runs: int) -> None:
@@ -142,10 +207,10 @@ def alarms(runs: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("part", choices=["far", "alarms"])
+    ap.add_argument("part", choices=["far", "loo", "alarms"])
     ap.add_argument("--runs", type=int, default=20)
     a = ap.parse_args()
-    {"far": far, "alarms": alarms}[a.part](a.runs)
+    {"far": far, "loo": loo_far, "alarms": alarms}[a.part](a.runs)
 
 
 if __name__ == "__main__":
