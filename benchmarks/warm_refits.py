@@ -27,6 +27,9 @@ same answer, and how much cheaper?
   density-difference term (the default); ``--full-wells`` adds all 3,020 households (cold
   and warm, terms). Then loo with its self-check (``verify=4``) on wells warm and cold (cold:
   the full fit's warm start withheld), on ``--backend``.
+* ``latent``: eight schools (one latent per school) leave-one-out by K-fold, warm refits
+  (the held-out school's latent dropped from the full fit's last draws) against cold ones,
+  ``--seeds`` seeds: each school's z against quadrature, gradients and seconds.
 * ``target``: K-fold (K = 5, N = 20) of the normal mean to an mcse target of 0.03 from 2 x 100
   draws per chain (``kfold(mcse_target=...)``), on ``--runs`` data sets: the coverage of the
   stopped-at-target estimates against the closed form, and the draws it took.
@@ -350,9 +353,41 @@ def lfo_part(seeds: int, backend: str) -> None:
           "always cold, included)")
 
 
+def latent(seeds: int, backend: str) -> None:
+    """Eight schools (one latent per school), leave-one-out by K-fold (K = 8), warm refits
+    (each chain at the full fit's last draw with the held-out school's latent dropped) and
+    cold ones (``warm_refits=False``), ``seeds`` seeds each: every school's z against
+    quadrature, and the refits' gradients and seconds."""
+    import stanlogz
+    from benchmarks.truths.crossval import truths
+
+    model, d = _load("eight_schools", backend)
+    exact = truths.eight_schools_loo(d)
+    print("| refits | seeds | school values | within 1.96 | within 2.58 | rms z | mean z | "
+          "elpd_kfold rms z | gradients per refit (median) | seconds per run (median) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for warm in (True, False):
+        z, zt, grads, secs = [], [], [], []
+        for seed in range(1, seeds + 1):
+            t0 = time.perf_counter()
+            r = stanlogz.kfold(model, k=8, seed=seed, warm_refits=warm, adapt_delta=0.95)
+            secs.append(time.perf_counter() - t0)
+            for f in r.folds:
+                j = int(f.index[0])
+                z.append((f.elpd - exact[j]) / f.mcse)
+                grads.append(f.n_gradient_evals)
+            zt.append((r.elpd_kfold - exact.sum()) / r.mcse)
+        za = np.abs(np.array(z))
+        print(f"| {'warm' if warm else 'cold'} | {seeds} | {za.size} | {np.mean(za <= 1.96):.3f} "
+              f"| {np.mean(za <= 2.58):.3f} | {np.sqrt(np.mean(za**2)):.2f} | "
+              f"{np.mean(z):+.2f} | {np.sqrt(np.mean(np.square(zt))):.2f} | "
+              f"{np.median(grads):.0f} | {np.median(secs):.1f} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("part", choices=("bias", "coverage", "cost", "warmup", "target", "lfo"))
+    parser.add_argument("part", choices=("bias", "coverage", "cost", "warmup", "target", "lfo",
+                                         "latent"))
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--backend", default="compiled",
@@ -373,6 +408,8 @@ def main() -> None:
         target(args.runs, args.backend)
     elif args.part == "lfo":
         lfo_part(args.seeds, args.backend)
+    elif args.part == "latent":
+        latent(args.seeds, args.backend)
     else:
         warmup(args.backend)
 

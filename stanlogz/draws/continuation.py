@@ -168,10 +168,25 @@ class WarmStart:
             return None
         return _Adapted(np.ascontiguousarray(x[:, -1:]), step, metric, WARM_WINDOWS)
 
+    def restricted(self, train: StanProgram, cols: np.ndarray) -> WarmStart | None:
+        """The warm start of a training program whose unconstrained coordinates are the full
+        program's ``cols`` (one latent per held-out observation dropped; crossval's
+        ``coordinate_map`` gives them): the same last draws, step sizes and metrics on those
+        coordinates; None where the last draws do not initialize ``train``."""
+        cols = np.asarray(cols, dtype=int)
+        last = np.ascontiguousarray(self.last[:, cols])
+        try:
+            inits = tuple(init_from_unconstrained(train, row) for row in last)
+        except (InputError, ValueError, KeyError, IndexError):
+            return None
+        metric = (None if self.inv_metric is None
+                  else np.ascontiguousarray(np.asarray(self.inv_metric)[:, cols]))
+        return WarmStart(tuple(train.param_unc_names()), inits, last, self.step_size, metric)
+
     def fits(self, train: StanProgram) -> bool:
         """Whether ``train`` has the same unconstrained parameters as the full program (a
         program whose parameters change with its data, e.g. one latent per observation,
-        is refit cold)."""
+        starts warm through :meth:`restricted`, or is refit cold)."""
         return train.dim == len(self.names) and tuple(train.param_unc_names()) == self.names
 
 

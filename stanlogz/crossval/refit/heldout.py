@@ -321,9 +321,11 @@ def heldout_elpd(
     if train_draws is None:  # cold or warm, probed from the other side (draws.modes)
         if progress:
             progress(f"NUTS on {train.name} (without {_numbers(v)})")
+        ws = WarmStart.of(full, fd.unconstrained if fd.step_size is None else fd)
+        if ws is not None and extra.size:  # a latent per held-out observation dropped
+            ws = ws.restricted(train, common)
         td, warm = refit_draws(train, nuts, seed=stream_int_seed(seed, Stream.REFIT_NUTS),
-                               warm=WarmStart.of(full, fd.unconstrained if fd.step_size is None
-                                                 else fd), cold=not warm_refits)
+                               warm=ws, cold=not warm_refits)
     else:
         td = _draws(train, train_draws, nuts, stream_int_seed(seed, Stream.REFIT_NUTS),
                     progress, f"without {_numbers(v)}")

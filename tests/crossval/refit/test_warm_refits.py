@@ -148,18 +148,26 @@ def test_compiled_warm_refit_takes_the_adapted_metric(compiled, monkeypatch) -> 
 
 
 @pytest.mark.stan
-def test_latents_per_observation_refit_cold(compiled, monkeypatch) -> None:
-    """Eight schools without school 3 loses that school's latent: the parameters differ, so
-    the refit runs cold at the given settings (no inits, full warmup)."""
+def test_latents_per_observation_start_warm_on_the_schools_kept(compiled, monkeypatch) -> None:
+    """Eight schools without school 3 loses that school's latent: the refit starts warm all
+    the same, each chain at the full fit's last draw with eta[3] dropped (eta[4] of the full
+    fit is eta[3] of the refit: crossval's coordinate map), with the short warmup, and is
+    probed from random inits. Nothing here is statistical (the value is checked against
+    quadrature in tests/crossval/refit/test_kfold.py's eight-schools test)."""
     d = _data("eight_schools")
     m = compiled(EXAMPLES / "eight_schools.stan", d)
     full = sample(m, chains=2, warmup=200, draws=200, seed=4)
     spy = _Spy(monkeypatch)
     r = heldout_elpd(m, d, find_observations(d), [2], full_draws=full, seed=5, chains=2,
                      warmup=200, draws=200, pointwise=False)
-    assert not r.warm and r.n_latent == 1
-    (settings, init), = spy.calls
-    assert settings.warmup == 200 and init is None
+    assert r.warm and r.n_latent == 1
+    (settings, init), (probe, _) = spy.calls[:2]  # the refit, then its probe
+    assert settings.warmup == WARM_REFIT_WARMUP and probe.draws == PROBE_DRAWS
+    last = full.unconstrained[:, -1]  # mu, log tau, eta[1..8]
+    for c in range(2):
+        assert float(init[c]["mu"]) == pytest.approx(last[c, 0])
+        assert np.allclose(np.asarray(init[c]["eta"], dtype=float),
+                           np.delete(last[c, 2:], 2))
 
 
 class _Fake:
