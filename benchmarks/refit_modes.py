@@ -34,20 +34,38 @@ TESTS = ROOT / "stan_models" / "tests"
 EX = ROOT / "stan_models" / "examples"
 
 
-def _exact_far() -> float:
-    """elpd_kfold of the far-mode program by groups, closed form (a mixture of two conjugate
-    normal priors)."""
+def _tally(answers: list[tuple[float, float]], exact: float) -> tuple[int, str, str]:
+    """Of the runs' (estimate, mcse): how many are flagged (mcse NA), and the rms and the
+    largest |z| against ``exact`` of the others, as the tables print them."""
+    z = [(e - exact) / m for e, m in answers if not math.isnan(m)]
+    if not z:
+        return len(answers), "-", "-"
+    za = np.abs(np.array(z))
+    return len(answers) - len(z), f"{math.sqrt(np.mean(za**2)):.1f}", f"{za.max():.1f}"
+
+
+def _log_z_of(data_file: str) -> Any:
+    """log p(y_idx) of the far-mode program on ``data_file``'s observations ``idx``, closed
+    form: each of the prior's two normal components is conjugate to the normal observations."""
     from scipy import stats
     from scipy.special import logsumexp
 
-    d = json.loads((TESTS / "kfold_far_mode.json").read_text())
-    y, s, g = np.array(d["y"]), np.array(d["s"]), np.array(d["g"])
+    d = json.loads((TESTS / data_file).read_text())
+    y, s = np.array(d["y"]), np.array(d["s"])
 
     def log_z(idx: np.ndarray) -> float:
         cov = np.diag(s[idx] ** 2) + 0.4**2
         return float(logsumexp([np.log(0.5) + stats.multivariate_normal.logpdf(
             y[idx], np.full(idx.size, m), cov) for m in (0.0, 6.0)]))
 
+    return log_z
+
+
+def _exact_far() -> float:
+    """elpd_kfold of the far-mode program by groups, closed form (a mixture of two conjugate
+    normal priors)."""
+    log_z = _log_z_of("kfold_far_mode.json")
+    g = np.array(json.loads((TESTS / "kfold_far_mode.json").read_text())["g"])
     total = 0.0
     for j in np.unique(g):
         train = np.flatnonzero(g != j)
@@ -75,16 +93,11 @@ def far(runs: int) -> None:
             else:  # the code before: no probe, no R-hat check of the refit
                 continuation._probed = lambda train, nuts, seed, drawn, *a: drawn
                 heldout.disagreeing = lambda *a: None
-            flagged, z = 0, []
+            answers = []
             for seed in range(1, runs + 1):
                 r = stanlogz.kfold(model, group="g", k=None, seed=seed, warm_refits=warm)
-                if math.isnan(r.mcse):
-                    flagged += 1
-                else:
-                    z.append((r.elpd_kfold - exact) / r.mcse)
-            za = np.abs(np.array(z))
-            rms, top = ((f"{math.sqrt(np.mean(za**2)):.1f}", f"{za.max():.1f}") if z
-                        else ("-", "-"))
+                answers.append((r.elpd_kfold, r.mcse))
+            flagged, rms, top = _tally(answers, exact)
             print(f"| {'warm' if warm else 'cold'} | {'yes' if probe else 'no (before)'} | "
                   f"{runs} | {flagged} | {rms} | {top} |", flush=True)
     continuation._probed, heldout.disagreeing = real_probed, real_check
@@ -92,18 +105,8 @@ def far(runs: int) -> None:
 
 def _exact_loo_one() -> float:
     """elpd_loo of ``far_mode_one_precise.json``, closed form (as :func:`_exact_far`)."""
-    from scipy import stats
-    from scipy.special import logsumexp
-
-    d = json.loads((TESTS / "far_mode_one_precise.json").read_text())
-    y, s = np.array(d["y"]), np.array(d["s"])
-
-    def log_z(idx: np.ndarray) -> float:
-        cov = np.diag(s[idx] ** 2) + 0.4**2
-        return float(logsumexp([np.log(0.5) + stats.multivariate_normal.logpdf(
-            y[idx], np.full(idx.size, m), cov) for m in (0.0, 6.0)]))
-
-    every = np.arange(y.size)
+    log_z = _log_z_of("far_mode_one_precise.json")
+    every = np.arange(json.loads((TESTS / "far_mode_one_precise.json").read_text())["N"])
     return sum(log_z(every) - log_z(np.delete(every, i)) for i in every)
 
 
@@ -133,19 +136,13 @@ def loo_far(runs: int) -> None:
     for now in (False, True):
         verify.candidates = real_cands if now else no_var
         fixups.disagreeing = real_check if now else (lambda *a: None)
-        checked = flagged = 0
-        z = []
+        checked, answers = 0, []
         for seed in range(1, runs + 1):
             r = stanlogz.loo(model, seed=seed)
             v = r.verification
             checked += bool(v is not None and any(p.index == 0 for p in v.points))
-            if math.isnan(r.mcse_elpd_loo):
-                flagged += 1
-            else:
-                z.append((r.elpd_loo - exact) / r.mcse_elpd_loo)
-        za = np.abs(np.array(z))
-        rms, top = ((f"{math.sqrt(np.mean(za**2)):.1f}", f"{za.max():.1f}") if z
-                    else ("-", "-"))
+            answers.append((r.elpd_loo, r.mcse_elpd_loo))
+        flagged, rms, top = _tally(answers, exact)
         print(f"| {'now' if now else 'before'} | {runs} | {checked} | {flagged} | {rms} | "
               f"{top} |", flush=True)
     verify.candidates, fixups.disagreeing = real_cands, real_check
