@@ -138,9 +138,7 @@ class CheckedPoint:
     def z_text(self) -> str:
         """``z = +1.2`` as the notes print it, ``z NA`` where either se is NA (such a point
         cannot pass)."""
-        if math.isfinite(self.z):
-            return f"z = {self.z:+.1f}"
-        return "z NA"
+        return "z NA" if math.isnan(self.z) else f"z = {self.z:+.1f}"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly dict (observation numbered from 1)."""

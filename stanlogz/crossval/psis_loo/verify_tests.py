@@ -140,11 +140,11 @@ def total_test(ver: Verification, cands: Sequence[object], refs: dict[int, Fixed
 def what_failed(ver: Verification, told: Callable[[Sequence[object]], str]) -> str:
     """What failed, as the warnings say it (``told`` names the failed points)."""
     out = []
-    far = [p for p in ver.failed if math.isfinite(p.z)]
+    far = [p for p in ver.failed if not math.isnan(p.z)]
     if far:
         out.append(f"observation(s) {told(far)} are further from their exact refits "
                    f"than their Monte Carlo se allows (|z| > {ver.critical_z:.2f})")
-    if na := [p for p in ver.failed if not math.isfinite(p.z)]:
+    if na := [p for p in ver.failed if math.isnan(p.z)]:
         out.append(f"observation(s) {told(na)} could not be checked: their exact refits "
                    "have no Monte Carlo se (a refit's chains disagree: see the warnings)")
     if ver.sum_failed:

@@ -86,3 +86,6 @@ def test_a_reference_without_a_se_cannot_pass_and_prints_na() -> None:
     assert p.z_text == "z NA"
     row = Verification("withheld", [p], 2.0).rows()[0]
     assert row[6] == row[7] == "NA" and row[8] == "FAIL"
+    # both exact and different: infinitely far, not NA
+    far = CheckedPoint(1, "psis", -1.0, 0.0, -1.5, 0.0, math.inf, False)
+    assert far.z_text == "z = +inf"
