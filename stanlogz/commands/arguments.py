@@ -14,6 +14,7 @@ from ..crossval.observations.jacobian import (
     outcome_from_data,
     parse_jacobian,
 )
+from ..draws.continuation import CONTINUATION_WARMUP, WARM_REFIT_WARMUP
 from ..errors import InputError
 from ..stan.settings import BACKENDS, DEFAULT_BACKEND, NutsArgs
 from .executor import add_executor_arguments
@@ -68,6 +69,18 @@ def add_observation_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--obs-fields", metavar="Y,X", default=None,
                         help="the per-observation data arrays (default: every array whose "
                         "leading dimension is N)")
+
+
+def add_cold_refits_argument(parser: argparse.ArgumentParser, refits: str, start: str) -> None:
+    """``--cold-refits``: ``refits`` (which refits) run cold instead of starting at ``start``
+    (the draws a warm refit starts from), as :func:`~stanlogz.draws.continuation.refit_draws`
+    starts them."""
+    parser.add_argument("--cold-refits", action="store_true",
+                        help=f"run {refits} full warmup from random inits instead of starting "
+                        f"it at {start} with {WARM_REFIT_WARMUP} warmup iterations that keep "
+                        f"their step size and metric ({CONTINUATION_WARMUP} where they carry "
+                        "none); either way, short chains started the other way check it for "
+                        "other modes")
 
 
 def add_closing_arguments(parser: argparse.ArgumentParser, plot_help: str) -> None:

@@ -46,9 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="continue the full fit's and every refit's chains until the "
                         "Monte Carlo se of elpd_kfold (elpd_logo with --k groups) is at most "
                         "TARGET or the time budget ends; the output says which")
-    parser.add_argument("--cold-refits", action="store_true",
-                        help="run every refit's full warmup from random inits instead of "
-                        "starting it at the full fit's last draws with 150 warmup iterations")
+    flags.add_cold_refits_argument(parser, "every refit's", "the full fit's last draws")
     flags.add_closing_arguments(parser, "save pointwise and per-fold elpd")
 
 

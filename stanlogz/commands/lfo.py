@@ -31,9 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k-threshold", type=float, default=KHAT_BAD,
                         help=f"refit when PSIS k-hat exceeds this (default {KHAT_BAD})")
     flags.add_observation_arguments(parser)
-    parser.add_argument("--cold-refits", action="store_true",
-                        help="run every PSIS refit's full warmup from random inits instead of "
-                        "starting it at the last fit's final draws with 150 warmup iterations")
+    flags.add_cold_refits_argument(parser, "every PSIS refit's", "the last fit's final draws")
     flags.add_closing_arguments(parser, "save elpd and k-hat per forecast origin")
 
 

@@ -142,13 +142,20 @@ class WarmStart:
         if x.ndim != 3 or x.shape[1] < 1 or x.shape[2] != model.dim:
             return None
         adapted = cls.adapted(draws) if hasattr(draws, "unconstrained") else None
-        last = np.ascontiguousarray(x[:, -1])
+        return cls._at(model, x[:, -1], *((adapted.step_size, adapted.inv_metric) if adapted
+                                           else (None, None)))
+
+    @classmethod
+    def _at(cls, model: StanProgram, last: np.ndarray, step_size: np.ndarray | None,
+            inv_metric: np.ndarray | None) -> WarmStart | None:
+        """The warm start of ``model`` at the unconstrained points ``last`` ``(chains, dim)``;
+        None where they do not constrain to inits."""
+        last = np.ascontiguousarray(last)
         try:
             inits = tuple(init_from_unconstrained(model, row) for row in last)
         except (InputError, ValueError, KeyError, IndexError):
             return None
-        return cls(tuple(model.param_unc_names()), inits, last,
-                   *((adapted.step_size, adapted.inv_metric) if adapted else (None, None)))
+        return cls(tuple(model.param_unc_names()), inits, last, step_size, inv_metric)
 
     @staticmethod
     def adapted(draws: Any) -> _Adapted | None:
@@ -174,14 +181,9 @@ class WarmStart:
         ``coordinate_map`` gives them): the same last draws, step sizes and metrics on those
         coordinates; None where the last draws do not initialize ``train``."""
         cols = np.asarray(cols, dtype=int)
-        last = np.ascontiguousarray(self.last[:, cols])
-        try:
-            inits = tuple(init_from_unconstrained(train, row) for row in last)
-        except (InputError, ValueError, KeyError, IndexError):
-            return None
         metric = (None if self.inv_metric is None
                   else np.ascontiguousarray(np.asarray(self.inv_metric)[:, cols]))
-        return WarmStart(tuple(train.param_unc_names()), inits, last, self.step_size, metric)
+        return self._at(train, self.last[:, cols], self.step_size, metric)
 
     def fits(self, train: StanProgram) -> bool:
         """Whether ``train`` has the same unconstrained parameters as the full program (a
