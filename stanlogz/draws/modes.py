@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import Route
+
 #: Split R-hat above which a refit's chains (1,000 draws each at the defaults) are taken to
 #: have ended in different places: their se is then withheld (converged chains give about
 #: 1.00, sd near 0.002)
@@ -88,7 +90,7 @@ def disagreeing(unconstrained: np.ndarray, what: str, value: str) -> str | None:
     return (f"{what}: its chains disagree (split R-hat {r:.2f} > {RHAT_MODES}): the "
             "posterior may have modes that NUTS does not move between, so "
             f"{value} is unreliable and its Monte Carlo se NA; sample that posterior "
-            "(stanlogz sample) to see its modes, or reparameterize")
+            f"({Route('sample')}) to see its modes, or reparameterize")
 
 
 def beyond(refit: np.ndarray, probe: np.ndarray) -> tuple[float, int]:
