@@ -316,9 +316,10 @@ def _stage_two(ver: Verification, cands: Sequence[Candidate], fixed: list[FixedP
         return fixed
     ver.status = "repaired"
     ver.repaired = [c.index for c in others]
+    out = [f for f in fixed if f.index not in refs] + list(refs.values())
     ver.note = (f"self-check: {what_failed(ver, _told)}; their exact values replace them: "
-                "elpd_loo and its Monte Carlo se include them")
-    return [f for f in fixed if f.index not in refs] + list(refs.values())
+                + _included(out))
+    return out
 
 
 def _skip_reason(cost: float | None, elapsed: float, n: int, auto: bool) -> str | None:
@@ -404,12 +405,23 @@ def _repair(ver: Verification, cands: Sequence[Candidate], fixed: list[FixedPoin
                     + ("estimated from the draws were refit too" if whole else
                        f"down to k-hat {low:.2f} were refit (as {advice} would; the values just "
                        "below agree with their refits)")
-                    + ": elpd_loo and its Monte Carlo se include them")
+                    + ": " + _included(fixed))
     else:
         ver.status = "withheld"
         ver.note = (f"{head}; the Monte Carlo se of elpd_loo is withheld ({why}): recompute "
                     f"with {advice}")
     return fixed, ver
+
+
+def _included(fixed: Sequence[FixedPoint]) -> str:
+    """What the answer makes of the refit values: both elpd_loo and its Monte Carlo se include
+    them, or, where a fixed value's se is NA (a refit whose chains disagree), elpd_loo does and
+    its se is NA."""
+    na = sorted(f.index + 1 for f in fixed if not np.isfinite(f.mcse))
+    if not na:
+        return "elpd_loo and its Monte Carlo se include them"
+    return (f"elpd_loo includes them; its Monte Carlo se is NA: the refit(s) of observation(s) "
+            f"{', '.join(map(str, na))} have none (see warnings)")
 
 
 def _told(points: Sequence[CheckedPoint]) -> str:

@@ -6,6 +6,7 @@ whose values are given. Deterministic: the only randomness is a seeded choice.""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -188,6 +189,24 @@ def test_a_cheap_repair_refits_every_value_left():
     assert ver.status == "repaired" and len(calls) == 2
     assert {f.index for f in fixed} == {c.index for c in cands}
     assert "estimated from the draws were refit too" in ver.note
+    assert "elpd_loo and its Monte Carlo se include them" in ver.note
+
+
+def test_a_repair_whose_refit_has_no_se_says_the_mcse_is_na():
+    # as above, but observation 6's refit chains disagree (its se NaN, as fix_observation
+    # gives it): the note must not claim an mcse that includes it
+    cands = _cands()
+    values = {c.index: c.estimate for c in cands}
+    values[2] = cands[2].estimate - 0.5
+    base, _ = _refit(values)
+
+    def refit(idx, stage):
+        pts, notes = base(idx, stage)
+        return [replace(f, mcse=math.nan) if f.index == 5 else f for f in pts], notes
+    fixed, ver = _check(cands, refit, refit_seconds=1.0)
+    assert ver.status == "repaired" and {f.index for f in fixed} == {c.index for c in cands}
+    assert "its Monte Carlo se is NA: the refit(s) of observation(s) 6 have none" in ver.note
+    assert "se include them" not in ver.note
 
 
 def test_a_failing_frontier_steps_the_repair_down():
