@@ -5,8 +5,11 @@ answer and Monte Carlo se without the check (``verify=0``, same seed, same draws
 then applies the check's own choice (:func:`~stanlogz.crossval.psis_loo.verify.choose`) and
 tests (:func:`~stanlogz.crossval.psis_loo.verify.judge`) to the recorded values, for 200 of
 the check's random choices per run. To save refits a run refits every value in the k̂ band
-[0.5, threshold] and ``LOW`` of the others at random: a uniform pick among those is a uniform
-pick among all the others, which is how the check picks its random point. A row's "flagged"
+[0.5, threshold], the ``TOP`` of largest log-likelihood variance below it (the check's "most
+informative" pick) and ``LOW`` of the others at random: a uniform pick among those is a
+uniform pick among all the others, which is how the check picks its random point. Stage 2
+runs in the replay where the check would run it (:func:`~stanlogz.crossval.psis_loo.verify.
+stage_two_fits`, with the run's recorded refit time and time so far). A row's "flagged"
 is the mean over runs of the share of those choices that flag; its binomial se,
 sqrt(p (1 − p) / runs), is an upper bound (the
 choices averaged within a run only lower the variance). The exact values of a run are those
@@ -45,10 +48,13 @@ from stanlogz._util.gpd import KHAT_HEAVY
 from stanlogz.crossval.fixups.fixups import FixedPoint
 from stanlogz.crossval.observations.checked import critical_z
 from stanlogz.crossval.psis_loo import loo as loo_module
-from stanlogz.crossval.psis_loo.verify import Candidate, choose
+from stanlogz.crossval.psis_loo.verify import Candidate, choose, stage_two_fits
 from stanlogz.crossval.psis_loo.verify_tests import TOTAL_ALPHA, hints, judge, total_test
 
 CHOICES = 200
+#: Values of largest log-likelihood variance below the band refit per run (the check's "most
+#: informative" pick is among them)
+TOP = 2
 #: Values below the band refit per run (at random; the band's are all refit): ``--low``.
 LOW = 4
 
@@ -126,8 +132,15 @@ def record(name: str, seed: int, out: Path, low: int = LOW) -> dict[str, Any]:
         # uniform pick among all the others (what the check's "random" point is)
         band = [c for c in cands if c.khat >= KHAT_HEAVY]
         rest = [c for c in cands if c.khat < KHAT_HEAVY]
+        # the check's "most informative" pick (the largest variance below the band; TOP of
+        # them, as the band's picks may leave the first to it) is refit as well, and kept out
+        # of the random stand-ins
+        var = np.array([c.var for c in rest])
+        top = [rest[int(j)] for j in np.argsort(-np.nan_to_num(var, nan=-np.inf))[:TOP]]
+        box["top"] = [c.index for c in top]
+        rest = [c for c in rest if c.index not in box["top"]]
         perm = np.random.default_rng(seed + 7919).permutation(len(rest))[:low]
-        some = band + [rest[int(j)] for j in perm]
+        some = band + top + [rest[int(j)] for j in perm]
         return original(max(len(some), 1), some, fixed, refit, **kw2)
 
     loo_module.self_check = spy
@@ -142,8 +155,8 @@ def record(name: str, seed: int, out: Path, low: int = LOW) -> dict[str, Any]:
     rec = {"program": name, "seed": seed, "truth": truth, "elpd": plain.elpd_loo,
            "mcse": plain.mcse_elpd_loo, "t_plain": t_plain, "elapsed": box["elapsed"],
            "t_refit": (v.seconds - v.repair_seconds) / n_refit, "chains": box["chains"],
-           "cands": [[c.index, c.khat, c.route, c.estimate, c.mcse, c.bias]
-                     for c in box["cands"]],
+           "cands": [[c.index, c.khat, c.route, c.estimate, c.mcse, c.bias, c.var]
+                     for c in box["cands"]], "top": box["top"],
            "refs": {str(k): list(x) for k, x in refs.items()},
            "psis": box["psis"].tolist()}
     out.mkdir(parents=True, exist_ok=True)
@@ -157,8 +170,11 @@ def replay(rec: dict[str, Any], g: np.ndarray, k: int, rng: np.random.Generator,
            choices: int = CHOICES) -> dict[str, float]:
     """The share of ``choices`` random choices of ``k`` points that flag (both tests, and the
     max test alone at 5% as before), and the mean number of points checked."""
-    cands = [Candidate(int(i), float(kh), str(rt), float(e), float(m), float(b))
-             for i, kh, rt, e, m, b in rec["cands"]]
+    # records made before the "most informative" slot hold no variances: the old choice
+    cands = [Candidate(int(x[0]), float(x[1]), str(x[2]), float(x[3]), float(x[4]),
+                       float(x[5]), float(x[6]) if len(x) > 6 else math.nan)
+             for x in rec["cands"]]
+    top = set(rec.get("top", []))
     refs = {int(i): FixedPoint(index=int(i), method=x[2], elpd=float(x[0]), mcse=float(x[1]),
                                khat=float("nan"), psis_elpd=float("nan"), n_gradient_evals=0,
                                n_evals=0, seconds=0.0)
@@ -170,11 +186,14 @@ def replay(rec: dict[str, Any], g: np.ndarray, k: int, rng: np.random.Generator,
 
     both = old = by_sum = n_pts = stage2 = 0.0
     for _ in range(choices):
-        picked = _stand_in(choose(cands, k, rng), cands, refs, rng)
+        picked = _stand_in(choose(cands, k, rng), cands, refs, rng, top)
         if not picked:
             continue
         ver = judge(picked, refs, influence, int(rec["chains"]))
-        two = not (ver.failed or ver.sum_failed) and hints(ver)
+        # stage 2 as the check decides it: a hint, and the other refits cheap enough
+        two = (not (ver.failed or ver.sum_failed) and hints(ver)
+               and stage_two_fits(len(cands) - len(picked), rec["t_refit"], rec["elapsed"],
+                                  None))
         if two and len(refs) == len(cands):  # every value refit: stage 2 as it runs
             total_test(ver, cands, refs, influence, int(rec["chains"]))
             stage2 += 1
@@ -194,13 +213,14 @@ def replay(rec: dict[str, Any], g: np.ndarray, k: int, rng: np.random.Generator,
 
 
 def _stand_in(picked: list[tuple[Candidate, str]], cands: list[Candidate],
-              refs: dict[int, FixedPoint], rng: np.random.Generator
+              refs: dict[int, FixedPoint], rng: np.random.Generator, top: set[int]
               ) -> list[tuple[Candidate, str]]:
     """The choice with each pick below the band that was not refit replaced by one that was,
     at random among those not picked (the refit ones are a uniform subset of the values
     below the band, so the pick stays uniform among them)."""
     taken = {c.index for c, _ in picked}
-    low = [c for c in cands if c.index in refs and c.khat < KHAT_HEAVY and c.index not in taken]
+    low = [c for c in cands if c.index in refs and c.khat < KHAT_HEAVY and c.index not in taken
+           and c.index not in top]
     out = []
     for c, why in picked:
         if c.index not in refs and low:

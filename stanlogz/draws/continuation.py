@@ -18,13 +18,13 @@ from ..stan.settings import NutsArgs
 from .core import Draws
 from .modes import (
     PROBE_BEYOND,
-    PROBE_CHAINS,
     PROBE_DRAWS,
     PROBE_MORE,
     RHAT_MODES,
     beyond,
     join_chains,
     max_rhat,
+    probe_chains,
     random_inits,
 )
 from .sample import sample
@@ -241,7 +241,7 @@ def refit_draws(train: StanProgram, settings: NutsArgs, *, seed: int | None,
                       progress=progress)
 
     def probed_cold(drawn: Draws) -> Draws:  # checked by chains from the full fit's draws
-        starts = warm.last[np.arange(PROBE_CHAINS) % len(warm.last)]
+        starts = warm.last[np.arange(probe_chains(settings.chains)) % len(warm.last)]
         return _probed(train, nuts, seed, drawn, adapted, starts, "from the full fit",
                        "from random inits", warm_run, progress)
 
@@ -267,7 +267,8 @@ def refit_draws(train: StanProgram, settings: NutsArgs, *, seed: int | None,
                                   f"from the full fit did not mix (split R-hat {r:.2f} > "
                                   f"{RHAT_MODES}): refit from random inits"])
         return probed_cold(again), False
-    starts = random_inits(train.dim, PROBE_CHAINS, stream_rng(seed, Stream.MODE_PROBE))
+    starts = random_inits(train.dim, probe_chains(settings.chains),
+                          stream_rng(seed, Stream.MODE_PROBE))
     return _probed(train, nuts, seed, drawn, adapted, starts, "from random inits",
                    "from the full fit", cold_run, progress), True
 
@@ -276,17 +277,17 @@ def _probed(train: StanProgram, nuts: NutsArgs, seed: int | None, drawn: Draws,
             adapted: _Adapted | None, starts: np.ndarray, probe_from: str, drawn_from: str,
             other: Any, progress: Any) -> Draws:
     """``drawn`` checked by :mod:`.modes`' probe, chains started at ``starts`` (unconstrained,
-    ``(PROBE_CHAINS, dim)``) with the full fit's step size and metric where ``adapted``: as
-    it is (the probe's cost added) where the probe's chains agree with it; else joined with
-    ``other()`` (a whole refit started the probe's way), or under a time budget with the
-    probe's chains."""
-    c = np.arange(PROBE_CHAINS)
+    ``(chains, dim)``, :func:`~.modes.probe_chains`) with the full fit's step size and metric
+    where ``adapted``: as it is (the probe's cost added) where the probe's chains agree with
+    it; else joined with ``other()`` (a whole refit started the probe's way), or under a time
+    budget with the probe's chains."""
+    c = np.arange(starts.shape[0])
     p_warm = None if adapted is None else _Adapted(
         starts[:, None, :], adapted.step_size[c % adapted.step_size.size],
         adapted.inv_metric[c % adapted.inv_metric.shape[0]], WARM_WINDOWS)
     try:
         p_inits = [init_from_unconstrained(train, x) for x in starts]
-        p = sample(train, nuts.replace(chains=PROBE_CHAINS, draws=min(PROBE_DRAWS, nuts.draws)),
+        p = sample(train, nuts.replace(chains=c.size, draws=min(PROBE_DRAWS, nuts.draws)),
                    seed=stream_int_seed(seed, Stream.MODE_PROBE), init=p_inits, warm=p_warm)
     except (InitializationError, InputError, ValueError, KeyError, IndexError):
         return drawn  # no finite density where the probe starts: nothing to compare
@@ -329,7 +330,7 @@ def warm_refit_share(draws: Draws) -> float:
     """The share of the full fit ``draws``'s cost that one warm refit repeats (1.0 when its
     cost is unknown): the kept draws' leapfrog steps with :data:`WARM_REFIT_WARMUP` more
     iterations at the same rate, and its probe's (:mod:`.modes`:
-    :data:`~.modes.PROBE_CHAINS` chains of as many warmup iterations and
+    :func:`~.modes.probe_chains` chains of as many warmup iterations and
     :data:`~.modes.PROBE_DRAWS` draws), over all its steps (the cold warmup's costly first
     phase, far from the typical set, is what a warm refit skips)."""
     steps = draws.sampler.get("n_leapfrog__")
@@ -337,7 +338,7 @@ def warm_refit_share(draws: Draws) -> float:
             or draws.n_draws < 1:
         return 1.0
     kept = float(np.sum(steps))
-    probe = PROBE_CHAINS * (WARM_REFIT_WARMUP + min(PROBE_DRAWS, draws.n_draws)) / (
+    probe = probe_chains(draws.n_chains) * (WARM_REFIT_WARMUP + min(PROBE_DRAWS, draws.n_draws)) / (
         draws.n_chains * draws.n_draws)
     return float(min(1.0, kept * (1.0 + WARM_REFIT_WARMUP / draws.n_draws + probe)
                      / draws.n_gradient_evals))

@@ -7,8 +7,8 @@ out, those chains never see it, and their R-hat cannot tell: on a two-mode prior
 mode one precise observation rules out, warm K-fold was 2.7 nats off with an mcse of 0.008
 and no warning.
 
-A **probe** of :data:`PROBE_CHAINS` chains from Stan's random inits (uniform on (-2, 2),
-unconstrained), with the adapted step size and metric, runs
+A **probe** of :data:`PROBE_CHAINS` chains (no more than the refit's own) from Stan's random
+inits (uniform on (-2, 2), unconstrained), with the adapted step size and metric, runs
 :data:`~stanlogz.draws.continuation.WARM_REFIT_WARMUP` warmup iterations and
 :data:`PROBE_DRAWS` draws. Where a probe chain's median ends beyond the range of all the warm
 chains' draws (by :data:`PROBE_BEYOND` of their sd, on any parameter: :func:`beyond`), the
@@ -45,9 +45,18 @@ PROBE_BEYOND = 0.5
 #: before it is compared again: a chain still on its way from a random init gets there, a
 #: chain in another mode stays
 PROBE_MORE = 150
-#: The probe's chains and draws per chain (after its warmup)
+#: The probe's chains (at most; never more than the refit's own, :func:`probe_chains`) and
+#: draws per chain (after its warmup)
 PROBE_CHAINS = 4
 PROBE_DRAWS = 50
+
+
+def probe_chains(chains: int) -> int:
+    """The probe's chains for a refit of ``chains`` chains: :data:`PROBE_CHAINS`, or fewer
+    where the refit has fewer. A cold refit of that many chains from random inits is what a
+    warm one replaces, so as many probe chains from random inits find what it would; more
+    would cost a one-chain run more than half again."""
+    return max(1, min(PROBE_CHAINS, int(chains)))
 
 
 def split_rhat(x: np.ndarray) -> Any:

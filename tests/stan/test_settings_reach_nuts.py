@@ -59,9 +59,10 @@ def _is_probe(c: NutsArgs) -> bool:
     """A refit's probe for another mode (stanlogz.draws.modes): its own chains and draws (and
     after a first disagreement, more iterations without warmup), the rest of the settings
     S's."""
-    from stanlogz.draws.modes import PROBE_CHAINS, PROBE_DRAWS, PROBE_MORE
+    from stanlogz.draws.modes import PROBE_DRAWS, PROBE_MORE, probe_chains
 
-    return (c.chains == PROBE_CHAINS and c.draws in (min(PROBE_DRAWS, S.draws), PROBE_MORE)
+    return (c.chains == probe_chains(S.chains)
+            and c.draws in (min(PROBE_DRAWS, S.draws), PROBE_MORE)
             and c.warmup in (S.warmup, 0)
             and c.replace(chains=S.chains, draws=S.draws, warmup=S.warmup) == S)
 

@@ -19,9 +19,11 @@ them.
 
 The tests (:mod:`.verify_tests`): stage 1 on the K points, a two-sided Bonferroni max
 over them and a one-sided test of the checked PSIS values' sum (PSIS's bias in the band is
-upward); where stage 1 passes but hints at a failure and refitting every other value is cheap,
-stage 2 refits them all and tests their total against the error bar the answer claims for it.
-At most a 5% chance that the check fails when every error bar is right.
+upward); where stage 1 passes but hints at a failure and refitting every other value is cheap
+(at most the run's own cost so far, ``STAGE_TWO_SHARE``, or ``VERIFY_FLOOR_SECONDS``, and at
+most ``REPAIR_ALL_SECONDS``), stage 2 refits them all and tests their total against the error
+bar the answer claims for it. At most a 5% chance that the check fails when every error bar
+is right.
 
 On a failure the checked values are replaced by their exact ones. Where refitting every other
 value still estimated from the draws costs at most ``REPAIR_ALL_SECONDS``, all are refit (the
@@ -92,12 +94,16 @@ FRONTIER = 2
 #: (case 1 of issue 44 had biased PSIS values down to k̂ 0.3, below what the step-down's
 #: frontier checks caught in 1 run of 10).
 REPAIR_ALL_SECONDS = 120.0
+#: Stage 2 (a hint only, no failure yet) refits every value when that costs at most this share
+#: of the run so far (or ``VERIFY_FLOOR_SECONDS``, and never more than ``REPAIR_ALL_SECONDS``):
+#: on a regression of N = 300 that ran in 1 s, an absolute 120 s let a hint cost 40 s
+STAGE_TWO_SHARE = 1.0
 #: An environment variable that replaces ``verify="auto"``: ``0`` (off, e.g. in a test suite),
 #: a number of points, or ``auto``.
 ENV = "STANLOGZ_VERIFY"
 
 __all__ = ["MAX_ALPHA", "SUM_ALPHA", "TOTAL_ALPHA", "Candidate", "candidates", "choose",
-           "judge", "parse_verify", "self_check"]
+           "judge", "parse_verify", "self_check", "stage_two_fits"]
 
 Refit = Callable[[np.ndarray, int], tuple[list[FixedPoint], list[str]]]
 
@@ -259,8 +265,8 @@ def self_check(verify: Any, cands: Sequence[Candidate], fixed: list[FixedPoint],
     ver = judge([(c, why) for c, why in picked if c.index in got], got, influence, chains)
     crit = ver.critical_z
     if not ver.failed and not ver.sum_failed and replace and can_repair and hints(ver):
-        fixed = _stage_two(ver, cands, fixed, got, refit, refit_seconds, progress, influence,
-                           chains)
+        fixed = _stage_two(ver, cands, fixed, got, refit, refit_seconds, elapsed, progress,
+                           influence, chains)
         if ver.total_failed:
             ver.seconds = time.perf_counter() - t0
             return fixed, ver
@@ -290,18 +296,26 @@ def self_check(verify: Any, cands: Sequence[Candidate], fixed: list[FixedPoint],
     return fixed, ver
 
 
+def stage_two_fits(n_others: int, refit_seconds: float | None, elapsed: float,
+                   left: float | None) -> bool:
+    """Whether stage 2's refits of ``n_others`` values fit: at most ``STAGE_TWO_SHARE`` of the
+    run so far (``elapsed`` seconds) or ``VERIFY_FLOOR_SECONDS``, at most
+    ``REPAIR_ALL_SECONDS``, and within the time budget's rest ``left`` (None: no budget)."""
+    if n_others <= 0 or refit_seconds is None:
+        return False
+    limit = min(REPAIR_ALL_SECONDS, max(VERIFY_FLOOR_SECONDS, STAGE_TWO_SHARE * elapsed))
+    return n_others * refit_seconds <= min(limit, np.inf if left is None else left)
+
+
 def _stage_two(ver: Verification, cands: Sequence[Candidate], fixed: list[FixedPoint],
                got: dict[int, FixedPoint], refit: Refit, refit_seconds: float | None,
-               progress: Any, influence: Influence | None, chains: int) -> list[FixedPoint]:
-    """Stage 2 (:mod:`.verify_tests`): refit every other candidate when that costs at most
-    ``REPAIR_ALL_SECONDS`` (and the time budget's rest) and test the total of all. On a
-    failure every value is replaced by its refit (status "repaired"); otherwise the answer
-    stays as it was."""
+               elapsed: float, progress: Any, influence: Influence | None, chains: int
+               ) -> list[FixedPoint]:
+    """Stage 2 (:mod:`.verify_tests`): refit every other candidate where that fits
+    (:func:`stage_two_fits`) and test the total of all. On a failure every value is replaced
+    by its refit (status "repaired"); otherwise the answer stays as it was."""
     others = [c for c in cands if c.index not in got]
-    left = run_budget.remaining()
-    if (not others or refit_seconds is None
-            or len(others) * refit_seconds > min(REPAIR_ALL_SECONDS,
-                                                 np.inf if left is None else left)):
+    if not stage_two_fits(len(others), refit_seconds, elapsed, run_budget.remaining()):
         return fixed
     if progress:
         progress(f"self-check: the first points hint at a failure; refitting the other "

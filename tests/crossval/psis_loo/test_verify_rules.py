@@ -157,6 +157,13 @@ def test_a_hint_whose_total_holds_keeps_the_answer():
     refit, calls = _refit(values)
     fixed, ver = _check(cands, refit, refit_seconds=30.0)
     assert ver.status == "passed" and len(calls) == 1 and not ver.total_points
+    # 5 x 4 s = 20 s: more than a run of 10 s (and the 10 s floor), so no second stage; after
+    # a run of 30 s it fits
+    for elapsed, stages in ((10.0, 1), (30.0, 2)):
+        refit, calls = _refit(values)
+        fixed, ver = _check(cands, refit, refit_seconds=4.0, elapsed=elapsed)
+        assert ver.status == "passed" and len(calls) == stages
+        assert bool(ver.total_points) == (stages == 2)
 
 
 def test_a_failed_band_point_refits_the_band_and_checks_the_two_values_below():

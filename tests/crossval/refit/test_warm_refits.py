@@ -85,6 +85,13 @@ def test_warm_refit_is_warm_and_lands_on_the_closed_form(compiled, monkeypatch) 
                        full.unconstrained[[0, 1, 0, 1], -1, 0], atol=1e-12)
     # 2 x 100 warmup iterations near the posterior instead of 2 x 700 from random inits
     assert warm.n_gradient_evals < cold.n_gradient_evals
+    # a one-chain refit gets a one-chain probe (a cold one-chain refit is what it replaces),
+    # from random inits
+    one = heldout_elpd(m, data, obs, [9], full_draws=full, seed=2, warmup=700, draws=500,
+                       chains=1)
+    (settings, _), (probe, probe_init) = spy.calls[4:6]
+    assert one.warm and settings.chains == 1 and probe.chains == 1 == len(probe_init)
+    assert -2 < float(probe_init[0]["mu"]) < 2
 
 
 @pytest.mark.stan
@@ -226,12 +233,12 @@ def test_warm_start_of_and_fits() -> None:
 def test_warm_refit_seconds_is_the_kept_steps_share() -> None:
     """A fit of 10 s with 20,000 gradients of which the 2 x 400 kept draws took 4,000: a warm
     refit repeats the kept steps with WARM_REFIT_WARMUP (100) more iterations at their rate,
-    and its probe's 4 chains of 100 + 50 iterations (600 over the 800 kept), 4000 x 2 / 20000
-    of the 10 s."""
+    and its probe's 2 chains (as many as the fit's) of 100 + 50 iterations (300 over the 800
+    kept), 4000 x 1.625 / 20000 of the 10 s."""
     d = Draws(unconstrained=np.zeros((2, 400, 1)), seconds=10.0, n_gradient_evals=20000,
               sampling_cost_known=True, sampler={"n_leapfrog__": np.full((2, 400), 5.0)})
-    probe = PROBE_CHAINS * (WARM_REFIT_WARMUP + PROBE_DRAWS) / 800
-    assert probe == 0.75
+    probe = 2 * (WARM_REFIT_WARMUP + PROBE_DRAWS) / 800
+    assert probe == 0.375 and PROBE_CHAINS == 4
     assert warm_refit_seconds(d) == pytest.approx(10.0 * 4000 * (1 + WARM_REFIT_WARMUP / 400
                                                                   + probe) / 20000)
     d.sampling_cost_known = False  # given draws: their cost unknown, the full fit's seconds
