@@ -178,9 +178,62 @@ def coverage(runs: int, point_refits: bool) -> None:
               f"{math.sqrt(np.mean(za**2)):.2f} | {za.mean():+.2f} |")
 
 
+def cost(runs: int) -> None:
+    """Point refits' cost against their estimate (``kfold_time.point_refit_seconds``, which
+    K-fold's up-front line uses): per refit observation, the NUTS seconds and the held-out
+    densities' seconds (the bridge and its fallbacks) of each set's refits, each as a share
+    of the full fit's seconds, beside the estimate's NUTS part (``point_refit_seconds``
+    without ``POINT_HELDOUT_SHARE``) and ``POINT_HELDOUT_SHARE``."""
+    import stanlogz
+    from stanlogz.crossval.refit import heldout, heldout_points, kfold_time
+
+    model, data = _roaches()
+    got: list[tuple[float, float, float]] = []  # per observation: NUTS, densities, est. NUTS
+    real_points, real_draws = heldout.refit_points, heldout_points.refit_draws
+    clock = {"nuts": 0.0, "dens": 0.0}
+
+    def timed_draws(*a: Any, **kw: Any) -> Any:
+        t = time.perf_counter()
+        out = real_draws(*a, **kw)
+        clock["nuts"] += time.perf_counter() - t
+        return out
+
+    def timed_points(estimate: Any, model_: Any, data_: Any, observations: Any, v: Any,
+                     rows: Any, full: Any, full_draws: Any, *a: Any, **kw: Any) -> Any:
+        def est(*a2: Any, **kw2: Any) -> Any:
+            t = time.perf_counter()
+            out = estimate(*a2, **kw2)
+            clock["dens"] += time.perf_counter() - t
+            return out
+
+        clock["nuts"] = clock["dens"] = 0.0
+        out = real_points(est, model_, data_, observations, v, rows, full, full_draws, *a,
+                          **kw)
+        fs = float(full_draws.seconds)
+        keep = 1.0 - len(v) / observations.n
+        nuts = (kfold_time.point_refit_seconds(full_draws, full.dim, keep)
+                - fs * kfold_time.POINT_HELDOUT_SHARE)
+        n = max(len(rows), 1)
+        got.extend([(clock["nuts"] / n / fs, clock["dens"] / n / fs, nuts / fs)] * len(rows))
+        return out
+
+    heldout_points.refit_draws = timed_draws
+    heldout.refit_points = timed_points
+    for seed in range(1, runs + 1):
+        stanlogz.kfold(model, data, group="fold", k=None, seed=seed)
+    share = np.array(got)
+    print(f"{len(share)} point refits over {runs} run(s); each a share of the full fit's "
+          "seconds (mean, median, 90th percentile):")
+    for j, name in enumerate(("NUTS", "held-out densities", "estimated NUTS")):
+        print(f"  {name}: {np.mean(share[:, j]):.3f}, {np.median(share[:, j]):.3f}, "
+              f"{np.quantile(share[:, j], 0.9):.3f}")
+    print(f"  estimated held-out densities (POINT_HELDOUT_SHARE): "
+          f"{kfold_time.POINT_HELDOUT_SHARE:.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("part", choices=["outlier", "reference", "coverage"])
+    ap.add_argument("part", choices=["outlier", "reference", "coverage", "cost"])
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--shift", type=float, default=30.0)
     ap.add_argument("--no-point-refits", action="store_true")
@@ -190,6 +243,8 @@ def main() -> None:
         outlier(a.runs, a.shift)
     elif a.part == "reference":
         reference()
+    elif a.part == "cost":
+        cost(a.runs)
     else:
         coverage(a.runs, not a.no_point_refits)
 

@@ -82,7 +82,7 @@ def test_several_sizes_refusal_names_obs_and_obs_answers():
 def test_response_refusal_names_obs_fields_and_obs_fields_answers():
     # seeds_centered_model: counts n of N trials with centred (linked) random effects; four
     # per-observation arrays, none named y. The named route sums p(n_i | n_-i, theta) over the
-    # support of n_i; --fix none, 4 x 200 draws and no self-check keep the run short (its
+    # support of n_i; --fix none, 2 x 200 draws and no self-check keep the run short (its
     # k-hat warnings stay): the pass sums ~32 density instances per observation and draw,
     # about 60 s at the default 4,000 draws, 15 s at 800.
     folder = _folder("seeds_centered_model")
@@ -90,7 +90,8 @@ def test_response_refusal_names_obs_fields_and_obs_fields_answers():
     assert rec["status"] == "refused" and rec["route"] == "--obs-fields n"
     assert "(e.g. --obs-fields n)" in rec["message"] and not rec["raw"]
     argv = C.command_line("loo", folder, seed=1) + ["--obs-fields", "n", "--fix", "none",
-                                                    "--draws", "200", "--verify", "0"]
+                                                    "--chains", "2", "--draws", "200",
+                                                    "--verify", "0"]
     run = C.run_command(argv, limit=600)
     assert C.classify(run)["status"] == "answered", run["stderr"][-3:]
     js = run["json"]
@@ -147,8 +148,8 @@ def test_log_lik_refusal_and_the_program_with_a_log_lik_answers():
     assert not any("sampl" in line for line in lines), lines
     program = C.ROOT / "stan_models" / "corpus_routes" / "multi_occupancy_log_lik.stan"
     argv = [C.sys.executable, "-m", "stanlogz", "--json", "--seed", "1", "loo", str(program),
-            "--data", str(folder / "data.json"), "--fix", "none", "--warmup", "300",
-            "--draws", "300"]
+            "--data", str(folder / "data.json"), "--fix", "none", "--chains", "2",
+            "--warmup", "300", "--draws", "300", "--verify", "0"]
     run = C.run_command(argv, limit=600)
     assert C.classify(run)["status"] == "answered", run["stderr"][-3:]
     js = run["json"]
