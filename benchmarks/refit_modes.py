@@ -73,7 +73,7 @@ def _exact_far() -> float:
     return total
 
 
-def far(runs: int) -> None:
+def far(runs: int, chains: int = 4) -> None:
     import stanlogz
     from stanlogz.crossval.refit import heldout
     from stanlogz.draws import continuation
@@ -95,7 +95,8 @@ def far(runs: int) -> None:
                 heldout.disagreeing = lambda *a: None
             answers = []
             for seed in range(1, runs + 1):
-                r = stanlogz.kfold(model, group="g", k=None, seed=seed, warm_refits=warm)
+                r = stanlogz.kfold(model, group="g", k=None, seed=seed, warm_refits=warm,
+                                   chains=chains)
                 answers.append((r.elpd_kfold, r.mcse))
             flagged, rms, top = _tally(answers, exact)
             print(f"| {'warm' if warm else 'cold'} | {'yes' if probe else 'no (before)'} | "
@@ -206,8 +207,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("part", choices=["far", "loo", "alarms"])
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--chains", type=int, default=4,
+                    help="far: the chains of the fits (and so of the probe, at most 4)")
     a = ap.parse_args()
-    {"far": far, "loo": loo_far, "alarms": alarms}[a.part](a.runs)
+    if a.part == "far":
+        far(a.runs, a.chains)
+    else:
+        {"loo": loo_far, "alarms": alarms}[a.part](a.runs)
 
 
 if __name__ == "__main__":
