@@ -179,7 +179,10 @@ class Draws:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             if n >= 4:
-                rhat = np.asarray(az.rhat(ds)["x"].values, dtype=float)
+                # ArviZ's R-hat is NaN with one chain, and says so on its logger (a line the
+                # user did not ask for): NaN without asking
+                rhat = (np.asarray(az.rhat(ds)["x"].values, dtype=float) if chains >= 2
+                        else np.full(k, np.nan))
                 ess_bulk = np.asarray(az.ess(ds, method="bulk")["x"].values, dtype=float)
                 ess_tail = np.asarray(az.ess(ds, method="tail")["x"].values, dtype=float)
                 ess_mean = np.asarray(az.ess(ds, method="mean")["x"].values, dtype=float)

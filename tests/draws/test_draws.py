@@ -189,6 +189,18 @@ def test_summary_warns_about_rhat_divergences_and_treedepth():
     assert good.summary().warnings == []
 
 
+def test_one_chain_summary_has_no_rhat_and_logs_nothing(capfd):
+    # one chain: R-hat is NaN (ArviZ's too), without the "Shape validation failed" line that
+    # ArviZ's own logger writes to stderr, once per refit of `stanlogz.kfold(..., chains=1)`
+    rng = np.random.default_rng(1)
+    d = D.Draws(unconstrained=rng.standard_normal((1, 400, 2)))
+    rows = d.summary().rows
+    assert all(math.isnan(r["r_hat"]) for r in rows)
+    assert all(r["ess_bulk"] > 100 for r in rows)  # iid draws: ESS near 400 (sd about 20)
+    out, err = capfd.readouterr()
+    assert "validation" not in out + err
+
+
 def test_from_array_and_as_draws_dispatch():
     x = np.zeros((3, 5, 1))
     d = D.from_array(x, FakeCoin())
