@@ -15,6 +15,9 @@
   ``benchmarks/data/roaches_kfold_reference.json``. Its check (printed by ``coverage``):
   where an observation's mixture importance weights are light (k̂ ≤ 0.5, not refit) the
   reference against ``kfold``'s importance-sampled value, an independent estimator.
+* ``cost``: ``--runs`` K-fold runs as in ``coverage``, each point refit's NUTS and held-out
+  densities timed against what kfold's up-front estimate prices
+  (``kfold_time.point_refit_seconds``).
 * ``coverage``: ``--runs`` K-fold runs (default settings, seeds 1..R) on the same folds
   (``kfold(group="fold", k=None)``): the z of elpd_kfold and of each fold's Σ elpd_i against
   the reference, with the combined se (the run's mcse and the reference's); ``--no-point-refits``
@@ -219,8 +222,11 @@ def cost(runs: int) -> None:
 
     heldout_points.refit_draws = timed_draws
     heldout.refit_points = timed_points
-    for seed in range(1, runs + 1):
-        stanlogz.kfold(model, data, group="fold", k=None, seed=seed)
+    try:
+        for seed in range(1, runs + 1):
+            stanlogz.kfold(model, data, group="fold", k=None, seed=seed)
+    finally:
+        heldout_points.refit_draws, heldout.refit_points = real_draws, real_points
     share = np.array(got)
     print(f"{len(share)} point refits over {runs} run(s); each a share of the full fit's "
           "seconds (mean, median, 90th percentile):")
