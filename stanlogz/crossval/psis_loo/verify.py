@@ -301,10 +301,16 @@ def stage_two_fits(n_others: int, refit_seconds: float | None, elapsed: float,
     """Whether stage 2's refits of ``n_others`` values fit: at most ``STAGE_TWO_SHARE`` of the
     run so far (``elapsed`` seconds) or ``VERIFY_FLOOR_SECONDS``, at most
     ``REPAIR_ALL_SECONDS``, and within the time budget's rest ``left`` (None: no budget)."""
-    if n_others <= 0 or refit_seconds is None:
-        return False
     limit = min(REPAIR_ALL_SECONDS, max(VERIFY_FLOOR_SECONDS, STAGE_TWO_SHARE * elapsed))
-    return n_others * refit_seconds <= min(limit, np.inf if left is None else left)
+    return _refits_fit(n_others, refit_seconds, limit, left)
+
+
+def _refits_fit(n: int, refit_seconds: float | None, limit: float, left: float | None) -> bool:
+    """Whether ``n`` refits of ``refit_seconds`` each fit in ``limit`` seconds and in the time
+    budget's rest ``left`` (None: no budget; 0: spent)."""
+    if n <= 0 or refit_seconds is None:
+        return False
+    return n * refit_seconds <= min(limit, np.inf if left is None else left)
 
 
 def _stage_two(ver: Verification, cands: Sequence[Candidate], fixed: list[FixedPoint],
@@ -369,8 +375,8 @@ def _repair(ver: Verification, cands: Sequence[Candidate], fixed: list[FixedPoin
     why, spent, stage = None, 0.0, 1
     left = run_budget.remaining()
     others = [c for c in cands if c.index not in done]
-    whole = (can_repair and bool(others) and refit_seconds is not None
-             and len(others) * refit_seconds <= min(REPAIR_ALL_SECONDS, left or np.inf))
+    # (a spent budget, left 0, is no budget's rest to fit in: not "no budget")
+    whole = can_repair and _refits_fit(len(others), refit_seconds, REPAIR_ALL_SECONDS, left)
     if whole:  # cheap enough to leave no value on the draws whose error bars just failed
         low = min(low, min(c.khat for c in others))
     while True:

@@ -26,6 +26,7 @@ from stanlogz.crossval.psis_loo.verify import (
     parse_verify,
     repair_advice,
     self_check,
+    stage_two_fits,
 )
 from stanlogz.crossval.psis_loo.verify_tests import MAX_ALPHA, TOTAL_ALPHA
 from stanlogz.errors import InputError, speaking
@@ -197,6 +198,32 @@ def test_a_cheap_repair_refits_every_value_left():
     assert {f.index for f in fixed} == {c.index for c in cands}
     assert "estimated from the draws were refit too" in ver.note
     assert "elpd_loo and its Monte Carlo se include them" in ver.note
+
+
+def test_refits_fit_their_limit_and_a_spent_budget_fits_none():
+    # 5 refits of 1 s: within the 10 s floor with no budget, not within a budget's 4 s rest,
+    # and not within a spent budget (0 s left is not "no budget")
+    assert stage_two_fits(5, 1.0, 2.0, None)
+    assert not stage_two_fits(5, 1.0, 2.0, 4.0)
+    assert not stage_two_fits(5, 1.0, 2.0, 0.0)
+    assert not stage_two_fits(0, 1.0, 2.0, None) and not stage_two_fits(5, None, 2.0, None)
+    assert stage_two_fits(5, 4.0, 30.0, None) and not stage_two_fits(5, 4.0, 10.0, None)
+
+
+def test_a_failure_after_the_budget_is_spent_withholds_at_the_band(monkeypatch):
+    # the check itself fits (100 s left when it starts); by the repair the budget is spent:
+    # refitting every value left cannot fit, so the repair does not reach below the band
+    # (the advice names k-hat 0.5, not the lowest candidate's 0.05, which reads "0") and the
+    # mcse is withheld
+    cands = _cands()
+    values = {c.index: c.estimate for c in cands}
+    values[2] = cands[2].estimate - 0.5
+    refit, calls = _refit(values)
+    left = iter([100.0])
+    monkeypatch.setattr(deadline, "remaining", lambda: next(left, 0.0))
+    fixed, ver = _check(cands, refit, refit_seconds=1.0)
+    assert ver.status == "withheld" and len(calls) == 1
+    assert ver.note.endswith(f"recompute with {repair_advice(0.5)}")
 
 
 def test_a_repair_whose_refit_has_no_se_says_the_mcse_is_na():
