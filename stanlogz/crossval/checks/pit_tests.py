@@ -77,8 +77,10 @@ def _pointwise(u: np.ndarray, test: str) -> np.ndarray:
         # I_{1−u}(n − k, k + 1) (1 at k = n) and the pmf from log-gamma (faster than
         # scipy.stats.binom's cdf twice, which dominated the simulated nulls' cost)
         cdf = np.where(k >= n, 1.0, special.betainc(np.maximum(n - k, 1), k + 1, 1.0 - s))
-        log_pmf = (special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
-                   + special.xlogy(k, s) + special.xlog1py(n - k, -s))
+        # log C(n, k) looked up for the n + 1 values of k (the same sums, element by element)
+        m = np.arange(n + 1)
+        log_choose = special.gammaln(n + 1) - special.gammaln(m + 1) - special.gammaln(n - m + 1)
+        log_pmf = log_choose[k] + special.xlogy(k, s) + special.xlog1py(n - k, -s)
         mid = cdf - 0.5 * np.exp(log_pmf)
         p_sorted = 2.0 * np.minimum(mid, 1.0 - mid)
     out = np.empty_like(p_sorted)
