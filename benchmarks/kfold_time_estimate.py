@@ -2,11 +2,11 @@
 the full fit's seconds times each refit's share of the data, plus HELDOUT_SHARE for the
 held-out densities, and for a program whose held-out densities go term by term each held-out
 observation's term, timed on 20 of them; and the observations to be refit on their own,
-counted by PSIS-LOO on the full fit, each a short warm run and its densities) comes to the
-refits' actual time, on programs of several sizes, at stanlogz's default sampler settings
-(4 chains x 1000 + 1000), serial refits; posteriordb radon_county_intercept (K = 5) on both
-backends: the interpreted one, which a time budget picks, samples it in a quarter second, so
-the held-out terms are most of a refit.
+counted by the k̂ of their weights p(y_i | θ) at the full fit's draws, each a short warm run
+and its densities) comes to the refits' actual time, on programs of several sizes, at
+stanlogz's default sampler settings (4 chains x 1000 + 1000), serial refits; posteriordb
+radon_county_intercept (K = 5) on both backends: the interpreted one, which a time budget
+picks, samples it in a quarter second, so the held-out terms are most of a refit.
 
     nice -n 10 python3 -m benchmarks.kfold_time_estimate
 """
@@ -50,7 +50,7 @@ def main() -> None:
         def progress(line: str, marks: dict[str, float] = marks, k: int = k) -> None:
             if " refits: about " in line or "no time estimate" in line:
                 marks["start"] = time.perf_counter()
-                counted = re.search(r"and (\d+) observations? whose PSIS-LOO", line)
+                counted = re.search(r"and about (\d+) observations? of heavy weights", line)
                 marks["counted"] = float(counted.group(1)) if counted else 0.0
             if line.startswith(f"held-out set {k}/{k} done"):
                 marks["end"] = time.perf_counter()
