@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +26,7 @@ from stanlogz.bayes_factors.savage_dickey import savage_dickey
 from stanlogz.bayes_factors.sensitivity import sensitivity
 from stanlogz.errors import InputError
 from stanlogz.stan.settings import NutsArgs
-from tests.bayes_factors.test_bayes_factors import Z_TOL, _check_sensitivity
+from tests.bayes_factors.test_bayes_factors import Z_TOL, _check_sensitivity, _cli
 
 ROOT = Path(__file__).resolve().parents[2]
 T = ROOT / "stan_models" / "tests"
@@ -191,16 +189,11 @@ def test_dependent_observations_are_refused_not_given_a_wrong_prior(compiled) ->
                       draws=100)
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "stanlogz", *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=300)
-
-
-def test_cli_int_lower_1_program(compiled) -> None:
+def test_cli_int_lower_1_program(compiled, capfd) -> None:
     compiled("normal_n1")
     compiled("normal_n5")
     stan, data = str(T / "normal_n1.stan"), str(T / "normal.json")
-    p = _cli("sensitivity", stan, "--data", data, "--json", "--seed", "1", "--quiet")
+    p = _cli(capfd, "sensitivity", stan, "--data", data, "--json", "--seed", "1", "--quiet")
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["prior_route"] == "one observation"
@@ -209,10 +202,10 @@ def test_cli_int_lower_1_program(compiled) -> None:
     want = derivative(lambda a: normal_log_z(NORMAL, a, 1.0))
     assert 0 < s["derivative_se"] < 0.1
     assert abs(s["derivative"] - want) <= Z_TOL * s["derivative_se"]
-    p = _cli("savage-dickey", stan, "--data", data, "--at", "mu=0", "--json", "--seed", "1",
+    p = _cli(capfd, "savage-dickey", stan, "--data", data, "--at", "mu=0", "--json", "--seed", "1",
              "--quiet", "--draws", "200")
     assert p.returncode == 0, p.stderr
     assert abs(json.loads(p.stdout)["log_bf01"]["value"] - normal_log_bf01(NORMAL, 0.0)) < 1e-8
-    p = _cli("savage-dickey", str(T / "normal_n5.stan"), "--data", data, "--at", "mu=0")
+    p = _cli(capfd, "savage-dickey", str(T / "normal_n5.stan"), "--data", data, "--at", "mu=0")
     assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
     assert "add `real lprior = ...;`" in p.stderr

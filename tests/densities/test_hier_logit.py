@@ -16,19 +16,26 @@ from tests.conftest import MODELS
 
 def brute_log_z(n, y, nodes, z_nodes=None):
     """log p(y) by a tensor Gauss-Legendre rule over (mu, tau, z_1..J), mu in [-12, 12]
-    (6 prior sd), tau in [0, 6.5] (half-normal tail mass 8e-11), z_j in [-8.5, 8.5]."""
+    (6 prior sd), tau in [0, 6.5] (half-normal tail mass 8e-11), z_j in [-8.5, 8.5]. The
+    log integrand is summed over the full tensor grid; each term is evaluated on the axes it
+    depends on and broadcast (the same numbers as on a meshgrid, at a fraction of the cost)."""
     rules = [np.polynomial.legendre.leggauss(nodes)] * 2 + [
         np.polynomial.legendre.leggauss(z_nodes or nodes)] * len(n)
     axes = [(-12.0, 12.0), (0.0, 6.5)] + [(-8.5, 8.5)] * len(n)
-    pts = [0.5 * (b - a) * g + 0.5 * (b + a) for (a, b), (g, _) in zip(axes, rules, strict=True)]
-    wts = [0.5 * (b - a) * w for (a, b), (_, w) in zip(axes, rules, strict=True)]
-    grids = np.meshgrid(*pts, indexing="ij")
-    logw = sum(np.log(m) for m in np.meshgrid(*wts, indexing="ij"))
-    mu, tau = grids[0], grids[1]
+    k = len(axes)
+
+    def on_axis(v, i):  # v along axis i of the k-D grid
+        return v.reshape([-1 if m == i else 1 for m in range(k)])
+
+    pts = [on_axis(0.5 * (b - a) * g + 0.5 * (b + a), i)
+           for i, ((a, b), (g, _)) in enumerate(zip(axes, rules, strict=True))]
+    logw = sum(np.log(on_axis(0.5 * (b - a) * w, i))
+               for i, ((a, b), (_, w)) in enumerate(zip(axes, rules, strict=True)))
+    mu, tau = pts[0], pts[1]
     lp = (-0.5 * (mu / 2) ** 2 - math.log(2 * math.sqrt(2 * math.pi))
           + math.log(2) - 0.5 * tau**2 - 0.5 * math.log(2 * math.pi))
     for j, (nj, yj) in enumerate(zip(n, y, strict=True)):
-        z = grids[2 + j]
+        z = pts[2 + j]
         a = mu + tau * z
         lp = lp + (-0.5 * z * z - 0.5 * math.log(2 * math.pi) + special.gammaln(nj + 1)
                    - special.gammaln(yj + 1) - special.gammaln(nj - yj + 1)
@@ -46,15 +53,23 @@ def test_log_z_matches_a_brute_force_rule_over_every_parameter(n, y, nodes, z_no
     assert abs(HierarchicalLogitTarget(n, y).log_z - brute_log_z(n, y, nodes, z_nodes)) < 1e-5
 
 
-def test_gradient_matches_finite_differences():
-    d = hier_logit_data(6, seed=2)
-    t = HierarchicalLogitTarget(d["n"], d["y"])
+@pytest.fixture(scope="module")
+def four_groups():
+    """Data (n = 5, 10, 5, 10; y = 5, 0, 2, 1: both trial counts, y = 0 and y = n) and target
+    shared by the gradient and Stan-density checks: building the target runs the log Z
+    quadrature, the expensive part, which neither check needs."""
+    d = hier_logit_data(4, seed=3)
+    return d, HierarchicalLogitTarget(d["n"], d["y"])
+
+
+def test_gradient_matches_finite_differences(four_groups):
+    _, t = four_groups
     x = np.random.default_rng(0).standard_normal(t.dim) * 0.7
     lp, g = t.log_density_gradient(x)
+    assert lp == pytest.approx(t.log_density(x))
     h = 1e-6
     fd = np.array([(t.log_density(x + h * e) - t.log_density(x - h * e)) / (2 * h)
                    for e in np.eye(t.dim)])
-    assert lp == pytest.approx(t.log_density(x))
     # central differences: error ~ h^2 f''' ~ 1e-11 plus rounding ~ 1e-16 * |f| / h ~ 1e-9
     assert np.allclose(g, fd, rtol=0, atol=1e-6)
 
@@ -67,10 +82,9 @@ def test_bad_counts_are_refused_in_one_line():
 
 
 @pytest.mark.stan
-def test_the_stan_program_has_the_same_normalized_density(compiled):
-    d = hier_logit_data(7, seed=3)
+def test_the_stan_program_has_the_same_normalized_density(compiled, four_groups):
+    d, t = four_groups
     model = compiled(MODELS / "highdim" / "hier_logit_nc.stan", data=d)
-    t = HierarchicalLogitTarget(d["n"], d["y"])
     xs = np.random.default_rng(1).standard_normal((5, t.dim))
     ours = t.log_density_many(xs)
     stan = np.array([model.log_density(x) for x in xs])

@@ -43,7 +43,7 @@ def _check(r, truth):
     assert all(g.integration_error < 1e-6 for g in r.groups)
     # groups whose k-hat is above the threshold are refit exactly, the others kept
     assert all((g.method == "refit") == (g.khat > r.threshold) for g in r.groups)
-    # the se must not be vacuous: a few hundredths at 4000 draws
+    # the se must not be vacuous: a few hundredths at 2000-4000 draws
     assert 0 < r.mcse_elpd_logo < 0.2
 
 
@@ -73,14 +73,15 @@ def test_logo_normal_varying_intercepts_quadrature(compiled):
     data = simulate("normal", 8, 4, seed=11)
     m = compiled(TESTS / "logo_normal.stan", data)
     truth = exact_logo("normal", data)
-    r = logo(m, data, group="g", seed=5, pointwise_obs=False)
+    # 2 chains (2000 draws): the z bounds hold at any draws, the se grows with them
+    r = logo(m, data, group="g", seed=5, pointwise_obs=False, chains=2)
     # groups refit from k-hat 0.4 by default (PSIS values of 0.4-0.5 covered 0.86:
     # benchmarks/logo_coverage.py)
     assert r.threshold == 0.4
     _check(r, truth)
     # group 2's mean is far from the others (k-hat 0.35-0.96 over seeds): with a low
     # threshold it is refit exactly (NUTS without it, as kfold), and still matches the truth
-    r = logo(m, data, group="g", seed=5, pointwise_obs=False, k_threshold=0.3)
+    r = logo(m, data, group="g", seed=5, pointwise_obs=False, k_threshold=0.3, chains=2)
     _check(r, truth)
     assert r.groups[1].method == "refit" and r.groups[1].integration_error == 0.0
 

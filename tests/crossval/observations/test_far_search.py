@@ -144,7 +144,7 @@ def test_loo_of_case_two_is_right_and_a_failed_self_check_makes_the_mcse_na(comp
     # on the same NUTS draws every elpd_i equals PSIS of the closed-form conditionals to 1e-6
     data = F.far_innov_data(12, np.random.default_rng(1), w=0.1)
     m = compiled("ar_far_innov", data)
-    # verify=2 / 4: observations checked by the conditional route's check; LOO's refit check,
+    # verify=2: observations checked by the conditional route's check; LOO's refit check,
     # which the same switch runs, is tested in tests/crossval/psis_loo/test_verify_*.py and
     # left out here
     monkeypatch.setattr(loo_module, "self_check", lambda verify, cands, fixed, *a, **k: (fixed,
@@ -159,13 +159,14 @@ def test_loo_of_case_two_is_right_and_a_failed_self_check_makes_the_mcse_na(comp
     assert any(w.startswith("self-check of the conditional route") and "agree" in w
                for w in r.warnings)
     _old_search(monkeypatch)
-    # 4 observations checked, among them (pick()) one of each route the pass used: the old
-    # route's closed-form values of y_2..y_12 miss the far mode and are off by ~0.03 nats at
-    # draws with small phi (its mass e^(-(phi far)^2 / 4)), far above the 1e-6 allowed; the
-    # check misses only if every closed-form pick is y_1 (the one that is right), which the
-    # fixed seed rules out here (benchmarks/loo_verify_conditional.py: 20 of 20 seeds flagged
-    # at 2 observations)
-    r = loo(m, data, obs="T", seed=5, fix="none", chains=2, warmup=150, n_draws=150, verify=4)
+    # 2 observations checked (the default K_OBS), one of each route the pass used (pick():
+    # the largest error estimate, then one of the other route): the old route's closed-form
+    # values of y_2..y_12 miss the far mode and are off by ~0.03 nats at draws with small phi
+    # (its mass e^(-(phi far)^2 / 4)), far above the 1e-6 allowed; the check misses only if
+    # the closed-form pick is y_1 (the one that is right), which the fixed seed rules out here
+    # (it flags y_7; benchmarks/loo_verify_conditional.py: 20 of 20 seeds flagged at 2
+    # observations). Each observation checked costs a brute force of ~3 s, so not 4.
+    r = loo(m, data, obs="T", seed=5, fix="none", chains=2, warmup=150, n_draws=150, verify=2)
     assert abs(r.elpd_loo - want.elpd_i.sum()) > 0.1  # the old answer is wrong
     assert math.isnan(r.mcse_elpd_loo)
     reason = r.mcse_na_reason() or ""
@@ -201,8 +202,9 @@ def test_the_brute_force_of_a_count_and_of_a_bounded_value_matches_their_exact_v
     pars3 = [(4.6, 0.05, 0.2), (4.58, 0.08, 0.4)]
     unc = np.array([m.unconstrain_dict({"mu": a, "sigma": b, "pi": p}) for a, b, p in pars3])
     src = NonFactorizedSource(m, data, find_observations(data, "N"))
-    src.columns(np.arange(6), unc)
+    src.columns(np.array([0, 2]), unc)  # the pass, on the observations checked
     recs = verify_conditional(src, unc, n_draws=2, index=[0, 2])
+    assert [r.index for r in recs] == [0, 2]
     for r in recs:
         y = data["y"][r.index]
         want = [np.logaddexp(np.log(p) + stats.expon.logpdf(y),

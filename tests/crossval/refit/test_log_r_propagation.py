@@ -20,6 +20,13 @@ from stanlogz.crossval.refit.heldout import (
 )
 
 SIGMA, TAU0 = 1.2, 2.0
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def _norm_logpdf(x, mean, sd):
+    """The normal log density (scipy.stats.norm.logpdf without its per-call overhead, which
+    was most of the K-fold test's time)."""
+    return -0.5 * ((x - mean) / sd) ** 2 - math.log(sd) - _LOG_SQRT_2PI
 
 
 class _Instance:
@@ -31,8 +38,8 @@ class _Instance:
 
     def log_density_many(self, x: np.ndarray) -> np.ndarray:
         t = x[:, 0]
-        return (stats.norm.logpdf(t, 0.0, TAU0)
-                + stats.norm.logpdf(self.y[None, :], t[:, None], SIGMA).sum(axis=1))
+        return (_norm_logpdf(t, 0.0, TAU0)
+                + _norm_logpdf(self.y[None, :], t[:, None], SIGMA).sum(axis=1))
 
 
 def _posterior(y: np.ndarray) -> tuple[float, float]:
