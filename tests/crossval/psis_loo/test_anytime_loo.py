@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,6 +22,8 @@ pytestmark = pytest.mark.stan
 EXAMPLES = Path(__file__).resolve().parents[3] / "stan_models" / "examples"
 TESTS = Path(__file__).resolve().parents[3] / "stan_models" / "tests"
 N = 3000
+#: the command line's time budget (seconds) and its draws (4 chains)
+BUDGET_S, BUDGET_DRAWS = 8, 8000
 
 
 @pytest.fixture(scope="module")
@@ -65,19 +65,27 @@ def test_a_pass_the_budget_ends_answers_with_the_rest_estimated(compiled, data_f
     assert out["subsample"]["m"] == done
 
 
-def test_a_pass_that_fits_on_fewer_draws_runs_on_them(compiled, data_file, monkeypatch):
+def test_a_pass_that_fits_on_fewer_draws_runs_on_them(compiled, data_file, tmp_path,
+                                                    monkeypatch):
     # The clock's decision (tests/crossval/psis_loo/test_anytime_pass.py, a fake clock) is
     # forced here: loo then runs the pass on 400 of the 4000 draws, as pointwise_draws=400
-    # does, with the note and the flag, and the values are that run's exactly.
+    # does, with the note and the flag, and the values are that run's exactly. The first 300
+    # of the observations: the decision is forced, so no size makes the pass too long, and
+    # the density-difference pass (N data instances of N observations each) is 100 times
+    # shorter than at N = 3000.
     from stanlogz.crossval.observations import clock
 
-    model = compiled(EXAMPLES / "regression.stan", data=data_file)
+    full_data = json.loads(data_file.read_text())
+    data = tmp_path / "reg300.json"
+    data.write_text(json.dumps({"N": 300, "x": full_data["x"][:300],
+                                "y": full_data["y"][:300]}))
+    model = compiled(EXAMPLES / "regression.stan", data=data)
     draws = stanlogz.sample(model, chains=4, warmup=300, draws=1000, seed=3)
     monkeypatch.setattr(clock.PassClock, "_thinned_fit", lambda self, *a: 400)
     with time_budget(600):
-        r = stanlogz.loo(model, data_file, draws=draws, log_lik="difference", fix="none",
+        r = stanlogz.loo(model, data, draws=draws, log_lik="difference", fix="none",
                          seed=1, verify=0)
-    same = stanlogz.loo(model, data_file, draws=draws, log_lik="difference", fix="none",
+    same = stanlogz.loo(model, data, draws=draws, log_lik="difference", fix="none",
                         seed=1, verify=0, pointwise_draws=400)
     # the same values; their sums in another order (the budget's pass visits them at random)
     assert r.n_samples == 400 and r.elpd_loo == pytest.approx(same.elpd_loo, rel=1e-12)
@@ -91,29 +99,38 @@ def test_a_pass_that_fits_on_fewer_draws_runs_on_them(compiled, data_file, monke
                for w in r.warnings)
 
 
-def test_cli_loo_under_a_short_budget_answers_with_the_flag(compiled, data_file):
+def test_cli_loo_under_a_short_budget_answers_with_the_flag(compiled, data_file, capsys):
+    from stanlogz.arviz_compat import arviz
+    from stanlogz.cli import build_parser, main
+
     compiled(EXAMPLES / "regression.stan", data=data_file)  # built once, in the cache
-    # the pass alone (3000 data instances, each at 12000 draws) takes longer than 12 s on 2
-    # cores; a short warmup leaves time for it on a loaded machine too
-    cmd = [sys.executable, "-m", "stanlogz", "--json", "--time-budget", "12", "loo",
-           str(EXAMPLES / "regression.stan"), "--data", str(data_file), "--log-lik",
-           "difference", "--warmup", "200", "--draws", "3000", "--seed", "1"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    out = json.loads(proc.stdout)
+    # the command line in this process (its commands and ArviZ imported before the budget,
+    # as in a process that ran any other test), as tests/api/test_evidence_budget.py runs it
+    arviz()
+    build_parser()
+    # the pass alone (3000 data instances, each at BUDGET_DRAWS draws) takes longer than the
+    # budget on 2 cores, the draws in proportion to the seconds (12000 draws, 12 s before);
+    # a short warmup leaves time for it on a loaded machine too
+    rc = main(["--json", "--time-budget", str(BUDGET_S), "loo",
+               str(EXAMPLES / "regression.stan"), "--data", str(data_file), "--log-lik",
+               "difference", "--warmup", "200", "--draws", str(BUDGET_DRAWS // 4),
+               "--seed", "1"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err[-2000:]
+    out = json.loads(captured.out)
     stop = out["budget_stop"]
     assert stop is not None and (stop["sampling"] or stop["pass"] or stop["pass_draws"])
     if stop.get("pass_draws"):  # the pass on fewer draws, where every observation fit
         used = stop["pass_draws"]["draws_used"]
         assert out["n_samples"] == used < stop["pass_draws"]["draws"]
-        assert f"PSIS-LOO on {used} of the" in proc.stderr
+        assert f"PSIS-LOO on {used} of the" in captured.err
     if stop["pass"]:
         assert out["subsample"]["m"] == stop["pass"]["observations_done"]
-        assert "stanlogz: warning: the time budget ended the pointwise pass" in proc.stderr
+        assert "stanlogz: warning: the time budget ended the pointwise pass" in captured.err
     if stop["sampling"]:
         kept = stop["sampling"]["draws_kept"]
-        assert f"the time budget ended sampling after {kept} of 3000 draws per chain" \
-            in proc.stderr
+        assert (f"the time budget ended sampling after {kept} of {BUDGET_DRAWS // 4} draws "
+                "per chain") in captured.err
 
 
 def test_the_route_of_a_refusal_in_warmup_answers_within_the_same_budget(compiled):
