@@ -116,7 +116,7 @@ def heavy_count(model: Any, data: dict[str, Any], observations: Any, full: Draws
                 terms: float | None, within: float) -> int | None:
     """How many observations have weights p(y_i | θ) with a Pareto k̂ above
     :data:`HEAVY_KHAT` at :data:`HEAVY_DRAWS` of ``full``'s draws: about as many as K-fold's
-    folds will refit on their own (on roaches, 25 against 24). None where that pass is not
+    folds will refit on their own (on roaches, 21 against 24). None where that pass is not
     cheap: neither a ``log_lik`` quantity nor a density difference (``terms``,
     :func:`factorizes`) whose pass fits in ``within`` seconds."""
     from ..observations.pointwise import PointwiseLogLik
