@@ -91,6 +91,11 @@ def extend_draws(model: StanProgram, draws: Draws, n_more: int, settings: NutsAr
         warmup = CONTINUATION_WARMUP if start is None else WARM_REFIT_WARMUP
     nuts = NutsArgs.of(settings, chains=draws.n_chains, warmup=warmup, draws=int(n_more))
     more = sample(model, nuts, seed=seed, init=inits, progress=progress, warm=start)
+    if more.n_chains != draws.n_chains:
+        # the time budget ended the continuation while some chains were still in their warmup:
+        # those came back without draws (their warning says so), and the others cannot be
+        # matched to their chains here, so no chain is extended: the caller sees no new draws
+        return draws
     constrained = None
     if draws.constrained is not None and more.constrained is not None \
             and draws.constrained.shape[2] == more.constrained.shape[2]:

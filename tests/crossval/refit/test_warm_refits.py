@@ -9,6 +9,7 @@ honest), with fixed seeds; the other checks are deterministic.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -146,6 +147,13 @@ def test_compiled_warm_refit_takes_the_adapted_metric(compiled, monkeypatch) -> 
     assert more.n_draws == 110
     assert np.array_equal(seen[1].step_size, d.step_size)
     assert np.array_equal(seen[1].inv_metric, d.inv_metric)
+    # a continuation the time budget ended with one chain still in warmup comes back with the
+    # other chain only: no chain is extended (K-fold's precision rounds concatenated them and
+    # failed on the chains' count, seen under load)
+    one = replace(d, unconstrained=d.unconstrained[:1], constrained=None,
+                  sampler={k: v[:1] for k, v in d.sampler.items()})
+    monkeypatch.setattr(continuation, "sample", lambda *a, **kw: one)
+    assert continuation.extend_draws(train, d, 10, seed=5) is d
     given = SimpleNamespace(step_size=np.array([0.9, 1.1]), inv_metric=np.array([[0.25], [4.0]]))
     out = train.nuts(NutsArgs(chains=3, warmup=0, draws=20), seed=4, warm=given)
     assert np.array_equal(out.inv_metric, [[0.25], [4.0], [0.25]])
