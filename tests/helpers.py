@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import numpy as np
@@ -137,3 +138,13 @@ def tick_during(monkeypatch: Any, clock: FakeClock, owner: Any, name: str, stage
 
     monkeypatch.setattr(owner, name, ticked)
     monkeypatch.setattr(stage_owner, stage_name, staged)
+
+
+def past_budget_grace(quiet: float) -> float:
+    """Seconds a budgeted run may end past its budget: ``quiet`` on an idle machine, times the
+    load per core (the 1-minute load average over the cores) where that is above 1. The
+    budget is checked between steps it cannot interrupt, and a step takes that much longer
+    where more runnable processes share the cores (two suites on two cores ended such runs
+    0.5-1 s past, against 0.2 s alone)."""
+    load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    return quiet * max(1.0, load)

@@ -21,6 +21,7 @@ from stanlogz import NutsArgs, OverBudget, time_budget
 from stanlogz.arviz_compat import arviz
 from stanlogz.cli import build_parser, main
 from tests.conftest import MODELS
+from tests.helpers import past_budget_grace
 
 pytestmark = pytest.mark.stan
 
@@ -75,5 +76,5 @@ def test_the_route_of_a_refusal_in_warmup_answers_within_the_same_budget(compile
         r = stanlogz.evidence(model, settings=NutsArgs(chains=2, warmup=warmup, draws=draws),
                               seed=1)
     # the draws' summaries after the bridge check no budget (0.2 s here at load 13)
-    assert time.perf_counter() - start < 3.0 + 0.5
+    assert time.perf_counter() - start < 3.0 + past_budget_grace(0.5)
     assert np.isfinite(r.log_z) and abs(r.log_z) <= Z_TOL * r.log_z_se

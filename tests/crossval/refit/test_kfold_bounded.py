@@ -17,7 +17,7 @@ import stanlogz
 from benchmarks.anytime_commands import exact_kfold as closed_form_kfold
 from stanlogz import OverBudget, time_budget
 from stanlogz.crossval.refit import heldout
-from tests.helpers import tick_per_call
+from tests.helpers import past_budget_grace, tick_per_call
 
 pytestmark = pytest.mark.stan
 
@@ -83,8 +83,9 @@ def test_the_route_of_a_refusal_in_warmup_answers_within_the_same_budget(compile
         r = stanlogz.kfold(model, k=5, seed=2, chains=2, warmup=warmup, n_draws=draws)
     # the budget is checked between NUTS steps and refits: the last one may end past it, by
     # more where another CPU-bound process shares the cores (a cold-cache suite run beside a
-    # second one compiling failed here once at 3.0 s): a margin of a second
-    assert time.perf_counter() - start < 4.0
+    # second one compiling failed here once at 3.0 s, two suites on two cores at 4.01 s): a
+    # margin of a second, scaled by the load per core above 1
+    assert time.perf_counter() - start < 3.0 + past_budget_grace(1.0)
     assert np.isfinite(r.elpd_kfold)
     assert r.budget_stop is None or r.budget_stop["folds_refit"] < 5
 

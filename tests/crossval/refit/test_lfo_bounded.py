@@ -16,7 +16,7 @@ from stanlogz import OverBudget, time_budget
 from stanlogz.crossval.elpd.psis import k_threshold
 from stanlogz.crossval.refit import lfo as lfo_module
 from stanlogz.crossval.refit.lfo import lfo
-from tests.helpers import tick_per_call
+from tests.helpers import past_budget_grace, tick_per_call
 
 pytestmark = pytest.mark.stan
 
@@ -76,7 +76,7 @@ def test_the_route_of_a_refusal_in_warmup_answers_within_the_same_budget(compile
                 seed=3)
     # the budget's checks are polled, so a run may end a little after it; a second of margin
     # for a loaded machine (4.18 s with two test suites at once on 2 cores)
-    assert time.perf_counter() - start < 4.0 + 1.0
+    assert time.perf_counter() - start < 4.0 + past_budget_grace(1.0)
     assert np.isfinite(r.elpd_lfo) and r.elpd_t.size == 4
 
 
