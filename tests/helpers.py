@@ -148,3 +148,19 @@ def past_budget_grace(quiet: float) -> float:
     0.5-1 s past, against 0.2 s alone)."""
     load = os.getloadavg()[0] / (os.cpu_count() or 1)
     return quiet * max(1.0, load)
+
+
+def run_cli(capture: Any, *argv: str) -> tuple[int, str, str]:
+    """The ``stanlogz`` command with ``argv`` run in this process as ``python -m stanlogz``
+    runs it (the entry point itself is tested in tests/cli), and its exit status, stdout and
+    stderr: ``capture`` is pytest's ``capsys``, or ``capfd`` to count what the compiled side
+    writes to the file descriptors too. What was captured before the call is dropped."""
+    from stanlogz.cli import main
+
+    capture.readouterr()
+    try:
+        rc = main(list(argv))
+    except SystemExit as exc:
+        rc = exc.code if isinstance(exc.code, int) else 1
+    out, err = capture.readouterr()
+    return rc, out, err

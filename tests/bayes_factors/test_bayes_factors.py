@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +29,7 @@ from benchmarks.truths.bayes_factors.truths import (
 from stanlogz.bayes_factors.calibrate import calibrate, calibration_summary
 from stanlogz.bayes_factors.savage_dickey import savage_dickey
 from stanlogz.bayes_factors.sensitivity import sensitivity
-from stanlogz.cli import main
+from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 T = ROOT / "stan_models" / "tests"
@@ -157,21 +156,6 @@ def test_calibration_detects_a_wrong_prior_scale() -> None:
     assert abs(calibration_summary(truth, np.array(lz), [0.5, 0.5]).z[1]) <= 4
 
 
-def _cli(capfd: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess:
-    """The ``stanlogz`` command with ``args``, run in this process as ``python -m stanlogz``
-    runs it (``raise SystemExit(main())``; the entry point itself is tested in tests/cli), with
-    stdout and stderr captured at the file descriptors, so that anything written there counts
-    as it would from a subprocess. In-process saves an interpreter start and the imports (about
-    1.5 s of CPU) per call."""
-    capfd.readouterr()
-    try:
-        rc = main(list(args))
-    except SystemExit as e:
-        rc = e.code if isinstance(e.code, int) else 1
-    out, err = capfd.readouterr()
-    return subprocess.CompletedProcess(["stanlogz", *args], rc, out, err)
-
-
 @pytest.mark.parametrize("args, message", [
     (["sensitivity", str(T / "normal.stan"), "--data", str(T / "normal.json"), "--scales",
       "1"], "--scales"),
@@ -181,33 +165,36 @@ def _cli(capfd: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedP
       str(T / "bf_normal_prior_sim.stan")], "one simulation program per program"),
 ])
 def test_cli_bad_input_is_one_line(capfd, args, message) -> None:
-    p = _cli(capfd, *args)
-    assert p.returncode == 2 and p.stderr.count("\n") == 1 and message in p.stderr, p.stderr
+    rc, _, stderr = run_cli(capfd, *args)
+    assert rc == 2 and stderr.count("\n") == 1 and message in stderr, stderr
 
 
 def test_cli_json_keys(compiled, capfd) -> None:
     compiled("normal")
-    p = _cli(capfd, "sensitivity", str(T / "normal.stan"), "--data", str(T / "normal.json"),
-             "--json", "--seed", "1", "--quiet", "--draws", "300", "--warmup", "300")
-    assert p.returncode == 0, p.stderr
-    out = json.loads(p.stdout)
+    rc, stdout, stderr = run_cli(
+        capfd, "sensitivity", str(T / "normal.stan"), "--data", str(T / "normal.json"),
+        "--json", "--seed", "1", "--quiet", "--draws", "300", "--warmup", "300")
+    assert rc == 0, stderr
+    out = json.loads(stdout)
     for q in ("log_z", "elpd_loo"):
         for power in ("prior", "likelihood"):
             s = out[q][power]
             assert {"derivative", "derivative_se"} <= set(s)
             assert {"value", "se"} <= set(s["at"]["0.5"]) and {"value", "se"} <= set(
                 s["at"]["2"])
-    p = _cli(capfd, "savage-dickey", str(T / "normal.stan"), "--data", str(T / "normal.json"),
-             "--at", "mu=0", "--json", "--seed", "1", "--quiet", "--draws", "200")
-    assert p.returncode == 0, p.stderr
+    rc, stdout, stderr = run_cli(
+        capfd, "savage-dickey", str(T / "normal.stan"), "--data", str(T / "normal.json"),
+        "--at", "mu=0", "--json", "--seed", "1", "--quiet", "--draws", "200")
+    assert rc == 0, stderr
     d = json.loads((T / "normal.json").read_text())
-    assert abs(json.loads(p.stdout)["log_bf01"]["value"] - normal_log_bf01(d, 0.0)) < 1e-8
-    p = _cli(capfd, "calibrate", str(T / "bf_point_null.stan"), str(T / "bf_normal_prior.stan"),
-             "--data", str(T / "bf_calibrate.json"), "--sim", str(T / "bf_point_null_sim.stan"),
-             str(T / "bf_normal_prior_sim.stan"), "--sims", "4", "--json", "--seed", "1",
-             "--quiet", "--chains", "1", "--warmup", "100", "--draws", "200")
-    assert p.returncode == 0, p.stderr
-    sims = json.loads(p.stdout)["simulations"]
+    assert abs(json.loads(stdout)["log_bf01"]["value"] - normal_log_bf01(d, 0.0)) < 1e-8
+    rc, stdout, stderr = run_cli(
+        capfd, "calibrate", str(T / "bf_point_null.stan"), str(T / "bf_normal_prior.stan"),
+        "--data", str(T / "bf_calibrate.json"), "--sim", str(T / "bf_point_null_sim.stan"),
+        str(T / "bf_normal_prior_sim.stan"), "--sims", "4", "--json", "--seed", "1",
+        "--quiet", "--chains", "1", "--warmup", "100", "--draws", "200")
+    assert rc == 0, stderr
+    sims = json.loads(stdout)["simulations"]
     assert len(sims) == 4 and all({"true_model", "log_z", "data"} <= set(s) for s in sims)
     assert all(abs(s["log_z"][1] - s["log_z"][0] - calibration_log_bf(s["data"])) <= 0.05
                for s in sims)

@@ -26,7 +26,8 @@ from stanlogz.bayes_factors.savage_dickey import savage_dickey
 from stanlogz.bayes_factors.sensitivity import sensitivity
 from stanlogz.errors import InputError
 from stanlogz.stan.settings import NutsArgs
-from tests.bayes_factors.test_bayes_factors import Z_TOL, _check_sensitivity, _cli
+from tests.bayes_factors.test_bayes_factors import Z_TOL, _check_sensitivity
+from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 T = ROOT / "stan_models" / "tests"
@@ -193,19 +194,21 @@ def test_cli_int_lower_1_program(compiled, capfd) -> None:
     compiled("normal_n1")
     compiled("normal_n5")
     stan, data = str(T / "normal_n1.stan"), str(T / "normal.json")
-    p = _cli(capfd, "sensitivity", stan, "--data", data, "--json", "--seed", "1", "--quiet")
-    assert p.returncode == 0, p.stderr
-    out = json.loads(p.stdout)
+    rc, stdout, stderr = run_cli(capfd, "sensitivity", stan, "--data", data, "--json",
+                                 "--seed", "1", "--quiet")
+    assert rc == 0, stderr
+    out = json.loads(stdout)
     assert out["prior_route"] == "one observation"
     # d log Z / d log α = 0.2652 (closed form) within 4.5 se (w.p. 1 − 6.8e-6)
     s = out["log_z"]["prior"]
     want = derivative(lambda a: normal_log_z(NORMAL, a, 1.0))
     assert 0 < s["derivative_se"] < 0.1
     assert abs(s["derivative"] - want) <= Z_TOL * s["derivative_se"]
-    p = _cli(capfd, "savage-dickey", stan, "--data", data, "--at", "mu=0", "--json", "--seed", "1",
-             "--quiet", "--draws", "200")
-    assert p.returncode == 0, p.stderr
-    assert abs(json.loads(p.stdout)["log_bf01"]["value"] - normal_log_bf01(NORMAL, 0.0)) < 1e-8
-    p = _cli(capfd, "savage-dickey", str(T / "normal_n5.stan"), "--data", data, "--at", "mu=0")
-    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
-    assert "add `real lprior = ...;`" in p.stderr
+    rc, stdout, stderr = run_cli(capfd, "savage-dickey", stan, "--data", data, "--at", "mu=0",
+                                 "--json", "--seed", "1", "--quiet", "--draws", "200")
+    assert rc == 0, stderr
+    assert abs(json.loads(stdout)["log_bf01"]["value"] - normal_log_bf01(NORMAL, 0.0)) < 1e-8
+    rc, _, stderr = run_cli(capfd, "savage-dickey", str(T / "normal_n5.stan"), "--data", data,
+                            "--at", "mu=0")
+    assert rc == 2 and stderr.count("\n") == 1, stderr
+    assert "add `real lprior = ...;`" in stderr

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-from stanlogz.cli import main
+from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 EX = ROOT / "stan_models" / "examples"
@@ -26,12 +26,6 @@ def exact_log_z(data: dict) -> float:
     y = np.asarray(data["y"], dtype=float)
     cov = data["sigma"] ** 2 * np.eye(y.size) + data["prior_sd"] ** 2 * np.ones((y.size,) * 2)
     return float(multivariate_normal(np.zeros(y.size), cov).logpdf(y))
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    rc = main(list(argv))
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 
 import stanlogz
 from stanlogz import OverBudget, time_budget
-from tests.helpers import tick_per_call
+from tests.helpers import run_cli, tick_per_call
 
 pytestmark = pytest.mark.stan
 
@@ -101,7 +101,7 @@ def test_a_pass_that_fits_on_fewer_draws_runs_on_them(compiled, data_file, tmp_p
 
 def test_cli_loo_under_a_short_budget_answers_with_the_flag(compiled, data_file, capsys):
     from stanlogz.arviz_compat import arviz
-    from stanlogz.cli import build_parser, main
+    from stanlogz.cli import build_parser
 
     compiled(EXAMPLES / "regression.stan", data=data_file)  # built once, in the cache
     # the command line in this process (its commands and ArviZ imported before the budget,
@@ -111,26 +111,25 @@ def test_cli_loo_under_a_short_budget_answers_with_the_flag(compiled, data_file,
     # the pass alone (3000 data instances, each at BUDGET_DRAWS draws) takes longer than the
     # budget on 2 cores, the draws in proportion to the seconds (12000 draws, 12 s before);
     # a short warmup leaves time for it on a loaded machine too
-    rc = main(["--json", "--time-budget", str(BUDGET_S), "loo",
-               str(EXAMPLES / "regression.stan"), "--data", str(data_file), "--log-lik",
-               "difference", "--warmup", "200", "--draws", str(BUDGET_DRAWS // 4),
-               "--seed", "1"])
-    captured = capsys.readouterr()
-    assert rc == 0, captured.err[-2000:]
-    out = json.loads(captured.out)
+    rc, stdout, stderr = run_cli(
+        capsys, "--json", "--time-budget", str(BUDGET_S), "loo",
+        str(EXAMPLES / "regression.stan"), "--data", str(data_file), "--log-lik", "difference",
+        "--warmup", "200", "--draws", str(BUDGET_DRAWS // 4), "--seed", "1")
+    assert rc == 0, stderr[-2000:]
+    out = json.loads(stdout)
     stop = out["budget_stop"]
     assert stop is not None and (stop["sampling"] or stop["pass"] or stop["pass_draws"])
     if stop.get("pass_draws"):  # the pass on fewer draws, where every observation fit
         used = stop["pass_draws"]["draws_used"]
         assert out["n_samples"] == used < stop["pass_draws"]["draws"]
-        assert f"PSIS-LOO on {used} of the" in captured.err
+        assert f"PSIS-LOO on {used} of the" in stderr
     if stop["pass"]:
         assert out["subsample"]["m"] == stop["pass"]["observations_done"]
-        assert "stanlogz: warning: the time budget ended the pointwise pass" in captured.err
+        assert "stanlogz: warning: the time budget ended the pointwise pass" in stderr
     if stop["sampling"]:
         kept = stop["sampling"]["draws_kept"]
         assert (f"the time budget ended sampling after {kept} of {BUDGET_DRAWS // 4} draws "
-                "per chain") in captured.err
+                "per chain") in stderr
 
 
 def test_the_route_of_a_refusal_in_warmup_answers_within_the_same_budget(compiled):

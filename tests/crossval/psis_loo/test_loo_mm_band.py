@@ -5,8 +5,8 @@ regression.stan with one outlier, the outlier's k̂ read 0.36-1.02 over six seed
 draws. Left on PSIS below the threshold, its value carried a bias its error bar did not
 (issue 45: budget-stopped loo at N = 4000 covered 0.88). Values from :func:`mm_band_floor` up
 are moment matched too; checked against the exact LOO of regression.stan (Woodbury's identity
-given sigma, quadrature over sigma: benchmarks/truths/crossval/truths.py, and
-:func:`_regression_loo_all` below, the same on one grid for all observations)."""
+given sigma, quadrature over sigma: benchmarks/truths/crossval/truths.py's regression_loo,
+and regression_loo_grid, the same on one grid for all observations)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import special, stats
 
 from stanlogz import loo, sample
 from stanlogz.crossval.fixups.fixups import FixedPoint
@@ -44,41 +43,10 @@ def test_the_floor_is_the_threshold_less_two_sds_of_khat():
     assert mm_band_floor(40000, 0.7) == 0.5
 
 
-def _regression_loo_all(data: dict) -> np.ndarray:
-    """Exact log p(y_i | y_-i) of regression.stan for every observation at once, as
-    benchmarks/truths/crossval/truths.py's regression_loo computes it (log Z of all the data
-    less log Z without y_i; given sigma, the Gaussian marginal of y in closed form) but with the
-    quadrature over sigma a trapezoid on one grid of log sigma shared by all N + 1 data sets
-    (0.2 s against 12 s for 301 adaptive quadratures; they agree to 1e-12 here). The posterior
-    of log sigma has sd ~ 1/sqrt(2N) = 0.04, 35 grid steps: the trapezoid's error is
-    ~exp(-2 pi^2 35^2), and the grid's ends are checked to hold nothing."""
-    x, y = np.asarray(data["x"], dtype=float), np.asarray(data["y"], dtype=float)
-    X = np.column_stack([np.ones(y.size), x])
-    # row 0: all the data; row 1 + i: without y_i (the sums less its terms)
-    xtx = X.T @ X - np.concatenate([np.zeros((1, 2, 2)), X[:, :, None] * X[:, None, :]])
-    xty = X.T @ y - np.concatenate([np.zeros((1, 2)), X * y[:, None]])
-    yty = y @ y - np.concatenate([[0.0], y**2])
-    n = y.size - np.concatenate([[0.0], np.ones(y.size)])
-    u = np.linspace(math.log(0.05), math.log(5.0), 4001)  # log sigma
-    s2 = np.exp(2 * u)[:, None]
-    # A = s^2 S^-1 + X'X with S = diag(4, 1), the prior variances of (alpha, beta):
-    # quad = (y'y - (X'y)' A^-1 X'y) / s^2, det Sigma = s^2n det(I + S X'X / s^2)
-    p, q, r = xtx[:, 0, 0] + s2 / 4.0, xtx[:, 0, 1], xtx[:, 1, 1] + s2
-    b0, b1 = xty[:, 0], xty[:, 1]
-    quad = (yty - (r * b0**2 - 2 * q * b0 * b1 + p * b1**2) / (p * r - q**2)) / s2
-    det = (1 + 4 * xtx[:, 0, 0] / s2) * (1 + xtx[:, 1, 1] / s2) - 4 * xtx[:, 0, 1] ** 2 / s2**2
-    # sigma ~ half-N(0, 1), times the Jacobian sigma of the grid in log sigma
-    log_f = (-0.5 * (n * math.log(2 * math.pi) + 2 * n * u[:, None] + np.log(det) + quad)
-             + stats.norm.logpdf(np.exp(u))[:, None] + math.log(2) + u[:, None])
-    assert np.all(log_f[[0, -1]] < log_f.max(axis=0) - 60)  # the grid holds the posterior
-    w = np.full(u.size, u[1] - u[0])
-    w[[0, -1]] /= 2
-    log_z = special.logsumexp(log_f, axis=0, b=w[:, None])
-    return log_z[0] - log_z[1:]
-
-
 @pytest.fixture(scope="module")
 def outlier(compiled):
+    from benchmarks.truths.crossval import truths
+
     rng = np.random.default_rng(3)
     n = 300
     x = rng.normal(size=n)
@@ -87,7 +55,7 @@ def outlier(compiled):
     data = {"N": n, "x": x.round(4).tolist(), "y": y.round(4).tolist()}
     model = compiled(PROGRAM, data)
     d = sample(model, chains=4, warmup=500, draws=250, seed=0)
-    return model, data, d, _regression_loo_all(data)
+    return model, data, d, truths.regression_loo_grid(data)
 
 
 def test_a_value_whose_khat_reads_just_below_the_threshold_is_moment_matched(outlier):
