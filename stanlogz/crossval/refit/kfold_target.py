@@ -111,7 +111,10 @@ def _round(model: Any, data: dict[str, Any], observations: Any, held: Sequence[n
            more: int) -> tuple[Draws, list[HeldOut]]:
     """One round: the full fit and every refit continued by ``more`` draws per chain, and
     each refit fold's values on all the draws (a PSIS fold is kept as it is)."""
-    full = extend_draws(model, full, more, nuts, seed=int_seed(drawn_sequence(rng)))
+    more_full = extend_draws(model, full, more, nuts, seed=int_seed(drawn_sequence(rng)))
+    if more_full is full:  # the budget ended the continuation in its warmup: no new draws
+        raise OverBudget("the time budget ended the continuation of the full fit")
+    full = more_full
     shared = SharedEvidence(int_seed(drawn_sequence(rng)))
     out = []
     for v, f in zip(held, folds, strict=True):
@@ -121,6 +124,8 @@ def _round(model: Any, data: dict[str, Any], observations: Any, held: Sequence[n
         train = model.with_data(observations.subset(data, np.setdiff1d(
             np.arange(observations.n), v)))
         td = extend_draws(train, f.train_draws, more, nuts, seed=int_seed(drawn_sequence(rng)))
+        if td is f.train_draws:
+            raise OverBudget(f"the time budget ended the continuation of fold {len(out) + 1}")
         g = heldout_elpd(model, data, observations, v, full_draws=full, train_draws=td,
                          settings=nuts, seed=drawn_sequence(rng), full_evidence=shared,
                          keep_draws=True, points=f.points)

@@ -423,3 +423,25 @@ def test_kfold_mcse_target_ended_by_the_budget(compiled, monkeypatch, clock) -> 
     assert r.precision["ended_by"] == "budget" and len(r.precision["rounds"]) == 2
     assert r.budget_stop is None and np.isfinite(r.mcse)
     assert "the time budget ended it" in r.precision_note()
+
+
+@pytest.mark.stan
+def test_a_round_whose_continuation_the_budget_ended_in_warmup_ends_by_the_budget(
+        compiled, monkeypatch) -> None:
+    """A continuation the budget ends while a chain is in warmup returns no new draws
+    (``extend_draws`` gives its input back): the round is not counted, its folds are not
+    recomputed on the same draws, and ``ended_by`` says the budget."""
+    import stanlogz
+    from stanlogz.crossval.refit import kfold_target
+
+    data = _data("normal_mean")
+    m = compiled(EXAMPLES / "normal_mean.stan", data)
+    recomputed: list[int] = []
+    real = kfold_target.heldout_elpd
+    monkeypatch.setattr(kfold_target, "extend_draws", lambda model, draws, *a, **k: draws)
+    monkeypatch.setattr(kfold_target, "heldout_elpd",
+                        lambda *a, **k: recomputed.append(1) or real(*a, **k))
+    r = stanlogz.kfold(m, data, k=5, seed=3, chains=2, warmup=200, n_draws=100,
+                       mcse_target=1e-4)
+    assert r.precision["ended_by"] == "budget" and len(r.precision["rounds"]) == 1
+    assert r.precision["draws"] == 100 and not recomputed
