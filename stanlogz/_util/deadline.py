@@ -287,6 +287,26 @@ def fewer_iterations(seconds_per_iteration: float, available: float, iterations:
                  note=f"(about {duration(seconds_per_iteration * fit)} here)")
 
 
+#: The budget a refusal names for a whole command: WHOLE_MARGIN x what the run has measured
+#: (its seconds before the step that refused, the whole step at the rate so far, what its
+#: caller priced for after it) plus WHOLE_SLACK_S for what nobody priced (summaries, a
+#: fix-up). A flat minute or two on top (before) named 64 s for the README's wells example,
+#: whose whole run takes 12-14 s (issue 45: routes 5-45 times too large); a budget that still
+#: falls short answers past NUTS's warmup, with the draws (or observations, refits) so far.
+WHOLE_MARGIN = 1.3
+WHOLE_SLACK_S = 10.0
+
+
+def whole_budget(step: float, step_elapsed: float, after: float = 0.0) -> float:
+    """Seconds of budget the whole command needs, for the refusal of one of its steps: the
+    ``step`` whole at the rate measured, the budget spent before the step began (the budget
+    spent less the step's ``step_elapsed`` seconds so far: a compile, sampling before a pass)
+    and ``after`` seconds priced for what follows it, times ``WHOLE_MARGIN``, plus
+    ``WHOLE_SLACK_S``."""
+    before = max(elapsed() - step_elapsed, 0.0)
+    return WHOLE_MARGIN * (before + step + after) + WHOLE_SLACK_S
+
+
 def as_option(seconds: float, note: str = "") -> Route:
     """The route of a time budget of ``seconds`` rounded up to whole seconds below 2 min, to
     whole minutes up to 3 h and to hours past that, with ``note`` said after it (a route of
@@ -330,7 +350,7 @@ class StepsClock:
                                   self.iterations, self.min_iterations)
                  if self.iterations else None)
         routes = [fewer] if fewer else []
-        routes.append(as_option(1.3 * (elapsed + left) + 60, "for all of them"))
+        routes.append(as_option(whole_budget(elapsed + left, elapsed), "for all of them"))
         raise OverBudget(
             f"the {self.total} {self.desc} would take about {duration(elapsed + left)} here "
             f"({done} done in {duration(elapsed)}), more than {left_text(available)}; run with "

@@ -34,6 +34,7 @@ PROGRESS_INTERVAL_S = 1.0
 _POLL_S = 0.05
 
 
+
 @dataclass
 class NutsOutput:
     """Draws and adaptation results of Stan's NUTS (diagonal metric), one row per kept draw."""
@@ -265,7 +266,9 @@ class _BudgetWatch:
         fewer = deadline.fewer_iterations(rate, room, self.warmup + self.draws,
                                           MIN_ROUTE_ITERATIONS)
         routes = [fewer] if fewer else []
-        routes.append(deadline.as_option(1.3 * whole + 60, "for the whole run"))
+        whole_run = deadline.whole_budget(whole, elapsed,
+                                          deadline.reserved(self.chains * self.draws))
+        routes.append(deadline.as_option(whole_run, "for the whole run"))
         return deadline.OverBudget(
             f"sampling {self.name} would take about {duration(whole)} here "
                 f"({self.chains} chains x {self.warmup + self.draws} iterations; {done} of "

@@ -66,7 +66,7 @@ def test_a_python_caller_of_time_budget_is_told_keywords_not_flags(clock):
     # 10 refits of 2000 iterations each; the first took 100 s of a 600 s budget: the rest would
     # take 900 s more, so the clock refuses. It names the iterations that fit in half the
     # budget (all 10 refits at 100 * 10 / 2000 = 0.5 s per iteration: 600 in 300 s, i.e.
-    # warmup=300, draws=300) and the budget all of them need (1.3 * 1000 s + 60 s: 23 min)
+    # warmup=300, draws=300) and the budget all of them need (1.3 * 1000 s + 10 s: 22 min)
     with time_budget(600):
         steps = deadline.StepsClock("held-out refits", 10, iterations=2000)
         clock.t += 100
@@ -75,10 +75,10 @@ def test_a_python_caller_of_time_budget_is_told_keywords_not_flags(clock):
     line = str(info.value)
     assert not FLAG.search(line), line
     assert line.endswith("run with settings=NutsArgs(warmup=300, draws=300) (about 5 min "
-                         "here), or stanlogz.time_budget('23m') for all of them")
+                         "here), or stanlogz.time_budget('22m') for all of them")
     fewer, whole = info.value.routes
     assert fewer.options == {"warmup": 300, "draws": 300}
-    assert whole.options == {"time_budget": "23m"}
+    assert whole.options == {"time_budget": "22m"}
     # the same refusal on the command line names the flags
     with speaking("cli"), time_budget(600):
         steps = deadline.StepsClock("held-out refits", 10, iterations=2000)
@@ -86,7 +86,7 @@ def test_a_python_caller_of_time_budget_is_told_keywords_not_flags(clock):
         with pytest.raises(OverBudget) as info:
             steps.done()
     assert str(info.value).endswith("run with --warmup 300 --draws 300 (about 5 min here), or "
-                                    "--time-budget 23m for all of them")
+                                    "--time-budget 22m for all of them")
 
 
 def test_an_api_refusal_names_the_keyword_and_carries_the_route():

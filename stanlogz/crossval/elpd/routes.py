@@ -168,7 +168,8 @@ def _probe_over_budget(src: NonFactorizedSource, obs: Observations, probe: list[
     total = deadline.budget_seconds() or elapsed
     least = elapsed / len(probe) * obs.n
     routes = (*general_routes(),
-              deadline.as_option(1.3 * least + 120, "at least, for the whole pass"))
+              deadline.as_option(deadline.whole_budget(least, elapsed),
+                                 "at least, for the whole run"))
     label = " and ".join(src.quad._label(i) for i in probe)
     return deadline.OverBudget(
         f"the time budget of {duration(total)} ran out while the conditional log-likelihood "

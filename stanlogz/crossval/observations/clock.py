@@ -290,7 +290,8 @@ class PassClock:
         if self.desc.startswith("conditional"):  # O(N²·S); the integrated pass is O(N·S)
             routes.append(Route(note="a log_lik generated quantity where the observations are "
                                 "independent given the parameters (a pass linear in N)"))
-        routes.append(deadline.as_option(1.3 * (elapsed + left) + 120, "for the whole pass"))
+        routes.append(deadline.as_option(deadline.whole_budget(elapsed + left, elapsed),
+                                         "for the whole run"))
         done = ("by its cost estimate" if estimated else
                 f"{self.done} done in {duration(elapsed)}")
         raise deadline.OverBudget(
