@@ -319,9 +319,12 @@ def exact_split_error(pw: Any, unc: np.ndarray, i: int) -> SplitError | None:
     return None
 
 
-def refit_refusal(err: SplitError | str, n_bad: int, threshold: float) -> str:
+def refit_refusal(err: SplitError | str, n_bad: int, threshold: float,
+                  above: bool = True) -> str:
     """The warning of a refused refit (a split error, or :func:`refit_data_error`'s line with
-    the moment-matching route)."""
+    the moment-matching route) of ``n_bad`` observations, ``above`` the k̂ threshold or not
+    (the self-check's and the k̂ band's refits are below it)."""
     tail = f"; {mm_route()}" if isinstance(err, str) else ""
-    return (f"{n_bad} observation(s) have Pareto k-hat above {threshold:.2f} and cannot be "
-            f"refitted: {err}{tail}")
+    which = (f"{n_bad} observation(s) have Pareto k-hat above {threshold:.2f} and" if above
+             else f"the {n_bad} observation(s)")
+    return f"{which} cannot be refitted: {err}{tail}"

@@ -730,9 +730,11 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
     if not bad.size:
         return fixed, mm_notes
     method = fix.refit
+    # the self-check's and the k-hat band's refits are below the threshold
+    above = bool(np.all(ps.khat[[pos[int(i)] for i in bad]] > threshold))
     no_data = refit_data_error(pw.model, pw.data, pw.obs)
     if no_data is not None:
-        return fixed, mm_notes + [refit_refusal(no_data, bad.size, threshold)]
+        return fixed, mm_notes + [refit_refusal(no_data, bad.size, threshold, above)]
     too_long = _auto_refits_too_long(fix, d, bad.size, threshold)
     if too_long:
         return fixed, mm_notes + [too_long]
@@ -750,14 +752,13 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
                                                   progress)
             return fixed + done, mm_notes + left_note
         except SplitError as err:
-            return fixed, mm_notes + [refit_refusal(err, bad.size, threshold)]
+            return fixed, mm_notes + [refit_refusal(err, bad.size, threshold, above)]
     refused = (exact_split_error(pw, d.flat_unconstrained(), int(bad[0]))
                if method == "exact" else None)
     if refused is not None:
-        return fixed, mm_notes + [refit_refusal(refused, bad.size, threshold)]
+        return fixed, mm_notes + [refit_refusal(refused, bad.size, threshold, above)]
     if progress:
-        above = bool(np.all(ps.khat[[pos[int(i)] for i in bad]] > threshold))
-        why = f" with k-hat > {threshold:.2f}" if above else ""  # the self-check's are below
+        why = f" with k-hat > {threshold:.2f}" if above else ""
         progress(f"refitting {bad.size} observation(s){why} ({method}): "
                  f"{', '.join(str(i + 1) for i in bad)}")
     warm = WarmStart.of(pw.model, d)  # refits start from the full fit (cold: other dims)

@@ -248,3 +248,34 @@ def test_pointwise_draws_runs_the_pass_on_the_draws_thinned(compiled):
             loo(m, data, draws=d, pointwise_draws=bad)
     with pytest.raises(InputError, match="does not apply with mcse_target"):
         loo(m, data, pointwise_draws=400, mcse_target=0.1)
+
+
+def test_a_refused_refit_below_the_threshold_does_not_claim_a_high_khat(compiled):
+    # The k-hat band's and the self-check's refits are of values below the threshold. Where
+    # the program refuses refits (a random walk of latents), the warning said "N
+    # observation(s) have Pareto k-hat above 0.70 and cannot be refitted" beside a Pareto
+    # table with none above it (a local linear trend of 100 steps, 23 band refits). It now
+    # says so only of values above it. Deterministic: the split check fails at any draw.
+    from types import SimpleNamespace
+
+    from stanlogz.crossval.fixups.registry import fix_method
+    from stanlogz.crossval.psis_loo.loo import _fix
+
+    data = _linked()["rw_states"]
+    m = compiled(TESTS / "rw_states.stan", data)
+    d = sample(m, SHORT, seed=2)
+    pw = SimpleNamespace(model=m, data=data, obs=find_observations(data, "N"),
+                         held_out_model=lambda i: None)
+    index = np.arange(12)
+    ps = SimpleNamespace(khat=np.full(12, 0.3), elpd_i=np.zeros(12))
+    ps.khat[7] = 0.9
+
+    def refusal(bad: list[int]) -> str:
+        fixed, notes = _fix(pw, d, np.array(bad), ps, index, fix_method("exact"), 0.7, 1.0,
+                            SHORT, fix_method("exact").Options(), 1, 1, None)
+        (line,) = [n for n in notes if "cannot be refitted" in n]
+        assert not fixed and "random walk" in line
+        return line
+
+    assert refusal([3, 5]).startswith("the 2 observation(s) cannot be refitted: ")
+    assert refusal([7]).startswith("1 observation(s) have Pareto k-hat above 0.70 and cannot")
