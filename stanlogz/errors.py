@@ -224,9 +224,10 @@ class ThinForBudget(Exception):  # noqa: N818 - a signal to loo, not an error
     (:func:`~stanlogz.crossval.psis_loo.anytime.anytime_pass`; caught by ``loo``, never
     shown)."""
 
-    def __init__(self, draws: int) -> None:
+    def __init__(self, draws: int, every: bool = True) -> None:
         super().__init__(f"the pass fits the time budget on {draws} draws")
-        self.draws = draws
+        #: whether every observation fits on them (else: enough for an anytime estimate)
+        self.draws, self.every = draws, every
 
 
 class OverBudget(InputError):

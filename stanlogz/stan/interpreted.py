@@ -161,6 +161,13 @@ class InterpretedModel(StanModel):
                     routes=(route,)) from None
             return compiled.with_data(data)  # type: ignore[return-value]
 
+    def with_every_constant(self) -> tuple[StanModel, bool]:
+        """The model and ``propto`` flag giving this program's density with every constant:
+        the constants-kept interpreted program with ``propto=True`` where it serves (its data
+        instances are one construction each), else this one with ``propto=False``."""
+        model, mine = self._serving(False, True)
+        return (model, True) if mine and model is not self else (self, False)
+
     def bridgestan_model(self) -> Any:
         """A PyPI ``bridgestan.StanModel`` on the interpreter's runtime and this program."""
         import bridgestan

@@ -95,3 +95,14 @@ def with_field(model: StanProgram, data: Mapping[str, Any], field: str, value: A
     if moved is not None:
         return moved(field, value)
     return model.with_data({**dict(data), field: value})
+
+
+def with_every_constant(model: StanProgram) -> tuple[StanProgram, bool]:
+    """The program whose log density at ``propto`` (the flag returned) is ``model``'s with
+    every constant (``propto=False``), for callers that build many data instances of it (the
+    conditional log-likelihood's nodes): on the interpreter the constants-kept program itself,
+    called with ``propto=True``, so that an instance is one construction instead of two (the
+    program's, then its constants-kept one at its first call); else ``model`` and False."""
+    kept = getattr(model, "with_every_constant", None)
+    return kept() if kept is not None else (model, False)
+

@@ -107,6 +107,12 @@ class PassClock:
         #: observations are done, where every observation fits in the budget on the draws
         #: thinned but not on all, it stops with :attr:`thin_to` (the draws in all) set
         self.thin, self.thin_to = thin, None
+        #: the source's expected seconds of the whole pass on so many draws (None: unknown),
+        #: which tells the part of an observation's time that thinning saves
+        self.expected: Callable[[int], float | None] | None = None
+        #: whether every observation fits on ``thin_to`` draws (False: only the fewest an
+        #: anytime estimate needs, :meth:`_thinned_for_some`)
+        self.thin_every = True
         #: stop at the run's time budget instead of refusing, keeping the observations done
         #: (:attr:`stopped`, :attr:`done_obs`) once ``ANYTIME_MIN`` are
         self.anytime, self.stopped = anytime, False
@@ -218,32 +224,70 @@ class PassClock:
         full = expected(n_draws)
         if full is None or full <= THIN_SHARE * left_budget:
             return False
-        self.thin = False
 
         def cost(m: int) -> float | None:  # an observation's cost counted as the floor's
             c = expected(m)                 # share of the whole at the least
             return None if c is None else max(c, self.floor * full)
 
         self.thin_to = fewest_cut(n_draws, cost, THIN_SHARE * left_budget)
+        if self.thin_to is None:
+            self.thin_to = self._thinned_for_some(n_draws, cost, left_budget)
+        # where nothing fits by the estimate, the rate measured decides (:meth:`_thinned_fit`)
         self.stopped = self.thin_to is not None
         return self.stopped
+
+    def _thinned_for_some(self, n_draws: int, cost: Callable[[int], float | None],
+                          left_budget: float, done: int = 0) -> int | None:
+        """Where no thinning fits the whole pass (``cost(draws)`` seconds) and the draws
+        sampled would not even reach the ``ANYTIME_MIN`` observations an anytime estimate
+        needs (``done`` already done on them) in ``THIN_SHARE`` of the budget left: the most
+        draws of ``ROUTE_POINTWISE_DRAWS`` on which they would (the rest is then estimated
+        from more observations, each at a larger Monte Carlo error; a hidden Markov model of
+        100 steps on the interpreter did 11 at 4000 draws in 255 s and was refused); None
+        otherwise."""
+        least = min(ANYTIME_MIN, self.total)
+        budget = THIN_SHARE * left_budget
+
+        def some(m: int, k: int) -> float | None:
+            c = cost(m)
+            return None if c is None else c * k / self.total
+
+        full = some(n_draws, least - done)
+        if full is None or full <= budget:
+            return None
+        m = fewest_cut(n_draws, lambda m: some(m, least), budget)
+        if m is not None:
+            self.thin_every = False
+        return m
 
     def _thinned_fit(self, per_obs: float, n_draws: int, left_budget: float) -> int | None:
         """The most draws (of ``ROUTE_POINTWISE_DRAWS``, fewer than ``n_draws``) on which a
         pass over every observation fits in ``THIN_SHARE`` of the budget left, where the pass
         on all of them does not (an observation's cost counted as the ``floor`` share at the
         least); None otherwise: every observation at fewer draws is a smaller error than the
-        subsample's estimate of the rest (loo's mc se grows as the root of the draws cut)."""
+        subsample's estimate of the rest (loo's mc se grows as the root of the draws cut).
+        Where none fits the whole pass, the draws on which an anytime estimate's fewest
+        observations would (:meth:`_thinned_for_some`)."""
         budget = THIN_SHARE * left_budget
         if not n_draws or per_obs * (self.total - self.done) <= budget:
             return None
-        return fewest_cut(n_draws, lambda m: self._thinned_cost(per_obs, m, n_draws), budget)
+        cost = lambda m: self._thinned_cost(per_obs, m, n_draws)  # noqa: E731
+        return (fewest_cut(n_draws, cost, budget)
+                or self._thinned_for_some(n_draws, cost, left_budget, self.done))
 
     def _thinned_cost(self, per_obs: float, m: int, n_draws: int) -> float:
         """Seconds of the whole pass on ``m`` of ``n_draws`` draws at ``per_obs`` seconds per
-        observation on all of them (a part of which, the clock's ``floor`` at least, does not
-        shrink with the draws)."""
-        return self.total * per_obs * max(m / n_draws, self.floor)
+        observation on all of them: where the source prices its pass (:attr:`expected`), the
+        time measured less what its costs say the draws cut save (a quadrature node's build
+        and call and the far-mode search do not shrink with the draws: most of a hidden Markov
+        model's time on the interpreter); else a ``floor`` share at least does not shrink."""
+        share = max(m / n_draws, self.floor)
+        e_all, e_m = (None, None) if self.expected is None else (self.expected(n_draws),
+                                                                  self.expected(m))
+        if e_all and e_m is not None and e_m <= e_all:  # the source knows its fixed costs:
+            # the time measured less what the source's costs say the draws cut save
+            share = max(m / n_draws, 1.0 - (e_all - e_m) / (self.total * per_obs))
+        return self.total * per_obs * share
 
     def trim(self, idx: np.ndarray, block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The observations of ``idx`` (and columns of ``block``) done, once the anytime pass

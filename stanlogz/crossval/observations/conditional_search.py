@@ -138,8 +138,9 @@ def _in_tail(v: np.ndarray, side: np.ndarray, us: np.ndarray, y0: float, h: floa
     more than ``TAIL_MARGIN`` nats (plus 1e-3 of the drop, for rounding) above that draw's
     quadratic through y0 and y0 ± h (``side``, relative): a start there leads back to the main
     mode (none is when a draw's quadratic is not concave)."""
-    g = (side[:, 1] - side[:, 0]) / (2 * h)
-    c = (side[:, 1] + side[:, 0]) / h**2
+    with np.errstate(invalid="ignore"):  # a side at -inf at some draw: not concave there
+        g = (side[:, 1] - side[:, 0]) / (2 * h)
+        c = (side[:, 1] + side[:, 0]) / h**2
     if not np.all(np.isfinite(c) & (c < 0)):
         return np.zeros(us.size, dtype=bool)
     x = us[None, :] - y0

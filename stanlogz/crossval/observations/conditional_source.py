@@ -32,14 +32,19 @@ def check_pass_budget(budget: float | None) -> None:
 
 
 def start_pass(pw: Any, progress: Progress, n_draws: int, budget: float | None = None,
-               chains: int | None = None, refit_seconds: float | None = None) -> None:
+               chains: int | None = None, refit_seconds: float | None = None,
+               draws: np.ndarray | None = None) -> None:
     """Announce the full pass of the pointwise source ``pw`` at ``n_draws`` draws through
     ``progress`` (with its expected cost where ``pw`` has a ``cost_line``); a conditional
     pass (O(N² S)) also reports the time left as it goes and stops at ``budget`` seconds
     (:class:`PassBudget`: how far it got and how long the rest would take). ``chains``: the
     chains behind the ``n_draws`` draws, so that a pass over the run's time budget can name
     fewer draws per chain; ``refit_seconds``: the seconds of one sampling run, so that it can
-    name K-fold where ten refits would take less than the pass."""
+    name K-fold where ten refits would take less than the pass; ``draws``: the unconstrained
+    draws of the pass, at which a source with a ``calibrate`` times its density first (its
+    expected cost, in the line and in the budget's decisions, rests on that)."""
+    if draws is not None and hasattr(pw, "calibrate"):
+        pw.calibrate(draws)
     if chains:
         pw.draw_shape = (chains, n_draws // chains)
     if refit_seconds:
@@ -75,7 +80,15 @@ class ColumnsByObservation(PassState):
         for j, i in enumerate(idx):
             if self._clock is not None and self._clock.stopped:
                 break  # an anytime pass stopped at the budget: the rest is estimated
-            out[:, j] = self.column(i, unc)
+            try:
+                out[:, j] = self.column(i, unc)
+            except BudgetSpent:  # inside observation i: an anytime pass keeps those done
+                clock = self._clock  # in this block too (its caller trims to them)
+                if clock is None or not clock.anytime or clock.done < min(ANYTIME_MIN,
+                                                                          clock.total):
+                    raise
+                clock.stopped = True
+                break
             if self._clock is not None:
                 self._clock.update(obs=(i,))
         return out
@@ -110,6 +123,8 @@ class ClockedColumns(ColumnsByObservation):
         expected = getattr(self, "expected_seconds", None)
         if expected is not None and not self.anytime:  # far beyond the run's time budget
             clock.check_expected(expected(len(unc), n))
+        if expected is not None:  # the clock prices thinned draws by the source's costs
+            clock.expected = lambda draws: expected(draws, n)
         if expected is not None and clock.thin_before(lambda draws: expected(draws, n)):
             clock.close()  # fits on fewer draws only: stopped before it starts (thin_to)
             self.last_clock, self._clock = clock, None

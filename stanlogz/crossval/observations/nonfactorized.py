@@ -214,6 +214,12 @@ class NonFactorizedSource(ConditionalSourceBase):
         nodes = float(np.mean(self.quad.nodes[numeric]))
         return (self.obs.n if n_obs is None else n_obs) * self.quad.seconds(nodes, n_draws)
 
+    def calibrate(self, unc: np.ndarray) -> None:
+        """Time the density at many of the draws ``unc`` before the pass, so that its
+        expected cost tells a call's fixed cost from its cost per draw."""
+        if any(m in ("quadrature", "sum") for m in self.method):
+            self.quad.calibrate(unc)
+
     def cost_line(self, n_draws: int) -> str | None:
         """A progress line with the expected time of the full pass when observations need
         quadrature or sums (None when the probe found none)."""

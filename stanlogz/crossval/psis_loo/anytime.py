@@ -179,7 +179,7 @@ def anytime_pass(pw: Any, d: Draws, r_eff: float, keep_above: float, seed: Any,
             pw.anytime = False
     clock = getattr(pw, "last_clock", None)
     if budgeted and clock is not None and getattr(clock, "thin_to", None):
-        raise ThinForBudget(int(clock.thin_to))
+        raise ThinForBudget(int(clock.thin_to), every=bool(getattr(clock, "thin_every", True)))
     done = np.concatenate(done_parts) if done_parts else np.zeros(0, dtype=int)
     if done.size < 2:
         twice = deadline.as_option(2 * (deadline.budget_seconds() or 60.0))

@@ -430,30 +430,34 @@ def loo(
     notes: list[str] = [thinned_note] if thinned_note else []
     if subsample is None:
         start_pass(pw, progress, unc.shape[0], cond_budget, chains=d.n_chains,
-                   refit_seconds=refit_s)
+                   refit_seconds=refit_s, draws=unc)
         if not pw.checked:
             pw.check(unc[_check_rows(unc.shape[0])])
         # under a time budget: in random order, the rest estimated if the budget ends it
         # (or, where every observation fits on fewer draws, again on those: ThinForBudget)
         pw.anytime_thin = pointwise_draws is None
         thinned_by_budget: tuple[int, int] | None = None
+        budget_note: str | None = None
         try:
-            ps, sample_index, est = anytime_pass(pw, d, r_eff, _keep_above(k_threshold),
-                                                 seed, progress)
-        except ThinForBudget as thin:
-            d, thinned_note = thin_for_pass(sampled, thin.draws, budget=True)
-            thinned_by_budget = (d.n_chains * d.n_draws, sampled.n_chains * sampled.n_draws)
-            unc, r_eff = d.flat_unconstrained(), relative_efficiency(_posterior_values(d))
-            notes.append(thinned_note)
-            if progress:
-                progress(thinned_note)
-            start_pass(pw, progress, unc.shape[0], cond_budget, chains=d.n_chains,
-                       refit_seconds=refit_s)
-            pw.anytime_thin = False
-            ps, sample_index, est = anytime_pass(pw, d, r_eff, _keep_above(k_threshold),
-                                                 seed, progress)
+            while True:  # thinned again where the rate measured on fewer draws still asks
+                try:
+                    ps, sample_index, est = anytime_pass(pw, d, r_eff, _keep_above(k_threshold),
+                                                         seed, progress)
+                    break
+                except ThinForBudget as thin:
+                    d, budget_note = thin_for_pass(sampled, thin.draws, budget=True,
+                                                   every=thin.every)
+                    thinned_by_budget = (d.n_chains * d.n_draws,
+                                         sampled.n_chains * sampled.n_draws)
+                    unc, r_eff = d.flat_unconstrained(), relative_efficiency(_posterior_values(d))
+                    if progress:
+                        progress(budget_note)
+                    start_pass(pw, progress, unc.shape[0], cond_budget, chains=d.n_chains,
+                               refit_seconds=refit_s)
         finally:
             pw.anytime_thin = False
+        if budget_note:
+            notes.append(budget_note)
         if est is None:
             est = _full_estimates(ps)
         else:
@@ -622,17 +626,21 @@ def check_pointwise_draws(value: Any, *, mcse_target: float | None = None,
                          f"it does not apply with {clash}")
 
 
-def thin_for_pass(d: Draws, pointwise_draws: int | None, budget: bool = False
-                  ) -> tuple[Draws, str | None]:
+def thin_for_pass(d: Draws, pointwise_draws: int | None, budget: bool = False,
+                  every: bool = True) -> tuple[Draws, str | None]:
     """``d`` thinned evenly per chain to about ``pointwise_draws`` draws in all, and the note
-    saying so (``d`` and None when it has no more); ``budget``: the time budget chose them."""
+    saying so (``d`` and None when it has no more); ``budget``: the time budget chose them,
+    ``every``: so that every observation fits (else: so that enough do for an estimate of
+    the rest)."""
     total = d.n_chains * d.n_draws
     if pointwise_draws is None or pointwise_draws >= total:
         return d, None
     t = d.thinned(-(-int(pointwise_draws) // d.n_chains))
     kept = t.n_chains * t.n_draws
-    why = (f"the time budget: the pass on all {total} would not have fitted, on {kept} every "
-           "observation does" if budget else "pointwise_draws")
+    fits = ("every observation does" if every else
+            "enough observations for an estimate of the rest do")
+    why = (f"the time budget: the pass on all {total} would not have fitted, on {kept} {fits}"
+           if budget else "pointwise_draws")
     return t, (f"pointwise log-likelihood and PSIS-LOO on {kept} of the {total} posterior draws "
                f"({t.n_draws} of {d.n_draws} per chain, spread evenly; {why}); the Monte Carlo "
                "se is that of these draws")

@@ -13,6 +13,7 @@ are tested on numpy mixtures whose far modes are known exactly."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -71,6 +72,18 @@ def test_no_far_mode_is_reported_for_a_single_gaussian():
         return -0.5 * ((np.asarray(us, dtype=float)[None, :] - 1.0) / 2.0) ** 2
     pts = far_points(0.0, np.array([0.0, 2.0]), 1.0, None, None, False)
     assert CS.climb(f, pts, 0.0, 1.0, None, None)[0] == []
+
+
+def test_a_density_minus_infinity_on_both_sides_at_some_draw_is_quietly_not_a_tail():
+    """A draw whose density is -inf at y0 ± h (an HMM's state outside its support) makes the
+    draw's quadratic undefined: nothing counts as its tail, and no RuntimeWarning reaches the
+    user (the hidden Markov model of the bounded-time issue printed one mid-pass)."""
+    side = np.array([[-1.0, -1.2], [-np.inf, -np.inf]])
+    v = np.zeros((2, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tail = CS._in_tail(v, side, np.array([0.5, 1.0, 2.0]), 0.0, 0.25)
+    assert not tail.any()
 
 
 def test_the_search_note_says_what_was_probed():

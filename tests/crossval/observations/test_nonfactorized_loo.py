@@ -488,3 +488,45 @@ def test_a_trial_that_outlasts_the_budget_prices_the_pass_from_its_own_time(comp
     assert 15 * 0.4 <= least <= 15 * elapsed + 1
     names = [r.command or next(iter(r.options)) for r in err.value.routes]
     assert names == ["lfo", "kfold", "time_budget"]
+
+
+def test_the_expected_pass_tells_a_calls_fixed_cost_from_its_cost_per_draw(monkeypatch):
+    """The quadrature's cost estimate before a pass: trials at 3 draws alone read a call's
+    fixed cost as a cost per draw (the interpreter's ~15 ms a call and 44 us a draw on a hidden
+    Markov model of 100 steps priced the pass 77 times too long, so the budget neither thinned
+    it nor refused it in time). :meth:`calibrate` times fresh instances at 3 and at 1000 draws
+    (the clock here is a fake one the fake program advances by exactly 15 ms + 44 us a draw,
+    so the split is exact), and :meth:`seconds` prices a node as build + call + draws."""
+    import threading
+    import types
+
+    import stanlogz.crossval.observations.conditional_quadrature as CQ
+
+    now = [0.0]
+
+    class Instance:
+        def log_density_many(self, rows, propto=False):
+            now[0] += 0.015 + 44e-6 * len(rows)
+            return np.zeros(len(rows))
+
+    class Program:
+        dim = 2
+
+        def with_field(self, field, value):
+            return Instance()
+
+    monkeypatch.setattr(CQ, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
+    monkeypatch.setattr(CQ, "n_threads", lambda: 1)
+    q = object.__new__(QuadratureLogLik)
+    q.model, q.data, q.response, q.discrete = Program(), {}, "y", False
+    q.y = np.zeros(5)
+    q._base, q._propto, q._base_lock = None, False, threading.Lock()
+    q._call_cost = None
+    q._timing = [(0.03, 0.015 + 44e-6 * 3, 3)]  # one node of the trial: build, call, draws
+    before = q.seconds(125, 4000)  # all of the 3-draw call counted per draw: 5.044 ms a draw
+    assert before == pytest.approx(125 * (0.03 + 4000 * (0.015 + 44e-6 * 3) / 3))
+    q.calibrate(np.zeros((4000, 2)))
+    per_call, per_draw = q._call_cost
+    assert per_call == pytest.approx(0.015, rel=1e-9) and per_draw == pytest.approx(44e-6)
+    assert q.seconds(125, 4000) == pytest.approx(125 * (0.03 + 0.015 + 4000 * 44e-6))
+    assert before / q.seconds(125, 4000) > 70

@@ -228,6 +228,63 @@ def test_a_pass_that_fits_on_fewer_draws_stops_to_run_on_them(clock):
     assert index is not None and est["budget_pass"][0] < 200
 
 
+def test_a_pass_too_slow_for_an_estimate_runs_on_fewer_draws_for_one(clock):
+    # 200 observations at 0.2 s on the 1000 draws in a 3 s budget: after 3 (0.6 s) the 2.4 s
+    # left hold 12 at most, fewer than the ANYTIME_MIN (20) an estimate of the rest needs, so
+    # the old pass ran to the budget and was refused. No thinning fits every observation (on
+    # 400 draws 200 x 0.08 s = 16 s), but on 400 the 20 take 1.6 s, within THIN_SHARE (0.7)
+    # of the 2.4 s left: the pass stops to run on 400 draws, for some observations only.
+    from stanlogz.crossval.psis_loo.loo import thin_for_pass
+
+    ll = log_lik(200)
+    src = FakeSource(ll, clock, 0.2)
+    src.anytime_thin = True
+    with time_budget(3.0):
+        with pytest.raises(ThinForBudget) as info:
+            anytime_pass(src, draws(), 1.0, 0.5, 3)
+        assert (info.value.draws, info.value.every) == (400, False)
+        assert clock.t - 1000.0 == pytest.approx(0.6)
+        src.anytime_thin = False
+        thinned, note = thin_for_pass(draws(), 400, budget=True, every=False)
+        assert "on 400 enough observations for an estimate of the rest do" in note
+        # on them (0.08 s each) it does 20 and more, then stops: no time is left to
+        # approximate the other 180 (0.02 s each), so the rest is estimated from those done
+        ps, index, est = anytime_pass(src, thinned, 1.0, 0.5, 3)
+    assert index is not None and 20 <= index.size < 200 and est["approximation"] == "none"
+    rows = thinned.unconstrained[:, :, 0].ravel().astype(int)
+    assert np.array_equal(ps.elpd_i, psis_loo(ll[rows][:, index], 1.0, chains=CHAINS).elpd_i)
+
+
+def test_the_budget_spent_inside_an_observation_keeps_those_done_in_its_block(clock):
+    # A quadrature source checks the run's budget at every node, so the budget can end inside
+    # an observation (BudgetSpent). Its block held every observation done so far (one block:
+    # 1000 draws x 50 columns is far below CHUNK_BYTES); they were dropped with it, and loo
+    # was refused "after 0 of 50 observations" with 25 done (the hidden Markov model of the
+    # bounded-time issue, 100 steps on the interpreter). Each observation here costs 1 s of
+    # the injected clock and checks the budget as the quadrature does: in a 25.5 s budget
+    # the 26th finds it spent, and the 25 done are kept.
+    from stanlogz._util import deadline
+    from stanlogz.crossval.observations.conditional_source import ClockedColumns
+
+    ll = log_lik(50)
+
+    class Quadrature(ClockedColumns):
+        model, obs = SimpleNamespace(dim=1), SimpleNamespace(n=50)
+        draw_shape = (CHAINS, PER_CHAIN)
+
+        def column(self, i, unc):
+            clock.t += 1.0
+            deadline.check_spent("the fake quadrature")
+            return ll[np.asarray(unc)[:, 0].astype(int), i]
+
+    with time_budget(25.5):
+        ps, index, est = anytime_pass(Quadrature(), draws(), 1.0, 0.5, 3)
+    order = stream_rng(3, Stream.LOO_SUBSAMPLE).permutation(50)
+    assert np.array_equal(index, np.sort(order[:25]))
+    assert np.array_equal(ps.elpd_i, psis_loo(ll[:, index], 1.0, chains=CHAINS).elpd_i)
+    assert est["budget_pass"] == (25, 50)
+
+
 def test_a_difference_source_the_data_refuse_prices_no_pass(clock):
     # corpus soil_incubation with --obs-fields eCO2mean: an instance of 3 observations keeps
     # ts at 25 entries, which the program refuses. Pricing the pass for the budget must not
@@ -258,8 +315,13 @@ def test_a_pass_priced_beyond_the_budget_thins_before_it_starts(clock):
     with time_budget(100):
         pc = priced(0.02)
         assert pc.thin_before(lambda d: 0.02 * d) and pc.thin_to == 2000 and pc.stopped
-        pc = priced(0.2)  # 800 s: 400 draws take 80 s, and a fifth of the whole (160 s)
-        assert not pc.thin_before(lambda d: 0.2 * d) and pc.thin_to is None
+        pc = priced(0.2)  # 800 s: 400 draws take 80 s, and a fifth of the whole (160 s),
+        # so no thinning fits every observation; 20 of the 50 (ANYTIME_MIN, for an estimate
+        # of the rest) take 320 s on every draw, 64 s on 400 (the fifth's share): those
+        assert pc.thin_before(lambda d: 0.2 * d) and pc.thin_to == 400
+        assert not pc.thin_every
+        pc = priced(0.5)  # 2000 s: even the 20 take 160 s on 400 draws: the pass decides
+        assert not pc.thin_before(lambda d: 0.5 * d) and pc.thin_to is None
         pc = priced(0.01)  # 40 s on every draw: fits, nothing to thin
         assert not pc.thin_before(lambda d: 0.01 * d) and not pc.stopped
         assert not priced(0.02).thin_before(lambda d: None)  # no price: the pass decides
