@@ -121,12 +121,19 @@ class QuadratureLogLik(IntegralMixin):
         with ``self._propto``)."""
         arr = self.y.tolist()
         arr[i] = int(u) if self.discrete else float(u)
+        return with_field(self._instances_base(), self.data, self.response, arr)
+
+    def _instances_base(self) -> Any:
+        """The program the data instances are built from (set once; called before the
+        callers' ``except StanlogzError``, so that a backend that cannot keep the constants
+        says so instead of reading as a refused value)."""
         with self._base_lock:
             if self._base is None:
                 self._base, self._propto = with_every_constant(self.model)
-        return with_field(self._base, self.data, self.response, arr)
+        return self._base
 
     def _accepts(self, i: int, u: float) -> bool:
+        self._instances_base()
         try:
             self._build(i, u)
         except StanlogzError:
@@ -137,6 +144,7 @@ class QuadratureLogLik(IntegralMixin):
               ) -> np.ndarray:
         """``(S, len(us))`` log densities with y_i = each of ``us`` (threads over nodes);
         ``keep`` holds the instances for the next call on the same observation."""
+        self._instances_base()
         def one(u: float) -> np.ndarray:
             deadline.check_spent(f"the conditional log-likelihood of {self._label(i)}")
             t0 = time.perf_counter()
@@ -244,6 +252,7 @@ class QuadratureLogLik(IntegralMixin):
         if m <= CALIBRATE_FEW:
             return
         few, many = unc[even_rows(unc.shape[0], CALIBRATE_FEW)], unc[even_rows(unc.shape[0], m)]
+        self._instances_base()
         best = [np.inf, np.inf]
         for _ in range(2):
             for j, rows in enumerate((few, many)):

@@ -48,7 +48,7 @@ from ..fixups.mm_points import UNFINISHED, moment_match_points
 from ..fixups.moment_match import moment_match_observation
 from ..fixups.registry import FixMethod, FixOptions, fix_method
 from ..logo.estimator import logo_from_loo
-from ..observations.clock import SUBSAMPLE_APPROX_DRAWS
+from ..observations.clock import ROUTE_POINTWISE_DRAWS, SUBSAMPLE_APPROX_DRAWS
 from ..observations.conditional_source import ClockedColumns, check_pass_budget, start_pass
 from ..observations.conditional_verify import self_check as conditional_self_check
 from ..observations.observations import load_observed
@@ -445,8 +445,12 @@ def loo(
                                                          seed, progress)
                     break
                 except ThinForBudget as thin:
+                    before = d.n_chains * d.n_draws
                     d, budget_note = thin_for_pass(sampled, thin.draws, budget=True,
                                                    every=thin.every)
+                    # thinned again only to fewer draws, and only where fewer are named
+                    now = d.n_chains * d.n_draws
+                    pw.anytime_thin = before > now > min(ROUTE_POINTWISE_DRAWS)
                     thinned_by_budget = (d.n_chains * d.n_draws,
                                          sampled.n_chains * sampled.n_draws)
                     unc, r_eff = d.flat_unconstrained(), relative_efficiency(_posterior_values(d))
@@ -828,10 +832,13 @@ def _match_band(band: np.ndarray, match: Any, ps: PsisLoo, pos: dict[int, int],
                      f"the other {len(left)} keep their PSIS values, whose error bars hold "
                      "less well there")
     elif left:
+        run_left = run_budget.remaining()  # the run's budget, where it ended them first
+        why = ("the run's time budget" if run_left is not None and run_left < seconds
+               else duration(seconds))
         notes.append(f"moment matching of the values with k-hat in ({floor:.2f}, "
                      f"{threshold:.2f}] or a log-likelihood variance above "
                      f"{LOGLIK_VAR_HEAVY} stopped after {len(matched)} of {band.size} "
-                     f"({duration(seconds)}); the other {len(left)} keep their PSIS values, "
+                     f"({why}); the other {len(left)} keep their PSIS values, "
                      "whose error bars hold less well there")
     return kept, notes
 

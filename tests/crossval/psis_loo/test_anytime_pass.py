@@ -253,6 +253,13 @@ def test_a_pass_too_slow_for_an_estimate_runs_on_fewer_draws_for_one(clock):
     assert index is not None and 20 <= index.size < 200 and est["approximation"] == "none"
     rows = thinned.unconstrained[:, :, 0].ravel().astype(int)
     assert np.array_equal(ps.elpd_i, psis_loo(ll[rows][:, index], 1.0, chains=CHAINS).elpd_i)
+    # N times the mean of m: the subsampling se widened by Student's t (m - 1 df) over the
+    # normal at ±2 (its coverage: benchmarks/anytime_few_coverage.py)
+    from scipy import stats
+
+    plain = subsample_estimates(np.zeros(200), index, ps.elpd_i, ps, [])["subsampling_se"]
+    t = stats.t.ppf(0.5 + (2 * stats.norm.cdf(2.0) - 1) / 2, index.size - 1) / 2
+    assert est["subsampling_se"] == pytest.approx(plain * t, rel=1e-12) and t > 1.04
 
 
 def test_the_budget_spent_inside_an_observation_keeps_those_done_in_its_block(clock):
