@@ -383,6 +383,29 @@ def test_moment_matching_keeps_within_the_run_budget(clock):
                      "(raise --time-budget, or fix them with --fix exact)"]
 
 
+def test_a_point_the_budget_ends_inside_is_left_unmatched_not_a_refusal(clock):
+    # A conditional quadrature checks the run's budget at every node: a point whose matching
+    # starts with 0.5 s left raises BudgetSpent inside it. It used to reach the user as the
+    # whole command's refusal, throwing away an anytime answer (a GARCH(1,1) of 100 steps
+    # under 255 s: the pass had answered from 62 of 100 observations); now the point keeps
+    # its PSIS value, as one the budget left before it starts.
+    from stanlogz._util import deadline
+    from stanlogz.crossval.fixups.mm_points import moment_match_points
+
+    def spends(i, deadline_s, on_map):
+        clock.t += 1.0
+        deadline.check_spent(f"the conditional log-likelihood of y[{i + 1}]")
+        raise AssertionError("the budget is spent")
+
+    with time_budget(60):
+        clock.t += 59.5
+        matched, notes, left = moment_match_points(np.array([4, 7]), spends, None)
+    assert matched == [] and left == [4, 7]
+    assert notes == ["the run's time budget ran out during moment matching "
+                     "after 0 of 2 observation(s); the others (5, 8) keep their PSIS values "
+                     "(raise --time-budget, or fix them with --fix exact)"]
+
+
 def test_auto_refits_keep_within_what_is_left_of_the_budget(clock):
     from types import SimpleNamespace
 

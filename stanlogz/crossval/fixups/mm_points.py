@@ -56,7 +56,11 @@ def moment_match_points(bad: np.ndarray,
                 if progress:
                     progress(f"observation {i + 1}: {msg}")
 
-            f = match_one(i, deadline, step)
+            try:
+                f = match_one(i, deadline, step)
+            except run_budget.OverBudget:  # the run's budget ended inside this point (a
+                by_run = True              # conditional quadrature checks it at every node)
+                break
             if f.diagnostics.get(UNFINISHED):  # cut short above the threshold: not matched
                 if progress:
                     progress(f"the budget stopped moment matching of observation {i + 1} at "

@@ -865,7 +865,11 @@ def _grace_matches(left: list[int], match: Any, ps: PsisLoo, pos: dict[int, int]
     out = []
     for i in heavy:
         grace = run_budget.clock() + max(GRACE_SECONDS, GRACE_SHARE * total)
-        f = match(i, grace, lambda msg, i=i: progress and progress(f"observation {i + 1}: {msg}"))
+        try:
+            f = match(i, grace, lambda msg, i=i: progress and progress(f"observation {i + 1}: "
+                                                                        f"{msg}"))
+        except run_budget.OverBudget:  # a conditional quadrature checks the budget, spent
+            continue                   # here: no grace for it (the value keeps PSIS's)
         if not f.diagnostics.get(UNFINISHED):
             out.append(f)
     return out
