@@ -48,15 +48,16 @@ class FakeSource:
     budget_checked = True
 
     def __init__(self, ll: np.ndarray, fake: FakeClock, per_obs: float,
-                 approx_fails: bool = False) -> None:
+                 approx_fails: bool = False, fixed_cost: bool = False) -> None:
         self.ll, self.fake, self.per_obs = ll, fake, per_obs
         self.obs = SimpleNamespace(n=ll.shape[1])
         self.approx_fails = approx_fails
+        self.fixed_cost = fixed_cost  # an observation costs per_obs at any number of draws
 
     def chunks(self, unc, constrained=None, names=None, index=None):
         rows = np.asarray(unc)[:, 0].astype(int)  # the draws carry their own row number
         index = np.arange(self.obs.n) if index is None else np.asarray(index, dtype=int)
-        if self.approx_fails and not self.budget_checked:
+        if self.approx_fails and rows.size == 100:  # the approximation's 100 draws
             raise OverBudget("the budget ran out during the approximation")
         clock = PassClock(None, index.size, "fake log-likelihood", clock=self.fake,
                           draws=(CHAINS, rows.size // CHAINS), anytime=self.anytime,
@@ -67,7 +68,8 @@ class FakeSource:
             for j, i in enumerate(idx):
                 if clock.stopped:
                     break
-                self.fake.t += self.per_obs * rows.size / (CHAINS * PER_CHAIN)
+                self.fake.t += self.per_obs * (1.0 if self.fixed_cost
+                                               else rows.size / (CHAINS * PER_CHAIN))
                 out[:, j] = self.ll[rows, i]
                 clock.update(obs=(i,))
             self.last_clock = clock
@@ -290,6 +292,23 @@ def test_the_budget_spent_inside_an_observation_keeps_those_done_in_its_block(cl
     assert np.array_equal(index, np.sort(order[:25]))
     assert np.array_equal(ps.elpd_i, psis_loo(ll[:, index], 1.0, chains=CHAINS).elpd_i)
     assert est["budget_pass"] == (25, 50)
+
+
+def test_an_approximation_slower_than_the_time_kept_ends_without_it(clock):
+    # As in the test above, the pass stops after 104 of 200 in 1.5 s, keeping 0.002 s for
+    # each of the 96 left (a fifth of an observation's time, for 100 of the 1000 draws). Here
+    # an observation costs 0.01 s at any number of draws (AR(5)'s closed form on the
+    # interpreter: its instances, not its draws, cost), so the approximation needs 0.96 s
+    # where 0.19 s were kept. Its clock did not check the budget, and it ran 0.5 s past it
+    # (on AR(5), past the backstop's grace: the run was refused after 276 s of a 255 s
+    # budget). Now it is judged after three observations and ended: the rest is N times the
+    # mean of those done, within the budget.
+    ll = log_lik(200)
+    with time_budget(1.5):
+        ps, index, est = anytime_pass(FakeSource(ll, clock, 0.01, fixed_cost=True), draws(),
+                                      1.0, 0.5, 3)
+    assert index.size == 104 and est["approximation"] == "none"
+    assert clock.t - 1000.0 <= 1.5
 
 
 def test_a_difference_source_the_data_refuse_prices_no_pass(clock):
