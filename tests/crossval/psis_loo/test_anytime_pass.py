@@ -203,6 +203,21 @@ def test_the_stopped_pass_covers_the_full_value(clock):
     assert abs(np.mean(errors)) <= 4 * np.std(errors) / np.sqrt(len(errors))
 
 
+def stop_then_thin(src: FakeSource, budget_s: float) -> tuple[ThinForBudget, Draws, tuple]:
+    """Under a budget of ``budget_s``: the pass of ``src`` on all the draws stops to run on
+    fewer (ThinForBudget, checked to be raised after its third observation, as the clock
+    decides), then runs on the 400 it names: ``(the signal, those draws, the pass's
+    result)``."""
+    src.anytime_thin = True
+    with time_budget(budget_s):
+        with pytest.raises(ThinForBudget) as info:
+            anytime_pass(src, draws(), 1.0, 0.5, 3)
+        assert src.last_clock.done == 3 and info.value.draws == 400
+        src.anytime_thin = False
+        thinned = draws().thinned(100)
+        return info.value, thinned, anytime_pass(src, thinned, 1.0, 0.5, 3)
+
+
 def test_a_pass_that_fits_on_fewer_draws_stops_to_run_on_them(clock):
     # 200 observations at 0.01 s on the 1000 draws in 1.5 s: after 3 (0.03 s) the other 197
     # need 1.97 s, beyond THIN_SHARE (0.7) of the 1.47 s left (1.03 s); on 400 draws every
@@ -210,15 +225,9 @@ def test_a_pass_that_fits_on_fewer_draws_stops_to_run_on_them(clock):
     # (2000 and 1000 are not fewer than the draws). Run there, it does every observation:
     # the plain PSIS values of the 400 draws, no subsample.
     ll = log_lik(200)
-    src = FakeSource(ll, clock, 0.01)
-    src.anytime_thin = True
-    with time_budget(1.5):
-        with pytest.raises(ThinForBudget) as info:
-            anytime_pass(src, draws(), 1.0, 0.5, 3)
-        assert info.value.draws == 400 and clock.t - 1000.0 == pytest.approx(0.03)
-        src.anytime_thin = False
-        thinned = draws().thinned(100)
-        ps, index, est = anytime_pass(src, thinned, 1.0, 0.5, 3)
+    thin, thinned, (ps, index, est) = stop_then_thin(FakeSource(ll, clock, 0.01), 1.5)
+    assert thin.draws == 400 and thin.every and clock.t - 1000.0 == pytest.approx(0.004 * 200
+                                                                                   + 0.03)
     assert index is None and est is None
     rows = thinned.unconstrained[:, :, 0].ravel().astype(int)
     assert np.array_equal(ps.elpd_i, psis_loo(ll[rows], 1.0, chains=CHAINS).elpd_i)
@@ -239,19 +248,12 @@ def test_a_pass_too_slow_for_an_estimate_runs_on_fewer_draws_for_one(clock):
     from stanlogz.crossval.psis_loo.loo import thin_for_pass
 
     ll = log_lik(200)
-    src = FakeSource(ll, clock, 0.2)
-    src.anytime_thin = True
-    with time_budget(3.0):
-        with pytest.raises(ThinForBudget) as info:
-            anytime_pass(src, draws(), 1.0, 0.5, 3)
-        assert (info.value.draws, info.value.every) == (400, False)
-        assert clock.t - 1000.0 == pytest.approx(0.6)
-        src.anytime_thin = False
-        thinned, note = thin_for_pass(draws(), 400, budget=True, every=False)
-        assert "on 400 enough observations for an estimate of the rest do" in note
-        # on them (0.08 s each) it does 20 and more, then stops: no time is left to
-        # approximate the other 180 (0.02 s each), so the rest is estimated from those done
-        ps, index, est = anytime_pass(src, thinned, 1.0, 0.5, 3)
+    # on 400 draws (0.08 s each) it does 20 and more, then stops: no time is left to
+    # approximate the other 180 (0.02 s each), so the rest is estimated from those done
+    thin, thinned, (ps, index, est) = stop_then_thin(FakeSource(ll, clock, 0.2), 3.0)
+    assert (thin.draws, thin.every) == (400, False)
+    _, note = thin_for_pass(draws(), 400, budget=True, every=False)
+    assert "on 400 enough observations for an estimate of the rest do" in note
     assert index is not None and 20 <= index.size < 200 and est["approximation"] == "none"
     rows = thinned.unconstrained[:, :, 0].ravel().astype(int)
     assert np.array_equal(ps.elpd_i, psis_loo(ll[rows][:, index], 1.0, chains=CHAINS).elpd_i)
