@@ -406,6 +406,26 @@ def test_a_point_the_budget_ends_inside_is_left_unmatched_not_a_refusal(clock):
                      "(raise --time-budget, or fix them with --fix exact)"]
 
 
+def test_the_conditional_self_check_is_not_run_on_a_spent_budget(clock, monkeypatch):
+    # AR(5) of 200 steps under 255 s at load 6: the pass ended at the budget, and the
+    # self-check's brute force (at 16 draws, no budget check inside) then took 11 s past it.
+    # On a spent budget it is not run, and its note says why and what runs it.
+    from types import SimpleNamespace
+
+    from stanlogz.crossval.observations import conditional_verify as CV
+
+    def never(*a, **k):
+        raise AssertionError("the brute force ran on a spent budget")
+
+    monkeypatch.setattr(CV, "verify_conditional", never)
+    pw = SimpleNamespace(source="conditional", quad=None)
+    with time_budget(60):
+        clock.t += 60.5
+        notes, reason = CV.self_check(pw, np.zeros((4, 1)))
+    assert reason is None and notes == ["self-check of the conditional route not done: the pass "
+                                        "used the time budget (a longer --time-budget runs it)"]
+
+
 def test_auto_refits_keep_within_what_is_left_of_the_budget(clock):
     from types import SimpleNamespace
 
