@@ -218,8 +218,8 @@ def anytime_pass(pw: Any, d: Draws, r_eff: float, keep_above: float, seed: Any,
     if index.size == n:
         return ps, None, None
     est: dict[str, Any] = subsample_estimates(approx, index, ps.elpd_i, ps, [], certain)
-    if how == "none":
-        widen_few(est, int(index.size) - (0 if certain is None else int(np.sum(certain))))
+    if how == "none":  # (no certain stratum without an approximation)
+        widen_few(est, int(index.size))
     est.update(approx=approx, certain=certain, approximation=how,
                budget_pass=(int(index.size), n),
                # poorly approximated and not computed: the estimate of the rest has no se

@@ -451,8 +451,7 @@ def loo(
                     # thinned again only to fewer draws, and only where fewer are named
                     now = d.n_chains * d.n_draws
                     pw.anytime_thin = before > now > min(ROUTE_POINTWISE_DRAWS)
-                    thinned_by_budget = (d.n_chains * d.n_draws,
-                                         sampled.n_chains * sampled.n_draws)
+                    thinned_by_budget = (now, sampled.n_chains * sampled.n_draws)
                     unc, r_eff = d.flat_unconstrained(), relative_efficiency(_posterior_values(d))
                     if progress:
                         progress(budget_note)
