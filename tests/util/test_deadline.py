@@ -540,3 +540,83 @@ def test_chains_with_draws_are_kept_while_later_chains_are_still_in_warmup(clock
         "(the others were still in warmup); ESS and mcse count only these")
     assert nuts.budget_stop_dict((1720, 2000, 2, 4)) == {
         "draws_kept": 1720, "draws_asked": 2000, "chains_kept": 2, "chains": 4}
+
+
+def test_the_conditional_self_check_is_priced_before_it_starts(clock, monkeypatch):
+    # With a little budget left, the check is priced from the pass's own timings (two
+    # observations x its first two levels, 2 x 1024 nodes, at 16 draws) and not begun when it
+    # would not fit; once the budget ends inside it, its note says it checked nothing.
+    from types import SimpleNamespace
+
+    from stanlogz._util import deadline
+    from stanlogz.crossval.observations import conditional_verify as CV
+
+    def never(*a, **k):
+        raise AssertionError("the brute force began with too little budget left")
+
+    quad = SimpleNamespace(seconds=lambda n_nodes, n_draws: n_nodes * n_draws * 1e-3)
+    pw = SimpleNamespace(source="conditional", quad=quad, model=SimpleNamespace(dim=1))
+    monkeypatch.setattr(CV, "verify_conditional", never)
+    with time_budget(600):
+        clock.t += 540  # 60 s left; the check needs 2 x 2048 x 16 x 1 ms = 66 s
+        notes, reason = CV.self_check(pw, np.zeros((40, 1)))
+    assert reason is None and notes == ["self-check of the conditional route not done: it needs "
+                                        "about 66 s and 60 s of the time budget is left (a "
+                                        "longer --time-budget runs it)"]
+
+    def cut(*a, **k):
+        raise deadline.spent("the self-check")
+
+    monkeypatch.setattr(CV, "verify_conditional", cut)
+    with time_budget(600):
+        clock.t += 500  # 100 s left: it begins, and the budget ends inside it
+        notes, reason = CV.self_check(pw, np.zeros((40, 1)))
+    assert reason is None and notes == ["self-check of the conditional route not done: the time "
+                                        "budget ended during its brute force (a longer "
+                                        "--time-budget runs it)"]
+
+
+def test_a_conditional_probe_on_a_spent_budget_is_not_read_as_no_mass(clock):
+    # A far-mode probe (and the self-check's brute force, made of probes) once read every
+    # error as "this value holds no mass" (-inf), the budget's end included: past the budget,
+    # far modes were silently taken as absent and the brute force summed -inf columns.
+    from stanlogz._util import deadline
+    from stanlogz.crossval.observations.conditional_quadrature import QuadratureLogLik
+    from stanlogz.errors import BudgetSpent
+
+    def evaluate(i, us, unc):
+        deadline.check_spent("a probe")
+        return np.zeros((unc.shape[0], len(us)))
+
+    quad = QuadratureLogLik.__new__(QuadratureLogLik)
+    quad._eval, quad.probes = evaluate, {}
+    unc = np.zeros((4, 1))
+    with time_budget(60):
+        assert np.all(quad._probe(0, np.arange(3.0), unc) == 0.0)
+        clock.t += 61
+        with pytest.raises(BudgetSpent):
+            quad._probe(0, np.arange(3.0), unc)
+
+
+def test_a_subsampled_loo_cut_by_the_budget_does_not_change_route(clock, monkeypatch):
+    # The approximation's pass of a subsampled loo (its density difference on thinned draws)
+    # once caught the budget's refusal with the check's failures and tried the conditional
+    # route instead, as if the difference were not a pointwise log-likelihood there.
+    from types import SimpleNamespace
+
+    from stanlogz._util import deadline
+    from stanlogz.crossval.psis_loo import loo as L
+    from stanlogz.errors import OverBudget
+
+    def chunks(unc):
+        raise deadline.OverBudget("the pass would take 5 min; 1 min of the time budget is left")
+        yield  # a generator, as the pass's
+
+    def other_route(*a, **k):
+        raise AssertionError("the budget's refusal was read as the route's")
+
+    monkeypatch.setattr(L, "conditional_instead", other_route)
+    pw = SimpleNamespace(obs=SimpleNamespace(n=50), source="difference", chunks=chunks)
+    d = SimpleNamespace(flat_unconstrained=lambda: np.zeros((400, 2)))
+    with time_budget(600), pytest.raises(OverBudget, match="5 min"):
+        L._subsampled(pw, d, 1.0, 10, 0, None)

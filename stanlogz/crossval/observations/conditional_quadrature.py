@@ -37,7 +37,7 @@ from scipy import special
 from ..._util import deadline
 from ..._util.arrays import even_rows
 from ..._util.threads import n_threads
-from ...errors import StanlogzError
+from ...errors import OverBudget, StanlogzError
 from ...stan.program import StanProgram, with_every_constant, with_field
 from .conditional import is_integer_valued, response_field
 from .conditional_integral import BATCH, IntegralMixin, NoConditional
@@ -377,6 +377,8 @@ class QuadratureLogLik(IntegralMixin):
         def one(j: int) -> None:
             try:
                 out[:, j] = self._eval(i, np.array([us[j]]), unc)[:, 0]
+            except OverBudget:  # the time budget ended: not a probe with no mass
+                raise
             except StanlogzError:  # includes NoConditional: a refused probe holds no mass
                 pass
 

@@ -35,7 +35,7 @@ from scipy import special
 
 from ..._util import deadline
 from ..._util.progress import duration
-from ...errors import InputError, StanlogzError, option
+from ...errors import InputError, OverBudget, StanlogzError, option
 
 #: Most nodes of the brute-force grid (per observation, evaluated at the checked draws).
 NODES = 2**14
@@ -129,6 +129,13 @@ def reference(src: Any, i: int, unc: np.ndarray, nodes: int = NODES
         if np.max(err) <= 1e-8 or n >= nodes:
             return num - cur, err
         prev = cur
+
+
+def _per_node(pw: Any, n_draws: int) -> float:
+    """Expected seconds of one brute-force node at ``n_draws`` draws: the pass's own timings
+    (:meth:`seconds` of its quadrature, threads counted), 0 where it has none."""
+    seconds = getattr(pw.quad, "seconds", None)
+    return float(seconds(START, n_draws)) / START if seconds is not None else 0.0
 
 
 def latents_integrated(src: Any, i: int) -> bool:
@@ -227,9 +234,18 @@ def self_check(pw: Any, unc: np.ndarray, seed: int | None = 0, k: int | None = K
         # its brute force at 16 draws took 11 s past it, checking nothing on the way)
         return [("self-check of the conditional route not done: the pass used the time "
                  f"budget (a longer {option('time_budget')} runs it)")], None
+    n_draws = min(K_DRAWS, np.asarray(unc).reshape(-1, pw.model.dim).shape[0])
+    need = k * 2 * START * _per_node(pw, n_draws)  # its first two levels, at least
+    if left is not None and need > left:  # priced before it starts: not begun, then cut
+        return [(f"self-check of the conditional route not done: it needs about "
+                 f"{duration(need)} and {duration(left)} of the time budget is left (a longer "
+                 f"{option('time_budget')} runs it)")], None
     t0 = time.perf_counter()
     try:
         recs = verify_conditional(pw, unc, k=k, seed=seed)
+    except OverBudget:  # the budget ended during the brute force: nothing was checked
+        return [("self-check of the conditional route not done: the time budget ended during "
+                 f"its brute force (a longer {option('time_budget')} runs it)")], None
     except StanlogzError as exc:  # the brute force could not evaluate the program
         return [f"self-check of the conditional route not done: {str(exc).splitlines()[0]}"], None
     label = pw.quad._label

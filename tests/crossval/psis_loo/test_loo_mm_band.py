@@ -258,6 +258,33 @@ def test_a_value_heavy_by_its_variance_left_on_psis_withholds_the_mcse():
         assert _heavy_left_note(band, [], SimpleNamespace(var_i=None), index) is None
 
 
+def test_a_run_the_budget_did_not_stop_keeps_its_mcse_where_no_map_is_tried():
+    # regression.stan, N = 1,000, every draw made under a budget that stopped nothing: its
+    # t(5) outlier (log-likelihood variance above the bar) reads k-hat 0.24, below the k-hat
+    # from which moment matching tries a map, so no budget could match it; the mc se was NA
+    # in 40 of 49 such runs, where the same run without a budget has one (and its self-check
+    # refit agreed, z +1.3). A stopped run (fewer draws, where it read high) keeps the rule.
+    from types import SimpleNamespace
+
+    from stanlogz import time_budget
+    from stanlogz.crossval.elpd.psis import LOGLIK_VAR_HEAVY
+    from stanlogz.crossval.psis_loo.loo import MM_K_TARGET, _heavy_left_note
+
+    index = np.arange(6)
+    var = np.full(6, 0.1)
+    var[[1, 4]] = 2 * LOGLIK_VAR_HEAVY
+    khat = np.full(6, 0.1)
+    khat[1], khat[4] = MM_K_TARGET - 0.06, MM_K_TARGET + 0.1  # 4: maps tried, none lowered it
+    ps = SimpleNamespace(var_i=var, khat=khat)
+    band = np.array([1, 4])
+    with time_budget(60):
+        assert "(2)" in _heavy_left_note(band, [SimpleNamespace(index=4)], ps, index)
+        assert _heavy_left_note(band, [SimpleNamespace(index=4)], ps, index,
+                                stopped=False) is None
+        note = _heavy_left_note(band, [], ps, index, stopped=False)
+        assert "1 observation(s)" in note and "(5)" in note
+
+
 def test_values_heavy_by_variance_the_budget_left_are_matched_within_a_grace():
     # under a spent budget (load 3-4, 2.5-5 s) the outlier went unmatched in most runs, and its
     # PSIS value made the mc se NA; one match costs a fraction of a second, so the heaviest
