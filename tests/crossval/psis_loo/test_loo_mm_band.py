@@ -325,3 +325,31 @@ def test_a_stopped_pass_that_left_poorly_approximated_observations_names_them():
     note = poor_left_note([543])
     assert "before 1 observation(s) whose approximation is poor were computed (544)" in note
     assert "time_budget" in note
+
+
+def test_a_value_heavy_by_its_variance_gets_maps_whatever_its_k_hat(monkeypatch):
+    # regression.stan at N = 1,000: the outlier (log-likelihood variance above the bar) read
+    # k-hat 0.24, below the k-hat moment matching aims for, so no map was tried and it stayed
+    # on PSIS; a budget-stopped run then withheld its mc se (49 of 120 runs). Its maps now
+    # go on until one lowers its k-hat; a value light by its variance is left as before.
+    from types import SimpleNamespace
+
+    from stanlogz.crossval.elpd.psis import LOGLIK_VAR_HEAVY
+    from stanlogz.crossval.psis_loo import loo as L
+
+    asked = {}
+
+    def fake_mm(pw, draws, i, *, k_target, **kw):
+        asked[i] = k_target
+        return SimpleNamespace(warnings=[], khat_after=0.1, elpd=-1.0, mcse=0.01, n_evals=10,
+                               seconds=0.0, unfinished=False)
+
+    monkeypatch.setattr(L, "moment_match_observation", fake_mm)
+    ps = SimpleNamespace(var_i=np.array([2 * LOGLIK_VAR_HEAVY, 0.1, 2 * LOGLIK_VAR_HEAVY]),
+                         khat=np.array([0.24, 0.24, 0.45]), elpd_i=np.zeros(3))
+    pw = SimpleNamespace(column=lambda i, x: np.zeros(len(x)))
+    d = SimpleNamespace(unconstrained=np.zeros((1, 4, 2)),
+                        flat_unconstrained=lambda: np.zeros((4, 2)))
+    for i in range(3):
+        L._moment_matched(pw, d, np.zeros(4), i, ps, i, 0.7, 1.0)
+    assert asked == {0: 0.24, 1: L.MM_K_TARGET, 2: L.MM_K_TARGET}
