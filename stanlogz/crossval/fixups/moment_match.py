@@ -246,7 +246,7 @@ def moment_match(draws: np.ndarray, log_post: LogDensity, log_lik_i: LogDensity,
 
     def improve() -> bool:
         """Accept the first map (in TRANSFORMATIONS order) that lowers k̂ of the current draws."""
-        nonlocal x, lp, ll, lq, lw, khat, total, n_evals
+        nonlocal x, lp, ll, lq, lw, khat, total, n_evals, stopped
         for name in names:
             step = _matching_map(name, x, lw)
             if step is None:
@@ -256,6 +256,9 @@ def moment_match(draws: np.ndarray, log_post: LogDensity, log_lik_i: LogDensity,
             try:
                 lp_new = _evaluate(log_post, x_new, "log_post")
                 ll_new = _evaluate(log_lik_i, x_new, "log_lik_i")
+            except run_budget.OverBudget:  # the run's budget ended inside this map (a
+                stopped = True             # conditional quadrature checks it): the maps
+                return False               # accepted so far stand, as at the deadline
             except InputError:
                 raise
             except StanlogzError:  # the program failed at the moved draws: reject the map

@@ -111,3 +111,40 @@ def test_a_matched_point_left_above_the_threshold_withholds_the_mcse(fit, monkey
     assert math.isnan(r.mcse_elpd_loo)
     assert "1 observation(s) still have Pareto k-hat above" in (r.mcse_na_reason() or "")
     assert bool(r.to_arviz().warning)
+
+
+def test_a_budget_that_ends_inside_a_map_keeps_the_maps_accepted(clock) -> None:
+    # AR(5) of 200 steps under 255 s: observation 1's maps brought k-hat from above the
+    # threshold to 0.41, the next map's conditional quadrature (which checks the budget) found
+    # it spent, and the point was dropped with everything it had reached. The maps accepted
+    # stand, as at a deadline; a budget spent before any map is accepted leaves it unfinished.
+    from stanlogz import time_budget
+    from stanlogz._util import deadline
+
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 200, 3))
+    lp = lambda t: -0.5 * np.sum(t**2, axis=1)  # noqa: E731
+    state = {"spend": False}
+
+    def ll(t):
+        if state["spend"]:  # as a quadrature: the budget checked at each evaluation
+            clock.t += 3600.0
+            deadline.check_spent("the conditional log-likelihood")
+        return -0.5 * ((t[:, 0] - 1.5) / 0.5) ** 2
+
+    def spend(_line):  # the budget ends right after the first map is accepted
+        state["spend"] = True
+
+    full = moment_match(x, lp, ll, index=0, r_eff=1.0, k_threshold=0.7, k_target=0.3)
+    assert len(full.transformations) >= 2  # the control: more than one map is accepted
+    with time_budget(60):
+        cut = moment_match(x, lp, ll, index=0, r_eff=1.0, k_threshold=0.7, k_target=0.3,
+                           on_map=spend)
+    assert cut.transformations == full.transformations[:1]
+    assert cut.khat_transformed < cut.khat_before
+    assert cut.unfinished == (cut.khat_after >= 0.7)
+    state["spend"] = True
+    with time_budget(60):  # spent at the first map's evaluation: nothing accepted
+        none = moment_match(x, lp, ll, index=0, r_eff=1.0, k_threshold=0.7,
+                            log_lik_draws=-0.5 * ((x.reshape(-1, 3)[:, 0] - 1.5) / 0.5) ** 2)
+    assert none.transformations == [] and none.unfinished
