@@ -131,13 +131,6 @@ def reference(src: Any, i: int, unc: np.ndarray, nodes: int = NODES
         prev = cur
 
 
-def _per_node(pw: Any, n_draws: int) -> float:
-    """Expected seconds of one brute-force node at ``n_draws`` draws: the pass's own timings
-    (:meth:`seconds` of its quadrature, threads counted), 0 where it has none."""
-    seconds = getattr(pw.quad, "seconds", None)
-    return float(seconds(START, n_draws)) / START if seconds is not None else 0.0
-
-
 def latents_integrated(src: Any, i: int) -> bool:
     """Whether the route's value of observation ``i`` has the observation's own latents
     integrated out (p(y_i | y₋ᵢ, θ without z_i)): a brute force over y_i alone holds z_i at the
@@ -235,7 +228,8 @@ def self_check(pw: Any, unc: np.ndarray, seed: int | None = 0, k: int | None = K
         return [("self-check of the conditional route not done: the pass used the time "
                  f"budget (a longer {option('time_budget')} runs it)")], None
     n_draws = min(K_DRAWS, np.asarray(unc).reshape(-1, pw.model.dim).shape[0])
-    need = k * 2 * START * _per_node(pw, n_draws)  # its first two levels, at least
+    need = k * pw.quad.seconds(2 * START, n_draws)  # its first two levels, at least, priced
+    # from the pass's own timings
     if left is not None and need > left:  # priced before it starts: not begun, then cut
         return [(f"self-check of the conditional route not done: it needs about "
                  f"{duration(need)} and {duration(left)} of the time budget is left (a longer "

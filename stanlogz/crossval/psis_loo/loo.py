@@ -592,8 +592,7 @@ def loo(
         res.warnings.append(own_na)
         if not own_na.endswith("refit exactly") and np.isfinite(res.mcse_elpd_loo):
             res.mcse_elpd_loo, res.mcse_na_note = float("nan"), own_na  # the first reason stays
-    stopped = bool(budget_stop and (budget_stop.get("sampling") or budget_stop.get("pass")))
-    heavy_na = (_heavy_left_note(band_mm, res.fixed, ps, index, band, stopped)
+    heavy_na = (_heavy_left_note(band_mm, res.fixed, ps, index, band, bool(budget_stop))
                 or poor_left_note(poor_left))
     if heavy_na is not None:  # heavy ratios left on PSIS: as loo's NA for a high k-hat
         res.warnings.append(heavy_na)
@@ -807,7 +806,7 @@ def _match_band(band: np.ndarray, match: Any, ps: PsisLoo, pos: dict[int, int],
         return f.khat_after is not None and f.khat_after < f.khat and f.khat_after <= threshold
 
     def in_vain(done: list[FixedPoint]) -> bool:  # the first MM_BAND_TRIES maps lowered none
-        tried = [f for f in done if f.khat >= MM_K_TARGET]  # below: maps for the heavy only
+        tried = [f for f in done if f.khat >= MM_K_TARGET]  # below: not counted here
         return len(tried) >= MM_BAND_TRIES and not any(map(lowered, done))
 
     matched, _, left = moment_match_points(band, match, progress, seconds, stop_when=in_vain)
@@ -891,10 +890,11 @@ def _heavy_left_note(band: np.ndarray, fixed: list[FixedPoint], ps: PsisLoo,
     :class:`~.band_refit.BandCorrection` that ran: their error is then in its se). Only
     under a time budget, where it was measured: without one, the band's own time cap leaves
     such values on radon_county_intercept whose k̂ reads low, and the total covered there
-    (benchmarks/corpus_coverage.py). Where the budget stopped neither sampling nor the pass
-    (``stopped`` False), a value whose k̂ is below :data:`MM_K_TARGET` is not counted: no map
-    is tried there, with a budget or without, so the run is the one without a budget (N =
-    1,000, the outlier at k̂ 0.24 with every draw made withheld 40 of 49 such runs)."""
+    (benchmarks/corpus_coverage.py). Where the budget stopped nothing (``stopped`` False: no
+    sampling, pass or thinning cut), a value whose k̂ reads below :data:`MM_K_TARGET` is not
+    counted: the run is the one without a budget (N = 1,000, the outlier at k̂ 0.24 with
+    every draw made withheld 40 of 49 such runs before :func:`_moment_matched` tried maps
+    for it)."""
     if ps.var_i is None or not band.size or run_budget.budget_seconds() is None:
         return None
     pos = {int(o): j for j, o in enumerate(index)}
