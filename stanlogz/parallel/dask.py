@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import signal
 import threading
 import time
@@ -74,7 +75,10 @@ def open_client(address: str | None = None, n_workers: int | None = None,
                 *, processes: bool = True) -> Any:
     """A ``dask.distributed.Client``: connected to the scheduler at ``address``
     (``tcp://host:8786`` or a scheduler file), else on a new ``LocalCluster`` of ``n_workers``
-    single-threaded worker processes, which ignore Ctrl-C (this process stops them). The client
+    single-threaded worker processes, which ignore Ctrl-C (this process stops them) and log
+    nothing below CRITICAL (a unit's error reaches this process as its exception; a worker
+    that loses its scheduler while the cluster closes after Ctrl-C would otherwise print a
+    traceback of its heartbeat). The client
     closes its own local cluster on close. Ctrl-C while the cluster starts closes it and then
     raises KeyboardInterrupt."""
     distributed = _require_distributed()
@@ -93,7 +97,7 @@ def open_client(address: str | None = None, n_workers: int | None = None,
         try:
             cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
                                                processes=processes, dashboard_address=":0",
-                                               silence_logs=40)
+                                               silence_logs=logging.CRITICAL)
             client = distributed.Client(cluster)
             client._stanlogz_owns_cluster = cluster  # closed with the client (close_client)
             if processes and not held:

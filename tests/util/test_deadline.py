@@ -6,6 +6,7 @@ the routes' real times on corpus programs are in docs/benchmarks.md."""
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -381,6 +382,33 @@ def test_moment_matching_keeps_within_the_run_budget(clock):
     assert notes == ["the run's time budget ran out during moment matching "
                      "after 0 of 2 observation(s); the others (5, 8) keep their PSIS values "
                      "(raise --time-budget, or fix them with --fix exact)"]
+
+
+def test_the_run_budget_ending_moment_matching_is_in_budget_stop(clock):
+    # what the time budget ended is the result's budget_stop; moment matching ended by it is
+    # "moment_matching" there (it made the heavy values' rule apply), and one ended by its own
+    # cap (mm_budget) is not: that run is the one a larger budget gives
+    from stanlogz.crossval.fixups.mm_points import moment_match_points
+    from stanlogz.crossval.psis_loo.anytime import with_mm_cut
+
+    def slow(i, deadline_s, on_map):
+        clock.t += 10.0
+        return SimpleNamespace(index=i, diagnostics={}, khat=0.8, khat_after=0.5, n_evals=1,
+                               seconds=10.0)
+
+    cut: list[dict[str, int]] = []
+    with time_budget(20):
+        matched, _, left = moment_match_points(np.array([4, 7, 9]), slow, None, cut=cut)
+    assert [f.index for f in matched] == [4, 7] and left == [9]
+    assert cut == [{"observations_done": 2, "observations": 3}]
+    own: list[dict[str, int]] = []
+    with time_budget(600):
+        moment_match_points(np.array([4, 7, 9]), slow, None, mm_budget=15.0, cut=own)
+    assert own == []
+    assert with_mm_cut(None, own) is None
+    assert with_mm_cut(None, cut + cut) == {
+        "sampling": None, "pass": None,
+        "moment_matching": {"observations_done": 4, "observations": 6}}
 
 
 def test_a_point_the_budget_ends_inside_is_left_unmatched_not_a_refusal(clock):

@@ -30,7 +30,8 @@ def moment_match_points(bad: np.ndarray,
                                             FixedPoint],
                         progress: Callable[[str], None] | None,
                         mm_budget: float | None = None,
-                        stop_when: Callable[[list[FixedPoint]], bool] | None = None
+                        stop_when: Callable[[list[FixedPoint]], bool] | None = None,
+                        cut: list[dict[str, int]] | None = None
                         ) -> tuple[list[FixedPoint], list[str], list[int]]:
     """Moment-matched :class:`FixedPoint` s of the observations ``bad`` (0-based), in order
     (``match_one(i, deadline, on_map)`` matches one; ``deadline`` is a value of the run
@@ -38,7 +39,9 @@ def moment_match_points(bad: np.ndarray,
     unmatched because the budget ran out (before their matching started, or during it with k̂
     still above the threshold: :data:`UNFINISHED`) or the user interrupted; they keep their
     PSIS values and are not refitted either. ``stop_when(matched)`` true after a point ends
-    the matching there too, with no note (the caller says why)."""
+    the matching there too, with no note (the caller says why). Where the run's time budget
+    (not ``mm_budget``) left some, ``cut`` (when given) gets ``{"observations_done",
+    "observations"}`` appended: what the result's ``budget_stop["moment_matching"]`` says."""
     t0 = run_budget.clock()
     deadline = None if mm_budget is None else t0 + float(mm_budget)
     run_left = run_budget.remaining()  # the run's time budget: a tenth is kept for the rest
@@ -81,6 +84,8 @@ def moment_match_points(bad: np.ndarray,
         return matched, notes, left
     left = [int(v) for v in bad[len(matched):]]
     if left and by_run:
+        if cut is not None:
+            cut.append({"observations_done": len(matched), "observations": int(bad.size)})
         notes.append("the run's time budget ran out during moment matching "
                      f"after {len(matched)} of {bad.size} observation(s); the others "
                      f"({', '.join(str(v + 1) for v in left[:10])}) keep their PSIS values "

@@ -340,6 +340,19 @@ def budget_flags(d: Draws, est: dict[str, Any] | None,
     return out
 
 
+def with_mm_cut(flags: dict[str, Any] | None, cuts: list[dict[str, int]]
+                ) -> dict[str, Any] | None:
+    """``flags`` (:func:`budget_flags`) with ``"moment_matching": {observations_done,
+    observations}`` where the time budget ended moment matching (``cuts``: one entry per
+    stage it ended, the points above the threshold and the band below; summed)."""
+    if not cuts:
+        return flags
+    out = dict(flags or {"sampling": None, "pass": None})
+    out["moment_matching"] = {key: sum(c[key] for c in cuts)
+                              for key in ("observations_done", "observations")}
+    return out
+
+
 def _batched_reserve(pw: Any, x: np.ndarray) -> tuple[float, float] | None:
     """:func:`pass_reserve` of a pass the model batches (the interpreter: many observations'
     instances at each draw in one native call), with a margin of ``BATCH_MARGIN``; None where

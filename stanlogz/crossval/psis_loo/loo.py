@@ -63,6 +63,7 @@ from .anytime import (
     pass_reserve,
     poor_left_note,
     refit_prices,
+    with_mm_cut,
     within_budget,
 )
 from .band_refit import correct_band
@@ -510,11 +511,14 @@ def loo(
         # ratios have the prior's tail, which a matched k-hat also reads as lighter
         band_mm = band_mm[~np.isin(band_mm, list(own))]
     if method.acts and (bad.size or band_mm.size):
+        mm_cut: list[dict[str, int]] = []
         fixed, why = _fix(pw, d, bad, ps, index, method, threshold, r_eff, nuts, fix_opts,
                           seed, n_workers, progress, band=band_mm,
                           band_seconds=max(MM_BAND_SECONDS,
-                                           MM_BAND_SHARE * (time.perf_counter() - t0)))
+                                           MM_BAND_SHARE * (time.perf_counter() - t0)),
+                          cut=mm_cut)
         notes.extend(why)
+        budget_stop = with_mm_cut(budget_stop, mm_cut)
     if own_refit:
         more, why = _fix(pw, d, np.array(sorted(own)), ps, index, EXACT, threshold, r_eff, nuts,
                          EXACT.options(None), seed, n_workers, progress)
@@ -704,14 +708,16 @@ def _subsampled(pw: PointwiseLogLik, d: Draws, r_eff: float, m: int, seed: int |
 def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.ndarray,
          fix: FixMethod, threshold: float, r_eff: float, nuts: NutsArgs,
          options: FixOptions, seed: int | None, n_workers: int, progress: Any,
-         band: np.ndarray | None = None, band_seconds: float = MM_BAND_SECONDS
+         band: np.ndarray | None = None, band_seconds: float = MM_BAND_SECONDS,
+         cut: list[dict[str, int]] | None = None
          ) -> tuple[list[FixedPoint], list[str]]:
     """Fix-ups of the observations ``bad`` (0-based) by the steps of ``fix``, and warnings for
     those that cannot be. Moment matching alone (``mm``) keeps every matched value; followed by
     a refit (``auto``) it keeps those it brings under the threshold and refits the rest. The
     observations ``band`` (k̂ just below the threshold, :func:`mm_band_floor`, or ratios heavy
     by their log-likelihood variance) are moment matched too, within ``band_seconds``, after
-    ``bad``; never refit."""
+    ``bad``; never refit. ``cut`` gets an entry for each of the two whose matching the run's
+    time budget ended (:func:`moment_match_points`)."""
     pos = {int(o): j for j, o in enumerate(index)}
     fixed: list[FixedPoint] = []
     mm_notes: list[str] = []  # kept whatever the refits say (a band or budget stop)
@@ -730,12 +736,13 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
                 progress(f"moment matching {bad.size} observation(s) with k-hat > "
                          f"{threshold:.2f}: {', '.join(str(i + 1) for i in bad)}")
             matched, mm_notes, _ = moment_match_points(bad, match, progress,
-                                                       getattr(options, "mm_budget", None))
+                                                       getattr(options, "mm_budget", None),
+                                                       cut=cut)
         fixed = [f for f in matched if fix.refit is None or f.khat_after <= threshold]
         if band is not None and band.size and not any(n.startswith("interrupted")
                                                       for n in mm_notes):
             done, band_note = _match_band(band, match, ps, pos, threshold, band_seconds,
-                                          progress)
+                                          progress, cut)
             fixed += done
             mm_notes += band_note
         bad = np.array([f.index for f in matched if f.khat_after > threshold], dtype=int)
@@ -790,13 +797,14 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
 
 
 def _match_band(band: np.ndarray, match: Any, ps: PsisLoo, pos: dict[int, int],
-                threshold: float, seconds: float, progress: Any
-                ) -> tuple[list[FixedPoint], list[str]]:
+                threshold: float, seconds: float, progress: Any,
+                cut: list[dict[str, int]] | None = None) -> tuple[list[FixedPoint], list[str]]:
     """Moment-matched values of the observations ``band`` (k̂ at most the threshold, and above
     :func:`mm_band_floor` or with a log-likelihood variance above :data:`LOGLIK_VAR_HEAVY`;
     the most variable first) within ``seconds`` (and the time budget): a value is kept where a
     map lowered its k̂; the others, and those the time left, keep PSIS's, with a note when
-    time left some, or when a value heavy by its variance could not be matched."""
+    time left some, or when a value heavy by its variance could not be matched. Where the
+    run's time budget (not ``seconds``) left some, ``cut`` gets their count."""
     floor = mm_band_floor(ps.n_samples, threshold)
     if progress:
         progress(f"moment matching {band.size} observation(s) with k-hat in ({floor:.2f}, "
@@ -809,10 +817,14 @@ def _match_band(band: np.ndarray, match: Any, ps: PsisLoo, pos: dict[int, int],
         tried = [f for f in done if f.khat >= MM_K_TARGET]  # below: not counted here
         return len(tried) >= MM_BAND_TRIES and not any(map(lowered, done))
 
-    matched, _, left = moment_match_points(band, match, progress, seconds, stop_when=in_vain)
+    by_budget: list[dict[str, int]] = []
+    matched, _, left = moment_match_points(band, match, progress, seconds, stop_when=in_vain,
+                                           cut=by_budget)
     matched += _grace_matches(left, match, ps, pos, progress)
     tried = {f.index for f in matched}
     left = [i for i in left if i not in tried]
+    if left and by_budget and cut is not None:
+        cut.append({"observations_done": len(matched), "observations": int(band.size)})
     kept = [f for f in matched if lowered(f)]
     notes = []
     done = {f.index for f in kept}
@@ -878,31 +890,29 @@ def _grace_matches(left: list[int], match: Any, ps: PsisLoo, pos: dict[int, int]
 
 
 def _heavy_left_note(band: np.ndarray, fixed: list[FixedPoint], ps: PsisLoo,
-                     index: np.ndarray, correction: Any = None, stopped: bool = True
+                     index: np.ndarray, correction: Any = None, stopped: bool = False
                      ) -> str | None:
     """Why the mc se is NA where values heavy by their log-likelihood variance (above
     ``LOGLIK_VAR_HEAVY``) among those moment matching was asked to match (``band``) keep
-    PSIS's values: the time left them, or no map lowered their k̂. Their PSIS values read
-    high beyond their mc se whatever k̂ says (issue 45: regression.stan's outlier, left by a
-    spent budget at about 750 draws, was +0.3 to +0.5 nats off, z up to +3.1), so the total
-    has none, as loo's for a k̂ above the threshold. None when every such value was matched,
-    refit, or corrected by the k̂ band's refits (``correction``, a
-    :class:`~.band_refit.BandCorrection` that ran: their error is then in its se). Only
-    under a time budget, where it was measured: without one, the band's own time cap leaves
-    such values on radon_county_intercept whose k̂ reads low, and the total covered there
-    (benchmarks/corpus_coverage.py). Where the budget stopped nothing (``stopped`` False: no
-    sampling, pass or thinning cut), a value whose k̂ reads below :data:`MM_K_TARGET` is not
-    counted: the run is the one without a budget (N = 1,000, the outlier at k̂ 0.24 with
-    every draw made withheld 40 of 49 such runs before :func:`_moment_matched` tried maps
-    for it)."""
-    if ps.var_i is None or not band.size or run_budget.budget_seconds() is None:
+    PSIS's values in a run the time budget cut (``stopped``: its sampling, pass, draws or
+    moment matching). Their PSIS values read high beyond their mc se whatever k̂ says
+    (issue 45: regression.stan's outlier, left by a spent budget at about 750 draws, was +0.3
+    to +0.5 nats off, z up to +3.1), so the total has none, as loo's for a k̂ above the
+    threshold. None when every such value was matched, refit, or corrected by the k̂ band's
+    refits (``correction``, a :class:`~.band_refit.BandCorrection` that ran: their error is
+    then in its se), and None where no budget cut the run: it is then the run without a
+    budget, where the band's own time cap leaves such values on radon_county_intercept whose
+    k̂ reads low and the total covered (benchmarks/corpus_coverage.py); at 30 s, the cap, not
+    the budget, left 17 of them, and the total was NA only because a budget was given."""
+    if ps.var_i is None or not band.size or run_budget.budget_seconds() is None \
+            or not stopped:
         return None
     pos = {int(o): j for j, o in enumerate(index)}
     done = {f.index for f in fixed}
     if correction is not None and correction.status != "skipped":
         done |= {*correction.sampled, *correction.unsampled}
-    left = [int(o) for o in band if int(o) not in done and ps.var_i[pos[int(o)]] > LOGLIK_VAR_HEAVY
-            and (stopped or not ps.khat[pos[int(o)]] < MM_K_TARGET)]
+    left = [int(o) for o in band
+            if int(o) not in done and ps.var_i[pos[int(o)]] > LOGLIK_VAR_HEAVY]
     if not left:
         return None
     return (f"{len(left)} observation(s) whose log-likelihood varies over the draws by more than "
