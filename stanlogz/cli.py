@@ -251,7 +251,9 @@ def _main(argv: Sequence[str] | None, held: list[int], *, restore_default: bool)
             raise KeyboardInterrupt
         check_output_paths(args)
         report = Reporter(json_mode=args.json, quiet=args.quiet)
-        with speaking("cli"), time_budget(args.time_budget), \
+        # the budget counts from the process's start (a user times the whole command)
+        started = deadline.process_age() if argv is None else 0.0
+        with speaking("cli"), time_budget(args.time_budget, spent_before=started), \
                 deadline.watchdog(WATCHDOG_GRACE_S), interrupts_not_swallowed():
             status = int(args._run(args, report) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit

@@ -248,7 +248,8 @@ def refit_draws(train: StanProgram, settings: NutsArgs, *, seed: int | None,
     def probed_cold(drawn: Draws) -> Draws:  # checked by chains from the full fit's draws
         starts = warm.last[np.arange(probe_chains(settings.chains)) % len(warm.last)]
         return _probed(train, nuts, seed, drawn, adapted, starts, "from the full fit",
-                       "from random inits", warm_run, progress)
+                       "from random inits", warm_run, progress,
+                       lambda: _another_fits(drawn, settings, nuts))
 
     if cold:
         drawn = sample(train, settings, seed=seed, progress=progress)
@@ -262,7 +263,7 @@ def refit_draws(train: StanProgram, settings: NutsArgs, *, seed: int | None,
     if not probe or drawn.budget_stop is not None:
         return drawn, True
     r = max_rhat(drawn.unconstrained)
-    if r > RHAT_MODES and deadline.remaining() is None:
+    if r > RHAT_MODES and _another_fits(drawn, nuts, settings):
         # the full fit's metric does not fit this posterior (radon: a county whose homes were
         # all held out, its intercept back at its wide prior): cold, probed as a cold refit is
         again = cold_run()
@@ -275,17 +276,40 @@ def refit_draws(train: StanProgram, settings: NutsArgs, *, seed: int | None,
     starts = random_inits(train.dim, probe_chains(settings.chains),
                           stream_rng(seed, Stream.MODE_PROBE))
     return _probed(train, nuts, seed, drawn, adapted, starts, "from random inits",
-                   "from the full fit", cold_run, progress), True
+                   "from the full fit", cold_run, progress,
+                   lambda: _another_fits(drawn, nuts, settings)), True
+
+
+#: A second whole refit under a time budget is priced at the first's seconds per iteration
+#: times this (a cold run's early warmup, before its step size is adapted, is slower: up to
+#: 2.6x the rest on the wells example) ...
+ANOTHER_MARGIN = 2.0
+#: ... and run where that fits in this share of the budget left.
+ANOTHER_SHARE = 0.5
+
+
+def _another_fits(drawn: Draws, ran: NutsArgs, other: NutsArgs) -> bool:
+    """Whether a second whole refit with ``other``'s iterations fits in the run's time budget
+    (always without one), priced from ``drawn``, a run of ``ran``'s. Before, any budget
+    ruled it out: posteriordb radon_county_intercept under 30 s (11 s left, a refit of about
+    2 s) joined the probe's short chains for its three one-house counties instead, whose
+    split R-hat (1.16-1.25) then made the mc se NA where the run without a budget had one."""
+    left = deadline.remaining()
+    if left is None:
+        return True
+    per_iteration = drawn.seconds / max(ran.warmup + ran.draws, 1)
+    cost = ANOTHER_MARGIN * per_iteration * (other.warmup + other.draws)
+    return drawn.seconds > 0 and cost <= ANOTHER_SHARE * left
 
 
 def _probed(train: StanProgram, nuts: NutsArgs, seed: int | None, drawn: Draws,
             adapted: _Adapted | None, starts: np.ndarray, probe_from: str, drawn_from: str,
-            other: Any, progress: Any) -> Draws:
+            other: Any, progress: Any, other_fits: Any = lambda: True) -> Draws:
     """``drawn`` checked by :mod:`.modes`' probe, chains started at ``starts`` (unconstrained,
     ``(chains, dim)``, :func:`~.modes.probe_chains`) with the full fit's step size and metric
     where ``adapted``: as it is (the probe's cost added) where the probe's chains agree with
-    it; else joined with ``other()`` (a whole refit started the probe's way), or under a time
-    budget with the probe's chains."""
+    it; else joined with ``other()`` (a whole refit started the probe's way), or, where that
+    does not fit in the time budget (``other_fits()`` false), with the probe's chains."""
     c = np.arange(starts.shape[0])
     p_warm = None if adapted is None else _Adapted(
         starts[:, None, :], adapted.step_size[c % adapted.step_size.size],
@@ -316,7 +340,7 @@ def _probed(train: StanProgram, nuts: NutsArgs, seed: int | None, drawn: Draws,
     name = list(train.param_unc_names())[j]
     why = (f"NUTS on {train.name}: chains {probe_from} ended elsewhere than those "
            f"{drawn_from} ({name}: {far:.1f} sd beyond the range of their draws)")
-    if deadline.remaining() is not None:  # no time for another refit: the probe's chains join
+    if not other_fits():  # no time for another refit: the probe's chains join
         return join_chains(costed.thinned(n) if costed.n_draws > n else costed, p,
                            f"{why}; their chains joined (the time budget holds no other refit)")
     if progress:

@@ -123,11 +123,31 @@ def test_one_mode_no_probe_fires(compiled) -> None:
     assert all(math.isfinite(f.mcse) for f in r.folds) and math.isfinite(r.mcse)
 
 
+def test_a_second_refit_runs_under_a_budget_where_it_fits(clock) -> None:
+    # priced at the first run's seconds per iteration x ANOTHER_MARGIN, run where that fits
+    # in ANOTHER_SHARE of the budget left; always without a budget. Before, any budget ruled
+    # it out (radon_county_intercept at 30 s: 11 s left, refits of about 2 s joined short
+    # probe chains instead, and their R-hat made the mc se NA)
+    from stanlogz.draws.continuation import ANOTHER_MARGIN, ANOTHER_SHARE, _another_fits
+    from stanlogz.stan.settings import NutsArgs
+
+    drawn = Draws(np.zeros((2, 10, 1)), None, ["mu"], seconds=1.0)
+    warm, cold = NutsArgs(warmup=100, draws=1000), NutsArgs(warmup=1000, draws=1000)
+    cost = ANOTHER_MARGIN * 1.0 / 1100 * 2000  # the cold run priced from the warm one
+    assert _another_fits(drawn, warm, cold)
+    with stanlogz.time_budget(cost / ANOTHER_SHARE + 0.01):
+        assert _another_fits(drawn, warm, cold)
+        clock.t += 0.02
+        assert not _another_fits(drawn, warm, cold)
+
+
 @pytest.mark.stan
-def test_a_warm_refit_that_does_not_mix_is_refit_cold(compiled, monkeypatch) -> None:
+@pytest.mark.parametrize("budget", [None, 600])
+def test_a_warm_refit_that_does_not_mix_is_refit_cold(compiled, monkeypatch, budget) -> None:
     """Where the warm chains' split R-hat exceeds RHAT_MODES (the full fit's metric does not
     fit the training posterior: radon's county whose homes were all held out), the refit runs
-    from random inits, is probed from the full fit, and says so (the R-hat is stood in for)."""
+    from random inits, is probed from the full fit, and says so (the R-hat is stood in for);
+    under a time budget where that fits, too."""
     from stanlogz.draws import continuation
     from stanlogz.draws.continuation import WarmStart, refit_draws
     from stanlogz.stan.settings import NutsArgs
@@ -141,8 +161,9 @@ def test_a_warm_refit_that_does_not_mix_is_refit_cold(compiled, monkeypatch) -> 
     monkeypatch.setattr(continuation, "max_rhat",
                         lambda x: calls.append(1) or (2.0 if len(calls) == 1 else real(x)))
     train = m.with_data(dict(data, N=9, y=data["y"][:9]))
-    d, warm = refit_draws(train, NutsArgs(chains=2, warmup=200, draws=100), seed=3,
-                          warm=WarmStart.of(m, full))
+    with stanlogz.time_budget(budget):
+        d, warm = refit_draws(train, NutsArgs(chains=2, warmup=200, draws=100), seed=3,
+                              warm=WarmStart.of(m, full))
     assert not warm and d.unconstrained.shape == (2, 100, 1)
     assert any("did not mix (split R-hat 2.00 > 1.1): refit from random inits" in w
                for w in d.warnings)

@@ -384,6 +384,15 @@ def test_moment_matching_keeps_within_the_run_budget(clock):
                      "(raise --time-budget, or fix them with --fix exact)"]
 
 
+def test_a_budget_counts_what_was_spent_before_it(clock):
+    # the command line counts its process's start (deadline.process_age) as spent
+    with time_budget(20, spent_before=3.0):
+        assert deadline.remaining() == pytest.approx(17.0)
+        assert deadline.budget_seconds() == 20.0
+        assert deadline.elapsed() == pytest.approx(3.0)
+    assert 0.0 <= deadline.process_age() <= deadline.STARTUP_MAX_S
+
+
 def test_the_run_budget_ending_moment_matching_is_in_budget_stop(clock):
     # what the time budget ended is the result's budget_stop; moment matching ended by it is
     # "moment_matching" there (it made the heavy values' rule apply), and one ended by its own
