@@ -250,7 +250,8 @@ def correct_band(obs: np.ndarray, khat: np.ndarray, psis: np.ndarray,
                     + (no_refit if no_refit is not None else
                        "the cost of refitting a sample of them is unknown" if cost is None else
                        f"refitting {m} of them would take about {duration(cost)}, more than "
-                       f"{duration(cap)}")
+                       + (f"{duration(cap)}" if left is None or cap < left else
+                          f"the time budget has left ({duration(max(cap, 0.0))})"))
                     + ("" if no_refit is not None else
                        f"; {Route(options={'verify': 4})} corrects them whatever the cost"))
         return fixed, out

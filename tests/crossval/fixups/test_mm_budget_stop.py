@@ -148,3 +148,29 @@ def test_a_budget_that_ends_inside_a_map_keeps_the_maps_accepted(clock) -> None:
         none = moment_match(x, lp, ll, index=0, r_eff=1.0, k_threshold=0.7,
                             log_lik_draws=-0.5 * ((x.reshape(-1, 3)[:, 0] - 1.5) / 0.5) ** 2)
     assert none.transformations == [] and none.unfinished
+
+
+def test_a_refit_the_budget_refuses_keeps_the_psis_value_not_the_command(fit, monkeypatch
+                                                                          ) -> None:
+    """An exact refit whose NUTS the run's budget refuses (still in warmup when the budget is
+    spent) used to refuse the whole command: posteriordb radon_county_intercept under
+    ``--time-budget 15`` lost its answer at 14 s to the refits of its three one-house
+    counties. The observation now keeps its PSIS value (and label), the note says the budget
+    ended the refits, and the mc se is NA as loo's for a k-hat above the threshold."""
+    from stanlogz.errors import OverBudget
+
+    m, d = fit
+
+    def refused(*args, **kwargs):
+        raise OverBudget("sampling model would take about 59 s here ... still in warmup")
+
+    monkeypatch.setattr(loo_module, "fix_observation", refused)
+    with stanlogz.time_budget(600):
+        r = stanlogz.loo(m, DATA, draws=d, fix="exact", seed=1, verify=0)
+    assert r.khat[9] > r.threshold and not r.fixed
+    assert r.pointwise()[9]["method"] == "psis"
+    assert r.elpd_loo == pytest.approx(r.psis_elpd_i.sum(), abs=1e-12)
+    assert math.isnan(r.mcse_elpd_loo)
+    assert any(w.startswith("the time budget ended the exact refits after 0 of 1; "
+                            "observation(s) 10 keep their values from the posterior draws")
+               for w in r.warnings), r.warnings

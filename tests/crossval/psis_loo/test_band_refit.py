@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 
 import numpy as np
 import pytest
 
+from stanlogz import time_budget
 from stanlogz.crossval.fixups.fixups import FixedPoint
 from stanlogz.crossval.psis_loo.band_refit import (
     BAND_LOW,
@@ -126,6 +128,12 @@ def test_small_band_is_refit_whole_and_costly_band_is_left() -> None:
                                rng=np.random.default_rng(0))
     assert band.status == "skipped" and fixed == [] and calls == []
     assert "would take about" in band.note and "verify=4" in band.note
+    # under a spent time budget the line says so (it read "more than -0 s")
+    with time_budget(1e-3):
+        time.sleep(0.01)
+        _, band = correct_band(obs, k, psis, [], refit, threshold=0.7, refit_seconds=1.0,
+                               rng=np.random.default_rng(0))
+    assert "more than the time budget has left (0 s)" in band.note, band.note
     # asked for (an explicit verify=K): the cost does not stop it
     fixed, band = correct_band(obs, k, psis, [], refit, threshold=0.7, refit_seconds=1e4,
                                rng=np.random.default_rng(0), forced=True)
