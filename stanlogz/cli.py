@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import _thread
 import argparse
+import atexit
 import contextlib
 import difflib
 import importlib
@@ -222,13 +223,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
-    if deadline.expired() and any(t.is_alive() and not t.daemon and t is not
-                                  threading.main_thread() for t in threading.enumerate()):
-        # the budget's backstop ended the run while units ran on threads, which cannot be
-        # stopped: the interpreter would wait for them at exit (minutes); the answer, or the
-        # refusal, is written, so the process ends now
-        sys.stdout.flush()
-        sys.stderr.flush()
+    if argv is None or (deadline.expired() and any(
+            t.is_alive() and not t.daemon and t is not threading.main_thread()
+            for t in threading.enumerate())):
+        # The command's process ends here, its exit handlers run: the answer, or the refusal,
+        # is written. The interpreter's own teardown of the modules took 0.6 s after every
+        # command (part of what a --time-budget ran past); and where the budget's backstop
+        # ended the run while units ran on threads, which cannot be stopped, the interpreter
+        # would wait for them (minutes).
+        with contextlib.suppress(OSError):  # a reader that closed the pipe
+            sys.stdout.flush()
+        with contextlib.suppress(OSError):
+            sys.stderr.flush()
+        atexit._run_exitfuncs()
         os._exit(status)
     return status
 

@@ -49,3 +49,23 @@ def test_a_call_of_the_entry_point_counts_from_the_call():
     # main(argv) from a program that has run for a while: the budget starts with the call
     left, _ = _left("call")
     assert 17.5 < left <= 20.0
+
+
+# the command's process ends in main() (after its exit handlers), not in the interpreter's
+# teardown of every module: 0.6 s after each command, part of what a --time-budget ran past
+EXIT = r"""
+import atexit, sys
+atexit.register(lambda: print("exit handler ran", flush=True))
+import stanlogz.cli
+sys.argv = ["stanlogz", "--version"]
+status = stanlogz.cli.main()
+print("main returned", status)
+"""
+
+
+def test_the_command_ends_its_process_after_the_exit_handlers():
+    proc = subprocess.run([sys.executable, "-c", EXIT], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("stanlogz ") and "exit handler ran" in proc.stdout
+    assert "main returned" not in proc.stdout

@@ -353,6 +353,18 @@ def test_a_pass_priced_beyond_the_budget_thins_before_it_starts(clock):
         pc = priced(0.01)  # 40 s on every draw: fits, nothing to thin
         assert not pc.thin_before(lambda d: 0.01 * d) and not pc.stopped
         assert not priced(0.02).thin_before(lambda d: None)  # no price: the pass decides
+    # fewer observations than an estimate of the rest needs (stan_models/tests/
+    # latent_poisson_lower1 under 6 s: 12, priced at 6 s on 4000 draws, 1.5 s left): on 400
+    # draws the pass takes a fifth of the whole (1.2 s), beyond THIN_SHARE of what is left
+    # (1.05 s) but within all of it; every draw would certainly be refused, so 400 is taken
+    few = PassClock(None, 12, "integrated log-likelihood", clock=clock, draws=(4, 1000),
+                    anytime=True, thin=True)
+    with time_budget(1.5):
+        assert few.thin_before(lambda d: 6.0 * d / 4000) and few.thin_to == 400
+    few = PassClock(None, 12, "integrated log-likelihood", clock=clock, draws=(4, 1000),
+                    anytime=True, thin=True)
+    with time_budget(1.1):  # 1.2 s on 400 draws does not fit in all of 1.1 s: the pass decides
+        assert not few.thin_before(lambda d: 6.0 * d / 4000) and few.thin_to is None
 
 
 def test_an_observation_left_whose_approximation_is_poor_is_done_with_certainty(clock):
