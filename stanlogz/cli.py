@@ -208,7 +208,11 @@ def _json_error(args: argparse.Namespace, kind: str, message: str,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``stanlogz`` command."""
+    """Entry point of the ``stanlogz`` command: its exit status. Called without ``argv`` (the
+    console script, ``python -m stanlogz``: the arguments are ``sys.argv``), it ends the
+    process with that status once its exit handlers have run, and its ``--time-budget``
+    counts from the process's start; called with ``argv`` (a program running a command in
+    its own process), it returns."""
     # Importing every command takes seconds on a loaded machine; a Ctrl-C meanwhile would break
     # an extension module's import (an ImportError, not a KeyboardInterrupt), so it is held
     # until the imports are done. During the run Ctrl-C raises KeyboardInterrupt whatever
