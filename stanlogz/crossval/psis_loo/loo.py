@@ -881,9 +881,11 @@ def _match_band(band: np.ndarray, match: Any, ps: PsisLoo, pos: dict[int, int],
 
 #: Values heavy by their log-likelihood variance that the time budget left unmatched are
 #: matched anyway, the most variable first, at most this many, each within ``GRACE_SECONDS``
-#: or ``GRACE_SHARE`` of the budget (whichever is longer) past it: left on PSIS they make the
-#: total's mc se NA (:func:`_heavy_left_note`), and one match costs a fraction of a second
-#: (regression.stan's outlier at N = 4,000: 0.02-0.5 s).
+#: or ``GRACE_SHARE`` of the budget (whichever is longer), and none past ``GRACE_SECONDS``
+#: after the budget's end: left on PSIS they make the total's mc se NA
+#: (:func:`_heavy_left_note`), and one match costs a fraction of a second (regression.stan's
+#: outlier at N = 4,000: 0.02-0.5 s). (Two values each given a tenth of a 20 s budget ran
+#: radon_county_intercept 2.4 s past it.)
 GRACE_MAX = 2
 GRACE_SECONDS = 0.5
 GRACE_SHARE = 0.1
@@ -899,8 +901,9 @@ def _grace_matches(left: list[int], match: Any, ps: PsisLoo, pos: dict[int, int]
         return []
     heavy = [i for i in left if ps.var_i[pos[i]] > LOGLIK_VAR_HEAVY][:GRACE_MAX]
     out = []
+    last = run_budget.clock() + (run_budget.remaining() or 0.0) + GRACE_SECONDS
     for i in heavy:
-        grace = run_budget.clock() + max(GRACE_SECONDS, GRACE_SHARE * total)
+        grace = min(run_budget.clock() + max(GRACE_SECONDS, GRACE_SHARE * total), last)
         try:
             f = match(i, grace, lambda msg, i=i: progress and progress(f"observation {i + 1}: "
                                                                         f"{msg}"))

@@ -321,6 +321,32 @@ def test_values_heavy_by_variance_the_budget_left_are_matched_within_a_grace():
     assert loo_module._grace_matches([5], match, ps, pos, None) == [] and not asked  # no budget
 
 
+def test_the_grace_ends_half_a_second_after_the_budget(clock):
+    # a tenth of the budget each, for two values, ran radon_county_intercept 2.4 s past a
+    # 20 s budget: the grace ends GRACE_SECONDS after the budget's end, whatever is left
+    from types import SimpleNamespace
+
+    from stanlogz import time_budget
+    from stanlogz._util import deadline
+    from stanlogz.crossval.elpd.psis import LOGLIK_VAR_HEAVY
+    from stanlogz.crossval.psis_loo import loo as loo_module
+
+    var = np.full(4, 2 * LOGLIK_VAR_HEAVY)
+    asked = []
+
+    def match(i, until, on_map):
+        asked.append(until - deadline.clock())
+        clock.t += 0.3  # each match takes 0.3 s
+        return SimpleNamespace(index=i, diagnostics={})
+
+    with time_budget(20):
+        clock.t += 19.9  # 0.1 s left when the grace starts
+        loo_module._grace_matches([0, 1], match, SimpleNamespace(var_i=var),
+                                  {i: i for i in range(4)}, None)
+    assert asked == pytest.approx([0.1 + loo_module.GRACE_SECONDS,
+                                   0.1 + loo_module.GRACE_SECONDS - 0.3])
+
+
 def test_a_stopped_pass_that_left_poorly_approximated_observations_names_them():
     # the approximated value of a heavy observation (PSIS on 100 thinned draws) is off beyond
     # the difference estimator's se: loo makes its mc se NA with this note, naming them 1-based
