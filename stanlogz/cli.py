@@ -239,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.flush()
         with contextlib.suppress(OSError):
             sys.stderr.flush()
-        atexit._run_exitfuncs()
+        atexit._run_exitfuncs()  # CPython's: what interpreter exit runs first (3.11-3.13)
         os._exit(status)
     return status
 

@@ -5,9 +5,10 @@ on top of the fix-ups, the refits and PSIS; its result: :class:`~.result.LooResu
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Unpack
 
 import numpy as np
@@ -516,10 +517,12 @@ def loo(
     # without them the mc se is NA) come before the band's matching, which a budget may end
     # (radon_county_intercept under 15 s: the band took the time and the refits were refused)
     band_now = band_mm if not own_refit else band_mm[:0]
+    # the full-data log density at the draws, computed once for both calls that match
+    log_post = functools.cache(lambda: pw.model.log_density_many(d.flat_unconstrained()))
     if method.acts and (bad.size or band_now.size):
         fixed, why = _fix(pw, d, bad, ps, index, method, threshold, r_eff, nuts, fix_opts,
                           seed, n_workers, progress, band=band_now, band_seconds=band_seconds,
-                          cut=mm_cut)
+                          cut=mm_cut, log_post=log_post)
         notes.extend(why)
     if own_refit:
         more, why = _fix(pw, d, np.array(sorted(own)), ps, index, EXACT, threshold, r_eff, nuts,
@@ -529,7 +532,7 @@ def loo(
         if method.acts and band_mm.size and not any(n.startswith("interrupted") for n in notes):
             more, why = _fix(pw, d, band_mm[:0], ps, index, method, threshold, r_eff, nuts,
                              fix_opts, seed, n_workers, progress, band=band_mm,
-                             band_seconds=band_seconds, cut=mm_cut)
+                             band_seconds=band_seconds, cut=mm_cut, log_post=log_post)
             fixed = fixed + more
             notes.extend(why)
     budget_stop = with_mm_cut(budget_stop, mm_cut)
@@ -718,7 +721,8 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
          fix: FixMethod, threshold: float, r_eff: float, nuts: NutsArgs,
          options: FixOptions, seed: int | None, n_workers: int, progress: Any,
          band: np.ndarray | None = None, band_seconds: float = MM_BAND_SECONDS,
-         cut: list[dict[str, int]] | None = None
+         cut: list[dict[str, int]] | None = None,
+         log_post: Callable[[], np.ndarray] | None = None
          ) -> tuple[list[FixedPoint], list[str]]:
     """Fix-ups of the observations ``bad`` (0-based) by the steps of ``fix``, and warnings for
     those that cannot be. Moment matching alone (``mm``) keeps every matched value; followed by
@@ -726,17 +730,19 @@ def _fix(pw: PointwiseLogLik, d: Draws, bad: np.ndarray, ps: PsisLoo, index: np.
     observations ``band`` (k̂ just below the threshold, :func:`mm_band_floor`, or ratios heavy
     by their log-likelihood variance) are moment matched too, within ``band_seconds``, after
     ``bad``; never refit. ``cut`` gets an entry for each of the two whose matching the run's
-    time budget ended (:func:`moment_match_points`)."""
+    time budget ended (:func:`moment_match_points`). ``log_post()``: the full-data log
+    density at the draws (computed here when not given)."""
     pos = {int(o): j for j, o in enumerate(index)}
     fixed: list[FixedPoint] = []
     mm_notes: list[str] = []  # kept whatever the refits say (a band or budget stop)
     if fix.mixture:
         return mixture_fixup(pw, d, bad, ps, pos, nuts, seed, progress)
     if fix.moment_match:
-        log_post = pw.model.log_density_many(d.flat_unconstrained())  # shared by all points
+        lp = (log_post() if log_post is not None  # shared by all points
+              else pw.model.log_density_many(d.flat_unconstrained()))
 
         def match(i: int, deadline: float | None, on_map: Any) -> FixedPoint:
-            return _moment_matched(pw, d, log_post, i, ps, pos[i], threshold, r_eff,
+            return _moment_matched(pw, d, lp, i, ps, pos[i], threshold, r_eff,
                                    deadline=deadline, on_map=on_map)
 
         matched: list[FixedPoint] = []
