@@ -14,7 +14,7 @@ import pytest
 from stanlogz._util import deadline
 from stanlogz._util.deadline import OverBudget, parse_duration, time_budget
 from stanlogz.crossval.observations.clock import PassClock
-from stanlogz.errors import InputError, speaking
+from stanlogz.errors import InputError, Route, speaking
 from stanlogz.stan import nuts
 from tests.helpers import FakeClock
 
@@ -230,6 +230,25 @@ def test_a_pass_that_would_overrun_names_a_subsample_that_fits(clock):
                     "se; about 5 min for this pass), or a log_lik generated quantity where the "
                     "observations are independent given the parameters (a pass linear in N), or "
                     "--time-budget 6h for the whole run")
+
+
+def test_a_time_series_pass_names_leave_future_out_not_independent_terms(clock):
+    # the same pass over a program that recurses over its observations (a hidden Markov
+    # model's forward algorithm): its terms are not independent given the parameters, so
+    # the log_lik route does not fit it; leave-future-out does, named as it runs
+    lfo = Route("lfo", {"obs": "N", "min_train": 4500}, note="for a time series")
+    with time_budget(500):
+        pc = PassClock(None, 5000, "conditional log-likelihood", clock=clock, series=(lfo,))
+        with pytest.raises(OverBudget) as info:
+            for _ in range(5000):
+                clock.t += 2.9
+                pc.update()
+    line = str(info.value)
+    assert "independent given the parameters" not in line
+    assert line.endswith("se; about 5 min for this pass), or `stanlogz lfo --obs N "
+                         "--min-train 4500` for a time series, or --time-budget 6h for the "
+                         "whole run")
+    assert lfo in info.value.routes
 
 
 def test_a_pass_that_fits_is_not_stopped(clock):

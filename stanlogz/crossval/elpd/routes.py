@@ -36,7 +36,7 @@ from ..observations.conditional import (
 from ..observations.conditional_source import ConditionalSourceBase
 from ..observations.integrated import IntegratedSource
 from ..observations.nonfactorized import NoConditional, NonFactorizedSource
-from ..observations.observations import Observations
+from ..observations.observations import Observations, lfo_route
 from ..observations.pointwise import PointwiseLogLik
 from ..observations.splitcheck import SplitError, check_split
 
@@ -45,10 +45,11 @@ from ..observations.splitcheck import SplitError, check_split
 #: route a refusal names first (1192 observations took ~30 h at 4000 draws).
 MANY_OBSERVATIONS = 200
 
-def general_routes() -> tuple[Route, ...]:
+def general_routes(obs: Observations) -> tuple[Route, ...]:
     """The refit routes of a program without a pointwise LOO: leave-future-out for time
-    series, K-fold over groups for blocks of exchangeable observations."""
-    return (Route("lfo", note="for time series"),
+    series (from 90% of the observations, a command that runs as named), K-fold over groups
+    for blocks of exchangeable observations."""
+    return (lfo_route(obs),
             Route("kfold", {"group": ...}, note="over blocks of exchangeable observations"))
 
 
@@ -149,7 +150,7 @@ def _conditional(model: StanProgram, data: Mapping[str, Any], obs: Observations,
         reason = ("its density is not a sum of independent per-observation terms, and "
                   if why is not None else "")
         detail = str(exc).split(": ", 1)[-1]
-        routes = block_routes(obs) if exc.several_values else general_routes()
+        routes = block_routes(obs) if exc.several_values else general_routes(obs)
         text = ", ".join(map(str, routes)) + (f", or {BLOCK_LOG_LIK}" if exc.several_values
                                               else "")
         raise InputError(f"no valid pointwise LOO for {model.name}: {reason}{detail}; use "
@@ -167,7 +168,7 @@ def _probe_over_budget(src: NonFactorizedSource, obs: Observations, probe: list[
     minutes inside y[1] at 3 draws, where the refusal used to name twice the budget)."""
     total = deadline.budget_seconds() or elapsed
     least = elapsed / len(probe) * obs.n
-    routes = (*general_routes(),
+    routes = (*general_routes(obs),
               deadline.as_option(deadline.whole_budget(least, elapsed),
                                  "at least, for the whole run"))
     label = " and ".join(src.quad._label(i) for i in probe)

@@ -89,7 +89,9 @@ class PassClock:
     :class:`PassBudget` (None: no limit). ``clock`` is the time source (seconds). ``draws``:
     (chains, draws per chain) of the pass, when known, so that a refusal over the run's time
     budget can name fewer draws; ``refit_seconds``: one sampling run of the program, so that
-    it can name K-fold where its refits cost less than the pass. Threads that share the pass
+    it can name K-fold where its refits cost less than the pass; ``series``: the
+    leave-future-out route of a time series, which a conditional pass's refusal names in
+    place of a log_lik of independent terms. Threads that share the pass
     may call :meth:`update` at once."""
 
     def __init__(self, progress: Progress, total: int, desc: str,
@@ -98,8 +100,11 @@ class PassClock:
                  draws: tuple[int, int] | None = None,
                  refit_seconds: float | None = None, anytime: bool = False,
                  checked: bool = True, thin: bool = False,
-                 floor: float = APPROX_SHARE) -> None:
+                 floor: float = APPROX_SHARE, series: tuple[Route, ...] = ()) -> None:
         self.total, self.desc, self.clock, self.done = total, desc, clock, 0
+        #: the refit routes of a time series (leave-future-out), named by a conditional
+        #: pass's refusal in place of a log_lik of independent terms
+        self.series = series
         #: the least part of an observation's time that does not shrink with the draws (its
         #: approximation and a pass on thinned draws cost at least this share of it)
         self.floor = floor
@@ -339,7 +344,9 @@ class PassClock:
             # transformed data), and kfold's split check refuses it
             routes.append(Route("kfold", note=f"({KFOLD_REFITS} refits of about "
                                 f"{duration(self.refit_seconds)} each)"))
-        if self.desc.startswith("conditional"):  # O(N²·S); the integrated pass is O(N·S)
+        if self.desc.startswith("conditional") and self.series:
+            routes.extend(self.series)  # a time series: its terms are not independent
+        elif self.desc.startswith("conditional"):  # O(N²·S); the integrated pass is O(N·S)
             routes.append(Route(note="a log_lik generated quantity where the observations are "
                                 "independent given the parameters (a pass linear in N)"))
         routes.append(deadline.as_option(deadline.whole_budget(elapsed + left, elapsed),

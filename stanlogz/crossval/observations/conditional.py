@@ -43,7 +43,7 @@ from ...stan.code import model_block
 from ...stan.program import StanProgram, with_field
 from .conditional_source import ColumnsByObservation
 from .latents import observation_axes, split_name
-from .observations import Observations
+from .observations import Observations, lfo_route, recursive_model
 from .pointwise import run_all
 
 #: Relative tolerance of the quadraticity check (double-precision log densities of programs
@@ -61,20 +61,13 @@ def _sampled(code: str | None, names: list[str]) -> list[str]:
             or re.search(rf"_lp[dm]f\(\s*{re.escape(n)}\s*(\[[^\]]*\])?\s*\|", model)]
 
 
-#: A lagged index in the model block (``gamma[t - 1, j]``, ``y[n-1]``): a recursion over the
-#: observations, i.e. a time series.
-_LAG = re.compile(r"\[\s*[A-Za-z_]\w*\s*-\s*1\s*[\],]")
-
-
 def _block_routes(code: str | None, obs: Observations) -> tuple[Route, Route]:
     """The refit routes over whole observations, leave-future-out first for a program whose
     model block recurses over them (``x[t - 1]``), K-fold first otherwise; the first training
     set of the leave-future-out route is 90% of the observations."""
-    lfo = Route("lfo", {"obs": obs.size_name, "min_train": max(2, obs.n * 9 // 10)},
-                note="for a time series")
+    lfo = lfo_route(obs)
     kfold = Route("kfold", {"obs": obs.size_name}, note="over exchangeable observations")
-    recursive = bool(code) and _LAG.search(model_block(code)) is not None
-    return (lfo, kfold) if recursive else (kfold, lfo)
+    return (lfo, kfold) if recursive_model(code) else (kfold, lfo)
 
 
 def response_field(data: Mapping[str, Any], obs: Observations, response: str | None = None,

@@ -17,10 +17,10 @@ import numpy as np
 
 from ..._util.deadline import BudgetSpent, positive_seconds
 from ..._util.progress import Progress
-from ...errors import InputError
+from ...errors import InputError, Route
 from ...stan.program import StanProgram
 from .clock import ANYTIME_MIN, APPROX_SHARE, PassClock, PassState
-from .observations import Observations
+from .observations import Observations, lfo_route, recursive_model
 from .pointwise import CHUNK_BYTES, column_chunks
 
 
@@ -108,6 +108,12 @@ class ClockedColumns(ColumnsByObservation):
     #: (:class:`PassClock`'s ``floor``).
     cost_floor = APPROX_SHARE
 
+    def _series_routes(self) -> tuple[Route, ...]:
+        """Leave-future-out where the program recurses over its observations (a time
+        series: a log_lik of independent terms does not fit it), for the pass's refusal."""
+        code = getattr(self.model, "code", None)
+        return (lfo_route(self.obs),) if recursive_model(code) else ()
+
     def chunks(self, unc: np.ndarray, constrained: np.ndarray | None = None,
                names: list[str] | None = None, chunk_bytes: int = CHUNK_BYTES,
                index: Sequence[int] | np.ndarray | None = None
@@ -119,7 +125,7 @@ class ClockedColumns(ColumnsByObservation):
                                         self.budget, draws=self.draw_shape,
                                         refit_seconds=self.refit_seconds, anytime=self.anytime,
                                         checked=self.budget_checked, thin=self.anytime_thin,
-                                        floor=self.cost_floor)
+                                        floor=self.cost_floor, series=self._series_routes())
         expected = getattr(self, "expected_seconds", None)
         if expected is not None and not self.anytime:  # far beyond the run's time budget
             clock.check_expected(expected(len(unc), n))

@@ -63,6 +63,24 @@ class Observations:
         return self.subset(data, keep)
 
 
+#: A lagged index in the model block (``gamma[t - 1, j]``, ``y[n-1]``): a recursion over the
+#: observations, i.e. a time series.
+_LAG = re.compile(r"\[\s*[A-Za-z_]\w*\s*-\s*1\s*[\],]")
+
+
+def recursive_model(code: str | None) -> bool:
+    """Whether the program's model block recurses over its observations (``x[t - 1]``): a
+    time series, which leave-future-out cross-validation fits."""
+    return bool(code) and _LAG.search(model_block(code)) is not None
+
+
+def lfo_route(obs: Observations) -> Route:
+    """The leave-future-out route over ``obs`` as a command that runs as named: its first
+    training set is 90% of the observations (``--min-train``, which ``lfo`` requires)."""
+    return Route("lfo", {"obs": obs.size_name, "min_train": max(2, obs.n * 9 // 10)},
+                 note="for a time series")
+
+
 #: Names of the observed-values array in common programs (brms writes Y).
 RESPONSE_NAMES = ("y", "Y")
 

@@ -488,6 +488,8 @@ def test_a_trial_that_outlasts_the_budget_prices_the_pass_from_its_own_time(comp
     assert 15 * 0.4 <= least <= 15 * elapsed + 1
     names = [r.command or next(iter(r.options)) for r in err.value.routes]
     assert names == ["lfo", "kfold", "time_budget"]
+    # the leave-future-out route runs as named: lfo requires its first training set
+    assert err.value.routes[0].options == {"obs": "T", "min_train": 27}
 
 
 def test_the_expected_pass_tells_a_calls_fixed_cost_from_its_cost_per_draw(monkeypatch):
@@ -530,3 +532,30 @@ def test_the_expected_pass_tells_a_calls_fixed_cost_from_its_cost_per_draw(monke
     assert per_call == pytest.approx(0.015, rel=1e-9) and per_draw == pytest.approx(44e-6)
     assert q.seconds(125, 4000) == pytest.approx(125 * (0.03 + 0.015 + 4000 * 44e-6))
     assert before / q.seconds(125, 4000) > 70
+
+
+def test_a_time_series_pass_the_budget_refuses_names_lfo_which_answers_in_that_budget():
+    """A hidden Markov model's conditional pass (every y[t] enters the forward recursion) too
+    slow for its budget used to name "a log_lik generated quantity where the observations are
+    independent given the parameters", which no HMM's observations are. A program whose model
+    block recurses over its observations (``gamma[t - 1, j]``) now has the leave-future-out
+    route named instead, with the first training set ``lfo`` requires; followed under the
+    same budget it answers. Sizes: 60 steps, about 1-2 s an observation at 400 draws on one
+    core, so the 20 observations an anytime estimate needs take 30 s or more, beyond the 20 s
+    budget even on a machine twice as fast; lfo from 54 steps (6 origins, one refit where
+    k-hat is past its threshold) takes 4-8 s of that budget (deterministic given the seed)."""
+    from stanlogz._util.deadline import time_budget
+    from stanlogz.crossval.refit.lfo import lfo
+
+    data = T.hmm_data(60, np.random.default_rng(3))
+    program = "stan_models/tests/hmm_gauss.stan"
+    with time_budget(20), pytest.raises(OverBudget) as err:
+        loo(program, data, seed=1)
+    assert "independent given the parameters" not in str(err.value)
+    route = next(r for r in err.value.routes if r.command == "lfo")
+    assert route.options == {"obs": "N", "min_train": 54}
+    assert "`stanlogz lfo --obs N --min-train 54` for a time series" in str(err.value)
+    with time_budget(20):
+        res = lfo(program, data, seed=1, **route.options)
+    assert res.elpd_t.shape == (6,) and np.isfinite(res.elpd_t).all()
+    assert not res.budget_stop  # answered whole, not stopped by the budget
