@@ -143,6 +143,7 @@ def _conditional(model: StanProgram, data: Mapping[str, Any], obs: Observations,
                 if integ is not None:
                     return integ
             src.columns(probe, rows)
+            src.trial = (time.perf_counter() - t0, len(probe), len(rows))
         except BudgetSpent:
             raise _probe_over_budget(src, obs, probe, len(rows),
                                      time.perf_counter() - t0) from None

@@ -50,6 +50,9 @@ class NonFactorizedSource(ConditionalSourceBase):
             self.cl = ConditionalLogLik(model, data, obs, response)
         self.method = np.array([""] * obs.n, dtype=object)
         self.checked = True
+        #: the trial before the pass: (wall seconds, observations, draws), set by the caller
+        #: that ran it (:func:`~stanlogz.crossval.elpd.routes.pointwise_source`)
+        self.trial: tuple[float, int, int] | None = None
         #: whether the program's density is quadratic in each observed value by its text
         #: (:func:`~stanlogz.stan.code.gaussian_variate`): the Gaussian closed form then needs
         #: no far checks, only its stencil fit
@@ -207,12 +210,21 @@ class NonFactorizedSource(ConditionalSourceBase):
     def expected_seconds(self, n_draws: int, n_obs: int | None = None) -> float | None:
         """The expected seconds of a pass over ``n_obs`` observations (default all) at
         ``n_draws`` draws when observations need quadrature or sums (None when the probe found
-        none: the Gaussian closed form is cheap)."""
+        none: the Gaussian closed form is cheap). An observation costs at least the trial's
+        wall time per observation plus its nodes' cost at the draws beyond the trial's: the
+        trial holds the closed-form check, the far-mode search and the instances' builds,
+        which the nodes' price alone left out (a hidden Markov model of 100 steps: 0.9 s an
+        observation priced at 400 draws, 3.4 s taken)."""
         numeric = [i for i in range(self.obs.n) if self.method[i] in ("quadrature", "sum")]
         if not numeric:
             return None
         nodes = float(np.mean(self.quad.nodes[numeric]))
-        return (self.obs.n if n_obs is None else n_obs) * self.quad.seconds(nodes, n_draws)
+        per_obs = self.quad.seconds(nodes, n_draws)
+        if self.trial is not None:  # what does not grow with the draws, as the trial took it
+            secs, tried, rows = self.trial
+            per_obs = max(per_obs, secs / max(tried, 1) + per_obs
+                          - self.quad.seconds(nodes, min(rows, n_draws)))
+        return (self.obs.n if n_obs is None else n_obs) * per_obs
 
     def calibrate(self, unc: np.ndarray) -> None:
         """Time the density at many of the draws ``unc`` before the pass, so that its

@@ -534,6 +534,31 @@ def test_the_expected_pass_tells_a_calls_fixed_cost_from_its_cost_per_draw(monke
     assert before / q.seconds(125, 4000) > 70
 
 
+def test_the_expected_pass_counts_what_the_trial_took_beyond_its_nodes():
+    """The price of an observation was its quadrature nodes' (build, call and draws): a hidden
+    Markov model of 100 steps on the interpreter was priced at 0.9 s an observation on 400
+    draws and took 3.4 s, the closed-form check, the far-mode search (~110 climbs' instances
+    at 12 draws) and the far probes unpriced, so that the budget thinned a pass that could
+    not answer and ran it until the budget was spent. The trial before the pass (two
+    observations at 3 draws, all of that work) now sets the part that does not grow with
+    the draws: its wall time per observation, plus the nodes' cost at the draws beyond it."""
+    import types
+
+    src = object.__new__(NonFactorizedSource)
+    src.obs = types.SimpleNamespace(n=100)
+    src.method = np.array(["quadrature", "", "quadrature"] + [""] * 97, dtype=object)
+    src.quad = types.SimpleNamespace(nodes=np.array([120, 0, 130] + [0] * 97),
+                                     seconds=lambda nodes, draws: nodes * (2e-3 + 2e-5 * draws))
+    src.trial = None
+    nodes_only = 125 * (2e-3 + 2e-5 * 400)  # 1.25 s an observation
+    assert src.expected_seconds(400, 1) == pytest.approx(nodes_only)
+    src.trial = (6.0, 2, 3)  # 3 s an observation at 3 draws
+    assert src.expected_seconds(400, 1) == pytest.approx(3.0 + 125 * 2e-5 * (400 - 3))
+    assert src.expected_seconds(400) == pytest.approx(100 * (3.0 + 125 * 2e-5 * 397))
+    src.trial = (0.1, 2, 3)  # a trial cheaper than its nodes' price: the price stands
+    assert src.expected_seconds(400, 1) == pytest.approx(nodes_only)
+
+
 def test_a_time_series_pass_the_budget_refuses_names_lfo_which_answers_in_that_budget():
     """A hidden Markov model's conditional pass (every y[t] enters the forward recursion) too
     slow for its budget used to name "a log_lik generated quantity where the observations are

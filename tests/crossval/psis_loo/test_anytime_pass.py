@@ -348,8 +348,15 @@ def test_a_pass_priced_beyond_the_budget_thins_before_it_starts(clock):
         # of the rest) take 320 s on every draw, 64 s on 400 (the fifth's share): those
         assert pc.thin_before(lambda d: 0.2 * d) and pc.thin_to == 400
         assert not pc.thin_every
-        pc = priced(0.5)  # 2000 s: even the 20 take 160 s on 400 draws: the pass decides
-        assert not pc.thin_before(lambda d: 0.5 * d) and pc.thin_to is None
+        pc = priced(0.5)  # 2000 s: even the 20 take 160 s on 400 draws, beyond the 100 s
+        # left but within the price's margin (EARLY_MARGIN, 3x): on every draw they would
+        # take 800 s, a certain refusal, so the pass runs on 400 and its rate decides there
+        assert pc.thin_before(lambda d: 0.5 * d) and pc.thin_to == 400
+        pc = priced(2.0)  # 8000 s: the 20 take 640 s on 400 draws, beyond 3x the 100 s
+        # left: refused before the pass, not after it has spent the budget
+        with pytest.raises(OverBudget, match=r"would take about 2\.2 h here \(by its cost "
+                                             r"estimate\)"):
+            pc.thin_before(lambda d: 2.0 * d)
         pc = priced(0.01)  # 40 s on every draw: fits, nothing to thin
         assert not pc.thin_before(lambda d: 0.01 * d) and not pc.stopped
         assert not priced(0.02).thin_before(lambda d: None)  # no price: the pass decides
@@ -363,8 +370,14 @@ def test_a_pass_priced_beyond_the_budget_thins_before_it_starts(clock):
         assert few.thin_before(lambda d: 6.0 * d / 4000) and few.thin_to == 400
     few = PassClock(None, 12, "integrated log-likelihood", clock=clock, draws=(4, 1000),
                     anytime=True, thin=True)
-    with time_budget(1.1):  # 1.2 s on 400 draws does not fit in all of 1.1 s: the pass decides
-        assert not few.thin_before(lambda d: 6.0 * d / 4000) and few.thin_to is None
+    with time_budget(0.3):  # 1.2 s on 400 draws is beyond 3x the 0.3 s left: refused now
+        with pytest.raises(OverBudget, match="by its cost estimate"):
+            few.thin_before(lambda d: 6.0 * d / 4000)
+    few = PassClock(None, 12, "integrated log-likelihood", clock=clock, draws=(4, 1000),
+                    anytime=True, thin=True)
+    with time_budget(1.1):  # 1.2 s on 400 draws is beyond all of 1.1 s but within the
+        # price's margin, where every draw (6 s) is a certain refusal: 400 is tried
+        assert few.thin_before(lambda d: 6.0 * d / 4000) and few.thin_to == 400
 
 
 def test_an_observation_left_whose_approximation_is_poor_is_done_with_certainty(clock):
