@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -100,11 +101,15 @@ class PassClock:
                  draws: tuple[int, int] | None = None,
                  refit_seconds: float | None = None, anytime: bool = False,
                  checked: bool = True, thin: bool = False,
-                 floor: float = APPROX_SHARE, series: tuple[Route, ...] = ()) -> None:
+                 floor: float = APPROX_SHARE, series: tuple[Route, ...] = (),
+                 first: int = 0) -> None:
         self.total, self.desc, self.clock, self.done = total, desc, clock, 0
         #: the refit routes of a time series (leave-future-out), named by a conditional
         #: pass's refusal in place of a log_lik of independent terms
         self.series = series
+        #: observations an anytime pass visits first and must finish before it may stop
+        #: (those the screen before it takes with certainty, :attr:`least_done` counts them)
+        self.first = first
         #: the least part of an observation's time that does not shrink with the draws (its
         #: approximation and a pass on thinned draws cost at least this share of it)
         self.floor = floor
@@ -136,6 +141,12 @@ class PassClock:
         self.times: list[float] = []
         self.hinted = False
         self._lock = threading.Lock()
+
+    @property
+    def least_done(self) -> int:
+        """The observations an anytime pass needs before it may stop: ``ANYTIME_MIN`` drawn
+        at random beyond the :attr:`first` it visits first (all, where there are fewer)."""
+        return min(ANYTIME_MIN + self.first, self.total)
 
     def update(self, n: int = 1, obs: Sequence[int] = ()) -> None:
         """``n`` more observations done (``obs``: which, for an anytime pass);
@@ -206,7 +217,7 @@ class PassClock:
                     if per_chain else 1.0)
         keep = self.done * chains * per_chain * PSIS_VALUE_S + ANYTIME_MARGIN_S  # PSIS after
         approx = per_obs * share * (self.total - self.done)
-        enough = self.done >= min(ANYTIME_MIN, self.total)
+        enough = self.done >= self.least_done
         if enough and self.approximate is None:  # decided once, when enough are done
             self.approximate = left_budget > keep + approx
         if left_budget > keep + (approx if self.approximate is not False else 0.0):
@@ -251,7 +262,7 @@ class PassClock:
         a refusal before the pass, not after it has spent the budget (a hidden Markov model
         of 100 steps under 40 s: 3.4 s an observation on 400 draws, 11 s on 4000)."""
         c = cost(min(min(ROUTE_POINTWISE_DRAWS), n_draws))
-        return c is not None and c * min(ANYTIME_MIN, self.total) / self.total \
+        return c is not None and c * self.least_done / self.total \
             > EARLY_MARGIN * max(left_budget, 0.0)
 
     def _thinned_for_some(self, n_draws: int, cost: Callable[[int], float | None],
@@ -271,7 +282,7 @@ class PassClock:
         the budget left a priced cost may be and still be tried on the fewest draws (the
         price before the pass, which can be off by its margin; the rate measured then
         decides); None otherwise."""
-        least = min(ANYTIME_MIN, self.total)
+        least = self.least_done
         budget = THIN_SHARE * left_budget
 
         def some(m: int, k: int) -> float | None:
@@ -452,5 +463,11 @@ class PassState:
     anytime_thin: bool = False
     #: False while a pass the caller kept time for runs (its clock checks no budget)
     budget_checked: bool = True
+    #: A cheaper pointwise source (the density difference) that screens which observations a
+    #: budget-stopped pass takes with certainty (:mod:`~stanlogz.crossval.psis_loo.screen`)
+    proxy: Any = None
+    #: How many of the observations an anytime pass is given it visits first, to be done
+    #: before it may stop (:class:`PassClock`'s ``first``; set by the caller that screens)
+    anytime_first: int = 0
     #: The clock of the last pass (what an anytime pass decided)
     last_clock: PassClock | None = None

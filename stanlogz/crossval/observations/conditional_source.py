@@ -19,7 +19,7 @@ from ..._util.deadline import BudgetSpent, positive_seconds
 from ..._util.progress import Progress
 from ...errors import InputError, Route
 from ...stan.program import StanProgram
-from .clock import ANYTIME_MIN, APPROX_SHARE, PassClock, PassState
+from .clock import APPROX_SHARE, PassClock, PassState
 from .observations import Observations, lfo_route, recursive_model
 from .pointwise import CHUNK_BYTES, column_chunks
 
@@ -84,8 +84,7 @@ class ColumnsByObservation(PassState):
                 out[:, j] = self.column(i, unc)
             except BudgetSpent:  # inside observation i: an anytime pass keeps those done
                 clock = self._clock  # in this block too (its caller trims to them)
-                if clock is None or not clock.anytime or clock.done < min(ANYTIME_MIN,
-                                                                          clock.total):
+                if clock is None or not clock.anytime or clock.done < clock.least_done:
                     raise
                 clock.stopped = True
                 break
@@ -125,7 +124,8 @@ class ClockedColumns(ColumnsByObservation):
                                         self.budget, draws=self.draw_shape,
                                         refit_seconds=self.refit_seconds, anytime=self.anytime,
                                         checked=self.budget_checked, thin=self.anytime_thin,
-                                        floor=self.cost_floor, series=self._series_routes())
+                                        floor=self.cost_floor, series=self._series_routes(),
+                                        first=self.anytime_first)
         expected = getattr(self, "expected_seconds", None)
         if expected is not None and not self.anytime:  # far beyond the run's time budget
             clock.check_expected(expected(len(unc), n))
@@ -144,7 +144,7 @@ class ClockedColumns(ColumnsByObservation):
                     return
                 yield idx, block
         except BudgetSpent:  # inside an observation: the clock says how far, and what fits
-            if clock.anytime and clock.done >= min(ANYTIME_MIN, clock.total):
+            if clock.anytime and clock.done >= clock.least_done:
                 clock.stopped = True  # the observations done are kept; the rest estimated
                 return
             clock.spent()

@@ -41,6 +41,7 @@ from ..elpd.psis import LOGLIK_VAR_HEAVY, PsisLoo, psis_loo
 from ..observations.clock import PSIS_VALUE_S, SUBSAMPLE_APPROX_DRAWS
 from ..observations.pointwise import CHUNK_BYTES
 from ..refit.cv_se import LEVEL_2SE
+from .screen import screened
 from .subsample import subsample_estimates
 
 #: The density-difference pass's costs that do not shrink with the draws, in data instances
@@ -126,16 +127,22 @@ def _per_call_reserve(pw: Any, x: np.ndarray, n: int) -> tuple[float, float] | N
     return INSTANCES_PER_OBSERVATION * n * one, n * per_draw
 
 
-def budget_pass_warning(m: int, n: int, approximation: str) -> str:
-    """The warning of a pass that the time budget ended after ``m`` of ``n`` observations."""
+def budget_pass_warning(m: int, n: int, approximation: str, screened: int = 0) -> str:
+    """The warning of a pass that the time budget ended after ``m`` of ``n`` observations,
+    ``screened`` of them taken with certainty for their density difference
+    (:func:`~.screen.screened`)."""
     how = (f"the difference estimator around PSIS on {SUBSAMPLE_APPROX_DRAWS} thinned draws "
            "(as subsampling)" if approximation != "none" else
-           f"{n} times the mean of those done (no approximation of the rest fitted in the "
-           "budget)")
+           f"{n - screened} times the mean of those done (no approximation of the rest fitted "
+           "in the budget)")
+    if screened:
+        how += (f", with the {screened} whose density difference lies far from the rest "
+                "computed first and taken as they are")
     counts = ("counts that error" if approximation != "none" else
-              f"counts the spread of those done (widened for a sample of {m}), not a value far "
-              f"from them among the {n - m} not done, which a sample this small can miss; a "
-              f"longer {option('time_budget')} computes them")
+              f"counts the spread of those done (widened for a sample of {m - screened}), not "
+              f"a value far from them among the {n - m} not done, which a sample this small "
+              f"can miss{' and the screen did not show' if screened else ''}; a longer "
+              f"{option('time_budget')} computes them")
     return (f"the time budget ended the pointwise pass after {m} of {n} observations (visited "
             f"in random order); elpd_loo estimates the rest by {how}, and its subsampling se "
             f"{counts}")
@@ -168,12 +175,15 @@ def anytime_pass(pw: Any, d: Draws, r_eff: float, keep_above: float, seed: Any,
     budgeted = deadline.remaining() is not None and hasattr(pw, "anytime")
     order = (stream_rng(seed, Stream.LOO_SUBSAMPLE).permutation(n) if budgeted
              else np.arange(n))
+    # far from the rest by the density difference: visited first, taken with certainty
+    first = screened(pw, d, r_eff, progress) if budgeted else np.zeros(0, dtype=int)
+    order = np.concatenate([first, order[~np.isin(order, first)]])
     rows = _approx_rows(unc.shape[0])
     done_parts: list[np.ndarray] = []
     parts: list[PsisLoo] = []
     approx_parts: list[PsisLoo] = []  # the approximation of those done, from their columns
     if budgeted:
-        pw.anytime = True
+        pw.anytime, pw.anytime_first = True, int(first.size)
     try:
         for idx, ll in pw.chunks(unc, con, d.constrained_names, index=order):
             done_parts.append(np.asarray(idx, dtype=int))
@@ -182,7 +192,7 @@ def anytime_pass(pw: Any, d: Draws, r_eff: float, keep_above: float, seed: Any,
                 approx_parts.append(psis_loo(ll[rows], r_eff))
     finally:
         if budgeted:
-            pw.anytime = False
+            pw.anytime, pw.anytime_first = False, 0
     clock = getattr(pw, "last_clock", None)
     if budgeted and clock is not None and getattr(clock, "thin_to", None):
         raise ThinForBudget(int(clock.thin_to), every=bool(getattr(clock, "thin_every", True)))
@@ -196,14 +206,14 @@ def anytime_pass(pw: Any, d: Draws, r_eff: float, keep_above: float, seed: Any,
     ps = take(PsisLoo.concatenate(parts), sort)
     if done.size == n:
         return ps, None, None
-    certain = None
+    stratum = first  # the certain stratum: the screened ones (done first), and below
     if clock is not None and clock.approximate is False:  # no time was left for it
         approx, how = np.zeros(n), "none"
     else:
         approx, poor_mask, how = _approximation(pw, d, r_eff, done,
                                                 PsisLoo.concatenate(approx_parts), progress)
         poor = np.nonzero(poor_mask)[0]
-        extra = _certain_left(poor, done, clock)
+        extra = _certain_left(poor, np.union1d(done, first), clock)
         if extra is not None:  # every poorly approximated one is done: the certain stratum
             for idx, part in _computed(pw, d, unc, con, extra, r_eff, keep_above, progress):
                 done_parts.append(idx)
@@ -211,21 +221,22 @@ def anytime_pass(pw: Any, d: Draws, r_eff: float, keep_above: float, seed: Any,
             done = np.concatenate(done_parts)
             sort = np.argsort(done, kind="stable")
             ps = take(PsisLoo.concatenate(parts), sort)
-            certain = np.isin(done[sort], poor)
-            if (~certain).sum() < 2:  # too few left for the random part's variance
-                certain = None
+            stratum = np.union1d(first, poor)
     index = done[sort]
     if index.size == n:
         return ps, None, None
+    certain = np.isin(index, stratum) if stratum.size else None
+    if certain is not None and (~certain).sum() < 2 and not first.size:
+        certain = None  # too few left for the random part's variance
     est: dict[str, Any] = subsample_estimates(approx, index, ps.elpd_i, ps, [], certain)
-    if how == "none":  # (no certain stratum without an approximation)
-        widen_few(est, int(index.size))
+    if how == "none":  # the plain expansion estimator of the random part
+        widen_few(est, int(index.size if certain is None else (~certain).sum()))
     est.update(approx=approx, certain=certain, approximation=how,
-               budget_pass=(int(index.size), n),
+               budget_pass=(int(index.size), n), screened=first.tolist(),
                # poorly approximated and not computed: the estimate of the rest has no se
                poor_left=[] if how == "none" else np.setdiff1d(poor, index).tolist())
     if progress:
-        progress(budget_pass_warning(int(index.size), n, how))
+        progress(budget_pass_warning(int(index.size), n, how, int(first.size)))
     return ps, index, est
 
 
@@ -324,7 +335,8 @@ def _approximation(pw: Any, d: Draws, r_eff: float, done: np.ndarray,
 def budget_flags(d: Draws, est: dict[str, Any] | None,
                  thinned: tuple[int, int] | None = None) -> dict[str, Any] | None:
     """What the time budget ended, for the result's JSON: ``{"sampling": {draws_kept,
-    draws_asked} or None, "pass": {observations_done, observations, approximation} or
+    draws_asked} or None, "pass": {observations_done, observations, approximation, screened
+    (the observations taken with certainty for their density difference, 1-based)} or
     None}``, with ``"pass_draws": {draws_used, draws}`` where it ran the pass on ``thinned``
     = (used, all) draws; None when it ended nothing."""
     stop = getattr(d, "budget_stop", None)
@@ -334,7 +346,10 @@ def budget_flags(d: Draws, est: dict[str, Any] | None,
     out = {"sampling": None if stop is None else budget_stop_dict(stop),
            "pass": None if passed is None else {"observations_done": int(passed[0]),
                                                 "observations": int(passed[1]),
-                                                "approximation": est["approximation"]}}
+                                                "approximation": est["approximation"],
+                                                # 1-based, as the warnings name them
+                                                "screened": [int(i) + 1 for i in
+                                                             est.get("screened", [])]}}
     if thinned is not None:
         out["pass_draws"] = {"draws_used": int(thinned[0]), "draws": int(thinned[1])}
     return out

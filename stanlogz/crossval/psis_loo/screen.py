@@ -1,0 +1,85 @@
+"""Which observations a budget-stopped pass of a costly pointwise source takes with certainty:
+those whose density difference lies far from the rest.
+
+A conditional or integrated pass can cost seconds an observation (a hidden Markov model's
+quadrature: 3.4 s on 400 draws), so that when the time budget ends it no approximation of the
+observations left fits, and elpd_loo is N times the mean of the m done. Its se counts the
+spread of those m: a rare class of outlying observations that a sample of 20 misses (ten of
+200, missed a third of the time) leaves the estimate far off with a small se
+(``benchmarks/anytime_few_coverage.py``: ±2 se covered 0.66 at m = 20). The program's density
+difference log p(y) − log p(y₋ᵢ) is not each observation's conditional log-likelihood there
+(the source was refused for that), but it costs one data instance per observation: on
+``SUBSAMPLE_APPROX_DRAWS`` thinned draws it shows which observations lie far from the others
+before the pass starts. Those (at most ``CERTAIN_MAX``) are visited first and taken with
+certainty; the rest stays a simple random sample of the others, so the estimator is the
+stratified one of :func:`~.subsample.subsample_estimates` and unbiased whatever the screen
+picks. The screen only chooses the certain stratum; it never enters the estimate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..._util import deadline
+from ..._util.arrays import even_rows
+from ...draws import Draws
+from ...errors import StanlogzError
+from ..elpd.psis import LOGLIK_VAR_HEAVY, psis_loo
+from ..observations.clock import SUBSAMPLE_APPROX_DRAWS
+
+#: Tukey's far-out fences: a screened value below Q1 − 3 IQR or above Q3 + 3 IQR is far
+#: from the rest.
+FAR_IQR = 3.0
+#: The most observations the screen takes with certainty (as the anytime pass's certain
+#: stratum, ``anytime.CERTAIN_MAX``): the farthest where more are flagged (the elpd_i of a
+#: normal model are skewed, and Tukey's fences flag about 2.5% of them).
+SCREEN_MAX = 20
+
+
+def far_out(values: np.ndarray) -> np.ndarray:
+    """Which ``values`` lie beyond Tukey's far-out fences (``FAR_IQR`` IQRs past a
+    quartile)."""
+    q1, q3 = np.percentile(values, [25, 75])
+    spread = FAR_IQR * (q3 - q1)
+    return (values < q1 - spread) | (values > q3 + spread)
+
+
+def screened(pw: Any, d: Draws, r_eff: float, progress: Any = None) -> np.ndarray:
+    """The observations (sorted indices) whose density difference on ``SUBSAMPLE_APPROX_DRAWS``
+    thinned draws of ``d`` is far out (:func:`far_out`) or heavy (a log-likelihood variance
+    above ``LOGLIK_VAR_HEAVY``), at most ``SCREEN_MAX`` (the heavy ones, then the farthest
+    from the median); empty where ``pw`` has no ``proxy`` (a density-difference source the program
+    builds) or its pass fails or outlasts the run's time budget."""
+    proxy = getattr(pw, "proxy", None)
+    n = pw.obs.n
+    if proxy is None or n <= SCREEN_MAX:
+        return np.zeros(0, dtype=int)
+    unc = d.flat_unconstrained()
+    unc = unc[even_rows(unc.shape[0], SUBSAMPLE_APPROX_DRAWS)]
+    values, var = np.full(n, np.nan), np.zeros(n)
+    try:
+        for idx, block in proxy.chunks(unc):
+            one = psis_loo(block, r_eff)
+            values[idx] = one.elpd_i
+            if one.var_i is not None:
+                var[idx] = one.var_i
+    except (deadline.OverBudget, StanlogzError):  # no screen: the plain random sample
+        return np.zeros(0, dtype=int)
+    if not np.isfinite(values).all():
+        return np.zeros(0, dtype=int)
+    flagged = far_out(values) | (var > LOGLIK_VAR_HEAVY)
+    if not flagged.any():
+        return np.zeros(0, dtype=int)
+    # the most outlying first (in IQRs from the median), the heavy ones before all: any set
+    # fixed before the pass serves as the certain stratum
+    q1, med, q3 = np.percentile(values, [25, 50, 75])
+    distance = np.abs(values - med) / max(q3 - q1, 1e-12) + np.where(
+        var > LOGLIK_VAR_HEAVY, np.inf, 0.0)
+    picked = np.sort(np.flatnonzero(flagged)[np.argsort(-distance[flagged],
+                                                        kind="stable")[:SCREEN_MAX]])
+    if progress:
+        progress(f"{picked.size} observation(s) whose density difference on "
+                 f"{unc.shape[0]} thinned draws lies far from the rest are computed first and "
+                 f"taken with certainty: {', '.join(str(i + 1) for i in picked)}")
+    return picked
