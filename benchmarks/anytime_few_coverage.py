@@ -18,6 +18,7 @@ subsampling se of the estimate. A cell's Monte Carlo sd is sqrt(c (1 - c) / reps
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from pathlib import Path
 from types import SimpleNamespace
@@ -27,6 +28,7 @@ import numpy as np
 from stanlogz._util.tables import format_table
 from stanlogz.crossval import loo
 from stanlogz.crossval.psis_loo.anytime import widen_few
+from stanlogz.crossval.psis_loo.screen import SCREEN_MAX, far_out
 from stanlogz.crossval.psis_loo.subsample import subsample_estimates
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,16 +61,33 @@ def pointwise(program: str | None, data: str | None, seed: int
     return np.asarray(r.elpd_i, dtype=float), np.asarray(r.lppd_i, dtype=float)
 
 
+def screen_of(elpd_i: np.ndarray, proxy: np.ndarray | None) -> np.ndarray:
+    """The observations the screen before a budget-stopped pass takes with certainty
+    (:func:`~stanlogz.crossval.psis_loo.screen.screened`'s rule on ``proxy``, the density
+    difference's values: Tukey's far fences, at most ``SCREEN_MAX``, the farthest first;
+    its variance rule needs the draws and is left out here)."""
+    if proxy is None:
+        return np.zeros(0, dtype=int)
+    flagged = far_out(proxy)
+    q1, med, q3 = np.percentile(proxy, [25, 50, 75])
+    dist = np.abs(proxy - med) / (q3 - q1)
+    return np.sort(np.flatnonzero(flagged)[np.argsort(-dist[flagged])[:SCREEN_MAX]])
+
+
 def cell(elpd_i: np.ndarray, lppd_i: np.ndarray, m: int, reps: int,
-         rng: np.random.Generator) -> dict[str, float]:
-    """Coverage of ±1 and ±2 subsampling se over ``reps`` subsets of ``m`` observations."""
+         rng: np.random.Generator, first: np.ndarray | None = None) -> dict[str, float]:
+    """Coverage of ±1 and ±2 subsampling se over ``reps`` subsets of ``m`` observations
+    (``m`` drawn at random beyond the screened ``first``, taken with certainty)."""
     n = elpd_i.size
     total = float(elpd_i.sum())
+    first = np.zeros(0, dtype=int) if first is None else first
+    others = np.setdiff1d(np.arange(n), first)
     z = np.empty(reps)
     for r in range(reps):
-        index = np.sort(rng.choice(n, size=m, replace=False))
+        index = np.sort(np.concatenate([first, rng.choice(others, size=m, replace=False)]))
         ps = SimpleNamespace(lppd_i=lppd_i[index])
-        est = subsample_estimates(np.zeros(n), index, elpd_i[index], ps, [])
+        certain = np.isin(index, first) if first.size else None
+        est = subsample_estimates(np.zeros(n), index, elpd_i[index], ps, [], certain)
         widen_few(est, m)  # as anytime_pass does with approximation "none"
         se = est["subsampling_se"]
         z[r] = (est["elpd"] - total) / se if se > 0 else math.inf
@@ -83,18 +102,51 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--subset-seeds", type=int, default=3,
                     help="independent streams of subsets per cell (their replicates pooled)")
+    ap.add_argument("--screen", action="store_true",
+                    help="also with the screen's certain stratum (twenty-fifth session)")
+    ap.add_argument("--hmm", type=Path, default=None, metavar="JSON",
+                    help="a hidden Markov model's population: `stanlogz loo --json` of "
+                         "every observation (its pointwise values)")
+    ap.add_argument("--hmm-screened", type=Path, default=None, metavar="JSON",
+                    help="a budget-stopped `stanlogz loo --json` of the same program and data "
+                         "(its budget_stop.pass.screened: the observations the real screen "
+                         "took)")
     args = ap.parse_args(argv)
     rows = []
-    for label, program, data in (*POPULATIONS, RARE):
-        elpd_i, lppd_i = pointwise(program, data, args.seed)
+    pops = [(label, program, data) for label, program, data in (*POPULATIONS, RARE)]
+    if args.hmm is not None:
+        pops.append(("hmm_gauss, 100 steps, 5 outliers", str(args.hmm), None))
+    for label, program, data in pops:
+        if program is not None and program.endswith(".json"):
+            elpd_i, lppd_i = loo_json(Path(program))
+            picked = (np.array(json.loads(args.hmm_screened.read_text())["budget_stop"]["pass"]
+                               ["screened"], dtype=int) - 1) if args.hmm_screened else None
+        else:
+            elpd_i, lppd_i = pointwise(program, data, args.seed)
+            # the density difference of a program that factorizes is each elpd_i (at 100
+            # draws, about it); the rare class's proxy is noisy (sd 0.5)
+            noise = np.random.default_rng(7).normal(0.0, 0.5, elpd_i.size)
+            picked = screen_of(elpd_i, elpd_i + (noise if program is None else 0.0))
         rng = np.random.default_rng(args.seed)
-        for m in M_VALUES:
-            c = cell(elpd_i, lppd_i, m, args.reps * args.subset_seeds, rng)
-            rows.append([label, str(m), f"{c['cover1']:.3f}", f"{c['cover2']:.3f}",
-                         f"{c['mean_z']:+.2f}", f"{c['sd_z']:.2f}"])
-            print(rows[-1], flush=True)
-    print(format_table(["population", "m", "±1 se covers", "±2 se covers", "mean z", "sd z"],
-                       rows))
+        screens = [("none", None)] + ([("screened", picked)] if args.screen else [])
+        for name, first in screens:
+            for m in M_VALUES:
+                c = cell(elpd_i, lppd_i, m, args.reps * args.subset_seeds, rng, first)
+                k = 0 if first is None else first.size
+                rows.append([label, name if not k else f"{name} ({k})", str(m),
+                             f"{c['cover1']:.3f}", f"{c['cover2']:.3f}",
+                             f"{c['mean_z']:+.2f}", f"{c['sd_z']:.2f}"])
+                print(rows[-1], flush=True)
+    print(format_table(["population", "certain", "m (random)", "±1 se covers",
+                        "±2 se covers", "mean z", "sd z"], rows))
+
+
+def loo_json(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(elpd_i, lppd_i) of a ``stanlogz loo --json`` result of every observation."""
+    r = json.loads(path.read_text())
+    pw = r["pointwise"]
+    e = np.array([p["elpd"] for p in pw], dtype=float)
+    return e, e.copy()  # (lppd_i enters p_loo alone, not the coverage)
 
 
 if __name__ == "__main__":
