@@ -424,7 +424,8 @@ def loo(
     unc = d.flat_unconstrained()
     pw = pointwise_source(model, data_dict, observations, log_lik,
                           unc[_check_rows(unc.shape[0])], check=subsample is None)
-    if isinstance(pw, ClockedColumns) and getattr(early, "source", None) == "difference":
+    if getattr(pw, "source", None) == "conditional" and \
+            getattr(early, "source", None) == "difference":
         pw.proxy = early  # screens a budget-stopped pass's certain stratum (screen.py)
     # the self-check's and the k-hat band's refits: by the augmented bridge for a source whose
     # terms integrate the latents out (no held-out program of its own), else a NUTS refit

@@ -1,7 +1,7 @@
 """Which observations a budget-stopped pass of a costly pointwise source takes with certainty:
 those whose density difference lies far from the rest.
 
-A conditional or integrated pass can cost seconds an observation (a hidden Markov model's
+A conditional pass can cost seconds an observation (a hidden Markov model's
 quadrature: 3.4 s on 400 draws), so that when the time budget ends it no approximation of the
 observations left fits, and elpd_loo is N times the mean of the m done. Its se counts the
 spread of those m: a rare class of outlying observations that a sample of 20 misses (ten of
@@ -13,7 +13,10 @@ difference log p(y) − log p(y₋ᵢ) is not each observation's conditional log
 before the pass starts. Those (at most ``CERTAIN_MAX``) are visited first and taken with
 certainty; the rest stays a simple random sample of the others, so the estimator is the
 stratified one of :func:`~.subsample.subsample_estimates` and unbiased whatever the screen
-picks. The screen only chooses the certain stratum; it never enters the estimate."""
+picks. The screen only chooses the certain stratum; it never enters the estimate. An
+integrated source (one latent per observation) is not screened: its approximation on thinned
+draws fits, and the density difference conditional on the latents is heavy where the
+integrated values are not, so that it would flag the wrong ones."""
 
 from __future__ import annotations
 
