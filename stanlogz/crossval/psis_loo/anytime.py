@@ -65,6 +65,10 @@ INSTANCES_PER_OBSERVATION = 2.2
 CERTAIN_MAX = 20
 ANYTIME_CERTAIN_MARGIN_S = 0.2
 
+#: The most of the run's time budget left that the screen before a conditional pass may
+#: take (:func:`_screen_fits`).
+SCREEN_SHARE = 0.1
+
 #: The margin on a batched pass's cost timed at a few points (its threads and a loaded
 #: machine make a small timing noisy).
 BATCH_MARGIN = 1.5
@@ -176,7 +180,8 @@ def anytime_pass(pw: Any, d: Draws, r_eff: float, keep_above: float, seed: Any,
     order = (stream_rng(seed, Stream.LOO_SUBSAMPLE).permutation(n) if budgeted
              else np.arange(n))
     # far from the rest by the density difference: visited first, taken with certainty
-    first = screened(pw, d, r_eff, progress) if budgeted else np.zeros(0, dtype=int)
+    first = (screened(pw, d, r_eff, progress) if budgeted and _screen_fits(pw)
+             else np.zeros(0, dtype=int))
     order = np.concatenate([first, order[~np.isin(order, first)]])
     rows = _approx_rows(unc.shape[0])
     done_parts: list[np.ndarray] = []
@@ -238,6 +243,22 @@ def anytime_pass(pw: Any, d: Draws, r_eff: float, keep_above: float, seed: Any,
     if progress:
         progress(budget_pass_warning(int(index.size), n, how, int(first.size)))
     return ps, index, est
+
+
+def _screen_fits(pw: Any) -> bool:
+    """Whether the screen's density difference (``pw.proxy``) on ``SUBSAMPLE_APPROX_DRAWS``
+    draws fits in ``SCREEN_SHARE`` of the run's time budget left, by :func:`pass_reserve`'s
+    price (one data instance per observation: 5,000 compiled ones could take minutes);
+    True where it has no price (the screen's own pass then checks the budget)."""
+    proxy = getattr(pw, "proxy", None)
+    left = deadline.remaining()
+    if proxy is None or left is None:
+        return proxy is not None
+    try:
+        fixed, per_draw = pass_reserve(proxy, SUBSAMPLE_APPROX_DRAWS)
+    except StanlogzError:
+        return False
+    return fixed is None or fixed + SUBSAMPLE_APPROX_DRAWS * per_draw <= SCREEN_SHARE * left
 
 
 def widen_few(est: dict[str, Any], m: int) -> None:

@@ -208,6 +208,26 @@ def test_a_screen_whose_proxy_fails_leaves_the_plain_random_sample(clock):
     assert est["elpd"] == pytest.approx(200 * ps.elpd_i.mean(), rel=1e-12)
 
 
+def test_a_screen_priced_beyond_a_tenth_of_the_budget_left_is_not_run(clock, monkeypatch):
+    # the density difference of 5,000 compiled data instances could take minutes: priced
+    # (pass_reserve) at 0.2 s fixed + 0.001 s a draw on 100 draws, 0.3 s against the tenth of
+    # the 0.6 s left, it is not run, and the pass is the plain random sample
+    from stanlogz.crossval.psis_loo import anytime as anytime_mod
+
+    monkeypatch.setattr(anytime_mod, "pass_reserve", lambda pw, n: (0.2, 0.001))
+    ll = log_lik(200)
+    src = FakeSource(ll, clock, 0.01)
+    src.proxy = FakeSource(ll, clock, 0.0)
+    with time_budget(0.6):
+        ps, index, est = anytime_pass(src, draws(), 1.0, 0.5, 3)
+    order = stream_rng(3, Stream.LOO_SUBSAMPLE).permutation(200)
+    assert est["screened"] == [] and np.array_equal(index, np.sort(order[:35]))
+    monkeypatch.setattr(anytime_mod, "pass_reserve", lambda pw, n: (0.02, 0.0001))  # 0.03 s
+    with time_budget(0.6):
+        ps, index, est = anytime_pass(src, draws(), 1.0, 0.5, 3)
+    assert est["screened"] != []
+
+
 def test_where_the_approximation_cannot_fit_the_pass_goes_on_without_it(clock):
     # 200 observations at 0.01 s in 0.6 s: once ANYTIME_MIN = 20 are done, 0.4 s are left,
     # less than the approximation of the 180 left (0.36 s) with PSIS and the margin
