@@ -466,6 +466,8 @@ class PassState:
     #: A cheaper pointwise source (the density difference) that screens which observations a
     #: budget-stopped pass takes with certainty (:mod:`~stanlogz.crossval.psis_loo.screen`)
     proxy: Any = None
+    #: The observations that screen picked (None before it ran)
+    screened: Any = None
     #: How many of the observations an anytime pass is given it visits first, to be done
     #: before it may stop (:class:`PassClock`'s ``first``; set by the caller that screens)
     anytime_first: int = 0

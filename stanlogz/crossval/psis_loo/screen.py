@@ -58,6 +58,14 @@ def screened(pw: Any, d: Draws, r_eff: float, progress: Any = None) -> np.ndarra
     n = pw.obs.n
     if proxy is None or n <= SCREEN_MAX:
         return np.zeros(0, dtype=int)
+    if getattr(pw, "screened", None) is not None:  # the pass run again on fewer draws: the
+        return pw.screened                           # same certain stratum, chosen once
+    pw.screened = picked = _screen(proxy, n, d, r_eff, progress)
+    return picked
+
+
+def _screen(proxy: Any, n: int, d: Draws, r_eff: float, progress: Any) -> np.ndarray:
+    """:func:`screened`'s pass of ``proxy`` over the ``n`` observations and its pick."""
     unc = d.flat_unconstrained()
     unc = unc[even_rows(unc.shape[0], SUBSAMPLE_APPROX_DRAWS)]
     values, var = np.full(n, np.nan), np.zeros(n)
