@@ -27,7 +27,6 @@ import time
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from ..._util import deadline
 from ..._util.arrays import even_rows
@@ -40,9 +39,8 @@ from ...stan.nuts import budget_stop_dict
 from ..elpd.psis import LOGLIK_VAR_HEAVY, PsisLoo, psis_loo
 from ..observations.clock import PSIS_VALUE_S, SUBSAMPLE_APPROX_DRAWS
 from ..observations.pointwise import CHUNK_BYTES
-from ..refit.cv_se import LEVEL_2SE
 from .screen import screened
-from .subsample import subsample_estimates
+from .subsample import subsample_estimates, widen_few
 
 #: The density-difference pass's costs that do not shrink with the draws, in data instances
 #: per observation: its validity check, the pass and the approximation of the observations
@@ -180,7 +178,8 @@ def anytime_pass(pw: Any, d: Draws, r_eff: float, keep_above: float, seed: Any,
     order = (stream_rng(seed, Stream.LOO_SUBSAMPLE).permutation(n) if budgeted
              else np.arange(n))
     # far from the rest by the density difference: visited first, taken with certainty
-    first = (screened(pw, d, r_eff, progress) if budgeted and _screen_fits(pw)
+    first = (screened(pw, d, r_eff, progress)
+             if budgeted and (getattr(pw, "screened", None) is not None or _screen_fits(pw))
              else np.zeros(0, dtype=int))
     order = np.concatenate([first, order[~np.isin(order, first)]])
     rows = _approx_rows(unc.shape[0])
@@ -231,8 +230,8 @@ def anytime_pass(pw: Any, d: Draws, r_eff: float, keep_above: float, seed: Any,
     if index.size == n:
         return ps, None, None
     certain = np.isin(index, stratum) if stratum.size else None
-    if certain is not None and (~certain).sum() < 2 and not first.size:
-        certain = None  # too few left for the random part's variance
+    if certain is not None and (~certain).sum() < 2:  # too few left for the random part's
+        certain = np.isin(index, first) if first.size else None  # variance: the screen's
     est: dict[str, Any] = subsample_estimates(approx, index, ps.elpd_i, ps, [], certain)
     if how == "none":  # the plain expansion estimator of the random part
         widen_few(est, int(index.size if certain is None else (~certain).sum()))
@@ -259,20 +258,6 @@ def _screen_fits(pw: Any) -> bool:
     except StanlogzError:
         return False
     return fixed is None or fixed + SUBSAMPLE_APPROX_DRAWS * per_draw <= SCREEN_SHARE * left
-
-
-def widen_few(est: dict[str, Any], m: int) -> None:
-    """Widen, in place, the subsampling se of an estimate that is N times the mean of ``m``
-    observations drawn at random (no approximation of the rest) by Student's t quantile
-    with m - 1 degrees of freedom over the normal's at ±2 se. The bootstrap-t factor (capped
-    at 2) cannot see a tail the m missed: on roaches' influential points (N = 262) at m = 20
-    the ±2 se interval covered 0.93-0.94 without this (nominal 0.954;
-    ``python -m benchmarks.anytime_few_coverage``)."""
-    if m < 2:
-        return
-    t = float(stats.t.ppf(0.5 + LEVEL_2SE / 2, m - 1)) / 2.0
-    est["subsampling_se"] *= t
-    est["subsampling_factor"] *= t
 
 
 def _approx_rows(n_draws: int) -> np.ndarray:

@@ -71,7 +71,7 @@ from .band_refit import correct_band
 from .fitloo import is_fit, loo_elsewise
 from .own_latent import MAX_OWN_REFITS, own_parameter_note, own_parameter_observations
 from .result import LooResult, loo_warnings
-from .subsample import draw_sample, subsample_estimates
+from .subsample import draw_sample, final_estimates
 from .verify import (
     candidates,
     influence_rows,
@@ -469,7 +469,8 @@ def loo(
         if est is None:
             est = _full_estimates(ps)
         else:
-            notes.append(budget_pass_warning(*est["budget_pass"], est["approximation"]))
+            notes.append(budget_pass_warning(*est["budget_pass"], est["approximation"],
+                                             len(est.get("screened", []))))
     else:
         pw, sample_index, est, ps = _subsampled(pw, d, r_eff, subsample, seed, progress,
                                                 _keep_above(k_threshold),
@@ -574,8 +575,7 @@ def loo(
     for o, shift in ({} if band is None else band.shifts).items():
         elpd_i[pos[o]] += shift
     est = (_full_estimates(ps, elpd_i) if sample_index is None
-           else subsample_estimates(est["approx"], sample_index, elpd_i, ps, fixed,
-                                    est["certain"]))
+           else final_estimates(est, sample_index, elpd_i, ps, fixed))
     warns = _sampler_warnings(sampled)  # the whole run's diagnostics, thinned or not
     res = LooResult(
         model=model.name, elpd_loo=est["elpd"], se=est["se"], p_loo=est["p_loo"],

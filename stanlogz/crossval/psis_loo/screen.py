@@ -29,13 +29,15 @@ from ..._util.arrays import even_rows
 from ...draws import Draws
 from ...errors import StanlogzError
 from ..elpd.psis import LOGLIK_VAR_HEAVY, psis_loo
-from ..observations.clock import SUBSAMPLE_APPROX_DRAWS
+from ..observations.clock import ANYTIME_MIN, SUBSAMPLE_APPROX_DRAWS
 
 #: Tukey's far-out fences: a screened value below Q1 − 3 IQR or above Q3 + 3 IQR is far
 #: from the rest.
 FAR_IQR = 3.0
 #: The most observations the screen takes with certainty (as the anytime pass's certain
-#: stratum, ``anytime.CERTAIN_MAX``): the farthest where more are flagged (the elpd_i of a
+#: stratum, ``anytime.CERTAIN_MAX``; and at most half of those beyond the ``ANYTIME_MIN`` an
+#: estimate needs, so that a pass of few observations can still stop): the farthest where
+#: more are flagged (the elpd_i of a
 #: normal model are skewed, and Tukey's fences flag about 2.5% of them).
 SCREEN_MAX = 20
 
@@ -44,6 +46,8 @@ def far_out(values: np.ndarray) -> np.ndarray:
     """Which ``values`` lie beyond Tukey's far-out fences (``FAR_IQR`` IQRs past a
     quartile)."""
     q1, q3 = np.percentile(values, [25, 75])
+    if not q3 - q1 > 1e-9 * max(abs(q1), abs(q3), 1.0):  # no spread to measure by: none
+        return np.zeros(values.shape, dtype=bool)
     spread = FAR_IQR * (q3 - q1)
     return (values < q1 - spread) | (values > q3 + spread)
 
@@ -87,8 +91,11 @@ def _screen(proxy: Any, n: int, d: Draws, r_eff: float, progress: Any) -> np.nda
     q1, med, q3 = np.percentile(values, [25, 50, 75])
     distance = np.abs(values - med) / max(q3 - q1, 1e-12) + np.where(
         var > LOGLIK_VAR_HEAVY, np.inf, 0.0)
+    most = min(SCREEN_MAX, (n - ANYTIME_MIN) // 2)  # a random part of ANYTIME_MIN at least
+    if most < 1:
+        return np.zeros(0, dtype=int)
     picked = np.sort(np.flatnonzero(flagged)[np.argsort(-distance[flagged],
-                                                        kind="stable")[:SCREEN_MAX]])
+                                                        kind="stable")[:most]])
     if progress:
         progress(f"{picked.size} observation(s) whose density difference on "
                  f"{unc.shape[0]} thinned draws lies far from the rest are computed first and "

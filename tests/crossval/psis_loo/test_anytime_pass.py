@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from stanlogz._util.deadline import OverBudget, time_budget
 from stanlogz._util.gpd import KHAT_BAD
@@ -23,7 +24,8 @@ from stanlogz.crossval.psis_loo.anytime import (
     budget_flags,
 )
 from stanlogz.crossval.psis_loo.screen import far_out
-from stanlogz.crossval.psis_loo.subsample import subsample_estimates
+from stanlogz.crossval.psis_loo.subsample import final_estimates, subsample_estimates
+from stanlogz.crossval.refit.cv_se import LEVEL_2SE
 from stanlogz.draws import Draws
 from stanlogz.errors import ThinForBudget
 from tests.helpers import FakeClock
@@ -226,6 +228,42 @@ def test_a_screen_priced_beyond_a_tenth_of_the_budget_left_is_not_run(clock, mon
     with time_budget(0.6):
         ps, index, est = anytime_pass(src, draws(), 1.0, 0.5, 3)
     assert est["screened"] != []
+
+
+def test_the_widened_se_of_an_estimate_from_few_reaches_the_result(clock):
+    # loo recomputes the estimate after its fix-ups (final_estimates); it called
+    # subsample_estimates afresh, which dropped the t widening of an estimate without an
+    # approximation of the rest (widen_few): the result's subsampling se was the narrower
+    # one the benchmark never measured. With nothing fixed, the recomputed estimate is the
+    # pass's own, widening included (t with 34 df over the normal at 2 se: 1.03)
+    ll = log_lik(200)
+    with time_budget(0.6):
+        ps, index, est = anytime_pass(FakeSource(ll, clock, 0.01), draws(), 1.0, 0.5, 3)
+    assert est["approximation"] == "none" and index.size == 35
+    again = final_estimates(est, index, ps.elpd_i, ps, [])
+    assert again["elpd"] == pytest.approx(est["elpd"], rel=1e-12)
+    assert again["subsampling_se"] == pytest.approx(est["subsampling_se"], rel=1e-12)
+    plain = subsample_estimates(np.zeros(200), index, ps.elpd_i, ps, [])
+    assert again["subsampling_se"] / plain["subsampling_se"] == pytest.approx(
+        stats.t.ppf(0.5 + LEVEL_2SE / 2, 34) / 2.0, rel=1e-9)
+
+
+def test_the_screen_leaves_a_random_part_and_reads_no_spread_as_none():
+    from stanlogz.crossval.psis_loo.screen import screened
+
+    # 30 observations, 12 of them far out: at most (30 - 20) // 2 = 5 are taken, so that a
+    # random part of 20 can still stop the pass early
+    rng = np.random.default_rng(2)
+    y = rng.normal(size=30)
+    y[:12] = 15.0 + np.arange(12)
+    mu = rng.normal(size=CHAINS * PER_CHAIN) / np.sqrt(30)
+    ll = -0.5 * (y[None, :] - mu[:, None]) ** 2
+    pw = SimpleNamespace(obs=SimpleNamespace(n=30),
+                         proxy=FakeSource(ll, FakeClock(), 0.0))
+    picked = screened(pw, draws(), 1.0)
+    assert picked.size == 5 and set(picked.tolist()) <= set(range(12))  # five far ones
+    # values with no spread between their quartiles: Tukey's fences measure nothing
+    assert not far_out(np.r_[np.zeros(40), 1e-3, -5.0]).any()
 
 
 def test_where_the_approximation_cannot_fit_the_pass_goes_on_without_it(clock):
