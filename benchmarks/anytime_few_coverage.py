@@ -27,9 +27,8 @@ import numpy as np
 
 from stanlogz._util.tables import format_table
 from stanlogz.crossval import loo
-from stanlogz.crossval.psis_loo.anytime import widen_few
-from stanlogz.crossval.psis_loo.screen import SCREEN_MAX, far_out
-from stanlogz.crossval.psis_loo.subsample import subsample_estimates
+from stanlogz.crossval.psis_loo.screen import pick
+from stanlogz.crossval.psis_loo.subsample import subsample_estimates, widen_few
 
 ROOT = Path(__file__).resolve().parents[1]
 #: (label, program, data): a Poisson regression with influential points (heavy lower tail of
@@ -63,15 +62,10 @@ def pointwise(program: str | None, data: str | None, seed: int
 
 def screen_of(elpd_i: np.ndarray, proxy: np.ndarray | None) -> np.ndarray:
     """The observations the screen before a budget-stopped pass takes with certainty
-    (:func:`~stanlogz.crossval.psis_loo.screen.screened`'s rule on ``proxy``, the density
-    difference's values: Tukey's far fences, at most ``SCREEN_MAX``, the farthest first;
-    its variance rule needs the draws and is left out here)."""
-    if proxy is None:
-        return np.zeros(0, dtype=int)
-    flagged = far_out(proxy)
-    q1, med, q3 = np.percentile(proxy, [25, 50, 75])
-    dist = np.abs(proxy - med) / (q3 - q1)
-    return np.sort(np.flatnonzero(flagged)[np.argsort(-dist[flagged])[:SCREEN_MAX]])
+    (:func:`~stanlogz.crossval.psis_loo.screen.pick` on ``proxy``, the density difference's
+    values; its variance rule needs the draws and is left out here)."""
+    return np.zeros(0, dtype=int) if proxy is None else pick(proxy)
+
 
 
 def cell(elpd_i: np.ndarray, lppd_i: np.ndarray, m: int, reps: int,

@@ -145,8 +145,10 @@ def budget_pass_warning(m: int, n: int, approximation: str, screened: int = 0) -
               f"a value far from them among the {n - m} not done, which a sample this small "
               f"can miss{' and the screen did not show' if screened else ''}; a longer "
               f"{option('time_budget')} computes them")
-    return (f"the time budget ended the pointwise pass after {m} of {n} observations (visited "
-            f"in random order); elpd_loo estimates the rest by {how}, and its subsampling se "
+    visited = (f"the {screened} screened first, the others in random order" if screened
+               else "visited in random order")
+    return (f"the time budget ended the pointwise pass after {m} of {n} observations "
+            f"({visited}); elpd_loo estimates the rest by {how}, and its subsampling se "
             f"{counts}")
 
 
@@ -178,8 +180,7 @@ def anytime_pass(pw: Any, d: Draws, r_eff: float, keep_above: float, seed: Any,
     order = (stream_rng(seed, Stream.LOO_SUBSAMPLE).permutation(n) if budgeted
              else np.arange(n))
     # far from the rest by the density difference: visited first, taken with certainty
-    first = (screened(pw, d, r_eff, progress)
-             if budgeted and (getattr(pw, "screened", None) is not None or _screen_fits(pw))
+    first = (screened(pw, d, r_eff, progress, priced=_screen_fits) if budgeted
              else np.zeros(0, dtype=int))
     order = np.concatenate([first, order[~np.isin(order, first)]])
     rows = _approx_rows(unc.shape[0])

@@ -20,6 +20,7 @@ integrated values are not, so that it would flag the wrong ones."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -36,9 +37,8 @@ from ..observations.clock import ANYTIME_MIN, SUBSAMPLE_APPROX_DRAWS
 FAR_IQR = 3.0
 #: The most observations the screen takes with certainty (as the anytime pass's certain
 #: stratum, ``anytime.CERTAIN_MAX``; and at most half of those beyond the ``ANYTIME_MIN`` an
-#: estimate needs, so that a pass of few observations can still stop): the farthest where
-#: more are flagged (the elpd_i of a
-#: normal model are skewed, and Tukey's fences flag about 2.5% of them).
+#: estimate needs, :func:`most_screened`): the farthest where more are flagged (the elpd_i of
+#: a normal model are skewed, and Tukey's fences flag about 2.5% of them).
 SCREEN_MAX = 20
 
 
@@ -52,20 +52,45 @@ def far_out(values: np.ndarray) -> np.ndarray:
     return (values < q1 - spread) | (values > q3 + spread)
 
 
-def screened(pw: Any, d: Draws, r_eff: float, progress: Any = None) -> np.ndarray:
+def screened(pw: Any, d: Draws, r_eff: float, progress: Any = None,
+             priced: Callable[[Any], bool] = lambda pw: True) -> np.ndarray:
     """The observations (sorted indices) whose density difference on ``SUBSAMPLE_APPROX_DRAWS``
-    thinned draws of ``d`` is far out (:func:`far_out`) or heavy (a log-likelihood variance
-    above ``LOGLIK_VAR_HEAVY``), at most ``SCREEN_MAX`` (the heavy ones, then the farthest
-    from the median); empty where ``pw`` has no ``proxy`` (a density-difference source the program
-    builds) or its pass fails or outlasts the run's time budget."""
+    thinned draws of ``d`` is far out or heavy (:func:`pick`), chosen once per source (a pass
+    run again on fewer draws keeps them); empty where ``pw`` has no ``proxy`` (a
+    density-difference source the program builds), where ``priced(pw)`` says its pass does
+    not fit the run's time budget, or where that pass fails or outlasts it."""
     proxy = getattr(pw, "proxy", None)
     n = pw.obs.n
-    if proxy is None or n <= SCREEN_MAX:
+    if proxy is None or most_screened(n) < 1:
         return np.zeros(0, dtype=int)
-    if getattr(pw, "screened", None) is not None:  # the pass run again on fewer draws: the
-        return pw.screened                           # same certain stratum, chosen once
-    pw.screened = picked = _screen(proxy, n, d, r_eff, progress)
-    return picked
+    if getattr(pw, "screened", None) is None:
+        if not priced(pw):
+            return np.zeros(0, dtype=int)
+        pw.screened = _screen(proxy, n, d, r_eff, progress)
+    return pw.screened
+
+
+def most_screened(n: int) -> int:
+    """The most of ``n`` observations the screen takes: ``SCREEN_MAX``, and half of those
+    beyond the ``ANYTIME_MIN`` a random part needs."""
+    return min(SCREEN_MAX, (n - ANYTIME_MIN) // 2)
+
+
+def pick(values: np.ndarray, var: np.ndarray | None = None) -> np.ndarray:
+    """The observations (sorted indices) whose screened ``values`` are far out
+    (:func:`far_out`) or whose log-likelihood variance ``var`` is above
+    ``LOGLIK_VAR_HEAVY``: at most :func:`most_screened`, the heavy ones first, then the
+    farthest from the median in IQRs (any set fixed before the pass serves as the certain
+    stratum)."""
+    heavy = np.zeros(values.shape, dtype=bool) if var is None else var > LOGLIK_VAR_HEAVY
+    flagged = far_out(values) | heavy
+    most = most_screened(values.size)
+    if not flagged.any() or most < 1:
+        return np.zeros(0, dtype=int)
+    q1, med, q3 = np.percentile(values, [25, 50, 75])
+    distance = np.abs(values - med) / max(q3 - q1, 1e-12) + np.where(heavy, np.inf, 0.0)
+    order = np.argsort(-distance[flagged], kind="stable")
+    return np.sort(np.flatnonzero(flagged)[order[:most]])
 
 
 def _screen(proxy: Any, n: int, d: Draws, r_eff: float, progress: Any) -> np.ndarray:
@@ -83,20 +108,8 @@ def _screen(proxy: Any, n: int, d: Draws, r_eff: float, progress: Any) -> np.nda
         return np.zeros(0, dtype=int)
     if not np.isfinite(values).all():
         return np.zeros(0, dtype=int)
-    flagged = far_out(values) | (var > LOGLIK_VAR_HEAVY)
-    if not flagged.any():
-        return np.zeros(0, dtype=int)
-    # the most outlying first (in IQRs from the median), the heavy ones before all: any set
-    # fixed before the pass serves as the certain stratum
-    q1, med, q3 = np.percentile(values, [25, 50, 75])
-    distance = np.abs(values - med) / max(q3 - q1, 1e-12) + np.where(
-        var > LOGLIK_VAR_HEAVY, np.inf, 0.0)
-    most = min(SCREEN_MAX, (n - ANYTIME_MIN) // 2)  # a random part of ANYTIME_MIN at least
-    if most < 1:
-        return np.zeros(0, dtype=int)
-    picked = np.sort(np.flatnonzero(flagged)[np.argsort(-distance[flagged],
-                                                        kind="stable")[:most]])
-    if progress:
+    picked = pick(values, var)
+    if progress and picked.size:
         progress(f"{picked.size} observation(s) whose density difference on "
                  f"{unc.shape[0]} thinned draws lies far from the rest are computed first and "
                  f"taken with certainty: {', '.join(str(i + 1) for i in picked)}")
