@@ -135,8 +135,8 @@ def budget_pass_warning(m: int, n: int, approximation: str, screened: int = 0) -
     (:func:`~.screen.screened`)."""
     how = (f"the difference estimator around PSIS on {SUBSAMPLE_APPROX_DRAWS} thinned draws "
            "(as subsampling)" if approximation != "none" else
-           f"{n - screened} times the mean of those done (no approximation of the rest fitted "
-           "in the budget)")
+           f"{n - screened} times the mean of the {m - screened} {'others ' if screened else ''}"
+           "done (no approximation of the rest fitted in the budget)")
     if screened:
         how += (f", with the {screened} whose density difference lies far from the rest "
                 "computed first and taken as they are")
