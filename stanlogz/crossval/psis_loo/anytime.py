@@ -66,6 +66,11 @@ ANYTIME_CERTAIN_MARGIN_S = 0.2
 #: The most of the run's time budget left that the screen before a conditional pass may
 #: take (:func:`_screen_fits`).
 SCREEN_SHARE = 0.1
+#: A conditional pass priced within this share of the budget left completes, and is not
+#: screened (:func:`_screen_fits`): its price is its trial's wall time per observation
+#: (a 100-step hidden Markov model: 3.4 s priced, 2.9-4.2 s taken), so a third leaves a
+#: margin of three on it.
+PASS_SURE_SHARE = 1 / 3
 
 #: The margin on a batched pass's cost timed at a few points (its threads and a loaded
 #: machine make a small timing noisy).
@@ -180,7 +185,8 @@ def anytime_pass(pw: Any, d: Draws, r_eff: float, keep_above: float, seed: Any,
     order = (stream_rng(seed, Stream.LOO_SUBSAMPLE).permutation(n) if budgeted
              else np.arange(n))
     # far from the rest by the density difference: visited first, taken with certainty
-    first = (screened(pw, d, r_eff, progress, priced=_screen_fits) if budgeted
+    first = (screened(pw, d, r_eff, progress,
+                      priced=lambda pw: _screen_fits(pw, unc.shape[0])) if budgeted
              else np.zeros(0, dtype=int))
     order = np.concatenate([first, order[~np.isin(order, first)]])
     rows = _approx_rows(unc.shape[0])
@@ -245,15 +251,23 @@ def anytime_pass(pw: Any, d: Draws, r_eff: float, keep_above: float, seed: Any,
     return ps, index, est
 
 
-def _screen_fits(pw: Any) -> bool:
+def _screen_fits(pw: Any, n_draws: int | None = None) -> bool:
     """Whether the screen's density difference (``pw.proxy``) on ``SUBSAMPLE_APPROX_DRAWS``
-    draws fits in ``SCREEN_SHARE`` of the run's time budget left, by :func:`pass_reserve`'s
-    price (one data instance per observation: 5,000 compiled ones could take minutes);
-    True where it has no price (the screen's own pass then checks the budget)."""
+    draws is needed and fits: False where the pass itself at ``n_draws`` draws is priced
+    (``pw.expected_seconds``) within ``PASS_SURE_SHARE`` of the run's time budget left (it
+    completes, and a screen would only cost time), or where the screen does not fit in
+    ``SCREEN_SHARE`` of that budget by :func:`pass_reserve`'s price (one data instance per
+    observation: 5,000 compiled ones could take minutes); True where it has no price (the
+    screen's own pass then checks the budget)."""
     proxy = getattr(pw, "proxy", None)
     left = deadline.remaining()
     if proxy is None or left is None:
         return proxy is not None
+    expected = getattr(pw, "expected_seconds", None)
+    if expected is not None and n_draws is not None:
+        whole = expected(n_draws, pw.obs.n)
+        if whole is not None and whole <= PASS_SURE_SHARE * left:
+            return False
     try:
         fixed, per_draw = pass_reserve(proxy, SUBSAMPLE_APPROX_DRAWS)
     except StanlogzError:

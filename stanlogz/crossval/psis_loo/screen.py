@@ -57,8 +57,10 @@ def screened(pw: Any, d: Draws, r_eff: float, progress: Any = None,
     """The observations (sorted indices) whose density difference on ``SUBSAMPLE_APPROX_DRAWS``
     thinned draws of ``d`` is far out or heavy (:func:`pick`), chosen once per source (a pass
     run again on fewer draws keeps them); empty where ``pw`` has no ``proxy`` (a
-    density-difference source the program builds), where ``priced(pw)`` says its pass does
-    not fit the run's time budget, or where that pass fails or outlasts it."""
+    density-difference source the program builds), where ``priced(pw)`` says it is not
+    needed (the conditional pass completes by its price) or does not fit the run's time
+    budget, or where the screen's pass fails or outlasts it (nothing is kept then: a pass run
+    again on fewer draws asks again)."""
     proxy = getattr(pw, "proxy", None)
     n = pw.obs.n
     if proxy is None or most_screened(n) < 1:

@@ -227,6 +227,32 @@ def test_a_screen_priced_beyond_a_tenth_of_the_budget_left_is_not_run(clock, mon
     assert est["screened"] != []
 
 
+def test_a_pass_priced_well_within_the_budget_is_not_screened(clock):
+    # a conditional pass priced (expected_seconds) within a third of the budget left
+    # completes: the screen before it would only cost time, and is not run. Here the price
+    # is 0.15 s of 0.6 (within a third): no screen, every observation done; priced at 0.5 s
+    # (beyond a third) on the same source, the screen runs and the budget ends the pass
+    ll = log_lik(200)
+    calls: list[int] = []
+
+    class Counted(FakeSource):
+        def chunks(self, unc, *args, **kwargs):
+            calls.append(len(unc))
+            yield from super().chunks(unc, *args, **kwargs)
+
+    src = FakeSource(ll, clock, 0.0005)  # 0.1 s for all 200: the pass completes
+    src.proxy = Counted(ll, clock, 0.0)
+    src.expected_seconds = lambda n_draws, n_obs: 0.15 * n_draws / (CHAINS * PER_CHAIN)
+    with time_budget(0.6):
+        ps, index, est = anytime_pass(src, draws(), 1.0, 0.5, 3)
+    assert index is None and est is None and calls == []
+    src.expected_seconds = lambda n_draws, n_obs: 0.5
+    src.per_obs = 0.01
+    with time_budget(0.6):
+        ps, index, est = anytime_pass(src, draws(), 1.0, 0.5, 3)
+    assert calls == [100] and index is not None and index.size < 200
+
+
 def test_the_widened_se_of_an_estimate_from_few_reaches_the_result(clock):
     # loo recomputes the estimate after its fix-ups (final_estimates); it called
     # subsample_estimates afresh, which dropped the t widening of an estimate without an
