@@ -147,7 +147,11 @@ def what_failed(ver: Verification, told: Callable[[Sequence[object]], str]) -> s
     if na := [p for p in ver.failed if math.isnan(p.z)]:
         out.append(f"observation(s) {told(na)} could not be checked: their exact refits "
                    "have no Monte Carlo se (a refit's chains disagree: see the warnings)")
-    if ver.sum_failed:
+    if ver.sum_failed and math.isnan(ver.sum_z):  # a refit without a se: named above
+        out.append(f"so the sum of the PSIS values of observation(s) "
+                   f"{', '.join(str(i + 1) for i in ver.sum_points)} could not be tested "
+                   "either")
+    elif ver.sum_failed:
         out.append(f"the PSIS values of observation(s) "
                    f"{', '.join(str(i + 1) for i in ver.sum_points)} are together higher than "
                    f"their exact refits by z = {ver.sum_z:+.1f} of their joint error "
