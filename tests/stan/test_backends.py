@@ -226,3 +226,29 @@ def test_an_instance_with_one_variable_moved_is_the_data_with_it_moved(backend):
     assert a.data_json == b.data_json
     x = np.array([0.4, -0.3])
     assert a.log_density(x) == b.log_density(x) != m.log_density(x)
+
+
+def test_the_constants_compared_at_a_point_both_backends_reject_raise_no_warning():
+    # posteriordb sir printed "RuntimeWarning: invalid value encountered in subtract" on
+    # every run: at a check point the ODE's states are negative, both backends' densities are
+    # -inf, and -inf - -inf is nan. Such a point is skipped (the comparison holds at the
+    # others): no warning, and the finite points still decide
+    import warnings
+    from types import SimpleNamespace
+
+    from stanlogz.stan.interpreted_constants import disagreement
+
+    n = len(check_points(2))
+
+    def native(values):
+        return SimpleNamespace(dim=2, _native_many=lambda xs: np.array(values, dtype=float))
+
+    rejected = [-np.inf] + [0.0] * (n - 1)
+    compiled = SimpleNamespace(log_density_many=lambda xs, propto: np.array(
+        [-np.inf] + [(-1.0 if propto else -3.0)] * (n - 1)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert disagreement(native(rejected), native([-np.inf] + [-2.0] * (n - 1)),
+                            compiled) is None
+        assert "keeps is -2.5" in disagreement(native(rejected),
+                                              native([-np.inf] + [-2.5] * (n - 1)), compiled)
