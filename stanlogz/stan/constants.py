@@ -38,9 +38,9 @@ _OPEN = {")": "(", "]": "["}
 _CLOSE = {"(": ")", "[": "]"}
 
 
-def blank_comments(code: str) -> str:
-    """``code`` with comments and string literals replaced by spaces (line breaks kept), so
-    positions in it are positions in ``code``."""
+def blank_comments(code: str, strings: bool = True) -> str:
+    """``code`` with comments and string literals (``strings`` False: comments only)
+    replaced by spaces (line breaks kept), so positions in it are positions in ``code``."""
     out = list(code)
     i, n = 0, len(code)
     while i < n:
@@ -54,6 +54,9 @@ def blank_comments(code: str) -> str:
         elif code[i] == '"':
             j = code.find('"', i + 1)
             j = n if j < 0 else j + 1
+            if not strings:
+                i = j
+                continue
         else:
             i += 1
             continue
@@ -135,9 +138,11 @@ def keep_constants(code: str) -> str:
     """``code`` rewritten so its ``propto=True`` log density keeps every constant (see the
     module's docstring); :class:`~stanlogz.InputError` on a ``~`` statement it cannot read."""
     text = blank_comments(code)
+    # what is written out: the same text with its string literals (reject's, print's) kept
+    kept = blank_comments(code, strings=False)
     user_pmf = set(re.findall(r"\b([A-Za-z]\w*)_lpmf\s*\(", text))
     user_pdf = set(re.findall(r"\b([A-Za-z]\w*)_lpdf\s*\(", text))
-    text = re.sub(r"\b(\w+)_lup([dm])f\s*\(", r"\1_lp\2f(", text)
+    text, kept = _sub_aligned(r"\b(\w+)_lup([dm])f\s*\(", r"\1_lp\2f(", text, kept)
     pieces: list[str] = []
     done = 0
     for m in re.finditer(r"~", text):
@@ -175,9 +180,21 @@ def keep_constants(code: str) -> str:
             stmt = f"{{ {text[lhs0:semi + 1]} target += {call} - {lucall}; }}"
         else:
             stmt = f"target += {call};"
-        pieces.append(text[done:lhs0])
+        pieces.append(kept[done:lhs0])
         # the same number of line breaks, so later line numbers stay
         pieces.append(stmt + "\n" * (text.count("\n", lhs0, semi + 1) - stmt.count("\n")))
         done = semi + 1
-    pieces.append(text[done:])
+    pieces.append(kept[done:])
     return "".join(pieces)
+
+
+def _sub_aligned(pattern: str, repl: str, text: str, kept: str) -> tuple[str, str]:
+    """``re.sub(pattern, repl, text)``, the same spans of ``kept`` (aligned with ``text``)
+    replaced alike, so that positions in the two stay aligned."""
+    out_text, out_kept, last = [], [], 0
+    for m in re.finditer(pattern, text):
+        new = m.expand(repl)
+        out_text += [text[last:m.start()], new]
+        out_kept += [kept[last:m.start()], new]
+        last = m.end()
+    return "".join(out_text + [text[last:]]), "".join(out_kept + [kept[last:]])

@@ -206,3 +206,19 @@ def test_a_refused_data_instance_with_no_conditional_refuses_before_sampling():
     assert not any("sampl" in line for line in lines), lines
     route = info.value.routes[0]
     assert route.command == "kfold" and route.options == {"obs": "n1"}
+
+
+def test_data_instances_rejected_at_every_point_with_no_conditional_refuse_before_sampling():
+    # sir: an ODE over N_t times with two observed series (stoi_hat, B_hat), so no conditional
+    # source; its density difference's empty baseline is rejected at every point ("times has
+    # size 0"). The check before sampling read that as a point's failure and left it to the
+    # draws: the refusal, naming lfo, came after 77 s of NUTS. It now comes before NUTS
+    # (a quarter of the random points have a finite density; the check takes 4 of 32)
+    folder = _folder("sir")
+    lines: list[str] = []
+    with pytest.raises(InputError, match="several values per observation") as info:
+        stanlogz.loo(str(folder / "model.stan"), str(folder / "data.json"), seed=1,
+                     progress=lines.append)
+    assert not any("sampl" in line for line in lines), lines
+    route = info.value.routes[0]
+    assert route.command == "lfo" and route.options["obs"] == "N_t"

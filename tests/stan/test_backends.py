@@ -252,3 +252,19 @@ def test_the_constants_compared_at_a_point_both_backends_reject_raise_no_warning
                             compiled) is None
         assert "keeps is -2.5" in disagreement(native(rejected),
                                               native([-np.inf] + [-2.5] * (n - 1)), compiled)
+
+
+def test_the_rewrite_keeps_string_literals_and_comments_out_of_the_match():
+    # the rewrite wrote out the text it matched in, where string literals are blanked:
+    # reject("no observations") became reject(   ), which no parser reads, so any program
+    # with a reject or print lost the interpreter's density with every constant. The
+    # strings are kept; a '~' or '//' inside one is still not read as code
+    code = ('model {\n  if (N == 0) reject("no ~ observations // here");\n'
+            '  y ~ normal(mu, 1); // a comment ~ x\n  print("mu = ", mu);\n}\n')
+    out = keep_constants(code)
+    assert 'reject("no ~ observations // here");' in out
+    assert 'print("mu = ", mu);' in out
+    assert "target += normal_lpdf(y | mu, 1);" in out
+    assert out.count("\n") == code.count("\n")
+    lup = 'model {\n  print("a_lupdf(");\n  target += foo_lupdf(y | mu);\n}\n'
+    assert keep_constants(lup) == lup.replace("foo_lupdf", "foo_lpdf")

@@ -30,6 +30,7 @@ from ...stan.settings import NutsArgs, NutsKeywords, nuts_from_keywords
 from ..elpd.base import ElpdResult
 from ..elpd.psis import LOGLIK_VAR_HEAVY, PsisLoo, psis_loo, relative_efficiency
 from ..elpd.routes import (
+    PROBE_ROWS,
     conditional_instead,
     exact_split_error,
     pointwise_source,
@@ -407,7 +408,7 @@ def loo(
         if draws is None and subsample is None:  # a refusal no draw can change: before NUTS
             refusal = refusal_before_draws(early, log_lik,
                                            stream_rng(seed, Stream.PROBE).uniform(
-                                               -2.0, 2.0, (4, model.dim)))
+                                               -2.0, 2.0, (8 * PROBE_ROWS, model.dim)))
             if refusal is not None:
                 raise refusal
     if run_budget.remaining() is not None:
