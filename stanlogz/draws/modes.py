@@ -35,6 +35,9 @@ from ..errors import Route
 #: have ended in different places: their se is then withheld (converged chains give about
 #: 1.00, sd near 0.002)
 RHAT_MODES = 1.1
+#: Split R-hat at most which a refit's held-out term is taken to have one distribution in
+#: every chain (:func:`disagreeing`): the usual threshold of converged chains.
+RHAT_SAME = 1.01
 #: A probe's chain whose median ends more than this many of the refit's sds beyond the range
 #: of all the refit's draws is elsewhere (:func:`beyond`): a far mode gives tens of sds
 #: (benchmarks/refit_modes.py); split R-hat over the probe's short chains, tried first, fired
@@ -87,15 +90,27 @@ def max_rhat(unconstrained: np.ndarray) -> float:
     return float(np.max(r)) if np.size(r) and not np.all(np.isnan(r)) else float("nan")
 
 
-def disagreeing(unconstrained: np.ndarray, what: str, value: str) -> str | None:
+def disagreeing(unconstrained: np.ndarray, what: str, value: str,
+                quantity: np.ndarray | None = None) -> str | None:
     """The warning for draws ``(chains, draws, dim)`` whose chains ended in different places
     (largest split R-hat above :data:`RHAT_MODES`: a refit's probe found another mode and its
     chains were joined, or cold chains split between modes), None when they agree. NUTS does
     not weight the modes, so ``value`` (what is computed from ``what``'s draws) is unreliable
-    and no Monte Carlo se given them holds: the caller reports it as NA."""
+    and no Monte Carlo se given them holds: the caller reports it as NA.
+
+    ``quantity`` ``(chains, draws)``: what ``value`` is an expectation of at those draws
+    (the held-out log-likelihood). Where its split R-hat is at most :data:`RHAT_SAME`, every
+    chain sees it alike: modes that differ only by a symmetry (topic labels swapped in a
+    mixture or LDA) give it the same distribution, so their weights cannot move the value,
+    and None is returned whatever the parameters' R-hat (posteriordb ldaK2: parameters
+    6.5-6.9, the held-out term's about 1.00)."""
     r = max_rhat(unconstrained)
     if not r > RHAT_MODES:
         return None
+    if quantity is not None:
+        q = split_rhat(np.asarray(quantity, dtype=float)[..., None])
+        if np.size(q) and np.all(np.isfinite(q)) and float(np.max(q)) <= RHAT_SAME:
+            return None
     return (f"{what}: its chains disagree (split R-hat {r:.2f} > {RHAT_MODES}): the "
             "posterior may have modes that NUTS does not move between, so "
             f"{value} is unreliable and its Monte Carlo se NA; sample that posterior "

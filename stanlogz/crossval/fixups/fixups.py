@@ -127,10 +127,13 @@ def fix_observation(pw: PointwiseLogLik, full_unc: np.ndarray, task: FixTask,
                          warm=task.warm)
     minus_unc = fit.unconstrained
     warns: list[str] = []
+    dim = full_unc.shape[2]
+    ll_minus = pw.column(i, minus_unc.reshape(-1, dim)).reshape(minus_unc.shape[:2])
     # the refit's chains ended in different places (its probe found a mode the full fit's
-    # draws do not reach): the value stands, its se is NA (the total's mcse with it)
+    # draws do not reach) where its held-out term differs: the value stands, its se is NA
+    # (the total's mcse with it)
     unmixed = disagreeing(minus_unc, f"observation {i + 1}: the refit without it",
-                          "its fixed value")
+                          "its fixed value", quantity=ll_minus)
     if unmixed:
         warns.append(unmixed)
     n_div = int(np.sum(fit.sampler["divergent__"] > 0))
@@ -138,9 +141,8 @@ def fix_observation(pw: PointwiseLogLik, full_unc: np.ndarray, task: FixTask,
         warns.append(f"observation {i + 1}: {transitions(n_div)} in the refit without "
                      f"it; its value may be biased (raise {option('adapt_delta')})")
     if task.method == "exact":
-        c_full, n_full, dim = full_unc.shape
+        c_full, n_full, _ = full_unc.shape
         ll_full = pw.column(i, full_unc.reshape(-1, dim)).reshape(c_full, n_full)
-        ll_minus = pw.column(i, minus_unc.reshape(-1, dim)).reshape(minus_unc.shape[:2])
         sol = solve_bridge(ll_full, ll_minus)
         diagnostics = exact_fix_checks(sol, ll_full, ll_minus)
         return FixedPoint(i, sol.log_r, float("nan") if unmixed else sol.se, "exact",

@@ -332,13 +332,6 @@ def heldout_elpd(
     if train_draws is None:  # a refit the budget cut short: not done (an anytime caller
         deadline.check_not_cut(td, f"the refit without {_numbers(v)}")  # estimates the set)
     n_grad = td.n_gradient_evals if train_draws is None else 0
-    # chains that ended in different places (a warm refit's probe found them, or cold chains
-    # split between modes): NUTS does not weight the modes, so no se given these draws holds
-    unmixed = disagreeing(td.unconstrained, f"the refit without {_numbers(v)}",
-                          "the held-out value")
-    warns.extend(w for w in getattr(td, "warnings", ()) if w not in warns)  # the probe's
-    if unmixed:
-        warns.append(unmixed)
     for what, d in (("all data", fd), (f"the refit without {_numbers(v)}", td)):
         n_div = int(np.sum(d.sampler.get("divergent__", np.zeros(1)) > 0))
         if n_div:
@@ -359,6 +352,15 @@ def heldout_elpd(
                               stream_rng(seed, Stream.AUGMENT))
     lp_f_at_t = _finite(full.log_density_many(aug))
     n_evals = 2 * len(flat_f) + 2 * len(flat_t)
+    # chains that ended in different places (a warm refit's probe found them, or cold chains
+    # split between modes) where the held-out density differs between them: NUTS does not
+    # weight the modes, so no se given these draws holds (modes alike for it: a symmetry)
+    unmixed = disagreeing(td.unconstrained, f"the refit without {_numbers(v)}",
+                          "the held-out value",
+                          quantity=(lp_f_at_t - lp_t_at_t - log_q_t).reshape(xt.shape[:2]))
+    warns.extend(w for w in getattr(td, "warnings", ()) if w not in warns)  # the probe's
+    if unmixed:
+        warns.append(unmixed)
     elpd, se, khat = float("nan"), float("inf"), (float("nan"), float("nan"))
     # the full and the training draws' influence on the bridge's log r (a plain or warped one)
     joint_full = joint_train = None
