@@ -92,7 +92,7 @@ def far(runs: int, chains: int = 4) -> None:
                 continuation._probed, heldout.disagreeing = real_probed, real_check
             else:  # the code before: no probe, no R-hat check of the refit
                 continuation._probed = lambda train, nuts, seed, drawn, *a: drawn
-                heldout.disagreeing = lambda *a: None
+                heldout.disagreeing = lambda *a, **k: None
             answers = []
             for seed in range(1, runs + 1):
                 r = stanlogz.kfold(model, group="g", k=None, seed=seed, warm_refits=warm,
@@ -136,7 +136,7 @@ def loo_far(runs: int) -> None:
     print("|---|---|---|---|---|---|")
     for now in (False, True):
         verify.candidates = real_cands if now else no_var
-        fixups.disagreeing = real_check if now else (lambda *a: None)
+        fixups.disagreeing = real_check if now else (lambda *a, **k: None)
         checked, answers = 0, []
         for seed in range(1, runs + 1):
             r = stanlogz.loo(model, seed=seed)
