@@ -235,8 +235,12 @@ class PointwiseLogLik(PassState):
         rng = np.random.default_rng(BASE_CHECK_SEED)
         points = np.vstack([np.zeros(self.model.dim),
                             rng.uniform(-2, 2, (BASE_CANDIDATES - 1, self.model.dim))])
-        finite = [x for x in points
-                  if np.isfinite(_density_or_nan(self.model, x))][:BASE_CHECK_POINTS]
+        finite: list[np.ndarray] = []
+        for x in points:  # the first BASE_CHECK_POINTS where the whole data's is finite
+            if len(finite) == BASE_CHECK_POINTS:
+                break
+            if np.isfinite(_density_or_nan(self.model, x)):
+                finite.append(x)
         return bool(finite) and any(
             not any(np.isfinite(_density_or_nan(b, x)) for x in finite) for b in bases)
 
