@@ -420,8 +420,9 @@ class PointwiseLogLik(PassState):
             if self.solver:  # its terms carry the solver's error: within SOLVER_SUM_ABS
                 allowed = np.maximum(allowed, SOLVER_SUM_ABS)
             bad = ~(gap <= allowed)
-            self.gap = (float(np.nanmax(gap)) if gap.size else 0.0,
-                        float(np.nanmax(gap / scale)) if gap.size else 0.0)
+            finite = np.isfinite(gap) & np.isfinite(scale)  # the gaps a number measures
+            self.gap = ((float(np.max(gap[finite])), float(np.max((gap / scale)[finite])))
+                        if finite.any() else (float("inf"), float("inf")))
         # a term not finite is bad whatever the sum: an infinite scale would pass it
         bad |= ~np.all(np.isfinite(ll), axis=1) | ~np.isfinite(want)
         if np.any(bad):
