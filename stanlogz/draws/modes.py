@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from ..errors import Route
 
@@ -35,9 +36,12 @@ from ..errors import Route
 #: have ended in different places: their se is then withheld (converged chains give about
 #: 1.00, sd near 0.002)
 RHAT_MODES = 1.1
-#: Split R-hat at most which a refit's held-out term is taken to have one distribution in
-#: every chain (:func:`disagreeing`): the usual threshold of converged chains.
-RHAT_SAME = 1.01
+#: The level at which the chains' held-out values are found to differ (:func:`values_alike`:
+#: chains in modes alike by a symmetry are then flagged this often, the conservative side:
+#: their se is withheld) ...
+ALIKE_ALPHA = 0.001
+#: ... and the batches of each chain its Monte Carlo se is read from.
+ALIKE_BATCHES = 20
 #: A probe's chain whose median ends more than this many of the refit's sds beyond the range
 #: of all the refit's draws is elsewhere (:func:`beyond`): a far mode gives tens of sds
 #: (benchmarks/refit_modes.py); split R-hat over the probe's short chains, tried first, fired
@@ -98,23 +102,68 @@ def disagreeing(unconstrained: np.ndarray, what: str, value: str,
     not weight the modes, so ``value`` (what is computed from ``what``'s draws) is unreliable
     and no Monte Carlo se given them holds: the caller reports it as NA.
 
-    ``quantity`` ``(chains, draws)``: what ``value`` is an expectation of at those draws
-    (the held-out log-likelihood). Where its split R-hat is at most :data:`RHAT_SAME`, every
-    chain sees it alike: modes that differ only by a symmetry (topic labels swapped in a
-    mixture or LDA) give it the same distribution, so their weights cannot move the value,
-    and None is returned whatever the parameters' R-hat (posteriordb ldaK2: parameters
-    6.5-6.9, the held-out term's about 1.00)."""
+    ``quantity`` ``(chains, draws)``: the held-out log-likelihood at those draws, whose
+    log-mean-exp ``value`` estimates. Where every chain's estimate of it agrees with the
+    others within their Monte Carlo errors (:func:`values_alike`), modes that differ only by
+    a symmetry (topic labels swapped in a mixture or LDA) give it one value whatever their
+    weights, and None is returned whatever the parameters' R-hat (posteriordb ldaK2:
+    parameters 6.5-6.9); the caller widens the se by :func:`mode_spread`."""
     r = max_rhat(unconstrained)
     if not r > RHAT_MODES:
         return None
-    if quantity is not None:
-        q = split_rhat(np.asarray(quantity, dtype=float)[..., None])
-        if np.size(q) and np.all(np.isfinite(q)) and float(np.max(q)) <= RHAT_SAME:
-            return None
+    if quantity is not None and values_alike(quantity):
+        return None
     return (f"{what}: its chains disagree (split R-hat {r:.2f} > {RHAT_MODES}): the "
             "posterior may have modes that NUTS does not move between, so "
             f"{value} is unreliable and its Monte Carlo se NA; sample that posterior "
             f"({Route('sample')}) to see its modes, or reparameterize")
+
+
+def chain_values(quantity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each chain's log-mean-exp of ``quantity`` ``(chains, draws)`` and its Monte Carlo se
+    (the delta method on the mean of exp(quantity), its se from ``ALIKE_BATCHES`` batch
+    means, which hold the chain's autocorrelation): ``(values, ses)``, NaN where a chain has
+    too few draws or a value that is not finite."""
+    q = np.asarray(quantity, dtype=float)
+    c, n = q.shape
+    b = min(ALIKE_BATCHES, n // 2)
+    if b < 2 or not np.all(np.isfinite(q)):
+        return np.full(c, np.nan), np.full(c, np.nan)
+    top = np.max(q, axis=1, keepdims=True)
+    w = np.exp(q - top)
+    mean = w.mean(axis=1)
+    batches = w[:, :b * (n // b)].reshape(c, b, -1).mean(axis=2)
+    se = batches.std(axis=1, ddof=1) / np.sqrt(b) / mean
+    return np.log(mean) + top[:, 0], se
+
+
+def values_alike(quantity: np.ndarray) -> bool:
+    """Whether the chains' estimates of the held-out value (:func:`chain_values`) agree within
+    their Monte Carlo errors: the chi-squared test of one value across the chains at level
+    ``ALIKE_ALPHA``. It reads the value itself, not the term's R-hat: chains a fifth of the
+    term's sd apart pass R-hat's 1.01, yet move a value four of its se (a helper's review);
+    here they are some five se apart per chain, and flagged."""
+    v, se = chain_values(quantity)
+    if v.size < 2 or not (np.all(np.isfinite(v)) and np.all(se > 0)):
+        return False
+    w = 1.0 / se**2
+    centre = np.sum(w * v) / np.sum(w)
+    stat = float(np.sum(w * (v - centre) ** 2))
+    return stat <= float(stats.chi2.ppf(1.0 - ALIKE_ALPHA, v.size - 1))
+
+
+def mode_spread(unconstrained: np.ndarray, quantity: np.ndarray | None) -> float:
+    """The se to add (in quadrature) to a value whose chains disagree on the parameters but
+    agree on it (:func:`disagreeing` returned None for them): the spread of the chains'
+    values beyond their own Monte Carlo errors, an estimate of how far the modes' weights
+    could move it (0 for modes alike by a symmetry, on average); 0 where the parameters
+    agree."""
+    if quantity is None or not max_rhat(unconstrained) > RHAT_MODES:
+        return 0.0
+    v, se = chain_values(quantity)
+    if not (np.all(np.isfinite(v)) and v.size > 1):
+        return 0.0
+    return float(np.sqrt(max(np.var(v, ddof=1) - np.mean(se**2), 0.0)))
 
 
 def beyond(refit: np.ndarray, probe: np.ndarray) -> tuple[float, int]:

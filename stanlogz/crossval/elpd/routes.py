@@ -241,16 +241,18 @@ def refusal_before_draws(pw: PointwiseLogLik, log_lik: str, rows: np.ndarray
         keep = np.all(np.isfinite(ll), axis=1)
         if not keep.any() and len(rows) < MIN_FAILED_ROWS:
             return None
-        if not keep.any():  # the interpreter's reject: -inf, where the compiled one raises
-            raise StanlogzError("the density difference is not finite at any point where "
-                                "the density is")
-        pw.check(rows[keep], ll[keep])
-        return None  # it factorizes here: decided at the draws
+        if keep.any():
+            pw.check(rows[keep], ll[keep])
+            return None  # it factorizes here: decided at the draws
+        # not finite at any point where the density is (the interpreter's reject: -inf,
+        # where the compiled one raises): the data's, as below
+        why = StanlogzError("the density difference is not finite at any point where the "
+                            "density is")
     except InputError as exc:
         if type(exc) is not InputError:  # a budget, a backend: not the check's mismatch
             return None
-        if pw.solver and pw.gap[1] <= SOLVER_PROBE_RTOL:  # a solver's error at these
-            return None  # points, perhaps: the draws decide (its tolerance is looser there)
+        if pw.solver and pw.gap is not None and pw.gap[1] <= SOLVER_PROBE_RTOL:  # solver
+            return None  # error at these points, perhaps: the draws decide (looser there)
         why = exc  # a finite mismatch: the density does not factorize
     except DataError as exc:  # an instance with fewer observations refused: the data's shape
         why = exc  # (posteriordb kronecker_gp --obs n1: x1 is declared with n1 entries)
@@ -274,8 +276,8 @@ def _fails_at_every_row(pw: PointwiseLogLik, rows: np.ndarray, exc: StanlogzErro
     not change it: :func:`pointwise_source` would take the conditional route there too. A
     budget or a backend is not the program's answer (False)."""
     if isinstance(exc, deadline.OverBudget | BudgetSpent | BackendUnsupported) \
-            or len(rows) < MIN_FAILED_ROWS:
-        return False
+            or len(rows) < MIN_FAILED_ROWS or pw.obs.n > MANY_OBSERVATIONS:
+        return False  # (many observations: a pass per point costs minutes; the draws decide)
     for row in rows:
         try:
             values = pw.columns(range(pw.obs.n), row[None, :])

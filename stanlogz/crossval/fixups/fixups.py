@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,8 +27,8 @@ from ..._util.gpd import KHAT_BAD
 from ..._util.seeds import Stream, generator_seed, stream_int_seed
 from ..._util.words import transitions
 from ...draws.continuation import WarmStart, refit_draws
-from ...draws.modes import disagreeing, split_rhat
-from ...errors import Route, option
+from ...draws.modes import disagreeing, mode_spread, split_rhat
+from ...errors import Route, StanlogzError, option
 from ...estimators.bridge.bridge import solve_bridge
 from ...estimators.common import pareto_k
 from ...estimators.ups.ups import log_ratio
@@ -128,12 +129,17 @@ def fix_observation(pw: PointwiseLogLik, full_unc: np.ndarray, task: FixTask,
     minus_unc = fit.unconstrained
     warns: list[str] = []
     dim = full_unc.shape[2]
-    ll_minus = pw.column(i, minus_unc.reshape(-1, dim)).reshape(minus_unc.shape[:2])
+    try:
+        ll_minus = pw.column(i, minus_unc.reshape(-1, dim)).reshape(minus_unc.shape[:2])
+    except StanlogzError:  # no held-out term at the refit's draws: the parameters decide
+        ll_minus = None
     # the refit's chains ended in different places (its probe found a mode the full fit's
-    # draws do not reach) where its held-out term differs: the value stands, its se is NA
-    # (the total's mcse with it)
+    # draws do not reach) where its held-out value differs: the value stands, its se is NA
+    # (the total's mcse with it); where they agree on it (modes alike by a symmetry), the se
+    # is widened by their spread beyond their own errors
     unmixed = disagreeing(minus_unc, f"observation {i + 1}: the refit without it",
                           "its fixed value", quantity=ll_minus)
+    spread = 0.0 if unmixed else mode_spread(minus_unc, ll_minus)
     if unmixed:
         warns.append(unmixed)
     n_div = int(np.sum(fit.sampler["divergent__"] > 0))
@@ -143,19 +149,22 @@ def fix_observation(pw: PointwiseLogLik, full_unc: np.ndarray, task: FixTask,
     if task.method == "exact":
         c_full, n_full, _ = full_unc.shape
         ll_full = pw.column(i, full_unc.reshape(-1, dim)).reshape(c_full, n_full)
+        if ll_minus is None:  # the bridge needs it: its error is the fix-up's
+            ll_minus = pw.column(i, minus_unc.reshape(-1, dim)).reshape(minus_unc.shape[:2])
         sol = solve_bridge(ll_full, ll_minus)
         diagnostics = exact_fix_checks(sol, ll_full, ll_minus)
-        return FixedPoint(i, sol.log_r, float("nan") if unmixed else sol.se, "exact",
-                          task.khat, task.psis_elpd,
+        return FixedPoint(i, sol.log_r, float("nan") if unmixed else math.hypot(sol.se, spread),
+                          "exact", task.khat, task.psis_elpd,
                           fit.n_gradient_evals, ll_full.size + ll_minus.size,
                           time.perf_counter() - t0,
                           warnings=warns + exact_fix_warnings(i, diagnostics),
                           diagnostics=diagnostics)
     res = log_ratio(held_out, pw.model, draws0=minus_unc, draws1=full_unc,
                     seed=stream_int_seed(seed, Stream.REFIT_ESTIMATOR), **task.ups_options)
-    return FixedPoint(i, res.estimate, float("nan") if unmixed else res.se, "ups", task.khat,
-                      task.psis_elpd,
-                      fit.n_gradient_evals, res.n_evals + res.n_evals_tuning,
+    return FixedPoint(i, res.estimate, float("nan") if unmixed else math.hypot(res.se, spread),
+                      "ups", task.khat, task.psis_elpd, fit.n_gradient_evals,
+                      res.n_evals + res.n_evals_tuning + (0 if ll_minus is None
+                                                          else ll_minus.size),
                       time.perf_counter() - t0, ci=(float(res.ci[0]), float(res.ci[1])),
                       warnings=warns + [f"observation {i + 1}: {w}" for w in res.warnings])
 

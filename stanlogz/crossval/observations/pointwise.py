@@ -21,6 +21,7 @@ one-line reason naming the violated condition.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,7 +32,14 @@ import numpy as np
 from ..._util import deadline
 from ..._util.arrays import even_rows
 from ..._util.threads import n_threads
-from ...errors import DataError, InputError, Route, StanlogzError
+from ...errors import (
+    BackendUnsupported,
+    BudgetSpent,
+    DataError,
+    InputError,
+    Route,
+    StanlogzError,
+)
 from ...stan.constants import blank_comments
 from ...stan.program import StanProgram
 from .clock import PassClock, PassState
@@ -64,8 +72,9 @@ SOLVER_SUM_ABS = 0.01
 #: only beyond this share of the scale (posteriordb sir, whose observations depend on their
 #: neighbours: 0.09-0.9); below, the draws decide.
 SOLVER_PROBE_RTOL = 1e-3
-SOLVER_CALL = re.compile(r"\b(?:integrate_ode_\w+|ode_\w+|integrate_1d|algebra_solver\w*|"
-                         r"solve_newton\w*|solve_powell\w*|dae\w*)\s*\(")
+SOLVER_CALL = re.compile(r"\b(?:integrate_ode_(?:rk45|bdf|adams)|ode_(?:rk45|bdf|adams|ckrk)"
+                         r"(?:_tol)?|ode_adjoint_tol_ctl|integrate_1d|algebra_solver(?:_newton)?"
+                         r"|solve_(?:newton|powell)(?:_tol)?|dae(?:_tol)?)\s*\(")
 
 #: Memory for one block of log-likelihood columns (draws x observations x 8 bytes); PSIS makes
 #: about ten temporary copies of a block, so this bounds the extra memory to a few hundred MB.
@@ -166,8 +175,9 @@ class PointwiseLogLik(PassState):
         self._bases: tuple[Any, ...] | None = None
         self._refs: list[list[int]] = [[]]
         self.checked = False
-        #: the largest gap of the last check, in nats and as a share of the scale
-        self.gap = (0.0, 0.0)
+        #: the largest gap of the last check's sum test, in nats and as a share of the
+        #: scale (None: that test did not run)
+        self.gap: tuple[float, float] | None = None
         self._batch_failed = False  # the batched path (.batched) off for this pass
         self._batch_measured = False
         if source == "log_lik":
@@ -212,7 +222,9 @@ class PointwiseLogLik(PassState):
                 except DataError as exc:
                     last = exc
                     continue
-                if self._rejected_everywhere(bases):
+                if r == 0 and self._rejected_everywhere(bases):  # the empty data only:
+                    # a baseline of r observations rejected (the sd of one value is 0) is the
+                    # program's dependence on the data, which the check must see
                     last = DataError(f"{self.model.name} rejects the density of data with "
                                      f"{r} observation(s) at every point where the whole "
                                      "data's is finite")
@@ -231,7 +243,10 @@ class PointwiseLogLik(PassState):
         the whole data's density is finite: its data load accepts them, its model block does
         not (an ODE over no output times: posteriordb sir, Lotka-Volterra; a ``reject`` where
         N is 0). The next baseline, with more observations, then serves (the values are the
-        same). False where no point has a finite density (the check at the draws decides)."""
+        same). False where fewer than ``BASE_CHECK_POINTS - 1`` points have a finite density
+        (the check at the draws decides). Only the empty baseline is asked: a program that
+        rejects data of one observation depends on the data beyond its terms (a standardized
+        outcome), and the check refuses it."""
         rng = np.random.default_rng(BASE_CHECK_SEED)
         points = np.vstack([np.zeros(self.model.dim),
                             rng.uniform(-2, 2, (BASE_CANDIDATES - 1, self.model.dim))])
@@ -241,7 +256,7 @@ class PointwiseLogLik(PassState):
                 break
             if np.isfinite(_density_or_nan(self.model, x)):
                 finite.append(x)
-        return bool(finite) and any(
+        return len(finite) >= BASE_CHECK_POINTS - 1 and any(
             not any(np.isfinite(_density_or_nan(b, x)) for x in finite) for b in bases)
 
     def references(self) -> list[list[int]]:
@@ -401,6 +416,7 @@ class PointwiseLogLik(PassState):
         when already computed. A no-op for the ``log_lik`` source."""
         if self.source != "difference":
             return
+        self.gap = None  # set by the sum's test below, not by an earlier refusal
         unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
         if ll is None:
             ll = self.columns(range(self.obs.n), unc)
@@ -436,7 +452,7 @@ class PointwiseLogLik(PassState):
                 "log_lik generated quantity")
         self.checked = True
 
-    @property
+    @functools.cached_property
     def solver(self) -> bool:
         """Whether the program calls a numerical solver (``SOLVER_CALL``): its density
         difference's terms carry the solver's error."""
@@ -445,7 +461,8 @@ class PointwiseLogLik(PassState):
 
     def notes(self) -> list[str]:
         """What the check accepted beyond rounding: a solver's error in the terms' sum."""
-        if not (self.checked and self.solver and self.gap[0] > 0):
+        if not (self.checked and self.solver and self.gap is not None
+                and self.gap[1] > SUM_RTOL):  # beyond rounding
             return []
         return [f"the density difference's terms sum to the whole data's difference within "
                 f"{self.gap[0]:.1e} at the draws checked (the numerical solver's error; up to "
@@ -490,8 +507,11 @@ class PointwiseLogLik(PassState):
 
 
 def _density_or_nan(model: Any, x: np.ndarray) -> float:
-    """``model``'s log density at the unconstrained point ``x``; NaN where it fails."""
+    """``model``'s log density at the unconstrained point ``x``; NaN where the program fails
+    there (a backend or the time budget is not the program's answer: raised)."""
     try:
         return float(model.log_density_many(x[None, :])[0])
+    except (BackendUnsupported, deadline.OverBudget, BudgetSpent):
+        raise
     except StanlogzError:
         return float("nan")

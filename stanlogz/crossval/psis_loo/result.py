@@ -7,6 +7,7 @@ after fix-ups beside it), and the warnings its values call for. PSIS-LOO of a pr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -158,7 +159,8 @@ class LooResult(LooNames, ElpdResult):
             if v.sum_failed:  # the checked values too high together (one-sided sum test)
                 bad = ", ".join([*([bad] if bad else []), "the sum of "
                                  + "+".join(str(i + 1) for i in v.sum_points)
-                                 + f" (z = {v.sum_z:+.1f})"])
+                                 + (" (z NA)" if math.isnan(v.sum_z)
+                                    else f" (z = {v.sum_z:+.1f})")])
             return (f"the self-check found value(s) {bad} outside their error bars: PSIS's "
                     "Monte Carlo se does not hold here")
         return None if np.isfinite(self.mcse_elpd_loo) else "unreliable fix-ups (see warnings)"

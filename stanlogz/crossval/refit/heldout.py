@@ -57,7 +57,7 @@ from ..._util.seeds import (
 from ..._util.words import transitions
 from ...draws import Draws, obtain_draws
 from ...draws.continuation import WARM_REFIT_WARMUP, WarmStart, refit_draws
-from ...draws.modes import disagreeing
+from ...draws.modes import disagreeing, mode_spread
 from ...errors import EstimationError, InputError, OverBudget, StanlogzError, option
 from ...estimators.bridge.bridge import solve_bridge
 from ...estimators.bridge.influence import bridge_influence
@@ -355,9 +355,10 @@ def heldout_elpd(
     # chains that ended in different places (a warm refit's probe found them, or cold chains
     # split between modes) where the held-out density differs between them: NUTS does not
     # weight the modes, so no se given these draws holds (modes alike for it: a symmetry)
+    term = (lp_f_at_t - lp_t_at_t - log_q_t).reshape(xt.shape[:2])  # its log weight
     unmixed = disagreeing(td.unconstrained, f"the refit without {_numbers(v)}",
-                          "the held-out value",
-                          quantity=(lp_f_at_t - lp_t_at_t - log_q_t).reshape(xt.shape[:2]))
+                          "the held-out value", quantity=term)
+    spread = 0.0 if unmixed else mode_spread(td.unconstrained, term)  # widens the se
     warns.extend(w for w in getattr(td, "warnings", ()) if w not in warns)  # the probe's
     if unmixed:
         warns.append(unmixed)
@@ -495,6 +496,8 @@ def heldout_elpd(
     if unmixed:  # loo's NA: the value stands, its se does not
         se = elpd_i_mcse = float("nan")
         full_influence = joint_full = joint_train = None
+    elif spread > 0:  # modes alike for it: their spread beyond their errors, added
+        se, elpd_i_mcse = math.hypot(se, spread), math.hypot(elpd_i_mcse, spread)
     return HeldOut(v, float(elpd), float(se), used, elpd_i, float(elpd_i_mcse),
                    (float(khat[0]), float(khat[1])), int(extra.size), int(n_grad), int(n_evals),
                    time.perf_counter() - t0, warns, float(shared_se), float(elpd_i_shared),

@@ -38,18 +38,28 @@ def test_non_finite_difference_terms_fail_the_check(compiled):
     model = compiled("standardized", data)
     pw = PointwiseLogLik(model, data, find_observations(data), "difference")
     unc = np.array([[0.1, 0.0], [-0.2, 0.3]])
+    assert not np.isfinite(pw.columns(range(6), unc)).any()
     with pytest.raises(InputError, match="not a pointwise log-likelihood"):
-        pw.check(unc, np.full((2, 6), np.inf))
-    # the one-observation baseline's density is not finite wherever the whole data's is, so
-    # the baseline holds two (twenty-sixth session). Standardizing the outcome itself leaves
-    # a density that depends on N alone (z sums to 0, its squares to N - 1): N times one
-    # term a(mu, sigma) plus the prior, which is what the difference's terms read, each the
-    # same, and the check passes (it is that program's pointwise log-likelihood). An
-    # infinite term fails the check: an infinite scale passed it once the baseline moved
-    assert pw.references() == [[0, 1], [2, 3]]
-    ll = pw.columns(range(6), unc)
-    mu, sigma = unc[:, 0], np.exp(unc[:, 1])
-    # sum over n of log N(z | mu, sigma) = -n/2 log(2 pi sigma^2) - (n - 1 + n mu^2) / (2 sigma^2)
-    a = -0.5 * np.log(2 * np.pi * sigma**2) - (1 + mu**2) / (2 * sigma**2)
-    np.testing.assert_allclose(ll, np.repeat(a[:, None], 6, axis=1), rtol=1e-9)
-    pw.check(unc)
+        pw.check(unc)
+
+
+def test_an_infinite_term_fails_the_check_where_its_baseline_is_finite(monkeypatch):
+    # the scale the sum is compared against holds the terms, so an infinite term made it
+    # infinite and passed (inf <= 1e-9 * inf); a term that is not finite now fails
+    monkeypatch.setenv("STANLOGZ_BACKEND", "interpreted")
+    from pathlib import Path
+
+    from stanlogz.crossval.observations.observations import load_observed
+
+    root = Path(__file__).parents[3] / "stan_models" / "examples"
+    model, data, obs = load_observed(str(root / "normal_mean.stan"),
+                                     str(root / "normal_mean.data.json"))
+    pw = PointwiseLogLik(model, data, obs, "difference")
+    unc = np.array([[0.1], [-0.2]])
+    good = pw.columns(range(obs.n), unc)
+    pw.check(unc, good)  # the program's own terms pass
+    bad = good.copy()
+    bad[:, 3] = np.inf
+    with pytest.raises(InputError, match="not a pointwise log-likelihood"):
+        pw.check(unc, bad)
+

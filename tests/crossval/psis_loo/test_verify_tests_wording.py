@@ -27,3 +27,18 @@ def test_a_sum_with_a_refit_without_se_is_untested_not_higher_by_nan():
     assert "sum of the PSIS values of observation(s) 7, 8 could not be tested either" in line
     ver.sum_z = 3.1  # a real failure of the sum still reads as one
     assert "together higher than their exact refits by z = +3.1" in what_failed(ver, _told)
+
+
+def test_the_withheld_reason_reads_na_for_a_sum_without_se():
+    # the result's reason for an NA mcse said "the sum of 7+8 (z = +nan)"
+    from types import SimpleNamespace
+
+    from stanlogz.crossval.psis_loo.result import LooResult
+
+    na = CheckedPoint(6, "psis", -3.9, 0.02, -4.0, math.nan, math.nan, False, khat=0.08)
+    ver = Verification("withheld", [na], 2.96)
+    ver.sum_points, ver.sum_z, ver.sum_critical = [6, 7], math.nan, 2.45
+    fake = SimpleNamespace(mcse_na_note=None, still_bad=lambda: [], verification=ver,
+                           mcse_elpd_loo=math.nan)
+    reason = LooResult.mcse_na_reason(fake)
+    assert "the sum of 7+8 (z NA)" in reason and "nan" not in reason
