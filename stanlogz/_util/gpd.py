@@ -42,10 +42,13 @@ def gpd_fit(exceed: np.ndarray) -> tuple[float, float]:
     x = np.sort(np.asarray(exceed, dtype=float).ravel())
     n = x.size
     m = 30 + int(math.sqrt(n))
-    b = 1.0 - np.sqrt(m / (np.arange(1, m + 1) - 0.5))
-    b = b / (3.0 * x[max(int(n / 4 + 0.5) - 1, 0)]) + 1.0 / x[-1]
-    k = np.log1p(-b[:, None] * x).mean(axis=1)
-    ll = n * (np.log(-b / k) - k - 1.0)
-    b_post = float(np.sum(b * np.exp(ll - special.logsumexp(ll))))
-    k_post = float(np.log1p(-b_post * x).mean())
-    return (n * k_post + 10 * 0.5) / (n + 10), -k_post / b_post
+    # exceedances all zero (a constant tail) give 0/0 below: the fit is NaN, and says so
+    # by its value, not by a warning to the user
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b = 1.0 - np.sqrt(m / (np.arange(1, m + 1) - 0.5))
+        b = b / (3.0 * x[max(int(n / 4 + 0.5) - 1, 0)]) + 1.0 / x[-1]
+        k = np.log1p(-b[:, None] * x).mean(axis=1)
+        ll = n * (np.log(-b / k) - k - 1.0)
+        b_post = float(np.sum(b * np.exp(ll - special.logsumexp(ll))))
+        k_post = float(np.log1p(-b_post * x).mean())
+        return (n * k_post + 10 * 0.5) / (n + 10), -k_post / b_post
