@@ -32,14 +32,7 @@ import numpy as np
 from ..._util import deadline
 from ..._util.arrays import even_rows
 from ..._util.threads import n_threads
-from ...errors import (
-    BackendUnsupported,
-    BudgetSpent,
-    DataError,
-    InputError,
-    Route,
-    StanlogzError,
-)
+from ...errors import BackendUnsupported, DataError, InputError, Route, StanlogzError
 from ...stan.constants import blank_comments
 from ...stan.program import StanProgram
 from .clock import PassClock, PassState
@@ -511,7 +504,7 @@ def _density_or_nan(model: Any, x: np.ndarray) -> float:
     there (a backend or the time budget is not the program's answer: raised)."""
     try:
         return float(model.log_density_many(x[None, :])[0])
-    except (BackendUnsupported, deadline.OverBudget, BudgetSpent):
+    except (BackendUnsupported, deadline.OverBudget, deadline.BudgetSpent):
         raise
     except StanlogzError:
         return float("nan")
