@@ -49,8 +49,6 @@ MANY_OBSERVATIONS = 200
 #: first ``PROBE_ROWS`` where the whole data's density is finite (a quarter of posteriordb
 #: sir's were, its ODE's states negative at the others) ...
 PROBE_ROWS = 4
-#: ... and the least of them at which every data instance's rejection reads as the data's.
-MIN_FAILED_ROWS = 2
 
 def general_routes(obs: Observations) -> tuple[Route, ...]:
     """The refit routes of a program without a pointwise LOO: leave-future-out for time
@@ -239,15 +237,10 @@ def refusal_before_draws(pw: PointwiseLogLik, log_lik: str, rows: np.ndarray
     try:
         ll = pw.columns(range(obs.n), rows)
         keep = np.all(np.isfinite(ll), axis=1)
-        if not keep.any() and len(rows) < MIN_FAILED_ROWS:
+        if not keep.any():
             return None
-        if keep.any():
-            pw.check(rows[keep], ll[keep])
-            return None  # it factorizes here: decided at the draws
-        # not finite at any point where the density is (the interpreter's reject: -inf,
-        # where the compiled one raises): the data's, as below
-        why = StanlogzError("the density difference is not finite at any point where the "
-                            "density is")
+        pw.check(rows[keep], ll[keep])
+        return None  # it factorizes here: decided at the draws
     except InputError as exc:
         if type(exc) is not InputError:  # a budget, a backend: not the check's mismatch
             return None
@@ -256,38 +249,13 @@ def refusal_before_draws(pw: PointwiseLogLik, log_lik: str, rows: np.ndarray
         why = exc  # a finite mismatch: the density does not factorize
     except DataError as exc:  # an instance with fewer observations refused: the data's shape
         why = exc  # (posteriordb kronecker_gp --obs n1: x1 is declared with n1 entries)
-    except StanlogzError as exc:
-        if not _fails_at_every_row(pw, rows, exc):
-            return None
-        why = exc  # an instance the program rejects wherever its density is finite
+    except StanlogzError:
+        return None
     try:  # neither source can be built: the refusal the draws would end in, word for word
         _conditional(model, data, obs, rows, why)
     except InputError as refusal:
         return refusal
     return None
-
-
-def _fails_at_every_row(pw: PointwiseLogLik, rows: np.ndarray, exc: StanlogzError) -> bool:
-    """Whether the density difference's error ``exc`` is the data's, not the point's: the
-    program rejects its data instances at each of ``rows`` (``MIN_FAILED_ROWS`` at least,
-    each a point where the whole data's density is finite: an error, or a value not finite),
-    as posteriordb sir's ODE rejects the instance without observations ("times has size 0")
-    at every point. The draws could
-    not change it: :func:`pointwise_source` would take the conditional route there too. A
-    budget or a backend is not the program's answer (False)."""
-    if isinstance(exc, deadline.OverBudget | BudgetSpent | BackendUnsupported) \
-            or len(rows) < MIN_FAILED_ROWS or pw.obs.n > MANY_OBSERVATIONS:
-        return False  # (many observations: a pass per point costs minutes; the draws decide)
-    for row in rows:
-        try:
-            values = pw.columns(range(pw.obs.n), row[None, :])
-        except (deadline.OverBudget, BudgetSpent, BackendUnsupported):
-            return False
-        except StanlogzError:
-            continue
-        if np.all(np.isfinite(values)):
-            return False
-    return True
 
 
 def _integrated(model: StanProgram, data: Mapping[str, Any], obs: Observations, rows: np.ndarray
