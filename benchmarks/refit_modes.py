@@ -81,7 +81,7 @@ def far(runs: int, chains: int = 4) -> None:
     exact = _exact_far()
     model = stanlogz.StanModel.from_file(TESTS / "kfold_far_mode.stan",
                                          TESTS / "kfold_far_mode.json")
-    real_probed, real_check = continuation._probed, heldout.disagreeing
+    real_probed, real_check = continuation._probed, heldout.modes_verdict
     print(f"exact elpd_kfold {exact:.4f}")
     print("| refits | probe | runs | group 1 flagged (se NA) | rms z unflagged | max abs z "
           "unflagged |")
@@ -89,10 +89,10 @@ def far(runs: int, chains: int = 4) -> None:
     for warm in (True, False):
         for probe in (False, True):
             if probe:
-                continuation._probed, heldout.disagreeing = real_probed, real_check
+                continuation._probed, heldout.modes_verdict = real_probed, real_check
             else:  # the code before: no probe, no R-hat check of the refit
                 continuation._probed = lambda train, nuts, seed, drawn, *a: drawn
-                heldout.disagreeing = lambda *a, **k: None
+                heldout.modes_verdict = lambda *a, **k: (None, 0.0)
             answers = []
             for seed in range(1, runs + 1):
                 r = stanlogz.kfold(model, group="g", k=None, seed=seed, warm_refits=warm,
@@ -101,7 +101,7 @@ def far(runs: int, chains: int = 4) -> None:
             flagged, rms, top = _tally(answers, exact)
             print(f"| {'warm' if warm else 'cold'} | {'yes' if probe else 'no (before)'} | "
                   f"{runs} | {flagged} | {rms} | {top} |", flush=True)
-    continuation._probed, heldout.disagreeing = real_probed, real_check
+    continuation._probed, heldout.modes_verdict = real_probed, real_check
 
 
 def _exact_loo_one() -> float:
@@ -125,7 +125,7 @@ def loo_far(runs: int) -> None:
     exact = _exact_loo_one()
     model = stanlogz.StanModel.from_file(TESTS / "kfold_far_mode.stan",
                                          TESTS / "far_mode_one_precise.json")
-    real_cands, real_check = verify.candidates, fixups.disagreeing
+    real_cands, real_check = verify.candidates, fixups.modes_verdict
 
     def no_var(*a: Any) -> Any:
         return [dataclasses.replace(c, var=float("nan")) for c in real_cands(*a)]
@@ -136,7 +136,7 @@ def loo_far(runs: int) -> None:
     print("|---|---|---|---|---|---|")
     for now in (False, True):
         verify.candidates = real_cands if now else no_var
-        fixups.disagreeing = real_check if now else (lambda *a, **k: None)
+        fixups.modes_verdict = real_check if now else (lambda *a, **k: (None, 0.0))
         checked, answers = 0, []
         for seed in range(1, runs + 1):
             r = stanlogz.loo(model, seed=seed)
@@ -146,7 +146,7 @@ def loo_far(runs: int) -> None:
         flagged, rms, top = _tally(answers, exact)
         print(f"| {'now' if now else 'before'} | {runs} | {checked} | {flagged} | {rms} | "
               f"{top} |", flush=True)
-    verify.candidates, fixups.disagreeing = real_cands, real_check
+    verify.candidates, fixups.modes_verdict = real_cands, real_check
 
 
 def alarms(runs: int) -> None:

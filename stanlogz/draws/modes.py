@@ -94,29 +94,38 @@ def max_rhat(unconstrained: np.ndarray) -> float:
     return float(np.max(r)) if np.size(r) and not np.all(np.isnan(r)) else float("nan")
 
 
-def disagreeing(unconstrained: np.ndarray, what: str, value: str,
-                quantity: np.ndarray | None = None) -> str | None:
+def disagreeing(unconstrained: np.ndarray, what: str, value: str) -> str | None:
     """The warning for draws ``(chains, draws, dim)`` whose chains ended in different places
     (largest split R-hat above :data:`RHAT_MODES`: a refit's probe found another mode and its
     chains were joined, or cold chains split between modes), None when they agree. NUTS does
     not weight the modes, so ``value`` (what is computed from ``what``'s draws) is unreliable
-    and no Monte Carlo se given them holds: the caller reports it as NA.
+    and no Monte Carlo se given them holds: the caller reports it as NA."""
+    return modes_verdict(unconstrained, what, value)[0]
+
+
+def modes_verdict(unconstrained: np.ndarray, what: str, value: str,
+                  quantity: np.ndarray | None = None) -> tuple[str | None, float]:
+    """:func:`disagreeing`'s warning, and the se to add in quadrature where there is none:
+    ``(warning, spread)``.
 
     ``quantity`` ``(chains, draws)``: the held-out log-likelihood at those draws, whose
-    log-mean-exp ``value`` estimates. Where every chain's estimate of it agrees with the
-    others within their Monte Carlo errors (:func:`values_alike`), modes that differ only by
-    a symmetry (topic labels swapped in a mixture or LDA) give it one value whatever their
-    weights, and None is returned whatever the parameters' R-hat (posteriordb ldaK2:
-    parameters 6.5-6.9); the caller widens the se by :func:`mode_spread`."""
+    log-mean-exp ``value`` estimates. Where the parameters' chains disagree but every chain's
+    estimate of the value agrees with the others within their Monte Carlo errors
+    (:func:`values_alike`), modes that differ only by a symmetry (topic labels swapped in a
+    mixture or LDA; posteriordb ldaK2: parameter R-hat 6.5-6.9) give it one value whatever
+    their weights: no warning, and ``spread`` is the chains' spread beyond their own errors,
+    an estimate of how far the weights could move it (0 on average for a symmetry)."""
     r = max_rhat(unconstrained)
     if not r > RHAT_MODES:
-        return None
-    if quantity is not None and values_alike(quantity):
-        return None
+        return None, 0.0
+    if quantity is not None:
+        v, se = chain_values(quantity)
+        if values_alike(v, se):
+            return None, float(np.sqrt(max(np.var(v, ddof=1) - np.mean(se**2), 0.0)))
     return (f"{what}: its chains disagree (split R-hat {r:.2f} > {RHAT_MODES}): the "
             "posterior may have modes that NUTS does not move between, so "
             f"{value} is unreliable and its Monte Carlo se NA; sample that posterior "
-            f"({Route('sample')}) to see its modes, or reparameterize")
+            f"({Route('sample')}) to see its modes, or reparameterize"), 0.0
 
 
 def chain_values(quantity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -137,33 +146,18 @@ def chain_values(quantity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.log(mean) + top[:, 0], se
 
 
-def values_alike(quantity: np.ndarray) -> bool:
-    """Whether the chains' estimates of the held-out value (:func:`chain_values`) agree within
-    their Monte Carlo errors: the chi-squared test of one value across the chains at level
-    ``ALIKE_ALPHA``. It reads the value itself, not the term's R-hat: chains a fifth of the
-    term's sd apart pass R-hat's 1.01, yet move a value four of its se (a helper's review);
-    here they are some five se apart per chain, and flagged."""
-    v, se = chain_values(quantity)
+def values_alike(v: np.ndarray, se: np.ndarray) -> bool:
+    """Whether the chains' estimates ``v`` of the held-out value, with their Monte Carlo
+    errors ``se`` (:func:`chain_values`), agree: the chi-squared test of one value across the
+    chains at level ``ALIKE_ALPHA``. It reads the value itself, not the term's R-hat: chains a
+    fifth of the term's sd apart pass R-hat's 1.01, yet move a value four of its se (a
+    helper's review); here they are some five se apart per chain, and flagged."""
     if v.size < 2 or not (np.all(np.isfinite(v)) and np.all(se > 0)):
         return False
     w = 1.0 / se**2
     centre = np.sum(w * v) / np.sum(w)
     stat = float(np.sum(w * (v - centre) ** 2))
     return stat <= float(stats.chi2.ppf(1.0 - ALIKE_ALPHA, v.size - 1))
-
-
-def mode_spread(unconstrained: np.ndarray, quantity: np.ndarray | None) -> float:
-    """The se to add (in quadrature) to a value whose chains disagree on the parameters but
-    agree on it (:func:`disagreeing` returned None for them): the spread of the chains'
-    values beyond their own Monte Carlo errors, an estimate of how far the modes' weights
-    could move it (0 for modes alike by a symmetry, on average); 0 where the parameters
-    agree."""
-    if quantity is None or not max_rhat(unconstrained) > RHAT_MODES:
-        return 0.0
-    v, se = chain_values(quantity)
-    if not (np.all(np.isfinite(v)) and v.size > 1):
-        return 0.0
-    return float(np.sqrt(max(np.var(v, ddof=1) - np.mean(se**2), 0.0)))
 
 
 def beyond(refit: np.ndarray, probe: np.ndarray) -> tuple[float, int]:

@@ -27,7 +27,7 @@ from ..._util.gpd import KHAT_BAD
 from ..._util.seeds import Stream, generator_seed, stream_int_seed
 from ..._util.words import transitions
 from ...draws.continuation import WarmStart, refit_draws
-from ...draws.modes import disagreeing, mode_spread, split_rhat
+from ...draws.modes import modes_verdict, split_rhat
 from ...errors import Route, StanlogzError, option
 from ...estimators.bridge.bridge import solve_bridge
 from ...estimators.common import pareto_k
@@ -137,9 +137,8 @@ def fix_observation(pw: PointwiseLogLik, full_unc: np.ndarray, task: FixTask,
     # draws do not reach) where its held-out value differs: the value stands, its se is NA
     # (the total's mcse with it); where they agree on it (modes alike by a symmetry), the se
     # is widened by their spread beyond their own errors
-    unmixed = disagreeing(minus_unc, f"observation {i + 1}: the refit without it",
-                          "its fixed value", quantity=ll_minus)
-    spread = 0.0 if unmixed else mode_spread(minus_unc, ll_minus)
+    unmixed, spread = modes_verdict(minus_unc, f"observation {i + 1}: the refit without it",
+                                    "its fixed value", quantity=ll_minus)
     if unmixed:
         warns.append(unmixed)
     n_div = int(np.sum(fit.sampler["divergent__"] > 0))

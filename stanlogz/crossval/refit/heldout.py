@@ -57,7 +57,7 @@ from ..._util.seeds import (
 from ..._util.words import transitions
 from ...draws import Draws, obtain_draws
 from ...draws.continuation import WARM_REFIT_WARMUP, WarmStart, refit_draws
-from ...draws.modes import disagreeing, mode_spread
+from ...draws.modes import modes_verdict
 from ...errors import EstimationError, InputError, OverBudget, StanlogzError, option
 from ...estimators.bridge.bridge import solve_bridge
 from ...estimators.bridge.influence import bridge_influence
@@ -356,9 +356,8 @@ def heldout_elpd(
     # split between modes) where the held-out density differs between them: NUTS does not
     # weight the modes, so no se given these draws holds (modes alike for it: a symmetry)
     term = (lp_f_at_t - lp_t_at_t - log_q_t).reshape(xt.shape[:2])  # its log weight
-    unmixed = disagreeing(td.unconstrained, f"the refit without {_numbers(v)}",
-                          "the held-out value", quantity=term)
-    spread = 0.0 if unmixed else mode_spread(td.unconstrained, term)  # widens the se
+    unmixed, spread = modes_verdict(td.unconstrained, f"the refit without {_numbers(v)}",
+                                    "the held-out value", quantity=term)  # spread: widens se
     warns.extend(w for w in getattr(td, "warnings", ()) if w not in warns)  # the probe's
     if unmixed:
         warns.append(unmixed)

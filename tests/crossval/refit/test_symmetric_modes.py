@@ -1,7 +1,7 @@
 """A refit whose chains sit in modes that differ only by a symmetry (labels swapped) keeps its
 held-out value's se: every chain's estimate of the held-out value agrees with the others within
-its Monte Carlo error, so the modes' weights cannot move it (``draws.modes.disagreeing`` with the
-held-out term; the se widened by their spread beyond those errors, ``mode_spread``). Where the
+its Monte Carlo error, so the modes' weights cannot move it (``draws.modes.modes_verdict`` with the
+held-out term; the se widened by their spread beyond those errors). Where the
 chains' values differ, the se is withheld as before."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from stanlogz.draws.modes import (
     chain_values,
     disagreeing,
     max_rhat,
-    mode_spread,
+    modes_verdict,
 )
 
 PROGRAM = Path(__file__).parents[3] / "stan_models" / "tests" / "mixture_symmetric.stan"
@@ -70,13 +70,13 @@ def test_chains_whose_values_differ_are_flagged_where_r_hat_would_pass():
     params = np.concatenate([np.zeros((2, 1000, 2)), np.full((2, 1000, 2), 8.0)])
     params += rng.normal(size=params.shape)
     alike = rng.normal(size=(4, 1000))
-    assert disagreeing(params, "the refit", "the value", quantity=alike) is None
+    assert modes_verdict(params, "the refit", "the value", quantity=alike)[0] is None
     v, se = chain_values(alike)  # log E exp(q) = 0.5 for q ~ N(0, 1)
     assert np.all(np.abs(v - 0.5) < 6 * se) and np.all(se > 0)
     for apart in (alike + np.r_[0.0, 0.0, 0.5, 0.5][:, None],
                   alike * np.r_[1.0, 1.0, 1.4, 1.4][:, None]):
-        assert "chains disagree" in disagreeing(params, "the refit", "the value",
-                                                quantity=apart)
+        assert "chains disagree" in modes_verdict(params, "the refit", "the value",
+                                                  quantity=apart)[0]
     assert "chains disagree" in disagreeing(params, "the refit", "the value")
     assert ALIKE_ALPHA == 0.001
 
@@ -90,6 +90,9 @@ def test_the_spread_of_alike_chains_beyond_their_errors_widens_the_se():
     params = np.concatenate([np.zeros((2, 1000, 1)), np.full((2, 1000, 1), 8.0)])
     base = rng.normal(size=(2, 1000))
     same = np.concatenate([base, base])
-    assert mode_spread(params, same) <= float(np.max(chain_values(same)[1]))
-    assert mode_spread(np.zeros((4, 1000, 1)) + rng.normal(size=(4, 1000, 1)), same) == 0.0
-    assert mode_spread(params, None) == 0.0
+    def spread(p, q):
+        return modes_verdict(p, "the refit", "the value", quantity=q)[1]
+
+    assert spread(params, same) <= float(np.max(chain_values(same)[1]))
+    assert spread(np.zeros((4, 1000, 1)) + rng.normal(size=(4, 1000, 1)), same) == 0.0
+    assert spread(params, None) == 0.0
