@@ -37,7 +37,8 @@ from ..observations.conditional_source import ConditionalSourceBase
 from ..observations.integrated import IntegratedSource
 from ..observations.nonfactorized import NoConditional, NonFactorizedSource
 from ..observations.observations import Observations, lfo_route
-from ..observations.pointwise import SOLVER_PROBE_RTOL, PointwiseLogLik
+from ..observations.pointwise import PointwiseLogLik
+from ..observations.solver import SOLVER_PROBE_RTOL
 from ..observations.splitcheck import SplitError, check_split
 
 #: Observations from which the conditional log-likelihood's quadrature (a full-density

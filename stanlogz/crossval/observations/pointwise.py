@@ -22,7 +22,6 @@ one-line reason naming the violated condition.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -33,10 +32,10 @@ from ..._util import deadline
 from ..._util.arrays import even_rows
 from ..._util.threads import n_threads
 from ...errors import BackendUnsupported, DataError, InputError, Route, StanlogzError
-from ...stan.constants import blank_comments
 from ...stan.program import StanProgram
 from .clock import PassClock, PassState
 from .observations import Observations
+from .solver import SOLVER_SUM_ABS, SUM_RTOL, calls_solver
 
 LOG_LIK_SOURCES = ("auto", "log_lik", "difference", "conditional", "integrated")
 
@@ -50,24 +49,6 @@ MAX_REFERENCE = 3
 BASE_CHECK_POINTS = 3
 BASE_CANDIDATES = 32
 BASE_CHECK_SEED = 20261203
-
-#: The density difference's terms must sum to the whole data's difference within this share
-#: of the densities' scale (rounding) ...
-SUM_RTOL = 1e-9
-#: ... or, in a program with a numerical solver (an ODE, a 1-D integral, an algebraic
-#: solver), within this many nats at each draw checked: its terms carry the solver's error
-#: at the output times each instance asks for. Lotka-Volterra (rk45 at relative 1e-5,
-#: absolute 1e-3) sums within 3e-5 near its posterior. An error of the sum's size in
-#: elpd_loo is a few hundredths of its Monte Carlo se at the least.
-SOLVER_SUM_ABS = 0.01
-#: Before sampling, at random points (where a solver's error is larger: Lotka-Volterra up to
-#: 0.37 nats, 7e-6 of the scale), a solver program's mismatch reads as the program's own
-#: only beyond this share of the scale (posteriordb sir, whose observations depend on their
-#: neighbours: 0.09-0.9); below, the draws decide.
-SOLVER_PROBE_RTOL = 1e-3
-SOLVER_CALL = re.compile(r"\b(?:integrate_ode_(?:rk45|bdf|adams)|ode_(?:rk45|bdf|adams|ckrk)"
-                         r"(?:_tol)?|ode_adjoint_tol_ctl|integrate_1d|algebra_solver(?:_newton)?"
-                         r"|solve_(?:newton|powell)(?:_tol)?|dae(?:_tol)?)\s*\(")
 
 #: Memory for one block of log-likelihood columns (draws x observations x 8 bytes); PSIS makes
 #: about ten temporary copies of a block, so this bounds the extra memory to a few hundred MB.
@@ -447,10 +428,8 @@ class PointwiseLogLik(PassState):
 
     @functools.cached_property
     def solver(self) -> bool:
-        """Whether the program calls a numerical solver (``SOLVER_CALL``): its density
-        difference's terms carry the solver's error."""
-        code = getattr(self.model, "code", None) or ""
-        return bool(SOLVER_CALL.search(blank_comments(code)))
+        """Whether the program calls a numerical solver: its terms carry the solver's error."""
+        return calls_solver(getattr(self.model, "code", None))
 
     def notes(self) -> list[str]:
         """What the check accepted beyond rounding: a solver's error in the terms' sum."""

@@ -70,7 +70,7 @@ def test_an_ode_whose_terms_carry_the_solvers_error_is_a_pointwise_log_likelihoo
     # Before sampling, the gaps at random points (solver errors up to 7e-6 of the scale) are
     # left to the draws; posteriordb sir's, a dependence (0.09-0.9 of it), refuse at once
     monkeypatch.setenv("STANLOGZ_BACKEND", "interpreted")
-    from stanlogz.crossval.observations import pointwise
+    from stanlogz.crossval.observations import pointwise, solver
 
     model, data, obs = load_observed(str(LV) + ".stan", str(LV) + ".json")
     pw = PointwiseLogLik(model, data, obs, "auto")
@@ -82,7 +82,7 @@ def test_an_ode_whose_terms_carry_the_solvers_error_is_a_pointwise_log_likelihoo
     rows = np.random.default_rng(1).uniform(-2, 2, (32, model.dim))
     probe = PointwiseLogLik(model, data, obs, "auto")
     assert refusal_before_draws(probe, "auto", rows) is None
-    assert pointwise.SOLVER_SUM_ABS < probe.gap[0] and probe.gap[1] < pointwise.SOLVER_PROBE_RTOL
+    assert pointwise.SOLVER_SUM_ABS < probe.gap[0] and probe.gap[1] < solver.SOLVER_PROBE_RTOL
     monkeypatch.setattr(pointwise, "SOLVER_SUM_ABS", 1e-9)  # rounding only: refused again
     with pytest.raises(InputError, match="not a pointwise log-likelihood"):
         PointwiseLogLik(model, data, obs, "auto").check(unc)
