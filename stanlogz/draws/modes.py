@@ -113,19 +113,33 @@ def modes_verdict(unconstrained: np.ndarray, what: str, value: str,
     estimate of the value agrees with the others within their Monte Carlo errors
     (:func:`values_alike`), modes that differ only by a symmetry (topic labels swapped in a
     mixture or LDA; posteriordb ldaK2: parameter R-hat 6.5-6.9) give it one value whatever
-    their weights: no warning, and ``spread`` is the chains' spread beyond their own errors,
-    an estimate of how far the weights could move it (0 on average for a symmetry)."""
+    their weights: no warning. NUTS does not weight the modes (the pooled draws weight them
+    by their chains' counts), and modes alike within the chains' errors may still differ by
+    about those errors, so ``spread`` is half the range of the chains' values
+    (:func:`weights_spread`): the value under any weighting of the modes the chains found
+    lies within that range."""
     r = max_rhat(unconstrained)
     if not r > RHAT_MODES:
         return None, 0.0
     if quantity is not None:
         v, se = chain_values(quantity)
         if values_alike(v, se):
-            return None, float(np.sqrt(max(np.var(v, ddof=1) - np.mean(se**2), 0.0)))
+            return None, weights_spread(v)
     return (f"{what}: its chains disagree (split R-hat {r:.2f} > {RHAT_MODES}): the "
             "posterior may have modes that NUTS does not move between, so "
             f"{value} is unreliable and its Monte Carlo se NA; sample that posterior "
             f"({Route('sample')}) to see its modes, or reparameterize"), 0.0
+
+
+def weights_spread(v: np.ndarray) -> float:
+    """The se to add for the modes' unknown weights, given the chains' values ``v``: half
+    their range. The value under any weights of the modes lies between the modes' values; the
+    pooled estimate lies between them too, so half the range at 1.96 reaches from it to
+    either end. The chains' spread beyond their own errors (the rule before) reads 0 about
+    half the time where the modes differ by one chain's se, and the pooled value, weighted
+    3:1 where the posterior weights 0.28:0.72, was then off by 1.7 of its se
+    (benchmarks/modes_spread_coverage.py)."""
+    return float(0.5 * (np.max(v) - np.min(v)))
 
 
 def chain_values(quantity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

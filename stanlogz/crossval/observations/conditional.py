@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import special
 
 from ...errors import (
     AmbiguousResponse,
@@ -51,6 +52,12 @@ from .pointwise import run_all
 QUAD_TOL = 1e-7
 #: Most latent coordinates per observation integrated out in closed form.
 MAX_LATENT = 3
+#: The most values of y_i that :meth:`ConditionalLogLik.log_mass_wide` evaluates the density
+#: at (one data instance each); a wider grid is not tried
+WIDE_POINTS = 2000
+#: How far beyond the observed values and the closed form's centre that grid reaches, in the
+#: closed form's largest sd
+WIDE_SDS = 12.0
 
 
 def _sampled(code: str | None, names: list[str]) -> list[str]:
@@ -332,3 +339,36 @@ class ConditionalLogLik(ColumnsByObservation):
         den = _log_gauss(c, g, h) + math.log(self.h_u) + coords.size * math.log(0.5)
         den[~ok] = np.nan
         return den
+
+    def log_mass_wide(self, i: int, unc: np.ndarray) -> np.ndarray | None:
+        """log ∫ p̃ du over y_i at each draw ``unc`` ``(S, dim)`` by the trapezoid rule on a
+        grid from below every observed value of the response (and the closed form's centre) to
+        above them, :data:`WIDE_SDS` of the closed form's sd beyond, at half its smallest sd:
+        the density with a second peak (a mixture's other component, ``log_mix``) whose
+        closed form, fitted where y_i is, sees one peak and a part of the mass. None where the
+        density is not concave in y_i there or the grid needs more than
+        :data:`WIDE_POINTS` values."""
+        unc = np.asarray(unc, dtype=float).reshape(-1, self.model.dim)
+        st = _stencil(1)
+        c, g, h, ok = self._fit(self._values(i, unc, np.zeros(0, dtype=int), st, 0.0), st)
+        neg = -h[:, 0, 0]
+        if not np.all(np.isfinite(neg) & (neg > 0)):
+            return None
+        sd = self.h_u / np.sqrt(neg)
+        centre = self.y[i] + self.h_u * g[:, 0] / neg
+        lo = min(float(np.min(self.y)), float(np.min(centre))) - WIDE_SDS * float(np.max(sd))
+        hi = max(float(np.max(self.y)), float(np.max(centre))) + WIDE_SDS * float(np.max(sd))
+        n = int(math.ceil((hi - lo) / (0.5 * float(np.min(sd))))) + 1
+        if not np.isfinite(hi - lo) or n > WIDE_POINTS:
+            return None
+        grid = np.linspace(lo, hi, n)
+        vals = np.full((unc.shape[0], n), -np.inf)
+        for k, value in enumerate(grid):
+            try:
+                vals[:, k] = self._build(i, float(value)).log_density_many(unc)
+            except StanlogzError:
+                continue
+        vals[~np.isfinite(vals)] = -np.inf
+        with np.errstate(divide="ignore"):
+            return special.logsumexp(vals, axis=1) + math.log(grid[1] - grid[0])
+
