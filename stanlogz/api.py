@@ -26,6 +26,8 @@ from .estimators.base import EvidenceResult
 from .estimators.bridge.anytime import add_sampling_stop, routes_after_stop, sampling_reserve
 from .estimators.common import check_evidence_draws, draws_needed
 from .estimators.comparison import ComparisonResult, posterior_probs  # noqa: F401 - re-exported
+from .estimators.draws_trust import add_draws_trust
+from .estimators.modewise import estimate_by_modes
 from .mcmc.nuts_continue import more_draws
 from .parallel import with_client
 from .stan.code import unused_parameters  # noqa: F401 - re-exported
@@ -160,14 +162,18 @@ def evidence(
     if progress:
         progress(f"estimating log Z of {m.name} with {method} from {d.n_chains}x{d.n_draws} draws")
     t0 = time.perf_counter()
+    cost = d.n_gradient_evals if d.sampling_cost_known else None
     with routes_after_stop(d, nuts):  # draws a budget cut short: a route that fits it
-        res = _call_estimator(method, m, d.unconstrained,
-                              seed=stream_int_seed(seed, Stream.ESTIMATOR),
-                              n_sampling_evals=d.n_gradient_evals if d.sampling_cost_known
-                              else None, progress=progress, options=options)
+        res, d, modes = estimate_by_modes(  # each mode's evidence where the chains sit in several
+            m, d, nuts, seed, lambda u, k: _call_estimator(
+                method, m, u, seed=stream_int_seed(seed, Stream.ESTIMATOR, *k), progress=progress,
+                n_sampling_evals=None if k else cost, options=options), probe=draws is None)
     if not res.seconds:
         res.seconds = time.perf_counter() - t0
-    if target_se is not None:
+    if target_se is not None and len(modes) > 1:
+        res.warnings.append("target_se is not pursued across modes: each mode's chains would "
+                            "need their own rounds; raise --draws instead")
+    elif target_se is not None:
         res, d = _refine_to_target(m, d, res, method, target_se, max_draws, seed, progress,
                                    options, nuts)
     add_sampling_stop(res, d)  # the time budget's stop of the sampling run, if any
@@ -177,24 +183,9 @@ def evidence(
     for w in normalization_warnings(m, d):
         if w not in res.warnings:
             res.warnings.append(w)
-    _add_draws_trust(res, d, list(m.param_names()) if hasattr(m, "param_names") else None)
+    add_draws_trust(res, d, list(m.param_names()) if hasattr(m, "param_names") else None, modes)
     _add_prior_check(res, priors, normalize_prior)
     return res
-
-
-def _add_draws_trust(res: EvidenceResult, d: Draws, names: list[str] | None = None) -> None:
-    """Say when the sampler's flags mean log Z may be off beyond its se (diagnostics and a
-    warning; see :mod:`stanlogz.estimators.draws_trust`)."""
-    from .estimators.draws_trust import draws_trust
-
-    try:
-        summary = d.summary(names)
-    except Exception:  # summary needs >= 4 draws per chain; estimating needs no summary
-        return
-    diag, warning = draws_trust(summary, res, getattr(d, "adapt_delta", None))
-    res.diagnostics["draws_trust"] = diag
-    if warning:
-        res.warnings.append(warning)
 
 
 TARGET_SE_SLACK = 1.25  # a sized round whose se is within this factor of the target stops

@@ -66,3 +66,26 @@ def _rerun_advice(adapt_delta: float | None) -> str:
                 "reparameterized program")
     return (f"longer {warmup} or a reparameterized program ({ad} was already "
             f"{adapt_delta:g})")
+
+
+def add_draws_trust(res: EvidenceResult, d: Any, names: list[str] | None = None,
+                    groups: list[Any] | None = None) -> None:
+    """Say when the sampler's flags mean log Z may be off beyond its se (diagnostics and a
+    warning), from the draws ``d`` (a :class:`~stanlogz.draws.Draws`), or from each mode's
+    chains where ``groups`` holds more than one (their R-hat across modes says nothing about
+    a log Z summed over the modes: :mod:`stanlogz.estimators.modewise`)."""
+    from ..draws.mode_search import chain_subset
+
+    parts = [d] if not groups or len(groups) < 2 else [chain_subset(d, g) for g in groups]
+    diags = []
+    for k, part in enumerate(parts):
+        try:
+            summary = part.summary(names)
+        except Exception:  # summary needs >= 4 draws per chain; estimating needs no summary
+            continue
+        diag, warning = draws_trust(summary, res, getattr(d, "adapt_delta", None))
+        diags.append(diag)
+        if warning:
+            res.warnings.append(warning if len(parts) == 1 else f"mode {k + 1}: {warning}")
+    if diags:
+        res.diagnostics["draws_trust"] = diags[0] if len(parts) == 1 else diags

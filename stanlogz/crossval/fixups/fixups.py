@@ -136,7 +136,7 @@ def fix_observation(pw: PointwiseLogLik, full_unc: np.ndarray, task: FixTask,
     # the refit's chains ended in different places (its probe found a mode the full fit's
     # draws do not reach) where its held-out value differs: the value stands, its se is NA
     # (the total's mcse with it); where they agree on it (modes alike by a symmetry), the se
-    # is widened by their spread beyond their own errors
+    # is widened by half their range (the modes' weights unknown)
     unmixed, spread = modes_verdict(minus_unc, f"observation {i + 1}: the refit without it",
                                     "its fixed value", quantity=ll_minus)
     if unmixed:

@@ -495,7 +495,7 @@ def heldout_elpd(
     if unmixed:  # loo's NA: the value stands, its se does not
         se = elpd_i_mcse = float("nan")
         full_influence = joint_full = joint_train = None
-    elif spread > 0:  # modes alike for it: their spread beyond their errors, added
+    elif spread > 0:  # modes alike for it: half their values' range (weights unknown)
         se, elpd_i_mcse = math.hypot(se, spread), math.hypot(elpd_i_mcse, spread)
     return HeldOut(v, float(elpd), float(se), used, elpd_i, float(elpd_i_mcse),
                    (float(khat[0]), float(khat[1])), int(extra.size), int(n_grad), int(n_evals),

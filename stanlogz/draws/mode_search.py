@@ -1,0 +1,205 @@
+"""Modes of a posterior that NUTS's chains do not move between, for the evidence.
+
+Every estimator of log Z from posterior draws takes the draws' mix of modes as the
+posterior's. NUTS does not move between separated modes, so four chains from random inits
+weigh them by how many chains started in each, and where every chain started in one mode
+the other modes are not in the draws at all. On a two-component mixture with unordered means
+(``stan_models/tests/mixture_uneven.stan``: two modes that swap the labels) gbs, smc and ais
+all gave log Z off by log 2 (0.69 nats) with an se of 0.005 and no warning when the four
+chains sat in one mode, and by 0.56 with an se of 0.20 when they split 3:1 between modes the
+prior weighs unevenly.
+
+:func:`search_modes` looks for them. :data:`SEARCH_CHAINS` chains from Stan's random
+inits, with the fit's adapted step size and metric, run as a refit's probe does
+(:mod:`.modes`); a probe chain whose median ends :data:`~.modes.PROBE_BEYOND` sds beyond the
+range of all the draws after :data:`~.modes.PROBE_MORE` more iterations sits in another mode,
+and a whole run of the fit's settings is sampled there from its last draw. The chains are then
+grouped by mode (:func:`chain_groups`), and log Z is the log of the sum of each mode's
+evidence, each estimated from its own chains
+(:func:`stanlogz.estimators.modewise.modewise_log_z`): the modes' weights come from their
+evidence, not from the chains' counts. Modes that neither the chains nor the probe found are
+not in it (their mass is missing: log Z is then low); the warning says how many modes it
+holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from .._util import deadline
+from .._util.seeds import Stream, stream_int_seed, stream_rng
+from ..errors import InitializationError, InputError
+from ..stan.program import StanProgram
+from ..stan.settings import NutsArgs
+from .continuation import (
+    WARM_REFIT_WARMUP,
+    WARM_WINDOWS,
+    _Adapted,
+    _takes_metric,
+    extend_draws,
+    init_from_unconstrained,
+)
+from .core import Draws
+from .modes import (
+    PROBE_BEYOND,
+    PROBE_DRAWS,
+    PROBE_MORE,
+    beyond,
+    join_chains,
+    random_inits,
+)
+from .sample import sample
+
+#: A mode's whole run under a time budget is priced at the fit's seconds per iteration times
+#: this, and run where that fits in half the budget left (as a refit's other run,
+#: :data:`~.continuation.ANOTHER_MARGIN`)
+MODE_RUN_MARGIN = 2.0
+#: The search's probe chains: where every one of the fit's four chains sits in one of two
+#: modes alike in their basins (a chance of 1 in 8), all eight also start there with a chance
+#: of 1 in 256 (four, a refit's probe, missed the other mode in 1 of 8 seeds tried)
+SEARCH_CHAINS = 8
+#: The probe (about 15% of a fit's iterations at the defaults: 8 chains of 100 warmup and 50
+#: draws, and 150 more only where one ends elsewhere, against 4 of 2,000) is run where the
+#: time budget has this share of the fit's seconds left
+PROBE_SHARE = 0.25
+
+
+@dataclass
+class ModeSearch:
+    """What :func:`search_modes` found: ``draws`` (the fit's chains, then the chains of each
+    mode found beyond them), ``groups`` (chain indices into ``draws``, one array per mode),
+    ``found`` (modes the probe found beyond the fit's draws), ``unsampled`` (of those, the
+    modes whose whole run did not fit the time budget: not in ``draws``), and the probe's
+    cost (``seconds``, ``n_gradient_evals``; the modes' runs are in ``draws``' cost)."""
+
+    draws: Draws
+    groups: list[np.ndarray]
+    found: int = 0
+    unsampled: int = 0
+    seconds: float = 0.0
+    n_gradient_evals: int = 0
+
+
+def chain_groups(unc: np.ndarray) -> list[np.ndarray]:
+    """The chains of ``unc`` ``(chains, n, dim)`` grouped by the mode they sit in: chains a
+    and b share a mode where neither's median (of its last half) ends beyond the range of the
+    other's draws by more than :data:`~.modes.PROBE_BEYOND` of its sds (:func:`~.modes.beyond`),
+    and groups join through shared chains. Chains mixing through one wide posterior overlap
+    and share a group; chains in separated modes do not."""
+    c = unc.shape[0]
+    parent = list(range(c))
+
+    def root(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for a in range(c):
+        for b in range(a + 1, c):
+            near = (beyond(unc[a:a + 1], unc[b:b + 1])[0] <= PROBE_BEYOND
+                    and beyond(unc[b:b + 1], unc[a:a + 1])[0] <= PROBE_BEYOND)
+            if near:
+                parent[root(b)] = root(a)
+    roots = [root(a) for a in range(c)]
+    return [np.flatnonzero(np.array(roots) == r) for r in dict.fromkeys(roots)]
+
+
+def search_modes(model: StanProgram, drawn: Draws, settings: NutsArgs,
+                 seed: int | None) -> ModeSearch:
+    """The fit ``drawn`` of ``model`` (NUTS with ``settings``), probed for modes its chains
+    do not reach, and its chains (with those of each mode found) grouped by mode. Where the
+    probe cannot start (no finite density at random inits) the fit's own chains are grouped."""
+    groups = chain_groups(drawn.unconstrained)
+    left = deadline.remaining()
+    if drawn.budget_stop is not None or drawn.n_draws < 4 or (
+            left is not None and left < PROBE_SHARE * drawn.seconds):
+        return ModeSearch(drawn, groups)
+    k = SEARCH_CHAINS
+    adapted = None
+    if drawn.step_size is not None and drawn.inv_metric is not None and _takes_metric(model):
+        c = np.arange(k)
+        starts = random_inits(model.dim, k, stream_rng(seed, Stream.MODE_PROBE))
+        adapted = _Adapted(starts[:, None, :],
+                           np.atleast_1d(drawn.step_size)[c % np.size(drawn.step_size)],
+                           np.asarray(drawn.inv_metric)[c % np.shape(drawn.inv_metric)[0]],
+                           WARM_WINDOWS)
+    else:
+        starts = random_inits(model.dim, k, stream_rng(seed, Stream.MODE_PROBE))
+    nuts = settings.replace(chains=k, warmup=min(settings.warmup, WARM_REFIT_WARMUP)
+                            if adapted is not None else settings.warmup,
+                            draws=min(PROBE_DRAWS, settings.draws))
+    try:
+        p = sample(model, nuts, seed=stream_int_seed(seed, Stream.MODE_PROBE, 3),
+                   init=[init_from_unconstrained(model, x) for x in starts], warm=adapted)
+        n = p.n_draws
+        if _outside(drawn.unconstrained, p.unconstrained).size and p.budget_stop is None:
+            p = extend_draws(model, p, PROBE_MORE, nuts, warmup=0,
+                             seed=stream_int_seed(seed, Stream.MODE_PROBE, 4))
+    except (InitializationError, InputError, ValueError, KeyError, IndexError):
+        return ModeSearch(drawn, groups)
+    far = _outside(drawn.unconstrained, p.unconstrained[:, -n:])
+    if not far.size or p.budget_stop is not None:
+        return ModeSearch(drawn, groups, seconds=float(p.seconds),
+                          n_gradient_evals=int(p.n_gradient_evals))
+    # the probe's chains beyond the fit, grouped: one whole run per mode they found
+    modes = chain_groups(p.unconstrained[far, -n:])
+    joined, unsampled = drawn, 0
+    for i, m in enumerate(modes):
+        if not _run_fits(drawn, settings):
+            unsampled += 1
+            continue
+        last = p.unconstrained[far[m], -1]
+        inits = [init_from_unconstrained(model, last[c % len(last)])
+                 for c in range(settings.chains)]
+        try:
+            run = sample(model, settings, seed=stream_int_seed(seed, Stream.MODE_PROBE, 5, i),
+                         init=inits)
+        except (InitializationError, InputError, ValueError):
+            unsampled += 1
+            continue
+        if run.budget_stop is not None:
+            unsampled += 1
+            continue
+        joined = join_chains(joined, run, f"{model.name}: chains from random inits found "
+                             f"another mode; {settings.chains} chains were sampled there")
+    return ModeSearch(joined, chain_groups(joined.unconstrained), found=len(modes),
+                      unsampled=unsampled, seconds=float(p.seconds),
+                      n_gradient_evals=int(p.n_gradient_evals))
+
+
+def _outside(fit: np.ndarray, probe: np.ndarray) -> np.ndarray:
+    """The probe's chains (indices) whose median ends beyond the range of all the fit's
+    draws by more than :data:`~.modes.PROBE_BEYOND` sds."""
+    return np.array([c for c in range(probe.shape[0])
+                     if beyond(fit, probe[c:c + 1])[0] > PROBE_BEYOND], dtype=int)
+
+
+def _run_fits(drawn: Draws, settings: NutsArgs) -> bool:
+    """Whether another whole run fits in the time budget (always without one)."""
+    left = deadline.remaining()
+    if left is None:
+        return True
+    per_iteration = drawn.seconds / max(settings.warmup + settings.draws, 1)
+    return drawn.seconds > 0 and \
+        MODE_RUN_MARGIN * per_iteration * (settings.warmup + settings.draws) <= 0.5 * left
+
+
+def chain_subset(draws: Draws, chains: np.ndarray) -> Draws:
+    """The chains ``chains`` (indices) of ``draws``, with their sampler columns, step sizes
+    and metrics; the cost stays the whole run's."""
+    idx = np.asarray(chains, dtype=int)
+
+    def pick(x: Any) -> Any:
+        if x is None or np.ndim(x) == 0 or np.shape(x)[0] != draws.n_chains:
+            return x
+        return np.asarray(x)[idx]
+
+    return replace(draws, unconstrained=draws.unconstrained[idx],
+                   constrained=pick(draws.constrained),
+                   sampler={k: pick(v) for k, v in draws.sampler.items()},
+                   step_size=pick(draws.step_size), inv_metric=pick(draws.inv_metric),
+                   warnings=list(draws.warnings))
