@@ -145,19 +145,22 @@ def search_modes(model: StanProgram, drawn: Draws, settings: NutsArgs,
     if not far.size or p.budget_stop is not None:
         return ModeSearch(drawn, groups, seconds=float(p.seconds),
                           n_gradient_evals=int(p.n_gradient_evals))
-    # the probe's chains beyond the fit, grouped: one whole run per mode they found
-    modes = chain_groups(p.unconstrained[far, -n:])
-    joined, unsampled = drawn, 0
-    for i, m in enumerate(modes):
+    # a whole run from each probe chain still beyond every draw so far: one per mode found
+    joined, found, unsampled, skipped = drawn, 0, 0, []
+    for i, c in enumerate(far):
+        chain = p.unconstrained[c:c + 1, -n:]
+        if not _outside(joined.unconstrained, chain).size or any(
+                not _outside(u, chain).size for u in skipped):
+            continue  # in a mode sampled (or found and not sampled) from another probe chain
+        found += 1
         if not _run_fits(drawn, settings):
             unsampled += 1
+            skipped.append(chain)
             continue
-        last = p.unconstrained[far[m], -1]
-        inits = [init_from_unconstrained(model, last[c % len(last)])
-                 for c in range(settings.chains)]
+        init = init_from_unconstrained(model, p.unconstrained[c, -1])
         try:
             run = sample(model, settings, seed=stream_int_seed(seed, Stream.MODE_PROBE, 5, i),
-                         init=inits)
+                         init=[init] * settings.chains)
         except (InitializationError, InputError, ValueError):
             unsampled += 1
             continue
@@ -166,7 +169,7 @@ def search_modes(model: StanProgram, drawn: Draws, settings: NutsArgs,
             continue
         joined = join_chains(joined, run, f"{model.name}: chains from random inits found "
                              f"another mode; {settings.chains} chains were sampled there")
-    return ModeSearch(joined, chain_groups(joined.unconstrained), found=len(modes),
+    return ModeSearch(joined, chain_groups(joined.unconstrained), found=found,
                       unsampled=unsampled, seconds=float(p.seconds),
                       n_gradient_evals=int(p.n_gradient_evals))
 

@@ -56,12 +56,14 @@ def nuts_calls(monkeypatch):
 
 
 def _is_probe(c: NutsArgs) -> bool:
-    """A refit's probe for another mode (stanlogz.draws.modes): its own chains and draws (and
+    """A refit's probe for another mode (stanlogz.draws.modes), or the evidence's search for
+    modes (stanlogz.draws.mode_search): its own chains and draws (and
     after a first disagreement, more iterations without warmup), the rest of the settings
     S's."""
+    from stanlogz.draws.mode_search import SEARCH_CHAINS
     from stanlogz.draws.modes import PROBE_DRAWS, PROBE_MORE, probe_chains
 
-    return (c.chains == probe_chains(S.chains)
+    return (c.chains in (probe_chains(S.chains), SEARCH_CHAINS)
             and c.draws in (min(PROBE_DRAWS, S.draws), PROBE_MORE)
             and c.warmup in (S.warmup, 0)
             and c.replace(chains=S.chains, draws=S.draws, warmup=S.warmup) == S)
@@ -185,8 +187,10 @@ def test_evidence_and_its_continued_chains_get_the_settings(normal_mean, nuts_ca
 
     r = evidence(normal_mean, settings=S, seed=9, target_se=1e-4, max_draws=500)
     # the chains are continued with their adapted step size and metric and the user's
-    # max_treedepth (issue 45): one NUTS run, never restarted, and more rounds of draws
-    assert nuts_calls.list == [S]
+    # max_treedepth (issue 45): one NUTS run, never restarted, and more rounds of draws; the
+    # search for modes runs its probe with the same settings but its chains and draws
+    assert [c for c in nuts_calls.list if not _is_probe(c)] == [S]
+    assert len(nuts_calls.list) == 2 and _is_probe(nuts_calls.list[1])
     rounds = r.diagnostics["target_se_rounds"]
     assert len(rounds) >= 2 and rounds[-1]["draws"] > rounds[0]["draws"]
 
