@@ -55,7 +55,7 @@ def main() -> None:
         # the fit's four chains (1-4) in one group: every chain sat in one mode
         one = sum(1 for r in rows if not r["modes"]
                   or any(set(range(1, 5)) <= set(g) for g in r["modes"]))
-        cells = [f"{-m:g}, {m:g}", args.method, len(rows), one,
+        cells = [f"{-m + 0.0:g}, {m:g}", args.method, len(rows), one,
                  sum(r["found"] > 0 for r in rows), sum(len(r["modes"]) == 2 for r in rows),
                  f"{np.sqrt(np.mean(z**2)):.2f}", f"{np.max(np.abs(z)):.1f}"]
         cells += [f"{np.mean(np.abs(z) <= c):.2f}" for c in (1.0, 1.96)]
