@@ -167,7 +167,8 @@ def evidence(
         res, d, modes = estimate_by_modes(  # each mode's evidence where the chains sit in several
             m, d, nuts, seed, lambda u, k: _call_estimator(
                 method, m, u, seed=stream_int_seed(seed, Stream.ESTIMATOR, *k), progress=progress,
-                n_sampling_evals=None if k else cost, options=options), probe=draws is None)
+                n_sampling_evals=None if k else cost, options=options),
+            probe=d.source == "stanlogz-nuts")
     if not res.seconds:
         res.seconds = time.perf_counter() - t0
     if target_se is not None and len(modes) > 1:

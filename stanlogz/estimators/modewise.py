@@ -30,8 +30,9 @@ def estimate_by_modes(model: StanProgram, drawn: Draws, settings: NutsArgs, seed
                       estimate: Callable[[np.ndarray, tuple[int, ...]], EvidenceResult], *,
                       probe: bool = True) -> tuple[EvidenceResult, Draws, list[np.ndarray]]:
     """log Z from the fit ``drawn``: its chains grouped by mode, after a search for modes they
-    do not reach where ``probe`` (:func:`~stanlogz.draws.mode_search.search_modes`; draws
-    given by the user are grouped only). One mode: ``estimate(draws, ())`` on all the draws;
+    do not reach where ``probe`` (:func:`~stanlogz.draws.mode_search.search_modes`: the
+    evidence asks for it on stanlogz's own NUTS draws; other fits' chains are grouped only).
+    One mode: ``estimate(draws, ())`` on all the draws;
     several: :func:`modewise_log_z`, ``estimate(draws, (k,))`` on mode k's. Returns the
     result, the draws (with the chains sampled in modes found) and the groups."""
     found = (search_modes(model, drawn, settings, seed) if probe

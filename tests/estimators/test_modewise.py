@@ -72,7 +72,8 @@ def test_a_mode_no_chain_sat_in_is_found_and_its_evidence_added(monkeypatch):
 
 
 def test_chains_split_between_uneven_modes_are_weighed_by_the_modes_evidence(monkeypatch):
-    # draws given (no search): four chains started 3:1 in the two modes, which the prior
+    # draws given: four chains started 3:1 in the two modes (the search finds no mode beyond
+    # them, and asserting it would test the probe's inits, not the estimate), which the prior
     # weighs 0.72:0.28. Before, gbs on the pooled draws was off by about 0.5 nats; each mode's
     # evidence from its own chains is off by about 0.001
     monkeypatch.setenv("STANLOGZ_BACKEND", "interpreted")
@@ -101,3 +102,21 @@ def test_one_mode_is_estimated_as_before(monkeypatch):
     assert r.diagnostics["mode_search"]["found"] == 0
     assert r.diagnostics["mode_search"]["probe_evals"] > 0
     assert not any("modes" in w for w in r.warnings)
+
+
+def test_the_evidence_command_searches_its_own_draws(monkeypatch, capsys, tmp_path):
+    # the command samples before it calls the API with those draws: the search runs on them
+    # as on the API's own (it did not, at first: the draws were taken as the user's). Seed 5
+    # as above: every chain of the fit in one mode, the probe's inits on both sides
+    import json
+
+    from stanlogz.cli import main
+
+    monkeypatch.setenv("STANLOGZ_BACKEND", "interpreted")
+    data = tmp_path / "mixture.json"
+    data.write_text(json.dumps(_data(0.0)))
+    assert main(["--json", "--quiet", "evidence", str(PROGRAM), "--data", str(data),
+                 "--seed", "5"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert abs(out["log_z"] - _exact(0.0)) < 0.02  # before: off by log 2
+    assert len(out["diagnostics"]["modes"]) == 2
