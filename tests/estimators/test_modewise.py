@@ -106,17 +106,25 @@ def test_one_mode_is_estimated_as_before(monkeypatch):
 
 def test_the_evidence_command_searches_its_own_draws(monkeypatch, capsys, tmp_path):
     # the command samples before it calls the API with those draws: the search runs on them
-    # as on the API's own (it did not, at first: the draws were taken as the user's). Seed 5
-    # as above: every chain of the fit in one mode, the probe's inits on both sides
+    # as on the API's own (it did not, at first: the draws were taken as the user's). Seed 13:
+    # every chain of the command's fit in one mode, the probe's inits on both sides (asserted)
     import json
 
     from stanlogz.cli import main
+    from stanlogz.draws import obtain_draws
+    from stanlogz.stan.settings import NutsArgs
 
     monkeypatch.setenv("STANLOGZ_BACKEND", "interpreted")
     data = tmp_path / "mixture.json"
     data.write_text(json.dumps(_data(0.0)))
+    model = stanlogz.StanModel.from_file(str(PROGRAM), _data(0.0))
+    fit = obtain_draws(model, None, NutsArgs(), seed=13)  # as the command samples
+    sides = fit.unconstrained[..., 0] < fit.unconstrained[..., 1]
+    assert np.all(sides) or not np.any(sides)
+    inits = random_inits(2, SEARCH_CHAINS, stream_rng(13, Stream.MODE_PROBE))
+    assert len(set(inits[:, 0] < inits[:, 1])) == 2
     assert main(["--json", "--quiet", "evidence", str(PROGRAM), "--data", str(data),
-                 "--seed", "5"]) == 0
+                 "--seed", "13"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert abs(out["log_z"] - _exact(0.0)) < 0.02  # before: off by log 2
     assert len(out["diagnostics"]["modes"]) == 2
