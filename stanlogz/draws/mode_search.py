@@ -31,7 +31,7 @@ import numpy as np
 
 from .._util import deadline
 from .._util.seeds import Stream, stream_int_seed, stream_rng
-from ..errors import InitializationError, InputError
+from ..errors import InitializationError, InputError, StanlogzError
 from ..stan.program import StanProgram
 from ..stan.settings import NutsArgs
 from .continuation import (
@@ -65,6 +65,8 @@ SEARCH_CHAINS = 8
 #: draws, and 150 more only where one ends elsewhere, against 4 of 2,000) is run where the
 #: time budget has this share of the fit's seconds left
 PROBE_SHARE = 0.25
+#: Random inits tried per probe chain for one where the density is finite (Stan's 100)
+INIT_TRIES = 100
 
 
 @dataclass
@@ -118,17 +120,17 @@ def search_modes(model: StanProgram, drawn: Draws, settings: NutsArgs,
     if drawn.budget_stop is not None or drawn.n_draws < 4 or (
             left is not None and left < PROBE_SHARE * drawn.seconds):
         return ModeSearch(drawn, groups)
-    k = SEARCH_CHAINS
+    starts = _finite_inits(model, SEARCH_CHAINS, stream_rng(seed, Stream.MODE_PROBE))
+    k = len(starts)
+    if not k:
+        return ModeSearch(drawn, groups)
     adapted = None
     if drawn.step_size is not None and drawn.inv_metric is not None and _takes_metric(model):
         c = np.arange(k)
-        starts = random_inits(model.dim, k, stream_rng(seed, Stream.MODE_PROBE))
         adapted = _Adapted(starts[:, None, :],
                            np.atleast_1d(drawn.step_size)[c % np.size(drawn.step_size)],
                            np.asarray(drawn.inv_metric)[c % np.shape(drawn.inv_metric)[0]],
                            WARM_WINDOWS)
-    else:
-        starts = random_inits(model.dim, k, stream_rng(seed, Stream.MODE_PROBE))
     nuts = settings.replace(chains=k, warmup=min(settings.warmup, WARM_REFIT_WARMUP)
                             if adapted is not None else settings.warmup,
                             draws=min(PROBE_DRAWS, settings.draws))
@@ -172,6 +174,19 @@ def search_modes(model: StanProgram, drawn: Draws, settings: NutsArgs,
     return ModeSearch(joined, chain_groups(joined.unconstrained), found=found,
                       unsampled=unsampled, seconds=float(p.seconds),
                       n_gradient_evals=int(p.n_gradient_evals))
+
+
+def _finite_inits(model: StanProgram, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Up to ``k`` of Stan's random inits (uniform on (-2, 2), unconstrained) at which the
+    density is finite, from at most :data:`INIT_TRIES` per chain (Stan's own retries; given
+    inits are not retried: posteriordb GLMM_Poisson's probe failed at its first), ``(<= k,
+    dim)``."""
+    x = random_inits(model.dim, INIT_TRIES * k, rng)
+    try:
+        lp = np.asarray(model.log_density_many(x), dtype=float)
+    except StanlogzError:
+        return x[:0]
+    return x[np.isfinite(lp)][:k]
 
 
 def _outside(fit: np.ndarray, probe: np.ndarray) -> np.ndarray:

@@ -128,3 +128,22 @@ def test_the_evidence_command_searches_its_own_draws(monkeypatch, capsys, tmp_pa
     out = json.loads(capsys.readouterr().out)
     assert abs(out["log_z"] - _exact(0.0)) < 0.02  # before: off by log 2
     assert len(out["diagnostics"]["modes"]) == 2
+
+
+def test_the_probe_starts_only_where_the_density_is_finite():
+    # Stan retries a random init where the density is not finite; given inits it does not,
+    # and posteriordb GLMM_Poisson's probe failed at its first (an exp overflow): the search
+    # then ran no probe at all. Its inits are now drawn as Stan's are, and kept where finite
+    from stanlogz.draws.mode_search import _finite_inits
+
+    class HalfInfinite:
+        dim = 3
+
+        def log_density_many(self, x):
+            return np.where(x[:, 0] > 0, -np.inf, -0.5 * np.sum(x**2, axis=1))
+
+    starts = _finite_inits(HalfInfinite(), SEARCH_CHAINS, np.random.default_rng(4))
+    assert starts.shape == (SEARCH_CHAINS, 3)
+    assert np.all(starts[:, 0] <= 0) and np.all(np.abs(starts) < 2)
+    first = random_inits(3, SEARCH_CHAINS, np.random.default_rng(4))
+    assert np.any(first[:, 0] > 0)  # Stan's first draws hold inits the density rejects
