@@ -35,6 +35,7 @@ from ..errors import InitializationError, InputError, StanlogzError
 from ..stan.program import StanProgram
 from ..stan.settings import NutsArgs
 from .continuation import (
+    CONTINUATION_WARMUP,
     WARM_REFIT_WARMUP,
     WARM_WINDOWS,
     _Adapted,
@@ -131,8 +132,10 @@ def search_modes(model: StanProgram, drawn: Draws, settings: NutsArgs,
                            np.atleast_1d(drawn.step_size)[c % np.size(drawn.step_size)],
                            np.asarray(drawn.inv_metric)[c % np.shape(drawn.inv_metric)[0]],
                            WARM_WINDOWS)
-    nuts = settings.replace(chains=k, warmup=min(settings.warmup, WARM_REFIT_WARMUP)
-                            if adapted is not None else settings.warmup,
+    # without the fit's metric to start from, the short warmup's windows adapt one (a
+    # continuation's): the probe stays a fraction of the fit's cost
+    nuts = settings.replace(chains=k, warmup=min(settings.warmup, WARM_REFIT_WARMUP
+                                                 if adapted is not None else CONTINUATION_WARMUP),
                             draws=min(PROBE_DRAWS, settings.draws))
     try:
         p = sample(model, nuts, seed=stream_int_seed(seed, Stream.MODE_PROBE, 3),
