@@ -402,8 +402,14 @@ def watchdog(grace: float) -> Iterator[None]:
         yield
         return
     timers: list[threading.Timer] = []
+    # set when the run ends: a timer that fires as it ends neither interrupts nor schedules
+    # another (one scheduled after the timers were cancelled interrupted whatever ran 5 s
+    # later: a test suite's worker crashed in the next test, with "keyboard-interrupt")
+    done = threading.Event()
 
     def fire() -> None:
+        if done.is_set():
+            return
         _state["expired"] = 1.0
         main = threading.main_thread().ident
         if hasattr(signal, "pthread_kill") and main is not None and \
@@ -418,6 +424,8 @@ def watchdog(grace: float) -> Iterator[None]:
         again.daemon = True
         timers.append(again)
         again.start()
+        if done.is_set():  # the run ended while this one fired: the list was already read
+            again.cancel()
 
     first = threading.Timer(max(left, 0.0) + grace, fire)
     first.daemon = True
@@ -426,5 +434,6 @@ def watchdog(grace: float) -> Iterator[None]:
     try:
         yield
     finally:
-        for t in timers:
+        done.set()
+        for t in list(timers):
             t.cancel()

@@ -575,6 +575,34 @@ def test_the_watchdog_interrupts_a_step_that_checks_no_budget():
     assert not deadline.expired()
 
 
+def test_a_watchdog_that_fires_as_its_run_ends_interrupts_nothing_after(monkeypatch):
+    # the race: the first interrupt is on its way (here: held 0.5 s) when the run's block
+    # ends and cancels the timers; the interrupt's next timer (5 s) was scheduled after that
+    # and, before, interrupted whatever ran 5 s later (a suite's worker crashed in another
+    # test). Real time, the interrupts recorded instead of sent; deterministic given the
+    # holds (the block ends 0.1 s into the 0.5 s hold)
+    import signal
+    import threading
+    import time
+
+    calls: list[float] = []
+    started = threading.Event()
+
+    def slow_interrupt(*args: object) -> None:
+        calls.append(time.monotonic())
+        started.set()
+        time.sleep(0.5)
+
+    monkeypatch.setattr(signal, "pthread_kill", slow_interrupt)
+    monkeypatch.setattr("_thread.interrupt_main", slow_interrupt)
+    with time_budget(0.05), deadline.watchdog(0.05):
+        assert started.wait(10.0)
+        time.sleep(0.1)
+    time.sleep(6.0)  # past the next timer's 5 s
+    assert len(calls) == 1
+    deadline._state["expired"] = None
+
+
 def test_chains_with_draws_are_kept_while_later_chains_are_still_in_warmup(clock):
     # 4 chains on 2 cores: chains 1-2 run first (0.01 s per iteration each, side by side),
     # chains 3-4 start only when those end. Under 30 s, chains 1-2 pass their warmup (1000
