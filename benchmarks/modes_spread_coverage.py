@@ -32,6 +32,7 @@ binomial sd at 95% over R runs is sqrt(0.95 * 0.05 / R).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 from pathlib import Path
@@ -84,6 +85,17 @@ def grid_draws(lam: float, m: float, rng: np.random.Generator, chains: int = 4,
     return x.reshape(chains, n, 2)
 
 
+@functools.cache
+def _models(lam: float, m: float) -> tuple[Any, Any]:
+    """The program on all data and without observation 1, built once per case."""
+    import stanlogz
+
+    data = {"N": int(Y.size), "y": Y.tolist(), "lambda": lam, "m": m}
+    train_data = {**data, "N": int(Y.size - 1), "y": Y[1:].tolist()}
+    return (stanlogz.StanModel.from_file(str(PROGRAM), data),
+            stanlogz.StanModel.from_file(str(PROGRAM), train_data))
+
+
 def one_run(lam: float, m: float, seed: int, recorded: list[Any]) -> dict[str, Any]:
     import stanlogz
     from stanlogz.crossval.observations.observations import find_observations
@@ -91,9 +103,7 @@ def one_run(lam: float, m: float, seed: int, recorded: list[Any]) -> dict[str, A
 
     rng = np.random.default_rng([seed, int(lam * 1e4), int(m * 10)])
     data = {"N": int(Y.size), "y": Y.tolist(), "lambda": lam, "m": m}
-    train_data = {**data, "N": int(Y.size - 1), "y": Y[1:].tolist()}
-    model = stanlogz.StanModel.from_file(str(PROGRAM), data)
-    train = stanlogz.StanModel.from_file(str(PROGRAM), train_data)
+    model, train = _models(lam, m)
     while True:  # each mode at least once
         in_a = rng.random(4) < 0.5
         if 0 < in_a.sum() < 4:

@@ -20,7 +20,7 @@ from ._util.argcheck import check_arguments, check_draws
 from ._util.seeds import Stream, stream_int_seed
 from .draws import Draws, obtain_draws
 from .draws.checks import normalization_warnings
-from .errors import ArgumentTypeError, InputError
+from .errors import ArgumentTypeError, InputError, option
 from .estimators import lookup
 from .estimators.base import EvidenceResult
 from .estimators.bridge.anytime import add_sampling_stop, routes_after_stop, sampling_reserve
@@ -173,7 +173,7 @@ def evidence(
         res.seconds = time.perf_counter() - t0
     if target_se is not None and len(modes) > 1:
         res.warnings.append("target_se is not pursued across modes: each mode's chains would "
-                            "need their own rounds; raise --draws instead")
+                            f"need their own rounds; raise {option('draws')} instead")
     elif target_se is not None:
         res, d = _refine_to_target(m, d, res, method, target_se, max_draws, seed, progress,
                                    options, nuts)

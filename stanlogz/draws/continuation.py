@@ -302,6 +302,34 @@ def _another_fits(drawn: Draws, ran: NutsArgs, other: NutsArgs) -> bool:
     return drawn.seconds > 0 and cost <= ANOTHER_SHARE * left
 
 
+def probe_run(model: StanProgram, nuts: NutsArgs, seed: int | None, fit: np.ndarray,
+              adapted: _Adapted | None, starts: np.ndarray) -> tuple[Draws, int] | None:
+    """:mod:`.modes`' probe of the draws ``fit`` ``(chains, n, dim)``: chains started at
+    ``starts`` (unconstrained, ``(chains, dim)``) with ``adapted``'s step sizes and metrics
+    (cycled) where given, ``nuts``'s warmup and :data:`~.modes.PROBE_DRAWS` draws; where one
+    ends beyond ``fit`` (:func:`~.modes.beyond`), all go on by :data:`~.modes.PROBE_MORE`
+    iterations (a chain on its way gets there, one in another mode stays). Returns the probe's
+    draws and the draws per chain to compare (the last ones), None where it cannot start."""
+    c = np.arange(starts.shape[0])
+    p_warm = None if adapted is None else _Adapted(
+        starts[:, None, :], adapted.step_size[c % adapted.step_size.size],
+        adapted.inv_metric[c % adapted.inv_metric.shape[0]], WARM_WINDOWS)
+    try:
+        p_inits = [init_from_unconstrained(model, x) for x in starts]
+        p = sample(model, nuts.replace(chains=c.size, draws=min(PROBE_DRAWS, nuts.draws)),
+                   seed=stream_int_seed(seed, Stream.MODE_PROBE), init=p_inits, warm=p_warm)
+    except (InitializationError, InputError, ValueError, KeyError, IndexError):
+        return None
+    n = p.n_draws
+    if p.budget_stop is None and beyond(fit, p.unconstrained)[0] > PROBE_BEYOND:
+        try:
+            p = extend_draws(model, p, PROBE_MORE, nuts, warmup=0,
+                             seed=stream_int_seed(seed, Stream.MODE_PROBE, 2))
+        except InitializationError:
+            pass
+    return p, n
+
+
 def _probed(train: StanProgram, nuts: NutsArgs, seed: int | None, drawn: Draws,
             adapted: _Adapted | None, starts: np.ndarray, probe_from: str, drawn_from: str,
             other: Any, progress: Any, other_fits: Any = lambda: True) -> Draws:
@@ -310,28 +338,11 @@ def _probed(train: StanProgram, nuts: NutsArgs, seed: int | None, drawn: Draws,
     where ``adapted``: as it is (the probe's cost added) where the probe's chains agree with
     it; else joined with ``other()`` (a whole refit started the probe's way), or, where that
     does not fit in the time budget (``other_fits()`` false), with the probe's chains."""
-    c = np.arange(starts.shape[0])
-    p_warm = None if adapted is None else _Adapted(
-        starts[:, None, :], adapted.step_size[c % adapted.step_size.size],
-        adapted.inv_metric[c % adapted.inv_metric.shape[0]], WARM_WINDOWS)
-    try:
-        p_inits = [init_from_unconstrained(train, x) for x in starts]
-        p = sample(train, nuts.replace(chains=c.size, draws=min(PROBE_DRAWS, nuts.draws)),
-                   seed=stream_int_seed(seed, Stream.MODE_PROBE), init=p_inits, warm=p_warm)
-    except (InitializationError, InputError, ValueError, KeyError, IndexError):
+    probed = probe_run(train, nuts, seed, drawn.unconstrained, adapted, starts)
+    if probed is None:
         return drawn  # no finite density where the probe starts: nothing to compare
-    n = p.n_draws
-    far, j = beyond(drawn.unconstrained, p.unconstrained)
-    if p.budget_stop is None and far > PROBE_BEYOND:
-        # a chain still on its way to the posterior, or one in another mode: only one in
-        # another mode stays where it is, so the probe's chains go on and are compared again
-        try:
-            p = extend_draws(train, p, PROBE_MORE, nuts, warmup=0,
-                             seed=stream_int_seed(seed, Stream.MODE_PROBE, 2))
-        except InitializationError:
-            pass
-        else:
-            far, j = beyond(drawn.unconstrained, p.unconstrained[:, -n:])
+    p, n = probed
+    far, j = beyond(drawn.unconstrained, p.unconstrained[:, -n:])
     costed = replace(drawn, seconds=float(drawn.seconds + p.seconds),
                      n_gradient_evals=int(drawn.n_gradient_evals + p.n_gradient_evals))
     if p.budget_stop is not None or not far > PROBE_BEYOND:

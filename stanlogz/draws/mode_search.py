@@ -11,15 +11,15 @@ prior weighs unevenly.
 
 :func:`search_modes` looks for them. :data:`SEARCH_CHAINS` chains from Stan's random
 inits, with the fit's adapted step size and metric, run as a refit's probe does
-(:mod:`.modes`); a probe chain whose median ends :data:`~.modes.PROBE_BEYOND` sds beyond the
-range of all the draws after :data:`~.modes.PROBE_MORE` more iterations sits in another mode,
-and a whole run of the fit's settings is sampled there from its last draw. The chains are then
-grouped by mode (:func:`chain_groups`), and log Z is the log of the sum of each mode's
-evidence, each estimated from its own chains
-(:func:`stanlogz.estimators.modewise.modewise_log_z`): the modes' weights come from their
-evidence, not from the chains' counts. Modes that neither the chains nor the probe found are
-not in it (their mass is missing: log Z is then low); the warning says how many modes it
-holds.
+(:func:`~.continuation.probe_run`). A probe chain whose median ends
+:data:`~.modes.PROBE_BEYOND` sds beyond the range of all the draws after
+:data:`~.modes.PROBE_MORE` more iterations sits in another mode, and a whole run of the fit's
+settings is sampled there from its last draw. The chains are then grouped by mode
+(:func:`chain_groups`), and log Z is the log of the sum of each mode's evidence, each
+estimated from its own chains (:func:`stanlogz.estimators.modewise.modewise_log_z`): the
+modes' weights come from their evidence, not from the chains' counts. Modes that neither the
+chains nor the probe found are not in it (their mass is missing: log Z is then low); the
+warning says how many modes it holds.
 """
 
 from __future__ import annotations
@@ -39,25 +39,20 @@ from .continuation import (
     WARM_REFIT_WARMUP,
     WARM_WINDOWS,
     _Adapted,
+    _another_fits,
     _takes_metric,
-    extend_draws,
     init_from_unconstrained,
+    probe_run,
 )
 from .core import Draws
 from .modes import (
     PROBE_BEYOND,
-    PROBE_DRAWS,
-    PROBE_MORE,
     beyond,
     join_chains,
     random_inits,
 )
 from .sample import sample
 
-#: A mode's whole run under a time budget is priced at the fit's seconds per iteration times
-#: this, and run where that fits in half the budget left (as a refit's other run,
-#: :data:`~.continuation.ANOTHER_MARGIN`)
-MODE_RUN_MARGIN = 2.0
 #: The search's probe chains: where every one of the fit's four chains sits in one of two
 #: modes alike in their basins (a chance of 1 in 8), all eight also start there with a chance
 #: of 1 in 256 (four, a refit's probe, missed the other mode in 1 of 8 seeds tried)
@@ -75,8 +70,9 @@ class ModeSearch:
     """What :func:`search_modes` found: ``draws`` (the fit's chains, then the chains of each
     mode found beyond them), ``groups`` (chain indices into ``draws``, one array per mode),
     ``found`` (modes the probe found beyond the fit's draws), ``unsampled`` (of those, the
-    modes whose whole run did not fit the time budget: not in ``draws``), and the probe's
-    cost (``seconds``, ``n_gradient_evals``; the modes' runs are in ``draws``' cost)."""
+    modes whose whole run did not fit the time budget: not in ``draws``), the probe's cost
+    (``seconds``, ``n_gradient_evals``; the modes' runs are in ``draws``' cost), and
+    ``budget_skipped``."""
 
     draws: Draws
     groups: list[np.ndarray]
@@ -84,6 +80,8 @@ class ModeSearch:
     unsampled: int = 0
     seconds: float = 0.0
     n_gradient_evals: int = 0
+    #: the time budget ended or left no room for the probe: modes beyond the chains unsought
+    budget_skipped: bool = False
 
 
 def chain_groups(unc: np.ndarray) -> list[np.ndarray]:
@@ -118,38 +116,31 @@ def search_modes(model: StanProgram, drawn: Draws, settings: NutsArgs,
     probe cannot start (no finite density at random inits) the fit's own chains are grouped."""
     groups = chain_groups(drawn.unconstrained)
     left = deadline.remaining()
-    if drawn.budget_stop is not None or drawn.n_draws < 4 or (
-            left is not None and left < PROBE_SHARE * drawn.seconds):
+    if drawn.budget_stop is not None or (left is not None
+                                         and left < PROBE_SHARE * drawn.seconds):
+        return ModeSearch(drawn, groups, budget_skipped=True)
+    if drawn.n_draws < 4:
         return ModeSearch(drawn, groups)
     starts = _finite_inits(model, SEARCH_CHAINS, stream_rng(seed, Stream.MODE_PROBE))
-    k = len(starts)
-    if not k:
+    if not len(starts):
         return ModeSearch(drawn, groups)
     adapted = None
     if drawn.step_size is not None and drawn.inv_metric is not None and _takes_metric(model):
-        c = np.arange(k)
-        adapted = _Adapted(starts[:, None, :],
-                           np.atleast_1d(drawn.step_size)[c % np.size(drawn.step_size)],
-                           np.asarray(drawn.inv_metric)[c % np.shape(drawn.inv_metric)[0]],
-                           WARM_WINDOWS)
+        adapted = _Adapted(drawn.unconstrained[:, -1:], np.atleast_1d(drawn.step_size),
+                           np.asarray(drawn.inv_metric), WARM_WINDOWS)
     # without the fit's metric to start from, the short warmup's windows adapt one (a
     # continuation's): the probe stays a fraction of the fit's cost
-    nuts = settings.replace(chains=k, warmup=min(settings.warmup, WARM_REFIT_WARMUP
-                                                 if adapted is not None else CONTINUATION_WARMUP),
-                            draws=min(PROBE_DRAWS, settings.draws))
-    try:
-        p = sample(model, nuts, seed=stream_int_seed(seed, Stream.MODE_PROBE, 3),
-                   init=[init_from_unconstrained(model, x) for x in starts], warm=adapted)
-        n = p.n_draws
-        if _outside(drawn.unconstrained, p.unconstrained).size and p.budget_stop is None:
-            p = extend_draws(model, p, PROBE_MORE, nuts, warmup=0,
-                             seed=stream_int_seed(seed, Stream.MODE_PROBE, 4))
-    except (InitializationError, InputError, ValueError, KeyError, IndexError):
+    nuts = settings.replace(warmup=min(settings.warmup, WARM_REFIT_WARMUP
+                                       if adapted is not None else CONTINUATION_WARMUP))
+    probed = probe_run(model, nuts, seed, drawn.unconstrained, adapted, starts)
+    if probed is None:
         return ModeSearch(drawn, groups)
+    p, n = probed
     far = _outside(drawn.unconstrained, p.unconstrained[:, -n:])
     if not far.size or p.budget_stop is not None:
         return ModeSearch(drawn, groups, seconds=float(p.seconds),
-                          n_gradient_evals=int(p.n_gradient_evals))
+                          n_gradient_evals=int(p.n_gradient_evals),
+                          budget_skipped=p.budget_stop is not None)
     # a whole run from each probe chain still beyond every draw so far: one per mode found
     joined, found, unsampled, skipped = drawn, 0, 0, []
     for i, c in enumerate(far):
@@ -158,7 +149,7 @@ def search_modes(model: StanProgram, drawn: Draws, settings: NutsArgs,
                 not _outside(u, chain).size for u in skipped):
             continue  # in a mode sampled (or found and not sampled) from another probe chain
         found += 1
-        if not _run_fits(drawn, settings):
+        if not _another_fits(drawn, settings, settings):
             unsampled += 1
             skipped.append(chain)
             continue
@@ -197,16 +188,6 @@ def _outside(fit: np.ndarray, probe: np.ndarray) -> np.ndarray:
     draws by more than :data:`~.modes.PROBE_BEYOND` sds."""
     return np.array([c for c in range(probe.shape[0])
                      if beyond(fit, probe[c:c + 1])[0] > PROBE_BEYOND], dtype=int)
-
-
-def _run_fits(drawn: Draws, settings: NutsArgs) -> bool:
-    """Whether another whole run fits in the time budget (always without one)."""
-    left = deadline.remaining()
-    if left is None:
-        return True
-    per_iteration = drawn.seconds / max(settings.warmup + settings.draws, 1)
-    return drawn.seconds > 0 and \
-        MODE_RUN_MARGIN * per_iteration * (settings.warmup + settings.draws) <= 0.5 * left
 
 
 def chain_subset(draws: Draws, chains: np.ndarray) -> Draws:

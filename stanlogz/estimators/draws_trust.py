@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 from ..draws import DrawsSummary
+from ..draws.mode_search import chain_subset
 from ..draws.summary import sampler_flags
 from ..errors import Route
 from .base import EvidenceResult
@@ -74,8 +75,6 @@ def add_draws_trust(res: EvidenceResult, d: Any, names: list[str] | None = None,
     warning), from the draws ``d`` (a :class:`~stanlogz.draws.Draws`), or from each mode's
     chains where ``groups`` holds more than one (their R-hat across modes says nothing about
     a log Z summed over the modes: :mod:`stanlogz.estimators.modewise`)."""
-    from ..draws.mode_search import chain_subset
-
     parts = [d] if not groups or len(groups) < 2 else [chain_subset(d, g) for g in groups]
     diags = []
     for k, part in enumerate(parts):

@@ -21,6 +21,7 @@ from scipy.special import logsumexp
 
 from ..draws.core import Draws
 from ..draws.mode_search import ModeSearch, chain_groups, search_modes
+from ..errors import option
 from ..stan.program import StanProgram
 from ..stan.settings import NutsArgs
 from .base import EvidenceResult
@@ -43,6 +44,10 @@ def estimate_by_modes(model: StanProgram, drawn: Draws, settings: NutsArgs, seed
     else:
         res = modewise_log_z(lambda u, k: estimate(u, (k,)), d.unconstrained, found.groups,
                              found.unsampled)
+    if found.budget_skipped:
+        res.warnings.append("the time budget left no room to search for modes the chains do "
+                            "not reach: log Z holds the modes they sat in; a longer "
+                            f"{option('time_budget')} runs the search")
     if found.n_gradient_evals:
         res.diagnostics["mode_search"] = {"found": found.found, "unsampled": found.unsampled,
                                           "probe_evals": found.n_gradient_evals,
@@ -68,7 +73,7 @@ def modewise_log_z(estimate: Callable[[np.ndarray, int], EvidenceResult], unc: n
     modes = [{"chains": [int(c) + 1 for c in g], "log_z": float(r.log_z),
               "log_z_se": float(r.log_z_se), "weight": float(w)}
              for g, r, w in zip(groups, parts, share, strict=True)]
-    shown = "; ".join(f"chains {_numbers(m['chains'])}: {m['log_z']:.4f} +- "
+    shown = "; ".join(f"chains {', '.join(map(str, m['chains']))}: {m['log_z']:.4f} +- "
                       f"{m['log_z_se']:.2g} (weight {m['weight']:.3f})" for m in modes)
     warnings = [f"the posterior has {len(groups)} modes that NUTS's chains do not move "
                 f"between; log Z is the log of the sum of each mode's evidence, estimated "
@@ -76,7 +81,7 @@ def modewise_log_z(estimate: Callable[[np.ndarray, int], EvidenceResult], unc: n
     if unsampled:
         warnings.append(f"{unsampled} more mode(s) found by chains from random inits were not "
                         "sampled (the time budget holds no other run): their mass is missing, "
-                        "so log Z is low; rerun with a longer --time-budget")
+                        f"so log Z is low; a longer {option('time_budget')} samples them")
     for k, r in enumerate(parts):
         warnings.extend(f"mode {k + 1}: {w}" for w in r.warnings
                         if not w.startswith("chains disagree on log Z"))
@@ -87,15 +92,3 @@ def modewise_log_z(estimate: Callable[[np.ndarray, int], EvidenceResult], unc: n
                    seconds=float(sum(r.seconds for r in parts)), diagnostics=diagnostics,
                    warnings=warnings, log_z_df=None)
 
-
-def _numbers(chains: Sequence[int]) -> str:
-    """Chain numbers as a short list: 1-4, 7."""
-    out, run = [], [chains[0]]
-    for c in chains[1:]:
-        if c == run[-1] + 1:
-            run.append(c)
-        else:
-            out.append(run)
-            run = [c]
-    out.append(run)
-    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in out)

@@ -59,6 +59,9 @@ def test_cli_evidence_stopped_in_sampling_answers_with_the_flag(compiled, capsys
     # the chains with draws (every chain where each has a core)
     assert out["diagnostics"]["chains"] == sampling.get("chains_kept", 4) >= 1
     assert abs(out["log_z"]) <= Z_TOL * out["log_z_se"]
+    # the search for modes the chains do not reach had no time: said, not skipped silently
+    assert any("no room to search for modes" in w for w in out["warnings"])
+    assert "modes" not in out["diagnostics"]
 
 
 def test_the_route_of_a_refusal_in_warmup_answers_within_the_same_budget(compiled):

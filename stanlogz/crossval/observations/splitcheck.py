@@ -65,7 +65,8 @@ def check_split(model: StanProgram, data: Mapping[str, Any], obs: Observations, 
     lp_f = model.log_density_many(x)
     what = f"{model.name} without observation {i + 1}"
     linked = _linked(model, small, data, obs, x, common, extra, lp_f - lp_s)
-    mass = _mass(model, data, obs, i, x, extra)
+    cl = _response_conditional(model, data, obs)
+    mass = None if cl is None else _mass(model, data, obs, i, x, extra, cl)
     if mass is None or not np.all(np.isfinite(mass)):
         # no closed-form integral (integer or non-Gaussian y_i): dependence on other
         # observations' latents is refused on its own (conservatively: a trailing state, valid
@@ -80,7 +81,7 @@ def check_split(model: StanProgram, data: Mapping[str, Any], obs: Observations, 
         # the closed form is fitted where y_i is: a density with a second peak elsewhere (a
         # mixture's other component) passes its test there and loses that peak's mass (log
         # 0.5 on a two-component mixture). A grid over all the observed values measures it
-        wide = _wide_mass(model, data, obs, i, x)
+        wide = cl.log_mass_wide(i, x)
         if wide is not None and np.all(np.isfinite(wide)):
             gap = wide - lp_s
     if np.max(np.abs(gap)) > tol:
@@ -140,28 +141,27 @@ def _linked(model: StanProgram, small: Any, data: Mapping[str, Any], obs: Observ
     return bool(np.max(np.abs(diff - d2)) > TOL * (1 + np.max(np.abs(diff))))
 
 
-def _mass(model: StanProgram, data: Mapping[str, Any], obs: Observations, i: int, x: np.ndarray,
-          extra: np.ndarray) -> np.ndarray | None:
-    """log ∫∫ p̃_full over y_i and the coordinates ``extra`` at each draw; None when y_i is
-    not a real value the density is Gaussian in."""
+def _response_conditional(model: StanProgram, data: Mapping[str, Any],
+                          obs: Observations) -> ConditionalLogLik | None:
+    """The density as a function of one observation's response (its latents held), None when
+    y_i is not a real value."""
     try:
-        cl = ConditionalLogLik(model, data, obs, integrate_latents=False)
+        return ConditionalLogLik(model, data, obs, integrate_latents=False)
     except (NotGaussian, InputError):
+        return None
+
+
+def _mass(model: StanProgram, data: Mapping[str, Any], obs: Observations, i: int, x: np.ndarray,
+          extra: np.ndarray, cl: ConditionalLogLik | None = None) -> np.ndarray | None:
+    """log ∫∫ p̃_full over y_i and the coordinates ``extra`` at each draw; None when y_i is
+    not a real value the density is Gaussian in. ``cl``: the program's
+    :func:`_response_conditional`, when the caller has it."""
+    cl = cl if cl is not None else _response_conditional(model, data, obs)
+    if cl is None:
         return None
     if extra.size == 1:
         return _grid_mass(cl, i, x, int(extra[0]))
     return cl.log_mass(i, x, extra)
-
-
-def _wide_mass(model: StanProgram, data: Mapping[str, Any], obs: Observations, i: int,
-               x: np.ndarray) -> np.ndarray | None:
-    """log ∫ p̃_full over y_i at each draw on a grid across every observed value
-    (:meth:`~.conditional.ConditionalLogLik.log_mass_wide`); None where that grid is not
-    tried."""
-    try:
-        return ConditionalLogLik(model, data, obs, integrate_latents=False).log_mass_wide(i, x)
-    except (NotGaussian, InputError):
-        return None
 
 
 def _grid_mass(cl: ConditionalLogLik, i: int, x: np.ndarray, coord: int) -> np.ndarray:
