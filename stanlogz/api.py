@@ -181,7 +181,7 @@ def evidence(
     for key, value in (("n_sampling_evals", d.n_gradient_evals), ("sampling_seconds", d.seconds),
                        ("draws_source", d.source), ("chains", d.n_chains), ("model", m.name)):
         res.diagnostics.setdefault(key, value)
-    for w in normalization_warnings(m, d):
+    for w in normalization_warnings(m, d, modes):
         if w not in res.warnings:
             res.warnings.append(w)
     add_draws_trust(res, d, list(m.param_names()) if hasattr(m, "param_names") else None, modes)

@@ -9,22 +9,30 @@ from ..stan.code import unused_parameters
 from ..stan.prior_statements import prior_reach
 from ..stan.program import StanProgram
 from .core import Draws
+from .mode_search import chain_subset
 
 #: Unconstrained draws beyond this magnitude mean a parameter ran away (exp(50) ~ 5e21): the
 #: posterior is almost surely improper, and no log Z exists.
 RUNAWAY_ABS = 50.0
 
 
-def normalization_warnings(model: StanProgram, d: Draws) -> list[str]:
-    """Warnings that the posterior may be improper or badly explored, so log Z means little."""
+def normalization_warnings(model: StanProgram, d: Draws,
+                           groups: list[np.ndarray] | None = None) -> list[str]:
+    """Warnings that the posterior may be improper or badly explored, so log Z means little.
+    Where ``groups`` holds the chains of more than one mode (chain indices, one array per
+    mode: :func:`~.mode_search.chain_groups`), R-hat and divergences are read per mode: the
+    chains' disagreement across modes is what the mode-wise log Z takes into account."""
     out: list[str] = []
-    try:
-        # the parameters' diagnostics (every generated quantity's cost seconds at many draws)
-        s = d.summary(list(model.param_names()) if hasattr(model, "param_names") else None)
-    except Exception:  # summary needs >= 4 draws per chain; estimating needs no summary
-        s = None
-    if s is not None:
-        out += [w for w in s.warnings if "R-hat" in w or "diverged" in w]
+    names = list(model.param_names()) if hasattr(model, "param_names") else None
+    several = groups is not None and len(groups) > 1
+    for k, part in enumerate([chain_subset(d, g) for g in groups] if several else [d]):
+        try:
+            # the parameters' diagnostics (every generated quantity's cost seconds at many draws)
+            s = part.summary(names)
+        except Exception:  # summary needs >= 4 draws per chain; estimating needs no summary
+            continue
+        out += [w if not several else f"mode {k + 1}: {w}" for w in s.warnings
+                if "R-hat" in w or "diverged" in w]
     absmax = np.max(np.abs(d.unconstrained), axis=(0, 1))
     limit = _runaway_limits(model, d, absmax.size)
     if np.any(absmax > limit):

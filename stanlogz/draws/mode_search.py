@@ -9,17 +9,19 @@ all gave log Z off by log 2 (0.69 nats) with an se of 0.005 and no warning when 
 chains sat in one mode, and by 0.56 with an se of 0.20 when they split 3:1 between modes the
 prior weighs unevenly.
 
-:func:`search_modes` looks for them. :data:`SEARCH_CHAINS` chains from Stan's random
-inits, with the fit's adapted step size and metric, run as a refit's probe does
-(:func:`~.continuation.probe_run`). A probe chain whose median ends
-:data:`~.modes.PROBE_BEYOND` sds beyond the range of all the draws after
-:data:`~.modes.PROBE_MORE` more iterations sits in another mode, and a whole run of the fit's
-settings is sampled there from its last draw. The chains are then grouped by mode
-(:func:`chain_groups`), and log Z is the log of the sum of each mode's evidence, each
-estimated from its own chains (:func:`stanlogz.estimators.modewise.modewise_log_z`): the
-modes' weights come from their evidence, not from the chains' counts. Modes that neither the
-chains nor the probe found are not in it (their mass is missing: log Z is then low); the
-warning says how many modes it holds.
+:func:`search_modes` looks for them. :data:`SEARCH_CHAINS` chains from Stan's random inits
+and :data:`WIDE_CHAINS` from wider ones (:data:`WIDE_INIT`), with the fit's adapted step
+size and metric, run as a refit's probe does (:func:`~.continuation.probe_run`). A probe
+chain whose median ends :data:`~.modes.PROBE_BEYOND` sds beyond the range of all the draws
+after :data:`~.modes.PROBE_MORE` more iterations, and again after it goes on alone by
+:data:`CONFIRM_MORE` (a chain on its way from a far init gets there), sits in another mode,
+and a whole run of the fit's settings is sampled there from its last draw. The chains are
+then grouped by mode (:func:`chain_groups`), and log Z is the log of the sum of each mode's
+evidence, each estimated from its own chains
+(:func:`stanlogz.estimators.modewise.modewise_log_z`): the modes' weights come from their
+evidence, not from the chains' counts. Modes that neither the chains nor the probe found are
+not in it (their mass is missing: log Z is then low); the warning says how many modes it
+holds.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from .continuation import (
     _Adapted,
     _another_fits,
     _takes_metric,
+    extend_draws,
     init_from_unconstrained,
     probe_run,
 )
@@ -53,16 +56,31 @@ from .modes import (
 )
 from .sample import sample
 
-#: The search's probe chains: where every one of the fit's four chains sits in one of two
-#: modes alike in their basins (a chance of 1 in 8), all eight also start there with a chance
-#: of 1 in 256 (four, a refit's probe, missed the other mode in 1 of 8 seeds tried)
-SEARCH_CHAINS = 8
-#: The probe (about 15% of a fit's iterations at the defaults: 8 chains of 100 warmup and 50
-#: draws, and 150 more only where one ends elsewhere, against 4 of 2,000) is run where the
+#: The search's probe chains from Stan's random inits, on (-2, 2) unconstrained, beside
+#: :data:`WIDE_CHAINS` from wider ones: where every one of the fit's four chains sits in one
+#: of two modes alike in their basins (a chance of 1 in 8), all twelve also start there with
+#: a chance of 1 in 4,096 (four alone, a refit's probe, missed the other mode in 1 of 8 seeds
+#: tried)
+SEARCH_CHAINS = 4
+#: The probe (about 23% of a fit's iterations at the defaults: 12 chains of 100 warmup and
+#: 50 draws, and 150 more only where one ends elsewhere, against 4 of 2,000) is run where the
 #: time budget has this share of the fit's seconds left
 PROBE_SHARE = 0.25
 #: Random inits tried per probe chain for one where the density is finite (Stan's 100)
 INIT_TRIES = 100
+#: Probe chains from wider random inits, uniform on (-WIDE_INIT, WIDE_INIT) unconstrained:
+#: a mode outside the reach of Stan's (-2, 2) (``kfold_far_mode.stan``'s prior mode at 6,
+#: with two weak observations near 3: the posterior weighs it 0.53) was missed in every one
+#: of 4 seeds, log Z 0.76 low with an se of 0.001 and no warning; with 4 wide chains beside
+#: 8 of Stan's, 6 seeds of 100 missed it, with 8 beside 4 none did
+#: (benchmarks/evidence_modes_coverage.py)
+WIDE_CHAINS = 8
+WIDE_INIT = 10.0
+#: Iterations a probe chain still beyond the draws goes on alone before a whole run is
+#: sampled where it sits: a chain from (-10, 10) on the 1,000-parameter hierarchical normal
+#: ended the probe 89 sds beyond the draws, on its way (its log density 470 below theirs),
+#: and was inside them after these; taken for a mode, it cost a whole run (3 seeds of 8)
+CONFIRM_MORE = 300
 
 
 @dataclass
@@ -121,7 +139,9 @@ def search_modes(model: StanProgram, drawn: Draws, settings: NutsArgs,
         return ModeSearch(drawn, groups, budget_skipped=True)
     if drawn.n_draws < 4:
         return ModeSearch(drawn, groups)
-    starts = _finite_inits(model, SEARCH_CHAINS, stream_rng(seed, Stream.MODE_PROBE))
+    rng = stream_rng(seed, Stream.MODE_PROBE)
+    starts = np.concatenate([_finite_inits(model, SEARCH_CHAINS, rng),
+                             _finite_inits(model, WIDE_CHAINS, rng, WIDE_INIT)])
     if not len(starts):
         return ModeSearch(drawn, groups)
     adapted = None
@@ -143,17 +163,23 @@ def search_modes(model: StanProgram, drawn: Draws, settings: NutsArgs,
                           budget_skipped=p.budget_stop is not None)
     # a whole run from each probe chain still beyond every draw so far: one per mode found
     joined, found, unsampled, skipped = drawn, 0, 0, []
+    seconds, evals = float(p.seconds), int(p.n_gradient_evals)
     for i, c in enumerate(far):
         chain = p.unconstrained[c:c + 1, -n:]
         if not _outside(joined.unconstrained, chain).size or any(
                 not _outside(u, chain).size for u in skipped):
             continue  # in a mode sampled (or found and not sampled) from another probe chain
+        chain, cost = _settled(model, p, c, n, joined.unconstrained, nuts,
+                               stream_int_seed(seed, Stream.MODE_PROBE, 6, i))
+        seconds, evals = seconds + cost[0], evals + cost[1]
+        if chain is None:
+            continue  # on its way to the draws' mode, not in another
         found += 1
         if not _another_fits(drawn, settings, settings):
             unsampled += 1
             skipped.append(chain)
             continue
-        init = init_from_unconstrained(model, p.unconstrained[c, -1])
+        init = init_from_unconstrained(model, chain[0, -1])
         try:
             run = sample(model, settings, seed=stream_int_seed(seed, Stream.MODE_PROBE, 5, i),
                          init=[init] * settings.chains)
@@ -166,21 +192,51 @@ def search_modes(model: StanProgram, drawn: Draws, settings: NutsArgs,
         joined = join_chains(joined, run, f"{model.name}: chains from random inits found "
                              f"another mode; {settings.chains} chains were sampled there")
     return ModeSearch(joined, chain_groups(joined.unconstrained), found=found,
-                      unsampled=unsampled, seconds=float(p.seconds),
-                      n_gradient_evals=int(p.n_gradient_evals))
+                      unsampled=unsampled, seconds=seconds, n_gradient_evals=evals)
 
 
-def _finite_inits(model: StanProgram, k: int, rng: np.random.Generator) -> np.ndarray:
-    """Up to ``k`` of Stan's random inits (uniform on (-2, 2), unconstrained) at which the
-    density is finite, from at most :data:`INIT_TRIES` per chain (Stan's own retries; given
-    inits are not retried: posteriordb GLMM_Poisson's probe failed at its first), ``(<= k,
-    dim)``."""
-    x = random_inits(model.dim, INIT_TRIES * k, rng)
+def _settled(model: StanProgram, p: Draws, c: int, n: int, fit: np.ndarray, nuts: NutsArgs,
+             seed: int) -> tuple[np.ndarray | None, tuple[float, int]]:
+    """Probe chain ``c`` of ``p`` (beyond ``fit``'s draws in its last ``n``), gone on alone by
+    :data:`CONFIRM_MORE` iterations with its adapted step size and metric: its last ``n``
+    draws ``(1, n, dim)`` where it is still beyond ``fit``, None where it was on its way to
+    their mode; and the cost ``(seconds, gradient evals)``. Where it cannot go on (no
+    continuation, or the time budget ended it), its last ``n`` draws as they were."""
+    here = p.unconstrained[c:c + 1, -n:]
+    one = replace(chain_subset(p, np.array([c])), seconds=0.0, n_gradient_evals=0)
+    try:
+        more = extend_draws(model, one, CONFIRM_MORE, nuts, warmup=0, seed=seed)
+    except (InitializationError, InputError, ValueError):
+        return here, (0.0, 0)
+    cost = (float(more.seconds), int(more.n_gradient_evals))
+    if more.n_draws <= one.n_draws or more.budget_stop is not None:
+        return here, cost
+    last = more.unconstrained[:, -n:]
+    return (last if beyond(fit, last)[0] > PROBE_BEYOND else None), cost
+
+
+def _finite_inits(model: StanProgram, k: int, rng: np.random.Generator,
+                  radius: float = 2.0) -> np.ndarray:
+    """Up to ``k`` random inits, uniform on (-``radius``, ``radius``) unconstrained (Stan's
+    own at 2), at which the density and its gradient are finite, from at most
+    :data:`INIT_TRIES` per chain (Stan's own retries; given inits are not retried:
+    posteriordb GLMM_Poisson's probe failed at its first), ``(<= k, dim)``."""
+    x = random_inits(model.dim, INIT_TRIES * k, rng) * (radius / 2.0)
     try:
         lp = np.asarray(model.log_density_many(x), dtype=float)
     except StanlogzError:
         return x[:0]
-    return x[np.isfinite(lp)][:k]
+    kept = []
+    for xi in x[np.isfinite(lp)][:2 * k]:  # a finite density whose gradient is not: Stan retries
+        try:
+            value, grad = model.log_density_gradient(xi)
+        except (StanlogzError, ValueError, FloatingPointError):
+            continue
+        if np.isfinite(value) and np.all(np.isfinite(grad)):
+            kept.append(xi)
+        if len(kept) == k:
+            break
+    return np.array(kept).reshape(-1, x.shape[1])
 
 
 def _outside(fit: np.ndarray, probe: np.ndarray) -> np.ndarray:

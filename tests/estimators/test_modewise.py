@@ -18,7 +18,13 @@ from scipy.special import logsumexp
 import stanlogz
 from benchmarks.modes_spread_coverage import Y, _log_post
 from stanlogz._util.seeds import Stream, stream_int_seed, stream_rng
-from stanlogz.draws.mode_search import SEARCH_CHAINS, chain_groups
+from stanlogz.draws.mode_search import (
+    SEARCH_CHAINS,
+    WIDE_CHAINS,
+    WIDE_INIT,
+    _finite_inits,
+    chain_groups,
+)
 from stanlogz.draws.modes import random_inits
 from stanlogz.draws.sample import sample
 
@@ -56,10 +62,13 @@ def test_a_mode_no_chain_sat_in_is_found_and_its_evidence_added(monkeypatch):
     fit = sample(model, seed=stream_int_seed(seed, Stream.NUTS))
     sides = fit.unconstrained[..., 0] < fit.unconstrained[..., 1]
     assert np.all(sides) or not np.any(sides)  # the scenario: every chain in one mode
-    # the probe finds the other mode unless all its random inits sit on the fit's side of
-    # mu[1] = mu[2] (a chance of 1 in 256 over seeds); this seed's do not, so what is tested
-    # is the estimate given the modes found
-    inits = random_inits(2, SEARCH_CHAINS, stream_rng(seed, Stream.MODE_PROBE))
+    # the probe finds the other mode unless all its random inits (Stan's and the wide ones)
+    # sit on the fit's side of mu[1] = mu[2] (a chance of 1 in 4,096 over seeds); this
+    # seed's do not, so what is tested is the estimate given the modes found
+    rng = stream_rng(seed, Stream.MODE_PROBE)
+    inits = np.concatenate([_finite_inits(model, SEARCH_CHAINS, rng),
+                            _finite_inits(model, WIDE_CHAINS, rng, WIDE_INIT)])
+    assert inits.shape[0] == SEARCH_CHAINS + WIDE_CHAINS
     assert len(set(inits[:, 0] < inits[:, 1])) == 2
     r = stanlogz.evidence(str(PROGRAM), _data(m), seed=seed)
     # before: -0.6931 off (half the mass), se 0.0000, no warning. Now each mode's gbs se is
@@ -142,8 +151,65 @@ def test_the_probe_starts_only_where_the_density_is_finite():
         def log_density_many(self, x):
             return np.where(x[:, 0] > 0, -np.inf, -0.5 * np.sum(x**2, axis=1))
 
+        def log_density_gradient(self, x):
+            return float(self.log_density_many(x[None, :])[0]), -x
+
     starts = _finite_inits(HalfInfinite(), SEARCH_CHAINS, np.random.default_rng(4))
     assert starts.shape == (SEARCH_CHAINS, 3)
     assert np.all(starts[:, 0] <= 0) and np.all(np.abs(starts) < 2)
     first = random_inits(3, SEARCH_CHAINS, np.random.default_rng(4))
     assert np.any(first[:, 0] > 0)  # Stan's first draws hold inits the density rejects
+
+
+def test_a_mode_beyond_stans_inits_is_found(monkeypatch):
+    # kfold_far_mode.stan: prior modes at 0 and 6 (sd 0.4), two weak observations near 3, so
+    # the posterior weighs the modes 0.47 / 0.53. Every chain from Stan's (-2, 2) falls to 0:
+    # before the wide inits, log Z was 0.76 low with an se of 0.001 and no warning in each of
+    # seeds 1-4. The search's chains from (-10, 10) find the mode at 6: in 100 seeds of 100
+    # (benchmarks/evidence_modes_coverage.py), so a seed misses it with a chance below 0.05,
+    # and 5 misses of 8 has a chance below 2e-5. A run holding both modes is within 4.5 of
+    # its se of the quadrature (exact to 1e-12) unless its se undercovers (6.8e-6 per run for
+    # a calibrated se; 0.96 of 100 were within 1.96)
+    from benchmarks.evidence_modes_coverage import FAR, FAR_DATA, far_log_z
+
+    monkeypatch.setenv("STANLOGZ_BACKEND", "interpreted")
+    exact, both = far_log_z(), 0
+    model = stanlogz.StanModel.from_file(str(FAR), FAR_DATA)
+    for seed in range(1, 9):
+        r = stanlogz.evidence(model, seed=seed)
+        if len(r.diagnostics.get("modes", [])) == 2:
+            both += 1
+            assert abs(r.log_z - exact) <= 4.5 * r.log_z_se + 1e-9, (seed, r.log_z, r.log_z_se)
+            assert not any("R-hat" in w for w in r.warnings)  # read per mode, not across
+    assert both >= 4
+
+
+def test_a_probe_chain_on_its_way_is_not_taken_for_a_mode(monkeypatch):
+    # a probe chain from a far init may end the probe beyond the draws while still on its way
+    # (the 1,000-parameter hierarchical normal: 89 sds beyond, then inside after 300 more
+    # iterations; taken for a mode it cost a whole run). It goes on alone first: from 40 on
+    # kfold_far_mode.stan (prior modes 0 and 6, the fit's draws at 6) it falls to 6 within a
+    # few iterations (the gradient there is some 200), while a chain at 0 stays: crossing to 6
+    # means passing theta = 3, where the density is exp(-28) of the modes'. Either failing
+    # has a chance far below 1e-6
+    from dataclasses import replace
+
+    from benchmarks.evidence_modes_coverage import FAR
+    from stanlogz.draws.mode_search import _settled
+    from stanlogz.draws.modes import PROBE_DRAWS
+    from stanlogz.stan.settings import NutsArgs
+
+    monkeypatch.setenv("STANLOGZ_BACKEND", "interpreted")
+    model = stanlogz.StanModel.from_file(str(FAR), {"N": 2, "y": [6.0, 6.2], "s": [3.0, 3.0],
+                                                    "g": [1, 1]})
+    fit = sample(model, NutsArgs(chains=1, warmup=200, draws=400), seed=3,
+                 init=[{"theta": 6.0}])
+    assert np.all(fit.unconstrained > 4.0)  # the fit sits in the mode at 6
+    n = PROBE_DRAWS
+    for start, kept in ((40.0, False), (0.0, True)):
+        stuck = replace(fit.thinned(n), unconstrained=np.full((1, n, 1), start))
+        chain, (seconds, evals) = _settled(model, stuck, 0, n, fit.unconstrained,
+                                           NutsArgs(), seed=4)
+        assert (chain is not None) is kept and evals > 0
+        if kept:
+            assert chain.shape == (1, n, 1) and np.all(np.abs(chain) < 2.5)

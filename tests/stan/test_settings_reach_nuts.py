@@ -57,14 +57,16 @@ def nuts_calls(monkeypatch):
 
 def _is_probe(c: NutsArgs) -> bool:
     """A refit's probe for another mode (stanlogz.draws.modes), or the evidence's search for
-    modes (stanlogz.draws.mode_search): its own chains and draws (and
+    modes (stanlogz.draws.mode_search, and a probe chain gone on alone): its own chains and
+    draws (and
     after a first disagreement, more iterations without warmup), the rest of the settings
     S's."""
-    from stanlogz.draws.mode_search import SEARCH_CHAINS
+    from stanlogz.draws.mode_search import CONFIRM_MORE, SEARCH_CHAINS, WIDE_CHAINS
     from stanlogz.draws.modes import PROBE_DRAWS, PROBE_MORE, probe_chains
 
-    return (c.chains in (probe_chains(S.chains), SEARCH_CHAINS)
-            and c.draws in (min(PROBE_DRAWS, S.draws), PROBE_MORE)
+    # the search's probe (narrow and wide inits), and one chain of it gone on to confirm
+    return (c.chains in (probe_chains(S.chains), SEARCH_CHAINS + WIDE_CHAINS, 1)
+            and c.draws in (min(PROBE_DRAWS, S.draws), PROBE_MORE, CONFIRM_MORE)
             and c.warmup in (S.warmup, 0)
             and c.replace(chains=S.chains, draws=S.draws, warmup=S.warmup) == S)
 
