@@ -191,6 +191,9 @@ class Stream(IntEnum):
     LOO_VERIFY_CONDITIONAL = 7905
     #: The k-hat band's difference estimator: its sample (0) and its refits (1).
     LOO_BAND = 7906
+    #: PSIS-LOO where the chains sit in several modes (:mod:`stanlogz.crossval.psis_loo.modes`;
+    #: sub-index 0, k: mode k's evidence; 1, k: mode k's LOO).
+    LOO_MODES = 7907
     #: Leave-one-group-out: the draws picked for the observation-level values.
     LOGO_OBS = 7920
     #: Exact LFO under a time budget: the random order of the forecast origins.

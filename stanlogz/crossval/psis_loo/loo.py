@@ -23,6 +23,7 @@ from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
 from ...draws import Draws, obtain_draws
 from ...draws.continuation import WarmStart
+from ...draws.mode_search import search_modes
 from ...errors import InputError, Route, StanlogzError, ThinForBudget, option
 from ...parallel import run_parallel, with_client
 from ...stan.program import ProgramLike
@@ -70,6 +71,7 @@ from .anytime import (
 )
 from .band_refit import correct_band
 from .fitloo import is_fit, loo_elsewise
+from .modes import in_one_mode, loo_across_modes, one_mode_only
 from .own_latent import MAX_OWN_REFITS, own_parameter_note, own_parameter_observations
 from .result import LooResult, loo_warnings
 from .subsample import draw_sample, final_estimates
@@ -417,6 +419,21 @@ def loo(
                                 if early is not None else (None,))):
         d = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS),
                          progress=progress)
+    if d.source == "stanlogz-nuts" and subsample is None and not in_one_mode():
+        # modes the chains do not move between: each mode's LOO, weighed by its evidence
+        searched = search_modes(model, d, nuts, seed)
+        if len(searched.groups) > 1 or searched.unsampled:
+            def one_mode(part: Draws, k: int) -> LooResult:
+                with one_mode_only():
+                    return loo(model, None, draws=part, obs=obs, obs_fields=obs_fields,
+                               fix=fix, log_lik=log_lik, k_threshold=k_threshold, settings=nuts,
+                               seed=stream_int_seed(seed, Stream.LOO_MODES, 1, k),
+                               n_workers=n_workers, ups_options=ups_options,
+                               progress=progress, mm_budget=mm_budget, cond_budget=cond_budget,
+                               fix_options=fix_options, verify=0,
+                               pointwise_draws=pointwise_draws)
+            return loo_across_modes(one_mode, model, searched, seed)
+        d = searched.draws
     cold_s, refit_s = refit_prices(d, nuts)  # one cold and one warm refit from d
     # one exact refit where the held-out observation's own parameters go (its latents, a
     # group of one): NUTS and the augmented bridge's held-out densities, as K-fold prices them

@@ -118,6 +118,9 @@ class LooResult(LooNames, ElpdResult):
     verification: Verification | None = None
     #: the k̂ band's difference estimator (:mod:`.band_refit`), None when it did not run
     band: Any = None
+    #: where the chains sat in several modes (:mod:`.modes`): each mode's chains, evidence,
+    #: weight and elpd_loo; None for one mode
+    modes: list[dict[str, Any]] | None = None
     # What the result was computed from (not serialized): for predictive checks and refits.
     program: Any = field(default=None, repr=False)
     data: dict[str, Any] | None = field(default=None, repr=False)
@@ -248,7 +251,7 @@ class LooResult(LooNames, ElpdResult):
                 "budget_stop": self.budget_stop, "precision": self.precision,
                 "verification": None if self.verification is None else self.verification.to_dict(),
                 "band": None if self.band is None else self.band.to_dict(),
-                "warnings": self.warnings}
+                "modes": self.modes, "warnings": self.warnings}
 
     def to_arviz(self) -> Any:
         """ArviZ's ELPD object (0.x ``ELPDData``, 1.x ``ELPDDataLOO``) with the fixed values.
