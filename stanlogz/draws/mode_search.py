@@ -81,6 +81,8 @@ WIDE_INIT = 10.0
 #: ended the probe 89 sds beyond the draws, on its way (its log density 470 below theirs),
 #: and was inside them after these; taken for a mode, it cost a whole run (3 seeds of 8)
 CONFIRM_MORE = 300
+#: The share of its iterations a chain must move in to be taken for a mode's (:func:`moving`)
+MOVE_SHARE = 0.5
 
 
 @dataclass
@@ -189,6 +191,9 @@ def search_modes(model: StanProgram, drawn: Draws, settings: NutsArgs,
         if run.budget_stop is not None:
             unsampled += 1
             continue
+        if not moving(run.unconstrained):
+            found -= 1  # its whole run could not move there either: not a mode
+            continue
         joined = join_chains(joined, run, f"{model.name}: chains from random inits found "
                              f"another mode; {settings.chains} chains were sampled there")
     return ModeSearch(joined, chain_groups(joined.unconstrained), found=found,
@@ -212,7 +217,20 @@ def _settled(model: StanProgram, p: Draws, c: int, n: int, fit: np.ndarray, nuts
     if more.n_draws <= one.n_draws or more.budget_stop is not None:
         return here, cost
     last = more.unconstrained[:, -n:]
+    if not moving(more.unconstrained[:, -CONFIRM_MORE:]):
+        return None, cost  # stuck where NUTS cannot move: not a mode it can sample
     return (last if beyond(fit, last)[0] > PROBE_BEYOND else None), cost
+
+
+def moving(x: np.ndarray) -> bool:
+    """Whether every chain of ``x`` ``(chains, n, dim)`` moved in at least :data:`MOVE_SHARE`
+    of its iterations: NUTS on a sampled mode moves in nearly all; a chain stuck where it
+    cannot (a wide init on ``latent_poisson_lower1.stan`` at tau = 33, where the fit's step
+    size diverges at once) stays put in all of them."""
+    if x.shape[1] < 2:
+        return True
+    moved = np.any(np.diff(x, axis=1) != 0, axis=2).mean(axis=1)
+    return bool(np.all(moved >= MOVE_SHARE))
 
 
 def _finite_inits(model: StanProgram, k: int, rng: np.random.Generator,

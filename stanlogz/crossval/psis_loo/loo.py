@@ -419,6 +419,7 @@ def loo(
                                 if early is not None else (None,))):
         d = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS),
                          progress=progress)
+    modes_note = None
     if d.source == "stanlogz-nuts" and subsample is None and not in_one_mode():
         # modes the chains do not move between: each mode's LOO, weighed by its evidence
         searched = search_modes(model, d, nuts, seed)
@@ -432,7 +433,9 @@ def loo(
                                progress=progress, mm_budget=mm_budget, cond_budget=cond_budget,
                                fix_options=fix_options, verify=0,
                                pointwise_draws=pointwise_draws)
-            return loo_across_modes(one_mode, model, searched, seed)
+            across, modes_note = loo_across_modes(one_mode, model, searched, seed)
+            if across is not None:
+                return across
         d = searched.draws
     cold_s, refit_s = refit_prices(d, nuts)  # one cold and one warm refit from d
     # one exact refit where the held-out observation's own parameters go (its latents, a
@@ -459,12 +462,15 @@ def loo(
         # under a time budget: in random order, the rest estimated if the budget ends it
         # (or, where every observation fits on fewer draws, again on those: ThinForBudget)
         pw.anytime_thin = pointwise_draws is None
+        # one mode of several: every observation's draw influence, for the mixture's mcse
+        keep_above = (-np.inf if in_one_mode() and observations.n * unc.shape[0]
+                      <= ALL_INFLUENCE else _keep_above(k_threshold))
         thinned_by_budget: tuple[int, int] | None = None
         budget_note: str | None = None
         try:
             while True:  # thinned again where the rate measured on fewer draws still asks
                 try:
-                    ps, sample_index, est = anytime_pass(pw, d, r_eff, _keep_above(k_threshold),
+                    ps, sample_index, est = anytime_pass(pw, d, r_eff, keep_above,
                                                          seed, progress)
                     break
                 except ThinForBudget as thin:
@@ -615,6 +621,7 @@ def loo(
                                   + fixed_variance(fixed) * grow**2
                                   + (0.0 if band is None else band.se**2 + band.bias**2))
     res.band = band
+    res.psis = ps if in_one_mode() else None  # the mixture of modes weighs its influence
     if band is not None and band.status == "skipped":  # PSIS's bias left, as an error
         res.warnings.append(band.note)
     if res.still_bad() or (verification and verification.status == "withheld"):
@@ -637,11 +644,18 @@ def loo(
             res.mcse_elpd_loo, res.mcse_na_note = float("nan"), heavy_na
     if na_note is not None:  # the conditional route's values failed their self-check
         res.mcse_elpd_loo, res.mcse_na_note = float("nan"), na_note
+    if modes_note is not None:  # modes whose weights could not be estimated
+        res.warnings.append(modes_note)
+        res.mcse_elpd_loo, res.mcse_na_note = float("nan"), modes_note
     res.warnings.extend(loo_warnings(res))
     res.warnings = list(dict.fromkeys(res.warnings))  # refits sharing the draws repeat theirs
     return res
 
 
+#: Observations x draws up to which one mode's LOO keeps every observation's draw influence
+#: (8 bytes each: 160 MB) for the mcse of the modes' mixture (:mod:`.modes`); beyond, the
+#: mixture's mcse takes the bound that holds whatever the errors' correlation
+ALL_INFLUENCE = 20_000_000
 #: The fewest draws ``pointwise_draws`` may leave (PSIS fits a tail to the largest 3√S ratios).
 MIN_POINTWISE_DRAWS = 100
 #: ``pointwise_draws`` of every draw: no thinning, not even the time budget's (the rounds of a

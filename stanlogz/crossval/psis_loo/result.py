@@ -121,6 +121,9 @@ class LooResult(LooNames, ElpdResult):
     #: where the chains sat in several modes (:mod:`.modes`): each mode's chains, evidence,
     #: weight and elpd_loo; None for one mode
     modes: list[dict[str, Any]] | None = None
+    #: one mode's PSIS values with every observation's draw influence (:mod:`.modes`), None
+    #: otherwise (not serialized)
+    psis: Any = field(default=None, repr=False)
     # What the result was computed from (not serialized): for predictive checks and refits.
     program: Any = field(default=None, repr=False)
     data: dict[str, Any] | None = field(default=None, repr=False)
