@@ -19,15 +19,13 @@ seeds are independent: the 95% share's binomial sd over S seeds is sqrt(0.95 * 0
 
 from __future__ import annotations
 
-import argparse
 import json
-from pathlib import Path
 
 import numpy as np
 from scipy import integrate, stats
 from scipy.special import logsumexp
 
-from benchmarks._common import ROOT
+from benchmarks._common import ROOT, seeded_cases
 from benchmarks.modes_spread_coverage import PROGRAM, Y, _log_post
 
 FAR = ROOT / "stan_models" / "tests" / "kfold_far_mode.stan"
@@ -62,17 +60,11 @@ def cases() -> list[tuple[str, str, dict, float]]:
 def main() -> None:
     import stanlogz
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=100)
-    ap.add_argument("--method", default="gbs")
-    ap.add_argument("--out", type=Path, default=None, help="JSON lines, one per run")
-    ap.add_argument("--cases", default="0,1,2", help="which cases, by index (default all)")
-    args = ap.parse_args()
-    print("| case | method | seeds | chains all in one mode | search found a mode | "
-          "both modes in log Z | rms z | max abs z | within 1 se | within 1.96 se |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    chosen = [int(i) for i in args.cases.split(",")]
-    for label, program, data, exact in [c for i, c in enumerate(cases()) if i in chosen]:
+    args, chosen = seeded_cases(
+        __doc__, cases(), "case | method | seeds | chains all in one mode | search found a "
+        "mode | both modes in log Z | rms z | max abs z | within 1 se | within 1.96 se",
+        method="gbs")
+    for label, program, data, exact in chosen:
         rows = []
         for seed in range(1, args.seeds + 1):
             r = stanlogz.evidence(program, data, seed=seed, method=args.method)

@@ -21,18 +21,15 @@ share's binomial sd over S seeds is sqrt(0.95 * 0.05 / S).
 
 from __future__ import annotations
 
-import argparse
 import json
-from pathlib import Path
 
 import numpy as np
 from scipy import integrate, stats
 from scipy.special import logsumexp
 
-from benchmarks._common import ROOT
+from benchmarks._common import seeded_cases
+from benchmarks.evidence_modes_coverage import FAR
 from benchmarks.modes_spread_coverage import PROGRAM, Y, _log_post
-
-FAR = ROOT / "stan_models" / "tests" / "kfold_far_mode.stan"
 
 
 def far_data() -> dict:
@@ -83,16 +80,10 @@ def cases() -> list[tuple[str, str, dict, float]]:
 def main() -> None:
     import stanlogz
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=100)
-    ap.add_argument("--cases", default="0,1,2", help="which cases, by index (default all)")
-    ap.add_argument("--out", type=Path, default=None, help="JSON lines, one per run")
-    args = ap.parse_args()
-    print("| case | seeds | two modes in elpd_loo | exact | mean error | rms z | max abs z | "
-          "within 1 mcse | within 1.96 mcse |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    chosen = [int(i) for i in args.cases.split(",")]
-    for label, program, data, exact in [c for i, c in enumerate(cases()) if i in chosen]:
+    args, chosen = seeded_cases(
+        __doc__, cases(), "case | seeds | two modes in elpd_loo | exact | mean error | rms z | "
+        "max abs z | within 1 mcse | within 1.96 mcse")
+    for label, program, data, exact in chosen:
         rows = []
         for seed in range(1, args.seeds + 1):
             r = stanlogz.loo(program, data, seed=seed)

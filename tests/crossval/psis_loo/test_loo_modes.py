@@ -16,7 +16,7 @@ from scipy.special import logsumexp
 import stanlogz
 from benchmarks.loo_modes_coverage import FAR, far_data, far_exact
 from stanlogz.crossval.psis_loo.modes import combine_modes
-from stanlogz.draws.mode_search import moving
+from stanlogz.draws.mode_search import moving, sampled_there
 
 pytestmark = pytest.mark.stan
 
@@ -81,5 +81,21 @@ def test_a_chain_that_does_not_move_is_not_a_mode():
     stuck[2] = stuck[2, :1]  # one chain never leaves its first draw
     assert not moving(stuck)
     sticky = draws.copy()
-    sticky[1, 1::3] = sticky[1, 0::3][:100]  # stays put in a third of its iterations
-    assert moving(sticky)
+    sticky[1, 1:] = np.repeat(sticky[1, ::3], 3, axis=0)[1:300]  # put in 2 of 3 iterations
+    assert moving(sticky)  # NUTS on a one-parameter mode stays put in about 60%
+
+
+def test_a_chain_that_diverges_throughout_is_not_a_mode():
+    # posteriordb GLMM_Poisson: probe chains from wide inits moved in every iteration with
+    # every transition divergent, and seven whole runs there were each taken for a mode
+    rng = np.random.default_rng(3)
+    draws = rng.normal(size=(4, 300, 2))
+    quiet = np.zeros((4, 300))
+    assert sampled_there(draws, quiet)
+    assert sampled_there(draws, None)
+    few = quiet.copy()
+    few[:, ::20] = 1.0  # 5% of transitions diverge: NUTS still samples there
+    assert sampled_there(draws, few)
+    assert not sampled_there(draws, np.ones((4, 300)))
+    longer = np.concatenate([np.ones((4, 100)), quiet], axis=1)  # warmup's are not counted
+    assert sampled_there(draws, longer)
