@@ -81,6 +81,9 @@ WIDE_INIT = 10.0
 #: ended the probe 89 sds beyond the draws, on its way (its log density 470 below theirs),
 #: and was inside them after these; taken for a mode, it cost a whole run (3 seeds of 8)
 CONFIRM_MORE = 300
+#: Tree depths the probe may build beyond the fit's deepest (:func:`_probe_depth`): its
+#: chains, at the fit's step size, reach a mode of the fit's scale as deep
+DEPTH_MARGIN = 1
 #: The share of its iterations a chain must move in to be taken for a mode's (:func:`moving`):
 #: a chain stuck where NUTS cannot move stays put in all of them, while NUTS on a
 #: one-parameter mode, its trajectories a few points long, stays put in about 60%
@@ -165,7 +168,8 @@ def search_modes(model: StanProgram, drawn: Draws, settings: NutsArgs,
     # without the fit's metric to start from, the short warmup's windows adapt one (a
     # continuation's): the probe stays a fraction of the fit's cost
     nuts = settings.replace(warmup=min(settings.warmup, WARM_REFIT_WARMUP
-                                       if adapted is not None else CONTINUATION_WARMUP))
+                                       if adapted is not None else CONTINUATION_WARMUP),
+                            max_treedepth=_probe_depth(drawn, settings))
     probed = probe_run(model, nuts, seed, drawn.unconstrained, adapted, starts)
     if probed is None:
         return ModeSearch(drawn, groups)
@@ -210,6 +214,17 @@ def search_modes(model: StanProgram, drawn: Draws, settings: NutsArgs,
                              f"another mode; {settings.chains} chains were sampled there")
     return ModeSearch(joined, chain_groups(joined.unconstrained), found=found,
                       unsampled=unsampled, seconds=seconds, n_gradient_evals=evals)
+
+
+def _probe_depth(drawn: Draws, settings: NutsArgs) -> int:
+    """The probe's largest tree depth: :data:`DEPTH_MARGIN` above the deepest tree of the fit
+    (its settings' where the fit recorded none). The probe's chains from far inits build the
+    deepest trees there are: on posteriordb ldaK2 and low_dim_gauss_mix_collapse, whose fits
+    take 23 gradients an iteration, the probe cost three times the fit's gradients."""
+    depth = drawn.sampler.get("treedepth__")
+    if depth is None or not np.size(depth):
+        return int(settings.max_treedepth)
+    return int(min(settings.max_treedepth, int(np.max(depth)) + DEPTH_MARGIN))
 
 
 def _settled(model: StanProgram, p: Draws, c: int, n: int, fit: np.ndarray, nuts: NutsArgs,

@@ -68,7 +68,9 @@ def _is_probe(c: NutsArgs) -> bool:
     return (c.chains in (probe_chains(S.chains), SEARCH_CHAINS + WIDE_CHAINS, 1)
             and c.draws in (min(PROBE_DRAWS, S.draws), PROBE_MORE, CONFIRM_MORE)
             and c.warmup in (S.warmup, 0)
-            and c.replace(chains=S.chains, draws=S.draws, warmup=S.warmup) == S)
+            and c.max_treedepth <= S.max_treedepth  # the search's: capped by the fit's depth
+            and c.replace(chains=S.chains, draws=S.draws, warmup=S.warmup,
+                          max_treedepth=S.max_treedepth) == S)
 
 
 def _all_s(calls: list[NutsArgs], at_least: int) -> None:

@@ -59,6 +59,10 @@ class LooResult(LooNames, ElpdResult):
         The observations recomputed (moment matching, mixture, refit, ...).
     warnings : list of str
         What to do about problems found.
+    modes : list of dict or None
+        Where the chains sat in modes NUTS does not move between (:mod:`.modes`): each mode's
+        ``chains``, ``log_z``, ``log_z_se``, ``weight`` (its share of the evidence),
+        ``elpd_loo`` and ``mcse_elpd_loo``; elpd_loo is then their mixture. None for one mode.
 
     Examples
     --------
