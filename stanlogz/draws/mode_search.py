@@ -158,7 +158,7 @@ def search_modes(model: StanProgram, drawn: Draws, settings: NutsArgs,
         return ModeSearch(drawn, groups)
     rng = stream_rng(seed, Stream.MODE_PROBE)
     starts = np.concatenate([_finite_inits(model, SEARCH_CHAINS, rng),
-                             _finite_inits(model, WIDE_CHAINS, rng, WIDE_INIT)])
+                             _finite_inits(model, WIDE_CHAINS, rng, WIDE_INIT, stratified=True)])
     if not len(starts):
         return ModeSearch(drawn, groups)
     adapted = None
@@ -280,12 +280,15 @@ def moving(x: np.ndarray) -> bool:
 
 
 def _finite_inits(model: StanProgram, k: int, rng: np.random.Generator,
-                  radius: float = 2.0) -> np.ndarray:
+                  radius: float = 2.0, stratified: bool = False) -> np.ndarray:
     """Up to ``k`` random inits, uniform on (-``radius``, ``radius``) unconstrained (Stan's
     own at 2), at which the density and its gradient are finite, from at most
     :data:`INIT_TRIES` per chain (Stan's own retries; given inits are not retried:
-    posteriordb GLMM_Poisson's probe failed at its first), ``(<= k, dim)``."""
-    x = random_inits(model.dim, INIT_TRIES * k, rng) * (radius / 2.0)
+    posteriordb GLMM_Poisson's probe failed at its first), ``(<= k, dim)``. ``stratified``:
+    each round of ``k`` is a Latin hypercube, so that on every parameter each of ``k``
+    equal slices of the range holds one init (:func:`_latin`)."""
+    x = (np.concatenate([_latin(model.dim, k, rng) for _ in range(INIT_TRIES)])
+         if stratified else random_inits(model.dim, INIT_TRIES * k, rng) / 2.0) * radius
     try:
         lp = np.asarray(model.log_density_many(x), dtype=float)
     except StanlogzError:
@@ -301,6 +304,15 @@ def _finite_inits(model: StanProgram, k: int, rng: np.random.Generator,
         if len(kept) == k:
             break
     return np.array(kept).reshape(-1, x.shape[1])
+
+
+def _latin(dim: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """``k`` points of a Latin hypercube on (-1, 1)^dim, ``(k, dim)``: on each coordinate one
+    point falls in each of ``k`` equal slices. Uniform inits on (-10, 10) left a far mode's
+    basin (a third of the range) without any of 8 chains in about 1 run of 33 (benchmarks:
+    1 seed of 100); the slices place at least two there."""
+    u = (np.argsort(rng.uniform(size=(dim, k)), axis=1).T + rng.uniform(size=(k, dim))) / k
+    return 2.0 * u - 1.0
 
 
 def _outside(fit: np.ndarray, probe: np.ndarray) -> np.ndarray:

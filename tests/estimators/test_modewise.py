@@ -67,7 +67,8 @@ def test_a_mode_no_chain_sat_in_is_found_and_its_evidence_added(monkeypatch):
     # seed's do not, so what is tested is the estimate given the modes found
     rng = stream_rng(seed, Stream.MODE_PROBE)
     inits = np.concatenate([_finite_inits(model, SEARCH_CHAINS, rng),
-                            _finite_inits(model, WIDE_CHAINS, rng, WIDE_INIT)])
+                            _finite_inits(model, WIDE_CHAINS, rng, WIDE_INIT,
+                                          stratified=True)])
     assert inits.shape[0] == SEARCH_CHAINS + WIDE_CHAINS
     assert len(set(inits[:, 0] < inits[:, 1])) == 2
     r = stanlogz.evidence(str(PROGRAM), _data(m), seed=seed)
@@ -213,3 +214,18 @@ def test_a_probe_chain_on_its_way_is_not_taken_for_a_mode(monkeypatch):
         assert (chain is not None) is kept and evals > 0
         if kept:
             assert chain.shape == (1, n, 1) and np.all(np.abs(chain) < 2.5)
+
+
+def test_the_wide_inits_fill_every_slice_of_their_range():
+    # a Latin hypercube: on each parameter, each of the k equal slices of (-10, 10) holds one
+    # init, so a far mode's basin wider than two slices always holds one (uniform inits left
+    # the basin of kfold_far_mode.stan's mode at 6, a third of the range, empty in 1 run of
+    # 100 in benchmarks/loo_modes_coverage.py). Deterministic: any draw of the hypercube does
+    from stanlogz.draws.mode_search import _latin
+
+    for seed in range(20):
+        x = WIDE_INIT * _latin(5, WIDE_CHAINS, np.random.default_rng(seed))
+        assert x.shape == (WIDE_CHAINS, 5) and np.all(np.abs(x) < WIDE_INIT)
+        slices = np.floor((x + WIDE_INIT) / (2 * WIDE_INIT) * WIDE_CHAINS)
+        assert np.all(np.sort(slices, axis=0) == np.arange(WIDE_CHAINS)[:, None])
+        assert np.all(np.sum(x > 3.0, axis=0) >= 2)  # theta > 3: the mode at 6's basin
