@@ -230,14 +230,18 @@ def _probe_depth(drawn: Draws, settings: NutsArgs) -> int:
 def _settled(model: StanProgram, p: Draws, c: int, n: int, fit: np.ndarray, nuts: NutsArgs,
              seed: int) -> tuple[np.ndarray | None, tuple[float, int]]:
     """Probe chain ``c`` of ``p`` (beyond ``fit``'s draws in its last ``n``), gone on alone by
-    :data:`CONFIRM_MORE` iterations with its adapted step size and metric: its last ``n``
+    :data:`CONFIRM_MORE` iterations with its adapted metric (its step size adapted again over
+    :data:`~.continuation.WARM_REFIT_WARMUP` first): its last ``n``
     draws ``(1, n, dim)`` where it is still beyond ``fit``, None where it was on its way to
     their mode; and the cost ``(seconds, gradient evals)``. Where it cannot go on (no
     continuation, or the time budget ended it), its last ``n`` draws as they were."""
     here = p.unconstrained[c:c + 1, -n:]
     one = replace(chain_subset(p, np.array([c])), seconds=0.0, n_gradient_evals=0)
     try:
-        more = extend_draws(model, one, CONFIRM_MORE, nuts, warmup=0, seed=seed)
+        # its step size adapted again first: the probe's, adapted on the way from a far init,
+        # diverged in a third to half of a one-parameter mode's transitions (seed 19 of
+        # benchmarks/evidence_modes_coverage.py), and the chain was dropped as diverging
+        more = extend_draws(model, one, CONFIRM_MORE, nuts, seed=seed)
     except (InitializationError, InputError, ValueError):
         return here, (0.0, 0)
     cost = (float(more.seconds), int(more.n_gradient_evals))

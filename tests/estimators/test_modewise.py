@@ -188,11 +188,13 @@ def test_a_mode_beyond_stans_inits_is_found(monkeypatch):
 def test_a_probe_chain_on_its_way_is_not_taken_for_a_mode(monkeypatch):
     # a probe chain from a far init may end the probe beyond the draws while still on its way
     # (the 1,000-parameter hierarchical normal: 89 sds beyond, then inside after 300 more
-    # iterations; taken for a mode it cost a whole run). It goes on alone first: from 40 on
-    # kfold_far_mode.stan (prior modes 0 and 6, the fit's draws at 6) it falls to 6 within a
-    # few iterations (the gradient there is some 200), while a chain at 0 stays: crossing to 6
-    # means passing theta = 3, where the density is exp(-28) of the modes'. Either failing
-    # has a chance far below 1e-6
+    # iterations; taken for a mode it cost a whole run). It goes on alone first. On
+    # kfold_far_mode.stan with two precise observations at 6 (sd 0.3) the posterior has one
+    # mode, at 6 (the likelihood's pull, (6 - theta) / 0.045, outweighs the prior
+    # component's at 0 everywhere below 6): from 40 the chain falls to 6. With two weak ones
+    # (sd 3) the mode at 0 stays, and a chain there stays: crossing to 6 means passing
+    # theta = 3, where the density is exp(-28) of the modes'. Either failing has a chance
+    # far below 1e-6
     from dataclasses import replace
 
     from benchmarks.evidence_modes_coverage import FAR
@@ -201,13 +203,13 @@ def test_a_probe_chain_on_its_way_is_not_taken_for_a_mode(monkeypatch):
     from stanlogz.stan.settings import NutsArgs
 
     monkeypatch.setenv("STANLOGZ_BACKEND", "interpreted")
-    model = stanlogz.StanModel.from_file(str(FAR), {"N": 2, "y": [6.0, 6.2], "s": [3.0, 3.0],
-                                                    "g": [1, 1]})
-    fit = sample(model, NutsArgs(chains=1, warmup=200, draws=400), seed=3,
-                 init=[{"theta": 6.0}])
-    assert np.all(fit.unconstrained > 4.0)  # the fit sits in the mode at 6
     n = PROBE_DRAWS
-    for start, kept in ((40.0, False), (0.0, True)):
+    for sd, start, kept in ((0.3, 40.0, False), (3.0, 0.0, True)):
+        model = stanlogz.StanModel.from_file(str(FAR), {"N": 2, "y": [6.0, 6.2],
+                                                        "s": [sd, sd], "g": [1, 1]})
+        fit = sample(model, NutsArgs(chains=1, warmup=200, draws=400), seed=3,
+                     init=[{"theta": 6.0}])
+        assert np.all(fit.unconstrained > 4.0)  # the fit sits in the mode at 6
         stuck = replace(fit.thinned(n), unconstrained=np.full((1, n, 1), start))
         chain, (seconds, evals) = _settled(model, stuck, 0, n, fit.unconstrained,
                                            NutsArgs(), seed=4)
