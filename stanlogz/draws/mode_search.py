@@ -26,6 +26,7 @@ holds.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -98,6 +99,14 @@ DIVERGED_SHARE = 0.1
 #: the probe and its 300 more iterations, and each whole run sampled for them joined the
 #: fit's mode (the evidence took 3-7 times as long)
 DRIFT = 0.9
+#: A chain whose log density (its median over its stretch alone) is below the fit's lowest
+#: draw's by more than LP_MARGIN_PER_DIM per parameter and LP_MARGIN holds no mass beside
+#: the fit's: a mode that low would need to be 10 times as wide on every parameter to
+#: match. On posteriordb earnings, chains from wide inits crawled up from log sigma = -4
+#: (the data's scale is 9.8), their density some 1e12 below the draws', each still beyond
+#: after the stretch and each taken for a mode (the evidence took 25 s instead of 5 s)
+LP_MARGIN_PER_DIM = math.log(10.0)
+LP_MARGIN = 20.0
 
 
 @dataclass
@@ -182,12 +191,15 @@ def search_modes(model: StanProgram, drawn: Draws, settings: NutsArgs,
     # a whole run from each probe chain still beyond every draw so far: one per mode found
     joined, found, unsampled, skipped = drawn, 0, 0, []
     seconds, evals = float(p.seconds), int(p.n_gradient_evals)
+    fit_lp = drawn.sampler.get("lp__")  # a place far below every draw's density holds no mass
+    lowest = (float(np.min(fit_lp)) - LP_MARGIN_PER_DIM * model.dim - LP_MARGIN
+              if fit_lp is not None and np.size(fit_lp) else -np.inf)
     for i, c in enumerate(far):
         chain = p.unconstrained[c:c + 1, -n:]
         if not _outside(joined.unconstrained, chain).size or any(
                 not _outside(u, chain).size for u in skipped):
             continue  # in a mode sampled (or found and not sampled) from another probe chain
-        chain, cost = _settled(model, p, c, n, joined.unconstrained, nuts,
+        chain, cost = _settled(model, p, c, n, joined.unconstrained, nuts, lowest,
                                stream_int_seed(seed, Stream.MODE_PROBE, 6, i))
         seconds, evals = seconds + cost[0], evals + cost[1]
         if chain is None:
@@ -228,12 +240,13 @@ def _probe_depth(drawn: Draws, settings: NutsArgs) -> int:
 
 
 def _settled(model: StanProgram, p: Draws, c: int, n: int, fit: np.ndarray, nuts: NutsArgs,
-             seed: int) -> tuple[np.ndarray | None, tuple[float, int]]:
+             lowest: float, seed: int) -> tuple[np.ndarray | None, tuple[float, int]]:
     """Probe chain ``c`` of ``p`` (beyond ``fit``'s draws in its last ``n``), gone on alone by
     :data:`CONFIRM_MORE` iterations with its adapted metric (its step size adapted again over
     :data:`~.continuation.WARM_REFIT_WARMUP` first): its last ``n``
     draws ``(1, n, dim)`` where it is still beyond ``fit``, None where it was on its way to
-    their mode; and the cost ``(seconds, gradient evals)``. Where it cannot go on (no
+    their mode or where its log density (median) is below ``lowest``; and the cost
+    ``(seconds, gradient evals)``. Where it cannot go on (no
     continuation, or the time budget ended it), its last ``n`` draws as they were."""
     here = p.unconstrained[c:c + 1, -n:]
     one = replace(chain_subset(p, np.array([c])), seconds=0.0, n_gradient_evals=0)
@@ -251,6 +264,9 @@ def _settled(model: StanProgram, p: Draws, c: int, n: int, fit: np.ndarray, nuts
     stretch = more.unconstrained[:, -CONFIRM_MORE:]
     if not sampled_there(stretch, more.sampler.get("divergent__")):
         return None, cost  # stuck, or diverging, where NUTS cannot sample: not a mode
+    lp = more.sampler.get("lp__")
+    if lp is not None and np.size(lp) and np.median(lp[:, -CONFIRM_MORE:]) < lowest:
+        return None, cost  # its density far below every draw's: no mass to speak of
     half = CONFIRM_MORE // 2
     early, late = beyond(fit, stretch[:, :half])[0], beyond(fit, stretch[:, half:])[0]
     if late < DRIFT * early:

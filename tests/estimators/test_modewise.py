@@ -212,10 +212,13 @@ def test_a_probe_chain_on_its_way_is_not_taken_for_a_mode(monkeypatch):
         assert np.all(fit.unconstrained > 4.0)  # the fit sits in the mode at 6
         stuck = replace(fit.thinned(n), unconstrained=np.full((1, n, 1), start))
         chain, (seconds, evals) = _settled(model, stuck, 0, n, fit.unconstrained,
-                                           NutsArgs(), seed=4)
+                                           NutsArgs(), -np.inf, seed=4)
         assert (chain is not None) is kept and evals > 0
         if kept:
             assert chain.shape == (1, n, 1) and np.all(np.abs(chain) < 2.5)
+            # the same chain where the fit's draws all lie far above its density: no mass
+            assert _settled(model, stuck, 0, n, fit.unconstrained, NutsArgs(),
+                            float(np.max(fit.sampler["lp__"])) + 50.0, seed=4)[0] is None
 
 
 def test_the_wide_inits_fill_every_slice_of_their_range():
