@@ -303,12 +303,14 @@ def _another_fits(drawn: Draws, ran: NutsArgs, other: NutsArgs) -> bool:
 
 
 def probe_run(model: StanProgram, nuts: NutsArgs, seed: int | None, fit: np.ndarray,
-              adapted: _Adapted | None, starts: np.ndarray) -> tuple[Draws, int] | None:
+              adapted: _Adapted | None, starts: np.ndarray, more: bool = True
+              ) -> tuple[Draws, int] | None:
     """:mod:`.modes`' probe of the draws ``fit`` ``(chains, n, dim)``: chains started at
     ``starts`` (unconstrained, ``(chains, dim)``) with ``adapted``'s step sizes and metrics
     (cycled) where given, ``nuts``'s warmup and :data:`~.modes.PROBE_DRAWS` draws; where one
     ends beyond ``fit`` (:func:`~.modes.beyond`), all go on by :data:`~.modes.PROBE_MORE`
-    iterations (a chain on its way gets there, one in another mode stays). Returns the probe's
+    iterations (a chain on its way gets there, one in another mode stays; not where ``more``
+    is false: the caller goes on with the chains beyond on its own). Returns the probe's
     draws and the draws per chain to compare (the last ones), None where it cannot start."""
     c = np.arange(starts.shape[0])
     p_warm = None if adapted is None else _Adapted(
@@ -321,7 +323,7 @@ def probe_run(model: StanProgram, nuts: NutsArgs, seed: int | None, fit: np.ndar
     except (InitializationError, InputError, ValueError, KeyError, IndexError):
         return None
     n = p.n_draws
-    if p.budget_stop is None and beyond(fit, p.unconstrained)[0] > PROBE_BEYOND:
+    if more and p.budget_stop is None and beyond(fit, p.unconstrained)[0] > PROBE_BEYOND:
         try:
             p = extend_draws(model, p, PROBE_MORE, nuts, warmup=0,
                              seed=stream_int_seed(seed, Stream.MODE_PROBE, 2))

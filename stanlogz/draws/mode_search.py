@@ -179,7 +179,8 @@ def search_modes(model: StanProgram, drawn: Draws, settings: NutsArgs,
     nuts = settings.replace(warmup=min(settings.warmup, WARM_REFIT_WARMUP
                                        if adapted is not None else CONTINUATION_WARMUP),
                             max_treedepth=_probe_depth(drawn, settings))
-    probed = probe_run(model, nuts, seed, drawn.unconstrained, adapted, starts)
+    # no 150 more iterations for every chain: each chain beyond goes on alone (_settled)
+    probed = probe_run(model, nuts, seed, drawn.unconstrained, adapted, starts, more=False)
     if probed is None:
         return ModeSearch(drawn, groups)
     p, n = probed
@@ -191,6 +192,7 @@ def search_modes(model: StanProgram, drawn: Draws, settings: NutsArgs,
     # a whole run from each probe chain still beyond every draw so far: one per mode found
     joined, found, unsampled, skipped = drawn, 0, 0, []
     seconds, evals = float(p.seconds), int(p.n_gradient_evals)
+    p_lp = p.sampler.get("lp__")
     fit_lp = drawn.sampler.get("lp__")  # a place far below every draw's density holds no mass
     lowest = (float(np.min(fit_lp)) - LP_MARGIN_PER_DIM * model.dim - LP_MARGIN
               if fit_lp is not None and np.size(fit_lp) else -np.inf)
@@ -199,6 +201,8 @@ def search_modes(model: StanProgram, drawn: Draws, settings: NutsArgs,
         if not _outside(joined.unconstrained, chain).size or any(
                 not _outside(u, chain).size for u in skipped):
             continue  # in a mode sampled (or found and not sampled) from another probe chain
+        if p_lp is not None and np.median(p_lp[c, -n:]) < lowest:
+            continue  # its density far below every draw's (still so after the probe)
         chain, cost = _settled(model, p, c, n, joined.unconstrained, nuts, lowest,
                                stream_int_seed(seed, Stream.MODE_PROBE, 6, i))
         seconds, evals = seconds + cost[0], evals + cost[1]
