@@ -91,6 +91,20 @@ def loo_across_modes(one_mode: Callable[[Draws, int], LooResult], model: Any,
         modes = [{"chains": [int(c) + 1 for c in groups[0]], "log_z": float("nan"),
                   "log_z_se": 0.0, "weight": 1.0}]
     parts = [one_mode(chain_subset(d, g), k) for k, g in enumerate(groups)]
+    if len(parts) > 1 and any(p.sample_index is not None for p in parts):
+        # the time budget ended a mode's pointwise pass: the modes' values are of different
+        # observations, and the heaviest mode's estimate stands, its mcse NA
+        top = int(np.argmax([m["weight"] for m in modes]))
+        why = ("the time budget ended a mode's pointwise pass, so the modes' values cannot be "
+               f"combined: elpd_loo is that of the mode with most evidence (weight "
+               f"{modes[top]['weight']:.3f}), and its Monte Carlo se is NA; a longer "
+               f"{option('time_budget')} combines them")
+        res = replace(parts[top], warnings=[why, *parts[top].warnings],
+                      mcse_elpd_loo=float("nan"), mcse_na_note=why, draws=d)
+        res.modes = [{**m, "elpd_loo": float(p.elpd_loo),
+                      "mcse_elpd_loo": float(p.mcse_elpd_loo)}
+                     for m, p in zip(modes, parts, strict=True)]
+        return res, None
     res = combine_modes(parts, np.array([m["weight"] for m in modes]),
                         np.array([m["log_z_se"] for m in modes]))
     res.modes = [{**m, "elpd_loo": float(p.elpd_loo),

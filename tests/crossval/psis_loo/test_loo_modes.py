@@ -99,3 +99,29 @@ def test_a_chain_that_diverges_throughout_is_not_a_mode():
     assert not sampled_there(draws, np.ones((4, 300)))
     longer = np.concatenate([np.ones((4, 100)), quiet], axis=1)  # warmup's are not counted
     assert sampled_there(draws, longer)
+
+
+def test_modes_whose_passes_the_budget_ended_are_not_combined(monkeypatch):
+    # a mode's pointwise pass stopped by the time budget holds the values of some
+    # observations only: the modes cannot be combined, and the heaviest mode's estimate
+    # stands with its mcse NA (before, the arrays' shapes clashed)
+    from stanlogz.crossval.psis_loo.modes import loo_across_modes
+    from stanlogz.draws.mode_search import ModeSearch
+
+    rng = np.random.default_rng(5)
+    base = stanlogz.loo(rng.normal(-1.0, 0.3, size=(4, 200, 6)))
+    draws = stanlogz.Draws(unconstrained=rng.normal(size=(4, 200, 1)))
+    part = {0: base, 1: replace(base, sample_index=np.array([0, 2, 4]),
+                                elpd_i=base.elpd_i[[0, 2, 4]])}
+    searched = ModeSearch(draws, [np.array([0, 1]), np.array([2, 3])])
+
+    class Weighed:
+        def run(self, model, u, **kw):
+            return stanlogz.EvidenceResult(method="gbs", log_z=-1.0, log_z_se=0.01)
+
+    import stanlogz.crossval.psis_loo.modes as modes_module
+
+    monkeypatch.setattr(modes_module, "lookup", lambda name: Weighed())
+    r, note = loo_across_modes(lambda d, k: part[k], None, searched, seed=1)
+    assert note is None and not np.isfinite(r.mcse_elpd_loo)
+    assert r.elpd_loo == base.elpd_loo and "time budget" in r.warnings[0]
