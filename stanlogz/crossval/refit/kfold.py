@@ -6,9 +6,8 @@ predictive density) and every held-out observation's log p(y_i | y_T) come from
 :func:`stanlogz.crossval.refit.heldout.heldout_elpd`, so programs with per-observation latent
 parameters are handled too. elpd_kfold = Σ_i log p(y_i | y_T(i)) (loo's ``kfold``
 convention); with one observation per fold it is exact leave-one-out. Leave-one-group-out
-(``group`` with ``k=None``) headlines elpd_logo = Σ_g log p(y_g | y₋g), the joint density of
-each held-out group, as ``loo(group=...)`` does, with elpd_kfold (the per-observation sum) beside
-it.
+(``group`` with ``k=None``) headlines elpd_logo = Σ_g log p(y_g | y₋g), each held-out group's
+joint density, as ``loo(group=...)`` does, with elpd_kfold (the observations' sum) beside it.
 """
 
 from __future__ import annotations
@@ -40,6 +39,7 @@ from .cv_tail import add_cv_warnings
 from .fold_sums import folds_sum_se
 from .folds import make_folds
 from .heldout import HeldOut, heldout_many
+from .kfold_modes import missed_modes
 from .kfold_target import check_target, kfold_to_target
 from .kfold_time import (
     HEAVY_SHARE,
@@ -104,6 +104,8 @@ class KFoldResult(KFoldNames, ElpdResult):
     #: a precision target's run (``kfold(mcse_target=...)``, :mod:`.kfold_target`): the
     #: target, what ended it (``ended_by``), the draws per chain and every round's mcse
     precision: dict[str, Any] | None = None
+    #: why :attr:`mcse` is NaN (modes the full-data chains missed: :mod:`.kfold_modes`)
+    mcse_na_note: str | None = None
 
     @property
     def elpd_kfold(self) -> float:
@@ -163,8 +165,8 @@ class KFoldResult(KFoldNames, ElpdResult):
         draws every fold mixes in add their influence draw by draw over the folds
         (:func:`.fold_sums.folds_sum_se`); the error of the log Z of the full data that
         evidence-difference folds share moves each fold's sum by ∂Σ elpd_i/∂log r times
-        itself, and these parts add linearly."""
-        return folds_sum_se(self.folds)
+        itself, and these parts add linearly. NaN with :attr:`mcse_na_note`."""
+        return math.nan if self.mcse_na_note else folds_sum_se(self.folds)
 
     @property
     def elpd_joint(self) -> float:
@@ -488,8 +490,9 @@ def kfold(
         model, data_dict, observations, held, folds, full, nuts, seed, target, result,
         progress)
     res.seconds = time.perf_counter() - t0
-    if budget_stop is not None:
-        res.warnings.append(budget_warning(budget_stop))
+    res.mcse_na_note = missed_modes(model, full, nuts, seed)  # modes the refits miss as well
+    res.warnings += [w for w in (budget_stop and budget_warning(budget_stop),
+                                 res.mcse_na_note) if w]
     add_cv_warnings(res, res.elpd_i, "elpd_kfold", unrefit_mcse=float(np.sum(
         [f.elpd_i_mcse for f in res.folds if f.method == "fold-sample"])))
     return res
