@@ -13,8 +13,8 @@ prior weighs unevenly.
 and :data:`WIDE_CHAINS` from wider ones (:data:`WIDE_INIT`), with the fit's adapted step
 size and metric, run as a refit's probe does (:func:`~.continuation.probe_run`). A probe
 chain whose median ends :data:`~.modes.PROBE_BEYOND` sds beyond the range of all the draws
-after :data:`~.modes.PROBE_MORE` more iterations, and again after it goes on alone by
-:data:`CONFIRM_MORE` (a chain on its way from a far init gets there), sits in another mode,
+goes on alone by :data:`CONFIRM_MORE` iterations (a chain on its way from a far init gets
+there); if it is still beyond and sampled there (:func:`_settled`), it sits in another mode,
 and a whole run of the fit's settings is sampled there from its last draw. The chains are
 then grouped by mode (:func:`chain_groups`), and log Z is the log of the sum of each mode's
 evidence, each estimated from its own chains
@@ -64,8 +64,8 @@ from .sample import sample
 #: tried)
 SEARCH_CHAINS = 4
 #: The probe (about 23% of a fit's iterations at the defaults: 12 chains of 100 warmup and
-#: 50 draws, and 150 more only where one ends elsewhere, against 4 of 2,000) is run where the
-#: time budget has this share of the fit's seconds left
+#: 50 draws against 4 of 2,000, and 400 more for each chain that ends elsewhere) is run where
+#: the time budget has this share of the fit's seconds left
 PROBE_SHARE = 0.25
 #: Random inits tried per probe chain for one where the density is finite (Stan's 100)
 INIT_TRIES = 100
@@ -192,7 +192,6 @@ def search_modes(model: StanProgram, drawn: Draws, settings: NutsArgs,
     # a whole run from each probe chain still beyond every draw so far: one per mode found
     joined, found, unsampled, skipped = drawn, 0, 0, []
     seconds, evals = float(p.seconds), int(p.n_gradient_evals)
-    p_lp = p.sampler.get("lp__")
     fit_lp = drawn.sampler.get("lp__")  # a place far below every draw's density holds no mass
     lowest = (float(np.min(fit_lp)) - LP_MARGIN_PER_DIM * model.dim - LP_MARGIN
               if fit_lp is not None and np.size(fit_lp) else -np.inf)
@@ -201,7 +200,7 @@ def search_modes(model: StanProgram, drawn: Draws, settings: NutsArgs,
         if not _outside(joined.unconstrained, chain).size or any(
                 not _outside(u, chain).size for u in skipped):
             continue  # in a mode sampled (or found and not sampled) from another probe chain
-        if p_lp is not None and np.median(p_lp[c, -n:]) < lowest:
+        if _below(p.sampler.get("lp__"), c, n, lowest):
             continue  # its density far below every draw's (still so after the probe)
         chain, cost = _settled(model, p, c, n, joined.unconstrained, nuts, lowest,
                                stream_int_seed(seed, Stream.MODE_PROBE, 6, i))
@@ -268,14 +267,19 @@ def _settled(model: StanProgram, p: Draws, c: int, n: int, fit: np.ndarray, nuts
     stretch = more.unconstrained[:, -CONFIRM_MORE:]
     if not sampled_there(stretch, more.sampler.get("divergent__")):
         return None, cost  # stuck, or diverging, where NUTS cannot sample: not a mode
-    lp = more.sampler.get("lp__")
-    if lp is not None and np.size(lp) and np.median(lp[:, -CONFIRM_MORE:]) < lowest:
+    if _below(more.sampler.get("lp__"), 0, CONFIRM_MORE, lowest):
         return None, cost  # its density far below every draw's: no mass to speak of
     half = CONFIRM_MORE // 2
     early, late = beyond(fit, stretch[:, :half])[0], beyond(fit, stretch[:, half:])[0]
     if late < DRIFT * early:
         return None, cost  # still on its way towards the draws
     return (last if beyond(fit, last)[0] > PROBE_BEYOND else None), cost
+
+
+def _below(lp: np.ndarray | None, c: int, n: int, lowest: float) -> bool:
+    """Whether chain ``c``'s log density (the median of its last ``n``, of ``lp`` ``(chains,
+    iterations)``) lies below ``lowest`` (:data:`LP_MARGIN` under the fit's lowest)."""
+    return lp is not None and bool(np.size(lp)) and bool(np.median(lp[c, -n:]) < lowest)
 
 
 def sampled_there(x: np.ndarray, divergent: np.ndarray | None = None) -> bool:

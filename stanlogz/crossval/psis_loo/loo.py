@@ -23,7 +23,7 @@ from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
 from ...draws import Draws, obtain_draws
 from ...draws.continuation import WarmStart
-from ...draws.mode_search import search_modes
+from ...draws.mode_search import ModeSearch, chain_groups, search_modes
 from ...errors import InputError, Route, StanlogzError, ThinForBudget, option
 from ...parallel import run_parallel, with_client
 from ...stan.program import ProgramLike
@@ -421,8 +421,10 @@ def loo(
                          progress=progress)
     modes_note = None
     if d.source == "stanlogz-nuts" and subsample is None and not in_one_mode():
-        # modes the chains do not move between: each mode's LOO, weighed by its evidence
-        searched = search_modes(model, d, nuts, seed)
+        # modes the chains do not move between: each mode's LOO, weighed by its evidence;
+        # draws given (a precision target's continued rounds too) are grouped, not searched
+        searched = (search_modes(model, d, nuts, seed) if draws is None
+                    else ModeSearch(d, chain_groups(d.unconstrained)))
         if len(searched.groups) > 1 or searched.unsampled:
             def one_mode(part: Draws, k: int) -> LooResult:
                 with one_mode_only():

@@ -101,15 +101,11 @@ def loo_across_modes(one_mode: Callable[[Draws, int], LooResult], model: Any,
                f"{option('time_budget')} combines them")
         res = replace(parts[top], warnings=[why, *parts[top].warnings],
                       mcse_elpd_loo=float("nan"), mcse_na_note=why, draws=d)
-        res.modes = [{**m, "elpd_loo": float(p.elpd_loo),
-                      "mcse_elpd_loo": float(p.mcse_elpd_loo)}
-                     for m, p in zip(modes, parts, strict=True)]
+        res.modes = _listed(modes, parts)
         return res, None
     res = combine_modes(parts, np.array([m["weight"] for m in modes]),
                         np.array([m["log_z_se"] for m in modes]))
-    res.modes = [{**m, "elpd_loo": float(p.elpd_loo),
-                  "mcse_elpd_loo": float(p.mcse_elpd_loo)} for m, p in zip(modes, parts,
-                                                                           strict=True)]
+    res.modes = _listed(modes, parts)
     shown = "; ".join(f"chains {', '.join(map(str, m['chains']))}: elpd_loo "
                       f"{m['elpd_loo']:.2f}, weight {m['weight']:.3f}" for m in res.modes)
     notes = [f"the posterior has {len(groups)} modes that NUTS's chains do not move "
@@ -129,6 +125,12 @@ def loo_across_modes(one_mode: Callable[[Draws, int], LooResult], model: Any,
     res.draws = d
     res.seconds = float(sum(p.seconds for p in parts)) + float(searched.seconds)
     return res, None
+
+
+def _listed(modes: list[dict[str, Any]], parts: list[LooResult]) -> list[dict[str, Any]]:
+    """Each mode's chains, evidence and weight (``modes``) with its LOO's elpd_loo and mcse."""
+    return [{**m, "elpd_loo": float(p.elpd_loo), "mcse_elpd_loo": float(p.mcse_elpd_loo)}
+            for m, p in zip(modes, parts, strict=True)]
 
 
 def _mode_variance(p: LooResult, a: np.ndarray) -> float:
