@@ -750,6 +750,8 @@ class _Pointwise:
         self.dens = dens
         logs = [np.empty((len(inst), len(sd.x))) for sd in sides]
         for k, (m, p) in enumerate(zip(inst, pos, strict=True)):
+            if terms is None:  # the whole program per observation (wells: 0.4 s each)
+                deadline.check_spent("the held-out densities")
             other = np.flatnonzero(~np.isin(extra, p))  # latents drawn from q the instance lacks
             for j, sd in enumerate(sides):
                 # log p̃_{T ∪ i}: the instance's density, or (a factorized program) log p̃_T

@@ -45,9 +45,9 @@ from .kfold_time import (
     HEAVY_SHARE,
     budget_warning,
     estimate_line,
-    factorizes,
     fill_by_psis,
     heavy_count,
+    held_out_price,
     refit_seconds,
 )
 
@@ -449,16 +449,15 @@ def kfold(
     full = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS))
     estimate, points = None, None
     if full.sampling_cost_known:
-        terms = factorizes(model, data_dict, observations, full)
+        terms, whole = held_out_price(model, data_dict, observations, full)
         estimate = refit_seconds(full, observations.n, held, n_workers, warm=warm_refits,
-                                 terms=terms)
+                                 terms=terms, whole=whole)
         # the observations the folds will likely refit on their own, where cheap to count
         points = None if estimate is None else heavy_count(
             model, data_dict, observations, full, terms, HEAVY_SHARE * estimate)
         if points:
-            estimate = refit_seconds(full, observations.n, held, n_workers,
-                                     warm=warm_refits, terms=terms, points=points,
-                                     dim=model.dim)
+            estimate = refit_seconds(full, observations.n, held, n_workers, warm=warm_refits,
+                                     terms=terms, points=points, dim=model.dim, whole=whole)
     if progress:
         progress(estimate_line(estimate, n_folds, full, points))
     anytime = deadline.remaining() is not None  # a budget ends the refits, not the command
@@ -469,7 +468,7 @@ def kfold(
                          estimate * min(n_workers, n_folds) / n_folds,
                          warm_refits=warm_refits, keep_draws=target is not None)
     folds, budget_stop = fill_by_psis(model, data_dict, observations, held, folds, full,
-                                      progress)
+                                      progress, estimate)
     # the sampler's diagnostics of the parameters alone (not of every generated quantity: 2 s
     # of roaches' 12 s for its 262 log_lik columns; the refits sample the parameters)
     only = list(model.param_names())

@@ -236,3 +236,32 @@ def test_the_self_checks_bridge_refits_are_priced_as_such(compiled):
     # (at least 2 x 30 s; the old price, two warm NUTS runs, was at most 40 s)
     seconds = float(re.search(r"\(about (\d+) s\)$", line).group(1))
     assert seconds >= 2 * HELDOUT_SHARE * 20.0
+
+
+def test_the_sampler_warnings_are_read_before_the_steps_the_budget_ends(monkeypatch):
+    # loo read the draws' summary (R-hat, ESS) after moment matching, outside every budgeted
+    # step: 0.4 s on radon_county_intercept's 90 parameters, past a 15 s budget. It is read
+    # before the pointwise pass now, and its warnings still reach the result.
+    from stanlogz.crossval.psis_loo import loo as loo_module
+
+    monkeypatch.setenv("STANLOGZ_BACKEND", "interpreted")
+    order = []
+    real_warnings, real_source = loo_module._sampler_warnings, loo_module.pointwise_source
+
+    def warnings(d):
+        order.append("summary")
+        return [*real_warnings(d), "a sampler warning"]
+
+    def source(*args, **kwargs):
+        order.append("pass")
+        return real_source(*args, **kwargs)
+
+    monkeypatch.setattr(loo_module, "_sampler_warnings", warnings)
+    monkeypatch.setattr(loo_module, "pointwise_source", source)
+    data = {"N": 20, "y": np.round(np.random.default_rng(2).normal(size=20), 3).tolist(),
+            "sigma": 1.0, "prior_sd": 2.0}
+    model = stanlogz.StanModel.from_file(str(EXAMPLES / "normal_mean.stan"), data)
+    with time_budget(60):
+        r = stanlogz.loo(model, seed=1, warmup=200, n_draws=200)
+    assert order[:2] == ["summary", "pass"]
+    assert "a sampler warning" in r.warnings

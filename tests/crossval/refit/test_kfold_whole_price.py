@@ -1,0 +1,118 @@
+"""K-fold of a program whose density is not a sum of per-observation terms (its transformed
+data centre a covariate on all the data, as posteriordb's wells programs do) evaluates each
+held-out observation as the whole program on both sides of the bridge (issue 45). On wells
+(3,020 households) that is two minutes a fold: the up-front estimate left it out (26 s for
+ten folds), the densities did not read the time budget, and a 20 s budget ran 15 s past its
+end and failed. The estimate now prices it, the densities stop at the budget's end, and the
+refusal where no fold fits names a budget that, followed, answers."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stanlogz.crossval.refit import kfold_time
+from stanlogz.draws import Draws
+from tests.helpers import run_cli
+
+pytestmark = pytest.mark.stan
+
+PROGRAM = Path(__file__).resolve().parents[3] / "stan_models" / "tests" / "centered_logistic.stan"
+
+
+def _data(n: int = 400) -> dict:
+    rng = np.random.default_rng(5)
+    x = rng.normal(3.0, 1.0, size=n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-(0.3 + 0.8 * (x - 3.0))))).astype(int)
+    return {"N": n, "y": y.tolist(), "x": np.round(x, 4).tolist()}
+
+
+def test_the_estimate_prices_each_held_out_observation_as_the_whole_program(monkeypatch):
+    # closed form: each refit adds TERM_SIDES x (the whole density's seconds at every draw)
+    # per held-out observation; held_out_price times it (positive) where the terms fail
+    import stanlogz
+    from stanlogz.crossval.observations.observations import load_observed
+
+    monkeypatch.setenv("STANLOGZ_BACKEND", "interpreted")
+    data = _data()
+    model = stanlogz.StanModel.from_file(str(PROGRAM), data)
+    full = stanlogz.sample(model, chains=2, warmup=100, draws=100, seed=1)
+    model, data, observations = load_observed(model, data)
+    terms, whole = kfold_time.held_out_price(model, data, observations, full)
+    assert terms is None and whole is not None and whole > 0
+    d = Draws(unconstrained=np.zeros((2, 100, 1)), seconds=10.0, n_gradient_evals=3000,
+              sampling_cost_known=True, sampler={"n_leapfrog__": np.full((2, 100), 5.0)})
+    held = [np.arange(5), np.arange(5, 10)]
+    base = kfold_time.refit_seconds(d, 10, held, 1)
+    assert kfold_time.refit_seconds(d, 10, held, 1, whole=0.2) == pytest.approx(
+        base + kfold_time.TERM_SIDES * 0.2 * 10)
+
+
+def test_the_whole_program_densities_stop_at_the_budget(clock, monkeypatch):
+    # each instance's density advances the clock 1 s; under a 3.5 s budget the fourth
+    # instance is not evaluated: the step raises BudgetSpent (an OverBudget) for the anytime
+    # refits to catch, instead of running on past the budget
+    from stanlogz import time_budget
+    from stanlogz.crossval.refit.heldout import _Pointwise, _Side
+    from stanlogz.errors import OverBudget
+
+    calls = []
+
+    class Instance:
+        def log_density_many(self, x):
+            calls.append(1)
+            clock.t += 1.0
+            return np.zeros(len(x))
+
+    x = np.zeros((10, 2))
+    side = _Side(x, np.zeros(10), np.zeros(10), (2, 5))
+    with time_budget(3.5), pytest.raises(OverBudget):
+        _Pointwise([Instance() for _ in range(8)], [np.arange(2)] * 8, np.zeros(0, int),
+                   None, np.arange(2), [side], 0.0)
+    assert len(calls) == 4
+
+
+def test_the_refusal_where_no_fold_is_estimable_names_the_estimated_whole_run(monkeypatch):
+    # no fold refit, and no pointwise values from the full fit (wells: "add a log_lik"): the
+    # route is the whole run's, 1.2 times the up-front estimate (20 min on wells) plus the
+    # full fit, where it named 1.2 K times the full fit alone (13 s on wells)
+    from stanlogz._util.deadline import parse_duration
+    from stanlogz.errors import InputError, OverBudget
+
+    def no_terms(*args, **kwargs):
+        raise InputError("not a sum of per-observation terms")
+
+    monkeypatch.setattr(kfold_time, "pointwise_source", no_terms)
+    full = Draws(unconstrained=np.zeros((2, 10, 1)), seconds=1.0, sampling_cost_known=True)
+    held = [np.arange(k, 40, 4) for k in range(4)]
+    with pytest.raises(OverBudget) as err:
+        kfold_time.fill_by_psis(None, {}, None, held, [None] * 4, full, estimate=600.0)
+    seconds = parse_duration(err.value.routes[0].options["time_budget"])
+    assert seconds >= 1.2 * 600.0 + 1.0
+    with pytest.raises(OverBudget) as err:  # without an estimate, as before
+        kfold_time.fill_by_psis(None, {}, None, held, [None] * 4, full)
+    assert parse_duration(err.value.routes[0].options["time_budget"]) < 10.0
+
+
+def test_a_budget_no_fold_fits_names_one_that_answers(capsys, tmp_path, monkeypatch):
+    # 4 folds of 400 observations, 100 instances a fold on both sides of the bridge: the
+    # refits take seconds, more than a 1.5 s budget leaves after NUTS, and the folds left
+    # cannot be estimated by PSIS in what is left: the refusal names the whole run's
+    # budget, and the command followed with it answers, every fold refit
+    import json
+
+    monkeypatch.setenv("STANLOGZ_BACKEND", "interpreted")
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps(_data()))
+    args = ["kfold", str(PROGRAM), "--data", str(data), "--k", "4", "--seed", "2",
+            "--warmup", "300", "--draws", "500", "--chains", "2", "--json", "--quiet"]
+    rc, out, err = run_cli(capsys, *args, "--time-budget", "1.5")
+    route = re.search(r"--time-budget (\S+) for the whole run", err)
+    assert rc != 0 and route is not None, err
+    rc, out, err = run_cli(capsys, *args, "--time-budget", route.group(1))
+    assert rc == 0, err
+    got = json.loads(out)
+    assert got["budget_stop"] is None and np.isfinite(got["elpd_kfold"])
