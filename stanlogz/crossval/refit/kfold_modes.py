@@ -1,4 +1,4 @@
-"""K-fold where the full-data chains miss a mode: flagged, not estimated.
+"""K-fold and LFO where the chains miss a mode: flagged, not estimated.
 
 The refits start at the full-data fit's draws (warm) or at Stan's inits, and their probe from
 Stan's inits (:mod:`stanlogz.draws.modes`). A mode outside both is missed by every refit as
@@ -8,6 +8,10 @@ an mcse of 0.003 and no warning, against the exact −35.612 (z ≈ 32). The evi
 search (:func:`~stanlogz.draws.mode_search.search_modes`) run on the full-data fit finds
 that mode; K-fold then says so and withholds its Monte Carlo se. ``loo`` weighs each mode by
 its evidence (:mod:`stanlogz.crossval.psis_loo.modes`) and answers.
+
+LFO's fits start from its first fit, on y[1:min_train] (warm), or from Stan's inits: the
+search runs on that first fit, whose posterior is the widest of them (the prior weighs most),
+and a mode found there flags elpd_lfo the same way.
 """
 
 from __future__ import annotations
@@ -19,16 +23,24 @@ from ...stan.program import StanProgram
 from ...stan.settings import NutsArgs
 
 
-def missed_modes(model: StanProgram, full: Draws, nuts: NutsArgs, seed: int | None
-                 ) -> str | None:
-    """The warning (and reason for the NA mcse) where the mode search on the full-data fit
-    ``full`` (stanlogz's own NUTS only) finds a mode its chains do not reach, else None."""
+def missed_modes(model: StanProgram, full: Draws, nuts: NutsArgs, seed: int | None, *,
+                 chains: str = "the full-data chains", quantity: str = "elpd_kfold",
+                 route: Route | None = None) -> str | None:
+    """The warning (and reason for the NA mcse) where the mode search on the fit ``full``
+    (stanlogz's own NUTS only) finds a mode its chains do not reach, else None. ``chains``
+    names that fit's chains, ``quantity`` the estimate, and ``route`` what weighs the modes
+    (K-fold: ``loo``, the default; LFO: none, said so)."""
     if full.source != "stanlogz-nuts":
         return None
     found = search_modes(model, full, nuts, seed)
     if not found.found:
         return None
-    return (f"the search for modes found {found.found} mode(s) that the full-data chains do "
+    if route is None and quantity == "elpd_kfold":
+        route = Route("loo")
+    then = (f"{route} weighs each mode by its evidence" if route is not None else
+            "no stanlogz estimate of it weighs the modes yet: a program whose parameters "
+            "are identified (an ordering, a narrower prior) samples one of them")
+    return (f"the search for modes found {found.found} mode(s) that {chains} do "
             "not reach; the refits start where those chains are or from Stan's inits and "
-            "miss them too, so elpd_kfold holds only the modes the chains sat in, and its "
-            f"Monte Carlo se is NA; {Route('loo')} weighs each mode by its evidence")
+            f"miss them too, so {quantity} holds only the modes the chains sat in, and its "
+            f"Monte Carlo se is NA; {then}")

@@ -45,6 +45,7 @@ from ..elpd.psis import k_threshold as psis_k_threshold
 from ..observations.observations import Observations, load_observed
 from .cv_tail import add_cv_warnings
 from .heldout import heldout_elpd
+from .kfold_modes import missed_modes
 from .lfo_anytime import budget_warning as lfo_budget_warning
 from .lfo_anytime import fixed_dimension, psis_from_nearest, refusal, total_mcse, visit_origins
 from .lfo_result import LfoResult
@@ -166,6 +167,8 @@ def lfo(
         res = _psis(model, data_dict, observations, origins, ahead, k_threshold, nuts, seed,
                     progress, warm_refits)
     res.seconds = time.perf_counter() - t0
+    if res.mcse_na_note:
+        res.warnings.append(res.mcse_na_note)
     if not math.isfinite(res.se):
         res.warnings.append(f"{res.elpd_t.size} origins with {ahead}-step windows are worth "
                             "fewer than two independent forecasts: elpd_lfo has no se; lower "
@@ -228,7 +231,8 @@ def _exact(model: StanProgram, data: dict[str, Any], obs: Observations, origins:
                 raise refusal(origins.size, len(bridged), times, slowest,
                               nuts.warmup + nuts.draws, deadline.clock() - t0)
             psis = psis_from_nearest(origins, ahead, draws, inst, left)
-        return _exact_result(model, origins, ahead, times, draws, bridged, psis)
+        return _exact_result(model, origins, ahead, times, draws, bridged, psis,
+                             missed=_missed(model, data, obs, times[0], draws, nuts, seed))
     clock = StepsClock("LFO prefix fits", len(times), nuts.warmup + nuts.draws)
 
     with steps(progress, len(times), "LFO prefixes (NUTS)", unit="fit") as fitted:
@@ -247,13 +251,23 @@ def _exact(model: StanProgram, data: dict[str, Any], obs: Observations, origins:
                             n_workers=n_workers, backend="thread" if n_workers > 1 else "serial",
                             on_done=bar.update)
     return _exact_result(model, origins, ahead, times, draws,
-                         dict(zip(origins.tolist(), held, strict=True)))
+                         dict(zip(origins.tolist(), held, strict=True)),
+                         missed=_missed(model, data, obs, times[0], draws, nuts, seed))
+
+
+def _missed(model: StanProgram, data: dict[str, Any], obs: Observations, t: int,
+            draws: dict[int, Draws], nuts: NutsArgs, seed: int | None) -> str | None:
+    """The mode search on the first fit, on y[1:t] (:func:`~.kfold_modes.missed_modes`)."""
+    if t not in draws:
+        return None
+    return missed_modes(_instance(model, data, obs, t), draws[t], nuts, seed,
+                        chains=f"the chains on y[1:{t}]", quantity="elpd_lfo")
 
 
 def _exact_result(model: StanProgram, origins: np.ndarray, ahead: int, times: list[int],
                   draws: dict[int, Draws], held: dict[int, Any],
-                  psis: dict[int, tuple[float, float, float, int]] | None = None
-                  ) -> LfoResult:
+                  psis: dict[int, tuple[float, float, float, int]] | None = None,
+                  missed: str | None = None) -> LfoResult:
     """The exact LFO result of the prefix fits ``draws`` (by t) and the origins' bridges
     ``held`` (by origin): every origin, or, where a time budget ended them, the others by
     PSIS (``psis``: :func:`~.lfo_anytime.psis_from_nearest`)."""
@@ -276,7 +290,7 @@ def _exact_result(model: StanProgram, origins: np.ndarray, ahead: int, times: li
     return LfoResult(model.name, "exact", int(origins[0]), ahead, origins, elpd, mcse, khat,
                      sorted(draws), float("nan"), n_samples,
                      int(sum(d.n_gradient_evals for d in fits)), mcse_total=total,
-                     warnings=warns, budget_stop=stop)
+                     warnings=warns, budget_stop=stop, mcse_na_note=missed)
 
 
 def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: np.ndarray,
@@ -317,6 +331,8 @@ def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: 
     t_first = deadline.clock()  # the budget's clock (a step-count clock in tests)
     d = refit(star)
     first_seconds = deadline.clock() - t_first
+    missed = missed_modes(base, d, nuts, seed, chains=f"the chains on y[1:{star}]",
+                          quantity="elpd_lfo")
     # a fit whose chains ended in different places (a refit's probe found another mode):
     # the origins estimated from its draws keep their values, their se NA (loo's NA)
     unmixed_warns: list[str] = []
@@ -405,7 +421,8 @@ def _psis(model: StanProgram, data: dict[str, Any], obs: Observations, origins: 
         warns.extend(unmixed_warns)
     return LfoResult(model.name, "psis", int(origins[0]), ahead, origins, np.array(elpd),
                      mcse_t, np.array(khat), refits, k_threshold, len(x), int(n_grad),
-                     mcse_total=math.sqrt(var_total), warnings=warns, budget_stop=stop)
+                     mcse_total=math.sqrt(var_total), warnings=warns, budget_stop=stop,
+                     mcse_na_note=missed)
 
 
 def _block_var(influences: list[np.ndarray], d: Draws) -> float:

@@ -69,6 +69,9 @@ class LfoResult(LfoNames, ElpdResult):
     #: what the time budget ended (PSIS: the refits that did not fit, the origins kept on
     #: the last refit's draws above the k̂ threshold, whose mcse is NaN); None otherwise
     budget_stop: dict[str, Any] | None = None
+    #: why the Monte Carlo se is NA (the mode search found a mode the first fit's chains
+    #: miss: :func:`~.kfold_modes.missed_modes`); None otherwise
+    mcse_na_note: str | None = None
 
     @property
     def elpd_i(self) -> np.ndarray:
@@ -102,7 +105,10 @@ class LfoResult(LfoNames, ElpdResult):
     @property
     def mcse(self) -> float:
         """Monte Carlo se of elpd_lfo (PSIS: the origins that share one refit's draws share
-        their errors, and their sum's se counts that; exact: independent bridges)."""
+        their errors, and their sum's se counts that; exact: independent bridges). NaN with
+        :attr:`mcse_na_note`."""
+        if self.mcse_na_note:
+            return math.nan
         if self.mcse_total is not None:
             return float(self.mcse_total)
         return float(math.sqrt(np.sum(self.mcse_t**2)))
@@ -131,7 +137,8 @@ class LfoResult(LfoNames, ElpdResult):
                 "refits": list(self.refits), "n_refits": len(self.refits),
                 "n_samples": self.n_samples, "n_gradient_evals": self.n_gradient_evals,
                 "pointwise": self.pointwise(), "seconds": self.seconds,
-                "budget_stop": self.budget_stop, "warnings": self.warnings}
+                "budget_stop": self.budget_stop, "mcse_na_note": self.mcse_na_note,
+                "warnings": self.warnings}
 
     def to_arviz(self) -> Any:
         """ArviZ's LFO ELPD object (``ELPDDataLFO`` in arviz-stats, ``ELPDData`` in 0.x)."""
