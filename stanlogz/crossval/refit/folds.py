@@ -21,7 +21,7 @@ def make_folds(n: int, k: int | None, rng: np.random.Generator, *,
         if k is None:
             return inverse.astype(int)
         logo = Route(options={"k": None}, cli_values={"k": "groups"})
-        _check_k(k, labels.size, f"groups ({logo} holds out one group per fold)")
+        _check_k(k, labels.size, f"groups; {logo} holds out one group per fold", logo)
         fold_of_group = np.empty(labels.size, dtype=int)
         fold_of_group[rng.permutation(labels.size)] = np.arange(labels.size) % k
         return fold_of_group[inverse]
@@ -41,8 +41,12 @@ def make_folds(n: int, k: int | None, rng: np.random.Generator, *,
     return fold
 
 
-def _check_k(k: int, n: int, what: str) -> None:
+def _check_k(k: int, n: int, what: str, route: Route | None = None) -> None:
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 2:
         raise InputError(f"k must be an integer >= 2, got {k!r}")
-    if k > n:
-        raise InputError(f"k = {k} folds but only {n} {what}")
+    if k > n and route is not None:
+        raise InputError(f"k = {k} folds but only {n} {what}", routes=route)
+    if k > n:  # eight_schools at the command's default k = 10: the route is one per fold
+        route = Route(options={"k": int(n)})
+        raise InputError(f"k = {k} folds but only {n} {what}; {route} leaves one out per "
+                         "fold", routes=route)

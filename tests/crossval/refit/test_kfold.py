@@ -153,10 +153,11 @@ def test_cli_kfold_eight_schools_is_exact_loo(compiled, capsys, tmp_path) -> Non
     (["--group", "J"], "--group J: J is not an array with one entry per observation"),
     (["--group", "nope"], "--group nope: no data variable named nope"),
     (["--stratify", "sigma"], "--stratify sigma: sigma is not an array"),
-    (["--k", "31"], "k = 31 folds but only 30 observations"),
+    (["--k", "31"], "k = 31 folds but only 30 observations; --k 30 leaves one out per fold"),
     (["--k", "groups"], "--k groups needs --group VAR"),
     (["--k", "ten"], "--k must be a number of folds or 'groups'"),
-    (["--group", "g", "--k", "7"], "k = 7 folds but only 6 groups"),
+    (["--group", "g", "--k", "7"],
+     "k = 7 folds but only 6 groups; --k groups holds out one group per fold"),
     (["--plot", "out.txt"], "--plot file out.txt must end in"),
 ])
 def test_cli_bad_input(compiled, capsys, args, message) -> None:
