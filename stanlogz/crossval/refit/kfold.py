@@ -447,7 +447,7 @@ def kfold(
         progress(f"{scheme} cross-validation: {observations.n} observations in "
                  f"{n_folds} folds" + ("" if draws is not None else "; NUTS on all data"))
     full = obtain_draws(model, draws, nuts, seed=stream_int_seed(seed, Stream.NUTS))
-    estimate, points = None, None
+    estimate, points, whole = None, None, None
     if full.sampling_cost_known:
         terms, whole = held_out_price(model, data_dict, observations, full)
         estimate = refit_seconds(full, observations.n, held, n_workers, warm=warm_refits,
@@ -468,7 +468,7 @@ def kfold(
                          estimate * min(n_workers, n_folds) / n_folds,
                          warm_refits=warm_refits, keep_draws=target is not None)
     folds, budget_stop = fill_by_psis(model, data_dict, observations, held, folds, full,
-                                      progress, estimate)
+                                      progress, estimate, difference=whole is None)
     # the sampler's diagnostics of the parameters alone (not of every generated quantity: 2 s
     # of roaches' 12 s for its 262 log_lik columns; the refits sample the parameters)
     only = list(model.param_names())

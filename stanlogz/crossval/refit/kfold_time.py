@@ -36,6 +36,7 @@ from ...draws.continuation import WARM_REFIT_WARMUP, warm_refit_seconds
 from ...errors import InputError, OverBudget, StanlogzError
 from ..elpd.psis import elpd_mcse, k_threshold, relative_efficiency
 from ..elpd.routes import pointwise_source
+from ..observations.pointwise import PointwiseLogLik
 from .heldout import HeldOut
 from .heldout_points import point_draws
 
@@ -97,7 +98,6 @@ def factorizes(model: Any, data: dict[str, Any], observations: Any, full: Draws
     draw of ``full`` (timed once, on the first ``TIMED_TERMS`` observations in one call); None
     where they will not."""
     from ...errors import StanlogzError
-    from ..observations.pointwise import PointwiseLogLik
 
     unc = full.flat_unconstrained()
     try:
@@ -148,7 +148,6 @@ def heavy_count(model: Any, data: dict[str, Any], observations: Any, full: Draws
     folds will refit on their own (on roaches, 21 against 24). None where that pass is not
     cheap: neither a ``log_lik`` quantity nor a density difference (``terms``,
     :func:`factorizes`) whose pass fits in ``within`` seconds."""
-    from ..observations.pointwise import PointwiseLogLik
 
     try:
         pw = PointwiseLogLik(model, data, observations, "auto")
@@ -230,12 +229,16 @@ def estimate_line(seconds: float | None, k: int, full: Draws, points: int | None
 def fill_by_psis(model: Any, data: dict[str, Any], observations: Any,
                  held: Sequence[np.ndarray], folds: list[HeldOut | None], full: Draws,
                  progress: Callable[[str], None] | None = None,
-                 estimate: float | None = None
+                 estimate: float | None = None, difference: bool = True
                  ) -> tuple[list[HeldOut], dict[str, Any] | None]:
     """``folds`` with every None (a fold the budget left without a refit) estimated by PSIS
     from ``full``, and the result's ``budget_stop`` flag (None when every fold was refit).
     ``estimate``: the refits' seconds estimated up front (:func:`refit_seconds`), for the
-    route where nothing can estimate the folds left."""
+    route where nothing can estimate the folds left. ``difference=False``: the density
+    difference already failed its check (:func:`held_out_price`), so a program without a
+    ``log_lik`` quantity goes to the conditional source without checking it again (its
+    check builds a data instance per observation: 2 s of posteriordb earnings' 1,059, past
+    a 6 s budget)."""
     missing = [j for j, f in enumerate(folds) if f is None]
     if not missing:
         return list(folds), None  # type: ignore[arg-type]
@@ -245,7 +248,9 @@ def fill_by_psis(model: Any, data: dict[str, Any], observations: Any,
                  "full fit")
     unc = full.flat_unconstrained()
     try:
-        pw = pointwise_source(model, data, observations, "auto",
+        source = "auto" if difference or PointwiseLogLik(
+            model, data, observations, "auto").source == "log_lik" else "conditional"
+        pw = pointwise_source(model, data, observations, source,
                               unc[:: max(1, len(unc) // 3)][:3])
     except InputError as exc:  # no pointwise values from the full fit (a non-factorized program)
         done = [f for f in folds if f is not None]

@@ -116,3 +116,32 @@ def test_a_budget_no_fold_fits_names_one_that_answers(capsys, tmp_path, monkeypa
     assert rc == 0, err
     got = json.loads(out)
     assert got["budget_stop"] is None and np.isfinite(got["elpd_kfold"])
+
+
+def test_folds_left_skip_the_density_difference_check_that_failed_before_the_refits(
+        monkeypatch):
+    # the estimate checks the density difference before the refits (held_out_price); where it
+    # failed, the folds left go to the conditional source without checking it again (one data
+    # instance per observation: 2 s of posteriordb earnings' 1,059, past a 6 s budget). A
+    # program with a log_lik quantity keeps "auto", which reads it.
+    import stanlogz
+    from stanlogz.crossval.observations.observations import load_observed
+    from stanlogz.errors import InputError, OverBudget
+
+    monkeypatch.setenv("STANLOGZ_BACKEND", "interpreted")
+    asked = []
+
+    def source(model, data, observations, log_lik, rows):
+        asked.append(log_lik)
+        raise InputError("no pointwise values")
+
+    monkeypatch.setattr(kfold_time, "pointwise_source", source)
+    model, data, observations = load_observed(stanlogz.StanModel.from_file(str(PROGRAM),
+                                                                           _data()), None)
+    full = Draws(unconstrained=np.zeros((2, 10, 2)), seconds=1.0, sampling_cost_known=True)
+    held = [np.arange(k, 400, 4) for k in range(4)]
+    for difference in (False, True):
+        with pytest.raises(OverBudget):  # nothing to estimate the folds left from
+            kfold_time.fill_by_psis(model, data, observations, held, [None] * 4, full,
+                                    difference=difference)
+    assert asked == ["conditional", "auto"]
