@@ -120,10 +120,11 @@ def main() -> None:
                                       "seconds": secs[-1]}) + "\n")
                 out.flush()
         z = np.array(zs)
-        print(f"| {most or 'all'} | {len(z)} | {np.mean(errs):+.4f} | "
-              f"{np.sqrt(np.mean(z**2)):.2f} | {np.abs(z).max():.1f} | "
-              f"{np.mean(np.abs(z) <= 1):.2f} | {np.mean(np.abs(z) <= 1.96):.2f} | "
-              f"{np.median(mcses):.4f} | {np.median(secs):.1f} |", flush=True)
+        cells = [most or "all", len(z), f"{np.mean(errs):+.4f}",
+                 f"{np.sqrt(np.mean(z**2)):.2f}", f"{np.abs(z).max():.1f}",
+                 *(f"{np.mean(np.abs(z) <= c):.2f}" for c in (1, 1.96)),
+                 f"{np.median(mcses):.4f}", f"{np.median(secs):.1f}"]
+        print("| " + " | ".join(map(str, cells)) + " |", flush=True)
 
 
 if __name__ == "__main__":
