@@ -22,7 +22,6 @@ from typing import Any, ClassVar, Unpack
 import numpy as np
 
 from ... import arviz_compat
-from ..._util import deadline
 from ..._util.argcheck import check_arguments
 from ..._util.seeds import Stream, stream, stream_int_seed, stream_rng
 from ..._util.sum_se import sum_se
@@ -43,6 +42,7 @@ from .kfold_modes import missed_modes
 from .kfold_target import check_target, kfold_to_target
 from .kfold_time import (
     HEAVY_SHARE,
+    anytime_refits,
     budget_warning,
     estimate_line,
     fill_by_psis,
@@ -460,7 +460,8 @@ def kfold(
                                      terms=terms, points=points, dim=model.dim, whole=whole)
     if progress:
         progress(estimate_line(estimate, n_folds, full, points))
-    anytime = deadline.remaining() is not None  # a budget ends the refits, not the command
+    anytime = anytime_refits(model, data_dict, observations, full, n_folds, estimate, whole,
+                             n_workers)  # a budget ends the refits, not the command
     folds = heldout_many(model, data_dict, observations, held, full_draws=full,
                          settings=nuts, seed=stream(seed, Stream.REFIT), n_workers=n_workers,
                          progress=progress, anytime=anytime,

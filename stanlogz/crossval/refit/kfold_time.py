@@ -28,6 +28,7 @@ import numpy as np
 from scipy import stats
 from scipy.special import logsumexp
 
+from ..._util import deadline
 from ..._util.deadline import as_option
 from ..._util.progress import duration
 from ...arviz_compat import psislw
@@ -235,6 +236,61 @@ def estimate_line(seconds: float | None, k: int, full: Draws, points: int | None
             f"{alone})")
 
 
+def _fill_source(model: Any, data: dict[str, Any], observations: Any, full: Draws,
+                 difference: bool) -> Any:
+    """The pointwise source PSIS from the full fit would estimate the folds left with
+    (:func:`fill_by_psis`); InputError where there is none."""
+    unc = full.flat_unconstrained()
+    source = "auto" if difference or PointwiseLogLik(
+        model, data, observations, "auto").source == "log_lik" else "conditional"
+    return pointwise_source(model, data, observations, source,
+                            unc[:: max(1, len(unc) // 3)][:3])
+
+
+def _no_fill(done: int, k: int, need: float, estimate: float | None, full: Draws,
+             ahead: float | None = None) -> OverBudget:
+    """The refusal where the folds left can be estimated neither by PSIS nor from two refit
+    folds: the whole run's budget, at least 1.2 times the estimate (wells: 13 s named for 20
+    min of work) and the full fit. ``ahead``: refused before the refits, each estimated at
+    that many seconds."""
+    route = as_option(max(need, 1.2 * (estimate or 0.0)) + full.seconds, "for the whole run")
+    what = (f"the time budget ended the refits after {done} of {k} folds" if ahead is None else
+            f"two of the {k} refits (about {duration(ahead)} each) would not fit in the time "
+            "budget left")
+    return OverBudget(
+        f"{what}, and the folds left can be estimated neither by PSIS from the full fit (this "
+        "program's density is not a sum of per-observation terms) nor from one refit fold; "
+        f"run with {route}", routes=(route,))
+
+
+def anytime_refits(model: Any, data: dict[str, Any], observations: Any, full: Draws,
+                   n_folds: int, estimate: float | None, whole: float | None,
+                   n_workers: int = 1) -> bool:
+    """Whether a time budget ends kfold's refits (its anytime mode). Under one, the refusal
+    :func:`fill_by_psis` would reach after the refits comes before the first: where the
+    estimate fits fewer than two folds in the budget left (the last at 1.2 times its share,
+    a tenth of the budget kept, as :class:`~.heldout.RefitWatch` starts them) and the folds
+    left have no pointwise values from the full fit (``whole`` set: no per-observation
+    terms; and no ``log_lik`` quantity or conditional source). Wells under a 60 s budget
+    had refit one fold, 45 s, before that refusal."""
+    left, total = deadline.remaining(), deadline.budget_seconds() or 0.0
+    if left is None:
+        return False
+    if whole is None or estimate is None:
+        return True
+    at_once = min(max(int(n_workers), 1), n_folds)
+    per_fold = estimate * at_once / n_folds  # a round of at_once folds (the estimate's wall)
+    rounds = 2 if at_once == 1 else 1  # the rounds two folds take
+    if left - heldout.RefitWatch.RESERVE_SHARE * total >= (rounds + 0.2) * per_fold:
+        return True
+    try:
+        _fill_source(model, data, observations, full, difference=False)
+    except InputError as exc:
+        raise _no_fill(0, n_folds, full.seconds * n_folds * 1.2, estimate, full,
+                       ahead=per_fold) from exc
+    return True
+
+
 def fill_by_psis(model: Any, data: dict[str, Any], observations: Any,
                  held: Sequence[np.ndarray], folds: list[HeldOut | None], full: Draws,
                  progress: Callable[[str], None] | None = None,
@@ -255,23 +311,13 @@ def fill_by_psis(model: Any, data: dict[str, Any], observations: Any,
         progress(f"the time budget ended the refits after {len(folds) - len(missing)} of "
                  f"{len(folds)} folds: the {len(missing)} left estimated by PSIS from the "
                  "full fit")
-    unc = full.flat_unconstrained()
     try:
-        source = "auto" if difference or PointwiseLogLik(
-            model, data, observations, "auto").source == "log_lik" else "conditional"
-        pw = pointwise_source(model, data, observations, source,
-                              unc[:: max(1, len(unc) // 3)][:3])
+        pw = _fill_source(model, data, observations, full, difference)
     except InputError as exc:  # no pointwise values from the full fit (a non-factorized program)
         done = [f for f in folds if f is not None]
         if len(done) < 2:  # nothing to estimate the folds left from: the whole run's budget
             need = max([f.seconds for f in done] + [full.seconds]) * len(folds) * 1.2
-            need = max(need, 1.2 * (estimate or 0.0))  # wells: 13 s named for 20 min of work
-            route = as_option(need + full.seconds, "for the whole run")
-            raise OverBudget(
-                f"the time budget ended the refits after {len(done)} of {len(folds)} folds, and "
-                "the folds left can be estimated neither by PSIS from the full fit (this program"
-                "'s density is not a sum of per-observation terms) nor from one refit fold; run "
-                f"with {route}", routes=(route,)) from exc
+            raise _no_fill(len(done), len(folds), need, estimate, full) from exc
         return fill_by_sampling(held, folds, str(exc))
     pw.draw_shape = (full.n_chains, full.n_draws)  # a refusal's route: the draws that fit
     # one pass over the draws for every fold left (a log_lik quantity is read, not recomputed)

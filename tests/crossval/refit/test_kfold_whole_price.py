@@ -203,3 +203,35 @@ def test_whole_program_folds_on_thinned_draws_match_quadrature(monkeypatch):
         truth = sum(exact.log_z(np.append(train, i), base + exact.ll[i]) - z_t
                     for i in f.index)
         assert abs(float(np.sum(f.elpd_i)) - truth) <= 4.5 * f.elpd_i_mcse, f.method
+
+
+def test_a_budget_two_folds_cannot_fit_is_refused_before_the_first_refit(clock, monkeypatch):
+    # wells under a 60 s budget refit one fold (45 s) and then refused: the folds left had
+    # no pointwise values (no per-observation terms, no log_lik) and one fold is no sample.
+    # Where the estimate fits fewer than two folds (1.2 times each, a tenth of the budget
+    # kept: 2.2 folds' time), the same refusal now comes before the first refit, with the
+    # whole run's budget; where the folds left have a source, or two folds fit, it does not.
+    from stanlogz import time_budget
+    from stanlogz._util.deadline import parse_duration
+    from stanlogz.errors import InputError, OverBudget
+
+    def no_source(*args, **kwargs):
+        raise InputError("not a sum of per-observation terms")
+
+    full = Draws(unconstrained=np.zeros((2, 10, 1)), seconds=1.0, sampling_cost_known=True)
+    args = (None, {}, None, full, 10)
+    assert kfold_time.anytime_refits(*args, 600.0, 0.2) is False  # no budget
+    monkeypatch.setattr(kfold_time, "_fill_source", no_source)
+    with time_budget(140):  # per fold 60 s: 2.2 x 60 > 140 - 14
+        with pytest.raises(OverBudget) as err:
+            kfold_time.anytime_refits(*args, 600.0, 0.2)
+        assert "two of the 10 refits (about 60 s each) would not fit" in str(err.value)
+        assert parse_duration(err.value.routes[0].options["time_budget"]) >= 1.2 * 600.0
+        assert kfold_time.anytime_refits(*args, 600.0, None) is True  # terms: PSIS serves
+        # two workers: the same folds in 300 s of wall, two at once in one 60 s round
+        assert kfold_time.anytime_refits(*args, 300.0, 0.2, n_workers=2) is True
+    with time_budget(150):  # 2.2 x 60 <= 150 - 15: two folds fit
+        assert kfold_time.anytime_refits(*args, 600.0, 0.2) is True
+    monkeypatch.setattr(kfold_time, "_fill_source", lambda *a, **k: object())
+    with time_budget(140):  # a source for the folds left: the refits run as far as they go
+        assert kfold_time.anytime_refits(*args, 600.0, 0.2) is True
