@@ -44,9 +44,8 @@ def make_folds(n: int, k: int | None, rng: np.random.Generator, *,
 def _check_k(k: int, n: int, what: str, route: Route | None = None) -> None:
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 2:
         raise InputError(f"k must be an integer >= 2, got {k!r}")
-    if k > n and route is not None:
+    if k > n:  # eight_schools at the command's default k = 10: one out per fold
+        if route is None:
+            route = Route(options={"k": int(n)})
+            what = f"{what}; {route} leaves one out per fold"
         raise InputError(f"k = {k} folds but only {n} {what}", routes=route)
-    if k > n:  # eight_schools at the command's default k = 10: the route is one per fold
-        route = Route(options={"k": int(n)})
-        raise InputError(f"k = {k} folds but only {n} {what}; {route} leaves one out per "
-                         "fold", routes=route)

@@ -43,6 +43,7 @@ import numpy as np
 from scipy import special
 
 from ..._util import deadline
+from ..._util.arrays import even_rows
 from ..._util.deadline import StepsClock
 from ..._util.display import alias
 from ..._util.gpd import KHAT_HEAVY
@@ -749,11 +750,12 @@ class _Side:
 
 
 def _thinned(sd: _Side, most: int | None) -> _Side:
-    """``sd`` on at most ``most`` of its draws (all when None), every k-th of each chain."""
+    """``sd`` on at most ``most`` of its draws (all when None), spread evenly over each chain
+    as :meth:`~stanlogz.draws.core.Draws.thinned` spreads them."""
     chains, n = sd.shape[0], int(np.prod(sd.shape[1:]))
     if most is None or chains * n <= most:
         return sd
-    keep = np.arange(0, n, -(-chains * n // most))
+    keep = even_rows(n, max(1, most // chains))
     rows = (np.arange(chains)[:, None] * n + keep[None, :]).ravel()
     return _Side(sd.x[rows], sd.log_train[rows], sd.log_full[rows], (chains, keep.size))
 

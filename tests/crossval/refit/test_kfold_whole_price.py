@@ -147,14 +147,16 @@ def test_folds_left_skip_the_density_difference_check_that_failed_before_the_ref
     assert asked == ["conditional", "auto"]
 
 
-def test_thinning_keeps_every_kth_draw_of_each_chain():
+def test_thinning_spreads_the_draws_kept_evenly_over_each_chain():
     from stanlogz.crossval.refit.heldout import _Side, _thinned
 
     x = np.arange(2 * 10, dtype=float)[:, None]  # chain 0: 0..9, chain 1: 10..19
     sd = _Side(x, x[:, 0] + 100, x[:, 0] + 200, (2, 10))
-    got = _thinned(sd, 8)  # 20 draws to at most 8: every third of each chain
+    got = _thinned(sd, 8)  # 20 draws to at most 8: 4 of each chain, first and last kept
     assert got.shape == (2, 4)
     assert got.x[:, 0].tolist() == [0, 3, 6, 9, 10, 13, 16, 19]
+    got = _thinned(sd, 6)  # 3 of each chain
+    assert got.x[:, 0].tolist() == [0, 4, 9, 10, 14, 19]
     assert np.array_equal(got.log_train, got.x[:, 0] + 100)
     assert _thinned(sd, None) is sd and _thinned(sd, 20) is sd
 
