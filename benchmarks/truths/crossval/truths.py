@@ -246,17 +246,17 @@ def regression_loo_grid(data: Mapping[str, Any]) -> np.ndarray:
     return log_z[0] - log_z[1:]
 
 
-def poisson_lognormal_loo(y: Sequence[int] | np.ndarray, points: int = 121) -> np.ndarray:
-    """Exact elpd_loo_i of latent_poisson_lower1.stan (mu ~ N(1, 1), tau ~ lognormal(-0.5,
-    0.5), z ~ N(0, 1), y ~ Poisson(exp(mu + tau z))): p(y_i | mu, tau) by 40-node
-    Gauss-Hermite over z, then a ``points`` x ``points`` trapezoid over mu and log tau: first
-    on mu in [-4, 6] and log tau in [log 0.01, log 5] (for 12 counts, 241 x 241 points with
-    80 nodes and tau up to 8 moved no value by more than 1.6e-6), then, for the narrow
-    posteriors of many counts, again on the box where the log posterior is within 40 of its
-    largest value there (200 counts: 121, 161 and 241 points agree on the total to 1e-10)."""
-    y = np.asarray(y)
+def _poisson_lognormal_grid(y: np.ndarray, points: int, box: np.ndarray | None = None
+                            ) -> tuple[np.ndarray, np.ndarray]:
+    """The log prior and each count's log p(y_i | mu, tau) of latent_poisson_lower1.stan on a
+    ``points`` x ``points`` trapezoid over mu and log tau (40-node Gauss-Hermite over z), first
+    on mu in [-4, 6] and log tau in [log 0.01, log 5], then, for more than 20 counts, again on
+    the box where the log posterior given ``box`` (a mask of the counts; all when None) is
+    within 40 of its largest value there. Returns (prior, lp) of shapes (points, points) and
+    (points, points, N)."""
     x, w = np.polynomial.hermite.hermgauss(40)
     lw = np.log(w / np.sqrt(np.pi))
+    keep_rows = np.ones(y.size, dtype=bool) if box is None else box
 
     def grid(mu: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         m, v = np.meshgrid(mu, u, indexing="ij")
@@ -268,18 +268,55 @@ def poisson_lognormal_loo(y: Sequence[int] | np.ndarray, points: int = 121) -> n
                                            - special.gammaln(yi + 1), axis=-1)
         prior = (stats.norm.logpdf(m, 1, 1) + stats.lognorm.logpdf(tau, 0.5, scale=np.exp(-0.5))
                  + v)
-        return prior + lp.sum(axis=-1), lp
+        return prior, lp
 
     mu, u = np.linspace(-4, 6, points), np.linspace(np.log(0.01), np.log(5), points)
-    post, lp = grid(mu, u)
+    prior, lp = grid(mu, u)
     if y.size > 20:  # narrow: the box that holds the posterior, at the same resolution
+        post = prior + lp[..., keep_rows].sum(axis=-1)
         keep = np.nonzero(post > post.max() - 40.0)
         pad_m, pad_u = mu[1] - mu[0], u[1] - u[0]
         mu = np.linspace(mu[keep[0]].min() - pad_m, mu[keep[0]].max() + pad_m, points)
         u = np.linspace(u[keep[1]].min() - pad_u, u[keep[1]].max() + pad_u, points)
-        post, lp = grid(mu, u)
+        prior, lp = grid(mu, u)
+    return prior, lp
+
+
+def poisson_lognormal_loo(y: Sequence[int] | np.ndarray, points: int = 121) -> np.ndarray:
+    """Exact elpd_loo_i of latent_poisson_lower1.stan (mu ~ N(1, 1), tau ~ lognormal(-0.5,
+    0.5), z ~ N(0, 1), y ~ Poisson(exp(mu + tau z))): p(y_i | mu, tau) by 40-node
+    Gauss-Hermite over z, then a ``points`` x ``points`` trapezoid over mu and log tau
+    (:func:`_poisson_lognormal_grid`; for 12 counts, 241 x 241 points with 80 nodes and tau
+    up to 8 moved no value by more than 1.6e-6; for 200 counts, 121, 161 and 241 points agree
+    on the total to 1e-10)."""
+    y = np.asarray(y)
+    prior, lp = _poisson_lognormal_grid(y, points)
+    post = prior + lp.sum(axis=-1)
     total = special.logsumexp(post)
     return np.array([total - special.logsumexp(post - lp[..., i]) for i in range(y.size)])
+
+
+def poisson_lognormal_kfold(y: Sequence[int] | np.ndarray, fold_of: Sequence[int] | np.ndarray,
+                            points: int = 121, per_fold: bool = False) -> np.ndarray:
+    """Exact K-fold elpd_i = log p(y_i | y_T(i)) of latent_poisson_lower1.stan, where T(i) is
+    every count outside observation i's fold (``fold_of``: one fold label per count): log ∫
+    p(y_i | mu, tau) p(mu, tau | y_T) as a ratio of two sums on the grid of
+    :func:`_poisson_lognormal_grid`. For many counts its box is the full data's (where their
+    log posterior is within 40 of its top); ``per_fold`` places it on each training set's
+    posterior instead (60 counts, K = 5: the two agree to 1e-14, and 241 points move the total
+    by 3e-13)."""
+    y, fold_of = np.asarray(y), np.asarray(fold_of)
+    out = np.empty(y.size)
+    prior, lp = _poisson_lognormal_grid(y, points)
+    for k in np.unique(fold_of):
+        train = fold_of != k
+        if per_fold:
+            prior, lp = _poisson_lognormal_grid(y, points, box=train)
+        post = prior + lp[..., train].sum(axis=-1)
+        base = special.logsumexp(post)
+        for i in np.flatnonzero(~train):
+            out[i] = special.logsumexp(post + lp[..., i]) - base
+    return out
 
 
 def radon_county_logo(data: Mapping[str, Any], points: int = 161) -> np.ndarray:
